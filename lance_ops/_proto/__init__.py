@@ -1,0 +1,1 @@
+"""Protobuf modules generated from protos/ (see scripts/gen_protos.py)."""

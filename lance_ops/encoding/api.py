@@ -1,0 +1,120 @@
+"""The codec's contract with the file layer.
+
+The file layer owns bytes on disk; the codec owns what a page means. The file writer
+hands each top-level field's rows to a :class:`FieldEncoder` (one call per page worth
+of rows) and stores the returned :class:`EncodedPage` objects; the file reader describes
+stored pages as :class:`PageInfo` and asks a :class:`FieldDecoder` for rows, giving it
+a :data:`Fetch` callable so the codec reads exactly the byte ranges it needs (mini-block
+metadata first, then only the chunks that hold requested rows) without importing any
+I/O code.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops._proto import encodings_v2_1_pb2 as pb21
+from lance_ops.errors import UnsupportedFeatureError
+
+
+class FileVersion(enum.Enum):
+    """Lance data file versions. ``value`` is the (major, minor) recorded in manifests."""
+
+    V0_1 = (0, 1)  # legacy v1 container
+    V2_0 = (2, 0)
+    V2_1 = (2, 1)
+    V2_2 = (2, 2)
+
+    @property
+    def major(self) -> int:
+        return self.value[0]
+
+    @property
+    def minor(self) -> int:
+        return self.value[1]
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @classmethod
+    def parse(cls, text: str | FileVersion | None) -> FileVersion:
+        """Parse a user-facing version string ("2.1", "stable", "legacy", ...)."""
+        if isinstance(text, FileVersion):
+            return text
+        key = "stable" if text is None else str(text).strip().lower()
+        aliases = {
+            "stable": cls.V2_2,
+            "2.2": cls.V2_2,
+            "2.1": cls.V2_1,
+            "2.0": cls.V2_0,
+            "0.3": cls.V2_0,
+            "legacy": cls.V0_1,
+            "0.1": cls.V0_1,
+        }
+        if key not in aliases:
+            raise UnsupportedFeatureError(f"unknown Lance file version {text!r}")
+        return aliases[key]
+
+    @classmethod
+    def from_footer(cls, major: int, minor: int) -> FileVersion:
+        """Map footer (major, minor) to a version; 2.0 files carry (0, 3)."""
+        if (major, minor) in ((0, 3), (2, 0)):
+            return cls.V2_0
+        if major == 0 and minor < 3:
+            return cls.V0_1
+        for v in cls:
+            if v.value == (major, minor):
+                return v
+        raise UnsupportedFeatureError(f"unsupported Lance file version {major}.{minor}")
+
+    @property
+    def footer(self) -> tuple[int, int]:
+        """The (major, minor) pylance writes into a file footer."""
+        return (0, 3) if self is FileVersion.V2_0 else self.value
+
+
+@dataclass(frozen=True)
+class EncodedPage:
+    """One encoded page of one column, ready to be written by the file layer."""
+
+    buffers: tuple[bytes | memoryview | np.ndarray, ...]  # page buffers in index order
+    layout: pb21.PageLayout
+    num_rows: int  # top-level rows in the page
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """A stored page as the file reader knows it."""
+
+    layout: pb21.PageLayout
+    buffers: tuple[tuple[int, int], ...]  # absolute (position, size) of each page buffer
+    num_rows: int
+    first_row: int  # row number of the page's first top-level row within the file
+
+
+# Read absolute byte ranges (position, size) of the file; returns one buffer per range.
+Fetch = Callable[[Sequence[tuple[int, int]]], list[memoryview]]
+
+
+class FieldEncoder(ABC):
+    """Encodes the rows of one top-level field into pages of its column(s)."""
+
+    num_columns: int
+
+    @abstractmethod
+    def encode(self, array: pa.Array) -> list[list[EncodedPage]]:
+        """Encode ``array`` (rows of this field) into pages; one list per column."""
+
+
+class FieldDecoder(ABC):
+    """Reads rows of one top-level field from its column(s)."""
+
+    @abstractmethod
+    def read(self, fetch: Fetch, rows: range | np.ndarray) -> pa.Array:
+        """Decode the given rows: a ``range`` or sorted, unique int64 row indices."""

@@ -1,0 +1,50 @@
+"""One exception hierarchy for the whole library.
+
+Every error raised on purpose by lance_ops derives from :class:`LanceOpsError` and
+also from the builtin a caller would naturally catch (``ValueError`` for bad
+data, ``NotImplementedError`` for unsupported features, ``FileNotFoundError``
+for missing datasets), so code written against builtins keeps working.
+"""
+
+from __future__ import annotations
+
+
+class LanceOpsError(Exception):
+    """Base class of every error raised by lance_ops."""
+
+
+class CorruptFileError(LanceOpsError, ValueError):
+    """A file's bytes do not form a valid Lance file (truncated, bad magic, bad offsets)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class UnsupportedEncodingError(LanceOpsError, NotImplementedError):
+    """A page or column uses an encoding this implementation cannot decode (or encode)."""
+
+
+class UnsupportedFeatureError(LanceOpsError, NotImplementedError):
+    """A file or dataset needs a feature we do not support (feature flags, versions, types)."""
+
+
+class SchemaError(LanceOpsError, ValueError):
+    """Data does not match the schema, or a type cannot be stored in Lance."""
+
+
+class DatasetNotFoundError(LanceOpsError, FileNotFoundError):
+    """No dataset (or no such version / tag) exists at the given location."""
+
+
+class DatasetAlreadyExistsError(LanceOpsError, FileExistsError):
+    """``mode="create"`` was asked for a location that already holds a dataset."""
+
+
+class CommitConflictError(LanceOpsError, RuntimeError):
+    """A concurrent commit conflicts with ours and the operation cannot be rebased."""
+
+
+class RetryableCommitConflictError(CommitConflictError):
+    """Another writer took the version we tried to commit; retrying may succeed."""
