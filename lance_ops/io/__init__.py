@@ -1,0 +1,61 @@
+"""Storage access for the file and table layers: ``object_store(uri) -> (store, path)``.
+
+Scheme map (the way pyiceberg's ``io/fsspec.py`` picks a filesystem by URL scheme):
+
+=====================================  ==========================================================
+``/abs/path``, ``rel/path``, ``C:\\x``  :class:`LocalStore`, path made absolute
+``file:///abs/path``                   :class:`LocalStore`
+``memory://bucket/ds``                 :class:`MemoryStore` (process-global), path ``bucket/ds``
+anything else (``s3://``, ``gs://``)    :class:`FsspecStore` with ``storage_options``
+=====================================  ==========================================================
+
+See :mod:`lance_ops.io.base` for the interface and its read/write guarantees.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
+from lance_ops.io.fsspec_store import FsspecStore
+from lance_ops.io.local import LocalStore
+from lance_ops.io.memory import MemoryStore, normalize_memory_path
+
+__all__ = [
+    "FileInfo",
+    "FsspecStore",
+    "LocalStore",
+    "MemoryStore",
+    "ObjectStore",
+    "OutputStream",
+    "object_store",
+]
+
+_LOCAL = LocalStore()
+_MEMORY = MemoryStore()
+
+
+def object_store(
+    uri: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> tuple[ObjectStore, str]:
+    """The store serving ``uri`` and the store path of ``uri`` within it.
+
+    ``storage_options`` configure fsspec filesystems (credentials, endpoints, ...); the local and
+    memory stores need none and ignore them.
+    """
+    text = os.fspath(uri)
+    if "://" not in text:
+        return _LOCAL, os.path.abspath(text)
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise UnsupportedFeatureError(f"file URLs naming a remote host are not supported: {text}")
+        return _LOCAL, os.path.abspath(unquote(parts.path))
+    if scheme == "memory":
+        return _MEMORY, normalize_memory_path(parts.netloc + parts.path)
+    return FsspecStore.from_uri(text, storage_options)

@@ -1,0 +1,262 @@
+"""The storage seam: an object-store interface used by ``lance_ops.file`` and ``lance_ops.table``.
+
+Everything above this layer sees storage as a flat namespace of immutable-ish objects addressed by
+*store paths* (strings the store understands; build them with :meth:`ObjectStore.join`). The
+interface is deliberately the small set of operations a Lance reader and committer need:
+
+* whole and ranged reads, plus :meth:`ObjectStore.read_ranges`, which serves many small reads of
+  one file (column pages, offsets, footers) with few I/O calls by *coalescing*: requested ranges
+  are sorted, ranges that overlap or sit at most ``coalesce_gap`` bytes apart are merged into one
+  span, each span is read once, and every request gets a zero-copy ``memoryview`` slice of its span,
+  returned in the caller's order. Example with ``coalesce_gap=8``::
+
+      requests  (10, 5) (0, 4) (12, 2) (40, 1)
+      spans     [0, 15) [40, 41)           # the hole 4..10 (6 bytes) is bridged; 40 is far
+      answers   span0[10:15] span0[0:4] span0[12:14] span1[0:1]
+
+* :meth:`ObjectStore.put_if_absent`, an atomic create used to commit manifests (exactly one of
+  several racing writers wins), and :meth:`ObjectStore.open_output`, a streaming writer whose file
+  only becomes visible, whole, on ``close()``;
+* a non-recursive :meth:`ObjectStore.list` returning :class:`FileInfo`.
+
+Reads past the end of a file are *not* errors here: a range is clipped to the bytes that exist
+(possibly to nothing). Only the file layer knows how long a range must be, so it checks lengths and
+raises :class:`lance_ops.errors.CorruptFileError`. Missing files raise the builtin
+``FileNotFoundError``. No Arrow in this package: bytes in, bytes out.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+import numpy as np
+
+__all__ = [
+    "FileInfo",
+    "ObjectStore",
+    "OutputStream",
+    "RangePlan",
+    "plan_ranges",
+]
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One file found by :meth:`ObjectStore.list`.
+
+    ``path`` is a store path (usable with the same store), ``size`` is in bytes and ``mtime`` is the
+    last-modification time in seconds since the Unix epoch (UTC).
+    """
+
+    path: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class RangePlan:
+    """How a batch of ``(start, length)`` requests is served by a few coalesced reads.
+
+    ``span_starts[k]``/``span_ends[k]`` bound the k-th read (half-open byte interval, sorted by
+    start). ``owner[i]`` is the span answering request ``i``, or -1 for an empty request (length 0),
+    which needs no I/O. ``starts``/``lengths`` are the original requests, in the caller's order.
+    """
+
+    starts: np.ndarray
+    lengths: np.ndarray
+    span_starts: np.ndarray
+    span_ends: np.ndarray
+    owner: np.ndarray
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        """The reads to issue, as ``(start, length)`` pairs."""
+        return list(zip(self.span_starts.tolist(), (self.span_ends - self.span_starts).tolist(), strict=True))
+
+    def slices(self, buffers: Sequence[memoryview]) -> list[memoryview]:
+        """Cut the answer to every request out of the span buffers (one per span, in span order).
+
+        A span buffer may be shorter than asked for when the file ends early; requests falling (partly)
+        past its end get the bytes that exist, possibly none.
+        """
+        if len(buffers) != len(self.span_starts):
+            raise ValueError(f"expected {len(self.span_starts)} span buffers, got {len(buffers)}")
+        empty = memoryview(b"")
+        span_base = self.span_starts[np.maximum(self.owner, 0)] if len(buffers) else 0
+        offsets = (self.starts - span_base).tolist()
+        out: list[memoryview] = []
+        for span, offset, length in zip(self.owner.tolist(), offsets, self.lengths.tolist(), strict=True):
+            out.append(empty if span < 0 else buffers[span][offset : offset + length])
+        return out
+
+
+def plan_ranges(ranges: Sequence[tuple[int, int]] | np.ndarray, coalesce_gap: int) -> RangePlan:
+    """Merge ``(start, length)`` requests whose gap is at most ``coalesce_gap`` bytes into spans.
+
+    Overlapping and touching requests always merge. Vectorised: sort by start, carry the running
+    maximum end, and open a new span wherever a start lies beyond that end plus the gap.
+    """
+    if coalesce_gap < 0:
+        raise ValueError(f"coalesce_gap must be >= 0, got {coalesce_gap}")
+    requests = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    starts = requests[:, 0].copy()
+    lengths = requests[:, 1].copy()
+    if (starts < 0).any() or (lengths < 0).any():
+        raise ValueError("byte ranges need start >= 0 and length >= 0")
+    owner = np.full(len(starts), -1, dtype=np.int64)
+    wanted = np.flatnonzero(lengths > 0)
+    if len(wanted) == 0:
+        none = np.empty(0, dtype=np.int64)
+        return RangePlan(starts, lengths, none, none.copy(), owner)
+    order = wanted[np.argsort(starts[wanted], kind="stable")]
+    sorted_starts = starts[order]
+    sorted_ends = sorted_starts + lengths[order]
+    reach = np.maximum.accumulate(sorted_ends)
+    opens = np.empty(len(order), dtype=bool)
+    opens[0] = True
+    opens[1:] = sorted_starts[1:] > reach[:-1] + coalesce_gap
+    first = np.flatnonzero(opens)
+    owner[order] = np.cumsum(opens) - 1
+    return RangePlan(
+        starts=starts,
+        lengths=lengths,
+        span_starts=sorted_starts[first],
+        span_ends=np.maximum.reduceat(sorted_ends, first),
+        owner=owner,
+    )
+
+
+class OutputStream(ABC):
+    """A file being written. Its bytes become visible at its path, all at once, on :meth:`close`.
+
+    Used as a context manager, leaving the block by an exception calls :meth:`abort` instead, so a
+    failed write never leaves a partial file behind.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._written = 0
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Append ``data`` to the file."""
+        if self._closed:
+            raise ValueError(f"write to closed output {self.path}")
+        view = memoryview(data).cast("B")
+        self._write(view)
+        self._written += view.nbytes
+
+    def tell(self) -> int:
+        """Number of bytes written so far (the offset the next write lands at)."""
+        return self._written
+
+    def close(self) -> None:
+        """Publish the file. Closing twice is harmless."""
+        if not self._closed:
+            self._closed = True
+            self._commit()
+
+    def abort(self) -> None:
+        """Throw the written bytes away; nothing appears at the path. Harmless after close/abort."""
+        if not self._closed:
+            self._closed = True
+            self._discard()
+
+    def __enter__(self) -> OutputStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    @abstractmethod
+    def _write(self, data: memoryview) -> None: ...
+
+    @abstractmethod
+    def _commit(self) -> None: ...
+
+    @abstractmethod
+    def _discard(self) -> None: ...
+
+
+class ObjectStore(ABC):
+    """Storage for Lance files and manifests. Subclasses: local, memory, fsspec.
+
+    ``coalesce_gap`` is the largest hole (bytes) :meth:`read_ranges` reads through rather than
+    issuing a separate request; it reflects what one extra request costs on the medium.
+    """
+
+    coalesce_gap: int = 0
+
+    @abstractmethod
+    def read(self, path: str) -> bytes:
+        """The whole file. Raises ``FileNotFoundError`` if absent."""
+
+    @abstractmethod
+    def read_range(self, path: str, start: int, length: int) -> memoryview:
+        """``length`` bytes from ``start``, clipped at the end of the file (never an error)."""
+
+    def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]] | np.ndarray) -> list[memoryview]:
+        """Bytes for every ``(start, length)`` in ``ranges``, in the caller's order.
+
+        Nearby ranges are served by one read (see module docstring); results may share a buffer.
+        Clipping at the end of file as in :meth:`read_range`. Empty ranges need no I/O, so a batch
+        of only empty ranges does not touch (or check) the file.
+        """
+        plan = plan_ranges(ranges, self.coalesce_gap)
+        return plan.slices(self._read_spans(path, plan.spans) if len(plan.span_starts) else [])
+
+    def _read_spans(self, path: str, spans: list[tuple[int, int]]) -> list[memoryview]:
+        """Read coalesced spans; stores able to share a handle or go concurrent override this."""
+        return [self.read_range(path, start, length) for start, length in spans]
+
+    @abstractmethod
+    def size(self, path: str) -> int:
+        """File size in bytes. Raises ``FileNotFoundError`` if absent."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether a file (not a directory or prefix) exists at ``path``."""
+
+    @abstractmethod
+    def open_output(self, path: str) -> OutputStream:
+        """Start writing ``path`` (created or replaced when the stream is closed)."""
+
+    def write(self, path: str, data: bytes | bytearray | memoryview) -> None:
+        """Create or overwrite ``path`` with ``data``; readers see the old or the new file, whole."""
+        with self.open_output(path) as out:
+            out.write(data)
+
+    @abstractmethod
+    def put_if_absent(self, path: str, data: bytes | bytearray | memoryview) -> bool:
+        """Create ``path`` holding ``data`` unless it exists. True if we created it, else False.
+
+        Atomic: of several concurrent callers for one path exactly one gets True.
+        """
+
+    @abstractmethod
+    def list(self, dir_path: str) -> list[FileInfo]:
+        """Files directly inside ``dir_path``, sorted by path. A missing directory gives ``[]``."""
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Remove the file at ``path``; deleting a missing file is not an error."""
+
+    def join(self, base: str, *parts: str) -> str:
+        """Store path of ``parts`` below ``base`` ('/'-separated)."""
+        return posixpath.join(base, *(part.strip("/") for part in parts if part.strip("/")))
