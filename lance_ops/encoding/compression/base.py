@@ -16,6 +16,8 @@ description. Decompressors are found through :func:`decompressor_for`, keyed by 
 
 from __future__ import annotations
 
+import functools
+import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ import numpy as np
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.data import DataBlock
-from lance_ops.errors import UnsupportedEncodingError
+from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedEncodingError
 
 Buffer = bytes | memoryview | np.ndarray
 
@@ -115,10 +117,133 @@ def decompressor_for(context: Context, desc: pb.CompressiveEncoding) -> Any:
         raise UnsupportedEncodingError("compressive encoding has no variant set")
     factory = _REGISTRY.get((context, name))
     if factory is None:
-        raise UnsupportedEncodingError(f"{name!r} compression is not supported in the {context.value} context")
+        raise UnsupportedEncodingError(
+            f"{name!r} compression is not supported in the {context.value} context"
+        )
     return factory(getattr(desc, name))
 
 
 def _ensure_loaded() -> None:
     # Importing the package registers every scheme module.
     import lance_ops.encoding.compression  # noqa: F401
+
+
+# --- shared helpers for scheme modules ------------------------------------------------------------
+
+_CORRUPT_PATH = "<encoded buffer>"
+
+
+def corrupt(reason: str) -> CorruptFileError:
+    """The error for a truncated or garbled compressed buffer (the caller knows no file path)."""
+    return CorruptFileError(_CORRUPT_PATH, reason)
+
+
+def require(condition: bool, reason: str) -> None:
+    """Raise :func:`corrupt` unless ``condition`` holds."""
+    if not condition:
+        raise corrupt(reason)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(method: F) -> F:
+    """Decorate a ``decompress`` method so malformed input surfaces as :class:`CorruptFileError`.
+
+    numpy and struct signal short or garbled input with their own exceptions (``IndexError``,
+    ``ValueError``, ``struct.error``, ...); those become ``CorruptFileError`` (a ``ValueError``).
+    Deliberate lance_ops errors pass through; general.py converts zstd / lz4 errors itself.
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except LanceOpsError:
+            raise
+        except (IndexError, ValueError, TypeError, OverflowError, struct.error, RuntimeError) as exc:
+            raise corrupt(f"{type(args[0]).__name__}: {exc}") from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def as_u8(buf: Buffer) -> np.ndarray:
+    """Zero-copy uint8 view of a bytes-like object or array."""
+    if isinstance(buf, np.ndarray):
+        return buf.reshape(-1).view(np.uint8)
+    return np.frombuffer(buf, dtype=np.uint8)
+
+
+def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlockChunk, ...]:
+    """Chunk records for per-chunk value ``counts`` and a (chunks, buffers) array of byte ``sizes``.
+
+    Every chunk but the last must hold a power-of-two count; the last records log2 = 0.
+    """
+    if len(counts) == 0:
+        return ()
+    sizes = np.asarray(sizes, dtype=np.int64).reshape(len(counts), -1)
+    out = []
+    for i, count in enumerate(counts):
+        last = i == len(counts) - 1
+        if not last and (count <= 0 or count & (count - 1)):
+            raise ValueError(f"non-last mini-block chunk holds {count} values (not a power of two)")
+        out.append(
+            MiniBlockChunk(tuple(int(s) for s in sizes[i]), 0 if last else int(count).bit_length() - 1)
+        )
+    return tuple(out)
+
+
+def fixed_chunk_values(bytes_per_value: float, max_values: int = 4096) -> int:
+    """Values per non-last mini-block chunk for fixed-width data (spec §3.7).
+
+    Start at 2 and double while the doubled chunk stays below 8 186 bytes and 4 096 values.
+    """
+    n = 2
+    while 2 * n * bytes_per_value < 8186 and 2 * n <= max_values:
+        n *= 2
+    return n
+
+
+def split_counts(num_values: int, per_chunk: int) -> list[int]:
+    """Uniform chunking: ``per_chunk`` values per chunk, the remainder in the last one."""
+    if num_values == 0:
+        return []
+    full, rest = divmod(num_values, per_chunk)
+    return [per_chunk] * full + ([rest] if rest else [])
+
+
+def flat_desc(bits_per_value: int) -> pb.CompressiveEncoding:
+    """``CompressiveEncoding { flat { bits_per_value } }``."""
+    return pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=bits_per_value))
+
+
+def flat_bits(desc: pb.CompressiveEncoding, allowed: Sequence[int] | None = None) -> int:
+    """The width of a nested description that must be ``Flat`` (optionally one of ``allowed``)."""
+    if desc.WhichOneof("compression") != "flat":
+        raise UnsupportedEncodingError(f"expected a Flat description, got {desc.WhichOneof('compression')!r}")
+    bits = int(desc.flat.bits_per_value)
+    if desc.flat.HasField("data"):
+        raise UnsupportedEncodingError("Flat with buffer compression is not supported")
+    if allowed is not None and bits not in allowed:
+        raise UnsupportedEncodingError(f"Flat({bits}) is not allowed here (expected one of {list(allowed)})")
+    return bits
+
+
+class BlockAdapter(BlockCompressor):
+    """Expose a multi-context compressor's ``compress_block`` as a :class:`BlockCompressor`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def compress(self, block: DataBlock) -> tuple[bytes, pb.CompressiveEncoding]:
+        return self.inner.compress_block(block)  # type: ignore[no-any-return]
+
+
+class PerValueAdapter(PerValueCompressor):
+    """Expose a multi-context compressor's ``compress_per_value`` as a :class:`PerValueCompressor`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def compress(self, block: DataBlock) -> tuple[DataBlock, pb.CompressiveEncoding]:
+        return self.inner.compress_per_value(block)  # type: ignore[no-any-return]

@@ -1,0 +1,376 @@
+"""Bit-packing with the FastLanes transposed layout (spec §7.4, §7.5).
+
+**FastLanes block.** 1 024 values of T bits (T ∈ {8, 16, 32, 64}) packed at width W take
+``1024·W/T`` T-bit words. With ``L = 1024 / T`` lanes and ``ORDER = [0, 4, 2, 6, 1, 5, 3, 7]``
+the block is a T × L grid whose cell (row r, lane l) holds input value
+``128·(r mod 8) + 16·ORDER[r div 8] + l``. Each lane concatenates the W low bits of its T
+cells LSB-first (row r at stream bits ``[r·W, (r+1)·W)``) and cuts the stream into W words;
+word k of lane l is output word ``L·k + l``. Packing loops over the T rows only; every step
+is vectorised over all blocks of a page and all lanes.
+
+**InlineBitpacking** (mini-block; also block context for small level slices): each chunk of
+1 024 values (the last zero-padded to 1 024) is ``word 0 = W`` as one T-bit integer, then the
+packed words; W is the bit length of the OR of the chunk's values (unsigned, no zigzag).
+Example: int32 chunk with W = 10 → ``4 × (1 + 320) = 1 284`` bytes beginning ``0a 00 00 00``.
+Description ``InlineBitpacking { uncompressed_bits_per_value = T }``.
+
+**OutOfLineBitpacking** (block context; rep/def level slices): W is fixed for the whole page
+and recorded as ``values = Flat(W)``. n values are ``floor(n / 1024)`` packed blocks, then the
+tail of ``t = n mod 1024`` values, packed as one more zero-padded block if
+``W·(1024 − t) < (T − W)·t`` and as t raw T-bit words otherwise. A decoder knows the tail is
+raw iff the words left after the full blocks equal t. Examples (T = 16): 1 045 levels at
+W = 1 → 128 + 21·2 = 170 bytes; 1 178 levels at W = 2 → 256 + 256 = 512 bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+import numpy as np
+
+from lance_ops._proto import encodings_v2_1_pb2 as pb
+from lance_ops.encoding.compression.base import (
+    BlockCompressor,
+    BlockDecompressor,
+    Context,
+    MiniBlockCompressed,
+    MiniBlockCompressor,
+    MiniBlockDecompressor,
+    as_u8,
+    chunk_descriptors,
+    flat_bits,
+    flat_desc,
+    guarded,
+    register,
+    require,
+    split_counts,
+)
+from lance_ops.encoding.data import DataBlock, FixedWidthBlock
+from lance_ops.errors import UnsupportedEncodingError
+
+BLOCK_VALUES = 1024
+_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7])
+_WIDTHS = (8, 16, 32, 64)
+
+
+def _udtype(bits: int) -> np.dtype:
+    if bits not in _WIDTHS:
+        raise UnsupportedEncodingError(f"bit-packing supports 8/16/32/64-bit values, not {bits}")
+    return np.dtype(f"<u{bits // 8}")
+
+
+@cache
+def _positions(bits: int) -> np.ndarray:
+    """(T, L) input index of each grid cell."""
+    rows = np.arange(bits)[:, None]
+    lanes = np.arange(BLOCK_VALUES // bits)[None, :]
+    return (128 * (rows % 8) + 16 * _ORDER[rows // 8] + lanes).astype(np.intp)
+
+
+def _mask(width: int, dtype: np.dtype) -> np.unsignedinteger:
+    bits = dtype.itemsize * 8
+    return dtype.type(np.iinfo(dtype).max if width >= bits else (1 << width) - 1)
+
+
+def fastlanes_pack(blocks: np.ndarray, width: int) -> np.ndarray:
+    """Pack ``blocks`` (C × 1024 unsigned T-bit values) at ``width`` → (C × 1024·W/T) words."""
+    dtype = blocks.dtype
+    bits = dtype.itemsize * 8
+    lanes = BLOCK_VALUES // bits
+    num = blocks.shape[0]
+    out = np.zeros((num, width, lanes), dtype=dtype)
+    if width == 0 or num == 0:
+        return out.reshape(num, width * lanes)
+    cells = blocks[:, _positions(bits)] & _mask(width, dtype)  # (C, T, L)
+    for row in range(bits):
+        word, shift = divmod(row * width, bits)
+        cell = cells[:, row, :]
+        out[:, word, :] |= cell << dtype.type(shift)
+        if shift + width > bits:
+            out[:, word + 1, :] |= cell >> dtype.type(bits - shift)
+    return out.reshape(num, width * lanes)
+
+
+def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
+    """Inverse of :func:`fastlanes_pack`: (C × 1024·W/T) words → (C × 1024) values."""
+    dtype = words.dtype
+    bits = dtype.itemsize * 8
+    lanes = BLOCK_VALUES // bits
+    num = words.shape[0]
+    out = np.zeros((num, BLOCK_VALUES), dtype=dtype)
+    if width == 0 or num == 0:
+        return out
+    grid = words.reshape(num, width, lanes)
+    cells = np.empty((num, bits, lanes), dtype=dtype)
+    mask = _mask(width, dtype)
+    for row in range(bits):
+        word, shift = divmod(row * width, bits)
+        cell = grid[:, word, :] >> dtype.type(shift)
+        if shift + width > bits:
+            cell |= grid[:, word + 1, :] << dtype.type(bits - shift)
+        cells[:, row, :] = cell & mask
+    out[:, _positions(bits).reshape(-1)] = cells.reshape(num, -1)
+    return out
+
+
+def bit_widths(values: np.ndarray) -> np.ndarray:
+    """Bit length of each unsigned value (vectorised over any shape)."""
+    values = np.asarray(values)
+    widths = np.zeros(values.shape, dtype=np.int64)
+    for bit in range(values.dtype.itemsize * 8):
+        widths += (values >> values.dtype.type(bit)) != 0
+    return widths
+
+
+def max_bit_width(values: np.ndarray) -> int:
+    """Bit length of the OR of all ``values`` taken as unsigned (the page-wide W)."""
+    unsigned = _as_unsigned(values)
+    if len(unsigned) == 0:
+        return 0
+    return int(bit_widths(np.bitwise_or.reduce(unsigned)))
+
+
+def _as_unsigned(values: np.ndarray) -> np.ndarray:
+    values = np.ascontiguousarray(values)
+    return values.view(_udtype(values.dtype.itemsize * 8)).reshape(-1)
+
+
+def _padded_blocks(values: np.ndarray) -> np.ndarray:
+    """Values as a (C × 1024) array, the last block zero-padded."""
+    num_blocks = -(-len(values) // BLOCK_VALUES)
+    blocks = np.zeros(num_blocks * BLOCK_VALUES, dtype=values.dtype)
+    blocks[: len(values)] = values
+    return blocks.reshape(num_blocks, BLOCK_VALUES)
+
+
+def _chunk_widths(blocks: np.ndarray) -> np.ndarray:
+    if len(blocks) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return bit_widths(np.bitwise_or.reduce(blocks, axis=1))
+
+
+def estimate_inline_size(values: np.ndarray) -> int:
+    """Bytes InlineBitpacking would take for ``values`` (any 8/16/32/64-bit integer array)."""
+    unsigned = _as_unsigned(values)
+    bits = unsigned.dtype.itemsize * 8
+    widths = _chunk_widths(_padded_blocks(unsigned))
+    return int(((1 + widths * (BLOCK_VALUES // bits)) * (bits // 8)).sum())
+
+
+def _fixed_values(block: DataBlock, bits: int) -> np.ndarray:
+    if not isinstance(block, FixedWidthBlock) or block.bits_per_value != bits:
+        raise UnsupportedEncodingError(f"bit-packing({bits}) needs a {bits}-bit fixed-width block")
+    return block.view(_udtype(bits))
+
+
+def _inline_encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All chunks' bytes back to back, and each chunk's byte size."""
+    dtype = values.dtype
+    bits = dtype.itemsize * 8
+    lanes = BLOCK_VALUES // bits
+    blocks = _padded_blocks(values)
+    widths = _chunk_widths(blocks)
+    chunk_words = 1 + widths * lanes
+    starts = (np.cumsum(chunk_words) - chunk_words).astype(np.int64)
+    out = np.zeros(int(chunk_words.sum()), dtype=dtype)
+    out[starts] = widths.astype(dtype)
+    for width in np.unique(widths):
+        if width == 0:
+            continue
+        idx = np.flatnonzero(widths == width)
+        packed = fastlanes_pack(blocks[idx], int(width))
+        out[(starts[idx] + 1)[:, None] + np.arange(packed.shape[1])] = packed
+    return out.view(np.uint8), chunk_words * (bits // 8)
+
+
+def _inline_decode(words: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """Unpack chunks whose width word sits at ``starts`` (word indices) → (C × 1024) values."""
+    bits = words.dtype.itemsize * 8
+    lanes = BLOCK_VALUES // bits
+    out = np.zeros((len(starts), BLOCK_VALUES), dtype=words.dtype)
+    for width in np.unique(widths):
+        if width == 0:
+            continue
+        idx = np.flatnonzero(widths == width)
+        packed = words[(starts[idx] + 1)[:, None] + np.arange(int(width) * lanes)]
+        out[idx] = fastlanes_unpack(packed, int(width))
+    return out
+
+
+class InlineBitpackingCompressor(MiniBlockCompressor):
+    """InlineBitpacking: ``compress`` = mini-block (1 024 values per chunk); ``compress_block``
+    writes the same chunk sequence as one buffer (level slices of ≤ 1 024 values)."""
+
+    def __init__(self, uncompressed_bits: int) -> None:
+        self.dtype = _udtype(uncompressed_bits)
+        self.bits = uncompressed_bits
+
+    def description(self) -> pb.CompressiveEncoding:
+        return pb.CompressiveEncoding(
+            inline_bitpacking=pb.InlineBitpacking(uncompressed_bits_per_value=self.bits)
+        )
+
+    def compress(self, block: DataBlock) -> tuple[MiniBlockCompressed, pb.CompressiveEncoding]:
+        values = _fixed_values(block, self.bits)
+        data, sizes = _inline_encode(values)
+        chunks = chunk_descriptors(split_counts(len(values), BLOCK_VALUES), sizes)
+        return MiniBlockCompressed((data,), chunks, len(values)), self.description()
+
+    def compress_block(self, block: DataBlock) -> tuple[bytes, pb.CompressiveEncoding]:
+        data, _ = _inline_encode(_fixed_values(block, self.bits))
+        return data.tobytes(), self.description()
+
+
+def _words(data: memoryview | np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    raw = as_u8(data)
+    require(len(raw) % dtype.itemsize == 0, f"{what}: {len(raw)} bytes is not a whole number of words")
+    return raw.view(dtype)
+
+
+class _InlineReader:
+    def __init__(self, uncompressed_bits: int) -> None:
+        self.dtype = _udtype(uncompressed_bits)
+        self.bits = uncompressed_bits
+
+    @classmethod
+    def from_description(cls, desc: pb.InlineBitpacking) -> _InlineReader:
+        if desc.HasField("values"):
+            raise UnsupportedEncodingError("InlineBitpacking with buffer compression is not supported")
+        return cls(int(desc.uncompressed_bits_per_value))
+
+    def _decode(self, words: np.ndarray, starts: Sequence[int], num_values: int) -> FixedWidthBlock:
+        starts_arr = np.asarray(starts, dtype=np.int64)
+        values = _inline_decode(words, starts_arr, words[starts_arr].astype(np.int64))
+        return FixedWidthBlock.from_values(values.reshape(-1)[:num_values])
+
+    def _scan(self, words: np.ndarray, num_chunks: int) -> list[int]:
+        """Word index of each chunk's width word in a run of back-to-back chunks."""
+        lanes = BLOCK_VALUES // self.bits
+        starts = []
+        pos = 0
+        for _ in range(num_chunks):
+            require(pos < len(words), "InlineBitpacking buffer is truncated")
+            width = int(words[pos])
+            require(width <= self.bits, f"InlineBitpacking width {width} exceeds {self.bits} bits")
+            starts.append(pos)
+            pos += 1 + width * lanes
+        require(pos <= len(words), "InlineBitpacking buffer is truncated")
+        return starts
+
+    def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> FixedWidthBlock:
+        """Decode many mini-block chunks at once (vectorised over chunks of equal width)."""
+        parts = [_words(b, self.dtype, "InlineBitpacking chunk") for b in buffers]
+        require(all(len(p) > 0 for p in parts), "empty InlineBitpacking chunk")
+        require(
+            all(0 <= c <= BLOCK_VALUES for c in counts), "InlineBitpacking chunks hold at most 1024 values"
+        )
+        lens = np.array([len(p) for p in parts], dtype=np.int64)
+        words = np.concatenate(parts) if parts else np.zeros(0, self.dtype)
+        starts = np.cumsum(lens) - lens
+        widths = words[starts].astype(np.int64) if len(starts) else np.zeros(0, np.int64)
+        require(bool(np.all(widths <= self.bits)), "InlineBitpacking width exceeds the value width")
+        require(
+            bool(np.all(1 + widths * (BLOCK_VALUES // self.bits) <= lens)), "InlineBitpacking chunk truncated"
+        )
+        values = _inline_decode(words, starts, widths)
+        keep = np.arange(BLOCK_VALUES)[None, :] < np.asarray(counts)[:, None]
+        return FixedWidthBlock.from_values(values[keep])
+
+
+@register(Context.MINIBLOCK, "inline_bitpacking")
+class InlineBitpackingMiniBlockDecompressor(_InlineReader, MiniBlockDecompressor):
+    @guarded
+    def decompress(self, buffers: Sequence[memoryview], num_values: int) -> DataBlock:
+        require(len(buffers) == 1, f"InlineBitpacking expects one mini-block buffer, got {len(buffers)}")
+        require(
+            num_values <= BLOCK_VALUES, f"an InlineBitpacking chunk holds ≤ 1024 values, not {num_values}"
+        )
+        words = _words(buffers[0], self.dtype, "InlineBitpacking chunk")
+        return self._decode(words, self._scan(words, 1), num_values)
+
+
+@register(Context.BLOCK, "inline_bitpacking")
+class InlineBitpackingBlockDecompressor(_InlineReader, BlockDecompressor):
+    @guarded
+    def decompress(self, data: memoryview, num_values: int) -> DataBlock:
+        words = _words(data, self.dtype, "InlineBitpacking block")
+        return self._decode(words, self._scan(words, -(-num_values // BLOCK_VALUES)), num_values)
+
+
+def _ool_desc(bits: int, width: int) -> pb.CompressiveEncoding:
+    return pb.CompressiveEncoding(
+        out_of_line_bitpacking=pb.OutOfLineBitpacking(
+            uncompressed_bits_per_value=bits, values=flat_desc(width)
+        )
+    )
+
+
+def _tail_is_packed(bits: int, width: int, tail: int) -> bool:
+    return tail > 0 and width * (BLOCK_VALUES - tail) < (bits - width) * tail
+
+
+class OutOfLineBitpackingCompressor(BlockCompressor):
+    """OutOfLineBitpacking (block context). ``bit_width`` forces the page-wide W (it must cover
+    every value); by default W is the bit length of the block's largest value (at least 1)."""
+
+    def __init__(self, uncompressed_bits: int, bit_width: int | None = None) -> None:
+        self.dtype = _udtype(uncompressed_bits)
+        self.bits = uncompressed_bits
+        if bit_width is not None and not 1 <= bit_width <= uncompressed_bits:
+            raise ValueError(f"bit width {bit_width} is outside 1..{uncompressed_bits}")
+        self.bit_width = bit_width
+
+    def compress(self, block: DataBlock) -> tuple[bytes, pb.CompressiveEncoding]:
+        values = _fixed_values(block, self.bits)
+        needed = max_bit_width(values)
+        width = max(1, needed) if self.bit_width is None else self.bit_width
+        if needed > width:
+            raise ValueError(f"values need {needed} bits but the page width is {width}")
+        full, tail = divmod(len(values), BLOCK_VALUES)
+        parts = [fastlanes_pack(values[: full * BLOCK_VALUES].reshape(full, BLOCK_VALUES), width).reshape(-1)]
+        if _tail_is_packed(self.bits, width, tail):
+            parts.append(fastlanes_pack(_padded_blocks(values[full * BLOCK_VALUES :]), width).reshape(-1))
+        else:
+            parts.append(values[full * BLOCK_VALUES :])
+        return np.concatenate(parts).astype(self.dtype).tobytes(), _ool_desc(self.bits, width)
+
+    compress_block = compress
+
+
+@register(Context.BLOCK, "out_of_line_bitpacking")
+class OutOfLineBitpackingDecompressor(BlockDecompressor):
+    def __init__(self, uncompressed_bits: int, bit_width: int) -> None:
+        self.dtype = _udtype(uncompressed_bits)
+        self.bits = uncompressed_bits
+        if not 0 <= bit_width <= uncompressed_bits:
+            raise UnsupportedEncodingError(
+                f"OutOfLineBitpacking width {bit_width} exceeds {uncompressed_bits}"
+            )
+        self.width = bit_width
+
+    @classmethod
+    def from_description(cls, desc: pb.OutOfLineBitpacking) -> OutOfLineBitpackingDecompressor:
+        return cls(int(desc.uncompressed_bits_per_value), flat_bits(desc.values))
+
+    @guarded
+    def decompress(self, data: memoryview, num_values: int) -> DataBlock:
+        words = _words(data, self.dtype, "OutOfLineBitpacking buffer")
+        block_words = self.width * BLOCK_VALUES // self.bits
+        full, tail = divmod(num_values, BLOCK_VALUES)
+        left = len(words) - full * block_words
+        require(left >= 0, "OutOfLineBitpacking buffer is truncated")
+        out = np.empty(num_values, dtype=self.dtype)
+        head = words[: full * block_words].reshape(full, block_words)
+        out[: full * BLOCK_VALUES] = fastlanes_unpack(head, self.width).reshape(-1)
+        rest = words[full * block_words :]
+        if left == tail:
+            out[full * BLOCK_VALUES :] = rest
+        else:
+            require(
+                tail > 0 and left == block_words,
+                f"OutOfLineBitpacking tail of {left} words "
+                f"matches neither {tail} raw values nor one packed block",
+            )
+            out[full * BLOCK_VALUES :] = fastlanes_unpack(rest.reshape(1, -1), self.width)[0, :tail]
+        return FixedWidthBlock.from_values(out)

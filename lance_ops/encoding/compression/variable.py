@@ -1,0 +1,215 @@
+"""Variable: variable-width values stored verbatim with offsets (spec §7.2).
+
+Description: ``Variable { offsets = Flat(32 | 64) }`` (u32 for string/binary, u64 for the
+large types).
+
+Mini-block chunk buffer holding n values, offset width w bytes::
+
+    (n + 1) offsets (uN), relative to the start of this chunk buffer
+    the n values' bytes
+    0x48 padding up to a multiple of w (4 or 8); the recorded buffer size includes it
+
+so ``offsets[0] == (n + 1) × w``. Example: ``["ab", "c"]`` with u32 offsets is
+``0c000000 0e000000 0f000000 | 61 62 63 | 48``.
+
+Chunking (§3.7): at each chunk start with r values left, the chunk takes all r values if
+``(r + 1) × w + bytes ≤ minichunk_size`` (default 4 096) and r ≤ 4 096; otherwise it starts
+at one value and doubles while the doubled chunk still fits in ``minichunk_size`` and does
+not exceed the values left (a single oversized value gets a chunk of its own).
+
+Block form (dictionaries)::
+
+    u32 32 | u32 data_start | (n + 1) u32 offsets | data        data_start = 8 + 4 (n + 1)
+    u64 64 | u64 data_start | (n + 1) u64 offsets | data        data_start = 16 + 8 (n + 1)
+
+with offsets starting at 0 and indexing the data section. Example ``["apple", "banana",
+"cherry"]``: ``20000000 18000000 | 00000000 05000000 0b000000 11000000 | applebananacherry``.
+
+Per-value (full-zip): the identity; the structural layer writes each value's length prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from lance_ops._proto import encodings_v2_1_pb2 as pb
+from lance_ops.encoding.compression.base import (
+    BlockDecompressor,
+    Context,
+    MiniBlockCompressed,
+    MiniBlockCompressor,
+    MiniBlockDecompressor,
+    PerValueDecompressor,
+    as_u8,
+    chunk_descriptors,
+    flat_bits,
+    flat_desc,
+    guarded,
+    register,
+    require,
+)
+from lance_ops.encoding.data import DataBlock, VariableWidthBlock
+from lance_ops.errors import UnsupportedEncodingError
+
+PAD_BYTE = 0x48
+MAX_CHUNK_VALUES = 4096
+
+
+def variable_desc(bits_per_offset: int) -> pb.CompressiveEncoding:
+    """``Variable { offsets = Flat(bits_per_offset) }``."""
+    return pb.CompressiveEncoding(variable=pb.Variable(offsets=flat_desc(bits_per_offset)))
+
+
+def _variable(block: DataBlock) -> VariableWidthBlock:
+    if not isinstance(block, VariableWidthBlock):
+        raise UnsupportedEncodingError(
+            f"Variable compresses variable-width blocks, not {type(block).__name__}"
+        )
+    if block.offsets.dtype.itemsize not in (4, 8):
+        raise UnsupportedEncodingError(f"unsupported offset dtype {block.offsets.dtype}")
+    return block
+
+
+def variable_chunk_counts(
+    offsets: np.ndarray, width: int, minichunk_size: int = 4096, max_values: int = MAX_CHUNK_VALUES
+) -> list[int]:
+    """Values per mini-block chunk for Arrow-style ``offsets`` (§3.7 rule, see module docstring)."""
+    offs = np.asarray(offsets, dtype=np.int64)
+    n = len(offs) - 1
+    counts: list[int] = []
+    start = 0
+    while start < n:
+        left = n - start
+        if left <= max_values and (left + 1) * width + int(offs[n] - offs[start]) <= minichunk_size:
+            counts.append(left)
+            break
+        k = 1
+        while (
+            2 * k <= left
+            and 2 * k <= max_values
+            and (2 * k + 1) * width + int(offs[start + 2 * k] - offs[start]) <= minichunk_size
+        ):
+            k *= 2
+        counts.append(k)
+        start += k
+    return counts
+
+
+def _padded(size: int, align: int) -> int:
+    return -(-size // align) * align
+
+
+class VariableCompressor(MiniBlockCompressor):
+    """Variable in all three contexts (``compress`` = mini-block, plus ``compress_block`` and
+    ``compress_per_value``)."""
+
+    def __init__(self, minichunk_size: int = 4096, max_chunk_values: int = MAX_CHUNK_VALUES) -> None:
+        self.minichunk_size = minichunk_size
+        self.max_chunk_values = max_chunk_values
+
+    def compress(self, block: DataBlock) -> tuple[MiniBlockCompressed, pb.CompressiveEncoding]:
+        block = _variable(block)
+        width = block.offsets.dtype.itemsize
+        offs = block.offsets.astype(np.int64)
+        data = as_u8(block.data)
+        counts = variable_chunk_counts(offs, width, self.minichunk_size, self.max_chunk_values)
+        pieces: list[np.ndarray] = []
+        sizes: list[int] = []
+        dtype = np.dtype(f"<u{width}")
+        start = 0
+        for k in counts:
+            header = (k + 1) * width
+            lo, hi = int(offs[start]), int(offs[start + k])
+            size = _padded(header + hi - lo, width)
+            chunk = np.full(size, PAD_BYTE, dtype=np.uint8)
+            chunk[:header] = (offs[start : start + k + 1] - lo + header).astype(dtype).view(np.uint8)
+            chunk[header : header + hi - lo] = data[lo:hi]
+            pieces.append(chunk)
+            sizes.append(size)
+            start += k
+        buffer = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
+        chunks = chunk_descriptors(counts, np.array(sizes))
+        return MiniBlockCompressed((buffer,), chunks, block.num_values), variable_desc(width * 8)
+
+    def compress_block(self, block: DataBlock) -> tuple[bytes, pb.CompressiveEncoding]:
+        block = _variable(block)
+        width = block.offsets.dtype.itemsize
+        dtype = np.dtype(f"<u{width}")
+        offs = block.offsets.astype(np.int64)
+        offs = offs - offs[0]
+        data = as_u8(block.data)[int(block.offsets[0]) : int(block.offsets[-1])]
+        header = np.array([width * 8, 2 * width + width * len(offs)], dtype=dtype)
+        out = b"".join([header.tobytes(), offs.astype(dtype).tobytes(), data.tobytes()])
+        return out, variable_desc(width * 8)
+
+    def compress_per_value(self, block: DataBlock) -> tuple[DataBlock, pb.CompressiveEncoding]:
+        block = _variable(block)
+        return block, variable_desc(block.bits_per_offset)
+
+
+def _check_offsets(offs: np.ndarray, lo: int, hi: int, what: str) -> None:
+    require(len(offs) > 0 and bool(np.all(offs[1:] >= offs[:-1])), f"{what}: offsets are not monotonic")
+    require(int(offs[0]) >= lo and int(offs[-1]) <= hi, f"{what}: offsets point outside the buffer")
+
+
+class _VariableReader:
+    def __init__(self, bits_per_offset: int) -> None:
+        if bits_per_offset not in (32, 64):
+            raise UnsupportedEncodingError(f"Variable offsets must be 32 or 64 bits, got {bits_per_offset}")
+        self.width = bits_per_offset // 8
+        self.dtype = np.dtype(f"<u{self.width}")
+
+    @classmethod
+    def from_description(cls, desc: pb.Variable) -> _VariableReader:
+        if desc.HasField("values"):
+            raise UnsupportedEncodingError("Variable with buffer compression is not supported")
+        return cls(flat_bits(desc.offsets, (32, 64)))
+
+    def _block(self, raw: np.ndarray, offs: np.ndarray, base: int) -> VariableWidthBlock:
+        offs = offs.astype(np.int64)
+        data = raw[base + int(offs[0]) : base + int(offs[-1])]
+        out_dtype = np.uint32 if self.width == 4 else np.uint64
+        return VariableWidthBlock((offs - offs[0]).astype(out_dtype), data, len(offs) - 1)
+
+
+@register(Context.MINIBLOCK, "variable")
+class VariableMiniBlockDecompressor(_VariableReader, MiniBlockDecompressor):
+    @guarded
+    def decompress(self, buffers: Sequence[memoryview], num_values: int) -> DataBlock:
+        require(len(buffers) == 1, f"Variable expects one mini-block buffer, got {len(buffers)}")
+        raw = as_u8(buffers[0])
+        header = (num_values + 1) * self.width
+        require(len(raw) >= header, "Variable chunk is shorter than its offsets")
+        offs = raw[:header].view(self.dtype)
+        _check_offsets(offs, header, len(raw), "Variable chunk")
+        return self._block(raw, offs, 0)
+
+
+@register(Context.BLOCK, "variable")
+class VariableBlockDecompressor(_VariableReader, BlockDecompressor):
+    @guarded
+    def decompress(self, data: memoryview, num_values: int) -> DataBlock:
+        raw = as_u8(data)
+        require(len(raw) >= 2 * self.width, "Variable block is shorter than its header")
+        width_bits, data_start = (int(x) for x in raw[: 2 * self.width].view(self.dtype))
+        require(
+            width_bits == 8 * self.width,
+            f"Variable block header announces {width_bits}-bit offsets, the description {8 * self.width}-bit "
+            "(the legacy one-byte-width block form is not supported)",
+        )
+        expected = 2 * self.width + (num_values + 1) * self.width
+        require(data_start == expected, f"Variable block data starts at {data_start}, expected {expected}")
+        require(len(raw) >= data_start, "Variable block is shorter than its offsets")
+        offs = raw[2 * self.width : data_start].view(self.dtype)
+        _check_offsets(offs, 0, len(raw) - data_start, "Variable block")
+        return self._block(raw, offs, data_start)
+
+
+@register(Context.PER_VALUE, "variable")
+class VariablePerValueDecompressor(_VariableReader, PerValueDecompressor):
+    @guarded
+    def decompress(self, block: DataBlock) -> DataBlock:
+        require(isinstance(block, VariableWidthBlock), "per-value Variable expects a variable-width block")
+        return block
