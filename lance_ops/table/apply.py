@@ -1,0 +1,301 @@
+"""Applying an operation to a manifest: ``apply_operation(op, base, ctx) -> Manifest``.
+
+A single-dispatch function over the operation dataclasses of :mod:`lance_ops.table.transaction`.
+``base`` is the latest manifest (for the dataset-creating commit an empty manifest that only
+carries the creation settings: data format, stable-row-id flag). Each rule returns the content of
+the new version; :func:`build_manifest` then stamps what every commit sets (version, timestamp,
+writer version, transaction file, feature flags, fragment order).
+
+Rules (pylance 14 behaviour, fact sheet sections 3.4 and 6.6):
+
+* fragment ids 0 in Append / Overwrite / Update are assigned ``max_fragment_id + 1, ...`` (Merge
+  and Rewrite fragments carry their ids: existing ones, or ids reserved by ReserveFragments);
+  ``max_fragment_id`` never decreases (not even on Overwrite or Restore);
+* with stable row ids, fragments lacking a row-id sequence get ``Range(next_row_id, +rows)`` and
+  created-at / last-updated-at sequences of the new version; ``next_row_id`` grows accordingly;
+* Overwrite replaces schema and fragments, drops indices, keeps config and table metadata;
+* Restore copies the restored version's content but keeps ``max_fragment_id`` and ``next_row_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from functools import singledispatch
+
+from lance_ops._proto import file_pb2
+from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.table.manifest import DataFragment, Manifest, WriterVersion
+from lance_ops.table.rowids import range_sequence, version_sequence
+from lance_ops.table.transaction import (
+    Append,
+    CreateIndex,
+    DataReplacement,
+    Delete,
+    Merge,
+    Operation,
+    Overwrite,
+    Project,
+    ReserveFragments,
+    Restore,
+    Rewrite,
+    Transaction,
+    Update,
+    UpdateBases,
+    UpdateConfig,
+)
+
+TOMBSTONE_FIELD = -2
+
+
+@dataclass(frozen=True)
+class ApplyContext:
+    """What an operation may need besides the base manifest.
+
+    ``version`` is the version being built; ``load_version`` reads another version's manifest
+    (Restore).
+    """
+
+    version: int
+    load_version: Callable[[int], Manifest] | None = None
+
+
+def _new_fragments(
+    base: Manifest, fragments: Iterable[DataFragment], ctx: ApplyContext
+) -> tuple[tuple[DataFragment, ...], int | None, int]:
+    """Assign ids (and stable row ids) to new fragments; returns (fragments, max id, next row id)."""
+    max_id = base.max_fragment_id
+    next_row_id = base.next_row_id
+    out = []
+    for fragment in fragments:
+        if fragment.id == 0:
+            max_id = 0 if max_id is None else max_id + 1
+            fragment = fragment.with_id(max_id)
+        else:
+            max_id = fragment.id if max_id is None else max(max_id, fragment.id)
+        if base.uses_stable_row_ids and fragment.row_ids is None:
+            fragment = replace(
+                fragment,
+                row_ids=range_sequence(next_row_id, next_row_id + fragment.physical_rows),
+                created_at_versions=version_sequence(fragment.physical_rows, ctx.version),
+                last_updated_at_versions=version_sequence(fragment.physical_rows, ctx.version),
+            )
+            next_row_id += fragment.physical_rows
+        out.append(fragment)
+    return tuple(out), max_id, next_row_id
+
+
+def _with_new(
+    base: Manifest, kept: Iterable[DataFragment], new: Iterable[DataFragment], ctx: ApplyContext
+) -> Manifest:
+    added, max_id, next_row_id = _new_fragments(base, new, ctx)
+    return replace(base, fragments=(*kept, *added), max_fragment_id=max_id, next_row_id=next_row_id)
+
+
+def _max_id(current: int | None, fragments: Iterable[DataFragment]) -> int | None:
+    """``max_fragment_id`` after adding fragments that already carry their ids."""
+    return (
+        max((f.id for f in fragments), default=current)
+        if current is None
+        else max([current, *(f.id for f in fragments)])
+    )
+
+
+@singledispatch
+def apply_operation(op: Operation, base: Manifest, ctx: ApplyContext) -> Manifest:
+    """The content of the version that ``op`` makes out of ``base``."""
+    raise UnsupportedFeatureError(f"committing a {type(op).__name__} operation is not supported")
+
+
+@apply_operation.register
+def _(op: Append, base: Manifest, ctx: ApplyContext) -> Manifest:
+    return _with_new(base, base.fragments, op.fragments, ctx)
+
+
+@apply_operation.register
+def _(op: Overwrite, base: Manifest, ctx: ApplyContext) -> Manifest:
+    content = replace(
+        base,
+        fields=op.schema,
+        schema_metadata=dict(op.schema_metadata),
+        config={**base.config, **op.config_upsert_values},
+        base_paths=(*base.base_paths, *op.initial_bases),
+        indices=(),
+    )
+    return _with_new(content, (), op.fragments, ctx)
+
+
+@apply_operation.register
+def _(op: Delete, base: Manifest, ctx: ApplyContext) -> Manifest:
+    updated = {f.id: f for f in op.updated_fragments}
+    removed = set(op.deleted_fragment_ids)
+    fragments = tuple(updated.get(f.id, f) for f in base.fragments if f.id not in removed)
+    return replace(base, fragments=fragments)
+
+
+@apply_operation.register
+def _(op: Update, base: Manifest, ctx: ApplyContext) -> Manifest:
+    updated = {f.id: f for f in op.updated_fragments}
+    removed = set(op.removed_fragment_ids)
+    kept = [updated.get(f.id, f) for f in base.fragments if f.id not in removed]
+    return _with_new(base, kept, op.new_fragments, ctx)
+
+
+@apply_operation.register
+def _(op: ReserveFragments, base: Manifest, ctx: ApplyContext) -> Manifest:
+    start = -1 if base.max_fragment_id is None else base.max_fragment_id
+    return replace(base, max_fragment_id=start + op.num_fragments)
+
+
+@apply_operation.register
+def _(op: Rewrite, base: Manifest, ctx: ApplyContext) -> Manifest:
+    old_ids = {f.id for g in op.groups for f in g.old_fragments}
+    new = [f for g in op.groups for f in g.new_fragments]
+    content = replace(
+        base,
+        fragments=(*(f for f in base.fragments if f.id not in old_ids), *new),
+        max_fragment_id=_max_id(base.max_fragment_id, new),
+    )
+    renamed = {r.old_id: r for r in op.rewritten_indices}
+    indices = tuple(
+        replace(i, uuid=renamed[i.uuid].new_id, details=renamed[i.uuid].new_index_details or i.details)
+        if i.uuid in renamed
+        else i
+        for i in base.indices
+    )
+    return replace(content, indices=indices)
+
+
+@apply_operation.register
+def _(op: Merge, base: Manifest, ctx: ApplyContext) -> Manifest:
+    return replace(
+        base,
+        fields=op.schema,
+        schema_metadata=dict(op.schema_metadata),
+        fragments=op.fragments,
+        max_fragment_id=_max_id(base.max_fragment_id, op.fragments),
+    )
+
+
+@apply_operation.register
+def _(op: Project, base: Manifest, ctx: ApplyContext) -> Manifest:
+    ids = {f.id for f in op.schema}
+    fragments = tuple(
+        replace(frag, files=tuple(d for d in frag.files if any(i in ids for i in d.fields)))
+        for frag in base.fragments
+    )
+    indices = tuple(i for i in base.indices if not i.fields or all(f in ids for f in i.fields))
+    return replace(base, fields=op.schema, fragments=fragments, indices=indices)
+
+
+@apply_operation.register
+def _(op: UpdateConfig, base: Manifest, ctx: ApplyContext) -> Manifest:
+    fields = base.fields
+    if op.field_metadata_updates:
+        fields = tuple(_update_field_metadata(f, op) for f in base.fields)
+    return replace(
+        base,
+        fields=fields,
+        config=op.config_updates.apply(base.config) if op.config_updates else base.config,
+        table_metadata=(
+            op.table_metadata_updates.apply(base.table_metadata)
+            if op.table_metadata_updates
+            else base.table_metadata
+        ),
+        schema_metadata=(
+            op.schema_metadata_updates.apply(base.schema_metadata, encode=True)
+            if op.schema_metadata_updates
+            else base.schema_metadata
+        ),
+    )
+
+
+def _update_field_metadata(field: file_pb2.Field, op: UpdateConfig) -> file_pb2.Field:
+    update = op.field_metadata_updates.get(field.id)
+    if update is None:
+        return field
+    out = file_pb2.Field()
+    out.CopyFrom(field)
+    out.metadata.clear()
+    out.metadata.update(update.apply(dict(field.metadata), encode=True))
+    return out
+
+
+@apply_operation.register
+def _(op: CreateIndex, base: Manifest, ctx: ApplyContext) -> Manifest:
+    removed = {i.uuid for i in op.removed_indices}
+    new_names = {i.name for i in op.new_indices}
+    kept = tuple(i for i in base.indices if i.uuid not in removed and i.name not in new_names)
+    return replace(base, indices=(*kept, *op.new_indices))
+
+
+@apply_operation.register
+def _(op: DataReplacement, base: Manifest, ctx: ApplyContext) -> Manifest:
+    by_fragment: dict[int, list] = {}
+    for fragment_id, new_file in op.replacements:
+        by_fragment.setdefault(fragment_id, []).append(new_file)
+    fragments = []
+    for fragment in base.fragments:
+        files = list(fragment.files)
+        for new_file in by_fragment.get(fragment.id, ()):
+            slots = [n for n, f in enumerate(files) if f.fields == new_file.fields]
+            if slots:
+                files[slots[0]] = new_file
+            else:
+                files.append(new_file)
+        fragments.append(replace(fragment, files=tuple(files)))
+    return replace(base, fragments=tuple(fragments))
+
+
+@apply_operation.register
+def _(op: Restore, base: Manifest, ctx: ApplyContext) -> Manifest:
+    if ctx.load_version is None:
+        raise UnsupportedFeatureError("Restore needs access to the dataset's other versions")
+    old = ctx.load_version(op.version)
+    return replace(
+        old,
+        max_fragment_id=base.max_fragment_id,
+        next_row_id=base.next_row_id,
+        reader_feature_flags=base.reader_feature_flags,
+        writer_feature_flags=base.writer_feature_flags,
+    )
+
+
+@apply_operation.register
+def _(op: UpdateBases, base: Manifest, ctx: ApplyContext) -> Manifest:
+    return replace(base, base_paths=(*base.base_paths, *op.new_bases))
+
+
+def build_manifest(
+    base: Manifest,
+    transaction: Transaction,
+    *,
+    version: int,
+    timestamp_ns: int,
+    writer_version: WriterVersion,
+    load_version: Callable[[int], Manifest] | None = None,
+) -> Manifest:
+    """The manifest of ``version``: ``transaction`` applied to ``base`` plus the per-commit stamps."""
+    ctx = ApplyContext(version=version, load_version=load_version)
+    content = apply_operation(transaction.operation, base, ctx)
+    fragments = tuple(
+        sorted(
+            (
+                replace(f, files=tuple(d for d in f.files if any(i != TOMBSTONE_FIELD for i in d.fields)))
+                for f in content.fragments
+            ),
+            key=lambda f: f.id,
+        )
+    )
+    content = replace(
+        content,
+        fragments=fragments,
+        version=version,
+        timestamp_ns=timestamp_ns,
+        writer_version=writer_version,
+        transaction_file=transaction.file_name,
+        tag="",
+        version_aux_data=0,
+    )
+    reader, writer = content.feature_flags()
+    return replace(content, reader_feature_flags=reader, writer_feature_flags=writer)

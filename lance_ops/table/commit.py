@@ -1,0 +1,282 @@
+"""Committing transactions, listing versions and loading manifests.
+
+A commit of transaction ``T`` (built on ``T.read_version``) does, as pylance 14 does:
+
+1. write ``_transactions/{read_version}-{uuid}.txn`` (raw Transaction bytes), once;
+2. list ``_versions/``; for every version newer than ``read_version`` load its transaction (inline
+   section first, else its ``.txn`` file) and check ``T`` against it
+   (:mod:`lance_ops.table.conflicts`): a conflict raises, a compatible one is rebased over (new
+   fragment ids are simply assigned from the latest ``max_fragment_id``);
+3. build the manifest of ``latest + 1`` from the latest manifest and ``T``
+   (:func:`lance_ops.table.apply.build_manifest`), frame it with ``T`` inline, and *claim* its name
+   with the commit handler, an atomic create-if-absent;
+4. on success replace ``_versions/latest_version_hint.json`` with ``{"version":N}`` (never trusted
+   on read); if another writer claimed that version first, back off and go to 2, at most
+   ``max_retries`` times.
+
+Commit handlers are chosen by storage capability: :class:`PutIfAbsentCommitHandler` (local files,
+memory, object stores with conditional puts; the io layer's ``put_if_absent``) and
+:class:`LockCommitHandler` (a user lock around check-then-write, for stores without an atomic
+create).
+
+Backoff: attempt ``k`` (1-based) sleeps a random number of 50 ms slots in ``[0, 2**(k+2))``,
+the exponent capped at 6.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from lance_ops.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    DatasetNotFoundError,
+    RetryableCommitConflictError,
+)
+from lance_ops.io import ObjectStore
+from lance_ops.table.apply import build_manifest
+from lance_ops.table.conflicts import check_conflict
+from lance_ops.table.manifest import (
+    FLAG_STABLE_ROW_IDS,
+    DataStorageFormat,
+    Manifest,
+    WriterVersion,
+    check_reader_flags,
+    check_writer_flags,
+    decode_manifest_file,
+    encode_manifest_file,
+)
+from lance_ops.table.naming import (
+    TRANSACTIONS_DIR,
+    VERSION_HINT_FILE,
+    VERSIONS_DIR,
+    ManifestNamingScheme,
+)
+from lance_ops.table.transaction import Overwrite, Transaction
+
+# pylance 14 gates compatibility work-arounds on the writer's semantic version (manifests without
+# one, or from old versions, get e.g. their physical row counts recomputed). We therefore declare
+# the core version of the format level we write (pylance 14.0.2's) and name ourselves in the semver
+# build metadata, which version comparisons ignore.
+WRITER_VERSION = WriterVersion(library="lance", version="14.0.2", build_metadata="lance-ops.0.1.0")
+
+_SLOT_SECONDS = 0.05
+_MAX_BACKOFF_EXPONENT = 6
+
+
+class CommitHandler(ABC):
+    """Claims a manifest name atomically: exactly one of several racing writers succeeds."""
+
+    @abstractmethod
+    def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
+        """Create ``path`` with ``data`` unless it exists; True if this call created it."""
+
+
+class PutIfAbsentCommitHandler(CommitHandler):
+    """Stores with an atomic create (local link, conditional put)."""
+
+    def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
+        return store.put_if_absent(path, data)
+
+
+class LockCommitHandler(CommitHandler):
+    """Stores without an atomic create: ``lock(version)`` guards an exists-check and a write."""
+
+    def __init__(self, lock: Callable[[int], AbstractContextManager[object]]) -> None:
+        self._lock = lock
+
+    def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
+        with self._lock(version):
+            if store.exists(path):
+                return False
+            store.write(path, data)
+            return True
+
+
+@dataclass(frozen=True)
+class VersionEntry:
+    """A main-line manifest found in ``_versions/``."""
+
+    version: int
+    name: str
+    scheme: ManifestNamingScheme
+
+
+@dataclass(frozen=True)
+class LoadedManifest:
+    """A manifest with where it came from and its inline transaction bytes."""
+
+    manifest: Manifest
+    path: str
+    size: int
+    transaction: bytes | None
+
+
+@dataclass(frozen=True)
+class NewDatasetSettings:
+    """Settings that only matter for the commit creating a dataset."""
+
+    data_storage_version: str = "2.2"
+    enable_stable_row_ids: bool = False
+    naming: ManifestNamingScheme = ManifestNamingScheme.V2
+
+
+def list_versions(store: ObjectStore, root: str) -> list[VersionEntry]:
+    """Main-line versions, ascending. Mixed naming schemes are refused, as pylance does."""
+    entries = []
+    for info in store.list(store.join(root, VERSIONS_DIR)):
+        name = info.path.rsplit("/", 1)[-1]
+        parsed = ManifestNamingScheme.parse(name)
+        if parsed is not None:
+            entries.append(VersionEntry(parsed[1], name, parsed[0]))
+    if len({e.scheme for e in entries}) > 1:
+        raise CorruptFileError(
+            store.join(root, VERSIONS_DIR), "found multiple manifest naming schemes in the same directory"
+        )
+    return sorted(entries, key=lambda e: e.version)
+
+
+def naming_scheme(entries: list[VersionEntry]) -> ManifestNamingScheme | None:
+    return entries[0].scheme if entries else None
+
+
+def _read_manifest(store: ObjectStore, path: str) -> LoadedManifest:
+    data = store.read(path)
+    manifest, transaction = decode_manifest_file(data, path)
+    return LoadedManifest(manifest, path, len(data), transaction)
+
+
+def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> LoadedManifest:
+    """The manifest of ``version`` (latest when None). Raises :class:`DatasetNotFoundError`."""
+    entries = list_versions(store, root)
+    if not entries:
+        raise DatasetNotFoundError(f"no Lance dataset at {root}")
+    if version is None:
+        entry = entries[-1]
+    else:
+        match = [e for e in entries if e.version == version]
+        if not match:
+            raise DatasetNotFoundError(f"dataset {root} has no version {version}")
+        entry = match[0]
+    loaded = _read_manifest(store, store.join(root, VERSIONS_DIR, entry.name))
+    check_reader_flags(loaded.manifest.reader_feature_flags, loaded.path)
+    return loaded
+
+
+def load_transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:
+    """The transaction that created a version (inline copy first, else its ``.txn`` file)."""
+    if loaded.transaction is not None:
+        return Transaction.deserialize(loaded.transaction, loaded.path)
+    if loaded.manifest.transaction_file:
+        path = store.join(root, TRANSACTIONS_DIR, loaded.manifest.transaction_file)
+        return Transaction.deserialize(store.read(path), path)
+    return None
+
+
+def write_version_hint(store: ObjectStore, root: str, version: int) -> None:
+    """Replace ``latest_version_hint.json`` (skipped when ``LANCE_USE_VERSION_HINT`` is 0/false)."""
+    if os.environ.get("LANCE_USE_VERSION_HINT", "").lower() in ("0", "false"):
+        return
+    hint = json.dumps({"version": version}, separators=(",", ":")).encode()
+    store.write(store.join(root, VERSIONS_DIR, VERSION_HINT_FILE), hint)
+
+
+def empty_manifest(settings: NewDatasetSettings) -> Manifest:
+    """The base a dataset-creating commit is applied to (version 0, creation settings only)."""
+    flags = FLAG_STABLE_ROW_IDS if settings.enable_stable_row_ids else 0
+    return Manifest(
+        fields=(),
+        fragments=(),
+        version=0,
+        data_format=DataStorageFormat("lance", settings.data_storage_version),
+        reader_feature_flags=flags,
+        writer_feature_flags=flags,
+    )
+
+
+def _their_transaction(store: ObjectStore, root: str, entry: VersionEntry) -> Transaction:
+    loaded = _read_manifest(store, store.join(root, VERSIONS_DIR, entry.name))
+    theirs = load_transaction(store, root, loaded)
+    if theirs is None:
+        # A version without any transaction is treated as an Overwrite (as pylance does).
+        return Transaction(read_version=entry.version - 1, operation=Overwrite((), ()))
+    return theirs
+
+
+def commit_transaction(
+    store: ObjectStore,
+    root: str,
+    transaction: Transaction,
+    *,
+    handler: CommitHandler | None = None,
+    max_retries: int = 20,
+    settings: NewDatasetSettings | None = None,
+    writer_version: WriterVersion = WRITER_VERSION,
+) -> Manifest:
+    """Commit ``transaction`` to the dataset at ``root``; returns the new version's manifest.
+
+    ``settings`` apply when the commit creates the dataset. Raises :class:`CommitConflictError`
+    for an incompatible concurrent commit, :class:`RetryableCommitConflictError` for a retryable
+    one or when every attempt lost the race for the next version.
+    """
+    handler = handler or PutIfAbsentCommitHandler()
+    settings = settings or NewDatasetSettings()
+    if not isinstance(transaction.operation, Overwrite) and not list_versions(store, root):
+        raise DatasetNotFoundError(f"no Lance dataset at {root} to commit a {transaction.operation.name} to")
+    payload = transaction.serialize()
+    store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
+    checked: set[int] = set()
+    for attempt in range(max_retries + 1):
+        if attempt:
+            exponent = min(attempt + 2, _MAX_BACKOFF_EXPONENT)
+            time.sleep(random.randrange(2**exponent) * _SLOT_SECONDS)
+        entries = list_versions(store, root)
+        if entries:
+            latest = entries[-1]
+            if transaction.read_version > latest.version:
+                raise CommitConflictError(
+                    f"read version {transaction.read_version} is newer than the latest {latest.version}"
+                )
+            for entry in entries:
+                if entry.version > transaction.read_version and entry.version not in checked:
+                    check_conflict(transaction, _their_transaction(store, root, entry), entry.version)
+                    checked.add(entry.version)
+            loaded = _read_manifest(store, store.join(root, VERSIONS_DIR, latest.name))
+            base = loaded.manifest
+            check_writer_flags(base.writer_feature_flags, loaded.path)
+            scheme = latest.scheme
+        elif isinstance(transaction.operation, Overwrite):
+            base = empty_manifest(settings)
+            scheme = settings.naming
+        else:
+            raise DatasetNotFoundError(
+                f"no Lance dataset at {root} to commit a {transaction.operation.name} to"
+            )
+        version = base.version + 1
+
+        def load_version(v: int) -> Manifest:
+            return load_manifest(store, root, v).manifest
+
+        manifest = build_manifest(
+            base,
+            transaction,
+            version=version,
+            timestamp_ns=time.time_ns(),
+            writer_version=writer_version,
+            load_version=load_version,
+        )
+        data = encode_manifest_file(manifest, payload)
+        path = store.join(root, VERSIONS_DIR, scheme.manifest_name(version))
+        if handler.claim(store, path, data, version):
+            write_version_hint(store, root, version)
+            return decode_manifest_file(data, path)[0]
+    raise RetryableCommitConflictError(
+        f"could not claim a new version of {root} after {max_retries} retries (concurrent writers)"
+    )

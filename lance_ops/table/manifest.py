@@ -1,0 +1,668 @@
+"""Manifest domain objects and the manifest file framing.
+
+A manifest file is a run of length-prefixed protobuf sections followed by a 16-byte footer
+(all integers little-endian)::
+
+    0             [u32 len][IndexSection]        only when the version has indices
+                  [u32 len][Transaction]         inline copy of the commit's transaction
+    manifest_pos  [u32 len][Manifest]            always last
+    size - 16     i64 manifest_pos               offset of the Manifest's length prefix
+    size - 8      i16 major = 0, i16 minor = 2
+    size - 4      b"LANC"
+
+A section's position (``Manifest.index_section``, the inline transaction position) is the offset
+of its length prefix. pylance 14 stores the inline transaction position in field 23 and still reads
+the older field 21; we read 23, then 21, and write 23.
+
+Every class here is a frozen dataclass with ``from_pb`` / ``to_pb``: these conversions are the only
+code of the table layer that touches the generated protobuf modules (schema fields stay
+``lance.file.Field`` messages, the currency of :mod:`lance_ops.file.schema`).
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from lance_ops._proto import file_pb2, table_pb2
+from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
+from lance_ops.table.naming import deletion_file_name
+
+MAGIC = b"LANC"
+FOOTER = struct.Struct("<qhh4s")
+FOOTER_VERSION = (0, 2)
+_LEN = struct.Struct("<I")
+
+# Feature flags (reader_feature_flags / writer_feature_flags), see the fact sheet section 5.1.
+FLAG_DELETION_FILES = 1
+FLAG_STABLE_ROW_IDS = 2
+FLAG_USE_V2_FORMAT_DEPRECATED = 4
+FLAG_TABLE_CONFIG = 8
+FLAG_BASE_PATHS = 16
+FLAG_DISABLE_TRANSACTION_FILE = 32
+FLAG_COVERED_INDEX_METADATA = 128
+SUPPORTED_READER_FLAGS = (
+    FLAG_DELETION_FILES
+    | FLAG_STABLE_ROW_IDS
+    | FLAG_USE_V2_FORMAT_DEPRECATED
+    | FLAG_TABLE_CONFIG
+    | FLAG_BASE_PATHS
+    | FLAG_DISABLE_TRANSACTION_FILE
+    | FLAG_COVERED_INDEX_METADATA
+)
+SUPPORTED_WRITER_FLAGS = (
+    FLAG_DELETION_FILES
+    | FLAG_STABLE_ROW_IDS
+    | FLAG_USE_V2_FORMAT_DEPRECATED
+    | FLAG_TABLE_CONFIG
+    | FLAG_BASE_PATHS
+    | FLAG_DISABLE_TRANSACTION_FILE
+)
+
+
+def check_reader_flags(flags: int, where: str) -> None:
+    """Raise :class:`UnsupportedFeatureError` when ``flags`` has a bit we cannot read."""
+    unknown = flags & ~SUPPORTED_READER_FLAGS
+    if unknown:
+        raise UnsupportedFeatureError(f"{where}: dataset needs unsupported reader feature flags {unknown:#x}")
+
+
+def check_writer_flags(flags: int, where: str) -> None:
+    """Raise :class:`UnsupportedFeatureError` when ``flags`` has a bit we cannot honour when writing."""
+    unknown = flags & ~SUPPORTED_WRITER_FLAGS
+    if unknown:
+        raise UnsupportedFeatureError(f"{where}: dataset needs unsupported writer feature flags {unknown:#x}")
+
+
+@dataclass(frozen=True)
+class WriterVersion:
+    """The library that wrote a manifest (``Manifest.writer_version``)."""
+
+    library: str
+    version: str
+    prerelease: str | None = None
+    build_metadata: str | None = None
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.Manifest.WriterVersion) -> WriterVersion:
+        return cls(
+            library=pb.library,
+            version=pb.version,
+            prerelease=pb.prerelease if pb.HasField("prerelease") else None,
+            build_metadata=pb.build_metadata if pb.HasField("build_metadata") else None,
+        )
+
+    def to_pb(self) -> table_pb2.Manifest.WriterVersion:
+        return table_pb2.Manifest.WriterVersion(
+            library=self.library,
+            version=self.version,
+            prerelease=self.prerelease,
+            build_metadata=self.build_metadata,
+        )
+
+
+@dataclass(frozen=True)
+class DataStorageFormat:
+    """``Manifest.data_format``: the file format version every data file of the version uses."""
+
+    file_format: str = "lance"
+    version: str = "2.2"
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.Manifest.DataStorageFormat) -> DataStorageFormat:
+        return cls(file_format=pb.file_format, version=pb.version)
+
+    def to_pb(self) -> table_pb2.Manifest.DataStorageFormat:
+        return table_pb2.Manifest.DataStorageFormat(file_format=self.file_format, version=self.version)
+
+
+@dataclass(frozen=True)
+class ExternalFile:
+    """A byte range of a file below the dataset root (external row-id / version sequences)."""
+
+    path: str
+    offset: int
+    size: int
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.ExternalFile) -> ExternalFile:
+        return cls(path=pb.path, offset=pb.offset, size=pb.size)
+
+    def to_pb(self) -> table_pb2.ExternalFile:
+        return table_pb2.ExternalFile(path=self.path, offset=self.offset, size=self.size)
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file of a fragment: which field ids it stores and in which top-level column."""
+
+    path: str
+    fields: tuple[int, ...]
+    column_indices: tuple[int, ...]
+    file_major_version: int
+    file_minor_version: int
+    file_size_bytes: int = 0
+    base_id: int | None = None
+
+    @property
+    def file_version(self) -> str:
+        """``"major.minor"`` as used by ``data_storage_version`` (legacy files: ``"0.1"``)."""
+        if self.file_major_version == 0:
+            return "0.1"
+        return f"{self.file_major_version}.{self.file_minor_version}"
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.DataFile) -> DataFile:
+        return cls(
+            path=pb.path,
+            fields=tuple(pb.fields),
+            column_indices=tuple(pb.column_indices),
+            file_major_version=pb.file_major_version,
+            file_minor_version=pb.file_minor_version,
+            file_size_bytes=pb.file_size_bytes,
+            base_id=pb.base_id if pb.HasField("base_id") else None,
+        )
+
+    def to_pb(self) -> table_pb2.DataFile:
+        return table_pb2.DataFile(
+            path=self.path,
+            fields=self.fields,
+            column_indices=self.column_indices,
+            file_major_version=self.file_major_version,
+            file_minor_version=self.file_minor_version,
+            file_size_bytes=self.file_size_bytes,
+            base_id=self.base_id,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "fields": list(self.fields),
+            "column_indices": list(self.column_indices),
+            "file_major_version": self.file_major_version,
+            "file_minor_version": self.file_minor_version,
+            "file_size_bytes": self.file_size_bytes,
+            "base_id": self.base_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DataFile:
+        return cls(
+            path=data["path"],
+            fields=tuple(data["fields"]),
+            column_indices=tuple(data.get("column_indices", ())),
+            file_major_version=data.get("file_major_version", 2),
+            file_minor_version=data.get("file_minor_version", 0),
+            file_size_bytes=data.get("file_size_bytes") or 0,
+            base_id=data.get("base_id"),
+        )
+
+
+class DeletionFileType(enum.IntEnum):
+    """``DeletionFile.file_type``: Arrow IPC file of offsets or portable Roaring bitmap."""
+
+    ARROW_ARRAY = 0
+    BITMAP = 1
+
+    @property
+    def extension(self) -> str:
+        return "arrow" if self is DeletionFileType.ARROW_ARRAY else "bin"
+
+
+_DELETION_KINDS = {"array": "ARROW_ARRAY", "bitmap": "BITMAP"}
+
+
+@dataclass(frozen=True)
+class DeletionFile:
+    """The deletion vector of a fragment (``_deletions/{fragment}-{read_version}-{id}.{ext}``)."""
+
+    file_type: DeletionFileType
+    read_version: int
+    id: int
+    num_deleted_rows: int = 0
+    base_id: int | None = None
+
+    def file_name(self, fragment_id: int) -> str:
+        return deletion_file_name(fragment_id, self.read_version, self.id, self.file_type.extension)
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.DeletionFile) -> DeletionFile:
+        return cls(
+            file_type=DeletionFileType(pb.file_type),
+            read_version=pb.read_version,
+            id=pb.id,
+            num_deleted_rows=pb.num_deleted_rows,
+            base_id=pb.base_id if pb.HasField("base_id") else None,
+        )
+
+    def to_pb(self) -> table_pb2.DeletionFile:
+        return table_pb2.DeletionFile(
+            file_type=int(self.file_type),
+            read_version=self.read_version,
+            id=self.id,
+            num_deleted_rows=self.num_deleted_rows,
+            base_id=self.base_id,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file_type": "array" if self.file_type is DeletionFileType.ARROW_ARRAY else "bitmap",
+            "read_version": self.read_version,
+            "id": self.id,
+            "num_deleted_rows": self.num_deleted_rows,
+            "base_id": self.base_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DeletionFile:
+        kind = data["file_type"]
+        if isinstance(kind, str):
+            kind = _DELETION_KINDS.get(kind.lower(), kind.upper())
+        return cls(
+            file_type=DeletionFileType[kind] if isinstance(kind, str) else DeletionFileType(kind),
+            read_version=data["read_version"],
+            id=data["id"],
+            num_deleted_rows=data.get("num_deleted_rows") or 0,
+            base_id=data.get("base_id"),
+        )
+
+
+# A row-id / version sequence is stored inline (serialized protobuf bytes) or in an external file.
+RowSequence = bytes | ExternalFile | None
+
+_SEQUENCES = (
+    ("row_ids", "inline_row_ids", "external_row_ids"),
+    ("last_updated_at_versions", "inline_last_updated_at_versions", "external_last_updated_at_versions"),
+    ("created_at_versions", "inline_created_at_versions", "external_created_at_versions"),
+)
+
+
+@dataclass(frozen=True)
+class DataFragment:
+    """A set of data files holding the columns of the same rows.
+
+    ``physical_rows`` counts deleted rows too. ``id`` 0 inside Append/Overwrite transactions means
+    "assigned at commit". Also the ``FragmentMetadata`` that executors hand to the committing driver
+    (:meth:`to_json` / :meth:`from_json`, picklable).
+    """
+
+    id: int
+    files: tuple[DataFile, ...]
+    physical_rows: int
+    deletion_file: DeletionFile | None = None
+    row_ids: RowSequence = None
+    last_updated_at_versions: RowSequence = None
+    created_at_versions: RowSequence = None
+
+    @property
+    def num_deleted_rows(self) -> int:
+        return self.deletion_file.num_deleted_rows if self.deletion_file else 0
+
+    @property
+    def num_rows(self) -> int:
+        """Live rows (physical rows minus deleted rows)."""
+        return self.physical_rows - self.num_deleted_rows
+
+    def with_id(self, fragment_id: int) -> DataFragment:
+        return replace(self, id=fragment_id)
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.DataFragment) -> DataFragment:
+        sequences: dict[str, RowSequence] = {}
+        for attr, inline, external in _SEQUENCES:
+            which = pb.WhichOneof(_oneof_of(inline))
+            if which == inline:
+                sequences[attr] = bytes(getattr(pb, inline))
+            elif which == external:
+                sequences[attr] = ExternalFile.from_pb(getattr(pb, external))
+        return cls(
+            id=pb.id,
+            files=tuple(DataFile.from_pb(f) for f in pb.files),
+            physical_rows=pb.physical_rows,
+            deletion_file=DeletionFile.from_pb(pb.deletion_file) if pb.HasField("deletion_file") else None,
+            **sequences,
+        )
+
+    def to_pb(self) -> table_pb2.DataFragment:
+        pb = table_pb2.DataFragment(
+            id=self.id,
+            files=[f.to_pb() for f in self.files],
+            physical_rows=self.physical_rows,
+        )
+        if self.deletion_file is not None:
+            pb.deletion_file.CopyFrom(self.deletion_file.to_pb())
+        for attr, inline, external in _SEQUENCES:
+            value = getattr(self, attr)
+            if isinstance(value, bytes):
+                setattr(pb, inline, value)
+            elif isinstance(value, ExternalFile):
+                getattr(pb, external).CopyFrom(value.to_pb())
+        return pb
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict in the shape pylance's ``FragmentMetadata.to_json`` uses."""
+        return {
+            "id": self.id,
+            "files": [f.to_dict() for f in self.files],
+            "physical_rows": self.physical_rows,
+            "deletion_file": self.deletion_file.to_dict() if self.deletion_file else None,
+            "row_id_meta": _sequence_to_json(self.row_ids, True),
+            "last_updated_at_version_meta": _sequence_to_json(self.last_updated_at_versions, False),
+            "created_at_version_meta": _sequence_to_json(self.created_at_versions, False),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DataFragment:
+        deletion = data.get("deletion_file")
+        return cls(
+            id=data.get("id", 0),
+            files=tuple(DataFile.from_dict(f) for f in data["files"]),
+            physical_rows=data["physical_rows"],
+            deletion_file=DeletionFile.from_dict(deletion) if deletion else None,
+            row_ids=_sequence_from_json(data.get("row_id_meta")),
+            last_updated_at_versions=_sequence_from_json(data.get("last_updated_at_version_meta")),
+            created_at_versions=_sequence_from_json(data.get("created_at_version_meta")),
+        )
+
+
+def _oneof_of(inline_field: str) -> str:
+    return {
+        "inline_row_ids": "row_id_sequence",
+        "inline_last_updated_at_versions": "last_updated_at_version_sequence",
+        "inline_created_at_versions": "created_at_version_sequence",
+    }[inline_field]
+
+
+def _sequence_to_json(value: RowSequence, capitalized: bool) -> dict[str, Any] | None:
+    """pylance's JSON: ``{"Inline": [bytes]}`` for row ids, ``{"inline": ...}`` for version metas."""
+    inline, external = ("Inline", "External") if capitalized else ("inline", "external")
+    if isinstance(value, bytes):
+        return {inline: list(value)}
+    if isinstance(value, ExternalFile):
+        return {external: {"path": value.path, "offset": value.offset, "size": value.size}}
+    return None
+
+
+def _sequence_from_json(value: Mapping[str, Any] | None) -> RowSequence:
+    if not value:
+        return None
+    kind, body = next(iter(value.items()))
+    if kind.lower() == "inline":
+        return bytes(body)
+    return ExternalFile(path=body["path"], offset=body["offset"], size=body["size"])
+
+
+@dataclass(frozen=True)
+class BasePath:
+    """An extra storage root (``Manifest.base_paths``), referenced by ``base_id``."""
+
+    id: int
+    path: str
+    is_dataset_root: bool = False
+    name: str | None = None
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.BasePath) -> BasePath:
+        return cls(
+            id=pb.id,
+            path=pb.path,
+            is_dataset_root=pb.is_dataset_root,
+            name=pb.name if pb.HasField("name") else None,
+        )
+
+    def to_pb(self) -> table_pb2.BasePath:
+        return table_pb2.BasePath(
+            id=self.id, path=self.path, is_dataset_root=self.is_dataset_root, name=self.name
+        )
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    path: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class IndexMetadata:
+    """One index of a version (``IndexSection.indices``). ``details`` is the Any's (type_url, value)."""
+
+    uuid: bytes
+    fields: tuple[int, ...]
+    name: str
+    dataset_version: int
+    fragment_bitmap: bytes = b""
+    details: tuple[str, bytes] | None = None
+    index_version: int | None = None
+    created_at: int | None = None
+    base_id: int | None = None
+    files: tuple[IndexFile, ...] = ()
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.IndexMetadata) -> IndexMetadata:
+        return cls(
+            uuid=pb.uuid.uuid,
+            fields=tuple(pb.fields),
+            name=pb.name,
+            dataset_version=pb.dataset_version,
+            fragment_bitmap=pb.fragment_bitmap,
+            details=(pb.index_details.type_url, pb.index_details.value)
+            if pb.HasField("index_details")
+            else None,
+            index_version=pb.index_version if pb.HasField("index_version") else None,
+            created_at=pb.created_at if pb.HasField("created_at") else None,
+            base_id=pb.base_id if pb.HasField("base_id") else None,
+            files=tuple(IndexFile(f.path, f.size_bytes) for f in pb.files),
+        )
+
+    def to_pb(self) -> table_pb2.IndexMetadata:
+        pb = table_pb2.IndexMetadata(
+            uuid=table_pb2.UUID(uuid=self.uuid),
+            fields=self.fields,
+            name=self.name,
+            dataset_version=self.dataset_version,
+            fragment_bitmap=self.fragment_bitmap,
+            index_version=self.index_version,
+            created_at=self.created_at,
+            base_id=self.base_id,
+            files=[table_pb2.IndexFile(path=f.path, size_bytes=f.size_bytes) for f in self.files],
+        )
+        if self.details is not None:
+            pb.index_details.type_url, pb.index_details.value = self.details
+        return pb
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One version of a dataset.
+
+    ``fields`` is the flattened Lance schema (``lance.file.Field`` messages, pre-order).
+    ``timestamp_ns`` is the commit time in nanoseconds since the epoch (UTC).
+    ``transaction_section`` / ``index_section`` are positions inside the manifest file, filled in
+    when the file is framed. ``indices`` come from the file's IndexSection.
+    """
+
+    fields: tuple[file_pb2.Field, ...]
+    fragments: tuple[DataFragment, ...]
+    version: int
+    timestamp_ns: int = 0
+    schema_metadata: Mapping[str, bytes] = field(default_factory=dict)
+    writer_version: WriterVersion | None = None
+    reader_feature_flags: int = 0
+    writer_feature_flags: int = 0
+    max_fragment_id: int | None = None
+    transaction_file: str = ""
+    transaction_section: int | None = None
+    index_section: int | None = None
+    next_row_id: int = 0
+    data_format: DataStorageFormat | None = None
+    config: Mapping[str, str] = field(default_factory=dict)
+    table_metadata: Mapping[str, str] = field(default_factory=dict)
+    base_paths: tuple[BasePath, ...] = ()
+    branch: str | None = None
+    tag: str = ""
+    version_aux_data: int = 0
+    indices: tuple[IndexMetadata, ...] = ()
+
+    @property
+    def uses_stable_row_ids(self) -> bool:
+        return bool(self.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+
+    @property
+    def num_rows(self) -> int:
+        return sum(f.num_rows for f in self.fragments)
+
+    @property
+    def data_storage_version(self) -> str:
+        """The data file version, from ``data_format`` or else from the data files."""
+        if self.data_format is not None and self.data_format.version:
+            return self.data_format.version
+        for fragment in self.fragments:
+            for data_file in fragment.files:
+                return data_file.file_version
+        return "2.0" if self.reader_feature_flags & FLAG_USE_V2_FORMAT_DEPRECATED else "0.1"
+
+    def feature_flags(self) -> tuple[int, int]:
+        """``(reader, writer)`` flags this manifest's content requires (recomputed on every write)."""
+        reader = 0
+        if any(f.deletion_file is not None for f in self.fragments):
+            reader |= FLAG_DELETION_FILES
+        if self.reader_feature_flags & FLAG_STABLE_ROW_IDS:
+            reader |= FLAG_STABLE_ROW_IDS
+        if self.base_paths:
+            reader |= FLAG_BASE_PATHS
+        writer = reader | (FLAG_TABLE_CONFIG if self.config else 0)
+        return reader, writer
+
+    @classmethod
+    def from_pb(cls, pb: table_pb2.Manifest, indices: tuple[IndexMetadata, ...] = ()) -> Manifest:
+        if pb.HasField("transaction_section_position"):
+            transaction_section: int | None = pb.transaction_section_position
+        elif pb.HasField("transaction_section"):
+            transaction_section = pb.transaction_section
+        else:
+            transaction_section = None
+        return cls(
+            fields=tuple(pb.fields),
+            fragments=tuple(DataFragment.from_pb(f) for f in pb.fragments),
+            version=pb.version,
+            timestamp_ns=pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos,
+            schema_metadata=dict(pb.schema_metadata),
+            writer_version=WriterVersion.from_pb(pb.writer_version)
+            if pb.HasField("writer_version")
+            else None,
+            reader_feature_flags=pb.reader_feature_flags,
+            writer_feature_flags=pb.writer_feature_flags,
+            max_fragment_id=pb.max_fragment_id if pb.HasField("max_fragment_id") else None,
+            transaction_file=pb.transaction_file,
+            transaction_section=transaction_section,
+            index_section=pb.index_section if pb.HasField("index_section") else None,
+            next_row_id=pb.next_row_id,
+            data_format=DataStorageFormat.from_pb(pb.data_format) if pb.HasField("data_format") else None,
+            config=dict(pb.config),
+            table_metadata=dict(pb.table_metadata),
+            base_paths=tuple(BasePath.from_pb(b) for b in pb.base_paths),
+            branch=pb.branch if pb.HasField("branch") else None,
+            tag=pb.tag,
+            version_aux_data=pb.version_aux_data,
+            indices=indices,
+        )
+
+    def to_pb(self) -> table_pb2.Manifest:
+        pb = table_pb2.Manifest(
+            fields=self.fields,
+            schema_metadata=dict(self.schema_metadata),
+            fragments=[f.to_pb() for f in self.fragments],
+            version=self.version,
+            version_aux_data=self.version_aux_data,
+            index_section=self.index_section,
+            tag=self.tag,
+            reader_feature_flags=self.reader_feature_flags,
+            writer_feature_flags=self.writer_feature_flags,
+            max_fragment_id=self.max_fragment_id,
+            transaction_file=self.transaction_file,
+            transaction_section_position=self.transaction_section,
+            next_row_id=self.next_row_id,
+            config=dict(self.config),
+            table_metadata=dict(self.table_metadata),
+            base_paths=[b.to_pb() for b in self.base_paths],
+            branch=self.branch,
+        )
+        seconds, nanos = divmod(self.timestamp_ns, 1_000_000_000)
+        pb.timestamp.seconds, pb.timestamp.nanos = seconds, nanos
+        if self.writer_version is not None:
+            pb.writer_version.CopyFrom(self.writer_version.to_pb())
+        if self.data_format is not None:
+            pb.data_format.CopyFrom(self.data_format.to_pb())
+        return pb
+
+
+def _section(payload: bytes) -> bytes:
+    return _LEN.pack(len(payload)) + payload
+
+
+def encode_manifest_file(manifest: Manifest, transaction: bytes | None = None) -> bytes:
+    """Frame ``manifest`` (its indices and the inline ``transaction`` bytes) as pylance 14 does.
+
+    The section positions of the returned file are written into the manifest; the caller's
+    ``index_section`` / ``transaction_section`` values are ignored.
+    """
+    parts: list[bytes] = []
+    position = 0
+    index_section = None
+    if manifest.indices:
+        index_section = position
+        parts.append(
+            _section(
+                table_pb2.IndexSection(indices=[i.to_pb() for i in manifest.indices]).SerializeToString()
+            )
+        )
+        position += len(parts[-1])
+    transaction_section = None
+    if transaction is not None:
+        transaction_section = position
+        parts.append(_section(transaction))
+        position += len(parts[-1])
+    framed = replace(manifest, index_section=index_section, transaction_section=transaction_section)
+    parts.append(_section(framed.to_pb().SerializeToString()))
+    parts.append(FOOTER.pack(position, *FOOTER_VERSION, MAGIC))
+    return b"".join(parts)
+
+
+def _read_section(data: bytes, position: int, path: str, what: str) -> bytes:
+    if position < 0 or position + 4 > len(data) - FOOTER.size:
+        raise CorruptFileError(path, f"{what} position {position} is outside the manifest file")
+    (length,) = _LEN.unpack_from(data, position)
+    end = position + 4 + length
+    if end > len(data) - FOOTER.size:
+        raise CorruptFileError(path, f"{what} of {length} bytes at {position} runs past the footer")
+    return data[position + 4 : end]
+
+
+def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None]:
+    """Parse a manifest file; returns the manifest (with indices) and the inline transaction bytes."""
+    if len(data) < FOOTER.size + 4:
+        raise CorruptFileError(path, f"manifest file of {len(data)} bytes is too short")
+    manifest_pos, _major, _minor, magic = FOOTER.unpack_from(data, len(data) - FOOTER.size)
+    if magic != MAGIC:
+        raise CorruptFileError(path, f"bad manifest magic {magic!r}")
+    payload = _read_section(data, manifest_pos, path, "manifest")
+    if manifest_pos + 4 + len(payload) != len(data) - FOOTER.size:
+        raise CorruptFileError(path, "manifest section does not end at the footer")
+    pb = table_pb2.Manifest()
+    try:
+        pb.ParseFromString(payload)
+    except Exception as exc:  # protobuf raises its own DecodeError
+        raise CorruptFileError(path, f"undecodable manifest: {exc}") from exc
+    indices: tuple[IndexMetadata, ...] = ()
+    if pb.HasField("index_section"):
+        section = table_pb2.IndexSection()
+        section.ParseFromString(_read_section(data, pb.index_section, path, "index section"))
+        indices = tuple(IndexMetadata.from_pb(i) for i in section.indices)
+    manifest = Manifest.from_pb(pb, indices)
+    transaction = None
+    if manifest.transaction_section is not None:
+        transaction = _read_section(data, manifest.transaction_section, path, "transaction section")
+    return manifest, transaction

@@ -1,0 +1,225 @@
+"""Commits at the manifest level, against datasets and data files written by pylance 14."""
+
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lance_ops.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    DatasetNotFoundError,
+    RetryableCommitConflictError,
+)
+from lance_ops.file.schema import schema_to_fields
+from lance_ops.io import ObjectStore, object_store
+from lance_ops.table.commit import (
+    WRITER_VERSION,
+    CommitHandler,
+    LockCommitHandler,
+    NewDatasetSettings,
+    commit_transaction,
+    list_versions,
+    load_manifest,
+    load_transaction,
+)
+from lance_ops.table.manifest import DataFragment
+from lance_ops.table.naming import ManifestNamingScheme
+from lance_ops.table.transaction import Append, Overwrite, ReserveFragments, Transaction
+from tests.table.conftest import table
+
+pytestmark = pytest.mark.interop
+
+
+def pylance_fragments(lance, uri: str, data: pa.Table, **kwargs) -> tuple[DataFragment, ...]:  # type: ignore[no-untyped-def]
+    """Data files written by pylance (no commit), as our fragments."""
+    from lance.fragment import write_fragments
+
+    return tuple(DataFragment.from_json(f.to_json()) for f in write_fragments(data, uri, **kwargs))
+
+
+@pytest.fixture
+def pylance_ds(tmp_path: Path, lance_module) -> str:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    lance_module.write_dataset(table(50), uri, max_rows_per_file=20)
+    return uri
+
+
+def test_append_to_pylance_dataset(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    store, root = object_store(pylance_ds)
+    fragments = pylance_fragments(lance_module, pylance_ds, table(7, 50))
+    manifest = commit_transaction(store, root, Transaction(1, Append(fragments), properties={"who": "us"}))
+    assert manifest.version == 2 and manifest.max_fragment_id == 3
+    assert [f.id for f in manifest.fragments] == [0, 1, 2, 3]
+    assert manifest.writer_version == WRITER_VERSION
+    assert (Path(pylance_ds) / "_versions" / "latest_version_hint.json").read_bytes() == b'{"version":2}'
+    assert (Path(pylance_ds) / "_transactions" / f"1-{manifest.transaction_file[2:]}").exists()
+
+    ds = lance_module.dataset(pylance_ds)
+    assert ds.version == 2 and ds.count_rows() == 57
+    assert ds.to_table() == pa.concat_tables([table(50), table(7, 50)])
+    assert ds.read_transaction(2).transaction_properties == {"who": "us"}
+
+    # pylance appends on top of our commit, and we read its transaction back.
+    lance_module.write_dataset(table(3, 57), pylance_ds, mode="append")
+    loaded = load_manifest(store, root)
+    assert loaded.manifest.version == 3 and [f.id for f in loaded.manifest.fragments] == [0, 1, 2, 3, 4]
+    their = load_transaction(store, root, loaded)
+    assert their is not None and isinstance(their.operation, Append) and their.read_version == 2
+
+
+def test_create_and_overwrite_keep_fragment_ids_growing(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "new")
+    store, root = object_store(uri)
+    data = table(30)
+    fragments = pylance_fragments(lance_module, uri, data, max_rows_per_file=10)
+    fields = tuple(schema_to_fields(data.schema))
+    settings = NewDatasetSettings(naming=ManifestNamingScheme.V1)
+    first = commit_transaction(store, root, Transaction(0, Overwrite(fragments, fields)), settings=settings)
+    assert first.version == 1 and first.max_fragment_id == 2
+    assert sorted(p.name for p in (Path(uri) / "_versions").iterdir()) == [
+        "1.manifest",
+        "latest_version_hint.json",
+    ]
+    assert lance_module.dataset(uri).to_table() == data
+
+    again = pylance_fragments(lance_module, uri, table(4), mode="overwrite")
+    second = commit_transaction(store, root, Transaction(1, Overwrite(again, fields)))
+    assert [f.id for f in second.fragments] == [3] and second.max_fragment_id == 3
+    assert [e.name for e in list_versions(store, root)] == ["1.manifest", "2.manifest"]
+    assert lance_module.dataset(uri).to_table() == table(4)
+    assert lance_module.dataset(uri, version=1).count_rows() == 30
+
+
+def test_reserve_fragments_then_pylance_appends(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    store, root = object_store(pylance_ds)
+    commit_transaction(store, root, Transaction(1, ReserveFragments(5)))
+    lance_module.write_dataset(table(1, 99), pylance_ds, mode="append")
+    assert [f.fragment_id for f in lance_module.dataset(pylance_ds).get_fragments()] == [0, 1, 2, 8]
+
+
+def test_stale_append_is_rebased_over_pylance_append(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    store, root = object_store(pylance_ds)
+    ours = pylance_fragments(lance_module, pylance_ds, table(2, 100))
+    lance_module.write_dataset(table(3, 200), pylance_ds, mode="append")
+    manifest = commit_transaction(store, root, Transaction(1, Append(ours)))
+    assert manifest.version == 3 and [f.id for f in manifest.fragments] == [0, 1, 2, 3, 4]
+    assert lance_module.dataset(pylance_ds).count_rows() == 55
+
+
+def test_pylance_resolves_its_stale_commit_against_ours(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    store, root = object_store(pylance_ds)
+    ours = pylance_fragments(lance_module, pylance_ds, table(2, 100))
+    theirs = lance_module.fragment.write_fragments(table(4, 300), pylance_ds)
+    commit_transaction(store, root, Transaction(1, Append(ours)))
+    ds = lance_module.LanceDataset.commit(
+        pylance_ds, lance_module.LanceOperation.Append(theirs), read_version=1
+    )
+    assert ds.version == 3 and ds.count_rows() == 56
+
+
+def test_conflicts_are_typed(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    store, root = object_store(pylance_ds)
+    ours = pylance_fragments(lance_module, pylance_ds, table(2, 100))
+    lance_module.write_dataset(table(5), pylance_ds, mode="overwrite")
+    with pytest.raises(CommitConflictError, match="Incompatible"):
+        commit_transaction(store, root, Transaction(1, Append(ours)))
+    overwrite = Overwrite(ours, tuple(schema_to_fields(table(1).schema)))
+    with pytest.raises(RetryableCommitConflictError):
+        commit_transaction(store, root, Transaction(1, overwrite))
+    with pytest.raises(CommitConflictError, match="newer than the latest"):
+        commit_transaction(store, root, Transaction(9, Append(ours)))
+    assert lance_module.dataset(pylance_ds).version == 2
+
+
+def test_missing_dataset_and_mixed_names(tmp_path: Path) -> None:
+    store, root = object_store(tmp_path / "nothing")
+    with pytest.raises(DatasetNotFoundError):
+        load_manifest(store, root)
+    with pytest.raises(DatasetNotFoundError):
+        commit_transaction(store, root, Transaction(0, Append(())))
+    assert not (tmp_path / "nothing").exists()
+    versions = tmp_path / "mixed" / "_versions"
+    versions.mkdir(parents=True)
+    (versions / "1.manifest").write_bytes(b"x")
+    (versions / ManifestNamingScheme.V2.manifest_name(2)).write_bytes(b"x")
+    store, root = object_store(tmp_path / "mixed")
+    with pytest.raises(CorruptFileError, match="multiple manifest naming schemes"):
+        list_versions(store, root)
+
+
+class _AlwaysTaken(CommitHandler):
+    def __init__(self) -> None:
+        self.attempts = 0
+
+    def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
+        self.attempts += 1
+        return False
+
+
+def test_retries_are_bounded(pylance_ds: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("lance_ops.table.commit.time.sleep", lambda seconds: None)
+    store, root = object_store(pylance_ds)
+    handler = _AlwaysTaken()
+    with pytest.raises(RetryableCommitConflictError, match="after 3 retries"):
+        commit_transaction(store, root, Transaction(1, ReserveFragments(1)), handler=handler, max_retries=3)
+    assert handler.attempts == 4
+
+
+def test_lock_commit_handler(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    taken: list[int] = []
+
+    @contextmanager
+    def lock(version: int):  # type: ignore[no-untyped-def]
+        taken.append(version)
+        yield
+
+    store, root = object_store(pylance_ds)
+    commit_transaction(store, root, Transaction(1, ReserveFragments(1)), handler=LockCommitHandler(lock))
+    assert taken == [2] and lance_module.dataset(pylance_ds).version == 2
+
+
+def test_concurrent_appends_all_land(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    store, root = object_store(pylance_ds)
+    batches = [pylance_fragments(lance_module, pylance_ds, table(1, 1000 + i)) for i in range(6)]
+    errors: list[BaseException] = []
+
+    def worker(fragments: tuple[DataFragment, ...]) -> None:
+        try:
+            commit_transaction(store, root, Transaction(1, Append(fragments)))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(b,)) for b in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    ds = lance_module.dataset(pylance_ds)
+    assert ds.version == 7 and ds.count_rows() == 56
+    assert sorted(f.fragment_id for f in ds.get_fragments()) == list(range(9))
+    hint = json.loads((Path(pylance_ds) / "_versions" / "latest_version_hint.json").read_text())
+    assert 2 <= hint["version"] <= 7
+
+
+def test_stable_row_ids_are_assigned(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "stable")
+    lance_module.write_dataset(table(10), uri, max_rows_per_file=4, enable_stable_row_ids=True)
+    store, root = object_store(uri)
+    manifest = commit_transaction(
+        store, root, Transaction(1, Append(pylance_fragments(lance_module, uri, table(5, 10))))
+    )
+    assert manifest.next_row_id == 15
+    ds = lance_module.dataset(uri)
+    got = ds.to_table(columns=["id"], with_row_id=True)
+    assert got.column("_rowid").to_pylist() == list(range(15))
+    lance_module.write_dataset(table(2, 15), uri, mode="append")
+    assert lance_module.dataset(uri).to_table(with_row_id=True).column("_rowid").to_pylist() == list(
+        range(17)
+    )
