@@ -1,4 +1,4 @@
-"""Generate lance_ops/_proto/*_pb2.py from protos/*.proto.
+"""Generate lance_ops/_proto/*_pb2.py (and .pyi type stubs) from protos/*.proto.
 
 Usage: ``python scripts/gen_protos.py [OUT_DIR]`` (default: lance_ops/_proto).
 The generated modules are committed; ``tests/test_protos.py`` regenerates them into a
@@ -27,18 +27,18 @@ def generate(out_dir: Path) -> list[Path]:
     protos = sorted(p.name for p in PROTO_DIR.glob("*.proto"))
     include = Path(grpc_tools.__file__).parent / "_proto"
     with tempfile.TemporaryDirectory() as tmp:
-        args = ["protoc", f"-I{PROTO_DIR}", f"-I{include}", f"--python_out={tmp}", *protos]
+        args = ["protoc", f"-I{PROTO_DIR}", f"-I{include}", f"--python_out={tmp}", f"--pyi_out={tmp}", *protos]
         if protoc.main(args) != 0:
             raise SystemExit("protoc failed")
         out_dir.mkdir(parents=True, exist_ok=True)
         local = {Path(p).stem + "_pb2" for p in protos}
         written = []
-        for src in sorted(Path(tmp).glob("*_pb2.py")):
+        for src in sorted([*Path(tmp).glob("*_pb2.py"), *Path(tmp).glob("*_pb2.pyi")]):
             text = src.read_text()
             for mod in local:
                 text = re.sub(rf"^import {mod} as", f"from . import {mod} as", text, flags=re.M)
             target = out_dir / src.name
-            target.write_text(HEADER + text)
+            target.write_text((HEADER if src.suffix == ".py" else "") + text)
             written.append(target)
     init = out_dir / "__init__.py"
     init.write_text('"""Protobuf modules generated from protos/ (see scripts/gen_protos.py)."""\n')
