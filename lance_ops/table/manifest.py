@@ -240,7 +240,7 @@ class DeletionFile:
 
     def to_pb(self) -> table_pb2.DeletionFile:
         return table_pb2.DeletionFile(
-            file_type=int(self.file_type),
+            file_type=table_pb2.DeletionFile.DeletionFileType.ValueType(self.file_type),
             read_version=self.read_version,
             id=self.id,
             num_deleted_rows=self.num_deleted_rows,

@@ -296,7 +296,7 @@ class Update(Operation):
             new_fragments=_fragments_pb(self.new_fragments),
             fields_modified=self.fields_modified,
             fields_for_preserving_frag_bitmap=self.fields_for_preserving_frag_bitmap,
-            update_mode=self.update_mode,
+            update_mode=transaction_pb2.Transaction.UpdateMode.ValueType(self.update_mode),
         )
 
 

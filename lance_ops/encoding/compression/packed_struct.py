@@ -164,7 +164,8 @@ class VariablePackedStructCompressor(PerValueCompressor):
                 sizes += field.bits_per_value // 8
             else:
                 assert isinstance(child, VariableWidthBlock)
-                sizes += field.bits_per_length // 8 + np.diff(child.offsets.astype(np.int64))
+                lengths: np.ndarray = np.diff(child.offsets.astype(np.int64))
+                sizes += lengths + field.bits_per_length // 8
         item_offsets = np.concatenate(([0], np.cumsum(sizes)))
         out = np.empty(int(item_offsets[-1]), dtype=np.uint8)
         pos = item_offsets[:-1].copy()
