@@ -1,0 +1,28 @@
+"""Lance v2 data files: the container (footer, offset tables, global buffers), the schema
+mapping and the public ``LanceFileReader`` / ``LanceFileWriter`` API (named like pylance's)."""
+
+from __future__ import annotations
+
+from lance_ops.file.reader import (
+    BufferMetadata,
+    ColumnMetadata,
+    ColumnStatistics,
+    FileStatistics,
+    LanceFileMetadata,
+    LanceFileReader,
+    PageMetadata,
+    ReaderResults,
+)
+from lance_ops.file.writer import LanceFileWriter
+
+__all__ = [
+    "BufferMetadata",
+    "ColumnMetadata",
+    "ColumnStatistics",
+    "FileStatistics",
+    "LanceFileMetadata",
+    "LanceFileReader",
+    "LanceFileWriter",
+    "PageMetadata",
+    "ReaderResults",
+]

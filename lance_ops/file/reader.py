@@ -1,0 +1,332 @@
+"""``LanceFileReader``: read rows of a Lance v2 file (2.1 / 2.2).
+
+Opening a file reads only its tail (see :func:`lance_ops.file.format.read_tail`): footer,
+offset tables, schema and column metadata. Columns are assigned to top-level fields in
+schema order, each field owning ``num_columns(field, version)`` consecutive columns. Pages
+are described to the codec as :class:`PageInfo` (layout, absolute buffer ranges, row count,
+first row), and data bytes are fetched on demand through a :data:`Fetch` backed by the
+object store's coalescing ``read_ranges``, so a decoder reads only the chunks it needs.
+
+``take_rows`` accepts indices in any order and with duplicates: they are sorted and
+de-duplicated, decoded once, and put back in the caller's order with one ``take``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+from google.protobuf import text_format
+
+from lance_ops import encoding as codec
+from lance_ops._proto import file2_pb2 as pb2
+from lance_ops.encoding.api import FieldDecoder, FileVersion, PageInfo
+from lance_ops.errors import CorruptFileError, SchemaError
+from lance_ops.file.format import FileTail, check_column_encoding, page_layout, read_tail
+from lance_ops.file.schema import pb_to_schema, storage_field
+from lance_ops.io import ObjectStore, object_store
+
+DEFAULT_BATCH_SIZE = 1024
+
+
+@dataclass(frozen=True)
+class BufferMetadata:
+    """Absolute position and size of one buffer in the file."""
+
+    position: int
+    size: int
+
+
+@dataclass(frozen=True)
+class PageMetadata:
+    """One page: its buffers, its layout as one-line protobuf text, rows and priority."""
+
+    buffers: list[BufferMetadata]
+    encoding: str
+    length: int
+    priority: int
+
+
+@dataclass(frozen=True)
+class ColumnMetadata:
+    """One column: column-level buffers (never written by pylance 14) and pages."""
+
+    column_buffers: list[BufferMetadata]
+    pages: list[PageMetadata]
+
+
+@dataclass(frozen=True)
+class LanceFileMetadata:
+    """What :meth:`LanceFileReader.metadata` reports (the same names as pylance's)."""
+
+    major_version: int
+    minor_version: int
+    num_rows: int
+    schema: pa.Schema
+    num_data_bytes: int
+    num_column_metadata_bytes: int
+    num_global_buffer_bytes: int
+    global_buffers: list[BufferMetadata]
+    columns: list[ColumnMetadata]
+
+    @property
+    def version(self) -> str:
+        return f"{self.major_version}.{self.minor_version}"
+
+
+@dataclass(frozen=True)
+class ColumnStatistics:
+    num_pages: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class FileStatistics:
+    """Per-column page counts and data sizes, like pylance's ``file_statistics()``."""
+
+    columns: list[ColumnStatistics]
+
+
+class ReaderResults:
+    """The rows of one read, decoded when consumed: ``to_table()`` or ``to_batches()``."""
+
+    def __init__(
+        self, reader: LanceFileReader, rows: range | np.ndarray, columns: Sequence[str], batch_size: int
+    ) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self._reader = reader
+        self._rows = rows
+        self._columns = list(columns)
+        self._batch_size = batch_size
+
+    def to_table(self) -> pa.Table:
+        """All rows as one table."""
+        return self._reader._read_table(self._rows, self._columns)
+
+    def to_batches(self, batch_size: int | None = None) -> pa.RecordBatchReader:
+        """A RecordBatchReader of batches of at most ``batch_size`` rows (default: the read's).
+
+        Row ranges are decoded one batch at a time; taken rows are decoded at once and sliced.
+        """
+        size = batch_size or self._batch_size
+        schema = self._reader._projected_schema(self._columns)
+        return pa.RecordBatchReader.from_batches(schema, self._iter_batches(size))
+
+    def _iter_batches(self, size: int) -> Iterator[pa.RecordBatch]:
+        if isinstance(self._rows, range):
+            for start in range(0, len(self._rows), size):
+                table = self._reader._read_table(self._rows[start : start + size], self._columns)
+                yield from table.combine_chunks().to_batches()
+        else:
+            yield from self.to_table().combine_chunks().to_batches(max_chunksize=size)
+
+
+class LanceFileReader:
+    """Read a Lance file. ``columns`` sets the default projection (top-level field names).
+
+    ``num_rows`` is a property holding the file's row count (pylance has a method of the same
+    name); ``schema`` is the file's Arrow schema.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> None:
+        store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+        self._store: ObjectStore = store
+        self.path = store_path
+        self._tail: FileTail = read_tail(store, store_path)
+        self.version: FileVersion = self._tail.version
+        self.schema: pa.Schema = pb_to_schema(self._tail.descriptor.schema)
+        self._column_ranges = self._assign_columns()
+        self._pages = [self._page_infos(i) for i in range(len(self._tail.columns))]
+        self._decoders: dict[int, FieldDecoder] = {}
+        self._default_columns: list[str] = list(self.schema.names)
+        self._default_columns = self._resolve(columns)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self._tail.descriptor.length)
+
+    def _assign_columns(self) -> list[range]:
+        ranges, start = [], 0
+        for field in self.schema:
+            count = codec.num_columns(storage_field(field), self.version)
+            ranges.append(range(start, start + count))
+            start += count
+        if start != len(self._tail.columns):
+            raise CorruptFileError(
+                self.path, f"schema needs {start} columns but the file has {len(self._tail.columns)}"
+            )
+        return ranges
+
+    def _resolve(self, columns: Sequence[str] | None) -> list[str]:
+        if columns is None:
+            return self._default_columns
+        if isinstance(columns, str):
+            raise TypeError("columns must be a list of field names, not a string")
+        missing = [name for name in columns if self.schema.get_field_index(name) < 0]
+        if missing:
+            raise SchemaError(f"{self.path}: no such column(s) {missing}; the file has {self.schema.names}")
+        return list(columns)
+
+    def _page_infos(self, column_index: int) -> list[PageInfo]:
+        column = self._tail.columns[column_index]
+        check_column_encoding(column, self.path, column_index)
+        limit = self._tail.footer.column_meta_start
+        infos, first_row = [], 0
+        for page_index, page in enumerate(column.pages):
+            where = f"column {column_index} page {page_index}"
+            if len(page.buffer_offsets) != len(page.buffer_sizes):
+                raise CorruptFileError(self.path, f"{where}: buffer offsets and sizes differ in length")
+            buffers = tuple(zip(page.buffer_offsets, page.buffer_sizes, strict=True))
+            if any(position + size > limit for position, size in buffers):
+                raise CorruptFileError(self.path, f"{where}: a buffer lies outside the data region")
+            layout = page_layout(page, self.path, where)
+            infos.append(PageInfo(layout, buffers, int(page.length), first_row))
+            first_row += int(page.length)
+        if first_row != self.num_rows:
+            raise CorruptFileError(
+                self.path, f"column {column_index} pages hold {first_row} rows, the file has {self.num_rows}"
+            )
+        return infos
+
+    def _decoder(self, field_index: int) -> FieldDecoder:
+        decoder = self._decoders.get(field_index)
+        if decoder is None:
+            field = storage_field(self.schema.field(field_index))
+            pages = [self._pages[i] for i in self._column_ranges[field_index]]
+            decoder = codec.make_field_decoder(field, pages, self.version)
+            self._decoders[field_index] = decoder
+        return decoder
+
+    def _fetch(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        buffers = self._store.read_ranges(self.path, ranges)
+        for (start, length), data in zip(ranges, buffers, strict=True):
+            if len(data) != length:
+                raise CorruptFileError(self.path, f"file ended while reading bytes {start}..{start + length}")
+        return buffers
+
+    def _read_table(self, rows: range | np.ndarray, columns: Sequence[str]) -> pa.Table:
+        if isinstance(rows, np.ndarray) and len(rows) > 1 and (np.diff(rows) <= 0).any():
+            unique, inverse = np.unique(rows, return_inverse=True)
+            return self._read_table(unique, columns).take(pa.array(inverse.reshape(-1)))
+        schema = self._projected_schema(columns)
+        arrays = []
+        for field in schema:
+            if len(rows) == 0:
+                array = pa.array([], type=field.type)
+            else:
+                array = self._decoder(self.schema.get_field_index(field.name)).read(self._fetch, rows)
+                if array.type != field.type:
+                    array = array.view(field.type)
+            arrays.append(array)
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    def _projected_schema(self, columns: Sequence[str]) -> pa.Schema:
+        fields = [self.schema.field(name) for name in columns]
+        return pa.schema(fields, metadata=self.schema.metadata)
+
+    # ------------------------------------------------------------------ public API
+
+    def read_all(
+        self, columns: Sequence[str] | None = None, *, batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> ReaderResults:
+        """Every row of the file."""
+        return ReaderResults(self, range(self.num_rows), self._resolve(columns), batch_size)
+
+    def read_range(
+        self,
+        start: int,
+        num_rows: int,
+        columns: Sequence[str] | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> ReaderResults:
+        """``num_rows`` rows starting at row ``start``."""
+        if start < 0 or num_rows < 0 or start + num_rows > self.num_rows:
+            raise IndexError(
+                f"{self.path}: rows {start}..{start + num_rows} out of range (file has {self.num_rows})"
+            )
+        return ReaderResults(self, range(start, start + num_rows), self._resolve(columns), batch_size)
+
+    def take_rows(
+        self,
+        indices: Sequence[int] | np.ndarray | pa.Array,
+        columns: Sequence[str] | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> ReaderResults:
+        """The rows at ``indices`` (any order, duplicates allowed), in the order given."""
+        if isinstance(indices, pa.Array | pa.ChunkedArray):
+            indices = indices.to_numpy(zero_copy_only=False)
+        rows = np.asarray(indices)
+        if rows.size and not np.issubdtype(rows.dtype, np.integer):
+            raise TypeError(f"row indices must be integers, got {rows.dtype}")
+        rows = rows.astype(np.int64, copy=False).reshape(-1)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.num_rows):
+            raise IndexError(f"{self.path}: row index out of range (file has {self.num_rows} rows)")
+        return ReaderResults(self, rows, self._resolve(columns), batch_size)
+
+    def read_global_buffer(self, index: int) -> bytes:
+        """The bytes of global buffer ``index`` (0 is the serialized FileDescriptor)."""
+        if not 0 <= index < len(self._tail.global_buffers):
+            raise IndexError(f"{self.path}: no global buffer {index}")
+        position, size = self._tail.global_buffers[index]
+        return bytes(self._fetch([(position, size)])[0])
+
+    def metadata(self) -> LanceFileMetadata:
+        """Version, row count, schema, byte accounting and per-column pages."""
+        return self._metadata
+
+    @cached_property
+    def _metadata(self) -> LanceFileMetadata:
+        tail = self._tail
+        global_bytes = sum(size for _, size in tail.global_buffers)
+        return LanceFileMetadata(
+            major_version=tail.footer.major,
+            minor_version=tail.footer.minor,
+            num_rows=self.num_rows,
+            schema=self.schema,
+            num_data_bytes=tail.footer.column_meta_start - global_bytes,
+            num_column_metadata_bytes=tail.footer.gbo_table_start - tail.footer.column_meta_start,
+            num_global_buffer_bytes=global_bytes,
+            global_buffers=[BufferMetadata(p, s) for p, s in tail.global_buffers],
+            columns=[
+                self._column_metadata(column, pages)
+                for column, pages in zip(tail.columns, self._pages, strict=True)
+            ],
+        )
+
+    @staticmethod
+    def _column_metadata(column: pb2.ColumnMetadata, infos: list[PageInfo]) -> ColumnMetadata:
+        pages = [
+            PageMetadata(
+                buffers=[BufferMetadata(p, s) for p, s in info.buffers],
+                encoding=text_format.MessageToString(info.layout, as_one_line=True),
+                length=info.num_rows,
+                priority=int(page.priority),
+            )
+            for page, info in zip(column.pages, infos, strict=True)
+        ]
+        buffers = [
+            BufferMetadata(p, s) for p, s in zip(column.buffer_offsets, column.buffer_sizes, strict=True)
+        ]
+        return ColumnMetadata(column_buffers=buffers, pages=pages)
+
+    def file_statistics(self) -> FileStatistics:
+        """Number of pages and bytes of page data per column."""
+        return FileStatistics(
+            columns=[
+                ColumnStatistics(len(column.pages), sum(sum(page.buffer_sizes) for page in column.pages))
+                for column in self._tail.columns
+            ]
+        )

@@ -1,0 +1,221 @@
+"""``LanceFileWriter``: stream Arrow data into one Lance v2 file (2.1 / 2.2).
+
+Rows are buffered per top-level field. When a field's buffered Arrow data exceeds
+``data_cache_bytes`` (8 MiB by default) the field is flushed: its rows are cut into
+``ceil(size / max_page_bytes)`` slices of equal row counts (``max_page_bytes`` defaults to
+32 MiB), each slice is handed to the codec's :class:`FieldEncoder`, and the resulting page
+buffers are written immediately, 64-byte aligned, into the data region. Pages of different
+fields therefore interleave in the file while each column's ``pages`` stay in row order.
+A page's ``priority`` is the row number of its first top-level row. ``close()`` flushes
+what is left and writes the FileDescriptor, column metadata, offset tables and footer
+(see :mod:`lance_ops.file.format`). Data buffers go straight to the output stream, so at
+most ``data_cache_bytes`` per field are held in memory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+
+from lance_ops import encoding as codec
+from lance_ops._proto import file2_pb2 as pb2
+from lance_ops._proto import file_pb2 as pb
+from lance_ops.encoding.api import FieldEncoder, FileVersion
+from lance_ops.errors import SchemaError, UnsupportedFeatureError
+from lance_ops.file.format import RegionWriter, direct_encoding, values_column_encoding
+from lance_ops.file.schema import check_writable, schema_metadata_to_pb, schema_to_fields, storage_field
+from lance_ops.io import object_store
+
+DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
+WRITABLE_VERSIONS = (FileVersion.V2_1, FileVersion.V2_2)
+
+
+def as_table(data: pa.Table | pa.RecordBatch | Any, schema: pa.Schema | None) -> pa.Table:
+    """Normalise a Table, RecordBatch or pandas DataFrame to a Table."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if type(data).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(data, schema=schema, preserve_index=False)
+    raise TypeError(f"expected a pyarrow Table, RecordBatch or pandas DataFrame, got {type(data).__name__}")
+
+
+class _FieldState:
+    """Buffered rows and written pages of one top-level field."""
+
+    def __init__(self, field: pa.Field, version: FileVersion) -> None:
+        stored = storage_field(field)
+        self.field = field
+        self.storage_type = stored.type
+        self.encoder: FieldEncoder = codec.make_field_encoder(stored, version)
+        self.columns = [
+            pb2.ColumnMetadata(encoding=values_column_encoding()) for _ in range(self.encoder.num_columns)
+        ]
+        self.pending: list[pa.Array] = []
+        self.pending_bytes = 0
+        self.rows_written = 0
+
+
+class LanceFileWriter:
+    """Write Arrow data to a Lance file.
+
+    ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.1"``,
+    ``"2.2"`` or ``"stable"`` (2.2). Usable as a context manager (closes on success, discards
+    the partial file on error). ``close()`` returns the number of rows written.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        schema: pa.Schema | None = None,
+        *,
+        version: str | FileVersion | None = "stable",
+        storage_options: Mapping[str, str] | None = None,
+        max_page_bytes: int | None = None,
+        data_cache_bytes: int | None = None,
+    ) -> None:
+        self.version = FileVersion.parse(version)
+        if self.version not in WRITABLE_VERSIONS:
+            raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.1 or 2.2")
+        self.max_page_bytes = max_page_bytes or DEFAULT_MAX_PAGE_BYTES
+        self.data_cache_bytes = data_cache_bytes or DEFAULT_DATA_CACHE_BYTES
+        if self.max_page_bytes <= 0 or self.data_cache_bytes <= 0:
+            raise ValueError("max_page_bytes and data_cache_bytes must be positive")
+        self._schema: pa.Schema | None = None
+        self._fields: list[_FieldState] = []
+        if schema is not None:
+            self._set_schema(schema)  # before opening the output: a bad schema leaves no file
+        store, self.path = object_store(path, dict(storage_options) if storage_options else None)
+        self._out = store.open_output(self.path)
+        self._region = RegionWriter(self._out)
+        self._extra_metadata: dict[str, bytes] = {}
+        self._global_buffers: list[tuple[int, int]] = []
+        self._num_rows = 0
+        self._closed = False
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        return self._schema
+
+    def _set_schema(self, schema: pa.Schema) -> None:
+        schema_to_fields(schema)  # raises SchemaError for types Lance cannot store
+        check_writable(schema, self.version)
+        self._fields = [_FieldState(field, self.version) for field in schema]
+        self._schema = schema
+
+    def write_batch(self, data: pa.Table | pa.RecordBatch | Any) -> None:
+        """Append rows (a Table, RecordBatch or pandas DataFrame) matching the file schema."""
+        self._check_open()
+        table = as_table(data, self._schema)
+        if self._schema is None:
+            self._set_schema(table.schema)
+        assert self._schema is not None
+        if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in self._schema]:
+            raise SchemaError(
+                f"{self.path}: batch schema does not match the file schema:\n{table.schema}\n"
+                f"expected:\n{self._schema}"
+            )
+        if table.num_rows == 0:
+            return
+        for state, column in zip(self._fields, table.columns, strict=True):
+            for chunk in column.chunks:
+                if len(chunk):
+                    state.pending.append(chunk)
+                    state.pending_bytes += chunk.nbytes
+            if state.pending_bytes > self.data_cache_bytes:
+                self._flush(state)
+        self._num_rows += table.num_rows
+
+    def _flush(self, state: _FieldState) -> None:
+        if not state.pending:
+            return
+        array = pa.concat_arrays(state.pending) if len(state.pending) > 1 else state.pending[0]
+        num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
+        rows_per_page = math.ceil(len(array) / num_pages)
+        state.pending, state.pending_bytes = [], 0
+        storage = array.view(state.storage_type) if array.type != state.storage_type else array
+        for start in range(0, len(storage), rows_per_page):
+            self._write_pages(state, storage.slice(start, rows_per_page))
+
+    def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
+        encoded = state.encoder.encode(array)
+        if len(encoded) != len(state.columns):
+            raise RuntimeError(f"encoder returned {len(encoded)} columns, expected {len(state.columns)}")
+        for column, pages in zip(state.columns, encoded, strict=True):
+            first_row = state.rows_written
+            for page in pages:
+                located = [self._region.write_buffer(buffer) for buffer in page.buffers]
+                column.pages.append(
+                    pb2.ColumnMetadata.Page(
+                        buffer_offsets=[position for position, _ in located],
+                        buffer_sizes=[size for _, size in located],
+                        length=page.num_rows,
+                        encoding=direct_encoding(page.layout),
+                        priority=first_row,
+                    )
+                )
+                first_row += page.num_rows
+        state.rows_written += len(array)
+
+    def add_schema_metadata(self, key: str, value: str | bytes) -> None:
+        """Add a key to the schema metadata stored in the file."""
+        self._check_open()
+        self._extra_metadata[key] = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+    def add_global_buffer(self, data: bytes | bytearray | memoryview) -> int:
+        """Store ``data`` as a global buffer; returns its index (1, 2, ...; 0 is the schema)."""
+        self._check_open()
+        self._global_buffers.append(self._region.write_buffer(data))
+        return len(self._global_buffers)
+
+    def close(self) -> int:
+        """Flush buffered rows, write the metadata and footer, publish the file; returns the row count."""
+        if self._closed:
+            return self._num_rows
+        if self._schema is None:
+            self.abort()
+            raise SchemaError(f"{self.path}: no schema was given and no data was written")
+        for state in self._fields:
+            self._flush(state)
+        schema_metadata = schema_metadata_to_pb(self._schema.metadata)
+        schema_metadata.update(self._extra_metadata)
+        descriptor = pb.FileDescriptor(
+            schema=pb.Schema(fields=schema_to_fields(self._schema), metadata=schema_metadata),
+            length=self._num_rows,
+        )
+        columns = [column for state in self._fields for column in state.columns]
+        self._region.write_tail(descriptor, columns, self._global_buffers, self.version)
+        self._out.close()
+        self._closed = True
+        return self._num_rows
+
+    def abort(self) -> None:
+        """Discard the partial file."""
+        if not self._closed:
+            self._closed = True
+            self._out.abort()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self.path}: the writer is closed")
+
+    def __enter__(self) -> LanceFileWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
