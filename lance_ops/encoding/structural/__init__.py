@@ -1,0 +1,10 @@
+"""Structural layouts of Lance 2.1 / 2.2 pages (spec/encodings-2.1.md §2-§5).
+
+* :mod:`.repdef` — repetition / definition levels: Arrow ↔ levels, level compression.
+* :mod:`.miniblock` — mini-block pages (small values, dictionaries, repetition index).
+* :mod:`.fullzip` — full-zip pages (values of 256 bytes and more).
+* :mod:`.constant` — constant pages (all-null, 2.2 constant value).
+* :mod:`.blob` — blob pages (read only: descriptions + out-of-page blob buffers).
+* :mod:`.values` — Arrow leaf arrays ↔ :mod:`lance_ops.encoding.data` blocks.
+* :mod:`.page` — the page-reader registry keyed by the ``PageLayout`` oneof.
+"""

@@ -1,0 +1,598 @@
+"""The encoding strategy: the one place that chooses how a Lance 2.1 / 2.2 page is encoded.
+
+Per leaf page (spec/encodings-2.1.md §8.1), first match wins:
+
+1. no valid visible value → ``ConstantLayout`` all-null form;
+2. 2.2 only: every valid visible value equal → ``ConstantLayout`` with the value;
+3. dictionary (mini-block, page buffer 2): string/binary pages, or 128-bit (2.1) /
+   64- and 128-bit (2.2) fixed-width pages, with at least :data:`DICT_MIN_VALUES` values,
+   fewer distinct values than ``values / dict-divisor`` and an estimated size below
+   ``dict-size-ratio`` of the plain size. The distinct count is **exact** (Arrow's
+   hash-based ``dictionary_encode``, whose result is reused as the encoding), not
+   pylance's 16-register HyperLogLog: decisions agree except close to the threshold,
+   where pylance's estimate is noisy;
+4. full-zip when the largest value is at least :data:`FULLZIP_MIN_VALUE_BYTES` bytes
+   (``lance-encoding:structural-encoding`` overrides), else mini-block;
+5. value compression: :func:`try_fixed_compressor` / :func:`try_variable_compressor`
+   (mini-block) and :func:`try_per_value_compressor` (full-zip).
+
+Options come from the ``lance-encoding:*`` field-metadata keys (§8.3) as a frozen
+:class:`EncodingOptions`. :func:`make_field_encoder`, :func:`make_field_decoder` and
+:func:`num_columns` are the file layer's entry points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops.encoding.api import EncodedPage, Fetch, FieldDecoder, FieldEncoder, FileVersion, PageInfo
+from lance_ops.encoding.compression import bitpacking, bss, fsl, fsst, general, packed_struct, rle, variable
+from lance_ops.encoding.compression.flat import FlatCompressor
+from lance_ops.encoding.data import (
+    DataBlock,
+    FixedSizeListBlock,
+    FixedWidthBlock,
+    StructBlock,
+    VariableWidthBlock,
+)
+from lance_ops.encoding.structural import constant, fullzip, miniblock
+from lance_ops.encoding.structural.page import PageReader, page_reader
+from lance_ops.encoding.structural.repdef import (
+    FALSE_WORDS,
+    DecodedLeaf,
+    ShreddedLeaf,
+    concat_leaves,
+    count_leaves,
+    is_leaf_field,
+    is_packed_struct,
+    shred,
+    unshred,
+)
+from lance_ops.encoding.structural.values import all_equal, fixed_bits, is_variable_width, to_block
+from lance_ops.errors import CorruptFileError, LanceOpsError, SchemaError, UnsupportedFeatureError
+
+# --- thresholds (§8.1) ---------------------------------------------------------------------------
+FULLZIP_MIN_VALUE_BYTES = 256
+DICT_MIN_VALUES = 100
+DICT_DEFAULT_DIVISOR = 2
+DICT_MAX_CARDINALITY = 100_000
+DICT_DEFAULT_SIZE_RATIO = 0.8
+DICT_FIXED_ENTRY_COST = 16  # bytes per dictionary entry in the fixed-width size estimate
+DICT_INDEX_BYTES = 4
+FSST_MIN_PAGE_BYTES = 32 * 1024
+FSST_MIN_LONGEST = 5
+PER_VALUE_ZSTD_MIN_BYTES = 32 * 1024
+GENERAL_MIN_BYTES = 4096
+BSS_SAMPLE_VALUES = 64
+BSS_MAX_ENTROPY_BITS = 4.0
+DEFAULT_MINICHUNK_SIZE = 4096
+V21_MAX_MINICHUNK_SIZE = 32768
+
+KEY_PREFIX = "lance-encoding:"
+GENERAL_SCHEMES = ("zstd", "lz4")
+
+
+@dataclass(frozen=True)
+class EncodingOptions:
+    """The ``lance-encoding:*`` keys of a field's metadata (§8.3); ``None`` = not set."""
+
+    compression: str | None = None
+    compression_level: int | None = None
+    rle_threshold: float | None = None
+    bss: str = "auto"
+    dict_divisor: int = DICT_DEFAULT_DIVISOR
+    dict_size_ratio: float = DICT_DEFAULT_SIZE_RATIO
+    dict_values_compression: str = "lz4"
+    dict_values_compression_level: int | None = None
+    minichunk_size: int = DEFAULT_MINICHUNK_SIZE
+    structural_encoding: str | None = None
+    packed: bool = False
+    blob: bool = False
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[Any, Any] | None) -> EncodingOptions:
+        keys: dict[str, str] = {}
+        for k, v in (metadata or {}).items():
+            key = k.decode() if isinstance(k, bytes) else str(k)
+            if key.startswith(KEY_PREFIX):
+                keys[key[len(KEY_PREFIX) :]] = v.decode() if isinstance(v, bytes) else str(v)
+
+        def num(name: str, kind: type, default: Any) -> Any:
+            if name not in keys:
+                return default
+            try:
+                return kind(keys[name])
+            except ValueError as exc:
+                raise SchemaError(
+                    f"{KEY_PREFIX}{name} must be a {kind.__name__}, got {keys[name]!r}"
+                ) from exc
+
+        def choice(name: str, allowed: Sequence[str], default: str | None) -> str | None:
+            if name not in keys:
+                return default
+            value = keys[name].strip().lower()
+            if value not in allowed:
+                raise SchemaError(f"{KEY_PREFIX}{name} must be one of {list(allowed)}, got {keys[name]!r}")
+            return value
+
+        divisor = num("dict-divisor", int, DICT_DEFAULT_DIVISOR)
+        ratio = num("dict-size-ratio", float, DICT_DEFAULT_SIZE_RATIO)
+        if divisor < 1 or not 0 < ratio <= 1:
+            raise SchemaError("lance-encoding:dict-divisor must be ≥ 1 and dict-size-ratio in (0, 1]")
+        return cls(
+            compression=choice("compression", ("none", "zstd", "lz4", "fsst"), None),
+            compression_level=num("compression-level", int, None),
+            rle_threshold=num("rle-threshold", float, None),
+            bss=choice("bss", ("off", "on", "auto"), "auto") or "auto",
+            dict_divisor=divisor,
+            dict_size_ratio=ratio,
+            dict_values_compression=choice("dict-values-compression", ("none", "zstd", "lz4"), "lz4")
+            or "lz4",
+            dict_values_compression_level=num("dict-values-compression-level", int, None),
+            minichunk_size=num("minichunk-size", int, DEFAULT_MINICHUNK_SIZE),
+            structural_encoding=choice("structural-encoding", ("miniblock", "fullzip"), None),
+            packed=_flag(keys, "packed"),
+            blob=_flag(keys, "blob"),
+        )
+
+    @property
+    def general_scheme(self) -> str | None:
+        return self.compression if self.compression in GENERAL_SCHEMES else None
+
+
+def _flag(keys: Mapping[str, str], name: str) -> bool:
+    return name in keys and keys[name].strip().lower() not in FALSE_WORDS
+
+
+# --- compressor choice (§8.1 steps 6-8) ------------------------------------------------------------
+
+
+def _byte_entropy(values: np.ndarray) -> float:
+    """Mean Shannon entropy (bits) of each byte position over a sample of values."""
+    sample = values[:BSS_SAMPLE_VALUES]
+    planes = sample.view(np.uint8).reshape(len(sample), -1)
+    total = 0.0
+    for plane in planes.T:
+        counts = np.bincount(plane, minlength=256)
+        p = counts[counts > 0] / len(plane)
+        total += float(-(p * np.log2(p)).sum())
+    return total / planes.shape[1]
+
+
+def try_bss(block: FixedWidthBlock, options: EncodingOptions) -> bool:
+    """Byte stream split: only with a compression set, 32/64-bit values, ``bss`` on or low entropy."""
+    if options.compression in (None, "none") or block.bits_per_value not in (32, 64) or options.bss == "off":
+        return False
+    if options.bss == "on":
+        return True
+    values = block.view(f"<u{block.bits_per_value // 8}")
+    return len(values) > 0 and _byte_entropy(values) < BSS_MAX_ENTROPY_BITS
+
+
+def _maybe_general(inner: Any, raw_bytes: int, options: EncodingOptions) -> Any:
+    scheme = options.general_scheme
+    if scheme is None or raw_bytes < GENERAL_MIN_BYTES:
+        return inner
+    return general.GeneralCompressor(inner, scheme, options.compression_level)
+
+
+def try_fixed_compressor(block: DataBlock, dtype: pa.DataType, options: EncodingOptions) -> Any:
+    """Mini-block compressor for fixed-width values (and dictionary indices)."""
+    if isinstance(block, FixedSizeListBlock):
+        return fsl.FixedSizeListCompressor()
+    if not isinstance(block, FixedWidthBlock):
+        raise UnsupportedFeatureError(f"no mini-block compressor for a {type(block).__name__}")
+    bits = block.bits_per_value
+    raw = (block.num_values * bits + 7) // 8
+    if bits not in (8, 16, 32, 64) or options.compression == "none":
+        return FlatCompressor()
+    if try_bss(block, options):
+        inner = bss.ByteStreamSplitCompressor()
+        return inner if options.compression == "fsst" else _maybe_general(inner, raw, options)
+    values = block.view(f"<u{bits // 8}")
+    packed = bitpacking.estimate_inline_size(values)
+    rle_size = rle.estimate_rle_size(values)
+    chosen: Any = FlatCompressor()
+    if rle_size < raw and rle_size < packed and _rle_allowed(values, options):
+        chosen = rle.RleCompressor()
+    elif packed < raw:
+        chosen = bitpacking.InlineBitpackingCompressor(bits)
+    return _maybe_general(chosen, raw, options)
+
+
+def _rle_allowed(values: np.ndarray, options: EncodingOptions) -> bool:
+    if options.rle_threshold is None:
+        return True
+    runs = 1 + int(np.count_nonzero(values[1:] != values[:-1])) if len(values) else 0
+    return runs < options.rle_threshold * len(values)
+
+
+def _minichunk(options: EncodingOptions, version: FileVersion) -> int:
+    if version is FileVersion.V2_1 and options.minichunk_size >= V21_MAX_MINICHUNK_SIZE:
+        return DEFAULT_MINICHUNK_SIZE
+    return options.minichunk_size
+
+
+def _wants_fsst(block: VariableWidthBlock, dtype: pa.DataType, options: EncodingOptions) -> bool:
+    if options.compression == "fsst":
+        return True
+    if options.compression is not None or pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
+        return False
+    total = len(block.data) + len(block.offsets) * block.offsets.dtype.itemsize
+    longest = int(block.lengths().max()) if block.num_values else 0
+    return total >= FSST_MIN_PAGE_BYTES and longest >= FSST_MIN_LONGEST
+
+
+def try_variable_compressor(
+    block: VariableWidthBlock, dtype: pa.DataType, options: EncodingOptions, version: FileVersion
+) -> Any:
+    """Mini-block compressor for string / binary values."""
+    chunk = _minichunk(options, version)
+    if options.compression == "none":
+        return variable.VariableCompressor(chunk)
+    if options.general_scheme is not None:
+        return general.GeneralCompressor(
+            variable.VariableCompressor(chunk), options.general_scheme, options.compression_level
+        )
+    if _wants_fsst(block, dtype, options):
+        return fsst.FsstCompressor(chunk)
+    return variable.VariableCompressor(chunk)
+
+
+def try_per_value_compressor(block: DataBlock, dtype: pa.DataType, options: EncodingOptions) -> Any:
+    """Full-zip (per-value, transparent) compressor."""
+    if isinstance(block, FixedSizeListBlock):
+        return fsl.FixedSizeListCompressor()
+    if isinstance(block, FixedWidthBlock):
+        return FlatCompressor()
+    if not isinstance(block, VariableWidthBlock):
+        raise UnsupportedFeatureError(f"no per-value compressor for a {type(block).__name__}")
+    longest = int(block.lengths().max()) if block.num_values else 0
+    total = len(block.data) + len(block.offsets) * block.offsets.dtype.itemsize
+    if options.compression != "none" and (
+        options.general_scheme is not None
+        or (longest > PER_VALUE_ZSTD_MIN_BYTES and total >= PER_VALUE_ZSTD_MIN_BYTES)
+    ):
+        # pylance always uses zstd per value, even when lz4 is requested.
+        return general.GeneralCompressor(variable.VariableCompressor(), "zstd", options.compression_level)
+    if options.compression != "none" and _wants_fsst(block, dtype, options):
+        return fsst.FsstCompressor()
+    return variable.VariableCompressor()
+
+
+# --- page-level decisions -------------------------------------------------------------------------
+
+
+def _strip_validity(values: pa.Array) -> pa.Array:
+    """The same slots without a validity bitmap (null slots keep whatever bytes they hold)."""
+    if values.null_count == 0 or pa.types.is_null(values.type):
+        return values
+    if pa.types.is_fixed_size_list(values.type):
+        return pa.FixedSizeListArray.from_buffers(
+            values.type, len(values), [None], offset=values.offset, children=[values.values]
+        )
+    return pa.Array.from_buffers(
+        values.type, len(values), [None, *values.buffers()[1:]], offset=values.offset
+    )
+
+
+def _valid_visible(leaf: ShreddedLeaf) -> np.ndarray | None:
+    """Bool per visible value: valid at every layer? ``None`` = all valid."""
+    levels = leaf.levels
+    if levels.defs is None:
+        return None
+    visible = levels.visible_mask()
+    defs = levels.defs if visible is None else levels.defs[visible]
+    valid = defs == 0
+    return None if valid.all() else valid
+
+
+def try_constant_value(leaf: ShreddedLeaf, valid: np.ndarray | None) -> pa.Array | None:
+    """The single value shared by every valid visible slot (2.2 constant pages), else ``None``."""
+    dtype = leaf.values.type
+    if pa.types.is_fixed_size_list(dtype) or pa.types.is_null(dtype) or pa.types.is_struct(dtype):
+        return None
+    values = _strip_validity(leaf.values)
+    if valid is not None:
+        values = values.filter(pa.array(valid))
+    if len(values) == 0:
+        return None
+    if not all_equal(to_block(values)):
+        return None
+    return values.take(pa.array([0]))
+
+
+@dataclass(frozen=True)
+class DictionaryChoice:
+    indices: FixedWidthBlock
+    items: DataBlock
+
+
+def try_dictionary(
+    leaf: ShreddedLeaf, options: EncodingOptions, version: FileVersion
+) -> DictionaryChoice | None:
+    """Dictionary-encode the page's visible values when it pays off (module docstring, step 3)."""
+    values = leaf.values
+    dtype = values.type
+    n = len(values)
+    if n < DICT_MIN_VALUES:
+        return None
+    raw_values = _strip_validity(values)
+    if not is_variable_width(dtype):
+        if not _dictionary_candidate(dtype):
+            return None
+        bits = fixed_bits(dtype)
+        if bits not in ((128,) if version is FileVersion.V2_1 else (64, 128)):
+            return None
+        # Hash the raw bytes: Arrow cannot dictionary-encode every fixed-width type (e.g. decimals).
+        raw_values = raw_values.view(pa.binary(bits // 8))
+    encoded = raw_values.dictionary_encode()
+    distinct = len(encoded.dictionary)
+    if distinct >= n / options.dict_divisor or distinct > DICT_MAX_CARDINALITY:
+        return None
+    items = to_block(encoded.dictionary)
+    if isinstance(items, VariableWidthBlock):
+        w = items.offsets.dtype.itemsize
+        total = len(to_block(raw_values).data)  # type: ignore[union-attr]
+        avg = total / n if n else 0
+        estimate = distinct * (avg + w) + n * w
+        plain = total + (n + 1) * w
+    else:
+        estimate = distinct * DICT_FIXED_ENTRY_COST + n * DICT_INDEX_BYTES
+        plain = n * fixed_bits(dtype) // 8
+    if plain == 0 or estimate / plain >= options.dict_size_ratio:
+        return None
+    indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.uint32)
+    return DictionaryChoice(FixedWidthBlock.from_values(indices), items)
+
+
+def _dictionary_candidate(dtype: pa.DataType) -> bool:
+    return not (
+        pa.types.is_fixed_size_list(dtype)
+        or pa.types.is_boolean(dtype)
+        or pa.types.is_null(dtype)
+        or pa.types.is_struct(dtype)
+    )
+
+
+def _dictionary_buffer(
+    items: DataBlock, options: EncodingOptions, version: FileVersion
+) -> miniblock.Dictionary:
+    inner: Any = variable.VariableCompressor() if isinstance(items, VariableWidthBlock) else FlatCompressor()
+    if version is not FileVersion.V2_1 and options.dict_values_compression != "none":
+        inner = general.GeneralCompressor(
+            inner, options.dict_values_compression, options.dict_values_compression_level
+        )
+    data, desc = inner.compress_block(items)
+    return miniblock.Dictionary(bytes(data), desc, items.num_values)
+
+
+def _largest_value_bytes(block: DataBlock) -> int:
+    if isinstance(block, VariableWidthBlock):
+        return int(block.lengths().max()) if block.num_values else 0
+    if isinstance(block, FixedSizeListBlock):
+        return block.dimension * _largest_value_bytes(block.child)
+    if isinstance(block, FixedWidthBlock):
+        return block.bits_per_value // 8
+    raise UnsupportedFeatureError(f"cannot size a {type(block).__name__}")
+
+
+def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: FileVersion) -> EncodedPage:
+    """Encode one leaf column's page (steps 1-5 of the module docstring)."""
+    levels = leaf.levels
+    valid = _valid_visible(leaf)
+    no_values = (
+        len(leaf.values) == 0 or pa.types.is_null(leaf.values.type) or (valid is not None and not valid.any())
+    )
+    if no_values:
+        buffers, layout = constant.encode_all_null(levels, version)
+        return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+    if version is not FileVersion.V2_1:
+        value = try_constant_value(leaf, valid)
+        if value is not None:
+            buffers, layout = constant.encode_constant(levels, value, version)
+            return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+    dtype = leaf.values.type
+    if pa.types.is_struct(dtype):
+        return _packed_struct_page(leaf, options, version)
+    dictionary = try_dictionary(leaf, options, version)
+    if dictionary is not None:
+        compressor = try_fixed_compressor(dictionary.indices, pa.uint32(), options)
+        compressed, desc = compressor.compress(dictionary.indices)
+        dict_buffer = _dictionary_buffer(dictionary.items, options, version)
+        buffers, layout = miniblock.encode_page(levels, compressed, desc, version, dict_buffer)
+        return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+    block = to_block(leaf.values)
+    full_zip = _largest_value_bytes(block) >= FULLZIP_MIN_VALUE_BYTES
+    if options.structural_encoding is not None:
+        full_zip = options.structural_encoding == "fullzip"
+    if full_zip and isinstance(block, FixedWidthBlock) and block.bits_per_value % 8:
+        full_zip = False
+    if full_zip:
+        stored, desc = try_per_value_compressor(block, dtype, options).compress_per_value(block)
+        buffers, layout = fullzip.encode_page(levels, stored, desc, version)
+        return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+    if isinstance(block, VariableWidthBlock):
+        compressor = try_variable_compressor(block, dtype, options, version)
+    else:
+        compressor = try_fixed_compressor(block, dtype, options)
+    compressed, desc = compressor.compress(block)
+    buffers, layout = miniblock.encode_page(levels, compressed, desc, version)
+    return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+
+
+def _packed_struct_page(leaf: ShreddedLeaf, options: EncodingOptions, version: FileVersion) -> EncodedPage:
+    """Packed struct: mini-block ``PackedStruct`` for fixed-width children, else (2.2 only)
+    full-zip ``VariablePackedStruct``."""
+    block = to_block(leaf.values)
+    if not isinstance(block, StructBlock):
+        raise UnsupportedFeatureError("packed struct values did not form a struct block")
+    fixed = all(isinstance(c, FixedWidthBlock) and c.bits_per_value % 8 == 0 for c in block.children)
+    if fixed and options.structural_encoding != "fullzip":
+        compressed, desc = packed_struct.PackedStructCompressor().compress(block)
+        buffers, layout = miniblock.encode_page(leaf.levels, compressed, desc, version)
+        return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+    if fixed:
+        stored, desc = packed_struct.PackedStructCompressor().compress_per_value(block)
+    elif version is FileVersion.V2_1:
+        raise UnsupportedFeatureError("packed structs with variable-width children need Lance 2.2")
+    else:
+        stored, desc = packed_struct.VariablePackedStructCompressor().compress(block)
+    buffers, layout = fullzip.encode_page(leaf.levels, stored, desc, version)
+    return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+
+
+# --- field-level entry points ---------------------------------------------------------------------
+
+
+def leaf_fields(field: pa.Field) -> list[pa.Field]:
+    """The leaf fields under ``field`` in pre-order (one column each in 2.1 / 2.2)."""
+    dtype = field.type
+    if pa.types.is_dictionary(dtype):
+        raise UnsupportedFeatureError(f"{dtype} columns are not supported")
+    if is_leaf_field(field):
+        return [field]
+    if pa.types.is_struct(dtype):
+        return [leaf for i in range(dtype.num_fields) for leaf in leaf_fields(dtype.field(i))]
+    if pa.types.is_map(dtype):
+        return leaf_fields(dtype.key_field) + leaf_fields(dtype.item_field)
+    return leaf_fields(dtype.value_field)
+
+
+def num_columns(field: pa.Field, version: FileVersion) -> int:
+    """Columns a top-level field occupies (file-container.md §2.2)."""
+    if version in (FileVersion.V2_1, FileVersion.V2_2):
+        return count_leaves(field)
+    return _legacy_columns(field)
+
+
+def _legacy_columns(field: pa.Field) -> int:
+    """2.0: every Lance field (parents included) has a column; FSL, dictionary, packed struct are one."""
+    dtype = field.type
+    if pa.types.is_struct(dtype) and not is_packed_struct(field):
+        return 1 + sum(_legacy_columns(dtype.field(i)) for i in range(dtype.num_fields))
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return 1 + _legacy_columns(dtype.value_field)
+    return 1
+
+
+def _contains_map(dtype: pa.DataType) -> bool:
+    if pa.types.is_map(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(_contains_map(dtype.field(i).type) for i in range(dtype.num_fields))
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
+        return _contains_map(dtype.value_type)
+    return False
+
+
+def _check_structural(version: FileVersion) -> None:
+    if version not in (FileVersion.V2_1, FileVersion.V2_2):
+        raise UnsupportedFeatureError(f"the structural codec handles Lance 2.1 / 2.2, not {version}")
+
+
+class StructuralFieldEncoder(FieldEncoder):
+    """Encodes one top-level field: one page per leaf column per :meth:`encode` call."""
+
+    def __init__(self, field: pa.Field, version: FileVersion) -> None:
+        _check_structural(version)
+        self.field = field
+        self.version = version
+        top = EncodingOptions.from_metadata(field.metadata)
+        if top.blob:
+            raise UnsupportedFeatureError("blob encoding (lance-encoding:blob) is not supported")
+        if version is FileVersion.V2_1 and _contains_map(field.type):
+            raise UnsupportedFeatureError("Map data type is not enabled in Lance 2.1")
+        self.leaves = leaf_fields(field)
+        # Like pylance, a leaf follows its own field's metadata (a list's or struct's keys do not
+        # reach the leaves below it).
+        self.options = [EncodingOptions.from_metadata(leaf.metadata) for leaf in self.leaves]
+        self.num_columns = len(self.leaves)
+
+    def encode(self, array: pa.Array) -> list[list[EncodedPage]]:
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        if not array.type.equals(self.field.type):
+            raise SchemaError(f"field {self.field.name!r}: expected {self.field.type}, got {array.type}")
+        if len(array) == 0:
+            return [[] for _ in self.leaves]
+        leaves = shred(array, self.field)
+        return [
+            [encode_leaf_page(leaf, options, self.version)]
+            for leaf, options in zip(leaves, self.options, strict=True)
+        ]
+
+
+class StructuralFieldDecoder(FieldDecoder):
+    """Reads rows of one top-level field from its leaf columns' pages."""
+
+    def __init__(self, field: pa.Field, columns: Sequence[Sequence[PageInfo]], version: FileVersion) -> None:
+        _check_structural(version)
+        self.field = field
+        self.version = version
+        self.leaves = leaf_fields(field)
+        if len(columns) != len(self.leaves):
+            raise CorruptFileError(
+                "<file>", f"field {field.name!r} needs {len(self.leaves)} columns, got {len(columns)}"
+            )
+        self.columns = [list(pages) for pages in columns]
+        self._readers: dict[tuple[int, int], PageReader] = {}
+
+    def _reader(self, col: int, page: int) -> PageReader:
+        key = (col, page)
+        if key not in self._readers:
+            info = self.columns[col][page]
+            self._readers[key] = page_reader(info, self.leaves[col].type, self.version)
+        return self._readers[key]
+
+    def _read_column(self, fetch: Fetch, col: int, rows: np.ndarray) -> DecodedLeaf:
+        pages = self.columns[col]
+        firsts = np.array([p.first_row for p in pages], np.int64)
+        ends = firsts + np.array([p.num_rows for p in pages], np.int64)
+        which = np.searchsorted(firsts, rows, side="right") - 1
+        if len(rows) and (which.min() < 0 or np.any(rows >= ends[which])):
+            raise CorruptFileError(
+                "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
+            )
+        parts = []
+        for page in np.unique(which):
+            local = rows[which == page] - firsts[page]
+            parts.append(self._reader(col, int(page)).read(fetch, local))
+        return concat_leaves(parts)
+
+    def read(self, fetch: Fetch, rows: range | np.ndarray) -> pa.Array:
+        """Rows in the order given; unsorted or repeated indices are read once and reordered."""
+        if isinstance(rows, range):
+            idx = np.arange(rows.start, rows.stop, rows.step or 1, dtype=np.int64)
+        else:
+            idx = np.asarray(rows, dtype=np.int64)
+        if len(idx) == 0:
+            return pa.array([], self.field.type)
+        order = None
+        if np.any(np.diff(idx) <= 0):
+            idx, order = np.unique(idx, return_inverse=True)
+        leaves = [self._read_column(fetch, col, idx) for col in range(len(self.leaves))]
+        try:
+            out = unshred(self.field, leaves)
+        except LanceOpsError:
+            raise
+        except (IndexError, ValueError, pa.ArrowException) as exc:
+            raise CorruptFileError(
+                "<file>", f"field {self.field.name!r}: levels do not rebuild: {exc}"
+            ) from exc
+        return out if order is None else out.take(pa.array(order.reshape(-1)))
+
+
+def make_field_encoder(field: pa.Field, version: FileVersion) -> FieldEncoder:
+    return StructuralFieldEncoder(field, version)
+
+
+def make_field_decoder(
+    field: pa.Field, columns: Sequence[Sequence[PageInfo]], version: FileVersion
+) -> FieldDecoder:
+    return StructuralFieldDecoder(field, columns, version)

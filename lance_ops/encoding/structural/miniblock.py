@@ -1,0 +1,396 @@
+"""Mini-block pages (spec/encodings-2.1.md §3).
+
+Page buffers: 0 = one metadata word per chunk, 1 = the chunks back to back, then the
+dictionary (iff ``dictionary`` is set) and the repetition index (iff
+``repetition_index_depth > 0``).
+
+Metadata word (u16 in 2.1, u32 in 2.2 with ``has_large_chunk = true``)::
+
+    bits 0..3  log2(values in the chunk), 0 for the last chunk
+    bits 4..   chunk bytes / 8 - 1
+
+Chunk::
+
+    u16 num_levels | u16 rep_size (iff rep) | u16 def_size (iff def)
+    | u16 (2.1) or u32 (2.2) size of each value buffer | 0xFE pad to 8
+    | rep bytes, pad | def bytes, pad | value buffer 0, pad | ...
+
+e.g. a 2.1 chunk of 1 024 bit-packed int32 values at width 10 starts
+``00 00 | 04 05 | fe fe fe fe | 0a 00 00 00 ...`` and its metadata word is ``0x0a1a``.
+
+Levels follow the values (§3.4): a non-last chunk holds every level up to and including
+the level of its last visible item. The repetition index (§3.5) holds, per chunk, the
+number of rows whose last level lies in it and the number of trailing levels of a row
+that continues into the next chunk; random access uses it to fetch only the chunks of
+the requested rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lance_ops._proto import encodings_v2_1_pb2 as pb
+from lance_ops.encoding.api import Fetch, FileVersion
+from lance_ops.encoding.compression.base import Context, MiniBlockCompressed, decompressor_for
+from lance_ops.encoding.data import DataBlock, FixedWidthBlock
+from lance_ops.encoding.structural.page import PageReader, register_layout
+from lance_ops.encoding.structural.repdef import (
+    DecodedLeaf,
+    LevelCodec,
+    Levels,
+    choose_level_codec,
+    concat_leaves,
+    decode_levels,
+    drop_leading_partial,
+    select_rows,
+)
+from lance_ops.encoding.structural.values import concat_blocks, from_block, from_block_empty, take_block
+from lance_ops.errors import CorruptFileError, UnsupportedEncodingError
+
+PAD_BYTE = 0xFE
+ALIGN = 8
+MAX_CHUNK_BYTES_V21 = 32768  # 12-bit word count
+MAX_BUFFER_BYTES_V21 = 0xFFFF  # u16 buffer size field
+MAX_LEVEL_BYTES = 0xFFFF  # u16 level sizes / counts (both versions)
+
+
+def _pad(n: int) -> int:
+    return -n % ALIGN
+
+
+@dataclass(frozen=True)
+class Dictionary:
+    """An encoded dictionary for page buffer 2."""
+
+    data: bytes
+    encoding: pb.CompressiveEncoding
+    num_items: int
+
+
+def chunk_value_counts(words: np.ndarray, num_items: int) -> np.ndarray:
+    counts = np.left_shift(1, (words & 0xF).astype(np.int64))
+    if len(counts):
+        counts[-1] = num_items - int(counts[:-1].sum())
+        if counts[-1] < 0:
+            raise CorruptFileError("<page>", "mini-block chunk counts exceed num_items")
+    return counts
+
+
+def _level_bounds(levels: Levels, counts: np.ndarray) -> np.ndarray:
+    """Level index where each chunk ends (exclusive), per §3.4."""
+    visible = levels.visible_mask()
+    ends = np.cumsum(counts)
+    if visible is None:
+        bounds = ends.copy()
+    else:
+        pos = np.flatnonzero(visible)
+        bounds = np.where(ends > 0, pos[np.maximum(ends - 1, 0)] + 1, 0) if len(pos) else np.zeros_like(ends)
+    if len(bounds):
+        bounds[-1] = levels.num_levels
+    return bounds
+
+
+def repetition_index(rep: np.ndarray, max_rep: int, bounds: np.ndarray) -> np.ndarray:
+    """``(rows, partial)`` u64 pairs per chunk, §3.5."""
+    n_chunks = len(bounds)
+    starts = np.concatenate(([0], bounds[:-1]))
+    is_start = rep == max_rep
+    out = np.zeros((n_chunks, 2), np.uint64)
+    for c in range(n_chunks):
+        seg = is_start[starts[c] : bounds[c]]
+        rows = int(np.count_nonzero(seg[1:]))
+        hits = np.flatnonzero(seg)
+        partial = len(seg) - int(hits[-1]) if len(hits) else len(seg)
+        if c == n_chunks - 1:
+            rows += 1
+            partial = 0
+        out[c] = (rows, partial)
+    for c in range(n_chunks - 1):
+        if out[c, 1] > 0 and starts[c + 1] < len(rep) and is_start[starts[c + 1]]:
+            out[c, 0] += 1
+            out[c, 1] = 0
+    return out.reshape(-1)
+
+
+def encode_page(
+    levels: Levels,
+    compressed: MiniBlockCompressed,
+    value_encoding: pb.CompressiveEncoding,
+    version: FileVersion,
+    dictionary: Dictionary | None = None,
+) -> tuple[list[bytes], pb.PageLayout]:
+    """Assemble a mini-block page from compressed values and the page's levels."""
+    if not compressed.chunks:
+        raise UnsupportedEncodingError("a mini-block page needs at least one value")
+    large = version is not FileVersion.V2_1
+    counts = np.array([1 << c.log_num_values for c in compressed.chunks], np.int64)
+    if len(counts):
+        counts[-1] = compressed.num_values - int(counts[:-1].sum())
+    bounds = _level_bounds(levels, counts)
+    level_starts = np.concatenate(([0], bounds[:-1]))
+    codecs: dict[str, LevelCodec] = {}
+    for name, stream in (("rep", levels.rep), ("def", levels.defs)):
+        if stream is not None:
+            codecs[name] = choose_level_codec(stream, version)
+    num_buffers = len(compressed.buffers)
+    size_dtype = "<u4" if large else "<u2"
+    buf_offsets = [0] * num_buffers
+    chunks: list[bytes] = []
+    words: list[int] = []
+    descs: dict[str, pb.CompressiveEncoding] = {}
+    for c, chunk in enumerate(compressed.chunks):
+        lo, hi = int(level_starts[c]), int(bounds[c])
+        if codecs and hi - lo > MAX_LEVEL_BYTES:
+            raise UnsupportedEncodingError(f"a mini-block chunk cannot hold {hi - lo} levels")
+        level_parts: list[bytes] = []
+        for name, stream in (("rep", levels.rep), ("def", levels.defs)):
+            if stream is None:
+                continue
+            data, desc = codecs[name].compress(stream[lo:hi])
+            if len(data) > MAX_LEVEL_BYTES:
+                raise UnsupportedEncodingError(f"{name} levels of a chunk exceed 65 535 bytes")
+            descs[name] = desc
+            level_parts.append(data)
+        value_parts = []
+        for i, size in enumerate(chunk.buffer_sizes):
+            value_parts.append(compressed.buffers[i][buf_offsets[i] : buf_offsets[i] + size].tobytes())
+            buf_offsets[i] += size
+        if not large and any(len(v) > MAX_BUFFER_BYTES_V21 for v in value_parts):
+            raise UnsupportedEncodingError("a 2.1 mini-block buffer cannot exceed 65 535 bytes")
+        header = np.array([hi - lo if codecs else 0] + [len(p) for p in level_parts], "<u2").tobytes()
+        header += np.array([len(v) for v in value_parts], size_dtype).tobytes()
+        pieces = [header + bytes([PAD_BYTE]) * _pad(len(header))]
+        for part in (*level_parts, *value_parts):
+            pieces.append(part + bytes([PAD_BYTE]) * _pad(len(part)))
+        blob = b"".join(pieces)
+        if not large and len(blob) > MAX_CHUNK_BYTES_V21:
+            raise UnsupportedEncodingError(f"a 2.1 mini-block chunk cannot exceed 32 KiB ({len(blob)} bytes)")
+        words.append(((len(blob) // ALIGN - 1) << 4) | chunk.log_num_values)
+        chunks.append(blob)
+    meta = np.array(words, "<u4" if large else "<u2").tobytes()
+    buffers = [meta, b"".join(chunks)]
+    layout = pb.MiniBlockLayout(
+        value_compression=value_encoding,
+        layers=list(levels.layers),
+        num_buffers=num_buffers,
+        num_items=compressed.num_values,
+        has_large_chunk=large,
+    )
+    for name, desc in descs.items():
+        getattr(layout, f"{name}_compression").CopyFrom(desc)
+    if dictionary is not None:
+        layout.dictionary.CopyFrom(dictionary.encoding)
+        layout.num_dictionary_items = dictionary.num_items
+        buffers.append(dictionary.data)
+    if levels.rep is not None:
+        layout.repetition_index_depth = 1
+        buffers.append(repetition_index(levels.rep, levels.max_rep, bounds).astype("<u8").tobytes())
+    return buffers, pb.PageLayout(mini_block_layout=layout)
+
+
+@dataclass(frozen=True)
+class DecodedChunks:
+    """Levels and values of a run of consecutive chunks."""
+
+    levels: Levels
+    values: DataBlock | None
+
+
+class MiniBlockPage:
+    """Search-cache state of one mini-block page: chunk table, dictionary, repetition index."""
+
+    def __init__(
+        self,
+        layout: pb.MiniBlockLayout,
+        meta: memoryview,
+        dictionary: memoryview | None,
+        rep_index: memoryview | None,
+    ) -> None:
+        self.layout = layout
+        self.large = layout.has_large_chunk
+        words = np.frombuffer(meta, "<u4" if self.large else "<u2").astype(np.int64)
+        self.sizes = ((words >> 4) + 1) * ALIGN
+        self.offsets = np.concatenate(([0], np.cumsum(self.sizes)))
+        self.counts = chunk_value_counts(words, int(layout.num_items))
+        self.layers = tuple(layout.layers)
+        self.has_rep = layout.HasField("rep_compression")
+        self.has_def = layout.HasField("def_compression")
+        self.values = decompressor_for(Context.MINIBLOCK, layout.value_compression)
+        self.dictionary: DataBlock | None = None
+        if layout.HasField("dictionary"):
+            if dictionary is None:
+                raise CorruptFileError("<page>", "dictionary page without a dictionary buffer")
+            dec = decompressor_for(Context.BLOCK, layout.dictionary)
+            self.dictionary = dec.decompress(dictionary, int(layout.num_dictionary_items))
+        self.rep_index: np.ndarray | None = None
+        if layout.repetition_index_depth > 0:
+            if rep_index is None:
+                raise CorruptFileError("<page>", "list page without a repetition index")
+            depth = int(layout.repetition_index_depth) + 1
+            idx = np.frombuffer(rep_index, "<u8").astype(np.int64).reshape(-1, depth)
+            if len(idx) != len(words):
+                raise CorruptFileError("<page>", "repetition index does not match the chunk count")
+            self.rep_index = idx[:, [0, depth - 1]]
+
+    @property
+    def num_chunks(self) -> int:
+        return len(self.sizes)
+
+    def split_chunk(self, data: memoryview, count: int) -> tuple[Levels, list[memoryview]]:
+        """Parse one chunk (§3.3): decode its levels, return the views of its value buffers."""
+        size_width = 4 if self.large else 2
+        n_level_streams = int(self.has_rep) + int(self.has_def)
+        num_buffers = int(self.layout.num_buffers)
+        head = np.frombuffer(data, "<u2", count=1 + n_level_streams)
+        num_levels = int(head[0])
+        pos = 2 * (1 + n_level_streams)
+        sizes = np.frombuffer(data, f"<u{size_width}", count=num_buffers, offset=pos).astype(np.int64)
+        pos += size_width * num_buffers
+        pos += _pad(pos)
+        rep = defs = None
+        streams = iter(head[1:].astype(np.int64))
+        if self.has_rep:
+            size = next(streams)
+            rep = decode_levels(data[pos : pos + size], self.layout.rep_compression, num_levels)
+            pos += size + _pad(size)
+        if self.has_def:
+            size = next(streams)
+            defs = decode_levels(data[pos : pos + size], self.layout.def_compression, num_levels)
+            pos += size + _pad(size)
+        bufs = []
+        for size in sizes:
+            if pos + size > len(data):
+                raise CorruptFileError("<page>", "mini-block chunk is truncated")
+            bufs.append(data[pos : pos + size])
+            pos += int(size) + _pad(int(size))
+        if not self.has_rep and not self.has_def:
+            num_levels = count
+        return Levels(self.layers, rep, defs, num_levels), bufs
+
+    def decode_run(self, chunk_data: Sequence[memoryview], first_chunk: int) -> DecodedChunks:
+        """Decode consecutive chunks; their values are decoded in one call when the scheme can."""
+        counts = [int(self.counts[first_chunk + i]) for i in range(len(chunk_data))]
+        split = [self.split_chunk(data, count) for data, count in zip(chunk_data, counts, strict=True)]
+        levels = Levels.concat([lv for lv, _ in split])
+        batched = getattr(self.values, "decompress_chunks", None)
+        values: DataBlock | None
+        if not any(counts):
+            values = None
+        elif batched is not None and int(self.layout.num_buffers) == 1:
+            values = batched([bufs[0] for _, bufs in split], counts)
+        else:
+            blocks = [
+                self.values.decompress(bufs, c) for (_, bufs), c in zip(split, counts, strict=True) if c
+            ]
+            values = concat_blocks(blocks)
+        if values is not None and self.dictionary is not None:
+            values = take_block(self.dictionary, _indices(values))
+        return DecodedChunks(levels, values)
+
+    def chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Chunks to read for page-relative ``rows``.
+
+        Returns ``(needed, first_row, row_chunk)``: ``needed`` is a sorted array of chunk
+        indices, ``first_row[c]`` the number of the first row that *starts* in chunk ``c``
+        (after the tail of a row begun in an earlier chunk) and ``row_chunk[i]`` the chunk
+        holding the last level of ``rows[i]``.
+        """
+        if self.rep_index is None:
+            ends = np.cumsum(self.counts)
+            first_row = ends - self.counts
+            row_chunk = np.searchsorted(ends, rows, side="right")
+            return np.unique(row_chunk), first_row, row_chunk
+        n_rows, partial = self.rep_index[:, 0], self.rep_index[:, 1]
+        cum = np.cumsum(n_rows)
+        before = cum - n_rows
+        carried = np.concatenate(([False], partial[:-1] > 0))
+        first_row = before + carried
+        row_chunk = np.searchsorted(cum, rows, side="right")
+        end_chunks = np.unique(row_chunk)
+        wanted = np.zeros(self.num_chunks, bool)
+        wanted[end_chunks] = True
+        for e in end_chunks:
+            s = int(e)
+            while s > 0 and partial[s - 1] > 0:
+                s -= 1
+                wanted[s] = True
+                if n_rows[s] > 0:
+                    break
+        return np.flatnonzero(wanted), first_row, row_chunk
+
+
+def _indices(block: DataBlock) -> np.ndarray:
+    if not isinstance(block, FixedWidthBlock) or block.bits_per_value not in (8, 16, 32, 64):
+        raise CorruptFileError("<page>", "dictionary indices are not 8/16/32/64-bit integers")
+    return block.view(f"<u{block.bits_per_value // 8}").astype(np.int64)
+
+
+def runs_of(chunks: np.ndarray) -> list[tuple[int, int]]:
+    """Group sorted chunk indices into ``(first, stop)`` runs of consecutive chunks."""
+    if len(chunks) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(chunks) != 1) + 1
+    firsts = chunks[np.concatenate(([0], breaks))]
+    lasts = chunks[np.concatenate((breaks - 1, [len(chunks) - 1]))]
+    return [(int(a), int(b) + 1) for a, b in zip(firsts, lasts, strict=True)]
+
+
+@register_layout("mini_block_layout")
+class MiniBlockReader(PageReader):
+    """Reads rows of a mini-block page: metadata (+ dictionary, repetition index) once, then chunks."""
+
+    _page: MiniBlockPage | None = None
+
+    def _load(self, fetch: Fetch) -> MiniBlockPage:
+        if self._page is None:
+            layout = self.info.layout.mini_block_layout
+            if layout.has_large_chunk != (self.version is not FileVersion.V2_1):
+                raise CorruptFileError(
+                    "<page>", f"has_large_chunk={layout.has_large_chunk} in a {self.version} file"
+                )
+            wanted = [0]
+            next_buffer = 2
+            if layout.HasField("dictionary"):
+                wanted.append(next_buffer)
+                next_buffer += 1
+            if layout.repetition_index_depth > 0:
+                wanted.append(next_buffer)
+            if max(wanted) >= len(self.info.buffers):
+                raise CorruptFileError("<page>", "mini-block page has too few buffers")
+            got = dict(zip(wanted, fetch([self.info.buffers[i] for i in wanted]), strict=True))
+            dictionary = got.get(2) if layout.HasField("dictionary") else None
+            rep_index = got.get(next_buffer) if layout.repetition_index_depth > 0 else None
+            self._page = MiniBlockPage(layout, got[0], dictionary, rep_index)
+            if self._page.offsets[-1] > self.info.buffers[1][1]:
+                raise CorruptFileError("<page>", "mini-block chunks extend past their buffer")
+        return self._page
+
+    def _read(self, fetch: Fetch, rows: np.ndarray) -> DecodedLeaf:
+        page = self._load(fetch)
+        needed, first_row, row_chunk = page.chunks_for_rows(rows)
+        if len(needed) and needed[-1] >= page.num_chunks:
+            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+        runs = runs_of(needed)
+        base = self.info.buffers[1][0]
+        offs = page.offsets
+        datas = fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])
+        parts = []
+        for (a, b), data in zip(runs, datas, strict=True):
+            views = [data[int(offs[c] - offs[a]) : int(offs[c + 1] - offs[a])] for c in range(a, b)]
+            decoded = page.decode_run(views, a)
+            values = (
+                from_block(decoded.values, self.dtype)
+                if decoded.values is not None
+                else from_block_empty(self.dtype)
+            )
+            leaf = drop_leading_partial(DecodedLeaf(decoded.levels, values))
+            mine = rows[(row_chunk >= a) & (row_chunk < b)]
+            parts.append(select_rows(leaf, mine - int(first_row[a])))
+        if not parts:
+            return select_rows(
+                DecodedLeaf(Levels(page.layers, None, None, 0), from_block_empty(self.dtype)), rows
+            )
+        return concat_leaves(parts)

@@ -1,0 +1,656 @@
+"""Repetition and definition levels (spec/encodings-2.1.md §2).
+
+Lance folds every struct / list validity and every list offset array above a leaf into
+two u16 streams with one entry ("level") per leaf value slot plus one per null or empty
+list (and per null struct that hides a list):
+
+* **layers** are listed innermost first; each is a ``RepDefLayer`` meaning chosen per
+  page (a nullable field whose page has no null is ``ALL_VALID_ITEM``).
+* **def** codes are handed out from ``max_def`` downwards, visiting layers outermost
+  first: a NULLABLE layer takes one code (null), an EMPTYABLE list one (empty), a
+  NULL_AND_EMPTY list two (empty = the larger, null = the smaller). A level's def is the
+  code of the outermost layer at which it is null/empty, else 0.
+* **rep** codes: list layers get ``max_rep`` (outermost) down to 1. A level whose rep is
+  ``r > 0`` starts a new list at every list layer with code ``<= r``; ``max_rep`` starts
+  a row.
+
+Worked example, ``list<int32>`` rows ``[[1, 2], null, [], [3]]`` with layers
+``[ALL_VALID_ITEM, NULL_AND_EMPTY_LIST]`` (list null = 1, list empty = 2)::
+
+    rep: 1 0 1 1 1        def: 0 0 1 2 0        visible slots: 1 2 - - 3
+
+Writing (:func:`shred`) walks the Arrow array outermost layer first with numpy
+``repeat``/``cumsum`` over whole pages; reading (:func:`unshred`) selects, for every
+layer, the levels that start one of its elements and rebuilds offsets with
+``searchsorted`` and validity with comparisons, never looping per value.
+
+This module also chooses and applies the block compression of level streams (§2.8):
+raw ``Flat(16)``, ``InlineBitpacking(16)`` (≤ 1 024 levels), ``OutOfLineBitpacking(16,
+Flat W)`` or, in 2.2, ``Rle(Flat 16, Flat 8)``, whichever is smallest, decided once per
+page and applied to each chunk's slice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops._proto import encodings_v2_1_pb2 as pb
+from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.compression import bitpacking, flat, rle
+from lance_ops.encoding.compression.base import Context, decompressor_for
+from lance_ops.encoding.data import FixedWidthBlock
+from lance_ops.encoding.structural.values import with_validity
+from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
+
+Layer = pb.RepDefLayer  # one RepDefLayer meaning
+
+ALL_VALID_ITEM = pb.REPDEF_ALL_VALID_ITEM
+ALL_VALID_LIST = pb.REPDEF_ALL_VALID_LIST
+NULLABLE_ITEM = pb.REPDEF_NULLABLE_ITEM
+NULLABLE_LIST = pb.REPDEF_NULLABLE_LIST
+EMPTYABLE_LIST = pb.REPDEF_EMPTYABLE_LIST
+NULL_AND_EMPTY_LIST = pb.REPDEF_NULL_AND_EMPTY_LIST
+
+LIST_LAYERS = frozenset({ALL_VALID_LIST, NULLABLE_LIST, EMPTYABLE_LIST, NULL_AND_EMPTY_LIST})
+_NULLABLE = frozenset({NULLABLE_ITEM, NULLABLE_LIST, NULL_AND_EMPTY_LIST})
+_EMPTYABLE = frozenset({EMPTYABLE_LIST, NULL_AND_EMPTY_LIST})
+
+# Level block compression (§2.8).
+LEVEL_BITS = 16
+INLINE_LEVEL_LIMIT = 1024  # pages with more levels use out-of-line bit-packing
+RLE_MAX_RUN = 255
+RLE_HEADER_BYTES = 8
+
+
+def is_list(layer: Layer) -> bool:
+    return layer in LIST_LAYERS
+
+
+@dataclass(frozen=True)
+class LayerCodes:
+    """Def codes of one layer (0 = the layer cannot be null / empty)."""
+
+    null: int
+    empty: int
+    inner: int  # largest code owned by the layers inside this one (valid here iff def <= inner)
+    highest: int  # largest code owned by this layer or any layer inside it
+
+
+def layer_codes(layers: Sequence[Layer]) -> list[LayerCodes]:
+    """Codes per layer, innermost first (§2.3)."""
+    codes: list[LayerCodes] = []
+    d = 0
+    for layer in layers:
+        below = d
+        null = empty = 0
+        if layer == NULL_AND_EMPTY_LIST:
+            null, empty = d + 1, d + 2
+            d += 2
+        elif layer in _NULLABLE:
+            null = d = d + 1
+        elif layer in _EMPTYABLE:
+            empty = d = d + 1
+        elif layer not in (ALL_VALID_ITEM, ALL_VALID_LIST):
+            raise UnsupportedFeatureError(f"unknown rep/def layer {layer}")
+        codes.append(LayerCodes(null=null, empty=empty, inner=below, highest=d))
+    return codes
+
+
+def max_def(layers: Sequence[Layer]) -> int:
+    return layer_codes(layers)[-1].highest if layers else 0
+
+
+def max_rep(layers: Sequence[Layer]) -> int:
+    return sum(1 for layer in layers if is_list(layer))
+
+
+def max_visible_def(layers: Sequence[Layer]) -> int:
+    """Def codes up to this value own a value slot (visible levels, §2.3)."""
+    codes = layer_codes(layers)
+    for i, layer in enumerate(layers):
+        if is_list(layer):
+            return codes[i].inner
+    return codes[-1].highest if codes else 0
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The rep/def levels of one leaf page; ``None`` streams are absent (all zero)."""
+
+    layers: tuple[Layer, ...]  # innermost first
+    rep: np.ndarray | None  # uint16 per level
+    defs: np.ndarray | None  # uint16 per level
+    num_levels: int
+
+    @property
+    def max_rep(self) -> int:
+        return max_rep(self.layers)
+
+    @property
+    def max_def(self) -> int:
+        return max_def(self.layers)
+
+    def visible_mask(self) -> np.ndarray | None:
+        """Bool per level: does it own a value slot? ``None`` means every level does."""
+        if self.defs is None:
+            return None
+        mvd = max_visible_def(self.layers)
+        if mvd >= self.max_def:
+            return None
+        return self.defs <= mvd
+
+    def row_starts(self) -> np.ndarray:
+        """Level index of the first level of every row."""
+        if self.rep is None:
+            return np.arange(self.num_levels, dtype=np.int64)
+        return np.flatnonzero(self.rep == self.max_rep)
+
+    def slice(self, start: int, stop: int) -> Levels:
+        return Levels(
+            self.layers,
+            None if self.rep is None else self.rep[start:stop],
+            None if self.defs is None else self.defs[start:stop],
+            stop - start,
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[Levels]) -> Levels:
+        layers = parts[0].layers
+        total = sum(p.num_levels for p in parts)
+
+        def cat(attr: str) -> np.ndarray | None:
+            if all(getattr(p, attr) is None for p in parts):
+                return None
+            return np.concatenate(
+                [
+                    np.zeros(p.num_levels, np.uint16) if getattr(p, attr) is None else getattr(p, attr)
+                    for p in parts
+                ]
+            ).astype(np.uint16, copy=False)
+
+        return cls(layers, cat("rep"), cat("defs"), total)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: Arrow -> levels + visible leaf values
+
+
+@dataclass(frozen=True)
+class ShreddedLeaf:
+    """One leaf column of a page: its levels and the values of its visible slots."""
+
+    levels: Levels
+    values: pa.Array  # leaf-typed array, one entry per visible level (nulls are ignored)
+    num_rows: int
+
+
+def is_leaf_type(dtype: pa.DataType) -> bool:
+    """Leaf = anything but a struct, (large) list or map; a primitive FSL is a leaf."""
+    if pa.types.is_struct(dtype):
+        if dtype.num_fields == 0:
+            raise UnsupportedFeatureError("empty structs are not supported")
+        return False
+    if pa.types.is_fixed_size_list(dtype):
+        inner = dtype.value_type
+        while pa.types.is_fixed_size_list(inner):
+            inner = inner.value_type
+        if not (
+            pa.types.is_primitive(inner) or pa.types.is_fixed_size_binary(inner) or pa.types.is_decimal(inner)
+        ):
+            raise UnsupportedFeatureError(f"fixed_size_list of {dtype.value_type} is not supported")
+        return True
+    return not (pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_map(dtype))
+
+
+PACKED_KEY = b"lance-encoding:packed"
+FALSE_WORDS = frozenset({"", "false", "0", "no", "off"})
+
+
+def is_packed_struct(field: pa.Field) -> bool:
+    """A struct field stored row-major in one column (``lance-encoding:packed``)."""
+    if not pa.types.is_struct(field.type) or not field.metadata:
+        return False
+    value = field.metadata.get(PACKED_KEY)
+    return value is not None and value.decode().strip().lower() not in FALSE_WORDS
+
+
+def is_leaf_field(field: pa.Field) -> bool:
+    return is_packed_struct(field) or is_leaf_type(field.type)
+
+
+def child_field(field: pa.Field) -> pa.Field:
+    """Item field of a list-like layer; a map is ``list<struct<key, value>>`` (Lance 2.2)."""
+    dtype = field.type
+    if pa.types.is_map(dtype):
+        return pa.field("entries", pa.struct([dtype.key_field, dtype.item_field]), nullable=False)
+    return dtype.value_field
+
+
+def as_field(field: pa.Field | pa.DataType) -> pa.Field:
+    return field if isinstance(field, pa.Field) else pa.field("", field)
+
+
+def count_leaves(field: pa.Field | pa.DataType) -> int:
+    """Leaf columns under ``field`` (a packed struct is one leaf)."""
+    field = as_field(field)
+    if is_leaf_field(field):
+        return 1
+    if pa.types.is_struct(field.type):
+        return sum(count_leaves(field.type.field(i)) for i in range(field.type.num_fields))
+    return count_leaves(child_field(field))
+
+
+def _validity(array: pa.Array) -> np.ndarray | None:
+    if pa.types.is_null(array.type):
+        return np.zeros(len(array), bool)
+    if array.null_count == 0:
+        return None
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _null_at(valid: np.ndarray, idx: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """Bool per slot: live and null in the current array."""
+    out = np.zeros(len(idx), bool)
+    out[live] = ~valid[idx[live]]
+    return out
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """Per-slot state while descending.
+
+    ``order`` is the pending repetition as a list *ordinal* (1 = outermost list of the
+    path, 0 = continue): codes depend on how many lists the path holds, known only at
+    the leaf. ``mark`` is ``2 * depth + (0 null | 1 empty)`` of the outermost null/empty
+    layer, -1 if none. ``idx`` indexes the current array, -1 once the slot ended above.
+    """
+
+    order: np.ndarray  # uint16
+    mark: np.ndarray  # int32
+    idx: np.ndarray  # int64
+    hidden: frozenset[int] = frozenset()  # item depths holding slots of a null outer struct
+
+
+def shred(array: pa.Array, field: pa.Field | None = None) -> list[ShreddedLeaf]:
+    """Split ``array`` into one :class:`ShreddedLeaf` per leaf column, in pre-order.
+
+    ``field`` (default: an unnamed field of the array's type) supplies the metadata that
+    marks packed structs, which are leaves.
+    """
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    n = len(array)
+    start = _Walk(np.ones(n, np.uint16), np.full(n, -1, np.int32), np.arange(n, dtype=np.int64))
+    out: list[ShreddedLeaf] = []
+    _shred_node(array, field or pa.field("", array.type), start, [], n, out)
+    return out
+
+
+def _shred_node(
+    array: pa.Array, field: pa.Field, walk: _Walk, path: list[bool], num_rows: int, out: list[ShreddedLeaf]
+) -> None:
+    """``path`` says, outermost first, whether each layer above is a list."""
+    dtype = array.type
+    depth = len(path)
+    if pa.types.is_dictionary(dtype):
+        raise UnsupportedFeatureError("dictionary-typed Arrow columns are not supported")
+    if is_leaf_field(field):
+        _finish_leaf(array, walk, [*path, False], num_rows, out)
+        return
+    live = walk.idx >= 0
+    valid = _validity(array)
+    safe = np.where(live, walk.idx, 0)
+    if pa.types.is_struct(dtype):
+        mark = walk.mark
+        hidden = _note_hidden(walk, live, depth)
+        if valid is not None:
+            mark = mark.copy()
+            mark[(mark < 0) & _null_at(valid, walk.idx, live)] = 2 * depth
+        for i in range(dtype.num_fields):
+            child = _Walk(walk.order, mark, walk.idx, hidden)
+            _shred_node(array.field(i), dtype.field(i), child, [*path, False], num_rows, out)
+        return
+    ordinal = sum(path) + 1
+    offsets = np.asarray(array.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    if len(offsets) == 0:
+        offsets = np.zeros(1, np.int64)
+    starts = offsets[np.minimum(safe, len(offsets) - 1)]
+    lengths = np.where(live, offsets[np.minimum(safe + 1, len(offsets) - 1)] - starts, 0)
+    mark = walk.mark.copy()
+    # A slot already null at an outer struct ends here, at the nearest list below it.
+    ended = ~live | (mark >= 0)
+    if valid is not None:
+        mark[~ended & _null_at(valid, walk.idx, live)] = 2 * depth
+    ended |= mark >= 0
+    mark[~ended & (lengths == 0)] = 2 * depth + 1
+    expand = mark < 0
+    counts = np.where(expand, lengths, 1)
+    group_start = np.cumsum(counts) - counts
+    total = int(counts.sum())
+    order = np.zeros(total, np.uint16)
+    order[group_start] = np.where(walk.order == 0, ordinal, walk.order)
+    within = np.arange(total, dtype=np.int64) - np.repeat(group_start, counts)
+    idx = np.where(np.repeat(expand, counts), np.repeat(starts, counts) + within, -1)
+    child = _Walk(order, np.repeat(mark, counts), idx, walk.hidden)
+    _shred_node(array.values, child_field(field), child, [*path, True], num_rows, out)
+
+
+def _note_hidden(walk: _Walk, live: np.ndarray, depth: int) -> frozenset[int]:
+    """Record that this item layer holds slots of a null outer struct.
+
+    pylance treats such a layer as nullable (Arrow's logical nulls propagate from a struct
+    to its children) even when the child array itself has no nulls.
+    """
+    if np.any(live & (walk.mark >= 0)):
+        return walk.hidden | {depth}
+    return walk.hidden
+
+
+def _finish_leaf(
+    array: pa.Array, walk: _Walk, path: list[bool], num_rows: int, out: list[ShreddedLeaf]
+) -> None:
+    depth = len(path) - 1
+    live = walk.idx >= 0
+    mark = walk.mark
+    hidden = _note_hidden(walk, live, depth)
+    valid = _validity(array)
+    if valid is not None:
+        mark = mark.copy()
+        mark[(mark < 0) & _null_at(valid, walk.idx, live)] = 2 * depth
+    # Layer meanings (outermost first) from what actually occurs in this page.
+    seen = np.zeros(2 * (depth + 1), bool)
+    seen[np.unique(mark[mark >= 0])] = True
+    outer: list[Layer] = []
+    for d, lst in enumerate(path):
+        has_null, has_empty = bool(seen[2 * d]), bool(seen[2 * d + 1])
+        if not lst:
+            outer.append(NULLABLE_ITEM if has_null or d in hidden else ALL_VALID_ITEM)
+        elif has_null and has_empty:
+            outer.append(NULL_AND_EMPTY_LIST)
+        else:
+            outer.append(NULLABLE_LIST if has_null else EMPTYABLE_LIST if has_empty else ALL_VALID_LIST)
+    layers = tuple(reversed(outer))
+    codes = layer_codes(layers)
+    table = np.zeros(2 * (depth + 1), np.uint16)
+    for d in range(depth + 1):
+        table[2 * d] = codes[depth - d].null
+        table[2 * d + 1] = codes[depth - d].empty
+    mrep = max_rep(layers)
+    defs = None
+    if codes[-1].highest:
+        defs = np.where(mark >= 0, table[np.maximum(mark, 0)], 0).astype(np.uint16)
+    rep = None
+    if mrep:
+        rep = np.where(walk.order == 0, 0, mrep + 1 - walk.order.astype(np.int64)).astype(np.uint16)
+    visible_idx = walk.idx[live]
+    if len(visible_idx) == len(array) and (len(visible_idx) == 0 or _is_identity(visible_idx)):
+        values = array
+    else:
+        values = array.take(pa.array(visible_idx, pa.int64()))
+    out.append(ShreddedLeaf(Levels(layers, rep, defs, len(mark)), values, num_rows))
+
+
+def _is_identity(idx: np.ndarray) -> bool:
+    return bool(idx[0] == 0 and np.all(np.diff(idx) == 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading: levels + visible leaf values -> Arrow
+
+
+@dataclass(frozen=True)
+class DecodedLeaf:
+    """A leaf column's decoded page data: levels and its visible values (leaf type, no nulls)."""
+
+    levels: Levels
+    values: pa.Array
+
+
+def canonical_layers(layers: Sequence[Layer]) -> tuple[Layer, ...]:
+    """The widest meaning of each layer (every item nullable, every list null-and-empty)."""
+    return tuple(NULL_AND_EMPTY_LIST if is_list(layer) else NULLABLE_ITEM for layer in layers)
+
+
+def canonicalize(levels: Levels) -> Levels:
+    """Re-code ``levels`` under :func:`canonical_layers` so pages can be concatenated."""
+    target = canonical_layers(levels.layers)
+    if target == levels.layers:
+        return levels
+    old, new = layer_codes(levels.layers), layer_codes(target)
+    table = np.zeros(max(old[-1].highest, 0) + 1, np.uint16)
+    for o, t in zip(old, new, strict=True):
+        if o.null:
+            table[o.null] = t.null
+        if o.empty:
+            table[o.empty] = t.empty
+    defs = levels.defs
+    if new[-1].highest:
+        defs = np.zeros(levels.num_levels, np.uint16) if defs is None else table[defs]
+    return Levels(target, levels.rep, defs, levels.num_levels)
+
+
+def _visible_before(visible: np.ndarray | None, index: int) -> int:
+    return index if visible is None else int(np.count_nonzero(visible[:index]))
+
+
+def drop_leading_partial(leaf: DecodedLeaf) -> DecodedLeaf:
+    """Drop levels before the first row start (the tail of a row begun in an earlier chunk)."""
+    lv = leaf.levels
+    if lv.rep is None or lv.num_levels == 0 or lv.rep[0] == lv.max_rep:
+        return leaf
+    starts = lv.row_starts()
+    first = int(starts[0]) if len(starts) else lv.num_levels
+    skip = _visible_before(lv.visible_mask(), first)
+    return DecodedLeaf(lv.slice(first, lv.num_levels), leaf.values.slice(skip))
+
+
+def select_rows(leaf: DecodedLeaf, rows: np.ndarray) -> DecodedLeaf:
+    """Keep the given rows (sorted, unique, counted from the first row start of ``leaf``)."""
+    lv = leaf.levels
+    starts = lv.row_starts()
+    visible = lv.visible_mask()
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) == 0:
+        return DecodedLeaf(lv.slice(0, 0), leaf.values.slice(0, 0))
+    if len(rows) and rows[-1] >= len(starts):
+        raise CorruptFileError("<page>", f"row {int(rows[-1])} is beyond the {len(starts)} decoded rows")
+    if rows[-1] - rows[0] + 1 == len(rows):
+        a, b = int(rows[0]), int(rows[-1]) + 1
+        lo = int(starts[a])
+        hi = int(starts[b]) if b < len(starts) else lv.num_levels
+        v_lo = _visible_before(visible, lo)
+        v_hi = _visible_before(visible, hi)
+        return DecodedLeaf(lv.slice(lo, hi), leaf.values.slice(v_lo, v_hi - v_lo))
+    is_start = np.zeros(lv.num_levels, bool)
+    is_start[starts] = True
+    row_of = np.cumsum(is_start) - 1
+    want = np.zeros(len(starts), bool)
+    want[rows] = True
+    mask = want[np.maximum(row_of, 0)] & (row_of >= 0)
+    value_mask = mask if visible is None else mask[visible]
+    picked = Levels(
+        lv.layers,
+        None if lv.rep is None else lv.rep[mask],
+        None if lv.defs is None else lv.defs[mask],
+        int(np.count_nonzero(mask)),
+    )
+    return DecodedLeaf(picked, leaf.values.filter(pa.array(value_mask)))
+
+
+def concat_leaves(parts: Sequence[DecodedLeaf]) -> DecodedLeaf:
+    """Concatenate decoded pieces of one leaf column (pages may differ in layer meanings)."""
+    if len({p.levels.layers for p in parts}) > 1:
+        parts = [DecodedLeaf(canonicalize(p.levels), p.values) for p in parts]
+    if len(parts) == 1:
+        return parts[0]
+    values = pa.concat_arrays([p.values for p in parts])
+    return DecodedLeaf(Levels.concat([p.levels for p in parts]), values)
+
+
+class _LeafCursor:
+    """One leaf's levels and the depth-indexed codes along its path (outermost = 0)."""
+
+    def __init__(self, leaf: DecodedLeaf) -> None:
+        self.leaf = leaf
+        lv = leaf.levels
+        self.n = lv.num_levels
+        self.rep = lv.rep if lv.rep is not None else np.zeros(self.n, np.uint16)
+        self.defs = lv.defs if lv.defs is not None else np.zeros(self.n, np.uint16)
+        self.codes = list(reversed(layer_codes(lv.layers)))  # outermost first
+        self.layers = list(reversed(lv.layers))
+        # rep code of each list layer, outermost first.
+        self.rep_code = [0] * len(self.layers)
+        c = max_rep(lv.layers)
+        for d, layer in enumerate(self.layers):
+            if is_list(layer):
+                self.rep_code[d] = c
+                c -= 1
+
+    def threshold(self, depth: int) -> int:
+        """Rep code of the nearest list layer at or below ``depth`` (0 if none)."""
+        for d in range(depth, len(self.layers)):
+            if self.rep_code[d]:
+                return self.rep_code[d]
+        return 0
+
+    def elements(self, depth: int) -> np.ndarray:
+        """Level indices that start an element of the array at ``depth``."""
+        mask = self.defs <= self.codes[depth].highest
+        thr = self.threshold(depth)
+        if thr:
+            mask &= self.rep >= thr
+        return np.flatnonzero(mask)
+
+
+def unshred(field: pa.Field | pa.DataType, leaves: Sequence[DecodedLeaf]) -> pa.Array:
+    """Rebuild the rows of ``field`` from its leaf columns (pre-order), §2.7."""
+    cursors = [_LeafCursor(leaf) for leaf in leaves]
+    return _build(as_field(field), cursors, [c.leaf.levels.row_starts() for c in cursors], 0)
+
+
+def _build(field: pa.Field, cursors: list[_LeafCursor], sels: list[np.ndarray], depth: int) -> pa.Array:
+    dtype = field.type
+    lead, sel = cursors[0], sels[0]
+    codes = lead.codes[depth]
+    d = lead.defs[sel]
+    if is_leaf_field(field):
+        values = lead.leaf.values
+        if len(values) != len(sel):
+            raise CorruptFileError("<page>", f"{len(sel)} visible levels but {len(values)} values")
+        valid = d == 0
+        return _with_validity(values, None if valid.all() else valid)
+    valid = d <= codes.inner
+    if codes.empty:
+        valid |= d == codes.empty
+    mask = None if valid.all() else pa.array(~valid)
+    if pa.types.is_struct(dtype):
+        children = []
+        pos = 0
+        for i in range(dtype.num_fields):
+            sub = dtype.field(i)
+            k = count_leaves(sub)
+            children.append(_build(sub, cursors[pos : pos + k], sels[pos : pos + k], depth + 1))
+            pos += k
+        return pa.StructArray.from_arrays(children, fields=list(dtype), mask=mask)
+    child_sels = [c.elements(depth + 1) for c in cursors]
+    child = _build(child_field(field), cursors, child_sels, depth + 1)
+    offsets = np.empty(len(sel) + 1, np.int64)
+    offsets[:-1] = np.searchsorted(child_sels[0], sel, side="left")
+    offsets[-1] = len(child_sels[0])
+    off_type = pa.int64() if pa.types.is_large_list(dtype) else pa.int32()
+    off_arr = pa.array(offsets.astype(off_type.to_pandas_dtype()), off_type)
+    if pa.types.is_map(dtype):
+        return pa.MapArray.from_arrays(off_arr, child.field(0), child.field(1), type=dtype, mask=mask)
+    cls = pa.LargeListArray if pa.types.is_large_list(dtype) else pa.ListArray
+    return cls.from_arrays(off_arr, child, type=dtype, mask=mask)
+
+
+def _with_validity(values: pa.Array, valid: np.ndarray | None) -> pa.Array:
+    """Attach validity to a decoded leaf array (which has no nulls of its own)."""
+    if valid is None or pa.types.is_null(values.type):
+        return values
+    return with_validity(values, valid)
+
+
+# ---------------------------------------------------------------------------------------------
+# Level block compression (§2.8)
+
+
+def _runs(levels: np.ndarray) -> int:
+    """Number of RLE runs, splitting runs longer than 255."""
+    if len(levels) == 0:
+        return 0
+    change = np.flatnonzero(levels[1:] != levels[:-1]) + 1
+    bounds = np.concatenate(([0], change, [len(levels)]))
+    lengths = np.diff(bounds)
+    return int(((lengths + RLE_MAX_RUN - 1) // RLE_MAX_RUN).sum())
+
+
+def _bitpacked_size(n: int, width: int) -> int:
+    """Bytes of ``n`` u16 levels under OutOfLineBitpacking at ``width`` (§7.5 tail rule)."""
+    blocks, tail = divmod(n, 1024)
+    words = blocks * 64 * width
+    if tail:
+        words += 64 * width if width * (1024 - tail) < (LEVEL_BITS - width) * tail else tail
+    return 2 * words
+
+
+@dataclass(frozen=True)
+class LevelCodec:
+    """The page-wide choice for one level stream; compresses each chunk's slice."""
+
+    kind: str  # "flat" | "inline" | "out_of_line" | "rle"
+    width: int
+
+    def compress(self, levels: np.ndarray) -> tuple[bytes, pb.CompressiveEncoding]:
+        block = FixedWidthBlock.from_values(np.ascontiguousarray(levels, dtype=np.uint16))
+        compressor: Any
+        if self.kind == "flat":
+            compressor = flat.FlatCompressor()
+        elif self.kind == "inline":
+            compressor = bitpacking.InlineBitpackingCompressor(LEVEL_BITS)
+        elif self.kind == "out_of_line":
+            compressor = bitpacking.OutOfLineBitpackingCompressor(LEVEL_BITS, bit_width=self.width)
+        else:
+            compressor = rle.RleCompressor()
+        data, desc = compressor.compress_block(block)
+        return bytes(data), desc
+
+
+def choose_level_codec(levels: np.ndarray, version: FileVersion) -> LevelCodec:
+    """Pick the smallest level encoding for a page's levels (ties favour the simpler form)."""
+    n = len(levels)
+    width = int(levels.max()).bit_length() if n else 0
+    raw = 2 * n
+    if n <= INLINE_LEVEL_LIMIT:
+        packed, kind = bitpacking.estimate_inline_size(levels.astype(np.uint16)), "inline"
+    else:
+        packed, kind = _bitpacked_size(n, width), "out_of_line"
+    best = LevelCodec("flat", 16) if raw < packed else LevelCodec(kind, width)
+    best_size = min(raw, packed)
+    if version is FileVersion.V2_2:
+        rle_size = RLE_HEADER_BYTES + 3 * _runs(levels)
+        if rle_size < best_size:
+            return LevelCodec("rle", 16)
+    return best
+
+
+def decode_levels(data: memoryview, desc: pb.CompressiveEncoding, num_levels: int) -> np.ndarray:
+    """Decode one block-compressed level stream into ``num_levels`` u16 values."""
+    block = decompressor_for(Context.BLOCK, desc).decompress(data, num_levels)
+    if not isinstance(block, FixedWidthBlock) or block.bits_per_value != LEVEL_BITS:
+        raise CorruptFileError("<page>", "rep/def levels did not decode to 16-bit values")
+    return block.view("<u2")[:num_levels].astype(np.uint16)
+
+
+def raw_levels(data: memoryview, num_levels: int) -> np.ndarray:
+    """Raw little-endian u16 levels (constant layouts, 2.1)."""
+    arr = np.frombuffer(data, dtype="<u2")
+    if len(arr) < num_levels:
+        raise CorruptFileError("<page>", "level buffer shorter than its level count")
+    return arr[:num_levels].astype(np.uint16)

@@ -1,0 +1,129 @@
+"""Mini-block pages (spec §3): metadata words, chunk grammar, repetition index, random access."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lance_ops.encoding import FileVersion, make_field_decoder
+from lance_ops.encoding.compression.bitpacking import InlineBitpackingCompressor
+from lance_ops.encoding.structural import miniblock
+from lance_ops.encoding.structural.repdef import shred
+from lance_ops.encoding.structural.values import to_block
+from tests.encoding.harness import encode_to_memory, round_trip
+
+V21, V22 = FileVersion.V2_1, FileVersion.V2_2
+
+
+def _page(array: pa.Array, version: FileVersion) -> tuple[list[bytes], object]:
+    (leaf,) = shred(array)
+    compressed, desc = InlineBitpackingCompressor(32).compress(to_block(leaf.values))
+    return miniblock.encode_page(leaf.levels, compressed, desc, version)
+
+
+def test_metadata_words_and_first_chunk_2_1() -> None:
+    buffers, layout = _page(pa.array(np.arange(5000, dtype=np.int32)), V21)
+    assert buffers[0] == bytes.fromhex("1a0a1a0b1a0c1a0c100d")
+    assert buffers[1][:12] == bytes.fromhex("00000405fefefefe0a000000")
+    assert not layout.mini_block_layout.has_large_chunk
+    assert layout.mini_block_layout.num_items == 5000
+
+
+def test_metadata_words_and_first_chunk_2_2() -> None:
+    buffers, layout = _page(pa.array(np.arange(5000, dtype=np.int32)), V22)
+    assert buffers[0][:8] == bytes.fromhex("1a0a00001a0b0000")
+    assert buffers[1][:12] == bytes.fromhex("000004050000fefe0a000000")
+    assert layout.mini_block_layout.has_large_chunk
+
+
+def test_chunks_are_padded_with_fe() -> None:
+    buffers, _ = _page(pa.array([None, 1, 2], pa.int32()), V21)
+    chunk = buffers[1]
+    assert len(chunk) % 8 == 0
+    # u16 num_levels, u16 def size, u16 value size, then 0xFE padding to 8 bytes.
+    assert chunk[:2] == b"\x03\x00" and chunk[6:8] == b"\xfe\xfe"
+
+
+def test_chunk_counts_decode() -> None:
+    words = np.array([0x0A1A, 0x0B1A, 0x0D10], np.int64)
+    assert miniblock.chunk_value_counts(words, 2100).tolist() == [1024, 1024, 52]
+
+
+def test_repetition_index_spec_example() -> None:
+    """Six rows of 3 000-3 005 int32 values, 1 024 values per chunk (spec §3.5)."""
+    rows = [list(range(3000 + i)) for i in range(6)]
+    arr = pa.array(rows, pa.list_(pa.int32()))
+    buffers, layout = _page(arr, V21)
+    index = np.frombuffer(buffers[2], "<u8").reshape(-1, 2)
+    assert index[:6].tolist() == [[0, 1024], [0, 1024], [1, 72], [0, 1024], [0, 1024], [1, 143]]
+    assert index[-1].tolist() == [1, 0]
+    assert layout.mini_block_layout.repetition_index_depth == 1
+
+
+def test_rep_index_moves_row_ending_at_chunk_boundary() -> None:
+    rep = np.array([1, 0, 0, 0, 1, 0, 0, 0], np.uint16)
+    assert miniblock.repetition_index(rep, 1, np.array([4, 8])).tolist() == [1, 0, 1, 0]
+
+
+@pytest.mark.parametrize("version", [V21, V22], ids=str)
+def test_random_access_fetches_only_needed_chunks(version: FileVersion) -> None:
+    arr = pa.array(np.arange(100_000, dtype=np.int64) * 7919 % 1_000_003)
+    field = pa.field("c", arr.type)
+    mem, _ = encode_to_memory(field, [arr], version)
+    decoder = make_field_decoder(field, mem.columns, version)
+    (page,) = mem.columns[0]
+    mem.fetched.clear()
+    out = decoder.read(mem.fetch, np.array([5, 50_000]))
+    assert out.to_pylist() == [arr[5].as_py(), arr[50_000].as_py()]
+    chunk_reads = [r for r in mem.fetched if r[0] >= page.buffers[1][0]]
+    assert mem.fetched[0] == page.buffers[0]
+    assert len(chunk_reads) == 2
+    assert sum(size for _, size in chunk_reads) < page.buffers[1][1] // 20
+    mem.fetched.clear()
+    decoder.read(mem.fetch, range(1000, 1100))
+    assert len(mem.fetched) == 1  # metadata is cached; one chunk run
+
+
+def test_list_random_access_reads_rows_spanning_chunks() -> None:
+    arr = pa.array([list(range(i, i + 700)) if i % 3 else [] for i in range(40)], pa.list_(pa.int32()))
+    field = pa.field("c", arr.type)
+    mem, _ = encode_to_memory(field, [arr], V22)
+    decoder = make_field_decoder(field, mem.columns, V22)
+    for rows in ([1], [2, 3], [38, 39], [0, 17, 25]):
+        assert decoder.read(mem.fetch, np.array(rows)).to_pylist() == arr.take(rows).to_pylist()
+
+
+def test_2_1_chunks_stay_below_32k() -> None:
+    arr = pa.array([b"x" * 200] * 64, pa.binary())
+    rt = round_trip(
+        arr, V21, metadata={"lance-encoding:compression": "none", "lance-encoding:minichunk-size": "65536"}
+    )
+    layout = rt.layouts[0][0].mini_block_layout
+    assert not layout.has_large_chunk
+
+
+def test_2_2_honours_large_minichunk() -> None:
+    arr = pa.array([f"value-{i:06d}" for i in range(20_000)])
+    meta = {"lance-encoding:compression": "none", "lance-encoding:minichunk-size": "65536"}
+    rt = round_trip(arr, V22, metadata=meta, takes=[[0, 19_999]])
+    page = rt.memory.columns[0][0]
+    words = np.frombuffer(bytes(rt.memory.data[page.buffers[0][0] : sum(page.buffers[0])]), "<u4")
+    assert int(((words[0] >> 4) + 1) * 8) > 32768
+
+
+def test_dictionary_page_buffers() -> None:
+    arr = pa.array([["apple", "banana", "cherry"][i % 3] for i in range(3000)])
+    rt = round_trip(arr, V21, expect="mini_block_layout/dictionary", takes=[[0, 1, 2999]])
+    page = rt.memory.columns[0][0]
+    dictionary = bytes(rt.memory.data[page.buffers[2][0] : sum(page.buffers[2])])
+    assert (
+        dictionary == bytes.fromhex("200000001800000000000000050000000b00000011000000") + b"applebananacherry"
+    )
+    assert rt.layouts[0][0].mini_block_layout.num_dictionary_items == 3
+
+
+def test_dictionary_with_lists_has_rep_index_after_dictionary() -> None:
+    arr = pa.array([[i % 4, i % 4] if i % 5 else [] for i in range(3000)], pa.list_(pa.int64()))
+    rt = round_trip(arr, V22, expect="mini_block_layout/dictionary", takes=[[0, 4, 5, 2999]])
+    assert len(rt.memory.columns[0][0].buffers) == 4

@@ -1,0 +1,221 @@
+"""Repetition / definition levels: shredding, rebuilding and level compression (spec §2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lance_ops.encoding import FileVersion
+from lance_ops.encoding.structural.repdef import (
+    ALL_VALID_ITEM,
+    EMPTYABLE_LIST,
+    NULL_AND_EMPTY_LIST,
+    NULLABLE_ITEM,
+    NULLABLE_LIST,
+    DecodedLeaf,
+    Levels,
+    canonicalize,
+    choose_level_codec,
+    concat_leaves,
+    decode_levels,
+    layer_codes,
+    max_visible_def,
+    select_rows,
+    shred,
+    unshred,
+)
+from tests.encoding.harness import nested_arrays
+
+I32 = pa.int32()
+
+
+def levels_of(leaf) -> tuple[list[int] | None, list[int] | None]:
+    lv = leaf.levels
+    return (None if lv.rep is None else lv.rep.tolist(), None if lv.defs is None else lv.defs.tolist())
+
+
+# Worked examples of spec §2.5 (levels read back from pylance 14 pages).
+SPEC_EXAMPLES = [
+    (
+        pa.array([[1, 2], None, [], [3], [None, 4]], pa.list_(I32)),
+        (NULLABLE_ITEM, NULL_AND_EMPTY_LIST),
+        [1, 0, 1, 1, 1, 1, 0],
+        [0, 0, 2, 3, 0, 1, 0],
+    ),
+    (
+        pa.array([{"x": 1}, None, {"x": None}, {"x": 4}], pa.struct([("x", I32)])),
+        (NULLABLE_ITEM, NULLABLE_ITEM),
+        None,
+        [0, 2, 1, 0],
+    ),
+    (
+        pa.array([[[1, 2], [], [3]], [[4]], [], None, [None, [5]]], pa.list_(pa.list_(I32))),
+        (ALL_VALID_ITEM, NULL_AND_EMPTY_LIST, NULL_AND_EMPTY_LIST),
+        [2, 0, 1, 1, 2, 2, 2, 2, 1],
+        [0, 0, 2, 0, 0, 4, 3, 1, 0],
+    ),
+    (
+        pa.array(
+            [{"l": [1, 2]}, None, {"l": None}, {"l": []}, {"l": [3]}], pa.struct([("l", pa.list_(I32))])
+        ),
+        (ALL_VALID_ITEM, NULL_AND_EMPTY_LIST, NULLABLE_ITEM),
+        [1, 0, 1, 1, 1, 1],
+        [0, 0, 3, 1, 2, 0],
+    ),
+    (
+        pa.array([[{"a": 1}, None], [], None, [{"a": None}, {"a": 2}]], pa.list_(pa.struct([("a", I32)]))),
+        (NULLABLE_ITEM, NULLABLE_ITEM, NULL_AND_EMPTY_LIST),
+        [1, 0, 1, 1, 1, 0],
+        [0, 2, 4, 3, 1, 0],
+    ),
+]
+
+
+@pytest.mark.parametrize(("array", "layers", "rep", "defs"), SPEC_EXAMPLES)
+def test_spec_examples(
+    array: pa.Array, layers: tuple[int, ...], rep: list[int] | None, defs: list[int]
+) -> None:
+    (leaf,) = shred(array)
+    assert leaf.levels.layers == layers
+    assert levels_of(leaf) == (rep, defs)
+    rebuilt = unshred(array.type, [DecodedLeaf(leaf.levels, _plain(leaf.values))])
+    assert rebuilt.to_pylist() == array.to_pylist()
+
+
+def _plain(values: pa.Array) -> pa.Array:
+    """Decoded values carry no validity of their own (nulls come from the levels)."""
+    from lance_ops.encoding.structural.values import from_block, to_block
+
+    return from_block(to_block(values), values.type)
+
+
+def test_layer_codes_outer_layers_get_larger_codes() -> None:
+    codes = layer_codes([NULLABLE_ITEM, NULL_AND_EMPTY_LIST, EMPTYABLE_LIST, NULLABLE_LIST])
+    assert [(c.null, c.empty) for c in codes] == [(1, 0), (2, 3), (0, 4), (5, 0)]
+    assert max_visible_def([NULLABLE_ITEM, NULL_AND_EMPTY_LIST]) == 1
+    assert max_visible_def([NULLABLE_ITEM, NULLABLE_ITEM]) == 2
+
+
+def test_struct_null_makes_child_layer_nullable() -> None:
+    # pylance marks the child nullable when a null struct hides one of its slots.
+    x = pa.array(np.arange(6, dtype=np.int32))
+    arr = pa.StructArray.from_arrays([x], names=["x"], mask=pa.array([False, True] * 3))
+    (leaf,) = shred(arr)
+    assert leaf.levels.layers == (NULLABLE_ITEM, NULLABLE_ITEM)
+    assert leaf.levels.defs.tolist() == [0, 2, 0, 2, 0, 2]
+
+
+def test_sliced_nested_input() -> None:
+    arr = pa.array([[1], None, [2, 3], [], [None], [4, 5, 6]], pa.list_(I32)).slice(2, 3)
+    (leaf,) = shred(arr)
+    assert leaf.num_rows == 3
+    assert unshred(arr.type, [DecodedLeaf(leaf.levels, _plain(leaf.values))]).to_pylist() == arr.to_pylist()
+
+
+def test_multi_leaf_struct_round_trip() -> None:
+    t = pa.struct([("a", I32), ("b", pa.list_(pa.string())), ("c", pa.struct([("d", pa.float64())]))])
+    arr = pa.array(
+        [
+            {"a": 1, "b": ["x"], "c": {"d": 1.5}},
+            None,
+            {"a": None, "b": None, "c": None},
+            {"a": 4, "b": [], "c": {"d": None}},
+            {"a": 5, "b": ["y", None, "zz"], "c": {"d": 2.0}},
+        ],
+        t,
+    )
+    leaves = shred(arr)
+    assert len(leaves) == 3
+    decoded = [DecodedLeaf(leaf.levels, _plain(leaf.values)) for leaf in leaves]
+    assert unshred(t, decoded).to_pylist() == arr.to_pylist()
+
+
+# --- hypothesis: nested round trips -----------------------------------------------------------
+
+
+@given(nested_arrays())
+def test_shred_unshred_round_trip(arr: pa.Array) -> None:
+    leaves = shred(arr)
+    decoded = [DecodedLeaf(leaf.levels, _plain(leaf.values)) for leaf in leaves]
+    for leaf in leaves:
+        visible = leaf.levels.visible_mask()
+        assert len(leaf.values) == (leaf.levels.num_levels if visible is None else int(visible.sum()))
+    rebuilt = unshred(arr.type, decoded)
+    rebuilt.validate(full=True)
+    assert rebuilt.to_pylist() == arr.to_pylist()
+
+
+@given(nested_arrays(), st.data())
+def test_select_rows_and_canonical_concat(arr: pa.Array, data: st.DataObject) -> None:
+    n = len(arr)
+    rows = (
+        np.array(sorted(data.draw(st.sets(st.integers(0, max(n - 1, 0)), max_size=n))), np.int64) if n else []
+    )
+    leaves = [DecodedLeaf(leaf.levels, _plain(leaf.values)) for leaf in shred(arr)]
+    picked = [select_rows(leaf, np.asarray(rows, np.int64)) for leaf in leaves]
+    assert unshred(arr.type, picked).to_pylist() == arr.take(pa.array(rows, pa.int64())).to_pylist()
+    # Two pages with different layer meanings concatenate after canonicalisation.
+    halves = [arr.slice(0, n // 2), arr.slice(n // 2)]
+    shredded = [shred(h) for h in halves]
+    joined = [
+        concat_leaves([DecodedLeaf(s[i].levels, _plain(s[i].values)) for s in shredded])
+        for i in range(len(leaves))
+    ]
+    assert unshred(arr.type, joined).to_pylist() == arr.to_pylist()
+
+
+def test_canonicalize_recodes_defs() -> None:
+    lv = Levels(
+        (ALL_VALID_ITEM, NULLABLE_LIST), np.array([1, 1, 0], np.uint16), np.array([0, 1, 0], np.uint16), 3
+    )
+    canon = canonicalize(lv)
+    assert canon.layers == (NULLABLE_ITEM, NULL_AND_EMPTY_LIST)
+    assert canon.defs.tolist() == [0, 2, 0]
+
+
+# --- level compression (§2.8) -------------------------------------------------------------------
+
+
+def _every_seventh(n: int) -> np.ndarray:
+    return (np.arange(n) % 7 == 0).astype(np.uint16)
+
+
+@pytest.mark.parametrize(
+    ("n", "v21", "v22"),
+    [
+        (5, "flat", "flat"),
+        (10, "flat", "flat"),
+        (30, "flat", "rle"),
+        (64, "flat", "rle"),
+        (65, "inline", "rle"),
+        (200, "inline", "inline"),
+        (1024, "inline", "inline"),
+        (1025, "out_of_line", "out_of_line"),
+        (3000, "out_of_line", "out_of_line"),
+    ],
+)
+def test_level_codec_matches_pylance(n: int, v21: str, v22: str) -> None:
+    """Choices observed in pylance 14 for def levels with every 7th row null."""
+    levels = _every_seventh(n)
+    assert choose_level_codec(levels, FileVersion.V2_1).kind == v21
+    assert choose_level_codec(levels, FileVersion.V2_2).kind == v22
+
+
+def test_level_codec_rle_for_rare_nulls_in_22() -> None:
+    levels = (np.arange(10_000) % 1000 == 0).astype(np.uint16)
+    assert choose_level_codec(levels, FileVersion.V2_2).kind == "rle"
+    assert choose_level_codec(levels, FileVersion.V2_1).kind == "out_of_line"
+
+
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=3000),
+    st.sampled_from([FileVersion.V2_1, FileVersion.V2_2]),
+)
+def test_level_codec_round_trip(values: list[int], version: FileVersion) -> None:
+    levels = np.array(values, np.uint16)
+    codec = choose_level_codec(levels, version)
+    data, desc = codec.compress(levels)
+    assert decode_levels(memoryview(data), desc, len(levels)).tolist() == values
