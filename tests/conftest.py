@@ -6,7 +6,10 @@ Sections: hypothesis profiles (lead), Spark session fixture (jobs/assets).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # --- hypothesis profiles -------------------------------------------------------------------------
@@ -25,3 +28,27 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# --- Spark session fixture (jobs/assets) ---------------------------------------------------------
+# ONE local Spark session for the whole run (per xdist worker); tests using it are marked
+# ``@pytest.mark.spark``. pyspark is imported lazily so tests that never ask for it stay fast.
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SPARK_TEST_CONFIG = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "768m",
+}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    from jobs.session import get_spark
+
+    session = get_spark("lance-ops-tests", master="local[2]", config=SPARK_TEST_CONFIG)
+    yield session
+    session.stop()

@@ -1,0 +1,464 @@
+"""``spark.read/write.format("lance")``: a Spark 4 Python Data Source over lance_ops.
+
+Reading::
+
+    spark.read.format("lance").option("version", 3).load(uri)
+
+``schema()`` opens the dataset on the driver, pins the version it sees (the latest unless ``version``
+names a number or a tag) and maps its Arrow schema to Spark types (:mod:`jobs.types`). The reader
+plans one Spark partition per fragment; each task opens the pinned version, reads its fragment and
+yields Arrow record batches cast to the exact Arrow schema Spark expects. A DataFrame is therefore a
+snapshot: later commits do not change what it returns. Read options: ``version``, ``columns``,
+``batch_size`` (rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``.
+
+Pushdown — what Spark 4.3's Python Data Source API allows:
+
+* Filters: ``DataSourceReader.pushFilters`` (Spark >= 4.1), opt-in with
+  ``.option("filter_pushdown", "true")``. Comparisons, ``IN``, ``IS [NOT] NULL``, ``NOT`` and string
+  prefix/suffix/contains on top-level columns with scalar literals become one Lance SQL predicate
+  evaluated while scanning; anything else is handed back to Spark. It is off by default because of
+  two Spark 4.3 constraints: Spark refuses a reader implementing ``pushFilters`` unless
+  ``spark.sql.python.filterPushdown.enabled`` is true (:func:`jobs.register` sets it), and the JVM
+  caches the planned reader on the DataFrame's source (``PythonDataSourceV2.readInfo``) and reuses it
+  for a later query on the same DataFrame whose filters have no Python form (``OR``, arithmetic, no
+  filter at all) — that later query would silently inherit the earlier pushed predicates. With
+  pushdown on, build a fresh ``load()`` per filtered query.
+* Columns: the JVM side (``PythonScanBuilder``) implements only ``SupportsPushDownFilters``, not
+  ``SupportsPushDownRequiredColumns``, so ``load().select("a")`` still makes the source produce every
+  column and Spark drops the rest. To read fewer columns from storage, name them at the source:
+  ``.option("columns", "a,b")`` or a user schema ``.schema("a BIGINT, b STRING")``; the reader reads
+  exactly the fields of the schema it is given.
+
+Writing::
+
+    df.write.format("lance").mode("append" | "overwrite").save(uri)
+
+The writer is planned once on the driver (it records the dataset's version and Arrow schema), then
+each Spark task receives Arrow batches, casts them to the dataset's schema and calls
+:func:`lance_ops.fragment.write_fragments`; the task's commit message carries the resulting
+``FragmentMetadata``. When every task has succeeded the driver commits ONE transaction: ``Append`` to
+an existing dataset, or ``Overwrite`` for mode overwrite and for a dataset that does not exist yet (a
+create). Options: ``transaction_properties`` (JSON object of strings, stored in the transaction),
+``commit_message``, ``max_rows_per_file``, ``max_rows_per_group``, ``data_storage_version`` (default:
+the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create) and, for both
+directions, ``storage_options`` (JSON object).
+If a task fails, Spark calls ``abort``: nothing was committed, so the data files written by the
+successful tasks are unreachable from every version; they are left for
+``cleanup_old_versions(delete_unverified=True)``, exactly as with an interrupted pylance write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringContains,
+    StringEndsWith,
+    StringStartsWith,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+import lance_ops
+from jobs.types import conform_batch, spark_arrow_schema, spark_schema
+from lance_ops.errors import DatasetNotFoundError
+from lance_ops.fragment import FragmentMetadata, write_fragments
+from lance_ops.table.transaction import Operation
+
+log = logging.getLogger(__name__)
+
+FORMAT_NAME = "lance"
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+DEFAULT_BATCH_SIZE = 8192
+
+
+def _json_option(options: Mapping[str, str], key: str) -> dict[str, str]:
+    """A JSON-object option as a dict of strings (empty when absent)."""
+    raw = options.get(key)
+    if not raw:
+        return {}
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError(f"option {key!r} must be a JSON object, got {raw!r}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    lowered = str(raw).strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(f"option {key!r} must be true or false, got {raw!r}")
+    return lowered == "true"
+
+
+def _version_option(raw: str | None) -> int | str | None:
+    """``version`` option: an integer version, a tag name, or None for the latest."""
+    if raw is None or raw == "":
+        return None
+    return int(raw) if raw.strip().isdigit() else raw
+
+
+# --- filter translation -------------------------------------------------------------------------
+
+_COMPARISONS: dict[type[Filter], str] = {
+    EqualTo: "=",
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
+}
+
+
+# Spark's string-match filters as (before, after) LIKE wildcards around the literal text.
+_LIKE_WILDCARDS: dict[type[Filter], tuple[str, str]] = {
+    StringStartsWith: ("", "%"),
+    StringEndsWith: ("%", ""),
+    StringContains: ("%", "%"),
+}
+
+
+# Escaping differs between SQL dialects (Spark SQL uses backslashes, DataFusion-style Lance SQL
+# doubles quotes), so names and strings that would need escaping are left to Spark.
+_NEEDS_ESCAPE = ("'", "\\", "`")
+
+
+def _sql_identifier(attribute: tuple[str, ...]) -> str | None:
+    """A top-level column as a backtick-quoted identifier; nested paths are left to Spark."""
+    if len(attribute) != 1 or any(ch in attribute[0] for ch in _NEEDS_ESCAPE):
+        return None
+    return f"`{attribute[0]}`"
+
+
+def _sql_literal(value: Any) -> str | None:
+    """A scalar literal in SQL; None for values this translation does not handle (Spark keeps those)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if value == value and abs(value) != float("inf") else None
+    if isinstance(value, str) and not any(ch in value for ch in _NEEDS_ESCAPE):
+        return f"'{value}'"
+    return None
+
+
+def _like_literal(text: str, prefix: str, suffix: str) -> str | None:
+    """A LIKE pattern literal; None when ``text`` holds wildcards (escaping them is dialect-specific)."""
+    if any(ch in text for ch in "%_"):
+        return None
+    return _sql_literal(prefix + text + suffix)
+
+
+def filter_to_sql(flt: Filter) -> str | None:
+    """Translate one Spark filter to a Lance SQL predicate, or None when it must stay with Spark."""
+    if isinstance(flt, Not):
+        inner = filter_to_sql(flt.child)
+        return None if inner is None else f"NOT ({inner})"
+    column = _sql_identifier(flt.attribute)  # type: ignore[attr-defined]
+    if column is None:
+        return None
+    op = _COMPARISONS.get(type(flt))
+    if op is not None:
+        literal = _sql_literal(flt.value)  # type: ignore[attr-defined]
+        return None if literal is None else f"{column} {op} {literal}"
+    if isinstance(flt, EqualNullSafe):
+        if flt.value is None:
+            return f"{column} IS NULL"
+        literal = _sql_literal(flt.value)
+        return None if literal is None else f"({column} IS NOT NULL AND {column} = {literal})"
+    if isinstance(flt, In):
+        literals = [_sql_literal(v) for v in flt.value]
+        if not literals or any(lit is None for lit in literals):
+            return None
+        return f"{column} IN ({', '.join(literals)})"  # type: ignore[arg-type]
+    if isinstance(flt, IsNull):
+        return f"{column} IS NULL"
+    if isinstance(flt, IsNotNull):
+        return f"{column} IS NOT NULL"
+    wildcards = _LIKE_WILDCARDS.get(type(flt))
+    if wildcards is not None:
+        pattern = _like_literal(flt.value, *wildcards)  # type: ignore[attr-defined]
+        return None if pattern is None else f"{column} LIKE {pattern}"
+    return None
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LanceInputPartition(InputPartition):
+    """One Spark partition = one fragment of the pinned version (None: the version has no fragments,
+    Spark still runs one task, which yields nothing)."""
+
+    fragment_id: int | None
+
+
+class LanceReader(DataSourceReader):
+    """Reads the pinned version of a dataset, one fragment per partition, as Arrow batches."""
+
+    def __init__(
+        self,
+        uri: str,
+        version: int,
+        schema: StructType,
+        storage_options: dict[str, str],
+        batch_size: int,
+    ) -> None:
+        self.uri = uri
+        self.version = version
+        self.columns = schema.fieldNames()
+        self.arrow_schema = spark_arrow_schema(schema)
+        self.storage_options = storage_options
+        self.batch_size = batch_size
+        self.predicates: list[str] = []
+
+    @property
+    def filter(self) -> str | None:
+        """The pushed predicates as one SQL conjunction (None when nothing was pushed)."""
+        if not self.predicates:
+            return None
+        return " AND ".join(f"({p})" for p in self.predicates)
+
+    def _open(self) -> lance_ops.LanceDataset:
+        return lance_ops.dataset(self.uri, version=self.version, storage_options=self.storage_options)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        fragments = self._open().get_fragments()
+        return [LanceInputPartition(fragment.fragment_id) for fragment in fragments] or [
+            LanceInputPartition(None)
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, LanceInputPartition):
+            raise TypeError(f"not a Lance partition: {partition!r}")
+        if partition.fragment_id is None:
+            return
+        fragment = self._open().get_fragment(partition.fragment_id)
+        if fragment is None:
+            raise DatasetNotFoundError(
+                f"{self.uri}: fragment {partition.fragment_id} is not in version {self.version}"
+            )
+        # ``filter`` is passed only when predicates were pushed (pushdown is opt-in).
+        pushed = {"filter": self.filter} if self.filter else {}
+        table = fragment.to_table(columns=self.columns, **pushed)
+        for batch in table.to_batches(max_chunksize=self.batch_size):
+            if batch.num_rows:
+                yield conform_batch(batch, self.arrow_schema)
+
+
+class LanceFilteringReader(LanceReader):
+    """:class:`LanceReader` that also takes the filters Lance can evaluate while scanning."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        for flt in filters:
+            predicate = filter_to_sql(flt)
+            if predicate is None:
+                yield flt
+            else:
+                self.predicates.append(predicate)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+@dataclass
+class LanceCommitMessage(WriterCommitMessage):
+    """What one Spark task wrote: the fragments to add (ids are assigned at commit)."""
+
+    fragments: list[FragmentMetadata] = field(default_factory=list)
+    num_rows: int = 0
+
+
+class LanceWriter(DataSourceArrowWriter):
+    """Executors write fragments; the driver commits them as a single Append or Overwrite."""
+
+    def __init__(self, uri: str, spark_input_schema: StructType, overwrite: bool, options: Mapping[str, str]):
+        self.uri = uri
+        self.storage_options = _json_option(options, "storage_options")
+        self.transaction_properties = _json_option(options, "transaction_properties")
+        self.commit_message = options.get("commit_message")
+        self.max_rows_per_file = int(options.get("max_rows_per_file", 1024 * 1024))
+        self.max_rows_per_group = int(options.get("max_rows_per_group", 1024))
+        self.enable_stable_row_ids = _bool_option(options, "enable_stable_row_ids", False)
+        existing = self._existing()
+        self.read_version = None if existing is None else existing.version
+        self.overwrite = overwrite or existing is None
+        self.schema = (
+            existing.schema
+            if existing is not None and not overwrite
+            else spark_arrow_schema(spark_input_schema)
+        )
+        # New files match the dataset's format unless the caller names one.
+        self.data_storage_version = options.get("data_storage_version") or (
+            "stable" if existing is None else existing.data_storage_version
+        )
+
+    def _existing(self) -> lance_ops.LanceDataset | None:
+        """The latest version of the dataset at ``uri``, or None if there is none yet."""
+        try:
+            return lance_ops.dataset(self.uri, storage_options=self.storage_options)
+        except DatasetNotFoundError:
+            return None
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
+        counted = _CountingBatches(iterator, self.schema)
+        if counted.peek() is None:
+            return LanceCommitMessage()
+        reader = pa.RecordBatchReader.from_batches(self.schema, counted)
+        fragments = write_fragments(
+            reader,
+            self.uri,
+            schema=self.schema,
+            mode="overwrite" if self.overwrite else "append",
+            max_rows_per_file=self.max_rows_per_file,
+            max_rows_per_group=self.max_rows_per_group,
+            data_storage_version=self.data_storage_version,
+            storage_options=self.storage_options,
+        )
+        return LanceCommitMessage(fragments=list(fragments), num_rows=counted.num_rows)
+
+    def operation(self, fragments: list[FragmentMetadata]) -> Operation:
+        """The single operation committing ``fragments``."""
+        if self.overwrite:
+            return lance_ops.LanceOperation.Overwrite(self.schema, fragments)
+        return lance_ops.LanceOperation.Append(fragments)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        fragments = [
+            frag for msg in messages if isinstance(msg, LanceCommitMessage) for frag in msg.fragments
+        ]
+        committed = lance_ops.LanceDataset.commit(
+            self.uri,
+            self.operation(fragments),
+            read_version=self.read_version or 0,
+            storage_options=self.storage_options,
+            commit_message=self.commit_message,
+            transaction_properties=self.transaction_properties,
+            enable_stable_row_ids=self.enable_stable_row_ids,
+            data_storage_version=self.data_storage_version,
+        )
+        rows = sum(msg.num_rows for msg in messages if isinstance(msg, LanceCommitMessage))
+        log.info(
+            "committed %d rows in %d fragments as version %d of %s",
+            rows,
+            len(fragments),
+            committed.version,
+            self.uri,
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        orphans = sum(len(m.fragments) for m in messages if isinstance(m, LanceCommitMessage))
+        log.warning(
+            "Lance write to %s aborted: nothing committed; %d written fragment(s) are unreferenced and "
+            "will be removed by cleanup_old_versions(delete_unverified=True)",
+            self.uri,
+            orphans,
+        )
+
+
+class _CountingBatches:
+    """Iterator over Spark's batches, cast to the dataset schema, counting rows and allowing a peek."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> None:
+        self._batches = (conform_batch(b, schema) for b in batches if b.num_rows)
+        self._head: pa.RecordBatch | None = None
+        self.num_rows = 0
+
+    def peek(self) -> pa.RecordBatch | None:
+        if self._head is None:
+            self._head = next(self._batches, None)
+        return self._head
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        batch = self._head if self._head is not None else next(self._batches)
+        self._head = None
+        self.num_rows += batch.num_rows
+        return batch
+
+
+# --- the data source ----------------------------------------------------------------------------
+
+
+class LanceDataSource(DataSource):
+    """``format("lance")``: batch reads and writes of Lance datasets through lance_ops."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    @property
+    def uri(self) -> str:
+        path = self.options.get("path")
+        if not path:
+            raise ValueError("the Lance data source needs a dataset URI: load(uri) / save(uri)")
+        return path
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        return _json_option(self.options, "storage_options")
+
+    def _pinned_version(self) -> int:
+        """The dataset version this DataFrame reads, resolved once and kept with the source."""
+        pinned = getattr(self, "_version", None)
+        if pinned is None:
+            ds = lance_ops.dataset(
+                self.uri,
+                version=_version_option(self.options.get("version")),
+                storage_options=self.storage_options,
+            )
+            pinned = self._version = ds.version
+            self._arrow_schema = ds.schema
+        return pinned
+
+    def schema(self) -> StructType:
+        self._pinned_version()
+        full = spark_schema(self._arrow_schema)
+        wanted = self.options.get("columns")
+        if not wanted:
+            return full
+        names = [name.strip() for name in wanted.split(",") if name.strip()]
+        missing = [name for name in names if name not in full.fieldNames()]
+        if missing:
+            raise ValueError(
+                f"option 'columns' names unknown column(s) {missing}; schema has {full.fieldNames()}"
+            )
+        return StructType([full[name] for name in names])
+
+    def reader(self, schema: StructType) -> LanceReader:
+        pushdown = _bool_option(self.options, "filter_pushdown", False)
+        cls = LanceFilteringReader if pushdown else LanceReader
+        return cls(
+            self.uri,
+            self._pinned_version(),
+            schema,
+            self.storage_options,
+            int(self.options.get("batch_size", DEFAULT_BATCH_SIZE)),
+        )
+
+    def writer(self, schema: StructType, overwrite: bool) -> LanceWriter:
+        return LanceWriter(self.uri, schema, overwrite, self.options)

@@ -1,0 +1,47 @@
+"""One way to build a local Spark session for lance-ops jobs, tests and Dagster assets.
+
+``get_spark`` points Python workers at this interpreter (so executors import the same venv and the
+installed ``jobs``/``lance_ops`` packages), keeps memory and shuffle settings small enough for a laptop
+or a CI runner, pins the session time zone to UTC (Lance timestamps carry their own zone) and registers
+the ``lance`` data source.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+import jobs
+
+DEFAULT_CONFIG: dict[str, str] = {
+    "spark.driver.memory": "1g",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.python.worker.reuse": "true",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def python_worker_config() -> dict[str, str]:
+    """Settings that make Spark's Python workers run ``sys.executable`` (also exported to the env)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    return {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
+
+
+def get_spark(
+    app_name: str, master: str = "local[*]", config: Mapping[str, str] | None = None
+) -> SparkSession:
+    """A (possibly existing) Spark session with lance-ops defaults, ``config`` overriding them."""
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in {**DEFAULT_CONFIG, **python_worker_config(), **(config or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    jobs.register(spark)
+    return spark
