@@ -15,7 +15,6 @@ whose bytes are ignored. Blocks are numpy-backed and immutable by convention.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
@@ -68,4 +67,4 @@ class StructBlock:
     num_values: int
 
 
-DataBlock = Union[FixedWidthBlock, VariableWidthBlock, FixedSizeListBlock, StructBlock]
+DataBlock = FixedWidthBlock | VariableWidthBlock | FixedSizeListBlock | StructBlock
