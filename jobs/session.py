@@ -38,6 +38,9 @@ def get_spark(
     app_name: str, master: str = "local[*]", config: Mapping[str, str] | None = None
 ) -> SparkSession:
     """A (possibly existing) Spark session with lance-ops defaults, ``config`` overriding them."""
+    if master.startswith("local"):
+        # Bind local sessions to loopback: no host-name lookup, nothing listening on other interfaces.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in {**DEFAULT_CONFIG, **python_worker_config(), **(config or {})}.items():
         builder = builder.config(key, value)
