@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
@@ -48,6 +49,7 @@ from lance_ops.table.commit import (
 from lance_ops.table.deletion import read_deletion_vector
 from lance_ops.table.manifest import DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR, ManifestNamingScheme, child_uri
+from lance_ops.table.predicate import Predicate, parse_predicate
 from lance_ops.table.rowids import decode_row_ids
 from lance_ops.table.transaction import (
     COMMIT_MESSAGE_KEY,
@@ -75,6 +77,7 @@ ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
 
 SchemaLike: TypeAlias = pa.Schema | Sequence[file_pb2.Field]
+Filter: TypeAlias = "str | pc.Expression | None"
 
 
 def _fields_of(schema: SchemaLike) -> tuple[tuple[file_pb2.Field, ...], dict[str, bytes]]:
@@ -188,7 +191,12 @@ class _ColumnMap:
 
 
 class LanceFragment:
-    """One fragment of a dataset version (pylance's ``LanceFragment``)."""
+    """One fragment of a dataset version (pylance's ``LanceFragment``).
+
+    Reads stream in batches of at most ``batch_size`` live rows; a ``filter`` (SQL text or a
+    ``pyarrow.compute.Expression``, see :mod:`lance_ops.table.predicate`) may name columns that are
+    not in ``columns``: they are read, used and dropped.
+    """
 
     def __init__(self, ds: LanceDataset, metadata: DataFragment) -> None:
         self._ds = ds
@@ -202,9 +210,8 @@ class LanceFragment:
     def physical_rows(self) -> int:
         return self._ds._physical_rows(self.metadata)
 
-    def count_rows(self, filter: Any = None) -> int:
-        _no_filter(filter)
-        return self._ds._live_count(self.metadata)
+    def count_rows(self, filter: Filter = None) -> int:
+        return self._ds._count_fragment(self.metadata, self._ds._predicate(filter))
 
     def data_files(self) -> list[DataFile]:
         return list(self.metadata.files)
@@ -213,17 +220,35 @@ class LanceFragment:
         deletion = self.metadata.deletion_file
         return None if deletion is None else f"_deletions/{deletion.file_name(self.metadata.id)}"
 
-    def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
-        offsets = self._ds._live_offsets(self.metadata)
-        return self._ds._read_fragment(self.metadata, self._ds._columns(columns), offsets, False, False)
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: Filter = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """This fragment's (filtered) rows as record batches, read one batch at a time."""
+        names, predicate = self._ds._columns(columns), self._ds._predicate(filter)
+        tables = self._ds._scan_fragment(
+            self.metadata, None, names, predicate, with_row_id, with_row_address, batch_size
+        )
+        return (batch for table in tables for batch in table.to_batches())
+
+    def to_table(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: Filter = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        batch_size: int | None = None,
+    ) -> pa.Table:
+        schema = self._ds._output_schema(self._ds._columns(columns), with_row_id, with_row_address)
+        batches = self.to_batches(columns, filter, with_row_id, with_row_address, batch_size)
+        return pa.Table.from_batches(list(batches), schema=schema)
 
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self.metadata.physical_rows})"
-
-
-def _no_filter(filter: Any) -> None:
-    if filter is not None:
-        raise UnsupportedFeatureError("filters are not supported yet")
 
 
 class LanceDataset:
@@ -323,9 +348,9 @@ class LanceDataset:
     def get_fragment(self, fragment_id: int) -> LanceFragment | None:
         return next((f for f in self.get_fragments() if f.fragment_id == fragment_id), None)
 
-    def count_rows(self, filter: Any = None) -> int:
-        _no_filter(filter)
-        return sum(self._live_count(f) for f in self._manifest.fragments)
+    def count_rows(self, filter: Filter = None) -> int:
+        predicate = self._predicate(filter)
+        return sum(self._count_fragment(f, predicate) for f in self._manifest.fragments)
 
     def __len__(self) -> int:
         return self.count_rows()
@@ -452,6 +477,10 @@ class LanceDataset:
         if with_row_address:
             out_fields.append(pa.field(ROW_ADDRESS, pa.uint64()))
             out_arrays.append(pa.array(_addresses(fragment.id, offsets), pa.uint64()))
+        if not out_arrays:
+            # No columns, but still one (empty) row per offset.
+            rows = pa.RecordBatch.from_struct_array(pa.nulls(len(offsets), pa.struct([])))
+            return pa.Table.from_batches([rows])
         return pa.Table.from_arrays(out_arrays, schema=pa.schema(out_fields, metadata=self.schema.metadata))
 
     def _row_ids(self, fragment: DataFragment, offsets: np.ndarray) -> np.ndarray:
@@ -465,45 +494,105 @@ class LanceDataset:
 
     # ------------------------------------------------------------------ scans
 
+    def _predicate(self, filter: Filter) -> Predicate | None:
+        return None if filter is None else parse_predicate(filter, self.schema)
+
+    def _count_fragment(self, fragment: DataFragment, predicate: Predicate | None) -> int:
+        if predicate is None:
+            return self._live_count(fragment)
+        tables = self._scan_fragment(fragment, None, [], predicate, False, False, None)
+        return sum(t.num_rows for t in tables)
+
+    def _scan_fragment(
+        self,
+        fragment: DataFragment,
+        live: np.ndarray | None,
+        names: Sequence[str],
+        predicate: Predicate | None,
+        with_row_id: bool,
+        with_row_address: bool,
+        batch_size: int | None,
+    ) -> Iterator[pa.Table]:
+        """Tables of at most ``batch_size`` rows read from ``live`` offsets (default: all live rows).
+
+        With a predicate, the columns it names are read too, the rows it does not select are
+        dropped, and the result is projected back to ``names`` (plus the row id / address).
+        """
+        if live is None:
+            live = self._live_offsets(fragment)
+        size = batch_size or DEFAULT_BATCH_SIZE
+        read = list(names)
+        if predicate is not None:
+            read += [c for c in predicate.columns if c not in names]
+        keep = [*names, *([ROW_ID] if with_row_id else []), *([ROW_ADDRESS] if with_row_address else [])]
+        for start in range(0, len(live), size):
+            offsets = live[start : start + size]
+            table = self._read_fragment(fragment, read, offsets, with_row_id, with_row_address)
+            if predicate is not None:
+                table = predicate.filter(table).select(keep)
+            yield table
+
     def to_batches(
         self,
         columns: Sequence[str] | None = None,
-        filter: Any = None,
+        filter: Filter = None,
         limit: int | None = None,
         offset: int | None = None,
         with_row_id: bool = False,
         with_row_address: bool = False,
         batch_size: int | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Rows in fragment order as record batches of at most ``batch_size`` rows."""
-        _no_filter(filter)
-        names = self._columns(columns)
-        size = batch_size or DEFAULT_BATCH_SIZE
-        skip = offset or 0
-        remaining = np.inf if limit is None else limit
-        if skip < 0 or remaining < 0:
+        """Rows in fragment order as record batches of at most ``batch_size`` rows.
+
+        Fragments are read one batch at a time. ``offset`` and ``limit`` count rows that pass
+        ``filter`` (as in pylance); without a filter, skipped fragments are not read at all.
+        """
+        names, predicate = self._columns(columns), self._predicate(filter)
+        if (offset or 0) < 0 or (limit or 0) < 0:
             raise ValueError("limit and offset must be non-negative")
+        return self._batches(names, predicate, limit, offset or 0, with_row_id, with_row_address, batch_size)
+
+    def _batches(
+        self,
+        names: Sequence[str],
+        predicate: Predicate | None,
+        limit: int | None,
+        skip: int,
+        with_row_id: bool,
+        with_row_address: bool,
+        batch_size: int | None,
+    ) -> Iterator[pa.RecordBatch]:
+        remaining = np.inf if limit is None else limit
         for fragment in self._manifest.fragments:
             if remaining <= 0:
                 return
-            count = self._live_count(fragment)
-            if skip >= count:
-                skip -= count
-                continue
-            live = self._live_offsets(fragment)
-            live = live[skip:] if remaining == np.inf else live[skip : skip + int(remaining)]
-            skip = 0
-            remaining -= len(live)
-            for start in range(0, len(live), size):
-                table = self._read_fragment(
-                    fragment, names, live[start : start + size], with_row_id, with_row_address
-                )
+            live = None
+            if predicate is None:
+                count = self._live_count(fragment)
+                if skip >= count:
+                    skip -= count
+                    continue
+                live = self._live_offsets(fragment)
+                live = live[skip:] if remaining == np.inf else live[skip : skip + int(remaining)]
+                skip = 0
+            tables = self._scan_fragment(
+                fragment, live, names, predicate, with_row_id, with_row_address, batch_size
+            )
+            for table in tables:
+                if skip >= table.num_rows:
+                    skip -= table.num_rows
+                    continue
+                table = table.slice(skip, None if remaining == np.inf else int(remaining))
+                skip = 0
+                remaining -= table.num_rows
                 yield from table.to_batches()
+                if remaining <= 0:
+                    return
 
     def scanner(
         self,
         columns: Sequence[str] | None = None,
-        filter: Any = None,
+        filter: Filter = None,
         limit: int | None = None,
         offset: int | None = None,
         with_row_id: bool = False,
@@ -526,7 +615,7 @@ class LanceDataset:
     def to_table(
         self,
         columns: Sequence[str] | None = None,
-        filter: Any = None,
+        filter: Filter = None,
         limit: int | None = None,
         offset: int | None = None,
         with_row_id: bool = False,

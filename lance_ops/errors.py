@@ -34,6 +34,10 @@ class SchemaError(LanceOpsError, ValueError):
     """Data does not match the schema, or a type cannot be stored in Lance."""
 
 
+class PredicateError(LanceOpsError, ValueError):
+    """A filter predicate is not valid SQL, or its operands have types that cannot be combined."""
+
+
 class DatasetNotFoundError(LanceOpsError, FileNotFoundError):
     """No dataset (or no such version / tag) exists at the given location."""
 

@@ -7,7 +7,6 @@ Spark, and cross-check the committed dataset with lance_ops and with pylance (in
 from __future__ import annotations
 
 import datetime
-import inspect
 import json
 from pathlib import Path
 
@@ -25,7 +24,6 @@ import lance_ops
 from jobs.datasource import filter_to_sql
 from jobs.pipeline import demo_frame, run, write_lance
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema, spark_type
-from lance_ops.dataset import LanceFragment
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 
 # --- type mapping (no Spark session) ------------------------------------------------------------
@@ -261,24 +259,9 @@ FILTER_CONDITIONS = [
 ]
 
 
-# Filter pushdown hands a SQL predicate to ``LanceFragment.to_table(filter=...)``; until lance_ops
-# fragments take filters the pushdown case must fail (strict xfail flips once they do).
-FRAGMENT_FILTERS = "filter" in inspect.signature(LanceFragment.to_table).parameters
-
-
+# Filter pushdown hands a SQL predicate to ``LanceFragment.to_table(filter=...)``.
 @pytest.mark.spark
-@pytest.mark.parametrize(
-    "pushdown",
-    [
-        pytest.param(
-            "true",
-            marks=pytest.mark.xfail(
-                not FRAGMENT_FILTERS, reason="lance_ops fragments take no filter yet", strict=True
-            ),
-        ),
-        "false",
-    ],
-)
+@pytest.mark.parametrize("pushdown", ["true", "false"])
 def test_filters(spark: SparkSession, tmp_path: Path, pushdown: str) -> None:
     uri = str(tmp_path / "filter.lance")
     source = demo_frame(spark, 300, partitions=2)

@@ -1,0 +1,681 @@
+"""Filter predicates: SQL text (or a ``pyarrow.compute.Expression``) -> a bound Arrow expression.
+
+pylance filters are DataFusion SQL. Here sqlglot parses the text (a Spark-flavoured dialect:
+backtick identifiers, ``'...'`` and ``"..."`` string literals as Lance reads them, no backslash
+escapes inside strings) and a dispatch table keyed by sqlglot node class turns the tree into a
+``pyarrow.compute.Expression`` that Arrow's dataset machinery evaluates batch by batch::
+
+    "id % 10 = 0 AND name LIKE 'a%'"
+      -> And(EQ(Mod(Column id, 10), 0), Like(Column name, 'a%'))
+      -> and_kleene(equal(subtract(id, multiply(divide(id, 10), 10)), 0), match_like(name, 'a%'))
+
+Semantics follow pylance where Arrow's kernels differ from DataFusion's:
+
+* three-valued logic: AND/OR/NOT are Kleene, comparisons with NULL are NULL, ``x IN (.., NULL)``
+  is NULL when nothing matches, and a row is selected only when the predicate is TRUE;
+* floats compare as arrow-rs does: ``NaN = NaN`` and NaN sorts above +inf; two non-constant
+  floats compare in IEEE total order (``-0.0 < 0.0``), a float and a constant with ``-0.0 = 0.0``
+  (what pylance returns). Not reproduced: the sign of NaN (arrow-rs sorts ``-NaN`` below -inf;
+  Arrow's compute functions cannot see a NaN's sign bit);
+* ``%`` is the truncated remainder (sign of the dividend), ``/`` of two integers truncates;
+* a literal compared with a column takes the column's type when that cast is lossless
+  (``int8_col = 5``, ``ts_col > timestamp '2024-01-01 00:00:00'``, ``large_string_col = 'x'``);
+  lossy cases (``int_col = 1.5``) compare in the wider type instead of failing as pylance does.
+
+Every column reference is checked against the schema (:class:`SchemaError`); constructs and
+functions outside the table raise :class:`UnsupportedFeatureError` naming the SQL fragment; text
+that does not parse, or operands whose types do not combine, raise :class:`PredicateError`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError, TokenError
+
+from lance_ops.errors import PredicateError, SchemaError, UnsupportedFeatureError
+
+__all__ = ["Predicate", "parse_predicate"]
+
+
+class LanceSQL(Spark):
+    """Spark's grammar with Lance's string literals: quotes double to escape, backslash is literal."""
+
+    class Tokenizer(Spark.Tokenizer):
+        STRING_ESCAPES = ["'"]
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A bound filter: the Arrow expression and the top-level columns it reads."""
+
+    expression: pc.Expression
+    columns: tuple[str, ...]
+
+    def filter(self, table: pa.Table) -> pa.Table:
+        """Rows of ``table`` for which the predicate is TRUE (FALSE and NULL drop the row)."""
+        return table.filter(self.expression)
+
+
+def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predicate:
+    """Bind a SQL filter (or an Arrow expression) to ``schema``."""
+    translator = _Translator(schema)
+    if isinstance(predicate, pc.Expression):
+        value = translator.typed(predicate, str(predicate))
+        columns: Sequence[str] = schema.names
+    elif isinstance(predicate, str):
+        value = translator.translate(_parse(predicate))
+        columns = [name for name in schema.names if name in translator.columns]
+    else:
+        raise TypeError(
+            f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(predicate).__name__}"
+        )
+    if not pa.types.is_boolean(value.type):
+        raise PredicateError(f"the filter {predicate!s} does not return a boolean (it returns {value.type})")
+    return Predicate(value.expr, tuple(columns))
+
+
+def _parse(sql: str) -> exp.Expr:
+    try:
+        tree = sqlglot.parse_one(sql, dialect=LanceSQL)
+    except (ParseError, TokenError) as exc:
+        raise PredicateError(f"cannot parse the filter {sql!r}: {exc}") from exc
+    if tree is None:
+        raise PredicateError(f"the filter {sql!r} is empty")
+    return tree
+
+
+@dataclass(frozen=True)
+class _Value:
+    """A translated operand: its expression, its Arrow type, and its value when it is a constant."""
+
+    expr: pc.Expression
+    type: pa.DataType
+    literal: pa.Scalar | None = None
+
+
+def _constant(scalar: pa.Scalar) -> _Value:
+    return _Value(pc.scalar(scalar), scalar.type, scalar)
+
+
+_NULL_BOOL = pa.scalar(None, pa.bool_())
+
+
+def _kind(type_: pa.DataType) -> str:
+    """Coarse type family deciding whether a literal may be cast to a column's type."""
+    if pa.types.is_integer(type_):
+        return "int"
+    if pa.types.is_floating(type_) or pa.types.is_decimal(type_):
+        return "float"
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_):
+        return "string"
+    if pa.types.is_binary(type_) or pa.types.is_large_binary(type_) or pa.types.is_binary_view(type_):
+        return "binary"
+    if pa.types.is_temporal(type_):
+        return "temporal"
+    if pa.types.is_boolean(type_):
+        return "bool"
+    if pa.types.is_null(type_):
+        return "null"
+    return "other"
+
+
+# Literal kind -> column kinds it may be cast to (a string also goes to what it spells: '2', '2024-01-01').
+_RETYPE = {
+    "int": {"int", "float"},
+    "float": {"float"},
+    "string": {"string", "binary", "int", "float", "temporal", "bool"},
+    "temporal": {"temporal"},
+    "bool": {"bool"},
+}
+
+
+def _retype(value: _Value, target: pa.DataType) -> _Value:
+    """``value`` cast to ``target`` when it is a literal and the cast is lossless."""
+    if value.literal is None or value.type == target:
+        return value
+    if pa.types.is_null(value.type):
+        return _constant(pa.scalar(None, target))
+    if _kind(target) not in _RETYPE.get(_kind(value.type), set()):
+        return value
+    try:
+        return _constant(value.literal.cast(target, safe=True))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return value
+
+
+def _common_numeric(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """DataFusion's result type for two different numeric types (None: not both int/float)."""
+    if a == b or {_kind(a), _kind(b)} - {"int", "float"} or pa.types.is_decimal(a) or pa.types.is_decimal(b):
+        return None
+    if pa.types.is_floating(a) or pa.types.is_floating(b):
+        return pa.float64()
+    if pa.types.is_unsigned_integer(a) and pa.types.is_unsigned_integer(b):
+        return a if a.bit_width > b.bit_width else b
+    return pa.int64()
+
+
+def _as(value: _Value, target: pa.DataType) -> _Value:
+    if value.type == target:
+        return value
+    if value.literal is not None:
+        return _constant(value.literal.cast(target))
+    return _Value(value.expr.cast(target), target)
+
+
+def _promote(left: _Value, right: _Value) -> tuple[_Value, _Value]:
+    """Cast two numeric operands to their common type explicitly.
+
+    Arrow's binder would otherwise narrow an integer literal to the column's type
+    (``int32_col + 2147483647`` overflowing in int32).
+    """
+    common = _common_numeric(left.type, right.type)
+    if common is None:
+        return left, right
+    try:
+        return _as(left, common), _as(right, common)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise PredicateError(f"cannot convert {left.type} and {right.type} to {common}: {exc}") from exc
+
+
+def _unify(left: _Value, right: _Value) -> tuple[_Value, _Value]:
+    """Give a literal operand the type of the other (non-literal) operand when possible."""
+    if left.literal is not None and right.literal is None:
+        return _retype(left, right.type), right
+    if right.literal is not None and left.literal is None:
+        return left, _retype(right, left.type)
+    if pa.types.is_null(left.type):
+        return _retype(left, right.type), right
+    if pa.types.is_null(right.type):
+        return left, _retype(right, left.type)
+    return left, right
+
+
+class _Translator:
+    """Walks a sqlglot tree through :data:`_HANDLERS`, checking columns against the schema."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.columns: set[str] = set()
+        self._probe = pads.dataset(schema.empty_table())
+
+    def translate(self, node: exp.Expr) -> _Value:
+        handler = _HANDLERS.get(type(node))
+        if handler is None:
+            raise UnsupportedFeatureError(f"unsupported SQL in a filter: {_sql(node)}")
+        return handler(self, node)
+
+    def typed(self, expr: pc.Expression, where: str) -> _Value:
+        """``expr`` with its result type (binding it also checks that the operand types combine)."""
+        try:
+            type_ = self._probe.scanner(columns={"v": expr}).projected_schema.field(0).type
+        except pa.ArrowInvalid as exc:
+            if "No match for FieldRef" in str(exc):
+                raise SchemaError(f"{where}: {exc}") from exc
+            raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
+        return _Value(expr, type_)
+
+    def call(self, node: exp.Expr, expr: pc.Expression) -> _Value:
+        return self.typed(expr, _sql(node))
+
+    def column(self, node: exp.Column) -> _Value:
+        parts = [p.name for p in node.parts]
+        top = self._top_level(parts[0], node)
+        type_ = self.schema.field(top).type
+        for name in parts[1:]:
+            if not pa.types.is_struct(type_) or type_.get_field_index(name) < 0:
+                raise SchemaError(f"no such field {'.'.join(parts)!r} in the dataset schema")
+            type_ = type_.field(name).type
+        self.columns.add(top)
+        return _Value(pc.field(top, *parts[1:]), type_)
+
+    def _top_level(self, name: str, node: exp.Column) -> str:
+        if self.schema.get_field_index(name) >= 0:
+            return name
+        folded = [n for n in self.schema.names if n.lower() == name.lower()]
+        if len(folded) == 1:
+            return folded[0]
+        raise SchemaError(
+            f"the filter names unknown column {_sql(node)!r}; the schema has {self.schema.names}"
+        )
+
+    def pattern(self, node: exp.Expr, what: str) -> str:
+        """A string literal argument (LIKE patterns, regular expressions, affixes)."""
+        value = self.translate(node)
+        if value.literal is None or not isinstance(value.literal.as_py(), str):
+            raise UnsupportedFeatureError(f"the {what} must be a string literal, not {_sql(node)}")
+        return value.literal.as_py()
+
+
+def _sql(node: exp.Expr) -> str:
+    return node.sql(dialect=LanceSQL)
+
+
+Handler = Callable[[_Translator, Any], _Value]
+
+# ---------------------------------------------------------------- literals and columns
+
+
+def _number(tr: _Translator, node: exp.Literal) -> _Value:
+    if node.is_string:
+        return _constant(pa.scalar(node.this, pa.string()))
+    text = node.this
+    try:
+        return _constant(pa.scalar(int(text)))
+    except ValueError:
+        return _constant(pa.scalar(float(text), pa.float64()))
+    except (OverflowError, pa.ArrowInvalid) as exc:
+        raise PredicateError(f"integer literal out of range: {text}") from exc
+
+
+def _boolean(tr: _Translator, node: exp.Boolean) -> _Value:
+    return _constant(pa.scalar(bool(node.this), pa.bool_()))
+
+
+def _null(tr: _Translator, node: exp.Null) -> _Value:
+    return _constant(pa.scalar(None))
+
+
+def _paren(tr: _Translator, node: exp.Paren) -> _Value:
+    return tr.translate(node.this)
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def _nan_eq(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+    # if_else yields NULL when its condition is NULL, so the result is NULL exactly when x or y is.
+    return pc.if_else(pc.is_nan(x), pc.is_nan(y), pc.if_else(pc.is_nan(y), False, pc.equal(x, y)))
+
+
+def _nan_lt(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+    return pc.if_else(
+        pc.is_nan(x),
+        pc.if_else(pc.is_valid(y), False, _NULL_BOOL),
+        pc.if_else(pc.is_nan(y), True, pc.less(x, y)),
+    )
+
+
+def _both_zero(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+    return pc.if_else(pc.equal(x, 0.0), pc.equal(y, 0.0), False)
+
+
+def _negative_zero(x: pc.Expression) -> pc.Expression:
+    """For a zero ``x``: whether it is -0.0 (1 / -0.0 is -inf)."""
+    return pc.less(pc.divide(pc.scalar(1.0), x), 0.0)
+
+
+def _total_eq(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+    return pc.if_else(_both_zero(x, y), pc.equal(_negative_zero(x), _negative_zero(y)), _nan_eq(x, y))
+
+
+def _total_lt(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+    negative_first = pc.and_kleene(_negative_zero(x), pc.invert(_negative_zero(y)))
+    return pc.if_else(_both_zero(x, y), negative_first, _nan_lt(x, y))
+
+
+Compare = Callable[[pc.Expression, pc.Expression], pc.Expression]
+
+
+@dataclass(frozen=True)
+class _Order:
+    """``=`` and ``<`` of one comparison flavour; the other four operators derive from them."""
+
+    eq: Compare
+    lt: Compare
+
+
+# Arrow's kernels; floats against a constant (NaN = NaN, NaN above +inf, -0.0 = 0.0); floats
+# against floats (arrow-rs total order, which also puts -0.0 below 0.0).
+_ARROW = _Order(pc.equal, pc.less)
+_FLOAT_CONSTANT = _Order(_nan_eq, _nan_lt)
+_FLOAT_TOTAL = _Order(_total_eq, _total_lt)
+
+_OPERATORS: dict[str, Callable[[_Order, pc.Expression, pc.Expression], pc.Expression]] = {
+    "eq": lambda order, x, y: order.eq(x, y),
+    "ne": lambda order, x, y: pc.invert(order.eq(x, y)),
+    "lt": lambda order, x, y: order.lt(x, y),
+    "gt": lambda order, x, y: order.lt(y, x),
+    "le": lambda order, x, y: pc.invert(order.lt(y, x)),
+    "ge": lambda order, x, y: pc.invert(order.lt(x, y)),
+}
+
+
+def compare(tr: _Translator, op: str, left: _Value, right: _Value, where: str) -> _Value:
+    left, right = _unify(left, right)
+    if pa.types.is_null(left.type) or pa.types.is_null(right.type):
+        return _constant(_NULL_BOOL)
+    left, right = _promote(left, right)
+    order = _ARROW
+    if pa.types.is_floating(left.type) and pa.types.is_floating(right.type):
+        constant = left.literal is not None or right.literal is not None
+        order = _FLOAT_CONSTANT if constant else _FLOAT_TOTAL
+    return tr.typed(_OPERATORS[op](order, left.expr, right.expr), where)
+
+
+def _comparison(op: str) -> Handler:
+    def handle(tr: _Translator, node: exp.Binary) -> _Value:
+        return compare(tr, op, tr.translate(node.this), tr.translate(node.expression), _sql(node))
+
+    return handle
+
+
+def _between(tr: _Translator, node: exp.Between) -> _Value:
+    value, where = tr.translate(node.this), _sql(node)
+    low = compare(tr, "ge", value, tr.translate(node.args["low"]), where)
+    high = compare(tr, "le", value, tr.translate(node.args["high"]), where)
+    return tr.call(node, pc.and_kleene(low.expr, high.expr))
+
+
+def _in(tr: _Translator, node: exp.In) -> _Value:
+    if any(node.args.get(key) for key in ("query", "unnest", "field")):
+        raise UnsupportedFeatureError(f"only IN (value, ...) lists are supported in filters: {_sql(node)}")
+    value = tr.translate(node.this)
+    items = [_unify(value, tr.translate(item))[1] for item in node.expressions]
+    where = _sql(node)
+    set_lookup = (
+        items
+        and _kind(value.type) not in ("float", "null")
+        and all(i.literal is not None and i.type in (value.type, pa.null()) for i in items)
+    )
+    if not set_lookup:
+        result = compare(tr, "eq", value, items[0], where) if items else _constant(pa.scalar(False))
+        for item in items[1:]:
+            result = tr.call(node, pc.or_kleene(result.expr, compare(tr, "eq", value, item, where).expr))
+        return result
+    present = [i.literal for i in items if i.literal is not None and i.literal.is_valid]
+    found = pc.is_in(
+        value.expr, value_set=pa.array([s.as_py() for s in present], value.type), skip_nulls=True
+    )
+    if len(present) < len(items):
+        return tr.call(node, pc.if_else(found, pa.scalar(True), _NULL_BOOL))
+    return tr.call(node, pc.if_else(pc.is_null(value.expr), _NULL_BOOL, found))
+
+
+def _is(tr: _Translator, node: exp.Is) -> _Value:
+    value, target = tr.translate(node.this), node.expression
+    if isinstance(target, exp.Null):
+        return tr.call(node, pc.is_null(value.expr))
+    if isinstance(target, exp.Boolean):
+        truth = value.expr if target.this else pc.invert(value.expr)
+        return tr.call(node, pc.coalesce(truth, pa.scalar(False)))
+    raise UnsupportedFeatureError(f"unsupported IS test in a filter: {_sql(node)}")
+
+
+# ---------------------------------------------------------------- logic
+
+
+def _logic(kernel: Callable[..., pc.Expression]) -> Handler:
+    def handle(tr: _Translator, node: exp.Binary) -> _Value:
+        left, right = tr.translate(node.this), tr.translate(node.expression)
+        left, right = (_retype(v, pa.bool_()) for v in (left, right))
+        return tr.call(node, kernel(left.expr, right.expr))
+
+    return handle
+
+
+def _not(tr: _Translator, node: exp.Not) -> _Value:
+    return tr.call(node, pc.invert(_retype(tr.translate(node.this), pa.bool_()).expr))
+
+
+# ---------------------------------------------------------------- arithmetic
+
+
+def _operands(tr: _Translator, node: exp.Binary) -> tuple[_Value, _Value]:
+    """Arithmetic operands: only NULL literals are retyped, so ``int32_col + 2147483647`` is int64."""
+    left, right = tr.translate(node.this), tr.translate(node.expression)
+    if pa.types.is_null(left.type):
+        left = _retype(left, right.type)
+    if pa.types.is_null(right.type):
+        right = _retype(right, left.type)
+    return _promote(left, right)
+
+
+def _arithmetic(kernel: Callable[..., pc.Expression]) -> Handler:
+    def handle(tr: _Translator, node: exp.Binary) -> _Value:
+        left, right = _operands(tr, node)
+        return tr.call(node, kernel(left.expr, right.expr))
+
+    return handle
+
+
+def _mod(tr: _Translator, node: exp.Mod) -> _Value:
+    """Truncated remainder ``x - trunc(x / y) * y`` (SQL's ``%``: the sign follows the dividend)."""
+    x, y = _operands(tr, node)
+    quotient = pc.divide(x.expr, y.expr)
+    if not (pa.types.is_integer(x.type) and pa.types.is_integer(y.type)):
+        quotient = pc.trunc(quotient)
+    return tr.call(node, pc.subtract(x.expr, pc.multiply(quotient, y.expr)))
+
+
+def _neg(tr: _Translator, node: exp.Neg) -> _Value:
+    value = tr.translate(node.this)
+    if value.literal is not None and value.literal.is_valid:
+        return _constant(pc.negate(value.literal))
+    return tr.call(node, pc.negate(value.expr))
+
+
+# ---------------------------------------------------------------- casts and temporal literals
+
+_SQL_TYPES: dict[exp.DType, pa.DataType] = {
+    exp.DType.BOOLEAN: pa.bool_(),
+    exp.DType.TINYINT: pa.int8(),
+    exp.DType.SMALLINT: pa.int16(),
+    exp.DType.INT: pa.int32(),
+    exp.DType.BIGINT: pa.int64(),
+    exp.DType.UTINYINT: pa.uint8(),
+    exp.DType.USMALLINT: pa.uint16(),
+    exp.DType.UINT: pa.uint32(),
+    exp.DType.UBIGINT: pa.uint64(),
+    exp.DType.FLOAT: pa.float32(),
+    exp.DType.DOUBLE: pa.float64(),
+    exp.DType.TEXT: pa.string(),
+    exp.DType.VARCHAR: pa.string(),
+    exp.DType.CHAR: pa.string(),
+    exp.DType.BINARY: pa.binary(),
+    exp.DType.VARBINARY: pa.binary(),
+    exp.DType.DATE: pa.date32(),
+    exp.DType.TIMESTAMP: pa.timestamp("ns"),
+    exp.DType.TIMESTAMPTZ: pa.timestamp("ns"),
+    exp.DType.TIMESTAMPNTZ: pa.timestamp("ns"),
+    exp.DType.DATETIME: pa.timestamp("ns"),
+}
+
+
+def _arrow_type(node: exp.DataType) -> pa.DataType:
+    if node.this == exp.DType.DECIMAL and len(node.expressions) == 2:
+        precision, scale = (int(p.this.name) for p in node.expressions)
+        return pa.decimal128(precision, scale)
+    target = _SQL_TYPES.get(node.this)
+    if target is None:
+        raise UnsupportedFeatureError(f"unsupported type in a filter CAST: {_sql(node)}")
+    return target
+
+
+def _temporal_literal(text: str, target: pa.DataType) -> pa.Scalar:
+    """``timestamp '...'`` / ``date '...'``: ISO text; an explicit offset is converted to UTC."""
+    try:
+        if pa.types.is_date(target):
+            return pa.scalar(dt.date.fromisoformat(text.strip()), target)
+        try:
+            return pa.scalar(text.strip(), pa.string()).cast(target)
+        except pa.ArrowInvalid:
+            moment = dt.datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise PredicateError(f"invalid {target} literal {text!r}") from exc
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
+    return pa.scalar(moment, target)
+
+
+def _cast(tr: _Translator, node: exp.Cast) -> _Value:
+    target = _arrow_type(node.to)
+    value = tr.translate(node.this)
+    if value.literal is None:
+        return tr.call(node, value.expr.cast(target))
+    if pa.types.is_temporal(target) and isinstance(value.literal.as_py(), str):
+        return _constant(_temporal_literal(value.literal.as_py(), target))
+    try:
+        return _constant(value.literal.cast(target))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise PredicateError(f"cannot evaluate {_sql(node)}: {exc}") from exc
+
+
+# ---------------------------------------------------------------- functions
+
+
+def _unary(kernel: Callable[..., pc.Expression]) -> Handler:
+    def handle(tr: _Translator, node: exp.Func) -> _Value:
+        return tr.call(node, kernel(tr.translate(node.this).expr))
+
+    return handle
+
+
+def _length(tr: _Translator, node: exp.Length) -> _Value:
+    value = tr.translate(node.this)
+    kernel = pc.binary_length if _kind(value.type) == "binary" else pc.utf8_length
+    return tr.call(node, kernel(value.expr))
+
+
+def _affix(kernel: Callable[..., pc.Expression], what: str) -> Handler:
+    def handle(tr: _Translator, node: exp.Func) -> _Value:
+        pattern = tr.pattern(node.expression, what)
+        return tr.call(node, kernel(tr.translate(node.this).expr, pattern=pattern))
+
+    return handle
+
+
+def _like(ignore_case: bool) -> Handler:
+    def handle(tr: _Translator, node: exp.Like) -> _Value:
+        pattern = tr.pattern(node.expression, "LIKE pattern")
+        result = pc.match_like(tr.translate(node.this).expr, pattern=pattern, ignore_case=ignore_case)
+        return tr.call(node, pc.invert(result) if node.args.get("negate") else result)
+
+    return handle
+
+
+def _escape(tr: _Translator, node: exp.Escape) -> _Value:
+    """``LIKE ... ESCAPE '\\'`` is what LIKE does anyway; other escape characters are not supported."""
+    if tr.pattern(node.expression, "ESCAPE character") != "\\":
+        raise UnsupportedFeatureError(f"only ESCAPE '\\' is supported in filters: {_sql(node)}")
+    return tr.translate(node.this)
+
+
+def _regexp(
+    tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]
+) -> _Value:
+    if not args or len(args) > 2:
+        raise PredicateError(f"a regular-expression match takes a string and a pattern: {_sql(node)}")
+    flags = tr.pattern(args[1], "regular-expression flag") if len(args) == 2 else ""
+    if set(flags) - {"i"}:
+        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {_sql(node)}")
+    pattern = tr.pattern(args[0], "regular expression")
+    return tr.call(
+        node, pc.match_substring_regex(tr.translate(subject).expr, pattern=pattern, ignore_case="i" in flags)
+    )
+
+
+def _regexp_like(tr: _Translator, node: exp.RegexpLike) -> _Value:
+    flag = node.args.get("flag")
+    return _regexp(tr, node, node.this, [node.expression, *([flag] if flag else [])])
+
+
+def _coalesce(tr: _Translator, node: exp.Coalesce) -> _Value:
+    values = [tr.translate(node.this), *(tr.translate(e) for e in node.expressions)]
+    column = next((v for v in values if v.literal is None), values[0])
+    return tr.call(node, pc.coalesce(*(_retype(v, column.type).expr for v in values)))
+
+
+def _concat_pipe(tr: _Translator, node: exp.DPipe) -> _Value:
+    left, right = tr.translate(node.this), tr.translate(node.expression)
+    return tr.call(node, pc.binary_join_element_wise(left.expr, right.expr, ""))
+
+
+def _concat(tr: _Translator, node: exp.Concat) -> _Value:
+    """``concat(a, b, ...)``: NULL arguments count as empty strings (DataFusion's rule)."""
+    parts = [tr.translate(e).expr for e in node.expressions]
+    return tr.call(
+        node, pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
+    )
+
+
+def _octet_length(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> _Value:
+    if len(args) != 1:
+        raise PredicateError(f"octet_length takes one argument: {_sql(node)}")
+    return tr.call(node, pc.binary_length(tr.translate(args[0]).expr))
+
+
+def _regexp_match(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> _Value:
+    """DataFusion's ``regexp_match`` in a filter is coerced to "has a match", as pylance does."""
+    if not args:
+        raise PredicateError(f"regexp_match takes a string and a pattern: {_sql(node)}")
+    return _regexp(tr, node, args[0], args[1:])
+
+
+_ANONYMOUS: dict[str, Callable[[_Translator, exp.Anonymous, Sequence[exp.Expr]], _Value]] = {
+    "octet_length": _octet_length,
+    "regexp_match": _regexp_match,
+}
+
+
+def _anonymous(tr: _Translator, node: exp.Anonymous) -> _Value:
+    handler = _ANONYMOUS.get(str(node.this).lower())
+    if handler is None:
+        raise UnsupportedFeatureError(f"unsupported function in a filter: {_sql(node)}")
+    return handler(tr, node, node.expressions)
+
+
+_HANDLERS: dict[type[exp.Expr], Handler] = {
+    exp.Column: _Translator.column,
+    exp.Literal: _number,
+    exp.Boolean: _boolean,
+    exp.Null: _null,
+    exp.Paren: _paren,
+    exp.EQ: _comparison("eq"),
+    exp.NEQ: _comparison("ne"),
+    exp.LT: _comparison("lt"),
+    exp.LTE: _comparison("le"),
+    exp.GT: _comparison("gt"),
+    exp.GTE: _comparison("ge"),
+    exp.Between: _between,
+    exp.In: _in,
+    exp.Is: _is,
+    exp.And: _logic(pc.and_kleene),
+    exp.Or: _logic(pc.or_kleene),
+    exp.Not: _not,
+    exp.Add: _arithmetic(pc.add),
+    exp.Sub: _arithmetic(pc.subtract),
+    exp.Mul: _arithmetic(pc.multiply),
+    exp.Div: _arithmetic(pc.divide),
+    exp.Mod: _mod,
+    exp.Neg: _neg,
+    exp.Cast: _cast,
+    exp.TryCast: _cast,
+    exp.Like: _like(ignore_case=False),
+    exp.ILike: _like(ignore_case=True),
+    exp.Escape: _escape,
+    exp.Lower: _unary(pc.utf8_lower),
+    exp.Upper: _unary(pc.utf8_upper),
+    exp.Abs: _unary(pc.abs),
+    exp.IsNan: _unary(pc.is_nan),
+    exp.Length: _length,
+    exp.StartsWith: _affix(pc.starts_with, "prefix"),
+    exp.EndsWith: _affix(pc.ends_with, "suffix"),
+    exp.Contains: _affix(pc.match_substring, "substring"),
+    exp.RegexpLike: _regexp_like,
+    exp.Coalesce: _coalesce,
+    exp.DPipe: _concat_pipe,
+    exp.Concat: _concat,
+    exp.Anonymous: _anonymous,
+}
