@@ -61,6 +61,7 @@ FULLZIP_MIN_VALUE_BYTES = 256
 DICT_MIN_VALUES = 100
 DICT_DEFAULT_DIVISOR = 2
 DICT_MAX_CARDINALITY = 100_000
+DICT_PROBE_FACTOR = 1.25  # a prefix of limit × this many values is hashed first to rule out high cardinality
 DICT_DEFAULT_SIZE_RATIO = 0.8
 DICT_FIXED_ENTRY_COST = 16  # bytes per dictionary entry in the fixed-width size estimate
 DICT_INDEX_BYTES = 4
@@ -331,9 +332,13 @@ def try_dictionary(
             return None
         # Hash the raw bytes: Arrow cannot dictionary-encode every fixed-width type (e.g. decimals).
         raw_values = raw_values.view(pa.binary(bits // 8))
+    limit = min(n / options.dict_divisor, DICT_MAX_CARDINALITY + 1)
+    probe = int(limit * DICT_PROBE_FACTOR)
+    if n > probe and len(raw_values[:probe].unique()) >= limit:
+        return None  # a prefix already has too many distinct values: skip hashing the whole page
     encoded = raw_values.dictionary_encode()
     distinct = len(encoded.dictionary)
-    if distinct >= n / options.dict_divisor or distinct > DICT_MAX_CARDINALITY:
+    if distinct >= limit:
         return None
     items = to_block(encoded.dictionary)
     if isinstance(items, VariableWidthBlock):
@@ -560,9 +565,10 @@ class StructuralFieldDecoder(FieldDecoder):
                 "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
             )
         parts = []
-        for page in np.unique(which):
-            local = rows[which == page] - firsts[page]
-            parts.append(self._reader(col, int(page)).read(fetch, local))
+        cuts = (np.flatnonzero(np.diff(which)) + 1).tolist()  # rows are sorted: one slice per page
+        for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
+            page = int(which[lo])
+            parts.append(self._reader(col, page).read(fetch, rows[lo:hi] - firsts[page]))
         return concat_leaves(parts)
 
     def read(self, fetch: Fetch, rows: range | np.ndarray) -> pa.Array:

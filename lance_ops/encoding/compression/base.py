@@ -174,6 +174,13 @@ def as_u8(buf: Buffer) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8)
 
 
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices ``starts[i] .. starts[i] + lengths[i] - 1`` for every i, concatenated."""
+    lengths = np.asarray(lengths, np.int64)
+    shift = np.asarray(starts, np.int64) - (np.cumsum(lengths) - lengths)
+    return np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
 def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlockChunk, ...]:
     """Chunk records for per-chunk value ``counts`` and a (chunks, buffers) array of byte ``sizes``.
 

@@ -6,7 +6,7 @@ the block is a T × L grid whose cell (row r, lane l) holds input value
 ``128·(r mod 8) + 16·ORDER[r div 8] + l``. Each lane concatenates the W low bits of its T
 cells LSB-first (row r at stream bits ``[r·W, (r+1)·W)``) and cuts the stream into W words;
 word k of lane l is output word ``L·k + l``. Packing loops over the T rows only; every step
-is vectorised over all blocks of a page and all lanes.
+is vectorised over all blocks of a page and all lanes (unpacking over all rows too).
 
 **InlineBitpacking** (mini-block; also block context for small level slices): each chunk of
 1 024 values (the last zero-padded to 1 024) is ``word 0 = W`` as one T-bit integer, then the
@@ -42,6 +42,7 @@ from lance_ops.encoding.compression.base import (
     flat_bits,
     flat_desc,
     guarded,
+    ranges,
     register,
     require,
     split_counts,
@@ -102,14 +103,14 @@ def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     if width == 0 or num == 0:
         return out
     grid = words.reshape(num, width, lanes)
-    cells = np.empty((num, bits, lanes), dtype=dtype)
-    mask = _mask(width, dtype)
-    for row in range(bits):
-        word, shift = divmod(row * width, bits)
-        cell = grid[:, word, :] >> dtype.type(shift)
-        if shift + width > bits:
-            cell |= grid[:, word + 1, :] << dtype.type(bits - shift)
-        cells[:, row, :] = cell & mask
+    # All T rows at once: row r starts at stream bit r·W, i.e. in word r·W div T at shift r·W mod T,
+    # and spills into the next word when shift + W > T.
+    word, shift = np.divmod(np.arange(bits) * width, bits)
+    cells = grid[:, word, :] >> shift.astype(dtype)[:, None]
+    spill = np.flatnonzero(shift + width > bits)
+    if len(spill):
+        cells[:, spill, :] |= grid[:, word[spill] + 1, :] << (bits - shift[spill]).astype(dtype)[:, None]
+    cells &= _mask(width, dtype)
     out[:, _positions(bits).reshape(-1)] = cells.reshape(num, -1)
     return out
 
@@ -310,6 +311,32 @@ def _tail_is_packed(bits: int, width: int, tail: int) -> bool:
     return tail > 0 and width * (BLOCK_VALUES - tail) < (bits - width) * tail
 
 
+def pack_out_of_line_slices(
+    values: np.ndarray, starts: np.ndarray, stops: np.ndarray, width: int
+) -> tuple[list[bytes], pb.CompressiveEncoding]:
+    """OutOfLineBitpacking of ``values[a:b]`` for every slice at the page-wide ``width`` (which
+    must cover every value), as :class:`OutOfLineBitpackingCompressor` would write each slice;
+    the blocks of all slices are packed in one call."""
+    dtype = values.dtype
+    bits = dtype.itemsize * 8
+    nums = np.asarray(stops, np.int64) - np.asarray(starts, np.int64)
+    full, tail = np.divmod(nums, BLOCK_VALUES)
+    packed_tail = (tail > 0) & (width * (BLOCK_VALUES - tail) < (bits - width) * tail)
+    blocks = full + packed_tail
+    in_blocks = full * BLOCK_VALUES + np.where(packed_tail, tail, 0)
+    block_first = np.cumsum(blocks) - blocks
+    grid = np.zeros(int(blocks.sum()) * BLOCK_VALUES, dtype=dtype)
+    grid[ranges(block_first * BLOCK_VALUES, in_blocks)] = values[ranges(starts, in_blocks)]
+    packed = fastlanes_pack(grid.reshape(-1, BLOCK_VALUES), width)
+    raw_tail = np.asarray(starts, np.int64) + in_blocks
+    out = []
+    for b0, nb, t0, t1 in zip(
+        block_first.tolist(), blocks.tolist(), raw_tail.tolist(), np.asarray(stops).tolist(), strict=True
+    ):
+        out.append(packed[b0 : b0 + nb].tobytes() + values[t0:t1].tobytes())
+    return out, _ool_desc(bits, width)
+
+
 class OutOfLineBitpackingCompressor(BlockCompressor):
     """OutOfLineBitpacking (block context). ``bit_width`` forces the page-wide W (it must cover
     every value); by default W is the bit length of the block's largest value (at least 1)."""
@@ -373,4 +400,31 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
                 f"matches neither {tail} raw values nor one packed block",
             )
             out[full * BLOCK_VALUES :] = fastlanes_unpack(rest.reshape(1, -1), self.width)[0, :tail]
+        return FixedWidthBlock.from_values(out)
+
+    @guarded
+    def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
+        """Decode many level slices at once: all slices made of packed blocks (including a packed
+        tail) are unpacked together; slices with a raw tail are decoded one by one."""
+        block_words = self.width * BLOCK_VALUES // self.bits
+        nums = np.asarray(counts, np.int64)
+        lens = np.array([len(b) for b in buffers], np.int64)
+        firsts = np.cumsum(nums) - nums
+        out = np.empty(int(nums.sum()), dtype=self.dtype)
+        full, tail = np.divmod(nums, BLOCK_VALUES)
+        packed_tail = (tail > 0) & (self.width * (BLOCK_VALUES - tail) < (self.bits - self.width) * tail)
+        blocks = full + packed_tail
+        packed = (lens == blocks * block_words * self.dtype.itemsize) & (self.width > 0)
+        idx = np.flatnonzero(packed)
+        if len(idx):
+            words = np.concatenate([as_u8(buffers[i]) for i in idx.tolist()]).view(self.dtype)
+            values = fastlanes_unpack(words.reshape(-1, block_words), self.width).reshape(-1)
+            if len(idx) == len(nums) and len(values) == len(out):  # all whole blocks: already in place
+                return FixedWidthBlock.from_values(values)
+            block_first = (np.cumsum(blocks[idx]) - blocks[idx]) * BLOCK_VALUES
+            out[ranges(firsts[idx], nums[idx])] = values[ranges(block_first, nums[idx])]
+        for i in np.flatnonzero(~packed).tolist():
+            block = self.decompress(buffers[i], int(nums[i]))
+            assert isinstance(block, FixedWidthBlock)
+            out[firsts[i] : firsts[i] + nums[i]] = block.view(self.dtype)
         return FixedWidthBlock.from_values(out)

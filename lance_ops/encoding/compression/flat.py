@@ -116,6 +116,23 @@ class _FlatReader:
         )
         return FixedWidthBlock(raw[:nbytes], self.bits_per_value, num_values)
 
+    @guarded
+    def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
+        """Many buffers (mini-block chunks or level slices) decoded and concatenated in one call."""
+        blocks = [self._read(b, n) for b, n in zip(buffers, counts, strict=True)]
+        bits = self.bits_per_value
+        if bits % 8 == 0:
+            data = np.concatenate([b.data for b in blocks]) if blocks else np.zeros(0, np.uint8)
+        else:
+            data = np.packbits(
+                np.concatenate(
+                    [np.unpackbits(b.data, bitorder="little")[: b.num_values * bits] for b in blocks]
+                    or [np.zeros(0, np.uint8)]
+                ),
+                bitorder="little",
+            )
+        return FixedWidthBlock(data, bits, int(sum(counts)))
+
 
 @register(Context.MINIBLOCK, "flat")
 class FlatMiniBlockDecompressor(_FlatReader, MiniBlockDecompressor):

@@ -186,6 +186,31 @@ class VariableMiniBlockDecompressor(_VariableReader, MiniBlockDecompressor):
         _check_offsets(offs, header, len(raw), "Variable chunk")
         return self._block(raw, offs, 0)
 
+    @guarded
+    def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> VariableWidthBlock:
+        """Many chunks at once: the chunks' offsets and value bytes are joined and rebased together."""
+        nums = np.asarray(counts, np.int64)
+        raws = [as_u8(b) for b in buffers]
+        lens = np.array([len(r) for r in raws], np.int64)
+        header = (nums + 1) * self.width
+        require(bool(np.all(lens >= header)), "Variable chunk is shorter than its offsets")
+        heads = [r[:h].view(self.dtype) for r, h in zip(raws, header.tolist(), strict=True)]
+        offs = np.concatenate(heads).astype(np.int64) if heads else np.zeros(0, np.int64)
+        first = np.cumsum(nums + 1) - (nums + 1)
+        lo, hi = offs[first], offs[first + nums]
+        inner = np.ones(len(offs), bool)
+        inner[first] = False
+        require(bool(np.all(np.diff(offs)[inner[1:]] >= 0)), "Variable chunk: offsets are not monotonic")
+        require(
+            bool(np.all((lo >= header) & (hi <= lens))), "Variable chunk: offsets point outside the buffer"
+        )
+        parts = [r[a:b] for r, a, b in zip(raws, lo.tolist(), hi.tolist(), strict=True)]
+        data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+        shift = np.repeat(np.cumsum(hi - lo) - (hi - lo) - lo, nums + 1)
+        out_offs = np.concatenate(([0], (offs + shift)[inner]))
+        out_dtype = np.uint32 if self.width == 4 else np.uint64
+        return VariableWidthBlock(out_offs.astype(out_dtype), data, int(nums.sum()))
+
 
 @register(Context.BLOCK, "variable")
 class VariableBlockDecompressor(_VariableReader, BlockDecompressor):

@@ -26,16 +26,14 @@ import pyarrow as pa
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.api import Fetch, FileVersion, PageInfo
-from lance_ops.encoding.compression.base import Context, decompressor_for
+from lance_ops.encoding.compression.base import Context, decompressor_for, ranges
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock, VariableWidthBlock
 from lance_ops.encoding.structural.miniblock import runs_of
 from lance_ops.encoding.structural.page import PageReader, register_layout
 from lance_ops.encoding.structural.repdef import (
     DecodedLeaf,
     Levels,
-    concat_leaves,
     max_visible_def,
-    select_rows,
 )
 from lance_ops.encoding.structural.values import expand_block, from_block
 from lance_ops.errors import CorruptFileError, UnsupportedEncodingError
@@ -61,11 +59,20 @@ def _write_uint(out: np.ndarray, pos: np.ndarray, values: np.ndarray, width: int
 
 
 def _span_mask(size: int, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Bool mask of ``size`` bytes, true inside every ``[start, start + length)`` span."""
+    """Bool mask of ``size`` bytes, true inside every (disjoint) ``[start, start + length)`` span."""
     keep = lengths > 0
-    opened = np.bincount(starts[keep], minlength=size + 1)
-    closed = np.bincount(starts[keep] + lengths[keep], minlength=size + 1)
-    return np.cumsum(opened[:-1] - closed[:-1]) > 0
+    delta = np.zeros(size + 1, np.int8)
+    delta[starts[keep]] = 1
+    delta[starts[keep] + lengths[keep]] -= 1
+    return np.cumsum(delta[:-1], dtype=np.int8) > 0
+
+
+def _payload_mask(size: int, level_pos: np.ndarray, header_len: np.ndarray) -> np.ndarray:
+    """Bool mask of the value bytes of a buffer tiled by levels: all but each level's control
+    word and length prefix (``header_len`` bytes at ``level_pos``)."""
+    mask = np.ones(size, bool)
+    mask[ranges(level_pos, header_len)] = False
+    return mask
 
 
 def index_width(limit: int) -> int:
@@ -108,7 +115,10 @@ def encode_page(
         value_len[has_payload] = lengths_all[valid_vis]
         payload = np.where(has_payload, lw + value_len, 0)
         raw = np.asarray(block.data)
-        data = raw[_span_mask(len(raw), offsets[:-1][valid_vis], lengths_all[valid_vis])]
+        if bool(valid_vis.all()):
+            data = raw[int(offsets[0]) : int(offsets[-1])]
+        else:
+            data = raw[_span_mask(len(raw), offsets[:-1][valid_vis], lengths_all[valid_vis])]
     elif isinstance(block, FixedWidthBlock):
         if block.bits_per_value % 8:
             raise UnsupportedEncodingError("full-zip fixed-width values must be whole bytes")
@@ -131,7 +141,7 @@ def encode_page(
         _write_uint(out, starts[:-1], word, cw)
     if lw:
         _write_uint(out, starts[:-1][has_payload] + cw, value_len[has_payload], lw)
-    out[_span_mask(total, starts[:-1] + cw + lw, value_len)] = data
+    out[_payload_mask(total, starts[:-1], np.where(has_payload, cw + lw, cw))] = data
     buffers = [out.tobytes()]
     if levels.rep is not None or isinstance(block, VariableWidthBlock):
         row_starts = starts[levels.row_starts()]
@@ -198,21 +208,22 @@ class FullZipReader(PageReader):
         for (a, b), i in zip(runs, bounds, strict=True):
             lo, hi = int(starts[i]), int(ends[i + (b - a) - 1])
             ranges.append((base + lo, hi - lo))
-        parts = []
-        for (a, b), i, data in zip(runs, bounds, fetch(ranges), strict=True):
-            rel = starts[i : i + (b - a)] - starts[i]
-            leaf = self._decode(np.frombuffer(data, np.uint8), rel, len(data))
-            parts.append(select_rows(leaf, np.arange(b - a)))
-        if not parts:
+        if not runs:
             return DecodedLeaf(Levels(self.layers, None, None, 0), pa.array([], self.dtype))
-        return concat_leaves(parts)
+        # The runs' bytes back to back: a run's last row ends where the next run begins.
+        datas = [np.frombuffer(d, np.uint8) for d in fetch(ranges)]
+        buf = datas[0] if len(datas) == 1 else np.concatenate(datas)
+        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
+        run_of_row = np.repeat(np.arange(len(runs)), [b - a for a, b in runs])
+        rel = run_base[run_of_row] + starts - starts[bounds][run_of_row]
+        return self._decode(buf, rel, len(buf))
 
     def _decode(self, buf: np.ndarray, row_starts: np.ndarray, size: int) -> DecodedLeaf:
         """Parse whole rows: scan all rows in parallel, one level per row per step."""
         bits_def = int(self.layout.bits_def)
         row_ends = np.concatenate((row_starts[1:], [size]))
         ptr = row_starts.copy()
-        pos_parts, word_parts, pay_start, pay_len = [], [], [], []
+        pos_parts, word_parts, head_len, pay_len = [], [], [], []
         active = np.flatnonzero(ptr < row_ends)
         while len(active):
             p = ptr[active]
@@ -232,7 +243,7 @@ class FullZipReader(PageReader):
                 step = self.cw + length
             pos_parts.append(p)
             word_parts.append(word)
-            pay_start.append(np.where(has, start, 0))
+            head_len.append(np.where(has, start - p, self.cw))
             pay_len.append(np.where(has, length, 0))
             if np.any(step <= 0):
                 raise CorruptFileError("<page>", "full-zip level without bytes")
@@ -242,8 +253,9 @@ class FullZipReader(PageReader):
             active = active[ptr[active] < row_ends[active]]
         pos = np.concatenate(pos_parts) if pos_parts else np.zeros(0, np.int64)
         order = np.argsort(pos, kind="stable")
+        pos = pos[order]
         word = np.concatenate(word_parts)[order] if pos_parts else np.zeros(0, np.uint64)
-        p_start = np.concatenate(pay_start)[order] if pos_parts else np.zeros(0, np.int64)
+        p_head = np.concatenate(head_len)[order] if pos_parts else np.zeros(0, np.int64)
         p_len = np.concatenate(pay_len)[order] if pos_parts else np.zeros(0, np.int64)
         n = len(word)
         rep = (word >> np.uint64(bits_def)).astype(np.uint16) if self.layout.bits_rep else None
@@ -257,13 +269,12 @@ class FullZipReader(PageReader):
             has = np.ones(len(vis_idx), bool) if defs_arr is None else defs_arr[vis_idx] == 0
             stored_offsets = np.zeros(int(np.count_nonzero(has)) + 1, np.int64)
             np.cumsum(lengths[has], out=stored_offsets[1:])
-            data = buf[_span_mask(size, p_start[vis_idx][has], lengths[has])]
+            data = buf[_payload_mask(size, pos, p_head)]
             odt = np.uint64 if self.lw == 8 else np.uint32
             stored = VariableWidthBlock(stored_offsets.astype(odt), data, len(stored_offsets) - 1)
             block = expand_block(self.decompressor.decompress(stored), has)
         else:
-            lengths = np.full(len(vis_idx), self.value_bytes, np.int64)
-            data = buf[_span_mask(size, p_start[vis_idx], lengths)]
+            data = buf[_payload_mask(size, pos, p_head)]
             block = self.decompressor.decompress(FixedWidthBlock(data, self.value_bytes * 8, len(vis_idx)))
         values = from_block(block, self.dtype)
         return DecodedLeaf(levels, values)

@@ -27,14 +27,14 @@ the requested rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.api import Fetch, FileVersion
-from lance_ops.encoding.compression.base import Context, MiniBlockCompressed, decompressor_for
+from lance_ops.encoding.compression.base import Context, MiniBlockCompressed, as_u8, decompressor_for
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
 from lance_ops.encoding.structural.page import PageReader, register_layout
 from lance_ops.encoding.structural.repdef import (
@@ -141,19 +141,21 @@ def encode_page(
     chunks: list[bytes] = []
     words: list[int] = []
     descs: dict[str, pb.CompressiveEncoding] = {}
+    if codecs and int((bounds - level_starts).max()) > MAX_LEVEL_BYTES:
+        raise UnsupportedEncodingError(
+            f"a mini-block chunk cannot hold {int((bounds - level_starts).max())} levels"
+        )
+    level_data: dict[str, list[bytes]] = {}
+    for name, stream in (("rep", levels.rep), ("def", levels.defs)):
+        if stream is not None:
+            level_data[name], desc = codecs[name].compress_slices(stream, level_starts, bounds)
+            if desc is not None:
+                descs[name] = desc
+            if any(len(data) > MAX_LEVEL_BYTES for data in level_data[name]):
+                raise UnsupportedEncodingError(f"{name} levels of a chunk exceed 65 535 bytes")
     for c, chunk in enumerate(compressed.chunks):
         lo, hi = int(level_starts[c]), int(bounds[c])
-        if codecs and hi - lo > MAX_LEVEL_BYTES:
-            raise UnsupportedEncodingError(f"a mini-block chunk cannot hold {hi - lo} levels")
-        level_parts: list[bytes] = []
-        for name, stream in (("rep", levels.rep), ("def", levels.defs)):
-            if stream is None:
-                continue
-            data, desc = codecs[name].compress(stream[lo:hi])
-            if len(data) > MAX_LEVEL_BYTES:
-                raise UnsupportedEncodingError(f"{name} levels of a chunk exceed 65 535 bytes")
-            descs[name] = desc
-            level_parts.append(data)
+        level_parts = [parts[c] for parts in level_data.values()]
         value_parts = []
         for i, size in enumerate(chunk.buffer_sizes):
             value_parts.append(compressed.buffers[i][buf_offsets[i] : buf_offsets[i] + size].tobytes())
@@ -219,6 +221,7 @@ class MiniBlockPage:
         self.has_rep = layout.HasField("rep_compression")
         self.has_def = layout.HasField("def_compression")
         self.values = decompressor_for(Context.MINIBLOCK, layout.value_compression)
+        self._level_decoders: dict[str, object] = {}
         self.dictionary: DataBlock | None = None
         if layout.HasField("dictionary"):
             if dictionary is None:
@@ -239,70 +242,115 @@ class MiniBlockPage:
     def num_chunks(self) -> int:
         return len(self.sizes)
 
-    def split_chunk(self, data: memoryview, count: int) -> tuple[Levels, list[memoryview]]:
-        """Parse one chunk (§3.3): decode its levels, return the views of its value buffers."""
+    def decode_chunks(
+        self, blob: np.ndarray, starts: np.ndarray, chunk_ids: np.ndarray, select: np.ndarray | None = None
+    ) -> DecodedChunks:
+        """Decode the chunks ``chunk_ids`` whose bytes begin at ``starts`` in ``blob`` (§3.3).
+
+        Chunk headers are parsed for all chunks at once; each level stream and the values are
+        decoded in one call over all chunks when the scheme offers ``decompress_chunks``.
+        ``select`` (pages without repetition only) keeps just those level positions, before
+        dictionary indices are looked up.
+        """
+        counts = self.counts[chunk_ids]
+        ends = starts + self.sizes[chunk_ids]
+        if len(starts) and int(ends[-1]) > len(blob):
+            raise CorruptFileError("<page>", "mini-block chunk is truncated")
         size_width = 4 if self.large else 2
         n_level_streams = int(self.has_rep) + int(self.has_def)
         num_buffers = int(self.layout.num_buffers)
-        head = np.frombuffer(data, "<u2", count=1 + n_level_streams)
-        num_levels = int(head[0])
-        pos = 2 * (1 + n_level_streams)
-        sizes = np.frombuffer(data, f"<u{size_width}", count=num_buffers, offset=pos).astype(np.int64)
-        pos += size_width * num_buffers
-        pos += _pad(pos)
-        rep = defs = None
-        streams = iter(head[1:].astype(np.int64))
-        if self.has_rep:
-            size = next(streams)
-            rep = decode_levels(data[pos : pos + size], self.layout.rep_compression, num_levels)
-            pos += size + _pad(size)
-        if self.has_def:
-            size = next(streams)
-            defs = decode_levels(data[pos : pos + size], self.layout.def_compression, num_levels)
-            pos += size + _pad(size)
+        fixed = 2 * (1 + n_level_streams)
+        head_len = fixed + size_width * num_buffers
+        head_len += _pad(head_len)
+        if bool(np.any(ends - starts < head_len)):
+            raise CorruptFileError("<page>", "mini-block chunk is truncated")
+        head = blob[starts[:, None] + np.arange(head_len)]
+        shorts = np.ascontiguousarray(head[:, :fixed]).view("<u2").astype(np.int64)
+        sizes = (
+            np.ascontiguousarray(head[:, fixed : fixed + size_width * num_buffers])
+            .view(f"<u{size_width}")
+            .astype(np.int64)
+        )
+        num_levels = shorts[:, 0] if n_level_streams else counts
+        pos = starts + head_len
+        streams: dict[str, np.ndarray] = {}
+        present = [name for name, has in (("rep", self.has_rep), ("def", self.has_def)) if has]
+        for col, name in enumerate(present, start=1):
+            size = shorts[:, col]
+            streams[name] = self._levels(name, _views(blob, pos, size, ends), num_levels)
+            pos = pos + size + (-size % ALIGN)
         bufs = []
-        for size in sizes:
-            if pos + size > len(data):
-                raise CorruptFileError("<page>", "mini-block chunk is truncated")
-            bufs.append(data[pos : pos + size])
-            pos += int(size) + _pad(int(size))
-        if not self.has_rep and not self.has_def:
-            num_levels = count
-        return Levels(self.layers, rep, defs, num_levels), bufs
-
-    def decode_run(self, chunk_data: Sequence[memoryview], first_chunk: int) -> DecodedChunks:
-        """Decode consecutive chunks; their values are decoded in one call when the scheme can."""
-        counts = [int(self.counts[first_chunk + i]) for i in range(len(chunk_data))]
-        split = [self.split_chunk(data, count) for data, count in zip(chunk_data, counts, strict=True)]
-        levels = Levels.concat([lv for lv, _ in split])
-        batched = getattr(self.values, "decompress_chunks", None)
+        for i in range(num_buffers):
+            bufs.append(_views(blob, pos, sizes[:, i], ends))
+            pos = pos + sizes[:, i] + (-sizes[:, i] % ALIGN)
+        levels = Levels(self.layers, streams.get("rep"), streams.get("def"), int(num_levels.sum()))
         values: DataBlock | None
-        if not any(counts):
+        batched = getattr(self.values, "decompress_chunks", None)
+        count_list = counts.tolist()
+        if not any(count_list):
             values = None
-        elif batched is not None and int(self.layout.num_buffers) == 1:
-            values = batched([bufs[0] for _, bufs in split], counts)
+        elif batched is not None and num_buffers == 1:
+            values = batched(bufs[0], count_list)
         else:
+            per_chunk = zip(*bufs, strict=True) if bufs else ([] for _ in count_list)
             blocks = [
-                self.values.decompress(bufs, c) for (_, bufs), c in zip(split, counts, strict=True) if c
+                self.values.decompress(list(b), c) for b, c in zip(per_chunk, count_list, strict=True) if c
             ]
             values = concat_blocks(blocks)
+        if select is not None:
+            defs = levels.defs
+            levels = Levels(self.layers, None, None if defs is None else defs[select], len(select))
+            values = None if values is None else take_block(values, select)
         if values is not None and self.dictionary is not None:
             values = take_block(self.dictionary, _indices(values))
         return DecodedChunks(levels, values)
 
+    def _levels(self, name: str, views: list[memoryview], num_levels: np.ndarray) -> np.ndarray:
+        """One level stream of many chunks, decoded and concatenated (u16)."""
+        desc = self.layout.rep_compression if name == "rep" else self.layout.def_compression
+        dec = self._level_decoders.get(name)
+        if dec is None:
+            dec = self._level_decoders[name] = decompressor_for(Context.BLOCK, desc)
+        batched = getattr(dec, "decompress_chunks", None)
+        counts = num_levels.tolist()
+        if batched is not None:
+            block = batched(views, counts)
+            if not isinstance(block, FixedWidthBlock) or block.bits_per_value != 16:
+                raise CorruptFileError("<page>", "rep/def levels did not decode to 16-bit values")
+            return block.view("<u2").astype(np.uint16)
+        parts = [decode_levels(v, desc, n) for v, n in zip(views, counts, strict=True)]
+        return np.concatenate(parts) if parts else np.zeros(0, np.uint16)
+
+    def flat_chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Chunks to read for page-relative ``rows`` of a page without repetition (one level
+        per row): the sorted chunk indices, and each row's level position within those chunks
+        decoded back to back."""
+        ends = np.cumsum(self.counts)
+        if len(rows) == 0:
+            return np.zeros(0, np.int64), rows
+        if rows[-1] - rows[0] + 1 == len(rows):
+            a, b = np.searchsorted(ends, [rows[0], rows[-1]], side="right")
+            needed = np.arange(a, b + 1)
+            if b >= self.num_chunks:
+                raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+            return needed, rows - int(ends[a] - self.counts[a])
+        row_chunk = np.searchsorted(ends, rows, side="right")
+        needed = row_chunk[np.concatenate(([True], row_chunk[1:] != row_chunk[:-1]))]
+        if needed[-1] >= self.num_chunks:
+            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+        decoded_first = np.cumsum(self.counts[needed]) - self.counts[needed]
+        slot = np.searchsorted(needed, row_chunk)
+        return needed, decoded_first[slot] + rows - (ends - self.counts)[row_chunk]
+
     def chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Chunks to read for page-relative ``rows``.
+        """Chunks to read for page-relative ``rows`` of a page with a repetition index.
 
         Returns ``(needed, first_row, row_chunk)``: ``needed`` is a sorted array of chunk
         indices, ``first_row[c]`` the number of the first row that *starts* in chunk ``c``
         (after the tail of a row begun in an earlier chunk) and ``row_chunk[i]`` the chunk
         holding the last level of ``rows[i]``.
         """
-        if self.rep_index is None:
-            ends = np.cumsum(self.counts)
-            first_row = ends - self.counts
-            row_chunk = np.searchsorted(ends, rows, side="right")
-            return np.unique(row_chunk), first_row, row_chunk
+        assert self.rep_index is not None
         n_rows, partial = self.rep_index[:, 0], self.rep_index[:, 1]
         cum = np.cumsum(n_rows)
         before = cum - n_rows
@@ -326,6 +374,15 @@ def _indices(block: DataBlock) -> np.ndarray:
     if not isinstance(block, FixedWidthBlock) or block.bits_per_value not in (8, 16, 32, 64):
         raise CorruptFileError("<page>", "dictionary indices are not 8/16/32/64-bit integers")
     return block.view(f"<u{block.bits_per_value // 8}").astype(np.int64)
+
+
+def _views(blob: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarray) -> list[memoryview]:
+    """Views of ``blob[pos:pos + size]``, checked against each chunk's end."""
+    stop = pos + size
+    if bool(np.any(stop > ends)):
+        raise CorruptFileError("<page>", "mini-block chunk is truncated")
+    whole = np.ascontiguousarray(blob).data
+    return [whole[a:b] for a, b in zip(pos.tolist(), stop.tolist(), strict=True)]
 
 
 def runs_of(chunks: np.ndarray) -> list[tuple[int, int]]:
@@ -370,27 +427,60 @@ class MiniBlockReader(PageReader):
 
     def _read(self, fetch: Fetch, rows: np.ndarray) -> DecodedLeaf:
         page = self._load(fetch)
+        if page.rep_index is None:
+            if page.has_rep:
+                raise CorruptFileError("<page>", "list page without a repetition index")
+            return self._read_flat(fetch, page, rows)
         needed, first_row, row_chunk = page.chunks_for_rows(rows)
         if len(needed) and needed[-1] >= page.num_chunks:
             raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
         runs = runs_of(needed)
-        base = self.info.buffers[1][0]
-        offs = page.offsets
-        datas = fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])
         parts = []
-        for (a, b), data in zip(runs, datas, strict=True):
-            views = [data[int(offs[c] - offs[a]) : int(offs[c + 1] - offs[a])] for c in range(a, b)]
-            decoded = page.decode_run(views, a)
-            values = (
-                from_block(decoded.values, self.dtype)
-                if decoded.values is not None
-                else from_block_empty(self.dtype)
-            )
-            leaf = drop_leading_partial(DecodedLeaf(decoded.levels, values))
+        for (a, b), data in zip(runs, self._fetch_runs(fetch, page, runs), strict=True):
+            offs = page.offsets[a : b + 1]
+            decoded = page.decode_chunks(data, offs[:-1] - offs[0], np.arange(a, b))
+            leaf = drop_leading_partial(self._leaf(decoded))
             mine = rows[(row_chunk >= a) & (row_chunk < b)]
             parts.append(select_rows(leaf, mine - int(first_row[a])))
         if not parts:
-            return select_rows(
-                DecodedLeaf(Levels(page.layers, None, None, 0), from_block_empty(self.dtype)), rows
-            )
+            return self._empty(page, rows)
         return concat_leaves(parts)
+
+    def _read_flat(self, fetch: Fetch, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
+        """One level and one value per row (so every level is visible): every needed chunk is
+        decoded in one go, and rows are picked by position."""
+        needed, pos = page.flat_chunks_for_rows(rows)
+        if not len(needed):
+            return self._empty(page, rows)
+        runs = runs_of(needed)
+        datas = self._fetch_runs(fetch, page, runs)
+        offs = page.offsets
+        firsts = np.array([a for a, _ in runs], np.int64)
+        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
+        run = np.searchsorted(firsts, needed, side="right") - 1
+        starts = run_base[run] + offs[needed] - offs[firsts[run]]
+        blob = datas[0] if len(datas) == 1 else np.concatenate(datas)
+        contiguous = int(pos[-1] - pos[0]) + 1 == len(pos)
+        if not contiguous and page.dictionary is not None:
+            return self._leaf(page.decode_chunks(blob, starts, needed, select=pos))
+        leaf = self._leaf(page.decode_chunks(blob, starts, needed))
+        if contiguous:
+            return select_rows(leaf, pos)
+        defs = leaf.levels.defs
+        picked = Levels(page.layers, None, None if defs is None else defs[pos], len(pos))
+        return DecodedLeaf(picked, leaf.values.take(pa.array(pos)))
+
+    def _fetch_runs(self, fetch: Fetch, page: MiniBlockPage, runs: list[tuple[int, int]]) -> list[np.ndarray]:
+        base = self.info.buffers[1][0]
+        offs = page.offsets
+        return [as_u8(d) for d in fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])]
+
+    def _empty(self, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
+        return select_rows(
+            DecodedLeaf(Levels(page.layers, None, None, 0), from_block_empty(self.dtype)), rows
+        )
+
+    def _leaf(self, decoded: DecodedChunks) -> DecodedLeaf:
+        if decoded.values is None:
+            return DecodedLeaf(decoded.levels, from_block_empty(self.dtype))
+        return DecodedLeaf(decoded.levels, from_block(decoded.values, self.dtype))

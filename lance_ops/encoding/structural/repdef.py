@@ -621,6 +621,20 @@ class LevelCodec:
         data, desc = compressor.compress_block(block)
         return bytes(data), desc
 
+    def compress_slices(
+        self, levels: np.ndarray, starts: np.ndarray, stops: np.ndarray
+    ) -> tuple[list[bytes], pb.CompressiveEncoding | None]:
+        """:meth:`compress` of ``levels[a:b]`` for every slice (out-of-line bit-packing packs all
+        slices in one call); the description is ``None`` when there are no slices."""
+        if self.kind == "out_of_line" and self.width > 0 and len(starts):
+            values = np.ascontiguousarray(levels, dtype=np.uint16)
+            return bitpacking.pack_out_of_line_slices(values, starts, stops, self.width)
+        pairs = [
+            self.compress(levels[a:b])
+            for a, b in zip(np.asarray(starts).tolist(), np.asarray(stops).tolist(), strict=True)
+        ]
+        return [data for data, _ in pairs], (pairs[-1][1] if pairs else None)
+
 
 def choose_level_codec(levels: np.ndarray, version: FileVersion) -> LevelCodec:
     """Pick the smallest level encoding for a page's levels (ties favour the simpler form)."""

@@ -192,15 +192,21 @@ def take_block(block: DataBlock, indices: np.ndarray) -> DataBlock:
     if len(indices) and (indices.min() < 0 or indices.max() >= block.num_values):
         raise CorruptFileError("<page>", "dictionary index out of range")
     if isinstance(block, VariableWidthBlock):
-        offsets = np.asarray(block.offsets, dtype=np.int64)
-        starts = offsets[indices]
-        lengths = offsets[indices + 1] - starts
-        new_offsets = np.zeros(len(indices) + 1, np.int64)
-        np.cumsum(lengths, out=new_offsets[1:])
-        total = int(new_offsets[-1])
-        src = np.arange(total, dtype=np.int64) - np.repeat(new_offsets[:-1] - starts, lengths)
-        data = np.asarray(block.data)[src]
-        return VariableWidthBlock(new_offsets.astype(block.offsets.dtype), data, len(indices))
+        items = pa.Array.from_buffers(
+            pa.large_binary(),
+            block.num_values,
+            [
+                None,
+                pa.py_buffer(np.ascontiguousarray(block.offsets, dtype=np.int64)),
+                pa.py_buffer(np.ascontiguousarray(block.data, dtype=np.uint8)),
+            ],
+        )
+        taken = items.take(pa.array(indices))
+        _, offsets_buf, data_buf = taken.buffers()
+        offsets = np.frombuffer(offsets_buf, np.int64)[taken.offset : taken.offset + len(indices) + 1]
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+        data = data[int(offsets[0]) : int(offsets[-1])]
+        return VariableWidthBlock((offsets - offsets[0]).astype(block.offsets.dtype), data, len(indices))
     if isinstance(block, FixedWidthBlock) and block.bits_per_value % 8 == 0:
         width = block.bits_per_value // 8
         rows = np.asarray(block.data)[: block.num_values * width].reshape(block.num_values, width)

@@ -1,0 +1,127 @@
+"""Batched fast paths agree with their one-at-a-time definitions.
+
+* ``decompress_chunks`` (Flat, Variable, FSST, InlineBitpacking, OutOfLineBitpacking) equals the
+  concatenation of per-chunk ``decompress`` calls;
+* ``pack_out_of_line_slices`` writes what ``OutOfLineBitpackingCompressor`` writes per slice;
+* the compiled FSST coder and decoder round-trip and reject corrupt codes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lance_ops.encoding.compression import bitpacking, flat, fsst, variable
+from lance_ops.encoding.compression.base import Context, decompressor_for
+from lance_ops.encoding.data import FixedWidthBlock, VariableWidthBlock
+from lance_ops.errors import CorruptFileError
+from tests.encoding.compression_helpers import split_chunks
+
+
+def _variable_block(values: list[bytes], large: bool = False) -> VariableWidthBlock:
+    offsets = np.concatenate(([0], np.cumsum([len(v) for v in values]))).astype(
+        np.uint64 if large else np.uint32
+    )
+    return VariableWidthBlock(offsets, np.frombuffer(b"".join(values), np.uint8).copy(), len(values))
+
+
+def _strings(block: VariableWidthBlock) -> list[bytes]:
+    offs = np.asarray(block.offsets, np.int64)
+    data = np.asarray(block.data).tobytes()
+    return [data[a:b] for a, b in zip(offs[:-1], offs[1:], strict=True)]
+
+
+def _batched_equals_per_chunk(compressor, block) -> None:
+    compressed, desc = compressor.compress(block)
+    dec = decompressor_for(Context.MINIBLOCK, desc)
+    chunks = split_chunks(compressed)
+    one_by_one = [dec.decompress(bufs, n) for bufs, n in chunks]
+    together = dec.decompress_chunks([bufs[0] for bufs, _ in chunks], [n for _, n in chunks])
+    assert together.num_values == sum(n for _, n in chunks)
+    if isinstance(together, VariableWidthBlock):
+        assert _strings(together) == [s for b in one_by_one for s in _strings(b)]
+    else:
+        width = together.bits_per_value // 8
+        expected = b"".join(np.asarray(b.data)[: b.num_values * width].tobytes() for b in one_by_one)
+        assert np.asarray(together.data)[: together.num_values * width].tobytes() == expected
+
+
+words = st.sampled_from([b"lance", b"ops", b" ", b"\xff", b"", b"columnar", b"42"])
+texts = st.lists(st.lists(words, max_size=20).map(b"".join), min_size=1, max_size=3000)
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=texts, large=st.booleans())
+def test_variable_and_fsst_chunks(values: list[bytes], large: bool) -> None:
+    block = _variable_block(values, large)
+    _batched_equals_per_chunk(variable.VariableCompressor(), block)
+    _batched_equals_per_chunk(fsst.FsstCompressor(), block)
+
+
+@pytest.mark.parametrize("n", [1, 1023, 1024, 1025, 5000])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_fixed_chunks(n: int, dtype: type) -> None:
+    values = (np.arange(n) * 7919 % 1000).astype(dtype)
+    block = FixedWidthBlock.from_values(values)
+    bits = np.dtype(dtype).itemsize * 8
+    _batched_equals_per_chunk(flat.FlatCompressor(), block)
+    _batched_equals_per_chunk(bitpacking.InlineBitpackingCompressor(bits), block)
+
+
+def _slices(draw_sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    stops = np.cumsum(draw_sizes)
+    return stops - np.asarray(draw_sizes), stops
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(
+        st.sampled_from([0, 1, 7, 24, 100, 512, 1000, 1023, 1024, 1025, 2048, 3000]), min_size=1, max_size=12
+    ),
+    width=st.integers(1, 16),
+    seed=st.integers(0, 2**16),
+)
+def test_out_of_line_slices(sizes: list[int], width: int, seed: int) -> None:
+    starts, stops = _slices(sizes)
+    levels = np.random.default_rng(seed).integers(0, 1 << width, int(stops[-1])).astype(np.uint16)
+    packed, desc = bitpacking.pack_out_of_line_slices(levels, starts, stops, width)
+    compressor = bitpacking.OutOfLineBitpackingCompressor(16, bit_width=width)
+    for data, a, b in zip(packed, starts, stops, strict=True):
+        expected, expected_desc = compressor.compress(FixedWidthBlock.from_values(levels[a:b]))
+        assert data == expected and desc == expected_desc
+    dec = decompressor_for(Context.BLOCK, desc)
+    together = dec.decompress_chunks([memoryview(d) for d in packed], list(stops - starts))
+    assert np.array_equal(together.view("<u2"), levels)
+
+
+def test_fsst_repetitive_long_strings_compress() -> None:
+    values = [f"{i} ".encode() * 90 for i in range(2000)]
+    coded, table = fsst.fsst_encode(_variable_block(values))
+    assert table.coded and len(coded.data) < 0.7 * sum(map(len, values))
+    data, offs = fsst.fsst_decode(coded.data, coded.offsets, table)
+    assert _strings(VariableWidthBlock(offs, data, len(values))) == values
+
+
+def test_fsst_decoder_rejects_corrupt_codes() -> None:
+    table = fsst.SymbolTable(np.frombuffer(b"ab\0\0\0\0\0\0", np.uint8), np.array([2], np.uint8))
+    offsets = np.array([0, 2], np.int64)
+    with pytest.raises(CorruptFileError, match="escape byte at the end"):
+        fsst.fsst_decode(np.array([0, 0xFF], np.uint8), offsets, table)
+    with pytest.raises(CorruptFileError, match="missing symbol"):
+        fsst.fsst_decode(np.array([0, 7], np.uint8), offsets, table)
+    data, offs = fsst.fsst_decode(np.array([0xFF, 0xFF, 0], np.uint8), np.array([0, 3], np.int64), table)
+    assert data.tobytes() == b"\xffab" and offs.tolist() == [0, 3]
+
+
+def test_out_of_line_slices_mixed_tails() -> None:
+    # 1000 levels pack into one block (24 spare slots), 24 levels stay raw: same total as one block.
+    levels = np.random.default_rng(1).integers(0, 256, 1024).astype(np.uint16)
+    starts, stops = np.array([0, 1000]), np.array([1000, 1024])
+    packed, desc = bitpacking.pack_out_of_line_slices(levels, starts, stops, 8)
+    assert [len(p) for p in packed] == [1024, 48]
+    together = decompressor_for(Context.BLOCK, desc).decompress_chunks(
+        [memoryview(p) for p in packed], [1000, 24]
+    )
+    assert np.array_equal(together.view("<u2"), levels)
