@@ -43,6 +43,14 @@ LANCE_VERSION: Final = "2.2"
 METRICS = ("write", "full", "project", "take", "size")
 UNITS = {"write": "s", "full": "s", "project": "s", "take": "ms", "size": "MB"}
 RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
+NOTES_MARKER = "<!-- notes: kept across --markdown runs -->"
+
+
+def kept_notes() -> str:
+    """The hand-written part of RESULTS.md (from NOTES_MARKER on), which a new run keeps."""
+    old = RESULTS_PATH.read_text() if RESULTS_PATH.exists() else ""
+    at = old.find(NOTES_MARKER)
+    return "\n" + old[at:] if at >= 0 else ""
 
 
 # --- systems --------------------------------------------------------------------------------------
@@ -370,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = render(results, args.rows, args.repeats, args.take)
     print(report)
     if args.markdown:
-        RESULTS_PATH.write_text(f"# Benchmark results\n\n{environment()}\n\n{report}")
+        RESULTS_PATH.write_text(f"# Benchmark results\n\n{environment()}\n\n{report}{kept_notes()}")
         print(f"wrote {RESULTS_PATH}", file=sys.stderr)
     return 0
 

@@ -72,6 +72,9 @@ from lance_ops.table.transaction import (
 __all__ = ["LanceDataset", "LanceFragment", "LanceOperation", "dataset", "write_dataset"]
 
 DEFAULT_BATCH_SIZE = 8192
+# Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
+# (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
+READ_AHEAD_ROWS = 1 << 17
 _READER_CACHE_SIZE = 64
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
@@ -525,12 +528,15 @@ class LanceDataset:
         if predicate is not None:
             read += [c for c in predicate.columns if c not in names]
         keep = [*names, *([ROW_ID] if with_row_id else []), *([ROW_ADDRESS] if with_row_address else [])]
-        for start in range(0, len(live), size):
-            offsets = live[start : start + size]
+        step = max(size, READ_AHEAD_ROWS)
+        for start in range(0, len(live), step):
+            offsets = live[start : start + step]
             table = self._read_fragment(fragment, read, offsets, with_row_id, with_row_address)
             if predicate is not None:
                 table = predicate.filter(table).select(keep)
-            yield table
+            for first in range(0, max(table.num_rows, 1), size):
+                # Explicit length: pyarrow does not clamp slices of zero-column tables.
+                yield table.slice(first, min(size, table.num_rows - first))
 
     def to_batches(
         self,
