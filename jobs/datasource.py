@@ -260,10 +260,11 @@ class LanceReader(DataSourceReader):
             raise DatasetNotFoundError(
                 f"{self.uri}: fragment {partition.fragment_id} is not in version {self.version}"
             )
-        # ``filter`` is passed only when predicates were pushed (pushdown is opt-in).
-        pushed = {"filter": self.filter} if self.filter else {}
-        table = fragment.to_table(columns=self.columns, **pushed)
-        for batch in table.to_batches(max_chunksize=self.batch_size):
+        # ``self.filter`` is set only when predicates were pushed (pushdown is opt-in).
+        batches = fragment.to_batches(
+            columns=self.columns, filter=self.filter or None, batch_size=self.batch_size
+        )
+        for batch in batches:
             if batch.num_rows:
                 yield conform_batch(batch, self.arrow_schema)
 

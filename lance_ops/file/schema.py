@@ -166,7 +166,7 @@ def _is_primitive_value(data_type: pa.DataType) -> bool:
     return ":" not in name and name not in ("struct", "map", "null", "list", "large_list", "json")
 
 
-def _legacy_encoding(name: str) -> int:
+def _legacy_encoding(name: str) -> pb.Encoding:
     if name in _VAR_BINARY:
         return pb.VAR_BINARY
     if name.startswith("dict:"):
