@@ -90,7 +90,8 @@ def demo_lance_dataset(
 ) -> dg.MaterializeResult:
     spark = pyspark.spark_session
     jobs.register(spark)
-    start = lance_dataset.load().count_rows() if config.mode == "append" and lance_dataset.exists() else 0
+    existing = lance_dataset.load_or_none() if config.mode == "append" else None
+    start = existing.count_rows() if existing is not None else 0
     return write_dataframe(context, demo_frame(spark, config.rows, start=start), lance_dataset, config.mode)
 
 

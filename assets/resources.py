@@ -33,13 +33,16 @@ class LanceDatasetResource(dg.ConfigurableResource):
         """The dataset (raises ``DatasetNotFoundError`` if nothing was committed at ``uri`` yet)."""
         return lance_ops.dataset(self.uri, version=self.version, storage_options=self.storage_options)
 
+    def load_or_none(self) -> lance_ops.LanceDataset | None:
+        """The dataset, or None when nothing has been committed at ``uri`` yet."""
+        try:
+            return self.load()
+        except DatasetNotFoundError:
+            return None
+
     def exists(self) -> bool:
         """Whether a dataset has been committed at ``uri``."""
-        try:
-            self.load()
-        except DatasetNotFoundError:
-            return False
-        return True
+        return self.load_or_none() is not None
 
     def writer_options(self) -> dict[str, str]:
         """Options for ``df.write.format("lance")`` that reach the same storage."""

@@ -260,10 +260,8 @@ class LanceReader(DataSourceReader):
             raise DatasetNotFoundError(
                 f"{self.uri}: fragment {partition.fragment_id} is not in version {self.version}"
             )
-        # ``self.filter`` is set only when predicates were pushed (pushdown is opt-in).
-        batches = fragment.to_batches(
-            columns=self.columns, filter=self.filter or None, batch_size=self.batch_size
-        )
+        # ``self.filter`` is None unless predicates were pushed (pushdown is opt-in).
+        batches = fragment.to_batches(columns=self.columns, filter=self.filter, batch_size=self.batch_size)
         for batch in batches:
             if batch.num_rows:
                 yield conform_batch(batch, self.arrow_schema)

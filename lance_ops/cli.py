@@ -36,6 +36,8 @@ from lance_ops.errors import DatasetNotFoundError, LanceOpsError, UnsupportedFea
 from lance_ops.file import LanceFileMetadata, LanceFileReader
 from lance_ops.file.schema import storage_field
 from lance_ops.io import object_store
+from lance_ops.table.commit import list_versions
+from lance_ops.table.naming import DATA_DIR, VERSIONS_DIR
 
 EXIT_ERROR = 2
 
@@ -200,7 +202,7 @@ def _print_file(report: dict[str, Any], schema: pa.Schema) -> None:
 
 def _is_dataset(uri: str, storage_options: dict[str, str] | None) -> bool:
     store, path = object_store(uri, storage_options)
-    return bool(store.list(store.join(path, "_versions")))
+    return bool(store.list(store.join(path, VERSIONS_DIR)))
 
 
 def _version_rows(ds: LanceDataset) -> list[dict[str, Any]]:
@@ -221,7 +223,7 @@ def _version_rows(ds: LanceDataset) -> list[dict[str, Any]]:
     return rows
 
 
-def _dataset_report(ds: LanceDataset) -> dict[str, Any]:
+def _dataset_report(ds: LanceDataset, storage_options: dict[str, str] | None) -> dict[str, Any]:
     fragments = []
     for fragment in ds.get_fragments():
         deletion = fragment.metadata.deletion_file
@@ -232,7 +234,7 @@ def _dataset_report(ds: LanceDataset) -> dict[str, Any]:
                 "physical_rows": fragment.metadata.physical_rows,
                 "files": [
                     {
-                        "path": f"data/{data_file.path}",
+                        "path": f"{DATA_DIR}/{data_file.path}",
                         "version": f"{data_file.file_major_version}.{data_file.file_minor_version}",
                         "bytes": data_file.file_size_bytes,
                         "fields": list(data_file.fields),
@@ -252,7 +254,7 @@ def _dataset_report(ds: LanceDataset) -> dict[str, Any]:
         "stable_row_ids": ds.has_stable_row_ids,
         "rows": ds.count_rows(),
         "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in ds.schema],
-        "versions": [row["version"] for row in _version_rows(ds)],
+        "versions": [entry.version for entry in list_versions(*object_store(ds.uri, storage_options))],
         "fragments": fragments,
     }
 
@@ -301,7 +303,7 @@ def cmd_inspect(args: argparse.Namespace) -> None:
     options = _storage_options(args.storage_option)
     if _is_dataset(args.path, options):
         ds = dataset(args.path, version=args.version, storage_options=options)
-        report = _dataset_report(ds)
+        report = _dataset_report(ds, options)
         if args.json:
             _emit_json(report)
         else:

@@ -32,11 +32,12 @@ from lance_ops.errors import (
     DatasetAlreadyExistsError,
     DatasetNotFoundError,
     RetryableCommitConflictError,
+    SchemaError,
     UnsupportedFeatureError,
 )
 from lance_ops.file import LanceFileReader
-from lance_ops.file.schema import fields_to_schema, leaf_field_ids, schema_metadata_to_pb, schema_to_fields
-from lance_ops.fragment import FragmentMetadata, write_fragments_with_schema
+from lance_ops.file.schema import fields_to_schema, max_field_id, schema_metadata_to_pb, schema_to_fields
+from lance_ops.fragment import FragmentMetadata, data_file_fields, write_fragments_with_schema
 from lance_ops.io import ObjectStore, object_store
 from lance_ops.table.commit import (
     LockCommitHandler,
@@ -44,11 +45,12 @@ from lance_ops.table.commit import (
     commit_transaction,
     list_versions,
     load_manifest,
+    load_manifests,
     load_transaction,
 )
 from lance_ops.table.deletion import read_deletion_vector
-from lance_ops.table.manifest import DataFile, DataFragment, Manifest
-from lance_ops.table.naming import DATA_DIR, ManifestNamingScheme, child_uri
+from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, ManifestNamingScheme, child_uri
 from lance_ops.table.predicate import Predicate, parse_predicate
 from lance_ops.table.rowids import decode_row_ids
 from lance_ops.table.transaction import (
@@ -176,15 +178,11 @@ class _ColumnMap:
         return self._memo[data_file]
 
     def _map(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, str]:
-        version_all = data_file.file_major_version == 0 or (
-            data_file.file_major_version,
-            data_file.file_minor_version,
-        ) == (2, 0)
+        version = FileVersion.parse(data_file.file_version)
         out: dict[int, str] = {}
         position = 0
         for field in file_schema:
-            lance_fields = schema_to_fields([field])
-            count = len(lance_fields) if version_all else len(leaf_field_ids(lance_fields))
+            count = len(data_file_fields(schema_to_fields([field]), version))
             ids = data_file.fields[position : position + count]
             position += count
             tops = {self._top[i] for i in ids if i in self._top}
@@ -221,7 +219,7 @@ class LanceFragment:
 
     def deletion_file(self) -> str | None:
         deletion = self.metadata.deletion_file
-        return None if deletion is None else f"_deletions/{deletion.file_name(self.metadata.id)}"
+        return None if deletion is None else f"{DELETIONS_DIR}/{deletion.file_name(self.metadata.id)}"
 
     def to_batches(
         self,
@@ -272,6 +270,7 @@ class LanceDataset:
         self._loaded = load_manifest(self._store, self._root, self._resolve_version(version))
         self._manifest = self._loaded.manifest
         self._deletions: dict[int, np.ndarray] = {}
+        self._stable_ids: dict[int, np.ndarray] = {}
         self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
 
     def _resolve_version(self, version: int | str | None) -> int | None:
@@ -321,21 +320,18 @@ class LanceDataset:
 
     @property
     def max_field_id(self) -> int:
-        return max((f.id for f in self._manifest.fields), default=-1)
+        return max_field_id(self._manifest.fields)
 
     def versions(self) -> list[dict[str, Any]]:
         """Every version: ``{"version", "timestamp" (naive local datetime), "metadata" (summary)}``."""
-        out = []
-        for entry in list_versions(self._store, self._root):
-            manifest = load_manifest(self._store, self._root, entry.version).manifest
-            out.append(
-                {
-                    "version": manifest.version,
-                    "timestamp": dt.datetime.fromtimestamp(manifest.timestamp_ns / 1e9),
-                    "metadata": _summary(manifest),
-                }
-            )
-        return out
+        return [
+            {
+                "version": loaded.manifest.version,
+                "timestamp": dt.datetime.fromtimestamp(loaded.manifest.timestamp_ns / 1e9),
+                "metadata": _summary(loaded.manifest),
+            }
+            for loaded in load_manifests(self._store, self._root)
+        ]
 
     def read_transaction(self, version: int | None = None) -> Transaction | None:
         """The transaction that created ``version`` (this version by default)."""
@@ -369,11 +365,7 @@ class LanceDataset:
     def _file_uri(self, data_file: DataFile) -> str:
         if data_file.base_id is None:
             return child_uri(self._uri, DATA_DIR, data_file.path)
-        base = next((b for b in self._manifest.base_paths if b.id == data_file.base_id), None)
-        if base is None:
-            raise DatasetNotFoundError(
-                f"data file {data_file.path} names unknown base path {data_file.base_id}"
-            )
+        base = self._base_path(data_file.base_id, f"data file {data_file.path}")
         return child_uri(base.path, DATA_DIR if base.is_dataset_root else "", data_file.path)
 
     def _reader(self, data_file: DataFile) -> LanceFileReader:
@@ -405,10 +397,14 @@ class LanceDataset:
     def _deletion_location(self, base_id: int | None) -> tuple[ObjectStore, str]:
         if base_id is None:
             return self._store, self._root
+        return object_store(self._base_path(base_id, "a deletion file").path, self._storage_options)
+
+    def _base_path(self, base_id: int, owner: str) -> BasePath:
+        """The manifest's base path ``base_id`` (``owner`` names what refers to it, for the error)."""
         base = next((b for b in self._manifest.base_paths if b.id == base_id), None)
         if base is None:
-            raise DatasetNotFoundError(f"a deletion file names unknown base path {base_id}")
-        return object_store(base.path, self._storage_options)
+            raise DatasetNotFoundError(f"{owner} names unknown base path {base_id}")
+        return base
 
     def _live_count(self, fragment: DataFragment) -> int:
         if self._needs_scan(fragment):
@@ -432,7 +428,7 @@ class LanceDataset:
             raise TypeError("columns must be a list of column names")
         missing = [c for c in columns if self.schema.get_field_index(c) < 0]
         if missing:
-            raise ValueError(f"no such column(s) {missing}; the dataset has {self.schema.names}")
+            raise SchemaError(f"no such column(s) {missing}; the dataset has {self.schema.names}")
         return list(columns)
 
     def _read_fragment(
@@ -489,11 +485,13 @@ class LanceDataset:
     def _row_ids(self, fragment: DataFragment, offsets: np.ndarray) -> np.ndarray:
         if not self.has_stable_row_ids:
             return _addresses(fragment.id, offsets)
-        if not isinstance(fragment.row_ids, bytes):
-            raise UnsupportedFeatureError(
-                f"fragment {fragment.id}: external row id sequences are not supported"
-            )
-        return decode_row_ids(fragment.row_ids)[offsets]
+        if fragment.id not in self._stable_ids:
+            if not isinstance(fragment.row_ids, bytes):
+                raise UnsupportedFeatureError(
+                    f"fragment {fragment.id}: external row id sequences are not supported"
+                )
+            self._stable_ids[fragment.id] = decode_row_ids(fragment.row_ids)
+        return self._stable_ids[fragment.id][offsets]
 
     # ------------------------------------------------------------------ scans
 

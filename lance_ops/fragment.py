@@ -89,8 +89,11 @@ def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBa
 
 
 def data_file_fields(fields: Sequence[file_pb2.Field], version: FileVersion) -> tuple[int, ...]:
-    """Field ids listed in ``DataFile.fields`` for a file of ``version`` holding ``fields``."""
-    if version is FileVersion.V2_0:
+    """Field ids listed in ``DataFile.fields`` for a file of ``version`` holding ``fields``.
+
+    Legacy and 2.0 files give every field a column; 2.1+ files only the leaves.
+    """
+    if version in (FileVersion.V0_1, FileVersion.V2_0):
         return tuple(f.id for f in fields)
     return tuple(leaf_field_ids(fields))
 

@@ -182,7 +182,7 @@ def _maybe_general(inner: Any, raw_bytes: int, options: EncodingOptions) -> Any:
     return general.GeneralCompressor(inner, scheme, options.compression_level)
 
 
-def try_fixed_compressor(block: DataBlock, dtype: pa.DataType, options: EncodingOptions) -> Any:
+def try_fixed_compressor(block: DataBlock, options: EncodingOptions) -> Any:
     """Mini-block compressor for fixed-width values (and dictionary indices)."""
     if isinstance(block, FixedSizeListBlock):
         return fsl.FixedSizeListCompressor()
@@ -219,13 +219,18 @@ def _minichunk(options: EncodingOptions, version: FileVersion) -> int:
     return options.minichunk_size
 
 
+def _variable_sizes(block: VariableWidthBlock) -> tuple[int, int]:
+    """``(bytes of data and offsets, longest value)`` of a string / binary block."""
+    total = len(block.data) + len(block.offsets) * block.offsets.dtype.itemsize
+    return total, int(block.lengths().max()) if block.num_values else 0
+
+
 def _wants_fsst(block: VariableWidthBlock, dtype: pa.DataType, options: EncodingOptions) -> bool:
     if options.compression == "fsst":
         return True
     if options.compression is not None or pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
         return False
-    total = len(block.data) + len(block.offsets) * block.offsets.dtype.itemsize
-    longest = int(block.lengths().max()) if block.num_values else 0
+    total, longest = _variable_sizes(block)
     return total >= FSST_MIN_PAGE_BYTES and longest >= FSST_MIN_LONGEST
 
 
@@ -253,8 +258,7 @@ def try_per_value_compressor(block: DataBlock, dtype: pa.DataType, options: Enco
         return FlatCompressor()
     if not isinstance(block, VariableWidthBlock):
         raise UnsupportedFeatureError(f"no per-value compressor for a {type(block).__name__}")
-    longest = int(block.lengths().max()) if block.num_values else 0
-    total = len(block.data) + len(block.offsets) * block.offsets.dtype.itemsize
+    total, longest = _variable_sizes(block)
     if options.compression != "none" and (
         options.general_scheme is not None
         or (longest > PER_VALUE_ZSTD_MIN_BYTES and total >= PER_VALUE_ZSTD_MIN_BYTES)
@@ -379,7 +383,7 @@ def _dictionary_buffer(
 
 def _largest_value_bytes(block: DataBlock) -> int:
     if isinstance(block, VariableWidthBlock):
-        return int(block.lengths().max()) if block.num_values else 0
+        return _variable_sizes(block)[1]
     if isinstance(block, FixedSizeListBlock):
         return block.dimension * _largest_value_bytes(block.child)
     if isinstance(block, FixedWidthBlock):
@@ -407,7 +411,7 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
         return _packed_struct_page(leaf, options, version)
     dictionary = try_dictionary(leaf, options, version)
     if dictionary is not None:
-        compressor = try_fixed_compressor(dictionary.indices, pa.uint32(), options)
+        compressor = try_fixed_compressor(dictionary.indices, options)
         compressed, desc = compressor.compress(dictionary.indices)
         dict_buffer = _dictionary_buffer(dictionary.items, options, version)
         buffers, layout = miniblock.encode_page(levels, compressed, desc, version, dict_buffer)
@@ -425,7 +429,7 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
     if isinstance(block, VariableWidthBlock):
         compressor = try_variable_compressor(block, dtype, options, version)
     else:
-        compressor = try_fixed_compressor(block, dtype, options)
+        compressor = try_fixed_compressor(block, options)
     compressed, desc = compressor.compress(block)
     buffers, layout = miniblock.encode_page(levels, compressed, desc, version)
     return EncodedPage(tuple(buffers), layout, leaf.num_rows)
@@ -546,6 +550,14 @@ class StructuralFieldDecoder(FieldDecoder):
                 "<file>", f"field {field.name!r} needs {len(self.leaves)} columns, got {len(columns)}"
             )
         self.columns = [list(pages) for pages in columns]
+        # Per column: first row and end row of every page, for locating requested rows.
+        self._bounds = [
+            (
+                np.array([p.first_row for p in pages], np.int64),
+                np.array([p.first_row + p.num_rows for p in pages], np.int64),
+            )
+            for pages in self.columns
+        ]
         self._readers: dict[tuple[int, int], PageReader] = {}
 
     def _reader(self, col: int, page: int) -> PageReader:
@@ -556,9 +568,7 @@ class StructuralFieldDecoder(FieldDecoder):
         return self._readers[key]
 
     def _read_column(self, fetch: Fetch, col: int, rows: np.ndarray) -> DecodedLeaf:
-        pages = self.columns[col]
-        firsts = np.array([p.first_row for p in pages], np.int64)
-        ends = firsts + np.array([p.num_rows for p in pages], np.int64)
+        firsts, ends = self._bounds[col]
         which = np.searchsorted(firsts, rows, side="right") - 1
         if len(rows) and (which.min() < 0 or np.any(rows >= ends[which])):
             raise CorruptFileError(

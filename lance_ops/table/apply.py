@@ -94,11 +94,7 @@ def _with_new(
 
 def _max_id(current: int | None, fragments: Iterable[DataFragment]) -> int | None:
     """``max_fragment_id`` after adding fragments that already carry their ids."""
-    return (
-        max((f.id for f in fragments), default=current)
-        if current is None
-        else max([current, *(f.id for f in fragments)])
-    )
+    return max([*(f.id for f in fragments), *([] if current is None else [current])], default=None)
 
 
 @singledispatch

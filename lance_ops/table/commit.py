@@ -30,7 +30,7 @@ import os
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -143,14 +143,17 @@ def list_versions(store: ObjectStore, root: str) -> list[VersionEntry]:
     return sorted(entries, key=lambda e: e.version)
 
 
-def naming_scheme(entries: list[VersionEntry]) -> ManifestNamingScheme | None:
-    return entries[0].scheme if entries else None
-
-
-def _read_manifest(store: ObjectStore, path: str) -> LoadedManifest:
+def _read_manifest(store: ObjectStore, root: str, entry: VersionEntry) -> LoadedManifest:
+    path = store.join(root, VERSIONS_DIR, entry.name)
     data = store.read(path)
     manifest, transaction = decode_manifest_file(data, path)
     return LoadedManifest(manifest, path, len(data), transaction)
+
+
+def _load_readable(store: ObjectStore, root: str, entry: VersionEntry) -> LoadedManifest:
+    loaded = _read_manifest(store, root, entry)
+    check_reader_flags(loaded.manifest.reader_feature_flags, loaded.path)
+    return loaded
 
 
 def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> LoadedManifest:
@@ -165,9 +168,13 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
         if not match:
             raise DatasetNotFoundError(f"dataset {root} has no version {version}")
         entry = match[0]
-    loaded = _read_manifest(store, store.join(root, VERSIONS_DIR, entry.name))
-    check_reader_flags(loaded.manifest.reader_feature_flags, loaded.path)
-    return loaded
+    return _load_readable(store, root, entry)
+
+
+def load_manifests(store: ObjectStore, root: str) -> Iterator[LoadedManifest]:
+    """The manifest of every main-line version, ascending (one listing for all of them)."""
+    for entry in list_versions(store, root):
+        yield _load_readable(store, root, entry)
 
 
 def load_transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:
@@ -202,7 +209,7 @@ def empty_manifest(settings: NewDatasetSettings) -> Manifest:
 
 
 def _their_transaction(store: ObjectStore, root: str, entry: VersionEntry) -> Transaction:
-    loaded = _read_manifest(store, store.join(root, VERSIONS_DIR, entry.name))
+    loaded = _read_manifest(store, root, entry)
     theirs = load_transaction(store, root, loaded)
     if theirs is None:
         # A version without any transaction is treated as an Overwrite (as pylance does).
@@ -228,7 +235,8 @@ def commit_transaction(
     """
     handler = handler or PutIfAbsentCommitHandler()
     settings = settings or NewDatasetSettings()
-    if not isinstance(transaction.operation, Overwrite) and not list_versions(store, root):
+    entries = list_versions(store, root)
+    if not entries and not isinstance(transaction.operation, Overwrite):
         raise DatasetNotFoundError(f"no Lance dataset at {root} to commit a {transaction.operation.name} to")
     payload = transaction.serialize()
     store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
@@ -237,7 +245,7 @@ def commit_transaction(
         if attempt:
             exponent = min(attempt + 2, _MAX_BACKOFF_EXPONENT)
             time.sleep(random.randrange(2**exponent) * _SLOT_SECONDS)
-        entries = list_versions(store, root)
+            entries = list_versions(store, root)
         if entries:
             latest = entries[-1]
             if transaction.read_version > latest.version:
@@ -248,7 +256,7 @@ def commit_transaction(
                 if entry.version > transaction.read_version and entry.version not in checked:
                     check_conflict(transaction, _their_transaction(store, root, entry), entry.version)
                     checked.add(entry.version)
-            loaded = _read_manifest(store, store.join(root, VERSIONS_DIR, latest.name))
+            loaded = _read_manifest(store, root, latest)
             base = loaded.manifest
             check_writer_flags(base.writer_feature_flags, loaded.path)
             scheme = latest.scheme

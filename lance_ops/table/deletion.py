@@ -17,6 +17,7 @@ from pyroaring import BitMap
 from lance_ops.errors import CorruptFileError
 from lance_ops.io import ObjectStore
 from lance_ops.table.manifest import DeletionFile, DeletionFileType
+from lance_ops.table.naming import DELETIONS_DIR
 
 _ARROW_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
@@ -43,5 +44,5 @@ def read_deletion_vector(
     store: ObjectStore, root: str, fragment_id: int, deletion: DeletionFile
 ) -> np.ndarray:
     """Deleted row offsets of fragment ``fragment_id`` (dataset root ``root``)."""
-    path = store.join(root, "_deletions", deletion.file_name(fragment_id))
+    path = store.join(root, DELETIONS_DIR, deletion.file_name(fragment_id))
     return decode_deletion_file(store.read(path), deletion.file_type, path)

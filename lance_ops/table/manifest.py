@@ -273,10 +273,21 @@ class DeletionFile:
 # A row-id / version sequence is stored inline (serialized protobuf bytes) or in an external file.
 RowSequence = bytes | ExternalFile | None
 
+# (DataFragment attribute, protobuf oneof, its inline field, its external field)
 _SEQUENCES = (
-    ("row_ids", "inline_row_ids", "external_row_ids"),
-    ("last_updated_at_versions", "inline_last_updated_at_versions", "external_last_updated_at_versions"),
-    ("created_at_versions", "inline_created_at_versions", "external_created_at_versions"),
+    ("row_ids", "row_id_sequence", "inline_row_ids", "external_row_ids"),
+    (
+        "last_updated_at_versions",
+        "last_updated_at_version_sequence",
+        "inline_last_updated_at_versions",
+        "external_last_updated_at_versions",
+    ),
+    (
+        "created_at_versions",
+        "created_at_version_sequence",
+        "inline_created_at_versions",
+        "external_created_at_versions",
+    ),
 )
 
 
@@ -312,8 +323,8 @@ class DataFragment:
     @classmethod
     def from_pb(cls, pb: table_pb2.DataFragment) -> DataFragment:
         sequences: dict[str, RowSequence] = {}
-        for attr, inline, external in _SEQUENCES:
-            which = pb.WhichOneof(_oneof_of(inline))
+        for attr, oneof, inline, external in _SEQUENCES:
+            which = pb.WhichOneof(oneof)
             if which == inline:
                 sequences[attr] = bytes(getattr(pb, inline))
             elif which == external:
@@ -334,7 +345,7 @@ class DataFragment:
         )
         if self.deletion_file is not None:
             pb.deletion_file.CopyFrom(self.deletion_file.to_pb())
-        for attr, inline, external in _SEQUENCES:
+        for attr, _, inline, external in _SEQUENCES:
             value = getattr(self, attr)
             if isinstance(value, bytes):
                 setattr(pb, inline, value)
@@ -366,14 +377,6 @@ class DataFragment:
             last_updated_at_versions=_sequence_from_json(data.get("last_updated_at_version_meta")),
             created_at_versions=_sequence_from_json(data.get("created_at_version_meta")),
         )
-
-
-def _oneof_of(inline_field: str) -> str:
-    return {
-        "inline_row_ids": "row_id_sequence",
-        "inline_last_updated_at_versions": "last_updated_at_version_sequence",
-        "inline_created_at_versions": "created_at_version_sequence",
-    }[inline_field]
 
 
 def _sequence_to_json(value: RowSequence, capitalized: bool) -> dict[str, Any] | None:

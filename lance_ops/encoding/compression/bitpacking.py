@@ -307,8 +307,17 @@ def _ool_desc(bits: int, width: int) -> pb.CompressiveEncoding:
     )
 
 
-def _tail_is_packed(bits: int, width: int, tail: int) -> bool:
-    return tail > 0 and width * (BLOCK_VALUES - tail) < (bits - width) * tail
+def _tail_is_packed(bits: int, width: int, tail: int | np.ndarray) -> bool | np.ndarray:
+    """Whether a tail of ``tail`` values is stored as one padded block (elementwise for arrays)."""
+    return (tail > 0) & (width * (BLOCK_VALUES - tail) < (bits - width) * tail)
+
+
+def estimate_out_of_line_size(num_values: int, bits: int, width: int) -> int:
+    """Bytes OutOfLineBitpacking takes for ``num_values`` ``bits``-bit values at ``width``."""
+    full, tail = divmod(num_values, BLOCK_VALUES)
+    packed_tail = bool(_tail_is_packed(bits, width, tail))
+    words = (full + packed_tail) * (width * BLOCK_VALUES // bits) + (0 if packed_tail else tail)
+    return words * bits // 8
 
 
 def pack_out_of_line_slices(
@@ -321,7 +330,7 @@ def pack_out_of_line_slices(
     bits = dtype.itemsize * 8
     nums = np.asarray(stops, np.int64) - np.asarray(starts, np.int64)
     full, tail = np.divmod(nums, BLOCK_VALUES)
-    packed_tail = (tail > 0) & (width * (BLOCK_VALUES - tail) < (bits - width) * tail)
+    packed_tail = _tail_is_packed(bits, width, tail)
     blocks = full + packed_tail
     in_blocks = full * BLOCK_VALUES + np.where(packed_tail, tail, 0)
     block_first = np.cumsum(blocks) - blocks
@@ -412,7 +421,7 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
         firsts = np.cumsum(nums) - nums
         out = np.empty(int(nums.sum()), dtype=self.dtype)
         full, tail = np.divmod(nums, BLOCK_VALUES)
-        packed_tail = (tail > 0) & (self.width * (BLOCK_VALUES - tail) < (self.bits - self.width) * tail)
+        packed_tail = _tail_is_packed(self.bits, self.width, tail)
         blocks = full + packed_tail
         packed = (lens == blocks * block_words * self.dtype.itemsize) & (self.width > 0)
         idx = np.flatnonzero(packed)

@@ -68,6 +68,17 @@ def encode_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(values[starts], pieces), run_lengths
 
 
+def _split_runs(lengths: np.ndarray) -> int:
+    """Runs written for maximal runs of ``lengths`` values once split at 255."""
+    return int((-(-lengths // MAX_RUN)).sum())
+
+
+def split_run_count(values: np.ndarray) -> int:
+    """Number of runs :func:`encode_runs` writes for ``values``."""
+    starts, ends = _run_bounds(values)
+    return _split_runs(ends - starts)
+
+
 def estimate_rle_size(values: np.ndarray) -> int:
     """Strategy estimate of the RLE size: ``(runs + n / 255) × (width + 1)`` bytes (§8.1)."""
     values = np.ascontiguousarray(values).reshape(-1)
@@ -89,7 +100,7 @@ def rle_chunk_counts(values: np.ndarray) -> list[int]:
         def fits(m: int, run_starts: np.ndarray = run_starts, run_ends: np.ndarray = run_ends) -> bool:
             inside = run_starts < m
             lengths = np.minimum(run_ends[inside], m) - run_starts[inside]
-            return int((-(-lengths // MAX_RUN)).sum()) * (width + 1) <= MAX_CHUNK_BYTES
+            return _split_runs(lengths) * (width + 1) <= MAX_CHUNK_BYTES
 
         if left <= MAX_CHUNK_VALUES and fits(left):
             counts.append(left)

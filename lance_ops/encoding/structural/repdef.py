@@ -63,7 +63,6 @@ _EMPTYABLE = frozenset({EMPTYABLE_LIST, NULL_AND_EMPTY_LIST})
 # Level block compression (§2.8).
 LEVEL_BITS = 16
 INLINE_LEVEL_LIMIT = 1024  # pages with more levels use out-of-line bit-packing
-RLE_MAX_RUN = 255
 RLE_HEADER_BYTES = 8
 
 
@@ -581,25 +580,6 @@ def _with_validity(values: pa.Array, valid: np.ndarray | None) -> pa.Array:
 # Level block compression (§2.8)
 
 
-def _runs(levels: np.ndarray) -> int:
-    """Number of RLE runs, splitting runs longer than 255."""
-    if len(levels) == 0:
-        return 0
-    change = np.flatnonzero(levels[1:] != levels[:-1]) + 1
-    bounds = np.concatenate(([0], change, [len(levels)]))
-    lengths = np.diff(bounds)
-    return int(((lengths + RLE_MAX_RUN - 1) // RLE_MAX_RUN).sum())
-
-
-def _bitpacked_size(n: int, width: int) -> int:
-    """Bytes of ``n`` u16 levels under OutOfLineBitpacking at ``width`` (§7.5 tail rule)."""
-    blocks, tail = divmod(n, 1024)
-    words = blocks * 64 * width
-    if tail:
-        words += 64 * width if width * (1024 - tail) < (LEVEL_BITS - width) * tail else tail
-    return 2 * words
-
-
 @dataclass(frozen=True)
 class LevelCodec:
     """The page-wide choice for one level stream; compresses each chunk's slice."""
@@ -644,11 +624,11 @@ def choose_level_codec(levels: np.ndarray, version: FileVersion) -> LevelCodec:
     if n <= INLINE_LEVEL_LIMIT:
         packed, kind = bitpacking.estimate_inline_size(levels.astype(np.uint16)), "inline"
     else:
-        packed, kind = _bitpacked_size(n, width), "out_of_line"
+        packed, kind = bitpacking.estimate_out_of_line_size(n, LEVEL_BITS, width), "out_of_line"
     best = LevelCodec("flat", 16) if raw < packed else LevelCodec(kind, width)
     best_size = min(raw, packed)
     if version is FileVersion.V2_2:
-        rle_size = RLE_HEADER_BYTES + 3 * _runs(levels)
+        rle_size = RLE_HEADER_BYTES + 3 * rle.split_run_count(levels)
         if rle_size < best_size:
             return LevelCodec("rle", 16)
     return best

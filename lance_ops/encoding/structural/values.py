@@ -176,13 +176,8 @@ def _split_fsl(block: FixedWidthBlock, dtype: pa.FixedSizeListType) -> FixedSize
     """A flat fixed-width row block seen as FSL rows (no item validity)."""
     dim = dtype.list_size
     inner = dtype.value_type
-    child: DataBlock
-    if pa.types.is_fixed_size_list(inner):
-        child = _split_fsl(
-            FixedWidthBlock(block.data, block.bits_per_value // dim, block.num_values * dim), inner
-        )
-    else:
-        child = FixedWidthBlock(block.data, block.bits_per_value // dim, block.num_values * dim)
+    items = FixedWidthBlock(block.data, block.bits_per_value // dim, block.num_values * dim)
+    child = _split_fsl(items, inner) if pa.types.is_fixed_size_list(inner) else items
     return FixedSizeListBlock(child, dim, block.num_values)
 
 
