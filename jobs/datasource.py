@@ -33,8 +33,9 @@ Writing::
 
     df.write.format("lance").mode("append" | "overwrite").save(uri)
 
-The writer is planned once on the driver (it records the dataset's version and Arrow schema), then
-each Spark task receives Arrow batches, casts them to the dataset's schema and calls
+The writer is planned once on the driver (it records the dataset's version, Arrow schema and, for
+an append, its Lance field ids and file format, so tasks never read the manifest), then each Spark
+task receives Arrow batches, casts them to the dataset's schema and calls
 :func:`lance_ops.fragment.write_fragments`; the task's commit message carries the resulting
 ``FragmentMetadata``. When every task has succeeded the driver commits ONE transaction: ``Append`` to
 an existing dataset, or ``Overwrite`` for mode overwrite and for a dataset that does not exist yet (a
@@ -81,6 +82,7 @@ from pyspark.sql.types import StructType
 
 import lance_ops
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
+from lance_ops._proto import file_pb2
 from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment import FragmentMetadata, write_fragments
 from lance_ops.table.transaction import Operation
@@ -313,6 +315,13 @@ class LanceWriter(DataSourceArrowWriter):
         self.data_storage_version = options.get("data_storage_version") or (
             "stable" if existing is None else existing.data_storage_version
         )
+        # An append writes files with the dataset's field ids and format, read here once so the tasks
+        # never load the manifest.
+        append_to = None if self.overwrite else existing
+        self._append_fields = None if append_to is None else list(append_to.lance_schema)
+        self._file_version = (
+            self.data_storage_version if append_to is None else append_to.data_storage_version
+        )
 
     def _existing(self) -> lance_ops.LanceDataset | None:
         """The latest version of the dataset at ``uri``, or None if there is none yet."""
@@ -320,6 +329,10 @@ class LanceWriter(DataSourceArrowWriter):
             return lance_ops.dataset(self.uri, storage_options=self.storage_options)
         except DatasetNotFoundError:
             return None
+
+    def append_fields(self) -> list[file_pb2.Field] | None:
+        """The dataset's Lance fields an append writes with; None when the tasks number a new schema."""
+        return self._append_fields
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
         counted = _CountingBatches(iterator, self.schema)
@@ -333,8 +346,9 @@ class LanceWriter(DataSourceArrowWriter):
             mode="overwrite" if self.overwrite else "append",
             max_rows_per_file=self.max_rows_per_file,
             max_rows_per_group=self.max_rows_per_group,
-            data_storage_version=self.data_storage_version,
+            data_storage_version=self._file_version,
             storage_options=self.storage_options,
+            fields=self.append_fields(),
         )
         return LanceCommitMessage(fragments=list(fragments), num_rows=counted.num_rows)
 

@@ -6,10 +6,11 @@
 with ``LanceDataset.commit(uri, LanceOperation.Append(fragments))`` (or ``Overwrite``).
 FragmentMetadata is picklable and has ``to_json`` / ``from_json`` for shipping between processes.
 
-Field ids: appending to an existing dataset reuses the dataset's ids (matched by column name); a
-new dataset (or ``mode="overwrite"``) numbers the schema 0, 1, 2, ... in pre-order. Each
-``DataFile.fields`` lists the ids that own columns: every field for 2.0 files, only leaf fields for
-2.1+, with ``column_indices`` 0..n-1.
+Field ids: appending to an existing dataset reuses the dataset's ids (matched by column name), read
+from its latest manifest unless the caller passes them as ``fields=`` (a Spark driver does, so its
+tasks never read the manifest); a new dataset (or ``mode="overwrite"``) numbers the schema 0, 1,
+2, ... in pre-order. Each ``DataFile.fields`` lists the ids that own columns: every field for 2.0
+files, only leaf fields for 2.1+, with ``column_indices`` 0..n-1.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileWriter
 from lance_ops.file.schema import fields_to_schema, leaf_field_ids, schema_to_fields
+from lance_ops.file.writer import as_table
 from lance_ops.io import object_store
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFile, DataFragment
@@ -43,12 +45,8 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
     """Normalise write input: Table, RecordBatch, RecordBatchReader, batches, or pandas DataFrame."""
     if isinstance(data, pa.RecordBatchReader):
         reader = data
-    elif isinstance(data, pa.Table):
-        reader = pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
-    elif isinstance(data, pa.RecordBatch):
-        reader = pa.RecordBatchReader.from_batches(data.schema, [data])
-    elif type(data).__module__.startswith("pandas"):
-        table = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
+    elif isinstance(data, (pa.Table, pa.RecordBatch)) or type(data).__module__.startswith("pandas"):
+        table = as_table(data, schema)
         reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
     elif isinstance(data, Iterable):
         batches = iter(data)
@@ -160,14 +158,13 @@ class _FileSink:
         if self._writer is None:
             return
         self._writer.close()
-        store, path = object_store(child_uri(self.uri, DATA_DIR, self._name), self.storage_options)
         data_file = DataFile(
             path=self._name,
             fields=self.field_ids,
             column_indices=tuple(range(len(self.field_ids))),
             file_major_version=self.version.major,
             file_minor_version=self.version.minor,
-            file_size_bytes=store.size(path),
+            file_size_bytes=self._writer.bytes_written,
         )
         self.fragments.append(DataFragment(id=0, files=(data_file,), physical_rows=self._rows))
         self._writer = None
@@ -189,6 +186,7 @@ def write_fragments_with_schema(
     max_bytes_per_file: int | None = None,
     data_storage_version: str | None = "stable",
     storage_options: Mapping[str, str] | None = None,
+    fields: Sequence[file_pb2.Field] | None = None,
 ) -> tuple[list[FragmentMetadata], pa.Schema]:
     """:func:`write_fragments`, also returning the Arrow schema the files were written with."""
     if max_rows_per_file <= 0 or max_rows_per_group <= 0:
@@ -196,11 +194,13 @@ def write_fragments_with_schema(
     if mode not in ("append", "create", "overwrite"):
         raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     uri = os.fspath(uri)
-    existing = _dataset_fields(uri, storage_options) if mode == "append" else None
-    if existing is not None:
+    existing = _dataset_fields(uri, storage_options) if mode == "append" and fields is None else None
+    if fields is not None:
+        reader = to_reader(data, schema if schema is not None else fields_to_schema(fields))
+        version_text = data_storage_version or "stable"
+    elif existing is not None:
         fields, metadata, version_text = existing
-        target = fields_to_schema(fields, metadata)
-        reader = to_reader(data, target)
+        reader = to_reader(data, fields_to_schema(fields, metadata))
     else:
         reader = to_reader(data, schema)
         version_text = data_storage_version or "stable"
@@ -238,12 +238,16 @@ def write_fragments(
     max_bytes_per_file: int | None = None,
     data_storage_version: str | None = "stable",
     storage_options: Mapping[str, str] | None = None,
+    fields: Sequence[file_pb2.Field] | None = None,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
 
     ``mode="append"`` reuses an existing dataset's field ids and file version; ``"create"`` /
-    ``"overwrite"`` number the schema afresh. ``max_rows_per_group`` only applies to legacy files,
-    which this implementation does not write.
+    ``"overwrite"`` number the schema afresh. ``fields`` (the target dataset's Lance fields, with
+    ids, e.g. ``LanceDataset.lance_schema`` read once on a driver) skips reading the manifest: the
+    data is cast to ``schema`` (or, without one, the schema of ``fields``) and written with those
+    ids as ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` only applies to
+    legacy files, which this implementation does not write.
     """
     fragments, _ = write_fragments_with_schema(
         data,
@@ -255,5 +259,6 @@ def write_fragments(
         max_bytes_per_file=max_bytes_per_file,
         data_storage_version=data_storage_version,
         storage_options=storage_options,
+        fields=fields,
     )
     return fragments

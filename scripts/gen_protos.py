@@ -38,6 +38,8 @@ def generate(out_dir: Path) -> list[Path]:
             text = src.read_text()
             for mod in local:
                 text = re.sub(rf"^import {mod} as", f"from . import {mod} as", text, flags=re.M)
+                # Register classes under their real module so messages pickle (Spark ships them).
+                text = text.replace(f"'{mod}', _globals)", f"'lance_ops._proto.{mod}', _globals)")
             target = out_dir / src.name
             target.write_text((HEADER if src.suffix == ".py" else "") + text)
             written.append(target)

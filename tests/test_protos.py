@@ -70,3 +70,16 @@ def test_unknown_fields_are_tolerated() -> None:
     unknown_field_99 = bytes([0x98, 0x06, 0x05])  # varint field 99 = 5 (tag 792 as a 2-byte varint)
     msg = encodings_v2_1_pb2.MiniBlockLayout.FromString(known + unknown_field_99)
     assert msg.num_items == 7
+
+
+def test_messages_pickle() -> None:
+    """Spark ships Lance fields to executors by pickle: classes must live under their real module."""
+    import pickle
+
+    from lance_ops._proto import file_pb2, table_pb2
+
+    field = file_pb2.Field(name="x", id=3, parent_id=-1, logical_type="int64")
+    assert pickle.loads(pickle.dumps(field)) == field
+    assert file_pb2.Field.__module__ == "lance_ops._proto.file_pb2"
+    fragment = table_pb2.DataFragment(id=7, physical_rows=10)
+    assert pickle.loads(pickle.dumps(fragment)) == fragment

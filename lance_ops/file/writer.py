@@ -98,11 +98,17 @@ class LanceFileWriter:
         self._extra_metadata: dict[str, bytes] = {}
         self._global_buffers: list[tuple[int, int]] = []
         self._num_rows = 0
+        self._bytes_written = 0
         self._closed = False
 
     @property
     def schema(self) -> pa.Schema | None:
         return self._schema
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes written to the output so far; after ``close()`` the size of the whole file."""
+        return self._bytes_written if self._closed else self._region.position
 
     def _set_schema(self, schema: pa.Schema) -> None:
         schema_to_fields(schema)  # raises SchemaError for types Lance cannot store
@@ -192,6 +198,7 @@ class LanceFileWriter:
         )
         columns = [column for state in self._fields for column in state.columns]
         self._region.write_tail(descriptor, columns, self._global_buffers, self.version)
+        self._bytes_written = self._region.position
         self._out.close()
         self._closed = True
         return self._num_rows

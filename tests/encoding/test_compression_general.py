@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from concurrent.futures import ThreadPoolExecutor
 
 import lz4.block
 import numpy as np
@@ -54,6 +55,23 @@ def test_buffer_framing(data: bytes, scheme: int) -> None:
 def test_bare_zstd_frame_is_accepted() -> None:
     framed = compress_buffer(b"hello" * 100, ZSTD)
     assert decompress_buffer(framed[8:], ZSTD) == b"hello" * 100
+
+
+def test_reused_zstd_contexts_survive_errors_levels_and_threads() -> None:
+    with pytest.raises(CorruptFileError):
+        decompress_buffer(b"\x10\0\0\0\0\0\0\0garbage!", ZSTD)
+    data = bytes(range(256)) * 64
+    assert decompress_buffer(compress_buffer(data, ZSTD, 1), ZSTD) == data
+    assert decompress_buffer(compress_buffer(data, ZSTD, 19), ZSTD) == data
+
+    def round_trip(i: int) -> bool:
+        payload = data[i:] * (i % 5 + 1)
+        return all(
+            decompress_buffer(compress_buffer(payload, ZSTD, level), ZSTD) == payload for level in (1, 3, 9)
+        )
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert all(pool.map(round_trip, range(64)))
 
 
 INNERS = {

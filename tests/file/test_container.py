@@ -111,6 +111,17 @@ def test_data_cache_bytes_accumulates_until_exceeded(tmp_path: Path) -> None:
     assert LanceFileReader(str(path)).read_all().to_table().equals(pa.concat_tables(batches))
 
 
+@pytest.mark.parametrize("n", [0, 1, 1025])
+def test_bytes_written_is_the_file_size(tmp_path: Path, n: int) -> None:
+    path = tmp_path / "f.lance"
+    writer = LanceFileWriter(str(path), SCHEMA)
+    assert writer.bytes_written == 0
+    writer.write_batch(_table(n))
+    before_close = writer.bytes_written
+    writer.close()
+    assert writer.bytes_written == path.stat().st_size > before_close
+
+
 def test_zero_row_file_and_global_buffers(tmp_path: Path) -> None:
     path = tmp_path / "f.lance"
     writer = LanceFileWriter(str(path), SCHEMA)

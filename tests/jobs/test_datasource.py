@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import pickle
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import lance_ops
-from jobs.datasource import filter_to_sql
+from jobs.datasource import LanceWriter, filter_to_sql
 from jobs.pipeline import demo_frame, run, write_lance
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema, spark_type
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
@@ -390,6 +391,37 @@ def test_pipeline_run_appends(spark: SparkSession, tmp_path: Path) -> None:
     assert (summary.version, summary.rows) == (2, 100)
     ids = spark.read.format("lance").option("columns", "id").load(uri).toArrow().column("id")
     assert sorted(ids.to_pylist()) == list(range(100))
+
+
+def test_append_tasks_use_the_drivers_fields_not_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No Spark session: plan the writer as the driver does, ship it, run a task, commit."""
+    uri = str(tmp_path / "planned.lance")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("n", pa.uint32())])
+    lance_ops.write_dataset(pa.table({"id": [0], "n": [1]}, schema=schema), uri, data_storage_version="2.1")
+    spark_input = T.StructType([T.StructField("id", T.LongType()), T.StructField("n", T.LongType())])
+    driver = LanceWriter(uri, spark_input, False, {"data_storage_version": "2.2"})
+    assert [f.id for f in driver.append_fields() or []] == [0, 1]
+    task = pickle.loads(pickle.dumps(driver))
+
+    def no_manifest(*args: object) -> None:
+        raise AssertionError("a write task read the manifest")
+
+    monkeypatch.setattr(lance_ops.fragment, "_dataset_fields", no_manifest)
+    batch = pa.record_batch({"n": pa.array([5, 6], pa.int64()), "id": pa.array([1, 2], pa.int64())})
+    message = task.write(iter([batch]))
+    assert message.num_rows == 2
+    (fragment,) = message.fragments
+    (data_file,) = fragment.files
+    assert data_file.fields == (0, 1)
+    assert (data_file.file_major_version, data_file.file_minor_version) == (2, 1)  # the dataset's
+    driver.commit([message])
+    ds = lance_ops.dataset(uri)
+    assert ds.schema.equals(schema)
+    assert ds.to_table().sort_by("id").to_pydict() == {"id": [0, 1, 2], "n": [1, 5, 6]}
+    overwrite = LanceWriter(uri, spark_input, True, {})
+    assert overwrite.append_fields() is None
 
 
 # --- interop with pylance (test-only dependency) ------------------------------------------------

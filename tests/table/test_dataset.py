@@ -214,6 +214,9 @@ def test_spark_style_write_then_commit(tmp_path: Path) -> None:
     lance_ops.write_dataset(table(4), uri)
     shipped = [json.dumps(f.to_json()) for f in write_fragments(table(6, 4), uri, max_rows_per_file=4)]
     pickled = pickle.loads(pickle.dumps([FragmentMetadata.from_json(json.loads(s)) for s in shipped]))
+    for fragment in pickled:
+        (data_file,) = fragment.files
+        assert data_file.file_size_bytes == (tmp_path / "ds" / "data" / data_file.path).stat().st_size
     ds = LanceDataset.commit(
         uri, LanceOperation.Append(pickled), read_version=1, transaction_properties={"run": "r1"}
     )
@@ -224,6 +227,35 @@ def test_spark_style_write_then_commit(tmp_path: Path) -> None:
     fragments = write_fragments(table(5), fresh, mode="create", data_storage_version="2.1")
     created = LanceDataset.commit(fresh, LanceOperation.Overwrite(table(5).schema, fragments))
     assert created.version == 1 and created.data_storage_version == "2.1" and created.to_table() == table(5)
+
+
+def test_write_fragments_with_explicit_fields_skips_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = _uri(tmp_path)
+    lance_ops.write_dataset(table(4), uri, data_storage_version="2.1")
+    ds = lance_ops.dataset(uri)
+    shifted = [type(f)() for f in ds.lance_schema]
+    for copy, original in zip(shifted, ds.lance_schema, strict=True):
+        copy.CopyFrom(original)
+        copy.id += 10
+        if copy.parent_id >= 0:
+            copy.parent_id += 10
+
+    def no_manifest(*args: object) -> None:
+        raise AssertionError("write_fragments read the manifest")
+
+    monkeypatch.setattr(lance_ops.fragment, "_dataset_fields", no_manifest)
+    data = table(3, 4).select(["st", "s", "id"])  # cast back to the order of ``fields``
+    (fragment,) = write_fragments(data, uri, fields=shifted, data_storage_version="2.1")
+    (data_file,) = fragment.files
+    assert data_file.fields == (10, 11, 13, 14)  # the leaves: id, s, st.a, st.b
+    assert (data_file.file_major_version, data_file.file_minor_version) == (2, 1)
+    with pytest.raises(AssertionError, match="read the manifest"):
+        write_fragments(data, uri)
+    (same_ids,) = write_fragments(data, uri, fields=ds.lance_schema, data_storage_version="2.1")
+    ds = LanceDataset.commit(uri, LanceOperation.Append([same_ids]), read_version=1)
+    assert ds.to_table() == table(7)
 
 
 def test_concurrent_appends_from_threads(tmp_path: Path) -> None:

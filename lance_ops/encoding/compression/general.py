@@ -21,6 +21,7 @@ Contexts:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,12 +54,33 @@ _SCHEMES = {
     "lz4": pb.COMPRESSION_ALGORITHM_LZ4,
 }
 
+# zstandard (de)compressor objects are costly to build and not thread-safe: keep one per thread
+# (compressors per level) and reuse it for every buffer, e.g. every value of a full-zip page.
+_ZSTD_CACHE = threading.local()
+
+
+def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
+    compressors: dict[int, zstandard.ZstdCompressor] | None = getattr(_ZSTD_CACHE, "compressors", None)
+    if compressors is None:
+        compressors = _ZSTD_CACHE.compressors = {}
+    compressor = compressors.get(level)
+    if compressor is None:
+        compressor = compressors[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
+    return compressor
+
+
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    decompressor: zstandard.ZstdDecompressor | None = getattr(_ZSTD_CACHE, "decompressor", None)
+    if decompressor is None:
+        decompressor = _ZSTD_CACHE.decompressor = zstandard.ZstdDecompressor()
+    return decompressor
+
 
 def compress_buffer(data: bytes | memoryview | np.ndarray, scheme: int, level: int | None = None) -> bytes:
     """Compress one buffer with the Lance framing of ``scheme`` (a ``CompressionScheme`` value)."""
     raw = as_u8(data).tobytes()
     if scheme == pb.COMPRESSION_ALGORITHM_ZSTD:
-        frame = zstandard.ZstdCompressor(level=level or 3, write_content_size=True).compress(raw)
+        frame = _zstd_compressor(level or 3).compress(raw)
         return len(raw).to_bytes(8, "little") + frame
     if scheme == pb.COMPRESSION_ALGORITHM_LZ4:
         return bytes(lz4.block.compress(raw, store_size=True))
@@ -71,10 +93,10 @@ def decompress_buffer(data: bytes | memoryview | np.ndarray, scheme: int) -> byt
     try:
         if scheme == pb.COMPRESSION_ALGORITHM_ZSTD:
             if raw[:4] == ZSTD_MAGIC:
-                return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(raw))
+                return bytes(_zstd_decompressor().decompressobj().decompress(raw))
             require(len(raw) >= 8, "zstd buffer is shorter than its length header")
             size = int.from_bytes(raw[:8], "little")
-            out = zstandard.ZstdDecompressor().decompress(raw[8:], max_output_size=max(size, 1))
+            out = _zstd_decompressor().decompress(raw[8:], max_output_size=max(size, 1))
         elif scheme == pb.COMPRESSION_ALGORITHM_LZ4:
             require(len(raw) >= 4, "lz4 buffer is shorter than its length header")
             size = int.from_bytes(raw[:4], "little")
