@@ -626,9 +626,8 @@ class LanceDataset:
         with_row_address: bool = False,
         batch_size: int | None = None,
     ) -> pa.Table:
-        schema = self._output_schema(self._columns(columns), with_row_id, with_row_address)
-        batches = self.to_batches(columns, filter, limit, offset, with_row_id, with_row_address, batch_size)
-        return pa.Table.from_batches(list(batches), schema=schema)
+        reader = self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, batch_size)
+        return reader.read_all()
 
     def head(self, num_rows: int, columns: Sequence[str] | None = None) -> pa.Table:
         return self.to_table(columns=columns, limit=num_rows)
@@ -825,25 +824,29 @@ def write_dataset(
         raise DatasetAlreadyExistsError(f"a dataset already exists at {uri}")
     exists = bool(entries)
     read_version = entries[-1].version if exists else 0
-    if exists and data_storage_version is None:
-        data_storage_version = load_manifest(store, root, read_version).manifest.data_storage_version
+    manifest = load_manifest(store, root, read_version).manifest if exists else None
+    # Appends write the dataset's field ids in the dataset's file version (manifest read once, here).
+    append_to = manifest if mode == "append" else None
+    if manifest is not None and (append_to is not None or data_storage_version is None):
+        data_storage_version = manifest.data_storage_version
     fragments, written_schema = write_fragments_with_schema(
         data,
         uri,
-        schema,
-        mode="append" if exists and mode == "append" else "overwrite",
+        schema if append_to is None else fields_to_schema(append_to.fields, append_to.schema_metadata),
+        mode="overwrite" if append_to is None else "append",
         max_rows_per_file=max_rows_per_file,
         max_rows_per_group=max_rows_per_group,
         max_bytes_per_file=max_bytes_per_file,
         data_storage_version=data_storage_version or "stable",
         storage_options=storage_options,
+        fields=None if append_to is None else list(append_to.fields),
     )
     for fragment in fragments:
         if callable(progress):
             progress(fragment)
         elif progress is not None:
             progress.complete(fragment)
-    if exists and mode == "append":
+    if append_to is not None:
         operation: Operation = Append(tuple(fragments))
     else:
         fields, metadata = _fields_of(written_schema)
