@@ -4,10 +4,10 @@ The file layer owns bytes on disk; the codec owns what a page means. The file wr
 hands each top-level field's rows to a :class:`FieldEncoder` (one call per page worth
 of rows) and stores the returned :class:`EncodedPage` objects, plus, through a
 :data:`WriteExternal` callable, the blob bytes a page addresses by file position; the file
-reader describes stored pages as :class:`PageInfo` and asks a :class:`FieldDecoder` for rows, giving it
-a :data:`Fetch` callable so the codec reads exactly the byte ranges it needs (mini-block
-metadata first, then only the chunks that hold requested rows) without importing any
-I/O code.
+reader describes stored pages as :class:`PageInfo` and asks a :class:`FieldDecoder` for
+rows, giving it a :data:`Fetch` callable so the codec reads exactly the byte ranges it needs
+(mini-block metadata first, then only the chunks that hold requested rows) without
+importing any I/O code.
 """
 
 from __future__ import annotations

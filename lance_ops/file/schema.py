@@ -49,6 +49,7 @@ from lance_ops.errors import SchemaError, UnsupportedFeatureError
 EXTENSION_NAME_KEY = b"ARROW:extension:name"
 EXTENSION_METADATA_KEY = b"ARROW:extension:metadata"
 PRIMARY_KEY_KEY = b"lance-schema:unenforced-primary-key"
+BLOB_KEY = "lance-encoding:blob"
 BFLOAT16_EXTENSION = "lance.bfloat16"
 JSON_EXTENSION = "lance.json"
 ARROW_JSON_EXTENSION = "arrow.json"
@@ -345,6 +346,7 @@ def fields_to_schema(fields: Sequence[pb.Field], metadata: Mapping[str, bytes] |
         field, children = node
         return _pb_field_to_arrow(field, [build(child) for child in children])
 
+    _refuse_blob_v2(fields)
     arrow_fields = [build(root) for root in field_tree(fields)]
     schema_metadata = {k.encode("utf-8"): bytes(v) for k, v in (metadata or {}).items()}
     schema = pa.schema(arrow_fields, metadata=schema_metadata or None)
@@ -352,6 +354,14 @@ def fields_to_schema(fields: Sequence[pb.Field], metadata: Mapping[str, bytes] |
         # An IPC round trip turns extension metadata into registered pyarrow extension types.
         schema = pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
     return schema
+
+
+def _refuse_blob_v2(fields: Sequence[pb.Field]) -> None:
+    """pylance 14 stores blob columns of 2.2 datasets as ``lance.blob.v2`` descriptions: a packed
+    struct marked ``lance-encoding:blob`` whose children carry no field ids. Not supported."""
+    for field in fields:
+        if field.logical_type == "struct" and field.metadata.get(BLOB_KEY, b"").lower() in _TRUE_STRINGS:
+            raise UnsupportedFeatureError(f"blob v2 column {field.name!r} (lance.blob.v2) is not supported")
 
 
 def _carries_extension(field: pb.Field) -> bool:

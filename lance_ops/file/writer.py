@@ -5,8 +5,8 @@ Rows are buffered per top-level field. When a field's buffered Arrow data exceed
 ``ceil(size / max_page_bytes)`` slices of equal row counts (``max_page_bytes`` defaults to
 32 MiB), each slice is handed to the codec's :class:`FieldEncoder`, and the resulting page
 buffers are written immediately, 64-byte aligned, into the data region (blob values are
-written the same way, one buffer each, just before the page that addresses them). Pages of different
-fields therefore interleave in the file while each column's ``pages`` stay in row order.
+written the same way, one buffer each, just before the page that addresses them). Pages of
+different fields therefore interleave in the file while each column's ``pages`` stay in row order.
 A page's ``priority`` is the row number of its first top-level row. ``close()`` flushes
 what is left and writes the FileDescriptor, column metadata, offset tables and footer
 (see :mod:`lance_ops.file.format`). Data buffers go straight to the output stream, so at

@@ -67,7 +67,7 @@ def encode_page(leaf: ShreddedLeaf, version: FileVersion, external: WriteExterna
         position[null] = levels.defs[null].astype(np.uint64) << np.uint64(LEVEL_SHIFT)
     stored = np.flatnonzero(size)
     if len(stored):
-        data = memoryview(block.data)
+        data = np.ascontiguousarray(block.data).data
         starts = block.offsets[stored].tolist()
         ends = block.offsets[stored + 1].tolist()
         position[stored] = external([data[a:b] for a, b in zip(starts, ends, strict=True)])
