@@ -1,14 +1,15 @@
 """Blob columns (``large_binary`` + ``lance-encoding:blob``) in 2.1 / 2.2 files and datasets.
 
-* golden files and a 2.1 dataset written by pylance 14.0.2 (``tests/data/datagen_blob.py``) read
+* golden files and 2.1 / 2.2 datasets written by pylance 14.0.2 (``tests/data/datagen_blob.py``) read
   whole, by ranges and by taken rows;
 * codec round trips on edge shapes (0 / 1 / 1023-1025 rows, all-null, all-empty, values above
   32 KiB and of several MiB, several pages, blobs inside structs) and a hypothesis property;
 * files and datasets we write, read back by pylance (bytes from its file reader, descriptions and
   ``take_blobs`` from its dataset);
 * ``take`` reads only the blobs of the rows asked for (the byte ranges the store serves are recorded);
-* errors: ``binary`` blobs, blobs inside lists, descriptions pointing past the end of the file,
-  pylance's 2.2 ``lance.blob.v2`` dataset columns.
+* pylance 2.2 datasets store blobs as ``lance.blob.v2`` (inline, packed and dedicated sidecar
+  files, external URIs): read through the dataset;
+* errors: ``binary`` blobs, blobs inside lists, descriptions pointing past the end of the file.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from lance_ops.encoding import FileVersion, make_field_encoder
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.io.local import LocalStore
+from lance_ops.table.blob import is_blob_v2
 from tests.data.golden import DATA_DIR, FILE_VERSIONS, read_expected
 from tests.encoding.harness import round_trip
 
@@ -95,15 +97,32 @@ def test_golden_files_use_blob_pages() -> None:
         assert all(page.encoding.startswith("blob_layout") for page in columns[index].pages)
 
 
-def test_golden_dataset() -> None:
-    expected = read_expected(BLOB_DIR / "expected" / "dataset_2.1.parquet")
-    ds = lance_ops.dataset(str(BLOB_DIR / "dataset_2.1.lance"))
-    assert ds.data_storage_version == "2.1"
+@pytest.mark.parametrize("version", FILE_VERSIONS)
+def test_golden_datasets(version: str) -> None:
+    expected = read_expected(BLOB_DIR / "expected" / f"dataset_{version}.parquet")
+    ds = lance_ops.dataset(str(BLOB_DIR / f"dataset_{version}.lance"))
+    assert ds.data_storage_version == version
     assert len(ds.get_fragments()) == 2
-    assert ds.schema.field("blob").metadata == {b"lance-encoding:blob": b"true"}
-    assert ds.to_table().equals(expected)
-    rows = [99, 0, 61, 59, 3]
-    assert ds.take(rows).equals(expected.take(pa.array(rows)))
+    field = ds.schema.field("blob")
+    if version == "2.1":
+        assert field.metadata == {b"lance-encoding:blob": b"true"}
+    else:
+        assert is_blob_v2(field)
+    assert without_extensions(ds.to_table()).equals(expected)
+    rows = [99, 0, 61, 59, 3, 50]
+    assert without_extensions(ds.take(rows)).equals(expected.take(pa.array(rows)))
+
+
+def without_extensions(table: pa.Table) -> pa.Table:
+    """``table`` with extension columns as their storage (the ``lance.blob.v2`` type is registered
+    with pyarrow once pylance is imported)."""
+    columns = [
+        pa.chunked_array([chunk.storage for chunk in column.chunks], column.type.storage_type)
+        if isinstance(column.type, pa.BaseExtensionType)
+        else column
+        for column in table.columns
+    ]
+    return pa.table(columns, names=table.column_names)
 
 
 # --- codec round trips ----------------------------------------------------------------------------
@@ -340,11 +359,40 @@ def test_pylance_reads_our_datasets(tmp_path: Path, version: str) -> None:
 
 
 @pytest.mark.interop
-def test_pylance_blob_v2_dataset_is_refused(tmp_path: Path) -> None:
+def test_pylance_blob_v2_kinds(tmp_path: Path, recorded_reads: list[tuple[str, int, int]]) -> None:
+    """Inline, packed, dedicated and external (whole / ranged) blobs of a pylance 2.2 dataset."""
     lance = pytest.importorskip("lance")
-    schema = pa.schema([blob_field()])
+    from lance.blob import Blob, blob_array
+    from lance.blob import blob_field as v2_field
+
+    external = tmp_path / "external.bin"
+    external.write_bytes(b"EXTERNAL-0123456789")
+    big = bytes(range(256)) * 8
+    values = [
+        Blob(data=b"abc"),
+        None,
+        Blob(data=b""),
+        Blob(data=b"p" * 300),
+        Blob(data=big),
+        Blob(uri=external.as_uri()),
+        Blob(uri=external.as_uri(), position=9, size=4),
+    ]
+    thresholds = {
+        b"lance-encoding:blob-inline-size-threshold": b"100",
+        b"lance-encoding:blob-dedicated-size-threshold": b"1000",
+    }
+    field = v2_field("b").with_metadata({**(v2_field("b").metadata or {}), **thresholds})
+    table = pa.Table.from_arrays([blob_array(values)], schema=pa.schema([field]))
     uri = str(tmp_path / "ds")
-    lance.write_dataset(pa.table({"b": pa.array([b"a"], pa.large_binary())}, schema=schema), uri)
+    lance.write_dataset(table, uri, allow_external_blob_outside_bases=True)
     ds = lance_ops.dataset(uri)
-    with pytest.raises(UnsupportedFeatureError, match="lance.blob.v2"):
-        ds.to_table()
+    assert is_blob_v2(ds.schema.field("b"))
+    got = ds.to_table().column("b").to_pylist()
+    data = [None if row is None else row["data"] for row in got]
+    assert data == [b"abc", None, b"", b"p" * 300, big, b"EXTERNAL-0123456789", b"0123"]
+    assert [None if row is None else row["uri"] for row in got] == [None] * 5 + [external.as_uri()] * 2
+    assert (got[6]["position"], got[6]["size"]) == (9, 4)
+    recorded_reads.clear()
+    assert ds.take([4]).column("b").to_pylist()[0]["data"] == big
+    assert sum(length for path, _, length in recorded_reads if path.endswith(".blob")) == len(big)
+    assert not [path for path, _, _ in recorded_reads if path.endswith(".bin")]

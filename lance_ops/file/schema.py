@@ -322,11 +322,20 @@ def _pb_field_to_arrow(field: pb.Field, children: Sequence[pa.Field]) -> pa.Fiel
 
 
 def field_tree(fields: Sequence[pb.Field]) -> list[tuple[pb.Field, list]]:
-    """Rebuild the field tree from ``parent_id``: a list of ``(field, children)`` for top-level fields."""
+    """Rebuild the field tree from ``parent_id``: a list of ``(field, children)`` for top-level fields.
+
+    Fields with id -1 right after a blob v2 description are its children
+    (:func:`is_blob_v2_description`).
+    """
     nodes: dict[int, tuple[pb.Field, list]] = {}
     roots: list[tuple[pb.Field, list]] = []
+    description: tuple[pb.Field, list] | None = None
     for field in fields:
         node: tuple[pb.Field, list] = (field, [])
+        if field.id == -1 and description is not None:
+            description[1].append(node)
+            continue
+        description = node if is_blob_v2_description(field) else None
         if field.id in nodes:
             raise SchemaError(f"duplicate Lance field id {field.id}")
         nodes[field.id] = node
@@ -346,7 +355,6 @@ def fields_to_schema(fields: Sequence[pb.Field], metadata: Mapping[str, bytes] |
         field, children = node
         return _pb_field_to_arrow(field, [build(child) for child in children])
 
-    _refuse_blob_v2(fields)
     arrow_fields = [build(root) for root in field_tree(fields)]
     schema_metadata = {k.encode("utf-8"): bytes(v) for k, v in (metadata or {}).items()}
     schema = pa.schema(arrow_fields, metadata=schema_metadata or None)
@@ -356,12 +364,13 @@ def fields_to_schema(fields: Sequence[pb.Field], metadata: Mapping[str, bytes] |
     return schema
 
 
-def _refuse_blob_v2(fields: Sequence[pb.Field]) -> None:
-    """pylance 14 stores blob columns of 2.2 datasets as ``lance.blob.v2`` descriptions: a packed
-    struct marked ``lance-encoding:blob`` whose children carry no field ids. Not supported."""
-    for field in fields:
-        if field.logical_type == "struct" and field.metadata.get(BLOB_KEY, b"").lower() in _TRUE_STRINGS:
-            raise UnsupportedFeatureError(f"blob v2 column {field.name!r} (lance.blob.v2) is not supported")
+def is_blob_v2_description(field: pb.Field) -> bool:
+    """A data file's ``lance.blob.v2`` column: a packed struct marked ``lance-encoding:blob``.
+
+    pylance 14 writes its children (kind, position, size, blob_id, blob_uri) right after it,
+    with id and parent id -1; :func:`field_tree` attaches them to it.
+    """
+    return field.logical_type == "struct" and field.metadata.get(BLOB_KEY, b"").lower() in _TRUE_STRINGS
 
 
 def _carries_extension(field: pb.Field) -> bool:

@@ -13,8 +13,12 @@ Layout written (everything under ``tests/data/blob/`` is regenerated):
 ``blob/dataset_2.1.lance`` and ``blob/expected/dataset_2.1.parquet``
     A two-fragment pylance dataset (data storage version 2.1) with a blob column, and its content
     with the blob bytes (pylance's scanner returns blob *descriptions*; the script checks the bytes
-    with ``take_blobs``). pylance 14 stores blob columns of 2.2 datasets as ``lance.blob.v2``
-    structs, which lance_ops does not read, so there is no 2.2 blob dataset.
+    with ``take_blobs``).
+``blob/dataset_2.2.lance`` and ``blob/expected/dataset_2.2.parquet``
+    The same rows in a 2.2 dataset, where pylance stores the column as ``lance.blob.v2``; the
+    inline / dedicated thresholds are lowered (100 / 1 000 bytes) so the small rows use all three
+    stored kinds: inline, packed sidecar and dedicated sidecar files. The expectation is the
+    ``struct<data, uri>`` lance_ops returns (``uri`` is null: no external blobs).
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ BLOB = {"lance-encoding:blob": "true"}
 LARGE_VALUE_BYTES = 40_000  # one value above 32 KiB
 
 
-def _blobs(rng: np.random.Generator, n: int) -> pa.Array:
-    """Nulls (every 7th row), empties (every 11th), random small values and one > 32 KiB."""
-    values: list[bytes | None] = [rng.bytes(int(k)) for k in rng.integers(1, 100, n)]
+def _blobs(rng: np.random.Generator, n: int, longest: int = 100) -> pa.Array:
+    """Nulls (every 7th row), empties (every 11th), random values of 1 to ``longest - 1`` bytes
+    and one > 32 KiB."""
+    values: list[bytes | None] = [rng.bytes(int(k)) for k in rng.integers(1, longest, n)]
     for i in range(0, n, 11):
         values[i] = b""
     for i in range(3, n, 7):
@@ -80,7 +85,7 @@ def dataset_rows(start: int, n: int, seed: int) -> pa.Table:
     rng = np.random.default_rng(seed)
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("blob", pa.large_binary(), metadata=BLOB)])
     ids = pa.array(np.arange(start, start + n, dtype=np.int64))
-    return pa.Table.from_arrays([ids, _blobs(rng, n)], schema=schema)
+    return pa.Table.from_arrays([ids, _blobs(rng, n, longest=300)], schema=schema)
 
 
 def _leaves(schema: pa.Schema) -> list[pa.Field]:
@@ -116,16 +121,43 @@ def generate_files() -> None:
         write_expected(table, expected / f"{name}.parquet")
 
 
-def generate_dataset() -> None:
-    uri = BLOB_DIR / "dataset_2.1.lance"
-    parts = [dataset_rows(0, 60, 1), dataset_rows(60, 40, 2)]
-    lance.write_dataset(parts[0], str(uri), data_storage_version="2.1")
-    ds = lance.write_dataset(parts[1], str(uri), mode="append")
-    table = pa.concat_tables(parts)
+V2_THRESHOLDS = {
+    "lance-encoding:blob-inline-size-threshold": "100",
+    "lance-encoding:blob-dedicated-size-threshold": "1000",
+}
+
+
+def _check_take_blobs(ds: lance.LanceDataset, table: pa.Table) -> None:
     blobs = ds.take_blobs("blob", indices=list(range(table.num_rows)))
     if [None if f is None else f.read() for f in blobs] != table.column("blob").to_pylist():
         raise AssertionError("take_blobs does not return the bytes written")
+
+
+def generate_datasets() -> None:
+    parts = [dataset_rows(0, 60, 1), dataset_rows(60, 40, 2)]
+    table = pa.concat_tables(parts)
+    uri = BLOB_DIR / "dataset_2.1.lance"
+    lance.write_dataset(parts[0], str(uri), data_storage_version="2.1")
+    _check_take_blobs(lance.write_dataset(parts[1], str(uri), mode="append"), table)
     write_expected(table, BLOB_DIR / "expected" / "dataset_2.1.parquet")
+
+    field = table.schema.field("blob")
+    schema = table.schema.set(1, field.with_metadata({**BLOB, **V2_THRESHOLDS}))
+    uri = BLOB_DIR / "dataset_2.2.lance"
+    lance.write_dataset(parts[0].cast(schema), str(uri), data_storage_version="2.2")
+    ds = lance.write_dataset(parts[1].cast(schema), str(uri), mode="append")
+    _check_take_blobs(ds, table)
+    described = ds.to_table().column("blob").combine_chunks()
+    kinds = set(described.filter(described.is_valid()).field("kind").to_pylist())
+    if kinds != {0, 1, 2}:
+        raise AssertionError(f"expected inline, packed and dedicated blobs, got kinds {kinds}")
+    blob = table.column("blob").combine_chunks()
+    stored = pa.StructArray.from_arrays(
+        [blob.fill_null(b""), pa.nulls(len(blob), pa.string())],
+        fields=[pa.field("data", pa.large_binary()), pa.field("uri", pa.string())],
+        mask=blob.is_null(),
+    )
+    write_expected(table.set_column(1, "blob", stored), BLOB_DIR / "expected" / "dataset_2.2.parquet")
 
 
 def main() -> None:
@@ -136,7 +168,7 @@ def main() -> None:
     if BLOB_DIR.exists():
         shutil.rmtree(BLOB_DIR)
     generate_files()
-    generate_dataset()
+    generate_datasets()
     total = sum(p.stat().st_size for p in BLOB_DIR.rglob("*") if p.is_file())
     print(f"wrote {total / 1024:.0f} KiB under {BLOB_DIR}")
 
