@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -396,3 +397,13 @@ def test_pylance_blob_v2_kinds(tmp_path: Path, recorded_reads: list[tuple[str, i
     assert ds.take([4]).column("b").to_pylist()[0]["data"] == big
     assert sum(length for path, _, length in recorded_reads if path.endswith(".blob")) == len(big)
     assert not [path for path, _, _ in recorded_reads if path.endswith(".bin")]
+
+
+def test_writing_blob_v2_columns_is_refused(tmp_path: Path) -> None:
+    """Our writer would store a ``lance.blob.v2`` struct as a plain struct, which pylance reads as nulls."""
+    uri = tmp_path / "ds"
+    shutil.copytree(BLOB_DIR / "dataset_2.2.lance", uri)
+    ds = lance_ops.dataset(str(uri))
+    with pytest.raises(UnsupportedFeatureError, match="lance.blob.v2"):
+        lance_ops.write_dataset(ds.to_table(), str(uri), mode="append")
+    assert lance_ops.dataset(str(uri)).version == ds.version
