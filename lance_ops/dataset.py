@@ -36,9 +36,16 @@ from lance_ops.errors import (
     UnsupportedFeatureError,
 )
 from lance_ops.file import LanceFileReader
-from lance_ops.file.schema import fields_to_schema, max_field_id, schema_metadata_to_pb, schema_to_fields
+from lance_ops.file.schema import (
+    fields_to_schema,
+    is_blob_v2_description,
+    max_field_id,
+    schema_metadata_to_pb,
+    schema_to_fields,
+)
 from lance_ops.fragment import FragmentMetadata, data_file_fields, write_fragments_with_schema
 from lance_ops.io import ObjectStore, object_store
+from lance_ops.table.blob import is_blob_v2, resolve_blob_v2
 from lance_ops.table.commit import (
     LockCommitHandler,
     NewDatasetSettings,
@@ -182,7 +189,8 @@ class _ColumnMap:
         out: dict[int, str] = {}
         position = 0
         for field in file_schema:
-            count = len(data_file_fields(schema_to_fields([field]), version))
+            fields = schema_to_fields([field])
+            count = 1 if is_blob_v2_description(fields[0]) else len(data_file_fields(fields, version))
             ids = data_file.fields[position : position + count]
             position += count
             tops = {self._top[i] for i in ids if i in self._top}
@@ -459,7 +467,11 @@ class LanceDataset:
             else:
                 table = reader.take_rows(offsets, names).to_table()
             for index, name in needed.items():
-                arrays[index] = table.column(name).combine_chunks()
+                array = table.column(name).combine_chunks()
+                field = self.schema.field(index)
+                if is_blob_v2(field):
+                    array = resolve_blob_v2(array, field, self._file_uri(data_file), self._storage_options)
+                arrays[index] = array
         out_fields, out_arrays = [], []
         for index in wanted:
             field = self.schema.field(index)

@@ -28,6 +28,7 @@ from lance_ops.file import LanceFileWriter
 from lance_ops.file.schema import fields_to_schema, leaf_field_ids, schema_to_fields
 from lance_ops.file.writer import as_table
 from lance_ops.io import object_store
+from lance_ops.table.blob import is_blob_v2
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFile, DataFragment
 from lance_ops.table.naming import DATA_DIR, child_uri, data_file_name
@@ -208,6 +209,9 @@ def write_fragments_with_schema(
     version = FileVersion.parse(version_text)
     if version is FileVersion.V0_1:
         raise UnsupportedFeatureError("writing legacy (0.1) data files is not supported")
+    blob_v2 = [field.name for field in reader.schema if is_blob_v2(field)]
+    if blob_v2:
+        raise UnsupportedFeatureError(f"writing lance.blob.v2 columns {blob_v2} is not supported")
     sink = _FileSink(
         uri,
         reader.schema,

@@ -2,11 +2,12 @@
 
 The file layer owns bytes on disk; the codec owns what a page means. The file writer
 hands each top-level field's rows to a :class:`FieldEncoder` (one call per page worth
-of rows) and stores the returned :class:`EncodedPage` objects; the file reader describes
-stored pages as :class:`PageInfo` and asks a :class:`FieldDecoder` for rows, giving it
-a :data:`Fetch` callable so the codec reads exactly the byte ranges it needs (mini-block
-metadata first, then only the chunks that hold requested rows) without importing any
-I/O code.
+of rows) and stores the returned :class:`EncodedPage` objects, plus, through a
+:data:`WriteExternal` callable, the blob bytes a page addresses by file position; the file
+reader describes stored pages as :class:`PageInfo` and asks a :class:`FieldDecoder` for
+rows, giving it a :data:`Fetch` callable so the codec reads exactly the byte ranges it needs
+(mini-block metadata first, then only the chunks that hold requested rows) without
+importing any I/O code.
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ class PageInfo:
 # Read absolute byte ranges (position, size) of the file; returns one buffer per range.
 Fetch = Callable[[Sequence[tuple[int, int]]], list[memoryview]]
 
+# Write buffers outside any page (blob bytes), in order, before the page that refers to them;
+# returns the absolute file position of each.
+WriteExternal = Callable[[Sequence[memoryview]], list[int]]
+
 
 class FieldEncoder(ABC):
     """Encodes the rows of one top-level field into pages of its column(s)."""
@@ -108,8 +113,12 @@ class FieldEncoder(ABC):
     num_columns: int
 
     @abstractmethod
-    def encode(self, array: pa.Array) -> list[list[EncodedPage]]:
-        """Encode ``array`` (rows of this field) into pages; one list per column."""
+    def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:
+        """Encode ``array`` (rows of this field) into pages; one list per column.
+
+        ``external`` stores the out-of-page buffers of blob columns; without it a blob
+        column cannot be encoded.
+        """
 
 
 class FieldDecoder(ABC):

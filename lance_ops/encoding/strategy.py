@@ -16,6 +16,9 @@ Per leaf page (spec/encodings-2.1.md §8.1), first match wins:
 5. value compression: :func:`try_fixed_compressor` / :func:`try_variable_compressor`
    (mini-block) and :func:`try_per_value_compressor` (full-zip).
 
+A leaf marked ``lance-encoding:blob`` skips all of this: every page is a blob page
+(:mod:`.structural.blob`), like pylance 14 writes.
+
 Options come from the ``lance-encoding:*`` field-metadata keys (§8.3) as a frozen
 :class:`EncodingOptions`. :func:`make_field_encoder`, :func:`make_field_decoder` and
 :func:`num_columns` are the file layer's entry points.
@@ -30,7 +33,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_ops.encoding.api import EncodedPage, Fetch, FieldDecoder, FieldEncoder, FileVersion, PageInfo
+from lance_ops.encoding.api import (
+    EncodedPage,
+    Fetch,
+    FieldDecoder,
+    FieldEncoder,
+    FileVersion,
+    PageInfo,
+    WriteExternal,
+)
 from lance_ops.encoding.compression import bitpacking, bss, fsl, fsst, general, packed_struct, rle, variable
 from lance_ops.encoding.compression.flat import FlatCompressor
 from lance_ops.encoding.data import (
@@ -40,7 +51,7 @@ from lance_ops.encoding.data import (
     StructBlock,
     VariableWidthBlock,
 )
-from lance_ops.encoding.structural import constant, fullzip, miniblock
+from lance_ops.encoding.structural import blob, constant, fullzip, miniblock
 from lance_ops.encoding.structural.page import PageReader, page_reader
 from lance_ops.encoding.structural.repdef import (
     FALSE_WORDS,
@@ -512,18 +523,18 @@ class StructuralFieldEncoder(FieldEncoder):
         _check_structural(version)
         self.field = field
         self.version = version
-        top = EncodingOptions.from_metadata(field.metadata)
-        if top.blob:
-            raise UnsupportedFeatureError("blob encoding (lance-encoding:blob) is not supported")
         if version is FileVersion.V2_1 and _contains_map(field.type):
             raise UnsupportedFeatureError("Map data type is not enabled in Lance 2.1")
         self.leaves = leaf_fields(field)
         # Like pylance, a leaf follows its own field's metadata (a list's or struct's keys do not
         # reach the leaves below it).
         self.options = [EncodingOptions.from_metadata(leaf.metadata) for leaf in self.leaves]
+        for leaf, options in zip(self.leaves, self.options, strict=True):
+            if options.blob:
+                blob.check_blob_type(leaf.name, leaf.type)
         self.num_columns = len(self.leaves)
 
-    def encode(self, array: pa.Array) -> list[list[EncodedPage]]:
+    def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:
         if isinstance(array, pa.ChunkedArray):
             array = array.combine_chunks()
         if not array.type.equals(self.field.type):
@@ -532,7 +543,11 @@ class StructuralFieldEncoder(FieldEncoder):
             return [[] for _ in self.leaves]
         leaves = shred(array, self.field)
         return [
-            [encode_leaf_page(leaf, options, self.version)]
+            [
+                blob.encode_page(leaf, self.version, external)
+                if options.blob
+                else encode_leaf_page(leaf, options, self.version)
+            ]
             for leaf, options in zip(leaves, self.options, strict=True)
         ]
 

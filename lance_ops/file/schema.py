@@ -49,6 +49,7 @@ from lance_ops.errors import SchemaError, UnsupportedFeatureError
 EXTENSION_NAME_KEY = b"ARROW:extension:name"
 EXTENSION_METADATA_KEY = b"ARROW:extension:metadata"
 PRIMARY_KEY_KEY = b"lance-schema:unenforced-primary-key"
+BLOB_KEY = "lance-encoding:blob"
 BFLOAT16_EXTENSION = "lance.bfloat16"
 JSON_EXTENSION = "lance.json"
 ARROW_JSON_EXTENSION = "arrow.json"
@@ -321,11 +322,20 @@ def _pb_field_to_arrow(field: pb.Field, children: Sequence[pa.Field]) -> pa.Fiel
 
 
 def field_tree(fields: Sequence[pb.Field]) -> list[tuple[pb.Field, list]]:
-    """Rebuild the field tree from ``parent_id``: a list of ``(field, children)`` for top-level fields."""
+    """Rebuild the field tree from ``parent_id``: a list of ``(field, children)`` for top-level fields.
+
+    Fields with id -1 right after a blob v2 description are its children
+    (:func:`is_blob_v2_description`).
+    """
     nodes: dict[int, tuple[pb.Field, list]] = {}
     roots: list[tuple[pb.Field, list]] = []
+    description: tuple[pb.Field, list] | None = None
     for field in fields:
         node: tuple[pb.Field, list] = (field, [])
+        if field.id == -1 and description is not None:
+            description[1].append(node)
+            continue
+        description = node if is_blob_v2_description(field) else None
         if field.id in nodes:
             raise SchemaError(f"duplicate Lance field id {field.id}")
         nodes[field.id] = node
@@ -352,6 +362,15 @@ def fields_to_schema(fields: Sequence[pb.Field], metadata: Mapping[str, bytes] |
         # An IPC round trip turns extension metadata into registered pyarrow extension types.
         schema = pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
     return schema
+
+
+def is_blob_v2_description(field: pb.Field) -> bool:
+    """A data file's ``lance.blob.v2`` column: a packed struct marked ``lance-encoding:blob``.
+
+    pylance 14 writes its children (kind, position, size, blob_id, blob_uri) right after it,
+    with id and parent id -1; :func:`field_tree` attaches them to it.
+    """
+    return field.logical_type == "struct" and field.metadata.get(BLOB_KEY, b"").lower() in _TRUE_STRINGS
 
 
 def _carries_extension(field: pb.Field) -> bool:

@@ -4,8 +4,9 @@ Rows are buffered per top-level field. When a field's buffered Arrow data exceed
 ``data_cache_bytes`` (8 MiB by default) the field is flushed: its rows are cut into
 ``ceil(size / max_page_bytes)`` slices of equal row counts (``max_page_bytes`` defaults to
 32 MiB), each slice is handed to the codec's :class:`FieldEncoder`, and the resulting page
-buffers are written immediately, 64-byte aligned, into the data region. Pages of different
-fields therefore interleave in the file while each column's ``pages`` stay in row order.
+buffers are written immediately, 64-byte aligned, into the data region (blob values are
+written the same way, one buffer each, just before the page that addresses them). Pages of
+different fields therefore interleave in the file while each column's ``pages`` stay in row order.
 A page's ``priority`` is the row number of its first top-level row. ``close()`` flushes
 what is left and writes the FileDescriptor, column metadata, offset tables and footer
 (see :mod:`lance_ops.file.format`). Data buffers go straight to the output stream, so at
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -151,7 +152,7 @@ class LanceFileWriter:
             self._write_pages(state, storage.slice(start, rows_per_page))
 
     def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
-        encoded = state.encoder.encode(array)
+        encoded = state.encoder.encode(array, self._write_external)
         if len(encoded) != len(state.columns):
             raise RuntimeError(f"encoder returned {len(encoded)} columns, expected {len(state.columns)}")
         for column, pages in zip(state.columns, encoded, strict=True):
@@ -169,6 +170,10 @@ class LanceFileWriter:
                 )
                 first_row += page.num_rows
         state.rows_written += len(array)
+
+    def _write_external(self, buffers: Sequence[memoryview]) -> list[int]:
+        """Blob bytes: each its own aligned buffer, ahead of the page that addresses them."""
+        return [self._region.write_buffer(buffer)[0] for buffer in buffers]
 
     def add_schema_metadata(self, key: str, value: str | bytes) -> None:
         """Add a key to the schema metadata stored in the file."""

@@ -43,6 +43,10 @@ class MemoryFile:
         self.data += raw
         return pos, len(raw)
 
+    def add_external(self, buffers: Sequence[memoryview]) -> list[int]:
+        """The codec's :data:`~lance_ops.encoding.api.WriteExternal`: blob bytes, one buffer each."""
+        return [self.add(buffer)[0] for buffer in buffers]
+
     def fetch(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         view = memoryview(bytes(self.data))
         out = []
@@ -62,7 +66,7 @@ def encode_to_memory(
     layouts: list[list[pb.PageLayout]] = [[] for _ in range(encoder.num_columns)]
     first_row = 0
     for page in pages:
-        for col, encoded in enumerate(encoder.encode(page)):
+        for col, encoded in enumerate(encoder.encode(page, mem.add_external)):
             for ep in encoded:
                 bufs = tuple(mem.add(b) for b in ep.buffers)
                 mem.columns[col].append(PageInfo(ep.layout, bufs, ep.num_rows, first_row))

@@ -10,7 +10,15 @@ import numpy as np
 import pyarrow as pa
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb21
-from lance_ops.encoding.api import EncodedPage, Fetch, FieldDecoder, FieldEncoder, FileVersion, PageInfo
+from lance_ops.encoding.api import (
+    EncodedPage,
+    Fetch,
+    FieldDecoder,
+    FieldEncoder,
+    FileVersion,
+    PageInfo,
+    WriteExternal,
+)
 
 
 def layout() -> pb21.PageLayout:
@@ -25,7 +33,7 @@ class RawEncoder(FieldEncoder):
     def __init__(self, field: pa.Field) -> None:
         self.dtype = field.type.to_pandas_dtype()
 
-    def encode(self, array: pa.Array) -> list[list[EncodedPage]]:
+    def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:
         values = np.ascontiguousarray(array.to_numpy(zero_copy_only=False).astype(self.dtype))
         return [[EncodedPage(buffers=(values.view(np.uint8),), layout=layout(), num_rows=len(array))]]
 

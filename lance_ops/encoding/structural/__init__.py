@@ -4,7 +4,7 @@
 * :mod:`.miniblock` — mini-block pages (small values, dictionaries, repetition index).
 * :mod:`.fullzip` — full-zip pages (values of 256 bytes and more).
 * :mod:`.constant` — constant pages (all-null, 2.2 constant value).
-* :mod:`.blob` — blob pages (read only: descriptions + out-of-page blob buffers).
+* :mod:`.blob` — blob pages (descriptions in the page, blob bytes in buffers outside it).
 * :mod:`.values` — Arrow leaf arrays ↔ :mod:`lance_ops.encoding.data` blocks.
 * :mod:`.page` — the page-reader registry keyed by the ``PageLayout`` oneof.
 """
