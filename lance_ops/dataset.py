@@ -26,6 +26,7 @@ from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER
 from lance_ops.fragment.scan import scan_batches, take, take_rows
 from lance_ops.io import object_store
 from lance_ops.ops import commit as commit_op
+from lance_ops.ops import delete as delete_op
 from lance_ops.ops import write as write_op
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.commit import list_versions, load_manifest, load_manifests, load_transaction
@@ -401,6 +402,25 @@ class LanceDataset:
         """
         ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
         return take_rows(self._files, ids, self._files.resolve_columns(columns))
+
+    # ------------------------------------------------------------------ operations
+
+    def delete(self, predicate: str | pc.Expression) -> int:
+        """Delete the rows ``predicate`` (SQL text or an Arrow expression) selects; returns how many.
+
+        Commits a ``Delete`` on this version (a new version even when no row matches) and makes
+        this object that new version, as pylance does.
+        """
+        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        result = delete_op.delete(self._files, predicate, options)
+        self._adopt(result.manifest, result.transaction)
+        return result.num_deleted_rows
+
+    def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
+        """Become the version ``manifest`` (written by one of our own commits)."""
+        self._manifest = manifest
+        self._transaction = transaction
+        self.__dict__.pop("_files", None)
 
     # ------------------------------------------------------------------ commits
 

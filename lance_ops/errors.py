@@ -59,6 +59,10 @@ class PredicateError(LanceOpsError, ValueError):
     """A filter predicate is not valid SQL, or its operands have types that cannot be combined."""
 
 
+class PredicateTypeError(PredicateError, TypeError):
+    """A filter is neither SQL text nor a ``pyarrow.compute.Expression``."""
+
+
 class DatasetNotFoundError(LanceOpsError, FileNotFoundError):
     """No dataset (or no such version / tag) exists at the given location."""
 

@@ -6,5 +6,6 @@ with :func:`lance_ops.ops.commit.commit`, returning the manifest written. ``Lanc
 jobs and the Dagster assets all call these functions.
 
 * :mod:`.commit` — committing an operation or transaction (``LanceDataset.commit``);
-* :mod:`.write` — writing data as a new dataset, an append or an overwrite (``write_dataset``).
+* :mod:`.write` — writing data as a new dataset, an append or an overwrite (``write_dataset``);
+* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``).
 """
