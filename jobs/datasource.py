@@ -82,9 +82,9 @@ from pyspark.sql.types import StructType
 
 import lance_ops
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
-from lance_ops._proto import file_pb2
 from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment import FragmentMetadata, write_fragments
+from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Operation
 
 log = logging.getLogger(__name__)
@@ -318,7 +318,7 @@ class LanceWriter(DataSourceArrowWriter):
         # An append writes files with the dataset's field ids and format, read here once so the tasks
         # never load the manifest.
         append_to = None if self.overwrite else existing
-        self._append_fields = None if append_to is None else list(append_to.lance_schema)
+        self._append_fields = None if append_to is None else append_to.lance_schema
         self._file_version = (
             self.data_storage_version if append_to is None else append_to.data_storage_version
         )
@@ -330,8 +330,8 @@ class LanceWriter(DataSourceArrowWriter):
         except DatasetNotFoundError:
             return None
 
-    def append_fields(self) -> list[file_pb2.Field] | None:
-        """The dataset's Lance fields an append writes with; None when the tasks number a new schema."""
+    def append_fields(self) -> LanceSchema | None:
+        """The dataset's Lance schema an append writes with; None when the tasks number a new schema."""
         return self._append_fields
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:

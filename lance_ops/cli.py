@@ -11,15 +11,17 @@ chain, e.g. ``mini-block values=Rle(Flat(32), Flat(8)) def=OutOfLineBitpacking(1
 version, the list of versions and each fragment with its data files, deletion file and rows.
 
 Deliberate errors (:class:`lance_ops.errors.LanceOpsError`) print one line to stderr and exit
-with status 2; argparse usage errors also exit 2. The Spark job is imported only by ``demo``, so
-the core library never depends on ``jobs``.
+with status 2; argparse usage errors also exit 2. ``demo`` runs the Spark job as a separate
+process (``python -m jobs.pipeline``), so the core library never imports ``jobs``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -331,18 +333,16 @@ def cmd_versions(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
-    try:
-        from jobs.pipeline import main as pipeline_main
-    except ImportError as exc:
-        raise UnsupportedFeatureError(
-            f"the demo needs the Spark jobs (pip install 'lance-ops[spark]'): {exc}"
-        ) from exc
+    """Run ``python -m jobs.pipeline`` in its own process: the library never imports ``jobs``."""
+    if importlib.util.find_spec("jobs") is None:
+        raise UnsupportedFeatureError("the demo needs the Spark jobs (pip install 'lance-ops[spark]')")
     argv = []
     for option in ("uri", "rows", "master"):
         value = getattr(args, option)
         if value is not None:
             argv += [f"--{option}", str(value)]
-    pipeline_main(argv)
+    if subprocess.run([sys.executable, "-m", "jobs.pipeline", *argv], check=False).returncode:
+        raise SystemExit(1)
 
 
 def _key_value(text: str) -> tuple[str, str]:

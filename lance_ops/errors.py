@@ -14,12 +14,33 @@ class LanceOpsError(Exception):
 
 
 class CorruptFileError(LanceOpsError, ValueError):
-    """A file's bytes do not form a valid Lance file (truncated, bad magic, bad offsets)."""
+    """A file's bytes do not form a valid Lance file (truncated, bad magic, bad offsets).
 
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
+    Codecs know neither the file nor the column they decode: they raise with a placeholder path
+    (``"<page>"``), and the page and file readers fill in what they know with :meth:`located`.
+    """
+
+    def __init__(self, path: str, reason: str, column: str | None = None, page: str | None = None) -> None:
+        where = "".join(f", {part}" for part in (column and f"column {column!r}", page) if part)
+        super().__init__(f"{path}{where}: {reason}")
         self.path = path
         self.reason = reason
+        self.column = column
+        self.page = page
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str | None, str | None]]:
+        return type(self), (self.path, self.reason, self.column, self.page)
+
+    def located(
+        self, path: str | None = None, column: str | None = None, page: str | None = None
+    ) -> CorruptFileError:
+        """This error with the path (if only a placeholder so far), column and page filled in."""
+        return CorruptFileError(
+            path if path is not None and self.path.startswith("<") else self.path,
+            self.reason,
+            self.column or column,
+            self.page or page,
+        )
 
 
 class UnsupportedEncodingError(LanceOpsError, NotImplementedError):
@@ -36,6 +57,10 @@ class SchemaError(LanceOpsError, ValueError):
 
 class PredicateError(LanceOpsError, ValueError):
     """A filter predicate is not valid SQL, or its operands have types that cannot be combined."""
+
+
+class PredicateTypeError(PredicateError, TypeError):
+    """A filter is neither SQL text nor a ``pyarrow.compute.Expression``."""
 
 
 class DatasetNotFoundError(LanceOpsError, FileNotFoundError):

@@ -8,13 +8,13 @@ import json
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import lance_ops
+import lance_ops.cli
 from lance_ops.cli import main
 from lance_ops.file import LanceFileReader, LanceFileWriter
 from tests.data.golden import DATASETS_DIR, FILES_DIR, leaf_paths, text_features
@@ -225,10 +225,15 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def _fake_pipeline(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Record the arguments ``demo`` passes to ``python -m jobs.pipeline`` instead of running it."""
     calls: list[list[str]] = []
-    module = types.ModuleType("jobs.pipeline")
-    module.main = lambda argv: calls.append(list(argv))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "jobs.pipeline", module)
+
+    def run(command: list[str], check: bool) -> subprocess.CompletedProcess[str]:
+        assert command[:3] == [sys.executable, "-m", "jobs.pipeline"]
+        calls.append(command[3:])
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(lance_ops.cli.subprocess, "run", run)
     return calls
 
 
@@ -240,7 +245,7 @@ def test_demo_passes_options(capsys: pytest.CaptureFixture[str], monkeypatch: py
 
 
 def test_demo_without_jobs(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "jobs.pipeline", None)
+    monkeypatch.setitem(sys.modules, "jobs", None)
     assert_error(capsys, "demo", match="lance-ops[spark]")
 
 

@@ -225,7 +225,10 @@ class LanceFileReader:
             if len(rows) == 0:
                 array = pa.array([], type=field.type)
             else:
-                array = self._decoder(self.schema.get_field_index(field.name)).read(self._fetch, rows)
+                try:
+                    array = self._decoder(self.schema.get_field_index(field.name)).read(self._fetch, rows)
+                except CorruptFileError as exc:
+                    raise exc.located(path=self.path, column=field.name) from exc
                 if array.type != field.type:
                     array = array.view(field.type)
             arrays.append(array)

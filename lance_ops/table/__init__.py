@@ -3,6 +3,7 @@
 Modules, bottom up:
 
 * :mod:`~lance_ops.table.naming` — file names in a dataset directory, manifest naming schemes;
+* :mod:`~lance_ops.table.schema` — LanceSchema / LanceField, the dataset schema as domain objects;
 * :mod:`~lance_ops.table.manifest` — Manifest, DataFragment, DataFile, DeletionFile, ... as frozen
   dataclasses with ``from_pb`` / ``to_pb``, feature flags, and the manifest file framing;
 * :mod:`~lance_ops.table.transaction` — Transaction and one dataclass per operation;

@@ -6,7 +6,9 @@ A commit of transaction ``T`` (built on ``T.read_version``) does, as pylance 14 
 2. list ``_versions/``; for every version newer than ``read_version`` load its transaction (inline
    section first, else its ``.txn`` file) and check ``T`` against it
    (:mod:`lance_ops.table.conflicts`): a conflict raises, a compatible one is rebased over (new
-   fragment ids are simply assigned from the latest ``max_fragment_id``);
+   fragment ids are simply assigned from the latest ``max_fragment_id``); a Delete sharing
+   fragments with a concurrent Delete is rebased by unioning the two deletion vectors
+   (:func:`lance_ops.table.deletion.rebase_delete`) and its transaction file rewritten;
 3. build the manifest of ``latest + 1`` from the latest manifest and ``T``
    (:func:`lance_ops.table.apply.build_manifest`), frame it with ``T`` inline, and *claim* its name
    with the commit handler, an atomic create-if-absent;
@@ -32,7 +34,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lance_ops.errors import (
     CommitConflictError,
@@ -42,7 +44,8 @@ from lance_ops.errors import (
 )
 from lance_ops.io import ObjectStore
 from lance_ops.table.apply import build_manifest
-from lance_ops.table.conflicts import check_conflict
+from lance_ops.table.conflicts import RETRY, check_conflict, verdict
+from lance_ops.table.deletion import can_rebase, rebase_delete
 from lance_ops.table.manifest import (
     FLAG_STABLE_ROW_IDS,
     DataStorageFormat,
@@ -59,7 +62,7 @@ from lance_ops.table.naming import (
     VERSIONS_DIR,
     ManifestNamingScheme,
 )
-from lance_ops.table.transaction import Overwrite, Transaction
+from lance_ops.table.transaction import Delete, Overwrite, Transaction
 
 # pylance 14 gates compatibility work-arounds on the writer's semantic version (manifests without
 # one, or from old versions, get e.g. their physical row counts recomputed). We therefore declare
@@ -217,6 +220,22 @@ def _their_transaction(store: ObjectStore, root: str, entry: VersionEntry) -> Tr
     return theirs
 
 
+def _rebase(
+    store: ObjectStore, root: str, ours: Transaction, theirs: Transaction, their_version: int
+) -> Transaction | None:
+    """``ours`` rebased over ``theirs`` when the matrix's retry can be avoided, else None.
+
+    Two deletes sharing a fragment are merged (deletion vectors unioned), as pylance's ``delete``
+    does; every other pair goes through :func:`check_conflict`.
+    """
+    mine, other = ours.operation, theirs.operation
+    if not (isinstance(mine, Delete) and isinstance(other, Delete)) or verdict(mine, other) != RETRY:
+        return None
+    if not can_rebase(mine, other):
+        return None
+    return replace(ours, operation=rebase_delete(store, root, mine, other, their_version))
+
+
 def commit_transaction(
     store: ObjectStore,
     root: str,
@@ -254,7 +273,13 @@ def commit_transaction(
                 )
             for entry in entries:
                 if entry.version > transaction.read_version and entry.version not in checked:
-                    check_conflict(transaction, _their_transaction(store, root, entry), entry.version)
+                    theirs = _their_transaction(store, root, entry)
+                    rebased = _rebase(store, root, transaction, theirs, entry.version)
+                    if rebased is None:
+                        check_conflict(transaction, theirs, entry.version)
+                    else:
+                        transaction, payload = rebased, rebased.serialize()
+                        store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
                     checked.add(entry.version)
             loaded = _read_manifest(store, root, latest)
             base = loaded.manifest

@@ -1,14 +1,22 @@
-"""Reading deletion vectors (``_deletions/{fragment}-{read_version}-{id}.{arrow|bin}``).
+"""Deletion vectors (``_deletions/{fragment}-{read_version}-{id}.{arrow|bin}``): reading, writing, merging.
 
 * ``.arrow`` (``ARROW_ARRAY``): an Arrow IPC *file* with exactly one record batch of schema
   ``row_id: uint32 not null`` holding deleted row offsets (any order). pylance compresses the body
   with ZSTD; pyarrow reads either.
 * ``.bin`` (``BITMAP``): one portable 32-bit Roaring bitmap of deleted row offsets.
 
-Offsets are physical positions within the fragment (0-based).
+Offsets are physical positions within the fragment (0-based). ``read_version`` in the name is the
+version the delete read; ``id`` a random u64.
+
+Which kind pylance 14 writes (fact sheet section 4.3, checked with pylance 14.0.2): a fragment's first
+deletion vector is a bitmap from 5000 offsets on; a vector merged with an existing Arrow one becomes
+a bitmap only above 5000 offsets; once a bitmap, always a bitmap.
 """
 
 from __future__ import annotations
+
+import secrets
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -16,10 +24,12 @@ from pyroaring import BitMap
 
 from lance_ops.errors import CorruptFileError
 from lance_ops.io import ObjectStore
-from lance_ops.table.manifest import DeletionFile, DeletionFileType
+from lance_ops.table.manifest import DataFragment, DeletionFile, DeletionFileType
 from lance_ops.table.naming import DELETIONS_DIR
+from lance_ops.table.transaction import Delete
 
 _ARROW_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+BITMAP_THRESHOLD = 5000
 
 
 def decode_deletion_file(data: bytes, file_type: DeletionFileType, path: str) -> np.ndarray:
@@ -46,3 +56,86 @@ def read_deletion_vector(
     """Deleted row offsets of fragment ``fragment_id`` (dataset root ``root``)."""
     path = store.join(root, DELETIONS_DIR, deletion.file_name(fragment_id))
     return decode_deletion_file(store.read(path), deletion.file_type, path)
+
+
+def deletion_file_type(num_deleted: int, previous: DeletionFileType | None) -> DeletionFileType:
+    """The kind pylance 14 writes for ``num_deleted`` offsets replacing a ``previous`` vector (see above)."""
+    if previous is DeletionFileType.BITMAP:
+        return DeletionFileType.BITMAP
+    if previous is None:
+        return DeletionFileType.BITMAP if num_deleted >= BITMAP_THRESHOLD else DeletionFileType.ARROW_ARRAY
+    return DeletionFileType.BITMAP if num_deleted > BITMAP_THRESHOLD else DeletionFileType.ARROW_ARRAY
+
+
+def encode_deletion_file(offsets: np.ndarray, file_type: DeletionFileType) -> bytes:
+    """The bytes of a deletion file holding ``offsets`` (sorted unique uint32)."""
+    values = np.asarray(offsets, dtype=np.uint32)
+    if file_type is DeletionFileType.BITMAP:
+        return bytes(BitMap(values).serialize())
+    batch = pa.record_batch([pa.array(values, pa.uint32())], schema=_ARROW_SCHEMA)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, _ARROW_SCHEMA, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue())
+
+
+def write_deletion_file(
+    store: ObjectStore,
+    root: str,
+    fragment_id: int,
+    read_version: int,
+    offsets: np.ndarray,
+    previous: DeletionFileType | None,
+) -> DeletionFile:
+    """Write the complete deletion vector ``offsets`` of a fragment as a new file; returns its metadata."""
+    deleted = np.unique(np.asarray(offsets, dtype=np.uint32))
+    deletion = DeletionFile(
+        file_type=deletion_file_type(len(deleted), previous),
+        read_version=read_version,
+        id=secrets.randbits(64),
+        num_deleted_rows=len(deleted),
+    )
+    path = store.join(root, DELETIONS_DIR, deletion.file_name(fragment_id))
+    store.write(path, encode_deletion_file(deleted, deletion.file_type))
+    return deletion
+
+
+def can_rebase(ours: Delete, theirs: Delete) -> bool:
+    """Whether :func:`rebase_delete` can merge ``ours`` over ``theirs`` (deletion files at the root)."""
+    fragments = (*ours.updated_fragments, *theirs.updated_fragments)
+    return all(f.deletion_file is None or f.deletion_file.base_id is None for f in fragments)
+
+
+def rebase_delete(store: ObjectStore, root: str, ours: Delete, theirs: Delete, their_version: int) -> Delete:
+    """``ours`` rewritten to apply on top of ``theirs`` (committed concurrently as ``their_version``).
+
+    For each fragment both updated, the two complete deletion vectors are unioned into a new
+    deletion file (our superseded file is removed); a fragment the union deletes whole, or that
+    ``theirs`` removed, is removed. Nothing either delete removed is lost.
+    """
+    their_updated = {f.id: f for f in theirs.updated_fragments}
+    their_removed = set(theirs.deleted_fragment_ids)
+    updated: list[DataFragment] = []
+    removed = list(ours.deleted_fragment_ids)
+    for fragment in ours.updated_fragments:
+        other = their_updated.get(fragment.id)
+        if fragment.id not in their_removed and (other is None or other.deletion_file is None):
+            updated.append(fragment)
+            continue
+        mine = fragment.deletion_file
+        assert mine is not None, "a Delete's updated fragments carry deletion files"
+        ours_vector = read_deletion_vector(store, root, fragment.id, mine)
+        store.delete(store.join(root, DELETIONS_DIR, mine.file_name(fragment.id)))
+        if fragment.id in their_removed:
+            removed.append(fragment.id)
+            continue
+        assert other is not None and other.deletion_file is not None
+        union = np.union1d(ours_vector, read_deletion_vector(store, root, fragment.id, other.deletion_file))
+        if fragment.physical_rows and len(union) >= fragment.physical_rows:
+            removed.append(fragment.id)
+            continue
+        either_bitmap = DeletionFileType.BITMAP in (mine.file_type, other.deletion_file.file_type)
+        previous = DeletionFileType.BITMAP if either_bitmap else DeletionFileType.ARROW_ARRAY
+        deletion = write_deletion_file(store, root, fragment.id, their_version, union, previous)
+        updated.append(replace(fragment, deletion_file=deletion))
+    return replace(ours, updated_fragments=tuple(updated), deleted_fragment_ids=tuple(dict.fromkeys(removed)))

@@ -25,11 +25,13 @@ import enum
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from lance_ops._proto import file_pb2, table_pb2
 from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
 from lance_ops.table.naming import deletion_file_name
+from lance_ops.table.schema import LanceSchema
 
 MAGIC = b"LANC"
 FOOTER = struct.Struct("<qhh4s")
@@ -508,6 +510,11 @@ class Manifest:
     tag: str = ""
     version_aux_data: int = 0
     indices: tuple[IndexMetadata, ...] = ()
+
+    @cached_property
+    def schema(self) -> LanceSchema:
+        """``fields`` and ``schema_metadata`` as the domain schema type."""
+        return LanceSchema.from_pb(self.fields, self.schema_metadata)
 
     @property
     def uses_stable_row_ids(self) -> bool:

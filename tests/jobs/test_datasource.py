@@ -408,7 +408,7 @@ def test_append_tasks_use_the_drivers_fields_not_the_manifest(
     def no_manifest(*args: object) -> None:
         raise AssertionError("a write task read the manifest")
 
-    monkeypatch.setattr(lance_ops.fragment, "_dataset_fields", no_manifest)
+    monkeypatch.setattr(lance_ops.fragment.writer, "_dataset_schema", no_manifest)
     batch = pa.record_batch({"n": pa.array([5, 6], pa.int64()), "id": pa.array([1, 2], pa.int64())})
     message = task.write(iter([batch]))
     assert message.num_rows == 2

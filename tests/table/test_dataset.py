@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import threading
@@ -235,17 +236,18 @@ def test_write_fragments_with_explicit_fields_skips_the_manifest(
     uri = _uri(tmp_path)
     lance_ops.write_dataset(table(4), uri, data_storage_version="2.1")
     ds = lance_ops.dataset(uri)
-    shifted = [type(f)() for f in ds.lance_schema]
-    for copy, original in zip(shifted, ds.lance_schema, strict=True):
-        copy.CopyFrom(original)
-        copy.id += 10
-        if copy.parent_id >= 0:
-            copy.parent_id += 10
+    shifted = dataclasses.replace(
+        ds.lance_schema,
+        fields=tuple(
+            dataclasses.replace(f, id=f.id + 10, parent_id=f.parent_id + 10 if f.parent_id >= 0 else -1)
+            for f in ds.lance_schema
+        ),
+    )
 
     def no_manifest(*args: object) -> None:
         raise AssertionError("write_fragments read the manifest")
 
-    monkeypatch.setattr(lance_ops.fragment, "_dataset_fields", no_manifest)
+    monkeypatch.setattr(lance_ops.fragment.writer, "_dataset_schema", no_manifest)
     data = table(3, 4).select(["st", "s", "id"])  # cast back to the order of ``fields``
     (fragment,) = write_fragments(data, uri, fields=shifted, data_storage_version="2.1")
     (data_file,) = fragment.files

@@ -1,4 +1,4 @@
-"""SQL filter predicates (``lance_ops.table.predicate``) and filtered dataset / fragment reads.
+"""SQL filter predicates (``lance_ops.query.predicate``) and filtered dataset / fragment reads.
 
 Every supported construct is checked against pylance 14 on one dataset pylance wrote (three
 fragments, deleted rows, nulls in every column, NaN / ±0.0 / ±inf floats, awkward strings,
@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import PredicateError, SchemaError, UnsupportedFeatureError
-from lance_ops.table.predicate import parse_predicate
+from lance_ops.fragment.reader import FragmentReader
+from lance_ops.query.predicate import parse_predicate
 
 N = 1025
 WORDS = ["alpha", "Beta", "gamma%", "delta_x", "", "épsilon", "ALPHA", "a\\b", "it's", "zeta", "alphabet"]
@@ -343,16 +344,16 @@ def test_fragments_filter_like_pylance(mixed: tuple[Any, lance_ops.LanceDataset]
         assert_same_table(pa.Table.from_batches(batches), other.to_table(columns=["f"], filter=sql))
 
 
-def test_to_batches_streams_fragment_by_fragment(tmp_path: Path) -> None:
+def test_to_batches_streams_fragment_by_fragment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ds = lance_ops.write_dataset(mixed_table(), str(tmp_path / "s.lance"), max_rows_per_file=300)
     reads: list[int] = []
-    read_fragment = ds._read_fragment
+    read_fragment = FragmentReader.read
 
-    def counting(fragment: Any, *args: Any) -> pa.Table:
+    def counting(fragment: FragmentReader, *args: Any) -> pa.Table:
         reads.append(fragment.id)
         return read_fragment(fragment, *args)
 
-    ds._read_fragment = counting  # type: ignore[method-assign]
+    monkeypatch.setattr(FragmentReader, "read", counting)
     batches = ds.to_batches(columns=["id"], filter="id % 2 = 0", batch_size=100)
     assert reads == []  # nothing is read before the first batch is asked for
     first = next(batches)
@@ -367,11 +368,13 @@ def test_to_batches_streams_fragment_by_fragment(tmp_path: Path) -> None:
     assert sum(b.num_rows for b in rest) + 150 == (N + 1) // 2
 
 
-def test_offset_skips_fragments_without_a_filter(tmp_path: Path) -> None:
+def test_offset_skips_fragments_without_a_filter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ds = lance_ops.write_dataset(mixed_table(), str(tmp_path / "o.lance"), max_rows_per_file=300)
     reads: list[int] = []
-    read_fragment = ds._read_fragment
-    ds._read_fragment = lambda fragment, *a: reads.append(fragment.id) or read_fragment(fragment, *a)  # type: ignore[method-assign]
+    read_fragment = FragmentReader.read
+    monkeypatch.setattr(
+        FragmentReader, "read", lambda fragment, *a: reads.append(fragment.id) or read_fragment(fragment, *a)
+    )
     assert ds.to_table(columns=["id"], offset=700, limit=3).column("id").to_pylist() == [700, 701, 702]
     assert reads == [2]
 

@@ -32,12 +32,15 @@ class PageReader(ABC):
         Malformed page bytes surface as :class:`CorruptFileError` whatever numpy or pyarrow
         raised while parsing them; deliberate lance_ops errors pass through.
         """
+        page = f"page at row {self.info.first_row}"
         try:
             return self._read(fetch, rows)
+        except CorruptFileError as exc:
+            raise exc.located(page=page) from exc
         except LanceOpsError:
             raise
         except (IndexError, ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
-            raise CorruptFileError("<page>", f"{type(self).__name__}: {exc}") from exc
+            raise CorruptFileError("<page>", f"{type(self).__name__}: {exc}", page=page) from exc
 
     @abstractmethod
     def _read(self, fetch: Fetch, rows: np.ndarray) -> DecodedLeaf:

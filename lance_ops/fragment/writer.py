@@ -5,6 +5,7 @@
 :class:`FragmentMetadata` per file with id 0 ("assigned at commit"). A driver then commits them
 with ``LanceDataset.commit(uri, LanceOperation.Append(fragments))`` (or ``Overwrite``).
 FragmentMetadata is picklable and has ``to_json`` / ``from_json`` for shipping between processes.
+:func:`write_data_file` adds one data file to an *existing* fragment (new columns, re-typed columns).
 
 Field ids: appending to an existing dataset reuses the dataset's ids (matched by column name), read
 from its latest manifest unless the caller passes them as ``fields=`` (a Spark driver does, so its
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -25,21 +27,31 @@ from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileWriter
-from lance_ops.file.schema import fields_to_schema, leaf_field_ids, schema_to_fields
+from lance_ops.file.schema import leaf_field_ids
 from lance_ops.file.writer import as_table
+from lance_ops.fragment.options import (
+    DEFAULT_MAX_BYTES_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_GROUP,
+    WriteOptions,
+)
 from lance_ops.io import object_store
 from lance_ops.table.blob import is_blob_v2
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFile, DataFragment
 from lance_ops.table.naming import DATA_DIR, child_uri, data_file_name
+from lance_ops.table.schema import LanceSchema
 
 FragmentMetadata = DataFragment
+FieldsLike = LanceSchema | Sequence[file_pb2.Field]
 
-DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
-DEFAULT_MAX_ROWS_PER_GROUP = 1024
-DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
-
-__all__ = ["FragmentMetadata", "write_fragments", "write_fragments_with_schema"]
+__all__ = [
+    "FragmentMetadata",
+    "WriteOptions",
+    "write_data_file",
+    "write_fragments",
+    "write_new_fragments",
+]
 
 
 def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReader:
@@ -97,53 +109,65 @@ def data_file_fields(fields: Sequence[file_pb2.Field], version: FileVersion) -> 
     return tuple(leaf_field_ids(fields))
 
 
-def _dataset_fields(uri: str, storage_options: Mapping[str, str] | None) -> tuple[list, Mapping, str] | None:
-    """``(fields, schema metadata, data storage version)`` of the dataset at ``uri``, or None."""
+def _dataset_schema(uri: str, storage_options: Mapping[str, str] | None) -> tuple[LanceSchema, str] | None:
+    """``(schema, data storage version)`` of the dataset at ``uri``, or None."""
     store, root = object_store(uri, storage_options)
     try:
         manifest = load_manifest(store, root).manifest
     except DatasetNotFoundError:
         return None
-    return list(manifest.fields), manifest.schema_metadata, manifest.data_storage_version
+    return manifest.schema, manifest.data_storage_version
+
+
+def _as_schema(fields: FieldsLike) -> LanceSchema:
+    return fields if isinstance(fields, LanceSchema) else LanceSchema.from_pb(fields)
 
 
 class _FileSink:
-    """Rolls over data files by row and byte limits."""
+    """Writes batches into data files, rolling over by the row and byte limits."""
 
-    def __init__(
-        self,
-        uri: str,
-        schema: pa.Schema,
-        fields: Sequence[file_pb2.Field],
-        version: FileVersion,
-        max_rows: int,
-        max_bytes: int,
-        storage_options: Mapping[str, str] | None,
-    ) -> None:
-        self.uri, self.schema, self.version = uri, schema, version
-        self.max_rows, self.max_bytes = max_rows, max_bytes
-        self.storage_options = storage_options
-        self.field_ids = data_file_fields(fields, version)
-        self.fragments: list[DataFragment] = []
+    def __init__(self, uri: str, schema: pa.Schema, fields: LanceSchema, options: WriteOptions) -> None:
+        self.uri, self.schema, self.options = uri, schema, options
+        self.version = FileVersion.parse(options.data_storage_version)
+        if self.version is FileVersion.V0_1:
+            raise UnsupportedFeatureError("writing legacy (0.1) data files is not supported")
+        blob_v2 = [field.name for field in schema if is_blob_v2(field)]
+        if blob_v2:
+            raise UnsupportedFeatureError(f"writing lance.blob.v2 columns {blob_v2} is not supported")
+        self.field_ids = data_file_fields(fields.to_pb(), self.version)
+        self.written: list[tuple[DataFile, int]] = []
         self._writer: LanceFileWriter | None = None
         self._name = ""
         self._rows = 0
         self._bytes = 0
 
-    def write(self, batch: pa.RecordBatch) -> None:
+    def write_all(self, batches: Iterable[pa.RecordBatch]) -> list[tuple[DataFile, int]]:
+        """Write every batch; returns ``(data file, rows)`` per file. Aborts the open file on error."""
+        try:
+            for batch in batches:
+                self._write(batch)
+            self._close()
+        except BaseException:
+            if self._writer is not None:
+                self._writer.abort()
+                self._writer = None
+            raise
+        return self.written
+
+    def _write(self, batch: pa.RecordBatch) -> None:
         offset = 0
         while offset < batch.num_rows:
             if self._writer is None:
                 self._open()
-            take = min(batch.num_rows - offset, self.max_rows - self._rows)
+            take = min(batch.num_rows - offset, self.options.max_rows_per_file - self._rows)
             piece = batch.slice(offset, take)
             assert self._writer is not None
             self._writer.write_batch(piece)
             self._rows += take
             self._bytes += piece.nbytes
             offset += take
-            if self._rows >= self.max_rows or self._bytes >= self.max_bytes:
-                self.close()
+            if self._rows >= self.options.max_rows_per_file or self._bytes >= self.options.max_bytes_per_file:
+                self._close()
 
     def _open(self) -> None:
         self._name = data_file_name()
@@ -151,11 +175,11 @@ class _FileSink:
             child_uri(self.uri, DATA_DIR, self._name),
             self.schema,
             version=self.version,
-            storage_options=self.storage_options,
+            storage_options=self.options.storage_options,
         )
         self._rows = self._bytes = 0
 
-    def close(self) -> None:
+    def _close(self) -> None:
         if self._writer is None:
             return
         self._writer.close()
@@ -167,68 +191,48 @@ class _FileSink:
             file_minor_version=self.version.minor,
             file_size_bytes=self._writer.bytes_written,
         )
-        self.fragments.append(DataFragment(id=0, files=(data_file,), physical_rows=self._rows))
+        self.written.append((data_file, self._rows))
         self._writer = None
 
-    def abort(self) -> None:
-        if self._writer is not None:
-            self._writer.abort()
-            self._writer = None
+
+def write_new_fragments(
+    reader: pa.RecordBatchReader, uri: str, fields: LanceSchema, options: WriteOptions
+) -> list[FragmentMetadata]:
+    """Write ``reader`` (already shaped like ``fields``) as new fragments (id 0) of the dataset at ``uri``."""
+    sink = _FileSink(uri, reader.schema, fields, options)
+    return [DataFragment(id=0, files=(f,), physical_rows=rows) for f, rows in sink.write_all(reader)]
 
 
-def write_fragments_with_schema(
-    data: Any,
-    uri: str | os.PathLike[str],
-    schema: pa.Schema | None = None,
-    *,
-    mode: str = "append",
-    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-    max_rows_per_group: int = DEFAULT_MAX_ROWS_PER_GROUP,
-    max_bytes_per_file: int | None = None,
-    data_storage_version: str | None = "stable",
-    storage_options: Mapping[str, str] | None = None,
-    fields: Sequence[file_pb2.Field] | None = None,
-) -> tuple[list[FragmentMetadata], pa.Schema]:
-    """:func:`write_fragments`, also returning the Arrow schema the files were written with."""
-    if max_rows_per_file <= 0 or max_rows_per_group <= 0:
-        raise ValueError("max_rows_per_file and max_rows_per_group must be positive")
-    if mode not in ("append", "create", "overwrite"):
-        raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
-    uri = os.fspath(uri)
-    existing = _dataset_fields(uri, storage_options) if mode == "append" and fields is None else None
-    if fields is not None:
-        reader = to_reader(data, schema if schema is not None else fields_to_schema(fields))
-        version_text = data_storage_version or "stable"
-    elif existing is not None:
-        fields, metadata, version_text = existing
-        reader = to_reader(data, fields_to_schema(fields, metadata))
-    else:
-        reader = to_reader(data, schema)
-        version_text = data_storage_version or "stable"
-        fields = schema_to_fields(reader.schema)
-    version = FileVersion.parse(version_text)
-    if version is FileVersion.V0_1:
-        raise UnsupportedFeatureError("writing legacy (0.1) data files is not supported")
-    blob_v2 = [field.name for field in reader.schema if is_blob_v2(field)]
-    if blob_v2:
-        raise UnsupportedFeatureError(f"writing lance.blob.v2 columns {blob_v2} is not supported")
-    sink = _FileSink(
-        uri,
-        reader.schema,
-        fields,
-        version,
-        max_rows_per_file,
-        max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-        storage_options,
-    )
-    try:
-        for batch in reader:
-            sink.write(batch)
-        sink.close()
-    except BaseException:
-        sink.abort()
-        raise
-    return sink.fragments, reader.schema
+def write_data_file(
+    data: Any, uri: str, fields: LanceSchema, num_rows: int, options: WriteOptions
+) -> DataFile:
+    """Write one new data file for an existing fragment of ``num_rows`` physical rows; returns it.
+
+    ``data`` holds one row per *physical* row of the fragment (deleted rows included, see
+    :attr:`FragmentReader.physical_rows`), in order, with the top-level columns of ``fields``, whose
+    ids (e.g. allocated by :meth:`LanceSchema.with_new_fields`) the file records. The file is
+    written whole, whatever ``options.max_rows_per_file``; a row count other than ``num_rows``
+    raises :class:`SchemaError` and leaves no file behind. The caller commits the fragment with the
+    file added to its ``files`` (a ``Merge``) or in place of another (a ``DataReplacement``).
+    """
+    if num_rows <= 0:
+        raise SchemaError("a data file for an existing fragment needs its (positive) number of rows")
+    reader = to_reader(data, fields.to_arrow())
+    whole = replace(options, max_rows_per_file=num_rows, max_bytes_per_file=2**63)
+    ((data_file, _),) = _FileSink(uri, reader.schema, fields, whole).write_all(_exactly(reader, num_rows))
+    return data_file
+
+
+def _exactly(batches: Iterable[pa.RecordBatch], num_rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches``, raising (before the file is closed) unless they hold exactly ``num_rows`` rows."""
+    seen = 0
+    for batch in batches:
+        seen += batch.num_rows
+        if seen > num_rows:
+            raise SchemaError(f"the fragment has {num_rows} rows but the data for its new file has more")
+        yield batch
+    if seen != num_rows:
+        raise SchemaError(f"the fragment has {num_rows} rows but the data for its new file has {seen}")
 
 
 def write_fragments(
@@ -242,27 +246,36 @@ def write_fragments(
     max_bytes_per_file: int | None = None,
     data_storage_version: str | None = "stable",
     storage_options: Mapping[str, str] | None = None,
-    fields: Sequence[file_pb2.Field] | None = None,
+    fields: FieldsLike | None = None,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
 
     ``mode="append"`` reuses an existing dataset's field ids and file version; ``"create"`` /
-    ``"overwrite"`` number the schema afresh. ``fields`` (the target dataset's Lance fields, with
-    ids, e.g. ``LanceDataset.lance_schema`` read once on a driver) skips reading the manifest: the
-    data is cast to ``schema`` (or, without one, the schema of ``fields``) and written with those
-    ids as ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` only applies to
+    ``"overwrite"`` number the schema afresh. ``fields`` (the target dataset's schema with ids, e.g.
+    ``LanceDataset.lance_schema`` read once on a driver) skips reading the manifest: the data is
+    cast to ``schema`` (or, without one, the schema of ``fields``) and written with those ids as
+    ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` only applies to
     legacy files, which this implementation does not write.
     """
-    fragments, _ = write_fragments_with_schema(
-        data,
-        uri,
-        schema,
-        mode=mode,
+    if mode not in ("append", "create", "overwrite"):
+        raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+    uri = os.fspath(uri)
+    existing = _dataset_schema(uri, storage_options) if mode == "append" and fields is None else None
+    version_text = data_storage_version or "stable"
+    if fields is not None:
+        lance_schema = _as_schema(fields)
+        reader = to_reader(data, schema if schema is not None else lance_schema.to_arrow())
+    elif existing is not None:
+        lance_schema, version_text = existing
+        reader = to_reader(data, lance_schema.to_arrow())
+    else:
+        reader = to_reader(data, schema)
+        lance_schema = LanceSchema.from_arrow(reader.schema)
+    options = WriteOptions(
         max_rows_per_file=max_rows_per_file,
         max_rows_per_group=max_rows_per_group,
-        max_bytes_per_file=max_bytes_per_file,
-        data_storage_version=data_storage_version,
+        max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
+        data_storage_version=version_text,
         storage_options=storage_options,
-        fields=fields,
     )
-    return fragments
+    return write_new_fragments(reader, uri, lance_schema, options)

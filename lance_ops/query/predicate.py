@@ -42,7 +42,7 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
-from lance_ops.errors import PredicateError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import PredicateError, PredicateTypeError, SchemaError, UnsupportedFeatureError
 
 __all__ = ["Predicate", "parse_predicate"]
 
@@ -76,7 +76,7 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
         value = translator.translate(_parse(predicate))
         columns = [name for name in schema.names if name in translator.columns]
     else:
-        raise TypeError(
+        raise PredicateTypeError(
             f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(predicate).__name__}"
         )
     if not pa.types.is_boolean(value.type):
@@ -572,9 +572,7 @@ def _escape(tr: _Translator, node: exp.Escape) -> _Value:
     return tr.translate(node.this)
 
 
-def _regexp(
-    tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]
-) -> _Value:
+def _regexp(tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]) -> _Value:
     if not args or len(args) > 2:
         raise PredicateError(f"a regular-expression match takes a string and a pattern: {_sql(node)}")
     flags = tr.pattern(args[1], "regular-expression flag") if len(args) == 2 else ""

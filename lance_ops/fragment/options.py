@@ -1,0 +1,45 @@
+"""Options of fragment reads and writes, as small frozen dataclasses passed down whole."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lance_ops.query.predicate import Predicate
+
+DEFAULT_BATCH_SIZE = 8192
+DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+DEFAULT_MAX_ROWS_PER_GROUP = 1024
+DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """What a scan returns: columns (resolved names), the rows a predicate keeps, extra columns.
+
+    ``batch_size`` bounds the rows of each returned table / batch.
+    """
+
+    columns: tuple[str, ...] = ()
+    predicate: Predicate | None = None
+    with_row_id: bool = False
+    with_row_address: bool = False
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How data files are written: file limits, file format version and storage options.
+
+    ``max_rows_per_group`` only applies to legacy files, which this implementation does not write.
+    """
+
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
+    max_rows_per_group: int = DEFAULT_MAX_ROWS_PER_GROUP
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE
+    data_storage_version: str = "stable"
+    storage_options: Mapping[str, str] | None = field(default=None, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.max_rows_per_file <= 0 or self.max_rows_per_group <= 0:
+            raise ValueError("max_rows_per_file and max_rows_per_group must be positive")

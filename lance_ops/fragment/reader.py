@@ -1,0 +1,310 @@
+"""Reading one fragment of a dataset version: columns, deletions, row ids and addresses.
+
+A fragment's rows are its data files' columns side by side minus the rows of its deletion vector.
+Dataset columns map to data files by field id: ``DataFile.fields`` lists, in pre-order, the ids
+owning the file's columns (all fields for 2.0 files, leaf fields for 2.1+), so walking the file's own
+top-level fields and counting the ids each contributes tells which dataset field a file column
+holds (renamed columns keep their id). Dataset columns that no file of a fragment holds read as
+nulls; file columns whose ids left the schema are ignored. Only the data files holding a requested
+column are opened.
+
+:class:`VersionFiles` is the state shared by the fragments of one version (the manifest, open file
+readers, the column map); :class:`FragmentReader` reads one fragment through it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops.encoding.api import FileVersion
+from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
+from lance_ops.file import LanceFileReader
+from lance_ops.file.schema import is_blob_v2_description, schema_to_fields
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.writer import data_file_fields
+from lance_ops.io import ObjectStore, object_store
+from lance_ops.query.predicate import Predicate
+from lance_ops.table.blob import is_blob_v2, resolve_blob_v2
+from lance_ops.table.deletion import read_deletion_vector
+from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
+from lance_ops.table.naming import DATA_DIR, child_uri
+from lance_ops.table.rowids import decode_row_ids
+from lance_ops.table.schema import LanceSchema
+
+# Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
+# (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
+READ_AHEAD_ROWS = 1 << 17
+_READER_CACHE_SIZE = 64
+ROW_ID = "_rowid"
+ROW_ADDRESS = "_rowaddr"
+
+
+def row_addresses(fragment_id: int, offsets: np.ndarray) -> np.ndarray:
+    """Row addresses: the fragment id in the high 32 bits, the physical offset in the low 32."""
+    return (np.uint64(fragment_id) << np.uint64(32)) | offsets.astype(np.uint64)
+
+
+class VersionFiles:
+    """Where the fragments of one dataset version are read from, and what they share.
+
+    Holds the manifest, the dataset's Arrow schema, an LRU of open file readers (opening one reads
+    its footer and metadata), the column map and one :class:`FragmentReader` per fragment.
+    """
+
+    def __init__(
+        self, uri: str, manifest: Manifest, storage_options: Mapping[str, str] | None = None
+    ) -> None:
+        self.uri = uri
+        self.manifest = manifest
+        self.storage_options = storage_options
+        self.store, self.root = object_store(uri, storage_options)
+        self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
+        self._fragments: dict[int, FragmentReader] = {}
+
+    @property
+    def lance_schema(self) -> LanceSchema:
+        return self.manifest.schema
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        return self.manifest.schema.to_arrow()
+
+    @cached_property
+    def top_level_of(self) -> dict[int, int]:
+        return self.manifest.schema.top_level_of()
+
+    def fragment(self, metadata: DataFragment) -> FragmentReader:
+        reader = self._fragments.get(metadata.id)
+        if reader is None or reader.metadata != metadata:
+            reader = self._fragments[metadata.id] = FragmentReader(self, metadata)
+        return reader
+
+    def fragments(self) -> list[FragmentReader]:
+        return [self.fragment(f) for f in self.manifest.fragments]
+
+    def resolve_columns(self, columns: Sequence[str] | None) -> tuple[str, ...]:
+        """``columns`` checked against the schema (all columns when None)."""
+        if columns is None:
+            return tuple(self.schema.names)
+        if isinstance(columns, str):
+            raise TypeError("columns must be a list of column names")
+        missing = [c for c in columns if self.schema.get_field_index(c) < 0]
+        if missing:
+            raise SchemaError(f"no such column(s) {missing}; the dataset has {self.schema.names}")
+        return tuple(columns)
+
+    def output_schema(self, options: ScanOptions) -> pa.Schema:
+        """The schema of what a scan with ``options`` returns."""
+        fields = [self.schema.field(n) for n in options.columns]
+        if options.with_row_id:
+            fields.append(pa.field(ROW_ID, pa.uint64()))
+        if options.with_row_address:
+            fields.append(pa.field(ROW_ADDRESS, pa.uint64()))
+        return pa.schema(fields, metadata=self.schema.metadata)
+
+    def base_path(self, base_id: int, owner: str) -> BasePath:
+        """The manifest's base path ``base_id`` (``owner`` names what refers to it, for the error)."""
+        base = next((b for b in self.manifest.base_paths if b.id == base_id), None)
+        if base is None:
+            raise DatasetNotFoundError(f"{owner} names unknown base path {base_id}")
+        return base
+
+    def file_uri(self, data_file: DataFile) -> str:
+        if data_file.base_id is None:
+            return child_uri(self.uri, DATA_DIR, data_file.path)
+        base = self.base_path(data_file.base_id, f"data file {data_file.path}")
+        return child_uri(base.path, DATA_DIR if base.is_dataset_root else "", data_file.path)
+
+    def deletion_location(self, base_id: int | None) -> tuple[ObjectStore, str]:
+        """Store and root holding deletion files of base ``base_id`` (None: the dataset's)."""
+        if base_id is None:
+            return self.store, self.root
+        return object_store(self.base_path(base_id, "a deletion file").path, self.storage_options)
+
+    def open_file(self, data_file: DataFile) -> LanceFileReader:
+        """An open reader of ``data_file`` (cached)."""
+        uri = self.file_uri(data_file)
+        reader = self._readers.pop(uri, None)
+        if reader is None:
+            reader = LanceFileReader(uri, storage_options=self.storage_options)
+        self._readers[uri] = reader
+        while len(self._readers) > _READER_CACHE_SIZE:
+            self._readers.popitem(last=False)
+        return reader
+
+    def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, str]:
+        """Dataset top-level field index -> name of the file column holding it."""
+        version = FileVersion.parse(data_file.file_version)
+        out: dict[int, str] = {}
+        position = 0
+        for field in file_schema:
+            fields = schema_to_fields([field])
+            count = 1 if is_blob_v2_description(fields[0]) else len(data_file_fields(fields, version))
+            ids = data_file.fields[position : position + count]
+            position += count
+            tops = {self.top_level_of[i] for i in ids if i in self.top_level_of}
+            if len(tops) == 1:
+                out[tops.pop()] = field.name
+        return out
+
+
+class FragmentReader:
+    """Reads one fragment: its live rows, deletions, row ids / addresses, with an optional predicate.
+
+    Offsets are physical row positions in the fragment (deleted rows included); "live" rows are
+    those not in the deletion vector.
+    """
+
+    def __init__(self, files: VersionFiles, metadata: DataFragment) -> None:
+        self.files = files
+        self.metadata = metadata
+
+    @property
+    def id(self) -> int:
+        return self.metadata.id
+
+    @cached_property
+    def physical_rows(self) -> int:
+        if self.metadata.physical_rows or not self.metadata.files:
+            return self.metadata.physical_rows
+        return self.files.open_file(self.metadata.files[0]).num_rows
+
+    @cached_property
+    def deleted(self) -> np.ndarray:
+        """Deleted row offsets, sorted unique uint32."""
+        deletion = self.metadata.deletion_file
+        if deletion is None:
+            return np.zeros(0, np.uint32)
+        store, root = self.files.deletion_location(deletion.base_id)
+        return read_deletion_vector(store, root, self.id, deletion)
+
+    def _counts_unknown(self) -> bool:
+        """Counts are unknown (0 = "unknown" for physical rows or deleted rows)."""
+        deletion = self.metadata.deletion_file
+        return self.metadata.physical_rows == 0 or (deletion is not None and deletion.num_deleted_rows == 0)
+
+    @property
+    def live_count(self) -> int:
+        if self._counts_unknown():
+            return self.physical_rows - len(self.deleted)
+        return self.metadata.num_rows
+
+    def live_offsets(self) -> np.ndarray:
+        """Physical offsets of the live rows, ascending."""
+        physical = np.arange(self.physical_rows, dtype=np.int64)
+        deleted = self.deleted
+        return physical if not len(deleted) else physical[~np.isin(physical, deleted)]
+
+    @cached_property
+    def _stable_row_ids(self) -> np.ndarray:
+        if not isinstance(self.metadata.row_ids, bytes):
+            raise UnsupportedFeatureError(f"fragment {self.id}: external row id sequences are not supported")
+        return decode_row_ids(self.metadata.row_ids)
+
+    def row_ids(self, offsets: np.ndarray) -> np.ndarray:
+        """Row ids of the rows at ``offsets`` (stable ids when enabled, else row addresses)."""
+        if not self.files.manifest.uses_stable_row_ids:
+            return row_addresses(self.id, offsets)
+        return self._stable_row_ids[offsets]
+
+    def read(
+        self,
+        columns: Sequence[str],
+        offsets: np.ndarray,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+    ) -> pa.Table:
+        """Rows at physical ``offsets`` (ascending; deleted rows are read too), projected to ``columns``."""
+        schema = self.files.schema
+        wanted = {schema.get_field_index(c): c for c in columns}
+        arrays: dict[int, pa.Array] = {}
+        contiguous = len(offsets) > 0 and offsets[-1] - offsets[0] + 1 == len(offsets)
+        for data_file in self.metadata.files:
+            if len(arrays) == len(wanted):
+                break
+            reader = self.files.open_file(data_file)
+            mapping = self.files.file_columns(data_file, reader.schema)
+            needed = {i: mapping[i] for i in wanted if i in mapping and i not in arrays}
+            if not needed:
+                continue
+            names = list(needed.values())
+            if not len(offsets):
+                table = reader.read_range(0, 0, names).to_table()
+            elif contiguous:
+                table = reader.read_range(int(offsets[0]), len(offsets), names).to_table()
+            else:
+                table = reader.take_rows(offsets, names).to_table()
+            for index, name in needed.items():
+                array = table.column(name).combine_chunks()
+                field = schema.field(index)
+                if is_blob_v2(field):
+                    array = resolve_blob_v2(
+                        array, field, self.files.file_uri(data_file), self.files.storage_options
+                    )
+                arrays[index] = array
+        out_fields, out_arrays = [], []
+        for index in wanted:
+            field = schema.field(index)
+            array = arrays.get(index)
+            if array is None:
+                array = pa.nulls(len(offsets), field.type)
+            elif array.type != field.type:
+                array = array.cast(field.type)
+            out_fields.append(field)
+            out_arrays.append(array)
+        if with_row_id:
+            out_fields.append(pa.field(ROW_ID, pa.uint64()))
+            out_arrays.append(pa.array(self.row_ids(offsets), pa.uint64()))
+        if with_row_address:
+            out_fields.append(pa.field(ROW_ADDRESS, pa.uint64()))
+            out_arrays.append(pa.array(row_addresses(self.id, offsets), pa.uint64()))
+        if not out_arrays:
+            # No columns, but still one (empty) row per offset.
+            rows = pa.RecordBatch.from_struct_array(pa.nulls(len(offsets), pa.struct([])))
+            return pa.Table.from_batches([rows])
+        return pa.Table.from_arrays(out_arrays, schema=pa.schema(out_fields, metadata=schema.metadata))
+
+    def scan(self, options: ScanOptions, live: np.ndarray | None = None) -> Iterator[pa.Table]:
+        """Tables of at most ``options.batch_size`` rows read from ``live`` offsets (default: all live rows).
+
+        With a predicate, the columns it names are read too, the rows it does not select are
+        dropped, and the result is projected back to the requested columns (plus row id / address).
+        """
+        if live is None:
+            live = self.live_offsets()
+        names, predicate, size = options.columns, options.predicate, options.batch_size
+        read = list(names)
+        if predicate is not None:
+            read += [c for c in predicate.columns if c not in names]
+        keep = [
+            *names,
+            *([ROW_ID] if options.with_row_id else []),
+            *([ROW_ADDRESS] if options.with_row_address else []),
+        ]
+        step = max(size, READ_AHEAD_ROWS)
+        for start in range(0, len(live), step):
+            offsets = live[start : start + step]
+            table = self.read(read, offsets, options.with_row_id, options.with_row_address)
+            if predicate is not None:
+                table = predicate.filter(table).select(keep)
+            for first in range(0, max(table.num_rows, 1), size):
+                # Explicit length: pyarrow does not clamp slices of zero-column tables.
+                yield table.slice(first, min(size, table.num_rows - first))
+
+    def matching_offsets(self, predicate: Predicate) -> np.ndarray:
+        """Physical offsets of the live rows ``predicate`` selects, ascending."""
+        options = ScanOptions(predicate=predicate, with_row_address=True, batch_size=READ_AHEAD_ROWS)
+        parts = [t.column(ROW_ADDRESS).to_numpy() for t in self.scan(options) if t.num_rows]
+        if not parts:
+            return np.zeros(0, np.int64)
+        return (np.concatenate(parts) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+    def count(self, predicate: Predicate | None = None) -> int:
+        if predicate is None:
+            return self.live_count
+        return sum(t.num_rows for t in self.scan(ScanOptions(predicate=predicate)))

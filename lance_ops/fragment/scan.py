@@ -1,0 +1,102 @@
+"""Reads across the fragments of one version: scans with limit / offset, positional take, take by row id."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.reader import VersionFiles
+
+
+def scan_batches(
+    files: VersionFiles, options: ScanOptions, limit: int | None = None, offset: int = 0
+) -> Iterator[pa.RecordBatch]:
+    """Rows in fragment order as record batches of at most ``options.batch_size`` rows.
+
+    Fragments are read one batch at a time. ``offset`` and ``limit`` count rows that pass the
+    predicate (as in pylance); without one, skipped fragments are not read at all.
+    """
+    if offset < 0 or (limit or 0) < 0:
+        raise ValueError("limit and offset must be non-negative")
+    remaining = np.inf if limit is None else limit
+    skip = offset
+    for fragment in files.fragments():
+        if remaining <= 0:
+            return
+        live = None
+        if options.predicate is None:
+            count = fragment.live_count
+            if skip >= count:
+                skip -= count
+                continue
+            live = fragment.live_offsets()
+            live = live[skip:] if remaining == np.inf else live[skip : skip + int(remaining)]
+            skip = 0
+        for table in fragment.scan(options, live):
+            if skip >= table.num_rows:
+                skip -= table.num_rows
+                continue
+            table = table.slice(skip, None if remaining == np.inf else int(remaining))
+            skip = 0
+            remaining -= table.num_rows
+            yield from table.to_batches()
+            if remaining <= 0:
+                return
+
+
+def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """Rows at positional ``positions`` (live rows of the version, any order, repeats allowed)."""
+    fragments = files.fragments()
+    counts = np.array([f.live_count for f in fragments], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    if positions.size and (positions.min() < 0 or positions.max() >= starts[-1]):
+        raise IndexError(f"take index out of range: the dataset has {starts[-1]} rows")
+    unique, inverse = np.unique(positions, return_inverse=True)
+    owner = np.searchsorted(starts, unique, side="right") - 1
+    parts = []
+    for index in np.unique(owner):
+        fragment = fragments[index]
+        local = unique[owner == index] - starts[index]
+        offsets = fragment.live_offsets()[local] if fragment.metadata.deletion_file else local
+        parts.append(fragment.read(columns, offsets))
+    schema = files.output_schema(ScanOptions(columns=tuple(columns)))
+    table = pa.concat_tables(parts) if parts else schema.empty_table()
+    return table.take(pa.array(inverse.reshape(-1)))
+
+
+def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """Rows by row id (stable ids when enabled, else row addresses), in the order given.
+
+    Ids of deleted or unknown rows are skipped, as pylance does.
+    """
+    found = np.zeros(len(ids), dtype=bool)
+    parts, order = [], []
+    stable = files.manifest.uses_stable_row_ids
+    for fragment in files.fragments():
+        physical = fragment.physical_rows
+        if stable:
+            known = fragment.row_ids(np.arange(physical, dtype=np.int64))
+            if not len(known):
+                continue
+            sorter = np.argsort(known, kind="stable")
+            candidates = sorter[np.clip(np.searchsorted(known, ids, sorter=sorter), 0, len(known) - 1)]
+            match = known[candidates] == ids
+        else:
+            candidates = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            match = ((ids >> np.uint64(32)) == np.uint64(fragment.id)) & (candidates < physical)
+        hit = match & ~found & ~np.isin(candidates, fragment.deleted)
+        offsets = candidates[hit].astype(np.int64)
+        if not hit.any():
+            continue
+        found |= hit
+        ordering = np.argsort(offsets, kind="stable")
+        table = fragment.read(columns, offsets[ordering])
+        parts.append(table.take(pa.array(np.argsort(ordering, kind="stable"))))
+        order.append(np.flatnonzero(hit))
+    if not parts:
+        return files.output_schema(ScanOptions(columns=tuple(columns))).empty_table()
+    table = pa.concat_tables(parts)
+    return table.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))

@@ -1,0 +1,92 @@
+"""Committing one operation (or a prepared transaction) to a dataset; returns the manifest written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+from lance_ops.encoding.api import FileVersion
+from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.io import object_store
+from lance_ops.table.commit import LockCommitHandler, NewDatasetSettings, commit_transaction, list_versions
+from lance_ops.table.manifest import Manifest
+from lance_ops.table.naming import ManifestNamingScheme
+from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Operation, Transaction
+
+
+@dataclass(frozen=True)
+class CommitOptions:
+    """How to commit: the version read, retries, a lock for stores without atomic create, the
+    transaction's properties, and the settings that only matter when the commit creates the dataset.
+    """
+
+    read_version: int | None = None
+    storage_options: Mapping[str, str] | None = field(default=None, hash=False)
+    commit_lock: Callable[[int], AbstractContextManager[object]] | None = None
+    max_retries: int = 20
+    commit_message: str | None = None
+    transaction_properties: Mapping[str, str] | None = field(default=None, hash=False)
+    enable_v2_manifest_paths: bool | None = None
+    enable_stable_row_ids: bool = False
+    data_storage_version: str | None = None
+    detached: bool = False
+
+
+def _fragments_version(operation: Operation) -> str:
+    """Data format of a new dataset: that of the operation's data files, else the default."""
+    for fragment in getattr(operation, "fragments", ()):
+        for data_file in fragment.files:
+            return data_file.file_version
+    return str(FileVersion.parse("stable"))
+
+
+def transaction_for(operation: Operation, uri: str, options: CommitOptions) -> Transaction:
+    """``operation`` as a transaction on ``options.read_version`` (default: the latest version)."""
+    read_version = options.read_version
+    if read_version is None:
+        store, root = object_store(uri, options.storage_options)
+        entries = list_versions(store, root)
+        read_version = entries[-1].version if entries else 0
+    properties = dict(options.transaction_properties or {})
+    if options.commit_message is not None:
+        properties[COMMIT_MESSAGE_KEY] = options.commit_message
+    return Transaction(read_version=read_version, operation=operation, properties=properties)
+
+
+def commit(
+    uri: str, operation: Operation | Transaction, options: CommitOptions
+) -> tuple[Manifest, Transaction]:
+    """Commit ``operation`` to the dataset at ``uri``; returns the manifest written and the transaction.
+
+    ``enable_stable_row_ids``, ``enable_v2_manifest_paths`` and ``data_storage_version`` only
+    matter when the commit creates the dataset (the file version defaults to that of the
+    operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
+    of a version, for stores without an atomic create.
+    """
+    if options.detached:
+        raise UnsupportedFeatureError("detached commits are not supported")
+    transaction = (
+        operation if isinstance(operation, Transaction) else transaction_for(operation, uri, options)
+    )
+    settings = NewDatasetSettings(
+        data_storage_version=(
+            str(FileVersion.parse(options.data_storage_version))
+            if options.data_storage_version
+            else _fragments_version(transaction.operation)
+        ),
+        enable_stable_row_ids=options.enable_stable_row_ids,
+        naming=(
+            ManifestNamingScheme.V1 if options.enable_v2_manifest_paths is False else ManifestNamingScheme.V2
+        ),
+    )
+    store, root = object_store(uri, options.storage_options)
+    manifest = commit_transaction(
+        store,
+        root,
+        transaction,
+        handler=LockCommitHandler(options.commit_lock) if options.commit_lock else None,
+        max_retries=options.max_retries,
+        settings=settings,
+    )
+    return manifest, transaction

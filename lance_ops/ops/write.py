@@ -1,0 +1,74 @@
+"""Writing data to a dataset: create it, append to it, or overwrite its content."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+
+from lance_ops.errors import DatasetAlreadyExistsError, RetryableCommitConflictError
+from lance_ops.fragment.options import WriteOptions
+from lance_ops.fragment.writer import FragmentMetadata, to_reader, write_new_fragments
+from lance_ops.io import object_store
+from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.table.commit import list_versions, load_manifest
+from lance_ops.table.manifest import Manifest
+from lance_ops.table.schema import LanceSchema
+from lance_ops.table.transaction import Append, Operation, Overwrite, Transaction
+
+MODES = ("create", "append", "overwrite")
+
+
+def write(
+    data: Any,
+    uri: str,
+    mode: str,
+    schema: pa.Schema | None,
+    write_options: WriteOptions,
+    commit_options: CommitOptions,
+    progress: Callable[[FragmentMetadata], None] | None = None,
+) -> tuple[Manifest, Transaction]:
+    """Write ``data`` as a new dataset (``create``), new rows (``append``) or new content (``overwrite``).
+
+    The latest manifest is read once: appends write the dataset's field ids in its file version;
+    overwrites keep the file version unless ``commit_options.data_storage_version`` names one.
+    ``progress`` is called with every fragment written.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+    store, root = object_store(uri, write_options.storage_options)
+    entries = list_versions(store, root)
+    if entries and mode == "create":
+        raise DatasetAlreadyExistsError(f"a dataset already exists at {uri}")
+    read_version = entries[-1].version if entries else 0
+    manifest = load_manifest(store, root, read_version).manifest if entries else None
+    version = commit_options.data_storage_version
+    if manifest is not None and (mode == "append" or version is None):
+        version = manifest.data_storage_version
+    write_options = replace(write_options, data_storage_version=version or "stable")
+    if manifest is not None and mode == "append":
+        lance_schema = manifest.schema
+        reader = to_reader(data, lance_schema.to_arrow())
+    else:
+        reader = to_reader(data, schema)
+        lance_schema = LanceSchema.from_arrow(reader.schema)
+    fragments = write_new_fragments(reader, uri, lance_schema, write_options)
+    for fragment in fragments:
+        if progress is not None:
+            progress(fragment)
+    operation: Operation
+    if manifest is not None and mode == "append":
+        operation = Append(tuple(fragments))
+    else:
+        operation = Overwrite(tuple(fragments), lance_schema.to_pb(), dict(lance_schema.metadata))
+    options = replace(
+        commit_options, read_version=read_version, data_storage_version=write_options.data_storage_version
+    )
+    try:
+        return commit(uri, operation, options)
+    except RetryableCommitConflictError as exc:
+        if not entries:
+            raise DatasetAlreadyExistsError(f"a dataset was created concurrently at {uri}") from exc
+        raise

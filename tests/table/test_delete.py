@@ -1,0 +1,352 @@
+"""``LanceDataset.delete``: deletion files as pylance writes them, Delete commits, rebase, bad input."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from pyroaring import BitMap
+
+import lance_ops
+from lance_ops import LanceDataset, LanceOperation
+from lance_ops.errors import PredicateError, PredicateTypeError, RetryableCommitConflictError, SchemaError
+from lance_ops.table.deletion import deletion_file_type, encode_deletion_file
+from lance_ops.table.manifest import FLAG_DELETION_FILES, DeletionFileType
+from lance_ops.table.transaction import Delete, Transaction, Update
+from tests.data.golden import DATASETS_DIR
+from tests.table.conftest import table
+
+ARROW, BITMAP = DeletionFileType.ARROW_ARRAY, DeletionFileType.BITMAP
+
+
+def ids_table(n: int, start: int = 0) -> pa.Table:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table({"id": ids, "s": pa.array([f"r{i}" for i in ids])})
+
+
+def deletion_files(uri: str) -> list[str]:
+    folder = Path(uri) / "_deletions"
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def kinds(ds: LanceDataset) -> dict[int, DeletionFileType | None]:
+    return {
+        f.id: None if f.deletion_file is None else f.deletion_file.file_type for f in ds.manifest.fragments
+    }
+
+
+# --------------------------------------------------------------------------- the deletion-file rule
+
+
+@pytest.mark.parametrize(
+    ("count", "previous", "expected"),
+    [
+        (1, None, ARROW),
+        (4999, None, ARROW),
+        (5000, None, BITMAP),
+        (5000, ARROW, ARROW),
+        (5001, ARROW, BITMAP),
+        (3, BITMAP, BITMAP),
+    ],
+)
+def test_deletion_file_kind_follows_pylance(
+    count: int, previous: DeletionFileType | None, expected: str
+) -> None:
+    assert deletion_file_type(count, previous) is expected
+
+
+def test_deletion_file_bytes() -> None:
+    offsets = np.array([0, 3, 7, 70000], np.uint32)
+    reader = pa.ipc.open_file(pa.py_buffer(encode_deletion_file(offsets, ARROW)))
+    assert reader.num_record_batches == 1
+    assert reader.schema == pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+    assert reader.get_batch(0).column(0).to_pylist() == offsets.tolist()
+    assert list(BitMap.deserialize(encode_deletion_file(offsets, BITMAP))) == offsets.tolist()
+
+
+# --------------------------------------------------------------------------- our deletes
+
+
+def test_delete_writes_files_named_and_typed_as_pylance(tmp_path: Path) -> None:
+    uri = str(tmp_path / "d.lance")
+    ds = lance_ops.write_dataset(ids_table(20000), uri, max_rows_per_file=10000)
+    assert ds.delete("id < 4000") == 4000
+    assert ds.version == 2 and kinds(ds) == {0: ARROW, 1: None}
+    (name,) = deletion_files(uri)
+    deletion = ds.manifest.fragments[0].deletion_file
+    assert deletion is not None and name == f"0-1-{deletion.id}.arrow"
+    assert deletion.read_version == 1 and deletion.num_deleted_rows == 4000
+    assert ds.manifest.reader_feature_flags & FLAG_DELETION_FILES
+    assert ds.manifest.writer_feature_flags & FLAG_DELETION_FILES
+    transaction = ds.read_transaction()
+    assert transaction is not None and isinstance(transaction.operation, Delete)
+    assert transaction.read_version == 1 and transaction.operation.predicate == "id < 4000"
+    assert [f.id for f in transaction.operation.updated_fragments] == [0]
+    assert transaction.operation.deleted_fragment_ids == ()
+
+    assert ds.delete("id >= 4000 AND id < 5000") == 1000  # merged: 5000 stays an Arrow file
+    assert kinds(ds) == {0: ARROW, 1: None}
+    assert ds.delete("id = 5000") == 1  # 5001 becomes a bitmap
+    assert kinds(ds) == {0: BITMAP, 1: None}
+    assert ds.delete("id >= 10000 AND id < 15000") == 5000  # a first delete of 5000 is a bitmap
+    assert kinds(ds) == {0: BITMAP, 1: BITMAP}
+    assert ds.count_rows() == 20000 - 5001 - 5000
+    assert ds.manifest.fragments[0].deletion_file.num_deleted_rows == 5001  # type: ignore[union-attr]
+    reopened = lance_ops.dataset(uri)
+    assert reopened.version == ds.version == 5
+    assert reopened.to_table() == ids_table(20000).filter(
+        (pc.field("id") > 5000) & ~((pc.field("id") >= 10000) & (pc.field("id") < 15000))
+    )
+
+
+def test_a_fragment_deleted_whole_is_removed(tmp_path: Path) -> None:
+    uri = str(tmp_path / "w.lance")
+    ds = lance_ops.write_dataset(ids_table(30), uri, max_rows_per_file=10)
+    assert ds.delete("id < 5") == 5
+    assert ds.delete("id < 10 OR id >= 25") == 10
+    assert [f.fragment_id for f in ds.get_fragments()] == [1, 2]
+    transaction = ds.read_transaction()
+    assert transaction is not None and isinstance(transaction.operation, Delete)
+    assert transaction.operation.deleted_fragment_ids == (0,)
+    assert [f.id for f in transaction.operation.updated_fragments] == [2]
+    assert ds.to_table().column("id").to_pylist() == list(range(10, 25))
+    assert ds.delete("id >= 0") == 15 and ds.count_rows() == 0 and ds.get_fragments() == []
+    assert not ds.manifest.reader_feature_flags & FLAG_DELETION_FILES
+
+
+def test_delete_then_append_and_reads_honour_deletions(tmp_path: Path) -> None:
+    uri = str(tmp_path / "a.lance")
+    ds = lance_ops.write_dataset(ids_table(100), uri, max_rows_per_file=40)
+    assert ds.delete((pc.field("id") < 34) | (pc.field("id") > 90)) == 43
+    ds = lance_ops.write_dataset(ids_table(10, 100), uri, mode="append")
+    expected = [i for i in range(110) if i >= 100 or 34 <= i <= 90]
+    assert ds.to_table().column("id").to_pylist() == expected
+    assert ds.count_rows() == len(expected) and ds.count_rows("id < 50") == len(
+        [i for i in expected if i < 50]
+    )
+    assert ds.to_table(filter="id > 95", columns=["s"]).column("s").to_pylist() == [
+        f"r{i}" for i in expected if i > 95
+    ]
+    assert ds.take([0, 1, len(expected) - 1]).column("id").to_pylist() == [34, 35, 109]
+    assert ds.to_table(offset=30, limit=3).column("id").to_pylist() == expected[30:33]
+    addresses = ds.to_table(with_row_address=True).column("_rowaddr").to_numpy()
+    assert ds._take_rows(addresses[:3]).column("id").to_pylist() == expected[:3]
+    fragment = ds.get_fragment(0)
+    assert fragment is not None and fragment.count_rows() == 40 - 34
+    assert fragment.deletion_file() == f"_deletions/{deletion_files(uri)[0]}"
+
+
+def test_a_delete_matching_nothing_still_commits(tmp_path: Path) -> None:
+    uri = str(tmp_path / "n.lance")
+    ds = lance_ops.write_dataset(ids_table(10), uri)
+    assert ds.delete("id > 100") == 0
+    assert ds.version == 2 and ds.count_rows() == 10 and deletion_files(uri) == []
+
+
+def test_delete_with_stable_row_ids_keeps_the_ids(tmp_path: Path) -> None:
+    uri = str(tmp_path / "s.lance")
+    ds = lance_ops.write_dataset(ids_table(50), uri, max_rows_per_file=20, enable_stable_row_ids=True)
+    assert ds.delete("id % 2 = 1") == 25
+    got = ds.to_table(with_row_id=True)
+    assert got.column("_rowid").to_pylist() == got.column("id").to_pylist() == list(range(0, 50, 2))
+    assert ds._take_rows([1, 2, 3, 4]).column("id").to_pylist() == [2, 4]
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("predicate", "error", "match"),
+    [
+        ("id <", PredicateError, "cannot parse"),
+        ("nope = 1", SchemaError, "nope"),
+        ("id + 1", PredicateError, "boolean"),
+        (42, PredicateTypeError, "int"),
+        (pc.field("nope") == 1, SchemaError, "nope"),
+    ],
+)
+def test_bad_predicates_raise_and_commit_nothing(
+    tmp_path: Path, predicate: object, error: type[Exception], match: str
+) -> None:
+    uri = str(tmp_path / "b.lance")
+    ds = lance_ops.write_dataset(ids_table(10), uri)
+    with pytest.raises(error, match=match):
+        ds.delete(predicate)  # type: ignore[arg-type]
+    assert isinstance(error("x"), lance_ops.errors.LanceOpsError)
+    assert lance_ops.dataset(uri).version == 1 and ds.version == 1
+    assert deletion_files(uri) == []
+    assert len(list((Path(uri) / "_transactions").iterdir())) == 1
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def test_concurrent_deletes_of_one_fragment_are_merged(tmp_path: Path) -> None:
+    uri = str(tmp_path / "c.lance")
+    lance_ops.write_dataset(ids_table(100), uri, max_rows_per_file=60)
+    first, second = lance_ops.dataset(uri, version=1), lance_ops.dataset(uri, version=1)
+    assert first.delete("id < 10") == 10
+    assert second.delete("id >= 50 AND id < 70") == 20  # fragment 0 shared, fragment 1 only ours
+    latest = lance_ops.dataset(uri)
+    assert latest.version == 3
+    assert latest.to_table().column("id").to_pylist() == [
+        i for i in range(100) if not (i < 10 or 50 <= i < 70)
+    ]
+    transaction = latest.read_transaction()
+    assert transaction is not None and isinstance(transaction.operation, Delete)
+    merged = {f.id: f.deletion_file for f in transaction.operation.updated_fragments}
+    assert merged == {f.id: f.deletion_file for f in latest.manifest.fragments}
+    assert merged[0] is not None and merged[0].num_deleted_rows == 20
+    txn_file = Path(uri) / "_transactions" / transaction.file_name
+    assert Transaction.deserialize(txn_file.read_bytes()) == transaction
+    # The superseded file of the rebased delete is gone; the merged one replaced it.
+    referenced = {f.deletion_file.file_name(f.id) for f in latest.manifest.fragments if f.deletion_file}
+    assert set(deletion_files(uri)) == referenced | {
+        f.deletion_file.file_name(f.id)  # type: ignore[union-attr]
+        for f in lance_ops.dataset(uri, version=2).manifest.fragments
+        if f.deletion_file
+    }
+
+
+def test_a_concurrent_delete_of_a_fragment_removed_meanwhile(tmp_path: Path) -> None:
+    uri = str(tmp_path / "r.lance")
+    lance_ops.write_dataset(ids_table(40), uri, max_rows_per_file=20)
+    stale = lance_ops.dataset(uri)
+    lance_ops.dataset(uri).delete("id < 20")
+    assert stale.delete("id < 5 OR id = 30") == 6
+    assert lance_ops.dataset(uri).to_table().column("id").to_pylist() == [i for i in range(20, 40) if i != 30]
+
+
+def test_a_delete_racing_an_update_of_its_fragment_is_retryable(tmp_path: Path) -> None:
+    uri = str(tmp_path / "u.lance")
+    ds = lance_ops.write_dataset(ids_table(20), uri)
+    stale = lance_ops.dataset(uri)
+    LanceDataset.commit(uri, Update(removed_fragment_ids=(0,)), read_version=1)
+    with pytest.raises(RetryableCommitConflictError):
+        stale.delete("id < 3")
+    assert lance_ops.dataset(uri).version == 2 and ds.version == 1
+
+
+def test_a_delete_racing_an_append_both_land(tmp_path: Path) -> None:
+    uri = str(tmp_path / "p.lance")
+    lance_ops.write_dataset(ids_table(20), uri)
+    stale = lance_ops.dataset(uri)
+    lance_ops.write_dataset(ids_table(5, 20), uri, mode="append")
+    assert stale.delete("id < 3 OR id >= 20") == 3  # rows appended meanwhile are not seen
+    assert lance_ops.dataset(uri).to_table().column("id").to_pylist() == list(range(3, 25))
+
+
+def _worker(args: tuple[str, str, int]) -> int:
+    uri, kind, n = args
+    if kind == "append":
+        lance_ops.write_dataset(ids_table(10, 1000 + 10 * n), uri, mode="append")
+        return 0
+    return lance_ops.dataset(uri).delete(f"id < 400 AND id % 8 = {n}")
+
+
+def test_concurrent_processes_deleting_and_appending(tmp_path: Path) -> None:
+    uri = str(tmp_path / "m.lance")
+    lance_ops.write_dataset(ids_table(400), uri, max_rows_per_file=100)
+    jobs = [(uri, "delete", n) for n in range(4)] + [(uri, "append", n) for n in range(3)]
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(3) as pool:
+        deleted = pool.map(_worker, jobs, chunksize=1)
+    assert deleted[:4] == [50, 50, 50, 50]
+    latest = lance_ops.dataset(uri)
+    assert latest.version == 1 + len(jobs)
+    survivors = sorted(latest.to_table().column("id").to_pylist())
+    assert [i for i in survivors if i < 400] == [i for i in range(400) if i % 8 >= 4]
+    assert len([i for i in survivors if i >= 1000]) == 30
+
+
+# --------------------------------------------------------------------------- pylance interop
+
+
+@pytest.mark.interop
+def test_pylance_reads_our_deletes_and_continues(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    uri = str(tmp_path / "i.lance")
+    ds = lance_ops.write_dataset(ids_table(12000), uri, max_rows_per_file=6000)
+    ds.delete("id < 10")  # arrow
+    ds.delete("id >= 6000 AND id < 11500")  # bitmap
+    ds.delete("id < 6000 AND id % 2 = 1")  # merged past 5000: bitmap
+    ds.delete("id >= 11500")  # fragment 1 removed
+    for version in range(1, ds.version + 1):
+        ours = lance_ops.dataset(uri, version=version).to_table()
+        theirs = lance.dataset(uri, version=version).to_table()
+        assert theirs == ours, version
+        assert lance.dataset(uri, version=version).count_rows() == ours.num_rows
+    theirs = lance.dataset(uri)
+    theirs.delete("id < 100")
+    lance.write_dataset(ids_table(5, 50000), uri, mode="append")
+    expected = [i for i in range(100, 6000) if i % 2 == 0] + list(range(50000, 50005))
+    assert lance_ops.dataset(uri).to_table().column("id").to_pylist() == expected
+    assert lance.dataset(uri).to_table().column("id").to_pylist() == expected
+    assert lance_ops.dataset(uri).delete("id >= 50003") == 2
+    assert lance.dataset(uri).count_rows() == len(expected) - 2
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("name", ["deletes", "bitmap_deletes"])
+def test_we_continue_pylance_datasets_with_deletions(tmp_path: Path, name: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    uri = str(tmp_path / f"{name}.lance")
+    shutil.copytree(DATASETS_DIR / f"{name}.lance", uri)
+    before = lance.dataset(uri).to_table()
+    ds = lance_ops.dataset(uri)
+    assert ds.to_table() == before
+    id_column = before.column("id")
+    cut = int(pc.min(id_column).as_py()) + 50
+    expected = before.filter(pc.field("id") >= cut)
+    assert ds.delete(f"id < {cut}") == before.num_rows - expected.num_rows
+    assert lance.dataset(uri).to_table() == expected == ds.to_table()
+    lance.dataset(uri).delete(f"id < {cut + 7}")
+    again = lance_ops.dataset(uri)
+    assert again.to_table() == expected.filter(pc.field("id") >= cut + 7)
+    lance_ops.write_dataset(before.slice(0, 3), uri, mode="append")
+    assert lance.dataset(uri).count_rows() == again.count_rows() + 3
+
+
+@pytest.mark.interop
+def test_pylance_stable_row_ids_with_deletions(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    uri = str(tmp_path / "st.lance")
+    lance.write_dataset(table(60), uri, max_rows_per_file=25, enable_stable_row_ids=True)
+    lance.dataset(uri).delete("id < 5")
+    ds = lance_ops.dataset(uri)
+    assert ds.delete("id >= 20 AND id < 30") == 10
+    theirs = lance.dataset(uri).to_table(with_row_id=True)
+    ours = ds.to_table(with_row_id=True)
+    assert ours == theirs
+    assert ours.column("_rowid").to_pylist() == [i for i in range(60) if i >= 5 and not 20 <= i < 30]
+    lance.dataset(uri).delete("id = 40")
+    assert lance_ops.dataset(uri)._take_rows([40, 41]).column("id").to_pylist() == [41]
+
+
+@pytest.mark.interop
+def test_pylance_rebases_over_our_delete(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    uri = str(tmp_path / "pr.lance")
+    lance_ops.write_dataset(ids_table(50), uri)
+    stale = lance.dataset(uri)
+    lance_ops.dataset(uri).delete("id < 10")
+    stale.delete("id >= 40")
+    assert lance_ops.dataset(uri).to_table().column("id").to_pylist() == list(range(10, 40))
+    ours = lance_ops.dataset(uri, version=2)
+    lance.dataset(uri).delete("id = 20")
+    assert ours.delete("id = 30") == 1  # rebased over two newer pylance deletes
+    expected = [i for i in range(10, 40) if i not in (20, 30)]
+    assert lance.dataset(uri).to_table().column("id").to_pylist() == expected
+
+
+def test_commit_of_a_hand_built_delete(tmp_path: Path) -> None:
+    uri = str(tmp_path / "h.lance")
+    ds = lance_ops.write_dataset(ids_table(30), uri, max_rows_per_file=10)
+    committed = LanceDataset.commit(uri, LanceOperation.Delete([], [1], "by hand"), read_version=1)
+    assert committed.to_table().column("id").to_pylist() == [*range(10), *range(20, 30)]
+    assert ds.version == 1

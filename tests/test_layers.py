@@ -1,0 +1,114 @@
+"""The import graph flows one way: encoding <- file <- table <- fragment <- ops <- dataset <- jobs/assets/cli.
+
+Every ``import`` statement of the library, the Spark jobs and the Dagster assets is parsed (with
+``ast``, so imports inside functions count too) and its target's layer compared with the importer's.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Layer of each package / module (longest prefix wins); a module may import its own layer and below.
+LAYERS = {
+    "lance_ops._proto": 0,
+    "lance_ops.errors": 0,
+    "lance_ops.io": 1,
+    "lance_ops.encoding": 1,
+    "lance_ops.file": 2,
+    "lance_ops.table": 3,
+    "lance_ops.query": 3,
+    "lance_ops.fragment": 4,
+    "lance_ops.ops": 5,
+    "lance_ops.dataset": 6,
+    "lance_ops": 6,
+    "lance_ops.cli": 7,
+    "jobs": 8,
+    "assets": 9,
+}
+
+
+# Same-layer pairs that must not import each other either; pylance is a test-only dependency.
+FORBIDDEN = {
+    "lance_ops.encoding": ("lance_ops.io",),
+    "lance_ops": ("lance",),
+    "jobs": ("lance",),
+    "assets": ("lance",),
+}
+
+
+def forbidden(importer: str, target: str) -> bool:
+    return any(
+        (importer == source or importer.startswith(source + "."))
+        and any(target == t or target.startswith(t + ".") for t in targets)
+        for source, targets in FORBIDDEN.items()
+    )
+
+
+def layer(module: str) -> int | None:
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in LAYERS:
+            return LAYERS[prefix]
+    return None
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, absolute module)`` of every import in ``path``."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            # ``from lance_ops import dataset`` imports the module lance_ops.dataset.
+            out += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
+    return out
+
+
+SOURCES = sorted(
+    p
+    for top in ("lance_ops", "jobs", "assets")
+    for p in (REPO / top).rglob("*.py")
+    if "_proto" not in p.parts
+)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(REPO)))
+def test_imports_point_down(path: Path) -> None:
+    mine = layer(module_name(path))
+    assert mine is not None
+    upward = [
+        f"line {line}: {target}"
+        for line, target in imports(path)
+        if ((theirs := layer(target)) is not None and theirs > mine) or forbidden(module_name(path), target)
+    ]
+    assert not upward, f"{module_name(path)} (layer {mine}) imports from above: {upward}"
+
+
+def test_the_checker_sees_upward_imports(tmp_path: Path) -> None:
+    assert layer("lance_ops.ops.delete") == 5 and layer("lance_ops.fragment.reader") == 4
+    assert layer("jobs.pipeline") > layer("lance_ops.cli")  # type: ignore[operator]
+    cli = imports(REPO / "lance_ops" / "cli.py")
+    assert not [t for _, t in cli if t.startswith("jobs")]
+    fragment_reader = imports(REPO / "lance_ops" / "fragment" / "reader.py")
+    assert "lance_ops.fragment.options.ScanOptions" in {t for _, t in fragment_reader}
+    assert forbidden("lance_ops.encoding.data", "lance_ops.io.base") and forbidden("jobs.x", "lance.dataset")
+    assert not forbidden("lance_ops.file.reader", "lance_ops.io") and not forbidden(
+        "lance_ops.x", "lance_ops.y"
+    )
