@@ -207,7 +207,9 @@ def write_fragments_with_schema(
         fields = schema_to_fields(reader.schema)
     version = FileVersion.parse(version_text)
     if version is FileVersion.V0_1:
-        raise UnsupportedFeatureError("writing legacy (0.1) data files is not supported")
+        raise UnsupportedFeatureError(
+            "legacy (0.1) datasets are read-only: writing 0.1 data files is not supported"
+        )
     sink = _FileSink(
         uri,
         reader.schema,

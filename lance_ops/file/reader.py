@@ -133,6 +133,23 @@ class LanceFileReader:
     name); ``schema`` is the file's Arrow schema.
     """
 
+    def __new__(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> LanceFileReader:
+        """The one place the file version picks a reader: legacy (0.1) files get a LegacyFileReader."""
+        if cls is LanceFileReader:
+            # Imported here: lance_ops.file.legacy_v0_1 subclasses this class.
+            from lance_ops.file.legacy_v0_1 import LegacyFileReader, footer_version
+
+            store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+            if footer_version(store, store_path) is FileVersion.V0_1:
+                cls = LegacyFileReader
+        return super().__new__(cls)
+
     def __init__(
         self,
         path: str | os.PathLike[str],
