@@ -10,8 +10,9 @@ layout             page content
 ``plain``          fixed-stride values (:mod:`.plain`); length = values in the batch
 ``var_binary``     string / binary values and their positions (:mod:`.binary`)
 ``dictionary``     plain keys; values stored once per file (:mod:`.dictionary`)
-``list``           ``length + 1`` plain int32 (list) or int64 (large list) offsets into the
-                   child field's values of the same batch; no validity (null lists read empty)
+``list``           plain int32 (list) or int64 (large list) offsets into the child field's
+                   values of the same batch, one more than lists (length = lists + 1); no
+                   validity (null lists read empty)
 ``struct``         no page (the run is ``(0, 0)``); the children are read by their field ids,
                    no validity (a null struct reads as its children's values)
 ``null``           no data; length = rows in the batch
@@ -109,7 +110,7 @@ def _dictionary(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Arr
 def _list(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Array:
     large = pa.types.is_large_list(node.data_type)
     offset_type = pa.int64() if large else pa.int32()
-    position = ctx.page(node, stop)
+    position = ctx.page(node, stop + 1)
     positions = decode_plain(offset_type, position, start, stop + 1, ctx.fetch).to_numpy()
     if (np.diff(positions) < 0).any():
         raise CorruptFileError("<page>", f"list offsets of field {node.id} are not ascending")
