@@ -3,8 +3,8 @@
 The page holds the keys, plain-encoded in the dictionary's index type (see :mod:`.plain`). The
 values are stored once per file, where the schema's ``Field.dictionary`` says: ``offset`` is the
 position of a plain page (integer values) or of a var-binary positions array (string / binary
-values; pylance 14 reads empty ones as ``""``, not null), ``length`` the number of values. Keys
-of null rows are not marked: they read as whatever key was written under them.
+values, empty ones read as null), ``length`` the number of values. Keys of null rows are not
+marked: they read as whatever key was written under them.
 
 Example: ``dictionary<int8, string>`` ``["b", "a", "b"]`` is keys ``01 00 01`` in each batch's
 page, and values ``"a", "b"`` stored once after the data.
@@ -30,7 +30,7 @@ def decode_dictionary_values(value_type: pa.DataType, offset: int, length: int, 
         or pa.types.is_large_string(value_type)
         or pa.types.is_large_binary(value_type)
     ):
-        return decode_binary(value_type, False, offset, 0, length, fetch)
+        return decode_binary(value_type, True, offset, 0, length, fetch)
     raise UnsupportedFeatureError(f"legacy dictionaries of {value_type} are not supported")
 
 
