@@ -146,7 +146,7 @@ def read_legacy_tail(store: ObjectStore, path: str) -> LegacyTail:
     _read_message(store, path, tail, tail_start, metadata_position, metadata, "file metadata")
     if not metadata.manifest_position:
         raise UnsupportedFeatureError(
-            f"{path}: legacy file without an embedded schema; read it through its dataset"
+            f"{path}: legacy files without an embedded schema (manifest_position 0) are not supported"
         )
     manifest = table_pb2.Manifest()
     _read_message(store, path, tail, tail_start, metadata.manifest_position, manifest, "embedded schema")

@@ -250,6 +250,17 @@ def test_page_table_pointing_outside(tmp_path: Path) -> None:
         _read(tmp_path, bytes(data))
 
 
+def test_file_without_embedded_schema(tmp_path: Path) -> None:
+    """Only files that carry their schema (all pylance 14 writes) can be read on their own."""
+    data = bytes(_copy(tmp_path))
+    metadata = _open("rows_1")._legacy.metadata
+    metadata.manifest_position = 0
+    block = metadata.SerializeToString()
+    tail = struct.pack("<I", len(block)) + block + struct.pack("<QHH4s", len(data) - 16, 0, 2, b"LANC")
+    with pytest.raises(UnsupportedFeatureError, match="embedded schema"):
+        _read(tmp_path, data[:-16] + tail)
+
+
 # --------------------------------------------------------------------------- live pylance
 
 
