@@ -17,7 +17,7 @@ and 0.2 are the same format). Layout::
 
 Footer, little-endian (``struct "<QHH4s"``): ``u64 metadata position | u16 major | u16 minor |
 b"LANC"``. A v2 footer ends with the same eight bytes (major, minor, magic), so the version of
-any Lance file is in its last eight bytes (:func:`footer_version`).
+any Lance file is in its last eight bytes (:func:`lance_ops.file.reader.footer_version`).
 
 ``Metadata.batch_offsets`` is ``[0, rows of batch 0, rows of batches 0..1, ...]``; the page of
 field ``f`` in batch ``b`` is entry ``(f - min_field_id) * num_batches + b`` of the page table,
@@ -46,6 +46,7 @@ from lance_ops._proto import table_pb2
 from lance_ops.encoding.api import FieldDecoder, FileVersion
 from lance_ops.encoding.legacy.v0_1 import LegacyField, LegacyFieldDecoder, PageTable, layout_of
 from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
+from lance_ops.file.format import MAGIC
 from lance_ops.file.reader import (
     ColumnMetadata,
     FileStatistics,
@@ -56,28 +57,12 @@ from lance_ops.file.reader import (
 from lance_ops.file.schema import field_tree, fields_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
 
-MAGIC = b"LANC"
 FOOTER_SIZE = 16
 FOOTER_FORMAT = "<QHH4s"
-VERSION_TAIL_FORMAT = "<HH4s"
 TAIL_READ_SIZE = 64 * 1024
 _SIZE_PREFIX = struct.Struct("<I")
 
 FieldNode = tuple[pb.Field, list]
-
-
-def footer_version(store: ObjectStore, path: str) -> FileVersion:
-    """The version in the last eight bytes of any Lance file (v1 or v2 footer)."""
-    size = store.size(path)
-    if size < 8:
-        raise CorruptFileError(path, f"file is {size} bytes, too short for a Lance footer")
-    major, minor, magic = struct.unpack(VERSION_TAIL_FORMAT, store.read_range(path, size - 8, 8))
-    if magic != MAGIC:
-        raise CorruptFileError(path, "file does not appear to be a Lance file (bad magic)")
-    try:
-        return FileVersion.from_footer(major, minor)
-    except UnsupportedFeatureError as exc:
-        raise UnsupportedFeatureError(f"{path}: {exc}") from exc
 
 
 @dataclass(frozen=True)
