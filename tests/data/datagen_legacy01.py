@@ -165,6 +165,32 @@ def nested(n: int = 400, seed: int = 4) -> pa.Table:
     )
 
 
+def extras(n: int = 300, seed: int = 5) -> pa.Table:
+    """Extension types, dictionaries inside structs and of binary values, deeper nestings."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(n)
+    uuids = pa.array([bytes(rng.integers(0, 256, size=16, dtype=np.uint8)) for _ in ids], pa.binary(16))
+    codes = pa.DictionaryArray.from_arrays(
+        pa.array(ids % 3, pa.int8()), pa.array([b"a", b"", b"ccc"], pa.large_binary())
+    )
+    halves = pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=2 * n).astype(np.float16)), 2)
+    return pa.table(
+        {
+            "uuid": pa.ExtensionArray.from_storage(pa.uuid(), uuids),
+            "dict_large_binary": codes,
+            "struct_dict": pa.StructArray.from_arrays([codes, pa.array(ids)], names=["code", "id"]),
+            "list_fsl": pa.array(
+                [[[float(i), 1.0]] * int(i % 3) for i in ids], pa.list_(pa.list_(pa.float64(), 2))
+            ),
+            "large_list_struct": pa.array(
+                [[{"a": int(i)}] * int(i % 2) for i in ids], pa.large_list(pa.struct([("a", pa.int32())]))
+            ),
+            "half_pairs": halves,
+            "timestamp_tz_ns": pa.array(ids * 10**9, pa.timestamp("ns", tz="America/New_York")),
+        }
+    )
+
+
 def rows(n: int) -> pa.Table:
     """A small mixed schema for the row-count edge files."""
     ids = np.arange(n, dtype=np.int64)
@@ -185,6 +211,7 @@ FILES: dict[str, tuple[pa.Table, int]] = {
     "strings": (strings(), 200),
     "dictionaries": (dictionaries(), 256),
     "nested": (nested(), 100),
+    "extras": (extras(), 128),
     "rows_1": (rows(1), 1024),
     "rows_1023": (rows(1023), 1024),
     "rows_1024": (rows(1024), 1024),

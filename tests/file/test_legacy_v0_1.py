@@ -48,6 +48,7 @@ def test_golden_legacy_data_present() -> None:
         "strings",
         "dictionaries",
         "nested",
+        "extras",
         "rows_1",
         "rows_1023",
         "rows_1024",
