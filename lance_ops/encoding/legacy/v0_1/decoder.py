@@ -19,22 +19,24 @@ layout             page content
 =================  ======================================================================
 
 Rows are addressed by batch: ``batch_offsets`` (``[0, rows in batch 0, ...]``) maps file rows to
-``(batch, row in batch)``. Taken rows are read as short ranges (rows closer than
-:data:`TAKE_GAP_ROWS` share one range) and picked out with ``take``.
+``(batch, row in batch)``. A read becomes segments ``(batch, start, stop)`` -- one per batch for a
+row range; for taken rows, short ranges (rows closer than :data:`TAKE_GAP_ROWS` share one) then
+picked out with ``take`` -- and every level of the field decodes all segments with one fetch
+(two for var-binary), so the number of reads does not grow with the number of batches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
 from lance_ops.encoding.api import Fetch, FieldDecoder
-from lance_ops.encoding.legacy.v0_1.binary import decode_binary
+from lance_ops.encoding.legacy.v0_1.binary import decode_binary, is_var_binary
 from lance_ops.encoding.legacy.v0_1.dictionary import decode_dictionary, decode_dictionary_values
-from lance_ops.encoding.legacy.v0_1.plain import decode_plain
+from lance_ops.encoding.legacy.v0_1.plain import Span, decode_plain
 from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
 
 TAKE_GAP_ROWS = 64
@@ -66,69 +68,84 @@ class PageTable:
         return int(position), int(length)
 
 
+# (batch, first row, end row) of one read within one batch.
+Segment = tuple[int, int, int]
+
+
 @dataclass
-class _Batch:
-    """What decoding one batch needs: the fetch, the page table, the dictionaries read so far."""
+class _Reads:
+    """What decoding needs: the fetch, the page table, the dictionaries read so far."""
 
     fetch: Fetch
     pages: PageTable
-    batch: int
     dictionaries: dict[int, pa.Array] = field(default_factory=dict)
 
-    def page(self, node: LegacyField, stop: int) -> int:
-        """Position of ``node``'s page in this batch, checking that it holds ``stop`` values."""
-        position, length = self.pages.page(node.id, self.batch)
-        if stop > length:
-            raise CorruptFileError(
-                "<page>", f"field {node.id} batch {self.batch} has {length} values, {stop} needed"
-            )
-        return position
+    def spans(self, node: LegacyField, segments: Sequence[Segment], extra: int = 0) -> list[Span]:
+        """``(page position, start, stop)`` of ``node`` for each segment, checking each page holds
+        ``stop + extra`` values."""
+        out = []
+        for batch, start, stop in segments:
+            position, length = self.pages.page(node.id, batch)
+            if stop + extra > length:
+                raise CorruptFileError(
+                    "<page>", f"field {node.id} batch {batch} has {length} values, {stop + extra} needed"
+                )
+            out.append((position, start, stop))
+        return out
 
 
-Decoder = Callable[[_Batch, LegacyField, int, int], pa.Array]
+Decoder = Callable[[_Reads, LegacyField, Sequence[Segment]], list[pa.Array]]
 
 
-def _plain(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Array:
-    return decode_plain(node.data_type, ctx.page(node, stop), start, stop, ctx.fetch)
+def _plain(reads: _Reads, node: LegacyField, segments: Sequence[Segment]) -> list[pa.Array]:
+    return decode_plain(node.data_type, reads.spans(node, segments), reads.fetch)
 
 
-def _var_binary(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Array:
-    return decode_binary(node.data_type, node.nullable, ctx.page(node, stop), start, stop, ctx.fetch)
+def _var_binary(reads: _Reads, node: LegacyField, segments: Sequence[Segment]) -> list[pa.Array]:
+    return decode_binary(node.data_type, node.nullable, reads.spans(node, segments), reads.fetch)
 
 
-def _dictionary(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Array:
-    values = ctx.dictionaries.get(node.id)
+def _dictionary(reads: _Reads, node: LegacyField, segments: Sequence[Segment]) -> list[pa.Array]:
+    values = reads.dictionaries.get(node.id)
     if values is None:
         if node.dictionary is None:
             raise CorruptFileError("<schema>", f"dictionary field {node.id} has no dictionary values")
         offset, length = node.dictionary
-        values = decode_dictionary_values(node.data_type.value_type, offset, length, ctx.fetch)
-        ctx.dictionaries[node.id] = values
-    return decode_dictionary(node.data_type, values, ctx.page(node, stop), start, stop, ctx.fetch)
+        values = decode_dictionary_values(node.data_type.value_type, offset, length, reads.fetch)
+        reads.dictionaries[node.id] = values
+    return decode_dictionary(node.data_type, values, reads.spans(node, segments), reads.fetch)
 
 
-def _list(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Array:
+def _list(reads: _Reads, node: LegacyField, segments: Sequence[Segment]) -> list[pa.Array]:
     large = pa.types.is_large_list(node.data_type)
     offset_type = pa.int64() if large else pa.int32()
-    position = ctx.page(node, stop + 1)
-    positions = decode_plain(offset_type, position, start, stop + 1, ctx.fetch).to_numpy()
-    if (np.diff(positions) < 0).any():
+    spans = [(position, start, stop + 1) for position, start, stop in reads.spans(node, segments, extra=1)]
+    positions = [array.to_numpy() for array in decode_plain(offset_type, spans, reads.fetch)]
+    if any((np.diff(p) < 0).any() for p in positions):
         raise CorruptFileError("<page>", f"list offsets of field {node.id} are not ascending")
     (child,) = node.children
-    values = decode_rows(ctx, child, int(positions[0]), int(positions[-1]))
-    offsets = pa.array(positions - positions[0], type=offset_type)
+    child_segments = [
+        (batch, int(p[0]), int(p[-1])) for (batch, _, _), p in zip(segments, positions, strict=True)
+    ]
+    values = decode_segments(reads, child, child_segments)
     array_class = pa.LargeListArray if large else pa.ListArray
-    return array_class.from_arrays(offsets, values, type=node.data_type)
+    return [
+        array_class.from_arrays(pa.array(p - p[0], type=offset_type), v, type=node.data_type)
+        for p, v in zip(positions, values, strict=True)
+    ]
 
 
-def _struct(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Array:
-    children = [decode_rows(ctx, child, start, stop) for child in node.children]
-    return pa.StructArray.from_buffers(node.data_type, stop - start, [None], children=children)
+def _struct(reads: _Reads, node: LegacyField, segments: Sequence[Segment]) -> list[pa.Array]:
+    children = [decode_segments(reads, child, segments) for child in node.children]
+    return [
+        pa.StructArray.from_buffers(node.data_type, stop - start, [None], children=[c[i] for c in children])
+        for i, (_, start, stop) in enumerate(segments)
+    ]
 
 
-def _null(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Array:
-    ctx.page(node, stop)
-    return pa.nulls(stop - start)
+def _null(reads: _Reads, node: LegacyField, segments: Sequence[Segment]) -> list[pa.Array]:
+    reads.spans(node, segments)
+    return [pa.nulls(stop - start) for _, start, stop in segments]
 
 
 DECODERS: dict[str, Decoder] = {
@@ -151,12 +168,7 @@ def layout_of(data_type: pa.DataType) -> str:
         return "list"
     if pa.types.is_dictionary(data_type):
         return "dictionary"
-    if (
-        pa.types.is_string(data_type)
-        or pa.types.is_binary(data_type)
-        or pa.types.is_large_string(data_type)
-        or pa.types.is_large_binary(data_type)
-    ):
+    if is_var_binary(data_type):
         return "var_binary"
     if pa.types.is_fixed_size_list(data_type) or _has_width(data_type):
         return "plain"
@@ -170,9 +182,10 @@ def _has_width(data_type: pa.DataType) -> bool:
         return False
 
 
-def decode_rows(ctx: _Batch, node: LegacyField, start: int, stop: int) -> pa.Array:
-    """Rows ``start..stop`` of ``node`` within the batch of ``ctx``."""
-    return DECODERS[layout_of(node.data_type)](ctx, node, start, stop)
+def decode_segments(reads: _Reads, node: LegacyField, segments: Sequence[Segment]) -> list[pa.Array]:
+    """Rows ``start..stop`` of ``node`` in ``batch`` for each segment; each level of the field
+    issues one fetch (two for var-binary) for all the segments together."""
+    return DECODERS[layout_of(node.data_type)](reads, node, segments)
 
 
 class LegacyFieldDecoder(FieldDecoder):
@@ -185,27 +198,30 @@ class LegacyFieldDecoder(FieldDecoder):
         self._offsets = batch_offsets
         self._dictionaries: dict[int, pa.Array] = {}
 
-    def _batch(self, fetch: Fetch, batch: int) -> _Batch:
-        return _Batch(fetch, self._pages, batch, self._dictionaries)
-
     def read(self, fetch: Fetch, rows: range | np.ndarray) -> pa.Array:
         offsets = self._offsets
-        parts: list[pa.Array] = []
+        reads = _Reads(fetch, self._pages, self._dictionaries)
         if isinstance(rows, range):
             first = int(np.searchsorted(offsets, rows.start, side="right")) - 1
             last = int(np.searchsorted(offsets, rows.stop, side="left"))
+            segments = []
             for batch in range(first, last):
                 base = int(offsets[batch])
-                start = max(rows.start, base) - base
-                stop = min(rows.stop, int(offsets[batch + 1])) - base
-                parts.append(decode_rows(self._batch(fetch, batch), self._node, start, stop))
+                segments.append(
+                    (batch, max(rows.start, base) - base, min(rows.stop, int(offsets[batch + 1])) - base)
+                )
+            parts = decode_segments(reads, self._node, segments)
         else:
             batches = np.searchsorted(offsets, rows, side="right") - 1
             splits = np.flatnonzero((np.diff(rows) > TAKE_GAP_ROWS) | (np.diff(batches) != 0)) + 1
-            for cluster in np.split(rows, splits):
-                batch = int(batches[np.searchsorted(rows, cluster[0])])
-                local = cluster - offsets[batch]
-                start, stop = int(local[0]), int(local[-1]) + 1
-                array = decode_rows(self._batch(fetch, batch), self._node, start, stop)
-                parts.append(array if stop - start == len(local) else array.take(pa.array(local - start)))
+            pieces = np.split(rows - offsets[batches], splits)
+            firsts = batches[np.concatenate([[0], splits])].tolist()
+            segments = [
+                (batch, int(local[0]), int(local[-1]) + 1)
+                for batch, local in zip(firsts, pieces, strict=True)
+            ]
+            parts = [
+                array if len(array) == len(local) else array.take(pa.array(local - local[0]))
+                for array, local in zip(decode_segments(reads, self._node, segments), pieces, strict=True)
+            ]
         return pa.concat_arrays(parts) if len(parts) != 1 else parts[0]

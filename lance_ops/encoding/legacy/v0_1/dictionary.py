@@ -12,31 +12,32 @@ page, and values ``"a", "b"`` stored once after the data.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 from lance_ops.encoding.api import Fetch
-from lance_ops.encoding.legacy.v0_1.binary import decode_binary
-from lance_ops.encoding.legacy.v0_1.plain import decode_plain
+from lance_ops.encoding.legacy.v0_1.binary import decode_binary, is_var_binary
+from lance_ops.encoding.legacy.v0_1.plain import Span, decode_plain
 from lance_ops.errors import UnsupportedFeatureError
 
 
 def decode_dictionary_values(value_type: pa.DataType, offset: int, length: int, fetch: Fetch) -> pa.Array:
     """The dictionary of a field, stored at ``offset`` with ``length`` values."""
     if pa.types.is_integer(value_type):
-        return decode_plain(value_type, offset, 0, length, fetch)
-    if (
-        pa.types.is_string(value_type)
-        or pa.types.is_binary(value_type)
-        or pa.types.is_large_string(value_type)
-        or pa.types.is_large_binary(value_type)
-    ):
-        return decode_binary(value_type, True, offset, 0, length, fetch)
+        (values,) = decode_plain(value_type, [(offset, 0, length)], fetch)
+        return values
+    if is_var_binary(value_type):
+        (values,) = decode_binary(value_type, True, [(offset, 0, length)], fetch)
+        return values
     raise UnsupportedFeatureError(f"legacy dictionaries of {value_type} are not supported")
 
 
 def decode_dictionary(
-    data_type: pa.DictionaryType, values: pa.Array, position: int, start: int, stop: int, fetch: Fetch
-) -> pa.Array:
-    """Rows ``start..stop`` of a dictionary page: plain keys at ``position`` over ``values``."""
-    keys = decode_plain(data_type.index_type, position, start, stop, fetch)
-    return pa.DictionaryArray.from_arrays(keys, values, ordered=data_type.ordered)
+    data_type: pa.DictionaryType, values: pa.Array, spans: Sequence[Span], fetch: Fetch
+) -> list[pa.Array]:
+    """Rows ``start..stop`` of the dictionary page at ``position`` (plain keys), for each span."""
+    return [
+        pa.DictionaryArray.from_arrays(keys, values, ordered=data_type.ordered)
+        for keys in decode_plain(data_type.index_type, spans, fetch)
+    ]

@@ -9,10 +9,15 @@ Nulls are not stored: a null written by pylance reads back as whatever bytes wer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 from lance_ops.encoding.api import Fetch
 from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
+
+# (page position, first value, end value) of one read from one page.
+Span = tuple[int, int, int]
 
 
 def _bit_width(data_type: pa.DataType) -> int:
@@ -25,13 +30,19 @@ def _bit_width(data_type: pa.DataType) -> int:
         raise UnsupportedFeatureError(f"{data_type} is not a fixed-stride type") from exc
 
 
-def decode_plain(data_type: pa.DataType, position: int, start: int, stop: int, fetch: Fetch) -> pa.Array:
-    """Values ``start..stop`` of a plain page of ``data_type`` stored at ``position``."""
+def decode_plain(data_type: pa.DataType, spans: Sequence[Span], fetch: Fetch) -> list[pa.Array]:
+    """Values ``start..stop`` of the plain page at ``position``, for each span, in one fetch."""
     bits = _bit_width(data_type)
-    first_bit, end_bit = start * bits, stop * bits
-    first_byte, end_byte = first_bit // 8, -(-end_bit // 8)
-    (data,) = fetch([(position + first_byte, end_byte - first_byte)])
-    return _build(data_type, pa.py_buffer(data), stop - start, first_bit % 8)
+    ranges, bit_offsets = [], []
+    for position, start, stop in spans:
+        first_byte, end_byte = start * bits // 8, -(-stop * bits // 8)
+        ranges.append((position + first_byte, end_byte - first_byte))
+        bit_offsets.append(start * bits % 8)
+    buffers = fetch(ranges)
+    return [
+        _build(data_type, pa.py_buffer(data), stop - start, bit_offset)
+        for (_, start, stop), data, bit_offset in zip(spans, buffers, bit_offsets, strict=True)
+    ]
 
 
 def _build(data_type: pa.DataType, buffer: pa.Buffer, length: int, bit_offset: int) -> pa.Array:
