@@ -251,6 +251,29 @@ def test_page_table_pointing_outside(tmp_path: Path) -> None:
         _read(tmp_path, bytes(data))
 
 
+def _page_entry(name: str, field: str) -> tuple[int, int, int]:
+    """(page position, value count, byte position of the page table entry) of ``field``, batch 0."""
+    reader = _open(name)
+    field_id = {f.name: f.id for f in reader._legacy.fields}[field]
+    pages = reader._legacy.pages
+    index = (field_id - pages.min_field_id) * pages.entries.shape[1]
+    position, length = pages.page(field_id, 0)
+    return position, length, int(reader._legacy.metadata.page_table_position) + 16 * index
+
+
+def test_corrupt_pages(tmp_path: Path) -> None:
+    position, _, _ = _page_entry("rows_1", "name")
+    data = _copy(tmp_path)
+    data[position : position + 8] = struct.pack("<q", -5)
+    with pytest.raises(CorruptFileError, match="var-binary positions"):
+        _read(tmp_path, bytes(data))
+    _, _, entry = _page_entry("rows_1", "tags")
+    data = _copy(tmp_path)
+    data[entry + 8 : entry + 16] = struct.pack("<q", 1)  # one offset: no room for the list's end
+    with pytest.raises(CorruptFileError, match="values"):
+        _read(tmp_path, bytes(data))
+
+
 def test_file_without_embedded_schema(tmp_path: Path) -> None:
     """Only files that carry their schema (all pylance 14 writes) can be read on their own."""
     data = bytes(_copy(tmp_path))

@@ -45,8 +45,8 @@ def decode_binary(
         if len(raw) != width * (stop - start + 1):
             raise CorruptFileError("<page>", "var-binary positions are truncated")
         values = np.frombuffer(raw, dtype=_POSITION)
-        if (np.diff(values) < 0).any():
-            raise CorruptFileError("<page>", "var-binary positions are not ascending")
+        if values[0] < 0 or (np.diff(values) < 0).any():
+            raise CorruptFileError("<page>", "var-binary positions are negative or not ascending")
         positions.append(values)
     datas = fetch([(int(p[0]), int(p[-1] - p[0])) for p in positions])
     return [_build(data_type, nullable, p, data) for p, data in zip(positions, datas, strict=True)]

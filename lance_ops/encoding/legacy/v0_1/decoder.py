@@ -121,7 +121,7 @@ def _list(reads: _Reads, node: LegacyField, segments: Sequence[Segment]) -> list
     offset_type = pa.int64() if large else pa.int32()
     spans = [(position, start, stop + 1) for position, start, stop in reads.spans(node, segments, extra=1)]
     positions = [array.to_numpy() for array in decode_plain(offset_type, spans, reads.fetch)]
-    if any((np.diff(p) < 0).any() for p in positions):
+    if any(p[0] < 0 or (np.diff(p) < 0).any() for p in positions):
         raise CorruptFileError("<page>", f"list offsets of field {node.id} are not ascending")
     (child,) = node.children
     child_segments = [
