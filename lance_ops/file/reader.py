@@ -9,11 +9,15 @@ object store's coalescing ``read_ranges``, so a decoder reads only the chunks it
 
 ``take_rows`` accepts indices in any order and with duplicates: they are sorted and
 de-duplicated, decoded once, and put back in the caller's order with one ``take``.
+
+Legacy (0.1) files have another container: ``LanceFileReader(path)`` looks at the footer's
+version first and returns a :class:`lance_ops.file.legacy_v0_1.LegacyFileReader` for them.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,12 +29,30 @@ from google.protobuf import text_format
 from lance_ops import encoding as codec
 from lance_ops._proto import file2_pb2 as pb2
 from lance_ops.encoding.api import FieldDecoder, FileVersion, PageInfo
-from lance_ops.errors import CorruptFileError, SchemaError
-from lance_ops.file.format import FileTail, check_column_encoding, page_layout, read_tail
+from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
+from lance_ops.file.format import MAGIC, FileTail, check_column_encoding, page_layout, read_tail
 from lance_ops.file.schema import pb_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
 
 DEFAULT_BATCH_SIZE = 1024
+_VERSION_TAIL = struct.Struct("<HH4s")
+
+
+def footer_version(store: ObjectStore, path: str) -> FileVersion:
+    """The version in the last eight bytes of any Lance file: v1 and v2 footers both end with
+    ``u16 major | u16 minor | b"LANC"``."""
+    size = store.size(path)
+    if size < _VERSION_TAIL.size:
+        raise CorruptFileError(path, f"file is {size} bytes, too short for a Lance footer")
+    major, minor, magic = _VERSION_TAIL.unpack(
+        store.read_range(path, size - _VERSION_TAIL.size, _VERSION_TAIL.size)
+    )
+    if magic != MAGIC:
+        raise CorruptFileError(path, "file does not appear to be a Lance file (bad magic)")
+    try:
+        return FileVersion.from_footer(major, minor)
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(f"{path}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -132,6 +154,23 @@ class LanceFileReader:
     ``num_rows`` is a property holding the file's row count (pylance has a method of the same
     name); ``schema`` is the file's Arrow schema.
     """
+
+    def __new__(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> LanceFileReader:
+        """The one place the file version picks a reader: legacy (0.1) files get a LegacyFileReader."""
+        if cls is LanceFileReader:
+            store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+            if footer_version(store, store_path) is FileVersion.V0_1:
+                # Imported here: lance_ops.file.legacy_v0_1 subclasses this class.
+                from lance_ops.file.legacy_v0_1 import LegacyFileReader
+
+                cls = LegacyFileReader
+        return super().__new__(cls)
 
     def __init__(
         self,

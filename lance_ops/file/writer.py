@@ -83,6 +83,8 @@ class LanceFileWriter:
         data_cache_bytes: int | None = None,
     ) -> None:
         self.version = FileVersion.parse(version)
+        if self.version is FileVersion.V0_1:
+            raise UnsupportedFeatureError("legacy (0.1) files are read-only: writing them is not supported")
         if self.version not in WRITABLE_VERSIONS:
             raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.1 or 2.2")
         self.max_page_bytes = max_page_bytes or DEFAULT_MAX_PAGE_BYTES

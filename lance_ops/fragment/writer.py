@@ -130,7 +130,9 @@ class _FileSink:
         self.uri, self.schema, self.options = uri, schema, options
         self.version = FileVersion.parse(options.data_storage_version)
         if self.version is FileVersion.V0_1:
-            raise UnsupportedFeatureError("writing legacy (0.1) data files is not supported")
+            raise UnsupportedFeatureError(
+                "legacy (0.1) datasets are read-only: writing 0.1 data files is not supported"
+            )
         blob_v2 = [field.name for field in schema if is_blob_v2(field)]
         if blob_v2:
             raise UnsupportedFeatureError(f"writing lance.blob.v2 columns {blob_v2} is not supported")

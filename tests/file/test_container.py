@@ -269,11 +269,17 @@ def test_protobuf_does_not_parse(tmp_path: Path) -> None:
     assert "parse" in str(error)
 
 
-@pytest.mark.parametrize(("major", "minor"), [(0, 3), (2, 0), (0, 1), (0, 2)])
+@pytest.mark.parametrize(("major", "minor"), [(0, 3), (2, 0)])
 def test_version_2_0_and_legacy_unsupported(tmp_path: Path, major: int, minor: int) -> None:
     data = _patch_footer(_valid_file(tmp_path), major=major, minor=minor)
     error = _expect_corrupt(tmp_path, data, UnsupportedFeatureError)
     assert "2.0 files is not supported yet" in str(error)
+
+
+@pytest.mark.parametrize(("major", "minor"), [(0, 1), (0, 2)])
+def test_legacy_footer_on_a_v2_file_is_corrupt(tmp_path: Path, major: int, minor: int) -> None:
+    """A legacy version routes to the 0.1 reader, which finds no 0.1 metadata block there."""
+    _expect_corrupt(tmp_path, _patch_footer(_valid_file(tmp_path), major=major, minor=minor))
 
 
 @pytest.mark.parametrize(("major", "minor"), [(3, 0), (2, 3), (1, 0)])
