@@ -15,12 +15,17 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
+from google.protobuf.message import Message
 
-from lance_ops._proto import encodings_v2_1_pb2 as pb21
+from lance_ops._proto import encodings_v2_0_pb2 as pb20
 from lance_ops.errors import UnsupportedFeatureError
+
+# The page description type: ``encodings21.PageLayout`` for 2.1+, ``encodings.ArrayEncoding`` for 2.0.
+Layout = TypeVar("Layout", bound=Message)
 
 
 class FileVersion(enum.Enum):
@@ -80,22 +85,22 @@ class FileVersion(enum.Enum):
 
 
 @dataclass(frozen=True)
-class EncodedPage:
+class EncodedPage(Generic[Layout]):
     """One encoded page of one column, ready to be written by the file layer."""
 
     buffers: tuple[bytes | memoryview | np.ndarray, ...]  # page buffers in index order
-    layout: pb21.PageLayout
-    num_rows: int  # top-level rows in the page
+    layout: Layout
+    num_rows: int  # top-level rows in the page (2.0: values at the column's level)
 
 
 @dataclass(frozen=True)
-class PageInfo:
+class PageInfo(Generic[Layout]):
     """A stored page as the file reader knows it."""
 
-    layout: pb21.PageLayout
+    layout: Layout
     buffers: tuple[tuple[int, int], ...]  # absolute (position, size) of each page buffer
-    num_rows: int
-    first_row: int  # row number of the page's first top-level row within the file
+    num_rows: int  # Page.length (2.0: values at the column's level)
+    first_row: int  # number of values in the column's earlier pages
 
 
 # Read absolute byte ranges (position, size) of the file; returns one buffer per range.
@@ -110,6 +115,16 @@ class FieldEncoder(ABC):
     @abstractmethod
     def encode(self, array: pa.Array) -> list[list[EncodedPage]]:
         """Encode ``array`` (rows of this field) into pages; one list per column."""
+
+    def finish(self) -> list[list[EncodedPage]]:
+        """Pages produced only when the file is closed (2.0 struct headers); one list per column."""
+        return [[] for _ in range(self.num_columns)]
+
+    def column_encoding(self, column: int) -> pb20.ColumnEncoding:
+        """The column-level encoding of column ``column``: ``values`` unless the codec says otherwise."""
+        encoding = pb20.ColumnEncoding()
+        encoding.values.SetInParent()
+        return encoding
 
 
 class FieldDecoder(ABC):

@@ -1,4 +1,4 @@
-"""``LanceFileWriter``: stream Arrow data into one Lance v2 file (2.1 / 2.2).
+"""``LanceFileWriter``: stream Arrow data into one Lance v2 file (2.0, 2.1, 2.2).
 
 Rows are buffered per top-level field. When a field's buffered Arrow data exceeds
 ``data_cache_bytes`` (8 MiB by default) the field is flushed: its rows are cut into
@@ -6,7 +6,7 @@ Rows are buffered per top-level field. When a field's buffered Arrow data exceed
 32 MiB), each slice is handed to the codec's :class:`FieldEncoder`, and the resulting page
 buffers are written immediately, 64-byte aligned, into the data region. Pages of different
 fields therefore interleave in the file while each column's ``pages`` stay in row order.
-A page's ``priority`` is the row number of its first top-level row. ``close()`` flushes
+A page's ``priority`` is the row number of its first top-level row (always 0 in 2.0). ``close()`` flushes
 what is left and writes the FileDescriptor, column metadata, offset tables and footer
 (see :mod:`lance_ops.file.format`). Data buffers go straight to the output stream, so at
 most ``data_cache_bytes`` per field are held in memory.
@@ -22,18 +22,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_ops import encoding as codec
 from lance_ops._proto import file2_pb2 as pb2
 from lance_ops._proto import file_pb2 as pb
-from lance_ops.encoding.api import FieldEncoder, FileVersion
+from lance_ops.encoding.api import EncodedPage, FieldEncoder, FileVersion
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
-from lance_ops.file.format import RegionWriter, direct_encoding, values_column_encoding
+from lance_ops.file.codecs import Codec, codec_for
+from lance_ops.file.format import RegionWriter, direct_encoding
 from lance_ops.file.schema import check_writable, schema_metadata_to_pb, schema_to_fields, storage_field
 from lance_ops.io import object_store
 
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
-WRITABLE_VERSIONS = (FileVersion.V2_1, FileVersion.V2_2)
+WRITABLE_VERSIONS = (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2)
 
 
 def as_table(data: pa.Table | pa.RecordBatch | Any, schema: pa.Schema | None) -> pa.Table:
@@ -50,13 +50,14 @@ def as_table(data: pa.Table | pa.RecordBatch | Any, schema: pa.Schema | None) ->
 class _FieldState:
     """Buffered rows and written pages of one top-level field."""
 
-    def __init__(self, field: pa.Field, version: FileVersion) -> None:
+    def __init__(self, field: pa.Field, codec: Codec) -> None:
         stored = storage_field(field)
         self.field = field
         self.storage_type = stored.type
-        self.encoder: FieldEncoder = codec.make_field_encoder(stored, version)
+        self.encoder: FieldEncoder = codec.make_field_encoder(stored)
         self.columns = [
-            pb2.ColumnMetadata(encoding=values_column_encoding()) for _ in range(self.encoder.num_columns)
+            pb2.ColumnMetadata(encoding=direct_encoding(self.encoder.column_encoding(i)))
+            for i in range(self.encoder.num_columns)
         ]
         self.pending: list[pa.Array] = []
         self.pending_bytes = 0
@@ -66,8 +67,8 @@ class _FieldState:
 class LanceFileWriter:
     """Write Arrow data to a Lance file.
 
-    ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.1"``,
-    ``"2.2"`` or ``"stable"`` (2.2). Usable as a context manager (closes on success, discards
+    ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.0"``,
+    ``"2.1"``, ``"2.2"`` or ``"stable"`` (2.2). Usable as a context manager (closes on success, discards
     the partial file on error). ``close()`` returns the number of rows written.
     """
 
@@ -83,7 +84,8 @@ class LanceFileWriter:
     ) -> None:
         self.version = FileVersion.parse(version)
         if self.version not in WRITABLE_VERSIONS:
-            raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.1 or 2.2")
+            raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.0 - 2.2")
+        self._codec = codec_for(self.version)
         self.max_page_bytes = max_page_bytes or DEFAULT_MAX_PAGE_BYTES
         self.data_cache_bytes = data_cache_bytes or DEFAULT_DATA_CACHE_BYTES
         if self.max_page_bytes <= 0 or self.data_cache_bytes <= 0:
@@ -113,7 +115,7 @@ class LanceFileWriter:
     def _set_schema(self, schema: pa.Schema) -> None:
         schema_to_fields(schema)  # raises SchemaError for types Lance cannot store
         check_writable(schema, self.version)
-        self._fields = [_FieldState(field, self.version) for field in schema]
+        self._fields = [_FieldState(field, self._codec) for field in schema]
         self._schema = schema
 
     def write_batch(self, data: pa.Table | pa.RecordBatch | Any) -> None:
@@ -151,7 +153,10 @@ class LanceFileWriter:
             self._write_pages(state, storage.slice(start, rows_per_page))
 
     def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
-        encoded = state.encoder.encode(array)
+        self._store_pages(state, state.encoder.encode(array))
+        state.rows_written += len(array)
+
+    def _store_pages(self, state: _FieldState, encoded: list[list[EncodedPage]]) -> None:
         if len(encoded) != len(state.columns):
             raise RuntimeError(f"encoder returned {len(encoded)} columns, expected {len(state.columns)}")
         for column, pages in zip(state.columns, encoded, strict=True):
@@ -164,11 +169,10 @@ class LanceFileWriter:
                         buffer_sizes=[size for _, size in located],
                         length=page.num_rows,
                         encoding=direct_encoding(page.layout),
-                        priority=first_row,
+                        priority=first_row if self._codec.priority_is_first_row else 0,
                     )
                 )
                 first_row += page.num_rows
-        state.rows_written += len(array)
 
     def add_schema_metadata(self, key: str, value: str | bytes) -> None:
         """Add a key to the schema metadata stored in the file."""
@@ -190,6 +194,7 @@ class LanceFileWriter:
             raise SchemaError(f"{self.path}: no schema was given and no data was written")
         for state in self._fields:
             self._flush(state)
+            self._store_pages(state, state.encoder.finish())
         schema_metadata = schema_metadata_to_pb(self._schema.metadata)
         schema_metadata.update(self._extra_metadata)
         descriptor = pb.FileDescriptor(
