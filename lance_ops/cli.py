@@ -29,11 +29,11 @@ from google.protobuf import text_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from lance_ops import encoding as codec
 from lance_ops._proto import encodings_v2_1_pb2 as pb21
 from lance_ops.dataset import LanceDataset, dataset
 from lance_ops.errors import DatasetNotFoundError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.file import LanceFileMetadata, LanceFileReader
+from lance_ops.file.codecs import codec_for
 from lance_ops.file.schema import storage_field
 from lance_ops.io import object_store
 from lance_ops.table.commit import list_versions
@@ -139,7 +139,7 @@ def _column_names(reader: LanceFileReader) -> list[str]:
     """A name for each physical column: the leaf path when the columns are the leaves."""
     names = []
     for field in reader.schema:
-        count = codec.num_columns(storage_field(field), reader.version)
+        count = codec_for(reader.version).num_columns(storage_field(field))
         leaves = _leaf_paths(field.name, field.type)
         names += leaves if len(leaves) == count else [f"{field.name}[{i}]" for i in range(count)]
     return names

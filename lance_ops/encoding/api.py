@@ -106,11 +106,16 @@ class PageInfo(Generic[Layout]):
 # Read absolute byte ranges (position, size) of the file; returns one buffer per range.
 Fetch = Callable[[Sequence[tuple[int, int]]], list[memoryview]]
 
+# Write one data buffer outside any page right away; returns its absolute (position, size).
+ExternalWriter = Callable[[bytes | memoryview | np.ndarray], tuple[int, int]]
+
 
 class FieldEncoder(ABC):
     """Encodes the rows of one top-level field into pages of its column(s)."""
 
     num_columns: int
+    # Set by the file writer before encoding; 2.0 blob values are written through it.
+    external: ExternalWriter | None = None
 
     @abstractmethod
     def encode(self, array: pa.Array) -> list[list[EncodedPage]]:

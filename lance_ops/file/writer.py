@@ -153,6 +153,7 @@ class LanceFileWriter:
             self._write_pages(state, storage.slice(start, rows_per_page))
 
     def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
+        state.encoder.external = self._region.write_buffer
         self._store_pages(state, state.encoder.encode(array))
         state.rows_written += len(array)
 

@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 
 from lance_ops._proto import encodings_v2_0_pb2 as pb
-from lance_ops.encoding.api import EncodedPage, Fetch, FieldDecoder, FieldEncoder, PageInfo
+from lance_ops.encoding.api import EncodedPage, ExternalWriter, Fetch, FieldDecoder, FieldEncoder, PageInfo
+from lance_ops.encoding.legacy.v2_0 import blob
 from lance_ops.encoding.legacy.v2_0.flat import encode_flat
 from lance_ops.encoding.legacy.v2_0.nullable import encode_nullable
 from lance_ops.encoding.legacy.v2_0.offsets import decode_offsets, encode_offsets
@@ -33,19 +34,24 @@ from lance_ops.encoding.legacy.v2_0.page import BufferSink, PageBuffers, corrupt
 from lance_ops.encoding.legacy.v2_0.strategy import encode_values
 from lance_ops.encoding.strategy import EncodingOptions
 from lance_ops.encoding.structural.repdef import is_packed_struct
-from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
+from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 
 Decoded = TypeVar("Decoded")
-BLOB_DESCRIPTION = pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
-BLOB_NULL_POSITION = 1  # a null blob is described as (1, 0), an empty one as (0, 0)
+LEGACY_PACKED_KEY = b"packed"
 
 
 def _is_list(dtype: pa.DataType) -> bool:
     return pa.types.is_list(dtype) or pa.types.is_large_list(dtype)
 
 
+def is_packed(field: pa.Field) -> bool:
+    """A struct stored row-major in one column (metadata ``packed: true`` or ``lance-encoding:packed``)."""
+    legacy_flag = (field.metadata or {}).get(LEGACY_PACKED_KEY, b"").strip().lower()
+    return is_packed_struct(field) or (pa.types.is_struct(field.type) and legacy_flag == b"true")
+
+
 def _is_header_struct(field: pa.Field) -> bool:
-    return pa.types.is_struct(field.type) and not is_packed_struct(field)
+    return pa.types.is_struct(field.type) and not is_packed(field)
 
 
 def num_columns(field: pa.Field) -> int:
@@ -67,7 +73,7 @@ class _Node(ABC):
     num_columns: int
 
     @abstractmethod
-    def encode(self, array: pa.Array) -> Pages: ...
+    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages: ...
 
     def finish(self) -> Pages:
         return [[] for _ in range(self.num_columns)]
@@ -83,13 +89,29 @@ class _ValuesNode(_Node):
 
     def __init__(self, field: pa.Field) -> None:
         self.options = EncodingOptions.from_metadata(field.metadata)
-        if self.options.blob:
-            raise UnsupportedFeatureError("writing 2.0 blob columns (lance-encoding:blob) is not supported")
 
-    def encode(self, array: pa.Array) -> Pages:
+    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages:
         sink = BufferSink()
         encoding = encode_values(array, sink, self.options)
         return [[EncodedPage(tuple(sink.buffers), encoding, len(array))]]
+
+
+class _BlobNode(_Node):
+    num_columns = 1
+
+    def __init__(self, field: pa.Field) -> None:
+        if not pa.types.is_large_binary(field.type):
+            raise SchemaError(f"blob field {field.name!r} must be large_binary, not {field.type}")
+
+    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages:
+        if external is None:
+            raise UnsupportedFeatureError("blob values need a file writer to store them out of line")
+        sink = BufferSink()
+        encoding = blob.encode_blob(array, sink, external)
+        return [[EncodedPage(tuple(sink.buffers), encoding, len(array))]]
+
+    def column_encodings(self) -> list[pb.ColumnEncoding]:
+        return [blob.blob_column_encoding()]
 
 
 class _StructNode(_Node):
@@ -98,13 +120,13 @@ class _StructNode(_Node):
         self.num_columns = 1 + sum(child.num_columns for child in self.children)
         self.num_values = 0
 
-    def encode(self, array: pa.Array) -> Pages:
+    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages:
         if array.null_count:
             raise UnsupportedFeatureError("Lance file version 2.0 does not encode struct validity")
         self.num_values += len(array)
         out: Pages = [[]]
         for i, child in enumerate(self.children):
-            out.extend(child.encode(array.field(i)))
+            out.extend(child.encode(array.field(i), external))
         return out
 
     def finish(self) -> Pages:
@@ -120,7 +142,7 @@ class _ListNode(_Node):
         self.child = _node(field.type.value_field)
         self.num_columns = 1 + self.child.num_columns
 
-    def encode(self, array: pa.Array) -> Pages:
+    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages:
         valid = validity(array)
         lengths = np.where(valid, np.diff(array.offsets.to_numpy(zero_copy_only=False)), 0)
         stored, adjustment = encode_offsets(lengths, valid)
@@ -130,7 +152,7 @@ class _ListNode(_Node):
         encoding.list.null_offset_adjustment = adjustment
         encoding.list.num_items = int(lengths.sum())
         offsets_page = EncodedPage(tuple(sink.buffers), encoding, len(array))
-        return [[offsets_page], *self.child.encode(array.flatten())]
+        return [[offsets_page], *self.child.encode(array.flatten(), external)]
 
     def finish(self) -> Pages:
         return [[], *self.child.finish()]
@@ -144,6 +166,8 @@ def _node(field: pa.Field) -> _Node:
         return _StructNode(field)
     if _is_list(field.type):
         return _ListNode(field)
+    if EncodingOptions.from_metadata(field.metadata).blob:
+        return _BlobNode(field)
     return _ValuesNode(field)
 
 
@@ -159,7 +183,7 @@ class LegacyFieldEncoder(FieldEncoder):
     def encode(self, array: pa.Array) -> Pages:
         if isinstance(array, pa.ChunkedArray):
             array = array.combine_chunks()
-        return self.root.encode(array)
+        return self.root.encode(array, self.external)
 
     def finish(self) -> Pages:
         return self.root.finish()
@@ -235,23 +259,11 @@ class _BlobReader(_Reader):
     """Blob columns: (position, size) descriptions, values fetched from anywhere in the file."""
 
     def __init__(self, pages: Sequence[PageInfo], dtype: pa.DataType) -> None:
-        self.descriptions = _ValuesReader(pages, BLOB_DESCRIPTION)
+        self.descriptions = _ValuesReader(pages, blob.DESCRIPTION)
         self.dtype = dtype
 
     def read(self, fetch: Fetch, idx: np.ndarray) -> pa.Array:
-        desc = self.descriptions.read(fetch, idx)
-        positions = desc.field(0).to_numpy(zero_copy_only=False)
-        sizes = desc.field(1).to_numpy(zero_copy_only=False).astype(np.int64)
-        valid = ~((positions == BLOB_NULL_POSITION) & (sizes == 0))
-        present = np.flatnonzero(sizes > 0)
-        values = fetch([(int(positions[i]), int(sizes[i])) for i in present]) if len(present) else []
-        data = np.frombuffer(b"".join(values), dtype=np.uint8)
-        offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(sizes)])
-        mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-        out = pa.Array.from_buffers(
-            pa.large_binary(), len(idx), [mask, pa.py_buffer(offsets), pa.py_buffer(data)]
-        )
-        return out if out.type == self.dtype else out.cast(self.dtype)
+        return blob.read_blobs(self.descriptions.read(fetch, idx), fetch, self.dtype)
 
 
 class _ListReader(_PagedReader[tuple[np.ndarray, np.ndarray]]):

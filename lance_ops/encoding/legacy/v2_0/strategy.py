@@ -7,11 +7,14 @@ null                                               ``Nullable{all_nulls}``
 bool, ints, floats, temporal, decimals,            ``Nullable{…Flat{8·width}}`` (bool: ``Flat{1}``;
 fixed_size_binary                                  never bitpacked)
 fixed_size_list<T, d>                              ``Nullable{…FixedSizeList{d, items: T's}}``
-string, page of ≥ 100 values, < 100 distinct       automatic ``Dictionary`` (u8 indices)
+string, page of ≥ 100 values, < 100 distinct       automatic ``Dictionary`` (u8 indices), even
+                                                   when a compression is set
 string, large_string, binary, large_binary         ``Binary``; ``lance-encoding:compression``
-                                                   (zstd / lz4) compresses its bytes
+                                                   zstd / lz4 compresses its bytes, fsst gives
+                                                   ``Fsst`` around the Binary (32-bit offsets
+                                                   only: pylance fails on large types)
 dictionary<K, V>                                   ``Dictionary`` over the Arrow keys
-struct with ``lance-encoding:packed``              ``PackedStruct``
+struct with ``packed`` / ``lance-encoding:packed``  ``PackedStruct``
 =================================================  ============================================
 
 Lists, large lists and other structs span several columns (see :mod:`.columns`).
@@ -30,6 +33,7 @@ from lance_ops.encoding.legacy.v2_0.dictionary import (
 )
 from lance_ops.encoding.legacy.v2_0.fixed_size_list import fixed_size_list_encoding, fsl_items
 from lance_ops.encoding.legacy.v2_0.flat import encode_flat, fixed_bit_width
+from lance_ops.encoding.legacy.v2_0.fsst import encode_fsst
 from lance_ops.encoding.legacy.v2_0.nullable import encode_nullable
 from lance_ops.encoding.legacy.v2_0.packed_struct import encode_packed_struct
 from lance_ops.encoding.legacy.v2_0.page import BufferSink
@@ -66,11 +70,12 @@ def encode_values(array: pa.Array, sink: BufferSink, options: EncodingOptions) -
             array, sink, lambda items, out: encode_values(items, out, EncodingOptions())
         )
     if is_binary_like(dtype):
+        auto = auto_dictionary_eligible(array)
+        if auto is not None:
+            return encode_auto_dictionary(auto, sink)
+        if options.compression == "fsst" and (pa.types.is_string(dtype) or pa.types.is_binary(dtype)):
+            return encode_fsst(array, sink)
         compression = options.compression if options.compression in COMPRESSION_SCHEMES else None
-        if compression is None:
-            auto = auto_dictionary_eligible(array)
-            if auto is not None:
-                return encode_auto_dictionary(auto, sink)
         return encode_binary(array, sink, compression, options.compression_level)
     if pa.types.is_struct(dtype):
         return encode_packed_struct(array, sink)
