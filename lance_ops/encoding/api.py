@@ -116,6 +116,9 @@ class FieldEncoder(ABC):
     num_columns: int
     # Set by the file writer before encoding; 2.0 blob values are written through it.
     external: ExternalWriter | None = None
+    # Set by the file writer when the codec cuts its own pages (2.0): a column's values above
+    # this many bytes are split into pages of equal row counts; None = one page per column.
+    max_page_bytes: int | None = None
 
     @abstractmethod
     def encode(self, array: pa.Array) -> list[list[EncodedPage]]:

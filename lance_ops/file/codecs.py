@@ -35,6 +35,7 @@ class Codec:
     make_field_decoder: Callable[[pa.Field, Sequence[Sequence[PageInfo]]], FieldDecoder]
     priority_is_first_row: bool  # 2.1+: Page.priority = first top-level row; 2.0: always 0
     every_column_holds_rows: bool  # 2.1+: every column's pages add up to the file's rows
+    cuts_pages: bool  # 2.0: the encoder splits each column by max_page_bytes, not the writer
 
 
 def codec_for(version: FileVersion) -> Codec:
@@ -48,6 +49,7 @@ def codec_for(version: FileVersion) -> Codec:
             make_field_decoder=v2_0.make_field_decoder,
             priority_is_first_row=False,
             every_column_holds_rows=False,
+            cuts_pages=True,
         )
     if version in (FileVersion.V2_1, FileVersion.V2_2):
         return Codec(
@@ -58,5 +60,6 @@ def codec_for(version: FileVersion) -> Codec:
             make_field_decoder=partial(structural.make_field_decoder, version=version),
             priority_is_first_row=True,
             every_column_holds_rows=True,
+            cuts_pages=False,
         )
     raise UnsupportedFeatureError(f"Lance file version {version} has no v2 codec")

@@ -4,10 +4,13 @@ Rows are buffered per top-level field. When a field's buffered Arrow data exceed
 ``data_cache_bytes`` (8 MiB by default) the field is flushed: its rows are cut into
 ``ceil(size / max_page_bytes)`` slices of equal row counts (``max_page_bytes`` defaults to
 32 MiB), each slice is handed to the codec's :class:`FieldEncoder`, and the resulting page
-buffers are written immediately, 64-byte aligned, into the data region. Pages of different
-fields therefore interleave in the file while each column's ``pages`` stay in row order.
-A page's ``priority`` is the row number of its first top-level row (always 0 in 2.0). ``close()`` flushes
-what is left and writes the FileDescriptor, column metadata, offset tables and footer
+buffers are written immediately, 64-byte aligned, into the data region. (The 2.0 codec cuts
+pages itself, column by column, and only for a flush of a single array, as pylance does.)
+Pages of different fields therefore interleave in the file while each column's ``pages``
+stay in row order. A page's ``priority`` is the row number of its first top-level row
+(always 0 in 2.0). ``close()`` flushes what is left, asks each encoder for the pages it
+keeps until the end (2.0 struct headers) and writes the FileDescriptor, column metadata,
+offset tables and footer
 (see :mod:`lance_ops.file.format`). Data buffers go straight to the output stream, so at
 most ``data_cache_bytes`` per field are held in memory.
 """
@@ -144,11 +147,17 @@ class LanceFileWriter:
     def _flush(self, state: _FieldState) -> None:
         if not state.pending:
             return
-        array = pa.concat_arrays(state.pending) if len(state.pending) > 1 else state.pending[0]
+        single = len(state.pending) == 1
+        array = pa.concat_arrays(state.pending) if not single else state.pending[0]
         num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
         rows_per_page = math.ceil(len(array) / num_pages)
         state.pending, state.pending_bytes = [], 0
         storage = array.view(state.storage_type) if array.type != state.storage_type else array
+        if self._codec.cuts_pages:
+            # pylance 2.0 cuts only a flush of one array, and each column on its own.
+            state.encoder.max_page_bytes = self.max_page_bytes if single else None
+            self._write_pages(state, storage)
+            return
         for start in range(0, len(storage), rows_per_page):
             self._write_pages(state, storage.slice(start, rows_per_page))
 

@@ -9,6 +9,11 @@
   num_items}``, see :mod:`.offsets`), then the columns of its items. Offsets page ``k`` owns the
   ``num_items`` items following those of pages ``0 .. k - 1``; item pages are cut on their own.
 
+Each encode call (one writer flush) gives one page per column, except that a flush of a single
+array is cut like pylance cuts it: every values column whose values exceed ``max_page_bytes``
+is split on its own into ``ceil(nbytes / max_page_bytes)`` pages of equal row counts (a list's
+offsets column never is, its items column may be).
+
 Page lengths count values at the column's level (rows, lists, items), and every read works on
 sorted, unique value indices at that level: a list turns its row indices into item indices
 for its child. Decoded pages are cached one per column, so reading batch after batch decodes
@@ -17,8 +22,10 @@ each page once.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -69,11 +76,26 @@ def num_columns(field: pa.Field) -> int:
 Pages = list[list[EncodedPage]]
 
 
+@dataclass(frozen=True)
+class WriteOptions:
+    """What the file writer lends an encode call: the out-of-line writer and the page size cap."""
+
+    external: ExternalWriter | None
+    max_page_bytes: int | None
+
+    def pieces(self, array: pa.Array) -> list[pa.Array]:
+        """``array`` cut into ``ceil(nbytes / max_page_bytes)`` slices of equal row counts."""
+        if self.max_page_bytes is None or array.nbytes <= self.max_page_bytes:
+            return [array]
+        rows = math.ceil(len(array) / math.ceil(array.nbytes / self.max_page_bytes))
+        return [array.slice(start, rows) for start in range(0, len(array), rows)]
+
+
 class _Node(ABC):
     num_columns: int
 
     @abstractmethod
-    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages: ...
+    def encode(self, array: pa.Array, write: WriteOptions) -> Pages: ...
 
     def finish(self) -> Pages:
         return [[] for _ in range(self.num_columns)]
@@ -90,10 +112,13 @@ class _ValuesNode(_Node):
     def __init__(self, field: pa.Field) -> None:
         self.options = EncodingOptions.from_metadata(field.metadata)
 
-    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages:
+    def encode(self, array: pa.Array, write: WriteOptions) -> Pages:
+        return [[self._page(piece) for piece in write.pieces(array)]]
+
+    def _page(self, array: pa.Array) -> EncodedPage:
         sink = BufferSink()
         encoding = encode_values(array, sink, self.options)
-        return [[EncodedPage(tuple(sink.buffers), encoding, len(array))]]
+        return EncodedPage(tuple(sink.buffers), encoding, len(array))
 
 
 class _BlobNode(_Node):
@@ -103,11 +128,11 @@ class _BlobNode(_Node):
         if not pa.types.is_large_binary(field.type):
             raise SchemaError(f"blob field {field.name!r} must be large_binary, not {field.type}")
 
-    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages:
-        if external is None:
+    def encode(self, array: pa.Array, write: WriteOptions) -> Pages:
+        if write.external is None:
             raise UnsupportedFeatureError("blob values need a file writer to store them out of line")
         sink = BufferSink()
-        encoding = blob.encode_blob(array, sink, external)
+        encoding = blob.encode_blob(array, sink, write.external)
         return [[EncodedPage(tuple(sink.buffers), encoding, len(array))]]
 
     def column_encodings(self) -> list[pb.ColumnEncoding]:
@@ -120,13 +145,13 @@ class _StructNode(_Node):
         self.num_columns = 1 + sum(child.num_columns for child in self.children)
         self.num_values = 0
 
-    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages:
+    def encode(self, array: pa.Array, write: WriteOptions) -> Pages:
         if array.null_count:
             raise UnsupportedFeatureError("Lance file version 2.0 does not encode struct validity")
         self.num_values += len(array)
         out: Pages = [[]]
         for i, child in enumerate(self.children):
-            out.extend(child.encode(array.field(i), external))
+            out.extend(child.encode(array.field(i), write))
         return out
 
     def finish(self) -> Pages:
@@ -142,7 +167,7 @@ class _ListNode(_Node):
         self.child = _node(field.type.value_field)
         self.num_columns = 1 + self.child.num_columns
 
-    def encode(self, array: pa.Array, external: ExternalWriter | None) -> Pages:
+    def encode(self, array: pa.Array, write: WriteOptions) -> Pages:
         valid = validity(array)
         lengths = np.where(valid, np.diff(array.offsets.to_numpy(zero_copy_only=False)), 0)
         stored, adjustment = encode_offsets(lengths, valid)
@@ -152,7 +177,7 @@ class _ListNode(_Node):
         encoding.list.null_offset_adjustment = adjustment
         encoding.list.num_items = int(lengths.sum())
         offsets_page = EncodedPage(tuple(sink.buffers), encoding, len(array))
-        return [[offsets_page], *self.child.encode(array.flatten(), external)]
+        return [[offsets_page], *self.child.encode(array.flatten(), write)]
 
     def finish(self) -> Pages:
         return [[], *self.child.finish()]
@@ -183,7 +208,7 @@ class LegacyFieldEncoder(FieldEncoder):
     def encode(self, array: pa.Array) -> Pages:
         if isinstance(array, pa.ChunkedArray):
             array = array.combine_chunks()
-        return self.root.encode(array, self.external)
+        return self.root.encode(array, WriteOptions(self.external, self.max_page_bytes))
 
     def finish(self) -> Pages:
         return self.root.finish()
