@@ -21,6 +21,7 @@ import lance_ops
 from lance_ops._proto import encodings_v2_0_pb2 as enc20
 from lance_ops._proto import file2_pb2
 from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.legacy import v2_0
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedEncodingError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.file.codecs import codec_for
@@ -307,6 +308,18 @@ def test_unsupported_and_corrupt_pages(tmp_path: Path) -> None:
         bad.write_bytes(_rewrite_first_page(source, change))
         with pytest.raises(error):
             LanceFileReader(bad).read_all().to_table()
+
+
+def test_num_columns() -> None:
+    t = pa.struct([("x", pa.int32()), ("y", pa.list_(pa.struct([("a", pa.string()), ("b", pa.float64())])))])
+    assert v2_0.num_columns(pa.field("s", t)) == 6
+    assert v2_0.num_columns(pa.field("f", pa.list_(pa.float32(), 4))) == 1
+    assert v2_0.num_columns(pa.field("d", pa.dictionary(pa.int8(), pa.string()))) == 1
+    for key in ("packed", "lance-encoding:packed"):
+        packed = pa.field("p", pa.struct([("a", pa.int32()), ("b", pa.float64())]), metadata={key: "true"})
+        assert v2_0.num_columns(packed) == 1
+    unpacked = pa.field("p", pa.struct([("a", pa.int32())]), metadata={"packed": "false"})
+    assert v2_0.num_columns(unpacked) == 2
 
 
 def test_write_errors(tmp_path: Path) -> None:
