@@ -332,5 +332,9 @@ def test_write_errors(tmp_path: Path) -> None:
     packed = pa.schema([pa.field("p", pa.struct([("s", pa.string())]), metadata={"packed": "true"})])
     with pytest.raises(UnsupportedFeatureError, match="packed"):
         _write(tmp_path / "c.lance", pa.table({"p": [{"s": "x"}]}, schema=packed))
+    keys = pa.array([*range(128), None], pa.int8())
+    full = pa.DictionaryArray.from_arrays(keys, pa.array([f"v{i}" for i in range(128)]))
+    with pytest.raises(UnsupportedFeatureError, match="dictionary"):
+        _write(tmp_path / "d.lance", pa.table({"d": full}))
     with pytest.raises(UnsupportedFeatureError):
         codec_for(FileVersion.V0_1)

@@ -95,18 +95,18 @@ def encode_arrow_dictionary(
     dictionary = array.dictionary
     keys = array.indices
     if keys.null_count:
-        null_entries = np.flatnonzero(~np.asarray(dictionary.is_valid().to_numpy(zero_copy_only=False), bool))
+        null_entries = np.flatnonzero(~validity(dictionary))
         if len(null_entries):
             target = int(null_entries[0])
         else:
             target = len(dictionary)
             dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
+        if target > np.iinfo(keys.type.to_pandas_dtype()).max:
+            # pylance refuses this too: it would need wider keys than the declared type.
+            raise UnsupportedFeatureError(f"a null dictionary entry does not fit {keys.type} indices")
         keys = keys.fill_null(pa.scalar(target).cast(keys.type))
-    values = keys.to_numpy(zero_copy_only=False)
-    if len(dictionary) > np.iinfo(values.dtype).max + 1:
-        raise UnsupportedFeatureError(f"a null dictionary entry does not fit {keys.type} indices")
     out = pb.ArrayEncoding()
-    out.dictionary.indices.CopyFrom(_indices_encoding(values, sink))
+    out.dictionary.indices.CopyFrom(_indices_encoding(keys.to_numpy(zero_copy_only=False), sink))
     out.dictionary.items.CopyFrom(items(dictionary, sink))
     out.dictionary.num_dictionary_items = len(dictionary)
     return out
