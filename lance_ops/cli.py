@@ -116,10 +116,28 @@ def describe_layout(layout: pb21.PageLayout) -> str:
     return " ".join(parts)
 
 
-def _layout_summary(encoding_text: str) -> str:
-    layout = pb21.PageLayout()
+def describe_array_encoding(encoding: Message) -> str:
+    """A 2.0 page: its nested encodings outermost first, e.g. ``nullable.some_nulls flat(64)``."""
+    parts = []
+    for fd, value in encoding.ListFields():
+        if fd.containing_oneof is not None and fd.message_type is not None:
+            bits = getattr(value, "bits_per_value", 0)
+            parts.append(f"{fd.name}({bits})" if bits else fd.name)
+        if fd.message_type is None:
+            continue
+        for item in value if fd.is_repeated else [value]:
+            inner = describe_array_encoding(item)
+            if inner:
+                parts.append(inner)
+    return " ".join(parts)
+
+
+def _layout_summary(encoding_text: str, layout_type: type[Message]) -> str:
+    layout = layout_type()
     text_format.Parse(encoding_text, layout)
-    return describe_layout(layout)
+    if isinstance(layout, pb21.PageLayout):
+        return describe_layout(layout)
+    return describe_array_encoding(layout)
 
 
 # --- data files --------------------------------------------------------------------------------
@@ -157,7 +175,7 @@ def _file_report(path: str, reader: LanceFileReader, metadata: LanceFileMetadata
                 "rows": page.length,
                 "buffers": [[b.position, b.size] for b in page.buffers],
                 "bytes": sum(b.size for b in page.buffers),
-                "summary": _layout_summary(page.encoding),
+                "summary": _layout_summary(page.encoding, codec_for(reader.version).layout_type),
                 "layout": page.encoding,
             }
             for page in column.pages

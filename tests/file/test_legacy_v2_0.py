@@ -338,3 +338,16 @@ def test_write_errors(tmp_path: Path) -> None:
         _write(tmp_path / "d.lance", pa.table({"d": full}))
     with pytest.raises(UnsupportedFeatureError):
         codec_for(FileVersion.V0_1)
+
+
+def test_cli_inspects_2_0_files(capsys: pytest.CaptureFixture[str]) -> None:
+    from lance_ops.cli import main
+
+    assert main(["inspect", str(LEGACY_DIR / "structs.lance")]) == 0
+    out = capsys.readouterr().out
+    assert "format version 0.3, 1025 rows" in out
+    assert "nullable some_nulls flat(1) flat(64)" in out
+    assert (
+        "packed_struct nullable no_nulls flat(32) nullable no_nulls flat(64) nullable no_nulls flat(24)"
+        in out
+    )
