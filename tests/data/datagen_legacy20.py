@@ -159,6 +159,12 @@ def lists() -> pa.Table:
                 ),
             ),
             _field(
+                "fsl_bool",
+                pa.FixedSizeListArray.from_arrays(
+                    pa.array(rng.random(2 * n) < 0.5, mask=_mask(2 * n, 7)), 2, mask=pa.array(_mask(n, 9))
+                ),
+            ),
+            _field(
                 "fsl_nested",
                 pa.FixedSizeListArray.from_arrays(
                     pa.FixedSizeListArray.from_arrays(pa.array(np.arange(4 * n, dtype=np.uint8)), 2), 2

@@ -332,6 +332,9 @@ def test_write_errors(tmp_path: Path) -> None:
     packed = pa.schema([pa.field("p", pa.struct([("s", pa.string())]), metadata={"packed": "true"})])
     with pytest.raises(UnsupportedFeatureError, match="packed"):
         _write(tmp_path / "c.lance", pa.table({"p": [{"s": "x"}]}, schema=packed))
+    strings = pa.table({"f": pa.array([["a", "b"]], pa.list_(pa.string(), 2))})
+    with pytest.raises(UnsupportedFeatureError, match="cannot store"):
+        _write(tmp_path / "e.lance", strings)
     keys = pa.array([*range(128), None], pa.int8())
     full = pa.DictionaryArray.from_arrays(keys, pa.array([f"v{i}" for i in range(128)]))
     with pytest.raises(UnsupportedFeatureError, match="dictionary"):

@@ -52,12 +52,20 @@ def is_binary_like(dtype: pa.DataType) -> bool:
     )
 
 
+def _fsl_leaf(dtype: pa.DataType) -> pa.DataType:
+    while pa.types.is_fixed_size_list(dtype):
+        dtype = dtype.value_type
+    return dtype
+
+
 def encode_values(array: pa.Array, sink: BufferSink, options: EncodingOptions) -> pb.ArrayEncoding:
     """The page encoding of a one-column field's values; buffers go to ``sink``."""
     dtype = array.type
     if pa.types.is_null(dtype):
         return encode_nullable(array, sink, encode_flat)
     if pa.types.is_fixed_size_list(dtype):
+        if is_binary_like(_fsl_leaf(dtype)):
+            raise UnsupportedFeatureError(f"Lance 2.0 cannot store {dtype} (pylance fails on it too)")
         return encode_nullable(
             array,
             sink,
