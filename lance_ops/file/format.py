@@ -24,8 +24,9 @@ GBO table at 286, footer at 302 = ``(159, 270, 286, 1, 1, 2, 2, "LANC")``.
 
 Every page and column carries a ``lance.file.v2.Encoding`` whose ``direct.encoding`` is a
 serialized ``google.protobuf.Any``; its ``type_url`` is ``"/"`` + the message's full name
-(``/lance.encodings21.PageLayout`` for 2.1+ pages, ``/lance.encodings.ColumnEncoding`` for
-columns). Readers compare only the part after the last ``/``.
+(``/lance.encodings21.PageLayout`` for 2.1+ pages, ``/lance.encodings.ArrayEncoding`` for 2.0
+pages, ``/lance.encodings.ColumnEncoding`` for columns). Readers compare only the part after
+the last ``/``; which page message a version uses is decided in :mod:`lance_ops.file.codecs`.
 
 The reader side validates the tail the way pylance's reader does (file large enough, magic,
 offsets inside the file, global buffer 0 before the column metadata, each column metadata
