@@ -572,7 +572,9 @@ def _escape(tr: _Translator, node: exp.Escape) -> _Value:
     return tr.translate(node.this)
 
 
-def _regexp(tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]) -> _Value:
+def _regexp(
+    tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]
+) -> _Value:
     if not args or len(args) > 2:
         raise PredicateError(f"a regular-expression match takes a string and a pattern: {_sql(node)}")
     flags = tr.pattern(args[1], "regular-expression flag") if len(args) == 2 else ""
