@@ -31,11 +31,11 @@ from google.protobuf import text_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from lance_ops import encoding as codec
 from lance_ops._proto import encodings_v2_1_pb2 as pb21
 from lance_ops.dataset import LanceDataset, dataset
 from lance_ops.errors import DatasetNotFoundError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.file import LanceFileMetadata, LanceFileReader
+from lance_ops.file.codecs import codec_for
 from lance_ops.file.schema import storage_field
 from lance_ops.io import object_store
 from lance_ops.table.commit import list_versions
@@ -118,10 +118,28 @@ def describe_layout(layout: pb21.PageLayout) -> str:
     return " ".join(parts)
 
 
-def _layout_summary(encoding_text: str) -> str:
-    layout = pb21.PageLayout()
+def describe_array_encoding(encoding: Message) -> str:
+    """A 2.0 page: its nested encodings outermost first, e.g. ``nullable.some_nulls flat(64)``."""
+    parts = []
+    for fd, value in encoding.ListFields():
+        if fd.containing_oneof is not None and fd.message_type is not None:
+            bits = getattr(value, "bits_per_value", 0)
+            parts.append(f"{fd.name}({bits})" if bits else fd.name)
+        if fd.message_type is None:
+            continue
+        for item in value if fd.is_repeated else [value]:
+            inner = describe_array_encoding(item)
+            if inner:
+                parts.append(inner)
+    return " ".join(parts)
+
+
+def _layout_summary(encoding_text: str, layout_type: type[Message]) -> str:
+    layout = layout_type()
     text_format.Parse(encoding_text, layout)
-    return describe_layout(layout)
+    if isinstance(layout, pb21.PageLayout):
+        return describe_layout(layout)
+    return describe_array_encoding(layout)
 
 
 # --- data files --------------------------------------------------------------------------------
@@ -141,7 +159,7 @@ def _column_names(reader: LanceFileReader) -> list[str]:
     """A name for each physical column: the leaf path when the columns are the leaves."""
     names = []
     for field in reader.schema:
-        count = codec.num_columns(storage_field(field), reader.version)
+        count = codec_for(reader.version).num_columns(storage_field(field))
         leaves = _leaf_paths(field.name, field.type)
         names += leaves if len(leaves) == count else [f"{field.name}[{i}]" for i in range(count)]
     return names
@@ -159,7 +177,7 @@ def _file_report(path: str, reader: LanceFileReader, metadata: LanceFileMetadata
                 "rows": page.length,
                 "buffers": [[b.position, b.size] for b in page.buffers],
                 "bytes": sum(b.size for b in page.buffers),
-                "summary": _layout_summary(page.encoding),
+                "summary": _layout_summary(page.encoding, codec_for(reader.version).layout_type),
                 "layout": page.encoding,
             }
             for page in column.pages

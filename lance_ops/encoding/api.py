@@ -16,12 +16,17 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
+from google.protobuf.message import Message
 
-from lance_ops._proto import encodings_v2_1_pb2 as pb21
+from lance_ops._proto import encodings_v2_0_pb2 as pb20
 from lance_ops.errors import UnsupportedFeatureError
+
+# The page description type: ``encodings21.PageLayout`` for 2.1+, ``encodings.ArrayEncoding`` for 2.0.
+Layout = TypeVar("Layout", bound=Message)
 
 
 class FileVersion(enum.Enum):
@@ -81,22 +86,22 @@ class FileVersion(enum.Enum):
 
 
 @dataclass(frozen=True)
-class EncodedPage:
+class EncodedPage(Generic[Layout]):
     """One encoded page of one column, ready to be written by the file layer."""
 
     buffers: tuple[bytes | memoryview | np.ndarray, ...]  # page buffers in index order
-    layout: pb21.PageLayout
-    num_rows: int  # top-level rows in the page
+    layout: Layout
+    num_rows: int  # top-level rows in the page (2.0: values at the column's level)
 
 
 @dataclass(frozen=True)
-class PageInfo:
+class PageInfo(Generic[Layout]):
     """A stored page as the file reader knows it."""
 
-    layout: pb21.PageLayout
+    layout: Layout
     buffers: tuple[tuple[int, int], ...]  # absolute (position, size) of each page buffer
-    num_rows: int
-    first_row: int  # row number of the page's first top-level row within the file
+    num_rows: int  # Page.length (2.0: values at the column's level)
+    first_row: int  # number of values in the column's earlier pages
 
 
 # Read absolute byte ranges (position, size) of the file; returns one buffer per range.
@@ -111,6 +116,9 @@ class FieldEncoder(ABC):
     """Encodes the rows of one top-level field into pages of its column(s)."""
 
     num_columns: int
+    # Set by the file writer when the codec cuts its own pages (2.0): a column's values above
+    # this many bytes are split into pages of equal row counts; None = one page per column.
+    max_page_bytes: int | None = None
 
     @abstractmethod
     def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:
@@ -119,6 +127,16 @@ class FieldEncoder(ABC):
         ``external`` stores the out-of-page buffers of blob columns; without it a blob
         column cannot be encoded.
         """
+
+    def finish(self) -> list[list[EncodedPage]]:
+        """Pages produced only when the file is closed (2.0 struct headers); one list per column."""
+        return [[] for _ in range(self.num_columns)]
+
+    def column_encoding(self, column: int) -> pb20.ColumnEncoding:
+        """The column-level encoding of column ``column``: ``values`` unless the codec says otherwise."""
+        encoding = pb20.ColumnEncoding()
+        encoding.values.SetInParent()
+        return encoding
 
 
 class FieldDecoder(ABC):

@@ -60,7 +60,6 @@ from lance_ops.encoding.structural.repdef import (
     concat_leaves,
     count_leaves,
     is_leaf_field,
-    is_packed_struct,
     shred,
     unshred,
 )
@@ -485,20 +484,9 @@ def leaf_fields(field: pa.Field) -> list[pa.Field]:
 
 
 def num_columns(field: pa.Field, version: FileVersion) -> int:
-    """Columns a top-level field occupies (file-container.md §2.2)."""
-    if version in (FileVersion.V2_1, FileVersion.V2_2):
-        return count_leaves(field)
-    return _legacy_columns(field)
-
-
-def _legacy_columns(field: pa.Field) -> int:
-    """2.0: every Lance field (parents included) has a column; FSL, dictionary, packed struct are one."""
-    dtype = field.type
-    if pa.types.is_struct(dtype) and not is_packed_struct(field):
-        return 1 + sum(_legacy_columns(dtype.field(i)) for i in range(dtype.num_fields))
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        return 1 + _legacy_columns(dtype.value_field)
-    return 1
+    """Columns a top-level field occupies in 2.1 / 2.2: one per leaf (file-container.md §2.2)."""
+    _check_structural(version)
+    return count_leaves(field)
 
 
 def _contains_map(dtype: pa.DataType) -> bool:

@@ -24,8 +24,9 @@ GBO table at 286, footer at 302 = ``(159, 270, 286, 1, 1, 2, 2, "LANC")``.
 
 Every page and column carries a ``lance.file.v2.Encoding`` whose ``direct.encoding`` is a
 serialized ``google.protobuf.Any``; its ``type_url`` is ``"/"`` + the message's full name
-(``/lance.encodings21.PageLayout`` for 2.1+ pages, ``/lance.encodings.ColumnEncoding`` for
-columns). Readers compare only the part after the last ``/``.
+(``/lance.encodings21.PageLayout`` for 2.1+ pages, ``/lance.encodings.ArrayEncoding`` for 2.0
+pages, ``/lance.encodings.ColumnEncoding`` for columns). Readers compare only the part after
+the last ``/``; which page message a version uses is decided in :mod:`lance_ops.file.codecs`.
 
 The reader side validates the tail the way pylance's reader does (file large enough, magic,
 offsets inside the file, global buffer 0 before the column metadata, each column metadata
@@ -146,22 +147,24 @@ def unpack_encoding(encoding: pb2.Encoding, expected: type[Message], path: str, 
     return message
 
 
-def check_column_encoding(column: pb2.ColumnMetadata, path: str, index: int) -> None:
-    """Accept only the plain ``values`` column encoding (the one every 2.1+ writer produces)."""
+def check_column_encoding(
+    column: pb2.ColumnMetadata, path: str, index: int, allowed: tuple[str, ...] = ("values",)
+) -> None:
+    """Accept only the column encodings in ``allowed`` (``values``; 2.0 blob columns add ``blob``)."""
     where = f"column {index}"
     encoding = unpack_encoding(column.encoding, pb20.ColumnEncoding, path, where)
     kind = encoding.WhichOneof("column_encoding")
-    if kind != "values":
+    if kind not in allowed:
         raise UnsupportedEncodingError(
-            f"{path}: {where} has column encoding {kind!r}; only values is supported"
+            f"{path}: {where} has column encoding {kind!r}; only {' or '.join(allowed)} supported"
         )
 
 
-def page_layout(page: pb2.ColumnMetadata.Page, path: str, where: str) -> pb21.PageLayout:
-    """The ``PageLayout`` of a 2.1+ page."""
-    layout = unpack_encoding(page.encoding, pb21.PageLayout, path, where)
-    assert isinstance(layout, pb21.PageLayout)
-    return layout
+def page_layout(
+    page: pb2.ColumnMetadata.Page, path: str, where: str, expected: type[Message] = pb21.PageLayout
+) -> Message:
+    """The page description: a ``PageLayout`` (2.1+) or an ``ArrayEncoding`` (2.0)."""
+    return unpack_encoding(page.encoding, expected, path, where)
 
 
 # --------------------------------------------------------------------------- writing
@@ -253,9 +256,9 @@ def _version_of(path: str, major: int, minor: int) -> FileVersion:
         version = FileVersion.from_footer(major, minor)
     except UnsupportedFeatureError as exc:
         raise UnsupportedFeatureError(f"{path}: {exc}") from exc
-    if version in (FileVersion.V2_0, FileVersion.V0_1):
+    if version is FileVersion.V0_1:
         raise UnsupportedFeatureError(
-            f"{path}: file version {version} (footer {major}.{minor}); reading 2.0 files is not supported yet"
+            f"{path}: file version {version} (footer {major}.{minor}); legacy files are not supported yet"
         )
     return version
 

@@ -1,4 +1,4 @@
-"""``LanceFileReader``: read rows of a Lance v2 file (2.1 / 2.2).
+"""``LanceFileReader``: read rows of a Lance v2 file (2.0, 2.1, 2.2).
 
 Opening a file reads only its tail (see :func:`lance_ops.file.format.read_tail`): footer,
 offset tables, schema and column metadata. Columns are assigned to top-level fields in
@@ -26,10 +26,10 @@ import numpy as np
 import pyarrow as pa
 from google.protobuf import text_format
 
-from lance_ops import encoding as codec
 from lance_ops._proto import file2_pb2 as pb2
 from lance_ops.encoding.api import FieldDecoder, FileVersion, PageInfo
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
+from lance_ops.file.codecs import codec_for
 from lance_ops.file.format import MAGIC, FileTail, check_column_encoding, page_layout, read_tail
 from lance_ops.file.schema import pb_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
@@ -184,6 +184,7 @@ class LanceFileReader:
         self.path = store_path
         self._tail: FileTail = read_tail(store, store_path)
         self.version: FileVersion = self._tail.version
+        self._codec = codec_for(self.version)
         self.schema: pa.Schema = pb_to_schema(self._tail.descriptor.schema)
         self._column_ranges = self._assign_columns()
         self._pages = [self._page_infos(i) for i in range(len(self._tail.columns))]
@@ -198,7 +199,7 @@ class LanceFileReader:
     def _assign_columns(self) -> list[range]:
         ranges, start = [], 0
         for field in self.schema:
-            count = codec.num_columns(storage_field(field), self.version)
+            count = self._codec.num_columns(storage_field(field))
             ranges.append(range(start, start + count))
             start += count
         if start != len(self._tail.columns):
@@ -219,7 +220,7 @@ class LanceFileReader:
 
     def _page_infos(self, column_index: int) -> list[PageInfo]:
         column = self._tail.columns[column_index]
-        check_column_encoding(column, self.path, column_index)
+        check_column_encoding(column, self.path, column_index, self._codec.column_encodings)
         limit = self._tail.footer.column_meta_start
         infos, first_row = [], 0
         for page_index, page in enumerate(column.pages):
@@ -229,21 +230,31 @@ class LanceFileReader:
             buffers = tuple(zip(page.buffer_offsets, page.buffer_sizes, strict=True))
             if any(position + size > limit for position, size in buffers):
                 raise CorruptFileError(self.path, f"{where}: a buffer lies outside the data region")
-            layout = page_layout(page, self.path, where)
+            layout = page_layout(page, self.path, where, self._codec.layout_type)
             infos.append(PageInfo(layout, buffers, int(page.length), first_row))
             first_row += int(page.length)
-        if first_row != self.num_rows:
+        if self._codec.every_column_holds_rows and first_row != self.num_rows:
             raise CorruptFileError(
                 self.path, f"column {column_index} pages hold {first_row} rows, the file has {self.num_rows}"
             )
         return infos
+
+    def _check_rows(self, column_index: int) -> None:
+        """A top-level field's first column holds one value per row in every version."""
+        pages = self._pages[column_index]
+        held = pages[-1].first_row + pages[-1].num_rows if pages else 0
+        if held != self.num_rows:
+            raise CorruptFileError(
+                self.path, f"column {column_index} pages hold {held} rows, the file has {self.num_rows}"
+            )
 
     def _decoder(self, field_index: int) -> FieldDecoder:
         decoder = self._decoders.get(field_index)
         if decoder is None:
             field = storage_field(self.schema.field(field_index))
             pages = [self._pages[i] for i in self._column_ranges[field_index]]
-            decoder = codec.make_field_decoder(field, pages, self.version)
+            self._check_rows(self._column_ranges[field_index].start)
+            decoder = self._codec.make_field_decoder(field, pages)
             self._decoders[field_index] = decoder
         return decoder
 

@@ -1,14 +1,17 @@
-"""``LanceFileWriter``: stream Arrow data into one Lance v2 file (2.1 / 2.2).
+"""``LanceFileWriter``: stream Arrow data into one Lance v2 file (2.0, 2.1, 2.2).
 
 Rows are buffered per top-level field. When a field's buffered Arrow data exceeds
 ``data_cache_bytes`` (8 MiB by default) the field is flushed: its rows are cut into
 ``ceil(size / max_page_bytes)`` slices of equal row counts (``max_page_bytes`` defaults to
 32 MiB), each slice is handed to the codec's :class:`FieldEncoder`, and the resulting page
 buffers are written immediately, 64-byte aligned, into the data region (blob values are
-written the same way, one buffer each, just before the page that addresses them). Pages of
-different fields therefore interleave in the file while each column's ``pages`` stay in row order.
-A page's ``priority`` is the row number of its first top-level row. ``close()`` flushes
-what is left and writes the FileDescriptor, column metadata, offset tables and footer
+written the same way, one buffer each, just before the page that addresses them). (The 2.0
+codec cuts pages itself, column by column, and only for a flush of a single array, as pylance
+does.) Pages of different fields therefore interleave in the file while each column's ``pages``
+stay in row order. A page's ``priority`` is the row number of its first top-level row
+(always 0 in 2.0). ``close()`` flushes what is left, asks each encoder for the pages it
+keeps until the end (2.0 struct headers) and writes the FileDescriptor, column metadata,
+offset tables and footer
 (see :mod:`lance_ops.file.format`). Data buffers go straight to the output stream, so at
 most ``data_cache_bytes`` per field are held in memory.
 """
@@ -23,18 +26,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_ops import encoding as codec
 from lance_ops._proto import file2_pb2 as pb2
 from lance_ops._proto import file_pb2 as pb
-from lance_ops.encoding.api import FieldEncoder, FileVersion
+from lance_ops.encoding.api import EncodedPage, FieldEncoder, FileVersion
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
-from lance_ops.file.format import RegionWriter, direct_encoding, values_column_encoding
+from lance_ops.file.codecs import Codec, codec_for
+from lance_ops.file.format import RegionWriter, direct_encoding
 from lance_ops.file.schema import check_writable, schema_metadata_to_pb, schema_to_fields, storage_field
 from lance_ops.io import object_store
 
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
-WRITABLE_VERSIONS = (FileVersion.V2_1, FileVersion.V2_2)
+WRITABLE_VERSIONS = (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2)
 
 
 def as_table(data: pa.Table | pa.RecordBatch | Any, schema: pa.Schema | None) -> pa.Table:
@@ -51,13 +54,14 @@ def as_table(data: pa.Table | pa.RecordBatch | Any, schema: pa.Schema | None) ->
 class _FieldState:
     """Buffered rows and written pages of one top-level field."""
 
-    def __init__(self, field: pa.Field, version: FileVersion) -> None:
+    def __init__(self, field: pa.Field, codec: Codec) -> None:
         stored = storage_field(field)
         self.field = field
         self.storage_type = stored.type
-        self.encoder: FieldEncoder = codec.make_field_encoder(stored, version)
+        self.encoder: FieldEncoder = codec.make_field_encoder(stored)
         self.columns = [
-            pb2.ColumnMetadata(encoding=values_column_encoding()) for _ in range(self.encoder.num_columns)
+            pb2.ColumnMetadata(encoding=direct_encoding(self.encoder.column_encoding(i)))
+            for i in range(self.encoder.num_columns)
         ]
         self.pending: list[pa.Array] = []
         self.pending_bytes = 0
@@ -67,8 +71,8 @@ class _FieldState:
 class LanceFileWriter:
     """Write Arrow data to a Lance file.
 
-    ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.1"``,
-    ``"2.2"`` or ``"stable"`` (2.2). Usable as a context manager (closes on success, discards
+    ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.0"``,
+    ``"2.1"``, ``"2.2"`` or ``"stable"`` (2.2). Usable as a context manager (closes on success, discards
     the partial file on error). ``close()`` returns the number of rows written.
     """
 
@@ -86,7 +90,8 @@ class LanceFileWriter:
         if self.version is FileVersion.V0_1:
             raise UnsupportedFeatureError("legacy (0.1) files are read-only: writing them is not supported")
         if self.version not in WRITABLE_VERSIONS:
-            raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.1 or 2.2")
+            raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.0 - 2.2")
+        self._codec = codec_for(self.version)
         self.max_page_bytes = max_page_bytes or DEFAULT_MAX_PAGE_BYTES
         self.data_cache_bytes = data_cache_bytes or DEFAULT_DATA_CACHE_BYTES
         if self.max_page_bytes <= 0 or self.data_cache_bytes <= 0:
@@ -116,7 +121,7 @@ class LanceFileWriter:
     def _set_schema(self, schema: pa.Schema) -> None:
         schema_to_fields(schema)  # raises SchemaError for types Lance cannot store
         check_writable(schema, self.version)
-        self._fields = [_FieldState(field, self.version) for field in schema]
+        self._fields = [_FieldState(field, self._codec) for field in schema]
         self._schema = schema
 
     def write_batch(self, data: pa.Table | pa.RecordBatch | Any) -> None:
@@ -145,16 +150,25 @@ class LanceFileWriter:
     def _flush(self, state: _FieldState) -> None:
         if not state.pending:
             return
-        array = pa.concat_arrays(state.pending) if len(state.pending) > 1 else state.pending[0]
+        single = len(state.pending) == 1
+        array = pa.concat_arrays(state.pending) if not single else state.pending[0]
         num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
         rows_per_page = math.ceil(len(array) / num_pages)
         state.pending, state.pending_bytes = [], 0
         storage = array.view(state.storage_type) if array.type != state.storage_type else array
+        if self._codec.cuts_pages:
+            # pylance 2.0 cuts only a flush of one array, and each column on its own.
+            state.encoder.max_page_bytes = self.max_page_bytes if single else None
+            self._write_pages(state, storage)
+            return
         for start in range(0, len(storage), rows_per_page):
             self._write_pages(state, storage.slice(start, rows_per_page))
 
     def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
-        encoded = state.encoder.encode(array, self._write_external)
+        self._store_pages(state, state.encoder.encode(array, self._write_external))
+        state.rows_written += len(array)
+
+    def _store_pages(self, state: _FieldState, encoded: list[list[EncodedPage]]) -> None:
         if len(encoded) != len(state.columns):
             raise RuntimeError(f"encoder returned {len(encoded)} columns, expected {len(state.columns)}")
         for column, pages in zip(state.columns, encoded, strict=True):
@@ -167,11 +181,10 @@ class LanceFileWriter:
                         buffer_sizes=[size for _, size in located],
                         length=page.num_rows,
                         encoding=direct_encoding(page.layout),
-                        priority=first_row,
+                        priority=first_row if self._codec.priority_is_first_row else 0,
                     )
                 )
                 first_row += page.num_rows
-        state.rows_written += len(array)
 
     def _write_external(self, buffers: Sequence[memoryview]) -> list[int]:
         """Blob bytes: each its own aligned buffer, ahead of the page that addresses them."""
@@ -197,6 +210,7 @@ class LanceFileWriter:
             raise SchemaError(f"{self.path}: no schema was given and no data was written")
         for state in self._fields:
             self._flush(state)
+            self._store_pages(state, state.encoder.finish())
         schema_metadata = schema_metadata_to_pb(self._schema.metadata)
         schema_metadata.update(self._extra_metadata)
         descriptor = pb.FileDescriptor(

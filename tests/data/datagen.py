@@ -553,7 +553,8 @@ def main() -> None:
         raise SystemExit(
             f"golden data must be written by pylance {PYLANCE_VERSION}, found {lance.__version__}"
         )
-    for stale in (FILES_DIR, DATASETS_DIR):
+    # Only this script's output: files/2.0 belongs to datagen_legacy20.py.
+    for stale in (*(FILES_DIR / version for version in FILE_VERSIONS), EXPECTED_FILES_DIR, DATASETS_DIR):
         if stale.exists():
             shutil.rmtree(stale)
     generate_files()

@@ -243,7 +243,8 @@ def test_options_parsing() -> None:
 def test_num_columns() -> None:
     t = pa.struct([("x", pa.int32()), ("y", pa.list_(pa.struct([("a", pa.string()), ("b", pa.float64())])))])
     assert num_columns(pa.field("s", t), V22) == 3
-    assert num_columns(pa.field("s", t), FileVersion.V2_0) == 6
+    with pytest.raises(UnsupportedFeatureError):
+        num_columns(pa.field("s", t), FileVersion.V2_0)
     assert num_columns(pa.field("l", pa.list_(pa.int32())), V21) == 1
     assert num_columns(pa.field("f", pa.list_(pa.float32(), 4)), V22) == 1
     packed = pa.field(

@@ -153,7 +153,7 @@ def test_inputs_and_schema_errors(tmp_path: Path) -> None:
         LanceFileWriter(str(tmp_path / "g.lance")).close()
     assert not (tmp_path / "g.lance").exists()
     with pytest.raises(UnsupportedFeatureError):
-        LanceFileWriter(str(tmp_path / "h.lance"), version="2.0")
+        LanceFileWriter(str(tmp_path / "h.lance"), version="legacy")
     with pytest.raises(SchemaError):
         LanceFileWriter(
             str(tmp_path / "h.lance"), pa.schema([("m", pa.map_(pa.string(), pa.int8()))]), version="2.1"
@@ -270,10 +270,10 @@ def test_protobuf_does_not_parse(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("major", "minor"), [(0, 3), (2, 0)])
-def test_version_2_0_and_legacy_unsupported(tmp_path: Path, major: int, minor: int) -> None:
+def test_2_0_footer_on_2_1_pages(tmp_path: Path, major: int, minor: int) -> None:
     data = _patch_footer(_valid_file(tmp_path), major=major, minor=minor)
-    error = _expect_corrupt(tmp_path, data, UnsupportedFeatureError)
-    assert "2.0 files is not supported yet" in str(error)
+    error = _expect_corrupt(tmp_path, data, UnsupportedEncodingError)
+    assert "lance.encodings.ArrayEncoding" in str(error)
 
 
 @pytest.mark.parametrize(("major", "minor"), [(0, 1), (0, 2)])
