@@ -420,9 +420,8 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
     full_zip = _largest_value_bytes(block) >= FULLZIP_MIN_VALUE_BYTES
     if options.structural_encoding is not None:
         full_zip = options.structural_encoding == "fullzip"
-    if full_zip and isinstance(block, FixedWidthBlock) and block.bits_per_value % 8:
-        full_zip = False
     if full_zip:
+        block = fullzip.byte_aligned(block)
         stored, desc = try_per_value_compressor(block, dtype, options).compress_per_value(block)
         buffers, layout = fullzip.encode_page(levels, stored, desc, version)
         return EncodedPage(tuple(buffers), layout, leaf.num_rows)
