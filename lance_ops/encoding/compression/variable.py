@@ -87,7 +87,7 @@ def variable_chunk_counts(
         if left <= max_values and (left + 1) * width + int(offs[n] - offs[start]) <= minichunk_size:
             counts.append(left)
             break
-        k = 2
+        k = min(2, left)
         while (
             2 * k <= left
             and 2 * k <= max_values
