@@ -16,11 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import pyarrow as pa
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding import FileVersion, PageInfo, make_field_decoder
@@ -114,7 +113,9 @@ def _ints(data: st.DataObject, dtype: str) -> FixedWidthBlock:
 
 
 def _texts(data: st.DataObject) -> VariableWidthBlock:
-    words = data.draw(st.lists(st.binary(max_size=60) | st.sampled_from([b"alpha", b"beta"]), min_size=1, max_size=400))
+    words = data.draw(
+        st.lists(st.binary(max_size=60) | st.sampled_from([b"alpha", b"beta"]), min_size=1, max_size=400)
+    )
     return variable_block(words, large=data.draw(st.booleans()))
 
 
@@ -143,7 +144,7 @@ def _same_values(blocks: list[DataBlock], block: DataBlock) -> None:
 @pytest.mark.parametrize("name", sorted(VALID))
 @given(data=st.data())
 def test_miniblock_valid_then_flipped(name: str, data: st.DataObject) -> None:
-    """A scheme's own chunks decode to its input; with one byte flipped, to the same count or a typed error."""
+    """A scheme's own chunks decode to its input; one flipped byte gives the same count or a typed error."""
     make, values = VALID[name]
     block = values(data)
     compressed, desc = make().compress(block)

@@ -72,7 +72,10 @@ def _decimals(data_type: pa.DataType) -> pa.Array:
 
 def _words(distinct: int, length: int, seed: int = 5) -> list[str]:
     rng = _rng(seed)
-    pool = ["".join(chr(97 + c) for c in rng.integers(0, 26, rng.integers(0, length + 1))) for _ in range(distinct)]
+    pool = [
+        "".join(chr(97 + c) for c in rng.integers(0, 26, rng.integers(0, length + 1)))
+        for _ in range(distinct)
+    ]
     return [pool[i] for i in rng.integers(0, distinct, N)]
 
 
@@ -106,13 +109,21 @@ def _lists(list_type: Callable[[pa.DataType], pa.DataType], item: pa.Array) -> p
 
 
 def _fixed_lists(item: pa.Array, size: int) -> pa.Array:
-    values = item.slice(0, N * size) if len(item) >= N * size else pa.concat_arrays([item] * (N * size // len(item) + 1))
-    return pa.FixedSizeListArray.from_arrays(values.slice(0, N * size), size, mask=pa.array([i % 11 == 5 for i in range(N)]))
+    values = (
+        item.slice(0, N * size)
+        if len(item) >= N * size
+        else pa.concat_arrays([item] * (N * size // len(item) + 1))
+    )
+    return pa.FixedSizeListArray.from_arrays(
+        values.slice(0, N * size), size, mask=pa.array([i % 11 == 5 for i in range(N)])
+    )
 
 
 def _struct() -> pa.Array:
     return pa.StructArray.from_arrays(
-        [_ints("int32"), _strings(pa.string())], names=["a", "b"], mask=pa.array([i % 13 == 6 for i in range(N)])
+        [_ints("int32"), _strings(pa.string())],
+        names=["a", "b"],
+        mask=pa.array([i % 13 == 6 for i in range(N)]),
     )
 
 
@@ -133,7 +144,10 @@ def _nested() -> pa.Array:
 
 
 FAMILIES: dict[str, Callable[[], pa.Array]] = {
-    **{t: (lambda t=t: _ints(t)) for t in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")},
+    **{
+        t: (lambda t=t: _ints(t))
+        for t in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    },
     "int32 runs": _runs,
     **{t: (lambda t=t: _floats(t)) for t in ("float16", "float32", "float64")},
     "bool": lambda: pa.array(_with_nulls([bool(x) for x in _rng(11).integers(0, 2, N)])),
@@ -169,7 +183,12 @@ COMMON: tuple[dict[str, str], ...] = (
     {"structural-encoding": "fullzip", "compression": "zstd"},
     {"structural-encoding": "miniblock", "compression": "zstd", "compression-level": "9"},
 )
-NUMERIC = ({"bss": "on"}, {"bss": "off"}, {"rle-threshold": "0.9"}, {"rle-threshold": "0.9", "compression": "lz4"})
+NUMERIC = (
+    {"bss": "on"},
+    {"bss": "off"},
+    {"rle-threshold": "0.9"},
+    {"rle-threshold": "0.9", "compression": "lz4"},
+)
 TEXT = (
     {"compression": "fsst"},
     {"structural-encoding": "fullzip", "compression": "fsst"},
@@ -244,7 +263,9 @@ def test_pylance_writes_we_read(case: Case, tmp_path: Path) -> None:
 
 def _pylance_accepts(case: Case, table: pa.Table, tmp_path: Path) -> bool:
     try:
-        with lance_file.LanceFileWriter(str(tmp_path / "probe.lance"), table.schema, version=case.version) as w:
+        with lance_file.LanceFileWriter(
+            str(tmp_path / "probe.lance"), table.schema, version=case.version
+        ) as w:
             w.write_batch(table)
     except (OSError, ValueError, RuntimeError):
         return False

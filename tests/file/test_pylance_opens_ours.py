@@ -97,7 +97,9 @@ def test_pylance_reads_every_file_we_write(
         with LanceFileWriter(path, table.schema, version=version) as writer:
             writer.write_batch(table)
     except LanceOpsError:
-        assert not _pylance_accepts(table, version, directory / "theirs.lance"), "we refused a file pylance writes"
+        assert not _pylance_accepts(table, version, directory / "theirs.lance"), (
+            "we refused a file pylance writes"
+        )
         return
     reader = lance_file.LanceFileReader(str(path))
     got = reader.read_all().to_table()

@@ -14,7 +14,9 @@ from lance_ops.file import LanceFileReader, LanceFileWriter
 
 THREADS = 16
 BATCHES_PER_THREAD = 12
-SCHEMA = pa.schema([("id", pa.int64()), ("twice", pa.int64()), ("label", pa.string()), ("tags", pa.list_(pa.int32()))])
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("twice", pa.int64()), ("label", pa.string()), ("tags", pa.list_(pa.int32()))]
+)
 
 
 def _batch(first: int, rows: int) -> pa.RecordBatch:
@@ -23,7 +25,9 @@ def _batch(first: int, rows: int) -> pa.RecordBatch:
         pa.array(np.arange(rows + 1, dtype=np.int32) * 2),
         pa.array(np.repeat(ids % 1000, 2).astype(np.int32)),
     )
-    return pa.record_batch([pa.array(ids), pa.array(ids * 2), pa.array([f"row-{i}" for i in ids]), tags], schema=SCHEMA)
+    return pa.record_batch(
+        [pa.array(ids), pa.array(ids * 2), pa.array([f"row-{i}" for i in ids]), tags], schema=SCHEMA
+    )
 
 
 def _write_concurrently(path: Path, data_cache_bytes: int | None) -> list[int]:

@@ -293,7 +293,11 @@ class FullZipReader(PageReader):
         else:
             data = buf[_payload_mask(size, pos, p_head)]
             block = self.decompressor.decompress(FixedWidthBlock(data, self.value_bytes * 8, len(vis_idx)))
-            if pa.types.is_boolean(self.dtype) and isinstance(block, FixedWidthBlock) and block.bits_per_value == 8:
+            if (
+                pa.types.is_boolean(self.dtype)
+                and isinstance(block, FixedWidthBlock)
+                and block.bits_per_value == 8
+            ):
                 block = _bytes_as_bools(block)
         values = from_block(block, self.dtype)
         return DecodedLeaf(levels, values)
