@@ -91,6 +91,11 @@ def _big_binary() -> pa.Array:
     return pa.array([None if i % 4 == 1 else rng.bytes(40_000) for i in range(12)], pa.large_binary())
 
 
+def _kilobytes(n: int) -> pa.Array:
+    data = _rng(15).bytes(1024 * n)
+    return pa.array([data[i * 1024 : (i + 1) * 1024] for i in range(n)], pa.large_binary())
+
+
 def _fixed_binary(width: int) -> pa.Array:
     rng = _rng(7)
     return pa.array(_with_nulls([rng.bytes(width) for _ in range(N)]), pa.binary(width))
@@ -171,6 +176,18 @@ FAMILIES: dict[str, Callable[[], pa.Array]] = {
     "fixed_size_list<float32, 4>": lambda: _fixed_lists(_floats("float32"), 4),
     "struct<int32, string>": _struct,
     "map<string, int32>": _map,
+    "string 10 KB": lambda: pa.array(_with_nulls(["s" * (10_000 + i) for i in range(40)], every=5)),
+    "date64": lambda: pa.array(
+        _with_nulls([int(x) * 86_400_000 for x in _rng(12).integers(0, 20_000, N)]), pa.date64()
+    ),
+    "time32 ms": lambda: _temporal(pa.time32("ms"), 86_400_000),
+    "duration ns": lambda: _temporal(pa.duration("ns"), 2**60),
+    "list<bool>": lambda: _lists(pa.list_, pa.array([bool(x) for x in _rng(13).integers(0, 2, 4 * N)])),
+    "fixed_size_list<bool, 3>": lambda: _fixed_lists(
+        pa.array([bool(x) for x in _rng(14).integers(0, 2, 3 * N)]), 3
+    ),
+    "list<large_binary 1 KB>": lambda: _lists(pa.list_, _kilobytes(4 * N)),
+    "list<fixed_size_list<float32, 2>>": lambda: _lists(pa.list_, _fixed_lists(_floats("float32"), 2)),
     "list<struct<list<int64>, string>>": _nested,
 }
 
