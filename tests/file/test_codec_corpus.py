@@ -91,9 +91,9 @@ def _big_binary() -> pa.Array:
     return pa.array([None if i % 4 == 1 else rng.bytes(40_000) for i in range(12)], pa.large_binary())
 
 
-def _kilobytes(n: int) -> pa.Array:
-    data = _rng(15).bytes(1024 * n)
-    return pa.array([data[i * 1024 : (i + 1) * 1024] for i in range(n)], pa.large_binary())
+def _over_256_bytes(n: int) -> pa.Array:
+    data = _rng(15).bytes(300 * n)
+    return pa.array([data[i * 300 : (i + 1) * 300] for i in range(n)], pa.large_binary())
 
 
 def _fixed_binary(width: int) -> pa.Array:
@@ -186,7 +186,7 @@ FAMILIES: dict[str, Callable[[], pa.Array]] = {
     "fixed_size_list<bool, 3>": lambda: _fixed_lists(
         pa.array([bool(x) for x in _rng(14).integers(0, 2, 3 * N)]), 3
     ),
-    "list<large_binary 1 KB>": lambda: _lists(pa.list_, _kilobytes(4 * N)),
+    "list<large_binary 300 B>": lambda: _lists(pa.list_, _over_256_bytes(4 * N)),
     "list<fixed_size_list<float32, 2>>": lambda: _lists(pa.list_, _fixed_lists(_floats("float32"), 2)),
     "list<struct<list<int64>, string>>": _nested,
 }
