@@ -21,6 +21,7 @@ import decimal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -175,6 +176,11 @@ FAMILIES: dict[str, Callable[[], pa.Array]] = {
     "large_list<string>": lambda: _lists(pa.large_list, _strings(pa.string())),
     "fixed_size_list<float32, 4>": lambda: _fixed_lists(_floats("float32"), 4),
     "struct<int32, string>": _struct,
+    "struct<int32, float64> valid children": lambda: pa.StructArray.from_arrays(
+        [pa.array(np.arange(N, dtype=np.int32)), pa.array(_rng(16).normal(size=N))],
+        names=["a", "b"],
+        mask=pa.array([i % 13 == 6 for i in range(N)]),
+    ),
     "map<string, int32>": _map,
     "string 10 KB": lambda: pa.array(_with_nulls(["s" * (10_000 + i) for i in range(40)], every=5)),
     "date64": lambda: pa.array(
@@ -199,6 +205,7 @@ COMMON: tuple[dict[str, str], ...] = (
     *GENERAL,
     {"structural-encoding": "fullzip", "compression": "zstd"},
     {"structural-encoding": "miniblock", "compression": "zstd", "compression-level": "9"},
+    {"general": "on"},
 )
 NUMERIC = (
     {"bss": "on"},
@@ -216,6 +223,8 @@ TEXT = (
 
 
 def _options_for(family: str) -> tuple[dict[str, str], ...]:
+    if family.startswith("struct"):
+        return (*COMMON, {"packed": "true"}, {"packed": "true", "structural-encoding": "fullzip"})
     if family.startswith(("int", "uint", "float", "date", "timestamp", "time64", "decimal")):
         return COMMON + NUMERIC
     if "string" in family or family in ("binary", "large_binary"):
@@ -225,14 +234,28 @@ def _options_for(family: str) -> tuple[dict[str, str], ...]:
 
 @dataclass(frozen=True)
 class Case:
+    """One corpus entry; ``paged`` writes the rows as three batches into pages of at most
+    ``PAGE_BYTES`` (flushed at ``PAGE_BYTES`` of buffered data), so reads cross pages."""
+
     family: str
     options: Mapping[str, str]
     version: str
+    paged: bool = False
 
     @property
     def id(self) -> str:
         opts = ",".join(f"{k}={v}" for k, v in self.options.items()) or "default"
-        return f"{self.version}|{self.family}|{opts}"
+        return f"{self.version}|{self.family}|{opts}" + ("|paged" if self.paged else "")
+
+    def write(self, writer_class: Any, path: str, table: pa.Table) -> None:
+        sizes = {"max_page_bytes": PAGE_BYTES, "data_cache_bytes": PAGE_BYTES} if self.paged else {}
+        with writer_class(path, table.schema, version=self.version, **sizes) as writer:
+            if not self.paged:
+                writer.write_batch(table)
+                return
+            third = -(-table.num_rows // 3)
+            for start in range(0, table.num_rows, third):
+                writer.write_batch(table.slice(start, third))
 
     def table(self) -> pa.Table:
         array = FAMILIES[self.family]()
@@ -241,11 +264,14 @@ class Case:
         return pa.table({"c": array}, schema=pa.schema([field]))
 
 
+PAGE_BYTES = 8192
+PAGED_OPTIONS: tuple[dict[str, str], ...] = ({}, *STRUCTURAL)
 CASES = [
-    Case(family, options, version)
+    Case(family, options, version, paged)
     for version in VERSIONS
     for family in FAMILIES
-    for options in _options_for(family)
+    for paged, choices in ((False, _options_for(family)), (True, PAGED_OPTIONS))
+    for options in choices
     if not (family.startswith("map") and version == "2.1")  # maps need 2.2
 ]
 
@@ -265,8 +291,7 @@ def test_pylance_writes_we_read(case: Case, tmp_path: Path) -> None:
     table = case.table()
     path = str(tmp_path / "p.lance")
     try:
-        with lance_file.LanceFileWriter(path, table.schema, version=case.version) as writer:
-            writer.write_batch(table)
+        case.write(lance_file.LanceFileWriter, path, table)
     except (OSError, ValueError, RuntimeError) as exc:
         pytest.skip(f"pylance refuses to write this case: {exc}")
     reader = LanceFileReader(path)
@@ -280,10 +305,7 @@ def test_pylance_writes_we_read(case: Case, tmp_path: Path) -> None:
 
 def _pylance_accepts(case: Case, table: pa.Table, tmp_path: Path) -> bool:
     try:
-        with lance_file.LanceFileWriter(
-            str(tmp_path / "probe.lance"), table.schema, version=case.version
-        ) as w:
-            w.write_batch(table)
+        case.write(lance_file.LanceFileWriter, str(tmp_path / "probe.lance"), table)
     except (OSError, ValueError, RuntimeError):
         return False
     return True
@@ -294,8 +316,7 @@ def test_we_write_pylance_reads(case: Case, tmp_path: Path) -> None:
     table = case.table()
     path = str(tmp_path / "o.lance")
     try:
-        with LanceFileWriter(path, table.schema, version=case.version) as writer:
-            writer.write_batch(table)
+        case.write(LanceFileWriter, path, table)
     except LanceOpsError:
         if _pylance_accepts(case, table, tmp_path):
             raise
