@@ -181,6 +181,10 @@ FAMILIES: dict[str, Callable[[], pa.Array]] = {
         names=["a", "b"],
         mask=pa.array([i % 13 == 6 for i in range(N)]),
     ),
+    "list<struct<list<int32>>> null structs": lambda: pa.array(
+        [[None], [], None, [{"f0": [1, 2]}, None], [{"f0": None}], [{"f0": []}]] * (N // 6),
+        pa.list_(pa.struct([("f0", pa.list_(pa.int32()))])),
+    ),
     "map<string, int32>": _map,
     "string 10 KB": lambda: pa.array(_with_nulls(["s" * (10_000 + i) for i in range(40)], every=5)),
     "date64": lambda: pa.array(

@@ -9,6 +9,7 @@ it too: silently writing a file pylance rejects is the failure this test exists 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,8 @@ OPTIONS = st.fixed_dictionaries(
         "dict-size-ratio": st.sampled_from(["0.5", "0.9", "1.0"]),
         "dict-values-compression": st.sampled_from(["none", "zstd", "lz4"]),
         "minichunk-size": st.sampled_from(["1024", "4096", "65536"]),
+        "general": st.sampled_from(["on", "off"]),
+        "packed": st.just("true"),
     },
 )
 
@@ -73,31 +76,43 @@ def fixed_lists(draw: st.DrawFn) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
 
 
+PAGE_BYTES = st.sampled_from([None, 1024, 16384])
 ARRAYS = st.one_of(flat_arrays(), nested_arrays(), large_values(), long_runs(), fixed_lists())
 
 
-def _pylance_accepts(table: pa.Table, version: str, path: Path) -> bool:
+def _write(writer_class: Any, path: Path, table: pa.Table, version: str, page_bytes: int | None) -> None:
+    sizes = {"max_page_bytes": page_bytes, "data_cache_bytes": page_bytes} if page_bytes else {}
+    with writer_class(str(path), table.schema, version=version, **sizes) as writer:
+        half = table.num_rows // 2
+        for part in (table.slice(0, half), table.slice(half)) if page_bytes else (table,):
+            writer.write_batch(part)
+
+
+def _pylance_accepts(table: pa.Table, version: str, path: Path, page_bytes: int | None) -> bool:
     try:
-        with lance_file.LanceFileWriter(str(path), table.schema, version=version) as writer:
-            writer.write_batch(table)
+        _write(lance_file.LanceFileWriter, path, table, version, page_bytes)
     except (OSError, ValueError, RuntimeError):
         return False
     return True
 
 
-@given(array=ARRAYS, options=OPTIONS, version=st.sampled_from(["2.1", "2.2"]))
+@given(array=ARRAYS, options=OPTIONS, version=st.sampled_from(["2.1", "2.2"]), page_bytes=PAGE_BYTES)
 def test_pylance_reads_every_file_we_write(
-    tmp_path_factory: pytest.TempPathFactory, array: pa.Array, options: dict[str, str], version: str
+    tmp_path_factory: pytest.TempPathFactory,
+    array: pa.Array,
+    options: dict[str, str],
+    version: str,
+    page_bytes: int | None,
 ) -> None:
+    """``page_bytes`` set: the rows go in as two batches into pages of at most that size."""
     directory = tmp_path_factory.mktemp("prop")
     field = pa.field("c", array.type, metadata={f"lance-encoding:{k}": v for k, v in options.items()} or None)
     table = pa.Table.from_arrays([array], schema=pa.schema([field]))
     path = directory / "ours.lance"
     try:
-        with LanceFileWriter(path, table.schema, version=version) as writer:
-            writer.write_batch(table)
+        _write(LanceFileWriter, path, table, version, page_bytes)
     except LanceOpsError:
-        assert not _pylance_accepts(table, version, directory / "theirs.lance"), (
+        assert not _pylance_accepts(table, version, directory / "theirs.lance", page_bytes), (
             "we refused a file pylance writes"
         )
         return
