@@ -310,7 +310,9 @@ def test_pylance_writes_we_read(case: Case, tmp_path: Path) -> None:
 def _pylance_accepts(case: Case, table: pa.Table, tmp_path: Path) -> bool:
     try:
         case.write(lance_file.LanceFileWriter, str(tmp_path / "probe.lance"), table)
-    except (OSError, ValueError, RuntimeError):
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # pylance's Rust panics surface as a BaseException
         return False
     return True
 

@@ -91,7 +91,9 @@ def _write(writer_class: Any, path: Path, table: pa.Table, version: str, page_by
 def _pylance_accepts(table: pa.Table, version: str, path: Path, page_bytes: int | None) -> bool:
     try:
         _write(lance_file.LanceFileWriter, path, table, version, page_bytes)
-    except (OSError, ValueError, RuntimeError):
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # pylance's Rust panics surface as a BaseException
         return False
     return True
 
@@ -106,6 +108,10 @@ def test_pylance_reads_every_file_we_write(
 ) -> None:
     """``page_bytes`` set: the rows go in as two batches into pages of at most that size."""
     directory = tmp_path_factory.mktemp("prop")
+    if not pa.types.is_struct(array.type):
+        # pylance 14 cannot read back its own file when "packed" sits on a list field (its
+        # reader expects one packed column, its writer writes one per child); we match the writer.
+        options = {k: v for k, v in options.items() if k != "packed"}
     field = pa.field("c", array.type, metadata={f"lance-encoding:{k}": v for k, v in options.items()} or None)
     table = pa.Table.from_arrays([array], schema=pa.schema([field]))
     path = directory / "ours.lance"
