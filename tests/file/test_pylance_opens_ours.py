@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lance_ops.errors import LanceOpsError
@@ -98,6 +98,7 @@ def _pylance_accepts(table: pa.Table, version: str, path: Path, page_bytes: int 
     return True
 
 
+@settings(max_examples=300)  # a few seconds: most examples are small files
 @given(array=ARRAYS, options=OPTIONS, version=st.sampled_from(["2.1", "2.2"]), page_bytes=PAGE_BYTES)
 def test_pylance_reads_every_file_we_write(
     tmp_path_factory: pytest.TempPathFactory,
