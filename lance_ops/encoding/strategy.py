@@ -430,9 +430,8 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
     full_zip = _largest_value_bytes(block) >= FULLZIP_MIN_VALUE_BYTES
     if options.structural_encoding is not None:
         full_zip = options.structural_encoding == "fullzip"
-    if full_zip and isinstance(block, FixedWidthBlock) and block.bits_per_value % 8:
-        full_zip = False
     if full_zip:
+        block = fullzip.byte_aligned(block)
         stored, desc = try_per_value_compressor(block, dtype, options).compress_per_value(block)
         buffers, layout = fullzip.encode_page(levels, stored, desc, version)
         return EncodedPage(tuple(buffers), layout, leaf.num_rows)
@@ -445,9 +444,26 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
     return EncodedPage(tuple(buffers), layout, leaf.num_rows)
 
 
+def _has_child_nulls(leaf: ShreddedLeaf) -> bool:
+    """Whether a child of the struct leaf is null in a slot where the struct itself is valid."""
+    values = leaf.values
+    valid = _valid_visible(leaf)
+    for i in range(values.type.num_fields):
+        child = values.field(i)
+        if child.null_count == 0:
+            continue
+        nulls = child.is_null().to_numpy(zero_copy_only=False)
+        if bool(np.any(nulls if valid is None else nulls & valid)):
+            return True
+    return False
+
+
 def _packed_struct_page(leaf: ShreddedLeaf, options: EncodingOptions, version: FileVersion) -> EncodedPage:
     """Packed struct: mini-block ``PackedStruct`` for fixed-width children, else (2.2 only)
-    full-zip ``VariablePackedStruct``."""
+    full-zip ``VariablePackedStruct``. Packed rows have no room for a child's validity, so a
+    child null inside a valid struct is refused (as pylance refuses it) rather than lost."""
+    if _has_child_nulls(leaf):
+        raise UnsupportedFeatureError("a packed struct's children cannot be null where the struct is valid")
     block = to_block(leaf.values)
     if not isinstance(block, StructBlock):
         raise UnsupportedFeatureError("packed struct values did not form a struct block")

@@ -14,12 +14,17 @@ keeps until the end (2.0 struct headers) and writes the FileDescriptor, column m
 offset tables and footer
 (see :mod:`lance_ops.file.format`). Data buffers go straight to the output stream, so at
 most ``data_cache_bytes`` per field are held in memory.
+
+Every public method takes one writer-wide lock, so ``write_batch`` may be called from
+several threads at once: calls are serialised and each batch lands whole, its columns
+aligned, as with pylance's writer.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -96,6 +101,7 @@ class LanceFileWriter:
         self.data_cache_bytes = data_cache_bytes or DEFAULT_DATA_CACHE_BYTES
         if self.max_page_bytes <= 0 or self.data_cache_bytes <= 0:
             raise ValueError("max_page_bytes and data_cache_bytes must be positive")
+        self._lock = threading.RLock()
         self._schema: pa.Schema | None = None
         self._fields: list[_FieldState] = []
         if schema is not None:
@@ -126,8 +132,11 @@ class LanceFileWriter:
 
     def write_batch(self, data: pa.Table | pa.RecordBatch | Any) -> None:
         """Append rows (a Table, RecordBatch or pandas DataFrame) matching the file schema."""
+        with self._lock:
+            self._write_table(as_table(data, self._schema))
+
+    def _write_table(self, table: pa.Table) -> None:
         self._check_open()
-        table = as_table(data, self._schema)
         if self._schema is None:
             self._set_schema(table.schema)
         assert self._schema is not None
@@ -192,17 +201,23 @@ class LanceFileWriter:
 
     def add_schema_metadata(self, key: str, value: str | bytes) -> None:
         """Add a key to the schema metadata stored in the file."""
-        self._check_open()
-        self._extra_metadata[key] = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        with self._lock:
+            self._check_open()
+            self._extra_metadata[key] = value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
     def add_global_buffer(self, data: bytes | bytearray | memoryview) -> int:
         """Store ``data`` as a global buffer; returns its index (1, 2, ...; 0 is the schema)."""
-        self._check_open()
-        self._global_buffers.append(self._region.write_buffer(data))
-        return len(self._global_buffers)
+        with self._lock:
+            self._check_open()
+            self._global_buffers.append(self._region.write_buffer(data))
+            return len(self._global_buffers)
 
     def close(self) -> int:
         """Flush buffered rows, write the metadata and footer, publish the file; returns the row count."""
+        with self._lock:
+            return self._close()
+
+    def _close(self) -> int:
         if self._closed:
             return self._num_rows
         if self._schema is None:
@@ -226,9 +241,10 @@ class LanceFileWriter:
 
     def abort(self) -> None:
         """Discard the partial file."""
-        if not self._closed:
-            self._closed = True
-            self._out.abort()
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._out.abort()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -150,7 +150,7 @@ def miniblock_roundtrip(compressor, block) -> tuple[list, MiniBlockCompressed, p
     for i, b in enumerate(compressed.buffers):
         assert len(b) == sum(c.buffer_sizes[i] for c in compressed.chunks)
     for c in compressed.chunks[:-1]:
-        assert c.log_num_values <= 15
+        assert 1 <= c.log_num_values <= 15  # 0 marks the last chunk only
     if compressed.chunks:
         assert compressed.chunks[-1].log_num_values == 0
     dec = decompressor_for(Context.MINIBLOCK, pb.CompressiveEncoding.FromString(desc.SerializeToString()))

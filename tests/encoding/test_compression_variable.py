@@ -61,9 +61,12 @@ def test_chunk_layout_bytes() -> None:
     )
 
 
-def test_value_larger_than_a_chunk_gets_its_own_chunk() -> None:
+def test_oversized_values_still_fill_two_per_chunk() -> None:
+    """A non-last chunk of one value would record log2 = 0, which marks the last chunk and
+    which pylance rejects; so chunks keep two values even past ``minichunk_size``."""
     values = [b"x" * 5000, b"y", b"z" * 5000, b"w"]
-    assert variable_chunk_counts(np.cumsum([0] + [len(v) for v in values]), 4) == [1, 1, 1, 1]
+    assert variable_chunk_counts(np.cumsum([0] + [len(v) for v in values]), 4) == [2, 2]
+    assert variable_chunk_counts(np.cumsum([0] + [5000] * 5), 4) == [2, 2, 1]
 
 
 def test_block_form_dictionary_example() -> None:

@@ -184,7 +184,8 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlockChunk, ...]:
     """Chunk records for per-chunk value ``counts`` and a (chunks, buffers) array of byte ``sizes``.
 
-    Every chunk but the last must hold a power-of-two count; the last records log2 = 0.
+    Every chunk but the last must hold a power-of-two count of at least two (log2 = 0 marks
+    the last chunk, so readers reject a non-last chunk of one value); the last records 0.
     """
     if len(counts) == 0:
         return ()
@@ -192,8 +193,8 @@ def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlo
     out = []
     for i, count in enumerate(counts):
         last = i == len(counts) - 1
-        if not last and (count <= 0 or count & (count - 1)):
-            raise ValueError(f"non-last mini-block chunk holds {count} values (not a power of two)")
+        if not last and (count < 2 or count & (count - 1)):
+            raise ValueError(f"non-last mini-block chunk holds {count} values (not a power of two >= 2)")
         out.append(
             MiniBlockChunk(tuple(int(s) for s in sizes[i]), 0 if last else int(count).bit_length() - 1)
         )

@@ -14,8 +14,10 @@ so ``offsets[0] == (n + 1) × w``. Example: ``["ab", "c"]`` with u32 offsets is
 
 Chunking (§3.7): at each chunk start with r values left, the chunk takes all r values if
 ``(r + 1) × w + bytes ≤ minichunk_size`` (default 4 096) and r ≤ 4 096; otherwise it starts
-at one value and doubles while the doubled chunk still fits in ``minichunk_size`` and does
-not exceed the values left (a single oversized value gets a chunk of its own).
+at two values and doubles while the doubled chunk still fits in ``minichunk_size`` and does
+not exceed the values left. Two is the floor even when two values overflow
+``minichunk_size``: a non-last chunk records log2(count) in its metadata word and 0 is
+reserved for the last chunk, so a lone oversized value may only end a page.
 
 Block form (dictionaries)::
 
@@ -85,7 +87,7 @@ def variable_chunk_counts(
         if left <= max_values and (left + 1) * width + int(offs[n] - offs[start]) <= minichunk_size:
             counts.append(left)
             break
-        k = 1
+        k = min(2, left)
         while (
             2 * k <= left
             and 2 * k <= max_values

@@ -17,6 +17,8 @@ of buffer 0. Example: nullable ``large_string`` rows ``[null, <81 bytes>]`` give
 
 Values pass through a *per-value* compressor first (Flat / Variable / FSST / zstd per
 value), so each stored value can be located without decompressing its neighbours.
+Booleans, the one sub-byte type, are stored a byte per value (0 or 1, ``bits_per_value =
+8``) as pylance does, and packed back into a bitmap on read.
 """
 
 from __future__ import annotations
@@ -73,6 +75,21 @@ def _payload_mask(size: int, level_pos: np.ndarray, header_len: np.ndarray) -> n
     mask = np.ones(size, bool)
     mask[ranges(level_pos, header_len)] = False
     return mask
+
+
+def byte_aligned(block: DataBlock) -> DataBlock:
+    """``block`` ready for per-value compression: a 1-bit (boolean, LSB-first) block is
+    widened to one 0/1 byte per value; anything else is returned as is."""
+    if not isinstance(block, FixedWidthBlock) or block.bits_per_value != 1:
+        return block
+    bits = np.unpackbits(np.asarray(block.data, np.uint8), count=block.num_values, bitorder="little")
+    return FixedWidthBlock(bits, 8, block.num_values)
+
+
+def _bytes_as_bools(block: FixedWidthBlock) -> FixedWidthBlock:
+    """One byte per boolean (non-zero is true) packed into an LSB-first bitmap."""
+    flags = np.asarray(block.data, np.uint8)[: block.num_values] != 0
+    return FixedWidthBlock(np.packbits(flags, bitorder="little"), 1, block.num_values)
 
 
 def index_width(limit: int) -> int:
@@ -276,5 +293,11 @@ class FullZipReader(PageReader):
         else:
             data = buf[_payload_mask(size, pos, p_head)]
             block = self.decompressor.decompress(FixedWidthBlock(data, self.value_bytes * 8, len(vis_idx)))
+            if (
+                pa.types.is_boolean(self.dtype)
+                and isinstance(block, FixedWidthBlock)
+                and block.bits_per_value == 8
+            ):
+                block = _bytes_as_bools(block)
         values = from_block(block, self.dtype)
         return DecodedLeaf(levels, values)

@@ -315,6 +315,7 @@ def _shred_node(
             _shred_node(array.field(i), dtype.field(i), child, [*path, False], num_rows, out)
         return
     ordinal = sum(path) + 1
+    hidden = _note_hidden(walk, live, depth)
     offsets = np.asarray(array.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
     if len(offsets) == 0:
         offsets = np.zeros(1, np.int64)
@@ -335,15 +336,16 @@ def _shred_node(
     order[group_start] = np.where(walk.order == 0, ordinal, walk.order)
     within = np.arange(total, dtype=np.int64) - np.repeat(group_start, counts)
     idx = np.where(np.repeat(expand, counts), np.repeat(starts, counts) + within, -1)
-    child = _Walk(order, np.repeat(mark, counts), idx, walk.hidden)
+    child = _Walk(order, np.repeat(mark, counts), idx, hidden)
     _shred_node(array.values, child_field(field), child, [*path, True], num_rows, out)
 
 
 def _note_hidden(walk: _Walk, live: np.ndarray, depth: int) -> frozenset[int]:
-    """Record that this item layer holds slots of a null outer struct.
+    """Record that this item or list layer holds slots of a null outer struct.
 
     pylance treats such a layer as nullable (Arrow's logical nulls propagate from a struct
-    to its children) even when the child array itself has no nulls.
+    to its children) even when the child array itself has no nulls; its reader rejects a
+    page whose list layer under a null struct is not.
     """
     if np.any(live & (walk.mark >= 0)):
         return walk.hidden | {depth}
@@ -366,9 +368,9 @@ def _finish_leaf(
     seen[np.unique(mark[mark >= 0])] = True
     outer: list[Layer] = []
     for d, lst in enumerate(path):
-        has_null, has_empty = bool(seen[2 * d]), bool(seen[2 * d + 1])
+        has_null, has_empty = bool(seen[2 * d]) or d in hidden, bool(seen[2 * d + 1])
         if not lst:
-            outer.append(NULLABLE_ITEM if has_null or d in hidden else ALL_VALID_ITEM)
+            outer.append(NULLABLE_ITEM if has_null else ALL_VALID_ITEM)
         elif has_null and has_empty:
             outer.append(NULL_AND_EMPTY_LIST)
         else:
