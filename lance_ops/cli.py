@@ -33,6 +33,7 @@ from google.protobuf.message import Message
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb21
 from lance_ops.dataset import LanceDataset, dataset
+from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import DatasetNotFoundError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.file import LanceFileMetadata, LanceFileReader
 from lance_ops.file.codecs import codec_for
@@ -155,8 +156,23 @@ def _leaf_paths(name: str, dtype: pa.DataType) -> list[str]:
     return [name]
 
 
+def _field_paths(name: str, dtype: pa.DataType) -> list[str]:
+    """Every field's path, parents before children (the order of legacy field ids)."""
+    children: list[tuple[str, pa.DataType]] = []
+    if pa.types.is_struct(dtype):
+        children = [(f"{name}.{child.name}", child.type) for child in dtype]
+    elif pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        children = [(f"{name}.item", dtype.value_type)]
+    return [name, *(path for child, ctype in children for path in _field_paths(child, ctype))]
+
+
 def _column_names(reader: LanceFileReader) -> list[str]:
-    """A name for each physical column: the leaf path when the columns are the leaves."""
+    """A name for each physical column: the leaf path when the columns are the leaves.
+
+    Legacy 0.1 files hold a column per field id, parents included.
+    """
+    if reader.version is FileVersion.V0_1:
+        return [path for field in reader.schema for path in _field_paths(field.name, field.type)]
     names = []
     for field in reader.schema:
         count = codec_for(reader.version).num_columns(storage_field(field))
@@ -171,13 +187,18 @@ def _schema_lines(schema: pa.Schema) -> list[str]:
 
 def _file_report(path: str, reader: LanceFileReader, metadata: LanceFileMetadata) -> dict[str, Any]:
     columns = []
-    for name, column in zip(_column_names(reader), metadata.columns, strict=True):
+    names = _column_names(reader)
+    if len(names) != len(metadata.columns):
+        names = [f"column {i}" for i in range(len(metadata.columns))]
+    for name, column in zip(names, metadata.columns, strict=True):
         pages: list[dict[str, Any]] = [
             {
                 "rows": page.length,
                 "buffers": [[b.position, b.size] for b in page.buffers],
                 "bytes": sum(b.size for b in page.buffers),
-                "summary": _layout_summary(page.encoding, codec_for(reader.version).layout_type),
+                "summary": page.encoding
+                if reader.version is FileVersion.V0_1
+                else _layout_summary(page.encoding, codec_for(reader.version).layout_type),
                 "layout": page.encoding,
             }
             for page in column.pages

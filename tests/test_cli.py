@@ -61,6 +61,16 @@ def test_inspect_file_text(capsys: pytest.CaptureFixture[str], version: str) -> 
         assert "constant layers=all_valid_item inline_value=8B" in out
 
 
+@pytest.mark.parametrize("name", ["nested", "primitives"])
+def test_inspect_legacy_v0_1_file(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """0.1 files list a column per field id, parents included, each page with its legacy layout."""
+    out = run_ok(capsys, "inspect", FILES_DIR / "0.1" / f"{name}.lance")
+    assert "format version 0.2" in out
+    if name == "nested":
+        assert "] list_int32: 4 pages" in out and "] list_int32.item: 4 pages" in out
+        assert "] struct.inner.tags.item:" in out
+
+
 def test_inspect_file_layout_names(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_ok(capsys, "inspect", FILES_DIR / "2.1" / "fullzip.lance")
     assert "full-zip values=Fsst(symbol_table=" in out
