@@ -26,6 +26,7 @@ from lance_ops import encoding as codec
 from lance_ops._proto import file2_pb2 as pb2
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.api import FieldEncoder, FileVersion
+from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.format import RegionWriter, direct_encoding, values_column_encoding
 from lance_ops.file.schema import check_writable, schema_metadata_to_pb, schema_to_fields, storage_field
@@ -142,7 +143,7 @@ class LanceFileWriter:
     def _flush(self, state: _FieldState) -> None:
         if not state.pending:
             return
-        array = pa.concat_arrays(state.pending) if len(state.pending) > 1 else state.pending[0]
+        array = dictionary.concat(state.pending)
         num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
         rows_per_page = math.ceil(len(array) / num_pages)
         state.pending, state.pending_bytes = [], 0
