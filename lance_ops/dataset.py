@@ -36,7 +36,13 @@ from lance_ops.errors import (
     UnsupportedFeatureError,
 )
 from lance_ops.file import LanceFileReader
-from lance_ops.file.schema import fields_to_schema, max_field_id, schema_metadata_to_pb, schema_to_fields
+from lance_ops.file.schema import (
+    fields_to_schema,
+    max_field_id,
+    schema_metadata_to_pb,
+    schema_to_fields,
+    table_fields,
+)
 from lance_ops.fragment import FragmentMetadata, data_file_fields, write_fragments_with_schema
 from lance_ops.io import ObjectStore, object_store
 from lance_ops.table.commit import (
@@ -87,7 +93,7 @@ Filter: TypeAlias = "str | pc.Expression | None"
 
 def _fields_of(schema: SchemaLike) -> tuple[tuple[file_pb2.Field, ...], dict[str, bytes]]:
     if isinstance(schema, pa.Schema):
-        return tuple(schema_to_fields(schema)), schema_metadata_to_pb(schema.metadata)
+        return tuple(table_fields(schema)), schema_metadata_to_pb(schema.metadata)
     return tuple(schema), {}
 
 

@@ -243,6 +243,16 @@ def schema_to_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) 
     return out
 
 
+def table_fields(schema: pa.Schema | Iterable[pa.Field]) -> list[pb.Field]:
+    """:func:`schema_to_fields` for a dataset manifest: like pylance, dictionary fields there carry
+    an empty ``dictionary`` message (data files leave it unset)."""
+    fields = schema_to_fields(schema)
+    for field in fields:
+        if field.logical_type.startswith("dict:"):
+            field.dictionary.SetInParent()
+    return fields
+
+
 def schema_metadata_to_pb(metadata: Mapping[bytes | str, bytes | str] | None) -> dict[str, bytes]:
     """Arrow schema metadata as the ``map<string, bytes>`` Lance stores."""
     return {_as_str(k): _as_bytes(v) for k, v in (metadata or {}).items()}

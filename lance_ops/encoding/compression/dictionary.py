@@ -30,7 +30,9 @@ from lance_ops.errors import CorruptFileError, SchemaError
 def _keys(array: pa.DictionaryArray) -> np.ndarray:
     """The raw keys (null slots keep whatever they hold) as int64."""
     indices = array.indices
-    raw = pa.Array.from_buffers(indices.type, len(indices), [None, indices.buffers()[1]], offset=indices.offset)
+    raw = pa.Array.from_buffers(
+        indices.type, len(indices), [None, indices.buffers()[1]], offset=indices.offset
+    )
     return np.asarray(raw.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
