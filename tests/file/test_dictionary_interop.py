@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import lance_ops
 from lance_ops.cli import describe_layout
 from lance_ops.encoding.compression import dictionary
+from lance_ops.encoding.structural.values import from_block, to_block
 from lance_ops.errors import CorruptFileError, SchemaError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 
@@ -319,3 +320,14 @@ def test_write_dataset_with_dictionary_read_by_pylance(tmp_path: Path) -> None:
     # pylance appends to our dataset and we read its fragment back.
     lance.write_dataset(second, uri, mode="append")
     assert lance_ops.dataset(uri).to_table().column("d").to_pylist() == want + second["d"].to_pylist()
+
+
+def test_plain_pages_of_a_dictionary_column_decode_to_a_dictionary() -> None:
+    """A page stored without a dictionary (e.g. another writer's constant page) still reads as
+    a dictionary array of the column's type."""
+    dtype = pa.dictionary(pa.uint8(), pa.string())
+    block = to_block(pa.array(["b", "a", "b"]))
+    out = from_block(block, dtype)
+    assert out.type == dtype
+    assert out.to_pylist() == ["b", "a", "b"]
+    assert out.dictionary.to_pylist() == ["b", "a"]

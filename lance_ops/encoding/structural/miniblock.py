@@ -211,6 +211,7 @@ class MiniBlockPage:
         meta: memoryview,
         dictionary: memoryview | None,
         rep_index: memoryview | None,
+        dtype: pa.DataType,
     ) -> None:
         self.layout = layout
         self.large = layout.has_large_chunk
@@ -224,14 +225,15 @@ class MiniBlockPage:
         self.values = decompressor_for(Context.MINIBLOCK, layout.value_compression)
         self._level_decoders: dict[str, object] = {}
         self.dictionary: DataBlock | None = None
-        # Dictionary-typed columns keep the keys: values are a dictionary array over ``items``.
-        self.keeps_keys = False
+        # A dictionary-typed column keeps the keys: its values are a dictionary array over ``items``.
         self.items: pa.Array | None = None
         if layout.HasField("dictionary"):
             if dictionary is None:
                 raise CorruptFileError("<page>", "dictionary page without a dictionary buffer")
             dec = decompressor_for(Context.BLOCK, layout.dictionary)
             self.dictionary = dec.decompress(dictionary, int(layout.num_dictionary_items))
+            if pa.types.is_dictionary(dtype):
+                self.items = from_block(self.dictionary, dtype.value_type)
         self.rep_index: np.ndarray | None = None
         if layout.repetition_index_depth > 0:
             if rep_index is None:
@@ -305,7 +307,7 @@ class MiniBlockPage:
             defs = levels.defs
             levels = Levels(self.layers, None, None if defs is None else defs[select], len(select))
             values = None if values is None else take_block(values, select)
-        if values is not None and self.dictionary is not None and not self.keeps_keys:
+        if values is not None and self.dictionary is not None and self.items is None:
             values = take_block(self.dictionary, _indices(values))
         return DecodedChunks(levels, values)
 
@@ -424,10 +426,7 @@ class MiniBlockReader(PageReader):
             got = dict(zip(wanted, fetch([self.info.buffers[i] for i in wanted]), strict=True))
             dictionary = got.get(2) if layout.HasField("dictionary") else None
             rep_index = got.get(next_buffer) if layout.repetition_index_depth > 0 else None
-            self._page = MiniBlockPage(layout, got[0], dictionary, rep_index)
-            if self._page.dictionary is not None and pa.types.is_dictionary(self.dtype):
-                self._page.keeps_keys = True
-                self._page.items = from_block(self._page.dictionary, self.dtype.value_type)
+            self._page = MiniBlockPage(layout, got[0], dictionary, rep_index, self.dtype)
             if self._page.offsets[-1] > self.info.buffers[1][1]:
                 raise CorruptFileError("<page>", "mini-block chunks extend past their buffer")
         return self._page
