@@ -72,6 +72,18 @@ def _pylance_table(path: Path) -> pa.Table:
     return lance_file.LanceFileReader(str(path)).read_all().to_table().combine_chunks()
 
 
+def _garbage_under_nulls() -> pa.Array:
+    """Null slots whose keys point past the dictionary (Arrow does not look at them)."""
+    n = 400
+    valid = np.arange(n) % 3 != 0
+    keys = np.where(valid, np.arange(n) % 2, 100).astype(np.int8)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+    dtype = pa.dictionary(pa.int8(), pa.string())
+    return pa.DictionaryArray.from_buffers(
+        dtype, n, [bitmap, pa.py_buffer(keys.tobytes())], pa.array(["a", "b"])
+    )
+
+
 CASES: dict[str, tuple[list[pa.Array], dict[str, str] | None]] = {
     **{
         f"keys {t}": (
@@ -80,6 +92,7 @@ CASES: dict[str, tuple[list[pa.Array], dict[str, str] | None]] = {
         )
         for t in INDEX_TYPES
     },
+    "out-of-range keys under nulls": ([_garbage_under_nulls()], None),
     "no nulls": ([_dict([0, 1, 2, 1] * 200, pa.array(["a", "b", "c"]))], None),
     "five rows": ([_dict([0, 1, 2, 1, 0], pa.array(["a", "b", "c"]))], None),
     "one row": ([_dict([1], pa.array(["a", "b"]), pa.int8())], None),
@@ -331,3 +344,15 @@ def test_plain_pages_of_a_dictionary_column_decode_to_a_dictionary() -> None:
     assert out.type == dtype
     assert out.to_pylist() == ["b", "a", "b"]
     assert out.dictionary.to_pylist() == ["b", "a"]
+
+
+@pytest.mark.interop
+def test_map_of_dictionary_values_2_2(tmp_path: Path) -> None:
+    items = _dict([0, 1, None, 1] * 100, pa.array(["a", None, "b"]), pa.int8())
+    keys = pa.array([f"k{i % 4}" for i in range(400)])
+    array = pa.MapArray.from_arrays(pa.array(np.arange(0, 401, 4), pa.int32()), keys, items)
+    ours, theirs = _write_both(tmp_path, [array], "2.2")
+    assert _layouts(ours) == _layouts(theirs)
+    want = _pylance_table(theirs)
+    assert _pylance_table(ours).equals(want)
+    assert LanceFileReader(str(ours)).read_all().to_table().equals(want)

@@ -6,8 +6,8 @@ fixed-width values) and whose *dictionary* (page buffer 2, ``MiniBlockLayout.dic
 is the Arrow dictionary itself, unused entries included; only a page without any valid
 value becomes an all-null ``ConstantLayout``. Nulls live in the definition levels only:
 :func:`normalize_nulls` first turns keys that point at a null dictionary entry into null
-keys and drops the null entries (renumbering the keys). Keys under null slots are stored
-as they are. Worked example (2.1, int8 keys)::
+keys and drops the null entries (renumbering the keys); keys under null slots are stored
+as 0. Worked example (2.1, int8 keys)::
 
     keys   [0, 1, 3, null, 1]      dictionary ["a", "b", null, "c"]
     ->     keys [0, 1, 2, 0, 1]    def [0, 0, 0, 1, 0]    dictionary ["a", "b", "c"]
@@ -37,18 +37,20 @@ def _keys(array: pa.DictionaryArray) -> np.ndarray:
 
 
 def normalize_nulls(array: pa.DictionaryArray) -> pa.DictionaryArray:
-    """Move nulls from the dictionary into the keys; the dictionary keeps its valid entries."""
+    """Move nulls from the dictionary into the keys (the dictionary keeps its valid entries)
+    and zero the keys of null slots, as pylance does before choosing the keys' compression."""
     dictionary = array.dictionary
-    if dictionary.null_count == 0:
+    if dictionary.null_count == 0 and array.null_count == 0:
         return array
-    valid_items = np.asarray(dictionary.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    renumber = np.cumsum(valid_items) - 1
     keys = _keys(array)
     valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    valid &= valid_items[np.where(valid, keys, 0)]
-    new_keys = np.where(valid, renumber[np.where(valid, keys, 0)], 0)
-    indices = pa.array(new_keys, array.type.index_type, mask=~valid)
-    return pa.DictionaryArray.from_arrays(indices, dictionary.filter(pa.array(valid_items)))
+    if dictionary.null_count:
+        valid_items = np.asarray(dictionary.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        valid &= valid_items[np.where(valid, keys, 0)]
+        keys = (np.cumsum(valid_items) - 1)[np.where(valid, keys, 0)]
+        dictionary = dictionary.filter(pa.array(valid_items))
+    indices = pa.array(np.where(valid, keys, 0), array.type.index_type, mask=~valid)
+    return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=array.type.ordered)
 
 
 def concat(chunks: Sequence[pa.Array]) -> pa.Array:
