@@ -244,8 +244,9 @@ def schema_to_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) 
 
 
 def table_fields(schema: pa.Schema | Iterable[pa.Field]) -> list[pb.Field]:
-    """:func:`schema_to_fields` for a dataset manifest: like pylance, dictionary fields there carry
-    an empty ``dictionary`` message (data files leave it unset)."""
+    """:func:`schema_to_fields` for a dataset manifest: as in pylance's manifests, dictionary fields
+    carry an empty ``dictionary`` message (a 2.x file keeps no dictionary values in its schema;
+    readers ignore the message)."""
     fields = schema_to_fields(schema)
     for field in fields:
         if field.logical_type.startswith("dict:"):
