@@ -106,6 +106,8 @@ def options() -> pa.Table:
         "dict_values_none": (random_keys, _meta(dict_values_compression="none")),
         "force_fullzip": (random_keys, _meta(structural_encoding="fullzip")),
         "force_miniblock": (random_keys, _meta(structural_encoding="miniblock")),
+        "never_dictionary": (random_keys, _meta(dict_divisor="100000", dict_size_ratio="0.01")),
+        "small_chunks": (random_keys, _meta(minichunk_size="512")),
     }
     fields = [pa.field(name, array.type, metadata=meta or None) for name, (array, meta) in columns.items()]
     return pa.Table.from_arrays([array for array, _ in columns.values()], schema=pa.schema(fields))

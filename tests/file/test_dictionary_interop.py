@@ -134,6 +134,9 @@ CASES: dict[str, tuple[list[pa.Array], dict[str, str] | None]] = {
             ("dict-values-compression", "none"),
             ("structural-encoding", "fullzip"),
             ("structural-encoding", "miniblock"),
+            ("dict-divisor", "100000"),
+            ("dict-size-ratio", "0.01"),
+            ("minichunk-size", "512"),
         ]
     },
     "runs": ([_dict(np.repeat(np.arange(10), 500), WORDS)], None),
