@@ -4,7 +4,9 @@ Per leaf page (spec/encodings-2.1.md §8.1), first match wins:
 
 1. no valid visible value → ``ConstantLayout`` all-null form;
 2. 2.2 only: every valid visible value equal → ``ConstantLayout`` with the value;
-3. dictionary (mini-block, page buffer 2): string/binary pages, or 128-bit (2.1) /
+3. dictionary (mini-block, page buffer 2): Arrow dictionary-typed leaves always, with
+   their own keys and dictionary (:mod:`.compression.dictionary`, never a 2.2 constant
+   page); else string/binary pages, or 128-bit (2.1) /
    64- and 128-bit (2.2) fixed-width pages, with at least :data:`DICT_MIN_VALUES` values,
    fewer distinct values than ``values / dict-divisor`` and an estimated size below
    ``dict-size-ratio`` of the plain size. The distinct count is **exact** (Arrow's
@@ -391,6 +393,17 @@ def _dictionary_buffer(
     return miniblock.Dictionary(bytes(data), desc, items.num_values)
 
 
+def _dictionary_page(
+    leaf: ShreddedLeaf, indices: DataBlock, items: DataBlock, options: EncodingOptions, version: FileVersion
+) -> EncodedPage:
+    """Mini-block page of dictionary indices, with the dictionary in page buffer 2."""
+    compressed, desc = try_fixed_compressor(indices, options).compress(indices)
+    buffers, layout = miniblock.encode_page(
+        leaf.levels, compressed, desc, version, _dictionary_buffer(items, options, version)
+    )
+    return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+
+
 def _largest_value_bytes(block: DataBlock) -> int:
     if isinstance(block, VariableWidthBlock):
         return _variable_sizes(block)[1]
@@ -411,6 +424,9 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
     if no_values:
         buffers, layout = constant.encode_all_null(levels, version)
         return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+    if pa.types.is_dictionary(leaf.values.type):
+        keys = leaf.values.indices
+        return _dictionary_page(leaf, to_block(keys), to_block(leaf.values.dictionary), options, version)
     if version is not FileVersion.V2_1:
         value = try_constant_value(leaf, valid)
         if value is not None:
@@ -421,11 +437,7 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
         return _packed_struct_page(leaf, options, version)
     dictionary = try_dictionary(leaf, options, version)
     if dictionary is not None:
-        compressor = try_fixed_compressor(dictionary.indices, options)
-        compressed, desc = compressor.compress(dictionary.indices)
-        dict_buffer = _dictionary_buffer(dictionary.items, options, version)
-        buffers, layout = miniblock.encode_page(levels, compressed, desc, version, dict_buffer)
-        return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+        return _dictionary_page(leaf, dictionary.indices, dictionary.items, options, version)
     block = to_block(leaf.values)
     full_zip = _largest_value_bytes(block) >= FULLZIP_MIN_VALUE_BYTES
     if options.structural_encoding is not None:
@@ -488,8 +500,6 @@ def _packed_struct_page(leaf: ShreddedLeaf, options: EncodingOptions, version: F
 def leaf_fields(field: pa.Field) -> list[pa.Field]:
     """The leaf fields under ``field`` in pre-order (one column each in 2.1 / 2.2)."""
     dtype = field.type
-    if pa.types.is_dictionary(dtype):
-        raise UnsupportedFeatureError(f"{dtype} columns are not supported")
     if is_leaf_field(field):
         return [field]
     if pa.types.is_struct(dtype):

@@ -244,6 +244,17 @@ def schema_to_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) 
     return out
 
 
+def table_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) -> list[pb.Field]:
+    """:func:`schema_to_fields` for a dataset manifest: as in pylance's manifests, dictionary fields
+    carry an empty ``dictionary`` message (a 2.x file keeps no dictionary values in its schema;
+    readers ignore the message)."""
+    fields = schema_to_fields(schema, start_id)
+    for field in fields:
+        if field.logical_type.startswith("dict:"):
+            field.dictionary.SetInParent()
+    return fields
+
+
 def schema_metadata_to_pb(metadata: Mapping[bytes | str, bytes | str] | None) -> dict[str, bytes]:
     """Arrow schema metadata as the ``map<string, bytes>`` Lance stores."""
     return {_as_str(k): _as_bytes(v) for k, v in (metadata or {}).items()}

@@ -34,6 +34,7 @@ import pyarrow as pa
 from lance_ops._proto import file2_pb2 as pb2
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.api import EncodedPage, FieldEncoder, FileVersion
+from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.codecs import Codec, codec_for
 from lance_ops.file.format import RegionWriter, direct_encoding
@@ -160,7 +161,7 @@ class LanceFileWriter:
         if not state.pending:
             return
         single = len(state.pending) == 1
-        array = pa.concat_arrays(state.pending) if not single else state.pending[0]
+        array = dictionary.concat(state.pending)
         num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
         rows_per_page = math.ceil(len(array) / num_pages)
         state.pending, state.pending_bytes = [], 0

@@ -21,7 +21,7 @@ from lance_ops.file.schema import (
     fields_to_schema,
     leaf_field_ids,
     schema_metadata_to_pb,
-    schema_to_fields,
+    table_fields,
 )
 
 
@@ -104,7 +104,7 @@ class LanceSchema:
     def from_arrow(cls, schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) -> LanceSchema:
         """Number an Arrow schema's fields in pre-order from ``start_id``."""
         metadata = schema_metadata_to_pb(schema.metadata) if isinstance(schema, pa.Schema) else {}
-        return cls.from_pb(schema_to_fields(schema, start_id), metadata)
+        return cls.from_pb(table_fields(schema, start_id), metadata)
 
     def to_arrow(self) -> pa.Schema:
         return self._arrow

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.api import Fetch, FileVersion
+from lance_ops.encoding.compression import dictionary
 from lance_ops.encoding.compression.base import Context, MiniBlockCompressed, as_u8, decompressor_for
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
 from lance_ops.encoding.structural.page import PageReader, register_layout
@@ -210,6 +211,7 @@ class MiniBlockPage:
         meta: memoryview,
         dictionary: memoryview | None,
         rep_index: memoryview | None,
+        dtype: pa.DataType,
     ) -> None:
         self.layout = layout
         self.large = layout.has_large_chunk
@@ -223,11 +225,15 @@ class MiniBlockPage:
         self.values = decompressor_for(Context.MINIBLOCK, layout.value_compression)
         self._level_decoders: dict[str, object] = {}
         self.dictionary: DataBlock | None = None
+        # A dictionary-typed column keeps the keys: its values are a dictionary array over ``items``.
+        self.items: pa.Array | None = None
         if layout.HasField("dictionary"):
             if dictionary is None:
                 raise CorruptFileError("<page>", "dictionary page without a dictionary buffer")
             dec = decompressor_for(Context.BLOCK, layout.dictionary)
             self.dictionary = dec.decompress(dictionary, int(layout.num_dictionary_items))
+            if pa.types.is_dictionary(dtype):
+                self.items = from_block(self.dictionary, dtype.value_type)
         self.rep_index: np.ndarray | None = None
         if layout.repetition_index_depth > 0:
             if rep_index is None:
@@ -301,7 +307,7 @@ class MiniBlockPage:
             defs = levels.defs
             levels = Levels(self.layers, None, None if defs is None else defs[select], len(select))
             values = None if values is None else take_block(values, select)
-        if values is not None and self.dictionary is not None:
+        if values is not None and self.dictionary is not None and self.items is None:
             values = take_block(self.dictionary, _indices(values))
         return DecodedChunks(levels, values)
 
@@ -420,7 +426,7 @@ class MiniBlockReader(PageReader):
             got = dict(zip(wanted, fetch([self.info.buffers[i] for i in wanted]), strict=True))
             dictionary = got.get(2) if layout.HasField("dictionary") else None
             rep_index = got.get(next_buffer) if layout.repetition_index_depth > 0 else None
-            self._page = MiniBlockPage(layout, got[0], dictionary, rep_index)
+            self._page = MiniBlockPage(layout, got[0], dictionary, rep_index, self.dtype)
             if self._page.offsets[-1] > self.info.buffers[1][1]:
                 raise CorruptFileError("<page>", "mini-block chunks extend past their buffer")
         return self._page
@@ -483,4 +489,12 @@ class MiniBlockReader(PageReader):
     def _leaf(self, decoded: DecodedChunks) -> DecodedLeaf:
         if decoded.values is None:
             return DecodedLeaf(decoded.levels, from_block_empty(self.dtype))
+        page = self._page
+        if page is not None and page.items is not None:
+            levels = decoded.levels
+            visible = levels.visible_mask()
+            defs = None if levels.defs is None else levels.defs if visible is None else levels.defs[visible]
+            valid = None if defs is None else defs == 0
+            keys = _indices(decoded.values)
+            return DecodedLeaf(levels, dictionary.to_dictionary_array(keys, page.items, self.dtype, valid))
         return DecodedLeaf(decoded.levels, from_block(decoded.values, self.dtype))

@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.api import FileVersion
-from lance_ops.encoding.compression import bitpacking, flat, rle
+from lance_ops.encoding.compression import bitpacking, dictionary, flat, rle
 from lance_ops.encoding.compression.base import Context, decompressor_for
 from lance_ops.encoding.data import FixedWidthBlock
 from lance_ops.encoding.structural.values import with_validity
@@ -297,7 +297,7 @@ def _shred_node(
     dtype = array.type
     depth = len(path)
     if pa.types.is_dictionary(dtype):
-        raise UnsupportedFeatureError("dictionary-typed Arrow columns are not supported")
+        array = dictionary.normalize_nulls(array)
     if is_leaf_field(field):
         _finish_leaf(array, walk, [*path, False], num_rows, out)
         return

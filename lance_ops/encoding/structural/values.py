@@ -19,6 +19,7 @@ from typing import TypeVar
 import numpy as np
 import pyarrow as pa
 
+from lance_ops.encoding.compression import dictionary
 from lance_ops.encoding.data import (
     DataBlock,
     FixedSizeListBlock,
@@ -112,6 +113,8 @@ def to_block(array: pa.Array) -> DataBlock:
 
 def from_block(block: DataBlock, dtype: pa.DataType) -> pa.Array:
     """An Arrow array of ``dtype`` (no validity) holding the block's values."""
+    if pa.types.is_dictionary(dtype):
+        return dictionary.from_values(from_block(block, dtype.value_type), dtype)
     n = block.num_values
     if isinstance(block, VariableWidthBlock):
         if not is_variable_width(dtype):
@@ -158,6 +161,9 @@ def with_validity(array: pa.Array, valid: np.ndarray) -> pa.Array:
     if pa.types.is_struct(array.type):
         children = [array.field(i) for i in range(array.type.num_fields)]
         return pa.StructArray.from_arrays(children, fields=list(array.type), mask=pa.array(~valid))
+    if pa.types.is_dictionary(array.type):
+        indices = with_validity(array.indices, valid)
+        return pa.DictionaryArray.from_arrays(indices, array.dictionary, ordered=array.type.ordered)
     if array.offset:
         valid = np.concatenate((np.ones(array.offset, bool), valid))
     return with_bitmap(array, pa.py_buffer(np.packbits(valid, bitorder="little")))
