@@ -513,7 +513,7 @@ def _record_versions(uri: Path, expected_dir: Path) -> None:
 
 
 def generate_datasets() -> None:
-    DATASETS_DIR.mkdir(parents=True)
+    DATASETS_DIR.mkdir(parents=True, exist_ok=True)
     options = {"enable_v2_manifest_paths": True, "max_rows_per_file": 300, "max_rows_per_group": 256}
 
     basic = DATASETS_DIR / "basic.lance"
@@ -548,13 +548,18 @@ def generate_datasets() -> None:
         raise AssertionError("bitmap_deletes: pylance wrote no bitmap deletion file")
 
 
+DATASET_NAMES = ("basic", "deletes", "bitmap_deletes")
+
+
 def main() -> None:
     if lance.__version__ != PYLANCE_VERSION:
         raise SystemExit(
             f"golden data must be written by pylance {PYLANCE_VERSION}, found {lance.__version__}"
         )
-    # Only this script's output: files/2.0 belongs to datagen_legacy20.py.
-    for stale in (*(FILES_DIR / version for version in FILE_VERSIONS), EXPECTED_FILES_DIR, DATASETS_DIR):
+    # Only this script's output: files/2.0, files/0.1 and the legacy datasets belong to
+    # datagen_legacy20.py and datagen_legacy01.py.
+    ours = [DATASETS_DIR / f"{name}{suffix}" for name in DATASET_NAMES for suffix in (".lance", ".expected")]
+    for stale in (*(FILES_DIR / version for version in FILE_VERSIONS), EXPECTED_FILES_DIR, *ours):
         if stale.exists():
             shutil.rmtree(stale)
     generate_files()
