@@ -152,7 +152,7 @@ class LanceFileWriter:
             self._write_pages(state, storage.slice(start, rows_per_page))
 
     def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
-        encoded = state.encoder.encode(array, self._write_external)
+        encoded = state.encoder.encode(array, self.write_external)
         if len(encoded) != len(state.columns):
             raise RuntimeError(f"encoder returned {len(encoded)} columns, expected {len(state.columns)}")
         for column, pages in zip(state.columns, encoded, strict=True):
@@ -171,8 +171,12 @@ class LanceFileWriter:
                 first_row += page.num_rows
         state.rows_written += len(array)
 
-    def _write_external(self, buffers: Sequence[memoryview]) -> list[int]:
-        """Blob bytes: each its own aligned buffer, ahead of the page that addresses them."""
+    def write_external(self, buffers: Sequence[memoryview]) -> list[int]:
+        """Write blob bytes into the file, each its own aligned buffer; returns their positions.
+
+        Used for blob pages (ahead of the page that addresses them) and inline ``lance.blob.v2``
+        blobs (whose descriptions are ordinary column values).
+        """
         return [self._region.write_buffer(buffer)[0] for buffer in buffers]
 
     def add_schema_metadata(self, key: str, value: str | bytes) -> None:
