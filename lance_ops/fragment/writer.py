@@ -176,6 +176,8 @@ class _FileSink:
                 f"writing lance.blob.v2 fields {nested} inside structs is not supported"
             )
         self.blob_v2 = [is_blob_v2(field) for field in schema]
+        if any(self.blob_v2) and self.version.value < FileVersion.V2_2.value:
+            raise UnsupportedFeatureError(f"lance.blob.v2 columns need Lance 2.2 files, not {self.version}")
         self.file_schema = pa.schema(
             [description_field(f) if blob else f for f, blob in zip(schema, self.blob_v2, strict=True)],
             metadata=schema.metadata,

@@ -1,0 +1,467 @@
+"""Writing ``lance.blob.v2`` columns into 2.2 datasets, like pylance 14.0.2.
+
+* the same table written by pylance and by us gives the same manifest schema, ``DataFile.fields``,
+  data file bytes, sidecar names and sidecar bytes (kinds by the default thresholds and by the
+  metadata overrides, two blob columns sharing sidecar ids, rollover into several data files);
+* pylance reads and appends to datasets we write; we append to datasets pylance writes (bytes,
+  ``<data, uri>`` structs, ``lance.blob_array`` external blobs) and pylance reads the result;
+* round trips on edge shapes (0 / 1 rows, all-null, empty blobs, sizes around both thresholds,
+  several MiB, several batches and data files) and a hypothesis property of the kind rule;
+* ``take`` reads only the blobs asked for, whatever their kind;
+* 2.1 datasets keep blob pages (as pylance does); failed writes leave no sidecar behind; errors.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lance_ops
+from lance_ops._proto import file_pb2
+from lance_ops.errors import SchemaError, UnsupportedFeatureError
+from lance_ops.file import LanceFileReader
+from lance_ops.fragment import write_fragments
+from lance_ops.io.local import LocalStore
+from lance_ops.table.blob import BlobKind, is_blob_v2
+from tests.data.golden import DATA_DIR
+
+MIB = 1024 * 1024
+BLOB = {"lance-encoding:blob": "true"}
+SMALL = {
+    **BLOB,
+    "lance-encoding:blob-inline-size-threshold": "100",
+    "lance-encoding:blob-dedicated-size-threshold": "1000",
+}
+
+
+def blob_field(name: str = "b", metadata: dict[str, str] | None = None) -> pa.Field:
+    return pa.field(name, pa.large_binary(), metadata=metadata or BLOB)
+
+
+def blob_table(
+    columns: dict[str, Sequence[bytes | None]], metadata: dict[str, str] | None = None
+) -> pa.Table:
+    n = len(next(iter(columns.values())))
+    schema = pa.schema([pa.field("id", pa.int64()), *(blob_field(name, metadata) for name in columns)])
+    arrays = [pa.array(range(n), pa.int64()), *(pa.array(v, pa.large_binary()) for v in columns.values())]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def filler(size: int, seed: int = 0) -> bytes:
+    return np.random.default_rng(seed).bytes(size)
+
+
+def blob_bytes(table: pa.Table, name: str = "b") -> list[bytes | None]:
+    """The ``data`` of a blob v2 column read by us (None for null blobs)."""
+    return [None if row is None else row["data"] for row in table.column(name).to_pylist()]
+
+
+def data_tree(uri: Path) -> dict[str, bytes | tuple[bytes, file_pb2.FileDescriptor]]:
+    """Files under ``data/``, data file stems replaced by their fragment's position.
+
+    A data file is its bytes but the file descriptor (pylance writes field metadata in any order),
+    and the descriptor parsed, without field ids (pylance writes the dataset's, we number the file's
+    fields afresh; readers go by ``DataFile.fields``).
+    """
+    stems = {
+        Path(f.path).stem: str(i)
+        for i, fragment in enumerate(lance_ops.dataset(str(uri)).get_fragments())
+        for f in fragment.metadata.files
+    }
+    out = {}
+    for path in sorted((uri / "data").rglob("*")):
+        if path.is_file():
+            parts = path.relative_to(uri / "data").parts
+            first = parts[0].removesuffix(".lance")
+            content = path.read_bytes()
+            key = "/".join((stems[first] + parts[0][len(first) :], *parts[1:]))
+            out[key] = content if path.suffix == ".blob" else _split_descriptor(path, content)
+    return out
+
+
+def _split_descriptor(path: Path, content: bytes) -> tuple[bytes, file_pb2.FileDescriptor]:
+    reader = LanceFileReader(str(path))
+    where = reader.metadata().global_buffers[0]
+    descriptor = file_pb2.FileDescriptor.FromString(reader.read_global_buffer(0))
+    for field in descriptor.schema.fields:
+        field.ClearField("id")
+    return content[: where.position] + content[where.position + where.size :], descriptor
+
+
+def descriptions(uri: Path, name: str = "b") -> list[list[tuple[int, int, int, int] | None]]:
+    """``(kind, position, size, blob_id)`` of every row, per data file."""
+    out = []
+    for fragment in lance_ops.dataset(str(uri)).get_fragments():
+        for data_file in fragment.metadata.files:
+            rows = LanceFileReader(str(uri / "data" / data_file.path)).read_all().to_table()
+            out.append(
+                [
+                    None if d is None else (d["kind"], d["position"], d["size"], d["blob_id"])
+                    for d in rows.column(name).to_pylist()
+                ]
+            )
+    return out
+
+
+@pytest.fixture
+def recorded_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int, int]]]:
+    """Every span the local store reads, as ``(path, start, length)``."""
+    reads: list[tuple[str, int, int]] = []
+    original = LocalStore._read_spans
+
+    def recording(self: LocalStore, path: str, spans: Sequence[tuple[int, int]]) -> list[memoryview]:
+        reads.extend((path, start, length) for start, length in spans)
+        return original(self, path, spans)
+
+    monkeypatch.setattr(LocalStore, "_read_spans", recording)
+    yield reads
+
+
+# --- the same bytes as pylance --------------------------------------------------------------------
+
+CASES = {
+    # inline up to 64 KiB, packed up to 4 MiB, dedicated above; nulls and empties
+    "defaults": (
+        {
+            "b": [
+                b"abc",
+                None,
+                b"",
+                filler(64 * 1024),
+                filler(64 * 1024 + 1),
+                filler(4 * MIB),
+                filler(4 * MIB + 1),
+            ]
+        },
+        BLOB,
+        {},
+    ),
+    # metadata thresholds: inline <= 100, dedicated > 1000
+    "thresholds": ({"b": [b"a" * 100, b"b" * 101, b"c" * 1000, b"d" * 1001, b"e" * 99, b""]}, SMALL, {}),
+    # two columns share the packed sidecar and the id counter (column by column)
+    "two_columns": (
+        {"b": [b"a" * 150, b"A" * 1500, b"x"], "c": [b"c" * 150, b"C" * 1500, b"y"]},
+        SMALL,
+        {},
+    ),
+    # dedicated before packed: ids in the order blobs are stored
+    "dedicated_first": ({"b": [b"d" * 2000, b"p" * 500, b"d" * 3000, b"p" * 700, b"i"]}, SMALL, {}),
+    # rollover: each data file has its own sidecars and ids
+    "rollover": ({"b": [b"x" * 10] * 3 + [None] * 2 + [b"y" * 700] * 4}, SMALL, {"max_rows_per_file": 4}),
+    "all_null": ({"b": [None] * 5}, BLOB, {}),
+}
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_bytes_as_pylance(tmp_path: Path, case: str) -> None:
+    lance = pytest.importorskip("lance")
+    columns, metadata, options = CASES[case]
+    table = blob_table(columns, metadata)
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    lance.write_dataset(table, str(theirs), data_storage_version="2.2", **options)
+    lance_ops.write_dataset(table, str(ours), data_storage_version="2.2", **options)
+    mine, reference = lance_ops.dataset(str(ours)), lance_ops.dataset(str(theirs))
+    assert mine.lance_schema.to_pb() == reference.lance_schema.to_pb()
+    assert [[f.fields for f in fr.metadata.files] for fr in mine.get_fragments()] == [
+        [f.fields for f in fr.metadata.files] for fr in reference.get_fragments()
+    ]
+    assert data_tree(ours) == data_tree(theirs)
+    for name in columns:
+        assert blob_bytes(mine.to_table(), name) == list(columns[name])
+
+
+@pytest.mark.interop
+def test_2_1_keeps_blob_pages_like_pylance(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    table = blob_table({"b": [b"abc", None, filler(70_000)]})
+    lance.write_dataset(table, str(tmp_path / "theirs"), data_storage_version="2.1")
+    lance_ops.write_dataset(table, str(tmp_path / "ours"), data_storage_version="2.1")
+    ours = lance_ops.dataset(str(tmp_path / "ours"))
+    assert ours.lance_schema.to_pb() == lance_ops.dataset(str(tmp_path / "theirs")).lance_schema.to_pb()
+    assert ours.schema.field("b").type == pa.large_binary()
+    assert not list((tmp_path / "ours" / "data").glob("*/*.blob"))
+    # like pylance, blob v2 data cannot go into a 2.1 dataset
+    v2 = tmp_path / "v2"
+    lance_ops.write_dataset(table, str(v2), data_storage_version="2.2")
+    with pytest.raises(UnsupportedFeatureError, match="2.2"):
+        lance_ops.write_dataset(
+            lance_ops.dataset(str(v2)).to_table(), str(tmp_path / "v21"), data_storage_version="2.1"
+        )
+
+
+# --- interop: appends both ways -------------------------------------------------------------------
+
+
+def mixed_values(n: int, seed: int) -> list[bytes | None]:
+    """Inline, packed and dedicated blobs (small thresholds), nulls and empties."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.choice([0, 1, 99, 100, 101, 500, 1000, 1001, 3000], n)
+    values: list[bytes | None] = [rng.bytes(int(s)) for s in sizes]
+    for i in range(3, n, 7):
+        values[i] = None
+    return values
+
+
+@pytest.mark.interop
+def test_pylance_reads_and_appends_to_our_dataset(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    first, second, third = mixed_values(40, 1), mixed_values(25, 2), mixed_values(30, 3)
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(blob_table({"b": first}, SMALL), uri, max_rows_per_file=15)
+    theirs = lance.dataset(uri)
+    assert is_blob_v2(theirs.schema.field("b"))
+    present = [i for i, v in enumerate(first) if v is not None]
+    assert [f.read() for f in theirs.take_blobs("b", indices=present)] == [first[i] for i in present]
+    table = (
+        blob_table({"b": second}, SMALL)
+        .drop_columns("id")
+        .add_column(0, "id", pa.array(range(40, 65), pa.int64()))
+    )
+    lance.write_dataset(table, uri, mode="append")
+    lance_ops.write_dataset(blob_table({"b": third}, SMALL), uri, mode="append")
+    everything = first + second + third
+    assert blob_bytes(lance_ops.dataset(uri).to_table()) == everything
+    theirs = lance.dataset(uri)
+    present = [i for i, v in enumerate(everything) if v is not None]
+    assert [f.read() for f in theirs.take_blobs("b", indices=present)] == [everything[i] for i in present]
+    kinds = theirs.to_table().column("b").combine_chunks().field("kind").to_pylist()
+    assert {BlobKind.INLINE, BlobKind.PACKED, BlobKind.DEDICATED} <= set(kinds)
+
+
+@pytest.mark.interop
+def test_we_append_to_pylance_datasets(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    from lance.blob import Blob, blob_array
+    from lance.blob import blob_field as v2_field
+
+    external = tmp_path / "external.bin"
+    external.write_bytes(b"EXTERNAL-0123456789")
+    # pylance refuses "lance-encoding:blob" on a lance.blob.v2 field: thresholds only
+    thresholds = {k: v for k, v in SMALL.items() if k not in BLOB}
+    field = v2_field("b").with_metadata({**(v2_field("b").metadata or {}), **thresholds})
+    written = [
+        Blob(data=b"abc"),
+        None,
+        Blob(data=b"p" * 300),
+        Blob(uri=external.as_uri(), position=9, size=4),
+    ]
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(
+        pa.Table.from_arrays([blob_array(written)], schema=pa.schema([field])),
+        uri,
+        allow_external_blob_outside_bases=True,
+    )
+    ours = lance_ops.dataset(uri)
+    # bytes, our own <data, uri, position, size> rows (the external one stays external), blob_array
+    lance_ops.write_dataset(
+        pa.table({"b": pa.array([b"x" * 2000, None, b""], pa.large_binary())}), uri, mode="append"
+    )
+    lance_ops.write_dataset(ours.to_table(), uri, mode="append")
+    lance_ops.write_dataset(
+        pa.Table.from_arrays([blob_array([Blob(data=b"q" * 150), Blob(uri=external.as_uri())])], names=["b"]),
+        uri,
+        mode="append",
+    )
+    once = [b"abc", None, b"p" * 300, b"0123"]
+    expected = [*once, b"x" * 2000, None, b"", *once, b"q" * 150, b"EXTERNAL-0123456789"]
+    assert blob_bytes(lance_ops.dataset(uri).to_table()) == expected
+    theirs = lance.dataset(uri)
+    present = [i for i, v in enumerate(expected) if v is not None]
+    assert [f.read() for f in theirs.take_blobs("b", indices=present)] == [expected[i] for i in present]
+    described = theirs.to_table().column("b").combine_chunks()
+    assert described.field("kind").to_pylist()[4] == BlobKind.DEDICATED
+    assert described.field("blob_uri").to_pylist()[10] == external.as_uri()
+
+
+@pytest.mark.interop
+def test_append_to_golden_pylance_dataset(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    uri = tmp_path / "ds"
+    shutil.copytree(DATA_DIR / "blob" / "dataset_2.2.lance", uri)
+    before = lance_ops.dataset(str(uri)).to_table()
+    lance_ops.write_dataset(before, str(uri), mode="append")
+    after = lance_ops.dataset(str(uri)).to_table()
+    assert after.num_rows == 2 * before.num_rows
+    assert blob_bytes(after, "blob") == 2 * blob_bytes(before, "blob")
+    theirs = lance.dataset(str(uri))
+    wanted = [i for i, v in enumerate(blob_bytes(after, "blob")) if v is not None]
+    assert [f.read() for f in theirs.take_blobs("blob", indices=wanted)] == [
+        blob_bytes(after, "blob")[i] for i in wanted
+    ]
+
+
+@pytest.mark.interop
+def test_write_fragments_and_commit(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    values = mixed_values(30, 4)
+    lance.write_dataset(blob_table({"b": values[:10]}, SMALL), uri)
+    fragments = write_fragments(blob_table({"b": values[10:]}, SMALL), uri, max_rows_per_file=8)
+    lance_ops.LanceDataset.commit(uri, lance_ops.LanceOperation.Append(fragments), read_version=1)
+    assert blob_bytes(lance_ops.dataset(uri).to_table()) == values
+    present = [i for i, v in enumerate(values) if v is not None]
+    assert [f.read() for f in lance.dataset(uri).take_blobs("b", indices=present)] == [
+        values[i] for i in present
+    ]
+
+
+# --- edge shapes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [b"one"],
+        [None],
+        [b""] * 3,
+        [filler(6 * MIB, 1), None, filler(5 * MIB, 2)],
+        [filler(size, size) for size in (64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1, 4 * MIB, 4 * MIB + 1)],
+    ],
+    ids=["empty", "one", "null", "empties", "mib", "thresholds"],
+)
+def test_round_trip(tmp_path: Path, values: list[bytes | None]) -> None:
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(blob_table({"b": values}), uri)
+    ds = lance_ops.dataset(uri)
+    assert is_blob_v2(ds.schema.field("b"))
+    assert blob_bytes(ds.to_table()) == values
+    if values:
+        rows = list(range(len(values)))[::-1]
+        assert blob_bytes(ds.take(rows)) == [values[i] for i in rows]
+
+
+def test_batches_and_rollover(tmp_path: Path) -> None:
+    """Several batches share the packed sidecar; each data file has its own."""
+    values = mixed_values(50, 5)
+    table = blob_table({"b": values}, SMALL)
+    uri = tmp_path / "ds"
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=7))
+    lance_ops.write_dataset(reader, str(uri), max_rows_per_file=20)
+    assert blob_bytes(lance_ops.dataset(str(uri)).to_table()) == values
+    files = descriptions(uri)
+    assert [len(f) for f in files] == [20, 20, 10]
+    for per_file, start in zip(files, (0, 20, 40), strict=True):
+        packed_ids = {d[3] for d in per_file if d is not None and d[0] == BlobKind.PACKED}
+        assert len(packed_ids) <= 1
+        packed = [(d[1], d[2]) for d in per_file if d is not None and d[0] == BlobKind.PACKED]
+        assert [p for p, _ in packed] == list(np.cumsum([0] + [s for _, s in packed])[:-1])
+        ids = [d[3] for d in per_file if d is not None and d[0] in (BlobKind.PACKED, BlobKind.DEDICATED)]
+        assert sorted(set(ids)) == list(range(1, len(set(ids)) + 1))
+        assert [d is None for d in per_file] == [v is None for v in values[start : start + 20]]
+    sidecars = sorted(p.name for p in (uri / "data").glob("*/*.blob"))
+    assert all(len(name) == len("0" * 32 + ".blob") for name in sidecars)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.one_of(st.none(), st.integers(0, 1200)), max_size=40),
+    inline=st.integers(0, 200),
+    extra=st.integers(0, 800),
+)
+def test_kind_rule_property(tmp_path: Path, sizes: list[int | None], inline: int, extra: int) -> None:
+    metadata = {
+        **BLOB,
+        "lance-encoding:blob-inline-size-threshold": str(inline),
+        "lance-encoding:blob-dedicated-size-threshold": str(inline + extra),
+    }
+    values = [None if s is None else filler(s, s) for s in sizes]
+    uri = tmp_path / f"ds-{len(list(tmp_path.iterdir()))}"
+    lance_ops.write_dataset(blob_table({"b": values}, metadata), str(uri))
+    assert blob_bytes(lance_ops.dataset(str(uri)).to_table()) == values
+    for per_file in descriptions(uri):
+        for size, description in zip(sizes, per_file, strict=True):
+            if size is None:
+                assert description is None
+                continue
+            assert description is not None
+            kind = description[0]
+            expected = (
+                BlobKind.INLINE
+                if size <= inline
+                else BlobKind.DEDICATED
+                if size > inline + extra
+                else BlobKind.PACKED
+            )
+            assert (kind, description[2]) == (expected, size)
+            if kind == BlobKind.INLINE:
+                assert description[1] % 64 == 0
+
+
+# --- take reads only what it needs ----------------------------------------------------------------
+
+
+def test_take_reads_only_requested_blobs(tmp_path: Path, recorded_reads: list[tuple[str, int, int]]) -> None:
+    size = 40 * 1024
+    values = [filler(size - 2, i) for i in range(12)]
+    metadata = {**BLOB, "lance-encoding:blob-dedicated-size-threshold": str(size)}
+    # inline (<= 64 KiB by default), then packed (<= size) and dedicated (> size) rows
+    values[4:8] = [filler(size - 1, 40 + i) for i in range(4)]
+    values[8:] = [filler(size + 1, 80 + i) for i in range(4)]
+    metadata["lance-encoding:blob-inline-size-threshold"] = str(size - 2)
+    uri = tmp_path / "ds"
+    lance_ops.write_dataset(blob_table({"b": values}, metadata), str(uri))
+    assert [d[0] for d in descriptions(uri)[0] if d] == [0] * 4 + [1] * 4 + [2] * 4  # size-1 is packed
+    ds = lance_ops.dataset(str(uri))
+    ds.take([0])
+    recorded_reads.clear()
+    rows = [9, 5, 2]
+    assert blob_bytes(ds.take(rows)) == [values[i] for i in rows]
+    assert sum(length for _, _, length in recorded_reads) < sum(len(values[i]) for i in rows) + 64 * 1024
+    touched_sidecars = {Path(path).name for path, _, _ in recorded_reads if path.endswith(".blob")}
+    assert len(touched_sidecars) == 2  # the packed file and row 9's own file
+
+
+# --- failures ---------------------------------------------------------------------------------------
+
+
+def test_failed_write_leaves_no_sidecars(tmp_path: Path) -> None:
+    table = blob_table({"b": [b"d" * 2000, b"p" * 500]}, SMALL)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield from table.to_batches()
+        raise RuntimeError("source failed")
+
+    uri = tmp_path / "ds"
+    with pytest.raises(RuntimeError, match="source failed"):
+        lance_ops.write_dataset(pa.RecordBatchReader.from_batches(table.schema, batches()), str(uri))
+    assert not [p for p in (uri / "data").rglob("*") if p.is_file()]
+
+
+def test_bad_threshold(tmp_path: Path) -> None:
+    metadata = {**BLOB, "lance-encoding:blob-inline-size-threshold": "big"}
+    with pytest.raises(SchemaError, match="inline-size-threshold"):
+        lance_ops.write_dataset(blob_table({"b": [b"x"]}, metadata), str(tmp_path / "ds"))
+
+
+def test_bad_input_for_blob_v2_column(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(blob_table({"b": [b"x"]}), uri)
+    bad = pa.table({"id": pa.array([1], pa.int64()), "b": pa.array([{"bytes": b"y"}])})
+    with pytest.raises(SchemaError, match="blob v2"):
+        lance_ops.write_dataset(bad, uri, mode="append")
+    with pytest.raises(SchemaError, match="blob v2"):
+        lance_ops.write_dataset(pa.table({"id": [1], "b": [3]}), uri, mode="append")
+    assert lance_ops.dataset(uri).count_rows() == 1
+
+
+@pytest.mark.interop
+def test_nested_blob_v2_append_is_refused(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    struct = pa.struct([pa.field("x", pa.int32()), blob_field()])
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(
+        pa.table({"s": pa.array([{"x": 1, "b": b"ab"}], struct)}), uri, data_storage_version="2.2"
+    )
+    with pytest.raises(UnsupportedFeatureError, match="inside structs"):
+        lance_ops.write_dataset(
+            pa.table({"s": pa.array([{"x": 2, "b": {"data": b"cd"}}])}), uri, mode="append"
+        )
