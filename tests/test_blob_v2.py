@@ -465,3 +465,30 @@ def test_nested_blob_v2_append_is_refused(tmp_path: Path) -> None:
         lance_ops.write_dataset(
             pa.table({"s": pa.array([{"x": 2, "b": {"data": b"cd"}}])}), uri, mode="append"
         )
+
+
+@pytest.mark.interop
+def test_schema_keeps_nullability_and_metadata(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    field = pa.field("b", pa.large_binary(), nullable=False, metadata={**SMALL, "other": "x"})
+    table = pa.table({"b": pa.array([b"a" * 500], pa.large_binary())}, schema=pa.schema([field]))
+    lance.write_dataset(table, str(tmp_path / "theirs"), data_storage_version="2.2")
+    lance_ops.write_dataset(table, str(tmp_path / "ours"), data_storage_version="2.2")
+    ours = lance_ops.dataset(str(tmp_path / "ours"))
+    assert ours.lance_schema.to_pb() == lance_ops.dataset(str(tmp_path / "theirs")).lance_schema.to_pb()
+    assert not ours.schema.field("b").nullable
+
+
+@pytest.mark.interop
+def test_copy_a_blob_v2_table_into_a_new_dataset(tmp_path: Path) -> None:
+    """Our ``<data, uri>`` output (an extension type once pylance is imported) creates a new dataset."""
+    lance = pytest.importorskip("lance")
+    values = mixed_values(20, 6)
+    lance_ops.write_dataset(blob_table({"b": values}, SMALL), str(tmp_path / "a"))
+    copied = lance_ops.dataset(str(tmp_path / "a")).to_table()
+    assert isinstance(copied.column("b").type, pa.BaseExtensionType)
+    lance_ops.write_dataset(copied, str(tmp_path / "b"))
+    assert data_tree(tmp_path / "b") == data_tree(tmp_path / "a")
+    present = [i for i, v in enumerate(values) if v is not None]
+    blobs = lance.dataset(str(tmp_path / "b")).take_blobs("b", indices=present)
+    assert [f.read() for f in blobs] == [values[i] for i in present]
