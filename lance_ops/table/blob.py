@@ -1,4 +1,4 @@
-"""Blob v2 columns of datasets (``lance.blob.v2``), read side.
+"""Blob v2 columns of datasets (``lance.blob.v2``): reading and writing them.
 
 pylance 14 stores a ``large_binary`` field marked ``lance-encoding:blob`` of a **2.2** dataset as
 a ``lance.blob.v2`` field: in the manifest a struct ``<data: large_binary, uri: string>`` with
@@ -32,7 +32,9 @@ inline up to the inline threshold, dedicated above the dedicated threshold, pack
 with a ``uri`` is external. Inline blobs go into the data file, each 64-byte aligned (an empty one
 at the aligned cursor). The data file's sidecars share one id counter starting at 1, taken in the
 order blobs are stored (column by column, row by row): dedicated blobs one id each, and one packed
-sidecar for the whole data file (all columns), contiguous bytes, never rolled over.
+sidecar for the whole data file (all columns), contiguous bytes (pylance 14 packs 160 MiB into
+one file without rolling over). Sidecars are not listed in the manifest: a data file owns the
+directory ``data/<stem>/`` beside it, to be deleted with it.
 """
 
 from __future__ import annotations
