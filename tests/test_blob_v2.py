@@ -492,3 +492,22 @@ def test_copy_a_blob_v2_table_into_a_new_dataset(tmp_path: Path) -> None:
     present = [i for i, v in enumerate(values) if v is not None]
     blobs = lance.dataset(str(tmp_path / "b")).take_blobs("b", indices=present)
     assert [f.read() for f in blobs] == [values[i] for i in present]
+
+
+@pytest.mark.interop
+def test_overwrite_and_empty_writes(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(blob_table({"b": [b"old"]}), uri, data_storage_version="2.2")
+    values = mixed_values(12, 7)
+    lance_ops.write_dataset(blob_table({"b": values}, SMALL), uri, mode="overwrite")
+    present = [i for i, v in enumerate(values) if v is not None]
+    assert [f.read() for f in lance.dataset(uri).take_blobs("b", indices=present)] == [
+        values[i] for i in present
+    ]
+    lance_ops.write_dataset(blob_table({"b": []}, SMALL), uri, mode="append")
+    assert blob_bytes(lance_ops.dataset(uri).to_table()) == values
+    empty = str(tmp_path / "empty")
+    lance_ops.write_dataset(blob_table({"b": []}), empty)
+    assert is_blob_v2(lance.dataset(empty).schema.field("b"))
+    assert lance.dataset(empty).count_rows() == 0
