@@ -8,6 +8,7 @@
 * round trips on edge shapes (0 / 1 rows, all-null, empty blobs, sizes around both thresholds,
   several MiB, several batches and data files) and a hypothesis property of the kind rule;
 * ``take`` reads only the blobs asked for, whatever their kind;
+* blobs inside structs (pylance makes them blob v2 too): same bytes, appends both ways;
 * 2.1 datasets keep blob pages (as pylance does); failed writes leave no sidecar behind; errors.
 """
 
@@ -67,8 +68,8 @@ def data_tree(uri: Path) -> dict[str, bytes | tuple[bytes, file_pb2.FileDescript
     """Files under ``data/``, data file stems replaced by their fragment's position.
 
     A data file is its bytes but the file descriptor (pylance writes field metadata in any order),
-    and the descriptor parsed, without field ids (pylance writes the dataset's, we number the file's
-    fields afresh; readers go by ``DataFile.fields``).
+    and the descriptor parsed, field ids renumbered 0, 1, ... (pylance writes the dataset's, we
+    number the file's fields afresh; readers go by ``DataFile.fields``).
     """
     stems = {
         Path(f.path).stem: str(i)
@@ -90,8 +91,10 @@ def _split_descriptor(path: Path, content: bytes) -> tuple[bytes, file_pb2.FileD
     reader = LanceFileReader(str(path))
     where = reader.metadata().global_buffers[0]
     descriptor = file_pb2.FileDescriptor.FromString(reader.read_global_buffer(0))
+    renumbered = {-1: -1}
     for field in descriptor.schema.fields:
-        field.ClearField("id")
+        renumbered.setdefault(field.id, len(renumbered) - 1)
+        field.id, field.parent_id = renumbered[field.id], renumbered[field.parent_id]
     return content[: where.position] + content[where.position + where.size :], descriptor
 
 
@@ -453,18 +456,71 @@ def test_bad_input_for_blob_v2_column(tmp_path: Path) -> None:
     assert lance_ops.dataset(uri).count_rows() == 1
 
 
-@pytest.mark.interop
-def test_nested_blob_v2_append_is_refused(tmp_path: Path) -> None:
-    lance = pytest.importorskip("lance")
-    struct = pa.struct([pa.field("x", pa.int32()), blob_field()])
-    uri = str(tmp_path / "ds")
-    lance.write_dataset(
-        pa.table({"s": pa.array([{"x": 1, "b": b"ab"}], struct)}), uri, data_storage_version="2.2"
+def nested_table(rows: int, seed: int) -> pa.Table:
+    """``s: struct<x, b: blob, y: struct<c: blob>>`` and a top-level blob ``z`` (small thresholds)."""
+    inner = pa.struct([blob_field("c", SMALL)])
+    struct = pa.struct([pa.field("x", pa.int32()), blob_field("b", SMALL), pa.field("y", inner)])
+    b, c, z = mixed_values(rows, seed), mixed_values(rows, seed + 1), mixed_values(rows, seed + 2)
+    s = pa.StructArray.from_arrays(
+        [
+            pa.array(range(rows), pa.int32()),
+            pa.array(b, pa.large_binary()),
+            pa.StructArray.from_arrays([pa.array(c, pa.large_binary())], fields=list(inner)),
+        ],
+        fields=list(struct),
+        mask=pa.array([i % 5 == 4 for i in range(rows)]),
     )
-    with pytest.raises(UnsupportedFeatureError, match="inside structs"):
-        lance_ops.write_dataset(
-            pa.table({"s": pa.array([{"x": 2, "b": {"data": b"cd"}}])}), uri, mode="append"
-        )
+    schema = pa.schema([pa.field("s", struct), blob_field("z", SMALL)])
+    return pa.Table.from_arrays([s, pa.array(z, pa.large_binary())], schema=schema)
+
+
+def nested_bytes(table: pa.Table) -> list[tuple[bytes | None, bytes | None, bytes | None]]:
+    """``(s.b, s.y.c, z)`` bytes per row of a table we read (None under a null ``s``)."""
+    out = []
+    for s, z in zip(table.column("s").to_pylist(), blob_bytes(table, "z"), strict=True):
+        b = c = None
+        if s is not None:
+            b = None if s["b"] is None else s["b"]["data"]
+            c = None if s["y"] is None or s["y"]["c"] is None else s["y"]["c"]["data"]
+        out.append((b, c, z))
+    return out
+
+
+def expected_nested(table: pa.Table) -> list[tuple[bytes | None, bytes | None, bytes | None]]:
+    return [
+        (None, None, row["z"]) if row["s"] is None else (row["s"]["b"], row["s"]["y"]["c"], row["z"])
+        for row in table.to_pylist()
+    ]
+
+
+@pytest.mark.interop
+def test_blobs_in_structs(tmp_path: Path) -> None:
+    """pylance 2.2 makes blobs inside structs lance.blob.v2 too: same bytes, appends both ways."""
+    lance = pytest.importorskip("lance")
+    first, second, third = nested_table(20, 1), nested_table(15, 11), nested_table(10, 21)
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    lance.write_dataset(first, str(theirs), data_storage_version="2.2")
+    lance_ops.write_dataset(first, str(ours), data_storage_version="2.2")
+    assert (
+        lance_ops.dataset(str(ours)).lance_schema.to_pb()
+        == lance_ops.dataset(str(theirs)).lance_schema.to_pb()
+    )
+    assert data_tree(ours) == data_tree(theirs)
+    assert [f.metadata.files[0].fields for f in lance_ops.dataset(str(ours)).get_fragments()] == [
+        (1, 2, 6, 9)
+    ]
+    assert nested_bytes(lance_ops.dataset(str(theirs)).to_table()) == expected_nested(first)
+    for uri in (theirs, ours):
+        lance.write_dataset(second, str(uri), mode="append")
+        lance_ops.write_dataset(third, str(uri), mode="append")
+        got = lance_ops.dataset(str(uri)).to_table()
+        expected = expected_nested(first) + expected_nested(second) + expected_nested(third)
+        assert nested_bytes(got) == expected
+        rows = [33, 2, 20, 44]
+        assert nested_bytes(lance_ops.dataset(str(uri)).take(rows)) == [expected[i] for i in rows]
+        present = [i for i, row in enumerate(expected) if row[1] is not None]
+        blobs = lance.dataset(str(uri)).take_blobs("s.y.c", indices=present)
+        assert [f.read() for f in blobs] == [expected[i][1] for i in present]
 
 
 @pytest.mark.interop

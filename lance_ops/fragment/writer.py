@@ -39,10 +39,10 @@ from lance_ops.io import object_store
 from lance_ops.table.blob import (
     BLOB_V2_EXTENSION,
     BlobV2Writer,
-    as_blob_v2,
     blob_v2_schema,
-    description_field,
-    is_blob_v2,
+    contains_blob_v2,
+    file_field,
+    shape_blob_v2,
 )
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFile, DataFragment
@@ -89,7 +89,7 @@ def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa
 
 
 def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
-    """Reorder columns by name and cast them to ``schema`` (blob v2 columns by :func:`as_blob_v2`)."""
+    """Reorder columns by name and cast them to ``schema`` (blob v2 values by :func:`shape_blob_v2`)."""
     missing = [n for n in schema.names if reader.schema.get_field_index(n) < 0]
     extra = [n for n in reader.schema.names if schema.get_field_index(n) < 0]
     if missing or extra:
@@ -97,20 +97,16 @@ def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBa
             f"data columns do not match the dataset schema (missing {missing}, unexpected {extra})"
         )
 
-    blob_v2 = [is_blob_v2(field) for field in schema]
+    blob_v2 = [contains_blob_v2(field) for field in schema]
 
     def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
         batch = batch.select(schema.names)
         if any(blob_v2):
             columns = [
-                as_blob_v2(column, field) if blob else column
+                shape_blob_v2(column, field) if blob else column
                 for column, field, blob in zip(batch.columns, schema, blob_v2, strict=True)
             ]
-            fields = [
-                field if blob else batch.schema.field(i)
-                for i, (field, blob) in enumerate(zip(schema, blob_v2, strict=True))
-            ]
-            batch = pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
+            batch = pa.RecordBatch.from_arrays(columns, names=schema.names)
         try:
             return batch.cast(schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -168,18 +164,11 @@ class _FileSink:
         self.version = FileVersion.parse(options.data_storage_version)
         if self.version is FileVersion.V0_1:
             raise UnsupportedFeatureError("writing legacy (0.1) data files is not supported")
-        nested = [
-            f.name for f in fields.to_pb() if f.extension_name == BLOB_V2_EXTENSION and f.parent_id != -1
-        ]
-        if nested:
-            raise UnsupportedFeatureError(
-                f"writing lance.blob.v2 fields {nested} inside structs is not supported"
-            )
-        self.blob_v2 = [is_blob_v2(field) for field in schema]
+        self.blob_v2 = [contains_blob_v2(field) for field in schema]
         if any(self.blob_v2) and self.version.value < FileVersion.V2_2.value:
             raise UnsupportedFeatureError(f"lance.blob.v2 columns need Lance 2.2 files, not {self.version}")
         self.file_schema = pa.schema(
-            [description_field(f) if blob else f for f, blob in zip(schema, self.blob_v2, strict=True)],
+            [file_field(field) for field in schema],
             metadata=schema.metadata,
         )
         self.field_ids = data_file_fields(fields.to_pb(), self.version)
@@ -225,7 +214,7 @@ class _FileSink:
         if self._blobs is None:
             return batch
         columns = [
-            self._blobs.describe(column, field) if blob else column
+            self._blobs.store(column, field) if blob else column
             for column, field, blob in zip(batch.columns, self.schema, self.blob_v2, strict=True)
         ]
         return pa.RecordBatch.from_arrays(columns, schema=self.file_schema)

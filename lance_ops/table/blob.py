@@ -22,12 +22,12 @@ of some rows into the manifest's struct, reading only those rows' bytes. That st
 (``position`` / ``size`` then give the range of an external blob).
 
 Write side, as pylance 14 does it (2.1 datasets keep the older blob pages): :func:`blob_v2_schema`
-turns each top-level blob ``large_binary`` field of a 2.2 dataset into a ``<data, uri>`` field
-(metadata kept, ``lance-encoding:blob`` dropped); :func:`as_blob_v2` shapes input columns (bytes,
-or structs with ``data`` / ``uri`` / ``position`` / ``size``) to it; a :class:`BlobV2Writer` per
-data file stores the bytes and returns the descriptions, written as the file column
-:func:`description_field` (a packed struct marked blob; its children get id -1 in the file schema,
-and ``DataFile.fields`` lists the blob field's own id). Each blob's kind comes from its size:
+turns each blob ``large_binary`` field of a 2.2 dataset, top-level or in structs, into a
+``<data, uri>`` field (metadata kept, ``lance-encoding:blob`` dropped); :func:`as_blob_v2` shapes
+input columns (bytes, or structs with ``data`` / ``uri`` / ``position`` / ``size``) to it; a
+:class:`BlobV2Writer` per data file stores the bytes and returns the descriptions, written as in
+:func:`file_field` (a packed struct marked blob; its children get id -1 in the file schema, and
+``DataFile.fields`` lists the blob field's own id). Each blob's kind comes from its size:
 inline up to the inline threshold, dedicated above the dedicated threshold, packed between; a row
 with a ``uri`` is external. Inline blobs go into the data file, each 64-byte aligned (an empty one
 at the aligned cursor). The data file's sidecars share one id counter starting at 1, taken in the
@@ -197,29 +197,94 @@ def _is_blob_input(field: pa.Field) -> bool:
     return pa.types.is_large_binary(field.type) and EncodingOptions.from_metadata(field.metadata).blob
 
 
+def contains_blob_v2(field: pa.Field) -> bool:
+    """Is ``field`` a ``lance.blob.v2`` field or a struct with one inside?"""
+    if is_blob_v2(field):
+        return True
+    return pa.types.is_struct(field.type) and any(contains_blob_v2(child) for child in field.type)
+
+
+def _logical_field(field: pa.Field) -> pa.Field:
+    """``field`` with blob ``large_binary`` fields (itself or in structs) as ``lance.blob.v2`` fields."""
+    if _is_blob_input(field):
+        metadata = {k: v for k, v in (field.metadata or {}).items() if k != _BLOB_KEY}
+        metadata[_EXTENSION_KEY] = BLOB_V2_EXTENSION.encode()
+        return pa.field(field.name, _LOGICAL_TYPE, field.nullable, metadata=metadata)
+    if pa.types.is_struct(field.type):
+        return field.with_type(pa.struct([_logical_field(child) for child in field.type]))
+    return field
+
+
 def blob_v2_schema(schema: pa.Schema, version: FileVersion) -> pa.Schema:
-    """The dataset schema of new data ``schema`` in a ``version`` dataset.
+    """The dataset schema of new data ``schema`` in a ``version`` dataset (``schema`` if the same).
 
-    From 2.2 on, top-level blob ``large_binary`` fields become ``lance.blob.v2`` fields
-    ``<data, uri>`` (blobs nested in structs keep the older blob pages here).
+    From 2.2 on, blob ``large_binary`` fields, top-level or in structs, become ``lance.blob.v2``
+    fields ``<data, uri>``.
     """
-    if version.value < FileVersion.V2_2.value or not any(_is_blob_input(f) for f in schema):
+    if version.value < FileVersion.V2_2.value:
         return schema
-    fields = []
-    for field in schema:
-        if _is_blob_input(field):
-            metadata = {k: v for k, v in (field.metadata or {}).items() if k != _BLOB_KEY}
-            metadata[_EXTENSION_KEY] = BLOB_V2_EXTENSION.encode()
-            field = pa.field(field.name, _LOGICAL_TYPE, field.nullable, metadata=metadata)
-        fields.append(field)
-    return pa.schema(fields, metadata=schema.metadata)
+    converted = pa.schema([_logical_field(field) for field in schema], metadata=schema.metadata)
+    return schema if converted.equals(schema, check_metadata=True) else converted
 
 
-def description_field(field: pa.Field) -> pa.Field:
-    """The data file column holding the descriptions of the ``lance.blob.v2`` field ``field``."""
-    return pa.field(
-        field.name, DESCRIPTION_TYPE, field.nullable, metadata={_PACKED_KEY: b"true", _BLOB_KEY: b"true"}
-    )
+def file_field(field: pa.Field) -> pa.Field:
+    """The data file column of the dataset field ``field``: its ``lance.blob.v2`` fields (itself or
+    in structs) as descriptions."""
+    if is_blob_v2(field):
+        metadata = {_PACKED_KEY: b"true", _BLOB_KEY: b"true"}
+        return pa.field(field.name, DESCRIPTION_TYPE, field.nullable, metadata=metadata)
+    if pa.types.is_struct(field.type) and contains_blob_v2(field):
+        return field.with_type(pa.struct([file_field(child) for child in field.type]))
+    return field
+
+
+def _struct_values(
+    array: pa.Array | pa.ChunkedArray, field: pa.Field
+) -> tuple[pa.StructArray, dict[str, pa.Array]]:
+    """``array`` (a struct) and its children by name, hidden under null parents (``flatten``)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if not isinstance(array, pa.StructArray):
+        raise SchemaError(f"column {field.name!r} needs a struct, not {array.type}")
+    names = [array.type.field(i).name for i in range(array.type.num_fields)]
+    return array, dict(zip(names, array.flatten(), strict=True))
+
+
+def _rebuild(array: pa.StructArray, children: list[pa.Array], fields: list[pa.Field]) -> pa.StructArray:
+    mask = array.is_null() if array.null_count else None
+    return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+
+
+def shape_blob_v2(array: pa.Array | pa.ChunkedArray, field: pa.Field) -> pa.Array:
+    """An input column for the dataset field ``field``, a ``lance.blob.v2`` field (see
+    :func:`as_blob_v2`) or a struct with some inside (other children are left for a cast)."""
+    if is_blob_v2(field):
+        return as_blob_v2(array, field)
+    struct, values = _struct_values(array, field)
+    children = {
+        name: shape_blob_v2(child, field.type.field(name))
+        if field.type.get_field_index(name) >= 0 and contains_blob_v2(field.type.field(name))
+        else child
+        for name, child in values.items()
+    }
+    return _rebuild(struct, list(children.values()), [pa.field(n, c.type) for n, c in children.items()])
+
+
+def resolve_blob_v2_columns(
+    array: pa.Array, field: pa.Field, data_file_uri: str, storage_options: Mapping[str, str] | None = None
+) -> pa.Array:
+    """The values of the dataset field ``field`` from its data file column ``array``: descriptions
+    of ``lance.blob.v2`` fields (itself or in structs) resolved by :func:`resolve_blob_v2`."""
+    if is_blob_v2(field):
+        return resolve_blob_v2(array, field, data_file_uri, storage_options)
+    if not contains_blob_v2(field):
+        return array
+    struct, values = _struct_values(array, field)
+    children = [
+        resolve_blob_v2_columns(values[child.name], child, data_file_uri, storage_options)
+        for child in field.type
+    ]
+    return _rebuild(struct, children, list(field.type))
 
 
 def _storage_struct(field: pa.Field) -> pa.StructType:
@@ -325,6 +390,17 @@ class BlobV2Writer:
         self._packed: OutputStream | None = None
         self._packed_id = 0
         self._sidecars: list[tuple[ObjectStore, str]] = []
+
+    def store(self, array: pa.Array, field: pa.Field) -> pa.Array:
+        """The data file column (:func:`file_field`) of ``array`` of the dataset field ``field``,
+        storing the blobs of its ``lance.blob.v2`` fields in pre-order."""
+        if is_blob_v2(field):
+            return self.describe(array, field)
+        if not contains_blob_v2(field):
+            return array
+        struct, values = _struct_values(array, field)
+        children = [self.store(values[child.name], child) for child in field.type]
+        return _rebuild(struct, children, list(file_field(field).type))
 
     def describe(self, array: pa.Array, field: pa.Field) -> pa.StructArray:
         """Store the blobs of ``array`` (``field.type``, see :func:`as_blob_v2`); their descriptions."""
