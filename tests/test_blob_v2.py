@@ -567,3 +567,27 @@ def test_overwrite_and_empty_writes(tmp_path: Path) -> None:
     lance_ops.write_dataset(blob_table({"b": []}), empty)
     assert is_blob_v2(lance.dataset(empty).schema.field("b"))
     assert lance.dataset(empty).count_rows() == 0
+
+
+@pytest.mark.interop
+def test_ranged_external_blob_into_a_data_uri_dataset(tmp_path: Path) -> None:
+    """Like pylance, an external blob's range is kept though the dataset's struct is ``<data, uri>``."""
+    lance = pytest.importorskip("lance")
+    from lance.blob import Blob, blob_array
+
+    external = tmp_path / "external.bin"
+    external.write_bytes(b"EXTERNAL-0123456789")
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(blob_table({"b": [b"x"]}).drop_columns("id"), uri)
+    ranged = blob_array([Blob(uri=external.as_uri(), position=9, size=4), Blob(uri=external.as_uri())])
+    lance_ops.write_dataset(pa.Table.from_arrays([ranged], names=["b"]), uri, mode="append")
+    assert [c.name for c in lance_ops.dataset(uri).schema.field("b").type.storage_type] == ["data", "uri"]
+    assert blob_bytes(lance_ops.dataset(uri).to_table()) == [b"x", b"0123", b"EXTERNAL-0123456789"]
+    theirs = lance.dataset(uri)
+    assert [f.read() for f in theirs.take_blobs("b", indices=[0, 1, 2])] == [
+        b"x",
+        b"0123",
+        b"EXTERNAL-0123456789",
+    ]
+    described = theirs.to_table().column("b").combine_chunks()
+    assert described.field("position").to_pylist()[1:] == [9, 0]

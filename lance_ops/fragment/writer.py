@@ -42,6 +42,7 @@ from lance_ops.table.blob import (
     blob_v2_schema,
     contains_blob_v2,
     file_field,
+    input_field,
     shape_blob_v2,
 )
 from lance_ops.table.commit import load_manifest
@@ -89,7 +90,7 @@ def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa
 
 
 def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
-    """Reorder columns by name and cast them to ``schema`` (blob v2 values by :func:`shape_blob_v2`)."""
+    """Reorder columns by name and cast them to ``schema`` (blob v2 fields as :func:`input_field`)."""
     missing = [n for n in schema.names if reader.schema.get_field_index(n) < 0]
     extra = [n for n in reader.schema.names if schema.get_field_index(n) < 0]
     if missing or extra:
@@ -98,6 +99,7 @@ def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBa
         )
 
     blob_v2 = [contains_blob_v2(field) for field in schema]
+    target = pa.schema([input_field(field) for field in schema], metadata=schema.metadata)
 
     def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
         batch = batch.select(schema.names)
@@ -108,11 +110,11 @@ def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBa
             ]
             batch = pa.RecordBatch.from_arrays(columns, names=schema.names)
         try:
-            return batch.cast(schema)
+            return batch.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaError(f"data does not match the dataset schema: {exc}") from exc
 
-    return pa.RecordBatchReader.from_batches(schema, (cast(b) for b in reader))
+    return pa.RecordBatchReader.from_batches(target, (cast(b) for b in reader))
 
 
 def new_dataset_reader(
@@ -126,7 +128,7 @@ def new_dataset_reader(
     target = blob_v2_schema(reader.schema, FileVersion.parse(data_storage_version))
     if target is not reader.schema:
         reader = _cast_reader(reader, target)
-    return reader, LanceSchema.from_arrow(reader.schema)
+    return reader, LanceSchema.from_arrow(target)
 
 
 def data_file_fields(fields: Sequence[file_pb2.Field], version: FileVersion) -> tuple[int, ...]:

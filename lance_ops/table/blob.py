@@ -64,7 +64,14 @@ DEFAULT_DEDICATED_THRESHOLD = 4 * 1024 * 1024
 _ALIGNMENT = 64
 _PAD_BYTE = 0x48
 _LOGICAL_TYPE = pa.struct([pa.field("data", pa.large_binary()), pa.field("uri", pa.string())])
-_INPUT_CHILDREN = ("data", "uri", "position", "size")
+_INPUT_TYPE = pa.struct(
+    [
+        pa.field("data", pa.large_binary()),
+        pa.field("uri", pa.string()),
+        pa.field("position", pa.uint64()),
+        pa.field("size", pa.uint64()),
+    ]
+)
 DESCRIPTION_TYPE = pa.struct(
     [
         pa.field("kind", pa.uint8(), nullable=False),
@@ -255,9 +262,23 @@ def _rebuild(array: pa.StructArray, children: list[pa.Array], fields: list[pa.Fi
     return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
 
 
+def input_field(field: pa.Field) -> pa.Field:
+    """What :func:`shape_blob_v2` makes of input for the dataset field ``field``: its
+    ``lance.blob.v2`` fields (itself or in structs) as plain ``<data, uri, position, size>`` structs
+    (an external blob's range is kept even when the dataset's struct has no ``position`` / ``size``,
+    as pylance does), their metadata (thresholds) kept."""
+    if is_blob_v2(field):
+        metadata = {**(field.metadata or {}), _EXTENSION_KEY: BLOB_V2_EXTENSION.encode()}
+        return pa.field(field.name, _INPUT_TYPE, field.nullable, metadata=metadata)
+    if pa.types.is_struct(field.type) and contains_blob_v2(field):
+        return field.with_type(pa.struct([input_field(child) for child in field.type]))
+    return field
+
+
 def shape_blob_v2(array: pa.Array | pa.ChunkedArray, field: pa.Field) -> pa.Array:
     """An input column for the dataset field ``field``, a ``lance.blob.v2`` field (see
-    :func:`as_blob_v2`) or a struct with some inside (other children are left for a cast)."""
+    :func:`as_blob_v2`) or a struct with some inside (other children are left for a cast to
+    :func:`input_field`)."""
     if is_blob_v2(field):
         return as_blob_v2(array, field)
     struct, values = _struct_values(array, field)
@@ -287,12 +308,8 @@ def resolve_blob_v2_columns(
     return _rebuild(struct, children, list(field.type))
 
 
-def _storage_struct(field: pa.Field) -> pa.StructType:
-    return field.type.storage_type if isinstance(field.type, pa.BaseExtensionType) else field.type
-
-
-def as_blob_v2(array: pa.Array | pa.ChunkedArray, field: pa.Field) -> pa.Array:
-    """An input column for the ``lance.blob.v2`` field ``field``, as ``field.type``.
+def as_blob_v2(array: pa.Array | pa.ChunkedArray, field: pa.Field) -> pa.StructArray:
+    """An input column for the ``lance.blob.v2`` field ``field``, as ``<data, uri, position, size>``.
 
     Bytes (``binary`` / ``large_binary``) are the blobs' data; a struct gives ``data`` and / or
     ``uri`` (an external blob, optionally ranged by ``position`` / ``size``) per row.
@@ -307,28 +324,19 @@ def as_blob_v2(array: pa.Array | pa.ChunkedArray, field: pa.Field) -> pa.Array:
         given = {array.type.field(i).name: array.field(i) for i in range(array.type.num_fields)}
     else:
         raise SchemaError(f"blob v2 column {field.name!r} needs bytes or a struct, not {array.type}")
-    struct = _storage_struct(field)
-    names = {child.name for child in struct}
-    dropped = [name for name, child in given.items() if name not in names and child.null_count < len(child)]
-    if [name for name in given if name not in _INPUT_CHILDREN] or dropped:
+    if [name for name in given if _INPUT_TYPE.get_field_index(name) < 0]:
         raise SchemaError(
-            f"blob v2 column {field.name!r} takes children {list(_INPUT_CHILDREN)} (the dataset has "
-            f"{sorted(names)}), got {list(given)}"
+            f"blob v2 column {field.name!r} takes children {[c.name for c in _INPUT_TYPE]}, got {list(given)}"
         )
     try:
         children = [
             given[child.name].cast(child.type) if child.name in given else pa.nulls(len(array), child.type)
-            for child in struct
+            for child in _INPUT_TYPE
         ]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaError(f"blob v2 column {field.name!r}: {exc}") from exc
     mask = array.is_null() if array.null_count else None
-    out = pa.StructArray.from_arrays(children, fields=list(struct), mask=mask)
-    return (
-        pa.ExtensionArray.from_storage(field.type, out)
-        if isinstance(field.type, pa.BaseExtensionType)
-        else out
-    )
+    return pa.StructArray.from_arrays(children, fields=list(_INPUT_TYPE), mask=mask)
 
 
 @dataclass(frozen=True)
@@ -403,10 +411,10 @@ class BlobV2Writer:
         return _rebuild(struct, children, list(file_field(field).type))
 
     def describe(self, array: pa.Array, field: pa.Field) -> pa.StructArray:
-        """Store the blobs of ``array`` (``field.type``, see :func:`as_blob_v2`); their descriptions."""
+        """Store the blobs of ``array`` (``field.type`` or :func:`input_field`); their descriptions."""
         storage = array.storage if isinstance(array, pa.ExtensionArray) else array
         n = len(storage)
-        names = {child.name for child in _storage_struct(field)}
+        names = {child.name for child in storage.type}
         valid = storage.is_valid().to_numpy(zero_copy_only=False)
         data = storage.field("data")
         uri = storage.field("uri")
