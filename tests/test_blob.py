@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -271,10 +270,10 @@ def test_file_take_reads_only_requested_blobs(
         assert touched == (i in (4, 13)), f"blob {i} {'read' if touched else 'not read'}"
 
 
-@pytest.mark.parametrize("version", ["2.1", "2.2"])
 def test_dataset_take_reads_only_requested_blobs(
-    tmp_path: Path, version: str, recorded_reads: list[tuple[str, int, int]]
+    tmp_path: Path, recorded_reads: list[tuple[str, int, int]]
 ) -> None:
+    """2.1 datasets keep blob pages (2.2 ones store ``lance.blob.v2``: tests/test_blob_v2.py)."""
     n, size = 12, 32 * 1024
     rng = np.random.default_rng(9)
     values = [rng.bytes(size) for _ in range(n)]
@@ -283,7 +282,7 @@ def test_dataset_take_reads_only_requested_blobs(
         {"id": pa.array(range(n), pa.int64()), "b": pa.array(values, pa.large_binary())}, schema=schema
     )
     uri = tmp_path / "ds"
-    lance_ops.write_dataset(table, str(uri), data_storage_version=version, max_rows_per_file=6)
+    lance_ops.write_dataset(table, str(uri), data_storage_version="2.1", max_rows_per_file=6)
     ds = lance_ops.dataset(str(uri))
     ds.take([0, 6])  # opens the tails of both data files
     recorded_reads.clear()
@@ -337,14 +336,14 @@ def test_pylance_reads_our_files(tmp_path: Path, version: str) -> None:
 
 
 @pytest.mark.interop
-@pytest.mark.parametrize("version", ["2.1", "2.2"])
-def test_pylance_reads_our_datasets(tmp_path: Path, version: str) -> None:
+def test_pylance_reads_our_datasets(tmp_path: Path) -> None:
+    """A 2.1 dataset (2.2 ones: tests/test_blob_v2.py)."""
     lance = pytest.importorskip("lance")
     values = blob_values(50, seed=4, big=50_000)
     schema = pa.schema([pa.field("id", pa.int64()), blob_field()])
     table = pa.table({"id": pa.array(range(50), pa.int64()), "b": values}, schema=schema)
     uri = str(tmp_path / "ds")
-    lance_ops.write_dataset(table.slice(0, 30), uri, data_storage_version=version)
+    lance_ops.write_dataset(table.slice(0, 30), uri, data_storage_version="2.1")
     lance_ops.write_dataset(table.slice(30), uri, mode="append")
     ds = lance.dataset(uri)
     described = ds.to_table().column("b")
@@ -397,13 +396,3 @@ def test_pylance_blob_v2_kinds(tmp_path: Path, recorded_reads: list[tuple[str, i
     assert ds.take([4]).column("b").to_pylist()[0]["data"] == big
     assert sum(length for path, _, length in recorded_reads if path.endswith(".blob")) == len(big)
     assert not [path for path, _, _ in recorded_reads if path.endswith(".bin")]
-
-
-def test_writing_blob_v2_columns_is_refused(tmp_path: Path) -> None:
-    """Our writer would store a ``lance.blob.v2`` struct as a plain struct, which pylance reads as nulls."""
-    uri = tmp_path / "ds"
-    shutil.copytree(BLOB_DIR / "dataset_2.2.lance", uri)
-    ds = lance_ops.dataset(str(uri))
-    with pytest.raises(UnsupportedFeatureError, match="lance.blob.v2"):
-        lance_ops.write_dataset(ds.to_table(), str(uri), mode="append")
-    assert lance_ops.dataset(str(uri)).version == ds.version

@@ -150,7 +150,8 @@ class EncodingOptions:
             minichunk_size=num("minichunk-size", int, DEFAULT_MINICHUNK_SIZE),
             structural_encoding=choice("structural-encoding", ("miniblock", "fullzip"), None),
             packed=_flag(keys, "packed"),
-            blob=_flag(keys, "blob"),
+            # A packed struct marked blob is a ``lance.blob.v2`` description column: a plain packed struct.
+            blob=_flag(keys, "blob") and not _flag(keys, "packed"),
         )
 
     @property

@@ -230,12 +230,22 @@ def _field_to_pb(field: pa.Field, field_id: int, parent_id: int) -> pb.Field:
 
 
 def schema_to_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) -> list[pb.Field]:
-    """Flatten an Arrow schema (or fields) into Lance fields in pre-order, ids from ``start_id``."""
+    """Flatten an Arrow schema (or fields) into Lance fields in pre-order, ids from ``start_id``.
+
+    Like pylance, the children of a blob v2 description (:func:`is_blob_v2_description`) get id
+    and parent id -1 and take no id from the count.
+    """
     out: list[pb.Field] = []
+    next_id = start_id
 
     def visit(field: pa.Field, parent_id: int) -> None:
-        field_id = start_id + len(out)
+        nonlocal next_id
+        field_id = next_id
+        next_id += 1
         out.append(_field_to_pb(field, field_id, parent_id))
+        if is_blob_v2_description(out[-1]):
+            out.extend(_field_to_pb(child, -1, -1) for child in _children(field.type))
+            return
         for child in _children(field.type):
             visit(child, field_id)
 
@@ -421,9 +431,12 @@ def max_field_id(fields: Iterable[pb.Field]) -> int:
 
 
 def leaf_field_ids(fields: Sequence[pb.Field]) -> list[int]:
-    """Ids of fields without children, in pre-order (the fields that own columns in 2.1+)."""
+    """Ids of fields without children, in pre-order (the fields that own columns in 2.1+).
+
+    A blob v2 description is one leaf (its children have id -1).
+    """
     parents = {f.parent_id for f in fields}
-    return [f.id for f in fields if f.id not in parents]
+    return [f.id for f in fields if f.id not in parents and f.id != -1]
 
 
 def storage_type(data_type: pa.DataType) -> pa.DataType:

@@ -175,7 +175,7 @@ class LanceFileWriter:
             self._write_pages(state, storage.slice(start, rows_per_page))
 
     def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
-        self._store_pages(state, state.encoder.encode(array, self._write_external))
+        self._store_pages(state, state.encoder.encode(array, self.write_external))
         state.rows_written += len(array)
 
     def _store_pages(self, state: _FieldState, encoded: list[list[EncodedPage]]) -> None:
@@ -196,9 +196,15 @@ class LanceFileWriter:
                 )
                 first_row += page.num_rows
 
-    def _write_external(self, buffers: Sequence[memoryview]) -> list[int]:
-        """Blob bytes: each its own aligned buffer, ahead of the page that addresses them."""
-        return [self._region.write_buffer(buffer)[0] for buffer in buffers]
+    def write_external(self, buffers: Sequence[memoryview]) -> list[int]:
+        """Write blob bytes into the file, each its own aligned buffer; returns their positions.
+
+        Used for blob pages (ahead of the page that addresses them) and inline ``lance.blob.v2``
+        blobs (whose descriptions are ordinary column values).
+        """
+        with self._lock:
+            self._check_open()
+            return [self._region.write_buffer(buffer)[0] for buffer in buffers]
 
     def add_schema_metadata(self, key: str, value: str | bytes) -> None:
         """Add a key to the schema metadata stored in the file."""

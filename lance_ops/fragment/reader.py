@@ -29,7 +29,7 @@ from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.writer import data_file_fields
 from lance_ops.io import ObjectStore, object_store
 from lance_ops.query.predicate import Predicate
-from lance_ops.table.blob import is_blob_v2, resolve_blob_v2
+from lance_ops.table.blob import resolve_blob_v2_columns
 from lance_ops.table.deletion import read_deletion_vector
 from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR, child_uri
@@ -242,11 +242,9 @@ class FragmentReader:
             for index, name in needed.items():
                 array = table.column(name).combine_chunks()
                 field = schema.field(index)
-                if is_blob_v2(field):
-                    array = resolve_blob_v2(
-                        array, field, self.files.file_uri(data_file), self.files.storage_options
-                    )
-                arrays[index] = array
+                arrays[index] = resolve_blob_v2_columns(
+                    array, field, self.files.file_uri(data_file), self.files.storage_options
+                )
         out_fields, out_arrays = [], []
         for index in wanted:
             field = schema.field(index)

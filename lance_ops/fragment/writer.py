@@ -36,7 +36,15 @@ from lance_ops.fragment.options import (
     WriteOptions,
 )
 from lance_ops.io import object_store
-from lance_ops.table.blob import is_blob_v2
+from lance_ops.table.blob import (
+    BLOB_V2_EXTENSION,
+    BlobV2Writer,
+    blob_v2_schema,
+    contains_blob_v2,
+    file_field,
+    input_field,
+    shape_blob_v2,
+)
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFile, DataFragment
 from lance_ops.table.naming import DATA_DIR, child_uri, data_file_name
@@ -82,7 +90,7 @@ def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa
 
 
 def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
-    """Reorder columns by name and cast them to ``schema``."""
+    """Reorder columns by name and cast them to ``schema`` (blob v2 fields as :func:`input_field`)."""
     missing = [n for n in schema.names if reader.schema.get_field_index(n) < 0]
     extra = [n for n in reader.schema.names if schema.get_field_index(n) < 0]
     if missing or extra:
@@ -90,23 +98,50 @@ def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBa
             f"data columns do not match the dataset schema (missing {missing}, unexpected {extra})"
         )
 
+    blob_v2 = [contains_blob_v2(field) for field in schema]
+    target = pa.schema([input_field(field) for field in schema], metadata=schema.metadata)
+
     def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
+        batch = batch.select(schema.names)
+        if any(blob_v2):
+            columns = [
+                shape_blob_v2(column, field) if blob else column
+                for column, field, blob in zip(batch.columns, schema, blob_v2, strict=True)
+            ]
+            batch = pa.RecordBatch.from_arrays(columns, names=schema.names)
         try:
-            return batch.select(schema.names).cast(schema)
+            return batch.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaError(f"data does not match the dataset schema: {exc}") from exc
 
-    return pa.RecordBatchReader.from_batches(schema, (cast(b) for b in reader))
+    return pa.RecordBatchReader.from_batches(target, (cast(b) for b in reader))
+
+
+def new_dataset_reader(
+    data: Any, schema: pa.Schema | None, data_storage_version: str
+) -> tuple[pa.RecordBatchReader, LanceSchema]:
+    """``data`` and its schema (fresh ids) for a new dataset (create, overwrite) of that file version.
+
+    In 2.2 datasets, blob ``large_binary`` columns become ``lance.blob.v2`` columns like pylance's.
+    """
+    reader = to_reader(data, schema)
+    target = blob_v2_schema(reader.schema, FileVersion.parse(data_storage_version))
+    if target is not reader.schema:
+        reader = _cast_reader(reader, target)
+    return reader, LanceSchema.from_arrow(target)
 
 
 def data_file_fields(fields: Sequence[file_pb2.Field], version: FileVersion) -> tuple[int, ...]:
     """Field ids listed in ``DataFile.fields`` for a file of ``version`` holding ``fields``.
 
-    Legacy and 2.0 files give every field a column; 2.1+ files only the leaves.
+    Legacy and 2.0 files give every field a column; 2.1+ files only the leaves, a
+    ``lance.blob.v2`` field being one leaf with its own id (its file column holds descriptions).
     """
     if version in (FileVersion.V0_1, FileVersion.V2_0):
         return tuple(f.id for f in fields)
-    return tuple(leaf_field_ids(fields))
+    blob_v2 = {f.id for f in fields if f.extension_name == BLOB_V2_EXTENSION}
+    leaves = set(leaf_field_ids(fields))
+    return tuple(f.id for f in fields if f.id in blob_v2 or (f.id in leaves and f.parent_id not in blob_v2))
 
 
 def _dataset_schema(uri: str, storage_options: Mapping[str, str] | None) -> tuple[LanceSchema, str] | None:
@@ -133,12 +168,17 @@ class _FileSink:
             raise UnsupportedFeatureError(
                 "legacy (0.1) datasets are read-only: writing 0.1 data files is not supported"
             )
-        blob_v2 = [field.name for field in schema if is_blob_v2(field)]
-        if blob_v2:
-            raise UnsupportedFeatureError(f"writing lance.blob.v2 columns {blob_v2} is not supported")
+        self.blob_v2 = [contains_blob_v2(field) for field in schema]
+        if any(self.blob_v2) and self.version.value < FileVersion.V2_2.value:
+            raise UnsupportedFeatureError(f"lance.blob.v2 columns need Lance 2.2 files, not {self.version}")
+        self.file_schema = pa.schema(
+            [file_field(field) for field in schema],
+            metadata=schema.metadata,
+        )
         self.field_ids = data_file_fields(fields.to_pb(), self.version)
         self.written: list[tuple[DataFile, int]] = []
         self._writer: LanceFileWriter | None = None
+        self._blobs: BlobV2Writer | None = None
         self._name = ""
         self._rows = 0
         self._bytes = 0
@@ -153,6 +193,8 @@ class _FileSink:
             if self._writer is not None:
                 self._writer.abort()
                 self._writer = None
+            if self._blobs is not None:
+                self._blobs.abort()
             raise
         return self.written
 
@@ -164,27 +206,43 @@ class _FileSink:
             take = min(batch.num_rows - offset, self.options.max_rows_per_file - self._rows)
             piece = batch.slice(offset, take)
             assert self._writer is not None
-            self._writer.write_batch(piece)
+            self._writer.write_batch(self._file_batch(piece))
             self._rows += take
             self._bytes += piece.nbytes
             offset += take
             if self._rows >= self.options.max_rows_per_file or self._bytes >= self.options.max_bytes_per_file:
                 self._close()
 
+    def _file_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` as the data file stores it: blob v2 columns as descriptions (blobs stored)."""
+        if self._blobs is None:
+            return batch
+        columns = [
+            self._blobs.store(column, field) if blob else column
+            for column, field, blob in zip(batch.columns, self.schema, self.blob_v2, strict=True)
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=self.file_schema)
+
     def _open(self) -> None:
         self._name = data_file_name()
-        self._writer = LanceFileWriter(
-            child_uri(self.uri, DATA_DIR, self._name),
-            self.schema,
-            version=self.version,
-            storage_options=self.options.storage_options,
+        uri = child_uri(self.uri, DATA_DIR, self._name)
+        writer = LanceFileWriter(
+            uri, self.file_schema, version=self.version, storage_options=self.options.storage_options
         )
+        self._writer = writer
+        if any(self.blob_v2):
+            self._blobs = BlobV2Writer(
+                uri, lambda buffer: writer.write_external([buffer.data])[0], self.options.storage_options
+            )
         self._rows = self._bytes = 0
 
     def _close(self) -> None:
         if self._writer is None:
             return
+        if self._blobs is not None:
+            self._blobs.close()
         self._writer.close()
+        self._blobs = None
         data_file = DataFile(
             path=self._name,
             fields=self.field_ids,
@@ -271,8 +329,7 @@ def write_fragments(
         lance_schema, version_text = existing
         reader = to_reader(data, lance_schema.to_arrow())
     else:
-        reader = to_reader(data, schema)
-        lance_schema = LanceSchema.from_arrow(reader.schema)
+        reader, lance_schema = new_dataset_reader(data, schema, version_text)
     options = WriteOptions(
         max_rows_per_file=max_rows_per_file,
         max_rows_per_group=max_rows_per_group,

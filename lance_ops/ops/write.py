@@ -10,12 +10,11 @@ import pyarrow as pa
 
 from lance_ops.errors import DatasetAlreadyExistsError, RetryableCommitConflictError
 from lance_ops.fragment.options import WriteOptions
-from lance_ops.fragment.writer import FragmentMetadata, to_reader, write_new_fragments
+from lance_ops.fragment.writer import FragmentMetadata, new_dataset_reader, to_reader, write_new_fragments
 from lance_ops.io import object_store
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.commit import list_versions, load_manifest
 from lance_ops.table.manifest import Manifest
-from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Append, Operation, Overwrite, Transaction
 
 MODES = ("create", "append", "overwrite")
@@ -52,8 +51,7 @@ def write(
         lance_schema = manifest.schema
         reader = to_reader(data, lance_schema.to_arrow())
     else:
-        reader = to_reader(data, schema)
-        lance_schema = LanceSchema.from_arrow(reader.schema)
+        reader, lance_schema = new_dataset_reader(data, schema, write_options.data_storage_version)
     fragments = write_new_fragments(reader, uri, lance_schema, write_options)
     for fragment in fragments:
         if progress is not None:
