@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
+from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader
@@ -34,7 +36,7 @@ from lance_ops.table.deletion import read_deletion_vector
 from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR, child_uri
 from lance_ops.table.rowids import decode_row_ids
-from lance_ops.table.schema import LanceSchema
+from lance_ops.table.schema import LanceField, LanceSchema
 
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
 # (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
@@ -77,6 +79,10 @@ class VersionFiles:
     @cached_property
     def top_level_of(self) -> dict[int, int]:
         return self.manifest.schema.top_level_of()
+
+    @cached_property
+    def top_level_fields(self) -> list[LanceField]:
+        return [f for f in self.manifest.schema.fields if f.parent_id == -1]
 
     def fragment(self, metadata: DataFragment) -> FragmentReader:
         reader = self._fragments.get(metadata.id)
@@ -137,20 +143,69 @@ class VersionFiles:
             self._readers.popitem(last=False)
         return reader
 
-    def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, str]:
-        """Dataset top-level field index -> name of the file column holding it."""
+    def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, FileColumn]:
+        """Dataset top-level field index -> the file column holding it."""
         version = FileVersion.parse(data_file.file_version)
-        out: dict[int, str] = {}
+        out: dict[int, FileColumn] = {}
         position = 0
         for field in file_schema:
             fields = schema_to_fields([field])
-            count = 1 if is_blob_v2_description(fields[0]) else len(data_file_fields(fields, version))
-            ids = data_file.fields[position : position + count]
-            position += count
+            blob = is_blob_v2_description(fields[0])
+            recorded = (fields[0].id,) if blob else data_file_fields(fields, version)
+            ids = data_file.fields[position : position + len(recorded)]
+            position += len(recorded)
             tops = {self.top_level_of[i] for i in ids if i in self.top_level_of}
             if len(tops) == 1:
-                out[tops.pop()] = field.name
+                out[tops.pop()] = FileColumn(field.name, tuple(fields), dict(zip(recorded, ids, strict=True)))
         return out
+
+
+@dataclass(frozen=True)
+class FileColumn:
+    """A top-level column of a data file: its name, its fields as numbered in the file (pre-order
+    from 0), and the dataset field id of each file field the data file records.
+    """
+
+    name: str
+    nodes: tuple[file_pb2.Field, ...]
+    ids: Mapping[int, int]
+
+    def dataset_ids(self, node: int) -> set[int]:
+        """Dataset ids recorded for file field ``node`` and its descendants."""
+        below = {node}
+        for f in self.nodes:
+            if f.parent_id in below:
+                below.add(f.id)
+        return {self.ids[n] for n in below if n in self.ids}
+
+    def conform(
+        self, array: pa.Array, schema: LanceSchema, target: LanceField, type_: pa.DataType
+    ) -> pa.Array:
+        """``array`` (this column's values) as the dataset field ``target`` of Arrow type ``type_``.
+
+        Struct children are matched by field id, not name, so renamed struct fields keep their
+        values and dropped ones are left out; other type differences are cast.
+        """
+        return self._conform(array, self.nodes[0].id, schema, target, type_)
+
+    def _conform(
+        self, array: pa.Array, node: int, schema: LanceSchema, target: LanceField, type_: pa.DataType
+    ) -> pa.Array:
+        if not (pa.types.is_struct(type_) and pa.types.is_struct(array.type)):
+            return array if array.type == type_ else array.cast(type_)
+        file_children = [f.id for f in self.nodes if f.parent_id == node]
+        children = []
+        for n, child in enumerate(f for f in schema.fields if f.parent_id == target.id):
+            wanted = {f.id for f in schema.subtree(child.id)}
+            match = next((k for k, c in enumerate(file_children) if wanted & self.dataset_ids(c)), None)
+            child_type = type_.field(n).type
+            children.append(
+                pa.nulls(len(array), child_type)
+                if match is None
+                else self._conform(array.field(match), file_children[match], schema, child, child_type)
+            )
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(type_), mask=mask)
 
 
 class FragmentReader:
@@ -232,20 +287,23 @@ class FragmentReader:
             needed = {i: mapping[i] for i in wanted if i in mapping and i not in arrays}
             if not needed:
                 continue
-            names = list(needed.values())
+            names = [column.name for column in needed.values()]
             if not len(offsets):
                 table = reader.read_range(0, 0, names).to_table()
             elif contiguous:
                 table = reader.read_range(int(offsets[0]), len(offsets), names).to_table()
             else:
                 table = reader.take_rows(offsets, names).to_table()
-            for index, name in needed.items():
-                array = table.column(name).combine_chunks()
+            for index, column in needed.items():
+                array = table.column(column.name).combine_chunks()
                 field = schema.field(index)
                 if is_blob_v2(field):
                     array = resolve_blob_v2(
                         array, field, self.files.file_uri(data_file), self.files.storage_options
                     )
+                elif array.type != field.type:
+                    top = self.files.top_level_fields[index]
+                    array = column.conform(array, self.files.lance_schema, top, field.type)
                 arrays[index] = array
         out_fields, out_arrays = [], []
         for index in wanted:
