@@ -127,8 +127,7 @@ def _udf_compute(
         if isinstance(result, pa.RecordBatch):
             return result
         if isinstance(result, pa.Table) or type(result).__module__.startswith("pandas"):
-            table = as_table(result, None).combine_chunks().replace_schema_metadata(None)
-            return pa.RecordBatch.from_arrays(list(table.columns), schema=table.schema)
+            return _as_batch(as_table(result, None).replace_schema_metadata(None))
         raise SchemaError(
             f"the UDF must return a RecordBatch or a pandas DataFrame, not {type(result).__name__}"
         )
@@ -454,7 +453,7 @@ def _cast_columns(
     arrow = files.schema
     replaced: dict[int, tuple[LanceField, ...]] = {}
     next_id = renamed.max_field_id + 1
-    targets: list[tuple[str, pa.Field]] = []
+    targets: list[tuple[int, str, pa.Field]] = []
     for alteration in casts:
         if alteration.field.parent_id != -1:
             raise UnsupportedFeatureError(f"casting the nested field {alteration.path!r} is not supported")
@@ -468,7 +467,7 @@ def _cast_columns(
         target = pa.field(current.name, alteration.data_type, current.nullable)
         replaced[current.id] = _renumbered(current, target, next_id)
         next_id += len(replaced[current.id])
-        targets.append((alteration.field.name, target))
+        targets.append((current.id, alteration.field.name, target))
     subtree = {f.id for i in replaced for f in renamed.subtree(i)}
     fields: list[LanceField] = []
     for f in renamed.fields:
@@ -477,13 +476,16 @@ def _cast_columns(
         elif f.id not in subtree:
             fields.append(f)
     schema = replace(renamed, fields=tuple(fields))
-    output = pa.schema([t for _, t in targets])
-    new_fields = LanceSchema(tuple(g for f in replaced.values() for g in f), {})
+    # Ids follow the order of the alterations, the new file's columns that of the schema.
+    position = {f.id: n for n, f in enumerate(renamed.fields)}
+    targets.sort(key=lambda t: position[t[0]])
+    output = pa.schema([t for _, _, t in targets])
+    new_fields = LanceSchema(tuple(g for i, _, _ in targets for g in replaced[i]), {})
 
     def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
-        arrays = [_cast(batch.column(old), t.type, old) for old, t in targets]
+        arrays = [_cast(batch.column(old), t.type, old) for _, old, t in targets]
         return pa.RecordBatch.from_arrays(arrays, schema=output)
 
-    compute = _Compute(tuple(old for old, _ in targets), cast, output)
+    compute = _Compute(tuple(old for _, old, _ in targets), cast, output)
     _, written = _write_columns(files, compute, DEFAULT_TRANSFORM_BATCH_SIZE, lambda _: new_fields)
     return _merge(files, schema, written, options)
