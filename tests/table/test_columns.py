@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops import LanceDataset
@@ -246,6 +248,38 @@ def test_add_after_deletes_lines_up(tmp_path: Path, lance_module: Any, physical:
     assert new.num_rows == physical
     assert new["b"].null_count == len(doomed)
     assert_pylance_reads_every_version(lance_module, uri)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    deleted=st.lists(st.booleans(), min_size=1, max_size=300),
+    batch_size=st.integers(min_value=1, max_value=70),
+    rows_per_file=st.integers(min_value=1, max_value=120),
+)
+def test_add_lines_up_property(
+    tmp_path_factory: pytest.TempPathFactory, deleted: list[bool], batch_size: int, rows_per_file: int
+) -> None:
+    """Any deletion pattern, batch size and fragment size: every live row gets its own value."""
+    uri = tmp_path_factory.mktemp("prop") / "ds"
+    n = len(deleted)
+    ds = lance_ops.write_dataset(
+        pa.table({"a": np.arange(n, dtype=np.int64)}), uri, max_rows_per_file=rows_per_file
+    )
+    doomed = np.flatnonzero(deleted)
+    if len(doomed):
+        ds.delete(f"a IN ({', '.join(map(str, doomed))})")
+    sizes: list[int] = []
+
+    def udf(batch: pa.RecordBatch) -> pa.RecordBatch:
+        sizes.append(batch.num_rows)
+        return pa.record_batch({"neg": pa.array(-batch["a"].to_numpy())})
+
+    ds.add_columns(udf, read_columns=["a"], batch_size=batch_size)
+    table = ds.to_table()
+    assert np.array_equal(np.asarray(table["a"]), np.flatnonzero(~np.asarray(deleted)))
+    assert np.array_equal(np.asarray(table["neg"]), -np.asarray(table["a"]))
+    assert max(sizes, default=0) <= batch_size
+    assert all(len(f.files) == 2 for f in ds.manifest.fragments)
 
 
 @pytest.mark.interop
