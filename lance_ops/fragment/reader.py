@@ -84,6 +84,13 @@ class VersionFiles:
     def top_level_fields(self) -> list[LanceField]:
         return [f for f in self.manifest.schema.fields if f.parent_id == -1]
 
+    @cached_property
+    def leaves(self) -> list[set[int]]:
+        """Per top-level field, the ids of its leaf fields (the ids a fragment must hold for it)."""
+        schema = self.manifest.schema
+        leaf_ids = set(schema.leaf_ids)
+        return [{f.id for f in schema.subtree(top.id) if f.id in leaf_ids} for top in self.top_level_fields]
+
     def fragment(self, metadata: DataFragment) -> FragmentReader:
         reader = self._fragments.get(metadata.id)
         if reader is None or reader.metadata != metadata:
@@ -178,34 +185,39 @@ class FileColumn:
                 below.add(f.id)
         return {self.ids[n] for n in below if n in self.ids}
 
-    def conform(
-        self, array: pa.Array, schema: LanceSchema, target: LanceField, type_: pa.DataType
-    ) -> pa.Array:
-        """``array`` (this column's values) as the dataset field ``target`` of Arrow type ``type_``.
+    def children(self, node: int) -> list[int]:
+        return [f.id for f in self.nodes if f.parent_id == node]
 
-        Struct children are matched by field id, not name, so renamed struct fields keep their
-        values and dropped ones are left out; other type differences are cast.
-        """
-        return self._conform(array, self.nodes[0].id, schema, target, type_)
 
-    def _conform(
-        self, array: pa.Array, node: int, schema: LanceSchema, target: LanceField, type_: pa.DataType
-    ) -> pa.Array:
-        if not (pa.types.is_struct(type_) and pa.types.is_struct(array.type)):
-            return array if array.type == type_ else array.cast(type_)
-        file_children = [f.id for f in self.nodes if f.parent_id == node]
-        children = []
-        for n, child in enumerate(f for f in schema.fields if f.parent_id == target.id):
-            wanted = {f.id for f in schema.subtree(child.id)}
-            match = next((k for k, c in enumerate(file_children) if wanted & self.dataset_ids(c)), None)
-            child_type = type_.field(n).type
-            children.append(
-                pa.nulls(len(array), child_type)
-                if match is None
-                else self._conform(array.field(match), file_children[match], schema, child, child_type)
-            )
-        mask = array.is_null() if array.null_count else None
-        return pa.StructArray.from_arrays(children, fields=list(type_), mask=mask)
+# A piece of a dataset field held by one data file: the file column, the file field, its values.
+Part = tuple[FileColumn, int, pa.Array]
+
+
+def conform(parts: Sequence[Part], schema: LanceSchema, target: LanceField, type_: pa.DataType) -> pa.Array:
+    """The dataset field ``target`` (of Arrow type ``type_``) from the pieces data files hold of it.
+
+    Struct children are matched by field id, not name: renamed struct fields keep their values,
+    dropped ones are left out, and a child re-typed into a newer data file is taken from it (the
+    struct's validity comes from the first file). Other type differences are cast.
+    """
+    column, node, array = parts[0]
+    if not (pa.types.is_struct(type_) and pa.types.is_struct(array.type)):
+        return array if array.type == type_ else array.cast(type_)
+    children = []
+    for n, child in enumerate(f for f in schema.fields if f.parent_id == target.id):
+        wanted = {f.id for f in schema.subtree(child.id)}
+        matches = [
+            (col, kid, values.field(k))
+            for col, parent, values in parts
+            for k, kid in enumerate(col.children(parent))
+            if wanted & col.dataset_ids(kid)
+        ]
+        child_type = type_.field(n).type
+        children.append(
+            conform(matches, schema, child, child_type) if matches else pa.nulls(len(array), child_type)
+        )
+    mask = array.is_null() if array.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(type_), mask=mask)
 
 
 class FragmentReader:
@@ -277,14 +289,15 @@ class FragmentReader:
         """Rows at physical ``offsets`` (ascending; deleted rows are read too), projected to ``columns``."""
         schema = self.files.schema
         wanted = {schema.get_field_index(c): c for c in columns}
-        arrays: dict[int, pa.Array] = {}
+        parts: dict[int, list[Part]] = {}
+        done: set[int] = set()
         contiguous = len(offsets) > 0 and offsets[-1] - offsets[0] + 1 == len(offsets)
         for data_file in self.metadata.files:
-            if len(arrays) == len(wanted):
+            if len(done) == len(wanted):
                 break
             reader = self.files.open_file(data_file)
             mapping = self.files.file_columns(data_file, reader.schema)
-            needed = {i: mapping[i] for i in wanted if i in mapping and i not in arrays}
+            needed = {i: mapping[i] for i in wanted if i in mapping and i not in done}
             if not needed:
                 continue
             names = [column.name for column in needed.values()]
@@ -301,18 +314,19 @@ class FragmentReader:
                     array = resolve_blob_v2(
                         array, field, self.files.file_uri(data_file), self.files.storage_options
                     )
-                elif array.type != field.type:
-                    top = self.files.top_level_fields[index]
-                    array = column.conform(array, self.files.lance_schema, top, field.type)
-                arrays[index] = array
+                pieces = parts.setdefault(index, [])
+                pieces.append((column, column.nodes[0].id, array))
+                held = set().union(*(c.dataset_ids(node) for c, node, _ in pieces))
+                if is_blob_v2(field) or self.files.leaves[index] <= held:
+                    done.add(index)
         out_fields, out_arrays = [], []
         for index in wanted:
             field = schema.field(index)
-            array = arrays.get(index)
-            if array is None:
+            if index in parts:
+                top = self.files.top_level_fields[index]
+                array = conform(parts[index], self.files.lance_schema, top, field.type)
+            else:
                 array = pa.nulls(len(offsets), field.type)
-            elif array.type != field.type:
-                array = array.cast(field.type)
             out_fields.append(field)
             out_arrays.append(array)
         if with_row_id:

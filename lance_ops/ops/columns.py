@@ -16,6 +16,7 @@
   old files keep the old id until compaction). Casts stay within a type family (integers,
   floats, temporal types, strings, binaries, decimals, lists of those) and are refused when a value
   would not survive (overflow, truncation); pylance lets float overflow become infinity, we refuse it.
+  A struct field's cast goes to a file holding it under its ancestors (which keep their ids).
 
 Bad input raises before anything is committed; data files already written for a failed operation
 are deleted.
@@ -32,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lance_ops.errors import LanceOpsError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import LanceOpsError, SchemaError
 from lance_ops.file.writer import as_table
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
@@ -446,28 +447,38 @@ def _check_names(schema: LanceSchema) -> None:
         seen.add((f.parent_id, f.name))
 
 
+def _arrow_type(schema: pa.Schema, path: str) -> pa.DataType:
+    top, *children = path.split(".")
+    type_ = schema.field(top).type
+    for name in children:
+        type_ = type_.field(name).type
+    return type_
+
+
 def _cast_columns(
     files: VersionFiles, renamed: LanceSchema, casts: Sequence[_Alteration], options: CommitOptions
 ) -> tuple[Manifest, Transaction]:
-    """Give each cast column a new id in ``renamed`` and write its cast values as new data files."""
-    arrow = files.schema
+    """Give each cast field a new id in ``renamed`` and write its cast values as new data files.
+
+    New ids follow the order of the alterations. The new files hold the cast fields under their
+    ancestors (struct fields keep their ids), top-level columns in schema order, as pylance does.
+    """
+    by_id = {f.id: f for f in renamed.fields}
     replaced: dict[int, tuple[LanceField, ...]] = {}
+    paths: dict[int, str] = {}
     next_id = renamed.max_field_id + 1
-    targets: list[tuple[int, str, pa.Field]] = []
     for alteration in casts:
-        if alteration.field.parent_id != -1:
-            raise UnsupportedFeatureError(f"casting the nested field {alteration.path!r} is not supported")
         assert alteration.data_type is not None
-        source = arrow.field(alteration.field.name).type
+        source = _arrow_type(files.schema, alteration.path)
         if not _castable(source, alteration.data_type):
             raise SchemaError(
                 f"cannot cast column {alteration.path!r} from {source} to {alteration.data_type}"
             )
-        current = next(f for f in renamed.fields if f.id == alteration.field.id)
+        current = by_id[alteration.field.id]
         target = pa.field(current.name, alteration.data_type, current.nullable)
         replaced[current.id] = _renumbered(current, target, next_id)
         next_id += len(replaced[current.id])
-        targets.append((current.id, alteration.field.name, target))
+        paths[current.id] = alteration.path
     subtree = {f.id for i in replaced for f in renamed.subtree(i)}
     fields: list[LanceField] = []
     for f in renamed.fields:
@@ -476,16 +487,40 @@ def _cast_columns(
         elif f.id not in subtree:
             fields.append(f)
     schema = replace(renamed, fields=tuple(fields))
-    # Ids follow the order of the alterations, the new file's columns that of the schema.
-    position = {f.id: n for n, f in enumerate(renamed.fields)}
-    targets.sort(key=lambda t: position[t[0]])
-    output = pa.schema([t for _, _, t in targets])
-    new_fields = LanceSchema(tuple(g for i, _, _ in targets for g in replaced[i]), {})
+
+    ancestors: set[int] = set()
+    for field_id in replaced:
+        parent = by_id[field_id].parent_id
+        while parent != -1:
+            ancestors.add(parent)
+            parent = by_id[parent].parent_id
+    new_ids = {f.id for group in replaced.values() for f in group}
+    new_fields = LanceSchema(tuple(f for f in schema.fields if f.id in ancestors or f.id in new_ids), {})
+    output = new_fields.to_arrow()
+    kept: dict[int, list[int]] = {}  # parent id -> the children the new files hold
+    position: dict[int, int] = {}  # field id -> index among its siblings (as read from the files)
+    count: dict[int, int] = {}
+    for f in renamed.fields:
+        position[f.id] = count.get(f.parent_id, 0)
+        count[f.parent_id] = position[f.id] + 1
+        if f.id in ancestors or f.id in replaced:
+            kept.setdefault(f.parent_id, []).append(f.id)
+    tops = kept[-1]
+
+    def build(array: pa.Array, field_id: int, type_: pa.DataType) -> pa.Array:
+        if field_id in replaced:
+            return _cast(array, type_, paths[field_id])
+        children = kept[field_id]
+        arrays = [build(array.field(position[k]), k, type_.field(n).type) for n, k in enumerate(children)]
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(arrays, fields=list(type_), mask=mask)
+
+    names = tuple(files.schema.field(position[i]).name for i in tops)
 
     def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
-        arrays = [_cast(batch.column(old), t.type, old) for _, old, t in targets]
+        arrays = [build(batch.column(n), i, t.type) for n, i, t in zip(names, tops, output, strict=True)]
         return pa.RecordBatch.from_arrays(arrays, schema=output)
 
-    compute = _Compute(tuple(old for _, old, _ in targets), cast, output)
+    compute = _Compute(names, cast, output)
     _, written = _write_columns(files, compute, DEFAULT_TRANSFORM_BATCH_SIZE, lambda _: new_fields)
     return _merge(files, schema, written, options)
