@@ -201,6 +201,8 @@ def conform(parts: Sequence[Part], schema: LanceSchema, target: LanceField, type
     struct's validity comes from the first file). Other type differences are cast.
     """
     column, node, array = parts[0]
+    if len(parts) == 1 and array.type == type_:
+        return array
     if not (pa.types.is_struct(type_) and pa.types.is_struct(array.type)):
         return array if array.type == type_ else array.cast(type_)
     children = []
