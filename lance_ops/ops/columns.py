@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lance_ops.errors import LanceOpsError, SchemaError
+from lance_ops.errors import CommitConflictError, LanceOpsError, SchemaError
 from lance_ops.file.writer import as_table
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
@@ -121,7 +121,9 @@ def _udf_compute(
     special = {ROW_ID, ROW_ADDRESS}
     names = files.schema.names if read_columns is None else [c for c in read_columns if c not in special]
     columns = files.resolve_columns(names)
-    declared = func.output_schema if isinstance(func, BatchUDF) else None
+    declared = getattr(func, "output_schema", None)
+    if declared is not None and not isinstance(declared, pa.Schema):
+        raise TypeError(f"a UDF's output_schema must be a pyarrow.Schema, not {type(declared).__name__}")
 
     def call(batch: pa.RecordBatch) -> pa.RecordBatch:
         result = func(batch)
@@ -217,10 +219,14 @@ def _write_columns(
             data_file = write_data_file(data, files.uri, fields, fragment.physical_rows, options)
             written.append((fragment, data_file))
     except BaseException:
-        for _, data_file in written:
-            files.store.delete(files.store.join(files.root, DATA_DIR, data_file.path))
+        _delete(files, [data_file for _, data_file in written])
         raise
     return fields, written
+
+
+def _delete(files: VersionFiles, data_files: Iterable[DataFile]) -> None:
+    for data_file in data_files:
+        files.store.delete(files.store.join(files.root, DATA_DIR, data_file.path))
 
 
 def _merge(
@@ -229,7 +235,10 @@ def _merge(
     written: Iterable[tuple[FragmentReader, DataFile]],
     options: CommitOptions,
 ) -> tuple[Manifest, Transaction]:
-    """Commit a ``Merge`` of ``schema`` with the new files added (files without schema ids dropped)."""
+    """Commit a ``Merge`` of ``schema`` with the new files added (files without schema ids dropped).
+
+    When a concurrent commit conflicts, the new files are deleted (nothing refers to them).
+    """
     added = {fragment.id: data_file for fragment, data_file in written}
     ids = set(schema.field_ids)
     fragments: list[DataFragment] = []
@@ -238,7 +247,11 @@ def _merge(
         kept = tuple(d for d in data_files if any(i in ids for i in d.fields))
         fragments.append(replace(fragment, files=kept))
     operation = Merge(tuple(fragments), schema.to_pb(), dict(schema.metadata), preserves_nullability=True)
-    return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+    try:
+        return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+    except CommitConflictError:
+        _delete(files, added.values())
+        raise
 
 
 # ---------------------------------------------------------------------------------------- add

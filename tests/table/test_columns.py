@@ -25,6 +25,7 @@ from lance_ops.errors import (
     LanceOpsError,
     PredicateError,
     PredicateTypeError,
+    RetryableCommitConflictError,
     SchemaError,
 )
 from lance_ops.file import LanceFileReader
@@ -462,6 +463,33 @@ def test_we_read_and_continue_pylance_evolution(tmp_path: Path, lance_module: An
         lance.dataset(uri).to_table(with_row_id=True)["_rowid"].to_pylist()
         == ours.to_table(with_row_id=True)["_rowid"].to_pylist()
     )
+
+
+def test_conflicting_add_leaves_no_files(tmp_path: Path) -> None:
+    uri = tmp_path / "ds"
+    stale = make(uri)
+    lance_ops.write_dataset(sample(2, 100), uri, mode="append")
+    files = data_files(uri)
+    with pytest.raises(RetryableCommitConflictError):
+        stale.add_columns({"b": "a + 1"})
+    assert data_files(uri) == files
+    fresh = lance_ops.dataset(uri)
+    fresh.add_columns({"b": "a + 1"})
+    assert fresh.to_table()["b"].to_pylist()[-2:] == [101, 102]
+
+
+@pytest.mark.interop
+def test_pylance_udf_object_is_accepted(tmp_path: Path, lance_module: Any) -> None:
+    ds = make(tmp_path / "ds")
+    declared = pa.schema([pa.field("w", pa.float64())])
+    udf = lance_module.batch_udf(output_schema=declared)(
+        lambda b: pd.DataFrame({"w": b.to_pandas()["f"] * 2})
+    )
+    ds.add_columns(udf, read_columns=["f"])
+    assert ds.schema.field("w").type == pa.float64()
+    wrong = lance_module.batch_udf(output_schema=declared)(lambda b: pd.DataFrame({"w": b.to_pandas()["a"]}))
+    with pytest.raises(SchemaError):
+        ds.add_columns(wrong, read_columns=["a"])
 
 
 # ------------------------------------------------------------------------------ bad input
