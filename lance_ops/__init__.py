@@ -1,15 +1,24 @@
 """lance-ops: a pure-Python implementation of the Lance columnar format (files and datasets).
 
 Public dataset API (pylance's names): :func:`write_dataset`, :func:`dataset`,
-:class:`LanceDataset`, :class:`LanceOperation`, :class:`FragmentMetadata`; data files through
-:mod:`lance_ops.file`, executor-side fragment writes through :mod:`lance_ops.fragment`.
+:class:`LanceDataset`, :class:`LanceOperation`, :class:`FragmentMetadata`, :func:`batch_udf`;
+data files through :mod:`lance_ops.file`, executor-side fragment writes through :mod:`lance_ops.fragment`.
 """
 
 from __future__ import annotations
 
-from lance_ops.dataset import LanceDataset, LanceOperation, dataset, write_dataset
+from lance_ops.dataset import BatchUDF, LanceDataset, LanceOperation, batch_udf, dataset, write_dataset
 from lance_ops.fragment import FragmentMetadata
 
 __version__ = "0.1.0"
 
-__all__ = ["FragmentMetadata", "LanceDataset", "LanceOperation", "__version__", "dataset", "write_dataset"]
+__all__ = [
+    "BatchUDF",
+    "FragmentMetadata",
+    "LanceDataset",
+    "LanceOperation",
+    "__version__",
+    "batch_udf",
+    "dataset",
+    "write_dataset",
+]

@@ -25,9 +25,11 @@ from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, Ve
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import scan_batches, take, take_rows
 from lance_ops.io import object_store
+from lance_ops.ops import columns as columns_op
 from lance_ops.ops import commit as commit_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import write as write_op
+from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.commit import list_versions, load_manifest, load_manifests, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
@@ -50,7 +52,15 @@ from lance_ops.table.transaction import (
     UpdateMap,
 )
 
-__all__ = ["LanceDataset", "LanceFragment", "LanceOperation", "dataset", "write_dataset"]
+__all__ = [
+    "BatchUDF",
+    "LanceDataset",
+    "LanceFragment",
+    "LanceOperation",
+    "batch_udf",
+    "dataset",
+    "write_dataset",
+]
 
 SchemaLike: TypeAlias = "pa.Schema | LanceSchema"
 Filter: TypeAlias = "str | pc.Expression | None"
@@ -415,6 +425,37 @@ class LanceDataset:
         result = delete_op.delete(self._files, predicate, options)
         self._adopt(result.manifest, result.transaction)
         return result.num_deleted_rows
+
+    def add_columns(
+        self,
+        transforms: columns_op.Transforms,
+        read_columns: Sequence[str] | None = None,
+        batch_size: int | None = None,
+    ) -> None:
+        """Add columns: ``{name: SQL expression}``, a batch UDF, or ``pa.Field``\\ s / a ``pa.Schema``.
+
+        A UDF (a plain function or one decorated with :func:`lance_ops.batch_udf`) maps a
+        ``RecordBatch`` of ``read_columns`` (all columns by default; ``_rowid`` / ``_rowaddr`` may
+        be named) to a ``RecordBatch`` or pandas DataFrame of new columns, for runs of at most
+        ``batch_size`` rows. Fields add all-null columns without writing data. Commits a ``Merge``
+        and makes this object the new version (see :mod:`lance_ops.ops.columns`).
+        """
+        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        self._adopt(*columns_op.add_columns(self._files, transforms, read_columns, batch_size, options))
+
+    def drop_columns(self, columns: Sequence[str]) -> None:
+        """Drop columns (dotted paths for struct fields) by committing a ``Project``; no data is rewritten."""
+        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        self._adopt(*columns_op.drop_columns(self._files, columns, options))
+
+    def alter_columns(self, *alterations: Mapping[str, Any]) -> None:
+        """Alter columns, each given as ``{"path", "name"?, "nullable"?, "data_type"?}`` (as in pylance).
+
+        Renames and nullability changes are metadata only (a ``Project``); a ``data_type`` change
+        rewrites that column into new data files (a ``Merge``) and refuses casts that lose data.
+        """
+        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        self._adopt(*columns_op.alter_columns(self._files, alterations, options))
 
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
         """Become the version ``manifest`` (written by one of our own commits)."""

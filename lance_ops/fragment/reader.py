@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
+from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader
@@ -29,12 +31,12 @@ from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.writer import data_file_fields
 from lance_ops.io import ObjectStore, object_store
 from lance_ops.query.predicate import Predicate
-from lance_ops.table.blob import resolve_blob_v2_columns
+from lance_ops.table.blob import contains_blob_v2, resolve_blob_v2_columns
 from lance_ops.table.deletion import read_deletion_vector
 from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR, child_uri
 from lance_ops.table.rowids import decode_row_ids
-from lance_ops.table.schema import LanceSchema
+from lance_ops.table.schema import LanceField, LanceSchema
 
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
 # (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
@@ -77,6 +79,17 @@ class VersionFiles:
     @cached_property
     def top_level_of(self) -> dict[int, int]:
         return self.manifest.schema.top_level_of()
+
+    @cached_property
+    def top_level_fields(self) -> list[LanceField]:
+        return [f for f in self.manifest.schema.fields if f.parent_id == -1]
+
+    @cached_property
+    def leaves(self) -> list[set[int]]:
+        """Per top-level field, the ids of its leaf fields (the ids a fragment must hold for it)."""
+        schema = self.manifest.schema
+        leaf_ids = set(schema.leaf_ids)
+        return [{f.id for f in schema.subtree(top.id) if f.id in leaf_ids} for top in self.top_level_fields]
 
     def fragment(self, metadata: DataFragment) -> FragmentReader:
         reader = self._fragments.get(metadata.id)
@@ -137,20 +150,76 @@ class VersionFiles:
             self._readers.popitem(last=False)
         return reader
 
-    def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, str]:
-        """Dataset top-level field index -> name of the file column holding it."""
+    def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, FileColumn]:
+        """Dataset top-level field index -> the file column holding it."""
         version = FileVersion.parse(data_file.file_version)
-        out: dict[int, str] = {}
+        out: dict[int, FileColumn] = {}
         position = 0
         for field in file_schema:
             fields = schema_to_fields([field])
-            count = 1 if is_blob_v2_description(fields[0]) else len(data_file_fields(fields, version))
-            ids = data_file.fields[position : position + count]
-            position += count
+            blob = is_blob_v2_description(fields[0])
+            recorded = (fields[0].id,) if blob else data_file_fields(fields, version)
+            ids = data_file.fields[position : position + len(recorded)]
+            position += len(recorded)
             tops = {self.top_level_of[i] for i in ids if i in self.top_level_of}
             if len(tops) == 1:
-                out[tops.pop()] = field.name
+                out[tops.pop()] = FileColumn(field.name, tuple(fields), dict(zip(recorded, ids, strict=True)))
         return out
+
+
+@dataclass(frozen=True)
+class FileColumn:
+    """A top-level column of a data file: its name, its fields as numbered in the file (pre-order
+    from 0), and the dataset field id of each file field the data file records.
+    """
+
+    name: str
+    nodes: tuple[file_pb2.Field, ...]
+    ids: Mapping[int, int]
+
+    def dataset_ids(self, node: int) -> set[int]:
+        """Dataset ids recorded for file field ``node`` and its descendants."""
+        below = {node}
+        for f in self.nodes:
+            if f.parent_id in below:
+                below.add(f.id)
+        return {self.ids[n] for n in below if n in self.ids}
+
+    def children(self, node: int) -> list[int]:
+        return [f.id for f in self.nodes if f.parent_id == node]
+
+
+# A piece of a dataset field held by one data file: the file column, the file field, its values.
+Part = tuple[FileColumn, int, pa.Array]
+
+
+def conform(parts: Sequence[Part], schema: LanceSchema, target: LanceField, type_: pa.DataType) -> pa.Array:
+    """The dataset field ``target`` (of Arrow type ``type_``) from the pieces data files hold of it.
+
+    Struct children are matched by field id, not name: renamed struct fields keep their values,
+    dropped ones are left out, and a child re-typed into a newer data file is taken from it (the
+    struct's validity comes from the first file). Other type differences are cast.
+    """
+    column, node, array = parts[0]
+    if len(parts) == 1 and array.type == type_:
+        return array
+    if not (pa.types.is_struct(type_) and pa.types.is_struct(array.type)):
+        return array if array.type == type_ else array.cast(type_)
+    children = []
+    for n, child in enumerate(f for f in schema.fields if f.parent_id == target.id):
+        wanted = {f.id for f in schema.subtree(child.id)}
+        matches = [
+            (col, kid, values.field(k))
+            for col, parent, values in parts
+            for k, kid in enumerate(col.children(parent))
+            if wanted & col.dataset_ids(kid)
+        ]
+        child_type = type_.field(n).type
+        children.append(
+            conform(matches, schema, child, child_type) if matches else pa.nulls(len(array), child_type)
+        )
+    mask = array.is_null() if array.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(type_), mask=mask)
 
 
 class FragmentReader:
@@ -222,37 +291,43 @@ class FragmentReader:
         """Rows at physical ``offsets`` (ascending; deleted rows are read too), projected to ``columns``."""
         schema = self.files.schema
         wanted = {schema.get_field_index(c): c for c in columns}
-        arrays: dict[int, pa.Array] = {}
+        parts: dict[int, list[Part]] = {}
+        done: set[int] = set()
         contiguous = len(offsets) > 0 and offsets[-1] - offsets[0] + 1 == len(offsets)
         for data_file in self.metadata.files:
-            if len(arrays) == len(wanted):
+            if len(done) == len(wanted):
                 break
             reader = self.files.open_file(data_file)
             mapping = self.files.file_columns(data_file, reader.schema)
-            needed = {i: mapping[i] for i in wanted if i in mapping and i not in arrays}
+            needed = {i: mapping[i] for i in wanted if i in mapping and i not in done}
             if not needed:
                 continue
-            names = list(needed.values())
+            names = [column.name for column in needed.values()]
             if not len(offsets):
                 table = reader.read_range(0, 0, names).to_table()
             elif contiguous:
                 table = reader.read_range(int(offsets[0]), len(offsets), names).to_table()
             else:
                 table = reader.take_rows(offsets, names).to_table()
-            for index, name in needed.items():
-                array = table.column(name).combine_chunks()
+            for index, column in needed.items():
+                array = table.column(column.name).combine_chunks()
                 field = schema.field(index)
-                arrays[index] = resolve_blob_v2_columns(
+                array = resolve_blob_v2_columns(
                     array, field, self.files.file_uri(data_file), self.files.storage_options
                 )
+                pieces = parts.setdefault(index, [])
+                pieces.append((column, column.nodes[0].id, array))
+                held = set().union(*(c.dataset_ids(node) for c, node, _ in pieces))
+                if contains_blob_v2(field) or self.files.leaves[index] <= held:
+                    done.add(index)
         out_fields, out_arrays = [], []
         for index in wanted:
             field = schema.field(index)
-            array = arrays.get(index)
-            if array is None:
+            if index in parts:
+                top = self.files.top_level_fields[index]
+                array = conform(parts[index], self.files.lance_schema, top, field.type)
+            else:
                 array = pa.nulls(len(offsets), field.type)
-            elif array.type != field.type:
-                array = array.cast(field.type)
             out_fields.append(field)
             out_arrays.append(array)
         if with_row_id:

@@ -8,4 +8,6 @@ jobs and the Dagster assets all call these functions.
 * :mod:`.commit` — committing an operation or transaction (``LanceDataset.commit``);
 * :mod:`.write` — writing data as a new dataset, an append or an overwrite (``write_dataset``);
 * :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``).
+* :mod:`.columns` — adding, dropping and altering columns (``add_columns``, ``drop_columns``,
+  ``alter_columns``).
 """

@@ -44,7 +44,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from lance_ops.errors import PredicateError, PredicateTypeError, SchemaError, UnsupportedFeatureError
 
-__all__ = ["Predicate", "parse_predicate"]
+__all__ = ["BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
 
 
 class LanceSQL(Spark):
@@ -52,6 +52,15 @@ class LanceSQL(Spark):
 
     class Tokenizer(Spark.Tokenizer):
         STRING_ESCAPES = ["'"]
+
+
+@dataclass(frozen=True)
+class BoundExpression:
+    """A bound SQL / Arrow expression: the Arrow expression, its type, the top-level columns it reads."""
+
+    expression: pc.Expression
+    type: pa.DataType
+    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -66,22 +75,28 @@ class Predicate:
         return table.filter(self.expression)
 
 
-def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predicate:
-    """Bind a SQL filter (or an Arrow expression) to ``schema``."""
+def parse_expression(expression: str | pc.Expression, schema: pa.Schema) -> BoundExpression:
+    """Bind a SQL expression (or an Arrow expression) of any result type to ``schema``."""
     translator = _Translator(schema)
-    if isinstance(predicate, pc.Expression):
-        value = translator.typed(predicate, str(predicate))
+    if isinstance(expression, pc.Expression):
+        value = translator.typed(expression, str(expression))
         columns: Sequence[str] = schema.names
-    elif isinstance(predicate, str):
-        value = translator.translate(_parse(predicate))
+    elif isinstance(expression, str):
+        value = translator.translate(_parse(expression))
         columns = [name for name in schema.names if name in translator.columns]
     else:
         raise PredicateTypeError(
-            f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(predicate).__name__}"
+            f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(expression).__name__}"
         )
-    if not pa.types.is_boolean(value.type):
-        raise PredicateError(f"the filter {predicate!s} does not return a boolean (it returns {value.type})")
-    return Predicate(value.expr, tuple(columns))
+    return BoundExpression(value.expr, value.type, tuple(columns))
+
+
+def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predicate:
+    """Bind a SQL filter (or an Arrow expression) to ``schema``."""
+    bound = parse_expression(predicate, schema)
+    if not pa.types.is_boolean(bound.type):
+        raise PredicateError(f"the filter {predicate!s} does not return a boolean (it returns {bound.type})")
+    return Predicate(bound.expression, bound.columns)
 
 
 def _parse(sql: str) -> exp.Expr:

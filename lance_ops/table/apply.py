@@ -14,6 +14,8 @@ Rules (pylance 14 behaviour, fact sheet sections 3.4 and 6.6):
 * with stable row ids, fragments lacking a row-id sequence get ``Range(next_row_id, +rows)`` and
   created-at / last-updated-at sequences of the new version; ``next_row_id`` grows accordingly;
 * Overwrite replaces schema and fragments, drops indices, keeps config and table metadata;
+* with stable row ids, a Merge stamps every row of a fragment whose data files it changed (new or
+  re-typed columns) as last updated in the new version;
 * Restore copies the restored version's content but keeps ``max_fragment_id`` and ``next_row_id``.
 """
 
@@ -164,11 +166,20 @@ def _(op: Rewrite, base: Manifest, ctx: ApplyContext) -> Manifest:
 
 @apply_operation.register
 def _(op: Merge, base: Manifest, ctx: ApplyContext) -> Manifest:
+    fragments = op.fragments
+    if base.uses_stable_row_ids:
+        before = {f.id: f.files for f in base.fragments}
+        fragments = tuple(
+            f
+            if before.get(f.id) == f.files
+            else replace(f, last_updated_at_versions=version_sequence(f.physical_rows, ctx.version))
+            for f in fragments
+        )
     return replace(
         base,
         fields=op.schema,
         schema_metadata=dict(op.schema_metadata),
-        fragments=op.fragments,
+        fragments=fragments,
         max_fragment_id=_max_id(base.max_fragment_id, op.fragments),
     )
 

@@ -1,0 +1,539 @@
+"""Schema evolution: adding, dropping and altering columns, written as pylance 14 writes them.
+
+* ``add_columns`` with SQL expressions or a batch UDF commits a ``Merge``: every fragment gains one
+  data file holding the new columns, their field ids numbered after the schema's ``max_field_id``.
+  The file has a row per *physical* row of the fragment so that it lines up with the fragment's
+  other files: the transform sees the live rows of each run of ``batch_size`` physical rows (a
+  run whose rows are all deleted gives it an empty batch, as in pylance) and deleted rows are
+  stored as nulls. Row-id sequences and deletion files are untouched.
+* ``add_columns`` with ``pa.Field``\\ s (or a ``pa.Schema``) commits a ``Merge`` that writes nothing:
+  the nullable new fields read as nulls from fragments with no file holding them.
+* ``drop_columns`` commits a ``Project``: data files keep listing the dropped ids (readers ignore
+  them) and files left with none of the schema's ids leave their fragment.
+* ``alter_columns``: renames and nullability are a ``Project`` that keeps field ids (a column becomes
+  non-nullable only if no live row holds a null); a type change gives the column a new id at the
+  same position and commits a ``Merge`` adding a data file of cast values to every fragment (the
+  old files keep the old id until compaction). Casts stay within a type family (integers,
+  floats, temporal types, strings, binaries, decimals, lists of those) and are refused when a value
+  would not survive (overflow, truncation); pylance lets float overflow become infinity, we refuse it.
+  A struct field's cast goes to a file holding it under its ancestors (which keep their ids).
+
+Bad input raises before anything is committed; data files already written for a failed operation
+are deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from lance_ops.errors import CommitConflictError, LanceOpsError, SchemaError
+from lance_ops.file.writer import as_table
+from lance_ops.fragment.options import WriteOptions
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.writer import write_data_file
+from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.query.predicate import parse_expression
+from lance_ops.table.manifest import DataFile, DataFragment, Manifest
+from lance_ops.table.naming import DATA_DIR
+from lance_ops.table.schema import LanceField, LanceSchema
+from lance_ops.table.transaction import Merge, Project, Transaction
+
+__all__ = ["BatchUDF", "add_columns", "alter_columns", "batch_udf", "drop_columns"]
+
+# Physical rows per transform call when the caller gives no batch size.
+DEFAULT_TRANSFORM_BATCH_SIZE = 1024
+
+Transforms: TypeAlias = (
+    "Mapping[str, str | pc.Expression] | Callable[[pa.RecordBatch], Any]"
+    " | pa.Field | Sequence[pa.Field] | pa.Schema"
+)
+
+
+@dataclass(frozen=True)
+class BatchUDF:
+    """A batch function for :func:`add_columns` with, optionally, the schema its batches must have."""
+
+    func: Callable[[pa.RecordBatch], Any]
+    output_schema: pa.Schema | None = None
+
+    def __call__(self, batch: pa.RecordBatch) -> Any:
+        return self.func(batch)
+
+
+def batch_udf(
+    output_schema: pa.Schema | None = None,
+) -> Callable[[Callable[[pa.RecordBatch], Any]], BatchUDF]:
+    """Decorator making a function ``RecordBatch -> RecordBatch | pandas.DataFrame`` a :class:`BatchUDF`."""
+    return lambda func: BatchUDF(func, output_schema)
+
+
+# ---------------------------------------------------------------------------------------- computing
+
+
+@dataclass(frozen=True)
+class _Compute:
+    """How new columns are made: the columns read from each fragment and a batch function.
+
+    ``output_schema`` is known up front for SQL and casts; for a UDF without one it comes from
+    the first batch the UDF returns.
+    """
+
+    columns: tuple[str, ...]
+    func: Callable[[pa.RecordBatch], pa.RecordBatch]
+    output_schema: pa.Schema | None
+    with_row_id: bool = False
+    with_row_address: bool = False
+
+
+def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Expression]) -> _Compute:
+    bound = {}
+    for name, text in expressions.items():
+        if not isinstance(name, str):
+            raise SchemaError(f"new column names must be strings, not {name!r}")
+        try:
+            bound[name] = parse_expression(text, files.schema)
+        except LanceOpsError as exc:
+            raise type(exc)(f"the expression for new column {name!r}: {exc}") from exc
+    schema = pa.schema([pa.field(name, b.type) for name, b in bound.items()])
+    columns = tuple(n for n in files.schema.names if any(n in b.columns for b in bound.values()))
+    projection = {name: b.expression for name, b in bound.items()}
+
+    def evaluate(batch: pa.RecordBatch) -> pa.RecordBatch:
+        table = pads.dataset(pa.Table.from_batches([batch])).to_table(columns=projection)
+        return pa.RecordBatch.from_arrays(
+            [c.combine_chunks().cast(f.type) for c, f in zip(table.columns, schema, strict=True)],
+            schema=schema,
+        )
+
+    return _Compute(columns, evaluate, schema)
+
+
+def _udf_compute(
+    files: VersionFiles, func: Callable[[pa.RecordBatch], Any], read_columns: Sequence[str] | None
+) -> _Compute:
+    special = {ROW_ID, ROW_ADDRESS}
+    names = files.schema.names if read_columns is None else [c for c in read_columns if c not in special]
+    columns = files.resolve_columns(names)
+    declared = getattr(func, "output_schema", None)
+    if declared is not None and not isinstance(declared, pa.Schema):
+        raise TypeError(f"a UDF's output_schema must be a pyarrow.Schema, not {type(declared).__name__}")
+
+    def call(batch: pa.RecordBatch) -> pa.RecordBatch:
+        result = func(batch)
+        if isinstance(result, pa.RecordBatch):
+            return result
+        if isinstance(result, pa.Table) or type(result).__module__.startswith("pandas"):
+            return _as_batch(as_table(result, None).replace_schema_metadata(None))
+        raise SchemaError(
+            f"the UDF must return a RecordBatch or a pandas DataFrame, not {type(result).__name__}"
+        )
+
+    read = set(read_columns or ())
+    return _Compute(columns, call, declared, ROW_ID in read, ROW_ADDRESS in read)
+
+
+def _as_batch(table: pa.Table) -> pa.RecordBatch:
+    if not table.num_columns:
+        return pa.RecordBatch.from_struct_array(pa.nulls(table.num_rows, pa.struct([])))
+    return pa.RecordBatch.from_arrays([c.combine_chunks() for c in table.columns], schema=table.schema)
+
+
+def _scatter(batch: pa.RecordBatch, positions: np.ndarray, length: int) -> pa.RecordBatch:
+    """``batch`` (one row per position) spread over ``length`` rows, nulls elsewhere."""
+    if len(positions) == length:
+        return batch
+    index = np.full(length, -1, dtype=np.int64)
+    index[positions] = np.arange(len(positions))
+    return batch.take(pa.array(index, mask=index < 0))
+
+
+def _fragment_batches(
+    fragment: FragmentReader, compute: _Compute, batch_size: int
+) -> Iterator[pa.RecordBatch]:
+    """The new columns for every physical row of ``fragment``, computed from its live rows."""
+    deleted = fragment.deleted
+    for start in range(0, fragment.physical_rows, batch_size):
+        offsets = np.arange(start, min(start + batch_size, fragment.physical_rows), dtype=np.int64)
+        live = offsets[~np.isin(offsets, deleted)] if len(deleted) else offsets
+        table = fragment.read(compute.columns, live, compute.with_row_id, compute.with_row_address)
+        out = compute.func(_as_batch(table))
+        if out.num_rows != len(live):
+            raise SchemaError(f"the transform returned {out.num_rows} rows for a batch of {len(live)}")
+        yield _scatter(out, live - start, len(offsets))
+
+
+def _checked(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        if not batch.schema.equals(schema):
+            raise SchemaError(f"the transform returned a batch with schema {batch.schema}, expected {schema}")
+        yield batch
+
+
+def _first_schema(
+    compute: _Compute, files: VersionFiles, streams: list[Iterator[pa.RecordBatch]]
+) -> pa.Schema:
+    """The output schema, calling the transform on the first batch (kept in ``streams``) if needed."""
+    if compute.output_schema is not None:
+        return compute.output_schema
+    if not streams:
+        empty = files.schema.empty_table().select(list(compute.columns))
+        return compute.func(_as_batch(empty)).schema
+    first = next(streams[0])
+    streams[0] = _prepend(first, streams[0])
+    return first.schema
+
+
+def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest
+
+
+def _write_columns(
+    files: VersionFiles, compute: _Compute, batch_size: int, new_fields: Callable[[pa.Schema], LanceSchema]
+) -> tuple[LanceSchema, list[tuple[FragmentReader, DataFile]]]:
+    """Write one data file of computed columns per fragment; returns the files' schema and the files.
+
+    ``new_fields`` numbers the output schema (and raises for clashes before any file is written).
+    Files written before a failure are deleted.
+    """
+    if batch_size <= 0:
+        raise ValueError("batch_size must be positive")
+    fragments = files.fragments()
+    streams = [_fragment_batches(f, compute, batch_size) for f in fragments]
+    written: list[tuple[FragmentReader, DataFile]] = []
+    try:
+        schema = _first_schema(compute, files, streams)
+        fields = new_fields(schema)
+        options = WriteOptions(
+            data_storage_version=files.manifest.data_storage_version, storage_options=files.storage_options
+        )
+        for fragment, batches in zip(fragments, streams, strict=True):
+            data = pa.RecordBatchReader.from_batches(schema, _checked(batches, schema))
+            data_file = write_data_file(data, files.uri, fields, fragment.physical_rows, options)
+            written.append((fragment, data_file))
+    except BaseException:
+        _delete(files, [data_file for _, data_file in written])
+        raise
+    return fields, written
+
+
+def _delete(files: VersionFiles, data_files: Iterable[DataFile]) -> None:
+    for data_file in data_files:
+        files.store.delete(files.store.join(files.root, DATA_DIR, data_file.path))
+
+
+def _merge(
+    files: VersionFiles,
+    schema: LanceSchema,
+    written: Iterable[tuple[FragmentReader, DataFile]],
+    options: CommitOptions,
+) -> tuple[Manifest, Transaction]:
+    """Commit a ``Merge`` of ``schema`` with the new files added (files without schema ids dropped).
+
+    When a concurrent commit conflicts, the new files are deleted (nothing refers to them).
+    """
+    added = {fragment.id: data_file for fragment, data_file in written}
+    ids = set(schema.field_ids)
+    fragments: list[DataFragment] = []
+    for fragment in files.manifest.fragments:
+        data_files = [*fragment.files, *([added[fragment.id]] if fragment.id in added else [])]
+        kept = tuple(d for d in data_files if any(i in ids for i in d.fields))
+        fragments.append(replace(fragment, files=kept))
+    operation = Merge(tuple(fragments), schema.to_pb(), dict(schema.metadata), preserves_nullability=True)
+    try:
+        return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+    except CommitConflictError:
+        _delete(files, added.values())
+        raise
+
+
+# ---------------------------------------------------------------------------------------- add
+
+
+def _arrow_fields(transforms: Any) -> list[pa.Field] | None:
+    """The fields of an all-null transform (a field, fields or a schema), else None."""
+    if isinstance(transforms, pa.Field):
+        return [transforms]
+    if isinstance(transforms, pa.Schema):
+        return list(transforms)
+    if isinstance(transforms, Sequence) and transforms and all(isinstance(f, pa.Field) for f in transforms):
+        return list(transforms)
+    return None
+
+
+def _numbered(files: VersionFiles, schema: pa.Schema) -> LanceSchema:
+    """``schema``'s fields numbered after the dataset's ``max_field_id`` (clashes raise)."""
+    if len(set(schema.names)) != len(schema.names):
+        raise SchemaError(f"the new columns {schema.names} repeat a name")
+    everything = files.lance_schema.with_new_fields(schema)
+    return LanceSchema(everything.fields[len(files.lance_schema) :], {})
+
+
+def add_columns(
+    files: VersionFiles,
+    transforms: Transforms,
+    read_columns: Sequence[str] | None,
+    batch_size: int | None,
+    options: CommitOptions,
+) -> tuple[Manifest, Transaction]:
+    """Add columns to the version ``files`` reads: SQL expressions, a batch UDF or all-null fields."""
+    fields = _arrow_fields(transforms)
+    if fields is not None:
+        not_nullable = [f.name for f in fields if not f.nullable]
+        if not_nullable:
+            raise SchemaError(f"all-null columns must be nullable: {not_nullable}")
+        schema = files.lance_schema.with_new_fields(fields)
+        return _merge(files, schema, (), options)
+    if isinstance(transforms, Mapping):
+        if read_columns is not None:
+            raise ValueError("read_columns only applies to a UDF; SQL expressions read the columns they name")
+        compute = _sql_compute(files, transforms)
+    elif callable(transforms):
+        compute = _udf_compute(files, transforms, read_columns)
+    else:
+        raise TypeError(
+            "transforms must be a dict of SQL expressions, a batch UDF, or pyarrow Field(s) / a Schema, "
+            f"not {type(transforms).__name__}"
+        )
+    new, written = _write_columns(
+        files, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE, lambda s: _numbered(files, s)
+    )
+    schema = replace(files.lance_schema, fields=(*files.lance_schema.fields, *new.fields))
+    return _merge(files, schema, written, options)
+
+
+# ---------------------------------------------------------------------------------------- drop
+
+
+def _resolve(schema: LanceSchema, path: str) -> LanceField:
+    """The field at a dotted ``path`` (``"a"``, ``"a.b"``)."""
+    parent = -1
+    found: LanceField | None = None
+    for name in path.split("."):
+        found = next((f for f in schema.fields if f.parent_id == parent and f.name == name), None)
+        if found is None:
+            raise SchemaError(f"no such column {path!r} in the dataset; it has {schema.names}")
+        parent = found.id
+    assert found is not None
+    return found
+
+
+def drop_columns(
+    files: VersionFiles, columns: Sequence[str], options: CommitOptions
+) -> tuple[Manifest, Transaction]:
+    """Drop columns (dotted paths for struct fields) from the version ``files`` reads (a ``Project``)."""
+    if isinstance(columns, str):
+        raise TypeError("columns must be a list of column names")
+    schema = files.lance_schema
+    dropped = schema.without(_resolve(schema, c).id for c in columns)
+    if not dropped.names:
+        raise SchemaError("cannot drop all columns from a dataset")
+    operation = Project(dropped.to_pb(), preserves_nullability=True)
+    return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+
+
+# ---------------------------------------------------------------------------------------- alter
+
+
+def _family(type_: pa.DataType) -> str | None:
+    """The type family a column may be cast within (None: no casts)."""
+    checks = (
+        ("int", pa.types.is_integer),
+        ("float", pa.types.is_floating),
+        ("temporal", pa.types.is_temporal),
+        ("bool", pa.types.is_boolean),
+        ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
+        ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)),
+        ("decimal", pa.types.is_decimal),
+    )
+    return next((name for name, check in checks if check(type_)), None)
+
+
+def _castable(source: pa.DataType, target: pa.DataType) -> bool:
+    lists = (pa.ListType, pa.LargeListType, pa.FixedSizeListType)
+    if isinstance(source, lists):
+        return isinstance(target, lists) and _castable(source.value_type, target.value_type)
+    family = _family(source)
+    return family is not None and family == _family(target)
+
+
+def _cast(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
+    """``array`` cast to ``target``; raises :class:`SchemaError` when a value would not survive."""
+    try:
+        out = array.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaError(f"cannot cast column {name!r} from {array.type} to {target}: {exc}") from exc
+    if pa.types.is_floating(array.type):
+        overflow = pc.and_(pc.is_finite(array), pc.invert(pc.is_finite(out)))
+        if pc.any(overflow).as_py():
+            raise SchemaError(f"cannot cast column {name!r} from {array.type} to {target}: values overflow")
+    return out
+
+
+@dataclass(frozen=True)
+class _Alteration:
+    field: LanceField
+    path: str
+    name: str | None
+    nullable: bool | None
+    data_type: pa.DataType | None
+
+
+def _parse_alteration(schema: LanceSchema, alteration: Mapping[str, Any]) -> _Alteration:
+    unknown = set(alteration) - {"path", "name", "nullable", "data_type"}
+    if unknown or "path" not in alteration:
+        raise ValueError(
+            f"an alteration has a 'path' and some of 'name', 'nullable', 'data_type'; got {alteration}"
+        )
+    path = alteration["path"]
+    parsed = _Alteration(
+        _resolve(schema, path),
+        path,
+        alteration.get("name"),
+        alteration.get("nullable"),
+        alteration.get("data_type"),
+    )
+    if parsed.name is None and parsed.nullable is None and parsed.data_type is None:
+        raise ValueError(f"alteration of {path!r}: at least one of name, nullable or data_type is needed")
+    if parsed.name is not None and (not parsed.name or (parsed.field.parent_id == -1 and "." in parsed.name)):
+        raise SchemaError(
+            f"cannot rename {path!r} to {parsed.name!r}: top-level names cannot be empty or contain '.'"
+        )
+    return parsed
+
+
+def _has_nulls(files: VersionFiles, alteration: _Alteration) -> bool:
+    """Whether a live row holds a null at ``alteration.path``."""
+    top, *children = alteration.path.split(".")
+    for fragment in files.fragments():
+        column = fragment.read([top], fragment.live_offsets()).column(0).combine_chunks()
+        for name in children:
+            column = pc.struct_field(column, name)
+        if column.null_count:
+            return True
+    return False
+
+
+def _renumbered(field: LanceField, arrow_field: pa.Field, next_id: int) -> tuple[LanceField, ...]:
+    """``arrow_field`` as Lance fields numbered from ``next_id``, in ``field``'s place in the tree."""
+    fresh = LanceSchema.from_arrow([arrow_field], start_id=next_id).fields
+    return (replace(fresh[0], parent_id=field.parent_id), *fresh[1:])
+
+
+def alter_columns(
+    files: VersionFiles, alterations: Sequence[Mapping[str, Any]], options: CommitOptions
+) -> tuple[Manifest, Transaction]:
+    """Rename, change the nullability of, or cast columns of the version ``files`` reads."""
+    schema = files.lance_schema
+    parsed = [_parse_alteration(schema, a) for a in alterations]
+    fields = {f.id: f for f in schema.fields}
+    for alteration in parsed:
+        if alteration.nullable is False and alteration.field.nullable and _has_nulls(files, alteration):
+            raise SchemaError(f"column {alteration.path!r} holds nulls and cannot be made non-nullable")
+        current = fields[alteration.field.id]
+        fields[current.id] = replace(
+            current,
+            name=current.name if alteration.name is None else alteration.name,
+            nullable=current.nullable if alteration.nullable is None else alteration.nullable,
+        )
+    casts = [a for a in parsed if a.data_type is not None]
+    renamed = replace(schema, fields=tuple(fields[f.id] for f in schema.fields))
+    _check_names(renamed)
+    if not casts:
+        operation = Project(renamed.to_pb(), preserves_nullability=True)
+        return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+    return _cast_columns(files, renamed, casts, options)
+
+
+def _check_names(schema: LanceSchema) -> None:
+    seen: set[tuple[int, str]] = set()
+    for f in schema.fields:
+        if (f.parent_id, f.name) in seen:
+            raise SchemaError(f"the schema would have two fields called {f.name!r}")
+        seen.add((f.parent_id, f.name))
+
+
+def _arrow_type(schema: pa.Schema, path: str) -> pa.DataType:
+    top, *children = path.split(".")
+    type_ = schema.field(top).type
+    for name in children:
+        type_ = type_.field(name).type
+    return type_
+
+
+def _cast_columns(
+    files: VersionFiles, renamed: LanceSchema, casts: Sequence[_Alteration], options: CommitOptions
+) -> tuple[Manifest, Transaction]:
+    """Give each cast field a new id in ``renamed`` and write its cast values as new data files.
+
+    New ids follow the order of the alterations. The new files hold the cast fields under their
+    ancestors (struct fields keep their ids), top-level columns in schema order, as pylance does.
+    """
+    by_id = {f.id: f for f in renamed.fields}
+    replaced: dict[int, tuple[LanceField, ...]] = {}
+    paths: dict[int, str] = {}
+    next_id = renamed.max_field_id + 1
+    for alteration in casts:
+        assert alteration.data_type is not None
+        source = _arrow_type(files.schema, alteration.path)
+        if not _castable(source, alteration.data_type):
+            raise SchemaError(
+                f"cannot cast column {alteration.path!r} from {source} to {alteration.data_type}"
+            )
+        current = by_id[alteration.field.id]
+        target = pa.field(current.name, alteration.data_type, current.nullable)
+        replaced[current.id] = _renumbered(current, target, next_id)
+        next_id += len(replaced[current.id])
+        paths[current.id] = alteration.path
+    subtree = {f.id for i in replaced for f in renamed.subtree(i)}
+    fields: list[LanceField] = []
+    for f in renamed.fields:
+        if f.id in replaced:
+            fields.extend(replaced[f.id])
+        elif f.id not in subtree:
+            fields.append(f)
+    schema = replace(renamed, fields=tuple(fields))
+
+    ancestors: set[int] = set()
+    for field_id in replaced:
+        parent = by_id[field_id].parent_id
+        while parent != -1:
+            ancestors.add(parent)
+            parent = by_id[parent].parent_id
+    new_ids = {f.id for group in replaced.values() for f in group}
+    new_fields = LanceSchema(tuple(f for f in schema.fields if f.id in ancestors or f.id in new_ids), {})
+    output = new_fields.to_arrow()
+    kept: dict[int, list[int]] = {}  # parent id -> the children the new files hold
+    position: dict[int, int] = {}  # field id -> index among its siblings (as read from the files)
+    count: dict[int, int] = {}
+    for f in renamed.fields:
+        position[f.id] = count.get(f.parent_id, 0)
+        count[f.parent_id] = position[f.id] + 1
+        if f.id in ancestors or f.id in replaced:
+            kept.setdefault(f.parent_id, []).append(f.id)
+    tops = kept[-1]
+
+    def build(array: pa.Array, field_id: int, type_: pa.DataType) -> pa.Array:
+        if field_id in replaced:
+            return _cast(array, type_, paths[field_id])
+        children = kept[field_id]
+        arrays = [build(array.field(position[k]), k, type_.field(n).type) for n, k in enumerate(children)]
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(arrays, fields=list(type_), mask=mask)
+
+    names = tuple(files.schema.field(position[i]).name for i in tops)
+
+    def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
+        arrays = [build(batch.column(n), i, t.type) for n, i, t in zip(names, tops, output, strict=True)]
+        return pa.RecordBatch.from_arrays(arrays, schema=output)
+
+    compute = _Compute(names, cast, output)
+    _, written = _write_columns(files, compute, DEFAULT_TRANSFORM_BATCH_SIZE, lambda _: new_fields)
+    return _merge(files, schema, written, options)
