@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -49,6 +49,9 @@ from lance_ops.table.transaction import (
     UpdateConfig,
     UpdateMap,
 )
+
+if TYPE_CHECKING:
+    from lance_ops.optimize import DatasetOptimizer
 
 __all__ = ["LanceDataset", "LanceFragment", "LanceOperation", "dataset", "write_dataset"]
 
@@ -244,6 +247,10 @@ class LanceDataset:
         return self._uri
 
     @property
+    def storage_options(self) -> Mapping[str, str] | None:
+        return self._storage_options
+
+    @property
     def version(self) -> int:
         return self._manifest.version
 
@@ -415,6 +422,13 @@ class LanceDataset:
         result = delete_op.delete(self._files, predicate, options)
         self._adopt(result.manifest, result.transaction)
         return result.num_deleted_rows
+
+    @property
+    def optimize(self) -> DatasetOptimizer:
+        """Maintenance operations (``compact_files``), as pylance's ``ds.optimize``."""
+        from lance_ops.optimize import DatasetOptimizer  # noqa: PLC0415 (optimize imports this module)
+
+        return DatasetOptimizer(self)
 
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
         """Become the version ``manifest`` (written by one of our own commits)."""

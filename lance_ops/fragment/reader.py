@@ -90,8 +90,9 @@ class VersionFiles:
     @cached_property
     def row_id_index(self) -> RowIdIndex:
         """Stable row id -> row address of every live row (datasets with stable row ids)."""
+        fragments = self.fragments()
         return RowIdIndex.build(
-            [(f.id, f.row_ids(np.arange(f.physical_rows, dtype=np.int64)), f.deleted) for f in self.fragments()]
+            [(f.id, f.row_ids(np.arange(f.physical_rows, dtype=np.int64)), f.deleted) for f in fragments]
         )
 
     def resolve_columns(self, columns: Sequence[str] | None) -> tuple[str, ...]:

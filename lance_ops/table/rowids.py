@@ -15,24 +15,25 @@ Segment kinds, as chosen by pylance (smallest estimated size wins, ties in this 
 ==================  =====================================  ==============================
 kind                when                                   estimated bytes
 ==================  =====================================  ==============================
-Range               sorted, no gaps                        --
-RangeWithHoles      sorted with gaps                       24 + 4 * holes
-RangeWithBitmap     sorted with gaps (LSB-first bitmap)    24 + ceil((max - min + 1) / 8)
-SortedArray         sorted with gaps                       24 + 2 * n
-Array               not sorted                             --
+Range               increasing, no gaps                    --
+RangeWithHoles      increasing, gaps                       24 + 4 * holes
+RangeWithBitmap     increasing, gaps (LSB-first bitmap)    24 + ceil((max - min + 1) / 8)
+SortedArray         increasing, gaps                       24 + 2 * n
+Array               otherwise                              --
 ==================  =====================================  ==============================
 
 Arrays (``EncodedU64Array``) store offsets from ``base = min`` as u16 when ``max - min`` fits, else
 u32, else raw u64. Example: ids ``{0, 1, 2, 4, 5, 6, 7, 8, 9}`` -> ``RangeWithBitmap{0, 10, f7 03}``.
 
-Sequences are stored inline in the fragment below :data:`INLINE_LIMIT` bytes, else in an external
-file under ``_rowids/`` referenced by ``ExternalFile{path, offset, size}`` (path relative to the
-dataset root). Decoding expands every segment kind with numpy.
+Sequences are always written inline. table.proto allows an external file above 200 KB
+(``ExternalFile{path, offset, size}``, path relative to the dataset root), but pylance 14 never
+writes one and refuses to open a dataset whose fragments have one ("All fragments must have row
+ids"), so writing them would lock pylance out; they are read, though. Decoding expands every
+segment kind with numpy.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
 import numpy as np
@@ -42,13 +43,10 @@ from lance_ops.errors import CorruptFileError
 from lance_ops.io import ObjectStore
 from lance_ops.table.manifest import ExternalFile
 
-# table.proto: sequences are stored inline "if small (< 200KB)".
-INLINE_LIMIT = 200 * 1024
-ROW_IDS_DIR = "_rowids"
-
 _SEGMENT_OVERHEAD = 24
 _U16_SPAN = 0xFFFF
 _U32_SPAN = 0xFFFFFFFF
+_MAX_U64 = 2**64 - 1
 
 
 def _encode_array(values: np.ndarray, out: rowids_pb2.EncodedU64Array) -> None:
@@ -76,10 +74,13 @@ def encode_segment(values: np.ndarray, out: rowids_pb2.U64Segment) -> None:
     if not count:
         out.range.start, out.range.end = 0, 0
         return
-    if count > 1 and bool(np.any(values[1:] < values[:-1])):
+    if count > 1 and bool(np.any(values[1:] <= values[:-1])):
         _encode_array(values, out.array)
         return
     low, high = int(values[0]), int(values[-1])
+    if high == _MAX_U64:  # a range's exclusive end would not fit
+        _encode_array(values, out.sorted_array)
+        return
     slots = high - low + 1
     if slots == count:
         out.range.start, out.range.end = low, high + 1
@@ -90,18 +91,20 @@ def encode_segment(values: np.ndarray, out: rowids_pb2.U64Segment) -> None:
         _SEGMENT_OVERHEAD + 2 * count,
     )
     best = sizes.index(min(sizes))
+    if best == 2:
+        _encode_array(values, out.sorted_array)
+        return
+    # Holes or bitmap win only when the span is at most 16 times the count: a dense mask is cheap.
     present = np.zeros(slots, dtype=bool)
     present[(values - np.uint64(low)).astype(np.int64)] = True
     if best == 0:
         segment = out.range_with_holes
         segment.start, segment.end = low, high + 1
         _encode_array(np.flatnonzero(~present).astype(np.uint64) + np.uint64(low), segment.holes)
-    elif best == 1:
+    else:
         bitmap = out.range_with_bitmap
         bitmap.start, bitmap.end = low, high + 1
         bitmap.bitmap = np.packbits(present, bitorder="little").tobytes()
-    else:
-        _encode_array(values, out.sorted_array)
 
 
 def encode_row_ids(segments: Sequence[np.ndarray]) -> bytes:
@@ -143,9 +146,13 @@ def encode_versions(versions: np.ndarray) -> bytes:
 def _decode_array(array: rowids_pb2.EncodedU64Array) -> np.ndarray:
     which = array.WhichOneof("array")
     if which == "u16_array":
-        return np.uint64(array.u16_array.base) + np.frombuffer(array.u16_array.offsets, "<u2").astype(np.uint64)
+        return np.uint64(array.u16_array.base) + np.frombuffer(array.u16_array.offsets, "<u2").astype(
+            np.uint64
+        )
     if which == "u32_array":
-        return np.uint64(array.u32_array.base) + np.frombuffer(array.u32_array.offsets, "<u4").astype(np.uint64)
+        return np.uint64(array.u32_array.base) + np.frombuffer(array.u32_array.offsets, "<u4").astype(
+            np.uint64
+        )
     if which == "u64_array":
         return np.frombuffer(array.u64_array.values, "<u8").astype(np.uint64)
     return np.zeros(0, np.uint64)
@@ -169,7 +176,9 @@ def decode_segment(segment: rowids_pb2.U64Segment) -> np.ndarray:
     return np.zeros(0, np.uint64)
 
 
-def _parse(message: rowids_pb2.RowIdSequence | rowids_pb2.RowDatasetVersionSequence, data: bytes, path: str) -> None:
+def _parse(
+    message: rowids_pb2.RowIdSequence | rowids_pb2.RowDatasetVersionSequence, data: bytes, path: str
+) -> None:
     try:
         message.ParseFromString(data)
     except Exception as exc:  # protobuf DecodeError
@@ -198,15 +207,6 @@ def decode_versions(data: bytes, num_rows: int, path: str = "<row versions>") ->
     if len(versions) > num_rows:
         raise CorruptFileError(path, f"version sequence covers {len(versions)} rows, fragment has {num_rows}")
     return np.concatenate([versions, np.ones(num_rows - len(versions), np.uint64)])
-
-
-def store_sequence(store: ObjectStore, root: str, data: bytes) -> bytes | ExternalFile:
-    """``data`` itself when below :data:`INLINE_LIMIT`, else written to ``_rowids/`` and referenced."""
-    if len(data) < INLINE_LIMIT:
-        return data
-    path = f"{ROW_IDS_DIR}/{uuid.uuid4()}.bin"
-    store.write(store.join(root, path), data)
-    return ExternalFile(path=path, offset=0, size=len(data))
 
 
 def load_sequence(store: ObjectStore, root: str, value: bytes | ExternalFile) -> bytes:
