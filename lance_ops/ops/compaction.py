@@ -50,13 +50,8 @@ import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
 from lance_ops.errors import UnsupportedFeatureError
-from lance_ops.fragment.options import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_MAX_BYTES_PER_FILE,
-    ScanOptions,
-    WriteOptions,
-)
-from lance_ops.fragment.reader import FragmentReader, VersionFiles, row_addresses
+from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
+from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
 from lance_ops.fragment.writer import write_new_fragments
 from lance_ops.io import object_store
 from lance_ops.ops.commit import CommitOptions, commit
@@ -431,10 +426,16 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
 
 
 def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int) -> Iterator[pa.RecordBatch]:
-    options = ScanOptions(columns=tuple(schema.names), batch_size=batch_size)
+    """Live rows of ``readers`` in order. Each fragment is decoded whole (a contiguous read is much
+    cheaper than a take of the surviving offsets) and its deleted rows are filtered out."""
+    columns = tuple(schema.names)
     for reader in readers:
-        for table in reader.scan(options):
-            yield from table.to_batches()
+        for start in range(0, reader.physical_rows, READ_AHEAD_ROWS):
+            stop = min(start + READ_AHEAD_ROWS, reader.physical_rows)
+            table = reader.read(columns, np.arange(start, stop, dtype=np.int64))
+            if len(reader.deleted):
+                table = table.filter(pa.array(_live_mask(reader)[start:stop]))
+            yield from table.to_batches(max_chunksize=batch_size)
 
 
 def _live_mask(reader: FragmentReader) -> np.ndarray:
