@@ -200,3 +200,58 @@ def test_external_row_id_sequences_are_read(tmp_path, lance_module) -> None:  # 
 
 def ds_schema(uri: str) -> pa.Schema:
     return lance_ops.dataset(uri).schema
+
+
+@pytest.mark.interop
+def test_row_ids_through_restore_match_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    ours_uri, theirs_uri = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for write, uri in ((lance_ops.write_dataset, ours_uri), (lance.write_dataset, theirs_uri)):
+        write(table(10), uri, enable_stable_row_ids=True)
+        write(table(5, 10), uri, mode="append")
+    lance_ops.LanceDataset.commit(ours_uri, LanceOperation.Restore(1))
+    lance.dataset(theirs_uri, version=1).restore()
+    for write, uri in ((lance_ops.write_dataset, ours_uri), (lance.write_dataset, theirs_uri)):
+        write(table(5, 100), uri, mode="append")
+    ours = lance_ops.dataset(ours_uri).to_table(with_row_id=True, with_row_address=True)
+    theirs = lance.dataset(theirs_uri).to_table(with_row_id=True, with_row_address=True)
+    assert ours.equals(theirs)
+    assert ours["_rowid"].to_pylist() == [*range(10), *range(15, 20)]
+    assert (
+        lance.dataset(ours_uri)
+        .to_table(with_row_id=True)
+        .equals(lance_ops.dataset(ours_uri).to_table(with_row_id=True))
+    )
+
+
+@pytest.mark.interop
+def test_row_ids_through_merge_add_column(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.fragment import WriteOptions, write_data_file
+
+    uri = str(tmp_path / "d")
+    ds = lance_ops.write_dataset(table(30), uri, max_rows_per_file=12, enable_stable_row_ids=True)
+    ds.delete("id % 5 = 2")
+    ds = lance_ops.dataset(uri)
+    before = ds.to_table(with_row_id=True)
+    schema = ds.lance_schema.with_new_fields([pa.field("extra", pa.int64())])
+    new_field = schema.project(["extra"])
+    fragments = []
+    for fragment in ds.manifest.fragments:
+        values = pa.table({"extra": pa.array(range(fragment.physical_rows), pa.int64())})
+        data_file = write_data_file(
+            values, uri, new_field, fragment.physical_rows, WriteOptions(data_storage_version="2.2")
+        )
+        fragments.append(replace(fragment, files=(*fragment.files, data_file)))
+    merged = lance_ops.LanceDataset.commit(
+        uri, LanceOperation.Merge(fragments, schema), read_version=ds.version
+    )
+    after = merged.to_table(columns=["id", "s", "st"], with_row_id=True)
+    assert after.equals(before)
+    theirs = lance_module.dataset(uri).to_table(with_row_id=True)
+    assert theirs.equals(merged.to_table(with_row_id=True))
+    lance_module.dataset(uri).optimize.compact_files()
+    assert (
+        lance_ops.dataset(uri)
+        .to_table(columns=["id"], with_row_id=True)
+        .equals(before.select(["id", "_rowid"]))
+    )
