@@ -29,8 +29,10 @@ address mapping is known.
 Committing (as pylance 14): a ``ReserveFragments`` commit claims the new fragment ids, then a
 ``Rewrite`` on the plan's read version replaces each group's old fragments by its new ones. The
 Rewrite is checked against everything committed since the read version (conflict matrix): appends
-are compatible; a delete or update touching a compacted fragment makes it fail with a
-:class:`~lance_ops.errors.RetryableCommitConflictError` (plan again), so no deleted row comes back.
+are compatible; a delete of rows of a compacted fragment is carried into the new fragments when row
+ids are stable (:mod:`lance_ops.table.rewrite_rebase`), and otherwise (or for an update) makes it
+fail with a :class:`~lance_ops.errors.RetryableCommitConflictError` (plan again): no deleted row
+ever comes back.
 With ``commit_every=N``, :func:`compact` commits every N finished tasks: an interrupted compaction
 keeps what it committed and the next run plans only the rest.
 """
@@ -527,7 +529,8 @@ def commit_compaction(
     """Commit finished tasks: reserve the new fragment ids, then one ``Rewrite`` on the plan's version.
 
     Raises :class:`~lance_ops.errors.RetryableCommitConflictError` when a fragment being compacted
-    was changed (deleted from, updated, rewritten) since the plan's read version.
+    was changed since the plan's read version (updated, rewritten, or deleted from without stable
+    row ids; deletes are carried into the new fragments with them).
     """
     if not results:
         raise ValueError("no compaction results to commit")

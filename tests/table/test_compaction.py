@@ -311,16 +311,39 @@ def test_racing_delete_never_resurrects(tmp_path, stable: bool) -> None:  # type
     assert plan_ids(the_plan.tasks) == [[0, 1, 2, 3]]
     results = [t.execute(uri) for t in the_plan.tasks]
     lance_ops.dataset(uri).delete("id = 15 or id = 60")  # 15 is in a compacted fragment
-    with pytest.raises(RetryableCommitConflictError):
+    lance_ops.dataset(uri).delete("id >= 20 and id < 30")  # removes compacted fragment 2 whole
+    lance_ops.dataset(uri).delete("id = 33")
+    expected = [i for i in range(190) if i not in (1, 15, 60, 33) and not 20 <= i < 30]
+    if stable:
+        # the deletes are carried into the rewritten fragment
         Compaction.commit(ds, results)
+        (group,) = lance_ops.dataset(uri).read_transaction().operation.groups
+        assert group.new_fragments[0].deletion_file is not None
+    else:
+        with pytest.raises(RetryableCommitConflictError):
+            Compaction.commit(ds, results)
     latest = lance_ops.dataset(uri)
-    assert 15 not in latest.to_table(columns=["id"])["id"].to_pylist()
-    assert latest.count_rows() == 187
-    # retrying (a fresh plan) succeeds and keeps the deletes
+    got = latest.to_table(columns=["id"], with_row_id=True).sort_by("id")
+    assert got["id"].to_pylist() == expected
+    if stable:
+        assert got["_rowid"].to_pylist() == expected
+    # compacting again (a fresh plan) keeps the deletes
     latest.optimize.compact_files(target_rows_per_fragment=100)
-    assert sorted(latest.to_table(columns=["id"])["id"].to_pylist()) == [
-        i for i in range(190) if i not in (1, 15, 60)
-    ]
+    assert sorted(latest.to_table(columns=["id"])["id"].to_pylist()) == expected
+
+
+@pytest.mark.interop
+def test_carried_delete_read_by_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 4, stable=True)
+    results = [t.execute(uri) for t in Compaction.plan(ds, {"target_rows_per_fragment": 100}).tasks]
+    lance_module.dataset(uri).delete("id = 5 or id = 17")
+    Compaction.commit(ds, results)
+    theirs = lance_module.dataset(uri).to_table(with_row_id=True)
+    assert theirs["id"].to_pylist() == [i for i in range(40) if i not in (5, 17)]
+    assert theirs.equals(lance_ops.dataset(uri).to_table(with_row_id=True))
+    lance_module.dataset(uri).delete("id = 6")
+    assert lance_ops.dataset(uri).count_rows() == 37
 
 
 def test_racing_delete_elsewhere_and_append_both_land(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -255,3 +255,18 @@ def test_row_ids_through_merge_add_column(tmp_path, lance_module) -> None:  # ty
         .to_table(columns=["id"], with_row_id=True)
         .equals(before.select(["id", "_rowid"]))
     )
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [True, False])
+def test_rowid_rowaddr_with_filter_limit_and_fragments(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(40), uri, max_rows_per_file=9, enable_stable_row_ids=stable)
+    lance_ops.dataset(uri).delete("id % 3 = 0")
+    lance_module.dataset(uri).optimize.compact_files(target_rows_per_fragment=15)
+    ours, theirs = lance_ops.dataset(uri), lance_module.dataset(uri)
+    kwargs = {"columns": ["id"], "with_row_id": True, "with_row_address": True}
+    assert ours.to_table(filter="id > 20", **kwargs).equals(theirs.to_table(filter="id > 20", **kwargs))
+    assert ours.to_table(limit=7, offset=5, **kwargs).equals(theirs.to_table(limit=7, offset=5, **kwargs))
+    for mine, other in zip(ours.get_fragments(), theirs.get_fragments(), strict=True):
+        assert mine.to_table(**kwargs).equals(other.to_table(**kwargs))
