@@ -17,6 +17,7 @@ being below its notes marker).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -100,7 +101,8 @@ def report(args: argparse.Namespace, ops: float, pylance: float, same: bool) -> 
             f"| pylance | {pylance:.3f} |",
             f"| ratio lance_ops / pylance | {ops / pylance:.2f} |",
             "",
-            f"Results identical (rows, order, `_rowid`): {'yes' if same else 'NO'}.",
+            f"Results identical (rows, order, `_rowid`): {'yes' if same else 'NO'}. Load average at "
+            f"the end of the run: {os.getloadavg()[0]:.1f} (the machine is shared: ratios move with load).",
             END,
         ]
     )

@@ -416,8 +416,7 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
         for group in _split(fragments, options.target_rows_per_fragment)
     )
     covered = _index_sets(manifest)
-    indexed = sorted({i for t in tasks for f in t.fragments for i in covered.get(f.id, ())})
-    if indexed:
+    if any(f.id in covered for t in tasks for f in t.fragments):
         raise UnsupportedFeatureError(
             "compacting fragments covered by an index is not supported (indices would need remapping)"
         )
