@@ -596,19 +596,21 @@ def compact(
             pool.submit(execute_task, VersionFiles(files.uri, files.manifest, files.storage_options), task)
             for task in the_plan.tasks
         }
-        while pending and failure is None:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                try:
-                    finished.append(future.result())
-                except BaseException as exc:  # noqa: BLE001 (re-raised below, after committing what finished)
-                    failure = failure or exc
-            last = not pending and failure is None
-            while len(finished) >= batch or (finished and last):
-                chunk, finished = finished[:batch], finished[batch:]
-                outcomes.append(commit_compaction(files.uri, chunk, commit_options))
-        for future in pending:
-            future.cancel()
+        try:
+            while pending and failure is None:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    try:
+                        finished.append(future.result())
+                    except BaseException as exc:  # re-raised below, after committing what finished
+                        failure = failure or exc
+                last = not pending and failure is None
+                while len(finished) >= batch or (finished and last):
+                    chunk, finished = finished[:batch], finished[batch:]
+                    outcomes.append(commit_compaction(files.uri, chunk, commit_options))
+        finally:
+            for future in pending:
+                future.cancel()
     if failure is not None:
         raise failure
     return _merge(outcomes)
