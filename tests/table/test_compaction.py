@@ -14,7 +14,14 @@ import pytest
 import lance_ops
 from lance_ops.errors import RetryableCommitConflictError, UnsupportedFeatureError
 from lance_ops.ops import compaction
-from lance_ops.optimize import Compaction, CompactionMetrics, CompactionOptions, CompactionPlan, RewriteResult
+from lance_ops.optimize import (
+    Compaction,
+    CompactionMetrics,
+    CompactionOptions,
+    CompactionPlan,
+    CompactionTask,
+    RewriteResult,
+)
 from lance_ops.table.transaction import ReserveFragments, Rewrite
 from tests.table.conftest import table
 
@@ -383,3 +390,26 @@ def test_unique_row_ids_survive_many_rounds(tmp_path) -> None:  # type: ignore[n
         ds.optimize.compact_files(target_rows_per_fragment=40 + round_ * 30)
         got = ds.to_table(columns=["id"], with_row_id=True)
         assert got.sort_by("_rowid").equals(expected.sort_by("_rowid"))
+
+
+def _execute_json(args: tuple[str, str]) -> str:
+    """An executor: a task's JSON in, its result's JSON out (another process, as in Spark)."""
+    uri, task = args
+    return CompactionTask.from_json(task).execute(uri).json()
+
+
+def test_tasks_execute_in_other_processes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 8, stable=True, deletes=["id % 4 = 0"])
+    expected = ds.to_table(with_row_id=True)
+    the_plan = Compaction.plan(ds, {"target_rows_per_fragment": 20})
+    assert the_plan.num_tasks() == 2
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        texts = pool.map(_execute_json, [(uri, t.json()) for t in the_plan.tasks], chunksize=1)
+    metrics = Compaction.commit(ds, [RewriteResult.from_json(t) for t in texts])
+    assert metrics.fragments_removed == 8
+    assert (
+        lance_ops.dataset(uri).to_table(with_row_id=True).sort_by("_rowid").equals(expected.sort_by("_rowid"))
+    )
