@@ -7,5 +7,6 @@ jobs and the Dagster assets all call these functions.
 
 * :mod:`.commit` — committing an operation or transaction (``LanceDataset.commit``);
 * :mod:`.write` — writing data as a new dataset, an append or an overwrite (``write_dataset``);
-* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``).
+* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``);
+* :mod:`.compaction` — compaction as plan / tasks / commit (``lance_ops.optimize``, ``ds.optimize``).
 """
