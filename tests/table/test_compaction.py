@@ -413,3 +413,16 @@ def test_tasks_execute_in_other_processes(tmp_path) -> None:  # type: ignore[no-
     assert (
         lance_ops.dataset(uri).to_table(with_row_id=True).sort_by("_rowid").equals(expected.sort_by("_rowid"))
     )
+
+
+@pytest.mark.interop
+def test_output_split_by_bytes_keeps_row_ids(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10, 7, 10, 3], stable=True, deletes=["id % 3 = 1"])
+    expected = ds.to_table(with_row_id=True)
+    ds.optimize.compact_files(target_rows_per_fragment=100, max_bytes_per_file=200, batch_size=4)
+    assert len(ds.manifest.fragments) > 2
+    assert ds.to_table(with_row_id=True).equals(expected)
+    assert lance_module.dataset(uri).to_table(with_row_id=True).equals(expected)
+    ids = expected["_rowid"].to_pylist()[::2]
+    assert ds._take_rows(ids, ["id"]).equals(lance_module.dataset(uri)._take_rows(ids, ["id"]))
