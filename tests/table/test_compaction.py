@@ -426,3 +426,18 @@ def test_output_split_by_bytes_keeps_row_ids(tmp_path, lance_module) -> None:  #
     assert lance_module.dataset(uri).to_table(with_row_id=True).equals(expected)
     ids = expected["_rowid"].to_pylist()[::2]
     assert ds._take_rows(ids, ["id"]).equals(lance_module.dataset(uri)._take_rows(ids, ["id"]))
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    ("sizes", "deletes"),
+    [([1, 1, 1], []), ([1, 2], ["id = 1"]), ([1023, 1025, 1], ["id % 97 = 0"]), ([300, 300], ["id >= 1"])],
+)
+def test_edge_shapes(tmp_path, lance_module, sizes: list[int], deletes: list[str]) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, sizes, stable=True, deletes=deletes)
+    expected = ds.to_table(with_row_id=True)
+    ds.optimize.compact_files(target_rows_per_fragment=5000)
+    assert len(ds.manifest.fragments) == 1
+    assert ds.to_table(with_row_id=True).equals(expected)
+    assert lance_module.dataset(uri).to_table(with_row_id=True).equals(expected)
