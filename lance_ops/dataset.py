@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -51,6 +51,9 @@ from lance_ops.table.transaction import (
     UpdateConfig,
     UpdateMap,
 )
+
+if TYPE_CHECKING:
+    from lance_ops.optimize import DatasetOptimizer
 
 __all__ = [
     "BatchUDF",
@@ -252,6 +255,10 @@ class LanceDataset:
     @property
     def uri(self) -> str:
         return self._uri
+
+    @property
+    def storage_options(self) -> Mapping[str, str] | None:
+        return self._storage_options
 
     @property
     def version(self) -> int:
@@ -456,6 +463,13 @@ class LanceDataset:
         """
         options = commit_op.CommitOptions(storage_options=self._storage_options)
         self._adopt(*columns_op.alter_columns(self._files, alterations, options))
+
+    @property
+    def optimize(self) -> DatasetOptimizer:
+        """Maintenance operations (``compact_files``), as pylance's ``ds.optimize``."""
+        from lance_ops.optimize import DatasetOptimizer  # noqa: PLC0415 (optimize imports this module)
+
+        return DatasetOptimizer(self)
 
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
         """Become the version ``manifest`` (written by one of our own commits)."""

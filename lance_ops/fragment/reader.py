@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
-from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import CorruptFileError, DatasetNotFoundError, SchemaError
 from lance_ops.file import LanceFileReader
 from lance_ops.file.schema import is_blob_v2_description, schema_to_fields
 from lance_ops.fragment.options import ScanOptions
@@ -35,7 +35,7 @@ from lance_ops.table.blob import contains_blob_v2, resolve_blob_v2_columns
 from lance_ops.table.deletion import read_deletion_vector
 from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR, child_uri
-from lance_ops.table.rowids import decode_row_ids
+from lance_ops.table.rowids import RowIdIndex, decode_row_ids, load_sequence
 from lance_ops.table.schema import LanceField, LanceSchema
 
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
@@ -99,6 +99,14 @@ class VersionFiles:
 
     def fragments(self) -> list[FragmentReader]:
         return [self.fragment(f) for f in self.manifest.fragments]
+
+    @cached_property
+    def row_id_index(self) -> RowIdIndex:
+        """Stable row id -> row address of every live row (datasets with stable row ids)."""
+        fragments = self.fragments()
+        return RowIdIndex.build(
+            [(f.id, f.row_ids(np.arange(f.physical_rows, dtype=np.int64)), f.deleted) for f in fragments]
+        )
 
     def resolve_columns(self, columns: Sequence[str] | None) -> tuple[str, ...]:
         """``columns`` checked against the schema (all columns when None)."""
@@ -271,9 +279,15 @@ class FragmentReader:
 
     @cached_property
     def _stable_row_ids(self) -> np.ndarray:
-        if not isinstance(self.metadata.row_ids, bytes):
-            raise UnsupportedFeatureError(f"fragment {self.id}: external row id sequences are not supported")
-        return decode_row_ids(self.metadata.row_ids)
+        sequence = self.metadata.row_ids
+        if sequence is None:
+            raise CorruptFileError(self.files.uri, f"fragment {self.id} has no row id sequence")
+        ids = decode_row_ids(load_sequence(self.files.store, self.files.root, sequence))
+        if len(ids) != self.physical_rows:
+            raise CorruptFileError(
+                self.files.uri, f"fragment {self.id}: {len(ids)} row ids for {self.physical_rows} rows"
+            )
+        return ids
 
     def row_ids(self, offsets: np.ndarray) -> np.ndarray:
         """Row ids of the rows at ``offsets`` (stable ids when enabled, else row addresses)."""

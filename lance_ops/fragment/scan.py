@@ -70,32 +70,30 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
 def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> pa.Table:
     """Rows by row id (stable ids when enabled, else row addresses), in the order given.
 
+    Stable ids are resolved through the version's :class:`~lance_ops.table.rowids.RowIdIndex`.
     Ids of deleted or unknown rows are skipped, as pylance does.
     """
-    found = np.zeros(len(ids), dtype=bool)
+    ids = np.asarray(ids, dtype=np.uint64)
+    if files.manifest.uses_stable_row_ids:
+        found, addresses = files.row_id_index.lookup(ids)
+        positions = np.flatnonzero(found)
+    else:
+        addresses, positions = ids, np.arange(len(ids))
+    owners = addresses >> np.uint64(32)
+    offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
     parts, order = [], []
-    stable = files.manifest.uses_stable_row_ids
     for fragment in files.fragments():
-        physical = fragment.physical_rows
-        if stable:
-            known = fragment.row_ids(np.arange(physical, dtype=np.int64))
-            if not len(known):
-                continue
-            sorter = np.argsort(known, kind="stable")
-            candidates = sorter[np.clip(np.searchsorted(known, ids, sorter=sorter), 0, len(known) - 1)]
-            match = known[candidates] == ids
-        else:
-            candidates = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
-            match = ((ids >> np.uint64(32)) == np.uint64(fragment.id)) & (candidates < physical)
-        hit = match & ~found & ~np.isin(candidates, fragment.deleted)
-        offsets = candidates[hit].astype(np.int64)
-        if not hit.any():
+        mine = owners == np.uint64(fragment.id)
+        if not mine.any():
             continue
-        found |= hit
-        ordering = np.argsort(offsets, kind="stable")
-        table = fragment.read(columns, offsets[ordering])
-        parts.append(table.take(pa.array(np.argsort(ordering, kind="stable"))))
-        order.append(np.flatnonzero(hit))
+        local = offsets[mine]
+        keep = (local < fragment.physical_rows) & ~np.isin(local, fragment.deleted)
+        local = local[keep]
+        if not len(local):
+            continue
+        unique, inverse = np.unique(local, return_inverse=True)
+        parts.append(fragment.read(columns, unique).take(pa.array(inverse.reshape(-1))))
+        order.append(positions[mine][keep])
     if not parts:
         return files.output_schema(ScanOptions(columns=tuple(columns))).empty_table()
     table = pa.concat_tables(parts)

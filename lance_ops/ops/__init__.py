@@ -7,7 +7,8 @@ jobs and the Dagster assets all call these functions.
 
 * :mod:`.commit` — committing an operation or transaction (``LanceDataset.commit``);
 * :mod:`.write` — writing data as a new dataset, an append or an overwrite (``write_dataset``);
-* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``).
+* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``);
 * :mod:`.columns` — adding, dropping and altering columns (``add_columns``, ``drop_columns``,
-  ``alter_columns``).
+  ``alter_columns``);
+* :mod:`.compaction` — compaction as plan / tasks / commit (``lance_ops.optimize``, ``ds.optimize``).
 """

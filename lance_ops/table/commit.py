@@ -8,7 +8,9 @@ A commit of transaction ``T`` (built on ``T.read_version``) does, as pylance 14 
    (:mod:`lance_ops.table.conflicts`): a conflict raises, a compatible one is rebased over (new
    fragment ids are simply assigned from the latest ``max_fragment_id``); a Delete sharing
    fragments with a concurrent Delete is rebased by unioning the two deletion vectors
-   (:func:`lance_ops.table.deletion.rebase_delete`) and its transaction file rewritten;
+   (:func:`lance_ops.table.deletion.rebase_delete`), a Rewrite over a Delete of rows it moved
+   carries those deletions into its new fragments when row ids are stable
+   (:func:`lance_ops.table.rewrite_rebase.carry_delete`), and its transaction file is rewritten;
 3. build the manifest of ``latest + 1`` from the latest manifest and ``T``
    (:func:`lance_ops.table.apply.build_manifest`), frame it with ``T`` inline, and *claim* its name
    with the commit handler, an atomic create-if-absent;
@@ -62,7 +64,8 @@ from lance_ops.table.naming import (
     VERSIONS_DIR,
     ManifestNamingScheme,
 )
-from lance_ops.table.transaction import Delete, Overwrite, Transaction
+from lance_ops.table.rewrite_rebase import can_carry, carry_delete
+from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction
 
 # pylance 14 gates compatibility work-arounds on the writer's semantic version (manifests without
 # one, or from old versions, get e.g. their physical row counts recomputed). We therefore declare
@@ -226,14 +229,18 @@ def _rebase(
     """``ours`` rebased over ``theirs`` when the matrix's retry can be avoided, else None.
 
     Two deletes sharing a fragment are merged (deletion vectors unioned), as pylance's ``delete``
-    does; every other pair goes through :func:`check_conflict`.
+    does; a compaction (Rewrite) over a delete carries the deleted rows into its new fragments
+    when row ids are stable (:mod:`lance_ops.table.rewrite_rebase`); every other pair goes through
+    :func:`check_conflict`.
     """
     mine, other = ours.operation, theirs.operation
-    if not (isinstance(mine, Delete) and isinstance(other, Delete)) or verdict(mine, other) != RETRY:
+    if not isinstance(other, Delete) or verdict(mine, other) != RETRY:
         return None
-    if not can_rebase(mine, other):
-        return None
-    return replace(ours, operation=rebase_delete(store, root, mine, other, their_version))
+    if isinstance(mine, Delete) and can_rebase(mine, other):
+        return replace(ours, operation=rebase_delete(store, root, mine, other, their_version))
+    if isinstance(mine, Rewrite) and can_carry(mine, other):
+        return replace(ours, operation=carry_delete(store, root, mine, other, their_version))
+    return None
 
 
 def commit_transaction(

@@ -1,0 +1,616 @@
+"""Compaction: merging small fragments and materialising deletions, as plan -> tasks -> commit.
+
+The three steps are separate so that a Spark driver plans, executors run the tasks and the driver
+commits (pylance's ``Compaction.plan`` / ``CompactionTask.execute`` / ``Compaction.commit``). Plans,
+tasks and results are frozen, picklable, and have a JSON form (``json()`` / ``from_json``).
+
+Planning (pylance 14's rules, fact sheet section 8.2), over the fragments of the version read, in order:
+
+1. a fragment is a candidate *by itself* when ``materialize_deletions`` and its deleted fraction is
+   above ``materialize_deletions_threshold``; a candidate *with neighbours* when it has fewer than
+   ``target_rows_per_fragment`` physical rows; otherwise it is not a candidate;
+2. consecutive candidates form a bin; a non-candidate ends it, and so does a change in the set of
+   indices covering the fragment (only adjacent fragments are ever merged: row order is kept);
+3. a bin that is a single candidate-with-neighbours fragment is dropped (nothing to merge);
+4. each bin is split greedily into tasks of at least ``target_rows_per_fragment`` live rows, a
+   remainder smaller than that being folded into the last task.
+
+Example (target 30): ten fragments of 10 rows with one row deleted each -> tasks ``[0..3]`` (36 live
+rows) and ``[4..9]`` (54 live rows: the remainder ``[8, 9]`` is folded in).
+
+Executing a task reads its fragments' live rows in order (deleted rows dropped) and writes them as one
+new fragment (more only when ``max_bytes_per_file`` is reached; pylance 14 does not split by
+``target_rows_per_fragment``: 800 live rows with a target of 500 stay one fragment). With stable row
+ids the rows keep their ids: each new fragment's sequence holds one segment per source segment minus
+its deleted rows (re-encoded), and the created-at / last-updated-at versions move with the rows.
+Without, the result keeps the surviving old row addresses, so that after the commit the old -> new
+address mapping is known.
+
+Committing (as pylance 14): a ``ReserveFragments`` commit claims the new fragment ids, then a
+``Rewrite`` on the plan's read version replaces each group's old fragments by its new ones. The
+Rewrite is checked against everything committed since the read version (conflict matrix): appends
+are compatible; a delete of rows of a compacted fragment is carried into the new fragments when row
+ids are stable (:mod:`lance_ops.table.rewrite_rebase`), and otherwise (or for an update) makes it
+fail with a :class:`~lance_ops.errors.RetryableCommitConflictError` (plan again): no deleted row
+ever comes back.
+With ``commit_every=N``, :func:`compact` commits every N finished tasks: an interrupted compaction
+keeps what it committed and the next run plans only the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap, BitMap64
+
+from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
+from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
+from lance_ops.fragment.writer import write_new_fragments
+from lance_ops.io import object_store
+from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.table.commit import load_manifest
+from lance_ops.table.manifest import DataFragment, Manifest
+from lance_ops.table.rowids import (
+    decode_row_id_segments,
+    decode_versions,
+    encode_row_ids,
+    encode_versions,
+    load_sequence,
+)
+from lance_ops.table.transaction import ReserveFragments, Rewrite, RewriteGroup, Transaction
+
+CONFIG_PREFIX = "lance.compaction."
+# pylance 14 writes each task as one fragment (only max_bytes_per_file splits it); offsets are 32-bit.
+MAX_ROWS_PER_FRAGMENT = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class CompactionOptions:
+    """pylance's compaction options and defaults (``max_rows_per_group`` only matters for legacy files).
+
+    ``max_bytes_per_file`` None is the write default; ``num_threads`` None is the CPU count;
+    ``batch_size`` None is the scan default.
+    """
+
+    target_rows_per_fragment: int = 1024 * 1024
+    max_rows_per_group: int = 1024
+    max_bytes_per_file: int | None = None
+    materialize_deletions: bool = True
+    materialize_deletions_threshold: float = 0.1
+    num_threads: int | None = None
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.target_rows_per_fragment <= 0 or self.max_rows_per_group <= 0:
+            raise ValueError("target_rows_per_fragment and max_rows_per_group must be positive")
+        if self.num_threads is not None and self.num_threads <= 0:
+            raise ValueError("num_threads must be positive")
+
+    @classmethod
+    def resolve(cls, config: Mapping[str, str], **explicit: Any) -> CompactionOptions:
+        """Explicit (non-None) values, else manifest config ``lance.compaction.<name>``, else defaults."""
+        unknown = set(explicit) - {f.name for f in fields(cls)}
+        if unknown:
+            raise TypeError(f"unknown compaction options {sorted(unknown)}")
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            value = explicit.get(f.name)
+            text = config.get(CONFIG_PREFIX + f.name)
+            if value is None and text is not None:
+                value = _parse_config(f.name, text)
+            if value is not None:
+                values[f.name] = value
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CompactionOptions:
+        return cls(**data)
+
+
+def _parse_config(name: str, text: str) -> Any:
+    if name == "materialize_deletions":
+        return text.strip().lower() in ("true", "1", "yes")
+    if name == "materialize_deletions_threshold":
+        return float(text)
+    return int(text)
+
+
+@dataclass(frozen=True)
+class CompactionMetrics:
+    """What a compaction did (pylance's fields); files count data files and deletion files."""
+
+    fragments_removed: int = 0
+    fragments_added: int = 0
+    files_removed: int = 0
+    files_added: int = 0
+
+    def __add__(self, other: CompactionMetrics) -> CompactionMetrics:
+        return CompactionMetrics(
+            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(CompactionMetrics))
+        )
+
+
+class DatasetLike(Protocol):
+    """What a task needs of a dataset to execute on it: where it is and how to reach it."""
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def storage_options(self) -> Mapping[str, str] | None: ...
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    """One group of adjacent fragments of version ``read_version`` to rewrite together."""
+
+    read_version: int
+    fragments: tuple[DataFragment, ...]
+    options: CompactionOptions
+
+    @property
+    def fragment_ids(self) -> tuple[int, ...]:
+        return tuple(f.id for f in self.fragments)
+
+    @property
+    def num_rows(self) -> int:
+        """Live rows: the rows the new fragments will hold."""
+        return sum(f.num_rows for f in self.fragments)
+
+    @property
+    def num_deleted_rows(self) -> int:
+        """Deleted rows this task materialises (drops from the data files)."""
+        return sum(f.num_deleted_rows for f in self.fragments)
+
+    @property
+    def num_bytes(self) -> int:
+        """Bytes of the data files read (as recorded in the manifest)."""
+        return sum(d.file_size_bytes or 0 for f in self.fragments for d in f.files)
+
+    def execute(
+        self, dataset: DatasetLike | str, storage_options: Mapping[str, str] | None = None
+    ) -> RewriteResult:
+        """Write the new fragments (nothing is committed); returns what :func:`commit_compaction` needs."""
+        if isinstance(dataset, str):
+            return execute_task(open_version(dataset, self.read_version, storage_options), self)
+        options = storage_options or dataset.storage_options
+        return execute_task(open_version(dataset.uri, self.read_version, options), self)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "read_version": self.read_version,
+            "fragments": [f.to_json() for f in self.fragments],
+            "options": self.options.to_json(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CompactionTask:
+        return cls(
+            read_version=data["read_version"],
+            fragments=tuple(DataFragment.from_json(f) for f in data["fragments"]),
+            options=CompactionOptions.from_json(data["options"]),
+        )
+
+    def json(self) -> str:
+        return json.dumps(self.to_json())
+
+    @classmethod
+    def from_json(cls, text: str) -> CompactionTask:
+        return cls.from_dict(json.loads(text))
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """The tasks of one compaction of version ``read_version``; what a dry run reports."""
+
+    read_version: int
+    tasks: tuple[CompactionTask, ...]
+    options: CompactionOptions
+
+    def num_tasks(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def num_fragments(self) -> int:
+        return sum(len(t.fragments) for t in self.tasks)
+
+    @property
+    def num_rows(self) -> int:
+        return sum(t.num_rows for t in self.tasks)
+
+    @property
+    def num_deleted_rows(self) -> int:
+        return sum(t.num_deleted_rows for t in self.tasks)
+
+    @property
+    def num_bytes(self) -> int:
+        return sum(t.num_bytes for t in self.tasks)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One dict per group: fragment ids, live rows, deleted rows to materialise, bytes read."""
+        return [
+            {
+                "fragment_ids": list(t.fragment_ids),
+                "rows": t.num_rows,
+                "deleted_rows": t.num_deleted_rows,
+                "bytes": t.num_bytes,
+            }
+            for t in self.tasks
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "read_version": self.read_version,
+            "tasks": [t.to_json() for t in self.tasks],
+            "options": self.options.to_json(),
+        }
+
+    def json(self) -> str:
+        return json.dumps(self.to_json())
+
+    @classmethod
+    def from_json(cls, text: str) -> CompactionPlan:
+        data = json.loads(text)
+        return cls(
+            read_version=data["read_version"],
+            tasks=tuple(CompactionTask.from_dict(t) for t in data["tasks"]),
+            options=CompactionOptions.from_json(data["options"]),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CompactionPlan(read_version={self.read_version}, tasks={self.num_tasks()}, "
+            f"fragments={self.num_fragments}, rows={self.num_rows}, "
+            f"deleted_rows={self.num_deleted_rows}, bytes={self.num_bytes})"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class RewriteResult:
+    """A task's outcome: new fragments (ids assigned at commit) replacing ``original_fragments``.
+
+    ``row_addrs`` (datasets without stable row ids) are the surviving old row addresses in the
+    order the rows were written, i.e. the ``n``-th is the ``n``-th row of the new fragments.
+    """
+
+    read_version: int
+    original_fragments: tuple[DataFragment, ...]
+    new_fragments: tuple[DataFragment, ...]
+    metrics: CompactionMetrics
+    row_addrs: np.ndarray | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        addrs = None
+        if self.row_addrs is not None:
+            addrs = base64.b64encode(BitMap64(self.row_addrs).serialize()).decode("ascii")
+        return {
+            "read_version": self.read_version,
+            "original_fragments": [f.to_json() for f in self.original_fragments],
+            "new_fragments": [f.to_json() for f in self.new_fragments],
+            "metrics": asdict(self.metrics),
+            "row_addrs": addrs,
+        }
+
+    def json(self) -> str:
+        return json.dumps(self.to_json())
+
+    @classmethod
+    def from_json(cls, text: str) -> RewriteResult:
+        data = json.loads(text)
+        addrs = data.get("row_addrs")
+        return cls(
+            read_version=data["read_version"],
+            original_fragments=tuple(DataFragment.from_json(f) for f in data["original_fragments"]),
+            new_fragments=tuple(DataFragment.from_json(f) for f in data["new_fragments"]),
+            metrics=CompactionMetrics(**data["metrics"]),
+            row_addrs=(
+                None
+                if addrs is None
+                else np.array(BitMap64.deserialize(base64.b64decode(addrs)), dtype=np.uint64)
+            ),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class CompactionOutcome:
+    """What committing compaction results wrote.
+
+    ``row_address_map`` is ``(old, new)`` uint64 row addresses of every moved row (datasets
+    without stable row ids; None with them, since row ids do not change).
+    """
+
+    manifest: Manifest
+    transaction: Transaction
+    metrics: CompactionMetrics
+    row_address_map: tuple[np.ndarray, np.ndarray] | None
+
+
+def open_version(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> VersionFiles:
+    """The files of ``version`` of the dataset at ``uri`` (what an executor opens)."""
+    store, root = object_store(uri, storage_options)
+    return VersionFiles(uri, load_manifest(store, root, version).manifest, storage_options)
+
+
+# ---------------------------------------------------------------------------------------- planning
+
+
+def _index_sets(manifest: Manifest) -> dict[int, frozenset[bytes]]:
+    """Fragment id -> uuids of the indices covering it."""
+    covering: dict[int, set[bytes]] = {}
+    for index in manifest.indices:
+        if index.fragment_bitmap:
+            for fragment_id in BitMap.deserialize(index.fragment_bitmap):
+                covering.setdefault(fragment_id, set()).add(index.uuid)
+    return {k: frozenset(v) for k, v in covering.items()}
+
+
+def _bins(manifest: Manifest, options: CompactionOptions) -> Iterator[list[DataFragment]]:
+    """Runs of adjacent candidates sharing their index coverage (rules 1-3 of the module doc)."""
+    covering = _index_sets(manifest)
+    current: list[DataFragment] = []
+    current_indices: frozenset[bytes] = frozenset()
+    alone = False
+
+    def flush() -> Iterator[list[DataFragment]]:
+        if len(current) > 1 or (current and alone):
+            yield list(current)
+
+    for fragment in manifest.fragments:
+        physical = fragment.physical_rows
+        by_itself = (
+            options.materialize_deletions
+            and physical > 0
+            and fragment.num_deleted_rows / physical > options.materialize_deletions_threshold
+        )
+        with_neighbours = physical < options.target_rows_per_fragment
+        indices = covering.get(fragment.id, frozenset())
+        if not (by_itself or with_neighbours):
+            yield from flush()
+            current, alone = [], False
+            continue
+        if current and indices != current_indices:
+            yield from flush()
+            current, alone = [], False
+        current.append(fragment)
+        current_indices = indices
+        alone = alone or by_itself
+    yield from flush()
+
+
+def _split(fragments: list[DataFragment], target: int) -> list[list[DataFragment]]:
+    """Greedy groups of at least ``target`` live rows, a short remainder joining the last group."""
+    groups: list[list[DataFragment]] = []
+    current: list[DataFragment] = []
+    rows = 0
+    for fragment in fragments:
+        current.append(fragment)
+        rows += fragment.num_rows
+        if rows >= target:
+            groups.append(current)
+            current, rows = [], 0
+    if current:
+        if groups:
+            groups[-1].extend(current)
+        else:
+            groups.append(current)
+    return groups
+
+
+def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
+    """The compaction tasks for version ``manifest`` (nothing is read but the manifest)."""
+    tasks = tuple(
+        CompactionTask(manifest.version, tuple(group), options)
+        for fragments in _bins(manifest, options)
+        for group in _split(fragments, options.target_rows_per_fragment)
+    )
+    covered = _index_sets(manifest)
+    if any(f.id in covered for t in tasks for f in t.fragments):
+        raise UnsupportedFeatureError(
+            "compacting fragments covered by an index is not supported (indices would need remapping)"
+        )
+    return CompactionPlan(manifest.version, tasks, options)
+
+
+# --------------------------------------------------------------------------------------- execution
+
+
+def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """Live rows of ``readers`` in order. Each fragment is decoded whole (a contiguous read is much
+    cheaper than a take of the surviving offsets) and its deleted rows are filtered out."""
+    columns = tuple(schema.names)
+    for reader in readers:
+        for start in range(0, reader.physical_rows, READ_AHEAD_ROWS):
+            stop = min(start + READ_AHEAD_ROWS, reader.physical_rows)
+            table = reader.read(columns, np.arange(start, stop, dtype=np.int64))
+            if len(reader.deleted):
+                table = table.filter(pa.array(_live_mask(reader)[start:stop]))
+            yield from table.to_batches(max_chunksize=batch_size)
+
+
+def _live_mask(reader: FragmentReader) -> np.ndarray:
+    live = np.ones(reader.physical_rows, dtype=bool)
+    live[reader.deleted.astype(np.int64)] = False
+    return live
+
+
+def _moved_sequences(
+    files: VersionFiles, readers: Sequence[FragmentReader], new: Sequence[DataFragment]
+) -> list[DataFragment]:
+    """``new`` with the row ids and versions of the rows they received (in order)."""
+    segments: list[np.ndarray] = []
+    created: list[np.ndarray] = []
+    updated: list[np.ndarray] = []
+    for reader in readers:
+        meta, live = reader.metadata, _live_mask(reader)
+        if meta.row_ids is None:
+            raise UnsupportedFeatureError(f"fragment {meta.id} has no row id sequence")
+        position = 0
+        for segment in decode_row_id_segments(load_sequence(files.store, files.root, meta.row_ids)):
+            segments.append(segment[live[position : position + len(segment)]])
+            position += len(segment)
+        for out, value in ((created, meta.created_at_versions), (updated, meta.last_updated_at_versions)):
+            versions = (
+                np.ones(reader.physical_rows, np.uint64)
+                if value is None
+                else decode_versions(load_sequence(files.store, files.root, value), reader.physical_rows)
+            )
+            out.append(versions[live])
+    ends = np.cumsum([len(s) for s in segments])
+    all_ids = np.concatenate(segments) if segments else np.zeros(0, np.uint64)
+    all_created, all_updated = np.concatenate(created), np.concatenate(updated)
+    out_fragments = []
+    start = 0
+    for fragment in new:
+        stop = start + fragment.physical_rows
+        cuts = [start, *ends[(ends > start) & (ends < stop)].tolist(), stop]
+        pieces = [all_ids[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        out_fragments.append(
+            replace(
+                fragment,
+                row_ids=encode_row_ids(pieces),
+                created_at_versions=encode_versions(all_created[start:stop]),
+                last_updated_at_versions=encode_versions(all_updated[start:stop]),
+            )
+        )
+        start = stop
+    return out_fragments
+
+
+def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
+    """Rewrite the fragments of ``task`` (from the version ``files`` reads) into new fragments."""
+    options = task.options
+    readers = [files.fragment(f) for f in task.fragments]
+    schema = files.schema
+    batches = _scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE)
+    write_options = WriteOptions(
+        max_rows_per_file=MAX_ROWS_PER_FRAGMENT,
+        max_rows_per_group=options.max_rows_per_group,
+        max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
+        data_storage_version=files.manifest.data_storage_version,
+        storage_options=files.storage_options,
+    )
+    reader = pa.RecordBatchReader.from_batches(schema, batches)
+    new = write_new_fragments(reader, files.uri, files.lance_schema, write_options)
+    row_addrs = None
+    if files.manifest.uses_stable_row_ids:
+        new = _moved_sequences(files, readers, new)
+    else:
+        row_addrs = np.concatenate(
+            [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
+        )
+    metrics = CompactionMetrics(
+        fragments_removed=len(task.fragments),
+        fragments_added=len(new),
+        files_removed=sum(len(f.files) + (f.deletion_file is not None) for f in task.fragments),
+        files_added=sum(len(f.files) for f in new),
+    )
+    return RewriteResult(task.read_version, task.fragments, tuple(new), metrics, row_addrs)
+
+
+# ------------------------------------------------------------------------------------------ commit
+
+
+def commit_compaction(
+    uri: str, results: Sequence[RewriteResult], options: CommitOptions
+) -> CompactionOutcome:
+    """Commit finished tasks: reserve the new fragment ids, then one ``Rewrite`` on the plan's version.
+
+    Raises :class:`~lance_ops.errors.RetryableCommitConflictError` when a fragment being compacted
+    was changed since the plan's read version (updated, rewritten, or deleted from without stable
+    row ids; deletes are carried into the new fragments with them).
+    """
+    if not results:
+        raise ValueError("no compaction results to commit")
+    versions = {r.read_version for r in results}
+    if len(versions) != 1:
+        raise ValueError(f"compaction results come from different read versions {sorted(versions)}")
+    count = sum(len(r.new_fragments) for r in results)
+    reserved, _ = commit(uri, ReserveFragments(count), replace(options, read_version=None))
+    assert reserved.max_fragment_id is not None
+    next_id = reserved.max_fragment_id - count + 1
+    groups = []
+    old_addrs: list[np.ndarray] = []
+    new_addrs: list[np.ndarray] = []
+    for result in results:
+        new = []
+        for fragment in result.new_fragments:
+            new.append(fragment.with_id(next_id))
+            next_id += 1
+        groups.append(RewriteGroup(result.original_fragments, tuple(new)))
+        if result.row_addrs is not None:
+            old_addrs.append(result.row_addrs)
+            new_addrs.extend(row_addresses(f.id, np.arange(f.physical_rows, dtype=np.int64)) for f in new)
+    manifest, transaction = commit(uri, Rewrite(tuple(groups)), replace(options, read_version=versions.pop()))
+    metrics = sum((r.metrics for r in results), CompactionMetrics())
+    address_map = None
+    if old_addrs:
+        address_map = (np.concatenate(old_addrs), np.concatenate(new_addrs))
+    return CompactionOutcome(manifest, transaction, metrics, address_map)
+
+
+def _merge(outcomes: Sequence[CompactionOutcome]) -> CompactionOutcome:
+    maps = [o.row_address_map for o in outcomes if o.row_address_map is not None]
+    return CompactionOutcome(
+        outcomes[-1].manifest,
+        outcomes[-1].transaction,
+        sum((o.metrics for o in outcomes), CompactionMetrics()),
+        (np.concatenate([m[0] for m in maps]), np.concatenate([m[1] for m in maps])) if maps else None,
+    )
+
+
+def compact(
+    files: VersionFiles,
+    options: CompactionOptions,
+    commit_options: CommitOptions,
+    commit_every: int | None = None,
+) -> CompactionOutcome | None:
+    """Plan, execute (``options.num_threads`` tasks at a time) and commit; None when nothing to do.
+
+    ``commit_every=N`` commits every N finished tasks (partial progress); otherwise all results are
+    committed together at the end. A failing task stops the run: what was committed stays.
+    """
+    if commit_every is not None and commit_every <= 0:
+        raise ValueError("commit_every must be positive")
+    the_plan = plan(files.manifest, options)
+    if not the_plan.tasks:
+        return None
+    batch = commit_every or len(the_plan.tasks)
+    threads = options.num_threads or os.cpu_count() or 1
+    outcomes: list[CompactionOutcome] = []
+    finished: list[RewriteResult] = []
+    failure: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        pending: set[Future[RewriteResult]] = {
+            pool.submit(execute_task, VersionFiles(files.uri, files.manifest, files.storage_options), task)
+            for task in the_plan.tasks
+        }
+        try:
+            while pending and failure is None:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    try:
+                        finished.append(future.result())
+                    except BaseException as exc:  # re-raised below, after committing what finished
+                        failure = failure or exc
+                last = not pending and failure is None
+                while len(finished) >= batch or (finished and last):
+                    chunk, finished = finished[:batch], finished[batch:]
+                    outcomes.append(commit_compaction(files.uri, chunk, commit_options))
+        finally:
+            for future in pending:
+                future.cancel()
+    if failure is not None:
+        raise failure
+    return _merge(outcomes)

@@ -1,0 +1,166 @@
+"""Dataset maintenance in pylance's shape: ``lance_ops.optimize.Compaction`` and ``ds.optimize``.
+
+Distributed compaction (a Spark driver and its executors)::
+
+    plan = Compaction.plan(ds, CompactionOptions(target_rows_per_fragment=1_000_000))   # driver
+    results = [task.execute(ds.uri) for task in plan.tasks]                            # executors
+    metrics = Compaction.commit(ds, results)                                           # driver
+
+Plans, tasks and results pickle and have ``json()`` / ``from_json``. ``CompactionOptions`` is a
+frozen dataclass; ``Compaction.plan`` also takes pylance's dict form. Options left unset come from
+the manifest config (``lance.compaction.<name>``), then pylance's defaults. The rules are in
+:mod:`lance_ops.ops.compaction`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, Literal, overload
+
+from lance_ops.dataset import LanceDataset
+from lance_ops.ops import compaction as ops
+from lance_ops.ops.commit import CommitOptions
+from lance_ops.ops.compaction import (
+    CompactionMetrics,
+    CompactionOptions,
+    CompactionOutcome,
+    CompactionPlan,
+    CompactionTask,
+    RewriteResult,
+)
+
+__all__ = [
+    "Compaction",
+    "CompactionMetrics",
+    "CompactionOptions",
+    "CompactionOutcome",
+    "CompactionPlan",
+    "CompactionTask",
+    "DatasetOptimizer",
+    "RewriteResult",
+]
+
+
+def _options(ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | None) -> CompactionOptions:
+    explicit = asdict(options) if isinstance(options, CompactionOptions) else dict(options or {})
+    return CompactionOptions.resolve(ds.manifest.config, **explicit)
+
+
+def _commit_options(ds: LanceDataset) -> CommitOptions:
+    return CommitOptions(storage_options=ds.storage_options)
+
+
+class Compaction:
+    """pylance's ``lance.optimize.Compaction``: plan on a driver, execute tasks anywhere, commit."""
+
+    @staticmethod
+    def plan(
+        ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | None = None
+    ) -> CompactionPlan:
+        """The tasks compacting version ``ds.version`` (nothing is written)."""
+        return ops.plan(ds.manifest, _options(ds, options))
+
+    @staticmethod
+    def execute(
+        ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | None = None
+    ) -> CompactionMetrics:
+        """Plan, execute and commit in one go; ``ds`` becomes the new version."""
+        outcome = ops.compact(ds._files, _options(ds, options), _commit_options(ds))
+        return _adopt(ds, outcome)
+
+    @staticmethod
+    def commit(ds: LanceDataset, results: Sequence[RewriteResult]) -> CompactionMetrics:
+        """Commit executed tasks (``ReserveFragments`` + ``Rewrite``); ``ds`` becomes the new version."""
+        if not results:
+            return CompactionMetrics()
+        return _adopt(ds, ops.commit_compaction(ds.uri, results, _commit_options(ds)))
+
+
+def _adopt(ds: LanceDataset, outcome: CompactionOutcome | None) -> CompactionMetrics:
+    if outcome is None:
+        return CompactionMetrics()
+    ds._adopt(outcome.manifest, outcome.transaction)
+    return outcome.metrics
+
+
+class DatasetOptimizer:
+    """``ds.optimize``: maintenance operations on a dataset."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+
+    @overload
+    def compact_files(
+        self,
+        *,
+        target_rows_per_fragment: int | None = ...,
+        max_rows_per_group: int | None = ...,
+        max_bytes_per_file: int | None = ...,
+        materialize_deletions: bool | None = ...,
+        materialize_deletions_threshold: float | None = ...,
+        num_threads: int | None = ...,
+        batch_size: int | None = ...,
+        dry_run: Literal[False] = ...,
+        commit_every: int | None = ...,
+    ) -> CompactionMetrics: ...
+
+    @overload
+    def compact_files(
+        self,
+        *,
+        target_rows_per_fragment: int | None = ...,
+        max_rows_per_group: int | None = ...,
+        max_bytes_per_file: int | None = ...,
+        materialize_deletions: bool | None = ...,
+        materialize_deletions_threshold: float | None = ...,
+        num_threads: int | None = ...,
+        batch_size: int | None = ...,
+        dry_run: Literal[True],
+        commit_every: int | None = ...,
+    ) -> CompactionPlan: ...
+
+    def compact_files(
+        self,
+        *,
+        target_rows_per_fragment: int | None = None,
+        max_rows_per_group: int | None = None,
+        max_bytes_per_file: int | None = None,
+        materialize_deletions: bool | None = None,
+        materialize_deletions_threshold: float | None = None,
+        num_threads: int | None = None,
+        batch_size: int | None = None,
+        dry_run: bool = False,
+        commit_every: int | None = None,
+    ) -> CompactionMetrics | CompactionPlan:
+        """Merge small adjacent fragments and materialise deletions (pylance's ``compact_files``).
+
+        ``dry_run=True`` returns the :class:`CompactionPlan` (groups with their fragments, live rows,
+        deleted rows to materialise and bytes) and writes nothing. ``commit_every=N`` commits every
+        N finished groups, so an interrupted run keeps them. Otherwise returns the metrics and
+        ``ds`` becomes the new version.
+        """
+        options = CompactionOptions.resolve(
+            self._ds.manifest.config,
+            target_rows_per_fragment=target_rows_per_fragment,
+            max_rows_per_group=max_rows_per_group,
+            max_bytes_per_file=max_bytes_per_file,
+            materialize_deletions=materialize_deletions,
+            materialize_deletions_threshold=materialize_deletions_threshold,
+            num_threads=num_threads,
+            batch_size=batch_size,
+        )
+        if dry_run:
+            return ops.plan(self._ds.manifest, options)
+        outcome = ops.compact(self._ds._files, options, _commit_options(self._ds), commit_every)
+        return _adopt(self._ds, outcome)
+
+    def compact_files_with_outcome(
+        self, options: CompactionOptions | None = None, commit_every: int | None = None
+    ) -> CompactionOutcome | None:
+        """Like :meth:`compact_files`, returning the full outcome (manifest, metrics and, without
+        stable row ids, the old -> new row address map callers use to remap their references)."""
+        resolved = _options(self._ds, options)
+        outcome = ops.compact(self._ds._files, resolved, _commit_options(self._ds), commit_every)
+        _adopt(self._ds, outcome)
+        return outcome

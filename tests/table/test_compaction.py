@@ -1,0 +1,443 @@
+"""Compaction: planning rules, execution, commit, dry run, partial progress, races, pylance both ways."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_ops
+from lance_ops.errors import RetryableCommitConflictError, UnsupportedFeatureError
+from lance_ops.ops import compaction
+from lance_ops.optimize import (
+    Compaction,
+    CompactionMetrics,
+    CompactionOptions,
+    CompactionPlan,
+    CompactionTask,
+    RewriteResult,
+)
+from lance_ops.table.transaction import ReserveFragments, Rewrite
+from tests.table.conftest import table
+
+
+def listing(root: str) -> list[tuple[str, int]]:
+    out = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            out.append((str(path.relative_to(root)), path.stat().st_size))
+    return sorted(out)
+
+
+def build(uri: str, sizes: list[int], stable: bool, deletes: list[str] = ()) -> lance_ops.LanceDataset:  # type: ignore[assignment]
+    start = 0
+    for n, size in enumerate(sizes):
+        lance_ops.write_dataset(
+            table(size, start), uri, mode="create" if n == 0 else "append", enable_stable_row_ids=stable
+        )
+        start += size
+    ds = lance_ops.dataset(uri)
+    for predicate in deletes:
+        ds.delete(predicate)
+    return ds
+
+
+def plan_ids(tasks: object) -> list[list[int]]:
+    return [[f.id for f in task.fragments] for task in tasks]  # type: ignore[attr-defined]
+
+
+LAYOUTS = [
+    # (fragment sizes, deletes, options)
+    ([5, 5, 100, 5, 5, 5], [], {"target_rows_per_fragment": 50}),
+    ([5, 100, 5, 100], [], {"target_rows_per_fragment": 50}),
+    ([100, 100, 100], ["id < 20"], {"target_rows_per_fragment": 50, "materialize_deletions_threshold": 0.5}),
+    ([100, 100, 100], ["id < 20"], {"target_rows_per_fragment": 50}),
+    ([10] * 10, [], {"target_rows_per_fragment": 30}),
+    ([10] * 10, ["id % 10 = 3"], {"target_rows_per_fragment": 30}),
+    ([40, 10, 40, 5], ["id = 1 or id = 2 or id = 93"], {"target_rows_per_fragment": 30}),
+    ([40, 40], ["id < 10"], {"target_rows_per_fragment": 30, "materialize_deletions": False}),
+    ([3], [], {}),
+    ([1, 2, 3], [], {}),
+]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(("sizes", "deletes", "options"), LAYOUTS)
+def test_plan_matches_pylance(tmp_path, lance_module, sizes, deletes, options) -> None:  # type: ignore[no-untyped-def]
+    from lance.optimize import Compaction as PylanceCompaction
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, sizes, stable=False, deletes=deletes)
+    ours = Compaction.plan(ds, CompactionOptions(**options))
+    theirs = PylanceCompaction.plan(lance_module.dataset(uri), options)
+    assert ours.read_version == theirs.read_version
+    assert plan_ids(ours.tasks) == plan_ids(theirs.tasks)
+
+
+@pytest.mark.interop
+def test_defaults_match_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    from lance.optimize import Compaction as PylanceCompaction
+
+    uri = str(tmp_path / "d")
+    build(uri, [3, 3], stable=False)
+    theirs = json.loads(PylanceCompaction.plan(lance_module.dataset(uri), {}).json())["options"]
+    ours = CompactionOptions()
+    for name in (
+        "target_rows_per_fragment",
+        "max_rows_per_group",
+        "max_bytes_per_file",
+        "materialize_deletions",
+        "materialize_deletions_threshold",
+        "num_threads",
+        "batch_size",
+    ):
+        assert getattr(ours, name) == theirs[name], name
+
+
+def test_options_from_manifest_config(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = {
+        "lance.compaction.target_rows_per_fragment": "7",
+        "lance.compaction.materialize_deletions": "false",
+    }
+    resolved = CompactionOptions.resolve(config, target_rows_per_fragment=None, batch_size=5)
+    assert (resolved.target_rows_per_fragment, resolved.materialize_deletions, resolved.batch_size) == (
+        7,
+        False,
+        5,
+    )
+    assert CompactionOptions.resolve(config, target_rows_per_fragment=9).target_rows_per_fragment == 9
+    with pytest.raises(TypeError):
+        CompactionOptions.resolve({}, bogus=1)
+    with pytest.raises(ValueError):
+        CompactionOptions(target_rows_per_fragment=0)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [True, False])
+def test_compaction_matches_pylance(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    ours_uri, theirs_uri = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    sizes, deletes = [10] * 6 + [40, 3, 3], ["id % 10 = 3", "id = 61"]
+    build(ours_uri, sizes, stable, deletes)
+    build(theirs_uri, sizes, stable, deletes)
+    before = lance_module.dataset(ours_uri).to_table(with_row_id=True)
+    metrics = lance_ops.dataset(ours_uri).optimize.compact_files(target_rows_per_fragment=30)
+    expected = lance_module.dataset(theirs_uri).optimize.compact_files(target_rows_per_fragment=30)
+    assert (
+        metrics.fragments_removed,
+        metrics.fragments_added,
+        metrics.files_removed,
+        metrics.files_added,
+    ) == (
+        expected.fragments_removed,
+        expected.fragments_added,
+        expected.files_removed,
+        expected.files_added,
+    )
+    ours, theirs = lance_ops.dataset(ours_uri), lance_module.dataset(theirs_uri)
+    assert [(f.id, f.physical_rows) for f in ours.manifest.fragments] == [
+        (f.fragment_id, f.metadata.physical_rows) for f in theirs.get_fragments()
+    ]
+    assert ours.version == theirs.version
+    assert ours.manifest.max_fragment_id == max(f.fragment_id for f in theirs.get_fragments())
+    # pylance reads what we compacted: same rows, same order, row ids unchanged with stable ids
+    ours_by_pylance = lance_module.dataset(ours_uri).to_table(with_row_id=True, with_row_address=True)
+    theirs_by_pylance = theirs.to_table(with_row_id=True, with_row_address=True)
+    assert ours_by_pylance.equals(theirs_by_pylance)
+    if stable:
+        # the row id sequences are byte for byte pylance's (one re-encoded segment per source segment)
+        assert [f.row_ids for f in ours.manifest.fragments] == [
+            f.row_ids for f in lance_ops.dataset(theirs_uri).manifest.fragments
+        ]
+        assert (
+            ours_by_pylance.select(["id", "_rowid"])
+            .sort_by("id")
+            .equals(before.select(["id", "_rowid"]).sort_by("id"))
+        )
+    # and so do we
+    assert (
+        lance_ops.dataset(ours_uri)
+        .to_table(with_row_id=True, with_row_address=True)
+        .equals(theirs_by_pylance)
+    )
+    # transactions: ReserveFragments then Rewrite on the version read
+    reserve, rewrite = ours.read_transaction(ours.version - 1), ours.read_transaction()
+    assert reserve is not None and isinstance(reserve.operation, ReserveFragments)
+    assert rewrite is not None and isinstance(rewrite.operation, Rewrite)
+    assert rewrite.read_version == ours.version - 2
+
+
+@pytest.mark.interop
+def test_pylance_compacted_stable_ids_read_identically(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    lance = lance_module
+    lance.write_dataset(table(60), uri, max_rows_per_file=7, enable_stable_row_ids=True)
+    ds = lance.dataset(uri)
+    ds.delete("id % 4 = 0")
+    ds.update({"s": "'x'"}, where="id = 5 or id = 33")
+    lance.write_dataset(table(5, 60), uri, mode="append")
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=20)
+    theirs = lance.dataset(uri).to_table(with_row_id=True, with_row_address=True)
+    ours = lance_ops.dataset(uri).to_table(with_row_id=True, with_row_address=True)
+    assert ours.equals(theirs)
+    ids = theirs["_rowid"].to_pylist()[::3]
+    assert (
+        lance_ops.dataset(uri)
+        ._take_rows(ids, ["id", "s"])
+        .equals(lance.dataset(uri)._take_rows(ids, ["id", "s"]))
+    )
+
+
+@pytest.mark.interop
+def test_pylance_continues_after_our_compaction(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 8, stable=True, deletes=["id % 6 = 0"])
+    ds.optimize.compact_files(target_rows_per_fragment=25)
+    before = lance_module.dataset(uri).to_table(with_row_id=True)
+    lance = lance_module
+    lance.write_dataset(table(10, 80), uri, mode="append")
+    pds = lance.dataset(uri)
+    pds.delete("id = 13 or id = 85")
+    pds.optimize.compact_files(target_rows_per_fragment=1000)
+    after = lance.dataset(uri).to_table(with_row_id=True)
+    kept = before.filter(pa.compute.invert(pa.compute.is_in(before["id"], pa.array([13], pa.int64()))))
+    assert after.slice(0, kept.num_rows).equals(kept)
+    assert after["_rowid"].to_pylist()[kept.num_rows :] == [80 + i for i in range(10) if i != 5]
+    assert lance_ops.dataset(uri).to_table(with_row_id=True).equals(after)
+
+
+def test_plan_task_result_serialise(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 6, stable=True, deletes=["id % 5 = 1"])
+    the_plan = Compaction.plan(ds, {"target_rows_per_fragment": 24})
+    assert the_plan.summary() == [
+        {"fragment_ids": [0, 1, 2], "rows": 24, "deleted_rows": 6, "bytes": the_plan.tasks[0].num_bytes},
+        {"fragment_ids": [3, 4, 5], "rows": 24, "deleted_rows": 6, "bytes": the_plan.tasks[1].num_bytes},
+    ]
+    for copy in (pickle.loads(pickle.dumps(the_plan)), CompactionPlan.from_json(the_plan.json())):
+        assert copy == the_plan
+    task = the_plan.tasks[0]
+    assert type(task).from_json(task.json()) == task
+    # executors only need the uri
+    results = [pickle.loads(pickle.dumps(t)).execute(uri) for t in the_plan.tasks]
+    results = [RewriteResult.from_json(pickle.loads(pickle.dumps(r)).json()) for r in results]
+    metrics = Compaction.commit(ds, results)
+    assert metrics == CompactionMetrics(
+        fragments_removed=6, fragments_added=2, files_removed=12, files_added=2
+    )
+    assert ds.count_rows() == 48
+    assert Compaction.commit(ds, []) == CompactionMetrics()
+
+
+def test_address_map_without_stable_ids(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 5, stable=False, deletes=["id % 3 = 0"])
+    old = lance_ops.dataset(uri)
+    outcome = ds.optimize.compact_files_with_outcome(CompactionOptions(target_rows_per_fragment=100))
+    assert outcome is not None and outcome.row_address_map is not None
+    old_addrs, new_addrs = outcome.row_address_map
+    assert len(old_addrs) == len(new_addrs) == ds.count_rows()
+    assert old._take_rows(old_addrs, ["id"]).equals(ds._take_rows(new_addrs, ["id"]))
+    assert ds.to_table(with_row_id=True)["_rowid"].equals(ds.to_table(with_row_address=True)["_rowaddr"])
+
+
+def test_stable_ids_keep_versions(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.table.rowids import decode_versions
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [4, 4, 4], stable=True, deletes=["id = 5"])
+    ds.optimize.compact_files(target_rows_per_fragment=100)
+    (fragment,) = ds.manifest.fragments
+    assert isinstance(fragment.created_at_versions, bytes)
+    assert decode_versions(fragment.created_at_versions, 11).tolist() == [1] * 4 + [2] * 3 + [3] * 4
+    assert ds.to_table(columns=["id"], with_row_id=True)["_rowid"].to_pylist() == [
+        *range(5),
+        *range(6, 12),
+    ]
+
+
+def test_dry_run_writes_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 4 + [3], stable=True, deletes=["id < 4"])
+    before = listing(uri)
+    result = ds.optimize.compact_files(target_rows_per_fragment=16, dry_run=True)
+    assert isinstance(result, CompactionPlan)
+    assert result.num_tasks() == 2
+    assert result.num_deleted_rows == 4
+    assert result.num_rows == 39
+    assert listing(uri) == before
+    assert ds.version == lance_ops.dataset(uri).version
+
+
+def test_nothing_to_do(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10], stable=False)
+    before = listing(uri)
+    assert ds.optimize.compact_files() == CompactionMetrics()
+    assert listing(uri) == before
+
+
+def test_partial_progress(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [5] * 10, stable=True, deletes=["id % 7 = 0"])
+    expected = ds.to_table(with_row_id=True)
+    real = compaction.execute_task
+    calls = []
+
+    def failing(files, task):  # type: ignore[no-untyped-def]
+        calls.append(task.fragment_ids)
+        if len(calls) == 3:
+            raise KeyboardInterrupt("killed")
+        return real(files, task)
+
+    monkeypatch.setattr(compaction, "execute_task", failing)
+    with pytest.raises(KeyboardInterrupt):
+        ds.optimize.compact_files(target_rows_per_fragment=8, commit_every=1, num_threads=1)
+    after = lance_ops.dataset(uri)
+    rewrites = [
+        t
+        for v in range(2, after.version + 1)
+        if isinstance((t := after.read_transaction(v)).operation, Rewrite)
+    ]
+    assert len(rewrites) == 2
+    assert after.to_table(with_row_id=True).sort_by("_rowid").equals(expected.sort_by("_rowid"))
+    monkeypatch.setattr(compaction, "execute_task", real)
+    rest = after.optimize.compact_files(target_rows_per_fragment=8)
+    assert rest.fragments_removed == 10 - sum(
+        len(g.old_fragments) for r in rewrites for g in r.operation.groups
+    )
+    assert after.to_table(with_row_id=True).sort_by("_rowid").equals(expected.sort_by("_rowid"))
+
+
+@pytest.mark.parametrize("stable", [True, False])
+def test_racing_delete_never_resurrects(tmp_path, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 4 + [150], stable=stable, deletes=["id = 1"])
+    the_plan = Compaction.plan(ds, {"target_rows_per_fragment": 100})
+    assert plan_ids(the_plan.tasks) == [[0, 1, 2, 3]]
+    results = [t.execute(uri) for t in the_plan.tasks]
+    lance_ops.dataset(uri).delete("id = 15 or id = 60")  # 15 is in a compacted fragment
+    lance_ops.dataset(uri).delete("id >= 20 and id < 30")  # removes compacted fragment 2 whole
+    lance_ops.dataset(uri).delete("id = 33")
+    expected = [i for i in range(190) if i not in (1, 15, 60, 33) and not 20 <= i < 30]
+    if stable:
+        # the deletes are carried into the rewritten fragment
+        Compaction.commit(ds, results)
+        (group,) = lance_ops.dataset(uri).read_transaction().operation.groups
+        assert group.new_fragments[0].deletion_file is not None
+    else:
+        with pytest.raises(RetryableCommitConflictError):
+            Compaction.commit(ds, results)
+    latest = lance_ops.dataset(uri)
+    got = latest.to_table(columns=["id"], with_row_id=True).sort_by("id")
+    assert got["id"].to_pylist() == expected
+    if stable:
+        assert got["_rowid"].to_pylist() == expected
+    # compacting again (a fresh plan) keeps the deletes
+    latest.optimize.compact_files(target_rows_per_fragment=100)
+    assert sorted(latest.to_table(columns=["id"])["id"].to_pylist()) == expected
+
+
+@pytest.mark.interop
+def test_carried_delete_read_by_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 4, stable=True)
+    results = [t.execute(uri) for t in Compaction.plan(ds, {"target_rows_per_fragment": 100}).tasks]
+    lance_module.dataset(uri).delete("id = 5 or id = 17")
+    Compaction.commit(ds, results)
+    theirs = lance_module.dataset(uri).to_table(with_row_id=True)
+    assert theirs["id"].to_pylist() == [i for i in range(40) if i not in (5, 17)]
+    assert theirs.equals(lance_ops.dataset(uri).to_table(with_row_id=True))
+    lance_module.dataset(uri).delete("id = 6")
+    assert lance_ops.dataset(uri).count_rows() == 37
+
+
+def test_racing_delete_elsewhere_and_append_both_land(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 4 + [150], stable=True)
+    the_plan = Compaction.plan(ds, {"target_rows_per_fragment": 100})
+    results = [t.execute(uri) for t in the_plan.tasks]
+    lance_ops.dataset(uri).delete("id = 60")
+    lance_ops.write_dataset(table(5, 190), uri, mode="append")
+    Compaction.commit(ds, results)
+    got = lance_ops.dataset(uri).to_table(columns=["id"], with_row_id=True).sort_by("id")
+    assert got["id"].to_pylist() == [i for i in range(195) if i != 60]
+    assert got["_rowid"].to_pylist() == got["id"].to_pylist()
+
+
+def test_indexed_fragments_are_refused(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    build(uri, [300, 300], stable=False)
+    lance_module.dataset(uri).create_scalar_index("id", "BTREE")
+    with pytest.raises(UnsupportedFeatureError):
+        lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000)
+
+
+def test_unique_row_ids_survive_many_rounds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    rng = np.random.default_rng(0)
+    ds = build(uri, [37, 1, 64, 5, 100], stable=True)
+    expected = ds.to_table(columns=["id"], with_row_id=True)
+    for round_ in range(3):
+        doomed = rng.choice(expected["id"].to_numpy(), size=9, replace=False)
+        ds.delete(f"id IN ({', '.join(map(str, doomed))})")
+        expected = expected.filter(pa.compute.invert(pa.compute.is_in(expected["id"], pa.array(doomed))))
+        ds.optimize.compact_files(target_rows_per_fragment=40 + round_ * 30)
+        got = ds.to_table(columns=["id"], with_row_id=True)
+        assert got.sort_by("_rowid").equals(expected.sort_by("_rowid"))
+
+
+def _execute_json(args: tuple[str, str]) -> str:
+    """An executor: a task's JSON in, its result's JSON out (another process, as in Spark)."""
+    uri, task = args
+    return CompactionTask.from_json(task).execute(uri).json()
+
+
+def test_tasks_execute_in_other_processes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 8, stable=True, deletes=["id % 4 = 0"])
+    expected = ds.to_table(with_row_id=True)
+    the_plan = Compaction.plan(ds, {"target_rows_per_fragment": 20})
+    assert the_plan.num_tasks() == 2
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        texts = pool.map(_execute_json, [(uri, t.json()) for t in the_plan.tasks], chunksize=1)
+    metrics = Compaction.commit(ds, [RewriteResult.from_json(t) for t in texts])
+    assert metrics.fragments_removed == 8
+    assert (
+        lance_ops.dataset(uri).to_table(with_row_id=True).sort_by("_rowid").equals(expected.sort_by("_rowid"))
+    )
+
+
+@pytest.mark.interop
+def test_output_split_by_bytes_keeps_row_ids(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10, 7, 10, 3], stable=True, deletes=["id % 3 = 1"])
+    expected = ds.to_table(with_row_id=True)
+    ds.optimize.compact_files(target_rows_per_fragment=100, max_bytes_per_file=200, batch_size=4)
+    assert len(ds.manifest.fragments) > 2
+    assert ds.to_table(with_row_id=True).equals(expected)
+    assert lance_module.dataset(uri).to_table(with_row_id=True).equals(expected)
+    ids = expected["_rowid"].to_pylist()[::2]
+    assert ds._take_rows(ids, ["id"]).equals(lance_module.dataset(uri)._take_rows(ids, ["id"]))
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    ("sizes", "deletes"),
+    [([1, 1, 1], []), ([1, 2], ["id = 1"]), ([1023, 1025, 1], ["id % 97 = 0"]), ([300, 300], ["id >= 1"])],
+)
+def test_edge_shapes(tmp_path, lance_module, sizes: list[int], deletes: list[str]) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, sizes, stable=True, deletes=deletes)
+    expected = ds.to_table(with_row_id=True)
+    ds.optimize.compact_files(target_rows_per_fragment=5000)
+    assert len(ds.manifest.fragments) == 1
+    assert ds.to_table(with_row_id=True).equals(expected)
+    assert lance_module.dataset(uri).to_table(with_row_id=True).equals(expected)

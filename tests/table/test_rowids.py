@@ -1,0 +1,272 @@
+"""Stable row ids: sequence codecs, assignment on write / commit, the row id index, ``_rowid``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lance_ops
+from lance_ops import LanceOperation
+from lance_ops._proto import rowids_pb2
+from lance_ops.errors import CorruptFileError
+from lance_ops.fragment import write_fragments
+from lance_ops.table.manifest import ExternalFile
+from lance_ops.table.rowids import (
+    RowIdIndex,
+    decode_row_id_segments,
+    decode_row_ids,
+    decode_versions,
+    encode_row_ids,
+    encode_versions,
+)
+from tests.table.conftest import table
+
+
+def segment_of(values: list[int]) -> rowids_pb2.U64Segment:
+    seq = rowids_pb2.RowIdSequence()
+    seq.ParseFromString(encode_row_ids([np.array(values, np.uint64)]))
+    (segment,) = seq.segments
+    return segment
+
+
+def test_segment_kinds_match_pylance_choices() -> None:
+    assert segment_of(list(range(5, 15))).WhichOneof("segment") == "range"
+    # Observed from pylance: 1000 rows with holes 10, 500, 700.
+    holes = segment_of([v for v in range(1000) if v not in (10, 500, 700)])
+    assert holes.WhichOneof("segment") == "range_with_holes"
+    assert holes.range_with_holes.holes.u16_array.base == 10
+    assert np.frombuffer(holes.range_with_holes.holes.u16_array.offsets, "<u2").tolist() == [0, 490, 690]
+    # Observed from pylance: the bitmap is LSB first.
+    bitmap = segment_of([1000, 1001, 1003, 1004, 1006, 1007, 1009])
+    assert bitmap.WhichOneof("segment") == "range_with_bitmap"
+    assert bitmap.range_with_bitmap.bitmap == bytes([0xDB, 0x02])
+    # pylance compaction of a 10-row fragment without row 3: 0a081a06100a1a02f703.
+    assert encode_row_ids([np.array([0, 1, 2, 4, 5, 6, 7, 8, 9], np.uint64)]).hex() == "0a081a06100a1a02f703"
+    sparse = segment_of([0, 10, 500, 700, 999])
+    assert sparse.WhichOneof("segment") == "sorted_array"
+    assert segment_of([5, 3, 9]).WhichOneof("segment") == "array"
+    wide = segment_of([1, 2**40])
+    assert wide.sorted_array.WhichOneof("array") == "u64_array"
+    mid = segment_of([7, 7 + 2**20, 9 + 2**20])
+    assert mid.sorted_array.WhichOneof("array") == "u32_array"
+    assert mid.sorted_array.u32_array.base == 7
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 5000), max_size=300),
+        max_size=4,
+    ),
+    st.booleans(),
+)
+def test_row_id_sequence_roundtrip(parts: list[list[int]], sort: bool) -> None:
+    arrays = [np.array(sorted(set(p)) if sort else p, dtype=np.uint64) for p in parts]
+    data = encode_row_ids(arrays)
+    non_empty = [a for a in arrays if len(a)]
+    assert [a.tolist() for a in decode_row_id_segments(data)] == [a.tolist() for a in non_empty]
+    expected = np.concatenate(non_empty) if non_empty else np.zeros(0, np.uint64)
+    assert decode_row_ids(data).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1023, 1024, 1025])
+def test_bitmap_edges(n: int) -> None:
+    values = np.arange(n + 300, dtype=np.uint64)
+    kept = values[(values % 3) != 1][: max(n, 0)]
+    assert decode_row_ids(encode_row_ids([kept])).tolist() == kept.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 4), max_size=300), st.integers(0, 5))
+def test_version_sequence_roundtrip(versions: list[int], extra: int) -> None:
+    data = encode_versions(np.array(versions, np.uint64))
+    decoded = decode_versions(data, len(versions) + extra)
+    assert decoded.tolist() == versions + [1] * extra
+
+
+def test_corrupt_sequences_raise() -> None:
+    with pytest.raises(CorruptFileError):
+        decode_row_ids(b"\xff\xff\xff")
+    with pytest.raises(CorruptFileError):
+        decode_versions(encode_versions(np.ones(5, np.uint64)), 3)
+
+
+def test_row_id_index_lookup() -> None:
+    index = RowIdIndex.build(
+        [
+            (0, np.array([10, 11, 12], np.uint64), np.array([1], np.uint32)),
+            (5, np.array([3, 99], np.uint64), np.zeros(0, np.uint32)),
+        ]
+    )
+    assert len(index) == 4
+    found, addresses = index.lookup(np.array([99, 11, 10, 1000, 3], np.uint64))
+    assert found.tolist() == [True, False, True, False, True]
+    assert addresses.tolist() == [(5 << 32) | 1, 0, 5 << 32]
+    empty = RowIdIndex.build([])
+    assert empty.lookup(np.array([1], np.uint64))[0].tolist() == [False]
+
+
+def rows(ds: object, lance_ds: object) -> tuple[pa.Table, pa.Table]:
+    ours = ds.to_table(with_row_id=True, with_row_address=True)  # type: ignore[attr-defined]
+    theirs = lance_ds.to_table(with_row_id=True, with_row_address=True)  # type: ignore[attr-defined]
+    return ours, theirs
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [True, False])
+def test_row_ids_through_append_delete_overwrite_match_pylance(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    ours_uri, theirs_uri = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    steps = [
+        ("create", table(25), {"max_rows_per_file": 10, "enable_stable_row_ids": stable}),
+        ("append", table(7, 25), {}),
+        ("delete", "id % 4 = 1", {}),
+        ("append", table(3, 32), {}),
+        ("overwrite", table(12, 100), {"max_rows_per_file": 5}),
+        ("append", table(4, 200), {}),
+        ("delete", "id = 101", {}),
+    ]
+    for mode, data, kwargs in steps:
+        if mode == "delete":
+            lance_ops.dataset(ours_uri).delete(data)
+            lance.dataset(theirs_uri).delete(data)
+            continue
+        lance_ops.write_dataset(data, ours_uri, mode=mode, **kwargs)
+        lance.write_dataset(data, theirs_uri, mode=mode, **kwargs)
+        ours, theirs = lance_ops.dataset(ours_uri), lance.dataset(theirs_uri)
+        assert ours.manifest.next_row_id == (
+            theirs.to_table(with_row_id=True)["_rowid"].to_pylist()[-1] + 1 if stable else 0
+        )
+    ours_table, theirs_table = rows(lance_ops.dataset(ours_uri), lance.dataset(theirs_uri))
+    assert ours_table.equals(theirs_table)
+    # pylance reads the row ids we assigned identically
+    assert (
+        lance.dataset(ours_uri)
+        .to_table(with_row_id=True)
+        .equals(lance_ops.dataset(ours_uri).to_table(with_row_id=True))
+    )
+    assert lance.dataset(ours_uri).has_stable_row_ids == stable
+
+
+@pytest.mark.interop
+def test_take_rows_by_stable_id_matches_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(50), uri, max_rows_per_file=8, enable_stable_row_ids=True)
+    lance_ops.dataset(uri).delete("id % 7 = 0")
+    lance_module.dataset(uri).optimize.compact_files(target_rows_per_fragment=20)
+    ids = [49, 3, 7, 1000, 0, 21, 22]
+    ours = lance_ops.dataset(uri)._take_rows(ids, columns=["id", "s"])
+    theirs = lance_module.dataset(uri)._take_rows(ids, columns=["id", "s"])
+    assert ours.to_pydict() == theirs.to_pydict()
+
+
+def test_next_row_id_reassigned_when_commit_retries(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(10), uri, enable_stable_row_ids=True)
+    first = write_fragments(table(5, 10), uri)
+    second = write_fragments(table(4, 20), uri)
+    lance_ops.LanceDataset.commit(uri, LanceOperation.Append(first), read_version=1)
+    late = lance_ops.LanceDataset.commit(uri, LanceOperation.Append(second), read_version=1)
+    assert late.manifest.next_row_id == 19
+    got = late.to_table(columns=["id"], with_row_id=True)
+    assert got["_rowid"].to_pylist() == list(range(19))
+    assert got["id"].to_pylist() == [*range(15), *range(20, 24)]
+    # the transaction file keeps the fragments as submitted (no sequences), as pylance writes them
+    txn = late.read_transaction()
+    assert txn is not None
+    assert all(f.row_ids is None for f in txn.operation.fragments)
+
+
+@pytest.mark.interop
+def test_external_row_id_sequences_are_read(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(10), uri, enable_stable_row_ids=True)
+    (tmp_path / "d" / "ids.bin").write_bytes(b"pad" + encode_row_ids([np.arange(40, 50, dtype=np.uint64)]))
+    (fragment,) = lance_ops.dataset(uri).manifest.fragments
+    size = len(encode_row_ids([np.arange(40, 50, dtype=np.uint64)]))
+    moved = replace(fragment, row_ids=ExternalFile("ids.bin", 3, size))
+    ds = lance_ops.LanceDataset.commit(uri, LanceOperation.Overwrite(ds_schema(uri), [moved]), read_version=1)
+    assert ds.to_table(columns=["id"], with_row_id=True)["_rowid"].to_pylist() == list(range(40, 50))
+    assert ds._take_rows([41, 49], columns=["id"])["id"].to_pylist() == [1, 9]
+    # pylance 14 refuses external sequences, which is why we never write them
+    with pytest.raises(ValueError, match="must have row ids"):
+        lance_module.dataset(uri)
+
+
+def ds_schema(uri: str) -> pa.Schema:
+    return lance_ops.dataset(uri).schema
+
+
+@pytest.mark.interop
+def test_row_ids_through_restore_match_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    ours_uri, theirs_uri = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for write, uri in ((lance_ops.write_dataset, ours_uri), (lance.write_dataset, theirs_uri)):
+        write(table(10), uri, enable_stable_row_ids=True)
+        write(table(5, 10), uri, mode="append")
+    lance_ops.LanceDataset.commit(ours_uri, LanceOperation.Restore(1))
+    lance.dataset(theirs_uri, version=1).restore()
+    for write, uri in ((lance_ops.write_dataset, ours_uri), (lance.write_dataset, theirs_uri)):
+        write(table(5, 100), uri, mode="append")
+    ours = lance_ops.dataset(ours_uri).to_table(with_row_id=True, with_row_address=True)
+    theirs = lance.dataset(theirs_uri).to_table(with_row_id=True, with_row_address=True)
+    assert ours.equals(theirs)
+    assert ours["_rowid"].to_pylist() == [*range(10), *range(15, 20)]
+    assert (
+        lance.dataset(ours_uri)
+        .to_table(with_row_id=True)
+        .equals(lance_ops.dataset(ours_uri).to_table(with_row_id=True))
+    )
+
+
+@pytest.mark.interop
+def test_row_ids_through_merge_add_column(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.fragment import WriteOptions, write_data_file
+
+    uri = str(tmp_path / "d")
+    ds = lance_ops.write_dataset(table(30), uri, max_rows_per_file=12, enable_stable_row_ids=True)
+    ds.delete("id % 5 = 2")
+    ds = lance_ops.dataset(uri)
+    before = ds.to_table(with_row_id=True)
+    schema = ds.lance_schema.with_new_fields([pa.field("extra", pa.int64())])
+    new_field = schema.project(["extra"])
+    fragments = []
+    for fragment in ds.manifest.fragments:
+        values = pa.table({"extra": pa.array(range(fragment.physical_rows), pa.int64())})
+        data_file = write_data_file(
+            values, uri, new_field, fragment.physical_rows, WriteOptions(data_storage_version="2.2")
+        )
+        fragments.append(replace(fragment, files=(*fragment.files, data_file)))
+    merged = lance_ops.LanceDataset.commit(
+        uri, LanceOperation.Merge(fragments, schema), read_version=ds.version
+    )
+    after = merged.to_table(columns=["id", "s", "st"], with_row_id=True)
+    assert after.equals(before)
+    theirs = lance_module.dataset(uri).to_table(with_row_id=True)
+    assert theirs.equals(merged.to_table(with_row_id=True))
+    lance_module.dataset(uri).optimize.compact_files()
+    assert (
+        lance_ops.dataset(uri)
+        .to_table(columns=["id"], with_row_id=True)
+        .equals(before.select(["id", "_rowid"]))
+    )
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [True, False])
+def test_rowid_rowaddr_with_filter_limit_and_fragments(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(40), uri, max_rows_per_file=9, enable_stable_row_ids=stable)
+    lance_ops.dataset(uri).delete("id % 3 = 0")
+    lance_module.dataset(uri).optimize.compact_files(target_rows_per_fragment=15)
+    ours, theirs = lance_ops.dataset(uri), lance_module.dataset(uri)
+    kwargs = {"columns": ["id"], "with_row_id": True, "with_row_address": True}
+    assert ours.to_table(filter="id > 20", **kwargs).equals(theirs.to_table(filter="id > 20", **kwargs))
+    assert ours.to_table(limit=7, offset=5, **kwargs).equals(theirs.to_table(limit=7, offset=5, **kwargs))
+    for mine, other in zip(ours.get_fragments(), theirs.get_fragments(), strict=True):
+        assert mine.to_table(**kwargs).equals(other.to_table(**kwargs))
