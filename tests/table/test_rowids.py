@@ -258,6 +258,25 @@ def test_row_ids_through_merge_add_column(tmp_path, lance_module) -> None:  # ty
 
 
 @pytest.mark.interop
+def test_row_ids_through_add_alter_drop_columns_and_compaction(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """The schema-evolution operations and our compaction keep every row's stable id, as pylance reads it."""
+    uri = str(tmp_path / "d")
+    ds = lance_ops.write_dataset(table(40), uri, max_rows_per_file=9, enable_stable_row_ids=True)
+    ds.delete("id % 6 = 1")
+    before = lance_ops.dataset(uri).to_table(columns=["id"], with_row_id=True)
+    ds = lance_ops.dataset(uri)
+    ds.add_columns({"twice": "id * 2"})
+    ds.alter_columns({"path": "twice", "name": "double"})
+    ds.drop_columns(["s"])
+    ds.optimize.compact_files()
+    ours = lance_ops.dataset(uri).to_table(columns=["id", "double"], with_row_id=True)
+    assert ours.select(["id", "_rowid"]).equals(before)
+    assert ours["double"].to_pylist() == [2 * i for i in ours["id"].to_pylist()]
+    theirs = lance_module.dataset(uri).to_table(columns=["id", "double"], with_row_id=True)
+    assert theirs.sort_by("_rowid").equals(ours.sort_by("_rowid"))
+
+
+@pytest.mark.interop
 @pytest.mark.parametrize("stable", [True, False])
 def test_rowid_rowaddr_with_filter_limit_and_fragments(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
     uri = str(tmp_path / "d")
