@@ -9,7 +9,6 @@ the operations in :mod:`lance_ops.ops`.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -20,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import scan_batches, take, take_rows
@@ -28,6 +26,7 @@ from lance_ops.io import object_store
 from lance_ops.ops import commit as commit_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import write as write_op
+from lance_ops.ops.tags import Tags
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.commit import list_versions, load_manifest, load_manifests, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
@@ -227,11 +226,12 @@ class LanceDataset:
     def _resolve_version(self, version: int | str | None) -> int | None:
         if version is None or isinstance(version, int):
             return version
-        path = self._store.join(self._root, "_refs", "tags", f"{version}.json")
-        try:
-            return int(json.loads(self._store.read(path))["version"])
-        except FileNotFoundError as exc:
-            raise DatasetNotFoundError(f"dataset {self._uri} has no tag {version!r}") from exc
+        return self.tags.get_version(version)
+
+    @property
+    def tags(self) -> Tags:
+        """This dataset's tags (create, update, delete, list, list_ordered, get_version)."""
+        return Tags(self._store, self._root)
 
     @cached_property
     def _files(self) -> VersionFiles:

@@ -41,6 +41,7 @@ from lance_ops.errors import (
     CorruptFileError,
     DatasetNotFoundError,
     RetryableCommitConflictError,
+    VersionNotFoundError,
 )
 from lance_ops.io import ObjectStore
 from lance_ops.table.apply import build_manifest
@@ -169,7 +170,7 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
     else:
         match = [e for e in entries if e.version == version]
         if not match:
-            raise DatasetNotFoundError(f"dataset {root} has no version {version}")
+            raise VersionNotFoundError(f"dataset {root} has no version {version}")
         entry = match[0]
     return _load_readable(store, root, entry)
 
