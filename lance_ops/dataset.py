@@ -8,7 +8,6 @@ the operations in :mod:`lance_ops.ops`.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -25,10 +24,11 @@ from lance_ops.fragment.scan import scan_batches, take, take_rows
 from lance_ops.io import object_store
 from lance_ops.ops import commit as commit_op
 from lance_ops.ops import delete as delete_op
+from lance_ops.ops import history as history_op
 from lance_ops.ops import write as write_op
 from lance_ops.ops.tags import Tags
 from lance_ops.query.predicate import Predicate, parse_predicate
-from lance_ops.table.commit import list_versions, load_manifest, load_manifests, load_transaction
+from lance_ops.table.commit import list_versions, load_manifest, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
 from lance_ops.table.naming import DELETIONS_DIR
 from lance_ops.table.schema import LanceSchema
@@ -279,14 +279,11 @@ class LanceDataset:
 
     def versions(self) -> list[dict[str, Any]]:
         """Every version: ``{"version", "timestamp" (naive local datetime), "metadata" (summary)}``."""
-        return [
-            {
-                "version": loaded.manifest.version,
-                "timestamp": dt.datetime.fromtimestamp(loaded.manifest.timestamp_ns / 1e9),
-                "metadata": _summary(loaded.manifest),
-            }
-            for loaded in load_manifests(self._store, self._root)
-        ]
+        return history_op.versions(self._store, self._root)
+
+    def history(self) -> pa.Table:
+        """One row per version (operation, message, properties, rows, files, bytes): DESCRIBE HISTORY."""
+        return history_op.history(self._store, self._root)
 
     def read_transaction(self, version: int | None = None) -> Transaction | None:
         """The transaction that created ``version`` (this version by default)."""
@@ -416,6 +413,11 @@ class LanceDataset:
         self._adopt(result.manifest, result.transaction)
         return result.num_deleted_rows
 
+    def restore(self) -> None:
+        """Make this (older) version the latest again: commits ``Restore``; this object becomes it."""
+        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        self._adopt(*history_op.restore(self._uri, self.version, options))
+
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
         """Become the version ``manifest`` (written by one of our own commits)."""
         self._manifest = manifest
@@ -465,21 +467,6 @@ class LanceDataset:
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self._uri!r}, version={self.version})"
-
-
-def _summary(manifest: Manifest) -> dict[str, str]:
-    """pylance's per-version summary (all values are decimal strings)."""
-    files = [d for f in manifest.fragments for d in f.files]
-    deletions = [f.deletion_file for f in manifest.fragments if f.deletion_file is not None]
-    return {
-        "total_data_file_rows": str(sum(f.physical_rows for f in manifest.fragments)),
-        "total_data_files": str(len(files)),
-        "total_deletion_file_rows": str(sum(d.num_deleted_rows for d in deletions)),
-        "total_deletion_files": str(len(deletions)),
-        "total_files_size": str(sum(d.file_size_bytes for d in files)),
-        "total_fragments": str(len(manifest.fragments)),
-        "total_rows": str(manifest.num_rows),
-    }
 
 
 def dataset(
