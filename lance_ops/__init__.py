@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from lance_ops.dataset import LanceDataset, LanceOperation, dataset, write_dataset
 from lance_ops.fragment import FragmentMetadata
+from lance_ops.ops.cleanup import CleanupStats
 
 __version__ = "0.1.0"
 
-__all__ = ["FragmentMetadata", "LanceDataset", "LanceOperation", "__version__", "dataset", "write_dataset"]
+__all__ = [
+    "CleanupStats",
+    "FragmentMetadata",
+    "LanceDataset",
+    "LanceOperation",
+    "__version__",
+    "dataset",
+    "write_dataset",
+]

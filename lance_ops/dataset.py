@@ -8,6 +8,7 @@ the operations in :mod:`lance_ops.ops`.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -22,6 +23,7 @@ from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, Ve
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import scan_batches, take, take_rows
 from lance_ops.io import object_store
+from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import commit as commit_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import history as history_op
@@ -417,6 +419,33 @@ class LanceDataset:
         """Make this (older) version the latest again: commits ``Restore``; this object becomes it."""
         options = commit_op.CommitOptions(storage_options=self._storage_options)
         self._adopt(*history_op.restore(self._uri, self.version, options))
+
+    def cleanup_old_versions(
+        self,
+        older_than: dt.timedelta | dt.datetime | None = None,
+        retain_versions: int | None = None,
+        *,
+        delete_unverified: bool = False,
+        error_if_tagged_old_versions: bool = True,
+        dry_run: bool = False,
+    ) -> cleanup_op.CleanupStats:
+        """Remove versions older than ``older_than`` (default two weeks unless ``retain_versions``
+        is given) or outside the ``retain_versions`` newest, and every file no kept version needs.
+
+        The latest version, this version and newer ones, and tagged versions are kept; files no
+        version references are removed only when older than 7 days (or ``delete_unverified``).
+        ``dry_run`` reports what would be removed (``CleanupStats.paths``) and removes nothing.
+        See :mod:`lance_ops.ops.cleanup`.
+        """
+        policy = cleanup_op.CleanupPolicy.parse(
+            older_than,
+            retain_versions,
+            self.latest_version,
+            delete_unverified=delete_unverified,
+            error_if_tagged_old_versions=error_if_tagged_old_versions,
+            dry_run=dry_run,
+        )
+        return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy)
 
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
         """Become the version ``manifest`` (written by one of our own commits)."""
