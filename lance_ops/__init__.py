@@ -10,6 +10,7 @@ from __future__ import annotations
 from lance_ops.dataset import LanceDataset, LanceOperation, dataset, write_dataset
 from lance_ops.fragment import FragmentMetadata
 from lance_ops.ops.cleanup import CleanupStats
+from lance_ops.table.manifest_store import SqliteManifestStore
 
 __version__ = "0.1.0"
 
@@ -18,6 +19,7 @@ __all__ = [
     "FragmentMetadata",
     "LanceDataset",
     "LanceOperation",
+    "SqliteManifestStore",
     "__version__",
     "dataset",
     "write_dataset",

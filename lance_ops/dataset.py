@@ -32,6 +32,7 @@ from lance_ops.ops.tags import Tags
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.commit import list_versions, load_manifest, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
+from lance_ops.table.manifest_store import ExternalManifestStore, repair
 from lance_ops.table.naming import DELETIONS_DIR
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
@@ -200,10 +201,14 @@ class LanceDataset:
         uri: str | os.PathLike[str],
         version: int | str | None = None,
         storage_options: Mapping[str, str] | None = None,
+        manifest_store: ExternalManifestStore | None = None,
     ) -> None:
         self._uri = os.fspath(uri)
         self._storage_options = dict(storage_options) if storage_options else None
+        self._manifest_store = manifest_store
         self._store, self._root = object_store(self._uri, self._storage_options)
+        if manifest_store is not None:
+            repair(self._store, self._root, manifest_store)
         loaded = load_manifest(self._store, self._root, self._resolve_version(version))
         self._manifest = loaded.manifest
         self._transaction = load_transaction(self._store, self._root, loaded)
@@ -215,11 +220,13 @@ class LanceDataset:
         manifest: Manifest,
         transaction: Transaction,
         storage_options: Mapping[str, str] | None,
+        manifest_store: ExternalManifestStore | None = None,
     ) -> LanceDataset:
         """The version a commit just wrote (nothing is read back)."""
         ds = cls.__new__(cls)
         ds._uri = uri
         ds._storage_options = dict(storage_options) if storage_options else None
+        ds._manifest_store = manifest_store
         ds._store, ds._root = object_store(uri, ds._storage_options)
         ds._manifest = manifest
         ds._transaction = transaction
@@ -294,7 +301,7 @@ class LanceDataset:
         return load_transaction(self._store, self._root, load_manifest(self._store, self._root, version))
 
     def checkout_version(self, version: int | str) -> LanceDataset:
-        return LanceDataset(self._uri, version, self._storage_options)
+        return LanceDataset(self._uri, version, self._storage_options, self._manifest_store)
 
     def get_fragments(self) -> list[LanceFragment]:
         return [LanceFragment(self, f) for f in self._manifest.fragments]
@@ -410,14 +417,14 @@ class LanceDataset:
         Commits a ``Delete`` on this version (a new version even when no row matches) and makes
         this object that new version, as pylance does.
         """
-        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        options = self._commit_options()
         result = delete_op.delete(self._files, predicate, options)
         self._adopt(result.manifest, result.transaction)
         return result.num_deleted_rows
 
     def restore(self) -> None:
         """Make this (older) version the latest again: commits ``Restore``; this object becomes it."""
-        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        options = self._commit_options()
         self._adopt(*history_op.restore(self._uri, self.version, options))
 
     def cleanup_old_versions(
@@ -447,6 +454,12 @@ class LanceDataset:
         )
         return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy)
 
+    def _commit_options(self) -> commit_op.CommitOptions:
+        """How this dataset's operations commit (its storage options and manifest store)."""
+        return commit_op.CommitOptions(
+            storage_options=self._storage_options, manifest_store=self._manifest_store
+        )
+
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
         """Become the version ``manifest`` (written by one of our own commits)."""
         self._manifest = manifest
@@ -470,6 +483,7 @@ class LanceDataset:
         enable_stable_row_ids: bool | None = None,
         transaction_properties: Mapping[str, str] | None = None,
         data_storage_version: str | None = None,
+        manifest_store: ExternalManifestStore | None = None,
     ) -> LanceDataset:
         """Commit ``operation`` (or a prepared transaction) to the dataset at ``base_uri``.
 
@@ -490,9 +504,10 @@ class LanceDataset:
             enable_stable_row_ids=bool(enable_stable_row_ids),
             data_storage_version=data_storage_version,
             detached=detached,
+            manifest_store=manifest_store,
         )
         manifest, transaction = commit_op.commit(uri, operation, options)
-        return LanceDataset._from_manifest(uri, manifest, transaction, storage_options)
+        return LanceDataset._from_manifest(uri, manifest, transaction, storage_options, manifest_store)
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self._uri!r}, version={self.version})"
@@ -502,9 +517,14 @@ def dataset(
     uri: str | os.PathLike[str],
     version: int | str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> LanceDataset:
-    """Open a dataset (latest version, a version number or a tag name)."""
-    return LanceDataset(uri, version, storage_options)
+    """Open a dataset (latest version, a version number or a tag name).
+
+    With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
+    repaired through that external store (:mod:`lance_ops.table.manifest_store`).
+    """
+    return LanceDataset(uri, version, storage_options, manifest_store)
 
 
 def write_dataset(
@@ -523,6 +543,7 @@ def write_dataset(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     progress: Any = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
@@ -544,7 +565,10 @@ def write_dataset(
         enable_v2_manifest_paths=enable_v2_manifest_paths,
         enable_stable_row_ids=enable_stable_row_ids,
         data_storage_version=data_storage_version,
+        manifest_store=manifest_store,
     )
+    if manifest_store is not None:
+        repair(*object_store(uri, storage_options), manifest_store)
     report = progress if callable(progress) or progress is None else progress.complete
     manifest, transaction = write_op.write(data, uri, mode, schema, write_options, commit_options, report)
-    return LanceDataset._from_manifest(uri, manifest, transaction, storage_options)
+    return LanceDataset._from_manifest(uri, manifest, transaction, storage_options, manifest_store)
