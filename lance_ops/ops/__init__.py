@@ -7,5 +7,8 @@ jobs and the Dagster assets all call these functions.
 
 * :mod:`.commit` — committing an operation or transaction (``LanceDataset.commit``);
 * :mod:`.write` — writing data as a new dataset, an append or an overwrite (``write_dataset``);
-* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``).
+* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``);
+* :mod:`.tags` — tags (``LanceDataset.tags``);
+* :mod:`.history` — ``versions()``, ``history()`` and ``restore()``;
+* :mod:`.cleanup` — removing old versions and unreferenced files (``cleanup_old_versions``).
 """

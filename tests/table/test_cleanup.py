@@ -92,6 +92,19 @@ def _referenced_latest(uri: str) -> set[str]:
     return {f"{DATA_DIR}/{d.path}" for f in manifest.fragments for d in f.files}
 
 
+def test_memory_store(tmp_path: Path) -> None:
+    uri = f"memory://cleanup/{tmp_path.name}"
+    _build(uri)
+    before = _snapshot(uri)
+    lance_ops.dataset(uri).tags.create("two", 2)
+    dry = lance_ops.dataset(uri).cleanup_old_versions(
+        older_than=ZERO, error_if_tagged_old_versions=False, dry_run=True
+    )
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
+    assert dry.paths == stats.paths and stats.old_versions == 3
+    assert _snapshot(uri) == {2: before[2], 5: before[5]}
+
+
 def test_default_keeps_recent_versions(tmp_path: Path) -> None:
     uri = str(tmp_path / "ds")
     _build(uri)
@@ -246,6 +259,23 @@ def test_same_result_as_pylance(tmp_path: Path, lance_module) -> None:  # type: 
     fields = ("bytes_removed", "old_versions", "data_files_removed", "transaction_files_removed")
     fields += ("deletion_files_removed", "index_files_removed")
     assert {f: getattr(stats, f) for f in fields} == {f: getattr(expected, f) for f in fields}
+
+
+@pytest.mark.interop
+def test_same_index_files_removed_as_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """A replaced scalar index: its old directory goes, the live one stays (as pylance decides)."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    lance_module.write_dataset(_table(100), str(ours)).create_scalar_index("id", "BTREE")
+    lance_module.write_dataset(_table(100, 100), str(ours), mode="append")
+    lance_module.dataset(str(ours)).create_scalar_index("id", "BTREE", replace=True)
+    lance_module.write_dataset(_table(5, 500), str(ours), mode="append")
+    shutil.copytree(ours, theirs, copy_function=shutil.copy2)
+    expected = lance_module.dataset(str(theirs)).cleanup_old_versions(older_than=ZERO)
+    stats = lance_ops.dataset(str(ours)).cleanup_old_versions(older_than=ZERO)
+    assert stats.index_files_removed == expected.index_files_removed == 2
+    assert (stats.bytes_removed, stats.old_versions) == (expected.bytes_removed, expected.old_versions)
+    assert _files(ours) == _files(theirs)
+    assert lance_module.dataset(str(ours)).to_table(filter="id = 150").num_rows == 1
 
 
 @pytest.mark.interop
