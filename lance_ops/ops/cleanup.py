@@ -37,7 +37,7 @@ from enum import Enum
 from lance_ops.errors import CleanupError
 from lance_ops.io import FileInfo, ObjectStore
 from lance_ops.ops.tags import Tags
-from lance_ops.table.commit import LoadedManifest, list_versions, load_manifests
+from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_manifests
 from lance_ops.table.manifest import ExternalFile, Manifest
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR
 
@@ -168,7 +168,8 @@ class _References:
 
 
 def _relative(store: ObjectStore, root: str, path: str) -> str:
-    prefix = store.join(root, "x")[:-1]
+    """``path`` relative to the dataset root, '/'-separated (as manifests name files)."""
+    prefix = store.join(root, "x")[:-1]  # the root with the store's separator appended
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
@@ -237,12 +238,10 @@ def cleanup_old_versions(
     files = _plan_files(store, root, retained, removed, policy, now_ns)
     # Versions committed since the listing above keep what they reference.
     known = {entry.manifest.version for entry in loaded}
-    newer = [e for e in list_versions(store, root) if e.version not in known]
-    if newer:
-        for entry in load_manifests(store, root):
-            if entry.manifest.version not in known:
-                retained.add(entry.manifest)
-        files = [(relative, info) for relative, info in files if not retained.holds(relative)]
+    newer = [e.version for e in list_versions(store, root) if e.version not in known]
+    for version in newer:
+        retained.add(load_manifest(store, root, version).manifest)
+    files = [(relative, info) for relative, info in files if not retained.holds(relative)]
     manifests = [(_relative(store, root, entry.path), entry.size) for entry in old]
     stats = CleanupStats(
         bytes_removed=sum(size for _, size in manifests) + sum(info.size for _, info in files),

@@ -17,6 +17,7 @@ import lance_ops
 from lance_ops import CleanupStats
 from lance_ops.errors import CleanupError, CorruptFileError
 from lance_ops.io.local import TEMP_SUFFIX
+from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR
 
 ZERO = dt.timedelta(0)
@@ -306,6 +307,29 @@ def test_we_read_every_retained_version_after_pylance_cleanup(tmp_path: Path, la
     lance_module.dataset(uri).cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
     assert _snapshot(uri) == {3: before[3], 5: before[5]}
     assert lance_ops.dataset(uri, version="three").to_table() == before[3]
+
+
+def test_commit_landing_during_cleanup_keeps_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Restore of a version being removed lands after the plan is made: its files stay."""
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    plan = cleanup_op._plan_files
+
+    def plan_then_restore(*args, **kwargs):  # type: ignore[no-untyped-def]
+        files = plan(*args, **kwargs)
+        assert any(relative.startswith("data/") for relative, _ in files)
+        lance_ops.dataset(uri, version=1).restore()
+        return files
+
+    monkeypatch.setattr(cleanup_op, "_plan_files", plan_then_restore)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert stats.old_versions == 4 and stats.data_files_removed == 1
+    latest = lance_ops.dataset(uri)
+    assert latest.version == 6 and latest.to_table() == before[1]
+    assert _snapshot(uri) == {5: before[5], 6: before[1]}
 
 
 _APPENDER = """
