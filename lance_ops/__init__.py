@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from lance_ops.dataset import BatchUDF, LanceDataset, LanceOperation, batch_udf, dataset, write_dataset
 from lance_ops.fragment import FragmentMetadata
+from lance_ops.ops.cleanup import CleanupStats
+from lance_ops.table.manifest_store import SqliteManifestStore
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BatchUDF",
+    "CleanupStats",
     "FragmentMetadata",
     "LanceDataset",
     "LanceOperation",
+    "SqliteManifestStore",
     "__version__",
     "batch_udf",
     "dataset",

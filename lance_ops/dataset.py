@@ -9,7 +9,6 @@ the operations in :mod:`lance_ops.ops`.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -20,19 +19,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import scan_batches, take, take_rows
 from lance_ops.io import object_store
+from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops import commit as commit_op
 from lance_ops.ops import delete as delete_op
+from lance_ops.ops import history as history_op
 from lance_ops.ops import write as write_op
 from lance_ops.ops.columns import BatchUDF, batch_udf
+from lance_ops.ops.tags import Tags
 from lance_ops.query.predicate import Predicate, parse_predicate
-from lance_ops.table.commit import list_versions, load_manifest, load_manifests, load_transaction
+from lance_ops.table.commit import list_versions, load_manifest, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
+from lance_ops.table.manifest_store import ExternalManifestStore, repair
 from lance_ops.table.naming import DELETIONS_DIR
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
@@ -212,10 +214,14 @@ class LanceDataset:
         uri: str | os.PathLike[str],
         version: int | str | None = None,
         storage_options: Mapping[str, str] | None = None,
+        manifest_store: ExternalManifestStore | None = None,
     ) -> None:
         self._uri = os.fspath(uri)
         self._storage_options = dict(storage_options) if storage_options else None
+        self._manifest_store = manifest_store
         self._store, self._root = object_store(self._uri, self._storage_options)
+        if manifest_store is not None:
+            repair(self._store, self._root, manifest_store)
         loaded = load_manifest(self._store, self._root, self._resolve_version(version))
         self._manifest = loaded.manifest
         self._transaction = load_transaction(self._store, self._root, loaded)
@@ -227,11 +233,13 @@ class LanceDataset:
         manifest: Manifest,
         transaction: Transaction,
         storage_options: Mapping[str, str] | None,
+        manifest_store: ExternalManifestStore | None = None,
     ) -> LanceDataset:
         """The version a commit just wrote (nothing is read back)."""
         ds = cls.__new__(cls)
         ds._uri = uri
         ds._storage_options = dict(storage_options) if storage_options else None
+        ds._manifest_store = manifest_store
         ds._store, ds._root = object_store(uri, ds._storage_options)
         ds._manifest = manifest
         ds._transaction = transaction
@@ -240,11 +248,12 @@ class LanceDataset:
     def _resolve_version(self, version: int | str | None) -> int | None:
         if version is None or isinstance(version, int):
             return version
-        path = self._store.join(self._root, "_refs", "tags", f"{version}.json")
-        try:
-            return int(json.loads(self._store.read(path))["version"])
-        except FileNotFoundError as exc:
-            raise DatasetNotFoundError(f"dataset {self._uri} has no tag {version!r}") from exc
+        return self.tags.get_version(version)
+
+    @property
+    def tags(self) -> Tags:
+        """This dataset's tags (create, update, delete, list, list_ordered, get_version)."""
+        return Tags(self._store, self._root)
 
     @cached_property
     def _files(self) -> VersionFiles:
@@ -296,14 +305,11 @@ class LanceDataset:
 
     def versions(self) -> list[dict[str, Any]]:
         """Every version: ``{"version", "timestamp" (naive local datetime), "metadata" (summary)}``."""
-        return [
-            {
-                "version": loaded.manifest.version,
-                "timestamp": dt.datetime.fromtimestamp(loaded.manifest.timestamp_ns / 1e9),
-                "metadata": _summary(loaded.manifest),
-            }
-            for loaded in load_manifests(self._store, self._root)
-        ]
+        return history_op.versions(self._store, self._root)
+
+    def history(self) -> pa.Table:
+        """One row per version (operation, message, properties, rows, files, bytes): DESCRIBE HISTORY."""
+        return history_op.history(self._store, self._root)
 
     def read_transaction(self, version: int | None = None) -> Transaction | None:
         """The transaction that created ``version`` (this version by default)."""
@@ -312,7 +318,7 @@ class LanceDataset:
         return load_transaction(self._store, self._root, load_manifest(self._store, self._root, version))
 
     def checkout_version(self, version: int | str) -> LanceDataset:
-        return LanceDataset(self._uri, version, self._storage_options)
+        return LanceDataset(self._uri, version, self._storage_options, self._manifest_store)
 
     def get_fragments(self) -> list[LanceFragment]:
         return [LanceFragment(self, f) for f in self._manifest.fragments]
@@ -428,7 +434,7 @@ class LanceDataset:
         Commits a ``Delete`` on this version (a new version even when no row matches) and makes
         this object that new version, as pylance does.
         """
-        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        options = self._commit_options()
         result = delete_op.delete(self._files, predicate, options)
         self._adopt(result.manifest, result.transaction)
         return result.num_deleted_rows
@@ -447,12 +453,12 @@ class LanceDataset:
         ``batch_size`` rows. Fields add all-null columns without writing data. Commits a ``Merge``
         and makes this object the new version (see :mod:`lance_ops.ops.columns`).
         """
-        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        options = self._commit_options()
         self._adopt(*columns_op.add_columns(self._files, transforms, read_columns, batch_size, options))
 
     def drop_columns(self, columns: Sequence[str]) -> None:
         """Drop columns (dotted paths for struct fields) by committing a ``Project``; no data is rewritten."""
-        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        options = self._commit_options()
         self._adopt(*columns_op.drop_columns(self._files, columns, options))
 
     def alter_columns(self, *alterations: Mapping[str, Any]) -> None:
@@ -461,7 +467,7 @@ class LanceDataset:
         Renames and nullability changes are metadata only (a ``Project``); a ``data_type`` change
         rewrites that column into new data files (a ``Merge``) and refuses casts that lose data.
         """
-        options = commit_op.CommitOptions(storage_options=self._storage_options)
+        options = self._commit_options()
         self._adopt(*columns_op.alter_columns(self._files, alterations, options))
 
     @property
@@ -470,6 +476,44 @@ class LanceDataset:
         from lance_ops.optimize import DatasetOptimizer  # noqa: PLC0415 (optimize imports this module)
 
         return DatasetOptimizer(self)
+
+    def restore(self) -> None:
+        """Make this (older) version the latest again: commits ``Restore``; this object becomes it."""
+        options = self._commit_options()
+        self._adopt(*history_op.restore(self._uri, self.version, options))
+
+    def cleanup_old_versions(
+        self,
+        older_than: dt.timedelta | dt.datetime | None = None,
+        retain_versions: int | None = None,
+        *,
+        delete_unverified: bool = False,
+        error_if_tagged_old_versions: bool = True,
+        dry_run: bool = False,
+    ) -> cleanup_op.CleanupStats:
+        """Remove versions older than ``older_than`` (default two weeks unless ``retain_versions``
+        is given) or outside the ``retain_versions`` newest, and every file no kept version needs.
+
+        The latest version, this version and newer ones, and tagged versions are kept; files no
+        version references are removed only when older than 7 days (or ``delete_unverified``).
+        ``dry_run`` reports what would be removed (``CleanupStats.paths``) and removes nothing.
+        See :mod:`lance_ops.ops.cleanup`.
+        """
+        policy = cleanup_op.CleanupPolicy.parse(
+            older_than,
+            retain_versions,
+            self.latest_version,
+            delete_unverified=delete_unverified,
+            error_if_tagged_old_versions=error_if_tagged_old_versions,
+            dry_run=dry_run,
+        )
+        return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy)
+
+    def _commit_options(self) -> commit_op.CommitOptions:
+        """How this dataset's operations commit (its storage options and manifest store)."""
+        return commit_op.CommitOptions(
+            storage_options=self._storage_options, manifest_store=self._manifest_store
+        )
 
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
         """Become the version ``manifest`` (written by one of our own commits)."""
@@ -494,6 +538,7 @@ class LanceDataset:
         enable_stable_row_ids: bool | None = None,
         transaction_properties: Mapping[str, str] | None = None,
         data_storage_version: str | None = None,
+        manifest_store: ExternalManifestStore | None = None,
     ) -> LanceDataset:
         """Commit ``operation`` (or a prepared transaction) to the dataset at ``base_uri``.
 
@@ -514,36 +559,27 @@ class LanceDataset:
             enable_stable_row_ids=bool(enable_stable_row_ids),
             data_storage_version=data_storage_version,
             detached=detached,
+            manifest_store=manifest_store,
         )
         manifest, transaction = commit_op.commit(uri, operation, options)
-        return LanceDataset._from_manifest(uri, manifest, transaction, storage_options)
+        return LanceDataset._from_manifest(uri, manifest, transaction, storage_options, manifest_store)
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self._uri!r}, version={self.version})"
-
-
-def _summary(manifest: Manifest) -> dict[str, str]:
-    """pylance's per-version summary (all values are decimal strings)."""
-    files = [d for f in manifest.fragments for d in f.files]
-    deletions = [f.deletion_file for f in manifest.fragments if f.deletion_file is not None]
-    return {
-        "total_data_file_rows": str(sum(f.physical_rows for f in manifest.fragments)),
-        "total_data_files": str(len(files)),
-        "total_deletion_file_rows": str(sum(d.num_deleted_rows for d in deletions)),
-        "total_deletion_files": str(len(deletions)),
-        "total_files_size": str(sum(d.file_size_bytes for d in files)),
-        "total_fragments": str(len(manifest.fragments)),
-        "total_rows": str(manifest.num_rows),
-    }
 
 
 def dataset(
     uri: str | os.PathLike[str],
     version: int | str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> LanceDataset:
-    """Open a dataset (latest version, a version number or a tag name)."""
-    return LanceDataset(uri, version, storage_options)
+    """Open a dataset (latest version, a version number or a tag name).
+
+    With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
+    repaired through that external store (:mod:`lance_ops.table.manifest_store`).
+    """
+    return LanceDataset(uri, version, storage_options, manifest_store)
 
 
 def write_dataset(
@@ -562,6 +598,7 @@ def write_dataset(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     progress: Any = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
@@ -583,7 +620,10 @@ def write_dataset(
         enable_v2_manifest_paths=enable_v2_manifest_paths,
         enable_stable_row_ids=enable_stable_row_ids,
         data_storage_version=data_storage_version,
+        manifest_store=manifest_store,
     )
+    if manifest_store is not None:
+        repair(*object_store(uri, storage_options), manifest_store)
     report = progress if callable(progress) or progress is None else progress.complete
     manifest, transaction = write_op.write(data, uri, mode, schema, write_options, commit_options, report)
-    return LanceDataset._from_manifest(uri, manifest, transaction, storage_options)
+    return LanceDataset._from_manifest(uri, manifest, transaction, storage_options, manifest_store)

@@ -77,3 +77,19 @@ class CommitConflictError(LanceOpsError, RuntimeError):
 
 class RetryableCommitConflictError(CommitConflictError):
     """Another writer took the version we tried to commit; retrying may succeed."""
+
+
+class VersionNotFoundError(DatasetNotFoundError, ValueError):
+    """A dataset exists but has no such version (pylance raises ``ValueError`` here)."""
+
+
+class TagNotFoundError(DatasetNotFoundError, ValueError):
+    """A dataset exists but has no tag of that name."""
+
+
+class RefError(LanceOpsError, ValueError):
+    """A tag name is invalid, or a tag to be created already exists."""
+
+
+class CleanupError(LanceOpsError, ValueError):
+    """Cleanup was asked to remove what it must not (tagged versions) or given a bad cut-off."""

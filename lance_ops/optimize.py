@@ -48,7 +48,7 @@ def _options(ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | 
 
 
 def _commit_options(ds: LanceDataset) -> CommitOptions:
-    return CommitOptions(storage_options=ds.storage_options)
+    return ds._commit_options()
 
 
 class Compaction:

@@ -117,6 +117,27 @@ def test_negative_ranges_rejected(new_base: NewBase) -> None:
         store.read_ranges(path, [(0, 1), (1, -1)])
 
 
+def test_walk_lists_subtree_with_partial_files(new_base: NewBase) -> None:
+    store, base = new_base()
+    assert store.walk(base) == []
+    store.write(store.join(base, "a.txt"), b"a")
+    store.write(store.join(base, "d", "e", "f.txt"), b"fff")
+    store.write(store.join(base + "x", "sibling.txt"), b"s")
+    partial = store.open_output(store.join(base, "d", "partial.txt"))
+    partial.write(b"pp")
+    walked = store.walk(base)
+    paths = [info.path for info in walked]
+    assert paths[0] == store.join(base, "a.txt") and store.join(base, "d", "e", "f.txt") in paths
+    assert not any("sibling" in p for p in paths)
+    assert [info.size for info in walked if info.path.endswith("f.txt")] == [3]
+    if isinstance(store, LocalStore):
+        # The temporary file of an unfinished write is visible to walk (cleanup), not to list.
+        assert any(p.endswith(TEMP_SUFFIX) for p in paths)
+        assert not any(i.path.endswith(TEMP_SUFFIX) for i in store.list(store.join(base, "d")))
+    partial.abort()
+    assert store.walk(store.join(base, "missing")) == []
+
+
 def test_list_and_delete(new_base: NewBase) -> None:
     store, base = new_base()
     assert store.list(base) == []

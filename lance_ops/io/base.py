@@ -17,7 +17,9 @@ interface is deliberately the small set of operations a Lance reader and committ
 * :meth:`ObjectStore.put_if_absent`, an atomic create used to commit manifests (exactly one of
   several racing writers wins), and :meth:`ObjectStore.open_output`, a streaming writer whose file
   only becomes visible, whole, on ``close()``;
-* a non-recursive :meth:`ObjectStore.list` returning :class:`FileInfo`.
+* a non-recursive :meth:`ObjectStore.list` returning :class:`FileInfo`, and :meth:`ObjectStore.walk`,
+  which lists a whole subtree *including* the temporary files of writes in progress (or of killed
+  writers), for cleanup.
 
 Reads past the end of a file are *not* errors here: a range is clipped to the bytes that exist
 (possibly to nothing). Only the file layer knows how long a range must be, so it checks lengths and
@@ -27,6 +29,7 @@ raises :class:`lance_ops.errors.CorruptFileError`. Missing files raise the built
 
 from __future__ import annotations
 
+import builtins
 import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -252,6 +255,13 @@ class ObjectStore(ABC):
     @abstractmethod
     def list(self, dir_path: str) -> list[FileInfo]:
         """Files directly inside ``dir_path``, sorted by path. A missing directory gives ``[]``."""
+
+    @abstractmethod
+    def walk(self, dir_path: str) -> builtins.list[FileInfo]:
+        """Every file below ``dir_path`` at any depth, temporary files of unfinished writes included.
+
+        Sorted by path; a missing directory gives ``[]``.
+        """
 
     @abstractmethod
     def delete(self, path: str) -> None:

@@ -19,6 +19,7 @@ Writes:
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -161,6 +162,18 @@ class FsspecStore(ObjectStore):
             if entry.get("type") != "file" or self.fs._parent(name).rstrip("/") != parent:
                 continue
             found.append(FileInfo(name, int(entry["size"]), self._mtime(name, entry)))
+        return sorted(found, key=lambda info: info.path)
+
+    def walk(self, dir_path: str) -> builtins.list[FileInfo]:
+        try:
+            entries = self.fs.find(dir_path, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        found = [
+            FileInfo(self.fs._strip_protocol(name), int(entry["size"]), self._mtime(name, entry))
+            for name, entry in entries.items()
+            if entry.get("type") == "file"
+        ]
         return sorted(found, key=lambda info: info.path)
 
     def _mtime(self, path: str, entry: Mapping[str, Any]) -> float:

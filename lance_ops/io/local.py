@@ -16,6 +16,7 @@ directory* (same filesystem, so the final step is a metadata operation), named
 
 from __future__ import annotations
 
+import builtins
 import os
 import uuid
 from collections.abc import Sequence
@@ -142,6 +143,18 @@ class LocalStore(ObjectStore):
             except FileNotFoundError:
                 continue
             found.append(FileInfo(entry.path, stat.st_size, stat.st_mtime))
+        return sorted(found, key=lambda info: info.path)
+
+    def walk(self, dir_path: str) -> builtins.list[FileInfo]:
+        found = []
+        for directory, _, names in os.walk(dir_path):
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    stat = os.stat(path, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                found.append(FileInfo(path, stat.st_size, stat.st_mtime))
         return sorted(found, key=lambda info: info.path)
 
     def delete(self, path: str) -> None:

@@ -9,6 +9,7 @@ zero-copy slices and a file being replaced never changes under a reader's feet.
 
 from __future__ import annotations
 
+import builtins
 import io
 import posixpath
 import threading
@@ -118,6 +119,17 @@ class MemoryStore(ObjectStore):
         with _LOCK:
             files = sorted(_TREE.get(directory, {}).items())
         return [FileInfo(posixpath.join(directory, name), len(e.data), e.mtime) for name, e in files]
+
+    def walk(self, dir_path: str) -> builtins.list[FileInfo]:
+        top = normalize_memory_path(dir_path)
+        with _LOCK:
+            found = [
+                FileInfo(posixpath.join(directory, name), len(entry.data), entry.mtime)
+                for directory, files in _TREE.items()
+                if directory == top or directory.startswith(f"{top}/") or not top
+                for name, entry in files.items()
+            ]
+        return sorted(found, key=lambda info: info.path)
 
     def delete(self, path: str) -> None:
         directory, name = _split(path)

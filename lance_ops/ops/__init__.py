@@ -11,4 +11,7 @@ jobs and the Dagster assets all call these functions.
 * :mod:`.columns` — adding, dropping and altering columns (``add_columns``, ``drop_columns``,
   ``alter_columns``);
 * :mod:`.compaction` — compaction as plan / tasks / commit (``lance_ops.optimize``, ``ds.optimize``).
+* :mod:`.tags` — tags (``LanceDataset.tags``);
+* :mod:`.history` — ``versions()``, ``history()`` and ``restore()``;
+* :mod:`.cleanup` — removing old versions and unreferenced files (``cleanup_old_versions``).
 """

@@ -9,16 +9,18 @@ from dataclasses import dataclass, field
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.io import object_store
-from lance_ops.table.commit import LockCommitHandler, NewDatasetSettings, commit_transaction, list_versions
+from lance_ops.table.commit import NewDatasetSettings, commit_handler, commit_transaction, list_versions
 from lance_ops.table.manifest import Manifest
+from lance_ops.table.manifest_store import ExternalManifestStore
 from lance_ops.table.naming import ManifestNamingScheme
 from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Operation, Transaction
 
 
 @dataclass(frozen=True)
 class CommitOptions:
-    """How to commit: the version read, retries, a lock for stores without atomic create, the
-    transaction's properties, and the settings that only matter when the commit creates the dataset.
+    """How to commit: the version read, retries, a lock for stores without atomic create or an
+    external manifest store, the transaction's properties, and the settings that only matter when
+    the commit creates the dataset.
     """
 
     read_version: int | None = None
@@ -31,6 +33,7 @@ class CommitOptions:
     enable_stable_row_ids: bool = False
     data_storage_version: str | None = None
     detached: bool = False
+    manifest_store: ExternalManifestStore | None = field(default=None, hash=False)
 
 
 def _fragments_version(operation: Operation) -> str:
@@ -85,7 +88,7 @@ def commit(
         store,
         root,
         transaction,
-        handler=LockCommitHandler(options.commit_lock) if options.commit_lock else None,
+        handler=commit_handler(options.manifest_store, options.commit_lock),
         max_retries=options.max_retries,
         settings=settings,
     )

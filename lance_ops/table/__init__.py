@@ -9,6 +9,7 @@ Modules, bottom up:
 * :mod:`~lance_ops.table.transaction` — Transaction and one dataclass per operation;
 * :mod:`~lance_ops.table.apply` — ``apply_operation`` (single dispatch) and ``build_manifest``;
 * :mod:`~lance_ops.table.conflicts` — the conflict matrix;
+* :mod:`~lance_ops.table.manifest_store` — the external manifest store protocol and its SQLite store;
 * :mod:`~lance_ops.table.commit` — commit handlers, the commit loop, version listing and loading;
 * :mod:`~lance_ops.table.deletion`, :mod:`~lance_ops.table.rowids` — deletion vectors and
   stable row-id sequences.

@@ -18,10 +18,12 @@ A commit of transaction ``T`` (built on ``T.read_version``) does, as pylance 14 
    on read); if another writer claimed that version first, back off and go to 2, at most
    ``max_retries`` times.
 
-Commit handlers are chosen by storage capability: :class:`PutIfAbsentCommitHandler` (local files,
-memory, object stores with conditional puts; the io layer's ``put_if_absent``) and
-:class:`LockCommitHandler` (a user lock around check-then-write, for stores without an atomic
-create).
+Commit handlers are chosen by storage capability (:func:`commit_handler`):
+:class:`ExternalManifestCommitHandler` when an external manifest store is given (the commit point is
+that store's conditional put, :mod:`lance_ops.table.manifest_store`; before every attempt the handler
+repairs a version claimed but not copied); :class:`LockCommitHandler` for a user lock around
+check-then-write; otherwise :class:`PutIfAbsentCommitHandler`, the io layer's atomic create (a hard
+link on local disks, a conditional put / exclusive create on memory and fsspec object stores).
 
 Backoff: attempt ``k`` (1-based) sleeps a random number of 50 ms slots in ``[0, 2**(k+2))``,
 the exponent capped at 6.
@@ -43,6 +45,7 @@ from lance_ops.errors import (
     CorruptFileError,
     DatasetNotFoundError,
     RetryableCommitConflictError,
+    VersionNotFoundError,
 )
 from lance_ops.io import ObjectStore
 from lance_ops.table.apply import build_manifest
@@ -58,6 +61,7 @@ from lance_ops.table.manifest import (
     decode_manifest_file,
     encode_manifest_file,
 )
+from lance_ops.table.manifest_store import ExternalManifestStore, repair, stage_and_claim
 from lance_ops.table.naming import (
     TRANSACTIONS_DIR,
     VERSION_HINT_FILE,
@@ -84,6 +88,9 @@ class CommitHandler(ABC):
     def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
         """Create ``path`` with ``data`` unless it exists; True if this call created it."""
 
+    def prepare(self, store: ObjectStore, root: str) -> None:  # noqa: B027 (optional hook)
+        """Bring the dataset's listing up to date before an attempt (nothing to do by default)."""
+
 
 class PutIfAbsentCommitHandler(CommitHandler):
     """Stores with an atomic create (local link, conditional put)."""
@@ -104,6 +111,33 @@ class LockCommitHandler(CommitHandler):
                 return False
             store.write(path, data)
             return True
+
+
+class ExternalManifestCommitHandler(CommitHandler):
+    """The external manifest store protocol (spec section 6.7): stage, claim in the store, copy, finalise."""
+
+    def __init__(self, manifests: ExternalManifestStore) -> None:
+        self.manifests = manifests
+
+    def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
+        versions_dir, name = path.rsplit("/", 1)
+        root = versions_dir.rsplit("/", 1)[0]
+        return stage_and_claim(store, root, self.manifests, name, data, version)
+
+    def prepare(self, store: ObjectStore, root: str) -> None:
+        repair(store, root, self.manifests)
+
+
+def commit_handler(
+    manifest_store: ExternalManifestStore | None = None,
+    commit_lock: Callable[[int], AbstractContextManager[object]] | None = None,
+) -> CommitHandler:
+    """The handler for a commit: the external store if given, else the lock, else atomic create."""
+    if manifest_store is not None:
+        return ExternalManifestCommitHandler(manifest_store)
+    if commit_lock is not None:
+        return LockCommitHandler(commit_lock)
+    return PutIfAbsentCommitHandler()
 
 
 @dataclass(frozen=True)
@@ -172,7 +206,7 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
     else:
         match = [e for e in entries if e.version == version]
         if not match:
-            raise DatasetNotFoundError(f"dataset {root} has no version {version}")
+            raise VersionNotFoundError(f"dataset {root} has no version {version}")
         entry = match[0]
     return _load_readable(store, root, entry)
 
@@ -261,6 +295,7 @@ def commit_transaction(
     """
     handler = handler or PutIfAbsentCommitHandler()
     settings = settings or NewDatasetSettings()
+    handler.prepare(store, root)
     entries = list_versions(store, root)
     if not entries and not isinstance(transaction.operation, Overwrite):
         raise DatasetNotFoundError(f"no Lance dataset at {root} to commit a {transaction.operation.name} to")
@@ -271,6 +306,7 @@ def commit_transaction(
         if attempt:
             exponent = min(attempt + 2, _MAX_BACKOFF_EXPONENT)
             time.sleep(random.randrange(2**exponent) * _SLOT_SECONDS)
+            handler.prepare(store, root)
             entries = list_versions(store, root)
         if entries:
             latest = entries[-1]

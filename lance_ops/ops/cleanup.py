@@ -1,0 +1,264 @@
+"""Removing old versions and the files only they reference (pylance's ``cleanup_old_versions``).
+
+A version is *old* when it is older than the cut-off (its manifest's commit timestamp; two weeks
+by default) and, with ``retain_versions=n``, not among the ``n`` newest. Old versions are removed,
+except: the latest version and any version at or after the one cleanup was called on; tagged
+versions (and with ``error_if_tagged_old_versions`` a tagged old version is an error, raised before
+anything is deleted).
+
+Files below ``data/`` (blob sidecars ``data/<stem>/...`` belong to ``data/<stem>.lance``),
+``_deletions/``, ``_transactions/`` and ``_indices/<uuid>/`` are then sorted by the retained
+versions' references:
+
+* referenced by a retained version: kept;
+* referenced only by removed versions: removed;
+* referenced by no version (*unverified*: left by crashed or aborted writers, including their
+  partial/temporary files, or belonging to a commit still in flight): removed when its
+  modification time is more than 7 days old, or always with ``delete_unverified=True``.
+
+Unlike pylance, every file of those directories is considered whatever its name or age relative to
+the retained manifests, so orphans are not missed when an old version is tagged.
+
+Concurrent writers: just before deleting, the versions are listed again and every file a version
+committed meanwhile references is taken off the list (a Restore of a version being removed, say).
+Manifests go first, so a cleanup interrupted half-way leaves orphans (removed by the next run), never
+a manifest naming a missing file. A dry run computes the same plan and deletes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from lance_ops.errors import CleanupError
+from lance_ops.io import FileInfo, ObjectStore
+from lance_ops.ops.tags import Tags
+from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_manifests
+from lance_ops.table.manifest import ExternalFile, Manifest
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR
+
+__all__ = ["CleanupPolicy", "CleanupStats", "cleanup_old_versions"]
+
+INDICES_DIR = "_indices"
+DEFAULT_OLDER_THAN = dt.timedelta(days=14)
+UNVERIFIED_THRESHOLD = dt.timedelta(days=7)
+
+
+class _Kind(Enum):
+    DATA = DATA_DIR
+    DELETION = DELETIONS_DIR
+    TRANSACTION = TRANSACTIONS_DIR
+    INDEX = INDICES_DIR
+
+
+@dataclass(frozen=True)
+class CleanupStats:
+    """What a cleanup removed (or, for a dry run, would remove); pylance's fields plus ``paths``.
+
+    ``paths`` are relative to the dataset root, sorted; ``bytes_removed`` counts every removed file,
+    manifests included.
+    """
+
+    bytes_removed: int = 0
+    old_versions: int = 0
+    data_files_removed: int = 0
+    transaction_files_removed: int = 0
+    index_files_removed: int = 0
+    deletion_files_removed: int = 0
+    failed_deletes: int = 0
+    paths: tuple[str, ...] = ()
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class CleanupPolicy:
+    """Which versions are old: committed before ``before_ns`` and below ``before_version``."""
+
+    before_ns: int
+    before_version: int | None = None
+    delete_unverified: bool = False
+    error_if_tagged_old_versions: bool = True
+    dry_run: bool = False
+
+    @classmethod
+    def parse(
+        cls,
+        older_than: dt.timedelta | dt.datetime | None,
+        retain_versions: int | None,
+        latest_version: int,
+        *,
+        delete_unverified: bool = False,
+        error_if_tagged_old_versions: bool = True,
+        dry_run: bool = False,
+        now_ns: int | None = None,
+    ) -> CleanupPolicy:
+        """Validate the user's arguments (bad ones raise :class:`CleanupError`)."""
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        if older_than is None and retain_versions is None:
+            older_than = DEFAULT_OLDER_THAN
+        if older_than is None:
+            before_ns = now_ns
+        elif isinstance(older_than, dt.timedelta):
+            if older_than < dt.timedelta(0):
+                raise CleanupError(f"older_than must not be negative, got {older_than}")
+            before_ns = now_ns - _ns(older_than)
+        elif isinstance(older_than, dt.datetime):
+            stamp = older_than if older_than.tzinfo else older_than.astimezone()
+            before_ns = _ns(stamp - dt.datetime(1970, 1, 1, tzinfo=dt.UTC))
+            if before_ns > now_ns:
+                raise CleanupError(f"older_than {older_than.isoformat()} is in the future")
+        else:
+            raise CleanupError(f"older_than must be a timedelta or a datetime, got {older_than!r}")
+        before_version = None
+        if retain_versions is not None:
+            if (
+                isinstance(retain_versions, bool)
+                or not isinstance(retain_versions, int)
+                or retain_versions < 1
+            ):
+                raise CleanupError(f"retain_versions must be a positive integer, got {retain_versions!r}")
+            before_version = latest_version - retain_versions + 1
+        return cls(before_ns, before_version, delete_unverified, error_if_tagged_old_versions, dry_run)
+
+    def is_old(self, manifest: Manifest) -> bool:
+        if manifest.timestamp_ns >= self.before_ns:
+            return False
+        return self.before_version is None or manifest.version < self.before_version
+
+
+def _ns(delta: dt.timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
+@dataclass
+class _References:
+    """Relative paths (data, deletion, transaction files) and index uuids some versions reference."""
+
+    paths: set[str] = field(default_factory=set)
+    index_uuids: set[str] = field(default_factory=set)
+
+    def add(self, manifest: Manifest) -> None:
+        for fragment in manifest.fragments:
+            self.paths.update(f"{DATA_DIR}/{d.path}" for d in fragment.files if d.base_id is None)
+            deletion = fragment.deletion_file
+            if deletion is not None and deletion.base_id is None:
+                self.paths.add(f"{DELETIONS_DIR}/{deletion.file_name(fragment.id)}")
+            self.paths.update(
+                seq.path
+                for seq in (fragment.row_ids, fragment.last_updated_at_versions, fragment.created_at_versions)
+                if isinstance(seq, ExternalFile)
+            )
+        if manifest.transaction_file:
+            self.paths.add(f"{TRANSACTIONS_DIR}/{manifest.transaction_file}")
+        self.index_uuids.update(str(uuid.UUID(bytes=index.uuid)) for index in manifest.indices)
+
+    def holds(self, relative: str) -> bool:
+        """Whether ``relative`` (a path below the root) belongs to a referenced file or index."""
+        parts = relative.split("/")
+        if parts[0] == INDICES_DIR:
+            return len(parts) < 3 or parts[1] in self.index_uuids
+        if parts[0] == DATA_DIR and len(parts) > 2:
+            # A blob sidecar data/<stem>/<id>.blob belongs to data/<stem>.lance.
+            return f"{DATA_DIR}/{parts[1]}.lance" in self.paths
+        return relative in self.paths
+
+
+def _relative(store: ObjectStore, root: str, path: str) -> str:
+    """``path`` relative to the dataset root, '/'-separated (as manifests name files)."""
+    prefix = store.join(root, "x")[:-1]  # the root with the store's separator appended
+    return path[len(prefix) :] if path.startswith(prefix) else path
+
+
+def _kind(relative: str) -> _Kind:
+    return _Kind(relative.split("/", 1)[0])
+
+
+def _plan_files(
+    store: ObjectStore,
+    root: str,
+    retained: _References,
+    removed: _References,
+    policy: CleanupPolicy,
+    now_ns: int,
+) -> list[tuple[str, FileInfo]]:
+    """``(relative path, info)`` of every file below the swept directories that is to be removed."""
+    young_after = (now_ns - _ns(UNVERIFIED_THRESHOLD)) / 1e9
+    plan = []
+    for kind in _Kind:
+        for info in store.walk(store.join(root, kind.value)):
+            relative = _relative(store, root, info.path)
+            if retained.holds(relative):
+                continue
+            verified = removed.holds(relative)
+            if verified or policy.delete_unverified or info.mtime < young_after:
+                plan.append((relative, info))
+    return plan
+
+
+def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> CleanupError:
+    versions = set(tagged_old)
+    named = {name: tag.version for name, tag in tags.contents().items() if tag.version in versions}
+    return CleanupError(
+        f"Cleanup error: {len(named)} tagged version(s) have been marked for cleanup. Either set "
+        f"`error_if_tagged_old_versions=False` or delete the following tag(s) to enable cleanup: {named}"
+    )
+
+
+def cleanup_old_versions(
+    store: ObjectStore, root: str, current_version: int, policy: CleanupPolicy
+) -> CleanupStats:
+    """Remove old versions of the dataset at ``root`` and the files only they reference.
+
+    ``current_version`` is the version the caller has open: it and every newer version are kept.
+    """
+    now_ns = time.time_ns()
+    tags = Tags(store, root)
+    tagged = {tag.version for tag in tags.contents().values()}
+    loaded = list(load_manifests(store, root))
+    latest = loaded[-1].manifest.version if loaded else 0
+    retained, removed = _References(), _References()
+    old: list[LoadedManifest] = []
+    tagged_old = []
+    for entry in loaded:
+        manifest = entry.manifest
+        candidate = manifest.version < min(current_version, latest) and policy.is_old(manifest)
+        if candidate and manifest.version in tagged:
+            tagged_old.append(manifest.version)
+        if candidate and manifest.version not in tagged:
+            old.append(entry)
+            removed.add(manifest)
+        else:
+            retained.add(manifest)
+    if tagged_old and policy.error_if_tagged_old_versions:
+        raise _tagged_error(tags, tagged_old)
+    files = _plan_files(store, root, retained, removed, policy, now_ns)
+    # Versions committed since the listing above keep what they reference.
+    known = {entry.manifest.version for entry in loaded}
+    newer = [e.version for e in list_versions(store, root) if e.version not in known]
+    for version in newer:
+        retained.add(load_manifest(store, root, version).manifest)
+    files = [(relative, info) for relative, info in files if not retained.holds(relative)]
+    manifests = [(_relative(store, root, entry.path), entry.size) for entry in old]
+    stats = CleanupStats(
+        bytes_removed=sum(size for _, size in manifests) + sum(info.size for _, info in files),
+        old_versions=len(old),
+        data_files_removed=sum(_kind(r) is _Kind.DATA for r, _ in files),
+        transaction_files_removed=sum(_kind(r) is _Kind.TRANSACTION for r, _ in files),
+        index_files_removed=sum(_kind(r) is _Kind.INDEX for r, _ in files),
+        deletion_files_removed=sum(_kind(r) is _Kind.DELETION for r, _ in files),
+        paths=tuple(sorted([r for r, _ in manifests] + [r for r, _ in files])),
+        dry_run=policy.dry_run,
+    )
+    if policy.dry_run:
+        return stats
+    failed = 0
+    for path in [entry.path for entry in old] + [info.path for _, info in files]:
+        try:
+            store.delete(path)
+        except OSError:
+            failed += 1
+    return replace(stats, failed_deletes=failed)

@@ -1,0 +1,118 @@
+"""A dataset's history: pylance's ``versions()``, a ``DESCRIBE HISTORY``-style table, and restore.
+
+:func:`history` is the counterpart of Delta's ``DESCRIBE HISTORY`` (pylance has none): one row per
+version, oldest first, with the operation that made it, its commit message and transaction
+properties, and the version's size (rows, deleted rows, fragments, data files, bytes of data files).
+
+:func:`restore` commits ``Restore(version)`` on the latest version: the new version's content
+(schema, fragments, indices, config) is the restored version's; every version stays in the history.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+
+from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.io import ObjectStore, object_store
+from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.table.commit import LoadedManifest, load_manifest, load_manifests, load_transaction
+from lance_ops.table.manifest import Manifest
+from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Restore, Transaction
+
+__all__ = ["HISTORY_SCHEMA", "history", "restore", "summary", "versions"]
+
+HISTORY_SCHEMA = pa.schema(
+    [
+        pa.field("version", pa.uint64(), nullable=False),
+        pa.field("timestamp", pa.timestamp("ns", tz="UTC"), nullable=False),
+        pa.field("operation", pa.string()),
+        pa.field("read_version", pa.uint64()),
+        pa.field("commit_message", pa.string()),
+        pa.field("transaction_properties", pa.map_(pa.string(), pa.string())),
+        pa.field("rows", pa.uint64(), nullable=False),
+        pa.field("deleted_rows", pa.uint64(), nullable=False),
+        pa.field("fragments", pa.uint64(), nullable=False),
+        pa.field("data_files", pa.uint64(), nullable=False),
+        pa.field("deletion_files", pa.uint64(), nullable=False),
+        pa.field("bytes", pa.uint64(), nullable=False),
+    ]
+)
+
+
+def summary(manifest: Manifest) -> dict[str, str]:
+    """pylance's per-version summary (``versions()[i]["metadata"]``; values are decimal strings)."""
+    files = [d for f in manifest.fragments for d in f.files]
+    deletions = [f.deletion_file for f in manifest.fragments if f.deletion_file is not None]
+    return {
+        "total_data_file_rows": str(sum(f.physical_rows for f in manifest.fragments)),
+        "total_data_files": str(len(files)),
+        "total_deletion_file_rows": str(sum(d.num_deleted_rows for d in deletions)),
+        "total_deletion_files": str(len(deletions)),
+        "total_files_size": str(sum(d.file_size_bytes for d in files)),
+        "total_fragments": str(len(manifest.fragments)),
+        "total_rows": str(manifest.num_rows),
+    }
+
+
+def _local_datetime(ns: int) -> dt.datetime:
+    """Naive local time, truncated to microseconds as pylance does (no float rounding)."""
+    seconds, nanos = divmod(ns, 1_000_000_000)
+    return dt.datetime.fromtimestamp(seconds).replace(microsecond=nanos // 1000)
+
+
+def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:
+    """pylance's ``versions()``: ``{"version", "timestamp" (naive local datetime), "metadata"}`` each."""
+    return [
+        {
+            "version": loaded.manifest.version,
+            "timestamp": _local_datetime(loaded.manifest.timestamp_ns),
+            "metadata": summary(loaded.manifest),
+        }
+        for loaded in load_manifests(store, root)
+    ]
+
+
+def _transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:
+    """The version's transaction; None when absent or of an operation this library cannot decode."""
+    try:
+        return load_transaction(store, root, loaded)
+    except UnsupportedFeatureError:
+        return None
+
+
+def _row(store: ObjectStore, root: str, loaded: LoadedManifest) -> dict[str, Any]:
+    manifest = loaded.manifest
+    counts = summary(manifest)
+    transaction = _transaction(store, root, loaded)
+    properties = dict(transaction.properties) if transaction is not None else {}
+    return {
+        "version": manifest.version,
+        "timestamp": manifest.timestamp_ns,
+        "operation": None if transaction is None else transaction.operation.name,
+        "read_version": None if transaction is None else transaction.read_version,
+        "commit_message": properties.get(COMMIT_MESSAGE_KEY),
+        "transaction_properties": list(properties.items()),
+        "rows": manifest.num_rows,
+        "deleted_rows": int(counts["total_deletion_file_rows"]),
+        "fragments": len(manifest.fragments),
+        "data_files": int(counts["total_data_files"]),
+        "deletion_files": int(counts["total_deletion_files"]),
+        "bytes": int(counts["total_files_size"]),
+    }
+
+
+def history(store: ObjectStore, root: str) -> pa.Table:
+    """One row per version, oldest first (columns: :data:`HISTORY_SCHEMA`)."""
+    rows = [_row(store, root, loaded) for loaded in load_manifests(store, root)]
+    return pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
+
+
+def restore(uri: str, version: int, options: CommitOptions) -> tuple[Manifest, Transaction]:
+    """Commit ``Restore(version)`` on top of the latest version (an unknown version raises first)."""
+    store, root = object_store(uri, options.storage_options)
+    load_manifest(store, root, version)
+    return commit(uri, Restore(version), replace(options, read_version=None))

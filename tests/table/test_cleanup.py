@@ -1,0 +1,403 @@
+"""cleanup_old_versions: what is removed and what never is, dry runs, orphans, two-way with pylance."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lance_ops
+from lance_ops import CleanupStats
+from lance_ops.errors import CleanupError, CorruptFileError
+from lance_ops.io.local import TEMP_SUFFIX
+from lance_ops.ops import cleanup as cleanup_op
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR
+
+ZERO = dt.timedelta(0)
+EIGHT_DAYS = 8 * 86_400
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _table(n: int, start: int = 0) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64())})
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def _snapshot(uri: str) -> dict[int, pa.Table]:
+    ds = lance_ops.dataset(uri)
+    return {v["version"]: ds.checkout_version(v["version"]).to_table() for v in ds.versions()}
+
+
+def _build(uri: str, lance=None) -> None:  # type: ignore[no-untyped-def]
+    """Versions 1-5: create, append, delete, overwrite, append (by us, or by pylance if given)."""
+    lib = lance or lance_ops
+    lib.write_dataset(_table(10), uri)
+    lib.write_dataset(_table(5, 10), uri, mode="append")
+    lib.dataset(uri).delete("id < 3")
+    lib.write_dataset(_table(7, 100), uri, mode="overwrite")
+    lib.write_dataset(_table(2, 200), uri, mode="append")
+
+
+def _referenced(uri: str) -> set[str]:
+    """Relative paths of every data, deletion and transaction file some version references."""
+    ds = lance_ops.dataset(uri)
+    found = set()
+    for v in ds.versions():
+        manifest = ds.checkout_version(v["version"]).manifest
+        for fragment in manifest.fragments:
+            found.update(f"{DATA_DIR}/{d.path}" for d in fragment.files)
+            if fragment.deletion_file is not None:
+                found.add(f"{DELETIONS_DIR}/{fragment.deletion_file.file_name(fragment.id)}")
+        found.add(f"_transactions/{manifest.transaction_file}")
+    return found
+
+
+def _age(root: Path, seconds: float) -> None:
+    """Make every file below ``root`` look ``seconds`` older."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            stat = path.stat()
+            os.utime(path, (stat.st_atime - seconds, stat.st_mtime - seconds))
+
+
+def test_removes_old_versions_and_only_their_files(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    referenced_by_latest = _referenced_latest(uri)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert isinstance(stats, CleanupStats) and not stats.dry_run
+    assert stats.old_versions == 4
+    assert stats.data_files_removed == 2 and stats.deletion_files_removed == 1
+    assert stats.transaction_files_removed == 4 and stats.index_files_removed == 0
+    left = _files(tmp_path / "ds")
+    assert referenced_by_latest <= left
+    assert not any(p.startswith(("data/", "_deletions/")) and p not in referenced_by_latest for p in left)
+    assert [v["version"] for v in lance_ops.dataset(uri).versions()] == [5]
+    assert lance_ops.dataset(uri).to_table() == before[5]
+    assert stats.bytes_removed > 0 and len(stats.paths) == 4 + 2 + 1 + 4
+
+
+def _referenced_latest(uri: str) -> set[str]:
+    manifest = lance_ops.dataset(uri).manifest
+    return {f"{DATA_DIR}/{d.path}" for f in manifest.fragments for d in f.files}
+
+
+def test_memory_store(tmp_path: Path) -> None:
+    uri = f"memory://cleanup/{tmp_path.name}"
+    _build(uri)
+    before = _snapshot(uri)
+    lance_ops.dataset(uri).tags.create("two", 2)
+    dry = lance_ops.dataset(uri).cleanup_old_versions(
+        older_than=ZERO, error_if_tagged_old_versions=False, dry_run=True
+    )
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
+    assert dry.paths == stats.paths and stats.old_versions == 3
+    assert _snapshot(uri) == {2: before[2], 5: before[5]}
+
+
+def test_default_keeps_recent_versions(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _files(tmp_path / "ds")
+    stats = lance_ops.dataset(uri).cleanup_old_versions()
+    assert stats == CleanupStats()
+    assert _files(tmp_path / "ds") == before
+
+
+def test_retain_versions(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(retain_versions=2)
+    assert stats.old_versions == 3
+    assert _snapshot(uri) == {4: before[4], 5: before[5]}
+
+
+def test_checked_out_version_and_newer_are_kept(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    lance_ops.dataset(uri, version=3).cleanup_old_versions(older_than=ZERO)
+    assert _snapshot(uri) == {v: before[v] for v in (3, 4, 5)}
+
+
+def test_dry_run_lists_exactly_what_the_run_removes(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    root = tmp_path / "ds"
+    (root / "data" / "orphan.lance").write_bytes(b"x" * 10)
+    _age(root / "data", EIGHT_DAYS)
+    before = _files(root)
+    dry = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, dry_run=True)
+    assert dry.dry_run and _files(root) == before
+    assert "data/orphan.lance" in dry.paths
+    real = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert set(dry.paths) == before - _files(root) == set(real.paths)
+    assert (dry.bytes_removed, dry.data_files_removed) == (real.bytes_removed, real.data_files_removed)
+
+
+def test_orphans_and_partial_files(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(_table(10), uri)
+    root = tmp_path / "ds"
+    orphans = {
+        "data/orphan.lance",
+        f"data/.orphan.lance.0123{TEMP_SUFFIX}",
+        "data/.tmpAbC123",
+        "_deletions/0-1-7.arrow",
+        "_transactions/1-00000000-0000-0000-0000-000000000000.txn",
+        f"_transactions/.x.txn.99{TEMP_SUFFIX}",
+        "_indices/7c12a032-ebeb-4e77-890a-ca3eb8b92e64/page_data.lance",
+    }
+    for relative in orphans:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(b"partial")
+    ds = lance_ops.dataset(uri)
+    # Young files may belong to a commit in flight: kept.
+    assert ds.cleanup_old_versions(older_than=ZERO, dry_run=True).paths == ()
+    assert ds.cleanup_old_versions(older_than=ZERO).paths == () and orphans <= _files(root)
+    # Explicitly unverified: removed regardless of age.
+    assert (
+        set(ds.cleanup_old_versions(older_than=ZERO, delete_unverified=True, dry_run=True).paths) == orphans
+    )
+    # Older than 7 days: removed.
+    _age(root, EIGHT_DAYS)
+    stats = ds.cleanup_old_versions(older_than=ZERO)
+    assert set(stats.paths) == orphans
+    assert (stats.data_files_removed, stats.deletion_files_removed) == (3, 1)
+    assert (stats.transaction_files_removed, stats.index_files_removed) == (2, 1)
+    assert stats.bytes_removed == 7 * len(orphans)
+    assert not orphans & _files(root)
+    assert lance_ops.dataset(uri).to_table() == _table(10)
+
+
+def test_tagged_old_version(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    ds = lance_ops.dataset(uri)
+    ds.tags.create("keep", 2)
+    files = _files(tmp_path / "ds")
+    with pytest.raises(CleanupError, match=r"1 tagged version\(s\).*'keep': 2"):
+        ds.cleanup_old_versions(older_than=ZERO)
+    assert _files(tmp_path / "ds") == files
+    stats = ds.cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
+    assert stats.old_versions == 3
+    assert _snapshot(uri) == {2: before[2], 5: before[5]}
+    assert lance_ops.dataset(uri, version="keep").to_table() == before[2]
+    # The version-3 deletion file is referenced only by removed versions.
+    assert stats.deletion_files_removed == 1
+    ds.tags.delete("keep")
+    ds.cleanup_old_versions(older_than=ZERO)
+    assert _snapshot(uri) == {5: before[5]}
+    assert {p for p in _files(tmp_path / "ds") if p.startswith("data/")} == _referenced_latest(uri)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"older_than": dt.timedelta(days=-1)}, "negative"),
+        ({"older_than": dt.datetime.now(dt.UTC) + dt.timedelta(days=1)}, "future"),
+        ({"older_than": 5}, "timedelta"),
+        ({"retain_versions": 0}, "positive"),
+        ({"retain_versions": -1}, "positive"),
+    ],
+)
+def test_bad_arguments_delete_nothing(tmp_path: Path, kwargs: dict[str, object], message: str) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    files = _files(tmp_path / "ds")
+    with pytest.raises(CleanupError, match=message):
+        lance_ops.dataset(uri).cleanup_old_versions(**kwargs)  # type: ignore[arg-type]
+    assert _files(tmp_path / "ds") == files
+
+
+def test_corrupt_tag_deletes_nothing(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    (tmp_path / "ds/_refs/tags").mkdir(parents=True)
+    (tmp_path / "ds/_refs/tags/t.json").write_text("{")
+    files = _files(tmp_path / "ds")
+    with pytest.raises(CorruptFileError, match="t.json"):
+        lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert _files(tmp_path / "ds") == files
+
+
+def test_datetime_cut_off(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    cut = lance_ops.dataset(uri, version=3).manifest.timestamp_ns
+    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=cut // 1000)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=stamp)
+    assert stats.old_versions == 2
+
+
+@pytest.mark.interop
+def test_same_result_as_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """On copies of one pylance-written dataset, our cleanup and pylance's leave the same files."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    _build(str(ours), lance_module)
+    lance_module.dataset(str(ours)).tags.create("keep", 2)
+    shutil.copytree(ours, theirs, copy_function=shutil.copy2)
+    expected = lance_module.dataset(str(theirs)).cleanup_old_versions(
+        older_than=ZERO, error_if_tagged_old_versions=False
+    )
+    stats = lance_ops.dataset(str(ours)).cleanup_old_versions(
+        older_than=ZERO, error_if_tagged_old_versions=False
+    )
+    assert _files(ours) == _files(theirs)
+    fields = ("bytes_removed", "old_versions", "data_files_removed", "transaction_files_removed")
+    fields += ("deletion_files_removed", "index_files_removed")
+    assert {f: getattr(stats, f) for f in fields} == {f: getattr(expected, f) for f in fields}
+
+
+@pytest.mark.interop
+def test_same_index_files_removed_as_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """A replaced scalar index: its old directory goes, the live one stays (as pylance decides)."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    lance_module.write_dataset(_table(100), str(ours)).create_scalar_index("id", "BTREE")
+    lance_module.write_dataset(_table(100, 100), str(ours), mode="append")
+    lance_module.dataset(str(ours)).create_scalar_index("id", "BTREE", replace=True)
+    lance_module.write_dataset(_table(5, 500), str(ours), mode="append")
+    shutil.copytree(ours, theirs, copy_function=shutil.copy2)
+    expected = lance_module.dataset(str(theirs)).cleanup_old_versions(older_than=ZERO)
+    stats = lance_ops.dataset(str(ours)).cleanup_old_versions(older_than=ZERO)
+    assert stats.index_files_removed == expected.index_files_removed == 2
+    assert (stats.bytes_removed, stats.old_versions) == (expected.bytes_removed, expected.old_versions)
+    assert _files(ours) == _files(theirs)
+    assert lance_module.dataset(str(ours)).to_table(filter="id = 150").num_rows == 1
+
+
+@pytest.mark.interop
+def test_pylance_reads_every_retained_version_after_our_cleanup(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    _build(uri, lance_module)
+    lance_module.dataset(uri).tags.create("two", 2)
+    before = {
+        v["version"]: lance_module.dataset(uri, version=v["version"]).to_table()
+        for v in lance_module.dataset(uri).versions()
+    }
+    lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
+    theirs = lance_module.dataset(uri)
+    assert [v["version"] for v in theirs.versions()] == [2, 5]
+    for version in (2, 5):
+        assert lance_module.dataset(uri, version=version).to_table() == before[version]
+    assert lance_module.dataset(uri, version="two").to_table() == before[2]
+    lance_module.write_dataset(_table(1, 900), uri, mode="append")
+    assert lance_module.dataset(uri).count_rows() == 10
+
+
+@pytest.mark.interop
+def test_we_read_every_retained_version_after_pylance_cleanup(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    lance_ops.dataset(uri).tags.create("three", 3)
+    before = _snapshot(uri)
+    lance_module.dataset(uri).cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
+    assert _snapshot(uri) == {3: before[3], 5: before[5]}
+    assert lance_ops.dataset(uri, version="three").to_table() == before[3]
+
+
+def test_commit_landing_during_cleanup_keeps_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Restore of a version being removed lands after the plan is made: its files stay."""
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    plan = cleanup_op._plan_files
+
+    def plan_then_restore(*args, **kwargs):  # type: ignore[no-untyped-def]
+        files = plan(*args, **kwargs)
+        assert any(relative.startswith("data/") for relative, _ in files)
+        lance_ops.dataset(uri, version=1).restore()
+        return files
+
+    monkeypatch.setattr(cleanup_op, "_plan_files", plan_then_restore)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert stats.old_versions == 4 and stats.data_files_removed == 1
+    latest = lance_ops.dataset(uri)
+    assert latest.version == 6 and latest.to_table() == before[1]
+    assert _snapshot(uri) == {5: before[5], 6: before[1]}
+
+
+_APPENDER = """
+import sys, pyarrow as pa, lance_ops
+uri, worker, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for i in range(n):
+    start = worker * 10_000 + i * 10
+    rows = pa.table({"id": pa.array(range(start, start + 10), pa.int64())})
+    lance_ops.write_dataset(rows, uri, mode="append")
+    if i % 3 == 2:
+        lance_ops.dataset(uri).delete(f"id = {start}")
+"""
+
+
+def test_cleanup_during_concurrent_appends_keeps_referenced_files(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(_table(10), uri)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    workers = [
+        subprocess.Popen([sys.executable, "-c", _APPENDER, uri, str(w + 1), "12"], env=env) for w in range(2)
+    ]
+    runs = 0
+    while any(w.poll() is None for w in workers) or runs < 3:
+        lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+        lance_ops.dataset(uri).cleanup_old_versions(retain_versions=1)
+        runs += 1
+        time.sleep(0.05)
+    assert [w.wait() for w in workers] == [0, 0]
+    ds = lance_ops.dataset(uri)
+    left = _files(tmp_path / "ds")
+    for v in ds.versions():
+        version = ds.checkout_version(v["version"])
+        for fragment in version.manifest.fragments:
+            assert all(f"data/{d.path}" in left for d in fragment.files)
+        version.to_table()
+    assert ds.count_rows() == 10 + 2 * (12 * 10 - 4)
+
+
+@pytest.mark.interop
+def test_blob_sidecars_follow_their_data_files(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """Sidecars (data/<stem>/*.blob) of a kept data file stay; those of a removed one go with it."""
+    uri = str(tmp_path / "ds")
+    meta = {
+        "lance-encoding:blob": "true",
+        "lance-encoding:blob-inline-size-threshold": "10",
+        "lance-encoding:blob-dedicated-size-threshold": "100",
+    }
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("b", pa.large_binary(), metadata=meta)])
+
+    def blobs(start: int) -> pa.Table:
+        values = [bytes([i % 251]) * (50 if i % 2 else 500) for i in range(start, start + 4)]
+        return pa.table({"id": range(start, start + 4), "b": values}, schema=schema)
+
+    lance_ops.write_dataset(blobs(0), uri, data_storage_version="2.2")
+    lance_ops.write_dataset(blobs(100), uri, mode="overwrite", data_storage_version="2.2")
+    sidecars = lambda: sorted(p.relative_to(uri) for p in Path(uri, DATA_DIR).rglob("*.blob"))  # noqa: E731
+    before = sidecars()
+    assert len({p.parent for p in before}) == 2
+    (current,) = lance_ops.dataset(uri).manifest.fragments[0].files
+    live = [p for p in before if p.parent.name == Path(current.path).stem]
+    assert len(live) == 3  # two dedicated files and one packed file
+    want = lance_module.dataset(uri).to_table(columns=["id"])
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, delete_unverified=True)
+    assert stats.old_versions == 1
+    assert sidecars() == live
+    assert lance_module.dataset(uri).to_table(columns=["id"]) == want
+    ours = lance_ops.dataset(uri).to_table()
+    column = ours.column("b").combine_chunks()
+    if isinstance(column, pa.ExtensionArray):  # pylance registers lance.blob.v2 with pyarrow
+        column = column.storage
+    assert column.field("data").to_pylist() == blobs(100).column("b").to_pylist()

@@ -1,0 +1,112 @@
+"""versions(), history() and restore(), two-way with pylance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lance_ops
+from lance_ops.errors import VersionNotFoundError
+from lance_ops.ops import history as history_op
+from lance_ops.ops.commit import CommitOptions
+from lance_ops.table.transaction import Restore
+
+
+def _table(n: int, start: int = 0) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64())})
+
+
+def _build(uri: str) -> lance_ops.LanceDataset:
+    lance_ops.write_dataset(_table(10), uri, commit_message="create", transaction_properties={"job": "a"})
+    lance_ops.write_dataset(_table(5, 10), uri, mode="append")
+    ds = lance_ops.dataset(uri)
+    ds.delete("id < 3")
+    return ds
+
+
+def test_history_table(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    ds = _build(uri)
+    table = ds.history()
+    assert table.schema == history_op.HISTORY_SCHEMA
+    rows = table.to_pylist()
+    assert [r["version"] for r in rows] == [1, 2, 3]
+    assert [r["operation"] for r in rows] == ["Overwrite", "Append", "Delete"]
+    assert [r["read_version"] for r in rows] == [0, 1, 2]
+    assert rows[0]["commit_message"] == "create" and rows[1]["commit_message"] is None
+    assert dict(rows[0]["transaction_properties"])["job"] == "a"
+    assert [r["rows"] for r in rows] == [10, 15, 12]
+    assert [r["deleted_rows"] for r in rows] == [0, 0, 3]
+    assert [r["fragments"] for r in rows] == [1, 2, 2]
+    assert [r["data_files"] for r in rows] == [1, 2, 2]
+    assert [r["deletion_files"] for r in rows] == [0, 0, 1]
+    sizes = [
+        sum(d.file_size_bytes for f in ds.checkout_version(v).manifest.fragments for d in f.files)
+        for v in (1, 2, 3)
+    ]
+    assert [r["bytes"] for r in rows] == sizes
+    stamps = [r["timestamp"] for r in rows]
+    assert stamps == sorted(stamps) and stamps[0].tzinfo is not None
+
+
+def test_restore_keeps_history(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    old = lance_ops.dataset(uri, version=1)
+    old.restore()
+    assert old.version == 4
+    latest = lance_ops.dataset(uri)
+    assert latest.version == 4 and latest.to_table() == lance_ops.dataset(uri, version=1).to_table()
+    transaction = latest.read_transaction()
+    assert transaction is not None and transaction.operation == Restore(1) and transaction.read_version == 3
+    assert [v["version"] for v in latest.versions()] == [1, 2, 3, 4]
+    assert latest.history().column("operation").to_pylist()[-1] == "Restore"
+    # New fragments after a restore never reuse ids of the versions in between.
+    lance_ops.write_dataset(_table(2, 100), uri, mode="append")
+    ids = [f.fragment_id for f in lance_ops.dataset(uri).get_fragments()]
+    assert ids == [0, 2]
+
+
+def test_restore_unknown_version_writes_nothing(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = sorted(p.name for p in (tmp_path / "ds").rglob("*"))
+    with pytest.raises(VersionNotFoundError):
+        history_op.restore(uri, 99, CommitOptions())
+    assert sorted(p.name for p in (tmp_path / "ds").rglob("*")) == before
+
+
+@pytest.mark.interop
+def test_versions_match_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    ds = _build(uri)
+    assert ds.versions() == lance_module.dataset(uri).versions()
+
+
+@pytest.mark.interop
+def test_pylance_reads_our_restore(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    lance_ops.dataset(uri, version=2).restore()
+    theirs = lance_module.dataset(uri)
+    assert theirs.version == 4
+    assert theirs.to_table() == lance_module.dataset(uri, version=2).to_table()
+    transaction = theirs.read_transaction(4)
+    assert transaction.read_version == 3 and transaction.operation.version == 2
+    assert [v["version"] for v in theirs.versions()] == [1, 2, 3, 4]
+    lance_module.write_dataset(_table(3, 50), uri, mode="append")
+    assert lance_ops.dataset(uri).count_rows() == 18
+
+
+@pytest.mark.interop
+def test_we_read_pylance_restore(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    lance_module.write_dataset(_table(10), uri)
+    lance_module.write_dataset(_table(5, 10), uri, mode="append")
+    lance_module.dataset(uri, version=1).restore()
+    ds = lance_ops.dataset(uri)
+    assert ds.to_table() == _table(10)
+    assert ds.history().column("operation").to_pylist() == ["Overwrite", "Append", "Restore"]
+    assert ds.versions() == lance_module.dataset(uri).versions()

@@ -1,0 +1,190 @@
+"""The external manifest store protocol with the SQLite store: commits, repair, many processes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lance_ops
+from lance_ops import SqliteManifestStore
+from lance_ops.table.commit import (
+    ExternalManifestCommitHandler,
+    LockCommitHandler,
+    PutIfAbsentCommitHandler,
+    commit_handler,
+)
+from lance_ops.table.manifest_store import ManifestRecord
+from lance_ops.table.naming import ManifestNamingScheme
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _table(n: int, start: int = 0) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64())})
+
+
+def _records(db: Path, base_uri: str) -> list[tuple[int, str]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT version, path FROM lance_manifests WHERE base_uri = ? ORDER BY version", (base_uri,)
+        )
+        return [(int(v), str(p)) for v, p in rows]
+
+
+def _final(version: int) -> str:
+    return f"_versions/{ManifestNamingScheme.V2.manifest_name(version)}"
+
+
+def _versions_dir(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "_versions").iterdir() if p.name != "latest_version_hint.json")
+
+
+def test_store_semantics(tmp_path: Path) -> None:
+    store = SqliteManifestStore(tmp_path / "m.db")
+    assert store.get_latest("a") is None and store.get("a", 1) is None
+    assert store.put_if_not_exists("a", 1, "_versions/x.manifest-1", 10)
+    assert not store.put_if_not_exists("a", 1, "_versions/x.manifest-2", 10)
+    assert store.put_if_not_exists("b", 1, "_versions/y.manifest", 5)
+    assert not store.put_if_exists("a", 2, "_versions/z.manifest", 1)
+    assert store.get("a", 1) == ManifestRecord(1, "_versions/x.manifest-1", 10)
+    assert store.get("a", 1).is_staged and store.get("a", 1).final_path == "_versions/x.manifest"  # type: ignore[union-attr]
+    assert store.put_if_exists("a", 1, "_versions/x.manifest", 11)
+    assert store.get_latest("a") == ManifestRecord(1, "_versions/x.manifest", 11)
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.get_latest("b") == ManifestRecord(1, "_versions/y.manifest", 5)
+
+
+def test_handler_choice(tmp_path: Path) -> None:
+    store = SqliteManifestStore(tmp_path / "m.db")
+    assert isinstance(commit_handler(store, None), ExternalManifestCommitHandler)
+    assert isinstance(commit_handler(None, lambda v: contextlib.nullcontext()), LockCommitHandler)
+    assert isinstance(commit_handler(), PutIfAbsentCommitHandler)
+
+
+def test_commits_through_the_store(tmp_path: Path) -> None:
+    uri, db = tmp_path / "ds", tmp_path / "m.db"
+    store = SqliteManifestStore(db)
+    lance_ops.write_dataset(_table(10), uri, manifest_store=store)
+    lance_ops.write_dataset(_table(5, 10), uri, mode="append", manifest_store=store)
+    ds = lance_ops.dataset(uri, manifest_store=store)
+    assert ds.delete("id < 2") == 2
+    ds.checkout_version(1).restore()
+    ds = lance_ops.dataset(uri, manifest_store=store)
+    ds.tags.create("three", 3)
+    assert _records(db, str(uri)) == [(v, _final(v)) for v in (1, 2, 3, 4)]
+    assert _versions_dir(uri) == sorted(ManifestNamingScheme.V2.manifest_name(v) for v in (1, 2, 3, 4))
+    direct = lance_ops.dataset(uri)
+    assert direct.versions() == ds.versions()
+    assert direct.to_table() == ds.to_table() == _table(10)
+    assert lance_ops.dataset(uri, version="three", manifest_store=store).count_rows() == 13
+    commit = lance_ops.LanceDataset.commit(
+        uri, lance_ops.LanceOperation.ReserveFragments(2), read_version=4, manifest_store=store
+    )
+    assert commit.version == 5 and _records(db, str(uri))[-1] == (5, _final(5))
+
+
+@pytest.mark.interop
+def test_pylance_reads_a_dataset_committed_through_the_store(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = tmp_path / "ds"
+    store = SqliteManifestStore(tmp_path / "m.db")
+    lance_ops.write_dataset(_table(10), uri, manifest_store=store)
+    lance_ops.write_dataset(_table(5, 10), uri, mode="append", manifest_store=store)
+    theirs = lance_module.dataset(str(uri))
+    assert (
+        theirs.version == 2 and theirs.to_table() == lance_ops.dataset(uri, manifest_store=store).to_table()
+    )
+    # A dataset pylance wrote can be continued through the store (it starts out empty for it).
+    lance_module.write_dataset(_table(1, 99), str(uri), mode="append")
+    ds = lance_ops.write_dataset(_table(1, 100), uri, mode="append", manifest_store=store)
+    assert ds.version == 4 and lance_module.dataset(str(uri)).count_rows() == 17
+
+
+_KILLED_WRITER = """
+import os, signal, sys
+import pyarrow as pa
+import lance_ops
+from lance_ops.table import manifest_store
+
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+manifest_store._finalise = die
+store = lance_ops.SqliteManifestStore(sys.argv[2])
+lance_ops.write_dataset(pa.table({"id": pa.array([7, 8, 9], pa.int64())}), sys.argv[1], mode="append",
+                        manifest_store=store)
+"""
+
+
+def _run(script: str, *args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-c", script, *args], env=env)
+
+
+def test_writer_killed_between_claim_and_copy_is_repaired(tmp_path: Path) -> None:
+    uri, db = tmp_path / "ds", tmp_path / "m.db"
+    store = SqliteManifestStore(db)
+    lance_ops.write_dataset(_table(10), uri, manifest_store=store)
+    assert _run(_KILLED_WRITER, str(uri), str(db)).wait() == -9
+    records = _records(db, str(uri))
+    assert records[-1][0] == 2 and records[-1][1].startswith(_final(2) + "-")
+    # Readers that bypass the store lag by the claimed version ...
+    assert lance_ops.dataset(uri).version == 1
+    # ... the next reader through the store finishes the commit.
+    ds = lance_ops.dataset(uri, manifest_store=store)
+    assert ds.version == 2 and ds.count_rows() == 13
+    assert _records(db, str(uri))[-1] == (2, _final(2))
+    assert _versions_dir(uri) == sorted(ManifestNamingScheme.V2.manifest_name(v) for v in (1, 2))
+    assert lance_ops.dataset(uri).version == 2
+
+
+def test_committer_repairs_before_claiming(tmp_path: Path) -> None:
+    uri, db = tmp_path / "ds", tmp_path / "m.db"
+    store = SqliteManifestStore(db)
+    lance_ops.write_dataset(_table(10), uri, manifest_store=store)
+    assert _run(_KILLED_WRITER, str(uri), str(db)).wait() == -9
+    ds = lance_ops.LanceDataset.commit(
+        uri, lance_ops.LanceOperation.ReserveFragments(1), read_version=1, manifest_store=store
+    )
+    assert ds.version == 3
+    assert _records(db, str(uri)) == [(v, _final(v)) for v in (1, 2, 3)]
+    assert lance_ops.dataset(uri).count_rows() == 13
+
+
+_APPENDER = """
+import sys
+import pyarrow as pa
+import lance_ops
+uri, db, worker, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+store = lance_ops.SqliteManifestStore(db)
+for i in range(n):
+    start = worker * 1000 + i * 10
+    rows = pa.table({"id": pa.array(range(start, start + 10), pa.int64())})
+    lance_ops.write_dataset(rows, uri, mode="append", manifest_store=store)
+"""
+
+
+def test_concurrent_appenders_lose_no_commit(tmp_path: Path) -> None:
+    uri, db = tmp_path / "ds", tmp_path / "m.db"
+    store = SqliteManifestStore(db)
+    lance_ops.write_dataset(_table(10), uri, manifest_store=store)
+    workers, appends = 3, 6
+    procs = [_run(_APPENDER, str(uri), str(db), str(w + 1), str(appends)) for w in range(workers)]
+    assert [p.wait() for p in procs] == [0] * workers
+    total = 1 + workers * appends
+    assert _records(db, str(uri)) == [(v, _final(v)) for v in range(1, total + 1)]
+    assert _versions_dir(uri) == sorted(ManifestNamingScheme.V2.manifest_name(v) for v in range(1, total + 1))
+    ds = lance_ops.dataset(uri, manifest_store=store)
+    ids = sorted(ds.to_table().column("id").to_pylist())
+    expected = list(range(10)) + [w * 1000 + k for w in range(1, workers + 1) for k in range(appends * 10)]
+    assert ids == sorted(expected)
+    assert lance_ops.dataset(uri).versions() == ds.versions()
