@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_ops.dataset_stats import LanceStats
 from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
@@ -296,6 +297,11 @@ class LanceDataset:
 
     def checkout_version(self, version: int | str) -> LanceDataset:
         return LanceDataset(self._uri, version, self._storage_options)
+
+    @property
+    def stats(self) -> LanceStats:
+        """Dataset and column statistics (:mod:`lance_ops.dataset_stats`)."""
+        return LanceStats(self)
 
     def get_fragments(self) -> list[LanceFragment]:
         return [LanceFragment(self, f) for f in self._manifest.fragments]

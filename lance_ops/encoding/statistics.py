@@ -169,3 +169,26 @@ def page_statistics(
     nulls = pa.array([p.null_count for p in pages], pa.int64())
     lows, highs = (_bound_array([b[i] for b in bounds], type_) for i in (0, 1))
     return pa.StructArray.from_arrays([nulls, lows, highs], fields=list(statistics_type(type_)))
+
+
+def merge_statistics(stats: pa.StructArray, page_lengths: Sequence[int] | np.ndarray) -> pa.StructArray:
+    """One row of statistics bounding consecutive pages (``page_lengths`` rows each), by the same rules.
+
+    Pages without a non-null value do not narrow the bounds (their integer bounds are the type's
+    extremes); a null (unknown) max of any other page makes the max unknown.
+    """
+    type_ = stats.type.field("min_value").type
+    counts = stats.field("null_count").to_numpy(zero_copy_only=False)
+    valued = counts < np.asarray(page_lengths, dtype=np.int64)
+    nulls = pa.array([int(counts.sum())], pa.int64())
+    if not valued.any():
+        empty = page_statistics(pa.array([], type_), [0])
+        return pa.StructArray.from_arrays(
+            [nulls, empty.field("min_value"), empty.field("max_value")], fields=list(stats.type)
+        )
+    mask = pa.array(valued)
+    lows, highs = stats.field("min_value").filter(mask), stats.field("max_value").filter(mask)
+    low = pc.min(lows)
+    high = pa.scalar(None, type_) if highs.null_count else pc.max(highs)
+    bounds = [pa.array([s], type_) for s in (low, high)]
+    return pa.StructArray.from_arrays([nulls, *bounds], fields=list(stats.type))
