@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_ops.dataset_stats import LanceStats
+from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
@@ -513,12 +514,15 @@ def write_dataset(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     progress: Any = None,
+    encoding_plan: EncodingPlan | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
     ``data_storage_version`` defaults to ``"stable"`` (2.2) for new datasets; appends always use the
     dataset's version and overwrites keep it unless one is given. ``progress`` (a callable, or an
-    object with ``complete(fragment)``) is told about every fragment written.
+    object with ``complete(fragment)``) is told about every fragment written. ``encoding_plan``
+    (:func:`lance_ops.ops.encodings.profile`) fixes per-column encodings and is stored in the
+    dataset's config by creates / overwrites; appends follow the stored plan by default.
     """
     uri = os.fspath(uri)
     write_options = WriteOptions(
@@ -526,6 +530,7 @@ def write_dataset(
         max_rows_per_group=max_rows_per_group,
         max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
         storage_options=storage_options,
+        encoding_plan=encoding_plan,
     )
     commit_options = commit_op.CommitOptions(
         storage_options=storage_options,
