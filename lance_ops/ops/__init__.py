@@ -7,5 +7,7 @@ jobs and the Dagster assets all call these functions.
 
 * :mod:`.commit` — committing an operation or transaction (``LanceDataset.commit``);
 * :mod:`.write` — writing data as a new dataset, an append or an overwrite (``write_dataset``);
-* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``).
+* :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``);
+* :mod:`.statistics` — rebuilding column statistics (``ds.stats.rebuild``);
+* :mod:`.encodings` — profiling data into a dataset encoding plan (HLL sketches) and storing it.
 """
