@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -85,12 +86,17 @@ def fragment_statistics(
 
 
 def rebuild(
-    files: VersionFiles,
+    ds: VersionFiles | Any,
     columns: Sequence[str] | None = None,
     force: bool = False,
     options: CommitOptions | None = None,
 ) -> RebuildResult:
-    """Compute the statistics the version ``files`` lacks (all of them with ``force``) and commit them."""
+    """Compute the statistics a dataset version lacks (all of them with ``force``) and commit them.
+
+    ``ds`` is a dataset or its ``VersionFiles``; the new version is returned, not adopted
+    (``ds.stats.rebuild`` does that).
+    """
+    files: VersionFiles = getattr(ds, "_files", ds)
     options = options or CommitOptions(storage_options=files.storage_options)
     fields = statistics_fields(files, columns)
     existing = {} if force else load_statistics(files.uri, files.manifest, files.storage_options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from collections.abc import Iterator
@@ -280,3 +281,30 @@ def test_delete_with_statistics(tmp_path: Path) -> None:
 def test_pruning_edge_predicates(stats_dataset: tuple[str, int, int], where: str) -> None:
     uri, before, after = stats_dataset
     _compare(lance_ops.dataset(uri, version=after), lance_ops.dataset(uri, version=before), where)
+
+
+def test_rebuild_from_an_older_version_commits_over_an_append(tmp_path: Path) -> None:
+    from lance_ops.ops.statistics import rebuild
+
+    uri = str(tmp_path / "ds")
+    old = lance_ops.write_dataset(_data(20_000), uri, max_rows_per_file=10_000)
+    lance_ops.write_dataset(_data(1_000), uri, mode="append")
+    result = rebuild(old, columns=["id"])
+    assert result.manifest is not None and result.fragment_ids == (0, 1)
+    latest = lance_ops.dataset(uri)
+    assert latest.version == result.manifest.version and len(latest.manifest.fragments) == 3
+    assert latest.stats.column_summary("id")["fragments_with_statistics"] == 2
+    assert rebuild(latest, columns=["id"]).fragment_ids == (2,)
+
+
+@pytest.mark.interop
+def test_pylance_cleanup_keeps_statistics(tmp_path: Path, lance_mod: Any) -> None:
+    uri = str(tmp_path / "ds")
+    ds = lance_ops.write_dataset(_data(10_000), uri)
+    ds.stats.rebuild(columns=["id"])
+    lance_mod.write_dataset(_data(100), uri, mode="append")
+    theirs = lance_mod.dataset(uri)
+    theirs.cleanup_old_versions(older_than=datetime.timedelta(0))
+    ds = lance_ops.dataset(uri)
+    assert ds.stats.column_summary("id")["fragments_with_statistics"] == 1
+    assert ds.count_rows("id < 10") == 20
