@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lance_ops.encoding.sketch import DistinctSketch
-from lance_ops.encoding.statistics import page_statistics, supports_statistics
+from lance_ops.encoding.statistics import merge_statistics, page_statistics, supports_statistics
 
 
 def _split(n: int, cuts: list[int]) -> list[int]:
@@ -242,3 +242,28 @@ def test_sketch_types() -> None:
         pa.array(["a", "b", "a"]).dictionary_encode(),
     ):
         assert round(DistinctSketch().update(array).estimate()) == 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(st.none() | st.integers(-(2**31), 2**31 - 1), max_size=40),
+    texts=st.lists(st.none() | st.text(max_size=6), max_size=40),
+    cuts=st.lists(st.integers(0, 40), max_size=4),
+)
+def test_merged_pages_bound_the_whole(
+    values: list[int | None], texts: list[str | None], cuts: list[int]
+) -> None:
+    ints = pa.array(values, pa.int32())
+    lengths = _split(len(values), cuts)
+    merged = merge_statistics(page_statistics(ints, lengths), lengths).to_pylist()
+    assert merged == page_statistics(ints, [len(values)]).to_pylist()
+    strings = pa.array(texts, pa.string())
+    lengths = _split(len(texts), cuts)
+    merged = merge_statistics(page_statistics(strings, lengths, 3), lengths).to_pylist()[0]
+    present = [t.encode() for t in texts if t is not None]
+    assert merged["null_count"] == len(texts) - len(present)
+    if present:
+        assert all(merged["min_value"].encode() <= v for v in present)
+        assert merged["max_value"] is None or all(v <= merged["max_value"].encode() for v in present)
+    else:
+        assert merged["min_value"] is None and merged["max_value"] is None
