@@ -200,6 +200,20 @@ def _read_statistics_file(
     return out
 
 
+def _listed_entries(
+    uri: str, name: str, storage_options: Mapping[str, str] | None
+) -> list[FragmentStatistics]:
+    """The entries of a listed statistics file; none when the file is gone.
+
+    Statistics only speed reads up: a file removed by a cleanup that did not know it must not fail
+    reads; the next rebuild recomputes what it held and drops it from the list.
+    """
+    try:
+        return _read_statistics_file(uri, name, storage_options)
+    except FileNotFoundError:
+        return []
+
+
 def load_statistics(
     uri: str, manifest: Manifest, storage_options: Mapping[str, str] | None = None
 ) -> dict[int, FragmentStatistics]:
@@ -207,7 +221,7 @@ def load_statistics(
     fragments = {f.id: f for f in manifest.fragments}
     out: dict[int, FragmentStatistics] = {}
     for name in statistics_files(manifest):
-        for entry in _read_statistics_file(uri, name, storage_options):
+        for entry in _listed_entries(uri, name, storage_options):
             fragment = fragments.get(entry.fragment_id)
             fresh = None if fragment is None else entry.fresh_for(fragment)
             if fresh is None:
@@ -226,7 +240,7 @@ def files_in_use(
     keep = []
     for name in reversed(names):
         described = set()
-        for entry in _read_statistics_file(uri, name, storage_options):
+        for entry in _listed_entries(uri, name, storage_options):
             fragment = fragments.get(entry.fragment_id)
             fresh = None if fragment is None else entry.fresh_for(fragment)
             described |= set() if fresh is None else {(fresh.fragment_id, i) for i in fresh.sources}

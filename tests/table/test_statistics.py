@@ -308,3 +308,16 @@ def test_pylance_cleanup_keeps_statistics(tmp_path: Path, lance_mod: Any) -> Non
     ds = lance_ops.dataset(uri)
     assert ds.stats.column_summary("id")["fragments_with_statistics"] == 1
     assert ds.count_rows("id < 10") == 20
+
+
+def test_missing_statistics_file_only_disables_pruning(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    ds = lance_ops.write_dataset(_data(10_000), uri)
+    ds.stats.rebuild(columns=["id"])
+    for path in (Path(uri) / STATS_DIR).iterdir():
+        path.unlink()
+    ds = lance_ops.dataset(uri)
+    assert ds.count_rows("id < 10") == 10
+    assert ds.stats.column_summary("id")["fragments_with_statistics"] == 0
+    assert ds.stats.rebuild(columns=["id"]).fragment_ids == (0,)
+    assert ds.count_rows("id < 10") == 10
