@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_ops.dataset_stats import LanceStats
+from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import scan_batches, take, take_rows
@@ -320,6 +322,11 @@ class LanceDataset:
     def checkout_version(self, version: int | str) -> LanceDataset:
         return LanceDataset(self._uri, version, self._storage_options, self._manifest_store)
 
+    @property
+    def stats(self) -> LanceStats:
+        """Dataset and column statistics (:mod:`lance_ops.dataset_stats`)."""
+        return LanceStats(self)
+
     def get_fragments(self) -> list[LanceFragment]:
         return [LanceFragment(self, f) for f in self._manifest.fragments]
 
@@ -599,12 +606,15 @@ def write_dataset(
     transaction_properties: Mapping[str, str] | None = None,
     progress: Any = None,
     manifest_store: ExternalManifestStore | None = None,
+    encoding_plan: EncodingPlan | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
     ``data_storage_version`` defaults to ``"stable"`` (2.2) for new datasets; appends always use the
     dataset's version and overwrites keep it unless one is given. ``progress`` (a callable, or an
-    object with ``complete(fragment)``) is told about every fragment written.
+    object with ``complete(fragment)``) is told about every fragment written. ``encoding_plan``
+    (:func:`lance_ops.ops.encodings.profile`) fixes per-column encodings and is stored in the
+    dataset's config by creates / overwrites; appends follow the stored plan by default.
     """
     uri = os.fspath(uri)
     write_options = WriteOptions(
@@ -612,6 +622,7 @@ def write_dataset(
         max_rows_per_group=max_rows_per_group,
         max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
         storage_options=storage_options,
+        encoding_plan=encoding_plan,
     )
     commit_options = commit_op.CommitOptions(
         storage_options=storage_options,

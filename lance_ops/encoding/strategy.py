@@ -12,7 +12,10 @@ Per leaf page (spec/encodings-2.1.md §8.1), first match wins:
    ``dict-size-ratio`` of the plain size. The distinct count is **exact** (Arrow's
    hash-based ``dictionary_encode``, whose result is reused as the encoding), not
    pylance's 16-register HyperLogLog: decisions agree except close to the threshold,
-   where pylance's estimate is noisy;
+   where pylance's estimate is noisy. A column of a dataset encoding plan
+   (``lance-encoding:dictionary``, :mod:`.plan`) decided once for all its pages by
+   :func:`column_wants_dictionary` from a HyperLogLog estimate: ``never`` skips this step,
+   ``always`` drops the per-page cardinality test and keeps only the size guard;
 4. full-zip when the largest value is at least :data:`FULLZIP_MIN_VALUE_BYTES` bytes
    (``lance-encoding:structural-encoding`` overrides), else mini-block;
 5. value compression: :func:`try_fixed_compressor` / :func:`try_variable_compressor`
@@ -106,6 +109,7 @@ class EncodingOptions:
     structural_encoding: str | None = None
     packed: bool = False
     blob: bool = False
+    dictionary: str = "auto"
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[Any, Any] | None) -> EncodingOptions:
@@ -152,6 +156,7 @@ class EncodingOptions:
             packed=_flag(keys, "packed"),
             # A packed struct marked blob is a ``lance.blob.v2`` description column: a plain packed struct.
             blob=_flag(keys, "blob") and not _flag(keys, "packed"),
+            dictionary=choice("dictionary", ("auto", "always", "never"), "auto") or "auto",
         )
 
     @property
@@ -338,7 +343,7 @@ def try_dictionary(
     values = leaf.values
     dtype = values.type
     n = len(values)
-    if n < DICT_MIN_VALUES:
+    if n < DICT_MIN_VALUES or options.dictionary == "never":
         return None
     raw_values = _strip_validity(values)
     if not is_variable_width(dtype):
@@ -349,7 +354,9 @@ def try_dictionary(
             return None
         # Hash the raw bytes: Arrow cannot dictionary-encode every fixed-width type (e.g. decimals).
         raw_values = raw_values.view(pa.binary(bits // 8))
-    limit = min(n / options.dict_divisor, DICT_MAX_CARDINALITY + 1)
+    limit: float = DICT_MAX_CARDINALITY + 1
+    if options.dictionary == "auto":
+        limit = min(n / options.dict_divisor, limit)
     probe = int(limit * DICT_PROBE_FACTOR)
     if n > probe and len(raw_values[:probe].unique()) >= limit:
         return None  # a prefix already has too many distinct values: skip hashing the whole page
@@ -371,6 +378,40 @@ def try_dictionary(
         return None
     indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.uint32)
     return DictionaryChoice(FixedWidthBlock.from_values(indices), items)
+
+
+def _dictionary_size_pays(
+    distinct: float, n: int, value_bytes: float, fixed_width: bool, options: EncodingOptions
+) -> bool:
+    """The size guard: dictionary + indices smaller than ``dict-size-ratio`` of the plain values."""
+    if fixed_width:
+        estimate = distinct * DICT_FIXED_ENTRY_COST + n * DICT_INDEX_BYTES
+        plain = n * value_bytes
+    else:
+        estimate = distinct * (value_bytes + DICT_INDEX_BYTES) + n * DICT_INDEX_BYTES
+        plain = n * (value_bytes + DICT_INDEX_BYTES)
+    return plain > 0 and estimate / plain < options.dict_size_ratio
+
+
+def column_wants_dictionary(
+    dtype: pa.DataType,
+    distinct_estimate: float,
+    num_values: int,
+    value_bytes: float,
+    options: EncodingOptions,
+) -> bool:
+    """Whether a whole column should be dictionary-encoded (the plan's decision, once per column).
+
+    The format's rule on the column's distinct-value estimate (``estimate < values / dict-divisor``,
+    at most :data:`DICT_MAX_CARDINALITY` entries), then the size guard on the average value size.
+    ``num_values`` counts the non-null values the estimate saw, ``value_bytes`` their mean size.
+    """
+    if pa.types.is_dictionary(dtype) or not _dictionary_candidate(dtype) or num_values < DICT_MIN_VALUES:
+        return False
+    if distinct_estimate >= min(num_values / options.dict_divisor, DICT_MAX_CARDINALITY + 1):
+        return False
+    fixed = not is_variable_width(dtype)
+    return _dictionary_size_pays(distinct_estimate, num_values, value_bytes, fixed, options)
 
 
 def _dictionary_candidate(dtype: pa.DataType) -> bool:

@@ -7,7 +7,7 @@ and 0.2 are the same format). Layout::
     | pages, batch by batch, field by field       |  plain / var-binary / dictionary pages
     | page table: (max_id - min_id + 1) x batches |  int64 (position, length) per field and batch,
     |   x 2 int64                                 |  field-major; (0, 0) for structs and holes
-    | statistics pages and their page table       |  ignored here
+    | statistics pages and their page table       |  :meth:`LegacyFileReader.page_statistics`
     | dictionary values                           |  located by Field.dictionary (offset, length)
     | u32 size + lance.table.Manifest             |  the schema (field ids, types, dictionaries)
     | u32 size + lance.file.Metadata              |  batch_offsets, page_table_position,
@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -259,6 +259,44 @@ class LegacyFileReader(LanceFileReader):
             global_buffers=[],
             columns=columns,
         )
+
+    def page_statistics(self) -> tuple[pa.Table, np.ndarray] | None:
+        """The page statistics pylance wrote (None when there are none) and the rows of each page.
+
+        ``StatisticsMetadata`` is a small columnar file inside the file: its schema (columns named by
+        the data field id, ``struct{null_count, min_value, max_value}``), the field ids of its columns
+        and a page table with one entry per column, each column one batch of one row per data page.
+        """
+        stats = self._legacy.metadata.statistics
+        if not stats.schema:
+            return None
+        fields = tuple(stats.schema)
+        ids = np.asarray(stats.fields, dtype=np.int64)
+        tail = self._legacy
+        raw = _read_block(
+            self._store, self.path, memoryview(b""), tail.size, stats.page_table_position, 16 * len(ids)
+        )
+        runs = np.frombuffer(raw, dtype="<i8").reshape(len(ids), 2)
+        if (runs < 0).any() or (runs[:, 0] > tail.size).any():
+            raise CorruptFileError(self.path, "statistics page table entries point outside the file")
+        min_id = int(ids.min(initial=0))
+        entries = np.zeros((int(ids.max(initial=-1)) - min_id + 1, 1, 2), dtype=np.int64)
+        entries[ids - min_id, 0] = runs
+        page_rows = np.diff(tail.batch_offsets)
+        view = object.__new__(LegacyFileReader)
+        view.__dict__.update(self.__dict__)
+        view._legacy = replace(
+            tail,
+            fields=fields,
+            schema_metadata={},
+            pages=PageTable(entries, min_id),
+            batch_offsets=np.array([0, len(page_rows)], dtype=np.int64),
+        )
+        view.schema = fields_to_schema(fields, {})
+        view._nodes = field_tree(fields)
+        view._decoders = {}
+        view._default_columns = list(view.schema.names)
+        return view.read_all().to_table(), page_rows
 
     def file_statistics(self) -> FileStatistics:
         """Not available: legacy page tables hold value counts, not byte sizes."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.query.predicate import Predicate
 
 DEFAULT_BATCH_SIZE = 8192
@@ -32,6 +33,7 @@ class WriteOptions:
     """How data files are written: file limits, file format version and storage options.
 
     ``max_rows_per_group`` only applies to legacy files, which this implementation does not write.
+    ``encoding_plan`` (the dataset's, :mod:`lance_ops.encoding.plan`) sets per-column encodings.
     """
 
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
@@ -39,6 +41,7 @@ class WriteOptions:
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE
     data_storage_version: str = "stable"
     storage_options: Mapping[str, str] | None = field(default=None, hash=False)
+    encoding_plan: EncodingPlan | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if self.max_rows_per_file <= 0 or self.max_rows_per_group <= 0:

@@ -28,6 +28,7 @@ from lance_ops.errors import CorruptFileError, DatasetNotFoundError, SchemaError
 from lance_ops.file import LanceFileReader
 from lance_ops.file.schema import is_blob_v2_description, schema_to_fields
 from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.pruning import zone_mask
 from lance_ops.fragment.writer import data_file_fields
 from lance_ops.io import ObjectStore, object_store
 from lance_ops.query.predicate import Predicate
@@ -37,6 +38,7 @@ from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR, child_uri
 from lance_ops.table.rowids import RowIdIndex, decode_row_ids, load_sequence
 from lance_ops.table.schema import LanceField, LanceSchema
+from lance_ops.table.statistics import FragmentStatistics, load_statistics
 
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
 # (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
@@ -90,6 +92,11 @@ class VersionFiles:
         schema = self.manifest.schema
         leaf_ids = set(schema.leaf_ids)
         return [{f.id for f in schema.subtree(top.id) if f.id in leaf_ids} for top in self.top_level_fields]
+
+    @cached_property
+    def statistics(self) -> dict[int, FragmentStatistics]:
+        """Fragment id -> the column statistics usable in this version (see lance_ops.table.statistics)."""
+        return load_statistics(self.uri, self.manifest, self.storage_options)
 
     def fragment(self, metadata: DataFragment) -> FragmentReader:
         reader = self._fragments.get(metadata.id)
@@ -365,6 +372,8 @@ class FragmentReader:
         if live is None:
             live = self.live_offsets()
         names, predicate, size = options.columns, options.predicate, options.batch_size
+        if predicate is not None and predicate.bounds:
+            live = self._prune(predicate, live)
         read = list(names)
         if predicate is not None:
             read += [c for c in predicate.columns if c not in names]
@@ -382,6 +391,15 @@ class FragmentReader:
             for first in range(0, max(table.num_rows, 1), size):
                 # Explicit length: pyarrow does not clamp slices of zero-column tables.
                 yield table.slice(first, min(size, table.num_rows - first))
+
+    def _prune(self, predicate: Predicate, offsets: np.ndarray) -> np.ndarray:
+        """``offsets`` minus those in zones the statistics show ``predicate`` cannot select."""
+        stats = self.files.statistics.get(self.id)
+        if stats is None:
+            return offsets
+        ids = {b.column: self.files.lance_schema.field(b.column).id for b in predicate.bounds}
+        mask = zone_mask(stats, predicate.bounds, ids)
+        return offsets if mask is None else offsets[mask[offsets // stats.zone_rows]]
 
     def matching_offsets(self, predicate: Predicate) -> np.ndarray:
         """Physical offsets of the live rows ``predicate`` selects, ascending."""

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileWriter
 from lance_ops.file.schema import leaf_field_ids
@@ -226,8 +227,12 @@ class _FileSink:
     def _open(self) -> None:
         self._name = data_file_name()
         uri = child_uri(self.uri, DATA_DIR, self._name)
+        plan = self.options.encoding_plan
         writer = LanceFileWriter(
-            uri, self.file_schema, version=self.version, storage_options=self.options.storage_options
+            uri,
+            self.file_schema if plan is None else plan.apply(self.file_schema),
+            version=self.version,
+            storage_options=self.options.storage_options,
         )
         self._writer = writer
         if any(self.blob_v2):
@@ -307,6 +312,7 @@ def write_fragments(
     data_storage_version: str | None = "stable",
     storage_options: Mapping[str, str] | None = None,
     fields: FieldsLike | None = None,
+    encoding_plan: EncodingPlan | None = None,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
 
@@ -315,7 +321,8 @@ def write_fragments(
     ``LanceDataset.lance_schema`` read once on a driver) skips reading the manifest: the data is
     cast to ``schema`` (or, without one, the schema of ``fields``) and written with those ids as
     ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` only applies to
-    legacy files, which this implementation does not write.
+    legacy files, which this implementation does not write. ``encoding_plan`` (the dataset's plan,
+    handed to every executor) fixes per-column encodings.
     """
     if mode not in ("append", "create", "overwrite"):
         raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -336,5 +343,6 @@ def write_fragments(
         max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
         data_storage_version=version_text,
         storage_options=storage_options,
+        encoding_plan=encoding_plan,
     )
     return write_new_fragments(reader, uri, lance_schema, options)

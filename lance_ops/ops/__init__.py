@@ -10,8 +10,10 @@ jobs and the Dagster assets all call these functions.
 * :mod:`.delete` — deleting the rows a predicate selects (``LanceDataset.delete``);
 * :mod:`.columns` — adding, dropping and altering columns (``add_columns``, ``drop_columns``,
   ``alter_columns``);
-* :mod:`.compaction` — compaction as plan / tasks / commit (``lance_ops.optimize``, ``ds.optimize``).
+* :mod:`.compaction` — compaction as plan / tasks / commit (``lance_ops.optimize``, ``ds.optimize``);
 * :mod:`.tags` — tags (``LanceDataset.tags``);
 * :mod:`.history` — ``versions()``, ``history()`` and ``restore()``;
-* :mod:`.cleanup` — removing old versions and unreferenced files (``cleanup_old_versions``).
+* :mod:`.cleanup` — removing old versions and unreferenced files (``cleanup_old_versions``);
+* :mod:`.statistics` — rebuilding column statistics (``ds.stats.rebuild``);
+* :mod:`.encodings` — profiling data into a dataset encoding plan (HLL sketches) and storing it.
 """

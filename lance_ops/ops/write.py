@@ -8,6 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
+from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetAlreadyExistsError, RetryableCommitConflictError
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.writer import FragmentMetadata, new_dataset_reader, to_reader, write_new_fragments
@@ -33,7 +35,9 @@ def write(
 
     The latest manifest is read once: appends write the dataset's field ids in its file version;
     overwrites keep the file version unless ``commit_options.data_storage_version`` names one.
-    ``progress`` is called with every fragment written.
+    ``progress`` is called with every fragment written. The encoding plan of ``write_options``
+    (default: the one stored in the dataset's config) is applied; creates and overwrites store a
+    given plan in the new version's config.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -46,7 +50,11 @@ def write(
     version = commit_options.data_storage_version
     if manifest is not None and (mode == "append" or version is None):
         version = manifest.data_storage_version
-    write_options = replace(write_options, data_storage_version=version or "stable")
+    given_plan = write_options.encoding_plan
+    stored_plan = None if manifest is None or mode != "append" else EncodingPlan.from_config(manifest.config)
+    write_options = replace(
+        write_options, data_storage_version=version or "stable", encoding_plan=given_plan or stored_plan
+    )
     if manifest is not None and mode == "append":
         lance_schema = manifest.schema
         reader = to_reader(data, lance_schema.to_arrow())
@@ -60,7 +68,8 @@ def write(
     if manifest is not None and mode == "append":
         operation = Append(tuple(fragments))
     else:
-        operation = Overwrite(tuple(fragments), lance_schema.to_pb(), dict(lance_schema.metadata))
+        config = {} if given_plan is None else {PLAN_CONFIG_KEY: given_plan.to_json()}
+        operation = Overwrite(tuple(fragments), lance_schema.to_pb(), dict(lance_schema.metadata), config)
     options = replace(
         commit_options, read_version=read_version, data_storage_version=write_options.data_storage_version
     )

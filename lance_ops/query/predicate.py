@@ -44,7 +44,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from lance_ops.errors import PredicateError, PredicateTypeError, SchemaError, UnsupportedFeatureError
 
-__all__ = ["BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
+__all__ = ["Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
 
 
 class LanceSQL(Spark):
@@ -64,39 +64,136 @@ class BoundExpression:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """A condition every selected row meets, on one top-level column: what statistics can prune with.
+
+    ``op`` is ``eq``, ``lt``, ``le``, ``gt``, ``ge`` (one value), ``in`` (the values), ``null`` or
+    ``not_null`` (no value); values have the column's type and are never null or NaN.
+    """
+
+    column: str
+    op: str
+    values: tuple[pa.Scalar, ...] = ()
+
+
+@dataclass(frozen=True)
 class Predicate:
-    """A bound filter: the Arrow expression and the top-level columns it reads."""
+    """A bound filter: the Arrow expression, the top-level columns it reads, and the simple
+    conditions (:class:`Bound`) its top-level ``AND`` implies (empty for Arrow expressions)."""
 
     expression: pc.Expression
     columns: tuple[str, ...]
+    bounds: tuple[Bound, ...] = ()
 
     def filter(self, table: pa.Table) -> pa.Table:
         """Rows of ``table`` for which the predicate is TRUE (FALSE and NULL drop the row)."""
         return table.filter(self.expression)
 
 
-def parse_expression(expression: str | pc.Expression, schema: pa.Schema) -> BoundExpression:
-    """Bind a SQL expression (or an Arrow expression) of any result type to ``schema``."""
+def _bind(
+    expression: str | pc.Expression, schema: pa.Schema
+) -> tuple[_Translator, _Value, tuple[str, ...], exp.Expr | None]:
+    """Translate ``expression`` against ``schema``: the translator, the value, the top-level columns
+    it reads and, for SQL, the parse tree."""
     translator = _Translator(schema)
     if isinstance(expression, pc.Expression):
-        value = translator.typed(expression, str(expression))
-        columns: Sequence[str] = schema.names
-    elif isinstance(expression, str):
-        value = translator.translate(_parse(expression))
-        columns = [name for name in schema.names if name in translator.columns]
-    else:
-        raise PredicateTypeError(
-            f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(expression).__name__}"
-        )
-    return BoundExpression(value.expr, value.type, tuple(columns))
+        return translator, translator.typed(expression, str(expression)), tuple(schema.names), None
+    if isinstance(expression, str):
+        tree = _parse(expression)
+        value = translator.translate(tree)
+        return translator, value, tuple(n for n in schema.names if n in translator.columns), tree
+    raise PredicateTypeError(
+        f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(expression).__name__}"
+    )
+
+
+def parse_expression(expression: str | pc.Expression, schema: pa.Schema) -> BoundExpression:
+    """Bind a SQL expression (or an Arrow expression) of any result type to ``schema``."""
+    _, value, columns, _ = _bind(expression, schema)
+    return BoundExpression(value.expr, value.type, columns)
 
 
 def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predicate:
     """Bind a SQL filter (or an Arrow expression) to ``schema``."""
-    bound = parse_expression(predicate, schema)
-    if not pa.types.is_boolean(bound.type):
-        raise PredicateError(f"the filter {predicate!s} does not return a boolean (it returns {bound.type})")
-    return Predicate(bound.expression, bound.columns)
+    translator, value, columns, tree = _bind(predicate, schema)
+    if not pa.types.is_boolean(value.type):
+        raise PredicateError(f"the filter {predicate!s} does not return a boolean (it returns {value.type})")
+    bounds = () if tree is None else tuple(b for node in _conjuncts(tree) for b in _bounds(translator, node))
+    return Predicate(value.expr, columns, bounds)
+
+
+# ---------------------------------------------------------------- bounds (for statistics pruning)
+
+_FLIPPED = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+_BOUND_OPS: dict[type[exp.Expr], str] = {
+    exp.EQ: "eq",
+    exp.LT: "lt",
+    exp.LTE: "le",
+    exp.GT: "gt",
+    exp.GTE: "ge",
+}
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _plain_column(tr: _Translator, node: exp.Expr) -> str | None:
+    """The top-level column a bare column reference names (None for anything else)."""
+    if isinstance(node, exp.Column) and len(node.parts) == 1:
+        name = tr._top_level(node.parts[0].name, node)
+        return (
+            name
+            if _kind(tr.schema.field(name).type) in ("int", "float", "string", "binary", "temporal", "bool")
+            else None
+        )
+    return None
+
+
+def _bound_value(tr: _Translator, column: str, node: exp.Expr) -> pa.Scalar | None:
+    """``node`` as a non-null, non-NaN literal of the column's type (None when it is not one)."""
+    type_ = tr.schema.field(column).type
+    _, value = _unify(_Value(pc.field(column), type_), tr.translate(node))
+    literal = value.literal
+    if literal is None or value.type != type_ or not literal.is_valid:
+        return None
+    if pa.types.is_floating(type_) and literal.as_py() != literal.as_py():
+        return None
+    return literal
+
+
+def _bounds(tr: _Translator, node: exp.Expr) -> list[Bound]:
+    """The bounds one conjunct implies (none when it is not a simple column condition)."""
+    if type(node) in _BOUND_OPS:
+        op = _BOUND_OPS[type(node)]
+        left, right = node.this, node.expression
+        column = _plain_column(tr, left)
+        if column is None:
+            column, left, right, op = _plain_column(tr, right), right, left, _FLIPPED[op]
+        value = None if column is None else _bound_value(tr, column, right)
+        return [] if column is None or value is None else [Bound(column, op, (value,))]
+    column = _plain_column(tr, node.this) if isinstance(node, exp.Between | exp.In | exp.Is) else None
+    if isinstance(node, exp.Between) and column is not None:
+        low, high = (_bound_value(tr, column, node.args[k]) for k in ("low", "high"))
+        return [Bound(column, op, (v,)) for op, v in (("ge", low), ("le", high)) if v is not None]
+    if isinstance(node, exp.In) and column is not None and not node.args.get("query"):
+        values = [_bound_value(tr, column, item) for item in node.expressions]
+        present = [v for v in values if v is not None]
+        return [Bound(column, "in", tuple(present))] if len(present) == len(values) else []
+    if isinstance(node, exp.Is) and column is not None and isinstance(node.expression, exp.Null):
+        return [Bound(column, "null")]
+    if (
+        isinstance(node, exp.Not)
+        and isinstance(node.this, exp.Is)
+        and isinstance(node.this.expression, exp.Null)
+    ):
+        column = _plain_column(tr, node.this.this)
+        return [] if column is None else [Bound(column, "not_null")]
+    return []
 
 
 def _parse(sql: str) -> exp.Expr:

@@ -1,0 +1,116 @@
+"""``LanceDataset.stats``: pylance's dataset statistics plus column statistics.
+
+``dataset_stats()`` has pylance's keys. ``column_stats(name)`` has one row per fragment
+(``fragment_id, null_count, min_value, max_value, distinct_count``; min / max in the column's
+type, nulls where the fragment has no usable statistics) and ``column_summary(name)`` bounds the
+whole dataset, its distinct count from the fragments' merged sketches. Counts include deleted rows
+and bounds are bounds, not values (they may be truncated, or belong to deleted rows).
+``rebuild(...)`` computes missing statistics (:func:`lance_ops.ops.statistics.rebuild`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops.encoding.sketch import DistinctSketch
+from lance_ops.encoding.statistics import merge_statistics, statistics_type, supports_statistics
+from lance_ops.errors import SchemaError
+from lance_ops.ops import statistics as statistics_op
+from lance_ops.table.statistics import FragmentStatistics
+
+if TYPE_CHECKING:
+    from lance_ops.dataset import LanceDataset
+
+__all__ = ["LanceStats"]
+
+DEFAULT_MAX_ROWS_PER_GROUP = 1024
+
+
+class LanceStats:
+    """Statistics about one version of a dataset (``ds.stats``)."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+
+    def dataset_stats(self, max_rows_per_group: int = DEFAULT_MAX_ROWS_PER_GROUP) -> dict[str, int]:
+        """pylance's: deleted rows, fragments, and fragments of fewer than ``max_rows_per_group`` rows."""
+        fragments = self._ds._files.fragments()
+        return {
+            "num_deleted_rows": sum(f.physical_rows - f.live_count for f in fragments),
+            "num_fragments": len(fragments),
+            "num_small_files": sum(f.physical_rows < max_rows_per_group for f in fragments),
+        }
+
+    def _field(self, name: str) -> tuple[int, pa.DataType]:
+        schema = self._ds.schema
+        if schema.get_field_index(name) < 0:
+            raise SchemaError(f"no such column {name!r}; the dataset has {schema.names}")
+        type_ = schema.field(name).type
+        if not supports_statistics(type_):
+            raise SchemaError(f"column {name!r} of type {type_} has no statistics")
+        return self._ds.lance_schema.field(name).id, type_
+
+    def _fresh(self, field_id: int) -> list[tuple[int, FragmentStatistics | None]]:
+        stats = self._ds._files.statistics
+        out = []
+        for fragment in self._ds.manifest.fragments:
+            entry = stats.get(fragment.id)
+            out.append((fragment.id, entry if entry is not None and field_id in entry.columns else None))
+        return out
+
+    def column_stats(self, name: str) -> pa.Table:
+        """One row per fragment: ``fragment_id, null_count, min_value, max_value, distinct_count``."""
+        field_id, type_ = self._field(name)
+        rows = self._fresh(field_id)
+        empty = pa.nulls(1, statistics_type(type_))
+        merged = [
+            empty if e is None else merge_statistics(e.columns[field_id], e.zone_lengths) for _, e in rows
+        ]
+        combined = pa.concat_arrays(merged) if merged else pa.array([], statistics_type(type_))
+        distinct = [None if e is None else round(e.sketches[field_id].estimate()) for _, e in rows]
+        return pa.table(
+            {
+                "fragment_id": pa.array([i for i, _ in rows], pa.int64()),
+                "null_count": combined.field("null_count"),
+                "min_value": combined.field("min_value"),
+                "max_value": combined.field("max_value"),
+                "distinct_count": pa.array(distinct, pa.int64()),
+            }
+        )
+
+    def column_summary(self, name: str) -> dict[str, Any]:
+        """Bounds of the whole dataset: null count, min, max, distinct count (None where unknown).
+
+        ``fragments_with_statistics`` says how many of the ``num_fragments`` the figures cover.
+        """
+        field_id, type_ = self._field(name)
+        entries = [e for _, e in self._fresh(field_id) if e is not None]
+        summary: dict[str, Any] = {
+            "null_count": None,
+            "min_value": None,
+            "max_value": None,
+            "distinct_count": None,
+        }
+        if entries:
+            stats = pa.concat_arrays([e.columns[field_id] for e in entries])
+            lengths = np.concatenate([e.zone_lengths for e in entries])
+            summary.update(merge_statistics(stats, lengths).to_pylist()[0])
+            sketch = reduce(DistinctSketch.merge, (e.sketches[field_id] for e in entries))
+            summary["distinct_count"] = round(sketch.estimate())
+        summary["fragments_with_statistics"] = len(entries)
+        summary["num_fragments"] = len(self._ds.manifest.fragments)
+        return summary
+
+    def rebuild(
+        self, columns: Sequence[str] | None = None, force: bool = False
+    ) -> statistics_op.RebuildResult:
+        """Compute the statistics this version lacks and commit them; the dataset becomes that version."""
+        result = statistics_op.rebuild(self._ds._files, columns, force, self._ds._commit_options())
+        if result.manifest is not None and result.transaction is not None:
+            self._ds._adopt(result.manifest, result.transaction)
+        return result

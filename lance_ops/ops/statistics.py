@@ -1,0 +1,123 @@
+"""Rebuilding column statistics: compute what a version lacks, write one file, one ``UpdateConfig``.
+
+For every fragment and every top-level column with statistics (integers, floats, booleans,
+temporal types, strings, binary), statistics are computed unless fresh ones exist (all of them
+with ``force``): per zone of :data:`lance_ops.table.statistics.ZONE_ROWS` physical rows the
+format's null count / min / max, plus one HLL sketch per fragment and column. The results go to
+one new statistics file and the manifest's statistics list is updated in one transaction, dropping
+files no fragment needs any more. Nothing is committed until the end, so an interrupted rebuild
+leaves at most an unreferenced file and a rerun recomputes only what the last commit lacks.
+Datasets written by pylance are rebuilt like any other: nothing is read but their data files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from lance_ops.encoding.sketch import DistinctSketch
+from lance_ops.encoding.statistics import page_statistics, supports_statistics
+from lance_ops.errors import SchemaError
+from lance_ops.fragment.reader import FragmentReader, VersionFiles
+from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.table.manifest import Manifest
+from lance_ops.table.statistics import (
+    CONFIG_KEY,
+    ZONE_ROWS,
+    FragmentStatistics,
+    config_value,
+    field_source,
+    files_in_use,
+    load_statistics,
+    statistics_files,
+    write_statistics_file,
+)
+from lance_ops.table.transaction import Transaction, UpdateConfig, UpdateMap
+
+__all__ = ["RebuildResult", "fragment_statistics", "rebuild", "statistics_fields"]
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    """What a rebuild committed (nothing when every fragment was up to date) and for which fragments."""
+
+    manifest: Manifest | None
+    transaction: Transaction | None
+    fragment_ids: tuple[int, ...]
+
+
+def statistics_fields(files: VersionFiles, columns: Sequence[str] | None = None) -> dict[int, str]:
+    """Field id -> name of the top-level columns (of ``columns``, default all) that get statistics."""
+    schema = files.schema
+    names = schema.names if columns is None else list(columns)
+    unknown = [n for n in names if schema.get_field_index(n) < 0]
+    if unknown:
+        raise SchemaError(f"no such column(s) {unknown}; the dataset has {schema.names}")
+    lance = files.lance_schema
+    return {lance.field(name).id: name for name in names if supports_statistics(schema.field(name).type)}
+
+
+def fragment_statistics(
+    fragment: FragmentReader, fields: Mapping[int, str], zone_rows: int = ZONE_ROWS
+) -> FragmentStatistics:
+    """Statistics of the ``fields`` (id -> column name) of one fragment that some data file holds."""
+    physical = fragment.physical_rows
+    full, rest = divmod(physical, zone_rows)
+    lengths = [zone_rows] * full + ([rest] if rest else [])
+    sources = {i: field_source(fragment.metadata, i) for i in fields}
+    held = {i: name for i, name in fields.items() if sources[i] is not None}
+    table = fragment.read(list(held.values()), np.arange(physical, dtype=np.int64))
+    columns, sketches = {}, {}
+    for field_id, name in held.items():
+        array = table.column(name)
+        columns[field_id] = page_statistics(array, lengths)
+        sketches[field_id] = DistinctSketch().update(array)
+    return FragmentStatistics(
+        fragment.id,
+        physical,
+        zone_rows,
+        columns,
+        {i: p for i, p in sources.items() if p is not None},
+        sketches,
+    )
+
+
+def rebuild(
+    ds: VersionFiles | Any,
+    columns: Sequence[str] | None = None,
+    force: bool = False,
+    options: CommitOptions | None = None,
+) -> RebuildResult:
+    """Compute the statistics a dataset version lacks (all of them with ``force``) and commit them.
+
+    ``ds`` is a dataset or its ``VersionFiles``; the new version is returned, not adopted
+    (``ds.stats.rebuild`` does that).
+    """
+    files: VersionFiles = getattr(ds, "_files", ds)
+    options = options or CommitOptions(storage_options=files.storage_options)
+    fields = statistics_fields(files, columns)
+    existing = {} if force else load_statistics(files.uri, files.manifest, files.storage_options)
+    computed = []
+    for fragment in files.fragments():
+        have = existing.get(fragment.id)
+        wanted = {
+            i: n
+            for i, n in fields.items()
+            if have is None or i not in have.sources
+            if field_source(fragment.metadata, i) is not None
+        }
+        if wanted:
+            computed.append(fragment_statistics(fragment, wanted))
+    if not computed:
+        return RebuildResult(None, None, ())
+    name = write_statistics_file(files.uri, computed, files.storage_options)
+    listed = files_in_use(
+        files.uri, files.manifest, [*statistics_files(files.manifest), name], files.storage_options
+    )
+    operation = UpdateConfig(config_updates=UpdateMap(((CONFIG_KEY, config_value(listed)),)))
+    options = replace(options, read_version=files.manifest.version)
+    manifest, transaction = commit(files.uri, operation, options)
+    return RebuildResult(manifest, transaction, tuple(s.fragment_id for s in computed))
