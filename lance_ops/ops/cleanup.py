@@ -7,7 +7,8 @@ versions (and with ``error_if_tagged_old_versions`` a tagged old version is an e
 anything is deleted).
 
 Files below ``data/`` (blob sidecars ``data/<stem>/...`` belong to ``data/<stem>.lance``),
-``_deletions/``, ``_transactions/`` and ``_indices/<uuid>/`` are then sorted by the retained
+``_deletions/``, ``_transactions/``, ``_indices/<uuid>/`` and ``_stats/`` (column statistics files a
+version lists in its config, :mod:`lance_ops.table.statistics`) are then sorted by the retained
 versions' references:
 
 * referenced by a retained version: kept;
@@ -40,6 +41,7 @@ from lance_ops.ops.tags import Tags
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_manifests
 from lance_ops.table.manifest import ExternalFile, Manifest
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR
+from lance_ops.table.statistics import STATS_DIR, statistics_files
 
 __all__ = ["CleanupPolicy", "CleanupStats", "cleanup_old_versions"]
 
@@ -53,6 +55,7 @@ class _Kind(Enum):
     DELETION = DELETIONS_DIR
     TRANSACTION = TRANSACTIONS_DIR
     INDEX = INDICES_DIR
+    STATISTICS = STATS_DIR
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,7 @@ class _References:
             )
         if manifest.transaction_file:
             self.paths.add(f"{TRANSACTIONS_DIR}/{manifest.transaction_file}")
+        self.paths.update(f"{STATS_DIR}/{name}" for name in statistics_files(manifest))
         self.index_uuids.update(str(uuid.UUID(bytes=index.uuid)) for index in manifest.indices)
 
     def holds(self, relative: str) -> bool:

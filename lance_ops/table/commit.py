@@ -277,6 +277,11 @@ def _rebase(
     return None
 
 
+def _superseded(store: ObjectStore, root: str, version: int) -> bool:
+    """Whether a version newer than ``version`` already exists (so ``version`` was claimed late)."""
+    return any(entry.version > version for entry in list_versions(store, root))
+
+
 def commit_transaction(
     store: ObjectStore,
     root: str,
@@ -351,6 +356,11 @@ def commit_transaction(
         data = encode_manifest_file(manifest, payload)
         path = store.join(root, VERSIONS_DIR, scheme.manifest_name(version))
         if handler.claim(store, path, data, version):
+            if _superseded(store, root, version):
+                # Cleanup had removed this version's manifest after a newer version landed: the
+                # name was free but the slot is in the past. Withdraw it and try again on top.
+                store.delete(path)
+                continue
             write_version_hint(store, root, version)
             return decode_manifest_file(data, path)[0]
     raise RetryableCommitConflictError(

@@ -401,3 +401,23 @@ def test_blob_sidecars_follow_their_data_files(tmp_path: Path, lance_module) -> 
     if isinstance(column, pa.ExtensionArray):  # pylance registers lance.blob.v2 with pyarrow
         column = column.storage
     assert column.field("data").to_pylist() == blobs(100).column("b").to_pylist()
+
+
+def test_statistics_files_kept_while_listed(tmp_path: Path) -> None:
+    """_stats files listed by a retained version stay; those only removed versions listed go."""
+    from lance_ops.table.statistics import STATS_DIR, statistics_files
+
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(_table(10), uri)
+    lance_ops.dataset(uri).stats.rebuild()
+    lance_ops.write_dataset(_table(7, 100), uri, mode="overwrite")
+    lance_ops.dataset(uri).stats.rebuild(force=True)
+    stats_files = lambda: {p for p in _files(tmp_path / "ds") if p.startswith(f"{STATS_DIR}/")}  # noqa: E731
+    listed = {f"{STATS_DIR}/{name}" for name in statistics_files(lance_ops.dataset(uri).manifest)}
+    assert listed and listed < stats_files()
+    dry = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, dry_run=True)
+    assert set(dry.paths) & stats_files() == stats_files() - listed
+    lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert stats_files() == listed
+    summary = lance_ops.dataset(uri).stats.column_summary("id")
+    assert summary["fragments_with_statistics"] == summary["num_fragments"]

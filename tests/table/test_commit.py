@@ -23,6 +23,7 @@ from lance_ops.table.commit import (
     CommitHandler,
     LockCommitHandler,
     NewDatasetSettings,
+    PutIfAbsentCommitHandler,
     commit_transaction,
     list_versions,
     load_manifest,
@@ -223,3 +224,30 @@ def test_stable_row_ids_are_assigned(tmp_path: Path, lance_module) -> None:  # t
     assert lance_module.dataset(uri).to_table(with_row_id=True).column("_rowid").to_pylist() == list(
         range(17)
     )
+
+
+class _CleanupRacesClaim(PutIfAbsentCommitHandler):
+    """Before the first claim, another writer commits twice and a cleanup removes the version
+    being claimed (as ``retain_versions=1`` does), so its name is free again but in the past."""
+
+    def __init__(self, uri: str, lance) -> None:  # type: ignore[no-untyped-def]
+        self.uri, self.lance, self.raced = uri, lance, False
+
+    def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
+        if not self.raced:
+            self.raced = True
+            for start in (100, 200):
+                self.lance.write_dataset(table(3, start), self.uri, mode="append")
+            store.delete(path)
+        return super().claim(store, path, data, version)
+
+
+def test_a_version_freed_by_cleanup_is_not_reclaimed(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """Claiming a manifest name cleanup had removed would hide the commit behind newer versions."""
+    store, root = object_store(pylance_ds)
+    fragments = pylance_fragments(lance_module, pylance_ds, table(7, 50))
+    handler = _CleanupRacesClaim(pylance_ds, lance_module)
+    manifest = commit_transaction(store, root, Transaction(1, Append(fragments)), handler=handler)
+    assert handler.raced and manifest.version == 4
+    assert lance_module.dataset(pylance_ds).count_rows() == 50 + 3 + 3 + 7
+    assert [v["version"] for v in lance_module.dataset(pylance_ds).versions()] == [1, 3, 4]
