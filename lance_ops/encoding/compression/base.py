@@ -181,6 +181,61 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
+def gather_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``blob[starts[i] : starts[i] + sizes[i]]`` for every i, concatenated. Sorted, disjoint
+    spans (every chunk layout) are cut out with one byte mask; others with an index gather."""
+    starts = np.asarray(starts, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    stops = starts + sizes
+    if len(starts) == 0:
+        return blob[:0]
+    if len(starts) == 1:
+        return blob[int(starts[0]) : int(stops[0])]
+    if bool(np.all(starts[1:] >= stops[:-1])) and int(starts[0]) >= 0 and int(stops[-1]) <= len(blob):
+        edges = np.zeros(len(blob) + 1, np.int8)
+        np.add.at(edges, starts, 1)
+        np.add.at(edges, stops, -1)
+        return blob[np.cumsum(edges[:-1], dtype=np.int8).view(bool)]
+    return blob[ranges(starts, sizes)]
+
+
+class ChunkSpans(Sequence[memoryview]):
+    """Buffers that are spans of one byte array: ``blob[starts[i] : starts[i] + sizes[i]]``.
+
+    It is a sequence of memoryviews for decoders that take one buffer at a time; batched
+    decoders (``decompress_chunks``) use ``blob``, ``starts`` and ``sizes`` directly instead of
+    making one view per chunk.
+    """
+
+    def __init__(self, blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
+        self.blob = blob
+        self.starts = np.asarray(starts, np.int64)
+        self.sizes = np.asarray(sizes, np.int64)
+
+    @classmethod
+    def of(cls, buffers: Sequence[Buffer]) -> ChunkSpans:
+        """``buffers`` as spans (joined into one array unless they already are spans)."""
+        if isinstance(buffers, ChunkSpans):
+            return buffers
+        raws = [as_u8(b) for b in buffers]
+        sizes = np.array([len(r) for r in raws], np.int64)
+        blob = np.concatenate(raws) if raws else np.zeros(0, np.uint8)
+        return cls(blob, np.cumsum(sizes) - sizes, sizes)
+
+    def joined(self) -> np.ndarray:
+        """All spans back to back."""
+        return gather_spans(self.blob, self.starts, self.sizes)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        start = int(self.starts[index])
+        return memoryview(self.blob[start : start + int(self.sizes[index])])
+
+
 def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlockChunk, ...]:
     """Chunk records for per-chunk value ``counts`` and a (chunks, buffers) array of byte ``sizes``.
 

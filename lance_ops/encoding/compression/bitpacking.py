@@ -33,6 +33,7 @@ from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
     BlockCompressor,
     BlockDecompressor,
+    ChunkSpans,
     Context,
     MiniBlockCompressed,
     MiniBlockCompressor,
@@ -261,13 +262,17 @@ class _InlineReader:
 
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> FixedWidthBlock:
         """Decode many mini-block chunks at once (vectorised over chunks of equal width)."""
-        parts = [_words(b, self.dtype, "InlineBitpacking chunk") for b in buffers]
-        require(all(len(p) > 0 for p in parts), "empty InlineBitpacking chunk")
+        spans = ChunkSpans.of(buffers)
+        item = self.dtype.itemsize
+        require(bool(np.all(spans.sizes % item == 0)), "InlineBitpacking chunk: not a whole number of words")
+        require(bool(np.all(spans.sizes > 0)), "empty InlineBitpacking chunk")
+        nums = np.asarray(counts, np.int64)
         require(
-            all(0 <= c <= BLOCK_VALUES for c in counts), "InlineBitpacking chunks hold at most 1024 values"
+            bool(np.all((nums >= 0) & (nums <= BLOCK_VALUES))),
+            "InlineBitpacking chunks hold at most 1024 values",
         )
-        lens = np.array([len(p) for p in parts], dtype=np.int64)
-        words = np.concatenate(parts) if parts else np.zeros(0, self.dtype)
+        lens = spans.sizes // item
+        words = spans.joined().view(self.dtype)
         starts = np.cumsum(lens) - lens
         widths = words[starts].astype(np.int64) if len(starts) else np.zeros(0, np.int64)
         require(bool(np.all(widths <= self.bits)), "InlineBitpacking width exceeds the value width")
@@ -275,7 +280,7 @@ class _InlineReader:
             bool(np.all(1 + widths * (BLOCK_VALUES // self.bits) <= lens)), "InlineBitpacking chunk truncated"
         )
         values = _inline_decode(words, starts, widths)
-        keep = np.arange(BLOCK_VALUES)[None, :] < np.asarray(counts)[:, None]
+        keep = np.arange(BLOCK_VALUES)[None, :] < nums[:, None]
         return FixedWidthBlock.from_values(values[keep])
 
 
@@ -413,27 +418,36 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
 
     @guarded
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
-        """Decode many level slices at once: all slices made of packed blocks (including a packed
-        tail) are unpacked together; slices with a raw tail are decoded one by one."""
+        """Decode many level slices at once: the packed blocks of all slices are unpacked in one
+        call and the raw tails copied in one gather. Each slice's tail is packed or raw, as its
+        byte size says (either is accepted, like :meth:`decompress`)."""
+        item = self.dtype.itemsize
         block_words = self.width * BLOCK_VALUES // self.bits
         nums = np.asarray(counts, np.int64)
-        lens = np.array([len(b) for b in buffers], np.int64)
+        spans = ChunkSpans.of(buffers)
+        lens = spans.sizes
+        require(bool(np.all(lens % item == 0)), "OutOfLineBitpacking buffer is not whole words")
+        full, tail = np.divmod(nums, BLOCK_VALUES)
+        is_raw = lens == (full * block_words + tail) * item
+        blocks = np.where(is_raw, full, full + (tail > 0))
+        require(
+            bool(np.all(is_raw | (lens == blocks * block_words * item))),
+            "OutOfLineBitpacking slice size matches neither a raw nor a packed tail",
+        )
+        words = spans.joined().view(self.dtype)
+        word_first = np.cumsum(lens // item) - lens // item
         firsts = np.cumsum(nums) - nums
         out = np.empty(int(nums.sum()), dtype=self.dtype)
-        full, tail = np.divmod(nums, BLOCK_VALUES)
-        packed_tail = _tail_is_packed(self.bits, self.width, tail)
-        blocks = full + packed_tail
-        packed = (lens == blocks * block_words * self.dtype.itemsize) & (self.width > 0)
-        idx = np.flatnonzero(packed)
-        if len(idx):
-            words = np.concatenate([as_u8(buffers[i]) for i in idx.tolist()]).view(self.dtype)
-            values = fastlanes_unpack(words.reshape(-1, block_words), self.width).reshape(-1)
-            if len(idx) == len(nums) and len(values) == len(out):  # all whole blocks: already in place
-                return FixedWidthBlock.from_values(values)
-            block_first = (np.cumsum(blocks[idx]) - blocks[idx]) * BLOCK_VALUES
-            out[ranges(firsts[idx], nums[idx])] = values[ranges(block_first, nums[idx])]
-        for i in np.flatnonzero(~packed).tolist():
-            block = self.decompress(buffers[i], int(nums[i]))
-            assert isinstance(block, FixedWidthBlock)
-            out[firsts[i] : firsts[i] + nums[i]] = block.view(self.dtype)
+        in_blocks = np.where(is_raw, full * BLOCK_VALUES, nums)
+        block_first = (np.cumsum(blocks) - blocks) * BLOCK_VALUES
+        if self.width == 0:
+            values = np.zeros(int(blocks.sum()) * BLOCK_VALUES, self.dtype)
+        else:
+            packed = words[ranges(word_first, blocks * block_words)]
+            values = fastlanes_unpack(packed.reshape(-1, block_words), self.width).reshape(-1)
+        if not is_raw.any() and len(values) == len(out):  # all whole blocks: already in place
+            return FixedWidthBlock.from_values(values)
+        out[ranges(firsts, in_blocks)] = values[ranges(block_first, in_blocks)]
+        raw = np.where(is_raw, tail, 0)
+        out[ranges(firsts + full * BLOCK_VALUES, raw)] = words[ranges(word_first + full * block_words, raw)]
         return FixedWidthBlock.from_values(out)

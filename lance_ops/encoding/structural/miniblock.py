@@ -35,7 +35,13 @@ import pyarrow as pa
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.api import Fetch, FileVersion
 from lance_ops.encoding.compression import dictionary
-from lance_ops.encoding.compression.base import Context, MiniBlockCompressed, as_u8, decompressor_for
+from lance_ops.encoding.compression.base import (
+    ChunkSpans,
+    Context,
+    MiniBlockCompressed,
+    as_u8,
+    decompressor_for,
+)
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
 from lance_ops.encoding.structural.page import PageReader, register_layout
 from lance_ops.encoding.structural.repdef import (
@@ -43,9 +49,7 @@ from lance_ops.encoding.structural.repdef import (
     LevelCodec,
     Levels,
     choose_level_codec,
-    concat_leaves,
     decode_levels,
-    drop_leading_partial,
     select_rows,
 )
 from lance_ops.encoding.structural.values import concat_blocks, from_block, from_block_empty, take_block
@@ -196,10 +200,11 @@ def encode_page(
 
 @dataclass(frozen=True)
 class DecodedChunks:
-    """Levels and values of a run of consecutive chunks."""
+    """Levels and values of some chunks decoded back to back, and each chunk's level count."""
 
     levels: Levels
     values: DataBlock | None
+    level_counts: np.ndarray
 
 
 class MiniBlockPage:
@@ -309,9 +314,9 @@ class MiniBlockPage:
             values = None if values is None else take_block(values, select)
         if values is not None and self.dictionary is not None and self.items is None:
             values = take_block(self.dictionary, _indices(values))
-        return DecodedChunks(levels, values)
+        return DecodedChunks(levels, values, num_levels)
 
-    def _levels(self, name: str, views: list[memoryview], num_levels: np.ndarray) -> np.ndarray:
+    def _levels(self, name: str, views: ChunkSpans, num_levels: np.ndarray) -> np.ndarray:
         """One level stream of many chunks, decoded and concatenated (u16)."""
         desc = self.layout.rep_compression if name == "rep" else self.layout.def_compression
         dec = self._level_decoders.get(name)
@@ -376,19 +381,57 @@ class MiniBlockPage:
         return np.flatnonzero(wanted), first_row, row_chunk
 
 
+def _rows_in_runs(
+    leaf: DecodedLeaf, level_counts: np.ndarray, needed: np.ndarray, first_row: np.ndarray, rows: np.ndarray
+) -> tuple[DecodedLeaf, np.ndarray]:
+    """``leaf`` holds the chunks ``needed`` (sorted, with gaps) decoded back to back, with
+    ``level_counts`` levels each. Drops the levels before the first row start of every run of
+    consecutive chunks (the tail of a row begun in a chunk not read) and returns the remaining
+    leaf with the position in it of each page-relative row of ``rows`` (sorted, unique);
+    ``first_row[c]`` is the page row of the first row that starts in chunk ``c``."""
+    lv = leaf.levels
+    chunk_first = np.concatenate(([0], np.cumsum(level_counts)[:-1]))
+    new_run = np.concatenate(([True], np.diff(needed) != 1))
+    run_first = chunk_first[new_run]
+    run_stop = np.append(run_first[1:], lv.num_levels)
+    starts = lv.row_starts()
+    first_start = np.minimum(np.append(starts, lv.num_levels)[np.searchsorted(starts, run_first)], run_stop)
+    if bool(np.any(first_start > run_first)):
+        delta = np.zeros(lv.num_levels + 1, np.int64)
+        np.add.at(delta, run_first, 1)
+        np.add.at(delta, first_start, -1)
+        keep = np.cumsum(delta[:-1]) == 0
+        visible = lv.visible_mask()
+        kept = Levels(
+            lv.layers,
+            None if lv.rep is None else lv.rep[keep],
+            None if lv.defs is None else lv.defs[keep],
+            int(np.count_nonzero(keep)),
+        )
+        leaf = DecodedLeaf(kept, leaf.values.filter(pa.array(keep if visible is None else keep[visible])))
+    # Every row start survives, so start k of run r is page row first_row[run's first chunk] + rank.
+    if len(run_first) == 1:
+        return leaf, rows - int(first_row[needed[0]])
+    start_run = np.searchsorted(run_first, starts, side="right") - 1
+    run_first_start = np.searchsorted(starts, run_first)
+    page_row = first_row[needed[new_run]][start_run] + np.arange(len(starts)) - run_first_start[start_run]
+    leaf_rows = np.searchsorted(page_row, rows)
+    if len(rows) and (int(leaf_rows[-1]) >= len(page_row) or not np.array_equal(page_row[leaf_rows], rows)):
+        raise CorruptFileError("<page>", "requested rows are missing from the decoded chunks")
+    return leaf, leaf_rows
+
+
 def _indices(block: DataBlock) -> np.ndarray:
     if not isinstance(block, FixedWidthBlock) or block.bits_per_value not in (8, 16, 32, 64):
         raise CorruptFileError("<page>", "dictionary indices are not 8/16/32/64-bit integers")
     return block.view(f"<u{block.bits_per_value // 8}").astype(np.int64)
 
 
-def _views(blob: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarray) -> list[memoryview]:
-    """Views of ``blob[pos:pos + size]``, checked against each chunk's end."""
-    stop = pos + size
-    if bool(np.any(stop > ends)):
+def _views(blob: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarray) -> ChunkSpans:
+    """The spans ``blob[pos:pos + size]``, checked against each chunk's end."""
+    if bool(np.any(pos + size > ends)):
         raise CorruptFileError("<page>", "mini-block chunk is truncated")
-    whole = np.ascontiguousarray(blob).data
-    return [whole[a:b] for a, b in zip(pos.tolist(), stop.tolist(), strict=True)]
+    return ChunkSpans(np.ascontiguousarray(blob), pos, size)
 
 
 def runs_of(chunks: np.ndarray) -> list[tuple[int, int]]:
@@ -437,20 +480,14 @@ class MiniBlockReader(PageReader):
             if page.has_rep:
                 raise CorruptFileError("<page>", "list page without a repetition index")
             return self._read_flat(fetch, page, rows)
-        needed, first_row, row_chunk = page.chunks_for_rows(rows)
-        if len(needed) and needed[-1] >= page.num_chunks:
-            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
-        runs = runs_of(needed)
-        parts = []
-        for (a, b), data in zip(runs, self._fetch_runs(fetch, page, runs), strict=True):
-            offs = page.offsets[a : b + 1]
-            decoded = page.decode_chunks(data, offs[:-1] - offs[0], np.arange(a, b))
-            leaf = drop_leading_partial(self._leaf(decoded))
-            mine = rows[(row_chunk >= a) & (row_chunk < b)]
-            parts.append(select_rows(leaf, mine - int(first_row[a])))
-        if not parts:
+        needed, first_row, _ = page.chunks_for_rows(rows)
+        if not len(needed):
             return self._empty(page, rows)
-        return concat_leaves(parts)
+        if needed[-1] >= page.num_chunks:
+            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+        decoded = page.decode_chunks(*self._fetch_chunks(fetch, page, needed), needed)
+        leaf, leaf_rows = _rows_in_runs(self._leaf(decoded), decoded.level_counts, needed, first_row, rows)
+        return select_rows(leaf, leaf_rows)
 
     def _read_flat(self, fetch: Fetch, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
         """One level and one value per row (so every level is visible): every needed chunk is
@@ -458,14 +495,7 @@ class MiniBlockReader(PageReader):
         needed, pos = page.flat_chunks_for_rows(rows)
         if not len(needed):
             return self._empty(page, rows)
-        runs = runs_of(needed)
-        datas = self._fetch_runs(fetch, page, runs)
-        offs = page.offsets
-        firsts = np.array([a for a, _ in runs], np.int64)
-        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
-        run = np.searchsorted(firsts, needed, side="right") - 1
-        starts = run_base[run] + offs[needed] - offs[firsts[run]]
-        blob = datas[0] if len(datas) == 1 else np.concatenate(datas)
+        blob, starts = self._fetch_chunks(fetch, page, needed)
         contiguous = int(pos[-1] - pos[0]) + 1 == len(pos)
         if not contiguous and page.dictionary is not None:
             return self._leaf(page.decode_chunks(blob, starts, needed, select=pos))
@@ -476,10 +506,20 @@ class MiniBlockReader(PageReader):
         picked = Levels(page.layers, None, None if defs is None else defs[pos], len(pos))
         return DecodedLeaf(picked, leaf.values.take(pa.array(pos)))
 
-    def _fetch_runs(self, fetch: Fetch, page: MiniBlockPage, runs: list[tuple[int, int]]) -> list[np.ndarray]:
+    def _fetch_chunks(
+        self, fetch: Fetch, page: MiniBlockPage, needed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The bytes of the sorted chunks ``needed`` (one read per run of consecutive chunks),
+        back to back, and where each chunk starts in them."""
+        runs = runs_of(needed)
         base = self.info.buffers[1][0]
         offs = page.offsets
-        return [as_u8(d) for d in fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])]
+        datas = [as_u8(d) for d in fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])]
+        firsts = np.array([a for a, _ in runs], np.int64)
+        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
+        run = np.searchsorted(firsts, needed, side="right") - 1
+        starts = run_base[run] + offs[needed] - offs[firsts[run]]
+        return (datas[0] if len(datas) == 1 else np.concatenate(datas)), starts
 
     def _empty(self, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
         return select_rows(

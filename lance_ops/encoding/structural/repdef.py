@@ -439,17 +439,6 @@ def _visible_before(visible: np.ndarray | None, index: int) -> int:
     return index if visible is None else int(np.count_nonzero(visible[:index]))
 
 
-def drop_leading_partial(leaf: DecodedLeaf) -> DecodedLeaf:
-    """Drop levels before the first row start (the tail of a row begun in an earlier chunk)."""
-    lv = leaf.levels
-    if lv.rep is None or lv.num_levels == 0 or lv.rep[0] == lv.max_rep:
-        return leaf
-    starts = lv.row_starts()
-    first = int(starts[0]) if len(starts) else lv.num_levels
-    skip = _visible_before(lv.visible_mask(), first)
-    return DecodedLeaf(lv.slice(first, lv.num_levels), leaf.values.slice(skip))
-
-
 def select_rows(leaf: DecodedLeaf, rows: np.ndarray) -> DecodedLeaf:
     """Keep the given rows (sorted, unique, counted from the first row start of ``leaf``)."""
     lv = leaf.levels
