@@ -31,6 +31,7 @@ from lance_ops.encoding.data import DataBlock
 from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedEncodingError
 
 Buffer = bytes | memoryview | np.ndarray
+_LONG_SPAN = 512  # average span size (bytes) from which gather_spans copies slice by slice
 
 
 class Context(Enum):
@@ -182,8 +183,9 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def gather_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """``blob[starts[i] : starts[i] + sizes[i]]`` for every i, concatenated. Sorted, disjoint
-    spans (every chunk layout) are cut out with one byte mask; others with an index gather."""
+    """``blob[starts[i] : starts[i] + sizes[i]]`` for every i, concatenated. Long spans are
+    copied slice by slice; many short sorted, disjoint spans (chunk layouts) are cut out with
+    one byte mask; anything else uses an index gather."""
     starts = np.asarray(starts, np.int64)
     sizes = np.asarray(sizes, np.int64)
     stops = starts + sizes
@@ -191,11 +193,15 @@ def gather_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.
         return blob[:0]
     if len(starts) == 1:
         return blob[int(starts[0]) : int(stops[0])]
+    total = int(sizes.sum())
+    if total >= _LONG_SPAN * len(starts):
+        return np.concatenate([blob[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
     if bool(np.all(starts[1:] >= stops[:-1])) and int(starts[0]) >= 0 and int(stops[-1]) <= len(blob):
-        edges = np.zeros(len(blob) + 1, np.int8)
-        np.add.at(edges, starts, 1)
-        np.add.at(edges, stops, -1)
-        return blob[np.cumsum(edges[:-1], dtype=np.int8).view(bool)]
+        bounds = np.empty(2 * len(starts) + 1, np.int64)
+        bounds[0], bounds[1::2], bounds[2::2] = 0, starts, stops
+        inside = np.zeros(len(bounds), bool)
+        inside[1::2] = True
+        return blob[np.repeat(inside, np.diff(bounds, append=len(blob)))]
     return blob[ranges(starts, sizes)]
 
 
