@@ -63,11 +63,27 @@ def _udtype(bits: int) -> np.dtype:
 
 
 @cache
-def _positions(bits: int) -> np.ndarray:
-    """(T, L) input index of each grid cell."""
-    rows = np.arange(bits)[:, None]
-    lanes = np.arange(BLOCK_VALUES // bits)[None, :]
-    return (128 * (rows % 8) + 16 * _ORDER[rows // 8] + lanes).astype(np.intp)
+def _group_rank(bits: int) -> np.ndarray:
+    """Rows 8a..8a+7 of the (T, L) grid hold values 128 b + 16 ORDER[a] + lane: group ``a`` of
+    a block seen as (8, T/8, L) is column ``rank[a]``."""
+    groups = bits // 8
+    return np.argsort(np.argsort(_ORDER[:groups]))
+
+
+def _to_grid(blocks: np.ndarray) -> np.ndarray:
+    """(C × 1024) values → (C, T, L): cell (8a + b, lane) is value 128 b + 16 ORDER[a] + lane."""
+    bits = blocks.dtype.itemsize * 8
+    groups, lanes = bits // 8, BLOCK_VALUES // bits
+    cols = blocks.reshape(-1, 8, groups, lanes).transpose(0, 2, 1, 3)  # (C, column, b, lane)
+    return cols[:, _group_rank(bits)].reshape(-1, bits, lanes)
+
+
+def _from_grid(cells: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_to_grid`: (C, T, L) → (C × 1024) values."""
+    bits = cells.dtype.itemsize * 8
+    groups, lanes = bits // 8, BLOCK_VALUES // bits
+    quads = cells.reshape(-1, groups, 8, lanes)[:, np.argsort(_group_rank(bits))]  # (C, column, b, lane)
+    return quads.transpose(0, 2, 1, 3).reshape(-1, BLOCK_VALUES)
 
 
 def _mask(width: int, dtype: np.dtype) -> np.unsignedinteger:
@@ -84,7 +100,7 @@ def fastlanes_pack(blocks: np.ndarray, width: int) -> np.ndarray:
     out = np.zeros((num, width, lanes), dtype=dtype)
     if width == 0 or num == 0:
         return out.reshape(num, width * lanes)
-    cells = blocks[:, _positions(bits)] & _mask(width, dtype)  # (C, T, L)
+    cells = _to_grid(blocks) & _mask(width, dtype)  # (C, T, L)
     for row in range(bits):
         word, shift = divmod(row * width, bits)
         cell = cells[:, row, :]
@@ -100,9 +116,8 @@ def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     bits = dtype.itemsize * 8
     lanes = BLOCK_VALUES // bits
     num = words.shape[0]
-    out = np.zeros((num, BLOCK_VALUES), dtype=dtype)
     if width == 0 or num == 0:
-        return out
+        return np.zeros((num, BLOCK_VALUES), dtype=dtype)
     grid = words.reshape(num, width, lanes)
     # All T rows at once: row r starts at stream bit r·W, i.e. in word r·W div T at shift r·W mod T,
     # and spills into the next word when shift + W > T.
@@ -112,8 +127,7 @@ def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     if len(spill):
         cells[:, spill, :] |= grid[:, word[spill] + 1, :] << (bits - shift[spill]).astype(dtype)[:, None]
     cells &= _mask(width, dtype)
-    out[:, _positions(bits).reshape(-1)] = cells.reshape(num, -1)
-    return out
+    return _from_grid(cells)
 
 
 def bit_widths(values: np.ndarray) -> np.ndarray:
