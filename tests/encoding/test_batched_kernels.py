@@ -171,3 +171,48 @@ def test_gather_spans_equals_slicing(sizes: list[int], gaps: list[int], shuffle:
     got = gather_spans(blob, starts[order], lens[order])
     expected = b"".join(blob[a : a + n].tobytes() for a, n in zip(starts[order], lens[order], strict=True))
     assert got.tobytes() == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bits=st.sampled_from([8, 16, 32, 64]),
+    n=st.integers(1, 5000),
+    width=st.integers(0, 64),
+    seed=st.integers(0, 2**16),
+)
+def test_inline_decode_at_positions(bits: int, n: int, width: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    width = min(width, bits)
+    values = rng.integers(0, 2**63, n, dtype=np.uint64) >> np.uint64(64 - width) if width else np.zeros(n)
+    block = FixedWidthBlock.from_values(values.astype(f"<u{bits // 8}"))
+    compressed, desc = bitpacking.InlineBitpackingCompressor(bits).compress(block)
+    dec = decompressor_for(Context.MINIBLOCK, desc)
+    chunks = split_chunks(compressed)
+    buffers, counts = [bufs[0] for bufs, _ in chunks], [c for _, c in chunks]
+    positions = np.sort(rng.choice(n, min(n, 300), replace=False))
+    for given_buffers in (buffers, _spans(buffers, gap=3)):
+        got = dec.decompress_chunks_at(given_buffers, counts, positions)
+        assert np.array_equal(got.view(f"<u{bits // 8}"), block.view(f"<u{bits // 8}")[positions])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([1, 7, 24, 1000, 1023, 1024, 1025, 3000]), min_size=1, max_size=8),
+    width=st.integers(0, 16),
+    seed=st.integers(0, 2**16),
+)
+def test_out_of_line_decode_at_positions(sizes: list[int], width: int, seed: int) -> None:
+    starts, stops = _slices(sizes)
+    rng = np.random.default_rng(seed)
+    levels = rng.integers(0, 1 << width, int(stops[-1])).astype(np.uint16)
+    if width == 0:
+        packed = [b"" for _ in sizes]
+        dec = bitpacking.OutOfLineBitpackingDecompressor(16, 0)
+    else:
+        packed, desc = bitpacking.pack_out_of_line_slices(levels, starts, stops, width)
+        dec = decompressor_for(Context.BLOCK, desc)
+    positions = np.unique(rng.integers(0, len(levels), 200))
+    got = dec.decompress_chunks_at([memoryview(p) for p in packed], list(stops - starts), positions)
+    assert np.array_equal(got.view("<u2"), levels[positions])
+    with pytest.raises(CorruptFileError):
+        dec.decompress_chunks_at([memoryview(p) for p in packed], list(stops - starts), [len(levels)])

@@ -130,6 +130,28 @@ def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     return _from_grid(cells)
 
 
+def fastlanes_at(words: np.ndarray, base: np.ndarray, width: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Value ``index[k]`` (0..1023) of the block packed at ``width[k]`` whose words start at
+    ``words[base[k]]``, for every k: only the one or two words holding each value are read."""
+    dtype = words.dtype
+    bits = dtype.itemsize * 8
+    lanes = BLOCK_VALUES // bits
+    index = np.asarray(index, np.int64)
+    width = np.asarray(width, np.int64)
+    column, lane = np.divmod(index % 128, lanes)
+    row = 8 * np.argsort(_group_rank(bits))[column] + index // 128
+    word, shift = np.divmod(row * width, bits)
+    at = np.asarray(base, np.int64) + word * lanes + lane
+    live = width > 0
+    out = np.zeros(len(index), dtype)
+    out[live] = words[at[live]] >> shift[live].astype(dtype)
+    spill = live & (shift + width > bits)
+    out[spill] |= words[at[spill] + lanes] << (bits - shift[spill]).astype(dtype)
+    partial = live & (width < bits)
+    out[partial] &= ((np.ones(1, dtype) << width[partial].astype(dtype)) - np.ones(1, dtype)).astype(dtype)
+    return out
+
+
 def bit_widths(values: np.ndarray) -> np.ndarray:
     """Bit length of each unsigned value (vectorised over any shape)."""
     values = np.asarray(values)
@@ -238,6 +260,15 @@ class InlineBitpackingCompressor(MiniBlockCompressor):
         return data.tobytes(), self.description()
 
 
+def _locate(counts: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of back-to-back pieces of ``counts`` values holds each position, and where in it."""
+    positions = np.asarray(positions, np.int64)
+    ends = np.cumsum(counts)
+    piece = np.searchsorted(ends, positions, side="right")
+    require(bool(np.all((positions >= 0) & (piece < len(counts)))), "position beyond the decoded values")
+    return piece, positions - (ends[piece] - counts[piece])
+
+
 def _words(data: memoryview | np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
     raw = as_u8(data)
     require(len(raw) % dtype.itemsize == 0, f"{what}: {len(raw)} bytes is not a whole number of words")
@@ -276,6 +307,23 @@ class _InlineReader:
 
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> FixedWidthBlock:
         """Decode many mini-block chunks at once (vectorised over chunks of equal width)."""
+        words, starts, widths, nums = self._chunk_words(buffers, counts)
+        values = _inline_decode(words, starts, widths)
+        keep = np.arange(BLOCK_VALUES)[None, :] < nums[:, None]
+        return FixedWidthBlock.from_values(values[keep])
+
+    def decompress_chunks_at(
+        self, buffers: Sequence[memoryview], counts: Sequence[int], positions: np.ndarray
+    ) -> FixedWidthBlock:
+        """``decompress_chunks(buffers, counts)`` at ``positions`` only, unpacking just those."""
+        words, starts, widths, nums = self._chunk_words(buffers, counts)
+        chunk, index = _locate(nums, positions)
+        return FixedWidthBlock.from_values(fastlanes_at(words, starts[chunk] + 1, widths[chunk], index))
+
+    def _chunk_words(
+        self, buffers: Sequence[memoryview], counts: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The chunks' words back to back, each chunk's first word, width and value count."""
         spans = ChunkSpans.of(buffers)
         item = self.dtype.itemsize
         require(bool(np.all(spans.sizes % item == 0)), "InlineBitpacking chunk: not a whole number of words")
@@ -293,9 +341,7 @@ class _InlineReader:
         require(
             bool(np.all(1 + widths * (BLOCK_VALUES // self.bits) <= lens)), "InlineBitpacking chunk truncated"
         )
-        values = _inline_decode(words, starts, widths)
-        keep = np.arange(BLOCK_VALUES)[None, :] < nums[:, None]
-        return FixedWidthBlock.from_values(values[keep])
+        return words, starts, widths, nums
 
 
 @register(Context.MINIBLOCK, "inline_bitpacking")
@@ -435,21 +481,11 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
         """Decode many level slices at once: the packed blocks of all slices are unpacked in one
         call and the raw tails copied in one gather. Each slice's tail is packed or raw, as its
         byte size says (either is accepted, like :meth:`decompress`)."""
-        item = self.dtype.itemsize
         block_words = self.width * BLOCK_VALUES // self.bits
         nums = np.asarray(counts, np.int64)
-        spans = ChunkSpans.of(buffers)
-        lens = spans.sizes
-        require(bool(np.all(lens % item == 0)), "OutOfLineBitpacking buffer is not whole words")
+        words, word_first, is_raw = self._slice_words(buffers, nums)
         full, tail = np.divmod(nums, BLOCK_VALUES)
-        is_raw = lens == (full * block_words + tail) * item
         blocks = np.where(is_raw, full, full + (tail > 0))
-        require(
-            bool(np.all(is_raw | (lens == blocks * block_words * item))),
-            "OutOfLineBitpacking slice size matches neither a raw nor a packed tail",
-        )
-        words = spans.joined().view(self.dtype)
-        word_first = np.cumsum(lens // item) - lens // item
         firsts = np.cumsum(nums) - nums
         out = np.empty(int(nums.sum()), dtype=self.dtype)
         in_blocks = np.where(is_raw, full * BLOCK_VALUES, nums)
@@ -465,3 +501,39 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
         raw = np.where(is_raw, tail, 0)
         out[ranges(firsts + full * BLOCK_VALUES, raw)] = words[ranges(word_first + full * block_words, raw)]
         return FixedWidthBlock.from_values(out)
+
+    @guarded
+    def decompress_chunks_at(
+        self, buffers: Sequence[memoryview], counts: Sequence[int], positions: np.ndarray
+    ) -> DataBlock:
+        """``decompress_chunks(buffers, counts)`` at ``positions`` only, unpacking just those."""
+        block_words = self.width * BLOCK_VALUES // self.bits
+        nums = np.asarray(counts, np.int64)
+        words, word_first, is_raw = self._slice_words(buffers, nums)
+        piece, index = _locate(nums, positions)
+        block, offset = np.divmod(index, BLOCK_VALUES)
+        raw = is_raw[piece] & (block == nums[piece] // BLOCK_VALUES)
+        base = word_first[piece] + block * block_words
+        out = np.empty(len(index), self.dtype)
+        out[raw] = words[base[raw] + offset[raw]]
+        packed = ~raw
+        widths = np.full(int(packed.sum()), self.width)
+        out[packed] = fastlanes_at(words, base[packed], widths, offset[packed])
+        return FixedWidthBlock.from_values(out)
+
+    def _slice_words(
+        self, buffers: Sequence[memoryview], nums: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The slices' words back to back, each slice's first word, and whether its tail is raw."""
+        item = self.dtype.itemsize
+        block_words = self.width * BLOCK_VALUES // self.bits
+        spans = ChunkSpans.of(buffers)
+        lens = spans.sizes
+        require(bool(np.all(lens % item == 0)), "OutOfLineBitpacking buffer is not whole words")
+        full, tail = np.divmod(nums, BLOCK_VALUES)
+        is_raw = lens == (full * block_words + tail) * item
+        require(
+            bool(np.all(is_raw | (lens == (full + (tail > 0)) * block_words * item))),
+            "OutOfLineBitpacking slice size matches neither a raw nor a packed tail",
+        )
+        return spans.joined().view(self.dtype), np.cumsum(lens // item) - lens // item, is_raw

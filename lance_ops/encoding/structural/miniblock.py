@@ -262,7 +262,8 @@ class MiniBlockPage:
         Chunk headers are parsed for all chunks at once; each level stream and the values are
         decoded in one call over all chunks when the scheme offers ``decompress_chunks``.
         ``select`` (pages without repetition only) keeps just those level positions, before
-        dictionary indices are looked up.
+        dictionary indices are looked up; schemes offering ``decompress_chunks_at`` decode only
+        those positions.
         """
         counts = self.counts[chunk_ids]
         ends = starts + self.sizes[chunk_ids]
@@ -289,18 +290,23 @@ class MiniBlockPage:
         present = [name for name, has in (("rep", self.has_rep), ("def", self.has_def)) if has]
         for col, name in enumerate(present, start=1):
             size = shorts[:, col]
-            streams[name] = self._levels(name, _views(blob, pos, size, ends), num_levels)
+            streams[name] = self._levels(name, _views(blob, pos, size, ends), num_levels, select)
             pos = pos + size + (-size % ALIGN)
         bufs = []
         for i in range(num_buffers):
             bufs.append(_views(blob, pos, sizes[:, i], ends))
             pos = pos + sizes[:, i] + (-sizes[:, i] % ALIGN)
-        levels = Levels(self.layers, streams.get("rep"), streams.get("def"), int(num_levels.sum()))
+        total = int(num_levels.sum()) if select is None else len(select)
+        levels = Levels(self.layers, streams.get("rep"), streams.get("def"), total)
         values: DataBlock | None
         batched = getattr(self.values, "decompress_chunks", None)
+        picked = getattr(self.values, "decompress_chunks_at", None)
         count_list = counts.tolist()
         if not any(count_list):
             values = None
+        elif select is not None and picked is not None and num_buffers == 1:
+            values = picked(bufs[0], count_list, select)
+            select = None
         elif batched is not None and num_buffers == 1:
             values = batched(bufs[0], count_list)
         else:
@@ -309,29 +315,32 @@ class MiniBlockPage:
                 self.values.decompress(list(b), c) for b, c in zip(per_chunk, count_list, strict=True) if c
             ]
             values = concat_blocks(blocks)
-        if select is not None:
-            defs = levels.defs
-            levels = Levels(self.layers, None, None if defs is None else defs[select], len(select))
-            values = None if values is None else take_block(values, select)
+        if select is not None and values is not None:
+            values = take_block(values, select)
         if values is not None and self.dictionary is not None and self.items is None:
             values = take_block(self.dictionary, _indices(values))
         return DecodedChunks(levels, values, num_levels)
 
-    def _levels(self, name: str, views: ChunkSpans, num_levels: np.ndarray) -> np.ndarray:
-        """One level stream of many chunks, decoded and concatenated (u16)."""
+    def _levels(
+        self, name: str, views: ChunkSpans, num_levels: np.ndarray, select: np.ndarray | None
+    ) -> np.ndarray:
+        """One level stream of many chunks, decoded and concatenated (u16); only the positions
+        ``select`` when given."""
         desc = self.layout.rep_compression if name == "rep" else self.layout.def_compression
         dec = self._level_decoders.get(name)
         if dec is None:
             dec = self._level_decoders[name] = decompressor_for(Context.BLOCK, desc)
         batched = getattr(dec, "decompress_chunks", None)
+        picked = getattr(dec, "decompress_chunks_at", None)
         counts = num_levels.tolist()
+        if select is not None and picked is not None:
+            return _u16_levels(picked(views, counts, select))
         if batched is not None:
-            block = batched(views, counts)
-            if not isinstance(block, FixedWidthBlock) or block.bits_per_value != 16:
-                raise CorruptFileError("<page>", "rep/def levels did not decode to 16-bit values")
-            return block.view("<u2").astype(np.uint16)
-        parts = [decode_levels(v, desc, n) for v, n in zip(views, counts, strict=True)]
-        return np.concatenate(parts) if parts else np.zeros(0, np.uint16)
+            levels = _u16_levels(batched(views, counts))
+        else:
+            parts = [decode_levels(v, desc, n) for v, n in zip(views, counts, strict=True)]
+            levels = np.concatenate(parts) if parts else np.zeros(0, np.uint16)
+        return levels if select is None else levels[select]
 
     def flat_chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Chunks to read for page-relative ``rows`` of a page without repetition (one level
@@ -422,6 +431,12 @@ def _rows_in_runs(
     return leaf, leaf_rows
 
 
+def _u16_levels(block: DataBlock) -> np.ndarray:
+    if not isinstance(block, FixedWidthBlock) or block.bits_per_value != 16:
+        raise CorruptFileError("<page>", "rep/def levels did not decode to 16-bit values")
+    return block.view("<u2").astype(np.uint16)
+
+
 def _indices(block: DataBlock) -> np.ndarray:
     if not isinstance(block, FixedWidthBlock) or block.bits_per_value not in (8, 16, 32, 64):
         raise CorruptFileError("<page>", "dictionary indices are not 8/16/32/64-bit integers")
@@ -498,7 +513,7 @@ class MiniBlockReader(PageReader):
             return self._empty(page, rows)
         blob, starts = self._fetch_chunks(fetch, page, needed)
         contiguous = int(pos[-1] - pos[0]) + 1 == len(pos)
-        if not contiguous and page.dictionary is not None:
+        if not contiguous and (page.dictionary is not None or hasattr(page.values, "decompress_chunks_at")):
             return self._leaf(page.decode_chunks(blob, starts, needed, select=pos))
         leaf = self._leaf(page.decode_chunks(blob, starts, needed))
         if contiguous:
