@@ -42,6 +42,7 @@ from lance_ops.encoding.compression.base import (
     chunk_descriptors,
     flat_bits,
     flat_desc,
+    gather_spans,
     guarded,
     ranges,
     register,
@@ -493,10 +494,10 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
         if self.width == 0:
             values = np.zeros(int(blocks.sum()) * BLOCK_VALUES, self.dtype)
         else:
-            packed = words[ranges(word_first, blocks * block_words)]
+            packed = gather_spans(words, word_first, blocks * block_words) if is_raw.any() else words
             values = fastlanes_unpack(packed.reshape(-1, block_words), self.width).reshape(-1)
-        if not is_raw.any() and len(values) == len(out):  # all whole blocks: already in place
-            return FixedWidthBlock.from_values(values)
+        if not is_raw.any():  # every slice is whole blocks: drop the padding of packed tails
+            return FixedWidthBlock.from_values(gather_spans(values, block_first, nums))
         out[ranges(firsts, in_blocks)] = values[ranges(block_first, in_blocks)]
         raw = np.where(is_raw, tail, 0)
         out[ranges(firsts + full * BLOCK_VALUES, raw)] = words[ranges(word_first + full * block_words, raw)]

@@ -41,6 +41,7 @@ from lance_ops.encoding.compression.base import (
     MiniBlockCompressed,
     as_u8,
     decompressor_for,
+    ranges,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
 from lance_ops.encoding.structural.page import PageReader, register_layout
@@ -393,42 +394,51 @@ class MiniBlockPage:
 
 def _rows_in_runs(
     leaf: DecodedLeaf, level_counts: np.ndarray, needed: np.ndarray, first_row: np.ndarray, rows: np.ndarray
-) -> tuple[DecodedLeaf, np.ndarray]:
-    """``leaf`` holds the chunks ``needed`` (sorted, with gaps) decoded back to back, with
-    ``level_counts`` levels each. Drops the levels before the first row start of every run of
-    consecutive chunks (the tail of a row begun in a chunk not read) and returns the remaining
-    leaf with the position in it of each page-relative row of ``rows`` (sorted, unique);
-    ``first_row[c]`` is the page row of the first row that starts in chunk ``c``."""
+) -> DecodedLeaf:
+    """The page-relative ``rows`` (sorted, unique) of ``leaf``, which holds the chunks ``needed``
+    (sorted, with gaps) decoded back to back with ``level_counts`` levels each; ``first_row[c]``
+    is the page row of the first row that starts in chunk ``c``.
+
+    A row runs from its start to the next row start, but never past the end of its run of
+    consecutive chunks: the next run begins with the tail of a row begun in a chunk not read.
+    """
     lv = leaf.levels
     chunk_first = np.concatenate(([0], np.cumsum(level_counts)[:-1]))
     new_run = np.concatenate(([True], np.diff(needed) != 1))
     run_first = chunk_first[new_run]
-    run_stop = np.append(run_first[1:], lv.num_levels)
     starts = lv.row_starts()
-    first_start = np.minimum(np.append(starts, lv.num_levels)[np.searchsorted(starts, run_first)], run_stop)
-    if bool(np.any(first_start > run_first)):
-        delta = np.zeros(lv.num_levels + 1, np.int64)
-        np.add.at(delta, run_first, 1)
-        np.add.at(delta, first_start, -1)
-        keep = np.cumsum(delta[:-1]) == 0
-        visible = lv.visible_mask()
-        kept = Levels(
-            lv.layers,
-            None if lv.rep is None else lv.rep[keep],
-            None if lv.defs is None else lv.defs[keep],
-            int(np.count_nonzero(keep)),
-        )
-        leaf = DecodedLeaf(kept, leaf.values.filter(pa.array(keep if visible is None else keep[visible])))
-    # Every row start survives, so start k of run r is page row first_row[run's first chunk] + rank.
     if len(run_first) == 1:
-        return leaf, rows - int(first_row[needed[0]])
+        # One run: drop its leading partial row (if any) and pick rows counted from there.
+        leaf_rows = rows - int(first_row[needed[0]])
+        if len(starts) and starts[0] > 0:
+            skip = int(starts[0])
+            visible = lv.visible_mask()
+            shown = skip if visible is None else int(np.count_nonzero(visible[:skip]))
+            leaf = DecodedLeaf(lv.slice(skip, lv.num_levels), leaf.values.slice(shown))
+        return select_rows(leaf, leaf_rows)
+    # Start k of run r is page row first_row[run's first chunk] + its rank within the run.
     start_run = np.searchsorted(run_first, starts, side="right") - 1
     run_first_start = np.searchsorted(starts, run_first)
     page_row = first_row[needed[new_run]][start_run] + np.arange(len(starts)) - run_first_start[start_run]
-    leaf_rows = np.searchsorted(page_row, rows)
-    if len(rows) and (int(leaf_rows[-1]) >= len(page_row) or not np.array_equal(page_row[leaf_rows], rows)):
+    k = np.searchsorted(page_row, rows)
+    if len(rows) and (int(k[-1]) >= len(page_row) or not np.array_equal(page_row[k], rows)):
         raise CorruptFileError("<page>", "requested rows are missing from the decoded chunks")
-    return leaf, leaf_rows
+    run_stop = np.append(run_first[1:], lv.num_levels)
+    lo = starts[k]
+    hi = np.minimum(np.append(starts, lv.num_levels)[k + 1], run_stop[start_run[k]])
+    idx = ranges(lo, hi - lo)
+    picked = Levels(
+        lv.layers,
+        None if lv.rep is None else lv.rep[idx],
+        None if lv.defs is None else lv.defs[idx],
+        len(idx),
+    )
+    visible = lv.visible_mask()
+    if visible is None:
+        value_idx = idx
+    else:
+        value_idx = (np.cumsum(visible) - 1)[idx[visible[idx]]]
+    return DecodedLeaf(picked, leaf.values.take(pa.array(value_idx, pa.int64())))
 
 
 def _u16_levels(block: DataBlock) -> np.ndarray:
@@ -502,8 +512,7 @@ class MiniBlockReader(PageReader):
         if needed[-1] >= page.num_chunks:
             raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
         decoded = page.decode_chunks(*self._fetch_chunks(fetch, page, needed), needed)
-        leaf, leaf_rows = _rows_in_runs(self._leaf(decoded), decoded.level_counts, needed, first_row, rows)
-        return select_rows(leaf, leaf_rows)
+        return _rows_in_runs(self._leaf(decoded), decoded.level_counts, needed, first_row, rows)
 
     def _read_flat(self, fetch: Fetch, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
         """One level and one value per row (so every level is visible): every needed chunk is
