@@ -364,13 +364,13 @@ class MiniBlockPage:
         slot = np.searchsorted(needed, row_chunk)
         return needed, decoded_first[slot] + rows - (ends - self.counts)[row_chunk]
 
-    def chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Chunks to read for page-relative ``rows`` of a page with a repetition index.
+    def chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Chunks to read for page-relative ``rows`` (sorted, unique) of a page with a
+        repetition index.
 
-        Returns ``(needed, first_row, row_chunk)``: ``needed`` is a sorted array of chunk
-        indices, ``first_row[c]`` the number of the first row that *starts* in chunk ``c``
-        (after the tail of a row begun in an earlier chunk) and ``row_chunk[i]`` the chunk
-        holding the last level of ``rows[i]``.
+        Returns ``(needed, first_row)``: ``needed`` is a sorted array of chunk indices and
+        ``first_row[c]`` the number of the first row that *starts* in chunk ``c`` (after the
+        tail of a row begun in an earlier chunk).
         """
         assert self.rep_index is not None
         n_rows, partial = self.rep_index[:, 0], self.rep_index[:, 1]
@@ -379,17 +379,23 @@ class MiniBlockPage:
         carried = np.concatenate(([False], partial[:-1] > 0))
         first_row = before + carried
         row_chunk = np.searchsorted(cum, rows, side="right")
-        end_chunks = np.unique(row_chunk)
+        if len(rows) and row_chunk[-1] >= self.num_chunks:
+            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+        end_chunks = row_chunk[np.concatenate(([True], row_chunk[1:] != row_chunk[:-1]))]
         wanted = np.zeros(self.num_chunks, bool)
         wanted[end_chunks] = True
-        for e in end_chunks:
+        # Walk back from an end chunk over chunks holding earlier levels of its first row; a
+        # walk stops at a chunk where a row ends, so none starts beside another end chunk.
+        walks = end_chunks[end_chunks > 0]
+        walks = walks[(partial[walks - 1] > 0) & ~wanted[walks - 1]]
+        for e in walks.tolist():
             s = int(e)
             while s > 0 and partial[s - 1] > 0:
                 s -= 1
                 wanted[s] = True
                 if n_rows[s] > 0:
                     break
-        return np.flatnonzero(wanted), first_row, row_chunk
+        return np.flatnonzero(wanted), first_row
 
 
 def _rows_in_runs(
@@ -506,11 +512,9 @@ class MiniBlockReader(PageReader):
             if page.has_rep:
                 raise CorruptFileError("<page>", "list page without a repetition index")
             return self._read_flat(fetch, page, rows)
-        needed, first_row, _ = page.chunks_for_rows(rows)
+        needed, first_row = page.chunks_for_rows(rows)
         if not len(needed):
             return self._empty(page, rows)
-        if needed[-1] >= page.num_chunks:
-            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
         decoded = page.decode_chunks(*self._fetch_chunks(fetch, page, needed), needed)
         return _rows_in_runs(self._leaf(decoded), decoded.level_counts, needed, first_row, rows)
 
