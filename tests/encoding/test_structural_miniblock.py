@@ -146,7 +146,8 @@ def test_list_take_of_scattered_rows_in_one_pass(version: FileVersion, seed: int
     rng = np.random.default_rng(seed)
     arr = _ragged_lists(rng, 2000)
     nested = pa.ListArray.from_arrays(pa.array(np.arange(0, 2001, 4, dtype=np.int32)), arr)
-    for data in (arr, nested):
+    strings = pa.ListArray.from_arrays(arr.offsets, arr.values.cast(pa.string()), mask=arr.is_null())
+    for data in (arr, nested, strings):
         field = pa.field("c", data.type)
         mem, _ = encode_to_memory(field, [data], version)
         decoder = make_field_decoder(field, mem.columns, version)

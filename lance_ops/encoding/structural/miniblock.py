@@ -27,6 +27,7 @@ the requested rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -256,7 +257,12 @@ class MiniBlockPage:
         return len(self.sizes)
 
     def decode_chunks(
-        self, blob: np.ndarray, starts: np.ndarray, chunk_ids: np.ndarray, select: np.ndarray | None = None
+        self,
+        blob: np.ndarray,
+        starts: np.ndarray,
+        chunk_ids: np.ndarray,
+        select: np.ndarray | None = None,
+        pick: Callable[[Levels, np.ndarray], tuple[Levels, np.ndarray]] | None = None,
     ) -> DecodedChunks:
         """Decode the chunks ``chunk_ids`` whose bytes begin at ``starts`` in ``blob`` (§3.3).
 
@@ -264,7 +270,9 @@ class MiniBlockPage:
         decoded in one call over all chunks when the scheme offers ``decompress_chunks``.
         ``select`` (pages without repetition only) keeps just those level positions, before
         dictionary indices are looked up; schemes offering ``decompress_chunks_at`` decode only
-        those positions.
+        those positions. ``pick`` (pages with repetition) maps all decoded levels and each
+        chunk's level count to the levels to keep and the positions of the values they own; only
+        those values are decoded when the scheme allows.
         """
         counts = self.counts[chunk_ids]
         ends = starts + self.sizes[chunk_ids]
@@ -299,6 +307,8 @@ class MiniBlockPage:
             pos = pos + sizes[:, i] + (-sizes[:, i] % ALIGN)
         total = int(num_levels.sum()) if select is None else len(select)
         levels = Levels(self.layers, streams.get("rep"), streams.get("def"), total)
+        if pick is not None:
+            levels, select = pick(levels, num_levels)
         values: DataBlock | None
         batched = getattr(self.values, "decompress_chunks", None)
         picked = getattr(self.values, "decompress_chunks_at", None)
@@ -403,25 +413,34 @@ def _rows_in_runs(
 ) -> DecodedLeaf:
     """The page-relative ``rows`` (sorted, unique) of ``leaf``, which holds the chunks ``needed``
     (sorted, with gaps) decoded back to back with ``level_counts`` levels each; ``first_row[c]``
-    is the page row of the first row that starts in chunk ``c``.
-
-    A row runs from its start to the next row start, but never past the end of its run of
-    consecutive chunks: the next run begins with the tail of a row begun in a chunk not read.
-    """
+    is the page row of the first row that starts in chunk ``c``."""
     lv = leaf.levels
-    chunk_first = np.concatenate(([0], np.cumsum(level_counts)[:-1]))
-    new_run = np.concatenate(([True], np.diff(needed) != 1))
-    run_first = chunk_first[new_run]
-    starts = lv.row_starts()
-    if len(run_first) == 1:
-        # One run: drop its leading partial row (if any) and pick rows counted from there.
-        leaf_rows = rows - int(first_row[needed[0]])
+    if len(needed) == int(needed[-1] - needed[0]) + 1 and int(rows[-1] - rows[0]) + 1 == len(rows):
+        # One run of chunks and a range of rows: drop the leading partial row, then slice.
+        starts = lv.row_starts()
         if len(starts) and starts[0] > 0:
             skip = int(starts[0])
             visible = lv.visible_mask()
             shown = skip if visible is None else int(np.count_nonzero(visible[:skip]))
             leaf = DecodedLeaf(lv.slice(skip, lv.num_levels), leaf.values.slice(shown))
-        return select_rows(leaf, leaf_rows)
+        return select_rows(leaf, rows - int(first_row[needed[0]]))
+    picked, value_idx = _row_levels(lv, level_counts, needed, first_row, rows)
+    return DecodedLeaf(picked, leaf.values.take(pa.array(value_idx, pa.int64())))
+
+
+def _row_levels(
+    lv: Levels, level_counts: np.ndarray, needed: np.ndarray, first_row: np.ndarray, rows: np.ndarray
+) -> tuple[Levels, np.ndarray]:
+    """The levels of ``rows`` (as for :func:`_rows_in_runs`) and the positions of the values
+    they own among the values of ``lv``.
+
+    A row runs from its start to the next row start, but never past the end of its run of
+    consecutive chunks: the next run begins with the tail of a row begun in a chunk not read.
+    """
+    chunk_first = np.concatenate(([0], np.cumsum(level_counts)[:-1]))
+    new_run = np.concatenate(([True], np.diff(needed) != 1))
+    run_first = chunk_first[new_run]
+    starts = lv.row_starts()
     # Start k of run r is page row first_row[run's first chunk] + its rank within the run.
     start_run = np.searchsorted(run_first, starts, side="right") - 1
     run_first_start = np.searchsorted(starts, run_first)
@@ -441,10 +460,14 @@ def _rows_in_runs(
     )
     visible = lv.visible_mask()
     if visible is None:
-        value_idx = idx
-    else:
-        value_idx = (np.cumsum(visible) - 1)[idx[visible[idx]]]
-    return DecodedLeaf(picked, leaf.values.take(pa.array(value_idx, pa.int64())))
+        return picked, idx
+    return picked, (np.cumsum(visible) - 1)[idx[visible[idx]]]
+
+
+def _can_pick(page: MiniBlockPage) -> bool:
+    """Whether values of ``page`` can be decoded at chosen positions only (bit-packed values)
+    or picked before the dictionary lookup."""
+    return page.dictionary is not None or hasattr(page.values, "decompress_chunks_at")
 
 
 def _u16_levels(block: DataBlock) -> np.ndarray:
@@ -515,7 +538,15 @@ class MiniBlockReader(PageReader):
         needed, first_row = page.chunks_for_rows(rows)
         if not len(needed):
             return self._empty(page, rows)
-        decoded = page.decode_chunks(*self._fetch_chunks(fetch, page, needed), needed)
+        blob, starts = self._fetch_chunks(fetch, page, needed)
+        scattered = len(needed) != int(needed[-1] - needed[0]) + 1 or int(rows[-1] - rows[0]) + 1 != len(rows)
+        if scattered and _can_pick(page):
+
+            def pick(levels: Levels, level_counts: np.ndarray) -> tuple[Levels, np.ndarray]:
+                return _row_levels(levels, level_counts, needed, first_row, rows)
+
+            return self._leaf(page.decode_chunks(blob, starts, needed, pick=pick))
+        decoded = page.decode_chunks(blob, starts, needed)
         return _rows_in_runs(self._leaf(decoded), decoded.level_counts, needed, first_row, rows)
 
     def _read_flat(self, fetch: Fetch, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
@@ -526,7 +557,7 @@ class MiniBlockReader(PageReader):
             return self._empty(page, rows)
         blob, starts = self._fetch_chunks(fetch, page, needed)
         contiguous = int(pos[-1] - pos[0]) + 1 == len(pos)
-        if not contiguous and (page.dictionary is not None or hasattr(page.values, "decompress_chunks_at")):
+        if not contiguous and _can_pick(page):
             return self._leaf(page.decode_chunks(blob, starts, needed, select=pos))
         leaf = self._leaf(page.decode_chunks(blob, starts, needed))
         if contiguous:
