@@ -239,7 +239,7 @@ class ChunkSpans(Sequence[memoryview]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         start = int(self.starts[index])
-        return memoryview(self.blob[start : start + int(self.sizes[index])])
+        return self.blob[start : start + int(self.sizes[index])].data
 
 
 def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlockChunk, ...]:
