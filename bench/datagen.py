@@ -6,6 +6,9 @@ Each table mixes a few columns of one kind so that every encoding path gets exer
 * ``floats``       float64 random walk, float32 noise, low-cardinality float64
 * ``strings_short`` 4-16 character strings: high- and low-cardinality (dictionary friendly)
 * ``strings_long``  100-400 character strings next to an int64 id
+* ``mixed``         seven columns: ints with and without nulls, floats, short and categorical strings,
+                    nullable strings and variable-length int32 lists (some empty, some null)
+* ``vectors``       128-d float32 vectors next to an int64 id, one row per ten requested rows
 """
 
 from __future__ import annotations
@@ -74,11 +77,47 @@ def strings_long(rng: np.random.Generator, n: int) -> pa.Table:
     return pa.table({"id": np.arange(n, dtype=np.int64), "text": random_strings(rng, n, 100, 400)})
 
 
+def mixed(rng: np.random.Generator, n: int) -> pa.Table:
+    categories = random_strings(rng, 50, 4, 16)
+    list_lengths = rng.integers(0, 6, n, dtype=np.int32)
+    list_offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(list_lengths, out=list_offsets[1:])
+    list_values = pa.array(rng.integers(0, 10_000, int(list_offsets[-1]), dtype=np.int32))
+    lists = pa.ListArray.from_buffers(
+        pa.list_(pa.int32()), n, [_nulls(rng, n), pa.py_buffer(list_offsets)], children=[list_values]
+    )
+    names = random_strings(rng, n, 4, 24)
+    return pa.table(
+        {
+            "id": np.arange(n, dtype=np.int64),
+            "score": _with_nulls(rng, rng.integers(0, 1000, n, dtype=np.int32)),
+            "value": rng.normal(size=n),
+            "name": names,
+            "category": categories.take(pa.array(rng.integers(0, len(categories), n))),
+            "comment": pa.Array.from_buffers(pa.string(), n, [_nulls(rng, n), *names.buffers()[1:]]),
+            "tags": lists,
+        }
+    )
+
+
+def vectors(rng: np.random.Generator, n: int) -> pa.Table:
+    rows = max(1, n // 10)
+    values = pa.array(rng.normal(size=rows * 128).astype(np.float32))
+    return pa.table(
+        {
+            "id": np.arange(rows, dtype=np.int64),
+            "vector": pa.FixedSizeListArray.from_arrays(values, 128),
+        }
+    )
+
+
 TABLES: dict[str, Callable[[np.random.Generator, int], pa.Table]] = {
     "ints_nulls": ints_nulls,
     "floats": floats,
     "strings_short": strings_short,
     "strings_long": strings_long,
+    "mixed": mixed,
+    "vectors": vectors,
 }
 
 

@@ -361,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, dict[str, Outcome]] = {}
     for table_name in args.tables:
         table = make_table(table_name, args.rows, args.seed)
-        indices = np.sort(rng.choice(args.rows, min(args.take, args.rows), replace=False))
+        indices = np.sort(rng.choice(table.num_rows, min(args.take, table.num_rows), replace=False))
         print(
             f"{table_name}: {table.num_rows:,} rows, {table.nbytes / 1e6:.1f} MB in memory", file=sys.stderr
         )

@@ -3,7 +3,9 @@
 * ``decompress_chunks`` (Flat, Variable, FSST, InlineBitpacking, OutOfLineBitpacking) equals the
   concatenation of per-chunk ``decompress`` calls;
 * ``pack_out_of_line_slices`` writes what ``OutOfLineBitpackingCompressor`` writes per slice;
-* the compiled FSST coder and decoder round-trip and reject corrupt codes.
+* the compiled FSST coder and decoder round-trip and reject corrupt codes;
+* decoders given :class:`ChunkSpans` (chunks cut from one array, with gaps) read the same as
+  given one buffer per chunk, and ``gather_spans`` equals slicing span by span.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lance_ops.encoding.compression import bitpacking, flat, fsst, variable
-from lance_ops.encoding.compression.base import Context, decompressor_for
+from lance_ops.encoding.compression.base import ChunkSpans, Context, decompressor_for, gather_spans
 from lance_ops.encoding.data import FixedWidthBlock, VariableWidthBlock
 from lance_ops.errors import CorruptFileError
 from tests.encoding.compression_helpers import split_chunks
@@ -33,6 +35,28 @@ def _strings(block: VariableWidthBlock) -> list[bytes]:
     return [data[a:b] for a, b in zip(offs[:-1], offs[1:], strict=True)]
 
 
+def _spans(buffers: list, gap: int = 5) -> ChunkSpans:
+    """``buffers`` laid out in one array with ``gap`` filler bytes before each."""
+    raws = [np.frombuffer(bytes(b), np.uint8) for b in buffers]
+    sizes = np.array([len(r) for r in raws], np.int64)
+    starts = np.cumsum(sizes + gap) - sizes
+    blob = np.full(int(starts[-1] + sizes[-1]) if len(raws) else 0, 0xFE, np.uint8)
+    for start, raw in zip(starts.tolist(), raws, strict=True):
+        blob[start : start + len(raw)] = raw
+    return ChunkSpans(blob, starts, sizes)
+
+
+def _same_block(a, b) -> None:
+    assert a.num_values == b.num_values
+    if isinstance(a, VariableWidthBlock):
+        assert _strings(a) == _strings(b)
+    else:
+        width = a.bits_per_value // 8
+        assert np.asarray(a.data)[: a.num_values * width].tobytes() == (
+            np.asarray(b.data)[: b.num_values * width].tobytes()
+        )
+
+
 def _batched_equals_per_chunk(compressor, block) -> None:
     compressed, desc = compressor.compress(block)
     dec = decompressor_for(Context.MINIBLOCK, desc)
@@ -46,6 +70,9 @@ def _batched_equals_per_chunk(compressor, block) -> None:
         width = together.bits_per_value // 8
         expected = b"".join(np.asarray(b.data)[: b.num_values * width].tobytes() for b in one_by_one)
         assert np.asarray(together.data)[: together.num_values * width].tobytes() == expected
+    counts = [n for _, n in chunks]
+    for gap in (0, 3, 600):
+        _same_block(dec.decompress_chunks(_spans([bufs[0] for bufs, _ in chunks], gap), counts), together)
 
 
 words = st.sampled_from([b"lance", b"ops", b" ", b"\xff", b"", b"columnar", b"42"])
@@ -94,6 +121,8 @@ def test_out_of_line_slices(sizes: list[int], width: int, seed: int) -> None:
     dec = decompressor_for(Context.BLOCK, desc)
     together = dec.decompress_chunks([memoryview(d) for d in packed], list(stops - starts))
     assert np.array_equal(together.view("<u2"), levels)
+    spans = _spans(packed, gap=2)
+    assert np.array_equal(dec.decompress_chunks(spans, list(stops - starts)).view("<u2"), levels)
 
 
 def test_fsst_repetitive_long_strings_compress() -> None:
@@ -125,3 +154,65 @@ def test_out_of_line_slices_mixed_tails() -> None:
         [memoryview(p) for p in packed], [1000, 24]
     )
     assert np.array_equal(together.view("<u2"), levels)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 1100), min_size=0, max_size=40),
+    gaps=st.lists(st.integers(0, 9), min_size=40, max_size=40),
+    shuffle=st.booleans(),
+)
+def test_gather_spans_equals_slicing(sizes: list[int], gaps: list[int], shuffle: bool) -> None:
+    lens = np.array(sizes, np.int64)
+    starts = np.cumsum(lens + np.array(gaps[: len(sizes)], np.int64)) - lens
+    blob = np.random.default_rng(len(sizes)).integers(0, 256, int(starts[-1] + lens[-1]) if sizes else 0)
+    blob = blob.astype(np.uint8)
+    order = np.arange(len(sizes))[::-1] if shuffle else np.arange(len(sizes))
+    got = gather_spans(blob, starts[order], lens[order])
+    expected = b"".join(blob[a : a + n].tobytes() for a, n in zip(starts[order], lens[order], strict=True))
+    assert got.tobytes() == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bits=st.sampled_from([8, 16, 32, 64]),
+    n=st.integers(1, 5000),
+    width=st.integers(0, 64),
+    seed=st.integers(0, 2**16),
+)
+def test_inline_decode_at_positions(bits: int, n: int, width: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    width = min(width, bits)
+    values = rng.integers(0, 2**63, n, dtype=np.uint64) >> np.uint64(64 - width) if width else np.zeros(n)
+    block = FixedWidthBlock.from_values(values.astype(f"<u{bits // 8}"))
+    compressed, desc = bitpacking.InlineBitpackingCompressor(bits).compress(block)
+    dec = decompressor_for(Context.MINIBLOCK, desc)
+    chunks = split_chunks(compressed)
+    buffers, counts = [bufs[0] for bufs, _ in chunks], [c for _, c in chunks]
+    positions = np.sort(rng.choice(n, min(n, 300), replace=False))
+    for given_buffers in (buffers, _spans(buffers, gap=3)):
+        got = dec.decompress_chunks_at(given_buffers, counts, positions)
+        assert np.array_equal(got.view(f"<u{bits // 8}"), block.view(f"<u{bits // 8}")[positions])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([1, 7, 24, 1000, 1023, 1024, 1025, 3000]), min_size=1, max_size=8),
+    width=st.integers(0, 16),
+    seed=st.integers(0, 2**16),
+)
+def test_out_of_line_decode_at_positions(sizes: list[int], width: int, seed: int) -> None:
+    starts, stops = _slices(sizes)
+    rng = np.random.default_rng(seed)
+    levels = rng.integers(0, 1 << width, int(stops[-1])).astype(np.uint16)
+    if width == 0:
+        packed = [b"" for _ in sizes]
+        dec = bitpacking.OutOfLineBitpackingDecompressor(16, 0)
+    else:
+        packed, desc = bitpacking.pack_out_of_line_slices(levels, starts, stops, width)
+        dec = decompressor_for(Context.BLOCK, desc)
+    positions = np.unique(rng.integers(0, len(levels), 200))
+    got = dec.decompress_chunks_at([memoryview(p) for p in packed], list(stops - starts), positions)
+    assert np.array_equal(got.view("<u2"), levels[positions])
+    with pytest.raises(CorruptFileError):
+        dec.decompress_chunks_at([memoryview(p) for p in packed], list(stops - starts), [len(levels)])

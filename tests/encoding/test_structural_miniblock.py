@@ -127,3 +127,49 @@ def test_dictionary_with_lists_has_rep_index_after_dictionary() -> None:
     arr = pa.array([[i % 4, i % 4] if i % 5 else [] for i in range(3000)], pa.list_(pa.int64()))
     rt = round_trip(arr, V22, expect="mini_block_layout/dictionary", takes=[[0, 4, 5, 2999]])
     assert len(rt.memory.columns[0][0].buffers) == 4
+
+
+def _ragged_lists(rng: np.random.Generator, n: int) -> pa.Array:
+    """Lists of 0-1 500 int32 (so rows span chunks, and chunks hold many rows), some null."""
+    lengths = np.where(rng.random(n) < 0.2, rng.integers(300, 1500, n), rng.integers(0, 6, n))
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
+    values = pa.array(rng.integers(0, 50_000, int(offsets[-1]), dtype=np.int32))
+    valid = pa.array(rng.random(n) > 0.1)
+    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.compute.invert(valid))
+
+
+@pytest.mark.parametrize("version", [V21, V22], ids=str)
+@pytest.mark.parametrize("seed", range(4))
+def test_list_take_of_scattered_rows_in_one_pass(version: FileVersion, seed: int) -> None:
+    """Scattered rows of list pages: runs of chunks that begin inside a row, rows ending in the
+    last chunk of a run, and rows of neighbouring chunks, decoded together."""
+    rng = np.random.default_rng(seed)
+    arr = _ragged_lists(rng, 2000)
+    nested = pa.ListArray.from_arrays(pa.array(np.arange(0, 2001, 4, dtype=np.int32)), arr)
+    strings = pa.ListArray.from_arrays(arr.offsets, arr.values.cast(pa.string()), mask=arr.is_null())
+    for data in (arr, nested, strings):
+        field = pa.field("c", data.type)
+        mem, _ = encode_to_memory(field, [data], version)
+        decoder = make_field_decoder(field, mem.columns, version)
+        n = len(data)
+        for size in (1, 7, 60, n // 2):
+            rows = np.sort(rng.choice(n, size, replace=False))
+            assert decoder.read(mem.fetch, rows).equals(data.take(pa.array(rows)))
+        assert decoder.read(mem.fetch, np.array([0, n - 1])).equals(data.take(pa.array([0, n - 1])))
+
+
+@pytest.mark.parametrize("version", [V21, V22], ids=str)
+@pytest.mark.parametrize("dtype", [pa.int8(), pa.int32(), pa.uint64(), pa.float64()], ids=str)
+def test_flat_take_decodes_only_picked_positions(version: FileVersion, dtype: pa.DataType) -> None:
+    """Scattered rows of nullable pages: levels and bit-packed values are read at the picked
+    positions only; the result equals Arrow's take."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    raw = rng.integers(0, 100, n).astype(dtype.to_pandas_dtype())
+    arr = pa.array(raw, dtype, mask=rng.random(n) < 0.2)
+    field = pa.field("c", dtype)
+    mem, _ = encode_to_memory(field, [arr], version)
+    decoder = make_field_decoder(field, mem.columns, version)
+    for size in (1, 2, 50, 3000):
+        rows = np.sort(rng.choice(n, size, replace=False))
+        assert decoder.read(mem.fetch, rows).equals(arr.take(pa.array(rows)))

@@ -31,6 +31,7 @@ from lance_ops.encoding.data import DataBlock
 from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedEncodingError
 
 Buffer = bytes | memoryview | np.ndarray
+_LONG_SPAN = 512  # average span size (bytes) from which gather_spans copies slice by slice
 
 
 class Context(Enum):
@@ -179,6 +180,66 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     lengths = np.asarray(lengths, np.int64)
     shift = np.asarray(starts, np.int64) - (np.cumsum(lengths) - lengths)
     return np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def gather_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``blob[starts[i] : starts[i] + sizes[i]]`` for every i, concatenated. Long spans are
+    copied slice by slice; many short sorted, disjoint spans (chunk layouts) are cut out with
+    one byte mask; anything else uses an index gather."""
+    starts = np.asarray(starts, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    stops = starts + sizes
+    if len(starts) == 0:
+        return blob[:0]
+    if len(starts) == 1:
+        return blob[int(starts[0]) : int(stops[0])]
+    total = int(sizes.sum())
+    if total >= _LONG_SPAN * len(starts):
+        return np.concatenate([blob[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
+    if bool(np.all(starts[1:] >= stops[:-1])) and int(starts[0]) >= 0 and int(stops[-1]) <= len(blob):
+        bounds = np.empty(2 * len(starts) + 1, np.int64)
+        bounds[0], bounds[1::2], bounds[2::2] = 0, starts, stops
+        inside = np.zeros(len(bounds), bool)
+        inside[1::2] = True
+        return blob[np.repeat(inside, np.diff(bounds, append=len(blob)))]
+    return blob[ranges(starts, sizes)]
+
+
+class ChunkSpans(Sequence[memoryview]):
+    """Buffers that are spans of one byte array: ``blob[starts[i] : starts[i] + sizes[i]]``.
+
+    It is a sequence of memoryviews for decoders that take one buffer at a time; batched
+    decoders (``decompress_chunks``) use ``blob``, ``starts`` and ``sizes`` directly instead of
+    making one view per chunk.
+    """
+
+    def __init__(self, blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
+        self.blob = blob
+        self.starts = np.asarray(starts, np.int64)
+        self.sizes = np.asarray(sizes, np.int64)
+
+    @classmethod
+    def of(cls, buffers: Sequence[Buffer]) -> ChunkSpans:
+        """``buffers`` as spans (joined into one array unless they already are spans)."""
+        if isinstance(buffers, ChunkSpans):
+            return buffers
+        raws = [as_u8(b) for b in buffers]
+        sizes = np.array([len(r) for r in raws], np.int64)
+        blob = np.concatenate(raws) if raws else np.zeros(0, np.uint8)
+        return cls(blob, np.cumsum(sizes) - sizes, sizes)
+
+    def joined(self) -> np.ndarray:
+        """All spans back to back."""
+        return gather_spans(self.blob, self.starts, self.sizes)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        start = int(self.starts[index])
+        return self.blob[start : start + int(self.sizes[index])].data
 
 
 def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlockChunk, ...]:

@@ -33,6 +33,7 @@ from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
     BlockCompressor,
     BlockDecompressor,
+    ChunkSpans,
     Context,
     MiniBlockCompressed,
     MiniBlockCompressor,
@@ -41,6 +42,7 @@ from lance_ops.encoding.compression.base import (
     chunk_descriptors,
     flat_bits,
     flat_desc,
+    gather_spans,
     guarded,
     ranges,
     register,
@@ -62,11 +64,27 @@ def _udtype(bits: int) -> np.dtype:
 
 
 @cache
-def _positions(bits: int) -> np.ndarray:
-    """(T, L) input index of each grid cell."""
-    rows = np.arange(bits)[:, None]
-    lanes = np.arange(BLOCK_VALUES // bits)[None, :]
-    return (128 * (rows % 8) + 16 * _ORDER[rows // 8] + lanes).astype(np.intp)
+def _group_rank(bits: int) -> np.ndarray:
+    """Rows 8a..8a+7 of the (T, L) grid hold values 128 b + 16 ORDER[a] + lane: group ``a`` of
+    a block seen as (8, T/8, L) is column ``rank[a]``."""
+    groups = bits // 8
+    return np.argsort(np.argsort(_ORDER[:groups]))
+
+
+def _to_grid(blocks: np.ndarray) -> np.ndarray:
+    """(C × 1024) values → (C, T, L): cell (8a + b, lane) is value 128 b + 16 ORDER[a] + lane."""
+    bits = blocks.dtype.itemsize * 8
+    groups, lanes = bits // 8, BLOCK_VALUES // bits
+    cols = blocks.reshape(-1, 8, groups, lanes).transpose(0, 2, 1, 3)  # (C, column, b, lane)
+    return cols[:, _group_rank(bits)].reshape(-1, bits, lanes)
+
+
+def _from_grid(cells: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_to_grid`: (C, T, L) → (C × 1024) values."""
+    bits = cells.dtype.itemsize * 8
+    groups, lanes = bits // 8, BLOCK_VALUES // bits
+    quads = cells.reshape(-1, groups, 8, lanes)[:, np.argsort(_group_rank(bits))]  # (C, column, b, lane)
+    return quads.transpose(0, 2, 1, 3).reshape(-1, BLOCK_VALUES)
 
 
 def _mask(width: int, dtype: np.dtype) -> np.unsignedinteger:
@@ -83,7 +101,7 @@ def fastlanes_pack(blocks: np.ndarray, width: int) -> np.ndarray:
     out = np.zeros((num, width, lanes), dtype=dtype)
     if width == 0 or num == 0:
         return out.reshape(num, width * lanes)
-    cells = blocks[:, _positions(bits)] & _mask(width, dtype)  # (C, T, L)
+    cells = _to_grid(blocks) & _mask(width, dtype)  # (C, T, L)
     for row in range(bits):
         word, shift = divmod(row * width, bits)
         cell = cells[:, row, :]
@@ -99,9 +117,8 @@ def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     bits = dtype.itemsize * 8
     lanes = BLOCK_VALUES // bits
     num = words.shape[0]
-    out = np.zeros((num, BLOCK_VALUES), dtype=dtype)
     if width == 0 or num == 0:
-        return out
+        return np.zeros((num, BLOCK_VALUES), dtype=dtype)
     grid = words.reshape(num, width, lanes)
     # All T rows at once: row r starts at stream bit r·W, i.e. in word r·W div T at shift r·W mod T,
     # and spills into the next word when shift + W > T.
@@ -111,7 +128,28 @@ def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     if len(spill):
         cells[:, spill, :] |= grid[:, word[spill] + 1, :] << (bits - shift[spill]).astype(dtype)[:, None]
     cells &= _mask(width, dtype)
-    out[:, _positions(bits).reshape(-1)] = cells.reshape(num, -1)
+    return _from_grid(cells)
+
+
+def fastlanes_at(words: np.ndarray, base: np.ndarray, width: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Value ``index[k]`` (0..1023) of the block packed at ``width[k]`` whose words start at
+    ``words[base[k]]``, for every k: only the one or two words holding each value are read."""
+    dtype = words.dtype
+    bits = dtype.itemsize * 8
+    lanes = BLOCK_VALUES // bits
+    index = np.asarray(index, np.int64)
+    width = np.asarray(width, np.int64)
+    column, lane = np.divmod(index % 128, lanes)
+    row = 8 * np.argsort(_group_rank(bits))[column] + index // 128
+    word, shift = np.divmod(row * width, bits)
+    at = np.asarray(base, np.int64) + word * lanes + lane
+    live = width > 0
+    out = np.zeros(len(index), dtype)
+    out[live] = words[at[live]] >> shift[live].astype(dtype)
+    spill = live & (shift + width > bits)
+    out[spill] |= words[at[spill] + lanes] << (bits - shift[spill]).astype(dtype)
+    partial = live & (width < bits)
+    out[partial] &= ((np.ones(1, dtype) << width[partial].astype(dtype)) - np.ones(1, dtype)).astype(dtype)
     return out
 
 
@@ -223,6 +261,15 @@ class InlineBitpackingCompressor(MiniBlockCompressor):
         return data.tobytes(), self.description()
 
 
+def _locate(counts: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of back-to-back pieces of ``counts`` values holds each position, and where in it."""
+    positions = np.asarray(positions, np.int64)
+    ends = np.cumsum(counts)
+    piece = np.searchsorted(ends, positions, side="right")
+    require(bool(np.all((positions >= 0) & (piece < len(counts)))), "position beyond the decoded values")
+    return piece, positions - (ends[piece] - counts[piece])
+
+
 def _words(data: memoryview | np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
     raw = as_u8(data)
     require(len(raw) % dtype.itemsize == 0, f"{what}: {len(raw)} bytes is not a whole number of words")
@@ -261,22 +308,41 @@ class _InlineReader:
 
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> FixedWidthBlock:
         """Decode many mini-block chunks at once (vectorised over chunks of equal width)."""
-        parts = [_words(b, self.dtype, "InlineBitpacking chunk") for b in buffers]
-        require(all(len(p) > 0 for p in parts), "empty InlineBitpacking chunk")
+        words, starts, widths, nums = self._chunk_words(buffers, counts)
+        values = _inline_decode(words, starts, widths)
+        keep = np.arange(BLOCK_VALUES)[None, :] < nums[:, None]
+        return FixedWidthBlock.from_values(values[keep])
+
+    def decompress_chunks_at(
+        self, buffers: Sequence[memoryview], counts: Sequence[int], positions: np.ndarray
+    ) -> FixedWidthBlock:
+        """``decompress_chunks(buffers, counts)`` at ``positions`` only, unpacking just those."""
+        words, starts, widths, nums = self._chunk_words(buffers, counts)
+        chunk, index = _locate(nums, positions)
+        return FixedWidthBlock.from_values(fastlanes_at(words, starts[chunk] + 1, widths[chunk], index))
+
+    def _chunk_words(
+        self, buffers: Sequence[memoryview], counts: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The chunks' words back to back, each chunk's first word, width and value count."""
+        spans = ChunkSpans.of(buffers)
+        item = self.dtype.itemsize
+        require(bool(np.all(spans.sizes % item == 0)), "InlineBitpacking chunk: not a whole number of words")
+        require(bool(np.all(spans.sizes > 0)), "empty InlineBitpacking chunk")
+        nums = np.asarray(counts, np.int64)
         require(
-            all(0 <= c <= BLOCK_VALUES for c in counts), "InlineBitpacking chunks hold at most 1024 values"
+            bool(np.all((nums >= 0) & (nums <= BLOCK_VALUES))),
+            "InlineBitpacking chunks hold at most 1024 values",
         )
-        lens = np.array([len(p) for p in parts], dtype=np.int64)
-        words = np.concatenate(parts) if parts else np.zeros(0, self.dtype)
+        lens = spans.sizes // item
+        words = spans.joined().view(self.dtype)
         starts = np.cumsum(lens) - lens
         widths = words[starts].astype(np.int64) if len(starts) else np.zeros(0, np.int64)
         require(bool(np.all(widths <= self.bits)), "InlineBitpacking width exceeds the value width")
         require(
             bool(np.all(1 + widths * (BLOCK_VALUES // self.bits) <= lens)), "InlineBitpacking chunk truncated"
         )
-        values = _inline_decode(words, starts, widths)
-        keep = np.arange(BLOCK_VALUES)[None, :] < np.asarray(counts)[:, None]
-        return FixedWidthBlock.from_values(values[keep])
+        return words, starts, widths, nums
 
 
 @register(Context.MINIBLOCK, "inline_bitpacking")
@@ -413,27 +479,62 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
 
     @guarded
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
-        """Decode many level slices at once: all slices made of packed blocks (including a packed
-        tail) are unpacked together; slices with a raw tail are decoded one by one."""
+        """Decode many level slices at once: the packed blocks of all slices are unpacked in one
+        call and the raw tails copied in one gather. Each slice's tail is packed or raw, as its
+        byte size says (either is accepted, like :meth:`decompress`)."""
         block_words = self.width * BLOCK_VALUES // self.bits
         nums = np.asarray(counts, np.int64)
-        lens = np.array([len(b) for b in buffers], np.int64)
+        words, word_first, is_raw = self._slice_words(buffers, nums)
+        full, tail = np.divmod(nums, BLOCK_VALUES)
+        blocks = np.where(is_raw, full, full + (tail > 0))
         firsts = np.cumsum(nums) - nums
         out = np.empty(int(nums.sum()), dtype=self.dtype)
-        full, tail = np.divmod(nums, BLOCK_VALUES)
-        packed_tail = _tail_is_packed(self.bits, self.width, tail)
-        blocks = full + packed_tail
-        packed = (lens == blocks * block_words * self.dtype.itemsize) & (self.width > 0)
-        idx = np.flatnonzero(packed)
-        if len(idx):
-            words = np.concatenate([as_u8(buffers[i]) for i in idx.tolist()]).view(self.dtype)
-            values = fastlanes_unpack(words.reshape(-1, block_words), self.width).reshape(-1)
-            if len(idx) == len(nums) and len(values) == len(out):  # all whole blocks: already in place
-                return FixedWidthBlock.from_values(values)
-            block_first = (np.cumsum(blocks[idx]) - blocks[idx]) * BLOCK_VALUES
-            out[ranges(firsts[idx], nums[idx])] = values[ranges(block_first, nums[idx])]
-        for i in np.flatnonzero(~packed).tolist():
-            block = self.decompress(buffers[i], int(nums[i]))
-            assert isinstance(block, FixedWidthBlock)
-            out[firsts[i] : firsts[i] + nums[i]] = block.view(self.dtype)
+        in_blocks = np.where(is_raw, full * BLOCK_VALUES, nums)
+        block_first = (np.cumsum(blocks) - blocks) * BLOCK_VALUES
+        if self.width == 0:
+            values = np.zeros(int(blocks.sum()) * BLOCK_VALUES, self.dtype)
+        else:
+            packed = gather_spans(words, word_first, blocks * block_words) if is_raw.any() else words
+            values = fastlanes_unpack(packed.reshape(-1, block_words), self.width).reshape(-1)
+        if not is_raw.any():  # every slice is whole blocks: drop the padding of packed tails
+            return FixedWidthBlock.from_values(gather_spans(values, block_first, nums))
+        out[ranges(firsts, in_blocks)] = values[ranges(block_first, in_blocks)]
+        raw = np.where(is_raw, tail, 0)
+        out[ranges(firsts + full * BLOCK_VALUES, raw)] = words[ranges(word_first + full * block_words, raw)]
         return FixedWidthBlock.from_values(out)
+
+    @guarded
+    def decompress_chunks_at(
+        self, buffers: Sequence[memoryview], counts: Sequence[int], positions: np.ndarray
+    ) -> DataBlock:
+        """``decompress_chunks(buffers, counts)`` at ``positions`` only, unpacking just those."""
+        block_words = self.width * BLOCK_VALUES // self.bits
+        nums = np.asarray(counts, np.int64)
+        words, word_first, is_raw = self._slice_words(buffers, nums)
+        piece, index = _locate(nums, positions)
+        block, offset = np.divmod(index, BLOCK_VALUES)
+        raw = is_raw[piece] & (block == nums[piece] // BLOCK_VALUES)
+        base = word_first[piece] + block * block_words
+        out = np.empty(len(index), self.dtype)
+        out[raw] = words[base[raw] + offset[raw]]
+        packed = ~raw
+        widths = np.full(int(packed.sum()), self.width)
+        out[packed] = fastlanes_at(words, base[packed], widths, offset[packed])
+        return FixedWidthBlock.from_values(out)
+
+    def _slice_words(
+        self, buffers: Sequence[memoryview], nums: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The slices' words back to back, each slice's first word, and whether its tail is raw."""
+        item = self.dtype.itemsize
+        block_words = self.width * BLOCK_VALUES // self.bits
+        spans = ChunkSpans.of(buffers)
+        lens = spans.sizes
+        require(bool(np.all(lens % item == 0)), "OutOfLineBitpacking buffer is not whole words")
+        full, tail = np.divmod(nums, BLOCK_VALUES)
+        is_raw = lens == (full * block_words + tail) * item
+        require(
+            bool(np.all(is_raw | (lens == (full + (tail > 0)) * block_words * item))),
+            "OutOfLineBitpacking slice size matches neither a raw nor a packed tail",
+        )
+        return spans.joined().view(self.dtype), np.cumsum(lens // item) - lens // item, is_raw

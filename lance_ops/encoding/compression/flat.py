@@ -23,6 +23,7 @@ import numpy as np
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
     BlockDecompressor,
+    ChunkSpans,
     Context,
     MiniBlockCompressed,
     MiniBlockCompressor,
@@ -32,6 +33,7 @@ from lance_ops.encoding.compression.base import (
     chunk_descriptors,
     fixed_chunk_values,
     flat_desc,
+    gather_spans,
     guarded,
     register,
     require,
@@ -119,19 +121,22 @@ class _FlatReader:
     @guarded
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
         """Many buffers (mini-block chunks or level slices) decoded and concatenated in one call."""
-        blocks = [self._read(b, n) for b, n in zip(buffers, counts, strict=True)]
         bits = self.bits_per_value
+        nums = np.asarray(counts, np.int64)
         if bits % 8 == 0:
-            data = np.concatenate([b.data for b in blocks]) if blocks else np.zeros(0, np.uint8)
-        else:
-            data = np.packbits(
-                np.concatenate(
-                    [np.unpackbits(b.data, bitorder="little")[: b.num_values * bits] for b in blocks]
-                    or [np.zeros(0, np.uint8)]
-                ),
-                bitorder="little",
-            )
-        return FixedWidthBlock(data, bits, int(sum(counts)))
+            spans = ChunkSpans.of(buffers)
+            nbytes = nums * (bits // 8)
+            require(bool(np.all(spans.sizes >= nbytes)), f"Flat({bits}) buffer is too short for its values")
+            return FixedWidthBlock(gather_spans(spans.blob, spans.starts, nbytes), bits, int(nums.sum()))
+        blocks = [self._read(b, n) for b, n in zip(buffers, counts, strict=True)]
+        data = np.packbits(
+            np.concatenate(
+                [np.unpackbits(b.data, bitorder="little")[: b.num_values * bits] for b in blocks]
+                or [np.zeros(0, np.uint8)]
+            ),
+            bitorder="little",
+        )
+        return FixedWidthBlock(data, bits, int(nums.sum()))
 
 
 @register(Context.MINIBLOCK, "flat")

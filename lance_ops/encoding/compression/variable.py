@@ -39,6 +39,7 @@ import numpy as np
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
     BlockDecompressor,
+    ChunkSpans,
     Context,
     MiniBlockCompressed,
     MiniBlockCompressor,
@@ -48,6 +49,7 @@ from lance_ops.encoding.compression.base import (
     chunk_descriptors,
     flat_bits,
     flat_desc,
+    gather_spans,
     guarded,
     register,
     require,
@@ -192,12 +194,11 @@ class VariableMiniBlockDecompressor(_VariableReader, MiniBlockDecompressor):
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> VariableWidthBlock:
         """Many chunks at once: the chunks' offsets and value bytes are joined and rebased together."""
         nums = np.asarray(counts, np.int64)
-        raws = [as_u8(b) for b in buffers]
-        lens = np.array([len(r) for r in raws], np.int64)
+        spans = ChunkSpans.of(buffers)
+        lens = spans.sizes
         header = (nums + 1) * self.width
         require(bool(np.all(lens >= header)), "Variable chunk is shorter than its offsets")
-        heads = [r[:h].view(self.dtype) for r, h in zip(raws, header.tolist(), strict=True)]
-        offs = np.concatenate(heads).astype(np.int64) if heads else np.zeros(0, np.int64)
+        offs = gather_spans(spans.blob, spans.starts, header).view(self.dtype).astype(np.int64)
         first = np.cumsum(nums + 1) - (nums + 1)
         lo, hi = offs[first], offs[first + nums]
         inner = np.ones(len(offs), bool)
@@ -206,8 +207,7 @@ class VariableMiniBlockDecompressor(_VariableReader, MiniBlockDecompressor):
         require(
             bool(np.all((lo >= header) & (hi <= lens))), "Variable chunk: offsets point outside the buffer"
         )
-        parts = [r[a:b] for r, a, b in zip(raws, lo.tolist(), hi.tolist(), strict=True)]
-        data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+        data = gather_spans(spans.blob, spans.starts + lo, hi - lo)
         shift = np.repeat(np.cumsum(hi - lo) - (hi - lo) - lo, nums + 1)
         out_offs = np.concatenate(([0], (offs + shift)[inner]))
         out_dtype = np.uint32 if self.width == 4 else np.uint64

@@ -27,6 +27,7 @@ the requested rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,14 @@ import pyarrow as pa
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.api import Fetch, FileVersion
 from lance_ops.encoding.compression import dictionary
-from lance_ops.encoding.compression.base import Context, MiniBlockCompressed, as_u8, decompressor_for
+from lance_ops.encoding.compression.base import (
+    ChunkSpans,
+    Context,
+    MiniBlockCompressed,
+    as_u8,
+    decompressor_for,
+    ranges,
+)
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
 from lance_ops.encoding.structural.page import PageReader, register_layout
 from lance_ops.encoding.structural.repdef import (
@@ -43,9 +51,7 @@ from lance_ops.encoding.structural.repdef import (
     LevelCodec,
     Levels,
     choose_level_codec,
-    concat_leaves,
     decode_levels,
-    drop_leading_partial,
     select_rows,
 )
 from lance_ops.encoding.structural.values import concat_blocks, from_block, from_block_empty, take_block
@@ -56,6 +62,7 @@ ALIGN = 8
 MAX_CHUNK_BYTES_V21 = 32768  # 12-bit word count
 MAX_BUFFER_BYTES_V21 = 0xFFFF  # u16 buffer size field
 MAX_LEVEL_BYTES = 0xFFFF  # u16 level sizes / counts (both versions)
+_WHOLE_STRETCH = 4  # read all chunks from the first to the last needed one if at most this × needed bytes
 
 
 def _pad(n: int) -> int:
@@ -196,10 +203,11 @@ def encode_page(
 
 @dataclass(frozen=True)
 class DecodedChunks:
-    """Levels and values of a run of consecutive chunks."""
+    """Levels and values of some chunks decoded back to back, and each chunk's level count."""
 
     levels: Levels
     values: DataBlock | None
+    level_counts: np.ndarray
 
 
 class MiniBlockPage:
@@ -249,14 +257,22 @@ class MiniBlockPage:
         return len(self.sizes)
 
     def decode_chunks(
-        self, blob: np.ndarray, starts: np.ndarray, chunk_ids: np.ndarray, select: np.ndarray | None = None
+        self,
+        blob: np.ndarray,
+        starts: np.ndarray,
+        chunk_ids: np.ndarray,
+        select: np.ndarray | None = None,
+        pick: Callable[[Levels, np.ndarray], tuple[Levels, np.ndarray]] | None = None,
     ) -> DecodedChunks:
         """Decode the chunks ``chunk_ids`` whose bytes begin at ``starts`` in ``blob`` (§3.3).
 
         Chunk headers are parsed for all chunks at once; each level stream and the values are
         decoded in one call over all chunks when the scheme offers ``decompress_chunks``.
         ``select`` (pages without repetition only) keeps just those level positions, before
-        dictionary indices are looked up.
+        dictionary indices are looked up; schemes offering ``decompress_chunks_at`` decode only
+        those positions. ``pick`` (pages with repetition) maps all decoded levels and each
+        chunk's level count to the levels to keep and the positions of the values they own; only
+        those values are decoded when the scheme allows.
         """
         counts = self.counts[chunk_ids]
         ends = starts + self.sizes[chunk_ids]
@@ -283,18 +299,25 @@ class MiniBlockPage:
         present = [name for name, has in (("rep", self.has_rep), ("def", self.has_def)) if has]
         for col, name in enumerate(present, start=1):
             size = shorts[:, col]
-            streams[name] = self._levels(name, _views(blob, pos, size, ends), num_levels)
+            streams[name] = self._levels(name, _views(blob, pos, size, ends), num_levels, select)
             pos = pos + size + (-size % ALIGN)
         bufs = []
         for i in range(num_buffers):
             bufs.append(_views(blob, pos, sizes[:, i], ends))
             pos = pos + sizes[:, i] + (-sizes[:, i] % ALIGN)
-        levels = Levels(self.layers, streams.get("rep"), streams.get("def"), int(num_levels.sum()))
+        total = int(num_levels.sum()) if select is None else len(select)
+        levels = Levels(self.layers, streams.get("rep"), streams.get("def"), total)
+        if pick is not None:
+            levels, select = pick(levels, num_levels)
         values: DataBlock | None
         batched = getattr(self.values, "decompress_chunks", None)
+        picked = getattr(self.values, "decompress_chunks_at", None)
         count_list = counts.tolist()
         if not any(count_list):
             values = None
+        elif select is not None and picked is not None and num_buffers == 1:
+            values = picked(bufs[0], count_list, select)
+            select = None
         elif batched is not None and num_buffers == 1:
             values = batched(bufs[0], count_list)
         else:
@@ -303,29 +326,32 @@ class MiniBlockPage:
                 self.values.decompress(list(b), c) for b, c in zip(per_chunk, count_list, strict=True) if c
             ]
             values = concat_blocks(blocks)
-        if select is not None:
-            defs = levels.defs
-            levels = Levels(self.layers, None, None if defs is None else defs[select], len(select))
-            values = None if values is None else take_block(values, select)
+        if select is not None and values is not None:
+            values = take_block(values, select)
         if values is not None and self.dictionary is not None and self.items is None:
             values = take_block(self.dictionary, _indices(values))
-        return DecodedChunks(levels, values)
+        return DecodedChunks(levels, values, num_levels)
 
-    def _levels(self, name: str, views: list[memoryview], num_levels: np.ndarray) -> np.ndarray:
-        """One level stream of many chunks, decoded and concatenated (u16)."""
+    def _levels(
+        self, name: str, views: ChunkSpans, num_levels: np.ndarray, select: np.ndarray | None
+    ) -> np.ndarray:
+        """One level stream of many chunks, decoded and concatenated (u16); only the positions
+        ``select`` when given."""
         desc = self.layout.rep_compression if name == "rep" else self.layout.def_compression
         dec = self._level_decoders.get(name)
         if dec is None:
             dec = self._level_decoders[name] = decompressor_for(Context.BLOCK, desc)
         batched = getattr(dec, "decompress_chunks", None)
+        picked = getattr(dec, "decompress_chunks_at", None)
         counts = num_levels.tolist()
+        if select is not None and picked is not None:
+            return _u16_levels(picked(views, counts, select))
         if batched is not None:
-            block = batched(views, counts)
-            if not isinstance(block, FixedWidthBlock) or block.bits_per_value != 16:
-                raise CorruptFileError("<page>", "rep/def levels did not decode to 16-bit values")
-            return block.view("<u2").astype(np.uint16)
-        parts = [decode_levels(v, desc, n) for v, n in zip(views, counts, strict=True)]
-        return np.concatenate(parts) if parts else np.zeros(0, np.uint16)
+            levels = _u16_levels(batched(views, counts))
+        else:
+            parts = [decode_levels(v, desc, n) for v, n in zip(views, counts, strict=True)]
+            levels = np.concatenate(parts) if parts else np.zeros(0, np.uint16)
+        return levels if select is None else levels[select]
 
     def flat_chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Chunks to read for page-relative ``rows`` of a page without repetition (one level
@@ -348,13 +374,13 @@ class MiniBlockPage:
         slot = np.searchsorted(needed, row_chunk)
         return needed, decoded_first[slot] + rows - (ends - self.counts)[row_chunk]
 
-    def chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Chunks to read for page-relative ``rows`` of a page with a repetition index.
+    def chunks_for_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Chunks to read for page-relative ``rows`` (sorted, unique) of a page with a
+        repetition index.
 
-        Returns ``(needed, first_row, row_chunk)``: ``needed`` is a sorted array of chunk
-        indices, ``first_row[c]`` the number of the first row that *starts* in chunk ``c``
-        (after the tail of a row begun in an earlier chunk) and ``row_chunk[i]`` the chunk
-        holding the last level of ``rows[i]``.
+        Returns ``(needed, first_row)``: ``needed`` is a sorted array of chunk indices and
+        ``first_row[c]`` the number of the first row that *starts* in chunk ``c`` (after the
+        tail of a row begun in an earlier chunk).
         """
         assert self.rep_index is not None
         n_rows, partial = self.rep_index[:, 0], self.rep_index[:, 1]
@@ -363,17 +389,91 @@ class MiniBlockPage:
         carried = np.concatenate(([False], partial[:-1] > 0))
         first_row = before + carried
         row_chunk = np.searchsorted(cum, rows, side="right")
-        end_chunks = np.unique(row_chunk)
+        if len(rows) and row_chunk[-1] >= self.num_chunks:
+            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+        end_chunks = row_chunk[np.concatenate(([True], row_chunk[1:] != row_chunk[:-1]))]
         wanted = np.zeros(self.num_chunks, bool)
         wanted[end_chunks] = True
-        for e in end_chunks:
+        # Walk back from an end chunk over chunks holding earlier levels of its first row; a
+        # walk stops at a chunk where a row ends, so none starts beside another end chunk.
+        walks = end_chunks[end_chunks > 0]
+        walks = walks[(partial[walks - 1] > 0) & ~wanted[walks - 1]]
+        for e in walks.tolist():
             s = int(e)
             while s > 0 and partial[s - 1] > 0:
                 s -= 1
                 wanted[s] = True
                 if n_rows[s] > 0:
                     break
-        return np.flatnonzero(wanted), first_row, row_chunk
+        return np.flatnonzero(wanted), first_row
+
+
+def _rows_in_runs(
+    leaf: DecodedLeaf, level_counts: np.ndarray, needed: np.ndarray, first_row: np.ndarray, rows: np.ndarray
+) -> DecodedLeaf:
+    """The page-relative ``rows`` (sorted, unique) of ``leaf``, which holds the chunks ``needed``
+    (sorted, with gaps) decoded back to back with ``level_counts`` levels each; ``first_row[c]``
+    is the page row of the first row that starts in chunk ``c``."""
+    lv = leaf.levels
+    if len(needed) == int(needed[-1] - needed[0]) + 1 and int(rows[-1] - rows[0]) + 1 == len(rows):
+        # One run of chunks and a range of rows: drop the leading partial row, then slice.
+        starts = lv.row_starts()
+        if len(starts) and starts[0] > 0:
+            skip = int(starts[0])
+            visible = lv.visible_mask()
+            shown = skip if visible is None else int(np.count_nonzero(visible[:skip]))
+            leaf = DecodedLeaf(lv.slice(skip, lv.num_levels), leaf.values.slice(shown))
+        return select_rows(leaf, rows - int(first_row[needed[0]]))
+    picked, value_idx = _row_levels(lv, level_counts, needed, first_row, rows)
+    return DecodedLeaf(picked, leaf.values.take(pa.array(value_idx, pa.int64())))
+
+
+def _row_levels(
+    lv: Levels, level_counts: np.ndarray, needed: np.ndarray, first_row: np.ndarray, rows: np.ndarray
+) -> tuple[Levels, np.ndarray]:
+    """The levels of ``rows`` (as for :func:`_rows_in_runs`) and the positions of the values
+    they own among the values of ``lv``.
+
+    A row runs from its start to the next row start, but never past the end of its run of
+    consecutive chunks: the next run begins with the tail of a row begun in a chunk not read.
+    """
+    chunk_first = np.concatenate(([0], np.cumsum(level_counts)[:-1]))
+    new_run = np.concatenate(([True], np.diff(needed) != 1))
+    run_first = chunk_first[new_run]
+    starts = lv.row_starts()
+    # Start k of run r is page row first_row[run's first chunk] + its rank within the run.
+    start_run = np.searchsorted(run_first, starts, side="right") - 1
+    run_first_start = np.searchsorted(starts, run_first)
+    page_row = first_row[needed[new_run]][start_run] + np.arange(len(starts)) - run_first_start[start_run]
+    k = np.searchsorted(page_row, rows)
+    if len(rows) and (int(k[-1]) >= len(page_row) or not np.array_equal(page_row[k], rows)):
+        raise CorruptFileError("<page>", "requested rows are missing from the decoded chunks")
+    run_stop = np.append(run_first[1:], lv.num_levels)
+    lo = starts[k]
+    hi = np.minimum(np.append(starts, lv.num_levels)[k + 1], run_stop[start_run[k]])
+    idx = ranges(lo, hi - lo)
+    picked = Levels(
+        lv.layers,
+        None if lv.rep is None else lv.rep[idx],
+        None if lv.defs is None else lv.defs[idx],
+        len(idx),
+    )
+    visible = lv.visible_mask()
+    if visible is None:
+        return picked, idx
+    return picked, (np.cumsum(visible) - 1)[idx[visible[idx]]]
+
+
+def _can_pick(page: MiniBlockPage) -> bool:
+    """Whether values of ``page`` can be decoded at chosen positions only (bit-packed values)
+    or picked before the dictionary lookup."""
+    return page.dictionary is not None or hasattr(page.values, "decompress_chunks_at")
+
+
+def _u16_levels(block: DataBlock) -> np.ndarray:
+    if not isinstance(block, FixedWidthBlock) or block.bits_per_value != 16:
+        raise CorruptFileError("<page>", "rep/def levels did not decode to 16-bit values")
+    return block.view("<u2").astype(np.uint16)
 
 
 def _indices(block: DataBlock) -> np.ndarray:
@@ -382,13 +482,11 @@ def _indices(block: DataBlock) -> np.ndarray:
     return block.view(f"<u{block.bits_per_value // 8}").astype(np.int64)
 
 
-def _views(blob: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarray) -> list[memoryview]:
-    """Views of ``blob[pos:pos + size]``, checked against each chunk's end."""
-    stop = pos + size
-    if bool(np.any(stop > ends)):
+def _views(blob: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarray) -> ChunkSpans:
+    """The spans ``blob[pos:pos + size]``, checked against each chunk's end."""
+    if bool(np.any(pos + size > ends)):
         raise CorruptFileError("<page>", "mini-block chunk is truncated")
-    whole = np.ascontiguousarray(blob).data
-    return [whole[a:b] for a, b in zip(pos.tolist(), stop.tolist(), strict=True)]
+    return ChunkSpans(np.ascontiguousarray(blob), pos, size)
 
 
 def runs_of(chunks: np.ndarray) -> list[tuple[int, int]]:
@@ -437,20 +535,19 @@ class MiniBlockReader(PageReader):
             if page.has_rep:
                 raise CorruptFileError("<page>", "list page without a repetition index")
             return self._read_flat(fetch, page, rows)
-        needed, first_row, row_chunk = page.chunks_for_rows(rows)
-        if len(needed) and needed[-1] >= page.num_chunks:
-            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
-        runs = runs_of(needed)
-        parts = []
-        for (a, b), data in zip(runs, self._fetch_runs(fetch, page, runs), strict=True):
-            offs = page.offsets[a : b + 1]
-            decoded = page.decode_chunks(data, offs[:-1] - offs[0], np.arange(a, b))
-            leaf = drop_leading_partial(self._leaf(decoded))
-            mine = rows[(row_chunk >= a) & (row_chunk < b)]
-            parts.append(select_rows(leaf, mine - int(first_row[a])))
-        if not parts:
+        needed, first_row = page.chunks_for_rows(rows)
+        if not len(needed):
             return self._empty(page, rows)
-        return concat_leaves(parts)
+        blob, starts = self._fetch_chunks(fetch, page, needed)
+        scattered = len(needed) != int(needed[-1] - needed[0]) + 1 or int(rows[-1] - rows[0]) + 1 != len(rows)
+        if scattered and _can_pick(page):
+
+            def pick(levels: Levels, level_counts: np.ndarray) -> tuple[Levels, np.ndarray]:
+                return _row_levels(levels, level_counts, needed, first_row, rows)
+
+            return self._leaf(page.decode_chunks(blob, starts, needed, pick=pick))
+        decoded = page.decode_chunks(blob, starts, needed)
+        return _rows_in_runs(self._leaf(decoded), decoded.level_counts, needed, first_row, rows)
 
     def _read_flat(self, fetch: Fetch, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
         """One level and one value per row (so every level is visible): every needed chunk is
@@ -458,16 +555,9 @@ class MiniBlockReader(PageReader):
         needed, pos = page.flat_chunks_for_rows(rows)
         if not len(needed):
             return self._empty(page, rows)
-        runs = runs_of(needed)
-        datas = self._fetch_runs(fetch, page, runs)
-        offs = page.offsets
-        firsts = np.array([a for a, _ in runs], np.int64)
-        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
-        run = np.searchsorted(firsts, needed, side="right") - 1
-        starts = run_base[run] + offs[needed] - offs[firsts[run]]
-        blob = datas[0] if len(datas) == 1 else np.concatenate(datas)
+        blob, starts = self._fetch_chunks(fetch, page, needed)
         contiguous = int(pos[-1] - pos[0]) + 1 == len(pos)
-        if not contiguous and page.dictionary is not None:
+        if not contiguous and _can_pick(page):
             return self._leaf(page.decode_chunks(blob, starts, needed, select=pos))
         leaf = self._leaf(page.decode_chunks(blob, starts, needed))
         if contiguous:
@@ -476,10 +566,26 @@ class MiniBlockReader(PageReader):
         picked = Levels(page.layers, None, None if defs is None else defs[pos], len(pos))
         return DecodedLeaf(picked, leaf.values.take(pa.array(pos)))
 
-    def _fetch_runs(self, fetch: Fetch, page: MiniBlockPage, runs: list[tuple[int, int]]) -> list[np.ndarray]:
+    def _fetch_chunks(
+        self, fetch: Fetch, page: MiniBlockPage, needed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The bytes of the sorted chunks ``needed`` (one read per run of consecutive chunks),
+        back to back, and where each chunk starts in them. When the needed chunks make up a
+        good part of the bytes from the first to the last of them, that whole stretch is read
+        at once instead (fewer, larger reads; the chunks are then picked out of it)."""
         base = self.info.buffers[1][0]
         offs = page.offsets
-        return [as_u8(d) for d in fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])]
+        first, stop = int(offs[needed[0]]), int(offs[needed[-1] + 1])
+        if stop - first <= _WHOLE_STRETCH * int(page.sizes[needed].sum()):
+            (data,) = fetch([(base + first, stop - first)])
+            return as_u8(data), offs[needed] - first
+        runs = runs_of(needed)
+        datas = [as_u8(d) for d in fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])]
+        firsts = np.array([a for a, _ in runs], np.int64)
+        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
+        run = np.searchsorted(firsts, needed, side="right") - 1
+        starts = run_base[run] + offs[needed] - offs[firsts[run]]
+        return (datas[0] if len(datas) == 1 else np.concatenate(datas)), starts
 
     def _empty(self, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
         return select_rows(

@@ -439,17 +439,6 @@ def _visible_before(visible: np.ndarray | None, index: int) -> int:
     return index if visible is None else int(np.count_nonzero(visible[:index]))
 
 
-def drop_leading_partial(leaf: DecodedLeaf) -> DecodedLeaf:
-    """Drop levels before the first row start (the tail of a row begun in an earlier chunk)."""
-    lv = leaf.levels
-    if lv.rep is None or lv.num_levels == 0 or lv.rep[0] == lv.max_rep:
-        return leaf
-    starts = lv.row_starts()
-    first = int(starts[0]) if len(starts) else lv.num_levels
-    skip = _visible_before(lv.visible_mask(), first)
-    return DecodedLeaf(lv.slice(first, lv.num_levels), leaf.values.slice(skip))
-
-
 def select_rows(leaf: DecodedLeaf, rows: np.ndarray) -> DecodedLeaf:
     """Keep the given rows (sorted, unique, counted from the first row start of ``leaf``)."""
     lv = leaf.levels
@@ -560,8 +549,13 @@ def _build(field: pa.Field, cursors: list[_LeafCursor], sels: list[np.ndarray], 
         return pa.StructArray.from_arrays(children, fields=list(dtype), mask=mask)
     child_sels = [c.elements(depth + 1) for c in cursors]
     child = _build(child_field(field), cursors, child_sels, depth + 1)
+    # Offsets: how many child elements start before each selected level (a running count, which
+    # is cheaper than a binary search per row).
+    started = np.zeros(lead.n + 1, np.int64)
+    started[child_sels[0] + 1] = 1
+    np.cumsum(started, out=started)
     offsets = np.empty(len(sel) + 1, np.int64)
-    offsets[:-1] = np.searchsorted(child_sels[0], sel, side="left")
+    offsets[:-1] = started[sel]
     offsets[-1] = len(child_sels[0])
     off_type = pa.int64() if pa.types.is_large_list(dtype) else pa.int32()
     off_arr = pa.array(offsets.astype(off_type.to_pandas_dtype()), off_type)
