@@ -8,8 +8,9 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource
+from jobs.delete import delete
 
-__all__ = ["LanceDataSource", "register"]
+__all__ = ["LanceDataSource", "delete", "register"]
 
 
 def register(spark: SparkSession) -> None:
