@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from jobs.add_columns import add_columns
 from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource
 from jobs.delete import delete
 
-__all__ = ["LanceDataSource", "delete", "register"]
+__all__ = ["LanceDataSource", "add_columns", "delete", "register"]
 
 
 def register(spark: SparkSession) -> None:

@@ -56,6 +56,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
@@ -78,12 +79,16 @@ from pyspark.sql.datasource import (
     StringStartsWith,
     WriterCommitMessage,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 import lance_ops
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
 from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment import FragmentMetadata, write_fragments
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
+from lance_ops.ops.compaction import open_version
+from lance_ops.query.predicate import parse_predicate
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Operation
 
@@ -92,6 +97,10 @@ log = logging.getLogger(__name__)
 FORMAT_NAME = "lance"
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 DEFAULT_BATCH_SIZE = 8192
+# Physical rows per read partition: a larger fragment is read by several tasks.
+DEFAULT_SPLIT_ROWS = 1024 * 1024
+FRAGMENT_ID = "_fragid"
+METADATA_COLUMNS = (ROW_ID, ROW_ADDRESS, FRAGMENT_ID)
 
 
 def _json_option(options: Mapping[str, str], key: str) -> dict[str, str]:
@@ -211,14 +220,33 @@ def filter_to_sql(flt: Filter) -> str | None:
 
 @dataclass(frozen=True)
 class LanceInputPartition(InputPartition):
-    """One Spark partition = one fragment of the pinned version (None: the version has no fragments,
-    Spark still runs one task, which yields nothing)."""
+    """One Spark partition: the physical rows ``start .. stop - 1`` of one fragment of the pinned
+    version (fragment None: the version has no fragments; Spark still runs one task, which yields
+    nothing). Large fragments are split into several partitions by row range."""
 
     fragment_id: int | None
+    start: int = 0
+    stop: int = 0
+
+
+def split_fragment(fragment_id: int, physical_rows: int, split_rows: int) -> list[LanceInputPartition]:
+    """The partitions of one fragment: row ranges of at most ``split_rows`` physical rows."""
+    return [
+        LanceInputPartition(fragment_id, start, min(start + split_rows, physical_rows))
+        for start in range(0, max(physical_rows, 1), split_rows)
+    ]
+
+
+def metadata_field(name: str) -> StructField:
+    """The Spark field of a metadata column (``_rowid``, ``_rowaddr``, ``_fragid``)."""
+    return StructField(name, LongType(), nullable=False)
 
 
 class LanceReader(DataSourceReader):
-    """Reads the pinned version of a dataset, one fragment per partition, as Arrow batches."""
+    """Reads the pinned version of a dataset as Arrow batches, one row range of a fragment per
+    partition. Data columns, metadata columns and the ``filter`` option's predicate are all fixed
+    when the reader is made (from the schema and options Spark passes), so a reader that Spark
+    reuses for another query of the same DataFrame still returns the right rows."""
 
     def __init__(
         self,
@@ -227,46 +255,75 @@ class LanceReader(DataSourceReader):
         schema: StructType,
         storage_options: dict[str, str],
         batch_size: int,
+        split_rows: int = DEFAULT_SPLIT_ROWS,
+        filter: str | None = None,
     ) -> None:
         self.uri = uri
         self.version = version
-        self.columns = schema.fieldNames()
+        names = schema.fieldNames()
+        self.columns = [n for n in names if n not in METADATA_COLUMNS]
+        self.metadata = [n for n in names if n in METADATA_COLUMNS]
         self.arrow_schema = spark_arrow_schema(schema)
         self.storage_options = storage_options
         self.batch_size = batch_size
-        self.predicates: list[str] = []
+        self.split_rows = split_rows
+        self.predicates: list[str] = [] if filter is None else [filter]
 
     @property
     def filter(self) -> str | None:
-        """The pushed predicates as one SQL conjunction (None when nothing was pushed)."""
+        """The predicates as one SQL conjunction (None when there are none)."""
         if not self.predicates:
             return None
         return " AND ".join(f"({p})" for p in self.predicates)
 
-    def _open(self) -> lance_ops.LanceDataset:
-        return lance_ops.dataset(self.uri, version=self.version, storage_options=self.storage_options)
+    def _open(self) -> VersionFiles:
+        return open_version(self.uri, self.version, self.storage_options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        fragments = self._open().get_fragments()
-        return [LanceInputPartition(fragment.fragment_id) for fragment in fragments] or [
-            LanceInputPartition(None)
-        ]
+        fragments = self._open().manifest.fragments
+        parts = [p for f in fragments for p in split_fragment(f.id, f.physical_rows, self.split_rows)]
+        return parts or [LanceInputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, LanceInputPartition):
             raise TypeError(f"not a Lance partition: {partition!r}")
         if partition.fragment_id is None:
             return
-        fragment = self._open().get_fragment(partition.fragment_id)
-        if fragment is None:
+        files = self._open()
+        metadata = next((f for f in files.manifest.fragments if f.id == partition.fragment_id), None)
+        if metadata is None:
             raise DatasetNotFoundError(
                 f"{self.uri}: fragment {partition.fragment_id} is not in version {self.version}"
             )
-        # ``self.filter`` is None unless predicates were pushed (pushdown is opt-in).
-        batches = fragment.to_batches(columns=self.columns, filter=self.filter, batch_size=self.batch_size)
-        for batch in batches:
-            if batch.num_rows:
-                yield conform_batch(batch, self.arrow_schema)
+        fragment = files.fragment(metadata)
+        live = fragment.live_offsets()
+        live = live[(live >= partition.start) & (live < partition.stop)]
+        predicate = None if self.filter is None else parse_predicate(self.filter, files.schema)
+        options = ScanOptions(
+            columns=tuple(self.columns),
+            predicate=predicate,
+            with_row_id=ROW_ID in self.metadata,
+            with_row_address=ROW_ADDRESS in self.metadata or FRAGMENT_ID in self.metadata,
+            batch_size=self.batch_size,
+        )
+        for table in fragment.scan(options, live):
+            if table.num_rows:
+                yield conform_batch(self._with_metadata(table, fragment.id), self.arrow_schema)
+
+    def _with_metadata(self, table: pa.Table, fragment_id: int) -> pa.RecordBatch:
+        """``table`` as one batch, metadata columns as int64 (Spark's LONG)."""
+        columns = {name: table.column(name) for name in self.columns}
+        if ROW_ID in self.metadata:
+            columns[ROW_ID] = table.column(ROW_ID).cast(pa.int64())
+        if ROW_ADDRESS in self.metadata:
+            columns[ROW_ADDRESS] = table.column(ROW_ADDRESS).cast(pa.int64())
+        if FRAGMENT_ID in self.metadata:
+            columns[FRAGMENT_ID] = pa.array(np.full(table.num_rows, fragment_id, dtype=np.int64))
+        arrays = [
+            pa.chunked_array(c).combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+            for c in columns.values()
+        ]
+        return pa.RecordBatch.from_arrays(arrays, names=list(columns))
 
 
 class LanceFilteringReader(LanceReader):
@@ -274,7 +331,8 @@ class LanceFilteringReader(LanceReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         for flt in filters:
-            predicate = filter_to_sql(flt)
+            target = flt.child if isinstance(flt, Not) else flt
+            predicate = None if target.attribute[0] in METADATA_COLUMNS else filter_to_sql(flt)  # type: ignore[attr-defined]
             if predicate is None:
                 yield flt
             else:
@@ -455,12 +513,13 @@ class LanceDataSource(DataSource):
         if not wanted:
             return full
         names = [name.strip() for name in wanted.split(",") if name.strip()]
-        missing = [name for name in names if name not in full.fieldNames()]
+        missing = [n for n in names if n not in full.fieldNames() and n not in METADATA_COLUMNS]
         if missing:
             raise ValueError(
                 f"option 'columns' names unknown column(s) {missing}; schema has {full.fieldNames()}"
+                f" and the metadata columns {list(METADATA_COLUMNS)}"
             )
-        return StructType([full[name] for name in names])
+        return StructType([full[n] if n in full.fieldNames() else metadata_field(n) for n in names])
 
     def reader(self, schema: StructType) -> LanceReader:
         pushdown = _bool_option(self.options, "filter_pushdown", False)
@@ -471,6 +530,8 @@ class LanceDataSource(DataSource):
             schema,
             self.storage_options,
             int(self.options.get("batch_size", DEFAULT_BATCH_SIZE)),
+            int(self.options.get("split_rows", DEFAULT_SPLIT_ROWS)),
+            self.options.get("filter") or None,
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> LanceWriter:

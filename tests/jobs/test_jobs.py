@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 import jobs
 import lance_ops
@@ -55,4 +56,70 @@ def test_delete_bad_predicate_runs_nothing(spark: SparkSession, tmp_path: Path) 
     uri = _make(tmp_path)
     with pytest.raises((PredicateError, SchemaError)):
         jobs.delete(spark, uri, "nope = 1")
+    assert lance.dataset(uri).version == 1
+
+
+# ------------------------------------------------------------------------------------- add_columns
+
+
+def test_add_columns_sql_one_merge(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path)
+    lance.dataset(uri).delete("id % 10 = 3")
+    jobs.add_columns(spark, uri, {"double": "id * 2", "tag": "concat(name, '!')"})
+    ds = lance.dataset(uri)
+    assert ds.read_transaction(ds.version).operation.__class__.__name__ == "Merge"
+    assert ds.schema.names == ["id", "day", "name", "double", "tag"]
+    table = ds.to_table()
+    assert table.column("double").to_pylist() == [2 * i for i in table.column("id").to_pylist()]
+    assert table.column("tag")[0].as_py() == "n0!"
+    assert ds.count_rows() == 270
+
+
+def test_add_columns_udf(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path, stable=True)
+
+    def plus_one(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return pa.record_batch([pa.compute.add(batch.column(0), 1)], names=["next"])
+
+    jobs.add_columns(spark, uri, plus_one, read_columns=["id"])
+    table = lance.dataset(uri).to_table(with_row_id=True)
+    assert table.column("next").to_pylist() == list(range(1, 301))
+    assert table.column("_rowid").to_pylist() == list(range(300))
+
+
+def test_add_columns_failed_task_commits_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path)
+
+    def fails_on_last_fragment(batch: pa.RecordBatch) -> pa.RecordBatch:
+        if pa.compute.max(batch.column(0)).as_py() >= 290:
+            raise RuntimeError("boom")
+        return pa.record_batch([batch.column(0)], names=["copy"])
+
+    with pytest.raises(Exception, match="boom"):
+        jobs.add_columns(spark, uri, fails_on_last_fragment, read_columns=["id"])
+    ds = lance.dataset(uri)
+    assert ds.version == 1
+    assert ds.schema.names == ["id", "day", "name"]
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_add_columns_from_dataframe(spark: SparkSession, tmp_path: Path, stable: bool) -> None:
+    uri = _make(tmp_path, stable=stable)
+    lance.dataset(uri).delete("id < 10")
+    key = "_rowid" if stable else "_rowaddr"
+    source = spark.read.format("lance").option("columns", f"id,{key}").load(uri)
+    backfill = source.filter("id % 2 = 0").select(key, (F.col("id") * 100).alias("score"))
+    jobs.add_columns(spark, uri, backfill)
+    ds = lance.dataset(uri)
+    assert ds.read_transaction(ds.version).operation.__class__.__name__ == "Merge"
+    table = ds.to_table()
+    expected = [i * 100 if i % 2 == 0 else None for i in range(10, 300)]
+    assert table.column("score").to_pylist() == expected
+
+
+def test_add_columns_from_dataframe_repeated_key(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path)
+    keys = spark.createDataFrame([(0, 1), (0, 2)], "_rowaddr LONG, v LONG")
+    with pytest.raises(Exception, match="repeat"):
+        jobs.add_columns(spark, uri, keys)
     assert lance.dataset(uri).version == 1
