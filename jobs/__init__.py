@@ -8,10 +8,11 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from jobs.add_columns import add_columns
+from jobs.compact import compact
 from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource
 from jobs.delete import delete
 
-__all__ = ["LanceDataSource", "add_columns", "delete", "register"]
+__all__ = ["LanceDataSource", "add_columns", "compact", "delete", "register"]
 
 
 def register(spark: SparkSession) -> None:

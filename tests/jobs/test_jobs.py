@@ -123,3 +123,41 @@ def test_add_columns_from_dataframe_repeated_key(spark: SparkSession, tmp_path: 
     with pytest.raises(Exception, match="repeat"):
         jobs.add_columns(spark, uri, keys)
     assert lance.dataset(uri).version == 1
+
+
+# ----------------------------------------------------------------------------------------- compact
+
+
+def _operations(uri: str, since: int) -> list[str]:
+    """The operations committed after version ``since`` (pylance shows ReserveFragments as a
+    ``BaseOperation``)."""
+    ds = lance.dataset(uri)
+    names = [type(ds.read_transaction(v).operation).__name__ for v in range(since + 1, ds.version + 1)]
+    return ["ReserveFragments" if n == "BaseOperation" else n for n in names]
+
+
+def test_compact_keeps_rows_and_stable_row_ids(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path, rows=400, per_file=40, stable=True)
+    lance.dataset(uri).delete("id % 3 = 0")
+    before = lance.dataset(uri).to_table(with_row_id=True)
+    metrics = jobs.compact(spark, uri, target_rows_per_fragment=150)
+    ds = lance.dataset(uri)
+    assert _operations(uri, 2) == ["ReserveFragments", "Rewrite"]
+    assert ds.to_table(with_row_id=True) == before
+    assert len(ds.get_fragments()) == metrics.fragments_added < 10
+    assert metrics.fragments_removed == 10
+
+
+def test_compact_commit_every_and_dry_run(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path, rows=400, per_file=20)
+    planned = jobs.compact(spark, uri, dry_run=True, target_rows_per_fragment=100)
+    rows = planned.orderBy("task").collect()
+    assert [len(r.fragment_ids) for r in rows] == [5, 5, 5, 5]
+    assert sum(r.rows for r in rows) == 400 and {r.read_version for r in rows} == {1}
+    assert lance.dataset(uri).version == 1
+    before = lance.dataset(uri).to_table()
+    jobs.compact(spark, uri, commit_every=2, target_rows_per_fragment=100)
+    assert _operations(uri, 1) == ["ReserveFragments", "Rewrite"] * 2
+    ds = lance.dataset(uri)
+    assert len(ds.get_fragments()) == 4
+    assert ds.to_table().sort_by("id") == before
