@@ -9,10 +9,10 @@ from pyspark.sql import SparkSession
 
 from jobs.add_columns import add_columns
 from jobs.compact import compact
-from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource
+from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource, save
 from jobs.delete import delete
 
-__all__ = ["LanceDataSource", "add_columns", "compact", "delete", "register"]
+__all__ = ["LanceDataSource", "add_columns", "compact", "delete", "register", "save"]
 
 
 def register(spark: SparkSession) -> None:

@@ -6,10 +6,14 @@ Reading::
 
 ``schema()`` opens the dataset on the driver, pins the version it sees (the latest unless ``version``
 names a number or a tag) and maps its Arrow schema to Spark types (:mod:`jobs.types`). The reader
-plans one Spark partition per fragment; each task opens the pinned version, reads its fragment and
-yields Arrow record batches cast to the exact Arrow schema Spark expects. A DataFrame is therefore a
-snapshot: later commits do not change what it returns. Read options: ``version``, ``columns``,
-``batch_size`` (rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``.
+plans one Spark partition per row range of a fragment (``split_rows`` physical rows, default 1Mi, so
+one big fragment is read by several tasks); each task opens the pinned version, reads the live rows
+of its range and yields Arrow record batches cast to the exact Arrow schema Spark expects. A
+DataFrame is therefore a snapshot: later commits do not change what it returns. Read options:
+``version``, ``columns`` (may name the metadata columns ``_rowid``, ``_rowaddr``, ``_fragid``, read as
+LONG), ``filter`` (a Lance SQL predicate evaluated while scanning), ``split_rows``, ``batch_size``
+(rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``. Everything the
+reader does is fixed by its options and schema, so the JVM reusing it across queries is harmless.
 
 Pushdown — what Spark 4.3's Python Data Source API allows:
 
@@ -32,17 +36,26 @@ Pushdown — what Spark 4.3's Python Data Source API allows:
 Writing::
 
     df.write.format("lance").mode("append" | "overwrite").save(uri)
+    df.write.format("lance").mode("overwrite").option("replace_where", "day = 3").save(uri)
+    jobs.save(df, uri, mode="error" | "ignore")          # Spark only passes append/overwrite
+    df.writeStream.format("lance").option("checkpointLocation", ckpt).start(uri)
 
 The writer is planned once on the driver (it records the dataset's version, Arrow schema and, for
 an append, its Lance field ids and file format, so tasks never read the manifest), then each Spark
 task receives Arrow batches, casts them to the dataset's schema and calls
 :func:`lance_ops.fragment.write_fragments`; the task's commit message carries the resulting
 ``FragmentMetadata``. When every task has succeeded the driver commits ONE transaction: ``Append`` to
-an existing dataset, or ``Overwrite`` for mode overwrite and for a dataset that does not exist yet (a
-create). Options: ``transaction_properties`` (JSON object of strings, stored in the transaction),
+an existing dataset, ``Overwrite`` for mode overwrite and for a dataset that does not exist yet (a
+create), or, with ``replace_where``, an ``Update`` (:func:`lance_ops.ops.write.replace_rows`: deletion
+files for the rows of the read version the predicate selects, the new fragments added) — so a
+re-run backfill leaves one copy; a DataFrame row the predicate does not select fails its task.
+Options: ``transaction_properties`` (JSON object of strings, stored in the transaction),
 ``commit_message``, ``max_rows_per_file``, ``max_rows_per_group``, ``data_storage_version`` (default:
-the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create) and, for both
-directions, ``storage_options`` (JSON object).
+the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create), ``save_mode``
+(``error``/``ignore``, see :func:`save`) and, for both directions, ``storage_options`` (JSON object).
+Streaming writes commit each micro-batch the same way, with the query's identity (option
+``stream_id``, else the query id in ``<checkpointLocation>/metadata``) and the batch id in the
+transaction properties; a batch id the query already committed (a replay) is skipped.
 If a task fails, Spark calls ``abort``: nothing was committed, so the data files written by the
 successful tasks are unreachable from every version; they are left for
 ``cleanup_old_versions(delete_unverified=True)``, exactly as with an interrupted pylance write.
@@ -52,16 +65,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql import DataFrame
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamArrowWriter,
     EqualNullSafe,
     EqualTo,
     Filter,
@@ -83,11 +99,12 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 import lance_ops
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
-from lance_ops.errors import DatasetNotFoundError
+from lance_ops.errors import DatasetAlreadyExistsError, DatasetNotFoundError, SchemaError
 from lance_ops.fragment import FragmentMetadata, write_fragments
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
 from lance_ops.ops.compaction import open_version
+from lance_ops.ops.write import replace_rows
 from lance_ops.query.predicate import parse_predicate
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Operation
@@ -350,8 +367,15 @@ class LanceCommitMessage(WriterCommitMessage):
     num_rows: int = 0
 
 
+SAVE_MODES = ("append", "overwrite", "error", "errorifexists", "ignore")
+# Transaction properties of a streaming commit: which query and micro-batch it holds.
+STREAM_ID_KEY = "lance-ops.stream.id"
+STREAM_BATCH_KEY = "lance-ops.stream.batch_id"
+
+
 class LanceWriter(DataSourceArrowWriter):
-    """Executors write fragments; the driver commits them as a single Append or Overwrite."""
+    """Executors write fragments; the driver commits them as one Append, Overwrite or (replace-where)
+    Update."""
 
     def __init__(self, uri: str, spark_input_schema: StructType, overwrite: bool, options: Mapping[str, str]):
         self.uri = uri
@@ -361,12 +385,23 @@ class LanceWriter(DataSourceArrowWriter):
         self.max_rows_per_file = int(options.get("max_rows_per_file", 1024 * 1024))
         self.max_rows_per_group = int(options.get("max_rows_per_group", 1024))
         self.enable_stable_row_ids = _bool_option(options, "enable_stable_row_ids", False)
+        self.replace_where = options.get("replace_where") or None
+        if self.replace_where is not None and not overwrite:
+            raise ValueError("option 'replace_where' needs mode('overwrite')")
         existing = self._existing()
+        save_mode = (options.get("save_mode") or ("overwrite" if overwrite else "append")).lower()
+        if save_mode not in SAVE_MODES:
+            raise ValueError(f"option 'save_mode' must be one of {SAVE_MODES}, got {save_mode!r}")
+        if existing is not None and save_mode in ("error", "errorifexists"):
+            raise DatasetAlreadyExistsError(f"a dataset already exists at {uri} (save mode {save_mode!r})")
+        # Save mode ignore with an existing dataset: the tasks write nothing and nothing is committed.
+        self.skip = existing is not None and save_mode == "ignore"
         self.read_version = None if existing is None else existing.version
-        self.overwrite = overwrite or existing is None
+        replacing = overwrite and self.replace_where is None
+        self.overwrite = replacing or existing is None
         self.schema = (
             existing.schema
-            if existing is not None and not overwrite
+            if existing is not None and not replacing
             else spark_arrow_schema(spark_input_schema)
         )
         # New files match the dataset's format unless the caller names one.
@@ -392,8 +427,26 @@ class LanceWriter(DataSourceArrowWriter):
         """The dataset's Lance schema an append writes with; None when the tasks number a new schema."""
         return self._append_fields
 
+    def _check(self) -> Callable[[pa.RecordBatch], None] | None:
+        """A replace-where write's check that every row matches the predicate (None otherwise)."""
+        if self.replace_where is None:
+            return None
+        predicate = parse_predicate(self.replace_where, self.schema)
+
+        def check(batch: pa.RecordBatch) -> None:
+            kept = predicate.filter(pa.Table.from_batches([batch])).num_rows
+            if kept != batch.num_rows:
+                raise SchemaError(
+                    f"{batch.num_rows - kept} row(s) of the DataFrame do not match "
+                    f"replace_where {self.replace_where!r}"
+                )
+
+        return check
+
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
-        counted = _CountingBatches(iterator, self.schema)
+        if self.skip:
+            return LanceCommitMessage()
+        counted = _CountingBatches(iterator, self.schema, self._check())
         if counted.peek() is None:
             return LanceCommitMessage()
         reader = pa.RecordBatchReader.from_batches(self.schema, counted)
@@ -411,22 +464,35 @@ class LanceWriter(DataSourceArrowWriter):
         return LanceCommitMessage(fragments=list(fragments), num_rows=counted.num_rows)
 
     def operation(self, fragments: list[FragmentMetadata]) -> Operation:
-        """The single operation committing ``fragments``."""
+        """The single operation committing ``fragments`` on ``read_version``."""
         if self.overwrite:
             return lance_ops.LanceOperation.Overwrite(self.schema, fragments)
+        if self.replace_where is not None:
+            assert self.read_version is not None
+            files = open_version(self.uri, self.read_version, self.storage_options)
+            return replace_rows(files, parse_predicate(self.replace_where, files.schema), fragments)
         return lance_ops.LanceOperation.Append(fragments)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if not self.skip:
+            self._commit(messages, self.read_version, self.transaction_properties)
+
+    def _commit(
+        self,
+        messages: Sequence[WriterCommitMessage | None],
+        read_version: int | None,
+        properties: Mapping[str, str],
+    ) -> None:
         fragments = [
             frag for msg in messages if isinstance(msg, LanceCommitMessage) for frag in msg.fragments
         ]
         committed = lance_ops.LanceDataset.commit(
             self.uri,
             self.operation(fragments),
-            read_version=self.read_version or 0,
+            read_version=read_version or 0,
             storage_options=self.storage_options,
             commit_message=self.commit_message,
-            transaction_properties=self.transaction_properties,
+            transaction_properties=dict(properties),
             enable_stable_row_ids=self.enable_stable_row_ids,
             data_storage_version=self.data_storage_version,
         )
@@ -449,11 +515,80 @@ class LanceWriter(DataSourceArrowWriter):
         )
 
 
+def stream_id(options: Mapping[str, str]) -> str:
+    """What identifies a streaming query across restarts: option ``stream_id``, else the query id
+    Spark keeps in ``<checkpointLocation>/metadata``."""
+    explicit = options.get("stream_id")
+    if explicit:
+        return explicit
+    checkpoint = options.get("checkpointLocation") or options.get("checkpointlocation")
+    if checkpoint:
+        metadata = Path(checkpoint.removeprefix("file:")) / "metadata"
+        if metadata.exists():
+            return str(json.loads(metadata.read_text().splitlines()[0])["id"])
+    raise ValueError(
+        "a streaming Lance write needs option 'stream_id' or a local 'checkpointLocation' "
+        "(it identifies the query so a replayed micro-batch is not committed twice)"
+    )
+
+
+def last_stream_batch(uri: str, stream: str, storage_options: Mapping[str, str]) -> int | None:
+    """The last micro-batch of ``stream`` committed to ``uri`` (None: none), newest version first."""
+    try:
+        ds = lance_ops.dataset(uri, storage_options=dict(storage_options))
+    except DatasetNotFoundError:
+        return None
+    for entry in reversed(ds.versions()):
+        transaction = ds.read_transaction(entry["version"])
+        if transaction is not None and transaction.properties.get(STREAM_ID_KEY) == stream:
+            return int(transaction.properties[STREAM_BATCH_KEY])
+    return None
+
+
+class LanceStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("lance")``: each micro-batch is written like a batch write and committed
+    once: the query's id and the batch id go into the transaction properties, and a batch id not
+    newer than the last one committed for the query (a replay after a restart) is skipped."""
+
+    def __init__(self, uri: str, schema: StructType, overwrite: bool, options: Mapping[str, str]):
+        self.batch = LanceWriter(uri, schema, overwrite, options)
+        self.stream = stream_id(options)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
+        return self.batch.write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        batch = self.batch
+        last = last_stream_batch(batch.uri, self.stream, batch.storage_options)
+        if last is not None and batchId <= last:
+            log.warning("micro-batch %d of stream %s is already committed; skipped", batchId, self.stream)
+            return
+        existing = batch._existing()
+        if existing is not None and batch.overwrite and batch.read_version is None:
+            # The query's first micro-batch created the dataset; later ones append to it.
+            batch.overwrite = False
+        properties = {
+            **batch.transaction_properties,
+            STREAM_ID_KEY: self.stream,
+            STREAM_BATCH_KEY: str(batchId),
+        }
+        batch._commit(messages, None if existing is None else existing.version, properties)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        self.batch.abort(messages)
+
+
 class _CountingBatches:
     """Iterator over Spark's batches, cast to the dataset schema, counting rows and allowing a peek."""
 
-    def __init__(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> None:
+    def __init__(
+        self,
+        batches: Iterator[pa.RecordBatch],
+        schema: pa.Schema,
+        check: Callable[[pa.RecordBatch], None] | None = None,
+    ) -> None:
         self._batches = (conform_batch(b, schema) for b in batches if b.num_rows)
+        self._check = check
         self._head: pa.RecordBatch | None = None
         self.num_rows = 0
 
@@ -468,6 +603,8 @@ class _CountingBatches:
     def __next__(self) -> pa.RecordBatch:
         batch = self._head if self._head is not None else next(self._batches)
         self._head = None
+        if self._check is not None:
+            self._check(batch)
         self.num_rows += batch.num_rows
         return batch
 
@@ -536,3 +673,20 @@ class LanceDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> LanceWriter:
         return LanceWriter(self.uri, schema, overwrite, self.options)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> LanceStreamWriter:  # noqa: N802
+        return LanceStreamWriter(self.uri, schema, overwrite, self.options)
+
+
+def save(df: DataFrame, uri: str, mode: str = "append", **options: str) -> None:
+    """``df.write.format("lance")`` in any save mode: Spark's Python data sources only take append
+    and overwrite, so ``error``/``errorifexists`` and ``ignore`` travel as option ``save_mode``
+    (``error`` raises :class:`DatasetAlreadyExistsError` if a dataset exists; ``ignore`` then writes
+    nothing)."""
+    lowered = mode.lower()
+    if lowered not in SAVE_MODES:
+        raise ValueError(f"mode must be one of {SAVE_MODES}, got {mode!r}")
+    writer = df.write.format(FORMAT_NAME).mode("overwrite" if lowered == "overwrite" else "append")
+    for key, value in {**options, "save_mode": lowered}.items():
+        writer = writer.option(key, value)
+    writer.save(uri)
