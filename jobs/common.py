@@ -53,19 +53,19 @@ def commit_options(
 
 
 def run_main(
-    description: str,
+    prog: str,
     argv: Sequence[str] | None,
     add_arguments: Callable[[argparse.ArgumentParser], None],
     job: Callable[[SparkSession, argparse.Namespace], Any],
 ) -> Any:
     """Parse ``--uri``/``--master`` plus the job's own arguments, run ``job`` on a session, print
     its result as JSON and return it."""
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--uri", required=True, help="Lance dataset URI")
     parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
     add_arguments(parser)
     args = parser.parse_args(argv)
-    spark = get_spark(f"lance-ops-{parser.prog}", master=args.master)
+    spark = get_spark(f"lance-ops-{prog.rsplit('.', 1)[-1]}", master=args.master)
     try:
         result = job(spark, args)
     finally:
