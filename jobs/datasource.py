@@ -25,8 +25,14 @@ Pushdown — what Spark 4.3's Python Data Source API allows:
   ``spark.sql.python.filterPushdown.enabled`` is true (:func:`jobs.register` sets it), and the JVM
   caches the planned reader on the DataFrame's source (``PythonDataSourceV2.readInfo``) and reuses it
   for a later query on the same DataFrame whose filters have no Python form (``OR``, arithmetic, no
-  filter at all) — that later query would silently inherit the earlier pushed predicates. With
-  pushdown on, build a fresh ``load()`` per filtered query.
+  filter at all) — that later query would silently inherit the earlier pushed predicates. The
+  cached ``PythonDataSourceReadInfo`` holds the read function *and* the pickled partitions, and
+  Python is not called at all for a query without a convertible filter
+  (``UserDefinedPythonDataSource.pushdownFiltersInPython`` checks ``isAnyFilterSupported`` first), so
+  no state a Python reader keeps, on itself or in its partitions, can tell that query apart; newer
+  Spark scopes the read info to the ``PythonScanBuilder`` instead. With pushdown on, build a fresh
+  ``load()`` per filtered query. The ``filter`` option is the always-correct way to have Lance
+  evaluate a predicate while scanning: it is part of the reader's options, not of Spark's plan.
 * Columns: the JVM side (``PythonScanBuilder``) implements only ``SupportsPushDownFilters``, not
   ``SupportsPushDownRequiredColumns``, so ``load().select("a")`` still makes the source produce every
   column and Spark drops the rest. To read fewer columns from storage, name them at the source:
@@ -297,6 +303,7 @@ class LanceReader(DataSourceReader):
         return open_version(self.uri, self.version, self.storage_options)
 
     def partitions(self) -> Sequence[InputPartition]:
+        # HOOK(L6): with a predicate, drop the fragments whose statistics rule it out here.
         fragments = self._open().manifest.fragments
         parts = [p for f in fragments for p in split_fragment(f.id, f.physical_rows, self.split_rows)]
         return parts or [LanceInputPartition(None)]
