@@ -1,15 +1,32 @@
 """Spark side of lance-ops: the ``format("lance")`` data source and jobs built on it.
 
-``register(spark)`` makes ``spark.read/write.format("lance")`` available in a session.
+``register(spark)`` makes ``spark.read/write.format("lance")`` available in a session;
+``jobs.delete``, ``jobs.add_columns`` and ``jobs.compact`` are the distributed maintenance jobs
+(executors do the data work, the driver commits), each also ``python -m jobs.<name> --uri ...``;
+``jobs.save`` writes a DataFrame in any save mode; ``python -m jobs.pipeline`` is the main job.
 """
 
 from __future__ import annotations
 
+import warnings
+
 from pyspark.sql import SparkSession
 
-from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource
+from jobs.add_columns import add_columns
+from jobs.compact import compact
+from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource, save
+from jobs.delete import delete
 
-__all__ = ["LanceDataSource", "register"]
+# ``jobs.delete`` etc. are both the job functions (imported here) and the modules that
+# ``python -m jobs.<name>`` runs; runpy warns that the module was imported with the package, which is
+# expected and harmless here.
+warnings.filterwarnings(
+    "ignore",
+    message=r"'jobs\.\w+' found in sys\.modules after import of package 'jobs'",
+    category=RuntimeWarning,
+)
+
+__all__ = ["LanceDataSource", "add_columns", "compact", "delete", "register", "save"]
 
 
 def register(spark: SparkSession) -> None:

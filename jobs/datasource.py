@@ -6,10 +6,14 @@ Reading::
 
 ``schema()`` opens the dataset on the driver, pins the version it sees (the latest unless ``version``
 names a number or a tag) and maps its Arrow schema to Spark types (:mod:`jobs.types`). The reader
-plans one Spark partition per fragment; each task opens the pinned version, reads its fragment and
-yields Arrow record batches cast to the exact Arrow schema Spark expects. A DataFrame is therefore a
-snapshot: later commits do not change what it returns. Read options: ``version``, ``columns``,
-``batch_size`` (rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``.
+plans one Spark partition per row range of a fragment (``split_rows`` physical rows, default 1Mi, so
+one big fragment is read by several tasks); each task opens the pinned version, reads the live rows
+of its range and yields Arrow record batches cast to the exact Arrow schema Spark expects. A
+DataFrame is therefore a snapshot: later commits do not change what it returns. Read options:
+``version``, ``columns`` (may name the metadata columns ``_rowid``, ``_rowaddr``, ``_fragid``, read as
+LONG), ``filter`` (a Lance SQL predicate evaluated while scanning), ``split_rows``, ``batch_size``
+(rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``. Everything the
+reader does is fixed by its options and schema, so the JVM reusing it across queries is harmless.
 
 Pushdown — what Spark 4.3's Python Data Source API allows:
 
@@ -21,8 +25,14 @@ Pushdown — what Spark 4.3's Python Data Source API allows:
   ``spark.sql.python.filterPushdown.enabled`` is true (:func:`jobs.register` sets it), and the JVM
   caches the planned reader on the DataFrame's source (``PythonDataSourceV2.readInfo``) and reuses it
   for a later query on the same DataFrame whose filters have no Python form (``OR``, arithmetic, no
-  filter at all) — that later query would silently inherit the earlier pushed predicates. With
-  pushdown on, build a fresh ``load()`` per filtered query.
+  filter at all) — that later query would silently inherit the earlier pushed predicates. The
+  cached ``PythonDataSourceReadInfo`` holds the read function *and* the pickled partitions, and
+  Python is not called at all for a query without a convertible filter
+  (``UserDefinedPythonDataSource.pushdownFiltersInPython`` checks ``isAnyFilterSupported`` first), so
+  no state a Python reader keeps, on itself or in its partitions, can tell that query apart; newer
+  Spark scopes the read info to the ``PythonScanBuilder`` instead. With pushdown on, build a fresh
+  ``load()`` per filtered query. The ``filter`` option is the always-correct way to have Lance
+  evaluate a predicate while scanning: it is part of the reader's options, not of Spark's plan.
 * Columns: the JVM side (``PythonScanBuilder``) implements only ``SupportsPushDownFilters``, not
   ``SupportsPushDownRequiredColumns``, so ``load().select("a")`` still makes the source produce every
   column and Spark drops the rest. To read fewer columns from storage, name them at the source:
@@ -32,17 +42,26 @@ Pushdown — what Spark 4.3's Python Data Source API allows:
 Writing::
 
     df.write.format("lance").mode("append" | "overwrite").save(uri)
+    df.write.format("lance").mode("overwrite").option("replace_where", "day = 3").save(uri)
+    jobs.save(df, uri, mode="error" | "ignore")          # Spark only passes append/overwrite
+    df.writeStream.format("lance").option("checkpointLocation", ckpt).start(uri)
 
 The writer is planned once on the driver (it records the dataset's version, Arrow schema and, for
 an append, its Lance field ids and file format, so tasks never read the manifest), then each Spark
 task receives Arrow batches, casts them to the dataset's schema and calls
 :func:`lance_ops.fragment.write_fragments`; the task's commit message carries the resulting
 ``FragmentMetadata``. When every task has succeeded the driver commits ONE transaction: ``Append`` to
-an existing dataset, or ``Overwrite`` for mode overwrite and for a dataset that does not exist yet (a
-create). Options: ``transaction_properties`` (JSON object of strings, stored in the transaction),
+an existing dataset, ``Overwrite`` for mode overwrite and for a dataset that does not exist yet (a
+create), or, with ``replace_where``, an ``Update`` (:func:`lance_ops.ops.write.replace_rows`: deletion
+files for the rows of the read version the predicate selects, the new fragments added) — so a
+re-run backfill leaves one copy; a DataFrame row the predicate does not select fails its task.
+Options: ``transaction_properties`` (JSON object of strings, stored in the transaction),
 ``commit_message``, ``max_rows_per_file``, ``max_rows_per_group``, ``data_storage_version`` (default:
-the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create) and, for both
-directions, ``storage_options`` (JSON object).
+the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create), ``save_mode``
+(``error``/``ignore``, see :func:`save`) and, for both directions, ``storage_options`` (JSON object).
+Streaming writes commit each micro-batch the same way, with the query's identity (option
+``stream_id``, else the query id in ``<checkpointLocation>/metadata``) and the batch id in the
+transaction properties; a batch id the query already committed (a replay) is skipped.
 If a task fails, Spark calls ``abort``: nothing was committed, so the data files written by the
 successful tasks are unreachable from every version; they are left for
 ``cleanup_old_versions(delete_unverified=True)``, exactly as with an interrupted pylance write.
@@ -52,15 +71,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+from pyspark.sql import DataFrame
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamArrowWriter,
     EqualNullSafe,
     EqualTo,
     Filter,
@@ -78,12 +101,17 @@ from pyspark.sql.datasource import (
     StringStartsWith,
     WriterCommitMessage,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 import lance_ops
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
-from lance_ops.errors import DatasetNotFoundError
+from lance_ops.errors import DatasetAlreadyExistsError, DatasetNotFoundError, SchemaError
 from lance_ops.fragment import FragmentMetadata, write_fragments
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
+from lance_ops.ops.compaction import open_version
+from lance_ops.ops.write import replace_rows
+from lance_ops.query.predicate import parse_predicate
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Operation
 
@@ -92,6 +120,10 @@ log = logging.getLogger(__name__)
 FORMAT_NAME = "lance"
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 DEFAULT_BATCH_SIZE = 8192
+# Physical rows per read partition: a larger fragment is read by several tasks.
+DEFAULT_SPLIT_ROWS = 1024 * 1024
+FRAGMENT_ID = "_fragid"
+METADATA_COLUMNS = (ROW_ID, ROW_ADDRESS, FRAGMENT_ID)
 
 
 def _json_option(options: Mapping[str, str], key: str) -> dict[str, str]:
@@ -211,14 +243,33 @@ def filter_to_sql(flt: Filter) -> str | None:
 
 @dataclass(frozen=True)
 class LanceInputPartition(InputPartition):
-    """One Spark partition = one fragment of the pinned version (None: the version has no fragments,
-    Spark still runs one task, which yields nothing)."""
+    """One Spark partition: the physical rows ``start .. stop - 1`` of one fragment of the pinned
+    version (fragment None: the version has no fragments; Spark still runs one task, which yields
+    nothing). Large fragments are split into several partitions by row range."""
 
     fragment_id: int | None
+    start: int = 0
+    stop: int = 0
+
+
+def split_fragment(fragment_id: int, physical_rows: int, split_rows: int) -> list[LanceInputPartition]:
+    """The partitions of one fragment: row ranges of at most ``split_rows`` physical rows."""
+    return [
+        LanceInputPartition(fragment_id, start, min(start + split_rows, physical_rows))
+        for start in range(0, max(physical_rows, 1), split_rows)
+    ]
+
+
+def metadata_field(name: str) -> StructField:
+    """The Spark field of a metadata column (``_rowid``, ``_rowaddr``, ``_fragid``)."""
+    return StructField(name, LongType(), nullable=False)
 
 
 class LanceReader(DataSourceReader):
-    """Reads the pinned version of a dataset, one fragment per partition, as Arrow batches."""
+    """Reads the pinned version of a dataset as Arrow batches, one row range of a fragment per
+    partition. Data columns, metadata columns and the ``filter`` option's predicate are all fixed
+    when the reader is made (from the schema and options Spark passes), so a reader that Spark
+    reuses for another query of the same DataFrame still returns the right rows."""
 
     def __init__(
         self,
@@ -227,46 +278,76 @@ class LanceReader(DataSourceReader):
         schema: StructType,
         storage_options: dict[str, str],
         batch_size: int,
+        split_rows: int = DEFAULT_SPLIT_ROWS,
+        filter: str | None = None,
     ) -> None:
         self.uri = uri
         self.version = version
-        self.columns = schema.fieldNames()
+        names = schema.fieldNames()
+        self.columns = [n for n in names if n not in METADATA_COLUMNS]
+        self.metadata = [n for n in names if n in METADATA_COLUMNS]
         self.arrow_schema = spark_arrow_schema(schema)
         self.storage_options = storage_options
         self.batch_size = batch_size
-        self.predicates: list[str] = []
+        self.split_rows = split_rows
+        self.predicates: list[str] = [] if filter is None else [filter]
 
     @property
     def filter(self) -> str | None:
-        """The pushed predicates as one SQL conjunction (None when nothing was pushed)."""
+        """The predicates as one SQL conjunction (None when there are none)."""
         if not self.predicates:
             return None
         return " AND ".join(f"({p})" for p in self.predicates)
 
-    def _open(self) -> lance_ops.LanceDataset:
-        return lance_ops.dataset(self.uri, version=self.version, storage_options=self.storage_options)
+    def _open(self) -> VersionFiles:
+        return open_version(self.uri, self.version, self.storage_options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        fragments = self._open().get_fragments()
-        return [LanceInputPartition(fragment.fragment_id) for fragment in fragments] or [
-            LanceInputPartition(None)
-        ]
+        # HOOK(L6): with a predicate, drop the fragments whose statistics rule it out here.
+        fragments = self._open().manifest.fragments
+        parts = [p for f in fragments for p in split_fragment(f.id, f.physical_rows, self.split_rows)]
+        return parts or [LanceInputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, LanceInputPartition):
             raise TypeError(f"not a Lance partition: {partition!r}")
         if partition.fragment_id is None:
             return
-        fragment = self._open().get_fragment(partition.fragment_id)
-        if fragment is None:
+        files = self._open()
+        metadata = next((f for f in files.manifest.fragments if f.id == partition.fragment_id), None)
+        if metadata is None:
             raise DatasetNotFoundError(
                 f"{self.uri}: fragment {partition.fragment_id} is not in version {self.version}"
             )
-        # ``self.filter`` is None unless predicates were pushed (pushdown is opt-in).
-        batches = fragment.to_batches(columns=self.columns, filter=self.filter, batch_size=self.batch_size)
-        for batch in batches:
-            if batch.num_rows:
-                yield conform_batch(batch, self.arrow_schema)
+        fragment = files.fragment(metadata)
+        live = fragment.live_offsets()
+        live = live[(live >= partition.start) & (live < partition.stop)]
+        predicate = None if self.filter is None else parse_predicate(self.filter, files.schema)
+        options = ScanOptions(
+            columns=tuple(self.columns),
+            predicate=predicate,
+            with_row_id=ROW_ID in self.metadata,
+            with_row_address=ROW_ADDRESS in self.metadata or FRAGMENT_ID in self.metadata,
+            batch_size=self.batch_size,
+        )
+        for table in fragment.scan(options, live):
+            if table.num_rows:
+                yield conform_batch(self._with_metadata(table, fragment.id), self.arrow_schema)
+
+    def _with_metadata(self, table: pa.Table, fragment_id: int) -> pa.RecordBatch:
+        """``table`` as one batch, metadata columns as int64 (Spark's LONG)."""
+        columns = {name: table.column(name) for name in self.columns}
+        if ROW_ID in self.metadata:
+            columns[ROW_ID] = table.column(ROW_ID).cast(pa.int64())
+        if ROW_ADDRESS in self.metadata:
+            columns[ROW_ADDRESS] = table.column(ROW_ADDRESS).cast(pa.int64())
+        if FRAGMENT_ID in self.metadata:
+            columns[FRAGMENT_ID] = pa.array(np.full(table.num_rows, fragment_id, dtype=np.int64))
+        arrays = [
+            pa.chunked_array(c).combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+            for c in columns.values()
+        ]
+        return pa.RecordBatch.from_arrays(arrays, names=list(columns))
 
 
 class LanceFilteringReader(LanceReader):
@@ -274,7 +355,8 @@ class LanceFilteringReader(LanceReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         for flt in filters:
-            predicate = filter_to_sql(flt)
+            target = flt.child if isinstance(flt, Not) else flt
+            predicate = None if target.attribute[0] in METADATA_COLUMNS else filter_to_sql(flt)  # type: ignore[attr-defined]
             if predicate is None:
                 yield flt
             else:
@@ -292,8 +374,15 @@ class LanceCommitMessage(WriterCommitMessage):
     num_rows: int = 0
 
 
+SAVE_MODES = ("append", "overwrite", "error", "errorifexists", "ignore")
+# Transaction properties of a streaming commit: which query and micro-batch it holds.
+STREAM_ID_KEY = "lance-ops.stream.id"
+STREAM_BATCH_KEY = "lance-ops.stream.batch_id"
+
+
 class LanceWriter(DataSourceArrowWriter):
-    """Executors write fragments; the driver commits them as a single Append or Overwrite."""
+    """Executors write fragments; the driver commits them as one Append, Overwrite or (replace-where)
+    Update."""
 
     def __init__(self, uri: str, spark_input_schema: StructType, overwrite: bool, options: Mapping[str, str]):
         self.uri = uri
@@ -303,12 +392,23 @@ class LanceWriter(DataSourceArrowWriter):
         self.max_rows_per_file = int(options.get("max_rows_per_file", 1024 * 1024))
         self.max_rows_per_group = int(options.get("max_rows_per_group", 1024))
         self.enable_stable_row_ids = _bool_option(options, "enable_stable_row_ids", False)
+        self.replace_where = options.get("replace_where") or None
+        if self.replace_where is not None and not overwrite:
+            raise ValueError("option 'replace_where' needs mode('overwrite')")
         existing = self._existing()
+        save_mode = (options.get("save_mode") or ("overwrite" if overwrite else "append")).lower()
+        if save_mode not in SAVE_MODES:
+            raise ValueError(f"option 'save_mode' must be one of {SAVE_MODES}, got {save_mode!r}")
+        if existing is not None and save_mode in ("error", "errorifexists"):
+            raise DatasetAlreadyExistsError(f"a dataset already exists at {uri} (save mode {save_mode!r})")
+        # Save mode ignore with an existing dataset: the tasks write nothing and nothing is committed.
+        self.skip = existing is not None and save_mode == "ignore"
         self.read_version = None if existing is None else existing.version
-        self.overwrite = overwrite or existing is None
+        replacing = overwrite and self.replace_where is None
+        self.overwrite = replacing or existing is None
         self.schema = (
             existing.schema
-            if existing is not None and not overwrite
+            if existing is not None and not replacing
             else spark_arrow_schema(spark_input_schema)
         )
         # New files match the dataset's format unless the caller names one.
@@ -334,8 +434,26 @@ class LanceWriter(DataSourceArrowWriter):
         """The dataset's Lance schema an append writes with; None when the tasks number a new schema."""
         return self._append_fields
 
+    def _check(self) -> Callable[[pa.RecordBatch], None] | None:
+        """A replace-where write's check that every row matches the predicate (None otherwise)."""
+        if self.replace_where is None:
+            return None
+        predicate = parse_predicate(self.replace_where, self.schema)
+
+        def check(batch: pa.RecordBatch) -> None:
+            kept = predicate.filter(pa.Table.from_batches([batch])).num_rows
+            if kept != batch.num_rows:
+                raise SchemaError(
+                    f"{batch.num_rows - kept} row(s) of the DataFrame do not match "
+                    f"replace_where {self.replace_where!r}"
+                )
+
+        return check
+
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
-        counted = _CountingBatches(iterator, self.schema)
+        if self.skip:
+            return LanceCommitMessage()
+        counted = _CountingBatches(iterator, self.schema, self._check())
         if counted.peek() is None:
             return LanceCommitMessage()
         reader = pa.RecordBatchReader.from_batches(self.schema, counted)
@@ -353,22 +471,35 @@ class LanceWriter(DataSourceArrowWriter):
         return LanceCommitMessage(fragments=list(fragments), num_rows=counted.num_rows)
 
     def operation(self, fragments: list[FragmentMetadata]) -> Operation:
-        """The single operation committing ``fragments``."""
+        """The single operation committing ``fragments`` on ``read_version``."""
         if self.overwrite:
             return lance_ops.LanceOperation.Overwrite(self.schema, fragments)
+        if self.replace_where is not None:
+            assert self.read_version is not None
+            files = open_version(self.uri, self.read_version, self.storage_options)
+            return replace_rows(files, parse_predicate(self.replace_where, files.schema), fragments)
         return lance_ops.LanceOperation.Append(fragments)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if not self.skip:
+            self._commit(messages, self.read_version, self.transaction_properties)
+
+    def _commit(
+        self,
+        messages: Sequence[WriterCommitMessage | None],
+        read_version: int | None,
+        properties: Mapping[str, str],
+    ) -> None:
         fragments = [
             frag for msg in messages if isinstance(msg, LanceCommitMessage) for frag in msg.fragments
         ]
         committed = lance_ops.LanceDataset.commit(
             self.uri,
             self.operation(fragments),
-            read_version=self.read_version or 0,
+            read_version=read_version or 0,
             storage_options=self.storage_options,
             commit_message=self.commit_message,
-            transaction_properties=self.transaction_properties,
+            transaction_properties=dict(properties),
             enable_stable_row_ids=self.enable_stable_row_ids,
             data_storage_version=self.data_storage_version,
         )
@@ -391,11 +522,80 @@ class LanceWriter(DataSourceArrowWriter):
         )
 
 
+def stream_id(options: Mapping[str, str]) -> str:
+    """What identifies a streaming query across restarts: option ``stream_id``, else the query id
+    Spark keeps in ``<checkpointLocation>/metadata``."""
+    explicit = options.get("stream_id")
+    if explicit:
+        return explicit
+    checkpoint = options.get("checkpointLocation") or options.get("checkpointlocation")
+    if checkpoint:
+        metadata = Path(checkpoint.removeprefix("file:")) / "metadata"
+        if metadata.exists():
+            return str(json.loads(metadata.read_text().splitlines()[0])["id"])
+    raise ValueError(
+        "a streaming Lance write needs option 'stream_id' or a local 'checkpointLocation' "
+        "(it identifies the query so a replayed micro-batch is not committed twice)"
+    )
+
+
+def last_stream_batch(uri: str, stream: str, storage_options: Mapping[str, str]) -> int | None:
+    """The last micro-batch of ``stream`` committed to ``uri`` (None: none), newest version first."""
+    try:
+        ds = lance_ops.dataset(uri, storage_options=dict(storage_options))
+    except DatasetNotFoundError:
+        return None
+    for entry in reversed(ds.versions()):
+        transaction = ds.read_transaction(entry["version"])
+        if transaction is not None and transaction.properties.get(STREAM_ID_KEY) == stream:
+            return int(transaction.properties[STREAM_BATCH_KEY])
+    return None
+
+
+class LanceStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("lance")``: each micro-batch is written like a batch write and committed
+    once: the query's id and the batch id go into the transaction properties, and a batch id not
+    newer than the last one committed for the query (a replay after a restart) is skipped."""
+
+    def __init__(self, uri: str, schema: StructType, overwrite: bool, options: Mapping[str, str]):
+        self.batch = LanceWriter(uri, schema, overwrite, options)
+        self.stream = stream_id(options)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
+        return self.batch.write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        batch = self.batch
+        last = last_stream_batch(batch.uri, self.stream, batch.storage_options)
+        if last is not None and batchId <= last:
+            log.warning("micro-batch %d of stream %s is already committed; skipped", batchId, self.stream)
+            return
+        existing = batch._existing()
+        if existing is not None and batch.overwrite and batch.read_version is None:
+            # The query's first micro-batch created the dataset; later ones append to it.
+            batch.overwrite = False
+        properties = {
+            **batch.transaction_properties,
+            STREAM_ID_KEY: self.stream,
+            STREAM_BATCH_KEY: str(batchId),
+        }
+        batch._commit(messages, None if existing is None else existing.version, properties)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        self.batch.abort(messages)
+
+
 class _CountingBatches:
     """Iterator over Spark's batches, cast to the dataset schema, counting rows and allowing a peek."""
 
-    def __init__(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> None:
+    def __init__(
+        self,
+        batches: Iterator[pa.RecordBatch],
+        schema: pa.Schema,
+        check: Callable[[pa.RecordBatch], None] | None = None,
+    ) -> None:
         self._batches = (conform_batch(b, schema) for b in batches if b.num_rows)
+        self._check = check
         self._head: pa.RecordBatch | None = None
         self.num_rows = 0
 
@@ -410,6 +610,8 @@ class _CountingBatches:
     def __next__(self) -> pa.RecordBatch:
         batch = self._head if self._head is not None else next(self._batches)
         self._head = None
+        if self._check is not None:
+            self._check(batch)
         self.num_rows += batch.num_rows
         return batch
 
@@ -455,12 +657,13 @@ class LanceDataSource(DataSource):
         if not wanted:
             return full
         names = [name.strip() for name in wanted.split(",") if name.strip()]
-        missing = [name for name in names if name not in full.fieldNames()]
+        missing = [n for n in names if n not in full.fieldNames() and n not in METADATA_COLUMNS]
         if missing:
             raise ValueError(
                 f"option 'columns' names unknown column(s) {missing}; schema has {full.fieldNames()}"
+                f" and the metadata columns {list(METADATA_COLUMNS)}"
             )
-        return StructType([full[name] for name in names])
+        return StructType([full[n] if n in full.fieldNames() else metadata_field(n) for n in names])
 
     def reader(self, schema: StructType) -> LanceReader:
         pushdown = _bool_option(self.options, "filter_pushdown", False)
@@ -471,7 +674,26 @@ class LanceDataSource(DataSource):
             schema,
             self.storage_options,
             int(self.options.get("batch_size", DEFAULT_BATCH_SIZE)),
+            int(self.options.get("split_rows", DEFAULT_SPLIT_ROWS)),
+            self.options.get("filter") or None,
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> LanceWriter:
         return LanceWriter(self.uri, schema, overwrite, self.options)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> LanceStreamWriter:  # noqa: N802
+        return LanceStreamWriter(self.uri, schema, overwrite, self.options)
+
+
+def save(df: DataFrame, uri: str, mode: str = "append", **options: str) -> None:
+    """``df.write.format("lance")`` in any save mode: Spark's Python data sources only take append
+    and overwrite, so ``error``/``errorifexists`` and ``ignore`` travel as option ``save_mode``
+    (``error`` raises :class:`DatasetAlreadyExistsError` if a dataset exists; ``ignore`` then writes
+    nothing)."""
+    lowered = mode.lower()
+    if lowered not in SAVE_MODES:
+        raise ValueError(f"mode must be one of {SAVE_MODES}, got {mode!r}")
+    writer = df.write.format(FORMAT_NAME).mode("overwrite" if lowered == "overwrite" else "append")
+    for key, value in {**options, "save_mode": lowered}.items():
+        writer = writer.option(key, value)
+    writer.save(uri)

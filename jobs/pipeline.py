@@ -1,23 +1,35 @@
-"""The main job: generate a demo DataFrame, append it to a Lance dataset, read it back, report.
+"""The main job: the whole maintenance cycle of a Lance dataset, run through Spark.
 
-    python -m jobs.pipeline [--uri DIR] [--rows N] [--master local[*]]
+    python -m jobs.pipeline [--uri DIR] [--rows N] [--appends K] [--master local[*]]
 
-Everything goes through the ``lance`` data source: Spark tasks write fragments, the driver commits one
-Append (the first run creates the dataset), then a fresh read of the latest version is counted and
-summarised. Default dataset: ``data/demo.lance`` under the repository root.
+Steps, in order (each is a Spark job committing one transaction, or one per ``commit_every`` group):
+
+1. ``append`` x K — ``rows`` demo rows each through ``df.write.format("lance")``;
+2. ``backfill`` — a replace-where rewrite of the ``alpha`` category (score doubled), one ``Update``;
+3. ``delete`` — :func:`jobs.delete` of the rows without a note;
+4. ``add_column`` — :func:`jobs.add_columns` of a SQL column computed from ``score``;
+5. ``compact`` — :func:`jobs.compact` into fragments of ``rows * appends`` rows.
+
+Each step's result is checked against the state before it (rows, schema, the committed operation);
+one line per step reports version, rows, fragments, bytes and seconds, and the process exits with
+status 1 on the first wrong result. The last line is a JSON summary. Default dataset:
+``data/demo.lance`` under the repository root; re-running continues on the existing dataset.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import jobs
 import lance_ops
 from jobs.session import get_spark
 from lance_ops.errors import DatasetNotFoundError
@@ -34,6 +46,41 @@ class WriteSummary:
     version: int
     rows: int
     fragments: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The state a step is checked against: latest version, live rows, fragments, data bytes,
+    column names and the operation that made the version."""
+
+    version: int
+    rows: int
+    fragments: int
+    bytes: int
+    columns: tuple[str, ...]
+    operation: str
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One line of the job's output."""
+
+    step: str
+    version: int
+    rows: int
+    fragments: int
+    bytes: int
+    seconds: float
+
+    def line(self) -> str:
+        return (
+            f"{self.step:<12} version={self.version} rows={self.rows} fragments={self.fragments} "
+            f"bytes={self.bytes} seconds={self.seconds:.2f}"
+        )
+
+
+class StepFailed(RuntimeError):
+    """A step committed a result that is not the expected one."""
 
 
 def demo_frame(spark: SparkSession, rows: int, start: int = 0, partitions: int | None = None) -> DataFrame:
@@ -58,11 +105,8 @@ def demo_frame(spark: SparkSession, rows: int, start: int = 0, partitions: int |
 def write_lance(
     df: DataFrame, uri: str, mode: str = "append", options: Mapping[str, str] | None = None
 ) -> None:
-    """Write ``df`` through the data source (``mode`` append or overwrite; extra writer ``options``)."""
-    writer = df.write.format("lance").mode(mode)
-    for key, value in (options or {}).items():
-        writer = writer.option(key, value)
-    writer.save(uri)
+    """Write ``df`` through the data source (any save mode, see :func:`jobs.save`; extra ``options``)."""
+    jobs.save(df, uri, mode=mode, **dict(options or {}))
 
 
 def summarize(uri: str, storage_options: Mapping[str, str] | None = None) -> WriteSummary:
@@ -71,35 +115,172 @@ def summarize(uri: str, storage_options: Mapping[str, str] | None = None) -> Wri
     return WriteSummary(uri=uri, version=ds.version, rows=ds.count_rows(), fragments=len(ds.get_fragments()))
 
 
-def run(spark: SparkSession, uri: str, rows: int) -> WriteSummary:
-    """Append ``rows`` demo rows to ``uri`` and check them by reading the dataset back through Spark."""
+def snapshot(uri: str) -> Snapshot | None:
+    """The latest state of ``uri`` (None: no dataset yet)."""
     try:
-        before = summarize(uri).rows
+        ds = lance_ops.dataset(uri)
     except DatasetNotFoundError:
-        before = 0
-    write_lance(demo_frame(spark, rows, start=before), uri)
-    summary = summarize(uri)
-    counted = spark.read.format("lance").load(uri).count()
-    if counted != summary.rows:
-        raise RuntimeError(
-            f"Spark read {counted} rows from {uri} but version {summary.version} holds {summary.rows}"
+        return None
+    fragments = ds.manifest.fragments
+    transaction = ds.read_transaction()
+    return Snapshot(
+        version=ds.version,
+        rows=ds.count_rows(),
+        fragments=len(fragments),
+        bytes=sum(d.file_size_bytes or 0 for f in fragments for d in f.files),
+        columns=tuple(ds.schema.names),
+        operation="" if transaction is None else type(transaction.operation).__name__,
+    )
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise StepFailed(message)
+
+
+# A step runs on (spark, uri, state before) and returns a check of the state after it.
+Check = Callable[[Snapshot], None]
+Step = Callable[[SparkSession, str, "Snapshot | None"], Check]
+
+
+def append_step(rows: int) -> Step:
+    def step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+        start = 0 if before is None else lance_ops.dataset(uri).count_rows()
+        write_lance(demo_frame(spark, rows, start=start), uri)
+
+        def check(after: Snapshot) -> None:
+            expect(after.rows == start + rows, f"append: {after.rows} rows, expected {start + rows}")
+            counted = spark.read.format("lance").load(uri).count()
+            expect(counted == after.rows, f"append: Spark reads {counted} rows, the dataset has {after.rows}")
+
+        return check
+
+    return step
+
+
+def backfill_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+    """Replace the ``alpha`` rows with themselves, score doubled: one ``Update``, same row count."""
+    assert before is not None
+    where = "category = 'alpha'"
+    current = spark.read.format("lance").load(uri).filter(F.col("category") == "alpha")
+    alpha = current.count()
+    total = current.agg(F.sum("score")).collect()[0][0] or 0.0
+    current.withColumn("score", F.col("score") * 2).write.format("lance").mode("overwrite").option(
+        "replace_where", where
+    ).save(uri)
+
+    def check(after: Snapshot) -> None:
+        expect(after.operation == "Update", f"backfill committed {after.operation}, not one Update")
+        expect(after.rows == before.rows, f"backfill: {after.rows} rows, expected {before.rows}")
+        again = spark.read.format("lance").option("filter", where).load(uri)
+        expect(again.count() == alpha, "backfill changed the number of alpha rows")
+        doubled = again.agg(F.sum("score")).collect()[0][0] or 0.0
+        expect(abs(doubled - 2 * total) <= 1e-6 * max(1.0, abs(total)), "backfill: scores not doubled")
+
+    return check
+
+
+def delete_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+    assert before is not None
+    doomed = lance_ops.dataset(uri).count_rows("note IS NULL")
+    result = jobs.delete(spark, uri, "note IS NULL")
+
+    def check(after: Snapshot) -> None:
+        expect(after.operation == "Delete", f"delete committed {after.operation}")
+        expect(
+            result.num_deleted_rows == doomed, f"delete: {result.num_deleted_rows} rows, expected {doomed}"
         )
-    return summary
+        expect(after.rows == before.rows - doomed, f"delete: {after.rows} rows left")
+
+    return check
 
 
-def main(argv: Sequence[str] | None = None) -> WriteSummary:
+def add_column_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+    assert before is not None
+    name = f"score_x10_v{before.version}"
+    jobs.add_columns(spark, uri, {name: "score * 10"})
+
+    def check(after: Snapshot) -> None:
+        expect(after.operation == "Merge", f"add column committed {after.operation}")
+        expect(after.columns == (*before.columns, name), f"add column: columns {after.columns}")
+        expect(after.rows == before.rows, "add column changed the row count")
+        wrong = lance_ops.dataset(uri).count_rows(f"{name} <> score * 10")
+        expect(wrong == 0, f"add column: {wrong} wrong values")
+
+    return check
+
+
+def compact_step(target_rows: int) -> Step:
+    def step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+        assert before is not None
+        jobs.compact(spark, uri, target_rows_per_fragment=target_rows)
+
+        def check(after: Snapshot) -> None:
+            expect(after.rows == before.rows, "compaction changed the row count")
+            expect(after.fragments <= before.fragments, "compaction added fragments")
+
+        return check
+
+    return step
+
+
+def cycle(rows: int, appends: int) -> list[tuple[str, Step]]:
+    """The steps of the maintenance cycle, in order."""
+    steps: list[tuple[str, Step]] = [("append", append_step(rows)) for _ in range(appends)]
+    steps += [
+        ("backfill", backfill_step),
+        ("delete", delete_step),
+        ("add_column", add_column_step),
+        # HOOK(L6): the encoding-profile step (jobs.profile_encodings) goes here, before compaction,
+        # so that compaction rewrites the data with the stored encoding plan.
+        ("compact", compact_step(rows * appends)),
+        # HOOK(L6): the statistics-rebuild step (jobs.rebuild_statistics) goes here.
+        # HOOK(L4): then a tag of the compacted version, a cleanup dry run (check it reports the
+        # versions/files the cleanup then removes), and the cleanup itself (check the tagged
+        # version still reads).
+    ]
+    return steps
+
+
+def run_step(spark: SparkSession, uri: str, name: str, step: Step) -> StepReport:
+    """Run one step, check its result (raising :class:`StepFailed`) and report the state after it."""
+    started = time.perf_counter()
+    check = step(spark, uri, snapshot(uri))
+    seconds = time.perf_counter() - started
+    after = snapshot(uri)
+    if after is None:
+        raise StepFailed(f"{name}: no dataset at {uri}")
+    check(after)
+    return StepReport(name, after.version, after.rows, after.fragments, after.bytes, seconds)
+
+
+def run(spark: SparkSession, uri: str, rows: int, appends: int = 3) -> list[StepReport]:
+    """Run the cycle on ``uri``, printing one line per step; raises :class:`StepFailed` on a wrong result."""
+    reports = []
+    for name, step in cycle(rows, appends):
+        report = run_step(spark, uri, name, step)
+        print(report.line(), flush=True)
+        reports.append(report)
+    return reports
+
+
+def main(argv: Sequence[str] | None = None) -> list[StepReport]:
     parser = argparse.ArgumentParser(prog="python -m jobs.pipeline", description=__doc__.splitlines()[0])
     parser.add_argument("--uri", default=DEFAULT_URI, help="Lance dataset directory (default: %(default)s)")
-    parser.add_argument("--rows", type=int, default=10_000, help="rows to append (default: %(default)s)")
+    parser.add_argument("--rows", type=int, default=10_000, help="rows per append (default: %(default)s)")
+    parser.add_argument("--appends", type=int, default=3, help="appends per cycle (default: %(default)s)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
     args = parser.parse_args(argv)
     spark = get_spark("lance-ops-pipeline", master=args.master)
     try:
-        summary = run(spark, args.uri, args.rows)
+        reports = run(spark, args.uri, args.rows, args.appends)
+    except StepFailed as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        sys.exit(1)
     finally:
         spark.stop()
-    print(json.dumps(asdict(summary), indent=2))
-    return summary
+    print(json.dumps({**asdict(summarize(args.uri)), "steps": [asdict(r) for r in reports]}))
+    return reports
 
 
 if __name__ == "__main__":

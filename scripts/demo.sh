@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up .venv (scripts/setup.sh) and run the main job: the Spark pipeline on a local Lance
+# Set up .venv (scripts/setup.sh) and run the main job: the maintenance cycle on a local Lance
 # dataset (./data/demo.lance) with Spark local[*]. Extra arguments go to `python -m jobs.pipeline`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -269,7 +269,7 @@ def test_demo_runs_the_pipeline(tmp_path: Path) -> None:
         [*command, "--master", "local[1]"], cwd=REPO, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout[done.stdout.index("{") :])["rows"] == 120
+    summary = json.loads(done.stdout[done.stdout.index("{") :])
     status = subprocess.run(
         [sys.executable, "-m", "lance_ops.cli", "versions", str(uri), "--json"],
         cwd=REPO,
@@ -277,4 +277,6 @@ def test_demo_runs_the_pipeline(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
-    assert [v["rows"] for v in json.loads(status.stdout)] == [120]
+    versions = json.loads(status.stdout)
+    assert [step["step"] for step in summary["steps"]][:3] == ["append"] * 3
+    assert versions[0]["rows"] == 120 and versions[-1]["rows"] == summary["rows"]

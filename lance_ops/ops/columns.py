@@ -45,7 +45,20 @@ from lance_ops.table.naming import DATA_DIR
 from lance_ops.table.schema import LanceField, LanceSchema
 from lance_ops.table.transaction import Merge, Project, Transaction
 
-__all__ = ["BatchUDF", "add_columns", "alter_columns", "batch_udf", "drop_columns"]
+__all__ = [
+    "BatchUDF",
+    "NewColumns",
+    "add_columns",
+    "alter_columns",
+    "batch_udf",
+    "column_compute",
+    "commit_new_columns",
+    "drop_columns",
+    "new_columns",
+    "numbered_columns",
+    "write_fragment_columns",
+    "write_fragment_values",
+]
 
 # Physical rows per transform call when the caller gives no batch size.
 DEFAULT_TRANSFORM_BATCH_SIZE = 1024
@@ -197,7 +210,7 @@ def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[
 
 def _write_columns(
     files: VersionFiles, compute: _Compute, batch_size: int, new_fields: Callable[[pa.Schema], LanceSchema]
-) -> tuple[LanceSchema, list[tuple[FragmentReader, DataFile]]]:
+) -> tuple[LanceSchema, dict[int, DataFile]]:
     """Write one data file of computed columns per fragment; returns the files' schema and the files.
 
     ``new_fields`` numbers the output schema (and raises for clashes before any file is written).
@@ -207,21 +220,30 @@ def _write_columns(
         raise ValueError("batch_size must be positive")
     fragments = files.fragments()
     streams = [_fragment_batches(f, compute, batch_size) for f in fragments]
-    written: list[tuple[FragmentReader, DataFile]] = []
+    written: dict[int, DataFile] = {}
     try:
         schema = _first_schema(compute, files, streams)
         fields = new_fields(schema)
-        options = WriteOptions(
-            data_storage_version=files.manifest.data_storage_version, storage_options=files.storage_options
-        )
         for fragment, batches in zip(fragments, streams, strict=True):
-            data = pa.RecordBatchReader.from_batches(schema, _checked(batches, schema))
-            data_file = write_data_file(data, files.uri, fields, fragment.physical_rows, options)
-            written.append((fragment, data_file))
+            written[fragment.id] = _write_file(files, fragment, batches, schema, fields)
     except BaseException:
-        _delete(files, [data_file for _, data_file in written])
+        _delete(files, written.values())
         raise
     return fields, written
+
+
+def _write_file(
+    files: VersionFiles,
+    fragment: FragmentReader,
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    fields: LanceSchema,
+) -> DataFile:
+    options = WriteOptions(
+        data_storage_version=files.manifest.data_storage_version, storage_options=files.storage_options
+    )
+    data = pa.RecordBatchReader.from_batches(schema, _checked(batches, schema))
+    return write_data_file(data, files.uri, fields, fragment.physical_rows, options)
 
 
 def _delete(files: VersionFiles, data_files: Iterable[DataFile]) -> None:
@@ -230,16 +252,13 @@ def _delete(files: VersionFiles, data_files: Iterable[DataFile]) -> None:
 
 
 def _merge(
-    files: VersionFiles,
-    schema: LanceSchema,
-    written: Iterable[tuple[FragmentReader, DataFile]],
-    options: CommitOptions,
+    files: VersionFiles, schema: LanceSchema, added: Mapping[int, DataFile], options: CommitOptions
 ) -> tuple[Manifest, Transaction]:
     """Commit a ``Merge`` of ``schema`` with the new files added (files without schema ids dropped).
 
-    When a concurrent commit conflicts, the new files are deleted (nothing refers to them).
+    ``added`` maps fragment ids to their new file. When a concurrent commit conflicts, the new
+    files are deleted (nothing refers to them).
     """
-    added = {fragment.id: data_file for fragment, data_file in written}
     ids = set(schema.field_ids)
     fragments: list[DataFragment] = []
     for fragment in files.manifest.fragments:
@@ -290,22 +309,97 @@ def add_columns(
         if not_nullable:
             raise SchemaError(f"all-null columns must be nullable: {not_nullable}")
         schema = files.lance_schema.with_new_fields(fields)
-        return _merge(files, schema, (), options)
-    if isinstance(transforms, Mapping):
-        if read_columns is not None:
-            raise ValueError("read_columns only applies to a UDF; SQL expressions read the columns they name")
-        compute = _sql_compute(files, transforms)
-    elif callable(transforms):
-        compute = _udf_compute(files, transforms, read_columns)
-    else:
-        raise TypeError(
-            "transforms must be a dict of SQL expressions, a batch UDF, or pyarrow Field(s) / a Schema, "
-            f"not {type(transforms).__name__}"
-        )
+        return _merge(files, schema, {}, options)
+    compute = column_compute(files, transforms, read_columns)
     new, written = _write_columns(
         files, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE, lambda s: _numbered(files, s)
     )
-    schema = replace(files.lance_schema, fields=(*files.lance_schema.fields, *new.fields))
+    return commit_new_columns(files, new, written, options)
+
+
+# The pieces of ``add_columns`` a distributed job runs separately: the compute is rebuilt from the
+# transforms wherever it runs, the new fields are numbered once (driver), one file is written per
+# fragment (executors), and one ``Merge`` commits them (driver).
+
+
+def column_compute(files: VersionFiles, transforms: Any, read_columns: Sequence[str] | None) -> _Compute:
+    """How the new columns of SQL ``transforms`` or a batch UDF are computed from the version read."""
+    if isinstance(transforms, Mapping):
+        if read_columns is not None:
+            raise ValueError("read_columns only applies to a UDF; SQL expressions read the columns they name")
+        return _sql_compute(files, transforms)
+    if callable(transforms):
+        return _udf_compute(files, transforms, read_columns)
+    raise TypeError(
+        "transforms must be a dict of SQL expressions, a batch UDF, or pyarrow Field(s) / a Schema, "
+        f"not {type(transforms).__name__}"
+    )
+
+
+@dataclass(frozen=True)
+class NewColumns:
+    """The new columns of an ``add_columns``: the Arrow schema the transform yields and its fields
+    numbered after the dataset's ``max_field_id`` (what the new data files record)."""
+
+    schema: pa.Schema
+    fields: LanceSchema
+
+
+def new_columns(files: VersionFiles, compute: _Compute, batch_size: int | None = None) -> NewColumns:
+    """Number the new columns (calling a UDF without a declared schema on the first batch)."""
+    first = files.fragments()[:1]
+    streams = [_fragment_batches(f, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE) for f in first]
+    schema = _first_schema(compute, files, streams)
+    return NewColumns(schema, _numbered(files, schema))
+
+
+def numbered_columns(files: VersionFiles, schema: pa.Schema) -> NewColumns:
+    """``schema``'s fields (e.g. the value columns of a backfill) numbered as new columns."""
+    return NewColumns(schema, _numbered(files, schema))
+
+
+def write_fragment_columns(
+    files: VersionFiles,
+    fragment_id: int,
+    compute: _Compute,
+    new: NewColumns,
+    batch_size: int | None = None,
+) -> DataFile:
+    """Write the data file of the new columns for one fragment of the version read (no commit)."""
+    fragment = files.fragment(_fragment_metadata(files, fragment_id))
+    batches = _fragment_batches(fragment, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE)
+    return _write_file(files, fragment, batches, new.schema, new.fields)
+
+
+def write_fragment_values(
+    files: VersionFiles, fragment_id: int, offsets: np.ndarray, values: pa.Table, new: NewColumns
+) -> DataFile:
+    """Write a data file of the new columns for one fragment from ``values`` at physical ``offsets``
+    (the other rows are null); a repeated or out-of-range offset raises :class:`SchemaError`."""
+    fragment = files.fragment(_fragment_metadata(files, fragment_id))
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if len(offsets) and (offsets.min() < 0 or offsets.max() >= fragment.physical_rows):
+        raise SchemaError(f"fragment {fragment_id} has {fragment.physical_rows} rows; a key is outside them")
+    if len(np.unique(offsets)) != len(offsets):
+        raise SchemaError(f"the values for fragment {fragment_id} repeat a row")
+    order = np.argsort(offsets, kind="stable")
+    batch = _as_batch(values.select(new.schema.names).cast(new.schema).take(order))
+    data = _scatter(batch, offsets[order], fragment.physical_rows)
+    return _write_file(files, fragment, [data], new.schema, new.fields)
+
+
+def _fragment_metadata(files: VersionFiles, fragment_id: int) -> DataFragment:
+    for metadata in files.manifest.fragments:
+        if metadata.id == fragment_id:
+            return metadata
+    raise SchemaError(f"fragment {fragment_id} is not in version {files.manifest.version}")
+
+
+def commit_new_columns(
+    files: VersionFiles, fields: LanceSchema, written: Mapping[int, DataFile], options: CommitOptions
+) -> tuple[Manifest, Transaction]:
+    """Commit one ``Merge`` adding ``fields`` with the data files ``written`` (fragment id -> file)."""
+    schema = replace(files.lance_schema, fields=(*files.lance_schema.fields, *fields.fields))
     return _merge(files, schema, written, options)
 
 

@@ -5,18 +5,22 @@ fragment's deletion vector and the complete vector is written as a new deletion 
 as pylance does, :func:`lance_ops.table.deletion.deletion_file_type`); a fragment left without live
 rows is removed instead. A delete that selects nothing still commits a version, as pylance does.
 Concurrent deletes of the same fragment are rebased at commit (vectors unioned).
+
+The per-fragment step (:func:`delete_in_fragment`) and the commit (:func:`commit_delete`) are
+separate so that a distributed job (``jobs.delete``) can run the first on executors.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow.compute as pc
 
-from lance_ops.fragment.reader import VersionFiles
+from lance_ops.fragment.reader import FragmentReader, VersionFiles
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.query.predicate import parse_predicate
+from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.deletion import write_deletion_file
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.transaction import Delete, Transaction
@@ -31,6 +35,62 @@ class DeleteResult:
     num_deleted_rows: int
 
 
+@dataclass(frozen=True)
+class FragmentDeletion:
+    """One fragment's part of a delete: its new metadata (with the new deletion file), or its
+    removal when no live row is left; ``num_deleted_rows`` counts the rows this delete selected."""
+
+    fragment_id: int
+    num_deleted_rows: int
+    updated: DataFragment | None
+
+
+def delete_in_fragment(fragment: FragmentReader, bound: Predicate, version: int) -> FragmentDeletion | None:
+    """Write the deletion file for the live rows of ``fragment`` that ``bound`` selects (None: none).
+
+    Only the deletion file is written; nothing is committed. ``version`` is the version read.
+    """
+    selected = fragment.matching_offsets(bound)
+    if not len(selected):
+        return None
+    vector = np.union1d(fragment.deleted, selected.astype(np.uint32))
+    if len(vector) >= fragment.physical_rows:
+        return FragmentDeletion(fragment.id, len(selected), None)
+    previous = fragment.metadata.deletion_file
+    files = fragment.files
+    deletion = write_deletion_file(
+        files.store,
+        files.root,
+        fragment.id,
+        version,
+        vector,
+        None if previous is None else previous.file_type,
+    )
+    return FragmentDeletion(fragment.id, len(selected), replace(fragment.metadata, deletion_file=deletion))
+
+
+def commit_delete(
+    files: VersionFiles,
+    deletions: Iterable[FragmentDeletion],
+    predicate: str | pc.Expression,
+    options: CommitOptions,
+) -> DeleteResult:
+    """Commit one ``Delete`` of the fragment deletions computed on the version ``files`` reads."""
+    updated: list[DataFragment] = []
+    removed: list[int] = []
+    count = 0
+    for deletion in sorted(deletions, key=lambda d: d.fragment_id):
+        count += deletion.num_deleted_rows
+        if deletion.updated is None:
+            removed.append(deletion.fragment_id)
+        else:
+            updated.append(deletion.updated)
+    version = files.manifest.version
+    operation = Delete(tuple(updated), tuple(removed), str(predicate))
+    manifest, transaction = commit(files.uri, operation, replace(options, read_version=version))
+    return DeleteResult(manifest, transaction, count)
+
+
 def delete(files: VersionFiles, predicate: str | pc.Expression, options: CommitOptions) -> DeleteResult:
     """Delete the rows of the version ``files`` reads that ``predicate`` (SQL or Arrow) selects.
 
@@ -39,28 +99,5 @@ def delete(files: VersionFiles, predicate: str | pc.Expression, options: CommitO
     """
     bound = parse_predicate(predicate, files.schema)
     version = files.manifest.version
-    updated: list[DataFragment] = []
-    removed: list[int] = []
-    count = 0
-    for fragment in files.fragments():
-        selected = fragment.matching_offsets(bound)
-        if not len(selected):
-            continue
-        count += len(selected)
-        vector = np.union1d(fragment.deleted, selected.astype(np.uint32))
-        if len(vector) >= fragment.physical_rows:
-            removed.append(fragment.id)
-            continue
-        previous = fragment.metadata.deletion_file
-        deletion = write_deletion_file(
-            files.store,
-            files.root,
-            fragment.id,
-            version,
-            vector,
-            None if previous is None else previous.file_type,
-        )
-        updated.append(replace(fragment.metadata, deletion_file=deletion))
-    operation = Delete(tuple(updated), tuple(removed), str(predicate))
-    manifest, transaction = commit(files.uri, operation, replace(options, read_version=version))
-    return DeleteResult(manifest, transaction, count)
+    found = (delete_in_fragment(fragment, bound, version) for fragment in files.fragments())
+    return commit_delete(files, [d for d in found if d is not None], predicate, options)

@@ -1,8 +1,9 @@
-"""Writing data to a dataset: create it, append to it, or overwrite its content."""
+"""Writing data to a dataset: create it, append to it, or overwrite its content; and the ``Update``
+that replaces the rows a predicate selects with new fragments (a replace-where backfill)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -12,12 +13,15 @@ from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetAlreadyExistsError, RetryableCommitConflictError
 from lance_ops.fragment.options import WriteOptions
+from lance_ops.fragment.reader import VersionFiles
 from lance_ops.fragment.writer import FragmentMetadata, new_dataset_reader, to_reader, write_new_fragments
 from lance_ops.io import object_store
 from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.ops.delete import delete_in_fragment
+from lance_ops.query.predicate import Predicate
 from lance_ops.table.commit import list_versions, load_manifest
 from lance_ops.table.manifest import Manifest
-from lance_ops.table.transaction import Append, Operation, Overwrite, Transaction
+from lance_ops.table.transaction import Append, Operation, Overwrite, Transaction, Update
 
 MODES = ("create", "append", "overwrite")
 
@@ -79,3 +83,22 @@ def write(
         if not entries:
             raise DatasetAlreadyExistsError(f"a dataset was created concurrently at {uri}") from exc
         raise
+
+
+def replace_rows(
+    files: VersionFiles, predicate: Predicate, new_fragments: Sequence[FragmentMetadata]
+) -> Update:
+    """The ``Update`` (rewrite-rows mode, as pylance records one) that deletes the rows of the version
+    ``files`` reads that ``predicate`` selects and adds ``new_fragments`` in their place.
+
+    Deletion files are written here (fragments left without live rows are removed); the caller
+    commits the operation on that version. New fragment ids are assigned at commit.
+    """
+    version = files.manifest.version
+    found = (delete_in_fragment(fragment, predicate, version) for fragment in files.fragments())
+    deletions = [d for d in found if d is not None]
+    return Update(
+        removed_fragment_ids=tuple(d.fragment_id for d in deletions if d.updated is None),
+        updated_fragments=tuple(d.updated for d in deletions if d.updated is not None),
+        new_fragments=tuple(new_fragments),
+    )

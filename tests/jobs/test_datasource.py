@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 
 import lance_ops
 from jobs.datasource import LanceWriter, filter_to_sql
-from jobs.pipeline import demo_frame, run, write_lance
+from jobs.pipeline import demo_frame, write_lance
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema, spark_type
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 
@@ -381,16 +381,6 @@ def test_append_keeps_storage_version(spark: SparkSession, tmp_path: Path) -> No
     }
     assert versions == {(2, 1)}
     assert sorted(ds.to_table().column("id").to_pylist()) == [0, 1, 2, 3, 4]
-
-
-@pytest.mark.spark
-def test_pipeline_run_appends(spark: SparkSession, tmp_path: Path) -> None:
-    uri = str(tmp_path / "demo.lance")
-    assert run(spark, uri, 50).version == 1
-    summary = run(spark, uri, 50)
-    assert (summary.version, summary.rows) == (2, 100)
-    ids = spark.read.format("lance").option("columns", "id").load(uri).toArrow().column("id")
-    assert sorted(ids.to_pylist()) == list(range(100))
 
 
 def test_append_tasks_use_the_drivers_fields_not_the_manifest(

@@ -1,0 +1,110 @@
+"""Distributed compaction: plan on the driver, tasks on executors, ``Rewrite`` commits on the driver.
+
+    python -m jobs.compact --uri DIR [--target-rows-per-fragment N] [--commit-every N] [--dry-run]
+
+The driver plans against the latest version (:func:`lance_ops.ops.compaction.plan`, options resolved
+as pylance does: explicit values, else the dataset's ``lance.compaction.*`` config, else defaults);
+each task travels to an executor in its JSON form, which opens the plan's version, rewrites its
+fragments (:meth:`CompactionTask.execute`) and returns the :class:`RewriteResult` as JSON; the driver
+commits them with :func:`lance_ops.ops.compaction.commit_compaction` (``ReserveFragments`` then one
+``Rewrite``, as pylance's ``Compaction.commit``). ``commit_every=N`` runs and commits the tasks N at a
+time, so a long compaction keeps its progress; ``dry_run=True`` returns the plan as a DataFrame and
+writes nothing. A failed task fails its group before that group's commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+
+from jobs.common import commit_options, latest, on_executors, run_main
+from lance_ops.ops.compaction import (
+    CompactionMetrics,
+    CompactionOptions,
+    CompactionPlan,
+    CompactionTask,
+    RewriteResult,
+    commit_compaction,
+    plan,
+)
+
+PLAN_SCHEMA = StructType(
+    [
+        StructField("read_version", LongType(), False),
+        StructField("task", LongType(), False),
+        StructField("fragment_ids", ArrayType(LongType(), False), False),
+        StructField("rows", LongType(), False),
+        StructField("deleted_rows", LongType(), False),
+        StructField("bytes", LongType(), False),
+    ]
+)
+
+
+def plan_frame(spark: SparkSession, the_plan: CompactionPlan) -> DataFrame:
+    """One row per task of ``the_plan``: the fragments it rewrites, live rows, deleted rows, bytes."""
+    rows = [
+        (the_plan.read_version, n, s["fragment_ids"], s["rows"], s["deleted_rows"], s["bytes"])
+        for n, s in enumerate(the_plan.summary())
+    ]
+    return spark.createDataFrame(rows, PLAN_SCHEMA)
+
+
+def compact(
+    spark: SparkSession,
+    uri: str,
+    commit_every: int | None = None,
+    dry_run: bool = False,
+    storage_options: Mapping[str, str] | None = None,
+    commit_message: str | None = None,
+    transaction_properties: Mapping[str, str] | None = None,
+    **compaction_options: Any,
+) -> DataFrame | CompactionMetrics:
+    """Compact the latest version of ``uri``; returns the metrics (or, with ``dry_run``, the plan)."""
+    if commit_every is not None and commit_every <= 0:
+        raise ValueError("commit_every must be positive")
+    files = latest(uri, storage_options)
+    options = CompactionOptions.resolve(files.manifest.config, **compaction_options)
+    the_plan = plan(files.manifest, options)
+    if dry_run:
+        return plan_frame(spark, the_plan)
+    store_options = dict(storage_options or {})
+
+    def task(text: str) -> str:
+        return CompactionTask.from_json(text).execute(uri, store_options).json()
+
+    commit = commit_options(storage_options, commit_message, transaction_properties)
+    metrics = CompactionMetrics()
+    tasks = [t.json() for t in the_plan.tasks]
+    group = commit_every or len(tasks)
+    for start in range(0, len(tasks), group):
+        results = [
+            RewriteResult.from_json(r) for r in on_executors(spark, tasks[start : start + group], task)
+        ]
+        metrics = metrics + commit_compaction(uri, results, commit).metrics
+    return metrics
+
+
+def _run(spark: SparkSession, args: argparse.Namespace) -> Any:
+    options = {"target_rows_per_fragment": args.target_rows_per_fragment}
+    result = compact(spark, args.uri, commit_every=args.commit_every, dry_run=args.dry_run, **options)
+    if isinstance(result, DataFrame):
+        return [row.asDict() for row in result.collect()]
+    return asdict(result)
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--target-rows-per-fragment", type=int, default=None)
+        parser.add_argument("--commit-every", type=int, default=None, help="tasks per commit")
+        parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+
+    return run_main("python -m jobs.compact", argv, arguments, _run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Distributed delete: executors write deletion files, the driver commits one ``Delete``.
+
+    python -m jobs.delete --uri DIR --where "sql predicate"
+
+The driver pins the latest version and checks the predicate against its schema (a bad predicate
+raises before any task runs); each Spark task opens that version, evaluates the predicate on one
+fragment and writes its new deletion file (:func:`lance_ops.ops.delete.delete_in_fragment`); the
+driver then commits all of them as one ``Delete`` on the pinned version
+(:func:`lance_ops.ops.delete.commit_delete`). A failed task fails the job before the commit: the
+deletion files already written are referenced by no version and are removed by cleanup.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow.compute as pc
+from pyspark.sql import SparkSession
+
+from jobs.common import commit_options, latest, on_executors, open_version, run_main
+from lance_ops.ops.delete import DeleteResult, FragmentDeletion, commit_delete, delete_in_fragment
+from lance_ops.query.predicate import parse_predicate
+
+
+def delete(
+    spark: SparkSession,
+    uri: str,
+    predicate: str | pc.Expression,
+    storage_options: Mapping[str, str] | None = None,
+    commit_message: str | None = None,
+    transaction_properties: Mapping[str, str] | None = None,
+) -> DeleteResult:
+    """Delete the rows ``predicate`` selects from the latest version of ``uri`` in one commit."""
+    files = latest(uri, storage_options)
+    parse_predicate(predicate, files.schema)
+    version = files.manifest.version
+    store_options = dict(storage_options or {})
+
+    def task(fragment_id: int) -> FragmentDeletion | None:
+        pinned = open_version(uri, version, store_options)
+        fragment = next(f for f in pinned.fragments() if f.id == fragment_id)
+        return delete_in_fragment(fragment, parse_predicate(predicate, pinned.schema), version)
+
+    found = on_executors(spark, [f.id for f in files.manifest.fragments], task)
+    options = commit_options(storage_options, commit_message, transaction_properties)
+    return commit_delete(files, [d for d in found if d is not None], predicate, options)
+
+
+def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
+    result = delete(spark, args.uri, args.where)
+    return {"version": result.manifest.version, "deleted_rows": result.num_deleted_rows}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--where", required=True, help="SQL predicate selecting the rows to delete")
+
+    result: dict[str, Any] = run_main("python -m jobs.delete", argv, arguments, _run)
+    return result
+
+
+if __name__ == "__main__":
+    main()

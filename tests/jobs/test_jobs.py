@@ -1,0 +1,163 @@
+"""The Spark jobs (delete, add_columns, compact) against a local[2] session, checked with pylance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import jobs
+import lance_ops
+from lance_ops.errors import PredicateError, SchemaError
+
+pytestmark = [pytest.mark.spark, pytest.mark.interop]
+
+
+def _table(n: int, start: int = 0) -> pa.Table:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table({"id": ids, "day": ids % 5, "name": [f"n{i}" for i in ids]})
+
+
+def _make(tmp_path: Path, rows: int = 300, per_file: int = 60, stable: bool = False) -> str:
+    uri = str(tmp_path / "ds.lance")
+    lance_ops.write_dataset(_table(rows), uri, max_rows_per_file=per_file, enable_stable_row_ids=stable)
+    return uri
+
+
+# ------------------------------------------------------------------------------------------ delete
+
+
+def test_delete_commits_one_delete(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path)
+    result = jobs.delete(spark, uri, "day = 2 OR id >= 240")
+    assert result.num_deleted_rows == 60 + 48
+    ds = lance.dataset(uri)
+    assert ds.version == 2
+    assert ds.read_transaction(2).operation.__class__.__name__ == "Delete"
+    ids = ds.to_table().column("id").to_pylist()
+    assert ids == [i for i in range(300) if i % 5 != 2 and i < 240]
+    assert len(ds.get_fragments()) == 4  # the last fragment lost every row and was removed
+
+
+def test_delete_matches_the_library(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path / "a")
+    other = _make(tmp_path / "b")
+    jobs.delete(spark, uri, "id % 7 = 0")
+    lance_ops.dataset(other).delete("id % 7 = 0")
+    assert lance.dataset(uri).to_table() == lance.dataset(other).to_table()
+
+
+def test_delete_bad_predicate_runs_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path)
+    with pytest.raises((PredicateError, SchemaError)):
+        jobs.delete(spark, uri, "nope = 1")
+    assert lance.dataset(uri).version == 1
+
+
+# ------------------------------------------------------------------------------------- add_columns
+
+
+def test_add_columns_sql_one_merge(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path)
+    lance.dataset(uri).delete("id % 10 = 3")
+    jobs.add_columns(spark, uri, {"double": "id * 2", "tag": "concat(name, '!')"})
+    ds = lance.dataset(uri)
+    assert ds.read_transaction(ds.version).operation.__class__.__name__ == "Merge"
+    assert ds.schema.names == ["id", "day", "name", "double", "tag"]
+    table = ds.to_table()
+    assert table.column("double").to_pylist() == [2 * i for i in table.column("id").to_pylist()]
+    assert table.column("tag")[0].as_py() == "n0!"
+    assert ds.count_rows() == 270
+
+
+def test_add_columns_udf(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path, stable=True)
+
+    def plus_one(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return pa.record_batch([pa.compute.add(batch.column(0), 1)], names=["next"])
+
+    jobs.add_columns(spark, uri, plus_one, read_columns=["id"])
+    table = lance.dataset(uri).to_table(with_row_id=True)
+    assert table.column("next").to_pylist() == list(range(1, 301))
+    assert table.column("_rowid").to_pylist() == list(range(300))
+
+
+def test_add_columns_failed_task_commits_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path)
+
+    def fails_on_last_fragment(batch: pa.RecordBatch) -> pa.RecordBatch:
+        if pa.compute.max(batch.column(0)).as_py() >= 290:
+            raise RuntimeError("boom")
+        return pa.record_batch([batch.column(0)], names=["copy"])
+
+    with pytest.raises(Exception, match="boom"):
+        jobs.add_columns(spark, uri, fails_on_last_fragment, read_columns=["id"])
+    ds = lance.dataset(uri)
+    assert ds.version == 1
+    assert ds.schema.names == ["id", "day", "name"]
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_add_columns_from_dataframe(spark: SparkSession, tmp_path: Path, stable: bool) -> None:
+    uri = _make(tmp_path, stable=stable)
+    lance.dataset(uri).delete("id < 10")
+    key = "_rowid" if stable else "_rowaddr"
+    source = spark.read.format("lance").option("columns", f"id,{key}").load(uri)
+    backfill = source.filter("id % 2 = 0").select(key, (F.col("id") * 100).alias("score"))
+    jobs.add_columns(spark, uri, backfill)
+    ds = lance.dataset(uri)
+    assert ds.read_transaction(ds.version).operation.__class__.__name__ == "Merge"
+    table = ds.to_table()
+    expected = [i * 100 if i % 2 == 0 else None for i in range(10, 300)]
+    assert table.column("score").to_pylist() == expected
+
+
+def test_add_columns_from_dataframe_repeated_key(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path)
+    keys = spark.createDataFrame([(0, 1), (0, 2)], "_rowaddr LONG, v LONG")
+    with pytest.raises(Exception, match="repeat"):
+        jobs.add_columns(spark, uri, keys)
+    assert lance.dataset(uri).version == 1
+
+
+# ----------------------------------------------------------------------------------------- compact
+
+
+def _operations(uri: str, since: int) -> list[str]:
+    """The operations committed after version ``since`` (pylance shows ReserveFragments as a
+    ``BaseOperation``)."""
+    ds = lance.dataset(uri)
+    names = [type(ds.read_transaction(v).operation).__name__ for v in range(since + 1, ds.version + 1)]
+    return ["ReserveFragments" if n == "BaseOperation" else n for n in names]
+
+
+def test_compact_keeps_rows_and_stable_row_ids(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path, rows=400, per_file=40, stable=True)
+    lance.dataset(uri).delete("id % 3 = 0")
+    before = lance.dataset(uri).to_table(with_row_id=True)
+    metrics = jobs.compact(spark, uri, target_rows_per_fragment=150)
+    ds = lance.dataset(uri)
+    assert _operations(uri, 2) == ["ReserveFragments", "Rewrite"]
+    assert ds.to_table(with_row_id=True) == before
+    assert len(ds.get_fragments()) == metrics.fragments_added < 10
+    assert metrics.fragments_removed == 10
+
+
+def test_compact_commit_every_and_dry_run(spark: SparkSession, tmp_path: Path) -> None:
+    uri = _make(tmp_path, rows=400, per_file=20)
+    planned = jobs.compact(spark, uri, dry_run=True, target_rows_per_fragment=100)
+    rows = planned.orderBy("task").collect()
+    assert [len(r.fragment_ids) for r in rows] == [5, 5, 5, 5]
+    assert sum(r.rows for r in rows) == 400 and {r.read_version for r in rows} == {1}
+    assert lance.dataset(uri).version == 1
+    before = lance.dataset(uri).to_table()
+    jobs.compact(spark, uri, commit_every=2, target_rows_per_fragment=100)
+    assert _operations(uri, 1) == ["ReserveFragments", "Rewrite"] * 2
+    ds = lance.dataset(uri)
+    assert len(ds.get_fragments()) == 4
+    assert ds.to_table().sort_by("id") == before
