@@ -19,6 +19,7 @@ status 1 on the first wrong result. The last line is a JSON summary. Default dat
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 import time
@@ -224,6 +225,54 @@ def compact_step(target_rows: int) -> Step:
     return step
 
 
+def tag_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+    """Tag the compacted version, so the cleanup below must keep it."""
+    assert before is not None
+    name = f"compacted-v{before.version}"
+    lance_ops.dataset(uri).tags.create(name, before.version)
+
+    def check(after: Snapshot) -> None:
+        tags = lance_ops.dataset(uri).tags.list()
+        expect(tags.get(name, {}).get("version") == before.version, f"tag: {name} not on v{before.version}")
+
+    return check
+
+
+def statistics_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+    """Rebuild column statistics for the latest version (one commit)."""
+    assert before is not None
+    lance_ops.dataset(uri).stats.rebuild()
+
+    def check(after: Snapshot) -> None:
+        expect(after.rows == before.rows, "statistics rebuild changed the row count")
+        summary = lance_ops.dataset(uri).stats.column_summary("score")
+        expect(
+            summary["fragments_with_statistics"] == summary["num_fragments"],
+            f"statistics: {summary['fragments_with_statistics']} of {summary['num_fragments']} fragments",
+        )
+
+    return check
+
+
+def cleanup_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+    """A cleanup dry run, then the cleanup of every untagged old version; both must agree."""
+    assert before is not None
+    zero = dt.timedelta(0)
+    dry = lance_ops.dataset(uri).cleanup_old_versions(zero, error_if_tagged_old_versions=False, dry_run=True)
+    done = lance_ops.dataset(uri).cleanup_old_versions(zero, error_if_tagged_old_versions=False)
+
+    def check(after: Snapshot) -> None:
+        expect(set(dry.paths) == set(done.paths), "cleanup removed other files than its dry run listed")
+        expect(after.rows == before.rows, "cleanup changed the latest version")
+        ds = lance_ops.dataset(uri)
+        for name, tag in ds.tags.list().items():
+            tagged = ds.checkout_version(name)
+            expect(tagged.version == tag["version"], f"cleanup: tag {name} does not open")
+            tagged.count_rows()
+
+    return check
+
+
 def cycle(rows: int, appends: int) -> list[tuple[str, Step]]:
     """The steps of the maintenance cycle, in order."""
     steps: list[tuple[str, Step]] = [("append", append_step(rows)) for _ in range(appends)]
@@ -231,13 +280,12 @@ def cycle(rows: int, appends: int) -> list[tuple[str, Step]]:
         ("backfill", backfill_step),
         ("delete", delete_step),
         ("add_column", add_column_step),
-        # HOOK(L6): the encoding-profile step (jobs.profile_encodings) goes here, before compaction,
-        # so that compaction rewrites the data with the stored encoding plan.
+        # Not yet: the encoding-profile step (a Spark jobs.profile_encodings, issue L7), before
+        # compaction so that compaction rewrites the data with the stored encoding plan.
         ("compact", compact_step(rows * appends)),
-        # HOOK(L6): the statistics-rebuild step (jobs.rebuild_statistics) goes here.
-        # HOOK(L4): then a tag of the compacted version, a cleanup dry run (check it reports the
-        # versions/files the cleanup then removes), and the cleanup itself (check the tagged
-        # version still reads).
+        ("tag", tag_step),
+        ("statistics", statistics_step),
+        ("cleanup", cleanup_step),
     ]
     return steps
 

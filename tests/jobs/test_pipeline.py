@@ -21,7 +21,17 @@ def test_cycle_runs_every_step(
 ) -> None:
     uri = str(tmp_path / "demo.lance")
     reports = run(spark, uri, rows=140, appends=2)
-    assert [r.step for r in reports] == ["append", "append", "backfill", "delete", "add_column", "compact"]
+    assert [r.step for r in reports] == [
+        "append",
+        "append",
+        "backfill",
+        "delete",
+        "add_column",
+        "compact",
+        "tag",
+        "statistics",
+        "cleanup",
+    ]
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(reports) and all("version=" in line and "bytes=" in line for line in lines)
     ds = lance.dataset(uri)
@@ -31,6 +41,10 @@ def test_cycle_runs_every_step(
     assert table.schema.names[-1].startswith("score_x10_v")
     rows = table.to_pylist()
     assert all(r["score"] == (r["id"] if r["category"] == "alpha" else r["id"] * 0.5) for r in rows)
+    # cleanup kept the tagged compacted version and the latest one; pylance opens both
+    (tag,) = ds.tags.list()
+    assert [v["version"] for v in ds.versions()] == [ds.tags.list()[tag]["version"], ds.version]
+    assert lance.dataset(uri, version=tag).count_rows() == ds.count_rows()
 
 
 def test_a_wrong_result_fails_the_step(
