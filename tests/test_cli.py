@@ -279,4 +279,6 @@ def test_demo_runs_the_pipeline(tmp_path: Path) -> None:
     )
     versions = json.loads(status.stdout)
     assert [step["step"] for step in summary["steps"]][:3] == ["append"] * 3
-    assert versions[0]["rows"] == 120 and versions[-1]["rows"] == summary["rows"]
+    assert [step["step"] for step in summary["steps"]][-3:] == ["tag", "statistics", "cleanup"]
+    # the cleanup kept only the tagged compacted version and the latest
+    assert len(versions) == 2 and versions[-1]["rows"] == summary["rows"]
