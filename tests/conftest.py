@@ -6,7 +6,7 @@ Sections: hypothesis profiles (lead), Spark session fixture (jobs/assets).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pytest
@@ -52,3 +52,20 @@ def spark() -> Iterator[SparkSession]:
     session = get_spark("lance-ops-tests", master="local[2]", config=SPARK_TEST_CONFIG)
     yield session
     session.stop()
+
+
+# --- recorded reads ------------------------------------------------------------------------------
+@pytest.fixture
+def recorded_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int, int]]]:
+    """Every span the local store reads, as ``(path, start, length)``."""
+    from lance_ops.io.local import LocalStore
+
+    reads: list[tuple[str, int, int]] = []
+    original = LocalStore._read_spans
+
+    def recording(self: LocalStore, path: str, spans: Sequence[tuple[int, int]]) -> list[memoryview]:
+        reads.extend((path, start, length) for start, length in spans)
+        return original(self, path, spans)
+
+    monkeypatch.setattr(LocalStore, "_read_spans", recording)
+    yield reads

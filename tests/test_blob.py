@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,6 @@ import lance_ops
 from lance_ops.encoding import FileVersion, make_field_encoder
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader, LanceFileWriter
-from lance_ops.io.local import LocalStore
 from lance_ops.table.blob import is_blob_v2
 from tests.data.golden import DATA_DIR, FILE_VERSIONS, read_expected
 from tests.encoding.harness import round_trip
@@ -55,20 +53,6 @@ def blob_values(
     if big and n:
         values[n // 2] = rng.bytes(big)
     return pa.array(values, pa.large_binary())
-
-
-@pytest.fixture
-def recorded_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int, int]]]:
-    """Every span the local store reads, as ``(path, start, length)``."""
-    reads: list[tuple[str, int, int]] = []
-    original = LocalStore._read_spans
-
-    def recording(self: LocalStore, path: str, spans: Sequence[tuple[int, int]]) -> list[memoryview]:
-        reads.extend((path, start, length) for start, length in spans)
-        return original(self, path, spans)
-
-    monkeypatch.setattr(LocalStore, "_read_spans", recording)
-    yield reads
 
 
 # --- golden data written by pylance -----------------------------------------------------------------

@@ -29,7 +29,6 @@ from lance_ops._proto import file_pb2
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader
 from lance_ops.fragment import write_fragments
-from lance_ops.io.local import LocalStore
 from lance_ops.table.blob import BlobKind, is_blob_v2
 from tests.data.golden import DATA_DIR
 
@@ -111,20 +110,6 @@ def descriptions(uri: Path, name: str = "b") -> list[list[tuple[int, int, int, i
                 ]
             )
     return out
-
-
-@pytest.fixture
-def recorded_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int, int]]]:
-    """Every span the local store reads, as ``(path, start, length)``."""
-    reads: list[tuple[str, int, int]] = []
-    original = LocalStore._read_spans
-
-    def recording(self: LocalStore, path: str, spans: Sequence[tuple[int, int]]) -> list[memoryview]:
-        reads.extend((path, start, length) for start, length in spans)
-        return original(self, path, spans)
-
-    monkeypatch.setattr(LocalStore, "_read_spans", recording)
-    yield reads
 
 
 # --- the same bytes as pylance --------------------------------------------------------------------
