@@ -59,9 +59,10 @@ def summary(manifest: Manifest) -> dict[str, str]:
 
 
 def _local_datetime(ns: int) -> dt.datetime:
-    """Naive local time, truncated to microseconds as pylance does (no float rounding)."""
-    seconds, nanos = divmod(ns, 1_000_000_000)
-    return dt.datetime.fromtimestamp(seconds).replace(microsecond=nanos // 1000)
+    """Naive local time as pylance computes it: whole seconds plus microseconds, both taken from the
+    nanoseconds as a float (so its last microsecond can differ from exact truncation)."""
+    as_float = float(ns)
+    return dt.datetime.fromtimestamp(as_float // 1e9) + dt.timedelta(microseconds=(as_float % 1e9) // 1e3)
 
 
 def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:

@@ -110,3 +110,12 @@ def test_we_read_pylance_restore(tmp_path: Path, lance_module) -> None:  # type:
     assert ds.to_table() == _table(10)
     assert ds.history().column("operation").to_pylist() == ["Overwrite", "Append", "Restore"]
     assert ds.versions() == lance_module.dataset(uri).versions()
+
+
+def test_version_timestamps_round_as_pylance() -> None:
+    """pylance builds the datetime from the nanoseconds as a float; 1795475716660170029 ns gave
+    ...16.660169 there (exact truncation would give 660170): the flaky case behind a versions() mismatch."""
+    from lance_ops.ops.history import _local_datetime
+
+    assert _local_datetime(1_795_475_716_660_170_029).microsecond == 660_169
+    assert _local_datetime(1_795_475_716_000_000_000).microsecond == 0
