@@ -589,25 +589,27 @@ def compact(
     batch = commit_every or len(the_plan.tasks)
     threads = options.num_threads or os.cpu_count() or 1
     outcomes: list[CompactionOutcome] = []
-    finished: list[RewriteResult] = []
+    finished: list[tuple[int, RewriteResult]] = []
     failure: BaseException | None = None
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        pending: set[Future[RewriteResult]] = {
-            pool.submit(execute_task, VersionFiles(files.uri, files.manifest, files.storage_options), task)
-            for task in the_plan.tasks
+        order: dict[Future[RewriteResult], int] = {
+            pool.submit(execute_task, VersionFiles(files.uri, files.manifest, files.storage_options), task): n
+            for n, task in enumerate(the_plan.tasks)
         }
+        pending = set(order)
         try:
             while pending and failure is None:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     try:
-                        finished.append(future.result())
+                        finished.append((order[future], future.result()))
                     except BaseException as exc:  # re-raised below, after committing what finished
                         failure = failure or exc
                 last = not pending and failure is None
                 while len(finished) >= batch or (finished and last):
-                    chunk, finished = finished[:batch], finished[batch:]
-                    outcomes.append(commit_compaction(files.uri, chunk, commit_options))
+                    # new fragment ids follow plan order (as pylance's), whatever order tasks finish in
+                    chunk, finished = sorted(finished[:batch], key=lambda item: item[0]), finished[batch:]
+                    outcomes.append(commit_compaction(files.uri, [r for _, r in chunk], commit_options))
         finally:
             for future in pending:
                 future.cancel()
