@@ -160,3 +160,32 @@ def test_pylance_dictionary_buffer_2_1(tmp_path) -> None:
     decoded = decompressor_for(Context.BLOCK, mb.dictionary).decompress(memoryview(dictionary), 3)
     assert strings_of([decoded]) == [b"apple", b"banana", b"cherry"]
     assert pb.CompressiveEncoding.FromString(mb.dictionary.SerializeToString()) == variable_desc(32)
+
+
+def _chunk_counts_by_doubling(offsets: np.ndarray, width: int, size: int, max_values: int) -> list[int]:
+    """§3.7 as written: take the rest if it fits, else start at two and double while it fits."""
+    n, counts, start = len(offsets) - 1, [], 0
+    fits = lambda k: (k + 1) * width + int(offsets[start + k] - offsets[start]) <= size  # noqa: E731
+    while start < n:
+        left = n - start
+        if left <= max_values and fits(left):
+            counts.append(left)
+            break
+        k = min(2, left)
+        while 2 * k <= left and 2 * k <= max_values and fits(2 * k):
+            k *= 2
+        counts.append(k)
+        start += k
+    return counts
+
+
+@given(
+    lengths=st.lists(st.integers(0, 3000), max_size=400),
+    width=st.sampled_from([4, 8]),
+    size=st.sampled_from([64, 1024, 4096]),
+    max_values=st.sampled_from([4, 64, 4096]),
+)
+def test_chunk_counts_match_doubling_rule(lengths: list[int], width: int, size: int, max_values: int) -> None:
+    offsets = np.cumsum([0, *lengths])
+    expected = _chunk_counts_by_doubling(offsets, width, size, max_values)
+    assert variable_chunk_counts(offsets, width, size, max_values) == expected

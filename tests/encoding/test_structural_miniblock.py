@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lance_ops.encoding import FileVersion, make_field_decoder
 from lance_ops.encoding.compression.bitpacking import InlineBitpackingCompressor
@@ -173,3 +175,29 @@ def test_flat_take_decodes_only_picked_positions(version: FileVersion, dtype: pa
     for size in (1, 2, 50, 3000):
         rows = np.sort(rng.choice(n, size, replace=False))
         assert decoder.read(mem.fetch, rows).equals(arr.take(pa.array(rows)))
+
+
+def _repetition_index_by_definition(rep: np.ndarray, max_rep: int, bounds: np.ndarray) -> list[int]:
+    """§3.5 chunk by chunk: rows whose last level lies in the chunk, trailing levels of an open row."""
+    starts = np.concatenate(([0], bounds[:-1]))
+    pairs = []
+    for c, (lo, hi) in enumerate(zip(starts.tolist(), bounds.tolist(), strict=True)):
+        seg = rep[lo:hi] == max_rep
+        hits = np.flatnonzero(seg)
+        rows, partial = int(np.count_nonzero(seg[1:])), (len(seg) - int(hits[-1]) if len(hits) else len(seg))
+        if c == len(bounds) - 1:
+            rows, partial = rows + 1, 0
+        elif partial and hi < len(rep) and rep[hi] == max_rep:
+            rows, partial = rows + 1, 0
+        pairs += [rows, partial]
+    return pairs
+
+
+@given(
+    rep=st.lists(st.integers(0, 2), max_size=200).map(lambda v: np.array([2, *v], np.uint16)),
+    cuts=st.lists(st.integers(0, 201), max_size=12),
+)
+def test_repetition_index_matches_definition(rep: np.ndarray, cuts: list[int]) -> None:
+    bounds = np.array(sorted({min(c, len(rep)) for c in cuts} | {len(rep)}), np.int64)
+    expected = _repetition_index_by_definition(rep, 2, bounds)
+    assert miniblock.repetition_index(rep, 2, bounds).tolist() == expected

@@ -250,16 +250,15 @@ def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlo
     """
     if len(counts) == 0:
         return ()
-    sizes = np.asarray(sizes, dtype=np.int64).reshape(len(counts), -1)
-    out = []
-    for i, count in enumerate(counts):
-        last = i == len(counts) - 1
-        if not last and (count < 2 or count & (count - 1)):
-            raise ValueError(f"non-last mini-block chunk holds {count} values (not a power of two >= 2)")
-        out.append(
-            MiniBlockChunk(tuple(int(s) for s in sizes[i]), 0 if last else int(count).bit_length() - 1)
-        )
-    return tuple(out)
+    table = np.asarray(sizes, dtype=np.int64).reshape(len(counts), -1).tolist()
+    values = np.asarray(counts, dtype=np.int64)
+    body = values[:-1]
+    bad = (body < 2) | (body & (body - 1) != 0)
+    if bad.any():
+        count = int(body[np.argmax(bad)])
+        raise ValueError(f"non-last mini-block chunk holds {count} values (not a power of two >= 2)")
+    logs = [*(np.frexp(body)[1] - 1).tolist(), 0]  # log2 of the powers of two
+    return tuple(MiniBlockChunk(tuple(row), log) for row, log in zip(table, logs, strict=True))
 
 
 def fixed_chunk_values(bytes_per_value: float, max_values: int = 4096) -> int:

@@ -32,6 +32,7 @@ Per-value (full-zip): the identity; the structural layer writes each value's len
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,23 +80,25 @@ def _variable(block: DataBlock) -> VariableWidthBlock:
 def variable_chunk_counts(
     offsets: np.ndarray, width: int, minichunk_size: int = 4096, max_values: int = MAX_CHUNK_VALUES
 ) -> list[int]:
-    """Values per mini-block chunk for Arrow-style ``offsets`` (§3.7 rule, see module docstring)."""
+    """Values per mini-block chunk for Arrow-style ``offsets`` (§3.7 rule, see module docstring).
+
+    A chunk of k values from ``start`` costs ``g[start + k] - g[start] + width`` bytes with
+    ``g[i] = offsets[i] + width × i``, which grows with k, so the most values that fit is one
+    binary search away; doubling from two up to that bound is the largest power of two below it.
+    """
     offs = np.asarray(offsets, dtype=np.int64)
     n = len(offs) - 1
+    cost = (offs + width * np.arange(n + 1, dtype=np.int64)).tolist()
     counts: list[int] = []
     start = 0
     while start < n:
         left = n - start
-        if left <= max_values and (left + 1) * width + int(offs[n] - offs[start]) <= minichunk_size:
+        fitting = bisect_right(cost, cost[start] + minichunk_size - width, lo=start) - 1 - start
+        if left <= max_values and fitting >= left:
             counts.append(left)
             break
-        k = min(2, left)
-        while (
-            2 * k <= left
-            and 2 * k <= max_values
-            and (2 * k + 1) * width + int(offs[start + 2 * k] - offs[start]) <= minichunk_size
-        ):
-            k *= 2
+        bound = min(fitting, left, max_values)
+        k = 1 << (bound.bit_length() - 1) if bound >= 2 else min(2, left)
         counts.append(k)
         start += k
     return counts
@@ -118,23 +121,29 @@ class VariableCompressor(MiniBlockCompressor):
         width = block.offsets.dtype.itemsize
         offs = block.offsets.astype(np.int64)
         data = as_u8(block.data)
-        counts = variable_chunk_counts(offs, width, self.minichunk_size, self.max_chunk_values)
-        pieces: list[np.ndarray] = []
-        sizes: list[int] = []
+        counts = np.array(
+            variable_chunk_counts(offs, width, self.minichunk_size, self.max_chunk_values), np.int64
+        )
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        headers = (counts + 1) * width
+        lows, highs = offs[starts], offs[ends]
+        sizes = -(-(headers + highs - lows) // width) * width
+        bases = np.cumsum(sizes) - sizes
+        buffer = np.full(int(sizes.sum()), PAD_BYTE, dtype=np.uint8)
+        # every chunk's k + 1 offsets, rebased to its own buffer, written in one scatter
+        spans = counts + 1
+        owner = np.repeat(np.arange(len(counts)), spans)
+        j = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
         dtype = np.dtype(f"<u{width}")
-        start = 0
-        for k in counts:
-            header = (k + 1) * width
-            lo, hi = int(offs[start]), int(offs[start + k])
-            size = _padded(header + hi - lo, width)
-            chunk = np.full(size, PAD_BYTE, dtype=np.uint8)
-            chunk[:header] = (offs[start : start + k + 1] - lo + header).astype(dtype).view(np.uint8)
-            chunk[header : header + hi - lo] = data[lo:hi]
-            pieces.append(chunk)
-            sizes.append(size)
-            start += k
-        buffer = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
-        chunks = chunk_descriptors(counts, np.array(sizes))
+        buffer.view(dtype)[bases[owner] // width + j] = (
+            offs[starts[owner] + j] - lows[owner] + headers[owner]
+        ).astype(dtype)
+        for base, header, lo, hi in zip(
+            bases.tolist(), headers.tolist(), lows.tolist(), highs.tolist(), strict=True
+        ):
+            buffer[base + header : base + header + hi - lo] = data[lo:hi]
+        chunks = chunk_descriptors(counts.tolist(), sizes)
         return MiniBlockCompressed((buffer,), chunks, block.num_values), variable_desc(width * 8)
 
     def compress_block(self, block: DataBlock) -> tuple[bytes, pb.CompressiveEncoding]:

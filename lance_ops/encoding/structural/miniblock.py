@@ -101,26 +101,89 @@ def _level_bounds(levels: Levels, counts: np.ndarray) -> np.ndarray:
     return bounds
 
 
+def _padded(sizes: np.ndarray) -> np.ndarray:
+    return sizes + (-sizes % ALIGN)
+
+
+def _assemble_chunks(
+    compressed: MiniBlockCompressed,
+    level_counts: np.ndarray | None,
+    level_data: dict[str, list[bytes]],
+    large: bool,
+) -> tuple[bytes, bytes]:
+    """The metadata words and the chunks back to back (layout in the module docstring).
+
+    Every chunk's header has the same shape, so headers are written as one (chunks × fields)
+    array and every part lands at an offset computed for all chunks at once.
+    """
+    n = len(compressed.chunks)
+    value_sizes = np.array([c.buffer_sizes for c in compressed.chunks], np.int64).reshape(n, -1)
+    level_sizes = np.array([[len(part) for part in parts] for parts in level_data.values()], np.int64)
+    level_sizes = level_sizes.T.reshape(n, len(level_data))
+    if not large and np.any(value_sizes > MAX_BUFFER_BYTES_V21):
+        raise UnsupportedEncodingError("a 2.1 mini-block buffer cannot exceed 65 535 bytes")
+    size_dtype = np.dtype("<u4" if large else "<u2")
+    head = np.zeros((n, 1 + len(level_data)), "<u2")
+    head[:, 0] = 0 if level_counts is None else level_counts
+    head[:, 1:] = level_sizes
+    header = np.concatenate(
+        [head.view(np.uint8).reshape(n, -1), value_sizes.astype(size_dtype).view(np.uint8).reshape(n, -1)],
+        axis=1,
+    )
+    part_sizes = np.concatenate([level_sizes, value_sizes], axis=1)
+    header_width = header.shape[1] + _pad(header.shape[1])
+    widths = np.concatenate([np.full((n, 1), header_width), _padded(part_sizes)], axis=1)
+    chunk_sizes = widths.sum(axis=1)
+    if not large and np.any(chunk_sizes > MAX_CHUNK_BYTES_V21):
+        raise UnsupportedEncodingError(
+            f"a 2.1 mini-block chunk cannot exceed 32 KiB ({int(chunk_sizes.max())} bytes)"
+        )
+    part_starts = (np.cumsum(chunk_sizes) - chunk_sizes)[:, None] + np.cumsum(widths, axis=1) - widths
+    out = np.full(int(chunk_sizes.sum()), PAD_BYTE, np.uint8)
+    out[(part_starts[:, :1] + np.arange(header.shape[1])).reshape(-1)] = header.reshape(-1)
+    for column, parts in enumerate(level_data.values(), start=1):
+        for start, part in zip(part_starts[:, column].tolist(), parts, strict=True):
+            out[start : start + len(part)] = np.frombuffer(part, np.uint8)
+    for i, buffer in enumerate(compressed.buffers):
+        data = as_u8(buffer)
+        column = 1 + len(level_data) + i
+        sources = np.cumsum(value_sizes[:, i]) - value_sizes[:, i]
+        for start, source, size in zip(
+            part_starts[:, column].tolist(), sources.tolist(), value_sizes[:, i].tolist(), strict=True
+        ):
+            out[start : start + size] = data[source : source + size]
+    logs = np.array([c.log_num_values for c in compressed.chunks], np.int64)
+    words = ((chunk_sizes // ALIGN - 1) << 4) | logs
+    return words.astype("<u4" if large else "<u2").tobytes(), out.tobytes()
+
+
 def repetition_index(rep: np.ndarray, max_rep: int, bounds: np.ndarray) -> np.ndarray:
-    """``(rows, partial)`` u64 pairs per chunk, §3.5."""
+    """``(rows, partial)`` u64 pairs per chunk, §3.5.
+
+    ``rows`` counts the rows that start after a chunk's first level (plus the one the next chunk
+    finishes when a row ends exactly at the chunk boundary), ``partial`` the levels after the
+    chunk's last row start, which belong to a row continuing into the next chunk.
+    """
+    bounds = np.asarray(bounds, np.int64)
     n_chunks = len(bounds)
-    starts = np.concatenate(([0], bounds[:-1]))
+    starts = np.concatenate(([0], bounds[:-1])).astype(np.int64)
     is_start = rep == max_rep
-    out = np.zeros((n_chunks, 2), np.uint64)
-    for c in range(n_chunks):
-        seg = is_start[starts[c] : bounds[c]]
-        rows = int(np.count_nonzero(seg[1:]))
-        hits = np.flatnonzero(seg)
-        partial = len(seg) - int(hits[-1]) if len(hits) else len(seg)
-        if c == n_chunks - 1:
-            rows += 1
-            partial = 0
-        out[c] = (rows, partial)
-    for c in range(n_chunks - 1):
-        if out[c, 1] > 0 and starts[c + 1] < len(rep) and is_start[starts[c + 1]]:
-            out[c, 0] += 1
-            out[c, 1] = 0
-    return out.reshape(-1)
+    begun = np.concatenate(([0], np.cumsum(is_start, dtype=np.int64)))
+    rows = np.maximum(begun[bounds] - begun[np.minimum(starts + 1, bounds)], 0)
+    last_start = np.maximum.accumulate(np.where(is_start, np.arange(len(rep)), -1)) if len(rep) else rep
+    last = last_start[np.maximum(bounds - 1, 0)] if len(rep) else np.full(n_chunks, -1)
+    hit = (bounds > starts) & (last >= starts)
+    partial = np.where(hit, bounds - last, bounds - starts)
+    if n_chunks:
+        rows[-1] += 1
+        partial[-1] = 0
+    following = np.zeros(n_chunks, bool)
+    inside = starts[1:] < len(rep)
+    following[:-1][inside] = is_start[starts[1:][inside]]
+    closes = (partial > 0) & following
+    rows[closes] += 1
+    partial[closes] = 0
+    return np.stack([rows, partial], axis=1).astype(np.uint64).reshape(-1)
 
 
 def encode_page(
@@ -144,10 +207,6 @@ def encode_page(
         if stream is not None:
             codecs[name] = choose_level_codec(stream, version)
     num_buffers = len(compressed.buffers)
-    size_dtype = "<u4" if large else "<u2"
-    buf_offsets = [0] * num_buffers
-    chunks: list[bytes] = []
-    words: list[int] = []
     descs: dict[str, pb.CompressiveEncoding] = {}
     if codecs and int((bounds - level_starts).max()) > MAX_LEVEL_BYTES:
         raise UnsupportedEncodingError(
@@ -161,27 +220,8 @@ def encode_page(
                 descs[name] = desc
             if any(len(data) > MAX_LEVEL_BYTES for data in level_data[name]):
                 raise UnsupportedEncodingError(f"{name} levels of a chunk exceed 65 535 bytes")
-    for c, chunk in enumerate(compressed.chunks):
-        lo, hi = int(level_starts[c]), int(bounds[c])
-        level_parts = [parts[c] for parts in level_data.values()]
-        value_parts = []
-        for i, size in enumerate(chunk.buffer_sizes):
-            value_parts.append(compressed.buffers[i][buf_offsets[i] : buf_offsets[i] + size].tobytes())
-            buf_offsets[i] += size
-        if not large and any(len(v) > MAX_BUFFER_BYTES_V21 for v in value_parts):
-            raise UnsupportedEncodingError("a 2.1 mini-block buffer cannot exceed 65 535 bytes")
-        header = np.array([hi - lo if codecs else 0] + [len(p) for p in level_parts], "<u2").tobytes()
-        header += np.array([len(v) for v in value_parts], size_dtype).tobytes()
-        pieces = [header + bytes([PAD_BYTE]) * _pad(len(header))]
-        for part in (*level_parts, *value_parts):
-            pieces.append(part + bytes([PAD_BYTE]) * _pad(len(part)))
-        blob = b"".join(pieces)
-        if not large and len(blob) > MAX_CHUNK_BYTES_V21:
-            raise UnsupportedEncodingError(f"a 2.1 mini-block chunk cannot exceed 32 KiB ({len(blob)} bytes)")
-        words.append(((len(blob) // ALIGN - 1) << 4) | chunk.log_num_values)
-        chunks.append(blob)
-    meta = np.array(words, "<u4" if large else "<u2").tobytes()
-    buffers = [meta, b"".join(chunks)]
+    meta, blob = _assemble_chunks(compressed, bounds - level_starts if codecs else None, level_data, large)
+    buffers = [meta, blob]
     layout = pb.MiniBlockLayout(
         value_compression=value_encoding,
         layers=list(levels.layers),
