@@ -22,6 +22,7 @@ LAYERS = {
     "lance_ops.file": 2,
     "lance_ops.table": 3,
     "lance_ops.query": 3,
+    "lance_ops.progress": 3,
     "lance_ops.fragment": 4,
     "lance_ops.ops": 5,
     "lance_ops.dataset": 6,
