@@ -119,7 +119,30 @@ class State:
     debug = False
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LanceOpsGroup(click.Group):
+    """The command group whose ``main`` applies the exit-status and one-line-error contract, both for
+    the console script and for click's test runner."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> int:
+        status = _status(self, args, prog_name, complete_var=complete_var, **extra)
+        if standalone_mode:
+            sys.exit(status)
+        return status
+
+
+@click.group(
+    "lance-ops",
+    cls=LanceOpsGroup,
+    no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option("--debug", is_flag=True, help="Show the full traceback when a command fails.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
@@ -274,7 +297,7 @@ def history(uri: str, as_json: bool, storage_options: dict[str, str] | None) -> 
 # --- tags ----------------------------------------------------------------------------------------
 
 
-@cli.group()
+@cli.group(no_args_is_help=False)
 def tags() -> None:
     """List, create, update and delete tags (named versions)."""
 
@@ -656,15 +679,12 @@ def _fail(kind: str, message: object) -> None:
     click.echo(f"lance-ops: {kind}: {text}", err=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit status (0 ok, 1 failed, 2 usage), errors as one line."""
+def _status(group: click.Group, args: Sequence[str] | None, prog_name: str | None, **extra: Any) -> int:
+    """Run ``group`` on ``args``: the exit status, every failure reported as one line on stderr."""
     state = State()
     try:
-        cli.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="lance-ops",
-            standalone_mode=False,
-            obj=state,
+        click.Group.main(
+            group, args=args, prog_name=prog_name or "lance-ops", standalone_mode=False, obj=state, **extra
         )
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -688,3 +708,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail("error", f"{prefix}{exc}")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (0 ok, 1 failed, 2 usage), errors as one line."""
+    return cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
