@@ -20,5 +20,6 @@ the Spark job as a separate process (``python -m jobs.pipeline``): the library n
 from __future__ import annotations
 
 from lance_ops.cli.commands import cli, main
+from lance_ops.cli.inspect import describe_layout
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "describe_layout", "main"]
