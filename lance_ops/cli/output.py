@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from lance_ops.progress import ProgressEvent
 
@@ -27,7 +28,8 @@ def console(stderr: bool = False) -> Console:
     """A console on the current stdout / stderr (click's test runner swaps them per call)."""
     stream = sys.stderr if stderr else sys.stdout
     terminal = stream.isatty()
-    return Console(file=stream, width=None if terminal else PIPE_WIDTH, highlight=False, soft_wrap=False)
+    width = None if terminal else PIPE_WIDTH
+    return Console(file=stream, width=width, highlight=False, emoji=False, markup=False)
 
 
 def emit_json(value: Any) -> None:
@@ -42,7 +44,7 @@ def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str 
         numeric = bool(rows) and all(isinstance(row.get(name), int | float) for row in rows)
         shown.add_column(name, justify="right" if numeric else "left", overflow="fold")
     for row in rows:
-        shown.add_row(*(_cell(row.get(name)) for name in columns))
+        shown.add_row(*(Text(_cell(row.get(name))) for name in columns))
     console().print(shown)
 
 
@@ -61,7 +63,7 @@ def _cell(value: Any) -> str:
 def lines(text: Iterable[str]) -> None:
     out = console()
     for line in text:
-        out.print(line, markup=False)
+        out.print(Text(line), soft_wrap=True)
 
 
 def human_bytes(size: float) -> str:
