@@ -134,7 +134,8 @@ def comparable(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, Any, 
 
 @pytest.mark.interop
 @pytest.mark.parametrize("max_rows", [500, 1000, 3000])
-def test_fragment_write_progress_as_pylance(tmp_path: Path, max_rows: int) -> None:
+@pytest.mark.parametrize("api", ["write_dataset", "write_fragments"])
+def test_fragment_write_progress_as_pylance(tmp_path: Path, max_rows: int, api: str) -> None:
     lance = pytest.importorskip("lance")
 
     class Theirs(lance.progress.FragmentWriteProgress):  # type: ignore[misc,name-defined]
@@ -144,8 +145,15 @@ def test_fragment_write_progress_as_pylance(tmp_path: Path, max_rows: int) -> No
 
     data = table(2500)
     theirs, ours = Theirs(), Recorder()
-    lance.write_dataset(data, str(tmp_path / "theirs.lance"), max_rows_per_file=max_rows, progress=theirs)
-    lance_ops.write_dataset(data, tmp_path / "ours.lance", max_rows_per_file=max_rows, progress=ours)
+    their_write = lance.write_dataset if api == "write_dataset" else lance.fragment.write_fragments
+    their_write(data, str(tmp_path / "theirs.lance"), max_rows_per_file=max_rows, progress=theirs)
+    if api == "write_dataset":
+        lance_ops.write_dataset(data, tmp_path / "ours.lance", max_rows_per_file=max_rows, progress=ours)
+    else:
+        fragments = write_fragments(data, tmp_path / "ours.lance", max_rows_per_file=max_rows, progress=ours)
+        lance_ops.LanceDataset.commit(
+            tmp_path / "ours.lance", lance_ops.LanceOperation.Overwrite(data.schema, fragments)
+        )
     expected = comparable(theirs.calls)
     ended = bool(expected) and expected[-1][0] == "complete"
     if not ended:

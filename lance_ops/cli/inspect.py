@@ -28,6 +28,7 @@ from lance_ops.file import LanceFileReader
 from lance_ops.file.codecs import codec_for
 from lance_ops.file.schema import storage_field
 from lance_ops.io import object_store
+from lance_ops.table.commit import list_versions
 from lance_ops.table.naming import DATA_DIR, VERSIONS_DIR, child_uri
 
 _LAYOUT_NAMES = {
@@ -319,7 +320,7 @@ def dataset_report(ds: LanceDataset, pages: bool = False) -> dict[str, Any]:
         "stable_row_ids": ds.has_stable_row_ids,
         "rows": ds.count_rows(),
         "schema": _schema(ds.schema),
-        "versions": [info["version"] for info in ds.versions()],
+        "versions": [entry.version for entry in list_versions(*object_store(ds.uri, ds.storage_options))],
         "fragments": fragments,
     }
 
