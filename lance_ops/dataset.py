@@ -33,6 +33,7 @@ from lance_ops.ops import history as history_op
 from lance_ops.ops import write as write_op
 from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.tags import Tags
+from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callback
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.commit import list_versions, load_manifest, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
@@ -451,6 +452,8 @@ class LanceDataset:
         transforms: columns_op.Transforms,
         read_columns: Sequence[str] | None = None,
         batch_size: int | None = None,
+        *,
+        progress: ProgressCallback | None = None,
     ) -> None:
         """Add columns: ``{name: SQL expression}``, a batch UDF, or ``pa.Field``\\ s / a ``pa.Schema``.
 
@@ -458,10 +461,12 @@ class LanceDataset:
         ``RecordBatch`` of ``read_columns`` (all columns by default; ``_rowid`` / ``_rowaddr`` may
         be named) to a ``RecordBatch`` or pandas DataFrame of new columns, for runs of at most
         ``batch_size`` rows. Fields add all-null columns without writing data. Commits a ``Merge``
-        and makes this object the new version (see :mod:`lance_ops.ops.columns`).
+        and makes this object the new version (see :mod:`lance_ops.ops.columns`). ``progress``
+        hears of every fragment's new data file (:mod:`lance_ops.progress`).
         """
         options = self._commit_options()
-        self._adopt(*columns_op.add_columns(self._files, transforms, read_columns, batch_size, options))
+        added = columns_op.add_columns(self._files, transforms, read_columns, batch_size, options, progress)
+        self._adopt(*added)
 
     def drop_columns(self, columns: Sequence[str]) -> None:
         """Drop columns (dotted paths for struct fields) by committing a ``Project``; no data is rewritten."""
@@ -497,6 +502,7 @@ class LanceDataset:
         delete_unverified: bool = False,
         error_if_tagged_old_versions: bool = True,
         dry_run: bool = False,
+        progress: ProgressCallback | None = None,
     ) -> cleanup_op.CleanupStats:
         """Remove versions older than ``older_than`` (default two weeks unless ``retain_versions``
         is given) or outside the ``retain_versions`` newest, and every file no kept version needs.
@@ -504,7 +510,7 @@ class LanceDataset:
         The latest version, this version and newer ones, and tagged versions are kept; files no
         version references are removed only when older than 7 days (or ``delete_unverified``).
         ``dry_run`` reports what would be removed (``CleanupStats.paths``) and removes nothing.
-        See :mod:`lance_ops.ops.cleanup`.
+        ``progress`` hears of every file removed. See :mod:`lance_ops.ops.cleanup`.
         """
         policy = cleanup_op.CleanupPolicy.parse(
             older_than,
@@ -514,7 +520,7 @@ class LanceDataset:
             error_if_tagged_old_versions=error_if_tagged_old_versions,
             dry_run=dry_run,
         )
-        return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy)
+        return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy, progress)
 
     def _commit_options(self) -> commit_op.CommitOptions:
         """How this dataset's operations commit (its storage options and manifest store)."""
@@ -604,15 +610,16 @@ def write_dataset(
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
-    progress: Any = None,
+    progress: ProgressCallback | FragmentWriteProgress | None = None,
     manifest_store: ExternalManifestStore | None = None,
     encoding_plan: EncodingPlan | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
     ``data_storage_version`` defaults to ``"stable"`` (2.2) for new datasets; appends always use the
-    dataset's version and overwrites keep it unless one is given. ``progress`` (a callable, or an
-    object with ``complete(fragment)``) is told about every fragment written. ``encoding_plan``
+    dataset's version and overwrites keep it unless one is given. ``progress`` (a callable taking
+    :class:`~lance_ops.progress.ProgressEvent`\\ s, or pylance's ``FragmentWriteProgress``) hears
+    of every data file written (:mod:`lance_ops.progress`). ``encoding_plan``
     (:func:`lance_ops.ops.encodings.profile`) fixes per-column encodings and is stored in the
     dataset's config by creates / overwrites; appends follow the stored plan by default.
     """
@@ -635,6 +642,7 @@ def write_dataset(
     )
     if manifest_store is not None:
         repair(*object_store(uri, storage_options), manifest_store)
-    report = progress if callable(progress) or progress is None else progress.complete
-    manifest, transaction = write_op.write(data, uri, mode, schema, write_options, commit_options, report)
+    manifest, transaction = write_op.write(
+        data, uri, mode, schema, write_options, commit_options, as_callback(progress)
+    )
     return LanceDataset._from_manifest(uri, manifest, transaction, storage_options, manifest_store)

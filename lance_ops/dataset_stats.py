@@ -21,6 +21,7 @@ from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.encoding.statistics import merge_statistics, statistics_type, supports_statistics
 from lance_ops.errors import SchemaError
 from lance_ops.ops import statistics as statistics_op
+from lance_ops.progress import ProgressCallback
 from lance_ops.table.statistics import FragmentStatistics
 
 if TYPE_CHECKING:
@@ -107,10 +108,17 @@ class LanceStats:
         return summary
 
     def rebuild(
-        self, columns: Sequence[str] | None = None, force: bool = False
+        self,
+        columns: Sequence[str] | None = None,
+        force: bool = False,
+        progress: ProgressCallback | None = None,
     ) -> statistics_op.RebuildResult:
-        """Compute the statistics this version lacks and commit them; the dataset becomes that version."""
-        result = statistics_op.rebuild(self._ds._files, columns, force, self._ds._commit_options())
+        """Compute the statistics this version lacks and commit them; the dataset becomes that version.
+
+        ``progress`` hears of every fragment computed (:mod:`lance_ops.progress`).
+        """
+        options = self._ds._commit_options()
+        result = statistics_op.rebuild(self._ds._files, columns, force, options, progress)
         if result.manifest is not None and result.transaction is not None:
             self._ds._adopt(result.manifest, result.transaction)
         return result

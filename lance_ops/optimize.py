@@ -29,6 +29,7 @@ from lance_ops.ops.compaction import (
     CompactionTask,
     RewriteResult,
 )
+from lance_ops.progress import ProgressCallback
 
 __all__ = [
     "Compaction",
@@ -103,6 +104,7 @@ class DatasetOptimizer:
         batch_size: int | None = ...,
         dry_run: Literal[False] = ...,
         commit_every: int | None = ...,
+        progress: ProgressCallback | None = ...,
     ) -> CompactionMetrics: ...
 
     @overload
@@ -118,6 +120,7 @@ class DatasetOptimizer:
         batch_size: int | None = ...,
         dry_run: Literal[True],
         commit_every: int | None = ...,
+        progress: ProgressCallback | None = ...,
     ) -> CompactionPlan: ...
 
     def compact_files(
@@ -132,13 +135,15 @@ class DatasetOptimizer:
         batch_size: int | None = None,
         dry_run: bool = False,
         commit_every: int | None = None,
+        progress: ProgressCallback | None = None,
     ) -> CompactionMetrics | CompactionPlan:
         """Merge small adjacent fragments and materialise deletions (pylance's ``compact_files``).
 
         ``dry_run=True`` returns the :class:`CompactionPlan` (groups with their fragments, live rows,
         deleted rows to materialise and bytes) and writes nothing. ``commit_every=N`` commits every
         N finished groups, so an interrupted run keeps them. Otherwise returns the metrics and
-        ``ds`` becomes the new version.
+        ``ds`` becomes the new version. ``progress`` hears of every group compacted
+        (:mod:`lance_ops.progress`).
         """
         options = CompactionOptions.resolve(
             self._ds.manifest.config,
@@ -152,7 +157,7 @@ class DatasetOptimizer:
         )
         if dry_run:
             return ops.plan(self._ds.manifest, options)
-        outcome = ops.compact(self._ds._files, options, _commit_options(self._ds), commit_every)
+        outcome = ops.compact(self._ds._files, options, _commit_options(self._ds), commit_every, progress)
         return _adopt(self._ds, outcome)
 
     def compact_files_with_outcome(

@@ -1,57 +1,101 @@
-"""The ``lance-ops`` command line: ``inspect`` on the golden files and datasets (text and JSON),
-``versions``, ``demo`` (argument passing with a stand-in job; the real Spark run is marked ``spark``)
-and the error contract (one line on stderr, exit status 2, no traceback)."""
+"""The ``lance-ops`` command line (click's CliRunner): every command on real datasets (text and
+``--json``), dry runs that write nothing, the exit-status contract (0 ok, 1 failed, 2 usage; one
+line on stderr, no traceback without ``--debug``), the progress bar and the HTML report."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner, Result
+from rich.console import Console
 
 import lance_ops
-import lance_ops.cli
-from lance_ops.cli import main
+from lance_ops.cli import cli, main
+from lance_ops.cli import commands as commands_module
+from lance_ops.cli.output import ProgressBar
+from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.file import LanceFileReader, LanceFileWriter
+from lance_ops.ops import encodings as encodings_op
 from tests.data.golden import DATASETS_DIR, FILES_DIR, leaf_paths, text_features
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return status, out, err
+def invoke(*argv: object) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in argv])
 
 
-def run_ok(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    status, out, err = run(capsys, *argv)
-    assert (status, err) == (0, "")
-    return out
+def ok(*argv: object) -> str:
+    result = invoke(*argv)
+    assert (result.exit_code, result.stderr) == (0, ""), result.stderr or result.exception
+    return result.stdout
 
 
-def assert_error(capsys: pytest.CaptureFixture[str], *argv: str, match: str) -> None:
-    status, out, err = run(capsys, *argv)
-    assert status == 2
-    assert out == ""
-    assert err.startswith("lance-ops: error: ") and err.count("\n") == 1, err
-    assert match in err
-    assert "Traceback" not in err
+def ok_json(*argv: object) -> Any:
+    return json.loads(ok(*argv, "--json"))
+
+
+def failed(*argv: object, status: int, match: str) -> str:
+    """The command fails with ``status``, nothing on stdout and one line on stderr naming ``match``."""
+    result = invoke(*argv)
+    assert result.exit_code == status, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    kind = "usage" if status == 2 else "error"
+    assert result.stderr.startswith(f"lance-ops: {kind}: ") and result.stderr.count("\n") == 1, result.stderr
+    assert match in result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+def listing(root: Path) -> list[tuple[str, int, int]]:
+    """Every file below ``root`` with its size and modification time."""
+    return sorted(
+        (str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file()
+    )
+
+
+def table(rows: int, start: int = 0) -> pa.Table:
+    ids = list(range(start, start + rows))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "cat": pa.array([f"c{i % 3}" for i in ids]),
+            "score": pa.array([i / 4 for i in ids], pa.float64()),
+        }
+    )
+
+
+@pytest.fixture
+def uri(tmp_path: Path) -> Path:
+    """A dataset with four versions: a create and two appends (six small fragments), then a delete."""
+    path = tmp_path / "people.lance"
+    lance_ops.write_dataset(table(40), path, max_rows_per_file=20)
+    lance_ops.write_dataset(table(20, 40), path, mode="append", max_rows_per_file=10)
+    lance_ops.write_dataset(table(20, 60), path, mode="append", max_rows_per_file=10)
+    lance_ops.dataset(path).delete("id % 10 = 0")
+    return path
 
 
 # --- inspect: data files -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
-def test_inspect_file_text(capsys: pytest.CaptureFixture[str], version: str) -> None:
-    out = run_ok(capsys, "inspect", FILES_DIR / version / "shapes.lance")
+def test_inspect_file_pages(version: str) -> None:
+    out = ok("inspect", FILES_DIR / version / "shapes.lance", "--pages")
     assert f"format version {version}, 3001 rows" in out
     assert "  runs_int32: int32" in out
-    assert "] runs_int32: 1 page," in out
     assert "page 0: rows 0..3001," in out
     assert "mini-block values=Rle(Flat(32), Flat(8)) layers=all_valid_item" in out
     assert "constant layers=nullable_item" in out
@@ -61,45 +105,61 @@ def test_inspect_file_text(capsys: pytest.CaptureFixture[str], version: str) -> 
         assert "constant layers=all_valid_item inline_value=8B" in out
 
 
+def test_inspect_file_without_pages_summarises_columns() -> None:
+    out = ok("inspect", FILES_DIR / "2.1" / "shapes.lance")
+    assert "page 0:" not in out
+    row = next(line for line in out.splitlines() if line.startswith("runs_int32 "))
+    assert row.split()[1:3] == ["1", str(sum(c["bytes"] for c in _columns("runs_int32")))]
+    assert "mini-block/Rle" in row
+
+
+def _columns(name: str) -> list[dict[str, Any]]:
+    report = ok_json("inspect", FILES_DIR / "2.1" / "shapes.lance")
+    return [c for c in report["columns"] if c["name"] == name]
+
+
 @pytest.mark.parametrize("name", ["nested", "primitives"])
-def test_inspect_legacy_v0_1_file(capsys: pytest.CaptureFixture[str], name: str) -> None:
-    """0.1 files list a column per field id, parents included, each page with its legacy layout."""
-    out = run_ok(capsys, "inspect", FILES_DIR / "0.1" / f"{name}.lance")
-    assert "format version 0.2" in out
+def test_inspect_legacy_v0_1_file(name: str) -> None:
+    """0.1 files list a column per field id, parents included."""
+    report = ok_json("inspect", FILES_DIR / "0.1" / f"{name}.lance", "--pages")
+    assert report["version"] == "0.2"
+    names = [c["name"] for c in report["columns"]]
     if name == "nested":
-        assert "] list_int32: 4 pages" in out and "] list_int32.item: 4 pages" in out
-        assert "] struct.inner.tags.item:" in out
+        assert "list_int32" in names and "list_int32.item" in names and "struct.inner.tags.item" in names
+        assert [len(c["pages"]) for c in report["columns"] if c["name"] == "list_int32"] == [4]
 
 
-def test_inspect_file_layout_names(capsys: pytest.CaptureFixture[str]) -> None:
-    out = run_ok(capsys, "inspect", FILES_DIR / "2.1" / "fullzip.lance")
+def test_inspect_file_layout_names() -> None:
+    out = ok("inspect", FILES_DIR / "2.1" / "fullzip.lance", "--pages")
     assert "full-zip values=Fsst(symbol_table=" in out
-    out = run_ok(capsys, "inspect", FILES_DIR / "2.2" / "strings.lance")
+    out = ok("inspect", FILES_DIR / "2.2" / "strings.lance", "--pages")
     assert "mini-block values=InlineBitpacking(32) dict=General(lz4, Variable(Flat(64))) dict_items=5" in out
-    out = run_ok(capsys, "inspect", FILES_DIR / "2.2" / "huge_values.lance")
+    out = ok("inspect", FILES_DIR / "2.2" / "huge_values.lance", "--pages")
     assert "full-zip values=General(zstd:0, Variable(Flat(32)))" in out
+    assert "full-zip/General(zstd)" in ok("inspect", FILES_DIR / "2.2" / "huge_values.lance")
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
 @pytest.mark.parametrize("name", ["multipage", "strings", "nested", "empty"])
-def test_inspect_file_json(capsys: pytest.CaptureFixture[str], version: str, name: str) -> None:
+def test_inspect_file_json_matches_pylance_pages(version: str, name: str) -> None:
     path = FILES_DIR / version / f"{name}.lance"
-    report = json.loads(run_ok(capsys, "inspect", path, "--json"))
+    report = ok_json("inspect", path, "--pages")
     pylance_pages = json.loads((FILES_DIR / version / "encodings.json").read_text())[name]
-    assert report["kind"] == "file"
-    assert report["version"] == version
+    assert (report["kind"], report["version"]) == ("file", version)
     assert [c["name"] for c in report["columns"]] == leaf_paths(LanceFileReader(str(path)).schema)
     for column in report["columns"]:
         assert [text_features(p["layout"]) for p in column["pages"]] == pylance_pages[column["name"]]
         assert sum(p["rows"] for p in column["pages"]) == (report["rows"] if column["pages"] else 0)
         assert column["bytes"] == sum(size for p in column["pages"] for _, size in p["buffers"])
+        assert sum(column["encodings"].values()) == column["bytes"]
     if name == "multipage":
         assert report["rows"] == 2070
         assert all(len(c["pages"]) == 5 for c in report["columns"])
+    assert all("pages" not in c for c in ok_json("inspect", path)["columns"])
 
 
-def test_inspect_nested_columns_named_by_leaf(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    table = pa.table(
+def test_inspect_nested_columns_named_by_leaf(tmp_path: Path) -> None:
+    data = pa.table(
         {
             "s": pa.array([{"a": 1, "b": "x"}, None]),
             "l": pa.array([[1, 2], None]),
@@ -108,58 +168,69 @@ def test_inspect_nested_columns_named_by_leaf(capsys: pytest.CaptureFixture[str]
     )
     path = tmp_path / "nested.lance"
     with LanceFileWriter(str(path), version="2.1") as writer:
-        writer.write_batch(table)
-    report = json.loads(run_ok(capsys, "inspect", path, "--json"))
-    assert [c["name"] for c in report["columns"]] == ["s.a", "s.b", "l.item", "v"]
+        writer.write_batch(data)
+    assert [c["name"] for c in ok_json("inspect", path)["columns"]] == ["s.a", "s.b", "l.item", "v"]
 
 
 # --- inspect: datasets ---------------------------------------------------------------------------
 
 
-def test_inspect_dataset_text(capsys: pytest.CaptureFixture[str]) -> None:
-    out = run_ok(capsys, "inspect", DATASETS_DIR / "deletes.lance")
+def test_inspect_dataset_text() -> None:
+    out = ok("inspect", DATASETS_DIR / "deletes.lance")
     assert "version 4 (latest 4), data storage version 2.2, 428 rows, 3 fragments" in out
     assert "versions: 1, 2, 3, 4" in out
     assert "  score: double" in out
-    assert "fragment 1: 68 rows (300 physical, 232 deleted)" in out
+    fragment_1 = next(line.split() for line in out.splitlines() if line.strip().startswith("1 "))
+    assert fragment_1[:4] == ["1", "68", "300", "232"]
     assert out.count("_deletions/") == 3 and out.count("(file 2.2,") == 3
 
 
-def test_inspect_dataset_bitmap_deletions(capsys: pytest.CaptureFixture[str]) -> None:
-    out = run_ok(capsys, "inspect", DATASETS_DIR / "bitmap_deletes.lance")
-    assert "fragment 0: 858 rows (6000 physical, 5142 deleted)" in out
-    assert ".bin" in out
-
-
-def test_inspect_dataset_json_every_version(capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_dataset_json_every_version() -> None:
     summary = json.loads((DATASETS_DIR / "basic.expected" / "versions.json").read_text())
     for info in summary:
-        uri = DATASETS_DIR / "basic.lance"
-        report = json.loads(run_ok(capsys, "inspect", uri, "--version", str(info["version"]), "--json"))
+        report = ok_json("inspect", DATASETS_DIR / "basic.lance", "--version", info["version"])
         assert report["kind"] == "dataset"
         assert (report["version"], report["latest_version"]) == (info["version"], summary[-1]["version"])
         assert report["rows"] == info["rows"] == sum(f["rows"] for f in report["fragments"])
         assert len(report["fragments"]) == info["fragments"]
         assert [f["name"] for f in report["schema"]] == info["columns"]
         assert report["versions"] == [v["version"] for v in summary]
-        assert all(f["deletion_file"] is None for f in report["fragments"])
         assert all(d["path"].startswith("data/") for f in report["fragments"] for d in f["files"])
 
 
-def test_inspect_dataset_in_memory_store(capsys: pytest.CaptureFixture[str]) -> None:
-    uri = "memory://test-cli/people.lance"
-    lance_ops.write_dataset(pa.table({"id": pa.array(range(10), pa.int64())}), uri, mode="overwrite")
-    lance_ops.write_dataset(pa.table({"id": pa.array(range(5), pa.int64())}), uri, mode="append")
-    out = run_ok(capsys, "inspect", uri, "--storage-option", "unused=1")
+def test_inspect_dataset_pages(uri: Path) -> None:
+    report = ok_json("inspect", uri, "--pages")
+    for fragment in report["fragments"]:
+        for data_file in fragment["files"]:
+            assert [c["name"] for c in data_file["columns"]] == ["id", "cat", "score"]
+            pages = [p for c in data_file["columns"] for p in c["pages"]]
+            assert sum(p["rows"] for p in pages) == 3 * fragment["physical_rows"]
+    assert "page 0: rows 0..20," in ok("inspect", uri, "--pages")
+
+
+def test_inspect_in_memory_store_with_storage_options() -> None:
+    path = "memory://test-cli/people.lance"
+    lance_ops.write_dataset(table(10), path, mode="overwrite")
+    lance_ops.write_dataset(table(5, 10), path, mode="append")
+    out = ok("inspect", path, "--storage-option", "unused=1")
     assert "version 2 (latest 2)" in out and "15 rows, 2 fragments" in out
-    assert [v["rows"] for v in json.loads(run_ok(capsys, "versions", uri, "--json"))] == [10, 15]
+    assert [v["rows"] for v in ok_json("versions", path, "--storage-option", "a=b")] == [10, 15]
 
 
-# --- versions ------------------------------------------------------------------------------------
+# --- versions and history ------------------------------------------------------------------------
 
 
-def test_versions_text(capsys: pytest.CaptureFixture[str]) -> None:
-    lines = run_ok(capsys, "versions", DATASETS_DIR / "deletes.lance").splitlines()
+@pytest.mark.parametrize("name", ["basic", "deletes", "bitmap_deletes"])
+def test_versions_json(name: str) -> None:
+    rows = ok_json("versions", DATASETS_DIR / f"{name}.lance")
+    summary = json.loads((DATASETS_DIR / f"{name}.expected" / "versions.json").read_text())
+    assert [(r["version"], r["rows"], r["fragments"]) for r in rows] == [
+        (s["version"], s["rows"], s["fragments"]) for s in summary
+    ]
+
+
+def test_versions_and_history_text(uri: Path) -> None:
+    lines = ok("versions", uri).splitlines()
     assert lines[0].split() == [
         "version",
         "timestamp",
@@ -169,102 +240,348 @@ def test_versions_text(capsys: pytest.CaptureFixture[str]) -> None:
         "deleted_rows",
         "bytes",
     ]
-    assert len(lines) == 5
-    cells = lines[-1].split()
-    assert (cells[0], cells[3], cells[4]) == ("4", "428", "3")
-
-
-@pytest.mark.parametrize("name", ["basic", "deletes", "bitmap_deletes"])
-def test_versions_json(capsys: pytest.CaptureFixture[str], name: str) -> None:
-    rows = json.loads(run_ok(capsys, "versions", DATASETS_DIR / f"{name}.lance", "--json"))
-    summary = json.loads((DATASETS_DIR / f"{name}.expected" / "versions.json").read_text())
-    assert [(r["version"], r["rows"], r["fragments"]) for r in rows] == [
-        (s["version"], s["rows"], s["fragments"]) for s in summary
+    assert [line.split()[0] for line in lines[1:]] == ["1", "2", "3", "4"]
+    history = ok("history", uri)
+    assert [line.split()[3] for line in history.splitlines()[1:]] == [
+        "Overwrite",
+        "Append",
+        "Append",
+        "Delete",
     ]
 
 
-# --- errors --------------------------------------------------------------------------------------
+def test_history_json(uri: Path) -> None:
+    rows = ok_json("history", uri)
+    assert [r["operation"] for r in rows] == ["Overwrite", "Append", "Append", "Delete"]
+    assert [r["rows"] for r in rows] == [40, 60, 80, 72]
+    assert [r["deleted_rows"] for r in rows] == [0, 0, 0, 8]
+    assert rows[-1]["read_version"] == 3 and isinstance(rows[-1]["transaction_properties"], dict)
 
 
-def test_missing_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert_error(capsys, "inspect", tmp_path / "nothing.lance", match="no Lance file or dataset")
+# --- tags and restore ----------------------------------------------------------------------------
 
 
-def test_versions_of_a_non_dataset(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, out, err = run(capsys, "versions", tmp_path)
-    assert (status, out) == (2, "")
-    assert err.startswith("lance-ops: error: ") and err.count("\n") == 1
+def test_tags_cycle(uri: Path) -> None:
+    assert ok_json("tags", "list", uri) == []
+    assert ok_json("tags", "create", uri, "first", 1) == {"tag": "first", "version": 1, "action": "create"}
+    assert "created tag good -> version 4" in ok("tags", "create", uri, "good", 4)
+    assert [(t["name"], t["version"]) for t in ok_json("tags", "list", uri)] == [("first", 1), ("good", 4)]
+    ok("tags", "update", uri, "first", "2")
+    assert lance_ops.dataset(uri).tags.get_version("first") == 2
+    assert ok_json("tags", "delete", uri, "first") == {"tag": "first", "action": "delete"}
+    assert list(lance_ops.dataset(uri).tags.list()) == ["good"]
+    failed("tags", "create", uri, "good", 1, status=1, match="good")
+    failed("tags", "delete", uri, "nope", status=1, match="nope")
 
 
-def test_garbage_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = tmp_path / "garbage.lance"
-    path.write_bytes(b"not a lance file at all" * 10)
-    assert_error(capsys, "inspect", path, match=str(path))
+def test_restore_a_version_and_a_tag(uri: Path) -> None:
+    assert ok_json("restore", uri, 2) == {"restored": 2, "version": 5, "rows": 60}
+    lance_ops.dataset(uri).tags.create("full", 3)
+    assert "restored version 3 as version 6 (80 rows)" in ok("restore", uri, "full")
+    assert lance_ops.dataset(uri).count_rows() == 80
+    failed("restore", uri, 99, status=1, match="99")
 
 
-def test_truncated_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+# --- changes and their dry runs ------------------------------------------------------------------
+
+
+def test_delete_dry_run_writes_nothing(uri: Path) -> None:
+    before = listing(uri)
+    assert ok_json("delete", uri, "--where", "id < 30", "--dry-run") == {
+        "dry_run": True,
+        "deleted_rows": 27,
+        "version": 4,
+    }
+    assert "would delete 27 rows" in ok("delete", uri, "--where", "id < 30", "--dry-run")
+    assert listing(uri) == before
+    assert ok_json("delete", uri, "--where", "id < 30") == {
+        "dry_run": False,
+        "deleted_rows": 27,
+        "version": 5,
+    }
+    assert lance_ops.dataset(uri).count_rows() == 72 - 27
+    failed("delete", uri, "--where", "nope > 1", status=1, match="nope")
+
+
+def test_add_column(uri: Path) -> None:
+    result = ok_json("add-column", uri, "twice=id * 2", "label=concat(cat, '!')")
+    assert result["added"] == ["twice", "label"] and result["schema"] == [
+        "id",
+        "cat",
+        "score",
+        "twice",
+        "label",
+    ]
+    got = lance_ops.dataset(uri).to_table(columns=["id", "twice", "label"], filter="id = 7").to_pylist()
+    assert got == [{"id": 7, "twice": 14, "label": "c1!"}]
+    failed("add-column", uri, "x=no_such_column + 1", status=1, match="no_such_column")
+    failed("add-column", uri, "no-equals-sign", status=2, match="KEY=VALUE")
+
+
+def test_compact_dry_run_then_compact(uri: Path) -> None:
+    before = listing(uri)
+    plan = ok_json("compact", uri, "--dry-run")
+    assert plan["dry_run"] and plan["read_version"] == 4
+    assert [t["fragment_ids"] for t in plan["tasks"]] == [[0, 1, 2, 3, 4, 5]]
+    assert "1 task(s); nothing written (dry run)" in ok("compact", uri, "--dry-run")
+    assert listing(uri) == before
+    result = ok_json("compact", uri)
+    assert (result["version"], result["fragments_removed"], result["fragments_added"]) == (6, 6, 1)
+    ds = lance_ops.dataset(uri)
+    assert len(ds.get_fragments()) == 1 and ds.count_rows() == 72
+    assert ok("compact", uri).strip() == "nothing to compact"
+
+
+def test_compact_options(uri: Path) -> None:
+    plan = ok_json("compact", uri, "--dry-run", "--target-rows-per-fragment", "30", "--num-threads", "1")
+    assert [t["fragment_ids"] for t in plan["tasks"]] == [[0, 1], [2, 3, 4, 5]]
+    failed("compact", uri, "--target-rows-per-fragment", "0", status=2, match="--target-rows-per-fragment")
+
+
+def test_cleanup_dry_run_writes_nothing_then_cleanup(uri: Path) -> None:
+    ok("tags", "create", uri, "keep", 2)
+    before = listing(uri)
+    failed("cleanup", uri, "--older-than", "0s", status=1, match="keep")
+    dry = ok_json("cleanup", uri, "--older-than", "0s", "--dry-run", "--allow-tagged")
+    assert dry["dry_run"] and dry["old_versions"] == 2 and dry["paths"]
+    assert "(dry run)" in ok("cleanup", uri, "--older-than", "0s", "--dry-run", "--allow-tagged")
+    assert listing(uri) == before
+    assert ok_json("cleanup", uri, "--dry-run")["paths"] == []  # nothing is two weeks old
+    done = ok_json("cleanup", uri, "--older-than", "0s", "--allow-tagged")
+    assert done["paths"] == dry["paths"] and not done["dry_run"]
+    removed = {p for p, _, _ in before} - {p for p, _, _ in listing(uri)}
+    assert removed == set(dry["paths"])
+    assert [v["version"] for v in ok_json("versions", uri)] == [2, 4]
+    failed("cleanup", uri, "--older-than", "soon", status=2, match="--older-than")
+
+
+def test_cleanup_retain_versions(uri: Path) -> None:
+    result = ok_json("cleanup", uri, "--retain-versions", "3", "--older-than", "0s")
+    assert result["old_versions"] == 1
+    assert [v["version"] for v in ok_json("versions", uri)] == [2, 3, 4]
+
+
+def test_stats_rebuild(uri: Path) -> None:
+    before = ok_json("stats", uri)
+    assert before["rebuilt_fragments"] == [] and before["dataset"]["num_deleted_rows"] == 8
+    assert all(c["fragments_with_statistics"] == 0 for c in before["columns"])
+    result = ok_json("stats", uri, "--rebuild")
+    assert result["version"] == 5 and result["rebuilt_fragments"] == list(range(6))
+    by_name = {c["column"]: c for c in result["columns"]}
+    assert (by_name["id"]["min_value"], by_name["id"]["max_value"]) == (0, 79)
+    assert by_name["cat"]["distinct_count"] == 3 and by_name["id"]["fragments_with_statistics"] == 6
+    assert ok_json("stats", uri, "--rebuild", "--column", "id")["rebuilt_fragments"] == []
+    assert "statistics rebuilt for 0 fragment(s)" in ok("stats", uri, "--rebuild")
+    failed("stats", uri, "--force", status=2, match="--rebuild")
+    failed("stats", uri, "--column", "nope", status=1, match="nope")
+
+
+def test_profile_and_store(uri: Path) -> None:
+    result = ok_json("profile", uri)
+    plan = {c["column"]: c for c in result["columns"]}
+    assert set(plan) == {"id", "cat", "score"} and result["stored_in_version"] is None
+    expected = encodings_op.profile(lance_ops.dataset(uri))
+    assert {name: plan[name]["dictionary"] for name in plan} == {
+        name: column.dictionary for name, column in expected.columns.items()
+    }
+    assert "Encoding plan" in ok("profile", uri, "--column", "cat")
+    stored = ok_json("profile", uri, "--store")
+    assert stored["stored_in_version"] == 5
+    assert PLAN_CONFIG_KEY in lance_ops.dataset(uri).manifest.config
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+def test_report_renders_every_plot(uri: Path, tmp_path: Path) -> None:
+    lance_ops.dataset(uri).add_columns({"twice": "id * 2"})
+    output = tmp_path / "report.html"
+    result = ok_json("report", uri, "-o", output)
+    assert result["output"] == str(output) and result["version"] == 5
+    page = output.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    for section in ("history", "encodings", "compression", "fragments", "columns"):
+        assert f'<section id="{section}">' in page
+    assert page.count("<svg") == 4
+    # self-contained: nothing fetched from anywhere
+    assert not re.search(r"<script|<link|<img|src=|href=\"http|url\((?!#)", page)
+    assert "mini-block/" in page and "twice" in page
+
+
+def test_report_figures_show_the_data(uri: Path) -> None:
+    from lance_ops.cli import report
+
+    data = report.collect(lance_ops.dataset(uri))
+    assert [row["rows"] for row in data.history] == [40, 60, 80, 72]
+    history = report.history_figure(data.history)
+    rows_line = history.axes[0].get_lines()[0]
+    assert list(rows_line.get_xdata()) == [1, 2, 3, 4] and list(rows_line.get_ydata()) == [40, 60, 80, 72]
+    by_column = {c["column"]: c for c in data.columns}
+    assert set(by_column) == {"id", "cat", "score"}
+    assert all(c["bytes"] > 0 and c["raw_bytes"] > 0 for c in data.columns)
+    assert by_column["id"]["raw_bytes"] == 8 * 80  # physical rows, deleted ones included
+    encodings = report.column_encodings_figure(data.columns)
+    stacked = sum(p.get_width() for p in encodings.axes[0].patches)
+    assert stacked == pytest.approx(sum(c["bytes"] for c in data.columns))
+    ratios = report.compression_figure(data.columns).axes[0].patches
+    assert [round(p.get_width(), 6) for p in ratios] == [
+        round(c["compression_ratio"], 6) for c in data.columns
+    ]
+    sizes = report.fragment_sizes_figure(data.fragments)
+    assert sum(p.get_height() for p in sizes.axes[0].patches) == 6
+    assert report.png_data_uri(sizes).startswith("data:image/png;base64,")
+
+
+def test_report_without_matplotlib(uri: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commands_module.importlib.util, "find_spec", lambda name: None)
+    failed("report", uri, "-o", tmp_path / "r.html", status=1, match="lance-ops[report]")
+    assert not (tmp_path / "r.html").exists()
+
+
+# --- progress ------------------------------------------------------------------------------------
+
+
+def test_progress_bar_draws_operations(uri: Path) -> None:
+    out = Console(file=open(os.devnull, "w"), force_terminal=True, width=120)  # noqa: SIM115
+    with ProgressBar(out) as bar:
+        lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=30, progress=bar)
+        lance_ops.dataset(uri).stats.rebuild(progress=bar)
+    out.file.close()
+    assert bar.state == {"compact": (2, 2), "statistics": (2, 2)}
+
+
+def test_commands_pass_a_progress_bar(uri: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bars: list[ProgressBar] = []
+
+    class Recording(ProgressBar):
+        def __init__(self) -> None:
+            super().__init__()
+            bars.append(self)
+
+    monkeypatch.setattr(commands_module, "ProgressBar", Recording)
+    ok("compact", uri)
+    ok("add-column", uri, "twice=id * 2")
+    ok("stats", uri, "--rebuild")
+    ok("cleanup", uri, "--older-than", "0s")
+    assert [bar.state for bar in bars] == [
+        {"compact": (1, 1)},
+        {"add_columns": (1, 1)},
+        {"statistics": (1, 1)},
+        {"cleanup": (bars[3].state["cleanup"][1], bars[3].state["cleanup"][1])},
+    ]
+    assert bars[3].state["cleanup"][1] > 0
+
+
+# --- the exit-status contract --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        ([], "Missing command"),
+        (["frobnicate"], "frobnicate"),
+        (["inspect"], "PATH"),
+        (["demo", "--rows", "many"], "--rows"),
+        (["versions", "x", "--storage-option", "k"], "KEY=VALUE"),
+        (["tags"], "Missing command"),
+        (["tags", "create", "x", "name"], "VERSION"),
+        (["delete", "x"], "--where"),
+        (["report", "x"], "--output"),
+        (["cleanup", "x", "--older-than", "7 days"], "duration"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(argv: list[str], match: str) -> None:
+    failed(*argv, status=2, match=match)
+
+
+def test_failures_exit_1_with_one_line(tmp_path: Path) -> None:
+    failed("inspect", tmp_path / "nothing.lance", status=1, match="no Lance file or dataset")
+    failed("versions", tmp_path, status=1, match=str(tmp_path))
+    garbage = tmp_path / "garbage.lance"
+    garbage.write_bytes(b"not a lance file at all" * 10)
+    failed("inspect", garbage, status=1, match=str(garbage))
     data = (FILES_DIR / "2.1" / "shapes.lance").read_bytes()
-    path = tmp_path / "truncated.lance"
-    path.write_bytes(data[: len(data) // 2])
-    assert_error(capsys, "inspect", path, match="truncated.lance")
+    truncated = tmp_path / "truncated.lance"
+    truncated.write_bytes(data[: len(data) // 2])
+    failed("inspect", truncated, status=1, match="truncated.lance")
+    failed("inspect", DATASETS_DIR / "basic.lance", "--version", "99", status=1, match="99")
+    failed("inspect", FILES_DIR / "2.1" / "one_row.lance", "--version", "1", status=2, match="--version")
 
 
-def test_unknown_dataset_version(capsys: pytest.CaptureFixture[str]) -> None:
-    assert_error(capsys, "inspect", DATASETS_DIR / "basic.lance", "--version", "99", match="99")
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--debug", "inspect", str(tmp_path / "nothing.lance")])
+    assert result.exit_code == 1 and isinstance(result.exception, FileNotFoundError)
+    status = subprocess.run(
+        [sys.executable, "-m", "lance_ops.cli", "--debug", "versions", str(tmp_path)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
+    assert status.returncode == 1 and "Traceback" in status.stderr
 
 
-def test_version_option_on_a_file(capsys: pytest.CaptureFixture[str]) -> None:
-    assert_error(capsys, "inspect", FILES_DIR / "2.1" / "one_row.lance", "--version", "1", match="--version")
-
-
-def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (
-        [],
-        ["frobnicate"],
-        ["inspect"],
-        ["demo", "--rows", "many"],
-        ["versions", "x", "--storage-option", "k"],
+def test_help_and_entry_point(capsys: pytest.CaptureFixture[str]) -> None:
+    out = ok("--help")
+    for command in (
+        "inspect",
+        "history",
+        "versions",
+        "tags",
+        "restore",
+        "delete",
+        "add-column",
+        "compact",
+        "cleanup",
+        "stats",
+        "profile",
+        "report",
+        "demo",
     ):
-        with pytest.raises(SystemExit) as exc:
-            main(argv)
-        assert exc.value.code == 2
-    assert "usage: lance-ops" in capsys.readouterr().err
+        assert re.search(rf"^\s+{command}\s", out, re.M), command
+    assert main(["versions", str(DATASETS_DIR / "basic.lance"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["version"] == 1
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"lance-ops": "lance_ops.cli:main"}
 
 
 # --- demo ----------------------------------------------------------------------------------------
 
 
-def _fake_pipeline(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+def _fake_pipeline(monkeypatch: pytest.MonkeyPatch, returncode: int = 0) -> list[list[str]]:
     """Record the arguments ``demo`` passes to ``python -m jobs.pipeline`` instead of running it."""
     calls: list[list[str]] = []
 
     def run(command: list[str], check: bool) -> subprocess.CompletedProcess[str]:
         assert command[:3] == [sys.executable, "-m", "jobs.pipeline"]
         calls.append(command[3:])
-        return subprocess.CompletedProcess(command, 0)
+        return subprocess.CompletedProcess(command, returncode)
 
-    monkeypatch.setattr(lance_ops.cli.subprocess, "run", run)
+    monkeypatch.setattr(commands_module.subprocess, "run", run)
     return calls
 
 
-def test_demo_passes_options(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_passes_options(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _fake_pipeline(monkeypatch)
-    run_ok(capsys, "demo", "--uri", "memory://demo", "--rows", "5", "--master", "local[1]")
-    run_ok(capsys, "demo")
-    assert calls == [["--uri", "memory://demo", "--rows", "5", "--master", "local[1]"], []]
+    ok("demo", "--uri", "memory://demo", "--rows", "5", "--master", "local[1]")
+    ok("demo")
+    assert calls == [["--uri=memory://demo", "--rows=5", "--master=local[1]"], []]
+    failed("demo", "--storage-option", "a=b", status=2, match="--storage-option")
 
 
-def test_demo_without_jobs(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_pipeline(monkeypatch, returncode=3)
+    failed("demo", status=1, match="pipeline failed")
     monkeypatch.setitem(sys.modules, "jobs", None)
-    assert_error(capsys, "demo", match="lance-ops[spark]")
+    failed("demo", status=1, match="lance-ops[spark]")
 
 
 @pytest.mark.spark
 def test_demo_runs_the_pipeline(tmp_path: Path) -> None:
     """The real job, in its own process (it starts and stops its own Spark session)."""
     uri = tmp_path / "demo.lance"
-    command = [sys.executable, "-m", "lance_ops.cli", "demo", "--uri", str(uri), "--rows", "120"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "lance_ops.cli", "demo", "--uri", str(uri), "--rows", "120"]
     done = subprocess.run(
         [*command, "--master", "local[1]"], cwd=REPO, env=env, capture_output=True, text=True
     )
@@ -280,5 +597,5 @@ def test_demo_runs_the_pipeline(tmp_path: Path) -> None:
     versions = json.loads(status.stdout)
     assert [step["step"] for step in summary["steps"]][:3] == ["append"] * 3
     assert [step["step"] for step in summary["steps"]][-3:] == ["tag", "statistics", "cleanup"]
-    # the cleanup kept only the tagged compacted version and the latest
     assert len(versions) == 2 and versions[-1]["rows"] == summary["rows"]
+    assert dt.datetime.fromisoformat(versions[-1]["timestamp"])

@@ -37,6 +37,7 @@ from lance_ops.fragment.options import (
     WriteOptions,
 )
 from lance_ops.io import object_store
+from lance_ops.progress import WRITE, Tracker, as_callback
 from lance_ops.table.blob import (
     BLOB_V2_EXTENSION,
     BlobV2Writer,
@@ -58,6 +59,7 @@ __all__ = [
     "FragmentMetadata",
     "WriteOptions",
     "write_data_file",
+    "input_rows",
     "write_fragments",
     "write_new_fragments",
 ]
@@ -162,8 +164,16 @@ def _as_schema(fields: FieldsLike) -> LanceSchema:
 class _FileSink:
     """Writes batches into data files, rolling over by the row and byte limits."""
 
-    def __init__(self, uri: str, schema: pa.Schema, fields: LanceSchema, options: WriteOptions) -> None:
+    def __init__(
+        self,
+        uri: str,
+        schema: pa.Schema,
+        fields: LanceSchema,
+        options: WriteOptions,
+        progress: Tracker | None = None,
+    ) -> None:
         self.uri, self.schema, self.options = uri, schema, options
+        self.progress = progress or Tracker(None, WRITE, None, "rows")
         self.version = FileVersion.parse(options.data_storage_version)
         if self.version is FileVersion.V0_1:
             raise UnsupportedFeatureError(
@@ -240,6 +250,9 @@ class _FileSink:
                 uri, lambda buffer: writer.write_external([buffer.data])[0], self.options.storage_options
             )
         self._rows = self._bytes = 0
+        self.progress.advance(
+            0, f"writing {DATA_DIR}/{self._name}", DataFragment(id=0, files=(), physical_rows=0)
+        )
 
     def _close(self) -> None:
         if self._writer is None:
@@ -258,14 +271,32 @@ class _FileSink:
         )
         self.written.append((data_file, self._rows))
         self._writer = None
+        fragment = DataFragment(id=0, files=(data_file,), physical_rows=self._rows)
+        self.progress.advance(self._rows, f"wrote {DATA_DIR}/{self._name} ({self._rows} rows)", fragment)
 
 
 def write_new_fragments(
-    reader: pa.RecordBatchReader, uri: str, fields: LanceSchema, options: WriteOptions
+    reader: pa.RecordBatchReader,
+    uri: str,
+    fields: LanceSchema,
+    options: WriteOptions,
+    progress: Tracker | None = None,
 ) -> list[FragmentMetadata]:
-    """Write ``reader`` (already shaped like ``fields``) as new fragments (id 0) of the dataset at ``uri``."""
-    sink = _FileSink(uri, reader.schema, fields, options)
+    """Write ``reader`` (already shaped like ``fields``) as new fragments (id 0) of the dataset at ``uri``.
+
+    ``progress`` reports each data file opened and closed (:mod:`lance_ops.progress`).
+    """
+    sink = _FileSink(uri, reader.schema, fields, options, progress)
     return [DataFragment(id=0, files=(f,), physical_rows=rows) for f, rows in sink.write_all(reader)]
+
+
+def input_rows(data: Any) -> int | None:
+    """The number of rows of write input when known before reading it (Table, RecordBatch, pandas)."""
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        return data.num_rows
+    if type(data).__module__.startswith("pandas"):
+        return len(data)
+    return None
 
 
 def write_data_file(
@@ -313,6 +344,7 @@ def write_fragments(
     storage_options: Mapping[str, str] | None = None,
     fields: FieldsLike | None = None,
     encoding_plan: EncodingPlan | None = None,
+    progress: Any = None,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
 
@@ -322,7 +354,8 @@ def write_fragments(
     cast to ``schema`` (or, without one, the schema of ``fields``) and written with those ids as
     ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` only applies to
     legacy files, which this implementation does not write. ``encoding_plan`` (the dataset's plan,
-    handed to every executor) fixes per-column encodings.
+    handed to every executor) fixes per-column encodings. ``progress`` is a callback of
+    :class:`~lance_ops.progress.ProgressEvent` or a :class:`~lance_ops.progress.FragmentWriteProgress`.
     """
     if mode not in ("append", "create", "overwrite"):
         raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -345,4 +378,5 @@ def write_fragments(
         storage_options=storage_options,
         encoding_plan=encoding_plan,
     )
-    return write_new_fragments(reader, uri, lance_schema, options)
+    tracker = Tracker.start(as_callback(progress), WRITE, input_rows(data), "rows")
+    return write_new_fragments(reader, uri, lance_schema, options, tracker)

@@ -38,6 +38,7 @@ from enum import Enum
 from lance_ops.errors import CleanupError
 from lance_ops.io import FileInfo, ObjectStore
 from lance_ops.ops.tags import Tags
+from lance_ops.progress import CLEANUP, ProgressCallback, Tracker
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_manifests
 from lance_ops.table.manifest import ExternalFile, Manifest
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR
@@ -213,11 +214,16 @@ def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> CleanupError:
 
 
 def cleanup_old_versions(
-    store: ObjectStore, root: str, current_version: int, policy: CleanupPolicy
+    store: ObjectStore,
+    root: str,
+    current_version: int,
+    policy: CleanupPolicy,
+    progress: ProgressCallback | None = None,
 ) -> CleanupStats:
     """Remove old versions of the dataset at ``root`` and the files only they reference.
 
     ``current_version`` is the version the caller has open: it and every newer version are kept.
+    ``progress`` hears of every file removed (:mod:`lance_ops.progress`).
     """
     now_ns = time.time_ns()
     tags = Tags(store, root)
@@ -260,9 +266,12 @@ def cleanup_old_versions(
     if policy.dry_run:
         return stats
     failed = 0
-    for path in [entry.path for entry in old] + [info.path for _, info in files]:
+    doomed = [entry.path for entry in old] + [info.path for _, info in files]
+    tracker = Tracker.start(progress, CLEANUP, len(doomed), "files")
+    for path in doomed:
         try:
             store.delete(path)
         except OSError:
             failed += 1
+        tracker.advance(1, f"removed {_relative(store, root, path)}")
     return replace(stats, failed_deletes=failed)

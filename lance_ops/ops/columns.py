@@ -39,6 +39,7 @@ from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import write_data_file
 from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
 from lance_ops.query.predicate import parse_expression
 from lance_ops.table.manifest import DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR
@@ -209,12 +210,16 @@ def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[
 
 
 def _write_columns(
-    files: VersionFiles, compute: _Compute, batch_size: int, new_fields: Callable[[pa.Schema], LanceSchema]
+    files: VersionFiles,
+    compute: _Compute,
+    batch_size: int,
+    new_fields: Callable[[pa.Schema], LanceSchema],
+    progress: ProgressCallback | None = None,
 ) -> tuple[LanceSchema, dict[int, DataFile]]:
     """Write one data file of computed columns per fragment; returns the files' schema and the files.
 
     ``new_fields`` numbers the output schema (and raises for clashes before any file is written).
-    Files written before a failure are deleted.
+    Files written before a failure are deleted. ``progress`` hears of every file written.
     """
     if batch_size <= 0:
         raise ValueError("batch_size must be positive")
@@ -224,8 +229,10 @@ def _write_columns(
     try:
         schema = _first_schema(compute, files, streams)
         fields = new_fields(schema)
+        tracker = Tracker.start(progress, ADD_COLUMNS, len(fragments), "fragments")
         for fragment, batches in zip(fragments, streams, strict=True):
             written[fragment.id] = _write_file(files, fragment, batches, schema, fields)
+            tracker.advance(1, f"fragment {fragment.id}: wrote {DATA_DIR}/{written[fragment.id].path}")
     except BaseException:
         _delete(files, written.values())
         raise
@@ -301,8 +308,12 @@ def add_columns(
     read_columns: Sequence[str] | None,
     batch_size: int | None,
     options: CommitOptions,
+    progress: ProgressCallback | None = None,
 ) -> tuple[Manifest, Transaction]:
-    """Add columns to the version ``files`` reads: SQL expressions, a batch UDF or all-null fields."""
+    """Add columns to the version ``files`` reads: SQL expressions, a batch UDF or all-null fields.
+
+    ``progress`` hears of every fragment's new data file (:mod:`lance_ops.progress`).
+    """
     fields = _arrow_fields(transforms)
     if fields is not None:
         not_nullable = [f.name for f in fields if not f.nullable]
@@ -312,7 +323,7 @@ def add_columns(
         return _merge(files, schema, {}, options)
     compute = column_compute(files, transforms, read_columns)
     new, written = _write_columns(
-        files, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE, lambda s: _numbered(files, s)
+        files, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE, lambda s: _numbered(files, s), progress
     )
     return commit_new_columns(files, new, written, options)
 

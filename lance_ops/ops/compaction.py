@@ -57,6 +57,7 @@ from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFi
 from lance_ops.fragment.writer import write_new_fragments
 from lance_ops.io import object_store
 from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.progress import COMPACT, ProgressCallback, Tracker
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.rowids import (
@@ -560,6 +561,11 @@ def commit_compaction(
     return CompactionOutcome(manifest, transaction, metrics, address_map)
 
 
+def _done_message(result: RewriteResult) -> str:
+    old = [f.id for f in result.original_fragments]
+    return f"compacted fragments {old} into {len(result.new_fragments)}"
+
+
 def _merge(outcomes: Sequence[CompactionOutcome]) -> CompactionOutcome:
     maps = [o.row_address_map for o in outcomes if o.row_address_map is not None]
     return CompactionOutcome(
@@ -575,8 +581,11 @@ def compact(
     options: CompactionOptions,
     commit_options: CommitOptions,
     commit_every: int | None = None,
+    progress: ProgressCallback | None = None,
 ) -> CompactionOutcome | None:
     """Plan, execute (``options.num_threads`` tasks at a time) and commit; None when nothing to do.
+
+    ``progress`` hears of every task finished (:mod:`lance_ops.progress`).
 
     ``commit_every=N`` commits every N finished tasks (partial progress); otherwise all results are
     committed together at the end. A failing task stops the run: what was committed stays.
@@ -587,6 +596,7 @@ def compact(
     if not the_plan.tasks:
         return None
     batch = commit_every or len(the_plan.tasks)
+    tracker = Tracker.start(progress, COMPACT, len(the_plan.tasks), "tasks")
     threads = options.num_threads or os.cpu_count() or 1
     outcomes: list[CompactionOutcome] = []
     finished: list[tuple[int, RewriteResult]] = []
@@ -602,7 +612,8 @@ def compact(
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     try:
-                        finished.append((order[future], future.result()))
+                        finished.append((order[future], result := future.result()))
+                        tracker.advance(1, _done_message(result))
                     except BaseException as exc:  # re-raised below, after committing what finished
                         failure = failure or exc
                 last = not pending and failure is None

@@ -23,6 +23,7 @@ from lance_ops.encoding.statistics import page_statistics, supports_statistics
 from lance_ops.errors import SchemaError
 from lance_ops.fragment.reader import FragmentReader, VersionFiles
 from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.progress import STATISTICS, ProgressCallback, Tracker
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.statistics import (
     CONFIG_KEY,
@@ -90,17 +91,19 @@ def rebuild(
     columns: Sequence[str] | None = None,
     force: bool = False,
     options: CommitOptions | None = None,
+    progress: ProgressCallback | None = None,
 ) -> RebuildResult:
     """Compute the statistics a dataset version lacks (all of them with ``force``) and commit them.
 
     ``ds`` is a dataset or its ``VersionFiles``; the new version is returned, not adopted
-    (``ds.stats.rebuild`` does that).
+    (``ds.stats.rebuild`` does that). ``progress`` hears of every fragment computed
+    (:mod:`lance_ops.progress`).
     """
     files: VersionFiles = getattr(ds, "_files", ds)
     options = options or CommitOptions(storage_options=files.storage_options)
     fields = statistics_fields(files, columns)
     existing = {} if force else load_statistics(files.uri, files.manifest, files.storage_options)
-    computed = []
+    todo = []
     for fragment in files.fragments():
         have = existing.get(fragment.id)
         wanted = {
@@ -110,7 +113,12 @@ def rebuild(
             if field_source(fragment.metadata, i) is not None
         }
         if wanted:
-            computed.append(fragment_statistics(fragment, wanted))
+            todo.append((fragment, wanted))
+    tracker = Tracker.start(progress, STATISTICS, len(todo), "fragments")
+    computed = []
+    for fragment, wanted in todo:
+        computed.append(fragment_statistics(fragment, wanted))
+        tracker.advance(1, f"fragment {fragment.id}: {len(wanted)} column(s)")
     if not computed:
         return RebuildResult(None, None, ())
     name = write_statistics_file(files.uri, computed, files.storage_options)

@@ -3,7 +3,7 @@ that replaces the rows a predicate selects with new fragments (a replace-where b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -14,10 +14,17 @@ from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetAlreadyExistsError, RetryableCommitConflictError
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import VersionFiles
-from lance_ops.fragment.writer import FragmentMetadata, new_dataset_reader, to_reader, write_new_fragments
+from lance_ops.fragment.writer import (
+    FragmentMetadata,
+    input_rows,
+    new_dataset_reader,
+    to_reader,
+    write_new_fragments,
+)
 from lance_ops.io import object_store
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.delete import delete_in_fragment
+from lance_ops.progress import WRITE, ProgressCallback, Tracker
 from lance_ops.query.predicate import Predicate
 from lance_ops.table.commit import list_versions, load_manifest
 from lance_ops.table.manifest import Manifest
@@ -33,15 +40,15 @@ def write(
     schema: pa.Schema | None,
     write_options: WriteOptions,
     commit_options: CommitOptions,
-    progress: Callable[[FragmentMetadata], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> tuple[Manifest, Transaction]:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or new content (``overwrite``).
 
     The latest manifest is read once: appends write the dataset's field ids in its file version;
     overwrites keep the file version unless ``commit_options.data_storage_version`` names one.
-    ``progress`` is called with every fragment written. The encoding plan of ``write_options``
-    (default: the one stored in the dataset's config) is applied; creates and overwrites store a
-    given plan in the new version's config.
+    ``progress`` hears of every data file opened and closed (:mod:`lance_ops.progress`). The
+    encoding plan of ``write_options`` (default: the one stored in the dataset's config) is applied;
+    creates and overwrites store a given plan in the new version's config.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -64,10 +71,8 @@ def write(
         reader = to_reader(data, lance_schema.to_arrow())
     else:
         reader, lance_schema = new_dataset_reader(data, schema, write_options.data_storage_version)
-    fragments = write_new_fragments(reader, uri, lance_schema, write_options)
-    for fragment in fragments:
-        if progress is not None:
-            progress(fragment)
+    tracker = Tracker.start(progress, WRITE, input_rows(data), "rows")
+    fragments = write_new_fragments(reader, uri, lance_schema, write_options, tracker)
     operation: Operation
     if manifest is not None and mode == "append":
         operation = Append(tuple(fragments))

@@ -346,7 +346,7 @@ def test_write_errors(tmp_path: Path) -> None:
 def test_cli_inspects_2_0_files(capsys: pytest.CaptureFixture[str]) -> None:
     from lance_ops.cli import main
 
-    assert main(["inspect", str(LEGACY_DIR / "structs.lance")]) == 0
+    assert main(["inspect", str(LEGACY_DIR / "structs.lance"), "--pages"]) == 0
     out = capsys.readouterr().out
     assert "format version 0.3, 1025 rows" in out
     assert "nullable some_nulls flat(1) flat(64)" in out

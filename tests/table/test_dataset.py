@@ -24,6 +24,7 @@ from lance_ops.errors import (
     UnsupportedFeatureError,
 )
 from lance_ops.fragment import write_fragments
+from lance_ops.progress import ProgressEvent
 from tests.table.conftest import table
 
 
@@ -334,11 +335,11 @@ def test_scans_and_takes_match_pylance(  # type: ignore[no-untyped-def]
 def test_stable_row_ids_big_values_and_pylance_maintenance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
     uri = _uri(tmp_path)
     big = pa.table({"id": pa.array([0, 1, 2], pa.int64()), "blob": ["x" * 40_000, "", "y" * 33_000]})
-    seen: list[FragmentMetadata] = []
+    seen: list[ProgressEvent] = []
     lance_ops.write_dataset(
         big, uri, mode="append", enable_stable_row_ids=True, max_rows_per_file=2, progress=seen.append
     )
-    assert [f.physical_rows for f in seen] == [2, 1]
+    assert [e.fragment.physical_rows for e in seen if e.fragment is not None and e.fragment.files] == [2, 1]
     more = pa.table({"id": pa.array([3, 4], pa.int64()), "blob": ["z", "w" * 50_000]})
     lance_ops.write_dataset(more, uri, mode="append")
     theirs = lance_module.dataset(uri)

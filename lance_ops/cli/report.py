@@ -1,0 +1,229 @@
+"""``lance-ops report``: one self-contained HTML page of plots about a dataset (matplotlib, inline SVG).
+
+The page shows, for the dataset's latest (or given) version:
+
+* its history over versions: rows, fragments, bytes of data files and the deleted-row ratio;
+* per column, the bytes on disk split by the encodings its pages use (stacked bars);
+* per column, the compression ratio: raw Arrow size of the same rows over bytes on disk;
+* the distribution of fragment sizes (rows and bytes).
+
+Every figure is built by a public function of plain data (:func:`collect` gathers it), so other
+front ends attach the same pictures: a Dagster asset can put ``png_data_uri(fig)`` in a Markdown
+metadata value. Figures use matplotlib's object API (no pyplot, no global state, no display).
+Needs the ``report`` extra (``pip install 'lance-ops[report]'``).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from lance_ops.cli.inspect import column_storage
+from lance_ops.dataset import LanceDataset
+
+__all__ = [
+    "ReportData",
+    "collect",
+    "column_encodings_figure",
+    "compression_figure",
+    "figures",
+    "fragment_sizes_figure",
+    "history_figure",
+    "png_data_uri",
+    "render",
+    "svg",
+]
+
+WIDTH = 9.0  # inches; every figure is this wide so the page lines up
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """What the plots show: history rows (``ds.history()``), per-column storage
+    (:func:`lance_ops.cli.inspect.column_storage`) and per-fragment ``(rows, bytes)``."""
+
+    uri: str
+    version: int
+    history: list[dict[str, Any]]
+    columns: list[dict[str, Any]]
+    fragments: list[tuple[int, int]]
+
+
+def collect(ds: LanceDataset) -> ReportData:
+    """Gather everything the report plots from one dataset version (reads every data file once)."""
+    fragments = [
+        (f.metadata.physical_rows, sum(d.file_size_bytes or 0 for d in f.data_files()))
+        for f in ds.get_fragments()
+    ]
+    return ReportData(ds.uri, ds.version, ds.history().to_pylist(), column_storage(ds), fragments)
+
+
+def history_figure(history: Sequence[dict[str, Any]]) -> Figure:
+    """Four panels over versions: rows, fragments, bytes and deleted-row ratio."""
+    versions = [row["version"] for row in history]
+    deleted = [
+        row["deleted_rows"] / (row["rows"] + row["deleted_rows"])
+        if row["rows"] + row["deleted_rows"]
+        else 0.0
+        for row in history
+    ]
+    panels = [
+        ("rows", [row["rows"] for row in history]),
+        ("fragments", [row["fragments"] for row in history]),
+        ("bytes", [row["bytes"] for row in history]),
+        ("deleted ratio", deleted),
+    ]
+    fig = Figure(figsize=(WIDTH, 5.5), layout="constrained")
+    axes = fig.subplots(2, 2, sharex=True)
+    for ax, (title, values) in zip(axes.flat, panels, strict=True):
+        ax.plot(versions, values, marker="o", markersize=3)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[1][1].set_ylim(0, max(0.05, max(deleted, default=0.0)) * 1.1)
+    for ax in axes[1]:
+        ax.set_xlabel("version")
+    fig.suptitle("History over versions")
+    return fig
+
+
+def column_encodings_figure(columns: Sequence[dict[str, Any]]) -> Figure:
+    """Per column, bytes on disk as a bar stacked by the encodings its pages use."""
+    names = [c["column"] for c in columns]
+    encodings = sorted({e for c in columns for e in c["encodings"]})
+    fig = Figure(figsize=(WIDTH, 1.2 + 0.4 * max(len(names), 1)), layout="constrained")
+    ax = fig.subplots()
+    left = [0] * len(names)
+    for encoding in encodings:
+        sizes = [c["encodings"].get(encoding, 0) for c in columns]
+        ax.barh(names, sizes, left=left, label=encoding)
+        left = [a + b for a, b in zip(left, sizes, strict=True)]
+    ax.invert_yaxis()
+    ax.set_xlabel("bytes on disk")
+    ax.set_title("On-disk size per column by encoding")
+    if encodings:
+        ax.legend(fontsize=8, loc="best")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def compression_figure(columns: Sequence[dict[str, Any]]) -> Figure:
+    """Per column, raw Arrow bytes / bytes on disk (1 = no gain; the dashed line)."""
+    names = [c["column"] for c in columns]
+    ratios = [c["compression_ratio"] or 0.0 for c in columns]
+    fig = Figure(figsize=(WIDTH, 1.2 + 0.4 * max(len(names), 1)), layout="constrained")
+    ax = fig.subplots()
+    bars = ax.barh(names, ratios, color="tab:green")
+    ax.bar_label(bars, labels=[f"{r:.2f}x" for r in ratios], fontsize=8, padding=2)
+    ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.invert_yaxis()
+    ax.set_xlabel("compression ratio (raw Arrow size / on-disk size)")
+    ax.set_title("Compression per column")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def fragment_sizes_figure(fragments: Sequence[tuple[int, int]]) -> Figure:
+    """Histograms of fragment sizes in rows and in bytes."""
+    fig = Figure(figsize=(WIDTH, 3.2), layout="constrained")
+    rows_ax, bytes_ax = fig.subplots(1, 2)
+    bins = min(max(len(fragments), 1), 30)
+    rows_ax.hist([rows for rows, _ in fragments], bins=bins, color="tab:blue")
+    rows_ax.set_xlabel("physical rows")
+    bytes_ax.hist([size for _, size in fragments], bins=bins, color="tab:orange")
+    bytes_ax.set_xlabel("bytes")
+    for ax in (rows_ax, bytes_ax):
+        ax.set_ylabel("fragments")
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"Fragment sizes ({len(fragments)} fragments)")
+    return fig
+
+
+def figures(data: ReportData) -> dict[str, Figure]:
+    """Every figure of the report, by section id."""
+    return {
+        "history": history_figure(data.history),
+        "encodings": column_encodings_figure(data.columns),
+        "compression": compression_figure(data.columns),
+        "fragments": fragment_sizes_figure(data.fragments),
+    }
+
+
+def svg(fig: Figure) -> str:
+    """The figure as an inline ``<svg>`` element (text as paths: no fonts needed)."""
+    out = io.StringIO()
+    fig.savefig(out, format="svg", metadata={"Date": None})
+    text = out.getvalue()
+    return text[text.index("<svg") :]
+
+
+def png_data_uri(fig: Figure, dpi: int = 100) -> str:
+    """The figure as a ``data:image/png;base64,...`` URI (for Markdown / HTML elsewhere)."""
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=dpi)
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { padding: 0.2em 0.8em; text-align: right; border-bottom: 1px solid #ddd; }
+th:first-child, td:first-child { text-align: left; }
+section { margin-bottom: 2.5em; }
+"""
+
+_TITLES = {
+    "history": "History",
+    "encodings": "Column sizes and encodings",
+    "compression": "Compression",
+    "fragments": "Fragments",
+}
+
+
+def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(row.get(c, '')))}</td>" for c in columns) + "</tr>"
+        for row in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render(ds: LanceDataset) -> str:
+    """The whole page for one dataset version: a summary, the figures (inline SVG) and tables."""
+    data = collect(ds)
+    latest = data.history[-1] if data.history else {}
+    summary = (
+        f"version {data.version}, {latest.get('rows', 0)} rows, {len(data.fragments)} fragments, "
+        f"{latest.get('bytes', 0)} bytes of data files, {len(data.history)} versions"
+    )
+    sections = []
+    for key, fig in figures(data).items():
+        sections.append(f'<section id="{key}"><h2>{_TITLES[key]}</h2>{svg(fig)}</section>')
+    columns = [
+        {
+            **c,
+            "encodings": ", ".join(c["encodings"]),
+            "compression_ratio": f"{c['compression_ratio'] or 0:.2f}",
+        }
+        for c in data.columns
+    ]
+    generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"<title>Lance dataset report: {html.escape(data.uri)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{html.escape(data.uri)}</h1><p>{html.escape(summary)}; generated {generated}.</p>"
+        + "".join(sections)
+        + '<section id="columns"><h2>Columns</h2>'
+        + _table(columns, ["column", "type", "bytes", "raw_bytes", "compression_ratio", "encodings"])
+        + "</section></body></html>\n"
+    )
