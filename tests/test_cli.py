@@ -4,7 +4,6 @@ line on stderr, no traceback without ``--debug``), the progress bar and the HTML
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -574,28 +573,3 @@ def test_demo_failures(monkeypatch: pytest.MonkeyPatch) -> None:
     failed("demo", status=1, match="pipeline failed")
     monkeypatch.setitem(sys.modules, "jobs", None)
     failed("demo", status=1, match="lance-ops[spark]")
-
-
-@pytest.mark.spark
-def test_demo_runs_the_pipeline(tmp_path: Path) -> None:
-    """The real job, in its own process (it starts and stops its own Spark session)."""
-    uri = tmp_path / "demo.lance"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "lance_ops.cli", "demo", "--uri", str(uri), "--rows", "120"]
-    done = subprocess.run(
-        [*command, "--master", "local[1]"], cwd=REPO, env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout[done.stdout.index("{") :])
-    status = subprocess.run(
-        [sys.executable, "-m", "lance_ops.cli", "versions", str(uri), "--json"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    versions = json.loads(status.stdout)
-    assert [step["step"] for step in summary["steps"]][:3] == ["append"] * 3
-    assert [step["step"] for step in summary["steps"]][-3:] == ["tag", "statistics", "cleanup"]
-    assert len(versions) == 2 and versions[-1]["rows"] == summary["rows"]
-    assert dt.datetime.fromisoformat(versions[-1]["timestamp"])
