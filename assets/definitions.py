@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import dagster as dg
+from dagster_pyspark import PySparkResource
 
 from assets.automation import (
     compaction_job,
@@ -48,12 +49,14 @@ def dataset_definitions(config: DatasetConfig) -> dg.Definitions:
     )
 
 
-def build_definitions(path: str | os.PathLike[str] | None = None) -> dg.Definitions:
-    """The Definitions of every dataset the file at ``path`` (default: the datasets file) declares."""
+def build_definitions(
+    path: str | os.PathLike[str] | None = None, pyspark: PySparkResource | None = None
+) -> dg.Definitions:
+    """The Definitions of every dataset the file at ``path`` (default: the datasets file) declares;
+    ``pyspark`` replaces the default Spark resource (:func:`assets.resources.spark_resource`)."""
     datasets = load_datasets(path).datasets
-    return dg.Definitions.merge(
-        *(dataset_definitions(d) for d in datasets), dg.Definitions(resources={"pyspark": spark_resource()})
-    )
+    spark = {"pyspark": pyspark if pyspark is not None else spark_resource()}
+    return dg.Definitions.merge(*(dataset_definitions(d) for d in datasets), dg.Definitions(resources=spark))
 
 
 defs = build_definitions()

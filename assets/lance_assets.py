@@ -17,6 +17,7 @@ No ``from __future__ import annotations`` here: Dagster reads asset functions' p
 
 import datetime as dt
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -222,6 +223,13 @@ def ingest_asset(config: DatasetConfig) -> dg.AssetsDefinition:
     source = config.ingest
     assert source is not None
 
+    # ``backfill_policy`` is a beta parameter; single-run backfills are what this asset is for.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return _ingest_asset(config, source)
+
+
+def _ingest_asset(config: DatasetConfig, source: IngestSource) -> dg.AssetsDefinition:
     @dg.asset(
         key=ingest_key(config),
         partitions_def=dg.DailyPartitionsDefinition(
