@@ -98,9 +98,10 @@ def compaction_sensor(config: DatasetConfig, job: "UnresolvedAssetJobDefinition"
 
 def versions_sensor(config: DatasetConfig) -> dg.SensorDefinition:
     key = dataset_key(config)
+    name = f"{config.name}_versions_sensor"
 
     @dg.sensor(
-        name=f"{config.name}_versions_sensor",
+        name=name,
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         required_resource_keys={resource_key(config)},
@@ -124,7 +125,7 @@ def versions_sensor(config: DatasetConfig) -> dg.SensorDefinition:
         }
         event = dg.AssetMaterialization(
             asset_key=key,
-            description=f"version {ds.version} noticed by {context.sensor_name}",
+            description=f"version {ds.version} noticed by {name}",
             metadata=metadata,
             tags={DATA_VERSION_TAG: str(ds.version)},
         )

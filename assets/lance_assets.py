@@ -57,9 +57,11 @@ def resource_key(config: DatasetConfig) -> str:
     return f"lance_{config.name}"
 
 
-def dataset_resource(
-    context: dg.AssetExecutionContext | dg.OpExecutionContext, config: DatasetConfig
-) -> LanceDatasetResource:
+# The contexts assets, ops and checks run with: all reach resources and the run the same way.
+Context = dg.AssetExecutionContext | dg.OpExecutionContext | dg.AssetCheckExecutionContext
+
+
+def dataset_resource(context: Context, config: DatasetConfig) -> LanceDatasetResource:
     resource: LanceDatasetResource = getattr(context.resources, resource_key(config))
     return resource
 
@@ -251,6 +253,11 @@ def _ingest_asset(config: DatasetConfig, source: IngestSource) -> dg.AssetsDefin
         small = config.maintenance.compaction.small_file_rows
         if existing is None:
             return write_dataframe(context, df, resource, "append", small_file_rows=small)
+        if source.partition_column not in existing.schema.names:
+            raise SchemaError(
+                f"{config.name}: partition column {source.partition_column!r} is not in the dataset "
+                f"(columns {existing.schema.names})"
+            )
         column = existing.schema.field(source.partition_column)
         where = partition_predicate(column.name, column.type, window.start, window.end)
         context.log.info("replacing %s", where)
