@@ -16,7 +16,7 @@ No ``from __future__ import annotations`` here (Dagster inspects op and config a
 """
 
 import json
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
 from pydantic import Field
@@ -117,7 +117,7 @@ def versions_sensor(config: DatasetConfig) -> dg.SensorDefinition:
             return dg.SkipReason(f"version {ds.version} already recorded")
         new = [v["version"] for v in ds.versions() if v["version"] > seen]
         outside = [v for v in new if committed_by(ds, v) is None]
-        metadata = {
+        metadata: dict[str, Any] = {
             **dataset_metadata(ds, config.maintenance.compaction.small_file_rows),
             "lance/new_versions": len(new),
             "lance/outside_versions": len(outside),
@@ -159,7 +159,7 @@ def versions_job(dataset: DatasetConfig) -> dg.JobDefinition:
     def version_action(context: dg.OpExecutionContext, config: VersionAction) -> None:
         resource = dataset_resource(context, dataset)
         options = resource.storage_options
-        extra: dict[str, object] = {"lance/action": config.action}
+        extra: dict[str, Any] = {"lance/action": config.action}
         if config.action == "tag":
             if not config.tag:
                 raise dg.Failure("action 'tag' needs a tag name")

@@ -318,7 +318,8 @@ def _maintenance(s: _Section) -> MaintenancePolicy:
 
 
 def _dataset(path: str, index: int, raw: Any, base: Path) -> DatasetConfig:
-    label = raw.get("name") if isinstance(raw, Mapping) and isinstance(raw.get("name"), str) else f"#{index}"
+    name = raw.get("name") if isinstance(raw, Mapping) else None
+    label = name if isinstance(name, str) else f"#{index}"
     s = _Section(path, label, "", raw)
     s.check_known(("name", "uri", "storage_options", "description", "ingest", "maintenance"))
     return DatasetConfig(

@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import dagster as dg
 import pyarrow as pa
@@ -138,7 +138,7 @@ def dataset_metadata(ds: lance_ops.LanceDataset, small_file_rows: int = 1024) ->
 
 
 def version_result(
-    resource: LanceDatasetResource, config: DatasetConfig, extra: Mapping[str, object] | None = None
+    resource: LanceDatasetResource, config: DatasetConfig, extra: Mapping[str, Any] | None = None
 ) -> dg.MaterializeResult:
     """A materialization describing the latest version (plus ``extra`` metadata)."""
     ds = resource.load()

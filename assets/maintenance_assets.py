@@ -259,7 +259,7 @@ def cleanup_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
         }
         spark = spark_session(context)
         dry = maintenance.cleanup(spark, resource.uri, dry_run=True, **arguments)
-        listed = {
+        listed: dict[str, Any] = {
             "lance/cleanup/planned_files": len(dry.paths),
             "lance/cleanup/planned_bytes": dry.bytes_removed,
             "lance/cleanup/planned_versions": dry.old_versions,
