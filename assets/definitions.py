@@ -1,7 +1,10 @@
 """The one ``Definitions`` of lance-ops, loaded by ``workspace.yaml`` (``dagster dev`` in the repo root).
 
-The demo dataset lives at ``data/demo.lance`` under the repository unless ``LANCE_OPS_DEMO_URI``
-names another location.
+Built from the datasets file (``lance_datasets.yaml`` beside ``workspace.yaml``, or the file named
+by ``LANCE_OPS_DATASETS``; see :mod:`assets.config`): for each dataset its assets (ingest when it
+has a source, the dataset, the four maintenance assets), its checks, its maintenance, compaction
+and versions jobs, its schedule and its two sensors, and a ``lance_<name>`` resource. Spark is the
+``pyspark`` resource. A bad file fails the load with :class:`assets.config.DatasetsConfigError`.
 """
 
 from __future__ import annotations
@@ -9,16 +12,51 @@ from __future__ import annotations
 import os
 
 import dagster as dg
+from dagster_pyspark import PySparkResource
 
-from assets.lance_assets import demo_lance_dataset, demo_lance_dataset_stamped
-from assets.resources import LanceDatasetResource, spark_resource
-from jobs.pipeline import DEFAULT_URI
-
-defs = dg.Definitions(
-    assets=[demo_lance_dataset],
-    asset_checks=[demo_lance_dataset_stamped],
-    resources={
-        "pyspark": spark_resource(),
-        "lance_dataset": LanceDatasetResource(uri=os.environ.get("LANCE_OPS_DEMO_URI", DEFAULT_URI)),
-    },
+from assets.automation import (
+    compaction_job,
+    compaction_sensor,
+    maintenance_job,
+    maintenance_schedule,
+    versions_job,
+    versions_sensor,
 )
+from assets.checks import dataset_checks
+from assets.config import DatasetConfig, load_datasets
+from assets.lance_assets import dataset_asset, ingest_asset, resource_key
+from assets.maintenance_assets import maintenance_assets
+from assets.resources import LanceDatasetResource, spark_resource
+
+
+def dataset_definitions(config: DatasetConfig) -> dg.Definitions:
+    """Everything Dagster knows about one declared dataset (its Spark resource excepted)."""
+    maintenance, compaction = maintenance_job(config), compaction_job(config)
+    assets = [dataset_asset(config), *maintenance_assets(config)]
+    if config.ingest is not None:
+        assets.insert(0, ingest_asset(config))
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=dataset_checks(config),
+        jobs=[maintenance, compaction, versions_job(config)],
+        schedules=[maintenance_schedule(config, maintenance)],
+        sensors=[compaction_sensor(config, compaction), versions_sensor(config)],
+        resources={
+            resource_key(config): LanceDatasetResource(
+                uri=config.uri, storage_options=dict(config.storage_options)
+            )
+        },
+    )
+
+
+def build_definitions(
+    path: str | os.PathLike[str] | None = None, pyspark: PySparkResource | None = None
+) -> dg.Definitions:
+    """The Definitions of every dataset the file at ``path`` (default: the datasets file) declares;
+    ``pyspark`` replaces the default Spark resource (:func:`assets.resources.spark_resource`)."""
+    datasets = load_datasets(path).datasets
+    spark = {"pyspark": pyspark if pyspark is not None else spark_resource()}
+    return dg.Definitions.merge(*(dataset_definitions(d) for d in datasets), dg.Definitions(resources=spark))
+
+
+defs = build_definitions()

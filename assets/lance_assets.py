@@ -1,55 +1,149 @@
-"""Assets that write Lance datasets with Spark, and the check that guards them.
+"""A declared dataset's asset, its daily ingest asset, and what every materialization records.
 
-Every write goes through the ``lance`` Spark data source, committing one Lance transaction whose
-properties record who wrote it (``dagster/run_id``, ``dagster/asset_key`` and, for partitioned
-assets, ``dagster/partition_key``), the way dagster-iceberg stamps snapshot properties. The
-materialization's metadata describes the version it produced: version, rows, fragments, deleted rows
-and data bytes.
+Asset keys: ``lance/<name>`` is the dataset itself (materializing it records the latest Lance
+version; its ``DataVersion`` is that version number, so anything downstream goes stale when the
+dataset changes, whoever changed it) and ``lance/<name>/ingest`` writes one day of rows per
+partition through the ``lance`` Spark data source with ``replace_where`` on the day, so re-running a
+day replaces it; a backfill of many days runs as one Spark write and one ``Update`` transaction.
 
-This module deliberately has no ``from __future__ import annotations``: Dagster reads the asset
-functions' parameter annotations (config class, resource types) at decoration time and needs real
-classes, not strings.
+Every Lance transaction a Dagster run commits carries ``dagster/run_id``, ``dagster/asset_key`` and
+the partition (``dagster/partition_key``, or ``dagster/partition_range`` for a multi-day run) in its
+properties, the way dagster-iceberg stamps snapshot properties. Every materialization carries the
+numbers of the version it leaves (:func:`dataset_metadata`), as numeric metadata the UI plots.
+
+No ``from __future__ import annotations`` here: Dagster reads asset functions' parameter annotations
+(config classes) when decorating and needs real classes, not strings.
 """
 
+import datetime as dt
 import json
-from typing import Literal
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import dagster as dg
-from dagster_pyspark import PySparkResource
-from pyspark.sql import DataFrame
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 import jobs
 import lance_ops
+from assets.config import DatasetConfig, IngestSource
 from assets.resources import LanceDatasetResource
 from jobs.pipeline import demo_frame, write_lance
+from jobs.types import spark_schema
+from lance_ops.errors import SchemaError
 
 RUN_ID_KEY = "dagster/run_id"
 ASSET_KEY_KEY = "dagster/asset_key"
 PARTITION_KEY_KEY = "dagster/partition_key"
+PARTITION_RANGE_KEY = "dagster/partition_range"
+# The tag Dagster reads an externally reported materialization's data version from.
+DATA_VERSION_TAG = "dagster/data_version"
+# Demo rows have ``ts = DEMO_EPOCH + id`` seconds (:func:`jobs.pipeline.demo_frame`).
+DEMO_EPOCH = 1_700_000_000
 
 
-def dagster_transaction_properties(context: dg.AssetExecutionContext) -> dict[str, str]:
-    """Transaction properties naming the Dagster run (and partition, if any) behind a write."""
-    properties = {RUN_ID_KEY: context.run.run_id, ASSET_KEY_KEY: context.asset_key.to_user_string()}
+def dataset_key(config: DatasetConfig) -> dg.AssetKey:
+    return dg.AssetKey(["lance", config.name])
+
+
+def ingest_key(config: DatasetConfig) -> dg.AssetKey:
+    return dg.AssetKey(["lance", config.name, "ingest"])
+
+
+def resource_key(config: DatasetConfig) -> str:
+    """The resource through which a dataset's assets reach it."""
+    return f"lance_{config.name}"
+
+
+# The contexts assets, ops and checks run with: all reach resources and the run the same way.
+Context = dg.AssetExecutionContext | dg.OpExecutionContext | dg.AssetCheckExecutionContext
+
+
+def dataset_resource(context: Context, config: DatasetConfig) -> LanceDatasetResource:
+    resource: LanceDatasetResource = getattr(context.resources, resource_key(config))
+    return resource
+
+
+def spark_session(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> SparkSession:
+    """The run's Spark session (``pyspark`` resource) with the ``lance`` data source registered."""
+    spark: SparkSession = context.resources.pyspark.spark_session
+    jobs.register(spark)
+    return spark
+
+
+def dagster_transaction_properties(
+    context: dg.AssetExecutionContext | dg.OpExecutionContext,
+) -> dict[str, str]:
+    """Transaction properties naming the Dagster run, asset and partition(s) behind a commit."""
+    properties = {RUN_ID_KEY: context.run.run_id}
+    if context.has_assets_def:
+        properties[ASSET_KEY_KEY] = context.asset_key.to_user_string()
     if context.has_partition_key:
         properties[PARTITION_KEY_KEY] = context.partition_key
+    elif context.has_partition_key_range:
+        keys = context.partition_key_range
+        properties[PARTITION_RANGE_KEY] = f"{keys.start}...{keys.end}"
     return properties
 
 
-def dataset_metadata(ds: lance_ops.LanceDataset) -> dict[str, dg.MetadataValue]:
-    """Materialization metadata for one version of a dataset."""
-    fragments = [fragment.metadata for fragment in ds.get_fragments()]
-    rows = ds.count_rows()
-    physical_rows = sum(fragment.physical_rows for fragment in fragments)
-    data_bytes = sum(data_file.file_size_bytes for fragment in fragments for data_file in fragment.files)
+def committed_by(ds: lance_ops.LanceDataset, version: int | None = None) -> str | None:
+    """The Dagster run that committed ``version`` (default: ``ds``'s), None if it was not Dagster."""
+    transaction = ds.read_transaction(version)
+    return None if transaction is None else dict(transaction.properties).get(RUN_ID_KEY)
+
+
+def table_schema(schema: pa.Schema) -> dg.TableSchema:
+    """The Arrow schema as Dagster's column schema (names, types, nullability)."""
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                name=f.name,
+                type=str(f.type),
+                constraints=dg.TableColumnConstraints(nullable=f.nullable),
+            )
+            for f in schema
+        ]
+    )
+
+
+def dataset_metadata(ds: lance_ops.LanceDataset, small_file_rows: int = 1024) -> dict[str, dg.MetadataValue]:
+    """Materialization metadata for one version: its numbers (plotted by the UI), schema and the
+    operation that made it. ``small_file_rows``: fragments with fewer rows count as small files."""
+    stats = ds.stats.dataset_stats(max_rows_per_group=small_file_rows)
+    fragments = ds.manifest.fragments
+    physical_rows = sum(f.physical_rows for f in fragments)
+    data_bytes = sum(d.file_size_bytes or 0 for f in fragments for d in f.files)
+    transaction = ds.read_transaction()
+    run_id = committed_by(ds)
     return {
         "lance/uri": dg.MetadataValue.path(ds.uri),
         "lance/version": dg.MetadataValue.int(ds.version),
-        "dagster/row_count": dg.MetadataValue.int(rows),
-        "lance/fragments": dg.MetadataValue.int(len(fragments)),
-        "lance/deleted_rows": dg.MetadataValue.int(physical_rows - rows),
+        "dagster/row_count": dg.MetadataValue.int(physical_rows - stats["num_deleted_rows"]),
+        "lance/deleted_rows": dg.MetadataValue.int(stats["num_deleted_rows"]),
+        "lance/deleted_ratio": dg.MetadataValue.float(
+            stats["num_deleted_rows"] / physical_rows if physical_rows else 0.0
+        ),
+        "lance/fragments": dg.MetadataValue.int(stats["num_fragments"]),
+        "lance/small_files": dg.MetadataValue.int(stats["num_small_files"]),
         "lance/data_bytes": dg.MetadataValue.int(data_bytes),
+        "lance/data_storage_version": dg.MetadataValue.text(ds.data_storage_version),
+        "lance/operation": dg.MetadataValue.text(
+            "" if transaction is None else type(transaction.operation).__name__
+        ),
+        "lance/committed_by": dg.MetadataValue.text(run_id or "outside Dagster"),
+        "dagster/column_schema": dg.MetadataValue.table_schema(table_schema(ds.schema)),
     }
+
+
+def version_result(
+    resource: LanceDatasetResource, config: DatasetConfig, extra: Mapping[str, Any] | None = None
+) -> dg.MaterializeResult:
+    """A materialization describing the latest version (plus ``extra`` metadata)."""
+    ds = resource.load()
+    metadata = {**dataset_metadata(ds, config.maintenance.compaction.small_file_rows), **(extra or {})}
+    return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(str(ds.version)))
 
 
 def write_dataframe(
@@ -57,50 +151,135 @@ def write_dataframe(
     df: DataFrame,
     lance_dataset: LanceDatasetResource,
     mode: Literal["append", "overwrite"] = "append",
+    replace_where: str | None = None,
+    small_file_rows: int = 1024,
 ) -> dg.MaterializeResult:
-    """Write ``df`` to the resource's dataset in one transaction stamped with this run; describe it."""
+    """Write ``df`` to the resource's dataset in one transaction stamped with this run; describe it.
+
+    ``replace_where`` (with ``mode="overwrite"``): replace the rows the predicate selects."""
     options = {
         **lance_dataset.writer_options(),
         "transaction_properties": json.dumps(dagster_transaction_properties(context)),
     }
+    if replace_where is not None:
+        options["replace_where"] = replace_where
     write_lance(df, lance_dataset.uri, mode=mode, options=options)
-    ds = lance_ops.dataset(lance_dataset.uri, storage_options=lance_dataset.storage_options)
-    context.log.info("committed Lance version %d at %s", ds.version, lance_dataset.uri)
-    return dg.MaterializeResult(metadata=dataset_metadata(ds))
-
-
-class DemoDatasetConfig(dg.Config):
-    """How many demo rows to write, and whether to append them or replace the dataset."""
-
-    rows: int = 10_000
-    mode: Literal["append", "overwrite"] = "append"
-
-
-@dg.asset(
-    kinds={"spark", "lance"},
-    group_name="lance",
-    automation_condition=dg.AutomationCondition.on_missing(),
-    description="Demo rows generated with Spark and written through the Lance data source.",
-)
-def demo_lance_dataset(
-    context: dg.AssetExecutionContext,
-    config: DemoDatasetConfig,
-    pyspark: PySparkResource,
-    lance_dataset: LanceDatasetResource,
-) -> dg.MaterializeResult:
-    spark = pyspark.spark_session
-    jobs.register(spark)
-    existing = lance_dataset.load_or_none() if config.mode == "append" else None
-    start = existing.count_rows() if existing is not None else 0
-    return write_dataframe(context, demo_frame(spark, config.rows, start=start), lance_dataset, config.mode)
-
-
-@dg.asset_check(asset=demo_lance_dataset, description="The latest version was committed by a Dagster run.")
-def demo_lance_dataset_stamped(lance_dataset: LanceDatasetResource) -> dg.AssetCheckResult:
     ds = lance_dataset.load()
-    transaction = ds.read_transaction(ds.version)
-    properties = dict(transaction.properties) if transaction is not None else {}
-    return dg.AssetCheckResult(
-        passed=RUN_ID_KEY in properties,
-        metadata={"lance/version": ds.version, "run_id": properties.get(RUN_ID_KEY, "")},
+    context.log.info("committed Lance version %d at %s", ds.version, lance_dataset.uri)
+    return dg.MaterializeResult(
+        metadata=dataset_metadata(ds, small_file_rows), data_version=dg.DataVersion(str(ds.version))
     )
+
+
+# ---------------------------------------------------------------------------------- ingest
+
+
+def partition_predicate(column: str, type_: pa.DataType, start: dt.datetime, end: dt.datetime) -> str:
+    """Lance SQL selecting the rows whose ``column`` falls in ``[start, end)`` (days, UTC)."""
+    if pa.types.is_timestamp(type_):
+        low, high = (f"timestamp '{t:%Y-%m-%d %H:%M:%S}'" for t in (start, end))
+    elif pa.types.is_date(type_):
+        low, high = (f"date '{t:%Y-%m-%d}'" for t in (start, end))
+    elif pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        low, high = (f"'{t:%Y-%m-%d}'" for t in (start, end))
+    else:
+        raise SchemaError(
+            f"partition column {column!r} has type {type_}; a day needs a timestamp, date or string"
+        )
+    return f"{column} >= {low} AND {column} < {high}"
+
+
+def demo_days(spark: SparkSession, days: Sequence[str], rows: int) -> DataFrame:
+    """``rows`` demo rows per day, their ``ts`` the first ``rows`` seconds of the day (so ids are
+    unique across days and a day's rows are exactly those its predicate selects)."""
+    frames = []
+    for day in days:
+        midnight = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+        frames.append(demo_frame(spark, rows, start=int(midnight.timestamp()) - DEMO_EPOCH, partitions=1))
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def source_frame(spark: SparkSession, source: IngestSource, days: Sequence[str]) -> DataFrame:
+    """The rows of ``days`` from the ingest source."""
+    if source.kind == "demo":
+        return demo_days(spark, days, source.rows_per_partition)
+    assert source.path is not None
+    return spark.read.format(source.format).load([source.path.format(partition=day) for day in days])
+
+
+def conform_to(df: DataFrame, schema: pa.Schema) -> DataFrame:
+    """``df`` with the dataset's columns it lacks added as nulls (columns added to the dataset after
+    the source was written, e.g. by ``add_columns``)."""
+    fields = {f.name: f for f in spark_schema(schema).fields}
+    missing = [name for name in schema.names if name not in df.columns]
+    return (
+        df.withColumns({name: F.lit(None).cast(fields[name].dataType) for name in missing}) if missing else df
+    )
+
+
+def ingest_asset(config: DatasetConfig) -> dg.AssetsDefinition:
+    """The daily-partitioned asset writing ``config``'s ingest source into the dataset."""
+    source = config.ingest
+    assert source is not None
+
+    # ``backfill_policy`` is a beta parameter; single-run backfills are what this asset is for.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return _ingest_asset(config, source)
+
+
+def _ingest_asset(config: DatasetConfig, source: IngestSource) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=ingest_key(config),
+        partitions_def=dg.DailyPartitionsDefinition(
+            start_date=source.start_date, end_offset=source.end_offset
+        ),
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        kinds={"spark", "lance"},
+        group_name=config.name,
+        required_resource_keys={"pyspark", resource_key(config)},
+        description=f"Daily rows of {config.name} ({source.kind} source), written with replace_where on "
+        f"{source.partition_column}: re-running a day replaces it.",
+    )
+    def ingest(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        spark = spark_session(context)
+        resource = dataset_resource(context, config)
+        window = context.partition_time_window
+        df = source_frame(spark, source, context.partition_keys)
+        existing = resource.load_or_none()
+        small = config.maintenance.compaction.small_file_rows
+        if existing is None:
+            return write_dataframe(context, df, resource, "append", small_file_rows=small)
+        if source.partition_column not in existing.schema.names:
+            raise SchemaError(
+                f"{config.name}: partition column {source.partition_column!r} is not in the dataset "
+                f"(columns {existing.schema.names})"
+            )
+        column = existing.schema.field(source.partition_column)
+        where = partition_predicate(column.name, column.type, window.start, window.end)
+        context.log.info("replacing %s", where)
+        return write_dataframe(context, conform_to(df, existing.schema), resource, "overwrite", where, small)
+
+    return ingest
+
+
+def dataset_asset(config: DatasetConfig) -> dg.AssetsDefinition:
+    """The dataset: materializing it records the latest version (whoever committed it)."""
+
+    @dg.asset(
+        key=dataset_key(config),
+        deps=[ingest_key(config)] if config.ingest is not None else None,
+        kinds={"lance"},
+        group_name=config.name,
+        required_resource_keys={resource_key(config)},
+        automation_condition=dg.AutomationCondition.eager() if config.ingest is not None else None,
+        description=config.description
+        or f"The Lance dataset at {config.uri}; its data version is the Lance version.",
+    )
+    def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        return version_result(dataset_resource(context, config), config)
+
+    return dataset

@@ -1,0 +1,161 @@
+"""The maintenance operations the Dagster assets call that have no Spark job yet, in one place.
+
+Compaction, deletes, column additions and writes already run as Spark jobs (:mod:`jobs`); column
+statistics, encoding profiles, cleanup, restore and tags are called here on the library for now.
+Each function has the signature of the Spark job that will replace it (``spark`` first, then the
+dataset, then the job's own arguments), so switching an asset over to ``jobs.rebuild_statistics``,
+``jobs.profile_encodings``, ``jobs.cleanup`` or ``jobs.tags`` changes a few lines in this module
+only. Every function that commits stamps ``transaction_properties`` into its transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+import lance_ops
+from jobs.common import commit_options, latest
+from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
+from lance_ops.encoding.plan import EncodingPlan
+from lance_ops.ops import encodings as encodings_op
+from lance_ops.ops import history as history_op
+from lance_ops.ops import statistics as statistics_op
+from lance_ops.ops.cleanup import CleanupStats
+from lance_ops.table.manifest import SUPPORTED_READER_FLAGS, SUPPORTED_WRITER_FLAGS
+
+__all__ = [
+    "EncodingOutcome",
+    "StatisticsOutcome",
+    "cleanup",
+    "create_tag",
+    "profile_encodings",
+    "rebuild_statistics",
+    "restore",
+    "statistics_coverage",
+    "unsupported_feature_flags",
+]
+
+
+@dataclass(frozen=True)
+class StatisticsOutcome:
+    """A statistics rebuild: the version it committed (None: everything was fresh) and the
+    fragments it computed statistics for."""
+
+    version: int | None
+    fragments_rebuilt: int
+
+
+@dataclass(frozen=True)
+class EncodingOutcome:
+    """An encoding profile: the plan, and the version storing it (None: the stored plan was the same
+    or ``store`` was off)."""
+
+    plan: EncodingPlan
+    version: int | None
+
+
+def rebuild_statistics(
+    spark: SparkSession,
+    uri: str,
+    columns: Sequence[str] | None = None,
+    force: bool = False,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    transaction_properties: Mapping[str, str] | None = None,
+) -> StatisticsOutcome:
+    """Compute the column statistics the latest version lacks (all with ``force``); one commit."""
+    options = commit_options(storage_options, transaction_properties=transaction_properties)
+    result = statistics_op.rebuild(latest(uri, storage_options), columns, force, options)
+    version = None if result.manifest is None else result.manifest.version
+    return StatisticsOutcome(version, len(result.fragment_ids))
+
+
+def statistics_coverage(
+    uri: str, columns: Sequence[str] | None = None, storage_options: Mapping[str, str] | None = None
+) -> dict[str, tuple[int, int]]:
+    """Column -> (fragments with fresh statistics, fragments) in the latest version, for ``columns``
+    (default: every column that can have statistics)."""
+    files = latest(uri, storage_options)
+    ds = lance_ops.dataset(uri, files.manifest.version, storage_options)
+    coverage = {}
+    for name in statistics_op.statistics_fields(files, columns).values():
+        summary = ds.stats.column_summary(name)
+        coverage[name] = (summary["fragments_with_statistics"], summary["num_fragments"])
+    return coverage
+
+
+def profile_encodings(
+    spark: SparkSession,
+    uri: str,
+    store: bool = True,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    transaction_properties: Mapping[str, str] | None = None,
+) -> EncodingOutcome:
+    """Profile the latest version's columns into an encoding plan; with ``store``, commit the plan
+    (one ``UpdateConfig``) unless the dataset already stores that very plan."""
+    files = latest(uri, storage_options)
+    plan = encodings_op.profile(files)
+    if not store or files.manifest.config.get(ENCODING_PLAN_KEY) == plan.to_json():
+        return EncodingOutcome(plan, None)
+    options = commit_options(storage_options, transaction_properties=transaction_properties)
+    manifest, _ = encodings_op.store_plan(files, plan, options)
+    return EncodingOutcome(plan, manifest.version)
+
+
+def cleanup(
+    spark: SparkSession,
+    uri: str,
+    older_than: dt.timedelta | None = None,
+    retain_versions: int | None = None,
+    dry_run: bool = False,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> CleanupStats:
+    """Remove old untagged versions and the files only they use (nothing with ``dry_run``).
+
+    Cleanup commits no transaction, so there are no properties to stamp."""
+    ds = lance_ops.dataset(uri, storage_options=storage_options)
+    return ds.cleanup_old_versions(
+        older_than, retain_versions, error_if_tagged_old_versions=False, dry_run=dry_run
+    )
+
+
+def restore(
+    uri: str,
+    version: int | str,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    transaction_properties: Mapping[str, str] | None = None,
+) -> int:
+    """Commit ``Restore`` of ``version`` (a number or a tag) on top of the latest; the new version."""
+    target = lance_ops.dataset(uri, version, storage_options).version
+    options = commit_options(storage_options, transaction_properties=transaction_properties)
+    manifest, _ = history_op.restore(uri, target, options)
+    return manifest.version
+
+
+def create_tag(
+    uri: str, name: str, version: int | None = None, *, storage_options: Mapping[str, str] | None = None
+) -> int:
+    """Point tag ``name`` at ``version`` (default: the latest), creating or moving it; the version."""
+    ds = lance_ops.dataset(uri, storage_options=storage_options)
+    target = ds.version if version is None else version
+    if name in ds.tags.list():
+        ds.tags.update(name, target)
+    else:
+        ds.tags.create(name, target)
+    return target
+
+
+def unsupported_feature_flags(ds: lance_ops.LanceDataset) -> tuple[int, int]:
+    """The reader and writer feature flags of ``ds`` that pylance does not know (0, 0 when readable
+    and writable by it)."""
+    manifest = ds.manifest
+    return (
+        manifest.reader_feature_flags & ~SUPPORTED_READER_FLAGS,
+        manifest.writer_feature_flags & ~SUPPORTED_WRITER_FLAGS,
+    )
