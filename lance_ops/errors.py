@@ -106,3 +106,7 @@ class MissingFileError(LanceOpsError, FileNotFoundError):
 class UnsafePathError(CorruptFileError):
     """A manifest or transaction names a file outside the dataset (``..``, an absolute path, another
     URL scheme); refused before any I/O."""
+
+
+class StorageError(LanceOpsError, OSError):
+    """Storage failed permanently (or kept failing transiently after every retry); see io/retry.py."""
