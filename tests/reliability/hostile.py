@@ -26,7 +26,7 @@ import struct
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -282,4 +282,3 @@ def run_cases(workdir: str, cases: list[Case], timeout: float) -> list[Outcome]:
 
 
 __all__ = ["Case", "Outcome", "build_pristine", "corpus", "mutate", "read_everything", "run_cases"]
-Callable  # re-exported type hint helper
