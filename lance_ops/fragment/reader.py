@@ -67,6 +67,8 @@ class VersionFiles:
         self.uri = uri
         self.manifest = manifest
         self.storage_options = storage_options
+        for base in manifest.base_paths:
+            check_base_scheme(base.path, uri, f"{uri} version {manifest.version}")
         self.store, self.root = object_store(uri, storage_options)
         self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
         self._fragments: dict[int, FragmentReader] = {}
@@ -141,7 +143,6 @@ class VersionFiles:
         base = next((b for b in self.manifest.base_paths if b.id == base_id), None)
         if base is None:
             raise DatasetNotFoundError(f"{owner} names unknown base path {base_id}")
-        check_base_scheme(base.path, self.uri, f"{self.uri} version {self.manifest.version}")
         return base
 
     def file_uri(self, data_file: DataFile) -> str:
