@@ -71,11 +71,8 @@ def test_manifest_with_damaged_data_path_is_typed(small):
     store, root = object_store(str(small))
     loaded = load_manifest(store, root)
     fragment = loaded.manifest.fragments[0]
-    damaged = replace(fragment, files=(replace(fragment.files[0], path="0" + fragment.files[0].path[1:]),))
-    if damaged == fragment:
-        damaged = replace(
-            fragment, files=(replace(fragment.files[0], path="1" + fragment.files[0].path[1:]),)
-        )
+    # Data file names start with binary digits: "x" is a one-byte corruption no file has.
+    damaged = replace(fragment, files=(replace(fragment.files[0], path="x" + fragment.files[0].path[1:]),))
     manifest = replace(loaded.manifest, fragments=(damaged,))
     store.write(loaded.path, encode_manifest_file(manifest, loaded.transaction))
     with pytest.raises(MissingFileError) as info:
