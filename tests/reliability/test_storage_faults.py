@@ -106,10 +106,10 @@ def test_failed_manifest_write_leaves_no_visible_version(faulty, tmp_path):
     assert ds.version == 1 and ds.count_rows() == 100
 
 
-def test_transient_manifest_write_failure_commits_once(faulty, tmp_path):
+def test_operation_after_a_failed_manifest_write_commits_once(faulty, tmp_path):
+    """write_fail raises EIO (permanent) once: the half-written manifest is gone, a rerun lands."""
     uri, options, _ = faulty(Fault("open_xb", "write_fail", path_contains="_versions", times=1))
     with pytest.raises(StorageError):
-        # write_fail raises EIO (permanent): the half-written manifest must be gone afterwards.
         lance_ops.dataset(uri, storage_options=options).delete("a < 10")
     ds = lance_ops.dataset(uri, storage_options=options)
     assert ds.version == 1
