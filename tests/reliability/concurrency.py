@@ -33,7 +33,8 @@ from tests.reliability.workload import Journal, Step, apply_step, rows
 OPS = ["append"] * 4 + ["delete"] * 2 + ["compact", "stats", "tag", "add_column"]
 
 
-def worker_main(uri: str, log_path: str, worker: int, seconds: float, seed: int) -> None:
+def worker_main(uri: str, log_path: str, worker: int, seconds: float, seed: int, min_calls: int = 4) -> None:
+    """Run random calls for ``seconds`` and at least ``min_calls`` calls (so a slow machine still races)."""
     import lance_ops
     from lance_ops.errors import CommitConflictError
 
@@ -42,8 +43,8 @@ def worker_main(uri: str, log_path: str, worker: int, seconds: float, seed: int)
     next_id = 10_000_000 * (worker + 1)
     own: list[int] = []
     deadline = time.monotonic() + seconds
-    tick = 0
-    while time.monotonic() < deadline:
+    tick = calls = 0
+    while time.monotonic() < deadline or calls < min_calls:
         tick += 1
         ds = lance_ops.dataset(uri)
         op = rng.choice(OPS)
@@ -61,6 +62,7 @@ def worker_main(uri: str, log_path: str, worker: int, seconds: float, seed: int)
         else:
             continue
         before = ds.version
+        calls += 1
         try:
             after = apply_step(ds, step).version
         except CommitConflictError as exc:

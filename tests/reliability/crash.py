@@ -18,12 +18,14 @@ the kept versions' references remains (temporary files of killed writes included
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,41 +152,82 @@ def final_cleanup_check(uri: str) -> list[str]:
     return left
 
 
-def run_crashes(workdir: str, kills: int, seed: int, max_delay: float = 2.5) -> CrashStats:
+def zygote_main() -> None:
+    """Import lance_ops once, then fork one crash child per request line read from stdin.
+
+    Forking from a warm process makes a kill cycle cost the operations, not the imports, so the
+    long run reaches hundreds of kills. Lines written to stdout: ``pid N`` after a fork, the child's
+    own ``ready``, and ``exit CODE`` once the child is gone (``-9`` after SIGKILL).
+    """
+    import lance_ops  # noqa: F401 - the point is to import before forking
+
+    for line in sys.stdin:
+        uri, journal_path, run, seed, err_path = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(err, 2)
+            try:
+                child_main(uri, journal_path, run, seed)
+            except BaseException:  # noqa: BLE001 - reported through the exit code and stderr
+                traceback.print_exc()
+            finally:
+                sys.stderr.flush()
+                os._exit(1)
+        print(f"pid {pid}", flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(f"exit {os.waitstatus_to_exitcode(status)}", flush=True)
+
+
+def _read_until(zygote: subprocess.Popen[str], wanted: set[str]) -> dict[str, str]:
+    """Lines from the zygote, by first word, until one of ``wanted`` words arrived (all of them for pid)."""
+    assert zygote.stdout is not None
+    got: dict[str, str] = {}
+    while not (wanted <= got.keys() or "exit" in got):
+        line = zygote.stdout.readline()
+        if not line:
+            raise RuntimeError("crash zygote died")
+        word, _, rest = line.strip().partition(" ")
+        got[word] = rest
+    return got
+
+
+def run_crashes(workdir: str, kills: int, seed: int, max_delay: float = 1.5) -> CrashStats:
     """Start, kill and check the child ``kills`` times; returns the tallies."""
+    os.makedirs(workdir, exist_ok=True)
     uri = os.path.join(workdir, "ds")
     journal_path = os.path.join(workdir, "journal.jsonl")
+    err_path = os.path.join(workdir, "child.err")
     rng = random.Random(seed)
     stats = CrashStats()
     repo = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": repo}
-    for run in range(kills):
-        call = f"child_main({uri!r}, {journal_path!r}, {run}, {seed * 1000 + run})"
-        code = f"from tests.reliability.crash import child_main; {call}"
-        child = subprocess.Popen(
-            [sys.executable, "-c", code],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=repo,
-        )
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        if line.strip() != READY:
-            child.wait()
-            stats.untyped_errors += 1
-            stats.child_errors.append(child.stderr.read()[-2000:] if child.stderr else "child died")
-            continue
-        time.sleep(rng.uniform(0, max_delay))
-        if child.poll() is None:
-            child.send_signal(signal.SIGKILL)
-            stats.kills += 1
-        child.wait()
-        if child.returncode != -signal.SIGKILL:
-            stats.untyped_errors += 1
-            stats.child_errors.append(child.stderr.read()[-2000:] if child.stderr else "child died")
-        child.stdout.close()
-        child.stderr.close() if child.stderr else None
-        check_after_kill(uri, journal_path, stats)
+    zygote = subprocess.Popen(
+        [sys.executable, "-c", "from tests.reliability.crash import zygote_main; zygote_main()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": repo},
+        cwd=repo,
+    )
+    assert zygote.stdin is not None
+    try:
+        for run in range(kills):
+            request = [uri, journal_path, run, seed * 1000 + run, err_path]
+            zygote.stdin.write(json.dumps(request) + "\n")
+            zygote.stdin.flush()
+            got = _read_until(zygote, {"pid", READY})
+            if "exit" not in got:
+                time.sleep(rng.uniform(0, max_delay))
+                os.kill(int(got["pid"]), signal.SIGKILL)
+                stats.kills += 1
+                got.update(_read_until(zygote, {"exit"}))
+            if int(got["exit"]) != -signal.SIGKILL:
+                stats.untyped_errors += 1
+                stats.child_errors.append(Path(err_path).read_text()[-2000:])
+            check_after_kill(uri, journal_path, stats)
+    finally:
+        zygote.stdin.close()
+        zygote.wait(timeout=60)
+        if zygote.stdout is not None:
+            zygote.stdout.close()
     return stats
