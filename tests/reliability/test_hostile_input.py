@@ -177,12 +177,15 @@ def test_random_bytes_as_transaction_pb_fields(data):
 def test_hostile_input_soak(tmp_path, soak_seconds, report):
     started = time.monotonic()
     totals: collections.Counter[str] = collections.Counter()
+    wrong: collections.Counter[str] = collections.Counter()
     bad = []
     seed = 1
     while time.monotonic() - started < soak_seconds:
         outcomes = run_cases(str(tmp_path), list(corpus(range(seed, seed + 4))), timeout=1800)
         totals.update(o.result for o in outcomes)
+        wrong.update(o.case.kind for o in outcomes if o.result == "wrong")
         bad += _bad(outcomes)
         seed += 4
-    report({"seconds": round(time.monotonic() - started), "cases": sum(totals.values()), **totals})
+    figures = {"seconds": round(time.monotonic() - started), "cases": sum(totals.values()), **totals}
+    report({**figures, "wrong_by_kind": dict(wrong)})
     assert bad == [], bad[:3]
