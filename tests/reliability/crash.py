@@ -17,10 +17,12 @@ the kept versions' references remains (temporary files of killed writes included
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -47,7 +49,7 @@ def child_main(uri: str, journal_path: str, run: int, seed: int) -> None:
     rng = random.Random(seed)
     next_id = 10_000_000 * (run + 1)
     own: list[int] = []
-    print(READY, flush=True)
+    journal.log(event=READY, run=run)
     for tick in range(run * 10_000, (run + 1) * 10_000):
         step = choose_step(rng, ds, next_id, own, tick)
         journal.log(event="begin", op=step.op, run=run, args=step.args)
@@ -65,6 +67,7 @@ class CrashStats:
     lost_commits: int = 0
     partial_versions: int = 0
     untyped_errors: int = 0
+    hangs: int = 0
     child_errors: list[str] = field(default_factory=list)
     killed_during: Counter[str] = field(default_factory=Counter)
     versions_checked: int = 0
@@ -156,8 +159,8 @@ def zygote_main() -> None:
     """Import lance_ops once, then fork one crash child per request line read from stdin.
 
     Forking from a warm process makes a kill cycle cost the operations, not the imports, so the
-    long run reaches hundreds of kills. Lines written to stdout: ``pid N`` after a fork, the child's
-    own ``ready``, and ``exit CODE`` once the child is gone (``-9`` after SIGKILL).
+    long run reaches hundreds of kills. The zygote alone writes to stdout: ``pid N`` after a fork and
+    ``exit CODE`` once the child is gone (``-9`` after SIGKILL); the child's output goes to a file.
     """
     import lance_ops  # noqa: F401 - the point is to import before forking
 
@@ -166,6 +169,7 @@ def zygote_main() -> None:
         pid = os.fork()
         if pid == 0:
             err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(err, 1)
             os.dup2(err, 2)
             try:
                 child_main(uri, journal_path, run, seed)
@@ -179,17 +183,31 @@ def zygote_main() -> None:
         print(f"exit {os.waitstatus_to_exitcode(status)}", flush=True)
 
 
-def _read_until(zygote: subprocess.Popen[str], wanted: set[str]) -> dict[str, str]:
-    """Lines from the zygote, by first word, until one of ``wanted`` words arrived (all of them for pid)."""
+def _read_line(zygote: subprocess.Popen[str], timeout: float) -> tuple[str, int]:
+    """The zygote's next ``(word, number)`` line; ``("hang", 0)`` if none comes within ``timeout``."""
     assert zygote.stdout is not None
-    got: dict[str, str] = {}
-    while not (wanted <= got.keys() or "exit" in got):
-        line = zygote.stdout.readline()
-        if not line:
-            raise RuntimeError("crash zygote died")
-        word, _, rest = line.strip().partition(" ")
-        got[word] = rest
-    return got
+    ready, _, _ = select.select([zygote.stdout], [], [], timeout)
+    if not ready:
+        return "hang", 0
+    line = zygote.stdout.readline()
+    if not line:
+        raise RuntimeError("crash zygote died")
+    word, _, number = line.strip().partition(" ")
+    return word, int(number)
+
+
+def _wait_ready(journal_path: str, run: int, pid: int, timeout: float) -> bool:
+    """Whether run ``run`` journaled ``ready`` within ``timeout`` seconds (False: it died or hangs)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(e["event"] == READY and e["run"] == run for e in Journal.read(journal_path)[-3:]):
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        time.sleep(0.02)
+    return False
 
 
 def run_crashes(workdir: str, kills: int, seed: int, max_delay: float = 1.5) -> CrashStats:
@@ -215,13 +233,22 @@ def run_crashes(workdir: str, kills: int, seed: int, max_delay: float = 1.5) -> 
             request = [uri, journal_path, run, seed * 1000 + run, err_path]
             zygote.stdin.write(json.dumps(request) + "\n")
             zygote.stdin.flush()
-            got = _read_until(zygote, {"pid", READY})
-            if "exit" not in got:
+            word, pid = _read_line(zygote, 60)
+            if word != "pid":
+                stats.hangs += 1
+                break
+            if _wait_ready(journal_path, run, pid, 60):
                 time.sleep(rng.uniform(0, max_delay))
-                os.kill(int(got["pid"]), signal.SIGKILL)
                 stats.kills += 1
-                got.update(_read_until(zygote, {"exit"}))
-            if int(got["exit"]) != -signal.SIGKILL:
+            else:
+                stats.hangs += 1
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            word, code = _read_line(zygote, 60)
+            if word != "exit":
+                stats.hangs += 1
+                break
+            if code != -signal.SIGKILL:
                 stats.untyped_errors += 1
                 stats.child_errors.append(Path(err_path).read_text()[-2000:])
             check_after_kill(uri, journal_path, stats)

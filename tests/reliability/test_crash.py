@@ -15,6 +15,7 @@ def _assert_clean(stats) -> None:
     assert stats.lost_commits == 0, stats.child_errors
     assert stats.partial_versions == 0, stats.child_errors
     assert stats.untyped_errors == 0, stats.child_errors
+    assert stats.hangs == 0
 
 
 def test_killed_worker_loses_nothing_and_cleanup_reclaims(tmp_path):
@@ -53,6 +54,7 @@ def test_crash_soak(tmp_path, soak_seconds, report):
             "lost_commits": 0,
             "partial_versions": 0,
             "untyped_errors": 0,
+            "hangs": 0,
             "leftovers_after_cleanup": 0,
         }
     )
