@@ -16,9 +16,9 @@ def _assert_clean(stats) -> None:
 
 
 def test_racing_workers_match_serial_replay(tmp_path):
-    stats = run_soak(str(tmp_path), workers=2, seconds=3, seed=3)
+    stats = run_soak(str(tmp_path), workers=2, seconds=1.5, seed=3)
     _assert_clean(stats)
-    assert stats.landed >= 4
+    assert stats.calls >= 8 and stats.landed >= 1  # min_calls=4 per worker
 
 
 @pytest.mark.soak

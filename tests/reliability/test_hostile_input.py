@@ -36,7 +36,7 @@ def _bad(outcomes):
 
 def test_every_kind_and_mutation_raises_typed_errors(tmp_path):
     """One case per kind x mutation and more petabyte length fields, all in one child process."""
-    cases = list(corpus(range(1))) + list(corpus(range(1, 3), ("huge_length",)))
+    cases = list(corpus(range(1))) + list(corpus(range(1, 2), ("huge_length",)))
     assert {c.kind for c in cases} == set(KINDS) and {c.mutation for c in cases} == set(MUTATIONS)
     outcomes = run_cases(str(tmp_path), cases, timeout=300)
     assert len(outcomes) == len(cases)

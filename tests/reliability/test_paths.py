@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 
 import pyarrow as pa
@@ -30,10 +31,18 @@ BAD_RELATIVE = [
 ]
 
 
-@pytest.fixture()
-def dataset_uri(tmp_path):
-    uri = str(tmp_path / "ds")
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("template") / "ds")
     lance_ops.write_dataset(pa.table({"a": pa.array(range(10), pa.int64())}), uri)
+    return uri
+
+
+@pytest.fixture()
+def dataset_uri(template, tmp_path):
+    """A fresh copy of a 10-row dataset (copied: writing one per case is slower)."""
+    uri = str(tmp_path / "ds")
+    shutil.copytree(template, uri)
     return uri
 
 
