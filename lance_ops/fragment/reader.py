@@ -364,7 +364,10 @@ class FragmentReader:
             field = schema.field(index)
             if index in parts:
                 top = self.files.top_level_fields[index]
-                array = conform(parts[index], self.files.lance_schema, top, field.type)
+                try:
+                    array = conform(parts[index], self.files.lance_schema, top, field.type)
+                except CorruptFileError as exc:
+                    raise exc.located(f"{self.files.uri} fragment {self.id}") from exc
             else:
                 array = pa.nulls(len(offsets), field.type)
             out_fields.append(field)
