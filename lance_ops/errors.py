@@ -35,7 +35,7 @@ class CorruptFileError(LanceOpsError, ValueError):
         self, path: str | None = None, column: str | None = None, page: str | None = None
     ) -> CorruptFileError:
         """This error with the path (if only a placeholder so far), column and page filled in."""
-        return CorruptFileError(
+        return type(self)(
             path if path is not None and self.path.startswith("<") else self.path,
             self.reason,
             self.column or column,
@@ -93,3 +93,20 @@ class RefError(LanceOpsError, ValueError):
 
 class CleanupError(LanceOpsError, ValueError):
     """Cleanup was asked to remove what it must not (tagged versions) or given a bad cut-off."""
+
+
+class MissingFileError(LanceOpsError, FileNotFoundError):
+    """A file the manifest references (data, deletion or row-id file) does not exist.
+
+    The dataset is damaged: the file was removed by hand or by an unsafe cleanup, or the path recorded
+    in the manifest was corrupted.
+    """
+
+
+class UnsafePathError(CorruptFileError):
+    """A manifest or transaction names a file outside the dataset (``..``, an absolute path, another
+    URL scheme); refused before any I/O."""
+
+
+class StorageError(LanceOpsError, OSError):
+    """Storage failed permanently (or kept failing transiently after every retry); see io/retry.py."""

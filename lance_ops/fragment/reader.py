@@ -35,7 +35,8 @@ from lance_ops.query.predicate import Predicate
 from lance_ops.table.blob import contains_blob_v2, resolve_blob_v2_columns
 from lance_ops.table.deletion import read_deletion_vector
 from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
-from lance_ops.table.naming import DATA_DIR, child_uri
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, child_uri
+from lance_ops.table.paths import check_base_scheme, referenced_file
 from lance_ops.table.rowids import RowIdIndex, decode_row_ids, load_sequence
 from lance_ops.table.schema import LanceField, LanceSchema
 from lance_ops.table.statistics import FragmentStatistics, load_statistics
@@ -66,6 +67,8 @@ class VersionFiles:
         self.uri = uri
         self.manifest = manifest
         self.storage_options = storage_options
+        for base in manifest.base_paths:
+            check_base_scheme(base.path, uri, f"{uri} version {manifest.version}")
         self.store, self.root = object_store(uri, storage_options)
         self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
         self._fragments: dict[int, FragmentReader] = {}
@@ -159,7 +162,8 @@ class VersionFiles:
         uri = self.file_uri(data_file)
         reader = self._readers.pop(uri, None)
         if reader is None:
-            reader = LanceFileReader(uri, storage_options=self.storage_options)
+            with referenced_file(uri, "data file"):
+                reader = LanceFileReader(uri, storage_options=self.storage_options)
         self._readers[uri] = reader
         while len(self._readers) > _READER_CACHE_SIZE:
             self._readers.popitem(last=False)
@@ -219,7 +223,15 @@ def conform(parts: Sequence[Part], schema: LanceSchema, target: LanceField, type
     if len(parts) == 1 and array.type == type_:
         return array
     if not (pa.types.is_struct(type_) and pa.types.is_struct(array.type)):
-        return array if array.type == type_ else array.cast(type_)
+        if array.type == type_:
+            return array
+        try:
+            return array.cast(type_)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            # The manifest maps this file column to a field of an incompatible type: they disagree.
+            raise CorruptFileError(
+                "<data file>", f"holds {array.type} for field {target.name!r} of type {type_}: {exc}"
+            ) from exc
     children = []
     for n, child in enumerate(f for f in schema.fields if f.parent_id == target.id):
         wanted = {f.id for f in schema.subtree(child.id)}
@@ -265,7 +277,13 @@ class FragmentReader:
         if deletion is None:
             return np.zeros(0, np.uint32)
         store, root = self.files.deletion_location(deletion.base_id)
-        return read_deletion_vector(store, root, self.id, deletion)
+        deleted = read_deletion_vector(store, root, self.id, deletion)
+        if len(deleted) and self.metadata.physical_rows and int(deleted[-1]) >= self.metadata.physical_rows:
+            raise CorruptFileError(
+                store.join(root, DELETIONS_DIR, deletion.file_name(self.id)),
+                f"deletes row {int(deleted[-1])} of a fragment of {self.metadata.physical_rows} rows",
+            )
+        return deleted
 
     def _counts_unknown(self) -> bool:
         """Counts are unknown (0 = "unknown" for physical rows or deleted rows)."""
@@ -346,7 +364,10 @@ class FragmentReader:
             field = schema.field(index)
             if index in parts:
                 top = self.files.top_level_fields[index]
-                array = conform(parts[index], self.files.lance_schema, top, field.type)
+                try:
+                    array = conform(parts[index], self.files.lance_schema, top, field.type)
+                except CorruptFileError as exc:
+                    raise exc.located(f"{self.files.uri} fragment {self.id}") from exc
             else:
                 array = pa.nulls(len(offsets), field.type)
             out_fields.append(field)

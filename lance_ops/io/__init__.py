@@ -24,6 +24,7 @@ from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
 from lance_ops.io.fsspec_store import FsspecStore
 from lance_ops.io.local import LocalStore
 from lance_ops.io.memory import MemoryStore, normalize_memory_path
+from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, is_transient
 
 __all__ = [
     "FileInfo",
@@ -32,6 +33,9 @@ __all__ = [
     "MemoryStore",
     "ObjectStore",
     "OutputStream",
+    "RetryPolicy",
+    "DEFAULT_RETRY",
+    "is_transient",
     "object_store",
 ]
 

@@ -26,6 +26,7 @@ from lance_ops.errors import CorruptFileError
 from lance_ops.io import ObjectStore
 from lance_ops.table.manifest import DataFragment, DeletionFile, DeletionFileType
 from lance_ops.table.naming import DELETIONS_DIR
+from lance_ops.table.paths import referenced_file
 from lance_ops.table.transaction import Delete
 
 _ARROW_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
@@ -40,22 +41,35 @@ def decode_deletion_file(data: bytes, file_type: DeletionFileType, path: str) ->
         except Exception as exc:  # pyroaring raises ValueError/OverflowError on bad input
             raise CorruptFileError(path, f"undecodable Roaring bitmap: {exc}") from exc
         return np.asarray(bitmap.to_array(), dtype=np.uint32)
+    # pyarrow reports damaged IPC bytes as ArrowInvalid, ArrowIOError (an OSError) or ZSTD errors,
+    # at open or only when the batch is read: all of them mean this file is corrupt.
     try:
         reader = pa.ipc.open_file(pa.py_buffer(data))
-    except pa.ArrowInvalid as exc:
-        raise CorruptFileError(path, f"not an Arrow IPC file: {exc}") from exc
-    if not reader.schema.equals(_ARROW_SCHEMA) or reader.num_record_batches != 1:
-        raise CorruptFileError(path, "deletion file must hold one batch of row_id: uint32 not null")
-    values = reader.get_batch(0).column(0).to_numpy(zero_copy_only=False)
+        if not reader.schema.equals(_ARROW_SCHEMA) or reader.num_record_batches != 1:
+            raise CorruptFileError(path, "deletion file must hold one batch of row_id: uint32 not null")
+        values = reader.get_batch(0).column(0).to_numpy(zero_copy_only=False)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptFileError(path, f"not a readable Arrow IPC file: {exc}") from exc
     return np.unique(values.astype(np.uint32))
 
 
 def read_deletion_vector(
     store: ObjectStore, root: str, fragment_id: int, deletion: DeletionFile
 ) -> np.ndarray:
-    """Deleted row offsets of fragment ``fragment_id`` (dataset root ``root``)."""
+    """Deleted row offsets of fragment ``fragment_id`` (dataset root ``root``).
+
+    The manifest records how many rows the file deletes (0 = unknown, older writers); a file holding
+    another count is damaged, and is refused rather than silently deleting the wrong rows.
+    """
     path = store.join(root, DELETIONS_DIR, deletion.file_name(fragment_id))
-    return decode_deletion_file(store.read(path), deletion.file_type, path)
+    with referenced_file(path, "deletion file"):
+        data = store.read(path)
+    offsets = decode_deletion_file(data, deletion.file_type, path)
+    if deletion.num_deleted_rows and len(offsets) != deletion.num_deleted_rows:
+        raise CorruptFileError(
+            path, f"holds {len(offsets)} deleted rows, the manifest records {deletion.num_deleted_rows}"
+        )
+    return offsets
 
 
 def deletion_file_type(num_deleted: int, previous: DeletionFileType | None) -> DeletionFileType:

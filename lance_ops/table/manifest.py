@@ -29,8 +29,9 @@ from functools import cached_property
 from typing import Any
 
 from lance_ops._proto import file_pb2, table_pb2
-from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
+from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.table.naming import deletion_file_name
+from lance_ops.table.paths import check_base_path, check_relative_path
 from lance_ops.table.schema import LanceSchema
 
 MAGIC = b"LANC"
@@ -131,7 +132,7 @@ class ExternalFile:
 
     @classmethod
     def from_pb(cls, pb: table_pb2.ExternalFile) -> ExternalFile:
-        return cls(path=pb.path, offset=pb.offset, size=pb.size)
+        return cls(path=check_relative_path(pb.path, "row-id sequence"), offset=pb.offset, size=pb.size)
 
     def to_pb(self) -> table_pb2.ExternalFile:
         return table_pb2.ExternalFile(path=self.path, offset=self.offset, size=self.size)
@@ -159,7 +160,7 @@ class DataFile:
     @classmethod
     def from_pb(cls, pb: table_pb2.DataFile) -> DataFile:
         return cls(
-            path=pb.path,
+            path=check_relative_path(pb.path, "data file"),
             fields=tuple(pb.fields),
             column_indices=tuple(pb.column_indices),
             file_major_version=pb.file_major_version,
@@ -193,7 +194,7 @@ class DataFile:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DataFile:
         return cls(
-            path=data["path"],
+            path=check_relative_path(data["path"], "data file"),
             fields=tuple(data["fields"]),
             column_indices=tuple(data.get("column_indices", ())),
             file_major_version=data.get("file_major_version", 2),
@@ -397,7 +398,9 @@ def _sequence_from_json(value: Mapping[str, Any] | None) -> RowSequence:
     kind, body = next(iter(value.items()))
     if kind.lower() == "inline":
         return bytes(body)
-    return ExternalFile(path=body["path"], offset=body["offset"], size=body["size"])
+    return ExternalFile(
+        path=check_relative_path(body["path"], "row-id sequence"), offset=body["offset"], size=body["size"]
+    )
 
 
 @dataclass(frozen=True)
@@ -413,7 +416,7 @@ class BasePath:
     def from_pb(cls, pb: table_pb2.BasePath) -> BasePath:
         return cls(
             id=pb.id,
-            path=pb.path,
+            path=check_base_path(pb.path),
             is_dataset_root=pb.is_dataset_root,
             name=pb.name if pb.HasField("name") else None,
         )
@@ -566,7 +569,7 @@ class Manifest:
             reader_feature_flags=pb.reader_feature_flags,
             writer_feature_flags=pb.writer_feature_flags,
             max_fragment_id=pb.max_fragment_id if pb.HasField("max_fragment_id") else None,
-            transaction_file=pb.transaction_file,
+            transaction_file=pb.transaction_file and check_relative_path(pb.transaction_file, "transaction"),
             transaction_section=transaction_section,
             index_section=pb.index_section if pb.HasField("index_section") else None,
             next_row_id=pb.next_row_id,
@@ -667,11 +670,18 @@ def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None
     except Exception as exc:  # protobuf raises its own DecodeError
         raise CorruptFileError(path, f"undecodable manifest: {exc}") from exc
     indices: tuple[IndexMetadata, ...] = ()
-    if pb.HasField("index_section"):
-        section = table_pb2.IndexSection()
-        section.ParseFromString(_read_section(data, pb.index_section, path, "index section"))
-        indices = tuple(IndexMetadata.from_pb(i) for i in section.indices)
-    manifest = Manifest.from_pb(pb, indices)
+    try:
+        if pb.HasField("index_section"):
+            section = table_pb2.IndexSection()
+            section.ParseFromString(_read_section(data, pb.index_section, path, "index section"))
+            indices = tuple(IndexMetadata.from_pb(i) for i in section.indices)
+        manifest = Manifest.from_pb(pb, indices)
+    except CorruptFileError as exc:
+        raise exc.located(path) from exc
+    except LanceOpsError:
+        raise
+    except Exception as exc:  # DecodeError, unknown enum values (ValueError), ...: damaged bytes
+        raise CorruptFileError(path, f"invalid manifest: {exc}") from exc
     transaction = None
     if manifest.transaction_section is not None:
         transaction = _read_section(data, manifest.transaction_section, path, "transaction section")

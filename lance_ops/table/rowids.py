@@ -42,6 +42,7 @@ from lance_ops._proto import rowids_pb2
 from lance_ops.errors import CorruptFileError
 from lance_ops.io import ObjectStore
 from lance_ops.table.manifest import ExternalFile
+from lance_ops.table.paths import referenced_file
 
 _SEGMENT_OVERHEAD = 24
 _U16_SPAN = 0xFFFF
@@ -213,7 +214,14 @@ def load_sequence(store: ObjectStore, root: str, value: bytes | ExternalFile) ->
     """The bytes of an inline or external sequence."""
     if isinstance(value, bytes):
         return value
-    return bytes(store.read_range(store.join(root, value.path), value.offset, value.size))
+    path = store.join(root, value.path)
+    with referenced_file(path, "row-id file"):
+        data = bytes(store.read_range(path, value.offset, value.size))
+    if len(data) != value.size:
+        raise CorruptFileError(
+            path, f"sequence of {value.size} bytes at {value.offset} runs past the file end"
+        )
+    return data
 
 
 class RowIdIndex:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from lance_ops._proto import file_pb2, table_pb2, transaction_pb2
-from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
+from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.table.manifest import BasePath, DataFile, DataFragment, IndexFile, IndexMetadata
 from lance_ops.table.naming import transaction_file_name
 
@@ -535,4 +535,11 @@ class Transaction:
             pb.ParseFromString(data)
         except Exception as exc:  # protobuf DecodeError
             raise CorruptFileError(path, f"undecodable transaction: {exc}") from exc
-        return cls.from_pb(pb)
+        try:
+            return cls.from_pb(pb)
+        except CorruptFileError as exc:
+            raise exc.located(path) from exc
+        except LanceOpsError:
+            raise
+        except Exception as exc:  # unknown enum values (ValueError), inconsistent fields: damaged bytes
+            raise CorruptFileError(path, f"invalid transaction: {exc}") from exc
