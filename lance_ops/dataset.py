@@ -19,11 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_ops.dataset_fragment import LanceFragment
 from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, VersionFiles, WriteOptions
-from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
-from lance_ops.fragment.scan import scan_batches, take, take_rows
+from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
+from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
+from lance_ops.fragment.scan import take, take_rows
 from lance_ops.io import object_store
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
@@ -34,10 +36,11 @@ from lance_ops.ops import write as write_op
 from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.tags import Tags
 from lance_ops.query.predicate import Predicate, parse_predicate
+from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragment_ids
+from lance_ops.schema import LanceSchema as PublicLanceSchema
 from lance_ops.table.commit import list_versions, load_manifest, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore, repair
-from lance_ops.table.naming import DELETIONS_DIR
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
     Append,
@@ -69,12 +72,30 @@ __all__ = [
     "write_dataset",
 ]
 
-SchemaLike: TypeAlias = "pa.Schema | LanceSchema"
-Filter: TypeAlias = "str | pc.Expression | None"
+SchemaLike: TypeAlias = "pa.Schema | LanceSchema | PublicLanceSchema"
+
+# pylance scanner arguments that tune its execution (read-ahead, ordering, I/O sizes, index use);
+# accepted for compatibility, meaningless for lance-ops' sequential in-order scans.
+_SCAN_TUNING = frozenset(
+    {
+        "prefilter",
+        "use_stats",
+        "fast_search",
+        "io_buffer_size",
+        "late_materialization",
+        "use_scalar_index",
+        "strict_batch_size",
+        "disable_scoring_autoprojection",
+        "scan_stats_callback",
+        "blob_handling",
+    }
+)
 
 
 def _fields_of(schema: SchemaLike) -> tuple[tuple[Any, ...], dict[str, bytes]]:
-    """Lance field messages and schema metadata of an Arrow schema (numbered afresh) or a LanceSchema."""
+    """Lance field messages and schema metadata of an Arrow schema (numbered afresh) or a Lance schema."""
+    if isinstance(schema, PublicLanceSchema):
+        schema = schema.to_internal()
     lance_schema = schema if isinstance(schema, LanceSchema) else LanceSchema.from_arrow(schema)
     return lance_schema.to_pb(), dict(lance_schema.metadata)
 
@@ -141,68 +162,6 @@ class LanceOperation:
     @staticmethod
     def DataReplacement(replacements: Iterable[tuple[int, DataFile]]) -> DataReplacement:  # noqa: N802
         return DataReplacement(tuple(replacements))
-
-
-class LanceFragment:
-    """One fragment of a dataset version (pylance's ``LanceFragment``).
-
-    Reads stream in batches of at most ``batch_size`` live rows; a ``filter`` (SQL text or a
-    ``pyarrow.compute.Expression``, see :mod:`lance_ops.query.predicate`) may name columns that are
-    not in ``columns``: they are read, used and dropped.
-    """
-
-    def __init__(self, ds: LanceDataset, metadata: FragmentMetadata) -> None:
-        self._ds = ds
-        self.metadata = metadata
-
-    @property
-    def _reader(self) -> FragmentReader:
-        return self._ds._files.fragment(self.metadata)
-
-    @property
-    def fragment_id(self) -> int:
-        return self.metadata.id
-
-    @property
-    def physical_rows(self) -> int:
-        return self._reader.physical_rows
-
-    def count_rows(self, filter: Filter = None) -> int:
-        return self._reader.count(self._ds._predicate(filter))
-
-    def data_files(self) -> list[DataFile]:
-        return list(self.metadata.files)
-
-    def deletion_file(self) -> str | None:
-        deletion = self.metadata.deletion_file
-        return None if deletion is None else f"{DELETIONS_DIR}/{deletion.file_name(self.metadata.id)}"
-
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filter = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        batch_size: int | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        """This fragment's (filtered) rows as record batches, read one batch at a time."""
-        options = self._ds._scan_options(columns, filter, with_row_id, with_row_address, batch_size)
-        return (batch for table in self._reader.scan(options) for batch in table.to_batches())
-
-    def to_table(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filter = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        batch_size: int | None = None,
-    ) -> pa.Table:
-        options = self._ds._scan_options(columns, filter, with_row_id, with_row_address, batch_size)
-        batches = (batch for table in self._reader.scan(options) for batch in table.to_batches())
-        return pa.Table.from_batches(list(batches), schema=self._ds._files.output_schema(options))
-
-    def __repr__(self) -> str:
-        return f"LanceFragment(id={self.fragment_id}, physical_rows={self.metadata.physical_rows})"
 
 
 class LanceDataset:
@@ -327,8 +286,10 @@ class LanceDataset:
         """Dataset and column statistics (:mod:`lance_ops.dataset_stats`)."""
         return LanceStats(self)
 
-    def get_fragments(self) -> list[LanceFragment]:
-        return [LanceFragment(self, f) for f in self._manifest.fragments]
+    def get_fragments(self, filter: Filter = None) -> list[LanceFragment]:
+        """This version's fragments; with ``filter``, only those holding a row it selects."""
+        fragments = [LanceFragment(self, fragment=f) for f in self._manifest.fragments]
+        return fragments if filter is None else [f for f in fragments if f.count_rows(filter)]
 
     def get_fragment(self, fragment_id: int) -> LanceFragment | None:
         return next((f for f in self.get_fragments() if f.fragment_id == fragment_id), None)
@@ -345,74 +306,92 @@ class LanceDataset:
     def _predicate(self, filter: Filter) -> Predicate | None:
         return None if filter is None else parse_predicate(filter, self.schema)
 
-    def _scan_options(
+    def scanner(
         self,
-        columns: Sequence[str] | None,
-        filter: Filter,
-        with_row_id: bool,
-        with_row_address: bool,
-        batch_size: int | None,
-    ) -> ScanOptions:
-        return ScanOptions(
-            columns=self._files.resolve_columns(columns),
-            predicate=self._predicate(filter),
-            with_row_id=with_row_id,
-            with_row_address=with_row_address,
-            batch_size=batch_size or DEFAULT_BATCH_SIZE,
-        )
-
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
+        columns: Columns = None,
         filter: Filter = None,
         limit: int | None = None,
         offset: int | None = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
+        nearest: Any = None,
         batch_size: int | None = None,
+        batch_size_bytes: int | None = None,
+        batch_readahead: int | None = None,
+        fragment_readahead: int | None = None,
+        scan_in_order: bool | None = None,
+        fragments: Iterable[LanceFragment] | None = None,
+        index_segments: Any = None,
+        full_text_query: Any = None,
+        *,
+        with_row_id: bool | None = None,
+        with_row_address: bool | None = None,
+        **tuning: Any,
+    ) -> LanceScanner:
+        """A :class:`~lance_ops.scanner.LanceScanner` over this version (pylance's arguments).
+
+        ``columns`` is a list of names (dotted struct paths and ``_rowid`` / ``_rowaddr`` /
+        ``_rowoffset`` included) or a dict of output name -> SQL expression; ``fragments`` restricts
+        the scan to those fragments, in the order given. Read-ahead, ordering and other tuning
+        arguments of pylance's scanner (``batch_readahead``, ``scan_in_order``, ``prefilter``,
+        ``use_stats``, ...) are accepted and have no effect here: scans are sequential and in order.
+        Vector and full-text search (``nearest``, ``full_text_query``, ``index_segments``) need
+        indices, which lance-ops does not build: they raise ``NotImplementedError``.
+        """
+        if nearest is not None or full_text_query is not None or index_segments is not None:
+            raise UnsupportedFeatureError(
+                "vector and full-text search need indices, which lance-ops does not build"
+            )
+        unknown = set(tuning) - _SCAN_TUNING
+        if unknown:
+            raise TypeError(f"scanner() got unexpected keyword arguments {sorted(unknown)}")
+        request = ScanRequest(
+            columns=columns,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            with_row_id=bool(with_row_id),
+            with_row_address=bool(with_row_address),
+            batch_size=batch_size,
+            fragment_ids=fragment_ids(fragments),
+        )
+        return LanceScanner(self, request)
+
+    def to_batches(
+        self,
+        columns: Columns = None,
+        filter: Filter = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        nearest: Any = None,
+        batch_size: int | None = None,
+        *args: Any,
+        **kwargs: Any,
     ) -> Iterator[pa.RecordBatch]:
-        """Rows in fragment order as record batches of at most ``batch_size`` rows.
+        """Rows in fragment order as record batches of at most ``batch_size`` rows (see :meth:`scanner`).
 
         Fragments are read one batch at a time. ``offset`` and ``limit`` count rows that pass
         ``filter`` (as in pylance); without a filter, skipped fragments are not read at all.
         """
-        options = self._scan_options(columns, filter, with_row_id, with_row_address, batch_size)
-        if (offset or 0) < 0 or (limit or 0) < 0:
-            raise ValueError("limit and offset must be non-negative")
-        return scan_batches(self._files, options, limit, offset or 0)
-
-    def scanner(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filter = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        batch_size: int | None = None,
-    ) -> pa.RecordBatchReader:
-        """A ``RecordBatchReader`` over the scan (pylance's scanner, reduced to a reader)."""
-        options = self._scan_options(columns, filter, with_row_id, with_row_address, batch_size)
-        if (offset or 0) < 0 or (limit or 0) < 0:
-            raise ValueError("limit and offset must be non-negative")
-        batches = scan_batches(self._files, options, limit, offset or 0)
-        return pa.RecordBatchReader.from_batches(self._files.output_schema(options), batches)
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **kwargs).to_batches()
 
     def to_table(
         self,
-        columns: Sequence[str] | None = None,
+        columns: Columns = None,
         filter: Filter = None,
         limit: int | None = None,
         offset: int | None = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
+        nearest: Any = None,
         batch_size: int | None = None,
+        *args: Any,
+        **kwargs: Any,
     ) -> pa.Table:
-        reader = self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, batch_size)
-        return reader.read_all()
+        """The scan's rows as one table (arguments as :meth:`scanner`)."""
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **kwargs).to_table()
 
-    def head(self, num_rows: int, columns: Sequence[str] | None = None) -> pa.Table:
-        return self.to_table(columns=columns, limit=num_rows)
+    def to_pandas(self, columns: Columns = None, filter: Filter = None, **kwargs: Any) -> Any:
+        return self.to_table(columns, filter, **kwargs).to_pandas()
+
+    def head(self, num_rows: int, columns: Columns = None, **kwargs: Any) -> pa.Table:
+        return self.to_table(columns=columns, limit=num_rows, **kwargs)
 
     def take(
         self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str] | None = None

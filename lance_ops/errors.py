@@ -63,8 +63,19 @@ class PredicateTypeError(PredicateError, TypeError):
     """A filter is neither SQL text nor a ``pyarrow.compute.Expression``."""
 
 
-class DatasetNotFoundError(LanceOpsError, FileNotFoundError):
-    """No dataset (or no such version / tag) exists at the given location."""
+class DatasetNotFoundError(LanceOpsError, FileNotFoundError, ValueError):
+    """No dataset (or no such version / tag) exists at the given location.
+
+    Also a ``ValueError``: pylance raises that for a missing dataset.
+    """
+
+
+class TakeIndexError(LanceOpsError, IndexError, ValueError, OSError):
+    """A read or take asked for rows outside a file, fragment or dataset.
+
+    Also the builtins pylance raises for it: ``ValueError`` (file reads) and ``OSError``
+    (dataset and fragment takes, "Invalid user input").
+    """
 
 
 class DatasetAlreadyExistsError(LanceOpsError, FileExistsError):

@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 
 from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
@@ -64,12 +65,28 @@ __all__ = [
 
 
 def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReader:
-    """Normalise write input: Table, RecordBatch, RecordBatchReader, batches, or pandas DataFrame."""
+    """Normalise write input to a reader, accepting what pylance's ``write_dataset`` accepts.
+
+    Table, RecordBatch, RecordBatchReader, pandas DataFrame, a ``dict`` of column lists, a list of
+    row dicts, an object with ``scanner()`` (a ``pyarrow.dataset.Dataset``, a ``LanceDataset``), a
+    ``pyarrow.dataset.Scanner``, anything exporting an Arrow C stream (``__arrow_c_stream__``), or
+    an iterable of record batches (``schema`` required when it may be empty).
+    """
+    if isinstance(data, Mapping):
+        data = pa.Table.from_pydict(dict(data), schema=schema)
+    elif isinstance(data, list) and data and all(isinstance(row, Mapping) for row in data):
+        data = pa.Table.from_pylist(data, schema=schema)
+    elif hasattr(data, "scanner") and callable(data.scanner):
+        data = data.scanner().to_reader()
+    elif isinstance(data, pads.Scanner):
+        data = data.to_reader()
     if isinstance(data, pa.RecordBatchReader):
         reader = data
     elif isinstance(data, (pa.Table, pa.RecordBatch)) or type(data).__module__.startswith("pandas"):
         table = as_table(data, schema)
         reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    elif hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
     elif isinstance(data, Iterable):
         batches = iter(data)
         first = next(batches, None)
@@ -77,6 +94,10 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
             if schema is None:
                 raise SchemaError("an empty iterable of batches needs an explicit schema")
             return pa.RecordBatchReader.from_batches(schema, [])
+        if not isinstance(first, pa.RecordBatch):
+            raise TypeError(
+                f"an iterable of data must yield pyarrow RecordBatches, not {type(first).__name__}"
+            )
         reader = pa.RecordBatchReader.from_batches(first.schema, _chain(first, batches))
     else:
         raise TypeError(f"cannot write {type(data).__name__}; expected Arrow data or a pandas DataFrame")

@@ -345,9 +345,16 @@ class NewColumns:
     fields: LanceSchema
 
 
-def new_columns(files: VersionFiles, compute: _Compute, batch_size: int | None = None) -> NewColumns:
-    """Number the new columns (calling a UDF without a declared schema on the first batch)."""
-    first = files.fragments()[:1]
+def new_columns(
+    files: VersionFiles, compute: _Compute, batch_size: int | None = None, fragment_id: int | None = None
+) -> NewColumns:
+    """Number the new columns (calling a UDF without a declared schema on the first batch of the
+    version, or of fragment ``fragment_id`` when given)."""
+    first = (
+        files.fragments()[:1]
+        if fragment_id is None
+        else [files.fragment(_fragment_metadata(files, fragment_id))]
+    )
     streams = [_fragment_batches(f, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE) for f in first]
     schema = _first_schema(compute, files, streams)
     return NewColumns(schema, _numbered(files, schema))
