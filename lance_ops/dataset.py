@@ -32,7 +32,9 @@ from lance_ops.ops import columns as columns_op
 from lance_ops.ops import commit as commit_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import history as history_op
+from lance_ops.ops import metadata as metadata_op
 from lance_ops.ops import write as write_op
+from lance_ops.ops.auto_cleanup import AutoCleanupConfig
 from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.tags import Tags
 from lance_ops.query.predicate import Predicate, parse_predicate
@@ -280,6 +282,61 @@ class LanceDataset:
 
     def checkout_version(self, version: int | str) -> LanceDataset:
         return LanceDataset(self._uri, version, self._storage_options, self._manifest_store)
+
+    # ------------------------------------------------------------------ config and metadata
+
+    def config(self) -> dict[str, str]:
+        """The table config (``lance.auto_cleanup.*``, ``lance.compaction.*`` and user keys)."""
+        return dict(self._manifest.config)
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The table metadata (free-form key -> value, separate from the schema metadata)."""
+        return dict(self._manifest.table_metadata)
+
+    @property
+    def schema_metadata(self) -> dict[str, str]:
+        return {k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()}
+
+    def _update(self, edit: UpdateConfig) -> None:
+        self._adopt(*metadata_op.update(self._uri, self._manifest, edit, self._commit_options()))
+
+    def update_config(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+        """Set (or, with None, delete) config keys, or with ``replace`` make ``values`` the whole
+        config; commits an ``UpdateConfig`` and returns the new config."""
+        self._update(UpdateConfig(config_updates=metadata_op.update_map(values, replace)))
+        return self.config()
+
+    def delete_config_keys(self, keys: Sequence[str]) -> None:
+        """Remove config keys (absent keys are ignored); commits an ``UpdateConfig``."""
+        self._update(UpdateConfig(config_updates=metadata_op.delete_keys(keys)))
+
+    def update_metadata(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+        """Edit the table metadata as :meth:`update_config` edits the config; returns the new metadata."""
+        self._update(UpdateConfig(table_metadata_updates=metadata_op.update_map(values, replace)))
+        return self.metadata
+
+    def update_schema_metadata(
+        self, values: Mapping[str, str | None], *, replace: bool = False
+    ) -> dict[str, str]:
+        """Edit the schema metadata (``ds.schema.metadata``); returns the new schema metadata."""
+        self._update(UpdateConfig(schema_metadata_updates=metadata_op.update_map(values, replace)))
+        return self.schema_metadata
+
+    def update_field_metadata(
+        self, field_updates: Mapping[str, Mapping[str, str | None]], *, replace: bool = False
+    ) -> None:
+        """Edit the metadata of fields given by dotted path (``{"a.b": {"key": "value"}}``)."""
+        updates = metadata_op.field_updates(self._manifest.schema, field_updates, replace)
+        self._update(UpdateConfig(field_metadata_updates=updates))
+
+    def replace_schema_metadata(self, new_metadata: Mapping[str, str]) -> None:
+        """Deprecated in pylance: :meth:`update_schema_metadata` with ``replace=True``."""
+        self.update_schema_metadata(new_metadata, replace=True)
+
+    def replace_field_metadata(self, field_name: str, new_metadata: Mapping[str, str]) -> None:
+        """Deprecated in pylance: :meth:`update_field_metadata` with ``replace=True``."""
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
 
     @property
     def stats(self) -> LanceStats:
@@ -570,16 +627,19 @@ def dataset(
 
 def write_dataset(
     data: Any,
-    uri: str | os.PathLike[str],
+    uri: str | os.PathLike[str] | LanceDataset,
     schema: pa.Schema | None = None,
     mode: str = "create",
     *,
     max_rows_per_file: int = 1024 * 1024,
     max_rows_per_group: int = 1024,
     max_bytes_per_file: int | None = None,
+    commit_lock: Callable[[int], AbstractContextManager[object]] | None = None,
     data_storage_version: str | None = None,
+    use_legacy_format: bool | None = None,
     enable_stable_row_ids: bool = False,
     enable_v2_manifest_paths: bool = True,
+    auto_cleanup_options: Mapping[str, int] | None = None,
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
@@ -594,8 +654,20 @@ def write_dataset(
     object with ``complete(fragment)``) is told about every fragment written. ``encoding_plan``
     (:func:`lance_ops.ops.encodings.profile`) fixes per-column encodings and is stored in the
     dataset's config by creates / overwrites; appends follow the stored plan by default.
+    ``uri`` may be an open dataset (its location is written to). ``auto_cleanup_options``
+    (``{"interval": N, "older_than_seconds": S}``) turns on automatic cleanup for a new dataset
+    (:mod:`lance_ops.ops.auto_cleanup`). ``use_legacy_format=True`` asks for 0.1 files, which
+    lance-ops reads but does not write (``NotImplementedError``).
     """
+    if isinstance(uri, LanceDataset):
+        storage_options = storage_options if storage_options is not None else uri.storage_options
+        uri = uri.uri
     uri = os.fspath(uri)
+    if use_legacy_format:
+        raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files; use data_storage_version")
+    auto_cleanup = (
+        None if auto_cleanup_options is None else AutoCleanupConfig.from_options(auto_cleanup_options)
+    )
     write_options = WriteOptions(
         max_rows_per_file=max_rows_per_file,
         max_rows_per_group=max_rows_per_group,
@@ -611,6 +683,8 @@ def write_dataset(
         enable_stable_row_ids=enable_stable_row_ids,
         data_storage_version=data_storage_version,
         manifest_store=manifest_store,
+        commit_lock=commit_lock,
+        new_dataset_config=None if auto_cleanup is None else auto_cleanup.to_config(),
     )
     if manifest_store is not None:
         repair(*object_store(uri, storage_options), manifest_store)

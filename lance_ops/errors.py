@@ -55,6 +55,10 @@ class SchemaError(LanceOpsError, ValueError):
     """Data does not match the schema, or a type cannot be stored in Lance."""
 
 
+class FieldNotFoundError(SchemaError, OSError):
+    """A field path names no field of the schema (pylance raises ``OSError`` here)."""
+
+
 class PredicateError(LanceOpsError, ValueError):
     """A filter predicate is not valid SQL, or its operands have types that cannot be combined."""
 
