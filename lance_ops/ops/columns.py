@@ -24,8 +24,10 @@ are deleted.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -39,6 +41,7 @@ from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import write_data_file
 from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.ops.udf_checkpoint import UDFCheckpoint
 from lance_ops.query.predicate import parse_expression
 from lance_ops.table.manifest import DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR
@@ -71,20 +74,32 @@ Transforms: TypeAlias = (
 
 @dataclass(frozen=True)
 class BatchUDF:
-    """A batch function for :func:`add_columns` with, optionally, the schema its batches must have."""
+    """A batch function for :func:`add_columns` with, optionally, the schema its batches must have
+    and a checkpoint file that lets an interrupted run resume (:mod:`lance_ops.ops.udf_checkpoint`)."""
 
     func: Callable[[pa.RecordBatch], Any]
     output_schema: pa.Schema | None = None
+    checkpoint_file: str | os.PathLike[str] | None = None
 
     def __call__(self, batch: pa.RecordBatch) -> Any:
         return self.func(batch)
 
+    @cached_property
+    def cache(self) -> UDFCheckpoint | None:
+        """The checkpoint (pylance's attribute name), opened on first use."""
+        return None if self.checkpoint_file is None else UDFCheckpoint(self.checkpoint_file)
+
 
 def batch_udf(
     output_schema: pa.Schema | None = None,
+    checkpoint_file: str | os.PathLike[str] | None = None,
 ) -> Callable[[Callable[[pa.RecordBatch], Any]], BatchUDF]:
-    """Decorator making a function ``RecordBatch -> RecordBatch | pandas.DataFrame`` a :class:`BatchUDF`."""
-    return lambda func: BatchUDF(func, output_schema)
+    """Decorator making a function ``RecordBatch -> RecordBatch | pandas.DataFrame`` a :class:`BatchUDF`.
+
+    With ``checkpoint_file``, results are saved as they are computed; calling ``add_columns`` again
+    after a failure resumes from them, and the file is removed once the new columns are committed.
+    """
+    return lambda func: BatchUDF(func, output_schema, checkpoint_file)
 
 
 # ---------------------------------------------------------------------------------------- computing
@@ -103,6 +118,7 @@ class _Compute:
     output_schema: pa.Schema | None
     with_row_id: bool = False
     with_row_address: bool = False
+    checkpoint: UDFCheckpoint | None = None
 
 
 def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Expression]) -> _Compute:
@@ -149,7 +165,8 @@ def _udf_compute(
         )
 
     read = set(read_columns or ())
-    return _Compute(columns, call, declared, ROW_ID in read, ROW_ADDRESS in read)
+    checkpoint = func.cache if isinstance(func, BatchUDF) else None
+    return _Compute(columns, call, declared, ROW_ID in read, ROW_ADDRESS in read, checkpoint)
 
 
 def _as_batch(table: pa.Table) -> pa.RecordBatch:
@@ -170,13 +187,21 @@ def _scatter(batch: pa.RecordBatch, positions: np.ndarray, length: int) -> pa.Re
 def _fragment_batches(
     fragment: FragmentReader, compute: _Compute, batch_size: int
 ) -> Iterator[pa.RecordBatch]:
-    """The new columns for every physical row of ``fragment``, computed from its live rows."""
+    """The new columns for every physical row of ``fragment``, computed from its live rows.
+
+    With a checkpoint, each batch's result is looked up there first and saved there once computed.
+    """
     deleted = fragment.deleted
-    for start in range(0, fragment.physical_rows, batch_size):
+    checkpoint = compute.checkpoint
+    for index, start in enumerate(range(0, fragment.physical_rows, batch_size)):
         offsets = np.arange(start, min(start + batch_size, fragment.physical_rows), dtype=np.int64)
         live = offsets[~np.isin(offsets, deleted)] if len(deleted) else offsets
-        table = fragment.read(compute.columns, live, compute.with_row_id, compute.with_row_address)
-        out = compute.func(_as_batch(table))
+        out = None if checkpoint is None else checkpoint.get_batch(fragment.id, index)
+        if out is None:
+            table = fragment.read(compute.columns, live, compute.with_row_id, compute.with_row_address)
+            out = compute.func(_as_batch(table))
+            if checkpoint is not None:
+                checkpoint.insert_batch(fragment.id, index, out)
         if out.num_rows != len(live):
             raise SchemaError(f"the transform returned {out.num_rows} rows for a batch of {len(live)}")
         yield _scatter(out, live - start, len(offsets))
@@ -221,13 +246,21 @@ def _write_columns(
     fragments = files.fragments()
     streams = [_fragment_batches(f, compute, batch_size) for f in fragments]
     written: dict[int, DataFile] = {}
+    checkpoint = compute.checkpoint
     try:
         schema = _first_schema(compute, files, streams)
         fields = new_fields(schema)
         for fragment, batches in zip(fragments, streams, strict=True):
+            done = None if checkpoint is None else checkpoint.get_fragment(fragment.id)
+            if done is not None and set(done.fields) <= set(fields.field_ids):
+                written[fragment.id] = done
+                continue
             written[fragment.id] = _write_file(files, fragment, batches, schema, fields)
+            if checkpoint is not None:
+                checkpoint.insert_fragment(fragment.id, written[fragment.id])
     except BaseException:
-        _delete(files, written.values())
+        if checkpoint is None:
+            _delete(files, written.values())
         raise
     return fields, written
 
@@ -314,7 +347,10 @@ def add_columns(
     new, written = _write_columns(
         files, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE, lambda s: _numbered(files, s)
     )
-    return commit_new_columns(files, new, written, options)
+    committed = commit_new_columns(files, new, written, options)
+    if compute.checkpoint is not None:
+        compute.checkpoint.cleanup()
+    return committed
 
 
 # The pieces of ``add_columns`` a distributed job runs separately: the compute is rebuilt from the
