@@ -53,6 +53,9 @@ class LanceSQL(Spark):
     class Tokenizer(Spark.Tokenizer):
         STRING_ESCAPES = ["'"]
 
+    class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
+        LOG_DEFAULTS_TO_LN = False  # DataFusion's log(x) is base 10
+
 
 @dataclass(frozen=True)
 class BoundExpression:
@@ -789,3 +792,9 @@ _HANDLERS: dict[type[exp.Expr], Handler] = {
     exp.Concat: _concat,
     exp.Anonymous: _anonymous,
 }
+
+# DataFusion's scalar functions and literals, kept in their own module (it builds on the helpers above).
+from lance_ops.query import _functions  # noqa: E402
+
+_HANDLERS.update(_functions.HANDLERS)
+_ANONYMOUS.update(_functions.ANONYMOUS)
