@@ -55,6 +55,14 @@ def footer_version(store: ObjectStore, path: str) -> FileVersion:
         raise UnsupportedFeatureError(f"{path}: {exc}") from exc
 
 
+class RowCount(int):
+    """A file's row count: an ``int`` (``reader.num_rows``, the API contract) that can also be
+    called (``reader.num_rows()``, pylance's method), so code written for either works."""
+
+    def __call__(self) -> int:
+        return int(self)
+
+
 @dataclass(frozen=True)
 class BufferMetadata:
     """Absolute position and size of one buffer in the file."""
@@ -193,8 +201,8 @@ class LanceFileReader:
         self._default_columns = self._resolve(columns)
 
     @property
-    def num_rows(self) -> int:
-        return int(self._tail.descriptor.length)
+    def num_rows(self) -> RowCount:
+        return RowCount(self._tail.descriptor.length)
 
     def _assign_columns(self) -> list[range]:
         ranges, start = [], 0
