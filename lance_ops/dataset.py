@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from lance_ops.dataset_fragment import LanceFragment
 from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import take, take_rows
@@ -57,6 +57,7 @@ from lance_ops.table.transaction import (
     Rewrite,
     RewriteGroup,
     Transaction,
+    Update,
     UpdateConfig,
     UpdateMap,
 )
@@ -140,6 +141,33 @@ class LanceOperation:
         groups: Iterable[tuple[Iterable[FragmentMetadata], Iterable[FragmentMetadata]]],  # noqa: N802
     ) -> Rewrite:
         return Rewrite(tuple(RewriteGroup(tuple(old), tuple(new)) for old, new in groups))
+
+    @staticmethod
+    def Update(  # noqa: N802
+        removed_fragment_ids: Iterable[int] = (),
+        updated_fragments: Iterable[FragmentMetadata] = (),
+        new_fragments: Iterable[FragmentMetadata] = (),
+        fields_modified: Iterable[int] = (),
+        fields_for_preserving_frag_bitmap: Iterable[int] = (),
+        update_mode: str = "",
+    ) -> Update:
+        """Rows rewritten: fragments removed, updated in place (``update_columns``) or added.
+
+        ``update_mode`` is ``"rewrite_rows"`` (the default) or ``"rewrite_columns"``.
+        """
+        modes = {"": 0, "rewrite_rows": 0, "rewrite_columns": 1}
+        if update_mode not in modes:
+            raise InvalidArgumentError(
+                f"update_mode must be 'rewrite_rows' or 'rewrite_columns', not {update_mode!r}"
+            )
+        return Update(
+            tuple(removed_fragment_ids),
+            tuple(updated_fragments),
+            tuple(new_fragments),
+            tuple(fields_modified),
+            tuple(fields_for_preserving_frag_bitmap),
+            modes[update_mode],
+        )
 
     @staticmethod
     def Restore(version: int) -> Restore:  # noqa: N802

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+from pyroaring import BitMap
 
-from lance_ops.errors import SchemaError, TakeIndexError
+from lance_ops.errors import InvalidArgumentError, SchemaError, TakeIndexError
 from lance_ops.fragment import FragmentMetadata, FragmentReader, WriteOptions, write_fragments
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
 from lance_ops.fragment.writer import to_reader, write_data_file
@@ -220,7 +221,9 @@ class LanceFragment:
         for a ``LanceOperation.Merge`` of all the dataset's fragments.
         """
         files = self._ds._files
-        compute = columns_op.column_compute(files, value_func, columns)
+        # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
+        read = None if isinstance(value_func, Mapping) else columns
+        compute = columns_op.column_compute(files, value_func, read)
         if reader_schema is not None:
             compute = replace(compute, output_schema=reader_schema)
         new = columns_op.new_columns(files, compute, batch_size, fragment_id=self.fragment_id)
@@ -244,7 +247,7 @@ class LanceFragment:
         ``data_obj`` takes that row's values for the other columns of ``data_obj``; other rows keep
         theirs. The new values go to a new data file with the fields' ids; older files keep the
         ids as tombstones (-2). Returns the updated fragment and the ids of the fields rewritten
-        (and, with ``with_offsets``, the updated row offsets as little-endian uint32 bytes).
+        (and, with ``with_offsets``, the updated physical row offsets as a portable RoaringBitmap).
         """
         right_on = right_on or left_on
         table = to_reader(data_obj, schema).read_all()
@@ -282,7 +285,7 @@ class LanceFragment:
         )
         updated = replace(self._metadata, files=(*old_files, data_file))
         if with_offsets:
-            return updated, field_ids, np.sort(physical[matched]).astype("<u4").tobytes()
+            return updated, field_ids, BitMap(physical[matched].astype(np.uint32)).serialize()
         return updated, field_ids
 
     def delete(self, predicate: str | Any) -> FragmentMetadata | None:
@@ -302,4 +305,4 @@ def _find(dataset: LanceDataset, fragment_id: int | None) -> FragmentMetadata:
     for metadata in dataset.manifest.fragments:
         if metadata.id == fragment_id:
             return metadata
-    raise ValueError(f"fragment {fragment_id} is not in version {dataset.version} of the dataset")
+    raise InvalidArgumentError(f"fragment {fragment_id} is not in version {dataset.version} of the dataset")

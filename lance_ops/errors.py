@@ -59,6 +59,11 @@ class FieldNotFoundError(SchemaError, OSError):
     """A field path names no field of the schema (pylance raises ``OSError`` here)."""
 
 
+class InvalidArgumentError(LanceOpsError, ValueError):
+    """An argument has a value the call does not accept (an unknown write mode, a negative limit,
+    a count with a limit, a fragment not in the version)."""
+
+
 class PredicateError(LanceOpsError, ValueError):
     """A filter predicate is not valid SQL, or its operands have types that cannot be combined."""
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lance_ops.errors import LanceOpsError, SchemaError
+from lance_ops.errors import InvalidArgumentError, LanceOpsError, SchemaError
 from lance_ops.fragment import ScanOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader
@@ -78,9 +78,9 @@ class LanceScanner:
 
     def __init__(self, ds: LanceDataset, request: ScanRequest) -> None:
         if (request.offset or 0) < 0 or (request.limit or 0) < 0:
-            raise ValueError("limit and offset must be non-negative")
+            raise InvalidArgumentError("limit and offset must be non-negative")
         if request.batch_size is not None and request.batch_size <= 0:
-            raise ValueError("batch_size must be positive")
+            raise InvalidArgumentError("batch_size must be positive")
         self._ds = ds
         self._files = ds._files
         self._request = request
@@ -174,7 +174,9 @@ class LanceScanner:
         by_id = {f.id: f for f in fragments}
         missing = [i for i in wanted if i not in by_id]
         if missing:
-            raise ValueError(f"fragments {missing} are not in version {self._ds.version} of the dataset")
+            raise InvalidArgumentError(
+                f"fragments {missing} are not in version {self._ds.version} of the dataset"
+            )
         return [by_id[i] for i in wanted]
 
     @cached_property
@@ -255,13 +257,15 @@ class LanceScanner:
         return self.to_table()[:num_rows]
 
     def count_rows(self) -> int:
-        """Rows the scan returns; without limit / offset only the filter's columns are read."""
-        request = self._request
-        if request.limit is None and not request.offset:
-            return sum(f.count(self._predicate) for f in self._fragments)
-        options = ScanOptions(predicate=self._predicate, batch_size=self._options.batch_size)
-        batches = scan_batches(self._files, options, request.limit, request.offset or 0, self._fragments)
-        return sum(b.num_rows for b in batches)
+        """Rows the scan returns (only the filter's columns are read).
+
+        A scan with ``limit`` or ``offset`` cannot be counted, as in pylance: count, then clamp.
+        """
+        if self._request.limit is not None or self._request.offset is not None:
+            raise InvalidArgumentError(
+                "count_rows cannot use limit / offset; apply them to the count instead"
+            )
+        return sum(f.count(self._predicate) for f in self._fragments)
 
     def explain_plan(self, verbose: bool = False) -> str:
         """How this scan runs, one step a line from the output down to the fragments (lance-ops' own text)."""

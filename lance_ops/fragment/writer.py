@@ -27,7 +27,7 @@ import pyarrow.dataset as pads
 from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import DatasetNotFoundError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileWriter
 from lance_ops.file.schema import leaf_field_ids
 from lance_ops.file.writer import as_table
@@ -346,7 +346,7 @@ def write_fragments(
     handed to every executor) fixes per-column encodings.
     """
     if mode not in ("append", "create", "overwrite"):
-        raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     uri = os.fspath(uri)
     existing = _dataset_schema(uri, storage_options) if mode == "append" and fields is None else None
     version_text = data_storage_version or "stable"

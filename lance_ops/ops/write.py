@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import DatasetAlreadyExistsError, RetryableCommitConflictError
+from lance_ops.errors import DatasetAlreadyExistsError, InvalidArgumentError, RetryableCommitConflictError
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.fragment.writer import FragmentMetadata, new_dataset_reader, to_reader, write_new_fragments
@@ -44,7 +44,7 @@ def write(
     given plan in the new version's config.
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     store, root = object_store(uri, write_options.storage_options)
     entries = list_versions(store, root)
     if entries and mode == "create":
