@@ -474,6 +474,34 @@ def _global_buffer(mod: Any, tmp_path: Path) -> Any:
     return index, _file(mod).LanceFileReader(path).read_global_buffer(index)
 
 
+def _session(mod: Any, tmp_path: Path) -> Any:
+    session = _file(mod).LanceFileSession(str(tmp_path / "base"))
+    with session.open_writer("a/b.lance", schema=TABLE.schema) as writer:
+        writer.write_batch(TABLE)
+    read = session.open_reader("a/b.lance", columns=["id"]).read_all().to_table()
+    head = session.read_range("a/b.lance", 0, 4)
+    (tmp_path / "local.bin").write_bytes(b"payload")
+    session.upload_file(str(tmp_path / "local.bin"), "c/up.bin")
+    session.download_file("c/up.bin", str(tmp_path / "down.bin"))
+    listed = sorted(session.list())
+    session.delete_file("c/up.bin")
+    return (
+        session.contains("a/b.lance"),
+        session.contains("a/none.lance"),
+        listed,
+        sorted(session.list("a")),
+        head,
+        (tmp_path / "down.bin").read_bytes(),
+        _rows(read),
+    )
+
+
+FILES["LanceFileSession"] = _session
+FILES["LanceFileSession missing file"] = lambda m, p: (
+    _file(m).LanceFileSession(str(p)).read_range("nope", 0, 4)
+)
+
+
 @pytest.mark.parametrize(
     ("writer", "reader"), [(lance, lance_ops), (lance_ops, lance)], ids=["ours-read", "theirs-read"]
 )
