@@ -51,6 +51,14 @@ class UnsupportedFeatureError(LanceOpsError, NotImplementedError):
     """A file or dataset needs a feature we do not support (feature flags, versions, types)."""
 
 
+class UnsupportedSQLError(UnsupportedFeatureError, ValueError, OSError):
+    """A filter or expression uses SQL (a construct, a function) that is not supported.
+
+    Also ``ValueError`` and ``OSError``: pylance reports unsupported SQL as "Invalid user input"
+    with one or the other depending on the call.
+    """
+
+
 class SchemaError(LanceOpsError, ValueError):
     """Data does not match the schema, or a type cannot be stored in Lance."""
 

@@ -661,8 +661,4 @@ def test_filter_functions_same_as_pylance(sql: str, filter_datasets: dict[Any, A
         except Exception as exc:  # noqa: BLE001 - the exception is the outcome compared
             outcomes.append(("raised", exc))
     theirs, ours = outcomes
-    if theirs[0] == "raised":
-        # pylance refuses these as "not supported SQL" (ValueError / OSError); we say NotImplementedError.
-        assert ours[0] == "raised" and isinstance(ours[1], LanceOpsError), ours
-    else:
-        _compare(sql, theirs, ours)
+    _compare(sql, theirs, ours)

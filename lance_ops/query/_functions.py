@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from lance_ops.errors import PredicateError, UnsupportedFeatureError
+from lance_ops.errors import PredicateError, UnsupportedFeatureError, UnsupportedSQLError
 from lance_ops.query import predicate as p
 
 __all__ = ["ANONYMOUS", "HANDLERS"]
@@ -266,7 +266,7 @@ def _trim(tr: Any, node: exp.Trim) -> p._Value:
     }
     if position not in kernels:
         # Plain TRIM(...) is refused by pylance; btrim is the spelling it accepts.
-        raise UnsupportedFeatureError(f"unsupported SQL in a filter: {p._sql(node)}")
+        raise UnsupportedSQLError(f"unsupported SQL in a filter: {p._sql(node)}")
     return _trim_with(tr, node, node.this, node.expression, kernels[position])
 
 

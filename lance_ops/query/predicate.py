@@ -42,7 +42,13 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
-from lance_ops.errors import PredicateError, PredicateTypeError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import (
+    PredicateError,
+    PredicateTypeError,
+    SchemaError,
+    UnsupportedFeatureError,
+    UnsupportedSQLError,
+)
 
 __all__ = ["Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
 
@@ -326,7 +332,7 @@ class _Translator:
     def translate(self, node: exp.Expr) -> _Value:
         handler = _HANDLERS.get(type(node))
         if handler is None:
-            raise UnsupportedFeatureError(f"unsupported SQL in a filter: {_sql(node)}")
+            raise UnsupportedSQLError(f"unsupported SQL in a filter: {_sql(node)}")
         return handler(self, node)
 
     def typed(self, expr: pc.Expression, where: str) -> _Value:
@@ -745,7 +751,7 @@ _ANONYMOUS: dict[str, Callable[[_Translator, exp.Anonymous, Sequence[exp.Expr]],
 def _anonymous(tr: _Translator, node: exp.Anonymous) -> _Value:
     handler = _ANONYMOUS.get(str(node.this).lower())
     if handler is None:
-        raise UnsupportedFeatureError(f"unsupported function in a filter: {_sql(node)}")
+        raise UnsupportedSQLError(f"unsupported function in a filter: {_sql(node)}")
     return handler(tr, node, node.expressions)
 
 
