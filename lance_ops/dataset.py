@@ -26,6 +26,7 @@ from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import take, take_rows
+from lance_ops.fragment.writer import to_reader
 from lance_ops.io import object_store
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
@@ -512,11 +513,14 @@ class LanceDataset:
 
     def add_columns(
         self,
-        transforms: columns_op.Transforms,
+        transforms: columns_op.Transforms | Any,
         read_columns: Sequence[str] | None = None,
+        reader_schema: pa.Schema | None = None,
         batch_size: int | None = None,
     ) -> None:
-        """Add columns: ``{name: SQL expression}``, a batch UDF, or ``pa.Field``\\ s / a ``pa.Schema``.
+        """Add columns: ``{name: SQL expression}``, a batch UDF, ``pa.Field``\\ s / a ``pa.Schema``,
+        or the values themselves (a reader, table or pandas frame: one row per live row, in scan
+        order; ``reader_schema`` casts them).
 
         A UDF (a plain function or one decorated with :func:`lance_ops.batch_udf`) maps a
         ``RecordBatch`` of ``read_columns`` (all columns by default; ``_rowid`` / ``_rowaddr`` may
@@ -525,6 +529,10 @@ class LanceDataset:
         and makes this object the new version (see :mod:`lance_ops.ops.columns`).
         """
         options = self._commit_options()
+        if _is_values(transforms):
+            reader = to_reader(transforms, reader_schema)
+            self._adopt(*columns_op.add_columns_from_reader(self._files, reader, options))
+            return
         self._adopt(*columns_op.add_columns(self._files, transforms, read_columns, batch_size, options))
 
     def drop_columns(self, columns: Sequence[str]) -> None:
@@ -637,6 +645,15 @@ class LanceDataset:
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self._uri!r}, version={self.version})"
+
+
+def _is_values(transforms: Any) -> bool:
+    """Whether ``add_columns`` was given the new values rather than a way to compute them."""
+    if isinstance(transforms, Mapping | pa.Field | pa.Schema) or callable(transforms):
+        return False
+    if isinstance(transforms, Sequence) and transforms and all(isinstance(f, pa.Field) for f in transforms):
+        return False
+    return True
 
 
 def dataset(

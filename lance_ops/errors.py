@@ -72,6 +72,13 @@ class InvalidArgumentError(LanceOpsError, ValueError):
     a count with a limit, a fragment not in the version)."""
 
 
+class RowCountMismatchError(SchemaError, OSError):
+    """New column values do not line up with the dataset's rows (too few or too many).
+
+    Also an ``OSError``: pylance reports it as "Invalid user input".
+    """
+
+
 class PredicateError(LanceOpsError, ValueError):
     """A filter predicate is not valid SQL, or its operands have types that cannot be combined."""
 

@@ -305,9 +305,21 @@ def _checkpoint(mod: Any, tmp_path: Path) -> Any:
     return first, calls, os.path.exists(path), ds.to_table()["z"].to_pylist()
 
 
+def _add_values(mod: Any, tmp_path: Path) -> Any:
+    ds = _dataset(mod, tmp_path)
+    ds.add_columns(pa.table({"z": pa.array(range(100, 110))}).to_reader())
+    return _rows(ds.to_table(columns=["id", "z"]))
+
+
+def _add_too_few_values(mod: Any, tmp_path: Path) -> Any:
+    _dataset(mod, tmp_path).add_columns(pa.table({"z": pa.array(range(3))}).to_reader())
+
+
 UDFS: dict[str, Scenario] = {
     "batch_udf(output_schema=)": _udf,
     "batch_udf(checkpoint_file=) resumes": _checkpoint,
+    "add_columns(reader)": _add_values,
+    "add_columns(reader) too few rows": _add_too_few_values,
 }
 
 

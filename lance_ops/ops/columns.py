@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lance_ops.errors import CommitConflictError, LanceOpsError, SchemaError
+from lance_ops.errors import CommitConflictError, LanceOpsError, RowCountMismatchError, SchemaError
 from lance_ops.file.writer import as_table
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
@@ -351,6 +351,34 @@ def add_columns(
     if compute.checkpoint is not None:
         compute.checkpoint.cleanup()
     return committed
+
+
+def add_columns_from_reader(
+    files: VersionFiles, reader: pa.RecordBatchReader, options: CommitOptions
+) -> tuple[Manifest, Transaction]:
+    """Add the columns of ``reader``, one row per live row of the version in scan order (pylance's
+    ``add_columns(reader)``); a reader with too few or too many rows raises before any commit."""
+    new = numbered_columns(files, reader.schema)
+    table = reader.read_all()
+    fragments = files.fragments()
+    expected = sum(f.live_count for f in fragments)
+    if table.num_rows != expected:
+        raise RowCountMismatchError(
+            f"the new columns have {table.num_rows} rows; the dataset has {expected} live rows"
+        )
+    written: dict[int, DataFile] = {}
+    start = 0
+    try:
+        for fragment in fragments:
+            values = table.slice(start, fragment.live_count)
+            start += fragment.live_count
+            written[fragment.id] = write_fragment_values(
+                files, fragment.id, fragment.live_offsets(), values, new
+            )
+    except BaseException:
+        _delete(files, written.values())
+        raise
+    return commit_new_columns(files, new.fields, written, options)
 
 
 # The pieces of ``add_columns`` a distributed job runs separately: the compute is rebuilt from the
