@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lance_ops.errors import InvalidArgumentError, SchemaError, TakeIndexError
+from lance_ops.errors import InvalidArgumentError, SchemaError, TakeIndexError, UnsupportedFeatureError
 from lance_ops.fragment import FragmentMetadata, FragmentReader, WriteOptions, write_fragments
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
 from lance_ops.fragment.writer import to_reader, write_data_file
@@ -178,19 +178,21 @@ class LanceFragment:
         mode: str = "append",
         *,
         data_storage_version: str | None = None,
+        use_legacy_format: bool | None = None,
         storage_options: Mapping[str, str] | None = None,
-        **unused: Any,
     ) -> FragmentMetadata:
         """Write ``data`` as one new fragment (uncommitted); the dataset need not exist yet.
 
         The fragment has id ``fragment_id`` (0 by default; ids are reassigned when an ``Append``
         commits it). ``mode="append"`` writes with the existing dataset's field ids and file version.
-        ``progress`` is pylance's ``FragmentWriteProgress`` (its ``begin`` / ``complete`` hooks are
-        called around the write).
+        ``progress`` is a ``FragmentWriteProgress`` (pylance's interface): ``begin`` gets the
+        fragment about to be written (no files yet), ``complete`` the written one.
         """
+        if use_legacy_format:
+            raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files")
         reader = to_reader(data, schema)
         if progress is not None:
-            progress.begin(None)
+            progress.begin(FragmentMetadata(id=fragment_id or 0, files=(), physical_rows=0))
         written = write_fragments(
             reader,
             dataset_uri,
