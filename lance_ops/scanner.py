@@ -61,16 +61,24 @@ class ScanRequest:
 
 @dataclass(frozen=True)
 class _Output:
-    """One output column: its name and how it is computed from the rows read.
+    """One output column: its field (name, type, field metadata) and how it is computed from the
+    rows read.
 
     ``path`` selects a column (or a struct field below it) of what was read; ``expression``
     evaluates a bound SQL expression instead.
     """
 
-    name: str
-    type: pa.DataType
+    field: pa.Field
     path: tuple[str, ...] = ()
     expression: BoundExpression | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.field.name)
+
+    @property
+    def type(self) -> pa.DataType:
+        return self.field.type
 
 
 class LanceScanner:
@@ -86,9 +94,9 @@ class LanceScanner:
         self._request = request
         self._outputs = self._project(request.columns)
         if request.with_row_id and ROW_ID not in self._names:
-            self._outputs.append(_Output(ROW_ID, pa.uint64(), (ROW_ID,)))
+            self._outputs.append(_Output(pa.field(ROW_ID, pa.uint64()), (ROW_ID,)))
         if request.with_row_address and ROW_ADDRESS not in self._names:
-            self._outputs.append(_Output(ROW_ADDRESS, pa.uint64(), (ROW_ADDRESS,)))
+            self._outputs.append(_Output(pa.field(ROW_ADDRESS, pa.uint64()), (ROW_ADDRESS,)))
         self._predicate: Predicate | None = (
             None if request.filter is None else parse_predicate(request.filter, self._files.schema)
         )
@@ -109,7 +117,7 @@ class LanceScanner:
 
     def _project(self, columns: Columns) -> list[_Output]:
         if columns is None:
-            return [_Output(f.name, f.type, (f.name,)) for f in self._files.schema]
+            return [_Output(f, (f.name,)) for f in self._files.schema]
         if isinstance(columns, Mapping):
             return [self._expression(name, sql) for name, sql in columns.items()]
         if isinstance(columns, str):
@@ -122,19 +130,19 @@ class LanceScanner:
         if not isinstance(name, str):
             raise TypeError(f"column names must be strings, not {type(name).__name__}")
         if schema.get_field_index(name) >= 0:
-            return _Output(name, schema.field(name).type, (name,))
+            return _Output(schema.field(name), (name,))
         parts = name.split(".")
-        type_: pa.DataType | None = None
+        field: pa.Field | None = None
         if schema.get_field_index(parts[0]) >= 0:
-            type_ = schema.field(parts[0]).type
+            field = schema.field(parts[0])
             for part in parts[1:]:
-                if not pa.types.is_struct(type_) or type_.get_field_index(part) < 0:
-                    type_ = None
+                if not pa.types.is_struct(field.type) or field.type.get_field_index(part) < 0:
+                    field = None
                     break
-                type_ = type_.field(part).type
-        if type_ is None:
+                field = field.type.field(part)
+        if field is None:
             raise SchemaError(f"no such column {name!r}; the dataset has {self._files.schema.names}")
-        return _Output(name, type_, tuple(parts))
+        return _Output(field.with_name(name), tuple(parts))
 
     def _expression(self, name: str, sql: str | pc.Expression) -> _Output:
         if not isinstance(name, str):
@@ -143,7 +151,7 @@ class LanceScanner:
             bound = parse_expression(sql, self._virtual_schema)
         except LanceOpsError as exc:
             raise type(exc)(f"the expression for column {name!r}: {exc}") from exc
-        return _Output(name, bound.type, expression=bound)
+        return _Output(pa.field(name, bound.type), expression=bound)
 
     @cached_property
     def _reads(self) -> tuple[list[str], set[str]]:
@@ -229,7 +237,7 @@ class LanceScanner:
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of the batches this scan returns."""
-        return pa.schema([pa.field(o.name, o.type) for o in self._outputs])
+        return pa.schema([o.field for o in self._outputs], metadata=self._files.schema.metadata)
 
     @property
     def dataset_schema(self) -> pa.Schema:
