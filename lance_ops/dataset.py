@@ -94,6 +94,10 @@ _SCAN_TUNING = frozenset(
         "blob_handling",
     }
 )
+# pylance scanner arguments that change the result and that lance-ops does not implement.
+_SCAN_UNSUPPORTED = frozenset(
+    {"order_by", "include_deleted_rows", "row_addr_allowlist", "row_addr_blocklist"}
+)
 
 
 def _fields_of(schema: SchemaLike) -> tuple[tuple[Any, ...], dict[str, bytes]]:
@@ -426,7 +430,10 @@ class LanceDataset:
             raise UnsupportedFeatureError(
                 "vector and full-text search need indices, which lance-ops does not build"
             )
-        unknown = set(tuning) - _SCAN_TUNING
+        requested = sorted(k for k in _SCAN_UNSUPPORTED if tuning.get(k))
+        if requested:
+            raise UnsupportedFeatureError(f"scanner arguments {requested} are not supported by lance-ops")
+        unknown = set(tuning) - _SCAN_TUNING - _SCAN_UNSUPPORTED
         if unknown:
             raise TypeError(f"scanner() got unexpected keyword arguments {sorted(unknown)}")
         request = ScanRequest(
