@@ -105,6 +105,11 @@ SCANNER: dict[str, Scenario] = {
         .scanner(columns=["id", "_rowoffset"], fragments=ds.get_fragments()[1:])
         .to_table()
     ),
+    "tuning arguments": lambda m, p: _rows(
+        _dataset(m, p).to_table(
+            columns=["id"], batch_readahead=4, scan_in_order=True, prefilter=True, use_stats=True
+        )
+    ),
     "to_batches batch_size": lambda m, p: [b.num_rows for b in _dataset(m, p).to_batches(batch_size=5)],
     "head": lambda m, p: _rows(_dataset(m, p).head(3, columns=["id"])),
     "get_fragments": lambda m, p: [(f.fragment_id, f.count_rows()) for f in _dataset(m, p).get_fragments()],
