@@ -162,6 +162,7 @@ INPUTS: dict[str, Scenario] = {
     "dict of lists": _write({"a": [1, 2], "b": ["x", "y"]}),
     "LanceDataset": _write(lambda m, p: _dataset(m, p)),
     "pyarrow dataset": _write(pads.dataset(TABLE)),
+    "LanceScanner": _write(lambda m, p: _dataset(m, p).scanner(columns=["id", "s"], filter="id > 3")),
     "pyarrow scanner": _write(lambda m, p: pads.dataset(TABLE).scanner(columns=["id"])),
     "relative path": _relative,
     "~ path": _home,

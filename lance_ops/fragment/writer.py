@@ -22,7 +22,6 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
@@ -69,8 +68,9 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
 
     Table, RecordBatch, RecordBatchReader, pandas DataFrame, a ``dict`` of column lists, a list of
     row dicts, an object with ``scanner()`` (a ``pyarrow.dataset.Dataset``, a ``LanceDataset``), a
-    ``pyarrow.dataset.Scanner``, anything exporting an Arrow C stream (``__arrow_c_stream__``), or
-    an iterable of record batches (``schema`` required when it may be empty).
+    scanner (``pyarrow.dataset.Scanner``, ``LanceScanner``), anything exporting an Arrow C stream
+    (``__arrow_c_stream__``), or an iterable of record batches (``schema`` required when it may
+    be empty).
     """
     if isinstance(data, Mapping):
         data = pa.Table.from_pydict(dict(data), schema=schema)
@@ -78,7 +78,7 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
         data = pa.Table.from_pylist(data, schema=schema)
     elif hasattr(data, "scanner") and callable(data.scanner):
         data = data.scanner().to_reader()
-    elif isinstance(data, pads.Scanner):
+    elif not isinstance(data, pa.Table | pa.RecordBatch) and callable(getattr(data, "to_reader", None)):
         data = data.to_reader()
     if isinstance(data, pa.RecordBatchReader):
         reader = data
