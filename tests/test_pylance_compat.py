@@ -138,12 +138,23 @@ def _relative(mod: Any, tmp_path: Path) -> Any:
 
 
 def _home(mod: Any, tmp_path: Path) -> Any:
-    home = os.environ.get("HOME")
-    os.environ["HOME"] = str(tmp_path)
+    """``~`` is the home directory for every file of the dataset (data files included), on write
+    and read; the other implementation opens the result by its absolute path."""
+    home, cwd = os.environ.get("HOME"), os.getcwd()
+    os.environ["HOME"] = str(tmp_path / "home")
+    (tmp_path / "elsewhere").mkdir()
+    os.chdir(tmp_path / "elsewhere")  # a path left unexpanded would land here
     try:
         mod.write_dataset(TABLE, "~/in_home")
-        return mod.dataset("~/in_home").count_rows(), (tmp_path / "in_home" / "_versions").is_dir()
+        other = lance_ops if mod is lance else lance
+        return (
+            mod.dataset("~/in_home").count_rows(),
+            other.dataset(str(tmp_path / "home" / "in_home")).count_rows(),
+            sorted(p.name for p in (tmp_path / "home" / "in_home").iterdir()),
+            list((tmp_path / "elsewhere").iterdir()),
+        )
     finally:
+        os.chdir(cwd)
         if home is None:
             del os.environ["HOME"]
         else:
