@@ -19,26 +19,32 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_ops.dataset_fragment import LanceFragment
 from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.fragment import FragmentMetadata, FragmentReader, ScanOptions, VersionFiles, WriteOptions
-from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE
-from lance_ops.fragment.scan import scan_batches, take, take_rows
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
+from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
+from lance_ops.fragment.scan import take, take_rows
+from lance_ops.fragment.writer import to_reader
 from lance_ops.io import object_store
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops import commit as commit_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import history as history_op
+from lance_ops.ops import metadata as metadata_op
 from lance_ops.ops import write as write_op
+from lance_ops.ops.auto_cleanup import AutoCleanupConfig
 from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callback
 from lance_ops.query.predicate import Predicate, parse_predicate
+from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragment_ids
+from lance_ops.schema import LanceSchema as PublicLanceSchema
 from lance_ops.table.commit import list_versions, load_manifest, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore, repair
-from lance_ops.table.naming import DELETIONS_DIR
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
     Append,
@@ -53,6 +59,7 @@ from lance_ops.table.transaction import (
     Rewrite,
     RewriteGroup,
     Transaction,
+    Update,
     UpdateConfig,
     UpdateMap,
 )
@@ -70,12 +77,34 @@ __all__ = [
     "write_dataset",
 ]
 
-SchemaLike: TypeAlias = "pa.Schema | LanceSchema"
-Filter: TypeAlias = "str | pc.Expression | None"
+SchemaLike: TypeAlias = "pa.Schema | LanceSchema | PublicLanceSchema"
+
+# pylance scanner arguments that tune its execution (read-ahead, ordering, I/O sizes, index use);
+# accepted for compatibility, meaningless for lance-ops' sequential in-order scans.
+_SCAN_TUNING = frozenset(
+    {
+        "prefilter",
+        "use_stats",
+        "fast_search",
+        "io_buffer_size",
+        "late_materialization",
+        "use_scalar_index",
+        "strict_batch_size",
+        "disable_scoring_autoprojection",
+        "scan_stats_callback",
+        "blob_handling",
+    }
+)
+# pylance scanner arguments that change the result and that lance-ops does not implement.
+_SCAN_UNSUPPORTED = frozenset(
+    {"order_by", "include_deleted_rows", "row_addr_allowlist", "row_addr_blocklist"}
+)
 
 
 def _fields_of(schema: SchemaLike) -> tuple[tuple[Any, ...], dict[str, bytes]]:
-    """Lance field messages and schema metadata of an Arrow schema (numbered afresh) or a LanceSchema."""
+    """Lance field messages and schema metadata of an Arrow schema (numbered afresh) or a Lance schema."""
+    if isinstance(schema, PublicLanceSchema):
+        schema = schema.to_internal()
     lance_schema = schema if isinstance(schema, LanceSchema) else LanceSchema.from_arrow(schema)
     return lance_schema.to_pb(), dict(lance_schema.metadata)
 
@@ -120,6 +149,33 @@ class LanceOperation:
         return Rewrite(tuple(RewriteGroup(tuple(old), tuple(new)) for old, new in groups))
 
     @staticmethod
+    def Update(  # noqa: N802
+        removed_fragment_ids: Iterable[int] = (),
+        updated_fragments: Iterable[FragmentMetadata] = (),
+        new_fragments: Iterable[FragmentMetadata] = (),
+        fields_modified: Iterable[int] = (),
+        fields_for_preserving_frag_bitmap: Iterable[int] = (),
+        update_mode: str = "",
+    ) -> Update:
+        """Rows rewritten: fragments removed, updated in place (``update_columns``) or added.
+
+        ``update_mode`` is ``"rewrite_rows"`` (the default) or ``"rewrite_columns"``.
+        """
+        modes = {"": 0, "rewrite_rows": 0, "rewrite_columns": 1}
+        if update_mode not in modes:
+            raise InvalidArgumentError(
+                f"update_mode must be 'rewrite_rows' or 'rewrite_columns', not {update_mode!r}"
+            )
+        return Update(
+            tuple(removed_fragment_ids),
+            tuple(updated_fragments),
+            tuple(new_fragments),
+            tuple(fields_modified),
+            tuple(fields_for_preserving_frag_bitmap),
+            modes[update_mode],
+        )
+
+    @staticmethod
     def Restore(version: int) -> Restore:  # noqa: N802
         return Restore(version)
 
@@ -142,68 +198,6 @@ class LanceOperation:
     @staticmethod
     def DataReplacement(replacements: Iterable[tuple[int, DataFile]]) -> DataReplacement:  # noqa: N802
         return DataReplacement(tuple(replacements))
-
-
-class LanceFragment:
-    """One fragment of a dataset version (pylance's ``LanceFragment``).
-
-    Reads stream in batches of at most ``batch_size`` live rows; a ``filter`` (SQL text or a
-    ``pyarrow.compute.Expression``, see :mod:`lance_ops.query.predicate`) may name columns that are
-    not in ``columns``: they are read, used and dropped.
-    """
-
-    def __init__(self, ds: LanceDataset, metadata: FragmentMetadata) -> None:
-        self._ds = ds
-        self.metadata = metadata
-
-    @property
-    def _reader(self) -> FragmentReader:
-        return self._ds._files.fragment(self.metadata)
-
-    @property
-    def fragment_id(self) -> int:
-        return self.metadata.id
-
-    @property
-    def physical_rows(self) -> int:
-        return self._reader.physical_rows
-
-    def count_rows(self, filter: Filter = None) -> int:
-        return self._reader.count(self._ds._predicate(filter))
-
-    def data_files(self) -> list[DataFile]:
-        return list(self.metadata.files)
-
-    def deletion_file(self) -> str | None:
-        deletion = self.metadata.deletion_file
-        return None if deletion is None else f"{DELETIONS_DIR}/{deletion.file_name(self.metadata.id)}"
-
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filter = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        batch_size: int | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        """This fragment's (filtered) rows as record batches, read one batch at a time."""
-        options = self._ds._scan_options(columns, filter, with_row_id, with_row_address, batch_size)
-        return (batch for table in self._reader.scan(options) for batch in table.to_batches())
-
-    def to_table(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filter = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        batch_size: int | None = None,
-    ) -> pa.Table:
-        options = self._ds._scan_options(columns, filter, with_row_id, with_row_address, batch_size)
-        batches = (batch for table in self._reader.scan(options) for batch in table.to_batches())
-        return pa.Table.from_batches(list(batches), schema=self._ds._files.output_schema(options))
-
-    def __repr__(self) -> str:
-        return f"LanceFragment(id={self.fragment_id}, physical_rows={self.metadata.physical_rows})"
 
 
 class LanceDataset:
@@ -323,13 +317,70 @@ class LanceDataset:
     def checkout_version(self, version: int | str) -> LanceDataset:
         return LanceDataset(self._uri, version, self._storage_options, self._manifest_store)
 
+    # ------------------------------------------------------------------ config and metadata
+
+    def config(self) -> dict[str, str]:
+        """The table config (``lance.auto_cleanup.*``, ``lance.compaction.*`` and user keys)."""
+        return dict(self._manifest.config)
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The table metadata (free-form key -> value, separate from the schema metadata)."""
+        return dict(self._manifest.table_metadata)
+
+    @property
+    def schema_metadata(self) -> dict[str, str]:
+        return {k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()}
+
+    def _update(self, edit: UpdateConfig) -> None:
+        self._adopt(*metadata_op.update(self._uri, self._manifest, edit, self._commit_options()))
+
+    def update_config(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+        """Set (or, with None, delete) config keys, or with ``replace`` make ``values`` the whole
+        config; commits an ``UpdateConfig`` and returns the new config."""
+        self._update(UpdateConfig(config_updates=metadata_op.update_map(values, replace)))
+        return self.config()
+
+    def delete_config_keys(self, keys: Sequence[str]) -> None:
+        """Remove config keys (absent keys are ignored); commits an ``UpdateConfig``."""
+        self._update(UpdateConfig(config_updates=metadata_op.delete_keys(keys)))
+
+    def update_metadata(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+        """Edit the table metadata as :meth:`update_config` edits the config; returns the new metadata."""
+        self._update(UpdateConfig(table_metadata_updates=metadata_op.update_map(values, replace)))
+        return self.metadata
+
+    def update_schema_metadata(
+        self, values: Mapping[str, str | None], *, replace: bool = False
+    ) -> dict[str, str]:
+        """Edit the schema metadata (``ds.schema.metadata``); returns the new schema metadata."""
+        self._update(UpdateConfig(schema_metadata_updates=metadata_op.update_map(values, replace)))
+        return self.schema_metadata
+
+    def update_field_metadata(
+        self, field_updates: Mapping[str, Mapping[str, str | None]], *, replace: bool = False
+    ) -> None:
+        """Edit the metadata of fields given by dotted path (``{"a.b": {"key": "value"}}``)."""
+        updates = metadata_op.field_updates(self._manifest.schema, field_updates, replace)
+        self._update(UpdateConfig(field_metadata_updates=updates))
+
+    def replace_schema_metadata(self, new_metadata: Mapping[str, str]) -> None:
+        """Deprecated in pylance: :meth:`update_schema_metadata` with ``replace=True``."""
+        self.update_schema_metadata(new_metadata, replace=True)
+
+    def replace_field_metadata(self, field_name: str, new_metadata: Mapping[str, str]) -> None:
+        """Deprecated in pylance: :meth:`update_field_metadata` with ``replace=True``."""
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
+
     @property
     def stats(self) -> LanceStats:
         """Dataset and column statistics (:mod:`lance_ops.dataset_stats`)."""
         return LanceStats(self)
 
-    def get_fragments(self) -> list[LanceFragment]:
-        return [LanceFragment(self, f) for f in self._manifest.fragments]
+    def get_fragments(self, filter: Filter = None) -> list[LanceFragment]:
+        """This version's fragments; with ``filter``, only those holding a row it selects."""
+        fragments = [LanceFragment(self, fragment=f) for f in self._manifest.fragments]
+        return fragments if filter is None else [f for f in fragments if f.count_rows(filter)]
 
     def get_fragment(self, fragment_id: int) -> LanceFragment | None:
         return next((f for f in self.get_fragments() if f.fragment_id == fragment_id), None)
@@ -346,74 +397,95 @@ class LanceDataset:
     def _predicate(self, filter: Filter) -> Predicate | None:
         return None if filter is None else parse_predicate(filter, self.schema)
 
-    def _scan_options(
+    def scanner(
         self,
-        columns: Sequence[str] | None,
-        filter: Filter,
-        with_row_id: bool,
-        with_row_address: bool,
-        batch_size: int | None,
-    ) -> ScanOptions:
-        return ScanOptions(
-            columns=self._files.resolve_columns(columns),
-            predicate=self._predicate(filter),
-            with_row_id=with_row_id,
-            with_row_address=with_row_address,
-            batch_size=batch_size or DEFAULT_BATCH_SIZE,
-        )
-
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
+        columns: Columns = None,
         filter: Filter = None,
         limit: int | None = None,
         offset: int | None = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
+        nearest: Any = None,
         batch_size: int | None = None,
+        batch_size_bytes: int | None = None,
+        batch_readahead: int | None = None,
+        fragment_readahead: int | None = None,
+        scan_in_order: bool | None = None,
+        fragments: Iterable[LanceFragment] | None = None,
+        index_segments: Any = None,
+        full_text_query: Any = None,
+        *,
+        with_row_id: bool | None = None,
+        with_row_address: bool | None = None,
+        **tuning: Any,
+    ) -> LanceScanner:
+        """A :class:`~lance_ops.scanner.LanceScanner` over this version (pylance's arguments).
+
+        ``columns`` is a list of names (dotted struct paths and ``_rowid`` / ``_rowaddr`` /
+        ``_rowoffset`` included) or a dict of output name -> SQL expression; ``fragments`` restricts
+        the scan to those fragments, in the order given. Read-ahead, ordering and other tuning
+        arguments of pylance's scanner (``batch_readahead``, ``scan_in_order``, ``prefilter``,
+        ``use_stats``, ...) are accepted and have no effect here: scans are sequential and in order.
+        Vector and full-text search (``nearest``, ``full_text_query``, ``index_segments``) need
+        indices, which lance-ops does not build: they raise ``NotImplementedError``.
+        """
+        if nearest is not None or full_text_query is not None or index_segments is not None:
+            raise UnsupportedFeatureError(
+                "vector and full-text search need indices, which lance-ops does not build"
+            )
+        requested = sorted(k for k in _SCAN_UNSUPPORTED if tuning.get(k))
+        if requested:
+            raise UnsupportedFeatureError(f"scanner arguments {requested} are not supported by lance-ops")
+        unknown = set(tuning) - _SCAN_TUNING - _SCAN_UNSUPPORTED
+        if unknown:
+            raise TypeError(f"scanner() got unexpected keyword arguments {sorted(unknown)}")
+        request = ScanRequest(
+            columns=columns,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            with_row_id=bool(with_row_id),
+            with_row_address=bool(with_row_address),
+            batch_size=batch_size,
+            fragment_ids=fragment_ids(fragments),
+        )
+        return LanceScanner(self, request)
+
+    def to_batches(
+        self,
+        columns: Columns = None,
+        filter: Filter = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        nearest: Any = None,
+        batch_size: int | None = None,
+        *args: Any,
+        **kwargs: Any,
     ) -> Iterator[pa.RecordBatch]:
-        """Rows in fragment order as record batches of at most ``batch_size`` rows.
+        """Rows in fragment order as record batches of at most ``batch_size`` rows (see :meth:`scanner`).
 
         Fragments are read one batch at a time. ``offset`` and ``limit`` count rows that pass
         ``filter`` (as in pylance); without a filter, skipped fragments are not read at all.
         """
-        options = self._scan_options(columns, filter, with_row_id, with_row_address, batch_size)
-        if (offset or 0) < 0 or (limit or 0) < 0:
-            raise ValueError("limit and offset must be non-negative")
-        return scan_batches(self._files, options, limit, offset or 0)
-
-    def scanner(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filter = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        batch_size: int | None = None,
-    ) -> pa.RecordBatchReader:
-        """A ``RecordBatchReader`` over the scan (pylance's scanner, reduced to a reader)."""
-        options = self._scan_options(columns, filter, with_row_id, with_row_address, batch_size)
-        if (offset or 0) < 0 or (limit or 0) < 0:
-            raise ValueError("limit and offset must be non-negative")
-        batches = scan_batches(self._files, options, limit, offset or 0)
-        return pa.RecordBatchReader.from_batches(self._files.output_schema(options), batches)
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **kwargs).to_batches()
 
     def to_table(
         self,
-        columns: Sequence[str] | None = None,
+        columns: Columns = None,
         filter: Filter = None,
         limit: int | None = None,
         offset: int | None = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
+        nearest: Any = None,
         batch_size: int | None = None,
+        *args: Any,
+        **kwargs: Any,
     ) -> pa.Table:
-        reader = self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, batch_size)
-        return reader.read_all()
+        """The scan's rows as one table (arguments as :meth:`scanner`)."""
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **kwargs).to_table()
 
-    def head(self, num_rows: int, columns: Sequence[str] | None = None) -> pa.Table:
-        return self.to_table(columns=columns, limit=num_rows)
+    def to_pandas(self, columns: Columns = None, filter: Filter = None, **kwargs: Any) -> Any:
+        return self.to_table(columns, filter, **kwargs).to_pandas()
+
+    def head(self, num_rows: int, columns: Columns = None, **kwargs: Any) -> pa.Table:
+        return self.to_table(columns=columns, limit=num_rows, **kwargs)
 
     def take(
         self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str] | None = None
@@ -449,13 +521,16 @@ class LanceDataset:
 
     def add_columns(
         self,
-        transforms: columns_op.Transforms,
+        transforms: columns_op.Transforms | Any,
         read_columns: Sequence[str] | None = None,
+        reader_schema: pa.Schema | None = None,
         batch_size: int | None = None,
         *,
         progress: ProgressCallback | None = None,
     ) -> None:
-        """Add columns: ``{name: SQL expression}``, a batch UDF, or ``pa.Field``\\ s / a ``pa.Schema``.
+        """Add columns: ``{name: SQL expression}``, a batch UDF, ``pa.Field``\\ s / a ``pa.Schema``,
+        or the values themselves (a reader, table or pandas frame: one row per live row, in scan
+        order; ``reader_schema`` casts them).
 
         A UDF (a plain function or one decorated with :func:`lance_ops.batch_udf`) maps a
         ``RecordBatch`` of ``read_columns`` (all columns by default; ``_rowid`` / ``_rowaddr`` may
@@ -465,6 +540,10 @@ class LanceDataset:
         hears of every fragment's new data file (:mod:`lance_ops.progress`).
         """
         options = self._commit_options()
+        if _is_values(transforms):
+            reader = to_reader(transforms, reader_schema)
+            self._adopt(*columns_op.add_columns_from_reader(self._files, reader, options))
+            return
         added = columns_op.add_columns(self._files, transforms, read_columns, batch_size, options, progress)
         self._adopt(*added)
 
@@ -581,6 +660,15 @@ class LanceDataset:
         return f"LanceDataset(uri={self._uri!r}, version={self.version})"
 
 
+def _is_values(transforms: Any) -> bool:
+    """Whether ``add_columns`` was given the new values rather than a way to compute them."""
+    if isinstance(transforms, Mapping | pa.Field | pa.Schema) or callable(transforms):
+        return False
+    if isinstance(transforms, Sequence) and transforms and all(isinstance(f, pa.Field) for f in transforms):
+        return False
+    return True
+
+
 def dataset(
     uri: str | os.PathLike[str],
     version: int | str | None = None,
@@ -597,16 +685,19 @@ def dataset(
 
 def write_dataset(
     data: Any,
-    uri: str | os.PathLike[str],
+    uri: str | os.PathLike[str] | LanceDataset,
     schema: pa.Schema | None = None,
     mode: str = "create",
     *,
     max_rows_per_file: int = 1024 * 1024,
     max_rows_per_group: int = 1024,
     max_bytes_per_file: int | None = None,
+    commit_lock: Callable[[int], AbstractContextManager[object]] | None = None,
     data_storage_version: str | None = None,
+    use_legacy_format: bool | None = None,
     enable_stable_row_ids: bool = False,
     enable_v2_manifest_paths: bool = True,
+    auto_cleanup_options: Mapping[str, int] | None = None,
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
@@ -622,8 +713,20 @@ def write_dataset(
     of every data file written (:mod:`lance_ops.progress`). ``encoding_plan``
     (:func:`lance_ops.ops.encodings.profile`) fixes per-column encodings and is stored in the
     dataset's config by creates / overwrites; appends follow the stored plan by default.
+    ``uri`` may be an open dataset (its location is written to). ``auto_cleanup_options``
+    (``{"interval": N, "older_than_seconds": S}``) turns on automatic cleanup for a new dataset
+    (:mod:`lance_ops.ops.auto_cleanup`). ``use_legacy_format=True`` asks for 0.1 files, which
+    lance-ops reads but does not write (``NotImplementedError``).
     """
+    if isinstance(uri, LanceDataset):
+        storage_options = storage_options if storage_options is not None else uri.storage_options
+        uri = uri.uri
     uri = os.fspath(uri)
+    if use_legacy_format:
+        raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files; use data_storage_version")
+    auto_cleanup = (
+        None if auto_cleanup_options is None else AutoCleanupConfig.from_options(auto_cleanup_options)
+    )
     write_options = WriteOptions(
         max_rows_per_file=max_rows_per_file,
         max_rows_per_group=max_rows_per_group,
@@ -639,6 +742,8 @@ def write_dataset(
         enable_stable_row_ids=enable_stable_row_ids,
         data_storage_version=data_storage_version,
         manifest_store=manifest_store,
+        commit_lock=commit_lock,
+        new_dataset_config=None if auto_cleanup is None else auto_cleanup.to_config(),
     )
     if manifest_store is not None:
         repair(*object_store(uri, storage_options), manifest_store)

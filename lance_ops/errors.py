@@ -51,8 +51,32 @@ class UnsupportedFeatureError(LanceOpsError, NotImplementedError):
     """A file or dataset needs a feature we do not support (feature flags, versions, types)."""
 
 
+class UnsupportedSQLError(UnsupportedFeatureError, ValueError, OSError):
+    """A filter or expression uses SQL (a construct, a function) that is not supported.
+
+    Also ``ValueError`` and ``OSError``: pylance reports unsupported SQL as "Invalid user input"
+    with one or the other depending on the call.
+    """
+
+
 class SchemaError(LanceOpsError, ValueError):
     """Data does not match the schema, or a type cannot be stored in Lance."""
+
+
+class FieldNotFoundError(SchemaError, OSError):
+    """A field path names no field of the schema (pylance raises ``OSError`` here)."""
+
+
+class InvalidArgumentError(LanceOpsError, ValueError):
+    """An argument has a value the call does not accept (an unknown write mode, a negative limit,
+    a count with a limit, a fragment not in the version)."""
+
+
+class RowCountMismatchError(SchemaError, OSError):
+    """New column values do not line up with the dataset's rows (too few or too many).
+
+    Also an ``OSError``: pylance reports it as "Invalid user input".
+    """
 
 
 class PredicateError(LanceOpsError, ValueError):
@@ -63,8 +87,19 @@ class PredicateTypeError(PredicateError, TypeError):
     """A filter is neither SQL text nor a ``pyarrow.compute.Expression``."""
 
 
-class DatasetNotFoundError(LanceOpsError, FileNotFoundError):
-    """No dataset (or no such version / tag) exists at the given location."""
+class DatasetNotFoundError(LanceOpsError, FileNotFoundError, ValueError):
+    """No dataset (or no such version / tag) exists at the given location.
+
+    Also a ``ValueError``: pylance raises that for a missing dataset.
+    """
+
+
+class TakeIndexError(LanceOpsError, IndexError, ValueError, OSError):
+    """A read or take asked for rows outside a file, fragment or dataset.
+
+    Also the builtins pylance raises for it: ``ValueError`` (file reads) and ``OSError``
+    (dataset and fragment takes, "Invalid user input").
+    """
 
 
 class DatasetAlreadyExistsError(LanceOpsError, FileExistsError):

@@ -13,6 +13,7 @@ from lance_ops.file.reader import (
     PageMetadata,
     ReaderResults,
 )
+from lance_ops.file.session import LanceFileSession
 from lance_ops.file.writer import LanceFileWriter
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "FileStatistics",
     "LanceFileMetadata",
     "LanceFileReader",
+    "LanceFileSession",
     "LanceFileWriter",
     "PageMetadata",
     "ReaderResults",

@@ -53,6 +53,7 @@ from lance_ops.file.reader import (
     LanceFileMetadata,
     LanceFileReader,
     PageMetadata,
+    RowCount,
 )
 from lance_ops.file.schema import field_tree, fields_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
@@ -205,8 +206,8 @@ class LegacyFileReader(LanceFileReader):
         self._default_columns = self._resolve(columns)
 
     @property
-    def num_rows(self) -> int:
-        return self._legacy.num_rows
+    def num_rows(self) -> RowCount:
+        return RowCount(self._legacy.num_rows)
 
     def _top_field(self, field_index: int) -> LegacyField:
         return _legacy_field(self._nodes[field_index], storage_field(self.schema.field(field_index)))

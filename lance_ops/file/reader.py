@@ -28,7 +28,7 @@ from google.protobuf import text_format
 
 from lance_ops._proto import file2_pb2 as pb2
 from lance_ops.encoding.api import FieldDecoder, FileVersion, PageInfo
-from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import CorruptFileError, SchemaError, TakeIndexError, UnsupportedFeatureError
 from lance_ops.file.codecs import codec_for
 from lance_ops.file.format import MAGIC, FileTail, check_column_encoding, page_layout, read_tail
 from lance_ops.file.schema import pb_to_schema, storage_field
@@ -53,6 +53,14 @@ def footer_version(store: ObjectStore, path: str) -> FileVersion:
         return FileVersion.from_footer(major, minor)
     except UnsupportedFeatureError as exc:
         raise UnsupportedFeatureError(f"{path}: {exc}") from exc
+
+
+class RowCount(int):
+    """A file's row count: an ``int`` (``reader.num_rows``, the API contract) that can also be
+    called (``reader.num_rows()``, pylance's method), so code written for either works."""
+
+    def __call__(self) -> int:
+        return int(self)
 
 
 @dataclass(frozen=True)
@@ -193,8 +201,8 @@ class LanceFileReader:
         self._default_columns = self._resolve(columns)
 
     @property
-    def num_rows(self) -> int:
-        return int(self._tail.descriptor.length)
+    def num_rows(self) -> RowCount:
+        return RowCount(self._tail.descriptor.length)
 
     def _assign_columns(self) -> list[range]:
         ranges, start = [], 0
@@ -306,7 +314,7 @@ class LanceFileReader:
     ) -> ReaderResults:
         """``num_rows`` rows starting at row ``start``."""
         if start < 0 or num_rows < 0 or start + num_rows > self.num_rows:
-            raise IndexError(
+            raise TakeIndexError(
                 f"{self.path}: rows {start}..{start + num_rows} out of range (file has {self.num_rows})"
             )
         return ReaderResults(self, range(start, start + num_rows), self._resolve(columns), batch_size)
@@ -326,7 +334,7 @@ class LanceFileReader:
             raise TypeError(f"row indices must be integers, got {rows.dtype}")
         rows = rows.astype(np.int64, copy=False).reshape(-1)
         if rows.size and (rows.min() < 0 or rows.max() >= self.num_rows):
-            raise IndexError(f"{self.path}: row index out of range (file has {self.num_rows} rows)")
+            raise TakeIndexError(f"{self.path}: row index out of range (file has {self.num_rows} rows)")
         return ReaderResults(self, rows, self._resolve(columns), batch_size)
 
     def read_global_buffer(self, index: int) -> bytes:

@@ -38,7 +38,9 @@ does (PLAIN, VAR_BINARY, DICTIONARY or NONE); readers ignore it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -183,6 +185,17 @@ def _extension_metadata(data_type: pa.BaseExtensionType) -> bytes:
         return bytes(serialize())
     if data_type.extension_name in ("arrow.uuid", "arrow.json", "arrow.bool8", BFLOAT16_EXTENSION):
         return b""
+    if isinstance(data_type, pa.FixedShapeTensorType):
+        # Arrow's canonical serialization (C++ FixedShapeTensorType::Serialize): compact JSON.
+        tensor: dict[str, Any] = {"shape": list(data_type.shape)}
+        if data_type.dim_names:
+            tensor["dim_names"] = list(data_type.dim_names)
+        if data_type.permutation:
+            tensor["permutation"] = list(data_type.permutation)
+        return json.dumps(tensor, separators=(",", ":")).encode()
+    if isinstance(data_type, pa.OpaqueType):
+        opaque = {"type_name": data_type.type_name, "vendor_name": data_type.vendor_name}
+        return json.dumps(opaque, separators=(",", ":")).encode()
     raise SchemaError(f"cannot serialize the metadata of extension type {data_type.extension_name}")
 
 

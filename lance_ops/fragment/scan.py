@@ -7,23 +7,29 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.reader import VersionFiles
+from lance_ops.fragment.reader import FragmentReader, VersionFiles
 
 
 def scan_batches(
-    files: VersionFiles, options: ScanOptions, limit: int | None = None, offset: int = 0
+    files: VersionFiles,
+    options: ScanOptions,
+    limit: int | None = None,
+    offset: int = 0,
+    fragments: Sequence[FragmentReader] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows in fragment order as record batches of at most ``options.batch_size`` rows.
 
-    Fragments are read one batch at a time. ``offset`` and ``limit`` count rows that pass the
-    predicate (as in pylance); without one, skipped fragments are not read at all.
+    Fragments (``fragments``, default all of the version) are read one batch at a time. ``offset``
+    and ``limit`` count rows that pass the predicate (as in pylance); without one, skipped
+    fragments are not read at all.
     """
     if offset < 0 or (limit or 0) < 0:
         raise ValueError("limit and offset must be non-negative")
     remaining = np.inf if limit is None else limit
     skip = offset
-    for fragment in files.fragments():
+    for fragment in files.fragments() if fragments is None else fragments:
         if remaining <= 0:
             return
         live = None
@@ -53,7 +59,7 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
     counts = np.array([f.live_count for f in fragments], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)])
     if positions.size and (positions.min() < 0 or positions.max() >= starts[-1]):
-        raise IndexError(f"take index out of range: the dataset has {starts[-1]} rows")
+        raise TakeIndexError(f"take index out of range: the dataset has {starts[-1]} rows")
     unique, inverse = np.unique(positions, return_inverse=True)
     owner = np.searchsorted(starts, unique, side="right") - 1
     parts = []

@@ -26,7 +26,7 @@ import pyarrow as pa
 from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import DatasetNotFoundError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import DatasetNotFoundError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileWriter
 from lance_ops.file.schema import leaf_field_ids
 from lance_ops.file.writer import as_table
@@ -66,12 +66,29 @@ __all__ = [
 
 
 def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReader:
-    """Normalise write input: Table, RecordBatch, RecordBatchReader, batches, or pandas DataFrame."""
+    """Normalise write input to a reader, accepting what pylance's ``write_dataset`` accepts.
+
+    Table, RecordBatch, RecordBatchReader, pandas DataFrame, a ``dict`` of column lists, a list of
+    row dicts, an object with ``scanner()`` (a ``pyarrow.dataset.Dataset``, a ``LanceDataset``), a
+    scanner (``pyarrow.dataset.Scanner``, ``LanceScanner``), anything exporting an Arrow C stream
+    (``__arrow_c_stream__``), or an iterable of record batches (``schema`` required when it may
+    be empty).
+    """
+    if isinstance(data, Mapping):
+        data = pa.Table.from_pydict(dict(data), schema=schema)
+    elif isinstance(data, list) and data and all(isinstance(row, Mapping) for row in data):
+        data = pa.Table.from_pylist(data, schema=schema)
+    elif hasattr(data, "scanner") and callable(data.scanner):
+        data = data.scanner().to_reader()
+    elif not isinstance(data, pa.Table | pa.RecordBatch) and callable(getattr(data, "to_reader", None)):
+        data = data.to_reader()
     if isinstance(data, pa.RecordBatchReader):
         reader = data
     elif isinstance(data, (pa.Table, pa.RecordBatch)) or type(data).__module__.startswith("pandas"):
         table = as_table(data, schema)
         reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    elif hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
     elif isinstance(data, Iterable):
         batches = iter(data)
         first = next(batches, None)
@@ -79,6 +96,10 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
             if schema is None:
                 raise SchemaError("an empty iterable of batches needs an explicit schema")
             return pa.RecordBatchReader.from_batches(schema, [])
+        if not isinstance(first, pa.RecordBatch):
+            raise TypeError(
+                f"an iterable of data must yield pyarrow RecordBatches, not {type(first).__name__}"
+            )
         reader = pa.RecordBatchReader.from_batches(first.schema, _chain(first, batches))
     else:
         raise TypeError(f"cannot write {type(data).__name__}; expected Arrow data or a pandas DataFrame")
@@ -358,7 +379,7 @@ def write_fragments(
     :class:`~lance_ops.progress.ProgressEvent` or a :class:`~lance_ops.progress.FragmentWriteProgress`.
     """
     if mode not in ("append", "create", "overwrite"):
-        raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     uri = os.fspath(uri)
     existing = _dataset_schema(uri, storage_options) if mode == "append" and fields is None else None
     version_text = data_storage_version or "stable"

@@ -49,11 +49,12 @@ def object_store(
     """The store serving ``uri`` and the store path of ``uri`` within it.
 
     ``storage_options`` configure fsspec filesystems (credentials, endpoints, ...); the local and
-    memory stores need none and ignore them.
+    memory stores need none and ignore them. Local paths may be relative (to the working
+    directory) or start with ``~`` (the user's home), as in pylance.
     """
     text = os.fspath(uri)
     if "://" not in text:
-        return _LOCAL, os.path.abspath(text)
+        return _LOCAL, os.path.abspath(os.path.expanduser(text))
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
     if scheme == "file":

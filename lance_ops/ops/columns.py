@@ -24,8 +24,10 @@ are deleted.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -33,12 +35,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lance_ops.errors import CommitConflictError, LanceOpsError, SchemaError
+from lance_ops.errors import CommitConflictError, LanceOpsError, RowCountMismatchError, SchemaError
 from lance_ops.file.writer import as_table
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import write_data_file
 from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.ops.udf_checkpoint import UDFCheckpoint
 from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
 from lance_ops.query.predicate import parse_expression
 from lance_ops.table.manifest import DataFile, DataFragment, Manifest
@@ -72,20 +75,32 @@ Transforms: TypeAlias = (
 
 @dataclass(frozen=True)
 class BatchUDF:
-    """A batch function for :func:`add_columns` with, optionally, the schema its batches must have."""
+    """A batch function for :func:`add_columns` with, optionally, the schema its batches must have
+    and a checkpoint file that lets an interrupted run resume (:mod:`lance_ops.ops.udf_checkpoint`)."""
 
     func: Callable[[pa.RecordBatch], Any]
     output_schema: pa.Schema | None = None
+    checkpoint_file: str | os.PathLike[str] | None = None
 
     def __call__(self, batch: pa.RecordBatch) -> Any:
         return self.func(batch)
 
+    @cached_property
+    def cache(self) -> UDFCheckpoint | None:
+        """The checkpoint (pylance's attribute name), opened on first use."""
+        return None if self.checkpoint_file is None else UDFCheckpoint(self.checkpoint_file)
+
 
 def batch_udf(
     output_schema: pa.Schema | None = None,
+    checkpoint_file: str | os.PathLike[str] | None = None,
 ) -> Callable[[Callable[[pa.RecordBatch], Any]], BatchUDF]:
-    """Decorator making a function ``RecordBatch -> RecordBatch | pandas.DataFrame`` a :class:`BatchUDF`."""
-    return lambda func: BatchUDF(func, output_schema)
+    """Decorator making a function ``RecordBatch -> RecordBatch | pandas.DataFrame`` a :class:`BatchUDF`.
+
+    With ``checkpoint_file``, results are saved as they are computed; calling ``add_columns`` again
+    after a failure resumes from them, and the file is removed once the new columns are committed.
+    """
+    return lambda func: BatchUDF(func, output_schema, checkpoint_file)
 
 
 # ---------------------------------------------------------------------------------------- computing
@@ -104,6 +119,7 @@ class _Compute:
     output_schema: pa.Schema | None
     with_row_id: bool = False
     with_row_address: bool = False
+    checkpoint: UDFCheckpoint | None = None
 
 
 def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Expression]) -> _Compute:
@@ -150,7 +166,8 @@ def _udf_compute(
         )
 
     read = set(read_columns or ())
-    return _Compute(columns, call, declared, ROW_ID in read, ROW_ADDRESS in read)
+    checkpoint = func.cache if isinstance(func, BatchUDF) else None
+    return _Compute(columns, call, declared, ROW_ID in read, ROW_ADDRESS in read, checkpoint)
 
 
 def _as_batch(table: pa.Table) -> pa.RecordBatch:
@@ -171,13 +188,21 @@ def _scatter(batch: pa.RecordBatch, positions: np.ndarray, length: int) -> pa.Re
 def _fragment_batches(
     fragment: FragmentReader, compute: _Compute, batch_size: int
 ) -> Iterator[pa.RecordBatch]:
-    """The new columns for every physical row of ``fragment``, computed from its live rows."""
+    """The new columns for every physical row of ``fragment``, computed from its live rows.
+
+    With a checkpoint, each batch's result is looked up there first and saved there once computed.
+    """
     deleted = fragment.deleted
-    for start in range(0, fragment.physical_rows, batch_size):
+    checkpoint = compute.checkpoint
+    for index, start in enumerate(range(0, fragment.physical_rows, batch_size)):
         offsets = np.arange(start, min(start + batch_size, fragment.physical_rows), dtype=np.int64)
         live = offsets[~np.isin(offsets, deleted)] if len(deleted) else offsets
-        table = fragment.read(compute.columns, live, compute.with_row_id, compute.with_row_address)
-        out = compute.func(_as_batch(table))
+        out = None if checkpoint is None else checkpoint.get_batch(fragment.id, index)
+        if out is None:
+            table = fragment.read(compute.columns, live, compute.with_row_id, compute.with_row_address)
+            out = compute.func(_as_batch(table))
+            if checkpoint is not None:
+                checkpoint.insert_batch(fragment.id, index, out)
         if out.num_rows != len(live):
             raise SchemaError(f"the transform returned {out.num_rows} rows for a batch of {len(live)}")
         yield _scatter(out, live - start, len(offsets))
@@ -226,15 +251,24 @@ def _write_columns(
     fragments = files.fragments()
     streams = [_fragment_batches(f, compute, batch_size) for f in fragments]
     written: dict[int, DataFile] = {}
+    checkpoint = compute.checkpoint
     try:
         schema = _first_schema(compute, files, streams)
         fields = new_fields(schema)
         tracker = Tracker.start(progress, ADD_COLUMNS, len(fragments), "fragments")
         for fragment, batches in zip(fragments, streams, strict=True):
+            done = None if checkpoint is None else checkpoint.get_fragment(fragment.id)
+            if done is not None and set(done.fields) <= set(fields.field_ids):
+                written[fragment.id] = done
+                tracker.advance(1, f"fragment {fragment.id}: already written ({DATA_DIR}/{done.path})")
+                continue
             written[fragment.id] = _write_file(files, fragment, batches, schema, fields)
+            if checkpoint is not None:
+                checkpoint.insert_fragment(fragment.id, written[fragment.id])
             tracker.advance(1, f"fragment {fragment.id}: wrote {DATA_DIR}/{written[fragment.id].path}")
     except BaseException:
-        _delete(files, written.values())
+        if checkpoint is None:
+            _delete(files, written.values())
         raise
     return fields, written
 
@@ -325,7 +359,38 @@ def add_columns(
     new, written = _write_columns(
         files, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE, lambda s: _numbered(files, s), progress
     )
-    return commit_new_columns(files, new, written, options)
+    committed = commit_new_columns(files, new, written, options)
+    if compute.checkpoint is not None:
+        compute.checkpoint.cleanup()
+    return committed
+
+
+def add_columns_from_reader(
+    files: VersionFiles, reader: pa.RecordBatchReader, options: CommitOptions
+) -> tuple[Manifest, Transaction]:
+    """Add the columns of ``reader``, one row per live row of the version in scan order (pylance's
+    ``add_columns(reader)``); a reader with too few or too many rows raises before any commit."""
+    new = numbered_columns(files, reader.schema)
+    table = reader.read_all()
+    fragments = files.fragments()
+    expected = sum(f.live_count for f in fragments)
+    if table.num_rows != expected:
+        raise RowCountMismatchError(
+            f"the new columns have {table.num_rows} rows; the dataset has {expected} live rows"
+        )
+    written: dict[int, DataFile] = {}
+    start = 0
+    try:
+        for fragment in fragments:
+            values = table.slice(start, fragment.live_count)
+            start += fragment.live_count
+            written[fragment.id] = write_fragment_values(
+                files, fragment.id, fragment.live_offsets(), values, new
+            )
+    except BaseException:
+        _delete(files, written.values())
+        raise
+    return commit_new_columns(files, new.fields, written, options)
 
 
 # The pieces of ``add_columns`` a distributed job runs separately: the compute is rebuilt from the
@@ -356,9 +421,16 @@ class NewColumns:
     fields: LanceSchema
 
 
-def new_columns(files: VersionFiles, compute: _Compute, batch_size: int | None = None) -> NewColumns:
-    """Number the new columns (calling a UDF without a declared schema on the first batch)."""
-    first = files.fragments()[:1]
+def new_columns(
+    files: VersionFiles, compute: _Compute, batch_size: int | None = None, fragment_id: int | None = None
+) -> NewColumns:
+    """Number the new columns (calling a UDF without a declared schema on the first batch of the
+    version, or of fragment ``fragment_id`` when given)."""
+    first = (
+        files.fragments()[:1]
+        if fragment_id is None
+        else [files.fragment(_fragment_metadata(files, fragment_id))]
+    )
     streams = [_fragment_batches(f, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE) for f in first]
     schema = _first_schema(compute, files, streams)
     return NewColumns(schema, _numbered(files, schema))

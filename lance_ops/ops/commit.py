@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.io import object_store
+from lance_ops.ops import auto_cleanup
 from lance_ops.table.commit import NewDatasetSettings, commit_handler, commit_transaction, list_versions
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore
@@ -34,6 +35,7 @@ class CommitOptions:
     data_storage_version: str | None = None
     detached: bool = False
     manifest_store: ExternalManifestStore | None = field(default=None, hash=False)
+    new_dataset_config: Mapping[str, str] | None = field(default=None, hash=False)
 
 
 def _fragments_version(operation: Operation) -> str:
@@ -65,7 +67,8 @@ def commit(
     ``enable_stable_row_ids``, ``enable_v2_manifest_paths`` and ``data_storage_version`` only
     matter when the commit creates the dataset (the file version defaults to that of the
     operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
-    of a version, for stores without an atomic create.
+    of a version, for stores without an atomic create. A commit may be followed by the automatic
+    cleanup the dataset's config asks for (:mod:`lance_ops.ops.auto_cleanup`).
     """
     if options.detached:
         raise UnsupportedFeatureError("detached commits are not supported")
@@ -92,4 +95,5 @@ def commit(
         max_retries=options.max_retries,
         settings=settings,
     )
+    auto_cleanup.after_commit(store, root, manifest)
     return manifest, transaction

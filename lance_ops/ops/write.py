@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import DatasetAlreadyExistsError, RetryableCommitConflictError
+from lance_ops.errors import DatasetAlreadyExistsError, InvalidArgumentError, RetryableCommitConflictError
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.fragment.writer import (
@@ -51,7 +51,7 @@ def write(
     creates and overwrites store a given plan in the new version's config.
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     store, root = object_store(uri, write_options.storage_options)
     entries = list_versions(store, root)
     if entries and mode == "create":
@@ -78,6 +78,8 @@ def write(
         operation = Append(tuple(fragments))
     else:
         config = {} if given_plan is None else {PLAN_CONFIG_KEY: given_plan.to_json()}
+        if manifest is None:
+            config.update(commit_options.new_dataset_config or {})
         operation = Overwrite(tuple(fragments), lance_schema.to_pb(), dict(lance_schema.metadata), config)
     options = replace(
         commit_options, read_version=read_version, data_storage_version=write_options.data_storage_version

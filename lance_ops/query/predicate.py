@@ -42,7 +42,13 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
-from lance_ops.errors import PredicateError, PredicateTypeError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import (
+    PredicateError,
+    PredicateTypeError,
+    SchemaError,
+    UnsupportedFeatureError,
+    UnsupportedSQLError,
+)
 
 __all__ = ["Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
 
@@ -52,6 +58,9 @@ class LanceSQL(Spark):
 
     class Tokenizer(Spark.Tokenizer):
         STRING_ESCAPES = ["'"]
+
+    class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
+        LOG_DEFAULTS_TO_LN = False  # DataFusion's log(x) is base 10
 
 
 @dataclass(frozen=True)
@@ -323,7 +332,7 @@ class _Translator:
     def translate(self, node: exp.Expr) -> _Value:
         handler = _HANDLERS.get(type(node))
         if handler is None:
-            raise UnsupportedFeatureError(f"unsupported SQL in a filter: {_sql(node)}")
+            raise UnsupportedSQLError(f"unsupported SQL in a filter: {_sql(node)}")
         return handler(self, node)
 
     def typed(self, expr: pc.Expression, where: str) -> _Value:
@@ -742,7 +751,7 @@ _ANONYMOUS: dict[str, Callable[[_Translator, exp.Anonymous, Sequence[exp.Expr]],
 def _anonymous(tr: _Translator, node: exp.Anonymous) -> _Value:
     handler = _ANONYMOUS.get(str(node.this).lower())
     if handler is None:
-        raise UnsupportedFeatureError(f"unsupported function in a filter: {_sql(node)}")
+        raise UnsupportedSQLError(f"unsupported function in a filter: {_sql(node)}")
     return handler(tr, node, node.expressions)
 
 
@@ -789,3 +798,9 @@ _HANDLERS: dict[type[exp.Expr], Handler] = {
     exp.Concat: _concat,
     exp.Anonymous: _anonymous,
 }
+
+# DataFusion's scalar functions and literals, kept in their own module (it builds on the helpers above).
+from lance_ops.query import _functions  # noqa: E402
+
+_HANDLERS.update(_functions.HANDLERS)
+_ANONYMOUS.update(_functions.ANONYMOUS)

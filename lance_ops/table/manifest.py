@@ -22,6 +22,7 @@ code of the table layer that touches the generated protobuf modules (schema fiel
 from __future__ import annotations
 
 import enum
+import json
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -316,6 +317,11 @@ class DataFragment:
         return self.deletion_file.num_deleted_rows if self.deletion_file else 0
 
     @property
+    def num_deletions(self) -> int:
+        """pylance's name for :attr:`num_deleted_rows`."""
+        return self.num_deleted_rows
+
+    @property
     def num_rows(self) -> int:
         """Live rows (physical rows minus deleted rows)."""
         return self.physical_rows - self.num_deleted_rows
@@ -361,6 +367,7 @@ class DataFragment:
         return {
             "id": self.id,
             "files": [f.to_dict() for f in self.files],
+            "overlays": [],
             "physical_rows": self.physical_rows,
             "deletion_file": self.deletion_file.to_dict() if self.deletion_file else None,
             "row_id_meta": _sequence_to_json(self.row_ids, True),
@@ -369,7 +376,10 @@ class DataFragment:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> DataFragment:
+    def from_json(cls, data: str | bytes | Mapping[str, Any]) -> DataFragment:
+        """The fragment of :meth:`to_json`'s dict or of its JSON text (pylance's ``from_json`` takes text)."""
+        if isinstance(data, str | bytes):
+            return cls.from_json(json.loads(data))
         deletion = data.get("deletion_file")
         return cls(
             id=data.get("id", 0),

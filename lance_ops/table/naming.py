@@ -84,5 +84,5 @@ def deletion_file_name(fragment_id: int, read_version: int, deletion_id: int, ex
 
 def child_uri(uri: str, *parts: str) -> str:
     """The URI of ``parts`` below dataset ``uri`` (a local path or a ``scheme://`` URL)."""
-    base = uri.rstrip("/") if "://" in uri else os.path.abspath(uri)
+    base = uri.rstrip("/") if "://" in uri else os.path.abspath(os.path.expanduser(uri))
     return "/".join([base, *(p.strip("/") for p in parts if p.strip("/"))])

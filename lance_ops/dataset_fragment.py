@@ -1,0 +1,307 @@
+"""``LanceFragment``: one fragment of a dataset version, with pylance's fragment API.
+
+Reads (``to_table``, ``to_batches``, ``scanner``, ``take``, ``count_rows``, ``head``) go through a
+:class:`~lance_ops.scanner.LanceScanner` limited to this fragment. The writing methods follow
+pylance's "internal API" contract: they write files and return new :class:`FragmentMetadata`
+without committing anything, for the caller to commit (``LanceOperation.Append`` / ``Merge`` /
+``Delete`` / ``Overwrite``) through :meth:`LanceDataset.commit`:
+
+* :meth:`LanceFragment.create` writes the data as one new fragment (id 0 unless given) of a dataset
+  that may not exist yet;
+* :meth:`merge_columns` writes a data file of new columns (SQL expressions or a batch UDF) and
+  returns the fragment with it and the schema with the new fields;
+* :meth:`update_columns` rewrites columns of the rows whose ``_rowid`` (or another key) matches
+  rows of the new data: the new values go to a new data file and the old file's entries for those
+  fields become tombstones (-2), as pylance does;
+* :meth:`delete` writes a deletion file and returns the updated fragment (None when no row is left).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+from lance_ops.errors import InvalidArgumentError, SchemaError, TakeIndexError, UnsupportedFeatureError
+from lance_ops.fragment import FragmentMetadata, FragmentReader, WriteOptions, write_fragments
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
+from lance_ops.fragment.writer import to_reader, write_data_file
+from lance_ops.ops import columns as columns_op
+from lance_ops.ops.delete import delete_in_fragment
+from lance_ops.query.predicate import parse_predicate
+from lance_ops.scanner import Columns, Filter, LanceScanner
+from lance_ops.schema import LanceSchema
+from lance_ops.table.manifest import DataFile
+from lance_ops.table.naming import DELETIONS_DIR
+
+if TYPE_CHECKING:
+    from lance_ops.dataset import LanceDataset
+
+__all__ = ["LanceFragment"]
+
+
+class LanceFragment:
+    """One fragment of a dataset version (pylance's ``LanceFragment``)."""
+
+    def __init__(
+        self, dataset: LanceDataset, fragment_id: int | None = None, *, fragment: Any = None
+    ) -> None:
+        self._ds = dataset
+        metadata = fragment if fragment is not None else _find(dataset, fragment_id)
+        self._metadata: FragmentMetadata = metadata
+
+    # ------------------------------------------------------------------ metadata
+
+    @property
+    def _reader(self) -> FragmentReader:
+        return self._ds._files.fragment(self._metadata)
+
+    @property
+    def metadata(self) -> FragmentMetadata:
+        """The fragment's metadata (files, physical rows, deletion file, row ids)."""
+        return self._metadata
+
+    @property
+    def fragment_id(self) -> int:
+        return self._metadata.id
+
+    @property
+    def physical_rows(self) -> int:
+        """Rows written to the fragment, deleted rows included (``count_rows()`` excludes them)."""
+        return self._reader.physical_rows
+
+    @property
+    def num_deletions(self) -> int:
+        return len(self._reader.deleted)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._ds.schema
+
+    def data_files(self) -> list[DataFile]:
+        return list(self._metadata.files)
+
+    def deletion_file(self) -> str | None:
+        """The deletion file's path relative to the dataset root (None without deletions)."""
+        deletion = self._metadata.deletion_file
+        return None if deletion is None else f"{DELETIONS_DIR}/{deletion.file_name(self.fragment_id)}"
+
+    # ------------------------------------------------------------------ reads
+
+    def scanner(
+        self,
+        *,
+        columns: Columns = None,
+        batch_size: int | None = None,
+        filter: Filter = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        **tuning: Any,
+    ) -> LanceScanner:
+        """A scan of this fragment only (arguments as :meth:`LanceDataset.scanner`)."""
+        return self._ds.scanner(
+            columns,
+            filter,
+            limit,
+            offset,
+            batch_size=batch_size,
+            fragments=[self],
+            with_row_id=with_row_id,
+            with_row_address=with_row_address,
+            **{k: v for k, v in tuning.items() if k != "batch_readahead"},
+        )
+
+    def to_batches(self, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """This fragment's (filtered) rows as record batches, read one batch at a time."""
+        return self.scanner(**kwargs).to_batches()
+
+    def to_table(
+        self,
+        columns: Columns = None,
+        filter: Filter = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        **kwargs: Any,
+    ) -> pa.Table:
+        return self.scanner(
+            columns=columns,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            with_row_id=with_row_id,
+            with_row_address=with_row_address,
+            **kwargs,
+        ).to_table()
+
+    def to_pandas(self, **kwargs: Any) -> Any:
+        return self.to_table(**kwargs).to_pandas()
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.scanner(limit=num_rows).to_table()
+
+    def count_rows(self, filter: Filter = None) -> int:
+        return self.scanner(filter=filter).count_rows()
+
+    def take(
+        self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """Rows at positions ``indices`` among this fragment's live rows (any order, repeats allowed)."""
+        if isinstance(indices, pa.Array | pa.ChunkedArray):
+            indices = indices.to_numpy(zero_copy_only=False)
+        positions = np.asarray(indices, dtype=np.int64).reshape(-1)
+        live = self._reader.live_offsets()
+        if positions.size and (positions.min() < 0 or positions.max() >= len(live)):
+            raise TakeIndexError(f"take index out of range: fragment {self.fragment_id} has {len(live)} rows")
+        unique, inverse = np.unique(live[positions], return_inverse=True)
+        table = self._reader.read(self._ds._files.resolve_columns(columns), unique)
+        return table.take(pa.array(inverse.reshape(-1)))
+
+    # ------------------------------------------------------------------ writes (uncommitted)
+
+    @staticmethod
+    def create(
+        dataset_uri: str | os.PathLike[str],
+        data: Any,
+        fragment_id: int | None = None,
+        schema: pa.Schema | None = None,
+        max_rows_per_group: int = 1024,
+        progress: Any = None,
+        mode: str = "append",
+        *,
+        data_storage_version: str | None = None,
+        use_legacy_format: bool | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> FragmentMetadata:
+        """Write ``data`` as one new fragment (uncommitted); the dataset need not exist yet.
+
+        The fragment has id ``fragment_id`` (0 by default; ids are reassigned when an ``Append``
+        commits it). ``mode="append"`` writes with the existing dataset's field ids and file version.
+        ``progress`` is a ``FragmentWriteProgress`` (pylance's interface: ``begin`` gets the
+        fragment about to be written, ``complete`` the written one) or a callable taking
+        :class:`~lance_ops.progress.ProgressEvent`\\ s.
+        """
+        if use_legacy_format:
+            raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files")
+        reader = to_reader(data, schema)
+        written = write_fragments(
+            reader,
+            dataset_uri,
+            schema,
+            mode=mode,
+            max_rows_per_file=2**63 - 1,
+            max_rows_per_group=max_rows_per_group,
+            data_storage_version=data_storage_version or "stable",
+            storage_options=storage_options,
+            progress=progress,
+        )
+        if len(written) != 1:
+            raise SchemaError(f"LanceFragment.create writes one fragment; the data made {len(written)}")
+        return replace(written[0], id=fragment_id or 0)
+
+    def merge_columns(
+        self,
+        value_func: Any,
+        columns: Sequence[str] | None = None,
+        batch_size: int | None = None,
+        reader_schema: pa.Schema | None = None,
+    ) -> tuple[FragmentMetadata, LanceSchema]:
+        """Write new columns for this fragment (as :meth:`LanceDataset.add_columns` computes them).
+
+        Returns the fragment with the new data file and the dataset schema with the new fields,
+        for a ``LanceOperation.Merge`` of all the dataset's fragments.
+        """
+        files = self._ds._files
+        # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
+        read = None if isinstance(value_func, Mapping) else columns
+        compute = columns_op.column_compute(files, value_func, read)
+        if reader_schema is not None:
+            compute = replace(compute, output_schema=reader_schema)
+        new = columns_op.new_columns(files, compute, batch_size, fragment_id=self.fragment_id)
+        data_file = columns_op.write_fragment_columns(files, self.fragment_id, compute, new, batch_size)
+        fields = files.lance_schema
+        schema = replace(fields, fields=(*fields.fields, *new.fields.fields))
+        return replace(self._metadata, files=(*self._metadata.files, data_file)), LanceSchema(schema)
+
+    def update_columns(
+        self,
+        data_obj: Any,
+        left_on: str = ROW_ID,
+        right_on: str | None = None,
+        schema: pa.Schema | None = None,
+        *,
+        with_offsets: bool = False,
+    ) -> tuple[FragmentMetadata, list[int]] | tuple[FragmentMetadata, list[int], bytes]:
+        """Replace values of existing columns for the rows matching ``data_obj`` on a key.
+
+        Each live row whose ``left_on`` (``_rowid`` by default) equals the ``right_on`` of a row of
+        ``data_obj`` takes that row's values for the other columns of ``data_obj``; other rows keep
+        theirs. The new values go to a new data file with the fields' ids; older files keep the
+        ids as tombstones (-2). Returns the updated fragment and the ids of the fields rewritten
+        (and, with ``with_offsets``, the updated physical row offsets as a portable RoaringBitmap).
+        """
+        right_on = right_on or left_on
+        table = to_reader(data_obj, schema).read_all()
+        if table.schema.get_field_index(right_on) < 0:
+            raise SchemaError(f"the new data has no key column {right_on!r}")
+        names = [n for n in table.schema.names if n != right_on]
+        lance_schema = self._ds._files.lance_schema
+        top = {f.name: f for f in lance_schema.fields if f.parent_id == -1}
+        unknown = [n for n in names if n not in top]
+        if unknown or not names:
+            raise SchemaError(f"update_columns needs existing columns to update; unknown: {unknown}")
+        current = self.to_table(columns=[left_on], with_row_address=True)
+        keys = current.column(left_on).to_numpy(zero_copy_only=False)
+        new_keys = table.column(right_on).to_numpy(zero_copy_only=False)
+        order = np.argsort(new_keys, kind="stable")
+        at = np.minimum(np.searchsorted(new_keys[order], keys), max(len(new_keys) - 1, 0))
+        matched = new_keys[order][at] == keys if len(new_keys) else np.zeros(len(keys), bool)
+        physical = (current.column(ROW_ADDRESS).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        rows = self.physical_rows
+        # Old values at [0, rows), new values after them: take old or new per physical row.
+        pick = np.arange(rows, dtype=np.int64)
+        pick[physical[matched]] = rows + np.arange(int(matched.sum()))
+        old = self._reader.read(names, np.arange(rows, dtype=np.int64))
+        new = table.select(names).take(pa.array(order[at][matched])).cast(old.schema)
+        batch = pa.concat_tables([old, new]).take(pa.array(pick)).combine_chunks().to_batches()
+        field_ids = [f.id for n in names for f in lance_schema.subtree(top[n].id)]
+        fields = replace(lance_schema, fields=tuple(f for f in lance_schema.fields if f.id in set(field_ids)))
+        options = WriteOptions(
+            storage_options=self._ds.storage_options, data_storage_version=self._ds.data_storage_version
+        )
+        data_file = write_data_file(batch, self._ds.uri, fields, rows, options)
+        wanted = set(field_ids)
+        old_files = tuple(
+            replace(f, fields=tuple(-2 if i in wanted else i for i in f.fields)) for f in self._metadata.files
+        )
+        updated = replace(self._metadata, files=(*old_files, data_file))
+        if with_offsets:
+            return updated, field_ids, BitMap(physical[matched].astype(np.uint32)).serialize()
+        return updated, field_ids
+
+    def delete(self, predicate: str | Any) -> FragmentMetadata | None:
+        """Write a deletion file for the rows ``predicate`` selects; returns the updated fragment.
+
+        None when no row is left; the fragment unchanged when no row matches. Nothing is committed.
+        """
+        bound = parse_predicate(predicate, self._ds.schema)
+        deletion = delete_in_fragment(self._reader, bound, self._ds.version)
+        return self._metadata if deletion is None else deletion.updated
+
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self.fragment_id}, physical_rows={self._metadata.physical_rows})"
+
+
+def _find(dataset: LanceDataset, fragment_id: int | None) -> FragmentMetadata:
+    for metadata in dataset.manifest.fragments:
+        if metadata.id == fragment_id:
+            return metadata
+    raise InvalidArgumentError(f"fragment {fragment_id} is not in version {dataset.version} of the dataset")

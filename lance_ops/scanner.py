@@ -1,0 +1,325 @@
+"""``LanceScanner``: a configured scan of one dataset version (pylance's ``ds.scanner(...)``).
+
+A scan request names what to return (``columns``), which rows (``filter``, ``fragments``,
+``offset`` / ``limit``) and how (``batch_size``, ``with_row_id``, ``with_row_address``). Columns are:
+
+* a list of names: top-level columns, nested struct fields as dotted paths (``"meta.source"``,
+  returned under that name), and the virtual columns ``_rowid``, ``_rowaddr`` and ``_rowoffset``
+  (the row's position among the live rows of the version, what :meth:`LanceDataset.take` takes);
+* or a dict of output name -> SQL expression (``{"double": "id * 2", "id": "id"}``), evaluated with
+  the filter dialect of :mod:`lance_ops.query.predicate`; expressions may use the virtual columns.
+
+``with_row_id`` / ``with_row_address`` append ``_rowid`` / ``_rowaddr`` unless the projection
+already returns them, as pylance does. Nothing is read until a result is asked for; each of
+``to_table``, ``to_batches``, ``to_reader`` and ``count_rows`` runs the scan afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from lance_ops.errors import InvalidArgumentError, LanceOpsError, SchemaError
+from lance_ops.fragment import ScanOptions
+from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader
+from lance_ops.fragment.scan import scan_batches
+from lance_ops.query.predicate import BoundExpression, Predicate, parse_expression, parse_predicate
+
+if TYPE_CHECKING:
+    from lance_ops.dataset import LanceDataset
+
+__all__ = ["ROW_OFFSET", "LanceScanner", "ScanRequest"]
+
+ROW_OFFSET = "_rowoffset"
+VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS, ROW_OFFSET)
+
+Columns: TypeAlias = "Sequence[str] | Mapping[str, str | pc.Expression] | None"
+Filter: TypeAlias = "str | pc.Expression | None"
+
+
+@dataclass(frozen=True)
+class ScanRequest:
+    """The arguments of a scan, as given to ``ds.scanner(...)`` (validated by :class:`LanceScanner`)."""
+
+    columns: Columns = None
+    filter: Filter = None
+    limit: int | None = None
+    offset: int | None = None
+    with_row_id: bool = False
+    with_row_address: bool = False
+    batch_size: int | None = None
+    fragment_ids: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class _Output:
+    """One output column: its field (name, type, field metadata) and how it is computed from the
+    rows read.
+
+    ``path`` selects a column (or a struct field below it) of what was read; ``expression``
+    evaluates a bound SQL expression instead.
+    """
+
+    field: pa.Field
+    path: tuple[str, ...] = ()
+    expression: BoundExpression | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.field.name)
+
+    @property
+    def type(self) -> pa.DataType:
+        return self.field.type
+
+
+class LanceScanner:
+    """A scan of one dataset version, with pylance's ``LanceScanner`` methods."""
+
+    def __init__(self, ds: LanceDataset, request: ScanRequest) -> None:
+        if (request.offset or 0) < 0 or (request.limit or 0) < 0:
+            raise InvalidArgumentError("limit and offset must be non-negative")
+        if request.batch_size is not None and request.batch_size <= 0:
+            raise InvalidArgumentError("batch_size must be positive")
+        self._ds = ds
+        self._files = ds._files
+        self._request = request
+        self._outputs = self._project(request.columns)
+        if request.with_row_id and ROW_ID not in self._names:
+            self._outputs.append(_Output(pa.field(ROW_ID, pa.uint64()), (ROW_ID,)))
+        if request.with_row_address and ROW_ADDRESS not in self._names:
+            self._outputs.append(_Output(pa.field(ROW_ADDRESS, pa.uint64()), (ROW_ADDRESS,)))
+        self._predicate: Predicate | None = (
+            None if request.filter is None else parse_predicate(request.filter, self._files.schema)
+        )
+
+    # ------------------------------------------------------------------ projection
+
+    @property
+    def _names(self) -> list[str]:
+        return [o.name for o in self._outputs]
+
+    @cached_property
+    def _virtual_schema(self) -> pa.Schema:
+        """The dataset schema plus the virtual columns, which expressions may name."""
+        extra = [
+            pa.field(name, pa.uint64()) for name in VIRTUAL_COLUMNS if name not in self._files.schema.names
+        ]
+        return pa.schema([*self._files.schema, *extra])
+
+    def _project(self, columns: Columns) -> list[_Output]:
+        if columns is None:
+            return [_Output(f, (f.name,)) for f in self._files.schema]
+        if isinstance(columns, Mapping):
+            return [self._expression(name, sql) for name, sql in columns.items()]
+        if isinstance(columns, str):
+            raise TypeError("columns must be a list of column names or a dict of name -> SQL expression")
+        return [self._path(name) for name in columns]
+
+    def _path(self, name: str) -> _Output:
+        """A column, a dotted struct path, or a virtual column named in a list of columns."""
+        schema = self._virtual_schema
+        if not isinstance(name, str):
+            raise TypeError(f"column names must be strings, not {type(name).__name__}")
+        if schema.get_field_index(name) >= 0:
+            return _Output(schema.field(name), (name,))
+        parts = name.split(".")
+        field: pa.Field | None = None
+        if schema.get_field_index(parts[0]) >= 0:
+            field = schema.field(parts[0])
+            for part in parts[1:]:
+                if not pa.types.is_struct(field.type) or field.type.get_field_index(part) < 0:
+                    field = None
+                    break
+                field = field.type.field(part)
+        if field is None:
+            raise SchemaError(f"no such column {name!r}; the dataset has {self._files.schema.names}")
+        return _Output(field.with_name(name), tuple(parts))
+
+    def _expression(self, name: str, sql: str | pc.Expression) -> _Output:
+        if not isinstance(name, str):
+            raise TypeError(f"output column names must be strings, not {name!r}")
+        try:
+            bound = parse_expression(sql, self._virtual_schema)
+        except LanceOpsError as exc:
+            raise type(exc)(f"the expression for column {name!r}: {exc}") from exc
+        return _Output(pa.field(name, bound.type), expression=bound)
+
+    @cached_property
+    def _reads(self) -> tuple[list[str], set[str]]:
+        """Dataset columns to read and virtual columns to compute."""
+        needed: set[str] = set()
+        for output in self._outputs:
+            needed.update(output.expression.columns if output.expression is not None else output.path[:1])
+        dataset = [n for n in self._files.schema.names if n in needed]
+        return dataset, needed & set(VIRTUAL_COLUMNS) - set(self._files.schema.names)
+
+    @cached_property
+    def _options(self) -> ScanOptions:
+        columns, virtual = self._reads
+        return ScanOptions(
+            columns=tuple(columns),
+            predicate=self._predicate,
+            with_row_id=ROW_ID in virtual,
+            with_row_address=bool(virtual & {ROW_ADDRESS, ROW_OFFSET}),
+            batch_size=self._request.batch_size or DEFAULT_BATCH_SIZE,
+        )
+
+    @cached_property
+    def _fragments(self) -> list[FragmentReader]:
+        fragments = self._files.fragments()
+        wanted = self._request.fragment_ids
+        if wanted is None:
+            return fragments
+        by_id = {f.id: f for f in fragments}
+        missing = [i for i in wanted if i not in by_id]
+        if missing:
+            raise InvalidArgumentError(
+                f"fragments {missing} are not in version {self._ds.version} of the dataset"
+            )
+        return [by_id[i] for i in wanted]
+
+    @cached_property
+    def _live_starts(self) -> dict[int, int]:
+        """Fragment id -> position (among the version's live rows) of its first live row."""
+        fragments = self._files.fragments()
+        starts = np.cumsum([0, *(f.live_count for f in fragments)])
+        return {f.id: int(start) for f, start in zip(fragments, starts, strict=False)}
+
+    def _row_offsets(self, addresses: np.ndarray) -> np.ndarray:
+        fragment_ids = (addresses >> np.uint64(32)).astype(np.int64)
+        physical = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        out = np.empty(len(addresses), np.uint64)
+        for fragment_id in np.unique(fragment_ids):
+            mine = fragment_ids == fragment_id
+            reader = self._files.fragment(
+                next(f for f in self._files.manifest.fragments if f.id == fragment_id)
+            )
+            local = np.searchsorted(reader.live_offsets(), physical[mine])
+            out[mine] = local + self._live_starts[int(fragment_id)]
+        return out
+
+    def _output_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The requested columns of one batch of rows read."""
+        table = pa.Table.from_batches([batch])
+        _, virtual = self._reads
+        if ROW_OFFSET in virtual:
+            addresses = table.column(ROW_ADDRESS).to_numpy()
+            table = table.append_column(
+                pa.field(ROW_OFFSET, pa.uint64()), pa.array(self._row_offsets(addresses))
+            )
+        expressions = {o.name: o.expression.expression for o in self._outputs if o.expression is not None}
+        computed = pads.dataset(table).to_table(columns=expressions) if expressions else None
+        arrays = []
+        for output in self._outputs:
+            if output.expression is not None:
+                assert computed is not None
+                array = computed.column(output.name).combine_chunks()
+            else:
+                array = table.column(output.path[0]).combine_chunks()
+                for part in output.path[1:]:
+                    array = pc.struct_field(array, part)
+            arrays.append(array.cast(output.type) if array.type != output.type else array)
+        return (
+            pa.RecordBatch.from_arrays(arrays, schema=self.projected_schema) if arrays else _no_columns(batch)
+        )
+
+    # ------------------------------------------------------------------ pylance's scanner API
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        """The schema of the batches this scan returns."""
+        return pa.schema([o.field for o in self._outputs], metadata=self._files.schema.metadata)
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        """The schema of the dataset being scanned."""
+        return self._files.schema
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The scan's rows as record batches of at most ``batch_size`` rows, read lazily."""
+        request = self._request
+        batches = scan_batches(
+            self._files, self._options, request.limit, request.offset or 0, self._fragments
+        )
+        return (self._output_batch(b) for b in batches)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.to_batches()), schema=self.projected_schema)
+
+    def to_pandas(self, **kwargs: Any) -> Any:
+        return self.to_table().to_pandas(**kwargs)
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.to_table()[:num_rows]
+
+    def count_rows(self) -> int:
+        """Rows the scan returns (only the filter's columns are read).
+
+        A scan with ``limit`` or ``offset`` cannot be counted, as in pylance: count, then clamp.
+        """
+        if self._request.limit is not None or self._request.offset is not None:
+            raise InvalidArgumentError(
+                "count_rows cannot use limit / offset; apply them to the count instead"
+            )
+        return sum(f.count(self._predicate) for f in self._fragments)
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """How this scan runs, one step a line from the output down to the fragments (lance-ops' own text)."""
+        request, options = self._request, self._options
+        projection = ", ".join(
+            f"{o.name}={o.expression.expression}" if o.expression is not None else ".".join(o.path)
+            for o in self._outputs
+        )
+        lines = [f"Projection: [{projection}]"]
+        if request.limit is not None or request.offset:
+            lines.append(f"  Limit: offset={request.offset or 0}, limit={request.limit}")
+        if self._predicate is not None:
+            bounds = ", ".join(
+                f"{b.column} {b.op} {[v.as_py() for v in b.values]}" for b in self._predicate.bounds
+            )
+            lines.append(f"  Filter: {request.filter}" + (f" (pruning on: {bounds})" if bounds else ""))
+        fragments = self._fragments
+        filtered = () if self._predicate is None else self._predicate.columns
+        read = [*options.columns, *(c for c in filtered if c not in options.columns)]
+        lines.append(
+            f"    LanceRead: uri={self._ds.uri}, version={self._ds.version}, columns=[{', '.join(read)}], "
+            f"fragments={len(fragments)}/{len(self._files.manifest.fragments)}, "
+            f"row_id={options.with_row_id}, "
+            f"row_addr={options.with_row_address}, batch_size={options.batch_size}"
+        )
+        if verbose:
+            lines += [
+                f"      fragment {f.id}: physical_rows={f.metadata.physical_rows}, "
+                f"files={len(f.metadata.files)}, deletions={'yes' if f.metadata.deletion_file else 'no'}"
+                for f in fragments
+            ]
+        return "\n".join(lines) + "\n"
+
+    def analyze_plan(self) -> str:
+        """The plan with the rows the scan returned (it runs the scan)."""
+        return self.explain_plan() + f"rows_returned={self.count_rows()}\n"
+
+
+def _no_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return pa.RecordBatch.from_struct_array(pa.nulls(batch.num_rows, pa.struct([])))
+
+
+def fragment_ids(fragments: Iterable[Any] | None) -> tuple[int, ...] | None:
+    """Ids of the ``fragments=`` argument (``LanceFragment``\\ s, ``FragmentMetadata`` or ids)."""
+    if fragments is None:
+        return None
+    return tuple(
+        f if isinstance(f, int) else f.fragment_id if hasattr(f, "fragment_id") else f.id for f in fragments
+    )
