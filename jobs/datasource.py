@@ -14,6 +14,9 @@ DataFrame is therefore a snapshot: later commits do not change what it returns. 
 LONG), ``filter`` (a Lance SQL predicate evaluated while scanning), ``split_rows``, ``batch_size``
 (rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``. Everything the
 reader does is fixed by its options and schema, so the JVM reusing it across queries is harmless.
+With a predicate, planning skips the row ranges whose column statistics (``ds.stats.rebuild()``,
+:func:`jobs.rebuild_statistics`) show it cannot select a row (:func:`prune_partitions`): a
+selective ``filter`` on a column with statistics makes fewer tasks, and the rows are the same.
 
 Pushdown — what Spark 4.3's Python Data Source API allows:
 
@@ -57,7 +60,10 @@ files for the rows of the read version the predicate selects, the new fragments 
 re-run backfill leaves one copy; a DataFrame row the predicate does not select fails its task.
 Options: ``transaction_properties`` (JSON object of strings, stored in the transaction),
 ``commit_message``, ``max_rows_per_file``, ``max_rows_per_group``, ``data_storage_version`` (default:
-the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create), ``save_mode``
+the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create),
+``encoding_plan`` (an :class:`~lance_ops.encoding.plan.EncodingPlan` as JSON, applied by every task
+and stored by a create or overwrite; appends, replace-where and streaming writes otherwise apply the
+plan stored in the dataset, read once on the driver — see :mod:`jobs.profile_encodings`), ``save_mode``
 (``error``/``ignore``, see :func:`save`) and, for both directions, ``storage_options`` (JSON object).
 Streaming writes commit each micro-batch the same way, with the query's identity (option
 ``stream_id``, else the query id in ``<checkpointLocation>/metadata``) and the batch id in the

@@ -1,6 +1,6 @@
 """The main job: the whole maintenance cycle of a Lance dataset, run through Spark.
 
-    python -m jobs.pipeline [--uri DIR] [--rows N] [--appends K] [--master local[*]]
+    python -m jobs.pipeline [--uri DIR] [--rows N] [--appends K] [--master MASTER]
 
 Steps, in order (each is a Spark job committing one transaction, or one per ``commit_every`` group):
 
@@ -339,7 +339,9 @@ def main(argv: Sequence[str] | None = None) -> list[StepReport]:
     parser.add_argument("--uri", default=DEFAULT_URI, help="Lance dataset directory (default: %(default)s)")
     parser.add_argument("--rows", type=int, default=10_000, help="rows per append (default: %(default)s)")
     parser.add_argument("--appends", type=int, default=3, help="appends per cycle (default: %(default)s)")
-    parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
+    parser.add_argument(
+        "--master", default=None, help="Spark master (default: spark-submit's, else local[*])"
+    )
     args = parser.parse_args(argv)
     spark = get_spark("lance-ops-pipeline", master=args.master)
     try:
