@@ -104,8 +104,22 @@ def rebuild(
     (``ds.stats.rebuild`` does that).
     """
     files: VersionFiles = getattr(ds, "_files", ds)
-    pending = pending_statistics(files, columns, force)
-    computed = [fragment_statistics(f, pending[f.id]) for f in files.fragments() if f.id in pending]
+    options = options or CommitOptions(storage_options=files.storage_options)
+    fields = statistics_fields(files, columns)
+    existing = {} if force else load_statistics(files.uri, files.manifest, files.storage_options)
+    computed = []
+    for fragment in files.fragments():
+        have = existing.get(fragment.id)
+        wanted = {
+            i: n
+            for i, n in fields.items()
+            if have is None or i not in have.sources
+            if field_source(fragment.metadata, i) is not None
+        }
+        if wanted:
+            computed.append(fragment_statistics(fragment, wanted))
+    if not computed:
+        return RebuildResult(None, None, ())
     return commit_statistics(files, computed, options)
 
 
