@@ -179,6 +179,17 @@ def test_stored_plan_is_honoured_by_every_executor(spark: SparkSession, tmp_path
     ).save(uri)
     assert _page_kinds(uri, 1) == [["dictionary"]] * 3
     assert lance.dataset(uri).to_table().sort_by("id") == lance.dataset(auto).to_table().sort_by("id")
+    # A streaming micro-batch of data that alone would be plain (like the second partition).
+    source = tmp_path / "in"
+    source.mkdir()
+    lines = (json.dumps({"id": 4000 + i, "s": f"{'x' * 40}-{i % 1000:05d}"}) for i in range(2000))
+    (source / "a.json").write_text("\n".join(lines) + "\n")
+    stream = spark.readStream.schema("id LONG, s STRING").json(str(source))
+    stream.writeStream.format("lance").option("checkpointLocation", str(tmp_path / "ckpt")).trigger(
+        availableNow=True
+    ).start(uri).awaitTermination()
+    assert lance.dataset(uri).count_rows() == 6000
+    assert _page_kinds(uri, 1) == [["dictionary"]] * 4
 
     created = str(tmp_path / "created.lance")
     jobs.save(frame, created, encoding_plan=plan.to_json())
