@@ -1,8 +1,10 @@
 """Spark side of lance-ops: the ``format("lance")`` data source and jobs built on it.
 
 ``register(spark)`` makes ``spark.read/write.format("lance")`` available in a session;
-``jobs.delete``, ``jobs.add_columns`` and ``jobs.compact`` are the distributed maintenance jobs
-(executors do the data work, the driver commits), each also ``python -m jobs.<name> --uri ...``;
+``jobs.delete``, ``jobs.add_columns``, ``jobs.compact``, ``jobs.rebuild_statistics`` and
+``jobs.profile_encodings`` are the distributed maintenance jobs (executors do the data work, the
+driver commits), ``jobs.cleanup`` and the ``jobs.tags`` helpers run on the driver; each is also
+``python -m jobs.<name> --uri ...`` (see docs/spark.md);
 ``jobs.save`` writes a DataFrame in any save mode; ``python -m jobs.pipeline`` is the main job.
 """
 
@@ -12,10 +14,14 @@ import warnings
 
 from pyspark.sql import SparkSession
 
+from jobs import tags
 from jobs.add_columns import add_columns
+from jobs.cleanup import cleanup
 from jobs.compact import compact
 from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource, save
 from jobs.delete import delete
+from jobs.profile_encodings import profile_encodings
+from jobs.rebuild_statistics import rebuild_statistics
 
 # ``jobs.delete`` etc. are both the job functions (imported here) and the modules that
 # ``python -m jobs.<name>`` runs; runpy warns that the module was imported with the package, which is
@@ -26,7 +32,18 @@ warnings.filterwarnings(
     category=RuntimeWarning,
 )
 
-__all__ = ["LanceDataSource", "add_columns", "compact", "delete", "register", "save"]
+__all__ = [
+    "LanceDataSource",
+    "add_columns",
+    "cleanup",
+    "compact",
+    "delete",
+    "profile_encodings",
+    "rebuild_statistics",
+    "register",
+    "save",
+    "tags",
+]
 
 
 def register(spark: SparkSession) -> None:

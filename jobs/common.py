@@ -59,10 +59,13 @@ def run_main(
     job: Callable[[SparkSession, argparse.Namespace], Any],
 ) -> Any:
     """Parse ``--uri``/``--master`` plus the job's own arguments, run ``job`` on a session, print
-    its result as JSON and return it."""
+    its result as JSON and return it. Without ``--master`` the session keeps the master
+    ``spark-submit`` was given (``local[*]`` when run as ``python -m jobs.<name>``)."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--uri", required=True, help="Lance dataset URI")
-    parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
+    parser.add_argument(
+        "--master", default=None, help="Spark master (default: spark-submit's, else local[*])"
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     spark = get_spark(f"lance-ops-{prog.rsplit('.', 1)[-1]}", master=args.master)

@@ -14,6 +14,9 @@ DataFrame is therefore a snapshot: later commits do not change what it returns. 
 LONG), ``filter`` (a Lance SQL predicate evaluated while scanning), ``split_rows``, ``batch_size``
 (rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``. Everything the
 reader does is fixed by its options and schema, so the JVM reusing it across queries is harmless.
+With a predicate, planning skips the row ranges whose column statistics (``ds.stats.rebuild()``,
+:func:`jobs.rebuild_statistics`) show it cannot select a row (:func:`prune_partitions`): a
+selective ``filter`` on a column with statistics makes fewer tasks, and the rows are the same.
 
 Pushdown — what Spark 4.3's Python Data Source API allows:
 
@@ -57,7 +60,10 @@ files for the rows of the read version the predicate selects, the new fragments 
 re-run backfill leaves one copy; a DataFrame row the predicate does not select fails its task.
 Options: ``transaction_properties`` (JSON object of strings, stored in the transaction),
 ``commit_message``, ``max_rows_per_file``, ``max_rows_per_group``, ``data_storage_version`` (default:
-the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create), ``save_mode``
+the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create),
+``encoding_plan`` (an :class:`~lance_ops.encoding.plan.EncodingPlan` as JSON, applied by every task
+and stored by a create or overwrite; appends, replace-where and streaming writes otherwise apply the
+plan stored in the dataset, read once on the driver — see :mod:`jobs.profile_encodings`), ``save_mode``
 (``error``/``ignore``, see :func:`save`) and, for both directions, ``storage_options`` (JSON object).
 Streaming writes commit each micro-batch the same way, with the query's identity (option
 ``stream_id``, else the query id in ``<checkpointLocation>/metadata``) and the batch id in the
@@ -105,13 +111,16 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 import lance_ops
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
+from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
+from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetAlreadyExistsError, DatasetNotFoundError, SchemaError
 from lance_ops.fragment import FragmentMetadata, write_fragments
 from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.pruning import zone_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
 from lance_ops.ops.compaction import open_version
 from lance_ops.ops.write import replace_rows
-from lance_ops.query.predicate import parse_predicate
+from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Operation
 
@@ -260,6 +269,31 @@ def split_fragment(fragment_id: int, physical_rows: int, split_rows: int) -> lis
     ]
 
 
+def prune_partitions(
+    files: VersionFiles,
+    fragment_id: int,
+    parts: list[LanceInputPartition],
+    predicate: Predicate | None,
+) -> list[LanceInputPartition]:
+    """The row ranges of one fragment that ``predicate`` may select rows from.
+
+    A range is dropped, at planning time, when the fragment's column statistics (zone min / max /
+    null counts, :mod:`lance_ops.fragment.pruning`) show that no zone it overlaps can hold a
+    matching row; fragments without usable statistics keep every range. Scanning still evaluates
+    the predicate, so pruning only saves tasks and I/O and never changes the rows read.
+    """
+    stats = None if predicate is None else files.statistics.get(fragment_id)
+    if predicate is None or stats is None:
+        return parts
+    lance = files.lance_schema
+    bounds = [b for b in predicate.bounds if files.schema.get_field_index(b.column) >= 0]
+    mask = zone_mask(stats, bounds, {b.column: lance.field(b.column).id for b in bounds})
+    if mask is None:
+        return parts
+    zone = stats.zone_rows
+    return [p for p in parts if mask[p.start // zone : -(-p.stop // zone)].any()]
+
+
 def metadata_field(name: str) -> StructField:
     """The Spark field of a metadata column (``_rowid``, ``_rowaddr``, ``_fragid``)."""
     return StructField(name, LongType(), nullable=False)
@@ -303,9 +337,15 @@ class LanceReader(DataSourceReader):
         return open_version(self.uri, self.version, self.storage_options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        # HOOK(L6): with a predicate, drop the fragments whose statistics rule it out here.
-        fragments = self._open().manifest.fragments
-        parts = [p for f in fragments for p in split_fragment(f.id, f.physical_rows, self.split_rows)]
+        files = self._open()
+        predicate = None if self.filter is None else parse_predicate(self.filter, files.schema)
+        parts = [
+            part
+            for f in files.manifest.fragments
+            for part in prune_partitions(
+                files, f.id, split_fragment(f.id, f.physical_rows, self.split_rows), predicate
+            )
+        ]
         return parts or [LanceInputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -393,6 +433,8 @@ class LanceWriter(DataSourceArrowWriter):
         self.max_rows_per_group = int(options.get("max_rows_per_group", 1024))
         self.enable_stable_row_ids = _bool_option(options, "enable_stable_row_ids", False)
         self.replace_where = options.get("replace_where") or None
+        given_plan = options.get("encoding_plan")
+        self.given_plan = None if not given_plan else EncodingPlan.from_json(given_plan)
         if self.replace_where is not None and not overwrite:
             raise ValueError("option 'replace_where' needs mode('overwrite')")
         existing = self._existing()
@@ -422,6 +464,10 @@ class LanceWriter(DataSourceArrowWriter):
         self._file_version = (
             self.data_storage_version if append_to is None else append_to.data_storage_version
         )
+        # The dataset's encoding plan, read once here and handed to every task, so all fragments of
+        # a column are encoded alike whichever partition wrote them (a given plan wins).
+        stored_plan = None if append_to is None else EncodingPlan.from_config(append_to.manifest.config)
+        self.encoding_plan = self.given_plan or stored_plan
 
     def _existing(self) -> lance_ops.LanceDataset | None:
         """The latest version of the dataset at ``uri``, or None if there is none yet."""
@@ -467,13 +513,15 @@ class LanceWriter(DataSourceArrowWriter):
             data_storage_version=self._file_version,
             storage_options=self.storage_options,
             fields=self.append_fields(),
+            encoding_plan=self.encoding_plan,
         )
         return LanceCommitMessage(fragments=list(fragments), num_rows=counted.num_rows)
 
     def operation(self, fragments: list[FragmentMetadata]) -> Operation:
         """The single operation committing ``fragments`` on ``read_version``."""
         if self.overwrite:
-            return lance_ops.LanceOperation.Overwrite(self.schema, fragments)
+            config = {} if self.given_plan is None else {PLAN_CONFIG_KEY: self.given_plan.to_json()}
+            return lance_ops.LanceOperation.Overwrite(self.schema, fragments, config)
         if self.replace_where is not None:
             assert self.read_version is not None
             files = open_version(self.uri, self.read_version, self.storage_options)

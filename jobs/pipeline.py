@@ -1,6 +1,6 @@
 """The main job: the whole maintenance cycle of a Lance dataset, run through Spark.
 
-    python -m jobs.pipeline [--uri DIR] [--rows N] [--appends K] [--master local[*]]
+    python -m jobs.pipeline [--uri DIR] [--rows N] [--appends K] [--master MASTER]
 
 Steps, in order (each is a Spark job committing one transaction, or one per ``commit_every`` group):
 
@@ -8,7 +8,13 @@ Steps, in order (each is a Spark job committing one transaction, or one per ``co
 2. ``backfill`` — a replace-where rewrite of the ``alpha`` category (score doubled), one ``Update``;
 3. ``delete`` — :func:`jobs.delete` of the rows without a note;
 4. ``add_column`` — :func:`jobs.add_columns` of a SQL column computed from ``score``;
-5. ``compact`` — :func:`jobs.compact` into fragments of ``rows * appends`` rows.
+5. ``profile`` — :func:`jobs.profile_encodings`: per-partition HLL sketches merged into the
+   dataset's encoding plan, stored in its config (one ``UpdateConfig``);
+6. ``compact`` — :func:`jobs.compact` into fragments of ``rows * appends`` rows (rewritten with the
+   stored plan);
+7. ``tag`` — the compacted version is tagged;
+8. ``statistics`` — :func:`jobs.rebuild_statistics` (executors compute, one ``UpdateConfig``);
+9. ``cleanup`` — :func:`jobs.cleanup`: a dry run, then the cleanup of every untagged old version.
 
 Each step's result is checked against the state before it (rows, schema, the committed operation);
 one line per step reports version, rows, fragments, bytes and seconds, and the process exits with
@@ -33,6 +39,7 @@ from pyspark.sql import functions as F
 import jobs
 import lance_ops
 from jobs.session import get_spark
+from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetNotFoundError
 
 DEFAULT_URI = str(Path(__file__).resolve().parent.parent / "data" / "demo.lance")
@@ -211,6 +218,21 @@ def add_column_step(spark: SparkSession, uri: str, before: Snapshot | None) -> C
     return check
 
 
+def profile_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
+    """Profile every column on executors and store the dataset's encoding plan (one commit)."""
+    assert before is not None
+    plan = jobs.profile_encodings(spark, uri)
+
+    def check(after: Snapshot) -> None:
+        expect(after.operation == "UpdateConfig", f"profile committed {after.operation}")
+        expect(after.rows == before.rows, "profile changed the row count")
+        stored = EncodingPlan.from_config(lance_ops.dataset(uri).manifest.config)
+        expect(stored == plan, "profile: the stored plan is not the one computed")
+        expect(plan.columns["category"].dictionary, "profile: 4 categories should be a dictionary")
+
+    return check
+
+
 def compact_step(target_rows: int) -> Step:
     def step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
         assert before is not None
@@ -239,9 +261,9 @@ def tag_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
 
 
 def statistics_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
-    """Rebuild column statistics for the latest version (one commit)."""
+    """Rebuild column statistics for the latest version on executors (one commit)."""
     assert before is not None
-    lance_ops.dataset(uri).stats.rebuild()
+    jobs.rebuild_statistics(spark, uri)
 
     def check(after: Snapshot) -> None:
         expect(after.rows == before.rows, "statistics rebuild changed the row count")
@@ -258,8 +280,8 @@ def cleanup_step(spark: SparkSession, uri: str, before: Snapshot | None) -> Chec
     """A cleanup dry run, then the cleanup of every untagged old version; both must agree."""
     assert before is not None
     zero = dt.timedelta(0)
-    dry = lance_ops.dataset(uri).cleanup_old_versions(zero, error_if_tagged_old_versions=False, dry_run=True)
-    done = lance_ops.dataset(uri).cleanup_old_versions(zero, error_if_tagged_old_versions=False)
+    dry = jobs.cleanup(spark, uri, zero, error_if_tagged_old_versions=False, dry_run=True)
+    done = jobs.cleanup(spark, uri, zero, error_if_tagged_old_versions=False)
 
     def check(after: Snapshot) -> None:
         expect(set(dry.paths) == set(done.paths), "cleanup removed other files than its dry run listed")
@@ -280,8 +302,8 @@ def cycle(rows: int, appends: int) -> list[tuple[str, Step]]:
         ("backfill", backfill_step),
         ("delete", delete_step),
         ("add_column", add_column_step),
-        # Not yet: the encoding-profile step (a Spark jobs.profile_encodings, issue L7), before
-        # compaction so that compaction rewrites the data with the stored encoding plan.
+        # Before compaction, so that compaction rewrites the data with the stored encoding plan.
+        ("profile", profile_step),
         ("compact", compact_step(rows * appends)),
         ("tag", tag_step),
         ("statistics", statistics_step),
@@ -317,7 +339,9 @@ def main(argv: Sequence[str] | None = None) -> list[StepReport]:
     parser.add_argument("--uri", default=DEFAULT_URI, help="Lance dataset directory (default: %(default)s)")
     parser.add_argument("--rows", type=int, default=10_000, help="rows per append (default: %(default)s)")
     parser.add_argument("--appends", type=int, default=3, help="appends per cycle (default: %(default)s)")
-    parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
+    parser.add_argument(
+        "--master", default=None, help="Spark master (default: spark-submit's, else local[*])"
+    )
     args = parser.parse_args(argv)
     spark = get_spark("lance-ops-pipeline", master=args.master)
     try:

@@ -16,6 +16,9 @@ from pyspark.sql import SparkSession
 
 import jobs
 
+# Set by spark-submit for the Python driver it starts; the JVM then already knows its master.
+LAUNCHER_GATEWAY = "PYSPARK_GATEWAY_PORT"
+
 DEFAULT_CONFIG: dict[str, str] = {
     "spark.driver.memory": "1g",
     "spark.sql.shuffle.partitions": "4",
@@ -35,13 +38,21 @@ def python_worker_config() -> dict[str, str]:
 
 
 def get_spark(
-    app_name: str, master: str = "local[*]", config: Mapping[str, str] | None = None
+    app_name: str, master: str | None = "local[*]", config: Mapping[str, str] | None = None
 ) -> SparkSession:
-    """A (possibly existing) Spark session with lance-ops defaults, ``config`` overriding them."""
-    if master.startswith("local"):
+    """A (possibly existing) Spark session with lance-ops defaults, ``config`` overriding them.
+
+    ``master`` None keeps the master the launcher configured (``spark-submit --master``), else
+    ``local[*]``.
+    """
+    if master is None and LAUNCHER_GATEWAY not in os.environ:
+        master = "local[*]"
+    if master is not None and master.startswith("local"):
         # Bind local sessions to loopback: no host-name lookup, nothing listening on other interfaces.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.appName(app_name).master(master)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
     for key, value in {**DEFAULT_CONFIG, **python_worker_config(), **(config or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

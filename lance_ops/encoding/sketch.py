@@ -94,6 +94,10 @@ class DistinctSketch:
     def to_bytes(self) -> bytes:
         return bytes(self._sketch.serialize_compact())
 
+    def __reduce__(self) -> tuple[object, tuple[bytes]]:
+        """Pickle as the serialised sketch, so sketches travel between Spark executors and the driver."""
+        return (DistinctSketch.from_bytes, (self.to_bytes(),))
+
     @classmethod
     def from_bytes(cls, data: bytes) -> DistinctSketch:
         out = cls.__new__(cls)

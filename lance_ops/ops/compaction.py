@@ -51,6 +51,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
+from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
 from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
@@ -501,6 +502,8 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
         data_storage_version=files.manifest.data_storage_version,
         storage_options=files.storage_options,
+        # The dataset's encoding plan, like every other writer of the dataset.
+        encoding_plan=EncodingPlan.from_config(files.manifest.config),
     )
     reader = pa.RecordBatchReader.from_batches(schema, batches)
     new = write_new_fragments(reader, files.uri, files.lance_schema, write_options)

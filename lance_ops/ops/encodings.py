@@ -28,10 +28,18 @@ from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.transaction import Transaction, UpdateConfig, UpdateMap
 
-__all__ = ["ColumnProfile", "DataProfile", "merge_profiles", "profile", "profile_data", "store_plan"]
+__all__ = [
+    "ColumnProfile",
+    "DataProfile",
+    "is_profiled",
+    "merge_profiles",
+    "profile",
+    "profile_data",
+    "store_plan",
+]
 
 
-def _profiled(type_: pa.DataType) -> bool:
+def is_profiled(type_: pa.DataType) -> bool:
     """Columns a plan decides: primitive, non-boolean (dictionary-typed columns are always dictionaries)."""
     return not (
         pa.types.is_nested(type_)
@@ -107,7 +115,7 @@ def _profile_table(table: pa.Table, sketches: Mapping[str, DistinctSketch] | Non
     columns = {
         f.name: ColumnProfile.of(table.column(f.name), sketches.get(f.name))
         for f in table.schema
-        if _profiled(f.type)
+        if is_profiled(f.type)
     }
     return DataProfile(table.schema, columns)
 
@@ -121,7 +129,7 @@ def profile_data(data: Any, schema: pa.Schema | None = None) -> DataProfile:
 
 def _profile_version(files: VersionFiles, columns: Sequence[str] | None) -> DataProfile:
     schema = files.schema
-    names = [n for n in (columns or schema.names) if _profiled(schema.field(n).type)]
+    names = [n for n in (columns or schema.names) if is_profiled(schema.field(n).type)]
     ids = {n: files.lance_schema.field(n).id for n in names}
     profiles = []
     for fragment in files.fragments():

@@ -38,7 +38,14 @@ from lance_ops.table.statistics import (
 )
 from lance_ops.table.transaction import Transaction, UpdateConfig, UpdateMap
 
-__all__ = ["RebuildResult", "fragment_statistics", "rebuild", "statistics_fields"]
+__all__ = [
+    "RebuildResult",
+    "commit_statistics",
+    "fragment_statistics",
+    "pending_statistics",
+    "rebuild",
+    "statistics_fields",
+]
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,40 @@ def rebuild(
         tracker.advance(1, f"fragment {fragment.id}: {len(wanted)} column(s)")
     if not computed:
         return RebuildResult(None, None, ())
+    return commit_statistics(files, computed, options)
+
+
+def pending_statistics(
+    files: VersionFiles, columns: Sequence[str] | None = None, force: bool = False
+) -> dict[int, dict[int, str]]:
+    """Fragment id -> the fields (id -> name) a rebuild computes for it: those without fresh
+    statistics (all with ``force``) that one of its data files holds. Fragments needing nothing are
+    left out. A distributed rebuild plans with this, computes :func:`fragment_statistics` per
+    fragment elsewhere and commits with :func:`commit_statistics`."""
+    fields = statistics_fields(files, columns)
+    existing = {} if force else load_statistics(files.uri, files.manifest, files.storage_options)
+    pending = {}
+    for fragment in files.manifest.fragments:
+        have = existing.get(fragment.id)
+        wanted = {
+            i: n
+            for i, n in fields.items()
+            if have is None or i not in have.sources
+            if field_source(fragment, i) is not None
+        }
+        if wanted:
+            pending[fragment.id] = wanted
+    return pending
+
+
+def commit_statistics(
+    files: VersionFiles, computed: Sequence[FragmentStatistics], options: CommitOptions | None = None
+) -> RebuildResult:
+    """Write ``computed`` to one new statistics file and list it in one ``UpdateConfig`` on the
+    version ``files`` reads (nothing is committed when ``computed`` is empty)."""
+    if not computed:
+        return RebuildResult(None, None, ())
+    options = options or CommitOptions(storage_options=files.storage_options)
     name = write_statistics_file(files.uri, computed, files.storage_options)
     listed = files_in_use(
         files.uri, files.manifest, [*statistics_files(files.manifest), name], files.storage_options

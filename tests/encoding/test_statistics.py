@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pyarrow as pa
@@ -231,6 +232,14 @@ def test_merged_large_sketches_equal_sketch_of_union() -> None:
     assert merged.estimate() == DistinctSketch().update(pa.array(np.concatenate([a, b]))).estimate()
     low, high = merged.bounds(3)
     assert low <= 120_000 <= high
+
+
+def test_sketch_pickles_as_its_serialised_form() -> None:
+    """Sketches travel between Spark executors and the driver by pickle."""
+    sketch = DistinctSketch().update(pa.array(np.arange(5_000)))
+    copy = pickle.loads(pickle.dumps(sketch))
+    assert isinstance(copy, DistinctSketch) and copy.estimate() == sketch.estimate()
+    assert copy.merge(sketch).estimate() == sketch.estimate()
 
 
 def test_sketch_types() -> None:

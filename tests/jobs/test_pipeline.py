@@ -27,6 +27,7 @@ def test_cycle_runs_every_step(
         "backfill",
         "delete",
         "add_column",
+        "profile",
         "compact",
         "tag",
         "statistics",

@@ -121,3 +121,22 @@ def test_plan_json_and_explicit_field_metadata() -> None:
     assert applied.field("b").metadata is None
     with pytest.raises(SchemaError):
         EncodingPlan.from_json('{"columns": {"a": {"bogus": 1}}}')
+
+
+def test_compaction_rewrites_with_the_stored_plan(tmp_path: Path) -> None:
+    """Compaction is a writer of the dataset: the rewritten files follow the stored plan, here one
+    that overrides what the merged data alone would choose (a dictionary)."""
+    n = 2000
+    keys = [i % 10 for i in range(n)] + [i % 1000 for i in range(n)]
+    table = pa.table({"id": pa.array(range(2 * n), pa.int64()), "s": [f"{'x' * 40}-{k:05d}" for k in keys]})
+    ds = lance_ops.write_dataset(table, tmp_path / "ds", max_rows_per_file=n)
+    assert sorted(_page_kinds(ds.uri, 1)) == ["dictionary", "plain"]
+    assert profile(ds).columns["s"].dictionary
+    store_plan(ds._files, EncodingPlan({"s": ColumnPlan(dictionary=False)}))
+    compacted = lance_ops.dataset(ds.uri)
+    compacted.optimize.compact_files(target_rows_per_fragment=2 * n)
+    (fragment,) = compacted.get_fragments()
+    (data_file,) = fragment.data_files()
+    column = LanceFileReader(f"{ds.uri}/data/{data_file.path}").metadata().columns[1]
+    assert not any("dictionary" in page.encoding for page in column.pages)
+    assert compacted.to_table().equals(table)
