@@ -1,11 +1,10 @@
-"""The maintenance operations the Dagster assets call that have no Spark job yet, in one place.
+"""The maintenance operations the Dagster assets call beyond compaction, in one place.
 
-Compaction, deletes, column additions and writes already run as Spark jobs (:mod:`jobs`); column
-statistics, encoding profiles, cleanup, restore and tags are called here on the library for now.
-Each function has the signature of the Spark job that will replace it (``spark`` first, then the
-dataset, then the job's own arguments), so switching an asset over to ``jobs.rebuild_statistics``,
-``jobs.profile_encodings``, ``jobs.cleanup`` or ``jobs.tags`` changes a few lines in this module
-only. Every function that commits stamps ``transaction_properties`` into its transaction.
+Statistics rebuilds and encoding profiles run as Spark jobs (:func:`jobs.rebuild_statistics`,
+:func:`jobs.profile_encodings`), cleanup through its driver-side job (:func:`jobs.cleanup`);
+restore, tags (the versions job runs without a Spark session) and the statistics coverage the
+checks read are library calls. Each function shapes its job's result into what the assets report;
+every function that commits stamps ``transaction_properties`` into its transaction.
 """
 
 from __future__ import annotations
@@ -16,14 +15,15 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+import jobs
 import lance_ops
 from jobs.common import commit_options, latest
 from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.ops import encodings as encodings_op
 from lance_ops.ops import history as history_op
 from lance_ops.ops import statistics as statistics_op
 from lance_ops.ops.cleanup import CleanupStats
+from lance_ops.ops.encodings import store_plan
 from lance_ops.table.manifest import SUPPORTED_READER_FLAGS, SUPPORTED_WRITER_FLAGS
 
 __all__ = [
@@ -66,9 +66,16 @@ def rebuild_statistics(
     storage_options: Mapping[str, str] | None = None,
     transaction_properties: Mapping[str, str] | None = None,
 ) -> StatisticsOutcome:
-    """Compute the column statistics the latest version lacks (all with ``force``); one commit."""
-    options = commit_options(storage_options, transaction_properties=transaction_properties)
-    result = statistics_op.rebuild(latest(uri, storage_options), columns, force, options)
+    """Compute the column statistics the latest version lacks (all with ``force``) on executors; one
+    commit."""
+    result = jobs.rebuild_statistics(
+        spark,
+        uri,
+        columns,
+        force,
+        storage_options=storage_options,
+        transaction_properties=transaction_properties,
+    )
     version = None if result.manifest is None else result.manifest.version
     return StatisticsOutcome(version, len(result.fragment_ids))
 
@@ -95,14 +102,15 @@ def profile_encodings(
     storage_options: Mapping[str, str] | None = None,
     transaction_properties: Mapping[str, str] | None = None,
 ) -> EncodingOutcome:
-    """Profile the latest version's columns into an encoding plan; with ``store``, commit the plan
-    (one ``UpdateConfig``) unless the dataset already stores that very plan."""
-    files = latest(uri, storage_options)
-    plan = encodings_op.profile(files)
-    if not store or files.manifest.config.get(ENCODING_PLAN_KEY) == plan.to_json():
+    """Profile the latest version's columns into an encoding plan on executors; with ``store``,
+    commit the plan (one ``UpdateConfig``) unless the dataset already stores that very plan."""
+    stored = latest(uri, storage_options).manifest.config.get(ENCODING_PLAN_KEY)
+    plan = jobs.profile_encodings(spark, uri, store=False, storage_options=storage_options)
+    if not store or stored == plan.to_json():
         return EncodingOutcome(plan, None)
+    files = latest(uri, storage_options)
     options = commit_options(storage_options, transaction_properties=transaction_properties)
-    manifest, _ = encodings_op.store_plan(files, plan, options)
+    manifest, _ = store_plan(files, plan, options)
     return EncodingOutcome(plan, manifest.version)
 
 
@@ -118,9 +126,14 @@ def cleanup(
     """Remove old untagged versions and the files only they use (nothing with ``dry_run``).
 
     Cleanup commits no transaction, so there are no properties to stamp."""
-    ds = lance_ops.dataset(uri, storage_options=storage_options)
-    return ds.cleanup_old_versions(
-        older_than, retain_versions, error_if_tagged_old_versions=False, dry_run=dry_run
+    return jobs.cleanup(
+        spark,
+        uri,
+        older_than,
+        retain_versions,
+        error_if_tagged_old_versions=False,
+        dry_run=dry_run,
+        storage_options=storage_options,
     )
 
 
@@ -141,7 +154,9 @@ def restore(
 def create_tag(
     uri: str, name: str, version: int | None = None, *, storage_options: Mapping[str, str] | None = None
 ) -> int:
-    """Point tag ``name`` at ``version`` (default: the latest), creating or moving it; the version."""
+    """Point tag ``name`` at ``version`` (default: the latest), creating or moving it; the version.
+
+    Tags need no Spark (the versions job runs without a session), so this is the library call."""
     ds = lance_ops.dataset(uri, storage_options=storage_options)
     target = ds.version if version is None else version
     if name in ds.tags.list():

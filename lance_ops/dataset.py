@@ -568,9 +568,11 @@ class LanceDataset:
 
         return DatasetOptimizer(self)
 
-    def restore(self) -> None:
-        """Make this (older) version the latest again: commits ``Restore``; this object becomes it."""
-        options = self._commit_options()
+    def restore(self, *, transaction_properties: Mapping[str, str] | None = None) -> None:
+        """Make this (older) version the latest again: commits ``Restore``; this object becomes it.
+
+        ``transaction_properties`` (an extension over pylance) are recorded in the transaction."""
+        options = self._commit_options(transaction_properties)
         self._adopt(*history_op.restore(self._uri, self.version, options))
 
     def cleanup_old_versions(
@@ -601,10 +603,15 @@ class LanceDataset:
         )
         return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy, progress)
 
-    def _commit_options(self) -> commit_op.CommitOptions:
-        """How this dataset's operations commit (its storage options and manifest store)."""
+    def _commit_options(
+        self, transaction_properties: Mapping[str, str] | None = None
+    ) -> commit_op.CommitOptions:
+        """How this dataset's operations commit (its storage options and manifest store), with
+        ``transaction_properties`` recorded in the transaction."""
         return commit_op.CommitOptions(
-            storage_options=self._storage_options, manifest_store=self._manifest_store
+            storage_options=self._storage_options,
+            manifest_store=self._manifest_store,
+            transaction_properties=transaction_properties,
         )
 
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:

@@ -10,7 +10,7 @@ and bounds are bounds, not values (they may be truncated, or belong to deleted r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -112,12 +112,15 @@ class LanceStats:
         columns: Sequence[str] | None = None,
         force: bool = False,
         progress: ProgressCallback | None = None,
+        *,
+        transaction_properties: Mapping[str, str] | None = None,
     ) -> statistics_op.RebuildResult:
         """Compute the statistics this version lacks and commit them; the dataset becomes that version.
 
-        ``progress`` hears of every fragment computed (:mod:`lance_ops.progress`).
+        ``progress`` hears of every fragment computed (:mod:`lance_ops.progress`);
+        ``transaction_properties`` are recorded in the transaction.
         """
-        options = self._ds._commit_options()
+        options = self._ds._commit_options(transaction_properties)
         result = statistics_op.rebuild(self._ds._files, columns, force, options, progress)
         if result.manifest is not None and result.transaction is not None:
             self._ds._adopt(result.manifest, result.transaction)

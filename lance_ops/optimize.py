@@ -48,8 +48,10 @@ def _options(ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | 
     return CompactionOptions.resolve(ds.manifest.config, **explicit)
 
 
-def _commit_options(ds: LanceDataset) -> CommitOptions:
-    return ds._commit_options()
+def _commit_options(
+    ds: LanceDataset, transaction_properties: Mapping[str, str] | None = None
+) -> CommitOptions:
+    return ds._commit_options(transaction_properties)
 
 
 class Compaction:
@@ -105,6 +107,7 @@ class DatasetOptimizer:
         dry_run: Literal[False] = ...,
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
+        transaction_properties: Mapping[str, str] | None = ...,
     ) -> CompactionMetrics: ...
 
     @overload
@@ -121,6 +124,7 @@ class DatasetOptimizer:
         dry_run: Literal[True],
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
+        transaction_properties: Mapping[str, str] | None = ...,
     ) -> CompactionPlan: ...
 
     def compact_files(
@@ -136,6 +140,7 @@ class DatasetOptimizer:
         dry_run: bool = False,
         commit_every: int | None = None,
         progress: ProgressCallback | None = None,
+        transaction_properties: Mapping[str, str] | None = None,
     ) -> CompactionMetrics | CompactionPlan:
         """Merge small adjacent fragments and materialise deletions (pylance's ``compact_files``).
 
@@ -143,7 +148,8 @@ class DatasetOptimizer:
         deleted rows to materialise and bytes) and writes nothing. ``commit_every=N`` commits every
         N finished groups, so an interrupted run keeps them. Otherwise returns the metrics and
         ``ds`` becomes the new version. ``progress`` hears of every group compacted
-        (:mod:`lance_ops.progress`).
+        (:mod:`lance_ops.progress`). ``transaction_properties`` (an extension over pylance) are
+        recorded in every transaction the compaction commits.
         """
         options = CompactionOptions.resolve(
             self._ds.manifest.config,
@@ -157,7 +163,8 @@ class DatasetOptimizer:
         )
         if dry_run:
             return ops.plan(self._ds.manifest, options)
-        outcome = ops.compact(self._ds._files, options, _commit_options(self._ds), commit_every, progress)
+        commit_options = _commit_options(self._ds, transaction_properties)
+        outcome = ops.compact(self._ds._files, options, commit_options, commit_every, progress)
         return _adopt(self._ds, outcome)
 
     def compact_files_with_outcome(

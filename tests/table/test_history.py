@@ -119,3 +119,19 @@ def test_version_timestamps_round_as_pylance() -> None:
 
     assert _local_datetime(1_795_475_716_660_170_029).microsecond == 660_169
     assert _local_datetime(1_795_475_716_000_000_000).microsecond == 0
+
+
+@pytest.mark.interop
+def test_maintenance_methods_record_transaction_properties(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """restore, compact_files and stats.rebuild stamp the given properties (Dagster's run ids)."""
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    lance_ops.dataset(uri, 2).restore(transaction_properties={"run": "restore"})
+    ds = lance_ops.dataset(uri)
+    ds.optimize.compact_files(transaction_properties={"run": "compact"})
+    ds.stats.rebuild(force=True, transaction_properties={"run": "stats"})
+    properties = [dict(r["transaction_properties"] or {}).get("run") for r in ds.history().to_pylist()]
+    assert properties[-4:] == ["restore", "compact", "compact", "stats"]  # compaction: reserve + rewrite
+    theirs = lance_module.dataset(uri)
+    assert theirs.version == ds.version
+    assert theirs.read_transaction(theirs.version).transaction_properties["run"] == "stats"
