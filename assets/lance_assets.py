@@ -33,6 +33,7 @@ from assets.resources import LanceDatasetResource
 from jobs.pipeline import demo_frame, write_lance
 from jobs.types import spark_schema
 from lance_ops.errors import SchemaError
+from lance_ops.progress import ProgressCallback, ProgressEvent
 
 RUN_ID_KEY = "dagster/run_id"
 ASSET_KEY_KEY = "dagster/asset_key"
@@ -71,6 +72,17 @@ def spark_session(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> 
     spark: SparkSession = context.resources.pyspark.spark_session
     jobs.register(spark)
     return spark
+
+
+def dagster_progress(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> ProgressCallback:
+    """A ``progress=`` callback (:mod:`lance_ops.progress`) reporting each event as a Dagster log
+    event of the run (INFO), so long maintenance shows its tasks finishing in the run's log."""
+
+    def report(event: ProgressEvent) -> None:
+        total = "?" if event.total is None else event.total
+        context.log.info(f"{event.operation}: {event.done}/{total} {event.unit} {event.message}".rstrip())
+
+    return report
 
 
 def dagster_transaction_properties(

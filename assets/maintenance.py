@@ -24,6 +24,7 @@ from lance_ops.ops import history as history_op
 from lance_ops.ops import statistics as statistics_op
 from lance_ops.ops.cleanup import CleanupStats
 from lance_ops.ops.encodings import store_plan
+from lance_ops.progress import ProgressCallback
 from lance_ops.table.manifest import SUPPORTED_READER_FLAGS, SUPPORTED_WRITER_FLAGS
 
 __all__ = [
@@ -65,6 +66,7 @@ def rebuild_statistics(
     *,
     storage_options: Mapping[str, str] | None = None,
     transaction_properties: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> StatisticsOutcome:
     """Compute the column statistics the latest version lacks (all with ``force``) on executors; one
     commit."""
@@ -75,6 +77,7 @@ def rebuild_statistics(
         force,
         storage_options=storage_options,
         transaction_properties=transaction_properties,
+        progress=progress,
     )
     version = None if result.manifest is None else result.manifest.version
     return StatisticsOutcome(version, len(result.fragment_ids))
@@ -122,6 +125,7 @@ def cleanup(
     dry_run: bool = False,
     *,
     storage_options: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> CleanupStats:
     """Remove old untagged versions and the files only they use (nothing with ``dry_run``).
 
@@ -134,6 +138,7 @@ def cleanup(
         error_if_tagged_old_versions=False,
         dry_run=dry_run,
         storage_options=storage_options,
+        progress=progress,
     )
 
 

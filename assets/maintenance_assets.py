@@ -28,6 +28,7 @@ import jobs
 from assets import maintenance
 from assets.config import DatasetConfig
 from assets.lance_assets import (
+    dagster_progress,
     dagster_transaction_properties,
     dataset_key,
     dataset_resource,
@@ -139,6 +140,7 @@ def compaction_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 resource.uri,
                 commit_every=config.commit_every or policy.commit_every,
                 transaction_properties=dagster_transaction_properties(context),
+                progress=dagster_progress(context),
                 **common,
             )
         )
@@ -182,6 +184,7 @@ def statistics_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 config.force,
                 storage_options=resource.storage_options,
                 transaction_properties=dagster_transaction_properties(context),
+                progress=dagster_progress(context),
             )
         )
         coverage = maintenance.statistics_coverage(resource.uri, columns, resource.storage_options)
@@ -268,7 +271,9 @@ def cleanup_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
         context.log_event(dg.AssetObservation(asset_key=context.asset_key, metadata=listed))
         if config.dry_run:
             return version_result(resource, dataset, {**listed, "lance/dry_run": True})
-        stats, seconds = timed(lambda: maintenance.cleanup(spark, resource.uri, **arguments))
+        stats, seconds = timed(
+            lambda: maintenance.cleanup(spark, resource.uri, progress=dagster_progress(context), **arguments)
+        )
         return version_result(
             resource,
             dataset,

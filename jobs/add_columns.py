@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-from jobs.common import commit_options, latest, on_executors, open_version, run_main
+from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from jobs.types import spark_arrow_schema
 from lance_ops.errors import SchemaError
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
@@ -46,6 +46,7 @@ from lance_ops.ops.columns import (
     write_fragment_columns,
     write_fragment_values,
 )
+from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
 from lance_ops.table.manifest import DataFile, Manifest
 
 FRAGMENT_KEY = "_lance_fragment"
@@ -64,8 +65,11 @@ def add_columns(
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Manifest:
-    """Add columns to the latest version of ``uri`` in one ``Merge``; returns the manifest written."""
+    """Add columns to the latest version of ``uri`` in one ``Merge``; returns the manifest written.
+
+    ``progress`` hears of every finished per-fragment task (:mod:`lance_ops.progress`)."""
     files = latest(uri, storage_options)
     version = files.manifest.version
     store_options = dict(storage_options or {})
@@ -81,7 +85,8 @@ def add_columns(
             compute = column_compute(pinned, transforms, read_columns)
             return fragment_id, write_fragment_columns(pinned, fragment_id, compute, new, batch_size)
 
-        written = dict(on_executors(spark, [f.id for f in files.manifest.fragments], task))
+        tracker = Tracker.start(progress, ADD_COLUMNS, len(files.manifest.fragments), "tasks")
+        written = dict(on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker))
     options = commit_options(storage_options, commit_message, transaction_properties)
     manifest, _ = commit_new_columns(files, new.fields, written, options)
     return manifest
@@ -142,7 +147,7 @@ def _parse_columns(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
-    manifest = add_columns(spark, args.uri, _parse_columns(args.column))
+    manifest = add_columns(spark, args.uri, _parse_columns(args.column), progress=driver_log)
     return {"version": manifest.version, "columns": manifest.schema.names}
 
 

@@ -20,8 +20,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 import lance_ops
-from jobs.common import run_main
+from jobs.common import driver_log, run_main
 from lance_ops.ops.cleanup import CleanupStats
+from lance_ops.progress import ProgressCallback
 
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -36,10 +37,12 @@ def cleanup(
     error_if_tagged_old_versions: bool = True,
     dry_run: bool = False,
     storage_options: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> CleanupStats:
     """Remove the old versions of ``uri`` and the files no kept version needs (see module doc).
 
-    ``spark`` is taken for symmetry with the other jobs; cleanup runs on the driver.
+    ``spark`` is taken for symmetry with the other jobs; cleanup runs on the driver. ``progress``
+    hears of every file removed (:mod:`lance_ops.progress`).
     """
     ds = lance_ops.dataset(uri, storage_options=dict(storage_options or {}))
     return ds.cleanup_old_versions(
@@ -48,6 +51,7 @@ def cleanup(
         delete_unverified=delete_unverified,
         error_if_tagged_old_versions=error_if_tagged_old_versions,
         dry_run=dry_run,
+        progress=progress,
     )
 
 
@@ -68,6 +72,7 @@ def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
         delete_unverified=args.delete_unverified,
         error_if_tagged_old_versions=not args.allow_tagged,
         dry_run=args.dry_run,
+        progress=driver_log,
     )
     return asdict(stats)
 

@@ -1,10 +1,13 @@
-"""Pieces shared by the job modules: running one function per item on executors, opening a pinned
-version on an executor, and the ``python -m jobs.<name>`` command-line skeleton."""
+"""Pieces shared by the job modules: running one function per item on executors (with progress),
+opening a pinned version on an executor, and the ``python -m jobs.<name>`` command-line skeleton."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -15,22 +18,72 @@ from jobs.session import get_spark
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import open_version
+from lance_ops.progress import ProgressEvent, Tracker
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["commit_options", "latest", "on_executors", "open_version", "run_main"]
+__all__ = ["commit_options", "driver_log", "latest", "on_executors", "open_version", "run_main"]
+
+log = logging.getLogger("jobs")
+POLL_SECONDS = 0.5
 
 
-def on_executors(spark: SparkSession, items: Sequence[T], func: Callable[[T], R]) -> list[R]:
+def driver_log(event: ProgressEvent) -> None:
+    """The default progress callback of the job mains: one INFO line on the driver per event."""
+    total = "?" if event.total is None else event.total
+    log.info("%s: %s/%s %s %s", event.operation, event.done, total, event.unit, event.message)
+
+
+def on_executors(
+    spark: SparkSession, items: Sequence[T], func: Callable[[T], R], tracker: Tracker | None = None
+) -> list[R]:
     """``func`` applied to every item in Spark tasks (one task per item), results in item order.
 
     If any task fails (after Spark's retries) the job fails and this raises: callers commit only
-    after it returns, so a failed task means no commit.
+    after it returns, so a failed task means no commit. ``tracker`` (:mod:`lance_ops.progress`)
+    is advanced by one per finished task, from the calling thread: Spark's status tracker is
+    polled while the job runs.
     """
     if not items:
         return []
-    return spark.sparkContext.parallelize(list(items), numSlices=len(items)).map(func).collect()
+    rdd = spark.sparkContext.parallelize(list(items), numSlices=len(items)).map(func)
+    if tracker is None:
+        return rdd.collect()
+    context = spark.sparkContext
+    group = f"lance-ops-{uuid.uuid4().hex}"
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        context.setJobGroup(group, tracker.operation)
+        try:
+            outcome["result"] = rdd.collect()
+        except BaseException as exc:  # re-raised in the calling thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name=group, daemon=True)
+    worker.start()
+    start = tracker.done
+    while worker.is_alive():
+        worker.join(POLL_SECONDS)
+        # the last task is counted with the results, once they are here
+        finished = min(_finished_tasks(context.statusTracker(), group), len(items) - 1)
+        if start + finished > tracker.done:
+            tracker.advance(start + finished - tracker.done, f"{finished} of {len(items)} tasks finished")
+    if "error" in outcome:
+        raise outcome["error"]
+    tracker.advance(start + len(items) - tracker.done, f"{len(items)} of {len(items)} tasks finished")
+    return list(outcome["result"])
+
+
+def _finished_tasks(status: Any, group: str) -> int:
+    finished = 0
+    for job in status.getJobIdsForGroup(group):
+        info = status.getJobInfo(job)
+        for stage in info.stageIds if info is not None else ():
+            stage_info = status.getStageInfo(stage)
+            finished += stage_info.numCompletedTasks if stage_info is not None else 0
+    return int(finished)
 
 
 def latest(uri: str, storage_options: Mapping[str, str] | None = None) -> VersionFiles:
@@ -68,6 +121,7 @@ def run_main(
     )
     add_arguments(parser)
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     spark = get_spark(f"lance-ops-{prog.rsplit('.', 1)[-1]}", master=args.master)
     try:
         result = job(spark, args)

@@ -22,7 +22,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
-from jobs.common import commit_options, latest, on_executors, run_main
+from jobs.common import commit_options, driver_log, latest, on_executors, run_main
 from lance_ops.ops.compaction import (
     CompactionMetrics,
     CompactionOptions,
@@ -32,6 +32,7 @@ from lance_ops.ops.compaction import (
     commit_compaction,
     plan,
 )
+from lance_ops.progress import COMPACT, ProgressCallback, Tracker
 
 PLAN_SCHEMA = StructType(
     [
@@ -62,9 +63,12 @@ def compact(
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
     **compaction_options: Any,
 ) -> DataFrame | CompactionMetrics:
-    """Compact the latest version of ``uri``; returns the metrics (or, with ``dry_run``, the plan)."""
+    """Compact the latest version of ``uri``; returns the metrics (or, with ``dry_run``, the plan).
+
+    ``progress`` hears of every finished task (:mod:`lance_ops.progress`, operation ``compact``)."""
     if commit_every is not None and commit_every <= 0:
         raise ValueError("commit_every must be positive")
     files = latest(uri, storage_options)
@@ -81,17 +85,19 @@ def compact(
     metrics = CompactionMetrics()
     tasks = [t.json() for t in the_plan.tasks]
     group = commit_every or len(tasks)
+    tracker = Tracker.start(progress, COMPACT, len(tasks), "tasks")
     for start in range(0, len(tasks), group):
-        results = [
-            RewriteResult.from_json(r) for r in on_executors(spark, tasks[start : start + group], task)
-        ]
+        finished = on_executors(spark, tasks[start : start + group], task, tracker)
+        results = [RewriteResult.from_json(r) for r in finished]
         metrics = metrics + commit_compaction(uri, results, commit).metrics
     return metrics
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> Any:
     options = {"target_rows_per_fragment": args.target_rows_per_fragment}
-    result = compact(spark, args.uri, commit_every=args.commit_every, dry_run=args.dry_run, **options)
+    result = compact(
+        spark, args.uri, commit_every=args.commit_every, dry_run=args.dry_run, progress=driver_log, **options
+    )
     if isinstance(result, DataFrame):
         return [row.asDict() for row in result.collect()]
     return asdict(result)

@@ -19,8 +19,9 @@ from typing import Any
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
-from jobs.common import commit_options, latest, on_executors, open_version, run_main
+from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from lance_ops.ops.delete import DeleteResult, FragmentDeletion, commit_delete, delete_in_fragment
+from lance_ops.progress import DELETE, ProgressCallback, Tracker
 from lance_ops.query.predicate import parse_predicate
 
 
@@ -31,8 +32,10 @@ def delete(
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> DeleteResult:
-    """Delete the rows ``predicate`` selects from the latest version of ``uri`` in one commit."""
+    """Delete the rows ``predicate`` selects from the latest version of ``uri`` in one commit;
+    ``progress`` hears of every finished task (:mod:`lance_ops.progress`)."""
     files = latest(uri, storage_options)
     parse_predicate(predicate, files.schema)
     version = files.manifest.version
@@ -43,13 +46,14 @@ def delete(
         fragment = next(f for f in pinned.fragments() if f.id == fragment_id)
         return delete_in_fragment(fragment, parse_predicate(predicate, pinned.schema), version)
 
-    found = on_executors(spark, [f.id for f in files.manifest.fragments], task)
+    tracker = Tracker.start(progress, DELETE, len(files.manifest.fragments), "tasks")
+    found = on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker)
     options = commit_options(storage_options, commit_message, transaction_properties)
     return commit_delete(files, [d for d in found if d is not None], predicate, options)
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
-    result = delete(spark, args.uri, args.where)
+    result = delete(spark, args.uri, args.where, progress=driver_log)
     return {"version": result.manifest.version, "deleted_rows": result.num_deleted_rows}
 
 

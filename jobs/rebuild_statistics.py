@@ -20,8 +20,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from jobs.common import commit_options, latest, on_executors, open_version, run_main
+from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from lance_ops.ops.statistics import RebuildResult, commit_statistics, fragment_statistics, pending_statistics
+from lance_ops.progress import STATISTICS, ProgressCallback, Tracker
 from lance_ops.table.statistics import FragmentStatistics
 
 
@@ -33,9 +34,11 @@ def rebuild_statistics(
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> RebuildResult:
     """Compute the statistics the latest version of ``uri`` lacks (all with ``force``) on executors
-    and commit them in one transaction; nothing is committed when every fragment is up to date."""
+    and commit them in one transaction; nothing is committed when every fragment is up to date.
+    ``progress`` hears of every finished task (:mod:`lance_ops.progress`)."""
     files = latest(uri, storage_options)
     pending = pending_statistics(files, columns, force)
     version = files.manifest.version
@@ -47,7 +50,8 @@ def rebuild_statistics(
         fragment = next(f for f in pinned.fragments() if f.id == fragment_id)
         return fragment_statistics(fragment, fields)
 
-    computed = on_executors(spark, sorted(pending.items()), task)
+    tracker = Tracker.start(progress, STATISTICS, len(pending), "tasks")
+    computed = on_executors(spark, sorted(pending.items()), task, tracker)
     return commit_statistics(
         files, computed, commit_options(storage_options, commit_message, transaction_properties)
     )
@@ -55,7 +59,7 @@ def rebuild_statistics(
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-    result = rebuild_statistics(spark, args.uri, columns=columns, force=args.force)
+    result = rebuild_statistics(spark, args.uri, columns=columns, force=args.force, progress=driver_log)
     return {
         "version": None if result.manifest is None else result.manifest.version,
         "fragment_ids": list(result.fragment_ids),

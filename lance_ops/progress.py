@@ -23,6 +23,8 @@ events can rely on):
     removes nothing and reports nothing.
   - ``add_columns`` (``fragments``): per fragment whose new data file was written; ``total`` =
     fragments. All-null columns write nothing and report nothing.
+  - The Spark jobs (:mod:`jobs`) report ``compact``, ``delete``, ``add_columns`` and
+    ``statistics`` in ``tasks``: per Spark task finished, polled from the driver.
 
 * ``message`` is a short human sentence about the unit just done ("compacted fragments 0-3 into
   1"), fit for a log line.
@@ -55,6 +57,7 @@ __all__ = [
     "ADD_COLUMNS",
     "CLEANUP",
     "COMPACT",
+    "DELETE",
     "STATISTICS",
     "WRITE",
     "FileSystemFragmentWriteProgress",
@@ -71,6 +74,7 @@ COMPACT = "compact"
 STATISTICS = "statistics"
 CLEANUP = "cleanup"
 ADD_COLUMNS = "add_columns"
+DELETE = "delete"
 
 
 @dataclass(frozen=True)

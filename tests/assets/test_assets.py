@@ -185,6 +185,11 @@ def test_maintenance_job_compacts_rebuilds_and_cleans(
     assert compaction["lance/seconds"] > 0
     events = [e.event_type_value for e in result.all_events if e.step_key == "lance__sales__compaction"]
     assert events.index("ASSET_OBSERVATION") < events.index("ASSET_MATERIALIZATION")
+    # the Spark tasks' progress reaches the run's log (lance_ops.progress -> context.log)
+    logged = [
+        r.user_message for r in instance.all_logs(result.run_id) if r.step_key == "lance__sales__compaction"
+    ]
+    assert "compact: 0/1 tasks" in logged and "compact: 1/1 tasks 1 of 1 tasks finished" in logged
     statistics = metadata(result, key("statistics"))
     assert statistics["lance/statistics/fragments_rebuilt"] == 1
     assert statistics["lance/statistics/columns"] == 2

@@ -161,3 +161,41 @@ def test_compact_commit_every_and_dry_run(spark: SparkSession, tmp_path: Path) -
     ds = lance.dataset(uri)
     assert len(ds.get_fragments()) == 4
     assert ds.to_table().sort_by("id") == before
+
+
+# ---------------------------------------------------------------------------------------- progress
+
+
+def _steps(events: list) -> list[tuple[str, int, int | None, str]]:  # type: ignore[type-arg]
+    return [(e.operation, e.done, e.total, e.unit) for e in events]
+
+
+def test_jobs_report_progress_per_task(spark: SparkSession, tmp_path: Path) -> None:
+    """Every job reports done == 0 first, then finished tasks in increasing counts up to the total,
+    across commit_every groups too; the driver log callback formats each event."""
+    uri = _make(tmp_path, rows=400, per_file=20)
+    events: list = []  # type: ignore[type-arg]
+    jobs.compact(spark, uri, commit_every=2, target_rows_per_fragment=100, progress=events.append)
+    steps = _steps(events)
+    assert steps[0] == ("compact", 0, 4, "tasks") and steps[-1] == ("compact", 4, 4, "tasks")
+    assert [d for _, d, _, _ in steps] == sorted({d for _, d, _, _ in steps})
+    events.clear()
+    jobs.delete(spark, uri, "id % 7 = 0", progress=events.append)
+    assert _steps(events)[0] == ("delete", 0, 4, "tasks") and _steps(events)[-1][1] == 4
+    events.clear()
+    jobs.add_columns(spark, uri, {"twice": "id * 2"}, progress=events.append)
+    assert _steps(events)[-1] == ("add_columns", 4, 4, "tasks")
+    events.clear()
+    jobs.rebuild_statistics(spark, uri, force=True, progress=events.append)
+    assert _steps(events)[-1][:2] == ("statistics", _steps(events)[-1][2])
+    assert lance.dataset(uri).count_rows() == 400 - len(range(0, 400, 7))
+
+
+def test_driver_log_formats_events(caplog: pytest.LogCaptureFixture) -> None:
+    from jobs.common import driver_log
+    from lance_ops.progress import ProgressEvent
+
+    with caplog.at_level("INFO", logger="jobs"):
+        driver_log(ProgressEvent("compact", 3, 4, "tasks", "3 of 4 tasks finished"))
+        driver_log(ProgressEvent("write", 10, None, "rows"))
+    assert caplog.messages == ["compact: 3/4 tasks 3 of 4 tasks finished", "write: 10/? rows "]
