@@ -42,7 +42,7 @@ from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callb
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragment_ids
 from lance_ops.schema import LanceSchema as PublicLanceSchema
-from lance_ops.table.commit import list_versions, load_manifest, load_transaction
+from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_transaction
 from lance_ops.table.manifest import DataFile, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore, repair
 from lance_ops.table.schema import LanceSchema
@@ -221,7 +221,8 @@ class LanceDataset:
             repair(self._store, self._root, manifest_store)
         loaded = load_manifest(self._store, self._root, self._resolve_version(version))
         self._manifest = loaded.manifest
-        self._transaction = load_transaction(self._store, self._root, loaded)
+        self._unread: LoadedManifest | None = loaded  # its transaction is decoded on first use
+        self._transaction: Transaction | None = None
 
     @classmethod
     def _from_manifest(
@@ -239,6 +240,7 @@ class LanceDataset:
         ds._manifest_store = manifest_store
         ds._store, ds._root = object_store(uri, ds._storage_options)
         ds._manifest = manifest
+        ds._unread = None
         ds._transaction = transaction
         return ds
 
@@ -311,6 +313,9 @@ class LanceDataset:
     def read_transaction(self, version: int | None = None) -> Transaction | None:
         """The transaction that created ``version`` (this version by default)."""
         if version is None or version == self.version:
+            if self._unread is not None:
+                self._transaction = load_transaction(self._store, self._root, self._unread)
+                self._unread = None
             return self._transaction
         return load_transaction(self._store, self._root, load_manifest(self._store, self._root, version))
 
@@ -617,6 +622,7 @@ class LanceDataset:
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
         """Become the version ``manifest`` (written by one of our own commits)."""
         self._manifest = manifest
+        self._unread = None
         self._transaction = transaction
         self.__dict__.pop("_files", None)
 
