@@ -607,6 +607,7 @@ def write_dataset(
     progress: Any = None,
     manifest_store: ExternalManifestStore | None = None,
     encoding_plan: EncodingPlan | None = None,
+    page_statistics: bool | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
@@ -615,6 +616,8 @@ def write_dataset(
     object with ``complete(fragment)``) is told about every fragment written. ``encoding_plan``
     (:func:`lance_ops.ops.encodings.profile`) fixes per-column encodings and is stored in the
     dataset's config by creates / overwrites; appends follow the stored plan by default.
+    ``page_statistics=False`` writes data files without page statistics (default: with them,
+    unless an append's dataset config sets ``lance-ops.page-statistics`` to ``false``).
     """
     uri = os.fspath(uri)
     write_options = WriteOptions(
@@ -623,6 +626,7 @@ def write_dataset(
         max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
         storage_options=storage_options,
         encoding_plan=encoding_plan,
+        page_statistics=page_statistics,
     )
     commit_options = commit_op.CommitOptions(
         storage_options=storage_options,

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import datasketches
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pt
+from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = ["DEFAULT_LG_K", "DistinctSketch"]
 
@@ -72,7 +72,7 @@ def _mix_k1(k1: np.ndarray) -> np.ndarray:
     return _rotl(k1 * _C1, 31) * _C2
 
 
-def _finish(h1: np.ndarray, h2: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _finish(h1: np.ndarray, h2: np.ndarray, lengths: np.ndarray | np.uint64) -> tuple[np.ndarray, np.ndarray]:
     h1 ^= lengths
     h2 ^= lengths
     h1 += h2
@@ -156,7 +156,7 @@ def _hashes(array: pa.Array) -> tuple[pa.Array, tuple[np.ndarray, np.ndarray]] |
             array = array.filter(pc.greater(lengths, 0))
         offset_type = np.int64 if pt.is_large_string(type_) else np.int32
         _, offsets_buffer, data_buffer = array.buffers()
-        offsets = np.frombuffer(offsets_buffer, dtype=offset_type)[array.offset : array.offset + len(array) + 1]
+        offsets = np.frombuffer(offsets_buffer, dtype=offset_type)[array.offset :][: len(array) + 1]
         data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer else np.zeros(0, dtype=np.uint8)
         return array, _murmur3(data, offsets.astype(np.int64))
     return None

@@ -44,8 +44,8 @@ from lance_ops._proto import file_legacy_pb2 as pbl
 from lance_ops._proto import file_pb2 as pb
 from lance_ops._proto import table_pb2
 from lance_ops.encoding.api import FieldDecoder, FileVersion
-from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.encoding.legacy.v0_1 import LegacyField, LegacyFieldDecoder, PageTable, layout_of
+from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
 from lance_ops.file.format import MAGIC
 from lance_ops.file.page_statistics import PageStatistics, column_statistics
@@ -307,7 +307,7 @@ class LegacyFileReader(LanceFileReader):
             return None
         table, page_rows = found
         ids = {f.id: f.name for f in self._legacy.fields if f.parent_id == -1}
-        columns = column_statistics(self.path, table, ids, {name: page_rows for name in ids.values()})
+        columns = column_statistics(self.path, table, ids, dict.fromkeys(ids.values(), page_rows))
         return PageStatistics(columns, float_max_covers_nan=False)
 
     def column_sketches(self) -> dict[str, DistinctSketch]:

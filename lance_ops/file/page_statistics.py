@@ -98,7 +98,7 @@ class StatisticsLocation:
                 value.get("float_max") == FLOAT_MAX_COVERS_NAN,
             )
         except (ValueError, KeyError, TypeError, IndexError) as exc:
-            raise CorruptFileError(path, f"schema metadata {PAGE_STATISTICS_KEY} is malformed: {exc}") from exc
+            raise CorruptFileError(path, f"schema metadata {PAGE_STATISTICS_KEY} is malformed") from exc
 
 
 class PageStatisticsCollector:

@@ -233,6 +233,7 @@ class _FileSink:
             self.file_schema if plan is None else plan.apply(self.file_schema),
             version=self.version,
             storage_options=self.options.storage_options,
+            page_statistics=self.options.writes_page_statistics,
         )
         self._writer = writer
         if any(self.blob_v2):
@@ -313,6 +314,7 @@ def write_fragments(
     storage_options: Mapping[str, str] | None = None,
     fields: FieldsLike | None = None,
     encoding_plan: EncodingPlan | None = None,
+    page_statistics: bool = True,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
 
@@ -322,7 +324,8 @@ def write_fragments(
     cast to ``schema`` (or, without one, the schema of ``fields``) and written with those ids as
     ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` only applies to
     legacy files, which this implementation does not write. ``encoding_plan`` (the dataset's plan,
-    handed to every executor) fixes per-column encodings.
+    handed to every executor) fixes per-column encodings. ``page_statistics=False`` leaves
+    page statistics out of the data files (the driver decides, e.g. from the dataset config).
     """
     if mode not in ("append", "create", "overwrite"):
         raise ValueError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -344,5 +347,6 @@ def write_fragments(
         data_storage_version=version_text,
         storage_options=storage_options,
         encoding_plan=encoding_plan,
+        page_statistics=page_statistics,
     )
     return write_new_fragments(reader, uri, lance_schema, options)

@@ -500,7 +500,7 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
         data_storage_version=files.manifest.data_storage_version,
         storage_options=files.storage_options,
-    )
+    ).for_dataset(files.manifest.config)
     reader = pa.RecordBatchReader.from_batches(schema, batches)
     new = write_new_fragments(reader, files.uri, files.lance_schema, write_options)
     row_addrs = None

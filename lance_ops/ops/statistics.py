@@ -1,11 +1,14 @@
 """Rebuilding column statistics: compute what a version lacks, write one file, one ``UpdateConfig``.
 
 For every fragment and every top-level column with statistics (integers, floats, booleans,
-temporal types, strings, binary), statistics are computed unless fresh ones exist (all of them
-with ``force``): per zone of :data:`lance_ops.table.statistics.ZONE_ROWS` physical rows the
-format's null count / min / max, plus one HLL sketch per fragment and column. The results go to
-one new statistics file and the manifest's statistics list is updated in one transaction, dropping
-files no fragment needs any more. Nothing is committed until the end, so an interrupted rebuild
+temporal types, strings, binary), statistics are computed unless fresh ones exist — in a
+statistics file, or in the data file itself (:mod:`lance_ops.file.page_statistics`: every file
+written here has them, so only fragments written by others, or with page statistics turned off,
+need a rebuild) — all of them with ``force``: per zone of
+:data:`lance_ops.table.statistics.ZONE_ROWS` physical rows the format's null count / min / max,
+plus one HLL sketch per fragment and column. The results go to one new statistics file and the
+manifest's statistics list is updated in one transaction, dropping files no fragment needs any
+more. Nothing is committed until the end, so an interrupted rebuild
 leaves at most an unreferenced file and a rerun recomputes only what the last commit lacks.
 Datasets written by pylance are rebuilt like any other: nothing is read but their data files.
 """
@@ -31,7 +34,6 @@ from lance_ops.table.statistics import (
     config_value,
     field_source,
     files_in_use,
-    load_statistics,
     statistics_files,
     write_statistics_file,
 )
@@ -99,10 +101,9 @@ def rebuild(
     files: VersionFiles = getattr(ds, "_files", ds)
     options = options or CommitOptions(storage_options=files.storage_options)
     fields = statistics_fields(files, columns)
-    existing = {} if force else load_statistics(files.uri, files.manifest, files.storage_options)
     computed = []
     for fragment in files.fragments():
-        have = existing.get(fragment.id)
+        have = None if force else fragment.statistics()
         wanted = {
             i: n
             for i, n in fields.items()
