@@ -298,6 +298,8 @@ def _arrow_conjunct_bounds(text: str, schema: pa.Schema) -> list[Bound]:
             return [Bound(column, "null")]
         if text in (str(field.is_valid()), str(~field.is_null())):
             return [Bound(column, "not_null")]
+        if text.startswith(f"is_in({column}, {{value_set="):
+            return _is_in_bounds(text, column, type_)
         for symbol, (op, make) in _ARROW_OPERATORS.items():
             for prefix, suffix, flipped in (
                 (f"({column} {symbol} ", ")", False),
@@ -317,6 +319,22 @@ def _arrow_conjunct_bounds(text: str, schema: pa.Schema) -> list[Bound]:
                 if str(rebuilt) == text and values is not None:
                     return _comparison_bounds(column, _FLIPPED[op] if flipped else op, values)
     return []
+
+
+def _is_in_bounds(text: str, column: str, type_: pa.DataType) -> list[Bound]:
+    """``is_in(column, {value_set=T:[v, ...], null_matching_behavior=MATCH})``: an ``in`` bound."""
+    start, end = text.find(":[\n"), text.rfind("\n], null_matching_behavior=MATCH})")
+    if start < 0 or end < start:
+        return []
+    items = [item.strip() for item in text[start + 3 : end].split(",\n")]
+    parsed = [_arrow_literal(item, type_) for item in items]
+    if any(p is None for p in parsed):
+        return []
+    candidates = [values for values in parsed if values is not None]
+    if str(pc.field(column).isin([values[0] for values in candidates])) != text:
+        return []
+    typed = _typed([v for values in candidates for v in values], type_)
+    return [] if typed is None else [Bound(column, "in", typed)]
 
 
 def _arrow_bounds(expression: pc.Expression, schema: pa.Schema) -> list[Bound]:

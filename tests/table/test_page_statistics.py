@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -185,8 +186,14 @@ _ARROW_LITERALS = {
 @st.composite
 def _arrow_conditions(draw: st.DrawFn) -> pc.Expression:
     column = draw(st.sampled_from(sorted(_ARROW_LITERALS)))
-    if draw(st.booleans()):
-        return pc.field(column).is_null() if draw(st.booleans()) else pc.field(column).is_valid()
+    kind = draw(st.sampled_from(["cmp", "cmp", "null", "valid", "in"]))
+    if kind == "null":
+        return pc.field(column).is_null()
+    if kind == "valid":
+        return pc.field(column).is_valid()
+    if kind == "in":
+        values = draw(st.lists(_ARROW_LITERALS[column], min_size=1, max_size=3))
+        return pc.field(column).isin([v.as_py() if isinstance(v, pa.Scalar) else v for v in values])
     kernel = _ARROW_OPS[draw(st.sampled_from(sorted(_ARROW_OPS)))]
     return kernel(pc.field(column), draw(_ARROW_LITERALS[column]))
 
@@ -407,3 +414,42 @@ def test_files_without_rows_or_with_copied_metadata(tmp_path: Path) -> None:
     with LanceFileWriter(other, source.with_metadata(metadata), page_statistics=False) as writer:
         writer.write_batch(pa.table({"x": [1, 2]}))
     assert LanceFileReader(other).column_statistics() is None
+
+
+def test_bounds_of_arrow_expressions() -> None:
+    schema = pa.schema([("x", pa.float64()), ("i", pa.int32()), ("s", pa.string()), ("bin", pa.binary())])
+
+    def bounds(expression: pc.Expression) -> list[tuple[str, str, list[Any]]]:
+        found = parse_predicate(expression, schema).bounds
+        return [(b.column, b.op, [v.as_py() for v in b.values]) for b in found]
+
+    assert bounds((pc.field("i") > 3) & (pc.scalar(7) >= pc.field("i"))) == [
+        ("i", "gt", [3]),
+        ("i", "le", [7]),
+    ]
+    assert bounds(pc.field("s") == "a and b") == [("s", "eq", ["a and b"])]
+    assert bounds(pc.field("s").is_null() & pc.field("x").is_valid()) == [
+        ("s", "null", []),
+        ("x", "not_null", []),
+    ]
+    assert bounds(pc.field("i").isin([1, 5])) == [("i", "in", [1, 5])]
+    assert bounds(pc.field("x") >= -0.0) == [("x", "ge", [-0.0])]
+    # a float32 literal prints as its shortest digits: every value it may be is kept, loosely
+    low = float(np.float16(0.3))
+    assert bounds(pc.field("x") > pa.scalar(np.float32(0.3))) == [("x", "gt", [min(0.3, low)])]
+    assert bounds(pc.field("x") == pa.scalar(np.float32(0.3)))[0][2] == [
+        0.3,
+        *sorted([low, float(np.float32(0.3))]),
+    ]
+    # nothing is guessed: ORs, computed operands, NaN, lossy or unprintable literals give no bound
+    for expression in (
+        (pc.field("i") > 1) | (pc.field("i") < 0),
+        pc.field("i") + 1 > 3,
+        pc.field("x") > float("nan"),
+        pc.field("i") > 1.5,
+        pc.field("i") > 2**40,
+        pc.field("bin") == b"ab",
+        pc.field("x").is_null(nan_is_null=True),
+        pc.field("i").isin([1, None]),
+    ):
+        assert bounds(expression) == [], str(expression)
