@@ -115,12 +115,13 @@ from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetAlreadyExistsError, DatasetNotFoundError, SchemaError
 from lance_ops.fragment import FragmentMetadata, write_fragments
-from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.pruning import zone_mask
+from lance_ops.fragment.options import ScanOptions, WriteOptions
+from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
 from lance_ops.ops.compaction import open_version
 from lance_ops.ops.write import replace_rows
 from lance_ops.query.predicate import Predicate, parse_predicate
+from lance_ops.table.manifest import DataFragment
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Operation
 
@@ -271,27 +272,30 @@ def split_fragment(fragment_id: int, physical_rows: int, split_rows: int) -> lis
 
 def prune_partitions(
     files: VersionFiles,
-    fragment_id: int,
+    fragment: DataFragment,
     parts: list[LanceInputPartition],
     predicate: Predicate | None,
 ) -> list[LanceInputPartition]:
     """The row ranges of one fragment that ``predicate`` may select rows from.
 
-    A range is dropped, at planning time, when the fragment's column statistics (zone min / max /
-    null counts, :mod:`lance_ops.fragment.pruning`) show that no zone it overlaps can hold a
-    matching row; fragments without usable statistics keep every range. Scanning still evaluates
-    the predicate, so pruning only saves tasks and I/O and never changes the rows read.
+    A range is dropped, at planning time, when the fragment's column statistics (the page
+    statistics of its data files, or a statistics file's zones; :mod:`lance_ops.fragment.pruning`)
+    show that no row in it can match; fragments without usable statistics keep every range.
+    Scanning still evaluates the predicate, so pruning only saves tasks and I/O and never changes
+    the rows read.
     """
-    stats = None if predicate is None else files.statistics.get(fragment_id)
-    if predicate is None or stats is None:
+    if predicate is None or not predicate.bounds:
+        return parts
+    stats = files.fragment(fragment).statistics()
+    if stats is None:
         return parts
     lance = files.lance_schema
     bounds = [b for b in predicate.bounds if files.schema.get_field_index(b.column) >= 0]
-    mask = zone_mask(stats, bounds, {b.column: lance.field(b.column).id for b in bounds})
+    ids = {b.column: lance.field(b.column).id for b in bounds}
+    mask = row_mask(stats, bounds, ids, np.arange(fragment.physical_rows, dtype=np.int64))
     if mask is None:
         return parts
-    zone = stats.zone_rows
-    return [p for p in parts if mask[p.start // zone : -(-p.stop // zone)].any()]
+    return [p for p in parts if mask[p.start : p.stop].any()]
 
 
 def metadata_field(name: str) -> StructField:
@@ -343,7 +347,7 @@ class LanceReader(DataSourceReader):
             part
             for f in files.manifest.fragments
             for part in prune_partitions(
-                files, f.id, split_fragment(f.id, f.physical_rows, self.split_rows), predicate
+                files, f, split_fragment(f.id, f.physical_rows, self.split_rows), predicate
             )
         ]
         return parts or [LanceInputPartition(None)]
@@ -468,6 +472,9 @@ class LanceWriter(DataSourceArrowWriter):
         # a column are encoded alike whichever partition wrote them (a given plan wins).
         stored_plan = None if append_to is None else EncodingPlan.from_config(append_to.manifest.config)
         self.encoding_plan = self.given_plan or stored_plan
+        # Page statistics unless the dataset's config turns them off (lance-ops.page-statistics).
+        config = {} if append_to is None else append_to.manifest.config
+        self.page_statistics = bool(WriteOptions().for_dataset(config).page_statistics)
 
     def _existing(self) -> lance_ops.LanceDataset | None:
         """The latest version of the dataset at ``uri``, or None if there is none yet."""
@@ -514,6 +521,7 @@ class LanceWriter(DataSourceArrowWriter):
             storage_options=self.storage_options,
             fields=self.append_fields(),
             encoding_plan=self.encoding_plan,
+            page_statistics=self.page_statistics,
         )
         return LanceCommitMessage(fragments=list(fragments), num_rows=counted.num_rows)
 

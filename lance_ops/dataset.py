@@ -717,6 +717,7 @@ def write_dataset(
     progress: ProgressCallback | FragmentWriteProgress | None = None,
     manifest_store: ExternalManifestStore | None = None,
     encoding_plan: EncodingPlan | None = None,
+    page_statistics: bool | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
@@ -729,7 +730,9 @@ def write_dataset(
     ``uri`` may be an open dataset (its location is written to). ``auto_cleanup_options``
     (``{"interval": N, "older_than_seconds": S}``) turns on automatic cleanup for a new dataset
     (:mod:`lance_ops.ops.auto_cleanup`). ``use_legacy_format=True`` asks for 0.1 files, which
-    lance-ops reads but does not write (``NotImplementedError``).
+    lance-ops reads but does not write (``NotImplementedError``). ``page_statistics=False`` writes
+    data files without page statistics (default: with them, unless an append's dataset config sets
+    ``lance-ops.page-statistics`` to ``false``).
     """
     if isinstance(uri, LanceDataset):
         storage_options = storage_options if storage_options is not None else uri.storage_options
@@ -746,6 +749,7 @@ def write_dataset(
         max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
         storage_options=storage_options,
         encoding_plan=encoding_plan,
+        page_statistics=page_statistics,
     )
     commit_options = commit_op.CommitOptions(
         storage_options=storage_options,

@@ -57,12 +57,20 @@ class LanceStats:
         return self._ds.lance_schema.field(name).id, type_
 
     def _fresh(self, field_id: int) -> list[tuple[int, FragmentStatistics | None]]:
-        stats = self._ds._files.statistics
+        """Per fragment, its statistics (data files' own or a statistics file's) if they cover the field."""
         out = []
-        for fragment in self._ds.manifest.fragments:
-            entry = stats.get(fragment.id)
+        for fragment in self._ds._files.fragments():
+            entry = fragment.statistics(sketches=True)
             out.append((fragment.id, entry if entry is not None and field_id in entry.columns else None))
         return out
+
+    @staticmethod
+    def _distinct(entries: Sequence[FragmentStatistics], field_id: int) -> int | None:
+        """The merged sketches' estimate (None unless every entry has a sketch of the field)."""
+        sketches = [e.sketches.get(field_id) for e in entries]
+        if not sketches or any(s is None for s in sketches):
+            return None
+        return round(reduce(DistinctSketch.merge, (s for s in sketches if s is not None)).estimate())
 
     def column_stats(self, name: str) -> pa.Table:
         """One row per fragment: ``fragment_id, null_count, min_value, max_value, distinct_count``."""
@@ -70,10 +78,11 @@ class LanceStats:
         rows = self._fresh(field_id)
         empty = pa.nulls(1, statistics_type(type_))
         merged = [
-            empty if e is None else merge_statistics(e.columns[field_id], e.zone_lengths) for _, e in rows
+            empty if e is None else merge_statistics(e.columns[field_id], e.lengths(field_id))
+            for _, e in rows
         ]
         combined = pa.concat_arrays(merged) if merged else pa.array([], statistics_type(type_))
-        distinct = [None if e is None else round(e.sketches[field_id].estimate()) for _, e in rows]
+        distinct = [None if e is None else self._distinct([e], field_id) for _, e in rows]
         return pa.table(
             {
                 "fragment_id": pa.array([i for i, _ in rows], pa.int64()),
@@ -99,10 +108,9 @@ class LanceStats:
         }
         if entries:
             stats = pa.concat_arrays([e.columns[field_id] for e in entries])
-            lengths = np.concatenate([e.zone_lengths for e in entries])
+            lengths = np.concatenate([e.lengths(field_id) for e in entries])
             summary.update(merge_statistics(stats, lengths).to_pylist()[0])
-            sketch = reduce(DistinctSketch.merge, (e.sketches[field_id] for e in entries))
-            summary["distinct_count"] = round(sketch.estimate())
+            summary["distinct_count"] = self._distinct(entries, field_id)
         summary["fragments_with_statistics"] = len(entries)
         summary["num_fragments"] = len(self._ds.manifest.fragments)
         return summary

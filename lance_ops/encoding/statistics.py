@@ -7,7 +7,10 @@ One row per page, in the column's own type (the format's statistics schema is
   page's min and max; when unknown (all values null, or an empty page) the type's minimum and
   maximum representable values.
 * floats: NaN is ignored; unknown bounds are ``-inf`` / ``+inf``; a zero max is recorded as
-  ``+0.0`` and a zero min as ``-0.0`` (so ``-0.0 <= x <= +0.0`` covers both zeros).
+  ``+0.0`` and a zero min as ``-0.0`` (so ``-0.0 <= x <= +0.0`` covers both zeros). A page that
+  holds NaN besides numbers records ``+inf`` as its max: still an upper bound of its numbers (the
+  format only asks for bounds), and the one way its schema can tell a reader that NaN — which
+  filters sort above every number — may be present, so ``x > c`` can be pruned by the max.
 * binary and strings: bounds of at most :data:`MAX_BOUND_BYTES` bytes. A longer min is
   truncated (a prefix sorts first); a longer max is truncated and its last byte (code point for
   strings) incremented so it still sorts above every value; unknown bounds, or a max with no
@@ -80,11 +83,14 @@ def _integer_bounds(page: pa.Array) -> tuple[Any, Any]:
 
 
 def _float_bounds(page: pa.Array) -> tuple[float, float]:
-    values = page.to_numpy(zero_copy_only=False)
-    values = values[~np.isnan(values)]  # nulls arrive as NaN and are ignored too
-    if not len(values):
+    values = page.drop_null().to_numpy(zero_copy_only=False)
+    nan = np.isnan(values)
+    numbers = values[~nan]
+    if not len(numbers):
         return -np.inf, np.inf
-    low, high = float(values.min()), float(values.max())
+    low, high = float(numbers.min()), float(numbers.max())
+    if nan.any():
+        high = np.inf  # a valid upper bound that tells readers NaN may be present
     return (-0.0 if low == 0 else low), (0.0 if high == 0 else high)
 
 

@@ -45,8 +45,10 @@ from lance_ops._proto import file_pb2 as pb
 from lance_ops._proto import table_pb2
 from lance_ops.encoding.api import FieldDecoder, FileVersion
 from lance_ops.encoding.legacy.v0_1 import LegacyField, LegacyFieldDecoder, PageTable, layout_of
+from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
 from lance_ops.file.format import MAGIC
+from lance_ops.file.page_statistics import PageStatistics, column_statistics
 from lance_ops.file.reader import (
     ColumnMetadata,
     FileStatistics,
@@ -298,6 +300,20 @@ class LegacyFileReader(LanceFileReader):
         view._decoders = {}
         view._default_columns = list(view.schema.names)
         return view.read_all().to_table(), page_rows
+
+    def column_statistics(self) -> PageStatistics | None:
+        """:meth:`page_statistics` by top-level column name; pylance's float maxima ignore NaN."""
+        found = self.page_statistics()
+        if found is None:
+            return None
+        table, page_rows = found
+        ids = {f.id: f.name for f in self._legacy.fields if f.parent_id == -1}
+        columns = column_statistics(self.path, table, ids, dict.fromkeys(ids.values(), page_rows))
+        return PageStatistics(columns, float_max_covers_nan=False)
+
+    def column_sketches(self) -> dict[str, DistinctSketch]:
+        """None: pylance keeps no sketches in 0.1 files."""
+        return {}
 
     def file_statistics(self) -> FileStatistics:
         """Not available: legacy page tables hold value counts, not byte sizes."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import struct
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,9 +29,16 @@ from google.protobuf import text_format
 
 from lance_ops._proto import file2_pb2 as pb2
 from lance_ops.encoding.api import FieldDecoder, FileVersion, PageInfo
+from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError, SchemaError, TakeIndexError, UnsupportedFeatureError
 from lance_ops.file.codecs import codec_for
 from lance_ops.file.format import MAGIC, FileTail, check_column_encoding, page_layout, read_tail
+from lance_ops.file.page_statistics import (
+    PAGE_STATISTICS_KEY,
+    PageStatistics,
+    StatisticsLocation,
+    column_statistics,
+)
 from lance_ops.file.schema import pb_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
 
@@ -344,6 +352,43 @@ class LanceFileReader:
         position, size = self._tail.global_buffers[index]
         return bytes(self._fetch([(position, size)])[0])
 
+    @cached_property
+    def _statistics_location(self) -> StatisticsLocation | None:
+        text = (self.schema.metadata or {}).get(PAGE_STATISTICS_KEY.encode())
+        return None if text is None else StatisticsLocation.from_json(self.path, text)
+
+    def column_statistics(self) -> PageStatistics | None:
+        """The page statistics the file carries, by top-level column (None when it has none).
+
+        Reads one global buffer (:mod:`lance_ops.file.page_statistics`); the sketches are not read.
+        """
+        location = self._statistics_location
+        if location is None:
+            return None
+        table = _lance_file_table(self.read_global_buffer(location.statistics_buffer))
+        fields = self._tail.descriptor.schema.fields
+        ids = {f.id: f.name for f in fields if f.parent_id == -1}
+        page_rows = {
+            field.name: np.array([p.num_rows for p in self._pages[columns.start]], dtype=np.int64)
+            for field, columns in zip(self.schema, self._column_ranges, strict=True)
+            if len(columns)
+        }
+        columns = column_statistics(self.path, table, ids, page_rows)
+        return PageStatistics(columns, location.float_max_covers_nan)
+
+    def column_sketches(self) -> dict[str, DistinctSketch]:
+        """The distinct-value sketch of each top-level column that has page statistics."""
+        location = self._statistics_location
+        if location is None:
+            return {}
+        blob = self.read_global_buffer(location.sketches_buffer)
+        names = {f.id: f.name for f in self._tail.descriptor.schema.fields if f.parent_id == -1}
+        return {
+            names[i]: DistinctSketch.from_bytes(blob[start : start + size])
+            for i, (start, size) in location.sketch_ranges.items()
+            if i in names
+        }
+
     def metadata(self) -> LanceFileMetadata:
         """Version, row count, schema, byte accounting and per-column pages."""
         return self._metadata
@@ -391,3 +436,13 @@ class LanceFileReader:
                 for column in self._tail.columns
             ]
         )
+
+
+def _lance_file_table(data: bytes) -> pa.Table:
+    """The rows of the Lance file whose bytes are ``data`` (read through the in-memory store)."""
+    store, path = object_store(f"memory://lance-ops-embedded/{uuid.uuid4()}.lance")
+    store.put_if_absent(path, data)
+    try:
+        return LanceFileReader(f"memory://{path}").read_all().to_table()
+    finally:
+        store.delete(path)

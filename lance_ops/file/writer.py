@@ -15,6 +15,11 @@ offset tables and footer
 (see :mod:`lance_ops.file.format`). Data buffers go straight to the output stream, so at
 most ``data_cache_bytes`` per field are held in memory.
 
+Unless ``page_statistics=False``, the statistics of every page of each top-level field that has
+them (null count, min, max; :mod:`lance_ops.encoding.statistics`) and a distinct sketch per field
+are collected as pages are cut, and ``close()`` stores them as two global buffers located by the
+schema metadata key ``lance-ops:page-statistics`` (:mod:`lance_ops.file.page_statistics`).
+
 Every public method takes one writer-wide lock, so ``write_batch`` may be called from
 several threads at once: calls are serialised and each batch lands whole, its columns
 aligned, as with pylance's writer.
@@ -25,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -38,12 +44,15 @@ from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.codecs import Codec, codec_for
 from lance_ops.file.format import RegionWriter, direct_encoding
+from lance_ops.file.page_statistics import PAGE_STATISTICS_KEY, PageStatisticsCollector, StatisticsLocation
 from lance_ops.file.schema import check_writable, schema_metadata_to_pb, schema_to_fields, storage_field
 from lance_ops.io import object_store
 
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
 WRITABLE_VERSIONS = (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2)
+# The file format of the statistics stored inside a data file (a whole Lance file in a global buffer).
+STATISTICS_FILE_VERSION = FileVersion.V2_1
 
 
 def as_table(data: pa.Table | pa.RecordBatch | Any, schema: pa.Schema | None) -> pa.Table:
@@ -78,7 +87,8 @@ class LanceFileWriter:
     """Write Arrow data to a Lance file.
 
     ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.0"``,
-    ``"2.1"``, ``"2.2"`` or ``"stable"`` (2.2). Usable as a context manager (closes on success, discards
+    ``"2.1"``, ``"2.2"`` or ``"stable"`` (2.2). ``page_statistics=False`` writes no page
+    statistics (see the module docstring). Usable as a context manager (closes on success, discards
     the partial file on error). ``close()`` returns the number of rows written.
     """
 
@@ -91,8 +101,10 @@ class LanceFileWriter:
         storage_options: Mapping[str, str] | None = None,
         max_page_bytes: int | None = None,
         data_cache_bytes: int | None = None,
+        page_statistics: bool = True,
     ) -> None:
         self.version = FileVersion.parse(version)
+        self._write_statistics = page_statistics
         if self.version is FileVersion.V0_1:
             raise UnsupportedFeatureError("legacy (0.1) files are read-only: writing them is not supported")
         if self.version not in WRITABLE_VERSIONS:
@@ -105,6 +117,7 @@ class LanceFileWriter:
         self._lock = threading.RLock()
         self._schema: pa.Schema | None = None
         self._fields: list[_FieldState] = []
+        self._statistics: PageStatisticsCollector | None = None
         if schema is not None:
             self._set_schema(schema)  # before opening the output: a bad schema leaves no file
         store, self.path = object_store(path, dict(storage_options) if storage_options else None)
@@ -130,6 +143,8 @@ class LanceFileWriter:
         check_writable(schema, self.version)
         self._fields = [_FieldState(field, self._codec) for field in schema]
         self._schema = schema
+        if self._write_statistics:
+            self._statistics = PageStatisticsCollector(schema, schema_to_fields(schema))
 
     def write_batch(self, data: pa.Table | pa.RecordBatch | Any) -> None:
         """Append rows (a Table, RecordBatch or pandas DataFrame) matching the file schema."""
@@ -175,7 +190,11 @@ class LanceFileWriter:
             self._write_pages(state, storage.slice(start, rows_per_page))
 
     def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
-        self._store_pages(state, state.encoder.encode(array, self.write_external))
+        encoded = state.encoder.encode(array, self.write_external)
+        index = self._fields.index(state)
+        if self._statistics is not None and self._statistics.wants(index):
+            self._statistics.add(index, array, [page.num_rows for page in encoded[0]])
+        self._store_pages(state, encoded)
         state.rows_written += len(array)
 
     def _store_pages(self, state: _FieldState, encoded: list[list[EncodedPage]]) -> None:
@@ -230,10 +249,16 @@ class LanceFileWriter:
         if self._schema is None:
             self.abort()
             raise SchemaError(f"{self.path}: no schema was given and no data was written")
-        for state in self._fields:
+        for index, state in enumerate(self._fields):
             self._flush(state)
-            self._store_pages(state, state.encoder.finish())
+            held = state.encoder.finish()
+            if self._statistics is not None and held and held[0]:
+                self._statistics.discard(index)  # pages not cut from arrays the statistics saw
+            self._store_pages(state, held)
         schema_metadata = schema_metadata_to_pb(self._schema.metadata)
+        schema_metadata.pop(PAGE_STATISTICS_KEY, None)  # copied from another file's schema: not ours
+        if self._statistics is not None:
+            self._store_statistics(self._statistics)
         schema_metadata.update(self._extra_metadata)
         descriptor = pb.FileDescriptor(
             schema=pb.Schema(fields=schema_to_fields(self._schema), metadata=schema_metadata),
@@ -245,6 +270,17 @@ class LanceFileWriter:
         self._out.close()
         self._closed = True
         return self._num_rows
+
+    def _store_statistics(self, statistics: PageStatisticsCollector) -> None:
+        """The collected statistics as a Lance file and the sketches, two global buffers and a key."""
+        table = statistics.table()
+        if table is None:
+            return
+        sketches, ranges = statistics.sketches()
+        location = StatisticsLocation(
+            self.add_global_buffer(_lance_file_bytes(table)), self.add_global_buffer(sketches), ranges, True
+        )
+        self._extra_metadata[PAGE_STATISTICS_KEY] = location.to_json().encode()
 
     def abort(self) -> None:
         """Discard the partial file."""
@@ -270,3 +306,16 @@ class LanceFileWriter:
             self.close()
         else:
             self.abort()
+
+
+def _lance_file_bytes(table: pa.Table) -> bytes:
+    """``table`` as the bytes of a Lance file (written through the in-memory store, then dropped)."""
+    store, path = object_store(f"memory://lance-ops-embedded/{uuid.uuid4()}.lance")
+    with LanceFileWriter(
+        f"memory://{path}", table.schema, version=STATISTICS_FILE_VERSION, page_statistics=False
+    ) as writer:
+        writer.write_batch(table)
+    try:
+        return store.read(path)
+    finally:
+        store.delete(path)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.query.predicate import Predicate
@@ -12,6 +12,9 @@ DEFAULT_BATCH_SIZE = 8192
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 DEFAULT_MAX_ROWS_PER_GROUP = 1024
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
+# Dataset config key: "false" makes every writer of the dataset leave page statistics out of the
+# data files it writes (unless a write asks for them); anything else, or no key, writes them.
+PAGE_STATISTICS_CONFIG_KEY = "lance-ops.page-statistics"
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,9 @@ class WriteOptions:
 
     ``max_rows_per_group`` only applies to legacy files, which this implementation does not write.
     ``encoding_plan`` (the dataset's, :mod:`lance_ops.encoding.plan`) sets per-column encodings.
+    ``page_statistics``: whether data files carry page statistics and sketches
+    (:mod:`lance_ops.file.page_statistics`); None follows the dataset's
+    :data:`PAGE_STATISTICS_CONFIG_KEY` (:meth:`for_dataset`), on by default.
     """
 
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
@@ -42,7 +48,18 @@ class WriteOptions:
     data_storage_version: str = "stable"
     storage_options: Mapping[str, str] | None = field(default=None, hash=False)
     encoding_plan: EncodingPlan | None = field(default=None, hash=False)
+    page_statistics: bool | None = None
 
     def __post_init__(self) -> None:
         if self.max_rows_per_file <= 0 or self.max_rows_per_group <= 0:
             raise ValueError("max_rows_per_file and max_rows_per_group must be positive")
+
+    @property
+    def writes_page_statistics(self) -> bool:
+        return self.page_statistics is not False
+
+    def for_dataset(self, config: Mapping[str, str]) -> WriteOptions:
+        """These options with ``page_statistics`` decided by the dataset's config when not given."""
+        if self.page_statistics is not None:
+            return self
+        return replace(self, page_statistics=config.get(PAGE_STATISTICS_CONFIG_KEY, "").lower() != "false")

@@ -28,7 +28,7 @@ from lance_ops.errors import CorruptFileError, DatasetNotFoundError, SchemaError
 from lance_ops.file import LanceFileReader
 from lance_ops.file.schema import is_blob_v2_description, schema_to_fields
 from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.pruning import zone_mask
+from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.writer import data_file_fields
 from lance_ops.io import ObjectStore, object_store
 from lance_ops.query.predicate import Predicate
@@ -39,7 +39,7 @@ from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, child_uri
 from lance_ops.table.paths import check_base_scheme, referenced_file
 from lance_ops.table.rowids import RowIdIndex, decode_row_ids, load_sequence
 from lance_ops.table.schema import LanceField, LanceSchema
-from lance_ops.table.statistics import FragmentStatistics, load_statistics
+from lance_ops.table.statistics import ZONE_ROWS, FragmentStatistics, field_source, load_statistics
 
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
 # (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
@@ -72,6 +72,8 @@ class VersionFiles:
         self.store, self.root = object_store(uri, storage_options)
         self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
         self._fragments: dict[int, FragmentReader] = {}
+        # (fragment id, with sketches) -> (the fragment's metadata, its statistics)
+        self.fragment_statistics: dict[tuple[int, bool], tuple[DataFragment, FragmentStatistics | None]] = {}
 
     @property
     def lance_schema(self) -> LanceSchema:
@@ -97,8 +99,9 @@ class VersionFiles:
         return [{f.id for f in schema.subtree(top.id) if f.id in leaf_ids} for top in self.top_level_fields]
 
     @cached_property
-    def statistics(self) -> dict[int, FragmentStatistics]:
-        """Fragment id -> the column statistics usable in this version (see lance_ops.table.statistics)."""
+    def side_statistics(self) -> dict[int, FragmentStatistics]:
+        """Fragment id -> the usable statistics of this version's statistics files
+        (:mod:`lance_ops.table.statistics`); data files' own statistics are not included."""
         return load_statistics(self.uri, self.manifest, self.storage_options)
 
     def fragment(self, metadata: DataFragment) -> FragmentReader:
@@ -413,14 +416,73 @@ class FragmentReader:
                 # Explicit length: pyarrow does not clamp slices of zero-column tables.
                 yield table.slice(first, min(size, table.num_rows - first))
 
+    def statistics(self, sketches: bool = False) -> FragmentStatistics | None:
+        """The column statistics usable for this fragment (None when there are none).
+
+        A field's page statistics in the data file it is read from (always fresh: they belong to
+        that file) win over a statistics file's. ``sketches`` also loads the data files' sketches
+        (a second read per file; pruning does not need them).
+        """
+        key = (self.id, sketches)
+        cache = self.files.fragment_statistics
+        if key not in cache or cache[key][0] != self.metadata:
+            side = self.files.side_statistics.get(self.id)
+            own = self._own_statistics(sketches)
+            merged = own if side is None else side if own is None else side.merged_with(own)
+            cache[key] = (self.metadata, merged)
+        return cache[key][1]
+
+    def _own_statistics(self, sketches: bool) -> FragmentStatistics | None:
+        """The page statistics the fragment's data files carry, by dataset field id."""
+        columns: dict[int, pa.StructArray] = {}
+        page_rows: dict[int, np.ndarray] = {}
+        sources: dict[int, str] = {}
+        found_sketches = {}
+        nan_aware = set()
+        for data_file in self.metadata.files:
+            reader = self.files.open_file(data_file)
+            found = reader.column_statistics()
+            if found is None:
+                continue
+            held = reader.column_sketches() if sketches else {}
+            for index, column in self.files.file_columns(data_file, reader.schema).items():
+                field = self.files.top_level_fields[index]
+                stats = found.columns.get(column.name)
+                if (
+                    stats is None
+                    or field.id in columns
+                    or field_source(self.metadata, field.id) != data_file.path
+                    or int(stats.page_rows.sum()) != self.physical_rows
+                    or stats.statistics.type.field("min_value").type != self.files.schema.field(index).type
+                ):
+                    continue
+                columns[field.id], page_rows[field.id] = stats.statistics, stats.page_rows
+                sources[field.id] = data_file.path
+                if column.name in held:
+                    found_sketches[field.id] = held[column.name]
+                if found.float_max_covers_nan:
+                    nan_aware.add(field.id)
+        if not columns:
+            return None
+        return FragmentStatistics(
+            self.id,
+            self.physical_rows,
+            ZONE_ROWS,
+            columns,
+            sources,
+            found_sketches,
+            page_rows,
+            frozenset(nan_aware),
+        )
+
     def _prune(self, predicate: Predicate, offsets: np.ndarray) -> np.ndarray:
         """``offsets`` minus those in zones the statistics show ``predicate`` cannot select."""
-        stats = self.files.statistics.get(self.id)
+        stats = self.statistics()
         if stats is None:
             return offsets
         ids = {b.column: self.files.lance_schema.field(b.column).id for b in predicate.bounds}
-        mask = zone_mask(stats, predicate.bounds, ids)
-        return offsets if mask is None else offsets[mask[offsets // stats.zone_rows]]
+        mask = row_mask(stats, predicate.bounds, ids, offsets)
+        return offsets if mask is None else offsets[mask]
 
     def matching_offsets(self, predicate: Predicate) -> np.ndarray:
         """Physical offsets of the live rows ``predicate`` selects, ascending."""

@@ -264,6 +264,7 @@ class _FileSink:
             self.file_schema if plan is None else plan.apply(self.file_schema),
             version=self.version,
             storage_options=self.options.storage_options,
+            page_statistics=self.options.writes_page_statistics,
         )
         self._writer = writer
         if any(self.blob_v2):
@@ -366,6 +367,7 @@ def write_fragments(
     fields: FieldsLike | None = None,
     encoding_plan: EncodingPlan | None = None,
     progress: Any = None,
+    page_statistics: bool = True,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
 
@@ -377,6 +379,8 @@ def write_fragments(
     legacy files, which this implementation does not write. ``encoding_plan`` (the dataset's plan,
     handed to every executor) fixes per-column encodings. ``progress`` is a callback of
     :class:`~lance_ops.progress.ProgressEvent` or a :class:`~lance_ops.progress.FragmentWriteProgress`.
+    ``page_statistics=False`` leaves page statistics out of the data files (the driver decides,
+    e.g. from the dataset config).
     """
     if mode not in ("append", "create", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -398,6 +402,7 @@ def write_fragments(
         data_storage_version=version_text,
         storage_options=storage_options,
         encoding_plan=encoding_plan,
+        page_statistics=page_statistics,
     )
     tracker = Tracker.start(as_callback(progress), WRITE, input_rows(data), "rows")
     return write_new_fragments(reader, uri, lance_schema, options, tracker)

@@ -282,7 +282,7 @@ def _write_file(
 ) -> DataFile:
     options = WriteOptions(
         data_storage_version=files.manifest.data_storage_version, storage_options=files.storage_options
-    )
+    ).for_dataset(files.manifest.config)
     data = pa.RecordBatchReader.from_batches(schema, _checked(batches, schema))
     return write_data_file(data, files.uri, fields, fragment.physical_rows, options)
 

@@ -504,7 +504,7 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         storage_options=files.storage_options,
         # The dataset's encoding plan, like every other writer of the dataset.
         encoding_plan=EncodingPlan.from_config(files.manifest.config),
-    )
+    ).for_dataset(files.manifest.config)
     reader = pa.RecordBatchReader.from_batches(schema, batches)
     new = write_new_fragments(reader, files.uri, files.lance_schema, write_options)
     row_addrs = None

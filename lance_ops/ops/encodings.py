@@ -133,7 +133,7 @@ def _profile_version(files: VersionFiles, columns: Sequence[str] | None) -> Data
     ids = {n: files.lance_schema.field(n).id for n in names}
     profiles = []
     for fragment in files.fragments():
-        stats = files.statistics.get(fragment.id)
+        stats = fragment.statistics(sketches=True)
         stored = (
             {} if stats is None else {n: stats.sketches[i] for n, i in ids.items() if i in stats.sketches}
         )

@@ -1,11 +1,14 @@
 """Rebuilding column statistics: compute what a version lacks, write one file, one ``UpdateConfig``.
 
 For every fragment and every top-level column with statistics (integers, floats, booleans,
-temporal types, strings, binary), statistics are computed unless fresh ones exist (all of them
-with ``force``): per zone of :data:`lance_ops.table.statistics.ZONE_ROWS` physical rows the
-format's null count / min / max, plus one HLL sketch per fragment and column. The results go to
-one new statistics file and the manifest's statistics list is updated in one transaction, dropping
-files no fragment needs any more. Nothing is committed until the end, so an interrupted rebuild
+temporal types, strings, binary), statistics are computed unless fresh ones exist — in a
+statistics file, or in the data file itself (:mod:`lance_ops.file.page_statistics`: every file
+written here has them, so only fragments written by others, or with page statistics turned off,
+need a rebuild) — all of them with ``force``: per zone of
+:data:`lance_ops.table.statistics.ZONE_ROWS` physical rows the format's null count / min / max,
+plus one HLL sketch per fragment and column. The results go to one new statistics file and the
+manifest's statistics list is updated in one transaction, dropping files no fragment needs any
+more. Nothing is committed until the end, so an interrupted rebuild
 leaves at most an unreferenced file and a rerun recomputes only what the last commit lacks.
 Datasets written by pylance are rebuilt like any other: nothing is read but their data files.
 """
@@ -32,7 +35,6 @@ from lance_ops.table.statistics import (
     config_value,
     field_source,
     files_in_use,
-    load_statistics,
     statistics_files,
     write_statistics_file,
 )
@@ -108,26 +110,14 @@ def rebuild(
     """
     files: VersionFiles = getattr(ds, "_files", ds)
     options = options or CommitOptions(storage_options=files.storage_options)
-    fields = statistics_fields(files, columns)
-    existing = {} if force else load_statistics(files.uri, files.manifest, files.storage_options)
-    todo = []
-    for fragment in files.fragments():
-        have = existing.get(fragment.id)
-        wanted = {
-            i: n
-            for i, n in fields.items()
-            if have is None or i not in have.sources
-            if field_source(fragment.metadata, i) is not None
-        }
-        if wanted:
-            todo.append((fragment, wanted))
-    tracker = Tracker.start(progress, STATISTICS, len(todo), "fragments")
+    pending = pending_statistics(files, columns, force)
+    tracker = Tracker.start(progress, STATISTICS, len(pending), "fragments")
     computed = []
-    for fragment, wanted in todo:
-        computed.append(fragment_statistics(fragment, wanted))
-        tracker.advance(1, f"fragment {fragment.id}: {len(wanted)} column(s)")
-    if not computed:
-        return RebuildResult(None, None, ())
+    for fragment in files.fragments():
+        wanted = pending.get(fragment.id)
+        if wanted:
+            computed.append(fragment_statistics(fragment, wanted))
+            tracker.advance(1, f"fragment {fragment.id}: {len(wanted)} column(s)")
     return commit_statistics(files, computed, options)
 
 
@@ -135,19 +125,19 @@ def pending_statistics(
     files: VersionFiles, columns: Sequence[str] | None = None, force: bool = False
 ) -> dict[int, dict[int, str]]:
     """Fragment id -> the fields (id -> name) a rebuild computes for it: those without fresh
-    statistics (all with ``force``) that one of its data files holds. Fragments needing nothing are
+    statistics, in its data files or a statistics file (all with ``force``), that one of its data
+    files holds. Fragments needing nothing are
     left out. A distributed rebuild plans with this, computes :func:`fragment_statistics` per
     fragment elsewhere and commits with :func:`commit_statistics`."""
     fields = statistics_fields(files, columns)
-    existing = {} if force else load_statistics(files.uri, files.manifest, files.storage_options)
     pending = {}
-    for fragment in files.manifest.fragments:
-        have = existing.get(fragment.id)
+    for fragment in files.fragments():
+        have = None if force else fragment.statistics()
         wanted = {
             i: n
             for i, n in fields.items()
             if have is None or i not in have.sources
-            if field_source(fragment, i) is not None
+            if field_source(fragment.metadata, i) is not None
         }
         if wanted:
             pending[fragment.id] = wanted

@@ -48,7 +48,9 @@ def write(
     overwrites keep the file version unless ``commit_options.data_storage_version`` names one.
     ``progress`` hears of every data file opened and closed (:mod:`lance_ops.progress`). The
     encoding plan of ``write_options`` (default: the one stored in the dataset's config) is applied;
-    creates and overwrites store a given plan in the new version's config.
+    creates and overwrites store a given plan in the new version's config. Appends write page
+    statistics unless the options or the dataset's config (``lance-ops.page-statistics``) say not
+    to; creates and overwrites unless the options say not to.
     """
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -65,7 +67,7 @@ def write(
     stored_plan = None if manifest is None or mode != "append" else EncodingPlan.from_config(manifest.config)
     write_options = replace(
         write_options, data_storage_version=version or "stable", encoding_plan=given_plan or stored_plan
-    )
+    ).for_dataset({} if manifest is None or mode != "append" else manifest.config)
     if manifest is not None and mode == "append":
         lance_schema = manifest.schema
         reader = to_reader(data, lance_schema.to_arrow())

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -127,7 +128,10 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
     translator, value, columns, tree = _bind(predicate, schema)
     if not pa.types.is_boolean(value.type):
         raise PredicateError(f"the filter {predicate!s} does not return a boolean (it returns {value.type})")
-    bounds = () if tree is None else tuple(b for node in _conjuncts(tree) for b in _bounds(translator, node))
+    if tree is None:
+        bounds = tuple(_arrow_bounds(value.expr, schema))
+    else:
+        bounds = tuple(b for node in _conjuncts(tree) for b in _bounds(translator, node))
     return Predicate(value.expr, columns, bounds)
 
 
@@ -203,6 +207,150 @@ def _bounds(tr: _Translator, node: exp.Expr) -> list[Bound]:
         column = _plain_column(tr, node.this.this)
         return [] if column is None else [Bound(column, "not_null")]
     return []
+
+
+# ------------------------------------------------ bounds of Arrow expressions (for statistics pruning)
+#
+# pyarrow does not expose an expression's tree, only its text: ``(x > 5)``, ``((x > 5) and (s ==
+# "a"))``, ``is_null(x, {nan_is_null=false})``, ``is_in(x, {value_set=int64:[...], ...})``. A
+# conjunct of the top-level ``and`` yields a bound only when the same expression rebuilt from the
+# parsed column, operator and literal prints exactly the same text, so nothing is guessed about
+# its structure. The text does not show a literal's type: a float literal may be a float32 or
+# float16 value printed by its shortest digits, so each such literal stands for every value it may
+# be, and bounds use the loosest (``x > v`` -> ``x > min``; ``x = v`` -> ``x IN (candidates)``).
+
+_ARROW_OPERATORS: dict[str, tuple[str, Callable[[pc.Expression, Any], pc.Expression]]] = {
+    "==": ("eq", lambda x, y: x == y),
+    "<": ("lt", lambda x, y: x < y),
+    "<=": ("le", lambda x, y: x <= y),
+    ">": ("gt", lambda x, y: x > y),
+    ">=": ("ge", lambda x, y: x >= y),
+}
+
+
+def _arrow_conjuncts(text: str) -> list[str]:
+    """The operands of the top-level ``and`` of a printed Arrow expression (itself when none)."""
+    depth, quoted, escaped = 0, False, False
+    if not (text.startswith("(") and text.endswith(")")):
+        return [text]
+    for i, char in enumerate(text):
+        if quoted:
+            escaped, quoted = (not escaped and char == "\\"), quoted and (escaped or char != '"')
+            continue
+        if char == '"':
+            quoted = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0 and i != len(text) - 1:
+                return [text]  # the first parenthesis closes early: not one wrapped expression
+        elif depth == 1 and text.startswith(" and ", i):
+            return _arrow_conjuncts(text[1:i]) + _arrow_conjuncts(text[i + 5 : -1])
+    return [text]
+
+
+def _arrow_literal(text: str, type_: pa.DataType) -> list[Any] | None:
+    """The Python values a printed literal compared with a column of ``type_`` may stand for."""
+    kind = _kind(type_)
+    if kind in ("int", "float") and not pa.types.is_decimal(type_):
+        try:
+            value: Any = int(text) if text.lstrip("-").isdigit() and text != "-0" else float(text)
+        except ValueError:
+            return None
+        if value != value:
+            return None
+        with np.errstate(over="ignore"):
+            narrow = {float(np.float32(value)), float(np.float16(value))} - {value}
+        return [value, *sorted(v for v in narrow if v == v)]
+    if (
+        kind == "string"
+        and len(text) >= 2
+        and text[0] == text[-1] == '"'
+        and not {'"', "\\"} & set(text[1:-1])
+    ):
+        return [text[1:-1]]
+    if kind == "bool" and text in ("true", "false"):
+        return [text == "true"]
+    return None
+
+
+def _typed(values: Sequence[Any], type_: pa.DataType) -> tuple[pa.Scalar, ...] | None:
+    """``values`` as scalars of ``type_`` (None unless every cast is lossless)."""
+    out = []
+    for value in values:
+        given = pa.scalar(value)
+        try:
+            cast = given.cast(type_)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
+            return None
+        if cast.cast(given.type) != given:
+            return None
+        out.append(cast)
+    return tuple(out)
+
+
+def _comparison_bounds(column: str, op: str, values: tuple[pa.Scalar, ...]) -> list[Bound]:
+    if len(values) == 1 or op == "eq":
+        return [Bound(column, "in" if len(values) > 1 else op, values)]
+    loosest = (
+        min(values, key=lambda v: v.as_py()) if op in ("gt", "ge") else max(values, key=lambda v: v.as_py())
+    )
+    return [Bound(column, op, (loosest,))]
+
+
+def _arrow_conjunct_bounds(text: str, schema: pa.Schema) -> list[Bound]:
+    for column in schema.names:
+        type_ = schema.field(column).type
+        field = pc.field(column)
+        if text == str(field.is_null()):
+            return [Bound(column, "null")]
+        if text in (str(field.is_valid()), str(~field.is_null())):
+            return [Bound(column, "not_null")]
+        if text.startswith(f"is_in({column}, {{value_set="):
+            return _is_in_bounds(text, column, type_)
+        for symbol, (op, make) in _ARROW_OPERATORS.items():
+            for prefix, suffix, flipped in (
+                (f"({column} {symbol} ", ")", False),
+                ("(", f" {symbol} {column})", True),
+            ):
+                if not (text.startswith(prefix) and text.endswith(suffix)) or len(text) <= len(
+                    prefix + suffix
+                ):
+                    continue
+                literal = text[len(prefix) : len(text) - len(suffix)]
+                candidates = _arrow_literal(literal, type_)
+                if candidates is None:
+                    continue
+                scalar = pa.scalar(candidates[0])
+                rebuilt = make(pc.scalar(scalar), field) if flipped else make(field, pc.scalar(scalar))
+                values = _typed(candidates, type_)
+                if str(rebuilt) == text and values is not None:
+                    return _comparison_bounds(column, _FLIPPED[op] if flipped else op, values)
+    return []
+
+
+def _is_in_bounds(text: str, column: str, type_: pa.DataType) -> list[Bound]:
+    """``is_in(column, {value_set=T:[v, ...], null_matching_behavior=MATCH})``: an ``in`` bound."""
+    start, end = text.find(":[\n"), text.rfind("\n], null_matching_behavior=MATCH})")
+    if start < 0 or end < start:
+        return []
+    items = [item.strip() for item in text[start + 3 : end].split(",\n")]
+    parsed = [_arrow_literal(item, type_) for item in items]
+    if any(p is None for p in parsed):
+        return []
+    candidates = [values for values in parsed if values is not None]
+    if str(pc.field(column).isin([values[0] for values in candidates])) != text:
+        return []
+    typed = _typed([v for values in candidates for v in values], type_)
+    return [] if typed is None else [Bound(column, "in", typed)]
+
+
+def _arrow_bounds(expression: pc.Expression, schema: pa.Schema) -> list[Bound]:
+    """The bounds an Arrow expression's top-level ``and`` implies (see above)."""
+    names = [n for n in schema.names if _kind(schema.field(n).type) in ("int", "float", "string", "bool")]
+    narrowed = pa.schema([schema.field(n) for n in names])
+    return [b for text in _arrow_conjuncts(str(expression)) for b in _arrow_conjunct_bounds(text, narrowed)]
 
 
 def _parse(sql: str) -> exp.Expr:

@@ -7,7 +7,9 @@ one row per *zone* — :data:`ZONE_ROWS` consecutive physical rows of a fragment
 every fragment the file covers one after the other. The schema metadata key
 :data:`FILE_METADATA_KEY` says which rows belong to which fragment and which data file each
 field's statistics were computed from; global buffer 1 holds the fragments' HLL sketches
-(:mod:`lance_ops.encoding.sketch`), addressed from that metadata.
+(:mod:`lance_ops.encoding.sketch`), addressed from that metadata. Fragments whose data files carry
+their own page statistics (:mod:`lance_ops.file.page_statistics`, written by every writer here)
+need no statistics file: :class:`FragmentStatistics` describes both kinds.
 
 The manifest's config key :data:`CONFIG_KEY` lists the statistics files of a version (a JSON list
 of names, later files taking precedence), so statistics are committed as an ``UpdateConfig``
@@ -32,6 +34,7 @@ import pyarrow as pa
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError
 from lance_ops.file import LanceFileReader, LanceFileWriter
+from lance_ops.file.page_statistics import FLOAT_MAX_COVERS_NAN
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.naming import child_uri
 
@@ -58,7 +61,13 @@ STATS_FILE_VERSION = "2.1"
 
 @dataclass(frozen=True)
 class FragmentStatistics:
-    """The statistics of one fragment: per field id, one row per zone, plus a distinct sketch."""
+    """The statistics of one fragment: per field id, one row per zone, plus a distinct sketch.
+
+    Zones are :attr:`zone_rows` rows long (statistics files) unless ``page_rows`` gives a field's
+    own zone lengths (the pages of a data file carrying page statistics). ``nan_aware`` holds the
+    fields whose float maxima are ``+inf`` where a zone has NaN (see
+    :mod:`lance_ops.encoding.statistics`); other writers' maxima ignore NaN.
+    """
 
     fragment_id: int
     physical_rows: int
@@ -66,19 +75,20 @@ class FragmentStatistics:
     columns: Mapping[int, pa.StructArray] = field(default_factory=dict)
     sources: Mapping[int, str] = field(default_factory=dict)
     sketches: Mapping[int, DistinctSketch] = field(default_factory=dict)
+    page_rows: Mapping[int, np.ndarray] = field(default_factory=dict)
+    nan_aware: frozenset[int] = frozenset()
 
     @property
     def zone_lengths(self) -> np.ndarray:
         full, rest = divmod(self.physical_rows, self.zone_rows)
         return np.array([self.zone_rows] * full + ([rest] if rest else []), dtype=np.int64)
 
-    def fresh_for(self, fragment: DataFragment) -> FragmentStatistics | None:
-        """These statistics restricted to the fields they still describe in ``fragment``."""
-        if fragment.id != self.fragment_id or fragment.physical_rows != self.physical_rows:
-            return None
-        keep = {i for i, path in self.sources.items() if field_source(fragment, i) == path}
-        if not keep:
-            return None
+    def lengths(self, field_id: int) -> np.ndarray:
+        """Rows of each zone of field ``field_id``'s statistics."""
+        rows = self.page_rows.get(field_id)
+        return self.zone_lengths if rows is None else rows
+
+    def _restricted(self, keep: set[int]) -> FragmentStatistics:
         return FragmentStatistics(
             self.fragment_id,
             self.physical_rows,
@@ -86,17 +96,29 @@ class FragmentStatistics:
             {i: c for i, c in self.columns.items() if i in keep},
             {i: p for i, p in self.sources.items() if i in keep},
             {i: s for i, s in self.sketches.items() if i in keep},
+            {i: r for i, r in self.page_rows.items() if i in keep},
+            self.nan_aware & keep,
         )
 
+    def fresh_for(self, fragment: DataFragment) -> FragmentStatistics | None:
+        """These statistics restricted to the fields they still describe in ``fragment``."""
+        if fragment.id != self.fragment_id or fragment.physical_rows != self.physical_rows:
+            return None
+        keep = {i for i, path in self.sources.items() if field_source(fragment, i) == path}
+        return self._restricted(keep) if keep else None
+
     def merged_with(self, newer: FragmentStatistics) -> FragmentStatistics:
-        """Both field sets; ``newer`` wins where both describe a field."""
+        """Both field sets; ``newer`` wins where both describe a field (its sketch where it has one)."""
+        older = self._restricted(set(self.columns) - set(newer.columns))
         return FragmentStatistics(
             self.fragment_id,
             self.physical_rows,
             self.zone_rows,
-            {**self.columns, **newer.columns},
-            {**self.sources, **newer.sources},
+            {**older.columns, **newer.columns},
+            {**older.sources, **newer.sources},
             {**self.sketches, **newer.sketches},
+            {**older.page_rows, **newer.page_rows},
+            older.nan_aware | newer.nan_aware,
         )
 
 
@@ -163,11 +185,17 @@ def write_statistics_file(
     schema = pa.schema([pa.field(str(i), field_types[i]) for i in ids])
     name = f"{uuid.uuid4()}.lance"
     with LanceFileWriter(
-        _stats_uri(uri, name), schema, version=STATS_FILE_VERSION, storage_options=storage_options
+        _stats_uri(uri, name),
+        schema,
+        version=STATS_FILE_VERSION,
+        storage_options=storage_options,
+        page_statistics=False,
     ) as writer:
         writer.write_batch(pa.table(columns, schema=schema))
         writer.add_global_buffer(bytes(sketch_blob))
-        writer.add_schema_metadata(FILE_METADATA_KEY, json.dumps({"fragments": described}))
+        writer.add_schema_metadata(
+            FILE_METADATA_KEY, json.dumps({"fragments": described, "float_max": FLOAT_MAX_COVERS_NAN})
+        )
     return name
 
 
@@ -181,8 +209,9 @@ def _read_statistics_file(
         raise CorruptFileError(path, f"not a statistics file (no {FILE_METADATA_KEY} metadata)")
     table = reader.read_all().to_table()
     blob = reader.read_global_buffer(1)
+    described = json.loads(text)
     out = []
-    for entry in json.loads(text)["fragments"]:
+    for entry in described["fragments"]:
         zone_rows, physical = int(entry["zone_rows"]), int(entry["physical_rows"])
         count = -(-physical // zone_rows)
         start = int(entry["first_zone"])
@@ -196,7 +225,12 @@ def _read_statistics_file(
             int(k): DistinctSketch.from_bytes(blob[offset : offset + size])
             for k, (offset, size) in entry["sketches"].items()
         }
-        out.append(FragmentStatistics(int(entry["id"]), physical, zone_rows, columns, sources, sketches))
+        nan_aware = frozenset(columns) if described.get("float_max") == FLOAT_MAX_COVERS_NAN else frozenset()
+        out.append(
+            FragmentStatistics(
+                int(entry["id"]), physical, zone_rows, columns, sources, sketches, {}, nan_aware
+            )
+        )
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import pickle
 
+import datasketches
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -105,7 +106,8 @@ def test_float_bounds(values: list[float | None], cuts: list[int], type_: pa.Dat
         if not present:
             assert (low, high) == (-math.inf, math.inf)
             continue
-        assert low == min(present) and high == max(present)
+        has_nan = any(v is not None and math.isnan(v) for v in page)
+        assert low == min(present) and high == (math.inf if has_nan else max(present))
         if low == 0:
             assert math.copysign(1, low) == -1
         if high == 0:
@@ -118,6 +120,9 @@ def test_float16_and_nan_only_page() -> None:
     assert (stats[0]["min_value"], stats[0]["max_value"]) == (-math.inf, math.inf)
     assert stats[1]["min_value"] == 0 and math.copysign(1, stats[1]["min_value"]) == -1
     assert stats[1]["max_value"] == 1.5
+    # NaN beside numbers: the max becomes +inf, the bound that says NaN may be present
+    with_nan = page_statistics(array, [3]).to_pylist()[0]
+    assert (with_nan["min_value"], with_nan["max_value"]) == (-0.0, math.inf)
 
 
 @settings(max_examples=300, deadline=None)
@@ -276,3 +281,39 @@ def test_merged_pages_bound_the_whole(
         assert merged["max_value"] is None or all(v <= merged["max_value"].encode() for v in present)
     else:
         assert merged["min_value"] is None and merged["max_value"] is None
+
+
+def _fed_one_by_one(array: pa.Array) -> DistinctSketch:
+    """A sketch fed every non-null value through the library itself, as its Python API takes them."""
+    sketch = datasketches.hll_sketch(DistinctSketch().lg_k, datasketches.tgt_hll_type.HLL_8)
+    values = array.drop_null()
+    if pa.types.is_floating(values.type):
+        items = [float(v) for v in values.to_numpy(zero_copy_only=False).astype(np.float64)]
+    elif pa.types.is_temporal(values.type):
+        items = values.view(pa.int64()).to_pylist()
+    elif values.type == pa.uint64():
+        items = values.view(pa.int64()).to_pylist()
+    else:
+        items = values.to_pylist()
+    for item in items:
+        sketch.update(item)
+    return DistinctSketch.from_bytes(sketch.serialize_compact())
+
+
+@pytest.mark.parametrize("n", [10, 383, 385, 1_100, 5_000, 120_000])
+def test_vectorised_sketch_updates_equal_the_library(n: int) -> None:
+    """Values are hashed with numpy and reduced before they reach the library: same registers."""
+    rng = np.random.default_rng(n)
+    ints = rng.choice(2**40, n, replace=False).astype(np.int64) - 2**39
+    floats = np.concatenate([rng.normal(size=n) * 1e3, [0.0, -0.0, np.nan, np.inf, -np.inf]])
+    for array in (
+        pa.array(ints),
+        pa.array(ints.astype(np.int32)),
+        pa.array(ints.astype(np.uint64) * np.uint64(3)),
+        pa.array(floats),
+        pa.array(floats.astype(np.float32)),
+        pa.array(["é" * (i % 23) + str(v) for i, v in enumerate(ints)] + ["", None]),
+        pa.array([str(v) * 3 for v in ints], pa.large_string()).slice(1),
+        pa.array(ints).view(pa.timestamp("us")),
+    ):
+        assert DistinctSketch().update(array).estimate() == _fed_one_by_one(array).estimate(), array.type

@@ -295,8 +295,11 @@ def _planned(uri: str, **options: str) -> list[tuple[int | None, int, int]]:
 def test_statistics_prune_partitions_at_planning(spark: SparkSession, tmp_path: Path) -> None:
     uri = str(tmp_path / "pruned.lance")
     big = 4 * 8192 + 100  # one fragment of five statistics zones, then three small fragments
-    lance_ops.write_dataset(_table(big), uri, max_rows_per_file=big)
-    lance_ops.write_dataset(_table(300, start=big), uri, mode="append", max_rows_per_file=100)
+    # without page statistics in the data files, so that a statistics file is what prunes
+    lance_ops.write_dataset(_table(big), uri, max_rows_per_file=big, page_statistics=False)
+    lance_ops.write_dataset(
+        _table(300, start=big), uri, mode="append", max_rows_per_file=100, page_statistics=False
+    )
     split = {"split_rows": "8192"}
     everything = _planned(uri, **split)
     assert len(everything) == 5 + 3
@@ -318,3 +321,13 @@ def test_statistics_prune_partitions_at_planning(spark: SparkSession, tmp_path: 
         read = spark.read.format("lance").options(**split).option("filter", where).load(uri)
         got = sorted(row.id for row in read.select("id").collect())
         assert got == sorted(lance.dataset(uri).to_table(filter=where).column("id").to_pylist()), where
+
+    # the page statistics our data files carry prune too, with no rebuild
+    paged = str(tmp_path / "paged.lance")
+    lance_ops.write_dataset(_table(big), paged, max_rows_per_file=big)
+    lance_ops.write_dataset(_table(300, start=big), paged, mode="append", max_rows_per_file=100)
+    planned = _planned(paged, **selective)
+    assert (1, 0, 100) in planned and (3, 0, 100) not in planned and len(planned) < len(everything)
+    read = spark.read.format("lance").options(**selective).load(paged)
+    expected = lance.dataset(paged).to_table(filter=selective["filter"]).column("id").to_pylist()
+    assert sorted(row.id for row in read.select("id").collect()) == sorted(expected)

@@ -408,7 +408,7 @@ def test_statistics_files_kept_while_listed(tmp_path: Path) -> None:
     from lance_ops.table.statistics import STATS_DIR, statistics_files
 
     uri = str(tmp_path / "ds")
-    lance_ops.write_dataset(_table(10), uri)
+    lance_ops.write_dataset(_table(10), uri, page_statistics=False)  # so the rebuild writes a file
     lance_ops.dataset(uri).stats.rebuild()
     lance_ops.write_dataset(_table(7, 100), uri, mode="overwrite")
     lance_ops.dataset(uri).stats.rebuild(force=True)

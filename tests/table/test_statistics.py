@@ -124,11 +124,11 @@ def test_pylance_reads_statistics_files(stats_dataset: tuple[str, int, int], lan
 
 def test_rebuild_is_incremental_and_force_recomputes(tmp_path: Path) -> None:
     uri = str(tmp_path / "ds")
-    ds = lance_ops.write_dataset(_data(30_000), uri, max_rows_per_file=10_000)
+    ds = lance_ops.write_dataset(_data(30_000), uri, max_rows_per_file=10_000, page_statistics=False)
     assert ds.stats.rebuild(columns=["id"]).fragment_ids == (0, 1, 2)
     assert ds.stats.rebuild(columns=["id"]).manifest is None  # nothing to do, nothing committed
     assert ds.stats.rebuild(columns=["id", "s"]).fragment_ids == (0, 1, 2)
-    ds = lance_ops.write_dataset(_data(5_000), uri, mode="append")
+    ds = lance_ops.write_dataset(_data(5_000), uri, mode="append", page_statistics=False)
     assert ds.stats.column_summary("id")["fragments_with_statistics"] == 3
     result = ds.stats.rebuild()
     assert result.fragment_ids == (0, 1, 2, 3)  # f, d, t, b were missing everywhere
@@ -252,7 +252,7 @@ def test_pruning_reads_fewer_bytes(stats_dataset: tuple[str, int, int], data_byt
 
 def test_delete_with_statistics(tmp_path: Path) -> None:
     uri = str(tmp_path / "ds")
-    ds = lance_ops.write_dataset(_data(30_000), uri, max_rows_per_file=10_000)
+    ds = lance_ops.write_dataset(_data(30_000), uri, max_rows_per_file=10_000, page_statistics=False)
     ds.stats.rebuild()
     assert ds.delete("id >= 9000 AND id < 11000") == 2000
     assert ds.count_rows("id >= 8000 AND id < 12000") == 2000
@@ -287,8 +287,8 @@ def test_rebuild_from_an_older_version_commits_over_an_append(tmp_path: Path) ->
     from lance_ops.ops.statistics import rebuild
 
     uri = str(tmp_path / "ds")
-    old = lance_ops.write_dataset(_data(20_000), uri, max_rows_per_file=10_000)
-    lance_ops.write_dataset(_data(1_000), uri, mode="append")
+    old = lance_ops.write_dataset(_data(20_000), uri, max_rows_per_file=10_000, page_statistics=False)
+    lance_ops.write_dataset(_data(1_000), uri, mode="append", page_statistics=False)
     result = rebuild(old, columns=["id"])
     assert result.manifest is not None and result.fragment_ids == (0, 1)
     latest = lance_ops.dataset(uri)
@@ -300,7 +300,7 @@ def test_rebuild_from_an_older_version_commits_over_an_append(tmp_path: Path) ->
 @pytest.mark.interop
 def test_pylance_cleanup_keeps_statistics(tmp_path: Path, lance_mod: Any) -> None:
     uri = str(tmp_path / "ds")
-    ds = lance_ops.write_dataset(_data(10_000), uri)
+    ds = lance_ops.write_dataset(_data(10_000), uri, page_statistics=False)
     ds.stats.rebuild(columns=["id"])
     lance_mod.write_dataset(_data(100), uri, mode="append")
     theirs = lance_mod.dataset(uri)
@@ -312,7 +312,7 @@ def test_pylance_cleanup_keeps_statistics(tmp_path: Path, lance_mod: Any) -> Non
 
 def test_missing_statistics_file_only_disables_pruning(tmp_path: Path) -> None:
     uri = str(tmp_path / "ds")
-    ds = lance_ops.write_dataset(_data(10_000), uri)
+    ds = lance_ops.write_dataset(_data(10_000), uri, page_statistics=False)
     ds.stats.rebuild(columns=["id"])
     for path in (Path(uri) / STATS_DIR).iterdir():
         path.unlink()
