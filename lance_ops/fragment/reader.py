@@ -44,7 +44,7 @@ from lance_ops.table.statistics import ZONE_ROWS, FragmentStatistics, field_sour
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
 # (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
 READ_AHEAD_ROWS = 1 << 17
-_READER_CACHE_SIZE = 64
+_READER_CACHE_SIZE = 512  # open file readers kept per version (footer, column metadata, page tables)
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
 
