@@ -122,7 +122,7 @@ def test_ingest_days_replace_and_backfill(
     assert checks(recorded) == {
         "fragmentation": len(ds.get_fragments()) <= 3,
         "deleted_rows": True,
-        "statistics_fresh": False,
+        "statistics_fresh": True,  # the data files Spark wrote carry page statistics
         "version_seen": True,
         "feature_flags": True,
     }
@@ -159,8 +159,14 @@ def test_maintenance_job_compacts_rebuilds_and_cleans(
         4,
     )
 
-    # The whole maintenance job, cleanup told to keep every version for now.
-    keep_all = {"ops": {"lance__sales__cleanup": {"config": {"retain_versions": 100}}}}
+    # The whole maintenance job, cleanup told to keep every version for now; the compacted files
+    # carry page statistics, so the statistics step is forced to recompute (and commit) them.
+    keep_all = {
+        "ops": {
+            "lance__sales__cleanup": {"config": {"retain_versions": 100}},
+            "lance__sales__statistics": {"config": {"force": True}},
+        }
+    }
     result = defs.resolve_job_def("sales_maintenance").execute_in_process(
         instance=instance, run_config=keep_all
     )
