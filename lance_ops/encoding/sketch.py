@@ -6,13 +6,14 @@ sketch fed both would) and serialise to a few KiB, so per-fragment or per-partit
 kept and combined later. Values are deduplicated with Arrow first; only distinct values reach
 the sketch, as ints (integer-like types by their storage), floats or strings (binary as latin-1).
 
-Feeding a sketch is one library call per value, so values are first cut down with numpy:
-DataSketches' hash (MurmurHash3 x64-128, seed 9001, of the value's bytes as the library hashes
-them) is computed for all of them at once, and only when the values reach enough register slots to
-put the sketch in HLL mode, only one value with the largest register value per slot is fed (a
-register keeps its largest value; the slot is the hash's low ``lg_k`` bits, the value one plus
-the leading zeros of its second half). The sketch ends up exactly as if it
-had been fed every value (tested), at a cost of a few thousand library calls at most.
+Feeding a sketch is one library call per value, so values are first cut down: DataSketches'
+hash (MurmurHash3 x64-128, seed 9001, of the value's bytes as the library hashes them) is
+computed for all of them at once (numpy for 8-byte values, a compiled loop for strings), and only
+when the values reach enough register slots to put the sketch in HLL mode, only one value with
+the largest register value per slot is fed (a register keeps its largest value; the slot is the
+hash's low ``lg_k`` bits, the value one plus the leading zeros of its second half). The sketch
+ends up exactly as if it had been fed every value (tested), at a cost of a few thousand library
+calls at most.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pt
-from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = ["DEFAULT_LG_K", "DistinctSketch"]
 
@@ -36,100 +36,28 @@ _OUT_OF_ORDER_FLAG = 16
 
 
 _SEED = 9001
-_C1 = np.uint64(0x87C37B91114253D5)
-_C2 = np.uint64(0x4CF5AD432745937F)
 _CANONICAL_NAN = np.uint64(0x7FF8000000000000)
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
-
-
-def _fmix(k: np.ndarray) -> np.ndarray:
-    """Murmur3's finaliser, in place."""
-    k ^= k >> np.uint64(33)
-    k *= np.uint64(0xFF51AFD7ED558CCD)
-    k ^= k >> np.uint64(33)
-    k *= np.uint64(0xC4CEB9FE1A85EC53)
-    k ^= k >> np.uint64(33)
-    return k
-
-
-def _words(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The little-endian u64 of the (up to) 8 bytes at each start, zero past each length.
-
-    ``data`` ends with 16 zero bytes of padding, so every start a hash asks for has 8 bytes to read.
-    """
-    words = sliding_window_view(data, 8)[starts].view("<u8").reshape(-1)
-    short = lengths < 8
-    if short.any():
-        keep = np.left_shift(np.uint64(1), (8 * lengths[short]).astype(np.uint64)) - np.uint64(1)
-        words[short] &= keep
-    return words
-
-
-def _mix_k1(k1: np.ndarray) -> np.ndarray:
-    return _rotl(k1 * _C1, 31) * _C2
-
-
-def _finish(h1: np.ndarray, h2: np.ndarray, lengths: np.ndarray | np.uint64) -> tuple[np.ndarray, np.ndarray]:
-    h1 ^= lengths
-    h2 ^= lengths
-    h1 += h2
-    h2 += h1
-    h1, h2 = _fmix(h1), _fmix(h2)
-    h1 += h2
-    h2 += h1
-    return h1, h2
-
-
 def _murmur3(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MurmurHash3 x64-128 (seed 9001) of each byte string ``data[offsets[i]:offsets[i + 1]]``."""
-    data = np.concatenate([data, np.zeros(16, dtype=np.uint8)])
-    starts, lengths = offsets[:-1].astype(np.int64), np.diff(offsets).astype(np.int64)
-    h1 = np.full(len(lengths), _SEED, dtype=np.uint64)
-    h2 = h1.copy()
-    blocks = lengths // 16
-    eight = np.full(len(lengths), 8, dtype=np.int64)
-    with np.errstate(over="ignore"):
-        for block in range(int(blocks.max(initial=0))):
-            live = np.flatnonzero(blocks > block)
-            at = starts[live] + 16 * block
-            k1, k2 = _words(data, at, eight[live]), _words(data, at + 8, eight[live])
-            a, b = h1[live], h2[live]
-            a ^= _mix_k1(k1)
-            a = (_rotl(a, 27) + b) * np.uint64(5) + np.uint64(0x52DCE729)
-            b ^= _rotl(k2 * _C2, 33) * _C1
-            b = (_rotl(b, 31) + a) * np.uint64(5) + np.uint64(0x38495AB5)
-            h1[live], h2[live] = a, b
-        tail = starts + 16 * blocks
-        rest = lengths - 16 * blocks
-        k1 = _words(data, tail, np.minimum(rest, 8))
-        k2 = _words(data, tail + 8, np.maximum(rest - 8, 0))
-        h2 ^= np.where(rest > 8, _rotl(k2 * _C2, 33) * _C1, np.uint64(0))
-        h1 ^= np.where(rest > 0, _mix_k1(k1), np.uint64(0))
-        return _finish(h1, h2, lengths.astype(np.uint64))
+    """MurmurHash3 x64-128 (seed 9001) of each byte string ``data[offsets[i]:offsets[i + 1]]``
+    (a compiled loop: :mod:`lance_ops.encoding._hash_kernels`)."""
+    from lance_ops.encoding._hash_kernels import murmur3_x64_128
+
+    h1 = np.empty(len(offsets) - 1, dtype=np.uint64)
+    h2 = np.empty(len(offsets) - 1, dtype=np.uint64)
+    murmur3_x64_128(data, offsets.astype(np.int64), _SEED, h1, h2)
+    return h1, h2
 
 
 def _fixed_width_hashes(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_murmur3` of 8-byte values (the library hashes ints and doubles as 8 bytes)."""
-    with np.errstate(over="ignore"):
-        h1 = np.full(len(words), _SEED, dtype=np.uint64) ^ _mix_k1(words.astype(np.uint64))
-        h2 = np.full(len(words), _SEED, dtype=np.uint64)
-        return _finish(h1, h2, np.uint64(8))
+    from lance_ops.encoding._hash_kernels import murmur3_x64_128_words
 
-
-def _leading_zeros(x: np.ndarray) -> np.ndarray:
-    high, low = (x >> np.uint64(32)).astype(np.float64), (x & np.uint64(0xFFFFFFFF)).astype(np.float64)
-    bits = np.where(high > 0, 32 + np.frexp(high)[1], np.frexp(low)[1])
-    return 64 - bits
-
-
-def _coupon_parts(hashes: tuple[np.ndarray, np.ndarray], lg_k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Register slot and register value of each hash (the library's coupon, as its HLL mode uses it)."""
-    h1, h2 = hashes
-    slots = (h1 & np.uint64((1 << lg_k) - 1)).astype(np.int64)
-    return slots, (np.minimum(_leading_zeros(h2), 62) + 1).astype(np.uint8)
+    h1 = np.empty(len(words), dtype=np.uint64)
+    h2 = np.empty(len(words), dtype=np.uint64)
+    murmur3_x64_128_words(np.ascontiguousarray(words, dtype=np.uint64), _SEED, h1, h2)
+    return h1, h2
 
 
 def _hll_mode_slots(lg_k: int) -> int:
@@ -172,15 +100,15 @@ def _representatives(array: pa.Array, lg_k: int) -> pa.Array:
     hashed = _hashes(array)
     if hashed is None:
         return pc.unique(array)
-    array, hashes = hashed
-    slots, values = _coupon_parts(hashes, lg_k)
-    best = np.zeros(1 << lg_k, dtype=values.dtype)
-    np.maximum.at(best, slots, values)
+    array, (h1, h2) = hashed
+    from lance_ops.encoding._hash_kernels import best_coupons
+
+    best = np.zeros(1 << lg_k, dtype=np.uint8)
+    first = np.full(1 << lg_k, -1, dtype=np.int64)
+    best_coupons(h1, h2, lg_k, best, first)
     if np.count_nonzero(best) <= _hll_mode_slots(lg_k):
         return pc.unique(array)  # few coupons: the sketch may keep each one, so keep every value
-    candidates = np.flatnonzero(values == best[slots])
-    _, first = np.unique(slots[candidates], return_index=True)
-    return array.take(pa.array(candidates[first]))
+    return array.take(pa.array(np.sort(first[first >= 0])))
 
 
 def _int64_values(array: pa.Array) -> np.ndarray:

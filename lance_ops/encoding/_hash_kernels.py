@@ -1,0 +1,136 @@
+"""Compiled (numba) MurmurHash3 x64-128 of many byte strings, as DataSketches hashes them.
+
+A string's hash walks its 16-byte blocks one after another, so a numpy version needs one array
+pass per block position across all strings (and a gather of two words per pass); compiled, the
+loop runs once over the bytes. Used by :mod:`lance_ops.encoding.sketch` to hash strings before
+they reach the HyperLogLog library. Imported on first use, so ``import lance_ops`` does not
+load numba.
+
+Reference: MurmurHash3_x64_128 (Austin Appleby, public domain): per 16-byte block
+``h1 ^= mix1(k1); h1 = (rotl(h1, 27) + h2) * 5 + 0x52DCE729; h2 ^= mix2(k2);
+h2 = (rotl(h2, 31) + h1) * 5 + 0x38495AB5``, then the tail bytes, the length and ``fmix64``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_C1 = np.uint64(0x87C37B91114253D5)
+_C2 = np.uint64(0x4CF5AD432745937F)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rotl(x: np.uint64, r: int) -> np.uint64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fmix(k: np.uint64) -> np.uint64:
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xFF51AFD7ED558CCD)
+    k ^= k >> np.uint64(33)
+    k *= np.uint64(0xC4CEB9FE1A85EC53)
+    k ^= k >> np.uint64(33)
+    return k
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _finish(h1: np.uint64, h2: np.uint64, length: int) -> tuple[np.uint64, np.uint64]:
+    h1 ^= np.uint64(length)
+    h2 ^= np.uint64(length)
+    h1 += h2
+    h2 += h1
+    h1 = _fmix(h1)
+    h2 = _fmix(h2)
+    h1 += h2
+    h2 += h1
+    return h1, h2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word8(data: np.ndarray, at: int) -> np.uint64:
+    """Little-endian u64 of the 8 bytes at ``at``."""
+    return (
+        np.uint64(data[at])
+        | np.uint64(data[at + 1]) << np.uint64(8)
+        | np.uint64(data[at + 2]) << np.uint64(16)
+        | np.uint64(data[at + 3]) << np.uint64(24)
+        | np.uint64(data[at + 4]) << np.uint64(32)
+        | np.uint64(data[at + 5]) << np.uint64(40)
+        | np.uint64(data[at + 6]) << np.uint64(48)
+        | np.uint64(data[at + 7]) << np.uint64(56)
+    )
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word(data: np.ndarray, at: int, count: int) -> np.uint64:
+    """Little-endian u64 of the ``count`` (at most 8) bytes at ``at``."""
+    word = np.uint64(0)
+    for j in range(count):
+        word |= np.uint64(data[at + j]) << np.uint64(8 * j)
+    return word
+
+
+@njit(cache=True, nogil=True)
+def murmur3_x64_128(
+    data: np.ndarray, offsets: np.ndarray, seed: int, h1_out: np.ndarray, h2_out: np.ndarray
+) -> None:
+    """Fill ``h1_out[i]``, ``h2_out[i]`` with the hash of ``data[offsets[i]:offsets[i + 1]]``."""
+    c1, c2 = _C1, _C2
+    for i in range(len(offsets) - 1):
+        start, length = offsets[i], offsets[i + 1] - offsets[i]
+        h1 = np.uint64(seed)
+        h2 = np.uint64(seed)
+        blocks = length // 16
+        for block in range(blocks):
+            at = start + 16 * block
+            k1 = _word8(data, at)
+            k2 = _word8(data, at + 8)
+            h1 ^= _rotl(k1 * c1, 31) * c2
+            h1 = (_rotl(h1, 27) + h2) * np.uint64(5) + np.uint64(0x52DCE729)
+            h2 ^= _rotl(k2 * c2, 33) * c1
+            h2 = (_rotl(h2, 31) + h1) * np.uint64(5) + np.uint64(0x38495AB5)
+        tail = start + 16 * blocks
+        rest = length - 16 * blocks
+        if rest > 8:
+            h2 ^= _rotl(_word(data, tail + 8, rest - 8) * c2, 33) * c1
+        if rest > 0:
+            h1 ^= _rotl(_word(data, tail, min(rest, 8)) * c1, 31) * c2
+        h1_out[i], h2_out[i] = _finish(h1, h2, length)
+
+
+@njit(cache=True, nogil=True)
+def murmur3_x64_128_words(words: np.ndarray, seed: int, h1_out: np.ndarray, h2_out: np.ndarray) -> None:
+    """The hash of each 8-byte little-endian value of ``words`` (how the library hashes ints and
+    doubles): a tail of eight bytes and nothing else."""
+    for i in range(len(words)):
+        h1 = np.uint64(seed) ^ (_rotl(np.uint64(words[i]) * _C1, 31) * _C2)
+        h1_out[i], h2_out[i] = _finish(h1, np.uint64(seed), 8)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _leading_zeros(x: np.uint64) -> int:
+    if x == 0:
+        return 64
+    n = 0
+    for width in (32, 16, 8, 4, 2, 1):
+        if x >> np.uint64(64 - width) == 0:
+            n += width
+            x <<= np.uint64(width)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def best_coupons(
+    h1: np.ndarray, h2: np.ndarray, lg_k: int, best_value: np.ndarray, best_index: np.ndarray
+) -> None:
+    """Per HLL register slot (``h1``'s low ``lg_k`` bits), the largest register value (one plus the
+    leading zeros of ``h2``, at most 63) and the first hash reaching it; 0 / -1 for empty slots."""
+    mask = np.uint64((1 << lg_k) - 1)
+    for i in range(len(h1)):
+        slot = int(h1[i] & mask)
+        value = min(_leading_zeros(h2[i]), 62) + 1
+        if value > best_value[slot]:
+            best_value[slot] = value
+            best_index[slot] = i
