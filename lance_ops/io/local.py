@@ -17,17 +17,40 @@ directory* (same filesystem, so the final step is a metadata operation), named
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+from lance_ops.errors import StorageError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["LOCAL_COALESCE_GAP", "TEMP_SUFFIX", "LocalOutput", "LocalStore"]
 
 # Holes up to one page-cache page are cheaper to read through than to skip with another syscall.
 LOCAL_COALESCE_GAP = 4 * 1024
 TEMP_SUFFIX = ".lance-ops-partial"
+
+
+def _typed(method: F) -> F:
+    """Report the disk's failures (full, read-only, permission, I/O error) as :class:`StorageError`;
+    a missing or existing file keeps its builtin error, which callers use as an answer."""
+
+    @functools.wraps(method)
+    def call(self: Any, path: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, path, *args, **kwargs)
+        except (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError):
+            raise
+        except OSError as exc:
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(f"{method.__name__.strip('_')} {path} failed: {exc}") from exc
+
+    return call  # type: ignore[return-value]
 
 
 def _temp_sibling(path: str) -> tuple[str, int]:
@@ -59,19 +82,25 @@ def _pread(fd: int, start: int, length: int) -> memoryview:
 class LocalOutput(OutputStream):
     """Writes a temporary sibling file and renames it onto the target on close."""
 
+    @_typed
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self._temp, self._fd = _temp_sibling(path)
 
     def _write(self, data: memoryview) -> None:
-        _write_all(self._fd, data)
+        try:
+            _write_all(self._fd, data)
+        except OSError as exc:
+            raise StorageError(f"writing {self.path} failed: {exc}") from exc
 
     def _commit(self) -> None:
         try:
             os.close(self._fd)
             os.replace(self._temp, self.path)
-        except BaseException:
+        except BaseException as exc:
             self._remove_temp()
+            if isinstance(exc, OSError) and not isinstance(exc, StorageError):
+                raise StorageError(f"publishing {self.path} failed: {exc}") from exc
             raise
 
     def _discard(self) -> None:
@@ -90,6 +119,7 @@ class LocalStore(ObjectStore):
 
     coalesce_gap = LOCAL_COALESCE_GAP
 
+    @_typed
     def read(self, path: str) -> bytes:
         with open(path, "rb") as f:
             return f.read()
@@ -97,6 +127,7 @@ class LocalStore(ObjectStore):
     def read_range(self, path: str, start: int, length: int) -> memoryview:
         return self._read_spans(path, [(start, length)])[0]
 
+    @_typed
     def _read_spans(self, path: str, spans: Sequence[tuple[int, int]]) -> list[memoryview]:
         if any(start < 0 or length < 0 for start, length in spans):
             raise ValueError(f"byte ranges need start >= 0 and length >= 0: {path}")
@@ -106,6 +137,7 @@ class LocalStore(ObjectStore):
         finally:
             os.close(fd)
 
+    @_typed
     def size(self, path: str) -> int:
         return os.stat(path).st_size
 
@@ -115,6 +147,7 @@ class LocalStore(ObjectStore):
     def open_output(self, path: str) -> LocalOutput:
         return LocalOutput(path)
 
+    @_typed
     def put_if_absent(self, path: str, data: bytes | bytearray | memoryview) -> bool:
         temp, fd = _temp_sibling(path)
         try:
@@ -129,6 +162,7 @@ class LocalStore(ObjectStore):
         finally:
             os.unlink(temp)
 
+    @_typed
     def list(self, dir_path: str) -> list[FileInfo]:
         try:
             entries = list(os.scandir(dir_path))
@@ -145,6 +179,7 @@ class LocalStore(ObjectStore):
             found.append(FileInfo(entry.path, stat.st_size, stat.st_mtime))
         return sorted(found, key=lambda info: info.path)
 
+    @_typed
     def walk(self, dir_path: str) -> builtins.list[FileInfo]:
         found = []
         for directory, _, names in os.walk(dir_path):
@@ -157,6 +192,7 @@ class LocalStore(ObjectStore):
                 found.append(FileInfo(path, stat.st_size, stat.st_mtime))
         return sorted(found, key=lambda info: info.path)
 
+    @_typed
     def delete(self, path: str) -> None:
         try:
             os.unlink(path)

@@ -173,3 +173,34 @@ def test_retry_policy_backoff_is_bounded():
         RetryPolicy(max_attempts=0)
     with pytest.raises(StorageError, match="failed"):
         RetryPolicy().call("op", lambda: (_ for _ in ()).throw(OSError(errno.EIO, "io")))
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("failing", ["write", "link", "replace"])
+def test_local_disk_failures_are_typed_and_leave_nothing(tmp_path, monkeypatch, failing) -> None:  # type: ignore[no-untyped-def]
+    """A full (or failing) local disk surfaces as StorageError wherever the write fails: data file,
+    manifest claim or hint; the dataset stays at its last version, readable by pylance."""
+    import os as real_os
+
+    import lance as lance_module
+
+    from lance_ops.io import local
+
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(pa.table({"a": pa.array(range(10), pa.int64())}), uri)
+
+    def full(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    class FailingOs:
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return full if name == failing else getattr(real_os, name)
+
+    monkeypatch.setattr(local, "os", FailingOs())
+    with pytest.raises(StorageError) as raised:
+        lance_ops.write_dataset(pa.table({"a": pa.array(range(5), pa.int64())}), uri, mode="append")
+    assert isinstance(raised.value, OSError) and "No space left" in str(raised.value)
+    monkeypatch.undo()
+    assert lance_ops.dataset(uri).count_rows() == lance_module.dataset(uri).count_rows() in (10, 15)
+    partial = [p for p in tmp_path.rglob("*") if p.name.endswith(local.TEMP_SUFFIX)]
+    assert partial == []
