@@ -19,6 +19,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -36,6 +37,7 @@ from assets.lance_assets import (
     spark_session,
     version_result,
 )
+from lance_ops.dataset import LanceDataset
 from lance_ops.ops.compaction import CompactionMetrics
 
 
@@ -274,6 +276,7 @@ def cleanup_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
         stats, seconds = timed(
             lambda: maintenance.cleanup(spark, resource.uri, progress=dagster_progress(context), **arguments)
         )
+        report = write_report(context, dataset, resource.load())
         return version_result(
             resource,
             dataset,
@@ -288,10 +291,23 @@ def cleanup_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 "lance/cleanup/index_files_removed": stats.index_files_removed,
                 "lance/seconds": seconds,
                 "lance/dry_run": False,
+                "lance/report": dg.MetadataValue.path(str(report)),
             },
         )
 
     return cleanup
+
+
+def write_report(context: dg.AssetExecutionContext, dataset: DatasetConfig, ds: LanceDataset) -> Path:
+    """The dataset's one-page HTML report (history, column sizes and encodings, compression,
+    fragment sizes: :mod:`lance_ops.cli.report`) for its current version, kept in the Dagster
+    instance's storage directory; the end of every maintenance run links it."""
+    from lance_ops.cli.report import render
+
+    path = Path(context.instance.storage_directory()) / "lance_reports" / dataset.name / f"v{ds.version}.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(ds), encoding="utf-8")
+    return path
 
 
 def maintenance_assets(dataset: DatasetConfig) -> list[dg.AssetsDefinition]:

@@ -214,6 +214,8 @@ def test_maintenance_job_compacts_rebuilds_and_cleans(
     assert cleanup["lance/cleanup/old_versions"] == after.version - 1
     assert cleanup["lance/bytes_reclaimed"] > 0
     assert cleanup["lance/cleanup/planned_files"] == cleanup["lance/cleanup/files_removed"] > 0
+    report = Path(cleanup["lance/report"])  # the dataset's HTML report, linked from the run
+    assert report.name == f"v{after.version}.html" and report.read_text().count("<svg") >= 4
     assert cleanup["lance/version"] == after.version
     assert lance.dataset(uri).count_rows() == rows
 
