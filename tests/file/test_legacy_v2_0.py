@@ -123,7 +123,9 @@ def _oneofs(message: object) -> set[str]:
 
 
 def _write(path: Path, table: pa.Table, **options: int) -> None:
-    with LanceFileWriter(path, table.schema, version="2.0", **options) as writer:
+    """Write as pylance would: without our page statistics, so the bytes can equal pylance's
+    (files with them are checked in tests/table/test_page_statistics.py)."""
+    with LanceFileWriter(path, table.schema, version="2.0", page_statistics=False, **options) as writer:
         writer.write_batch(table)
 
 

@@ -52,8 +52,9 @@ def _table(n: int, start: int = 0) -> pa.Table:
 
 
 def _make(path: Path, rows: int = 300, per_file: int = 60) -> str:
+    """A dataset whose files carry no page statistics (as pylance writes them): rebuilds have work."""
     uri = str(path / "ds.lance")
-    lance_ops.write_dataset(_table(rows), uri, max_rows_per_file=per_file)
+    lance_ops.write_dataset(_table(rows), uri, max_rows_per_file=per_file, page_statistics=False)
     return uri
 
 
