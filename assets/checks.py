@@ -80,6 +80,16 @@ def latest_recorded_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> i
     return None if value is None else int(value.value)  # type: ignore[arg-type]
 
 
+def _warning(state: Fragmentation, breaches: list[str]) -> dg.AssetCheckResult:
+    """A WARN-severity check result: passed without breaches, else naming them."""
+    return dg.AssetCheckResult(
+        passed=not breaches,
+        severity=dg.AssetCheckSeverity.WARN,
+        description="; ".join(breaches) or None,
+        metadata=state.metadata(),
+    )
+
+
 def dataset_checks(config: DatasetConfig) -> list[dg.AssetChecksDefinition]:
     """The five checks of one dataset."""
     policy = config.maintenance.compaction
@@ -95,13 +105,7 @@ def dataset_checks(config: DatasetConfig) -> list[dg.AssetChecksDefinition]:
     )
     def fragmentation(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         state = Fragmentation.of(dataset_resource(context, config).load(), policy)
-        breaches = state.fragment_breaches(policy)
-        return dg.AssetCheckResult(
-            passed=not breaches,
-            severity=dg.AssetCheckSeverity.WARN,
-            description="; ".join(breaches) or None,
-            metadata=state.metadata(),
-        )
+        return _warning(state, state.fragment_breaches(policy))
 
     @dg.asset_check(
         asset=key,
@@ -111,13 +115,7 @@ def dataset_checks(config: DatasetConfig) -> list[dg.AssetChecksDefinition]:
     )
     def deleted_rows(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         state = Fragmentation.of(dataset_resource(context, config).load(), policy)
-        breaches = state.deleted_breaches(policy)
-        return dg.AssetCheckResult(
-            passed=not breaches,
-            severity=dg.AssetCheckSeverity.WARN,
-            description="; ".join(breaches) or None,
-            metadata=state.metadata(),
-        )
+        return _warning(state, state.deleted_breaches(policy))
 
     @dg.asset_check(
         asset=key,
