@@ -489,19 +489,6 @@ def commit_new_columns(
 # ---------------------------------------------------------------------------------------- drop
 
 
-def _resolve(schema: LanceSchema, path: str) -> LanceField:
-    """The field at a dotted ``path`` (``"a"``, ``"a.b"``)."""
-    parent = -1
-    found: LanceField | None = None
-    for name in path.split("."):
-        found = next((f for f in schema.fields if f.parent_id == parent and f.name == name), None)
-        if found is None:
-            raise SchemaError(f"no such column {path!r} in the dataset; it has {schema.names}")
-        parent = found.id
-    assert found is not None
-    return found
-
-
 def drop_columns(
     files: VersionFiles, columns: Sequence[str], options: CommitOptions
 ) -> tuple[Manifest, Transaction]:
@@ -509,7 +496,7 @@ def drop_columns(
     if isinstance(columns, str):
         raise TypeError("columns must be a list of column names")
     schema = files.lance_schema
-    dropped = schema.without(_resolve(schema, c).id for c in columns)
+    dropped = schema.without(schema.field_at(c).id for c in columns)
     if not dropped.names:
         raise SchemaError("cannot drop all columns from a dataset")
     operation = Project(dropped.to_pb(), preserves_nullability=True)
@@ -571,7 +558,7 @@ def _parse_alteration(schema: LanceSchema, alteration: Mapping[str, Any]) -> _Al
         )
     path = alteration["path"]
     parsed = _Alteration(
-        _resolve(schema, path),
+        schema.field_at(path),
         path,
         alteration.get("name"),
         alteration.get("nullable"),

@@ -16,13 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from lance_ops.errors import FieldNotFoundError
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Transaction, UpdateConfig, UpdateMap
 
-__all__ = ["delete_keys", "field_id", "field_updates", "update", "update_map"]
+__all__ = ["delete_keys", "field_updates", "update", "update_map"]
 
 
 def update_map(values: Mapping[str, str | None], replace: bool = False) -> UpdateMap:
@@ -39,19 +38,6 @@ def delete_keys(keys: Iterable[str]) -> UpdateMap:
     return UpdateMap(tuple((key, None) for key in keys))
 
 
-def field_id(schema: LanceSchema, path: str) -> int:
-    """The id of the field at dotted ``path`` (``"a"``, ``"a.b"``)."""
-    parent = -1
-    found = None
-    for part in path.split("."):
-        found = next((f for f in schema.fields if f.parent_id == parent and f.name == part), None)
-        if found is None:
-            raise FieldNotFoundError(f"field {path!r} not found; the schema has {schema.names}")
-        parent = found.id
-    assert found is not None
-    return found.id
-
-
 def update(
     uri: str, manifest: Manifest, edit: UpdateConfig, options: CommitOptions
 ) -> tuple[Manifest, Transaction]:
@@ -63,4 +49,4 @@ def field_updates(
     schema: LanceSchema, updates: Mapping[str, Mapping[str, str | None]], replace: bool = False
 ) -> dict[int, UpdateMap]:
     """Field path -> metadata edits, as field id -> ``UpdateMap`` (unknown paths raise first)."""
-    return {field_id(schema, path): update_map(values, replace) for path, values in updates.items()}
+    return {schema.field_at(path).id: update_map(values, replace) for path, values in updates.items()}

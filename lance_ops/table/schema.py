@@ -16,7 +16,7 @@ from functools import cached_property
 import pyarrow as pa
 
 from lance_ops._proto import file_pb2
-from lance_ops.errors import SchemaError
+from lance_ops.errors import FieldNotFoundError, SchemaError
 from lance_ops.file.schema import (
     fields_to_schema,
     leaf_field_ids,
@@ -146,6 +146,17 @@ class LanceSchema:
             if f.parent_id == -1 and f.name == name:
                 return f
         raise SchemaError(f"no such column {name!r}; the schema has {self.names}")
+
+    def field_at(self, path: str) -> LanceField:
+        """The field at dotted ``path`` (``"a"``, ``"a.b"`` for a struct's child)."""
+        parent, found = -1, None
+        for name in path.split("."):
+            found = next((f for f in self.fields if f.parent_id == parent and f.name == name), None)
+            if found is None:
+                raise FieldNotFoundError(f"no such column {path!r}; the schema has {self.names}")
+            parent = found.id
+        assert found is not None
+        return found
 
     def subtree(self, field_id: int) -> tuple[LanceField, ...]:
         """The field ``field_id`` and its descendants, in pre-order."""
