@@ -107,11 +107,10 @@ def profile_encodings(
 ) -> EncodingOutcome:
     """Profile the latest version's columns into an encoding plan on executors; with ``store``,
     commit the plan (one ``UpdateConfig``) unless the dataset already stores that very plan."""
-    stored = latest(uri, storage_options).manifest.config.get(ENCODING_PLAN_KEY)
-    plan = jobs.profile_encodings(spark, uri, store=False, storage_options=storage_options)
-    if not store or stored == plan.to_json():
-        return EncodingOutcome(plan, None)
     files = latest(uri, storage_options)
+    plan = jobs.profile_encodings(spark, uri, store=False, storage_options=storage_options)
+    if not store or files.manifest.config.get(ENCODING_PLAN_KEY) == plan.to_json():
+        return EncodingOutcome(plan, None)
     options = commit_options(storage_options, transaction_properties=transaction_properties)
     manifest, _ = store_plan(files, plan, options)
     return EncodingOutcome(plan, manifest.version)
