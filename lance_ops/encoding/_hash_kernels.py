@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lance_ops.encoding.compression._fsst_kernels import _load8
+
 _C1 = np.uint64(0x87C37B91114253D5)
 _C2 = np.uint64(0x4CF5AD432745937F)
 
@@ -49,21 +51,6 @@ def _finish(h1: np.uint64, h2: np.uint64, length: int) -> tuple[np.uint64, np.ui
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _word8(data: np.ndarray, at: int) -> np.uint64:
-    """Little-endian u64 of the 8 bytes at ``at``."""
-    return (
-        np.uint64(data[at])
-        | np.uint64(data[at + 1]) << np.uint64(8)
-        | np.uint64(data[at + 2]) << np.uint64(16)
-        | np.uint64(data[at + 3]) << np.uint64(24)
-        | np.uint64(data[at + 4]) << np.uint64(32)
-        | np.uint64(data[at + 5]) << np.uint64(40)
-        | np.uint64(data[at + 6]) << np.uint64(48)
-        | np.uint64(data[at + 7]) << np.uint64(56)
-    )
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _word(data: np.ndarray, at: int, count: int) -> np.uint64:
     """Little-endian u64 of the ``count`` (at most 8) bytes at ``at``."""
     word = np.uint64(0)
@@ -85,8 +72,8 @@ def murmur3_x64_128(
         blocks = length // 16
         for block in range(blocks):
             at = start + 16 * block
-            k1 = _word8(data, at)
-            k2 = _word8(data, at + 8)
+            k1 = _load8(data, at)
+            k2 = _load8(data, at + 8)
             h1 ^= _rotl(k1 * c1, 31) * c2
             h1 = (_rotl(h1, 27) + h2) * np.uint64(5) + np.uint64(0x52DCE729)
             h2 ^= _rotl(k2 * c2, 33) * c1
