@@ -4,7 +4,9 @@ For every fragment of the version read, the live rows the predicate selects are 
 fragment's deletion vector and the complete vector is written as a new deletion file (its kind chosen
 as pylance does, :func:`lance_ops.table.deletion.deletion_file_type`); a fragment left without live
 rows is removed instead. A delete that selects nothing still commits a version, as pylance does.
-Concurrent deletes of the same fragment are rebased at commit (vectors unioned).
+Concurrent deletes of the same fragment are rebased at commit (vectors unioned); the count returned
+is then the number of rows this delete took from the version it was committed on (rows a
+concurrent delete had already removed are not counted twice, as pylance's count after its retry).
 
 The per-fragment step (:func:`delete_in_fragment`) and the commit (:func:`commit_delete`) are
 separate so that a distributed job (``jobs.delete``) can run the first on executors.
@@ -21,6 +23,7 @@ import pyarrow.compute as pc
 from lance_ops.fragment.reader import FragmentReader, VersionFiles
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.query.predicate import Predicate, parse_predicate
+from lance_ops.table.commit import load_manifest
 from lance_ops.table.deletion import write_deletion_file
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.transaction import Delete, Transaction
@@ -88,7 +91,22 @@ def commit_delete(
     version = files.manifest.version
     operation = Delete(tuple(updated), tuple(removed), str(predicate))
     manifest, transaction = commit(files.uri, operation, replace(options, read_version=version))
+    if manifest.version != version + 1:
+        touched = {f.id for f in updated} | set(removed)
+        count = _rows_taken(files, manifest, touched)
     return DeleteResult(manifest, transaction, count)
+
+
+def _rows_taken(files: VersionFiles, manifest: Manifest, fragment_ids: set[int]) -> int:
+    """Live rows of ``fragment_ids`` in the version before ``manifest`` that ``manifest`` no
+    longer has: what a delete committed over concurrent commits removed itself."""
+    before = load_manifest(files.store, files.root, manifest.version - 1).manifest
+    return _live_rows(files, before, fragment_ids) - _live_rows(files, manifest, fragment_ids)
+
+
+def _live_rows(files: VersionFiles, manifest: Manifest, fragment_ids: set[int]) -> int:
+    version = VersionFiles(files.uri, manifest, files.storage_options)
+    return sum(version.fragment(f).live_count for f in manifest.fragments if f.id in fragment_ids)
 
 
 def delete(files: VersionFiles, predicate: str | pc.Expression, options: CommitOptions) -> DeleteResult:

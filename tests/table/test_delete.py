@@ -15,7 +15,7 @@ from pyroaring import BitMap
 import lance_ops
 from lance_ops import LanceDataset, LanceOperation
 from lance_ops.errors import PredicateError, PredicateTypeError, RetryableCommitConflictError, SchemaError
-from lance_ops.table.deletion import deletion_file_type, encode_deletion_file
+from lance_ops.table.deletion import deletion_file_type, encode_deletion_file, encode_roaring
 from lance_ops.table.manifest import FLAG_DELETION_FILES, DeletionFileType
 from lance_ops.table.transaction import Delete, Transaction, Update
 from tests.data.golden import DATASETS_DIR
@@ -67,6 +67,41 @@ def test_deletion_file_bytes() -> None:
     assert reader.schema == pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
     assert reader.get_batch(0).column(0).to_pylist() == offsets.tolist()
     assert list(BitMap.deserialize(encode_deletion_file(offsets, BITMAP))) == offsets.tolist()
+
+
+def test_bitmaps_are_written_without_run_containers() -> None:
+    # pylance writes the no-run form (cookie 12346) even for one long run; pyroaring would not.
+    rng = np.random.default_rng(7)
+    for offsets in (
+        np.arange(6000),
+        np.arange(65536),
+        np.unique(rng.integers(0, 300_000, 20_000)),
+        np.concatenate([np.arange(5000), [70_000, 70_001, 2**32 - 1]]),
+    ):
+        values = offsets.astype(np.uint32)
+        data = encode_roaring(values)
+        assert data[:4] == bytes.fromhex("3a300000")
+        assert list(BitMap.deserialize(data)) == values.tolist()
+    assert len(encode_roaring(np.arange(6000, dtype=np.uint32))) == 8 + 4 + 4 + 8192
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "predicate", ["id < 6000", "id % 3 = 0 OR (id > 70000 AND id < 70100)", "id >= 100 AND id % 17 <> 0"]
+)
+def test_bitmap_deletion_files_are_byte_for_byte_pylance_s(
+    tmp_path: Path, predicate: str, lance_module
+) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    written = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(ids_table(200_000).select(["id"]), uri)
+        (lance.dataset if who == "pylance" else lance_ops.dataset)(uri).delete(predicate)
+        (name,) = deletion_files(uri)
+        assert name.startswith("0-1-") and name.endswith(".bin")
+        written[who] = (Path(uri) / "_deletions" / name).read_bytes()
+    assert written["ours"] == written["pylance"]
 
 
 # --------------------------------------------------------------------------- our deletes
@@ -218,7 +253,7 @@ def test_a_concurrent_delete_of_a_fragment_removed_meanwhile(tmp_path: Path) -> 
     lance_ops.write_dataset(ids_table(40), uri, max_rows_per_file=20)
     stale = lance_ops.dataset(uri)
     lance_ops.dataset(uri).delete("id < 20")
-    assert stale.delete("id < 5 OR id = 30") == 6
+    assert stale.delete("id < 5 OR id = 30") == 1  # ids < 5 were gone already (pylance counts 1 too)
     assert lance_ops.dataset(uri).to_table().column("id").to_pylist() == [i for i in range(20, 40) if i != 30]
 
 
@@ -239,6 +274,76 @@ def test_a_delete_racing_an_append_both_land(tmp_path: Path) -> None:
     lance_ops.write_dataset(ids_table(5, 20), uri, mode="append")
     assert stale.delete("id < 3 OR id >= 20") == 3  # rows appended meanwhile are not seen
     assert lance_ops.dataset(uri).to_table().column("id").to_pylist() == list(range(3, 25))
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("first", ["pylance", "ours"])
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [
+        ("id < 10", "id >= 5 AND id < 20"),  # rows shared: counted once
+        ("id < 10", "id >= 60 AND id < 70"),  # other fragment
+        ("id < 50", "id < 10"),  # fragment removed meanwhile: nothing left to delete
+        ("id < 10", "id >= 10 AND id < 50"),  # together they empty the fragment
+    ],
+)
+def test_a_stale_delete_counts_and_records_as_pylance(
+    tmp_path: Path,
+    first: str,
+    earlier: str,
+    later: str,
+    lance_module,  # type: ignore[no-untyped-def]
+) -> None:
+    lance = lance_module
+    outcome = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(ids_table(100).select(["id"]), uri, max_rows_per_file=50)
+        opener = lance.dataset if who == "pylance" else lance_ops.dataset
+        stale = opener(uri, version=1)
+        (lance.dataset if first == "pylance" else lance_ops.dataset)(uri).delete(earlier)
+        count = stale.delete(later)
+        latest = lance.dataset(uri)
+        recorded = latest.read_transaction(latest.version)
+        outcome[who] = (
+            count["num_deleted_rows"] if isinstance(count, dict) else count,
+            latest.version,
+            recorded.read_version,
+            sorted(latest.to_table().column("id").to_pylist()),
+        )
+        if who == "ours":
+            # The handle holds the transaction the version records (the rebased one), not the submitted one.
+            assert stale.read_transaction() == lance_ops.dataset(uri).read_transaction()
+            assert stale.read_transaction().read_version == 2  # type: ignore[union-attr]
+            txn = Path(uri) / "_transactions" / stale.read_transaction().file_name  # type: ignore[union-attr]
+            assert (
+                txn.name.startswith("2-")
+                and Transaction.deserialize(txn.read_bytes()) == stale.read_transaction()
+            )
+    assert outcome["ours"] == outcome["pylance"]
+
+
+@pytest.mark.interop
+def test_commit_returns_the_dataset_with_the_recorded_transaction(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    uri = str(tmp_path / "t.lance")
+    lance_ops.write_dataset(ids_table(40), uri, max_rows_per_file=20)
+    fragment = lance_ops.dataset(uri).get_fragment(1)
+    assert fragment is not None
+    updated = fragment.delete("id >= 30")
+    lance.write_dataset(ids_table(5, 100), uri, mode="append")
+    committed = LanceDataset.commit(uri, LanceOperation.Delete([updated], [], "id >= 30"), read_version=1)
+    # pylance records a Delete committed over newer versions as read on the latest of them ...
+    assert lance.dataset(uri).read_transaction(3).read_version == 2
+    assert committed.read_transaction() == lance_ops.dataset(uri).read_transaction()
+    assert committed.read_transaction().read_version == 2  # type: ignore[union-attr]
+    # ... and an Append as submitted.
+    appended = LanceDataset.commit(
+        uri, LanceOperation.Append([lance_ops.LanceFragment.create(uri, ids_table(3, 200))]), read_version=1
+    )
+    assert appended.read_transaction().read_version == 1  # type: ignore[union-attr]
+    assert lance.dataset(uri).read_transaction(4).read_version == 1
+    assert lance.dataset(uri).count_rows() == 40 - 10 + 5 + 3
 
 
 def _worker(args: tuple[str, str, int]) -> int:
