@@ -72,6 +72,10 @@ class InvalidArgumentError(LanceOpsError, ValueError):
     a count with a limit, a fragment not in the version)."""
 
 
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument is of a type the call does not take (also a ``TypeError``, as pylance raises)."""
+
+
 class RowCountMismatchError(SchemaError, OSError):
     """New column values do not line up with the dataset's rows (too few or too many).
 

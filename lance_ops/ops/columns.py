@@ -35,7 +35,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lance_ops.errors import CommitConflictError, LanceOpsError, RowCountMismatchError, SchemaError
+from lance_ops.errors import (
+    ArgumentTypeError,
+    CommitConflictError,
+    InvalidArgumentError,
+    LanceOpsError,
+    RowCountMismatchError,
+    SchemaError,
+)
 from lance_ops.file.writer import as_table
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
@@ -153,7 +160,9 @@ def _udf_compute(
     columns = files.resolve_columns(names)
     declared = getattr(func, "output_schema", None)
     if declared is not None and not isinstance(declared, pa.Schema):
-        raise TypeError(f"a UDF's output_schema must be a pyarrow.Schema, not {type(declared).__name__}")
+        raise ArgumentTypeError(
+            f"a UDF's output_schema must be a pyarrow.Schema, not {type(declared).__name__}"
+        )
 
     def call(batch: pa.RecordBatch) -> pa.RecordBatch:
         result = func(batch)
@@ -204,7 +213,9 @@ def _fragment_batches(
             if checkpoint is not None:
                 checkpoint.insert_batch(fragment.id, index, out)
         if out.num_rows != len(live):
-            raise SchemaError(f"the transform returned {out.num_rows} rows for a batch of {len(live)}")
+            raise RowCountMismatchError(
+                f"the transform returned {out.num_rows} rows for a batch of {len(live)}"
+            )
         yield _scatter(out, live - start, len(offsets))
 
 
@@ -247,7 +258,7 @@ def _write_columns(
     Files written before a failure are deleted. ``progress`` hears of every file written.
     """
     if batch_size <= 0:
-        raise ValueError("batch_size must be positive")
+        raise InvalidArgumentError("batch_size must be positive")
     fragments = files.fragments()
     streams = [_fragment_batches(f, compute, batch_size) for f in fragments]
     written: dict[int, DataFile] = {}
@@ -348,6 +359,9 @@ def add_columns(
 
     ``progress`` hears of every fragment's new data file (:mod:`lance_ops.progress`).
     """
+    if isinstance(transforms, Mapping) and not transforms:
+        # pylance commits an empty Merge (a new version, nothing written) for ``{}``.
+        return _merge(files, files.lance_schema, {}, options)
     fields = _arrow_fields(transforms)
     if fields is not None:
         not_nullable = [f.name for f in fields if not f.nullable]
@@ -402,11 +416,13 @@ def column_compute(files: VersionFiles, transforms: Any, read_columns: Sequence[
     """How the new columns of SQL ``transforms`` or a batch UDF are computed from the version read."""
     if isinstance(transforms, Mapping):
         if read_columns is not None:
-            raise ValueError("read_columns only applies to a UDF; SQL expressions read the columns they name")
+            raise InvalidArgumentError(
+                "read_columns only applies to a UDF; SQL expressions read the columns they name"
+            )
         return _sql_compute(files, transforms)
     if callable(transforms):
         return _udf_compute(files, transforms, read_columns)
-    raise TypeError(
+    raise ArgumentTypeError(
         "transforms must be a dict of SQL expressions, a batch UDF, or pyarrow Field(s) / a Schema, "
         f"not {type(transforms).__name__}"
     )
@@ -494,7 +510,7 @@ def drop_columns(
 ) -> tuple[Manifest, Transaction]:
     """Drop columns (dotted paths for struct fields) from the version ``files`` reads (a ``Project``)."""
     if isinstance(columns, str):
-        raise TypeError("columns must be a list of column names")
+        raise ArgumentTypeError("columns must be a list of column names")
     schema = files.lance_schema
     dropped = schema.without(schema.field_at(c).id for c in columns)
     if not dropped.names:
@@ -553,7 +569,7 @@ class _Alteration:
 def _parse_alteration(schema: LanceSchema, alteration: Mapping[str, Any]) -> _Alteration:
     unknown = set(alteration) - {"path", "name", "nullable", "data_type"}
     if unknown or "path" not in alteration:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"an alteration has a 'path' and some of 'name', 'nullable', 'data_type'; got {alteration}"
         )
     path = alteration["path"]
@@ -565,7 +581,9 @@ def _parse_alteration(schema: LanceSchema, alteration: Mapping[str, Any]) -> _Al
         alteration.get("data_type"),
     )
     if parsed.name is None and parsed.nullable is None and parsed.data_type is None:
-        raise ValueError(f"alteration of {path!r}: at least one of name, nullable or data_type is needed")
+        raise InvalidArgumentError(
+            f"alteration of {path!r}: at least one of name, nullable or data_type is needed"
+        )
     if parsed.name is not None and (not parsed.name or (parsed.field.parent_id == -1 and "." in parsed.name)):
         raise SchemaError(
             f"cannot rename {path!r} to {parsed.name!r}: top-level names cannot be empty or contain '.'"
