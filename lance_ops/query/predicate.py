@@ -30,6 +30,7 @@ that does not parse, or operands whose types do not combine, raise :class:`Predi
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,11 @@ from lance_ops.errors import (
     UnsupportedSQLError,
 )
 
-__all__ = ["Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
+__all__ = ["VIRTUAL_COLUMNS", "Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
+
+# Columns every dataset can filter on without storing them (pylance's ``_rowid`` / ``_rowaddr``):
+# a filter naming one reads it alongside the data (a dataset column of that name wins).
+VIRTUAL_COLUMNS = {"_rowid": pa.uint64(), "_rowaddr": pa.uint64()}
 
 
 class LanceSQL(Spark):
@@ -105,13 +110,22 @@ def _bind(
 ) -> tuple[_Translator, _Value, tuple[str, ...], exp.Expr | None]:
     """Translate ``expression`` against ``schema``: the translator, the value, the top-level columns
     it reads and, for SQL, the parse tree."""
-    translator = _Translator(schema)
+    virtual = [pa.field(n, t) for n, t in VIRTUAL_COLUMNS.items() if schema.get_field_index(n) < 0]
+    bound_schema = pa.schema([*schema, *virtual], metadata=schema.metadata)
+    translator = _Translator(bound_schema)
     if isinstance(expression, pc.Expression):
-        return translator, translator.typed(expression, str(expression)), tuple(schema.names), None
+        value = translator.typed(expression, str(expression))
+        named = {f.name for f in virtual if re.search(rf"\b{f.name}\b", str(expression))}
+        return (
+            translator,
+            value,
+            tuple(n for n in bound_schema.names if n in schema.names or n in named),
+            None,
+        )
     if isinstance(expression, str):
         tree = _parse(expression)
         value = translator.translate(tree)
-        return translator, value, tuple(n for n in schema.names if n in translator.columns), tree
+        return translator, value, tuple(n for n in bound_schema.names if n in translator.columns), tree
     raise PredicateTypeError(
         f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(expression).__name__}"
     )
@@ -131,7 +145,8 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
     if tree is None:
         bounds = tuple(_arrow_bounds(value.expr, schema))
     else:
-        bounds = tuple(b for node in _conjuncts(tree) for b in _bounds(translator, node))
+        found = (b for node in _conjuncts(tree) for b in _bounds(translator, node))
+        bounds = tuple(b for b in found if schema.get_field_index(b.column) >= 0)
     return Predicate(value.expr, columns, bounds)
 
 

@@ -455,3 +455,33 @@ def test_commit_of_a_hand_built_delete(tmp_path: Path) -> None:
     committed = LanceDataset.commit(uri, LanceOperation.Delete([], [1], "by hand"), read_version=1)
     assert committed.to_table().column("id").to_pylist() == [*range(10), *range(20, 30)]
     assert ds.version == 1
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [False, True])
+def test_filters_and_deletes_on_row_ids_and_addresses_as_pylance(
+    tmp_path: Path,
+    stable: bool,
+    lance_module,  # type: ignore[no-untyped-def]
+) -> None:
+    lance = lance_module
+    outcome = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(
+            ids_table(30).select(["id"]), uri, max_rows_per_file=10, enable_stable_row_ids=stable
+        )
+        lance.dataset(uri).delete("id % 4 = 0")
+        if stable:  # row ids no longer equal addresses
+            lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=15)
+        ds = (lance.dataset if who == "pylance" else lance_ops.dataset)(uri)
+        filters = ["_rowid >= 5 AND _rowid < 12", "_rowaddr > 4294967296", "_rowid = 3 OR id = 29"]
+        seen = [(ds.to_table(filter=f).column("id").to_pylist(), ds.count_rows(f)) for f in filters]
+        count = ds.delete("_rowid >= 10 AND _rowid < 14")
+        count = count["num_deleted_rows"] if isinstance(count, dict) else count
+        outcome[who] = (seen, count, sorted(lance.dataset(uri).to_table().column("id").to_pylist()))
+    assert outcome["ours"] == outcome["pylance"]
+    assert outcome["ours"][1] == (3 if stable else 0)
+    ours = lance_ops.dataset(str(tmp_path / "ours.lance"))
+    assert ours.to_table(filter=pc.field("_rowid") < 7).column("id").to_pylist() == [1, 2, 3, 5, 6]
+    assert "_rowid" not in ours.schema.names
