@@ -201,7 +201,8 @@ def _read_manifest(store: ObjectStore, root: str, entry: VersionEntry) -> Loaded
     return LoadedManifest(manifest, path, len(data), transaction)
 
 
-def _load_readable(store: ObjectStore, root: str, entry: VersionEntry) -> LoadedManifest:
+def load_entry(store: ObjectStore, root: str, entry: VersionEntry) -> LoadedManifest:
+    """The manifest of a version already listed (no second listing), checked as readable."""
     loaded = _read_manifest(store, root, entry)
     check_reader_flags(loaded.manifest.reader_feature_flags, loaded.path)
     return loaded
@@ -219,13 +220,13 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
         if not match:
             raise VersionNotFoundError(f"dataset {root} has no version {version}")
         entry = match[0]
-    return _load_readable(store, root, entry)
+    return load_entry(store, root, entry)
 
 
 def load_manifests(store: ObjectStore, root: str) -> Iterator[LoadedManifest]:
     """The manifest of every main-line version, ascending (one listing for all of them)."""
     for entry in list_versions(store, root):
-        yield _load_readable(store, root, entry)
+        yield load_entry(store, root, entry)
 
 
 def load_transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:
