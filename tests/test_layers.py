@@ -114,7 +114,9 @@ def test_the_checker_sees_upward_imports(tmp_path: Path) -> None:
     fragment_reader = imports(REPO / "lance_ops" / "fragment" / "reader.py")
     assert "lance_ops.fragment.options.ScanOptions" in {t for _, t in fragment_reader}
     assert forbidden("lance_ops.encoding.data", "lance_ops.io.base") and forbidden("jobs.x", "lance.dataset")
-    assert forbidden("jobs.delete", "lance_ops._proto.file_pb2") and forbidden("lance_ops.ops.x", "lance_ops._proto")
+    assert forbidden("jobs.delete", "lance_ops._proto.file_pb2") and forbidden(
+        "lance_ops.ops.x", "lance_ops._proto"
+    )
     assert not forbidden("lance_ops.file.reader", "lance_ops.io") and not forbidden(
         "lance_ops.x", "lance_ops.y"
     )

@@ -260,12 +260,59 @@ def test_a_concurrent_delete_of_a_fragment_removed_meanwhile(tmp_path: Path) -> 
 
 def test_a_delete_racing_an_update_of_its_fragment_is_retryable(tmp_path: Path) -> None:
     uri = str(tmp_path / "u.lance")
-    ds = lance_ops.write_dataset(ids_table(20), uri)
+    ds = lance_ops.write_dataset(ids_table(20), uri, max_rows_per_file=10)
+    fragment = ds.get_fragment(0)
+    assert fragment is not None
+    by_hand = LanceOperation.Delete([fragment.delete("id < 3")], [], "id < 3")  # type: ignore[list-item]
     stale = lance_ops.dataset(uri)
     LanceDataset.commit(uri, Update(removed_fragment_ids=(0,)), read_version=1)
     with pytest.raises(RetryableCommitConflictError):
-        stale.delete("id < 3")
+        LanceDataset.commit(uri, by_hand, read_version=1)
     assert lance_ops.dataset(uri).version == 2 and ds.version == 1
+    # The high-level delete runs again on the latest version instead, as pylance's does.
+    assert stale.delete("id < 3 OR id = 15") == 1
+    assert stale.version == 3 and stale.to_table().column("id").to_pylist() == [
+        *range(10, 15),
+        *range(16, 20),
+    ]
+    # Left: the hand-built delete's file and the committed one; the abandoned attempt's are gone.
+    committed = stale.manifest.fragments[0].deletion_file
+    assert committed is not None and committed.read_version == 2
+    hand_built = by_hand.updated_fragments[0].deletion_file
+    assert hand_built is not None
+    assert set(deletion_files(uri)) == {hand_built.file_name(0), committed.file_name(1)}
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("meanwhile", ["add_column", "cast", "compact"])
+def test_a_stale_delete_runs_again_after_a_retryable_conflict_as_pylance(
+    tmp_path: Path,
+    meanwhile: str,
+    lance_module,  # type: ignore[no-untyped-def]
+) -> None:
+    lance = lance_module
+    outcome = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(ids_table(40).select(["id"]), uri, max_rows_per_file=20)
+        module = lance if who == "pylance" else lance_ops
+        stale, fresh = module.dataset(uri), module.dataset(uri)
+        if meanwhile == "add_column":
+            fresh.add_columns({"twice": "id * 2"})
+        elif meanwhile == "cast":
+            fresh.alter_columns({"path": "id", "data_type": pa.int32()})
+        else:
+            fresh.optimize.compact_files(target_rows_per_fragment=100)
+        count = stale.delete("id < 5")
+        latest = lance.dataset(uri)
+        outcome[who] = (
+            count["num_deleted_rows"] if isinstance(count, dict) else count,
+            latest.version,
+            latest.schema.names,
+            latest.to_table().column("id").to_pylist(),
+        )
+    assert outcome["ours"] == outcome["pylance"]
+    assert outcome["ours"][0] == 5
 
 
 def test_a_delete_racing_an_append_both_land(tmp_path: Path) -> None:
