@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow.compute as pc
 
-from lance_ops.errors import RetryableCommitConflictError
+from lance_ops.errors import RetryableCommitConflictError, VersionNotFoundError
 from lance_ops.fragment.reader import FragmentReader, VersionFiles
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.query.predicate import Predicate, parse_predicate
@@ -101,14 +101,19 @@ def commit_delete(
     manifest, transaction = commit(files.uri, operation, replace(options, read_version=version))
     if manifest.version != version + 1:
         touched = {f.id for f in updated} | set(removed)
-        count = _rows_taken(files, manifest, touched)
+        taken = _rows_taken(files, manifest, touched)
+        count = count if taken is None else taken
     return DeleteResult(manifest, transaction, count)
 
 
-def _rows_taken(files: VersionFiles, manifest: Manifest, fragment_ids: set[int]) -> int:
+def _rows_taken(files: VersionFiles, manifest: Manifest, fragment_ids: set[int]) -> int | None:
     """Live rows of ``fragment_ids`` in the version before ``manifest`` that ``manifest`` no
-    longer has: what a delete committed over concurrent commits removed itself."""
-    before = load_manifest(files.store, files.root, manifest.version - 1).manifest
+    longer has: what a delete committed over concurrent commits removed itself (None when a
+    concurrent cleanup has already removed that version)."""
+    try:
+        before = load_manifest(files.store, files.root, manifest.version - 1).manifest
+    except VersionNotFoundError:
+        return None
     return _live_rows(files, before, fragment_ids) - _live_rows(files, manifest, fragment_ids)
 
 

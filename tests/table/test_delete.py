@@ -177,6 +177,14 @@ def test_delete_then_append_and_reads_honour_deletions(tmp_path: Path) -> None:
     assert fragment.deletion_file() == f"_deletions/{deletion_files(uri)[0]}"
 
 
+def test_the_count_also_reads_as_pylance_s_dict(tmp_path: Path) -> None:
+    ds = lance_ops.write_dataset(ids_table(10), str(tmp_path / "c.lance"))
+    count = ds.delete("id < 4")
+    assert count == 4 and isinstance(count, int) and count["num_deleted_rows"] == 4
+    with pytest.raises(KeyError):
+        count["rows"]
+
+
 def test_a_delete_matching_nothing_still_commits(tmp_path: Path) -> None:
     uri = str(tmp_path / "n.lance")
     ds = lance_ops.write_dataset(ids_table(10), uri)
