@@ -41,6 +41,7 @@ from lance_ops.errors import (
     InvalidArgumentError,
     LanceOpsError,
     RowCountMismatchError,
+    SchemaChangeError,
     SchemaError,
 )
 from lance_ops.file.writer import as_table
@@ -149,7 +150,12 @@ def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Express
             schema=schema,
         )
 
-    return _Compute(columns, evaluate, schema)
+    named = {c for b in bound.values() for c in b.columns}
+    virtual = (
+        ROW_ID in named and ROW_ID not in files.schema.names,
+        ROW_ADDRESS in named and ROW_ADDRESS not in files.schema.names,
+    )
+    return _Compute(columns, evaluate, schema, *virtual)
 
 
 def _udf_compute(
@@ -342,7 +348,7 @@ def _arrow_fields(transforms: Any) -> list[pa.Field] | None:
 def _numbered(files: VersionFiles, schema: pa.Schema) -> LanceSchema:
     """``schema``'s fields numbered after the dataset's ``max_field_id`` (clashes raise)."""
     if len(set(schema.names)) != len(schema.names):
-        raise SchemaError(f"the new columns {schema.names} repeat a name")
+        raise SchemaChangeError(f"the new columns {schema.names} repeat a name")
     everything = files.lance_schema.with_new_fields(schema)
     return LanceSchema(everything.fields[len(files.lance_schema) :], {})
 
@@ -366,7 +372,7 @@ def add_columns(
     if fields is not None:
         not_nullable = [f.name for f in fields if not f.nullable]
         if not_nullable:
-            raise SchemaError(f"all-null columns must be nullable: {not_nullable}")
+            raise SchemaChangeError(f"all-null columns must be nullable: {not_nullable}")
         schema = files.lance_schema.with_new_fields(fields)
         return _merge(files, schema, {}, options)
     compute = column_compute(files, transforms, read_columns)
@@ -549,11 +555,13 @@ def _cast(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
     try:
         out = array.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SchemaError(f"cannot cast column {name!r} from {array.type} to {target}: {exc}") from exc
+        raise SchemaChangeError(f"cannot cast column {name!r} from {array.type} to {target}: {exc}") from exc
     if pa.types.is_floating(array.type):
         overflow = pc.and_(pc.is_finite(array), pc.invert(pc.is_finite(out)))
         if pc.any(overflow).as_py():
-            raise SchemaError(f"cannot cast column {name!r} from {array.type} to {target}: values overflow")
+            raise SchemaChangeError(
+                f"cannot cast column {name!r} from {array.type} to {target}: values overflow"
+            )
     return out
 
 
@@ -618,7 +626,7 @@ def alter_columns(
     fields = {f.id: f for f in schema.fields}
     for alteration in parsed:
         if alteration.nullable is False and alteration.field.nullable and _has_nulls(files, alteration):
-            raise SchemaError(f"column {alteration.path!r} holds nulls and cannot be made non-nullable")
+            raise SchemaChangeError(f"column {alteration.path!r} holds nulls and cannot be made non-nullable")
         current = fields[alteration.field.id]
         fields[current.id] = replace(
             current,
@@ -638,7 +646,7 @@ def _check_names(schema: LanceSchema) -> None:
     seen: set[tuple[int, str]] = set()
     for f in schema.fields:
         if (f.parent_id, f.name) in seen:
-            raise SchemaError(f"the schema would have two fields called {f.name!r}")
+            raise SchemaChangeError(f"the schema would have two fields called {f.name!r}")
         seen.add((f.parent_id, f.name))
 
 
@@ -666,7 +674,7 @@ def _cast_columns(
         assert alteration.data_type is not None
         source = _arrow_type(files.schema, alteration.path)
         if not _castable(source, alteration.data_type):
-            raise SchemaError(
+            raise SchemaChangeError(
                 f"cannot cast column {alteration.path!r} from {source} to {alteration.data_type}"
             )
         current = by_id[alteration.field.id]

@@ -45,9 +45,9 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from lance_ops.errors import (
+    FieldNotFoundError,
     PredicateError,
     PredicateTypeError,
-    SchemaError,
     UnsupportedFeatureError,
     UnsupportedSQLError,
 )
@@ -504,7 +504,7 @@ class _Translator:
             type_ = self._probe.scanner(columns={"v": expr}).projected_schema.field(0).type
         except pa.ArrowInvalid as exc:
             if "No match for FieldRef" in str(exc):
-                raise SchemaError(f"{where}: {exc}") from exc
+                raise FieldNotFoundError(f"{where}: {exc}") from exc
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
@@ -519,7 +519,7 @@ class _Translator:
         type_ = self.schema.field(top).type
         for name in parts[1:]:
             if not pa.types.is_struct(type_) or type_.get_field_index(name) < 0:
-                raise SchemaError(f"no such field {'.'.join(parts)!r} in the dataset schema")
+                raise FieldNotFoundError(f"no such field {'.'.join(parts)!r} in the dataset schema")
             type_ = type_.field(name).type
         self.columns.add(top)
         return _Value(pc.field(top, *parts[1:]), type_)
@@ -530,7 +530,7 @@ class _Translator:
         folded = [n for n in self.schema.names if n.lower() == name.lower()]
         if len(folded) == 1:
             return folded[0]
-        raise SchemaError(
+        raise FieldNotFoundError(
             f"the filter names unknown column {_sql(node)!r}; the schema has {self.schema.names}"
         )
 

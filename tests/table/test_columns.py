@@ -638,3 +638,66 @@ def test_adding_no_columns_commits_an_empty_merge_as_pylance(
     same_layout(ours, theirs)
     assert data_files(Path(ours.uri)) == files
     assert plain(lance_module.dataset(ours.uri).to_table()) == plain(theirs.to_table())
+
+
+def _pylance_error(lance: Any, uri: Path, call: Any) -> type[BaseException]:
+    try:
+        call(lance.dataset(str(uri)))
+    except Exception as exc:  # noqa: BLE001 - the class is what is compared
+        return type(exc)
+    raise AssertionError("pylance accepted it")
+
+
+BUILTIN_PARITY: list[tuple[str, Any]] = [
+    ("add an existing column", lambda ds: ds.add_columns({"a": "a + 1"})),
+    ("add an unknown column's expression", lambda ds: ds.add_columns({"b": "nope + 1"})),
+    ("add malformed SQL", lambda ds: ds.add_columns({"b": "a +"})),
+    (
+        "add a non-nullable all-null field",
+        lambda ds: ds.add_columns(pa.field("n", pa.int8(), nullable=False)),
+    ),
+    ("udf with the wrong row count", lambda ds: ds.add_columns(_udf_rows, read_columns=["a"])),
+    ("rename a missing column", lambda ds: ds.alter_columns({"path": "nope", "name": "x"})),
+    ("rename onto an existing name", lambda ds: ds.alter_columns({"path": "s", "name": "a"})),
+    ("lossy cast", lambda ds: ds.alter_columns({"path": "a", "data_type": pa.int8()})),
+    ("cast across families", lambda ds: ds.alter_columns({"path": "s", "data_type": pa.int64()})),
+    ("non-nullable with nulls", lambda ds: ds.alter_columns({"path": "maybe", "nullable": False})),
+    ("alter nothing", lambda ds: ds.alter_columns({"path": "a"})),
+    ("drop a missing column", lambda ds: ds.drop_columns(["nope"])),
+    ("drop every column", lambda ds: ds.drop_columns(["a", "s", "f", "st", "l", "big", "ts", "maybe"])),
+    ("delete with malformed SQL", lambda ds: ds.delete("a >")),
+    ("delete naming an unknown column", lambda ds: ds.delete("nope = 1")),
+    ("delete with a non-boolean filter", lambda ds: ds.delete("a + 1")),
+    ("delete with a non-predicate", lambda ds: ds.delete(5)),
+]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(("case", "call"), BUILTIN_PARITY, ids=[c for c, _ in BUILTIN_PARITY])
+def test_bad_input_errors_are_the_builtins_pylance_raises(
+    bad_input_dataset: LanceDataset, lance_module: Any, tmp_path: Path, case: str, call: Any
+) -> None:
+    """Code catching what pylance raises (OSError "Invalid user input", ValueError, TypeError)
+    catches ours too; ours are lance_ops errors and commit nothing."""
+    theirs_uri = tmp_path / "theirs"
+    shutil.copytree(bad_input_dataset.uri, theirs_uri)
+    expected = _pylance_error(lance_module, theirs_uri, call)
+    builtin = next(b for b in (OSError, TypeError, ValueError) if issubclass(expected, b))
+    files = data_files(Path(bad_input_dataset.uri))
+    with pytest.raises(builtin) as info:
+        call(bad_input_dataset)
+    assert isinstance(info.value, LanceOpsError), case
+    assert_nothing_written(bad_input_dataset, files)
+    assert lance_module.dataset(str(theirs_uri)).version == 1
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_add_sql_over_row_ids_and_addresses(tmp_path: Path, stable: bool) -> None:
+    ds = make(tmp_path / "r", stable=stable)  # fragments of 8, 8, 4 rows; 1, 2, 9 deleted
+    ds.add_columns({"rid": "_rowid", "addr": "_rowaddr"})
+    got = lance_ops.dataset(ds.uri).to_table(
+        columns=["a", "rid", "addr"], with_row_id=True, with_row_address=True
+    )
+    assert got.column("rid").to_pylist() == got.column("_rowid").to_pylist()
+    assert got.column("addr").to_pylist() == got.column("_rowaddr").to_pylist()
+    assert got.column("addr").to_pylist()[:3] == [0, 3, 4]
