@@ -136,10 +136,10 @@ def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Express
         if not isinstance(name, str):
             raise SchemaError(f"new column names must be strings, not {name!r}")
         try:
-            bound[name] = parse_expression(text, files.schema)
+            bound[name] = parse_expression(text, files.schema, column_typed_literals=True)
         except LanceOpsError as exc:
             raise type(exc)(f"the expression for new column {name!r}: {exc}") from exc
-    schema = pa.schema([pa.field(name, b.type) for name, b in bound.items()])
+    schema = pa.schema([pa.field(name, b.type, b.nullable) for name, b in bound.items()])
     columns = tuple(n for n in files.schema.names if any(n in b.columns for b in bound.values()))
     projection = {name: b.expression for name, b in bound.items()}
 

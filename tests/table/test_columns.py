@@ -701,3 +701,57 @@ def test_add_sql_over_row_ids_and_addresses(tmp_path: Path, stable: bool) -> Non
     assert got.column("rid").to_pylist() == got.column("_rowid").to_pylist()
     assert got.column("addr").to_pylist() == got.column("_rowaddr").to_pylist()
     assert got.column("addr").to_pylist()[:3] == [0, 3, 4]
+
+
+NEW_COLUMN_SQL = [
+    "a * 2",  # int32 stays int32 (the literal takes the column's type)
+    "a + n",  # nullable operand
+    "abs(a)",  # functions are nullable
+    "cast(a as bigint)",
+    "a + cast(1 as bigint)",  # a computed number does not take the column's type
+    "a > 5",
+    "concat(s, 'x')",
+    "1",  # a constant is not nullable
+    "'x'",
+    "NULL",
+    "a = NULL",
+    "f * 2",
+    "-a",
+    "a IS NULL",
+    "a IN (1, 2)",
+    "s LIKE 'x%'",
+    "st.x + 1",
+]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("expression", NEW_COLUMN_SQL)
+def test_sql_columns_typed_and_nullable_as_pylance(
+    tmp_path: Path, lance_module: Any, expression: str
+) -> None:
+    schema = pa.schema(
+        [
+            pa.field("a", pa.int32(), nullable=False),
+            pa.field("n", pa.int32()),
+            pa.field("s", pa.string(), nullable=False),
+            pa.field("f", pa.float32(), nullable=False),
+            pa.field("st", pa.struct([pa.field("x", pa.int64(), nullable=False)]), nullable=False),
+        ]
+    )
+    data = {
+        "a": list(range(12)),
+        "n": [1, None] * 6,
+        "s": ["x", "y"] * 6,
+        "f": [1.0, 2.0] * 6,
+        "st": [{"x": i} for i in range(12)],
+    }
+    got = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / who)
+        lance_module.write_dataset(pa.table(data, schema=schema), uri, max_rows_per_file=6)
+        lance_module.dataset(uri).delete("a % 5 = 1")
+        (lance_module.dataset if who == "pylance" else lance_ops.dataset)(uri).add_columns({"c": expression})
+        theirs = lance_module.dataset(uri)
+        got[who] = (theirs.schema.field("c"), theirs.to_table().column("c").to_pylist())
+        assert lance_ops.dataset(uri).to_table().column("c").to_pylist() == got[who][1]
+    assert got["ours"] == got["pylance"]
