@@ -623,6 +623,11 @@ def alter_columns(
     """Rename, change the nullability of, or cast columns of the version ``files`` reads."""
     schema = files.lance_schema
     parsed = [_parse_alteration(schema, a) for a in alterations]
+    if any(a.nullable is False for a in parsed) and any(a.data_type is not None for a in parsed):
+        raise SchemaChangeError(
+            "cannot make a column non-nullable and cast columns in the same call (as pylance): "
+            "cast first, then change the nullability"
+        )
     fields = {f.id: f for f in schema.fields}
     for alteration in parsed:
         if alteration.nullable is False and alteration.field.nullable and _has_nulls(files, alteration):

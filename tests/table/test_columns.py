@@ -662,6 +662,10 @@ BUILTIN_PARITY: list[tuple[str, Any]] = [
     ("lossy cast", lambda ds: ds.alter_columns({"path": "a", "data_type": pa.int8()})),
     ("cast across families", lambda ds: ds.alter_columns({"path": "s", "data_type": pa.int64()})),
     ("non-nullable with nulls", lambda ds: ds.alter_columns({"path": "maybe", "nullable": False})),
+    (
+        "non-nullable and a cast in one call",
+        lambda ds: ds.alter_columns({"path": "s", "nullable": False}, {"path": "a", "data_type": pa.int32()}),
+    ),
     ("alter nothing", lambda ds: ds.alter_columns({"path": "a"})),
     ("drop a missing column", lambda ds: ds.drop_columns(["nope"])),
     ("drop every column", lambda ds: ds.drop_columns(["a", "s", "f", "st", "l", "big", "ts", "maybe"])),
