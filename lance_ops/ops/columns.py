@@ -5,7 +5,9 @@
   The file has a row per *physical* row of the fragment so that it lines up with the fragment's
   other files: the transform sees the live rows of each run of ``batch_size`` physical rows (a
   run whose rows are all deleted gives it an empty batch, as in pylance) and deleted rows are
-  stored as nulls. Row-id sequences and deletion files are untouched.
+  stored as nulls. Row-id sequences and deletion files are untouched. A SQL column is typed and
+  marked nullable as pylance's planner does (a number next to a column takes the column's type;
+  constants are not nullable, functions are); ``{}`` commits an empty ``Merge``, as pylance does.
 * ``add_columns`` with ``pa.Field``\\ s (or a ``pa.Schema``) commits a ``Merge`` that writes nothing:
   the nullable new fields read as nulls from fragments with no file holding them.
 * ``drop_columns`` commits a ``Project``: data files keep listing the dropped ids (readers ignore
