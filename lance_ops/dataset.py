@@ -200,6 +200,16 @@ class LanceOperation:
         return DataReplacement(tuple(replacements))
 
 
+class DeletedRows(int):
+    """The number of rows a delete removed; ``count["num_deleted_rows"]`` reads it as from the
+    dict pylance 14's ``delete`` returns."""
+
+    def __getitem__(self, key: str) -> int:
+        if key != "num_deleted_rows":
+            raise KeyError(key)
+        return int(self)
+
+
 class LanceDataset:
     """One version of a Lance dataset; the read side of the API.
 
@@ -513,16 +523,17 @@ class LanceDataset:
 
     # ------------------------------------------------------------------ operations
 
-    def delete(self, predicate: str | pc.Expression) -> int:
+    def delete(self, predicate: str | pc.Expression) -> DeletedRows:
         """Delete the rows ``predicate`` (SQL text or an Arrow expression) selects; returns how many.
 
         Commits a ``Delete`` on this version (a new version even when no row matches) and makes
-        this object that new version, as pylance does.
+        this object that new version, as pylance does. The count is an ``int`` that also answers
+        ``["num_deleted_rows"]``, the key of the dict pylance 14 returns.
         """
         options = self._commit_options()
         result = delete_op.delete(self._files, predicate, options)
         self._adopt(result.manifest, result.transaction)
-        return result.num_deleted_rows
+        return DeletedRows(result.num_deleted_rows)
 
     def add_columns(
         self,

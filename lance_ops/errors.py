@@ -67,9 +67,20 @@ class FieldNotFoundError(SchemaError, OSError):
     """A field path names no field of the schema (pylance raises ``OSError`` here)."""
 
 
+class SchemaChangeError(SchemaError, OSError):
+    """A schema change the dataset refuses: a column that exists already, a name used twice, a cast
+    that would lose data or that Lance does not make, nulls in a column made non-nullable, an
+    all-null column that is not nullable. Also an ``OSError``: pylance reports these as "Invalid
+    user input"."""
+
+
 class InvalidArgumentError(LanceOpsError, ValueError):
     """An argument has a value the call does not accept (an unknown write mode, a negative limit,
     a count with a limit, a fragment not in the version)."""
+
+
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument is of a type the call does not take (also a ``TypeError``, as pylance raises)."""
 
 
 class RowCountMismatchError(SchemaError, OSError):
@@ -79,8 +90,10 @@ class RowCountMismatchError(SchemaError, OSError):
     """
 
 
-class PredicateError(LanceOpsError, ValueError):
-    """A filter predicate is not valid SQL, or its operands have types that cannot be combined."""
+class PredicateError(LanceOpsError, ValueError, OSError):
+    """A filter predicate is not valid SQL, or its operands have types that cannot be combined.
+
+    Also an ``OSError``: pylance reports these as "Invalid user input"."""
 
 
 class PredicateTypeError(PredicateError, TypeError):

@@ -399,8 +399,12 @@ class FragmentReader:
         if predicate is not None and predicate.bounds:
             live = self._prune(predicate, live)
         read = list(names)
+        with_row_id, with_row_address = options.with_row_id, options.with_row_address
         if predicate is not None:
-            read += [c for c in predicate.columns if c not in names]
+            stored = self.files.schema.names
+            read += [c for c in predicate.columns if c not in names and c in stored]
+            with_row_id |= ROW_ID in predicate.columns and ROW_ID not in stored
+            with_row_address |= ROW_ADDRESS in predicate.columns and ROW_ADDRESS not in stored
         keep = [
             *names,
             *([ROW_ID] if options.with_row_id else []),
@@ -409,7 +413,7 @@ class FragmentReader:
         step = max(size, READ_AHEAD_ROWS)
         for start in range(0, len(live), step):
             offsets = live[start : start + step]
-            table = self.read(read, offsets, options.with_row_id, options.with_row_address)
+            table = self.read(read, offsets, with_row_id, with_row_address)
             if predicate is not None:
                 table = predicate.filter(table).select(keep)
             for first in range(0, max(table.num_rows, 1), size):

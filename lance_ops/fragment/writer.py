@@ -26,7 +26,13 @@ import pyarrow as pa
 from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import DatasetNotFoundError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import (
+    ArgumentTypeError,
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from lance_ops.file import LanceFileWriter
 from lance_ops.file.schema import leaf_field_ids
 from lance_ops.file.writer import as_table
@@ -97,12 +103,14 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
                 raise SchemaError("an empty iterable of batches needs an explicit schema")
             return pa.RecordBatchReader.from_batches(schema, [])
         if not isinstance(first, pa.RecordBatch):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"an iterable of data must yield pyarrow RecordBatches, not {type(first).__name__}"
             )
         reader = pa.RecordBatchReader.from_batches(first.schema, _chain(first, batches))
     else:
-        raise TypeError(f"cannot write {type(data).__name__}; expected Arrow data or a pandas DataFrame")
+        raise ArgumentTypeError(
+            f"cannot write {type(data).__name__}; expected Arrow data or a pandas DataFrame"
+        )
     if schema is not None and not reader.schema.equals(schema):
         return _cast_reader(reader, schema)
     return reader

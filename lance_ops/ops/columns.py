@@ -5,7 +5,9 @@
   The file has a row per *physical* row of the fragment so that it lines up with the fragment's
   other files: the transform sees the live rows of each run of ``batch_size`` physical rows (a
   run whose rows are all deleted gives it an empty batch, as in pylance) and deleted rows are
-  stored as nulls. Row-id sequences and deletion files are untouched.
+  stored as nulls. Row-id sequences and deletion files are untouched. A SQL column is typed and
+  marked nullable as pylance's planner does (a number next to a column takes the column's type;
+  constants are not nullable, functions are); ``{}`` commits an empty ``Merge``, as pylance does.
 * ``add_columns`` with ``pa.Field``\\ s (or a ``pa.Schema``) commits a ``Merge`` that writes nothing:
   the nullable new fields read as nulls from fragments with no file holding them.
 * ``drop_columns`` commits a ``Project``: data files keep listing the dropped ids (readers ignore
@@ -35,7 +37,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lance_ops.errors import CommitConflictError, LanceOpsError, RowCountMismatchError, SchemaError
+from lance_ops.errors import (
+    ArgumentTypeError,
+    CommitConflictError,
+    InvalidArgumentError,
+    LanceOpsError,
+    RowCountMismatchError,
+    SchemaChangeError,
+    SchemaError,
+)
 from lance_ops.file.writer import as_table
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
@@ -128,10 +138,10 @@ def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Express
         if not isinstance(name, str):
             raise SchemaError(f"new column names must be strings, not {name!r}")
         try:
-            bound[name] = parse_expression(text, files.schema)
+            bound[name] = parse_expression(text, files.schema, column_typed_literals=True)
         except LanceOpsError as exc:
             raise type(exc)(f"the expression for new column {name!r}: {exc}") from exc
-    schema = pa.schema([pa.field(name, b.type) for name, b in bound.items()])
+    schema = pa.schema([pa.field(name, b.type, b.nullable) for name, b in bound.items()])
     columns = tuple(n for n in files.schema.names if any(n in b.columns for b in bound.values()))
     projection = {name: b.expression for name, b in bound.items()}
 
@@ -142,7 +152,12 @@ def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Express
             schema=schema,
         )
 
-    return _Compute(columns, evaluate, schema)
+    named = {c for b in bound.values() for c in b.columns}
+    virtual = (
+        ROW_ID in named and ROW_ID not in files.schema.names,
+        ROW_ADDRESS in named and ROW_ADDRESS not in files.schema.names,
+    )
+    return _Compute(columns, evaluate, schema, *virtual)
 
 
 def _udf_compute(
@@ -153,7 +168,9 @@ def _udf_compute(
     columns = files.resolve_columns(names)
     declared = getattr(func, "output_schema", None)
     if declared is not None and not isinstance(declared, pa.Schema):
-        raise TypeError(f"a UDF's output_schema must be a pyarrow.Schema, not {type(declared).__name__}")
+        raise ArgumentTypeError(
+            f"a UDF's output_schema must be a pyarrow.Schema, not {type(declared).__name__}"
+        )
 
     def call(batch: pa.RecordBatch) -> pa.RecordBatch:
         result = func(batch)
@@ -204,7 +221,9 @@ def _fragment_batches(
             if checkpoint is not None:
                 checkpoint.insert_batch(fragment.id, index, out)
         if out.num_rows != len(live):
-            raise SchemaError(f"the transform returned {out.num_rows} rows for a batch of {len(live)}")
+            raise RowCountMismatchError(
+                f"the transform returned {out.num_rows} rows for a batch of {len(live)}"
+            )
         yield _scatter(out, live - start, len(offsets))
 
 
@@ -247,7 +266,7 @@ def _write_columns(
     Files written before a failure are deleted. ``progress`` hears of every file written.
     """
     if batch_size <= 0:
-        raise ValueError("batch_size must be positive")
+        raise InvalidArgumentError("batch_size must be positive")
     fragments = files.fragments()
     streams = [_fragment_batches(f, compute, batch_size) for f in fragments]
     written: dict[int, DataFile] = {}
@@ -331,7 +350,7 @@ def _arrow_fields(transforms: Any) -> list[pa.Field] | None:
 def _numbered(files: VersionFiles, schema: pa.Schema) -> LanceSchema:
     """``schema``'s fields numbered after the dataset's ``max_field_id`` (clashes raise)."""
     if len(set(schema.names)) != len(schema.names):
-        raise SchemaError(f"the new columns {schema.names} repeat a name")
+        raise SchemaChangeError(f"the new columns {schema.names} repeat a name")
     everything = files.lance_schema.with_new_fields(schema)
     return LanceSchema(everything.fields[len(files.lance_schema) :], {})
 
@@ -348,11 +367,14 @@ def add_columns(
 
     ``progress`` hears of every fragment's new data file (:mod:`lance_ops.progress`).
     """
+    if isinstance(transforms, Mapping) and not transforms:
+        # pylance commits an empty Merge (a new version, nothing written) for ``{}``.
+        return _merge(files, files.lance_schema, {}, options)
     fields = _arrow_fields(transforms)
     if fields is not None:
         not_nullable = [f.name for f in fields if not f.nullable]
         if not_nullable:
-            raise SchemaError(f"all-null columns must be nullable: {not_nullable}")
+            raise SchemaChangeError(f"all-null columns must be nullable: {not_nullable}")
         schema = files.lance_schema.with_new_fields(fields)
         return _merge(files, schema, {}, options)
     compute = column_compute(files, transforms, read_columns)
@@ -402,11 +424,13 @@ def column_compute(files: VersionFiles, transforms: Any, read_columns: Sequence[
     """How the new columns of SQL ``transforms`` or a batch UDF are computed from the version read."""
     if isinstance(transforms, Mapping):
         if read_columns is not None:
-            raise ValueError("read_columns only applies to a UDF; SQL expressions read the columns they name")
+            raise InvalidArgumentError(
+                "read_columns only applies to a UDF; SQL expressions read the columns they name"
+            )
         return _sql_compute(files, transforms)
     if callable(transforms):
         return _udf_compute(files, transforms, read_columns)
-    raise TypeError(
+    raise ArgumentTypeError(
         "transforms must be a dict of SQL expressions, a batch UDF, or pyarrow Field(s) / a Schema, "
         f"not {type(transforms).__name__}"
     )
@@ -494,7 +518,7 @@ def drop_columns(
 ) -> tuple[Manifest, Transaction]:
     """Drop columns (dotted paths for struct fields) from the version ``files`` reads (a ``Project``)."""
     if isinstance(columns, str):
-        raise TypeError("columns must be a list of column names")
+        raise ArgumentTypeError("columns must be a list of column names")
     schema = files.lance_schema
     dropped = schema.without(schema.field_at(c).id for c in columns)
     if not dropped.names:
@@ -533,11 +557,13 @@ def _cast(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
     try:
         out = array.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SchemaError(f"cannot cast column {name!r} from {array.type} to {target}: {exc}") from exc
+        raise SchemaChangeError(f"cannot cast column {name!r} from {array.type} to {target}: {exc}") from exc
     if pa.types.is_floating(array.type):
         overflow = pc.and_(pc.is_finite(array), pc.invert(pc.is_finite(out)))
         if pc.any(overflow).as_py():
-            raise SchemaError(f"cannot cast column {name!r} from {array.type} to {target}: values overflow")
+            raise SchemaChangeError(
+                f"cannot cast column {name!r} from {array.type} to {target}: values overflow"
+            )
     return out
 
 
@@ -553,7 +579,7 @@ class _Alteration:
 def _parse_alteration(schema: LanceSchema, alteration: Mapping[str, Any]) -> _Alteration:
     unknown = set(alteration) - {"path", "name", "nullable", "data_type"}
     if unknown or "path" not in alteration:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"an alteration has a 'path' and some of 'name', 'nullable', 'data_type'; got {alteration}"
         )
     path = alteration["path"]
@@ -565,7 +591,9 @@ def _parse_alteration(schema: LanceSchema, alteration: Mapping[str, Any]) -> _Al
         alteration.get("data_type"),
     )
     if parsed.name is None and parsed.nullable is None and parsed.data_type is None:
-        raise ValueError(f"alteration of {path!r}: at least one of name, nullable or data_type is needed")
+        raise InvalidArgumentError(
+            f"alteration of {path!r}: at least one of name, nullable or data_type is needed"
+        )
     if parsed.name is not None and (not parsed.name or (parsed.field.parent_id == -1 and "." in parsed.name)):
         raise SchemaError(
             f"cannot rename {path!r} to {parsed.name!r}: top-level names cannot be empty or contain '.'"
@@ -597,10 +625,15 @@ def alter_columns(
     """Rename, change the nullability of, or cast columns of the version ``files`` reads."""
     schema = files.lance_schema
     parsed = [_parse_alteration(schema, a) for a in alterations]
+    if any(a.nullable is False for a in parsed) and any(a.data_type is not None for a in parsed):
+        raise SchemaChangeError(
+            "cannot make a column non-nullable and cast columns in the same call (as pylance): "
+            "cast first, then change the nullability"
+        )
     fields = {f.id: f for f in schema.fields}
     for alteration in parsed:
         if alteration.nullable is False and alteration.field.nullable and _has_nulls(files, alteration):
-            raise SchemaError(f"column {alteration.path!r} holds nulls and cannot be made non-nullable")
+            raise SchemaChangeError(f"column {alteration.path!r} holds nulls and cannot be made non-nullable")
         current = fields[alteration.field.id]
         fields[current.id] = replace(
             current,
@@ -620,7 +653,7 @@ def _check_names(schema: LanceSchema) -> None:
     seen: set[tuple[int, str]] = set()
     for f in schema.fields:
         if (f.parent_id, f.name) in seen:
-            raise SchemaError(f"the schema would have two fields called {f.name!r}")
+            raise SchemaChangeError(f"the schema would have two fields called {f.name!r}")
         seen.add((f.parent_id, f.name))
 
 
@@ -648,7 +681,7 @@ def _cast_columns(
         assert alteration.data_type is not None
         source = _arrow_type(files.schema, alteration.path)
         if not _castable(source, alteration.data_type):
-            raise SchemaError(
+            raise SchemaChangeError(
                 f"cannot cast column {alteration.path!r} from {source} to {alteration.data_type}"
             )
         current = by_id[alteration.field.id]

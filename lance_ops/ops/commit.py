@@ -10,7 +10,7 @@ from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.io import object_store
 from lance_ops.ops import auto_cleanup
-from lance_ops.table.commit import NewDatasetSettings, commit_handler, commit_transaction, list_versions
+from lance_ops.table.commit import NewDatasetSettings, commit_handler, commit_recorded, list_versions
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore
 from lance_ops.table.naming import ManifestNamingScheme
@@ -62,7 +62,8 @@ def transaction_for(operation: Operation, uri: str, options: CommitOptions) -> T
 def commit(
     uri: str, operation: Operation | Transaction, options: CommitOptions
 ) -> tuple[Manifest, Transaction]:
-    """Commit ``operation`` to the dataset at ``uri``; returns the manifest written and the transaction.
+    """Commit ``operation`` to the dataset at ``uri``; returns the manifest written and the
+    transaction recorded with it (the submitted one rebased over concurrent commits, if it was).
 
     ``enable_stable_row_ids``, ``enable_v2_manifest_paths`` and ``data_storage_version`` only
     matter when the commit creates the dataset (the file version defaults to that of the
@@ -87,7 +88,7 @@ def commit(
         ),
     )
     store, root = object_store(uri, options.storage_options)
-    manifest = commit_transaction(
+    committed = commit_recorded(
         store,
         root,
         transaction,
@@ -95,5 +96,5 @@ def commit(
         max_retries=options.max_retries,
         settings=settings,
     )
-    auto_cleanup.after_commit(store, root, manifest)
-    return manifest, transaction
+    auto_cleanup.after_commit(store, root, committed.manifest)
+    return committed.manifest, committed.transaction

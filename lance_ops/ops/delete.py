@@ -4,7 +4,9 @@ For every fragment of the version read, the live rows the predicate selects are 
 fragment's deletion vector and the complete vector is written as a new deletion file (its kind chosen
 as pylance does, :func:`lance_ops.table.deletion.deletion_file_type`); a fragment left without live
 rows is removed instead. A delete that selects nothing still commits a version, as pylance does.
-Concurrent deletes of the same fragment are rebased at commit (vectors unioned).
+Concurrent deletes of the same fragment are rebased at commit (vectors unioned); the count returned
+is then the number of rows this delete took from the version it was committed on (rows a
+concurrent delete had already removed are not counted twice, as pylance's count after its retry).
 
 The per-fragment step (:func:`delete_in_fragment`) and the commit (:func:`commit_delete`) are
 separate so that a distributed job (``jobs.delete``) can run the first on executors.
@@ -12,18 +14,27 @@ separate so that a distributed job (``jobs.delete``) can run the first on execut
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow.compute as pc
 
+from lance_ops.errors import RetryableCommitConflictError, VersionNotFoundError
 from lance_ops.fragment.reader import FragmentReader, VersionFiles
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.query.predicate import Predicate, parse_predicate
+from lance_ops.table.commit import load_manifest
 from lance_ops.table.deletion import write_deletion_file
 from lance_ops.table.manifest import DataFragment, Manifest
+from lance_ops.table.naming import DELETIONS_DIR
 from lance_ops.table.transaction import Delete, Transaction
+
+# pylance's delete re-runs on a retryable conflict (its conflict_retries and retry_timeout).
+CONFLICT_RETRIES = 10
+RETRY_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -88,7 +99,27 @@ def commit_delete(
     version = files.manifest.version
     operation = Delete(tuple(updated), tuple(removed), str(predicate))
     manifest, transaction = commit(files.uri, operation, replace(options, read_version=version))
+    if manifest.version != version + 1:
+        touched = {f.id for f in updated} | set(removed)
+        taken = _rows_taken(files, manifest, touched)
+        count = count if taken is None else taken
     return DeleteResult(manifest, transaction, count)
+
+
+def _rows_taken(files: VersionFiles, manifest: Manifest, fragment_ids: set[int]) -> int | None:
+    """Live rows of ``fragment_ids`` in the version before ``manifest`` that ``manifest`` no
+    longer has: what a delete committed over concurrent commits removed itself (None when a
+    concurrent cleanup has already removed that version)."""
+    try:
+        before = load_manifest(files.store, files.root, manifest.version - 1).manifest
+    except VersionNotFoundError:
+        return None
+    return _live_rows(files, before, fragment_ids) - _live_rows(files, manifest, fragment_ids)
+
+
+def _live_rows(files: VersionFiles, manifest: Manifest, fragment_ids: set[int]) -> int:
+    version = VersionFiles(files.uri, manifest, files.storage_options)
+    return sum(version.fragment(f).live_count for f in manifest.fragments if f.id in fragment_ids)
 
 
 def delete(files: VersionFiles, predicate: str | pc.Expression, options: CommitOptions) -> DeleteResult:
@@ -96,8 +127,33 @@ def delete(files: VersionFiles, predicate: str | pc.Expression, options: CommitO
 
     A predicate that is malformed, names an unknown column, is not boolean or is neither SQL nor an
     Arrow expression raises (:class:`PredicateError`, :class:`SchemaError`) before anything is written.
+    When the commit meets a retryable conflict (a concurrent compaction, column change or update
+    of the same fragments), the delete is run again on the latest version, as pylance's is: at most
+    :data:`CONFLICT_RETRIES` times within :data:`RETRY_TIMEOUT_SECONDS`; the deletion files of an
+    abandoned attempt are removed.
     """
     bound = parse_predicate(predicate, files.schema)
-    version = files.manifest.version
-    found = (delete_in_fragment(fragment, bound, version) for fragment in files.fragments())
-    return commit_delete(files, [d for d in found if d is not None], predicate, options)
+    deadline = time.monotonic() + RETRY_TIMEOUT_SECONDS
+    for attempt in itertools.count():
+        version = files.manifest.version
+        found = (delete_in_fragment(fragment, bound, version) for fragment in files.fragments())
+        deletions = [d for d in found if d is not None]
+        try:
+            return commit_delete(files, deletions, predicate, options)
+        except RetryableCommitConflictError:
+            _discard(files, deletions)
+            if attempt >= CONFLICT_RETRIES or time.monotonic() > deadline:
+                raise
+        files = VersionFiles(
+            files.uri, load_manifest(files.store, files.root).manifest, files.storage_options
+        )
+        bound = parse_predicate(predicate, files.schema)
+    raise AssertionError("unreachable")
+
+
+def _discard(files: VersionFiles, deletions: Iterable[FragmentDeletion]) -> None:
+    """Remove the deletion files of an attempt that was not committed."""
+    for deletion in deletions:
+        if deletion.updated is not None and deletion.updated.deletion_file is not None:
+            name = deletion.updated.deletion_file.file_name(deletion.fragment_id)
+            files.store.delete(files.store.join(files.root, DELETIONS_DIR, name))

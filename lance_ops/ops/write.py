@@ -26,7 +26,7 @@ from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.delete import delete_in_fragment
 from lance_ops.progress import WRITE, ProgressCallback, Tracker
 from lance_ops.query.predicate import Predicate
-from lance_ops.table.commit import list_versions, load_manifest
+from lance_ops.table.commit import list_versions, load_entry
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.transaction import Append, Operation, Overwrite, Transaction, Update
 
@@ -59,7 +59,7 @@ def write(
     if entries and mode == "create":
         raise DatasetAlreadyExistsError(f"a dataset already exists at {uri}")
     read_version = entries[-1].version if entries else 0
-    manifest = load_manifest(store, root, read_version).manifest if entries else None
+    manifest = load_entry(store, root, entries[-1]).manifest if entries else None
     version = commit_options.data_storage_version
     if manifest is not None and (mode == "append" or version is None):
         version = manifest.data_storage_version

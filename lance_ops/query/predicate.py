@@ -30,6 +30,7 @@ that does not parse, or operands whose types do not combine, raise :class:`Predi
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,14 +45,18 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from lance_ops.errors import (
+    FieldNotFoundError,
     PredicateError,
     PredicateTypeError,
-    SchemaError,
     UnsupportedFeatureError,
     UnsupportedSQLError,
 )
 
-__all__ = ["Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
+__all__ = ["VIRTUAL_COLUMNS", "Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
+
+# Columns every dataset can filter on without storing them (pylance's ``_rowid`` / ``_rowaddr``):
+# a filter naming one reads it alongside the data (a dataset column of that name wins).
+VIRTUAL_COLUMNS = {"_rowid": pa.uint64(), "_rowaddr": pa.uint64()}
 
 
 class LanceSQL(Spark):
@@ -66,11 +71,14 @@ class LanceSQL(Spark):
 
 @dataclass(frozen=True)
 class BoundExpression:
-    """A bound SQL / Arrow expression: the Arrow expression, its type, the top-level columns it reads."""
+    """A bound SQL / Arrow expression: the Arrow expression, its type, the top-level columns it
+    reads, and whether it can be null (DataFusion's inference for SQL, see :func:`_nullable`;
+    always for an Arrow expression)."""
 
     expression: pc.Expression
     type: pa.DataType
     columns: tuple[str, ...]
+    nullable: bool = True
 
 
 @dataclass(frozen=True)
@@ -101,26 +109,68 @@ class Predicate:
 
 
 def _bind(
-    expression: str | pc.Expression, schema: pa.Schema
+    expression: str | pc.Expression, schema: pa.Schema, column_typed_literals: bool = False
 ) -> tuple[_Translator, _Value, tuple[str, ...], exp.Expr | None]:
     """Translate ``expression`` against ``schema``: the translator, the value, the top-level columns
     it reads and, for SQL, the parse tree."""
-    translator = _Translator(schema)
+    virtual = [pa.field(n, t) for n, t in VIRTUAL_COLUMNS.items() if schema.get_field_index(n) < 0]
+    bound_schema = pa.schema([*schema, *virtual], metadata=schema.metadata)
+    translator = _Translator(bound_schema, column_typed_literals)
     if isinstance(expression, pc.Expression):
-        return translator, translator.typed(expression, str(expression)), tuple(schema.names), None
+        value = translator.typed(expression, str(expression))
+        named = {f.name for f in virtual if re.search(rf"\b{f.name}\b", str(expression))}
+        return (
+            translator,
+            value,
+            tuple(n for n in bound_schema.names if n in schema.names or n in named),
+            None,
+        )
     if isinstance(expression, str):
         tree = _parse(expression)
         value = translator.translate(tree)
-        return translator, value, tuple(n for n in schema.names if n in translator.columns), tree
+        return translator, value, tuple(n for n in bound_schema.names if n in translator.columns), tree
     raise PredicateTypeError(
         f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(expression).__name__}"
     )
 
 
-def parse_expression(expression: str | pc.Expression, schema: pa.Schema) -> BoundExpression:
-    """Bind a SQL expression (or an Arrow expression) of any result type to ``schema``."""
-    _, value, columns, _ = _bind(expression, schema)
-    return BoundExpression(value.expr, value.type, columns)
+def parse_expression(
+    expression: str | pc.Expression, schema: pa.Schema, *, column_typed_literals: bool = False
+) -> BoundExpression:
+    """Bind a SQL expression (or an Arrow expression) of any result type to ``schema``.
+
+    ``column_typed_literals``: a number combined with a column by arithmetic takes the column's
+    type when it fits (``int32_col + 1`` is int32), as pylance types new-column expressions;
+    filters keep DataFusion's promotion (``int32_col + 2147483647`` is int64).
+    """
+    translator, value, columns, tree = _bind(expression, schema, column_typed_literals)
+    nullable = True if tree is None else _nullable(tree, translator)
+    return BoundExpression(value.expr, value.type, columns, nullable)
+
+
+def _nullable(node: exp.Expr, tr: _Translator) -> bool:
+    """Whether DataFusion would mark ``node``'s result nullable: a column as its field (and struct
+    ancestors), literals never, NULL always; ``IS [NOT] NULL`` never; ``coalesce`` only when every
+    argument is; casts as their operand; other functions always; operators when an operand is."""
+    if isinstance(node, exp.Column):
+        parts = [p.name for p in node.parts]
+        field = tr.schema.field(tr._top_level(parts[0], node))
+        nullable = field.nullable
+        for name in parts[1:]:
+            field = field.type.field(name)
+            nullable = nullable or field.nullable
+        return nullable
+    if isinstance(node, exp.Null):
+        return True
+    if isinstance(node, exp.Literal | exp.Boolean | exp.Is):
+        return False
+    if isinstance(node, exp.Coalesce):
+        return all(_nullable(child, tr) for child in node.iter_expressions())
+    if isinstance(node, exp.Cast):
+        return _nullable(node.this, tr)
+    if isinstance(node, exp.Func):
+        return True
+    return any(_nullable(child, tr) for child in node.iter_expressions())
 
 
 def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predicate:
@@ -131,7 +181,8 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
     if tree is None:
         bounds = tuple(_arrow_bounds(value.expr, schema))
     else:
-        bounds = tuple(b for node in _conjuncts(tree) for b in _bounds(translator, node))
+        found = (b for node in _conjuncts(tree) for b in _bounds(translator, node))
+        bounds = tuple(b for b in found if schema.get_field_index(b.column) >= 0)
     return Predicate(value.expr, columns, bounds)
 
 
@@ -472,8 +523,9 @@ def _unify(left: _Value, right: _Value) -> tuple[_Value, _Value]:
 class _Translator:
     """Walks a sqlglot tree through :data:`_HANDLERS`, checking columns against the schema."""
 
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, column_typed_literals: bool = False) -> None:
         self.schema = schema
+        self.column_typed_literals = column_typed_literals
         self.columns: set[str] = set()
         self._probe = pads.dataset(schema.empty_table())
 
@@ -489,7 +541,7 @@ class _Translator:
             type_ = self._probe.scanner(columns={"v": expr}).projected_schema.field(0).type
         except pa.ArrowInvalid as exc:
             if "No match for FieldRef" in str(exc):
-                raise SchemaError(f"{where}: {exc}") from exc
+                raise FieldNotFoundError(f"{where}: {exc}") from exc
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
@@ -504,7 +556,7 @@ class _Translator:
         type_ = self.schema.field(top).type
         for name in parts[1:]:
             if not pa.types.is_struct(type_) or type_.get_field_index(name) < 0:
-                raise SchemaError(f"no such field {'.'.join(parts)!r} in the dataset schema")
+                raise FieldNotFoundError(f"no such field {'.'.join(parts)!r} in the dataset schema")
             type_ = type_.field(name).type
         self.columns.add(top)
         return _Value(pc.field(top, *parts[1:]), type_)
@@ -515,7 +567,7 @@ class _Translator:
         folded = [n for n in self.schema.names if n.lower() == name.lower()]
         if len(folded) == 1:
             return folded[0]
-        raise SchemaError(
+        raise FieldNotFoundError(
             f"the filter names unknown column {_sql(node)!r}; the schema has {self.schema.names}"
         )
 
@@ -702,13 +754,24 @@ def _not(tr: _Translator, node: exp.Not) -> _Value:
 
 
 def _operands(tr: _Translator, node: exp.Binary) -> tuple[_Value, _Value]:
-    """Arithmetic operands: only NULL literals are retyped, so ``int32_col + 2147483647`` is int64."""
+    """Arithmetic operands: only NULL literals are retyped, so ``int32_col + 2147483647`` is int64
+    (with ``column_typed_literals`` a number that fits takes the other operand's numeric type)."""
     left, right = tr.translate(node.this), tr.translate(node.expression)
+    numbers = {_kind(left.type), _kind(right.type)} <= {"int", "float"}
+    if tr.column_typed_literals and numbers and (_is_number(node.this) or _is_number(node.expression)):
+        left, right = _unify(left, right)
     if pa.types.is_null(left.type):
         left = _retype(left, right.type)
     if pa.types.is_null(right.type):
         right = _retype(right, left.type)
     return _promote(left, right)
+
+
+def _is_number(node: exp.Expr) -> bool:
+    """A number written in the SQL text (``2``, ``-2.5``, ``(2)``), not a computed one (a cast)."""
+    while isinstance(node, exp.Paren | exp.Neg):
+        node = node.this
+    return isinstance(node, exp.Literal) and not node.is_string
 
 
 def _arithmetic(kernel: Callable[..., pc.Expression]) -> Handler:

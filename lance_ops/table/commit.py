@@ -11,6 +11,8 @@ A commit of transaction ``T`` (built on ``T.read_version``) does, as pylance 14 
    (:func:`lance_ops.table.deletion.rebase_delete`), a Rewrite over a Delete of rows it moved
    carries those deletions into its new fragments when row ids are stable
    (:func:`lance_ops.table.rewrite_rebase.carry_delete`), and its transaction file is rewritten;
+   a Delete or Update committed over newer versions is recorded as read on the latest of them
+   (pylance 14 does so for these two operations only; its ``.txn`` is renamed to match);
 3. build the manifest of ``latest + 1`` from the latest manifest and ``T``
    (:func:`lance_ops.table.apply.build_manifest`), frame it with ``T`` inline, and *claim* its name
    with the commit handler, an atomic create-if-absent;
@@ -69,7 +71,7 @@ from lance_ops.table.naming import (
     ManifestNamingScheme,
 )
 from lance_ops.table.rewrite_rebase import can_carry, carry_delete
-from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction
+from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction, Update
 
 # pylance 14 gates compatibility work-arounds on the writer's semantic version (manifests without
 # one, or from old versions, get e.g. their physical row counts recomputed). We therefore declare
@@ -160,6 +162,15 @@ class LoadedManifest:
 
 
 @dataclass(frozen=True)
+class Committed:
+    """What a commit wrote: the new version's manifest and the transaction recorded with it (the
+    submitted one, or its rebase over concurrent commits)."""
+
+    manifest: Manifest
+    transaction: Transaction
+
+
+@dataclass(frozen=True)
 class NewDatasetSettings:
     """Settings that only matter for the commit creating a dataset."""
 
@@ -190,7 +201,8 @@ def _read_manifest(store: ObjectStore, root: str, entry: VersionEntry) -> Loaded
     return LoadedManifest(manifest, path, len(data), transaction)
 
 
-def _load_readable(store: ObjectStore, root: str, entry: VersionEntry) -> LoadedManifest:
+def load_entry(store: ObjectStore, root: str, entry: VersionEntry) -> LoadedManifest:
+    """The manifest of a version already listed (no second listing), checked as readable."""
     loaded = _read_manifest(store, root, entry)
     check_reader_flags(loaded.manifest.reader_feature_flags, loaded.path)
     return loaded
@@ -208,13 +220,13 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
         if not match:
             raise VersionNotFoundError(f"dataset {root} has no version {version}")
         entry = match[0]
-    return _load_readable(store, root, entry)
+    return load_entry(store, root, entry)
 
 
 def load_manifests(store: ObjectStore, root: str) -> Iterator[LoadedManifest]:
     """The manifest of every main-line version, ascending (one listing for all of them)."""
     for entry in list_versions(store, root):
-        yield _load_readable(store, root, entry)
+        yield load_entry(store, root, entry)
 
 
 def load_transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:
@@ -277,6 +289,13 @@ def _rebase(
     return None
 
 
+def _on_latest(transaction: Transaction, latest: int) -> Transaction:
+    """A Delete / Update committed over newer versions, as pylance 14 records it: read on ``latest``."""
+    if isinstance(transaction.operation, Delete | Update) and transaction.read_version < latest:
+        return replace(transaction, read_version=latest)
+    return transaction
+
+
 def _superseded(store: ObjectStore, root: str, version: int) -> bool:
     """Whether a version newer than ``version`` already exists (so ``version`` was claimed late)."""
     return any(entry.version > version for entry in list_versions(store, root))
@@ -292,7 +311,31 @@ def commit_transaction(
     settings: NewDatasetSettings | None = None,
     writer_version: WriterVersion = WRITER_VERSION,
 ) -> Manifest:
-    """Commit ``transaction`` to the dataset at ``root``; returns the new version's manifest.
+    """Commit ``transaction`` to the dataset at ``root``; returns the new version's manifest
+    (:func:`commit_recorded` also returns the transaction recorded with it)."""
+    return commit_recorded(
+        store,
+        root,
+        transaction,
+        handler=handler,
+        max_retries=max_retries,
+        settings=settings,
+        writer_version=writer_version,
+    ).manifest
+
+
+def commit_recorded(
+    store: ObjectStore,
+    root: str,
+    transaction: Transaction,
+    *,
+    handler: CommitHandler | None = None,
+    max_retries: int = 20,
+    settings: NewDatasetSettings | None = None,
+    writer_version: WriterVersion = WRITER_VERSION,
+) -> Committed:
+    """Commit ``transaction`` to the dataset at ``root``; returns the new version's manifest and
+    the transaction recorded in it (rebased over concurrent commits where that applies).
 
     ``settings`` apply when the commit creates the dataset. Raises :class:`CommitConflictError`
     for an incompatible concurrent commit, :class:`RetryableCommitConflictError` for a retryable
@@ -306,6 +349,7 @@ def commit_transaction(
         raise DatasetNotFoundError(f"no Lance dataset at {root} to commit a {transaction.operation.name} to")
     payload = transaction.serialize()
     store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
+    written = transaction
     checked: set[int] = set()
     for attempt in range(max_retries + 1):
         if attempt:
@@ -326,9 +370,15 @@ def commit_transaction(
                     if rebased is None:
                         check_conflict(transaction, theirs, entry.version)
                     else:
-                        transaction, payload = rebased, rebased.serialize()
-                        store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
+                        transaction = rebased
                     checked.add(entry.version)
+            transaction = _on_latest(transaction, latest.version)
+            if transaction != written:
+                payload = transaction.serialize()
+                store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
+                if transaction.file_name != written.file_name:
+                    store.delete(store.join(root, TRANSACTIONS_DIR, written.file_name))
+                written = transaction
             loaded = _read_manifest(store, root, latest)
             base = loaded.manifest
             check_writer_flags(base.writer_feature_flags, loaded.path)
@@ -362,7 +412,7 @@ def commit_transaction(
                 store.delete(path)
                 continue
             write_version_hint(store, root, version)
-            return decode_manifest_file(data, path)[0]
+            return Committed(decode_manifest_file(data, path)[0], transaction)
     raise RetryableCommitConflictError(
         f"could not claim a new version of {root} after {max_retries} retries (concurrent writers)"
     )

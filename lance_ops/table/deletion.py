@@ -3,7 +3,10 @@
 * ``.arrow`` (``ARROW_ARRAY``): an Arrow IPC *file* with exactly one record batch of schema
   ``row_id: uint32 not null`` holding deleted row offsets (any order). pylance compresses the body
   with ZSTD; pyarrow reads either.
-* ``.bin`` (``BITMAP``): one portable 32-bit Roaring bitmap of deleted row offsets.
+* ``.bin`` (``BITMAP``): one portable 32-bit Roaring bitmap of deleted row offsets. pylance writes it
+  without run containers (cookie 12346): header, per container its key and cardinality - 1, per
+  container its byte offset, then each container: up to 4096 values as sorted ``u16``, more as a
+  1024 x ``u64`` bitset. Readers also accept run containers (cookie 12347).
 
 Offsets are physical positions within the fragment (0-based). ``read_version`` in the name is the
 version the delete read; ``id`` a random u64.
@@ -31,6 +34,8 @@ from lance_ops.table.transaction import Delete
 
 _ARROW_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 BITMAP_THRESHOLD = 5000
+_ROARING_NO_RUNS_COOKIE = 12346
+_ARRAY_CONTAINER_MAX = 4096
 
 
 def decode_deletion_file(data: bytes, file_type: DeletionFileType, path: str) -> np.ndarray:
@@ -81,11 +86,39 @@ def deletion_file_type(num_deleted: int, previous: DeletionFileType | None) -> D
     return DeletionFileType.BITMAP if num_deleted > BITMAP_THRESHOLD else DeletionFileType.ARROW_ARRAY
 
 
+def encode_roaring(values: np.ndarray) -> bytes:
+    """Sorted unique uint32 ``values`` as a portable Roaring bitmap without run containers (pylance's
+    bytes; pyroaring would turn runs of consecutive values into run containers)."""
+    values = np.asarray(values, dtype=np.uint32)
+    high = (values >> np.uint32(16)).astype(np.uint16)
+    low = (values & np.uint32(0xFFFF)).astype(np.uint16)
+    keys, starts, counts = np.unique(high, return_index=True, return_counts=True)
+    sizes = np.where(counts > _ARRAY_CONTAINER_MAX, 8192, 2 * counts)
+    header = 8 + 8 * len(keys)
+    offsets = header + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    described = np.empty((len(keys), 2), "<u2")
+    described[:, 0], described[:, 1] = keys, counts - 1
+    parts = [
+        np.array([_ROARING_NO_RUNS_COOKIE, len(keys)], "<u4").tobytes(),
+        described.tobytes(),
+        offsets.astype("<u4").tobytes(),
+    ]
+    for start, count in zip(starts.tolist(), counts.tolist(), strict=True):
+        chunk = low[start : start + count]
+        if count <= _ARRAY_CONTAINER_MAX:
+            parts.append(chunk.astype("<u2").tobytes())
+        else:
+            bits = np.zeros(65536, np.uint8)
+            bits[chunk] = 1
+            parts.append(np.packbits(bits, bitorder="little").tobytes())
+    return b"".join(parts)
+
+
 def encode_deletion_file(offsets: np.ndarray, file_type: DeletionFileType) -> bytes:
     """The bytes of a deletion file holding ``offsets`` (sorted unique uint32)."""
     values = np.asarray(offsets, dtype=np.uint32)
     if file_type is DeletionFileType.BITMAP:
-        return bytes(BitMap(values).serialize())
+        return encode_roaring(values)
     batch = pa.record_batch([pa.array(values, pa.uint32())], schema=_ARROW_SCHEMA)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, _ARROW_SCHEMA, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:

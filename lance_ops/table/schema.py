@@ -16,7 +16,7 @@ from functools import cached_property
 import pyarrow as pa
 
 from lance_ops._proto import file_pb2
-from lance_ops.errors import FieldNotFoundError, SchemaError
+from lance_ops.errors import FieldNotFoundError, SchemaChangeError
 from lance_ops.file.schema import (
     fields_to_schema,
     leaf_field_ids,
@@ -145,7 +145,7 @@ class LanceSchema:
         for f in self.fields:
             if f.parent_id == -1 and f.name == name:
                 return f
-        raise SchemaError(f"no such column {name!r}; the schema has {self.names}")
+        raise FieldNotFoundError(f"no such column {name!r}; the schema has {self.names}")
 
     def field_at(self, path: str) -> LanceField:
         """The field at dotted ``path`` (``"a"``, ``"a.b"`` for a struct's child)."""
@@ -187,7 +187,7 @@ class LanceSchema:
         added = LanceSchema.from_arrow(new, start_id=self.max_field_id + 1)
         clash = set(self.names) & set(added.names)
         if clash:
-            raise SchemaError(f"column(s) {sorted(clash)} already exist")
+            raise SchemaChangeError(f"column(s) {sorted(clash)} already exist")
         return replace(self, fields=(*self.fields, *added.fields))
 
     def without(self, field_ids: Iterable[int]) -> LanceSchema:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import shutil
 from pathlib import Path
@@ -15,7 +16,7 @@ from pyroaring import BitMap
 import lance_ops
 from lance_ops import LanceDataset, LanceOperation
 from lance_ops.errors import PredicateError, PredicateTypeError, RetryableCommitConflictError, SchemaError
-from lance_ops.table.deletion import deletion_file_type, encode_deletion_file
+from lance_ops.table.deletion import deletion_file_type, encode_deletion_file, encode_roaring
 from lance_ops.table.manifest import FLAG_DELETION_FILES, DeletionFileType
 from lance_ops.table.transaction import Delete, Transaction, Update
 from tests.data.golden import DATASETS_DIR
@@ -67,6 +68,41 @@ def test_deletion_file_bytes() -> None:
     assert reader.schema == pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
     assert reader.get_batch(0).column(0).to_pylist() == offsets.tolist()
     assert list(BitMap.deserialize(encode_deletion_file(offsets, BITMAP))) == offsets.tolist()
+
+
+def test_bitmaps_are_written_without_run_containers() -> None:
+    # pylance writes the no-run form (cookie 12346) even for one long run; pyroaring would not.
+    rng = np.random.default_rng(7)
+    for offsets in (
+        np.arange(6000),
+        np.arange(65536),
+        np.unique(rng.integers(0, 300_000, 20_000)),
+        np.concatenate([np.arange(5000), [70_000, 70_001, 2**32 - 1]]),
+    ):
+        values = offsets.astype(np.uint32)
+        data = encode_roaring(values)
+        assert data[:4] == bytes.fromhex("3a300000")
+        assert list(BitMap.deserialize(data)) == values.tolist()
+    assert len(encode_roaring(np.arange(6000, dtype=np.uint32))) == 8 + 4 + 4 + 8192
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "predicate", ["id < 6000", "id % 3 = 0 OR (id > 70000 AND id < 70100)", "id >= 100 AND id % 17 <> 0"]
+)
+def test_bitmap_deletion_files_are_byte_for_byte_pylance_s(
+    tmp_path: Path, predicate: str, lance_module
+) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    written = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(ids_table(200_000).select(["id"]), uri)
+        (lance.dataset if who == "pylance" else lance_ops.dataset)(uri).delete(predicate)
+        (name,) = deletion_files(uri)
+        assert name.startswith("0-1-") and name.endswith(".bin")
+        written[who] = (Path(uri) / "_deletions" / name).read_bytes()
+    assert written["ours"] == written["pylance"]
 
 
 # --------------------------------------------------------------------------- our deletes
@@ -139,6 +175,14 @@ def test_delete_then_append_and_reads_honour_deletions(tmp_path: Path) -> None:
     fragment = ds.get_fragment(0)
     assert fragment is not None and fragment.count_rows() == 40 - 34
     assert fragment.deletion_file() == f"_deletions/{deletion_files(uri)[0]}"
+
+
+def test_the_count_also_reads_as_pylance_s_dict(tmp_path: Path) -> None:
+    ds = lance_ops.write_dataset(ids_table(10), str(tmp_path / "c.lance"))
+    count = ds.delete("id < 4")
+    assert count == 4 and isinstance(count, int) and count["num_deleted_rows"] == 4
+    with pytest.raises(KeyError):
+        count["rows"]
 
 
 def test_a_delete_matching_nothing_still_commits(tmp_path: Path) -> None:
@@ -218,18 +262,65 @@ def test_a_concurrent_delete_of_a_fragment_removed_meanwhile(tmp_path: Path) -> 
     lance_ops.write_dataset(ids_table(40), uri, max_rows_per_file=20)
     stale = lance_ops.dataset(uri)
     lance_ops.dataset(uri).delete("id < 20")
-    assert stale.delete("id < 5 OR id = 30") == 6
+    assert stale.delete("id < 5 OR id = 30") == 1  # ids < 5 were gone already (pylance counts 1 too)
     assert lance_ops.dataset(uri).to_table().column("id").to_pylist() == [i for i in range(20, 40) if i != 30]
 
 
 def test_a_delete_racing_an_update_of_its_fragment_is_retryable(tmp_path: Path) -> None:
     uri = str(tmp_path / "u.lance")
-    ds = lance_ops.write_dataset(ids_table(20), uri)
+    ds = lance_ops.write_dataset(ids_table(20), uri, max_rows_per_file=10)
+    fragment = ds.get_fragment(0)
+    assert fragment is not None
+    by_hand = LanceOperation.Delete([fragment.delete("id < 3")], [], "id < 3")  # type: ignore[list-item]
     stale = lance_ops.dataset(uri)
     LanceDataset.commit(uri, Update(removed_fragment_ids=(0,)), read_version=1)
     with pytest.raises(RetryableCommitConflictError):
-        stale.delete("id < 3")
+        LanceDataset.commit(uri, by_hand, read_version=1)
     assert lance_ops.dataset(uri).version == 2 and ds.version == 1
+    # The high-level delete runs again on the latest version instead, as pylance's does.
+    assert stale.delete("id < 3 OR id = 15") == 1
+    assert stale.version == 3 and stale.to_table().column("id").to_pylist() == [
+        *range(10, 15),
+        *range(16, 20),
+    ]
+    # Left: the hand-built delete's file and the committed one; the abandoned attempt's are gone.
+    committed = stale.manifest.fragments[0].deletion_file
+    assert committed is not None and committed.read_version == 2
+    hand_built = by_hand.updated_fragments[0].deletion_file
+    assert hand_built is not None
+    assert set(deletion_files(uri)) == {hand_built.file_name(0), committed.file_name(1)}
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("meanwhile", ["add_column", "cast", "compact"])
+def test_a_stale_delete_runs_again_after_a_retryable_conflict_as_pylance(
+    tmp_path: Path,
+    meanwhile: str,
+    lance_module,  # type: ignore[no-untyped-def]
+) -> None:
+    lance = lance_module
+    outcome = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(ids_table(40).select(["id"]), uri, max_rows_per_file=20)
+        module = lance if who == "pylance" else lance_ops
+        stale, fresh = module.dataset(uri), module.dataset(uri)
+        if meanwhile == "add_column":
+            fresh.add_columns({"twice": "id * 2"})
+        elif meanwhile == "cast":
+            fresh.alter_columns({"path": "id", "data_type": pa.int32()})
+        else:
+            fresh.optimize.compact_files(target_rows_per_fragment=100)
+        count = stale.delete("id < 5")
+        latest = lance.dataset(uri)
+        outcome[who] = (
+            count["num_deleted_rows"] if isinstance(count, dict) else count,
+            latest.version,
+            latest.schema.names,
+            latest.to_table().column("id").to_pylist(),
+        )
+    assert outcome["ours"] == outcome["pylance"]
+    assert outcome["ours"][0] == 5
 
 
 def test_a_delete_racing_an_append_both_land(tmp_path: Path) -> None:
@@ -239,6 +330,76 @@ def test_a_delete_racing_an_append_both_land(tmp_path: Path) -> None:
     lance_ops.write_dataset(ids_table(5, 20), uri, mode="append")
     assert stale.delete("id < 3 OR id >= 20") == 3  # rows appended meanwhile are not seen
     assert lance_ops.dataset(uri).to_table().column("id").to_pylist() == list(range(3, 25))
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("first", ["pylance", "ours"])
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [
+        ("id < 10", "id >= 5 AND id < 20"),  # rows shared: counted once
+        ("id < 10", "id >= 60 AND id < 70"),  # other fragment
+        ("id < 50", "id < 10"),  # fragment removed meanwhile: nothing left to delete
+        ("id < 10", "id >= 10 AND id < 50"),  # together they empty the fragment
+    ],
+)
+def test_a_stale_delete_counts_and_records_as_pylance(
+    tmp_path: Path,
+    first: str,
+    earlier: str,
+    later: str,
+    lance_module,  # type: ignore[no-untyped-def]
+) -> None:
+    lance = lance_module
+    outcome = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(ids_table(100).select(["id"]), uri, max_rows_per_file=50)
+        opener = lance.dataset if who == "pylance" else lance_ops.dataset
+        stale = opener(uri, version=1)
+        (lance.dataset if first == "pylance" else lance_ops.dataset)(uri).delete(earlier)
+        count = stale.delete(later)
+        latest = lance.dataset(uri)
+        recorded = latest.read_transaction(latest.version)
+        outcome[who] = (
+            count["num_deleted_rows"] if isinstance(count, dict) else count,
+            latest.version,
+            recorded.read_version,
+            sorted(latest.to_table().column("id").to_pylist()),
+        )
+        if who == "ours":
+            # The handle holds the transaction the version records (the rebased one), not the submitted one.
+            assert stale.read_transaction() == lance_ops.dataset(uri).read_transaction()
+            assert stale.read_transaction().read_version == 2  # type: ignore[union-attr]
+            txn = Path(uri) / "_transactions" / stale.read_transaction().file_name  # type: ignore[union-attr]
+            assert (
+                txn.name.startswith("2-")
+                and Transaction.deserialize(txn.read_bytes()) == stale.read_transaction()
+            )
+    assert outcome["ours"] == outcome["pylance"]
+
+
+@pytest.mark.interop
+def test_commit_returns_the_dataset_with_the_recorded_transaction(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    lance = lance_module
+    uri = str(tmp_path / "t.lance")
+    lance_ops.write_dataset(ids_table(40), uri, max_rows_per_file=20)
+    fragment = lance_ops.dataset(uri).get_fragment(1)
+    assert fragment is not None
+    updated = fragment.delete("id >= 30")
+    lance.write_dataset(ids_table(5, 100), uri, mode="append")
+    committed = LanceDataset.commit(uri, LanceOperation.Delete([updated], [], "id >= 30"), read_version=1)
+    # pylance records a Delete committed over newer versions as read on the latest of them ...
+    assert lance.dataset(uri).read_transaction(3).read_version == 2
+    assert committed.read_transaction() == lance_ops.dataset(uri).read_transaction()
+    assert committed.read_transaction().read_version == 2  # type: ignore[union-attr]
+    # ... and an Append as submitted.
+    appended = LanceDataset.commit(
+        uri, LanceOperation.Append([lance_ops.LanceFragment.create(uri, ids_table(3, 200))]), read_version=1
+    )
+    assert appended.read_transaction().read_version == 1  # type: ignore[union-attr]
+    assert lance.dataset(uri).read_transaction(4).read_version == 1
+    assert lance.dataset(uri).count_rows() == 40 - 10 + 5 + 3
 
 
 def _worker(args: tuple[str, str, int]) -> int:
@@ -262,6 +423,33 @@ def test_concurrent_processes_deleting_and_appending(tmp_path: Path) -> None:
     survivors = sorted(latest.to_table().column("id").to_pylist())
     assert [i for i in survivors if i < 400] == [i for i in range(400) if i % 8 >= 4]
     assert len([i for i in survivors if i >= 1000]) == 30
+
+
+def _mixed_worker(args: tuple[str, str, str, int]) -> int:
+    uri, who, kind, n = args
+    module = importlib.import_module("lance" if who == "pylance" else "lance_ops")
+    if kind == "append":
+        module.write_dataset(ids_table(10, 1000 + 10 * n).select(["id"]), uri, mode="append")
+        return 0
+    count = module.dataset(uri).delete(f"id < 400 AND id % 8 = {n}")
+    return count["num_deleted_rows"] if isinstance(count, dict) else count
+
+
+@pytest.mark.interop
+def test_pylance_and_our_processes_deleting_and_appending_at_once(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    # Every fragment is hit by every delete: ours rebase (vectors unioned), pylance's retry.
+    uri = str(tmp_path / "mixed.lance")
+    lance_ops.write_dataset(ids_table(400).select(["id"]), uri, max_rows_per_file=100)
+    deletes = [(uri, "pylance" if n % 2 else "ours", "delete", n) for n in range(4)]
+    appends = [(uri, who, "append", n) for n, who in enumerate(["pylance", "ours"])]
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        counts = pool.map(_mixed_worker, deletes + appends, chunksize=1)
+    assert counts[:4] == [50, 50, 50, 50]  # no delete lost, none counted twice
+    survivors = sorted(lance_module.dataset(uri).to_table().column("id").to_pylist())
+    assert [i for i in survivors if i < 400] == [i for i in range(400) if i % 8 >= 4]
+    assert len([i for i in survivors if i >= 1000]) == 20
+    assert sorted(lance_ops.dataset(uri).to_table().column("id").to_pylist()) == survivors
+    assert lance_ops.dataset(uri).version == 1 + len(deletes) + len(appends)
 
 
 # --------------------------------------------------------------------------- pylance interop
@@ -350,3 +538,33 @@ def test_commit_of_a_hand_built_delete(tmp_path: Path) -> None:
     committed = LanceDataset.commit(uri, LanceOperation.Delete([], [1], "by hand"), read_version=1)
     assert committed.to_table().column("id").to_pylist() == [*range(10), *range(20, 30)]
     assert ds.version == 1
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [False, True])
+def test_filters_and_deletes_on_row_ids_and_addresses_as_pylance(
+    tmp_path: Path,
+    stable: bool,
+    lance_module,  # type: ignore[no-untyped-def]
+) -> None:
+    lance = lance_module
+    outcome = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(
+            ids_table(30).select(["id"]), uri, max_rows_per_file=10, enable_stable_row_ids=stable
+        )
+        lance.dataset(uri).delete("id % 4 = 0")
+        if stable:  # row ids no longer equal addresses
+            lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=15)
+        ds = (lance.dataset if who == "pylance" else lance_ops.dataset)(uri)
+        filters = ["_rowid >= 5 AND _rowid < 12", "_rowaddr > 4294967296", "_rowid = 3 OR id = 29"]
+        seen = [(ds.to_table(filter=f).column("id").to_pylist(), ds.count_rows(f)) for f in filters]
+        count = ds.delete("_rowid >= 10 AND _rowid < 14")
+        count = count["num_deleted_rows"] if isinstance(count, dict) else count
+        outcome[who] = (seen, count, sorted(lance.dataset(uri).to_table().column("id").to_pylist()))
+    assert outcome["ours"] == outcome["pylance"]
+    assert outcome["ours"][1] == (3 if stable else 0)
+    ours = lance_ops.dataset(str(tmp_path / "ours.lance"))
+    assert ours.to_table(filter=pc.field("_rowid") < 7).column("id").to_pylist() == [1, 2, 3, 5, 6]
+    assert "_rowid" not in ours.schema.names
