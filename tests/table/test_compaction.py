@@ -441,3 +441,204 @@ def test_edge_shapes(tmp_path, lance_module, sizes: list[int], deletes: list[str
     assert len(ds.manifest.fragments) == 1
     assert ds.to_table(with_row_id=True).equals(expected)
     assert lance_module.dataset(uri).to_table(with_row_id=True).equals(expected)
+
+
+def _pylance_history(lance, uri: str) -> None:  # type: ignore[no-untyped-def]
+    """Fragments with every shape of row id sequence: ranges, holes from deletes, an update's moved
+    rows (ids out of order), a later compaction's multi-segment fragment, clean neighbours."""
+    lance.write_dataset(table(20), uri, enable_stable_row_ids=True, max_rows_per_file=12)
+    lance.dataset(uri).update({"s": "'u'"}, where="id < 3 or (id >= 8 and id < 11)")
+    lance.write_dataset(table(10, 20), uri, mode="append")
+    lance.write_dataset(table(10, 30), uri, mode="append")
+    lance.dataset(uri).optimize.compact_files(
+        target_rows_per_fragment=1000, materialize_deletions_threshold=0.0
+    )
+    lance.write_dataset(table(9, 40), uri, mode="append")
+    lance.write_dataset(table(3, 49), uri, mode="append")
+    lance.dataset(uri).delete("id = 22 or id = 5 or id = 41")
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"target_rows_per_fragment": 1000},
+        {"target_rows_per_fragment": 7, "materialize_deletions_threshold": 0.0},
+        {"target_rows_per_fragment": 10},
+        {"target_rows_per_fragment": 3, "materialize_deletions": False},
+    ],
+)
+def test_split_and_sequences_match_pylance(tmp_path, lance_module, options) -> None:  # type: ignore[no-untyped-def]
+    """pylance 14 writes ``live // target`` balanced fragments per task, and its row id / version
+    sequences: segments lose their deleted rows one by one, are re-encoded when cut, and touching
+    ranges merge. Ours are byte for byte the same, and the rows keep their ids."""
+    import shutil
+
+    ours_uri, theirs_uri = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    _pylance_history(lance_module, theirs_uri)
+    shutil.copytree(theirs_uri, ours_uri)
+    before = lance_module.dataset(ours_uri).to_table(with_row_id=True).sort_by("_rowid")
+    ours = lance_ops.dataset(ours_uri).optimize.compact_files(**options)
+    theirs = lance_module.dataset(theirs_uri).optimize.compact_files(**options)
+    assert (ours.fragments_removed, ours.fragments_added, ours.files_removed, ours.files_added) == (
+        theirs.fragments_removed,
+        theirs.fragments_added,
+        theirs.files_removed,
+        theirs.files_added,
+    )
+    mine, other = lance_ops.dataset(ours_uri).manifest, lance_ops.dataset(theirs_uri).manifest
+    assert [(f.id, f.physical_rows) for f in mine.fragments] == [
+        (f.id, f.physical_rows) for f in other.fragments
+    ]
+    for name in ("row_ids", "created_at_versions", "last_updated_at_versions"):
+        assert [getattr(f, name) for f in mine.fragments] == [getattr(f, name) for f in other.fragments], name
+    read = lance_module.dataset(ours_uri).to_table(with_row_id=True, with_row_address=True)
+    assert read.equals(lance_module.dataset(theirs_uri).to_table(with_row_id=True, with_row_address=True))
+    assert read.drop_columns(["_rowaddr"]).sort_by("_rowid").equals(before)
+
+
+def test_output_row_counts() -> None:
+    assert compaction.output_row_counts(53, 10) == [11, 11, 11, 10, 10]
+    assert compaction.output_row_counts(800, 500) == [800]
+    assert compaction.output_row_counts(1000, 500) == [500, 500]
+    assert compaction.output_row_counts(7, 100) == [7]
+    assert compaction.output_row_counts(0, 100) == []
+
+
+@pytest.mark.interop
+def test_compact_files_signature_matches_pylance(lance_module) -> None:  # type: ignore[no-untyped-def]
+    """Every argument of pylance's ``compact_files`` and key of its ``CompactionOptions`` exists
+    here, keyword-only, defaulting to None (= pylance's default) in ``compact_files``."""
+    import inspect
+
+    from lance.dataset import DatasetOptimizer as PylanceOptimizer
+    from lance.optimize import CompactionOptions as PylanceOptions
+
+    theirs = inspect.signature(PylanceOptimizer.compact_files).parameters
+    ours = inspect.signature(lance_ops.optimize.DatasetOptimizer.compact_files).parameters
+    for name in theirs:
+        if name == "self":
+            continue
+        assert name in ours, name
+        assert ours[name].kind is inspect.Parameter.KEYWORD_ONLY and ours[name].default is None, name
+    option_fields = set(CompactionOptions.__dataclass_fields__)
+    assert set(PylanceOptions.__annotations__) <= option_fields
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_source_fragments": 3},
+        {"max_source_fragments": 2},
+        {"max_source_fragments": 7},
+        {"max_source_rows": 30},
+        {"max_source_rows": 29},
+        {"max_source_rows": 65},
+        {"excluded_fragment_ids": [4]},
+        {"excluded_fragment_ids": [1, 99, 1]},
+        {"excluded_fragment_ids": [2, 3], "max_source_fragments": 5},
+    ],
+)
+def test_source_caps_and_exclusions_plan_as_pylance(tmp_path, lance_module, options) -> None:  # type: ignore[no-untyped-def]
+    from lance.optimize import Compaction as PylanceCompaction
+
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 4 + [100] + [10] * 6, stable=False, deletes=["id = 3"])
+    options = {"target_rows_per_fragment": 30, **options}
+    ours = Compaction.plan(lance_ops.dataset(uri), options)
+    theirs = PylanceCompaction.plan(lance_module.dataset(uri), options)
+    assert plan_ids(ours.tasks) == plan_ids(theirs.tasks)
+    # the same plan when compacting
+    lance_ops.dataset(uri).optimize.compact_files(**options)
+    assert [f.id for f in lance_ops.dataset(uri).manifest.fragments if f.id < 11] == sorted(
+        {*range(11)} - {i for task in plan_ids(theirs.tasks) for i in task}
+    )
+
+
+@pytest.mark.interop
+def test_max_source_bytes_plans_as_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    from lance.optimize import Compaction as PylanceCompaction
+
+    uri = str(tmp_path / "d")
+    lance_module.write_dataset(table(60), uri, max_rows_per_file=10)
+    size = lance_module.dataset(uri).get_fragments()[0].metadata.files[0].file_size_bytes
+    assert {f.metadata.files[0].file_size_bytes for f in lance_module.dataset(uri).get_fragments()} == {size}
+    for cap in (3 * size, 3 * size - 1, 6 * size, 6 * size - 1):
+        options = {"target_rows_per_fragment": 30, "max_source_bytes": cap}
+        ours = Compaction.plan(lance_ops.dataset(uri), options)
+        theirs = PylanceCompaction.plan(lance_module.dataset(uri), options)
+        assert plan_ids(ours.tasks) == plan_ids(theirs.tasks), cap
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("version", ["2.2", "stable"])
+def test_data_storage_version_of_the_output(tmp_path, lance_module, version: str) -> None:  # type: ignore[no-untyped-def]
+    ours_uri, theirs_uri = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    build(ours_uri, [10] * 3, stable=True)
+    build(theirs_uri, [10] * 3, stable=True)
+    lance_ops.dataset(ours_uri).optimize.compact_files(data_storage_version=version)
+    lance_module.dataset(theirs_uri).optimize.compact_files(data_storage_version=version)
+    (mine,) = lance_ops.dataset(ours_uri).manifest.fragments
+    (other,) = lance_ops.dataset(theirs_uri).manifest.fragments
+    assert (mine.files[0].file_major_version, mine.files[0].file_minor_version) == (
+        other.files[0].file_major_version,
+        other.files[0].file_minor_version,
+    )
+    assert (
+        lance_module.dataset(ours_uri)
+        .to_table(with_row_id=True)
+        .equals(lance_module.dataset(theirs_uri).to_table(with_row_id=True))
+    )
+
+
+def test_other_data_storage_version_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """pylance writes 2.0 / 2.1 files into a 2.2 dataset and marks it with reader flag 0x100 (mixed
+    file versions); that is not supported: refused before anything is written."""
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 3, stable=False)
+    before = listing(uri)
+    for version in ("2.0", "2.1"):
+        with pytest.raises(UnsupportedFeatureError, match="differs from the dataset"):
+            lance_ops.dataset(uri).optimize.compact_files(data_storage_version=version)
+    assert listing(uri) == before
+
+
+@pytest.mark.interop
+def test_compaction_modes(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 3, stable=False, deletes=["id = 4"])
+    before = listing(uri)
+    with pytest.raises(UnsupportedFeatureError, match="force_binary_copy"):
+        lance_ops.dataset(uri).optimize.compact_files(compaction_mode="force_binary_copy")
+    assert listing(uri) == before
+    metrics = lance_ops.dataset(uri).optimize.compact_files(compaction_mode="try_binary_copy")
+    assert metrics == CompactionMetrics(
+        fragments_removed=3, fragments_added=1, files_removed=4, files_added=1
+    )
+    assert lance_module.dataset(uri).to_table()["id"].to_pylist() == [i for i in range(30) if i != 4]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_source_fragments": 0},
+        {"max_source_rows": 0},
+        {"max_source_bytes": 0},
+        {"compaction_mode": "copy"},
+        {"data_storage_version": "bogus"},
+        {"data_storage_version": "0.1"},
+    ],
+)
+def test_bad_options_refused_like_pylance(tmp_path, lance_module, bad) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.errors import InvalidArgumentError
+
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 3, stable=False)
+    before = listing(uri)
+    with pytest.raises((ValueError, OSError)):
+        lance_module.dataset(uri).optimize.compact_files(**bad)
+    with pytest.raises(InvalidArgumentError):
+        lance_ops.dataset(uri).optimize.compact_files(**bad)
+    assert listing(uri) == before
