@@ -25,7 +25,8 @@ from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
-from lance_ops.fragment.scan import take, take_rows
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
+from lance_ops.fragment.scan import take, take_columns, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io import object_store
 from lance_ops.ops import cleanup as cleanup_op
@@ -400,7 +401,14 @@ class LanceDataset:
     # ------------------------------------------------------------------ reads
 
     def _predicate(self, filter: Filter) -> Predicate | None:
-        return None if filter is None else parse_predicate(filter, self.schema)
+        """``filter`` bound to the schema plus ``_rowid`` / ``_rowaddr`` (which filters may name)."""
+        if filter is None:
+            return None
+        schema = self.schema
+        for name in (ROW_ID, ROW_ADDRESS):
+            if name not in schema.names:
+                schema = schema.append(pa.field(name, pa.uint64()))
+        return parse_predicate(filter, schema)
 
     def scanner(
         self,
@@ -499,7 +507,7 @@ class LanceDataset:
         if isinstance(indices, pa.Array | pa.ChunkedArray):
             indices = indices.to_numpy(zero_copy_only=False)
         positions = np.asarray(indices, dtype=np.int64).reshape(-1)
-        return take(self._files, positions, self._files.resolve_columns(columns))
+        return take(self._files, positions, take_columns(self._files, columns))
 
     def _take_rows(
         self, row_ids: Sequence[int] | np.ndarray, columns: Sequence[str] | None = None
@@ -509,7 +517,7 @@ class LanceDataset:
         Ids of deleted or unknown rows are skipped, as pylance does.
         """
         ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
-        return take_rows(self._files, ids, self._files.resolve_columns(columns))
+        return take_rows(self._files, ids, take_columns(self._files, columns))
 
     # ------------------------------------------------------------------ operations
 

@@ -98,7 +98,7 @@ class LanceScanner:
         if request.with_row_address and ROW_ADDRESS not in self._names:
             self._outputs.append(_Output(pa.field(ROW_ADDRESS, pa.uint64()), (ROW_ADDRESS,)))
         self._predicate: Predicate | None = (
-            None if request.filter is None else parse_predicate(request.filter, self._files.schema)
+            None if request.filter is None else parse_predicate(request.filter, self._filter_schema)
         )
 
     # ------------------------------------------------------------------ projection
@@ -106,6 +106,15 @@ class LanceScanner:
     @property
     def _names(self) -> list[str]:
         return [o.name for o in self._outputs]
+
+    @property
+    def _filter_schema(self) -> pa.Schema:
+        """The dataset schema plus ``_rowid`` and ``_rowaddr``, which filters may name."""
+        schema = self._files.schema
+        for name in (ROW_ID, ROW_ADDRESS):
+            if name not in schema.names:
+                schema = schema.append(pa.field(name, pa.uint64()))
+        return schema
 
     @cached_property
     def _virtual_schema(self) -> pa.Schema:

@@ -399,17 +399,21 @@ class FragmentReader:
         if predicate is not None and predicate.bounds:
             live = self._prune(predicate, live)
         read = list(names)
+        filtered_by = () if predicate is None else predicate.columns
         if predicate is not None:
-            read += [c for c in predicate.columns if c not in names]
+            read += [c for c in filtered_by if c not in names and c not in (ROW_ID, ROW_ADDRESS)]
         keep = [
             *names,
             *([ROW_ID] if options.with_row_id else []),
             *([ROW_ADDRESS] if options.with_row_address else []),
         ]
+        # a filter may name _rowid / _rowaddr (scanner filters): they are computed, then dropped
+        with_id = options.with_row_id or ROW_ID in filtered_by
+        with_address = options.with_row_address or ROW_ADDRESS in filtered_by
         step = max(size, READ_AHEAD_ROWS)
         for start in range(0, len(live), step):
             offsets = live[start : start + step]
-            table = self.read(read, offsets, options.with_row_id, options.with_row_address)
+            table = self.read(read, offsets, with_id, with_address)
             if predicate is not None:
                 table = predicate.filter(table).select(keep)
             for first in range(0, max(table.num_rows, 1), size):
@@ -480,8 +484,11 @@ class FragmentReader:
         stats = self.statistics()
         if stats is None:
             return offsets
-        ids = {b.column: self.files.lance_schema.field(b.column).id for b in predicate.bounds}
-        mask = row_mask(stats, predicate.bounds, ids, offsets)
+        bounds = [b for b in predicate.bounds if b.column not in (ROW_ID, ROW_ADDRESS)]
+        if not bounds:
+            return offsets
+        ids = {b.column: self.files.lance_schema.field(b.column).id for b in bounds}
+        mask = row_mask(stats, bounds, ids, offsets)
         return offsets if mask is None else offsets[mask]
 
     def matching_offsets(self, predicate: Predicate) -> np.ndarray:

@@ -369,3 +369,49 @@ def test_sequences_through_every_operation_match_pylance(tmp_path, lance_module,
         expected = lance.dataset(theirs).to_table(**kwargs)
         assert lance.dataset(ours).to_table(**kwargs).equals(expected), name
         assert lance_ops.dataset(ours).to_table(**kwargs).equals(expected), name
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [True, False])
+def test_rowid_rowaddr_in_filters_and_takes_match_pylance(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    """Filters may name ``_rowid`` / ``_rowaddr``; takes may return them, in the order asked."""
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(40), uri, max_rows_per_file=9, enable_stable_row_ids=stable)
+    lance_ops.write_dataset(table(5, 40), uri, mode="append")
+    lance_ops.dataset(uri).delete("id % 4 = 1")
+    lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=12)
+    ours, theirs = lance_ops.dataset(uri), lance_module.dataset(uri)
+    some_ids = theirs.to_table(with_row_id=True)["_rowid"].to_pylist()[::4]
+    calls = [
+        lambda ds: ds.to_table(columns=["id"], filter="_rowid > 20", with_row_id=True),
+        lambda ds: ds.to_table(
+            columns=["id"], filter="_rowaddr >= 4294967296 and id % 2 = 0", with_row_address=True
+        ),
+        lambda ds: ds.scanner(columns=["s"], filter="_rowid in (2, 3, 6, 44)").to_table(),
+        lambda ds: ds.get_fragments()[0].to_table(columns=["id"], filter="_rowid > 2"),
+        lambda ds: ds.take([0, 5, 3], columns=["id", "_rowid", "_rowaddr"]),
+        lambda ds: ds.take([1, 2], columns=["_rowaddr", "s"]),
+        lambda ds: ds.take([], columns=["id", "_rowid"]),
+        lambda ds: ds._take_rows(some_ids, columns=["_rowid", "id"]),
+    ]
+    for n, call in enumerate(calls):
+        mine, other = call(ours), call(theirs)
+        assert mine.schema == other.schema and mine.equals(other), n
+    assert ours.count_rows(filter="_rowid < 10") == theirs.count_rows(filter="_rowid < 10")
+
+
+def test_take_rows_by_address_outside_the_version_raises(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Without stable ids, pylance skips deleted rows but refuses an address past its fragment's
+    rows or in a fragment the version does not have (OSError "Invalid user input")."""
+    from lance_ops.errors import TakeIndexError
+
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(20), uri, max_rows_per_file=10)
+    ds = lance_ops.dataset(uri)
+    ds.delete("id = 3")
+    assert ds._take_rows([3, (1 << 32) + 9, 1], columns=["id"])["id"].to_pylist() == [19, 1]
+    for address in (10, (1 << 32) + 10, 5 << 32):
+        with pytest.raises(TakeIndexError, match="not a row of version"):
+            ds._take_rows([0, address], columns=["id"])
+    with pytest.raises(OSError):
+        ds._take_rows([5 << 32])
