@@ -642,3 +642,125 @@ def test_bad_options_refused_like_pylance(tmp_path, lance_module, bad) -> None: 
     with pytest.raises(InvalidArgumentError):
         lance_ops.dataset(uri).optimize.compact_files(**bad)
     assert listing(uri) == before
+
+
+_COMPACTOR = """
+import json, sys, time
+from pathlib import Path
+import lance_ops
+from lance_ops.errors import RetryableCommitConflictError
+from lance_ops.optimize import Compaction
+uri, flags = sys.argv[1], Path(sys.argv[2])
+ds = lance_ops.dataset(uri)
+results = [t.execute(uri) for t in Compaction.plan(ds, {"target_rows_per_fragment": 100}).tasks]
+(flags / "executed").touch()
+while not (flags / "go").exists():
+    time.sleep(0.02)
+try:
+    metrics = Compaction.commit(ds, results)
+    print(json.dumps({"outcome": "committed", "removed": metrics.fragments_removed}))
+except RetryableCommitConflictError as exc:
+    print(json.dumps({"outcome": "conflict", "error": str(exc)}))
+"""
+
+_RACER = """
+import sys, time
+from pathlib import Path
+import pyarrow as pa
+import lance
+uri, flags, action = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+while not (flags / "executed").exists():
+    time.sleep(0.02)
+if action == "delete":
+    lance.dataset(uri).delete("id = 15 or id = 33 or id = 170")
+else:
+    ids = pa.array(range(1000, 1007), pa.int64())
+    data = pa.table({"id": ids, "s": pa.array([f"r{i}" for i in range(1000, 1007)]),
+                     "st": pa.array([{"a": i, "b": float(i)} for i in range(1000, 1007)])})
+    lance.write_dataset(data, uri, mode="append")
+(flags / "go").touch()
+"""
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(("stable", "action"), [(True, "delete"), (False, "delete"), (True, "append")])
+def test_compaction_racing_pylance_in_another_process(
+    tmp_path, lance_module, stable: bool, action: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A compaction (its own process) executes its tasks; pylance (another process) deletes from or
+    appends to the dataset; then the compaction commits. A delete on compacted fragments is carried
+    (stable row ids) or makes the commit a retryable conflict; an append lands beside it. No deleted
+    row ever comes back, and the next compaction finishes the job."""
+    import subprocess
+    import sys
+
+    uri, flags = str(tmp_path / "d"), tmp_path / "flags"
+    flags.mkdir()
+    build(uri, [10] * 6 + [150], stable=stable)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    compactor = subprocess.Popen(
+        [sys.executable, "-c", _COMPACTOR, uri, str(flags)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    racer = subprocess.run([sys.executable, "-c", _RACER, uri, str(flags), action], env=env, timeout=120)
+    out, _ = compactor.communicate(timeout=120)
+    assert racer.returncode == 0 and compactor.returncode == 0
+    outcome = json.loads(out.strip().splitlines()[-1])
+    gone = {15, 33, 170} if action == "delete" else set()
+    added = set(range(1000, 1007)) if action == "append" else set()
+    expected = sorted(({*range(210)} - gone) | added)
+    if action == "delete" and not stable:
+        assert outcome["outcome"] == "conflict"
+    else:
+        assert outcome == {"outcome": "committed", "removed": 6}
+    for reader in (lance_ops.dataset(uri), lance_module.dataset(uri)):
+        got = reader.to_table(columns=["id"], with_row_id=True).sort_by("id")
+        assert got["id"].to_pylist() == expected
+        if stable:  # ids were assigned in id order: 0..209, then the append's 210..216
+            assert got["_rowid"].to_pylist() == [i if i < 1000 else 210 + i - 1000 for i in expected]
+    lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=100)
+    assert sorted(lance_module.dataset(uri).to_table(columns=["id"])["id"].to_pylist()) == expected
+
+
+_KILLED_AFTER = """
+import os, signal, sys
+import lance_ops
+uri, groups = sys.argv[1], int(sys.argv[2])
+
+def progress(event):
+    # the (groups + 1)-th task has finished: the first `groups` are committed, this one is not yet
+    if event.done == groups + 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+lance_ops.dataset(uri).optimize.compact_files(
+    target_rows_per_fragment=8, commit_every=1, num_threads=1, progress=progress
+)
+"""
+
+
+@pytest.mark.interop
+def test_killed_compaction_keeps_the_groups_it_committed(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """A compaction process killed (SIGKILL) after k groups leaves k Rewrite commits and a dataset
+    both libraries read unchanged; the next run compacts only the rest."""
+    import signal
+    import subprocess
+    import sys
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [5] * 10, stable=True, deletes=["id % 7 = 0"])
+    expected = ds.to_table(with_row_id=True).sort_by("_rowid")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run([sys.executable, "-c", _KILLED_AFTER, uri, "2"], env=env, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    after = lance_ops.dataset(uri)
+    rewrites = [
+        after.read_transaction(v)
+        for v in range(ds.version + 1, after.version + 1)
+        if isinstance(after.read_transaction(v).operation, Rewrite)
+    ]
+    assert len(rewrites) == 2
+    assert after.to_table(with_row_id=True).sort_by("_rowid").equals(expected)
+    assert lance_module.dataset(uri).to_table(with_row_id=True).sort_by("_rowid").equals(expected)
+    compacted = {f.id for r in rewrites for g in r.operation.groups for f in g.old_fragments}
+    rest = after.optimize.compact_files(target_rows_per_fragment=8)
+    assert rest.fragments_removed == 10 - len(compacted)
+    assert lance_module.dataset(uri).to_table(with_row_id=True).sort_by("_rowid").equals(expected)
