@@ -764,3 +764,41 @@ def test_killed_compaction_keeps_the_groups_it_committed(tmp_path, lance_module)
     rest = after.optimize.compact_files(target_rows_per_fragment=8)
     assert rest.fragments_removed == 10 - len(compacted)
     assert lance_module.dataset(uri).to_table(with_row_id=True).sort_by("_rowid").equals(expected)
+
+
+def test_new_options_serialise_and_come_from_config(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.errors import InvalidArgumentError
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 8, stable=False)
+    options = CompactionOptions(
+        target_rows_per_fragment=20,
+        excluded_fragment_ids=[3, 3],
+        max_source_fragments=4,
+        compaction_mode="TRY_BINARY_COPY",
+        data_storage_version="stable",
+    )
+    assert (options.excluded_fragment_ids, options.compaction_mode, options.data_storage_version) == (
+        (3, 3),
+        "try_binary_copy",
+        "2.2",
+    )
+    the_plan = Compaction.plan(ds, options)
+    assert plan_ids(the_plan.tasks) == [[0, 1, 2]]
+    for copy in (pickle.loads(pickle.dumps(the_plan)), CompactionPlan.from_json(the_plan.json())):
+        assert copy == the_plan
+    config = {
+        "lance.compaction.excluded_fragment_ids": "1, 5",
+        "lance.compaction.max_source_rows": "30",
+        "lance.compaction.defer_index_remap": "true",
+    }
+    resolved = CompactionOptions.resolve(config)
+    assert (resolved.excluded_fragment_ids, resolved.max_source_rows, resolved.defer_index_remap) == (
+        (1, 5),
+        30,
+        True,
+    )
+    with pytest.raises(InvalidArgumentError):
+        CompactionOptions(excluded_fragment_ids=[-1])
+    with pytest.raises(InvalidArgumentError):
+        CompactionOptions(target_rows_per_fragment=0)
