@@ -72,6 +72,11 @@ class InvalidArgumentError(LanceOpsError, ValueError):
     a count with a limit, a fragment not in the version)."""
 
 
+class InvalidOptionError(InvalidArgumentError, OSError):
+    """An option of an operation has a value it does not accept (a compaction cap of 0, an unknown
+    compaction mode). Also an ``OSError``: pylance reports some of these as "Invalid user input"."""
+
+
 class RowCountMismatchError(SchemaError, OSError):
     """New column values do not line up with the dataset's rows (too few or too many).
 

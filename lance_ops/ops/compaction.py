@@ -58,7 +58,7 @@ from pyroaring import BitMap, BitMap64
 
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import CorruptFileError, InvalidOptionError, UnsupportedFeatureError
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
 from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
 from lance_ops.fragment.writer import write_new_fragments
@@ -124,21 +124,19 @@ class CompactionOptions:
 
     def __post_init__(self) -> None:
         if self.target_rows_per_fragment <= 0 or self.max_rows_per_group <= 0:
-            raise InvalidArgumentError("target_rows_per_fragment and max_rows_per_group must be positive")
+            raise InvalidOptionError("target_rows_per_fragment and max_rows_per_group must be positive")
         for name in ("num_threads", "batch_size", "max_bytes_per_file", *_LIMITS):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise InvalidArgumentError(
-                    f"compaction option {name} must be positive (None for the default)"
-                )
+                raise InvalidOptionError(f"compaction option {name} must be positive (None for the default)")
         excluded = tuple(int(i) for i in (self.excluded_fragment_ids or ()))
         if any(i < 0 for i in excluded):
-            raise InvalidArgumentError(f"excluded_fragment_ids must be fragment ids, not {list(excluded)}")
+            raise InvalidOptionError(f"excluded_fragment_ids must be fragment ids, not {list(excluded)}")
         object.__setattr__(self, "excluded_fragment_ids", excluded)
         if self.compaction_mode is not None:
             mode = str(self.compaction_mode).lower()
             if mode not in COMPACTION_MODES:
-                raise InvalidArgumentError(
+                raise InvalidOptionError(
                     f"invalid compaction mode {self.compaction_mode!r}; valid: {', '.join(COMPACTION_MODES)}"
                 )
             object.__setattr__(self, "compaction_mode", mode)
@@ -176,9 +174,9 @@ def _file_version(text: str) -> FileVersion:
     try:
         version = FileVersion.parse(text)
     except UnsupportedFeatureError as exc:
-        raise InvalidArgumentError(f"unknown data_storage_version {text!r}") from exc
+        raise InvalidOptionError(f"unknown data_storage_version {text!r}") from exc
     if version is FileVersion.V0_1:
-        raise InvalidArgumentError(
+        raise InvalidOptionError(
             "data_storage_version 0.1 (legacy): V1 and V2 storage versions cannot be mixed, and 0.1 "
             "files are not written"
         )
@@ -505,7 +503,7 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
         target = FileVersion.parse(options.data_storage_version)
         current = FileVersion.parse(manifest.data_storage_version)
         if (target is FileVersion.V0_1) != (current is FileVersion.V0_1):
-            raise InvalidArgumentError(
+            raise InvalidOptionError(
                 f"cannot write {target} files into a {current} dataset: V1 and V2 storage versions "
                 "cannot be mixed"
             )
