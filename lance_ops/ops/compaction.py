@@ -612,6 +612,12 @@ class _RowStream:
         self._batches = batches
         self._carry: pa.RecordBatch | None = None
 
+    def left(self) -> bool:
+        """Whether rows remain after what was taken."""
+        if self._carry is not None and self._carry.num_rows:
+            return True
+        return any(batch.num_rows for batch in self._batches)
+
     def take(self, rows: int) -> Iterator[pa.RecordBatch]:
         while rows > 0:
             batch = self._carry if self._carry is not None else next(self._batches, None)
@@ -647,6 +653,8 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         reader = pa.RecordBatchReader.from_batches(schema, stream.take(rows))
         chunk_options = replace(write_options, max_rows_per_file=rows)
         new.extend(write_new_fragments(reader, files.uri, files.lance_schema, chunk_options))
+    if stream.left():
+        raise CorruptFileError("<compaction>", f"the fragments hold more than their {live_rows} live rows")
     row_addrs = None
     if files.manifest.uses_stable_row_ids:
         new = _moved_sequences(files, readers, new)
