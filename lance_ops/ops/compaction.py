@@ -58,7 +58,12 @@ from pyroaring import BitMap, BitMap64
 
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import CorruptFileError, InvalidOptionError, UnsupportedFeatureError
+from lance_ops.errors import (
+    CorruptFileError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    UnsupportedFeatureError,
+)
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
 from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
 from lance_ops.fragment.writer import write_new_fragments
@@ -684,10 +689,10 @@ def commit_compaction(
     row ids; deletes are carried into the new fragments with them).
     """
     if not results:
-        raise ValueError("no compaction results to commit")
+        raise InvalidArgumentError("no compaction results to commit")
     versions = {r.read_version for r in results}
     if len(versions) != 1:
-        raise ValueError(f"compaction results come from different read versions {sorted(versions)}")
+        raise InvalidArgumentError(f"compaction results come from different read versions {sorted(versions)}")
     count = sum(len(r.new_fragments) for r in results)
     reserved, _ = commit(uri, ReserveFragments(count), replace(options, read_version=None))
     assert reserved.max_fragment_id is not None
@@ -742,7 +747,7 @@ def compact(
     committed together at the end. A failing task stops the run: what was committed stays.
     """
     if commit_every is not None and commit_every <= 0:
-        raise ValueError("commit_every must be positive")
+        raise InvalidOptionError("commit_every must be positive")
     the_plan = plan(files.manifest, options)
     if not the_plan.tasks:
         return None

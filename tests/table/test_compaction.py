@@ -803,3 +803,23 @@ def test_new_options_serialise_and_come_from_config(tmp_path) -> None:  # type: 
         CompactionOptions(excluded_fragment_ids=[-1])
     with pytest.raises(InvalidArgumentError):
         CompactionOptions(target_rows_per_fragment=0)
+
+
+def test_bad_commit_arguments_are_typed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.errors import InvalidArgumentError
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [5] * 4, stable=False)
+    with pytest.raises(InvalidArgumentError, match="commit_every"):
+        ds.optimize.compact_files(commit_every=0)
+    with pytest.raises(InvalidArgumentError, match="no compaction results"):
+        compaction.commit_compaction(uri, [], ds._commit_options(None))
+    first = [t.execute(uri) for t in Compaction.plan(ds, {"target_rows_per_fragment": 10}).tasks]
+    ds.delete("id = 19")  # fragment 3: a new version, whose plan compacts it alone
+    later = [
+        t.execute(uri)
+        for t in Compaction.plan(lance_ops.dataset(uri), {"target_rows_per_fragment": 10}).tasks
+    ]
+    with pytest.raises(InvalidArgumentError, match="different read versions"):
+        Compaction.commit(ds, [first[0], later[-1]])
+    assert lance_ops.dataset(uri).version == ds.version
