@@ -415,3 +415,19 @@ def test_take_rows_by_address_outside_the_version_raises(tmp_path) -> None:  # t
             ds._take_rows([0, address], columns=["id"])
     with pytest.raises(OSError):
         ds._take_rows([5 << 32])
+
+
+@pytest.mark.interop
+def test_rowid_rowaddr_column_order_matches_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """With ``with_row_id`` / ``with_row_address`` set, ``_rowid`` / ``_rowaddr`` come last (in
+    that order) even when ``columns`` names them elsewhere; without, they stay where named."""
+    import itertools
+
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(10), uri, max_rows_per_file=4, enable_stable_row_ids=True)
+    for columns in (["_rowid", "id"], ["id", "_rowaddr", "s"], ["_rowaddr", "_rowid", "id"], ["_rowid"]):
+        for with_id, with_address in itertools.product([False, True], repeat=2):
+            kwargs = {"columns": columns, "with_row_id": with_id, "with_row_address": with_address}
+            ours = lance_ops.dataset(uri).to_table(**kwargs)
+            theirs = lance_module.dataset(uri).to_table(**kwargs)
+            assert ours.schema == theirs.schema and ours.equals(theirs), kwargs
