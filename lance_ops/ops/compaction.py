@@ -101,8 +101,8 @@ class CompactionOptions:
     ``max_source_fragments`` / ``max_source_rows`` (live) / ``max_source_bytes`` (data files) cap
     one run: tasks are taken in order until the next one would pass a cap. ``excluded_fragment_ids``
     are left alone and bound the groups around them. ``data_storage_version`` may only name the
-    dataset's own file version (pylance can write another one, marking the dataset with reader flag
-    0x100, mixed file versions, which is not supported here). ``compaction_mode``
+    dataset's own file version (pylance can write another one, marking the dataset with feature
+    flag 0x100, mixed file versions: such datasets are read here, not written). ``compaction_mode``
     ``"try_binary_copy"`` re-encodes (the fallback pylance takes when a copy is not possible);
     ``"force_binary_copy"`` is refused
     (:class:`~lance_ops.errors.UnsupportedFeatureError`): pages are never copied undecoded.
@@ -515,7 +515,7 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
         if target is not current:
             raise UnsupportedFeatureError(
                 f"data_storage_version {target} differs from the dataset's {current}: datasets mixing "
-                "data file versions (pylance's reader flag 0x100) are not supported"
+                "data file versions (pylance's feature flag 0x100) are read, not written"
             )
     tasks = _capped(
         [

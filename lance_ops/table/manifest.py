@@ -48,6 +48,9 @@ FLAG_TABLE_CONFIG = 8
 FLAG_BASE_PATHS = 16
 FLAG_DISABLE_TRANSACTION_FILE = 32
 FLAG_COVERED_INDEX_METADATA = 128
+# Data files of different (V2) versions, e.g. pylance compacting with another data_storage_version.
+# Read (every file is decoded by its own version); not written, so such a dataset is read-only here.
+FLAG_MIXED_DATA_FILE_VERSIONS = 256
 SUPPORTED_READER_FLAGS = (
     FLAG_DELETION_FILES
     | FLAG_STABLE_ROW_IDS
@@ -56,6 +59,7 @@ SUPPORTED_READER_FLAGS = (
     | FLAG_BASE_PATHS
     | FLAG_DISABLE_TRANSACTION_FILE
     | FLAG_COVERED_INDEX_METADATA
+    | FLAG_MIXED_DATA_FILE_VERSIONS
 )
 SUPPORTED_WRITER_FLAGS = (
     FLAG_DELETION_FILES

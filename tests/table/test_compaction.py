@@ -592,6 +592,24 @@ def test_data_storage_version_of_the_output(tmp_path, lance_module, version: str
     )
 
 
+@pytest.mark.interop
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_pylance_compacted_to_another_file_version_is_read(tmp_path, lance_module, version: str) -> None:  # type: ignore[no-untyped-def]
+    """pylance writes the compacted files in another version and sets flag 0x100 (mixed file
+    versions): we read such a dataset as pylance does, and refuse to write to it (typed)."""
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 3, stable=True, deletes=["id = 4"])
+    lance_module.dataset(uri).optimize.compact_files(data_storage_version=version)
+    lance_module.write_dataset(table(5, 30), uri, mode="append")
+    ours = lance_ops.dataset(uri)
+    assert ours.manifest.reader_feature_flags & 0x100
+    kwargs = {"with_row_id": True, "with_row_address": True}
+    assert ours.to_table(**kwargs).equals(lance_module.dataset(uri).to_table(**kwargs))
+    assert ours._take_rows([0, 31], columns=["id"])["id"].to_pylist() == [0, 31]
+    with pytest.raises(UnsupportedFeatureError, match="writer feature flags 0x100"):
+        ours.delete("id = 1")
+
+
 def test_other_data_storage_version_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """pylance writes 2.0 / 2.1 files into a 2.2 dataset and marks it with reader flag 0x100 (mixed
     file versions); that is not supported: refused before anything is written."""
