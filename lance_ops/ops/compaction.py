@@ -100,9 +100,10 @@ class CompactionOptions:
     ``batch_size`` None is the scan default. ``max_rows_per_group`` only matters for legacy files.
     ``max_source_fragments`` / ``max_source_rows`` (live) / ``max_source_bytes`` (data files) cap
     one run: tasks are taken in order until the next one would pass a cap. ``excluded_fragment_ids``
-    are left alone and bound the groups around them. ``data_storage_version`` may only name the
-    dataset's own file version (pylance can write another one, marking the dataset with feature
-    flag 0x100, mixed file versions: such datasets are read here, not written). ``compaction_mode``
+    are left alone and bound the groups around them. ``data_storage_version`` is the version of the
+    files written (default: the dataset's; another V2 version marks the dataset with feature flag
+    0x100, mixed file versions, as pylance does; the dataset's own default is unchanged).
+    ``compaction_mode``
     ``"try_binary_copy"`` re-encodes (the fallback pylance takes when a copy is not possible);
     ``"force_binary_copy"`` is refused
     (:class:`~lance_ops.errors.UnsupportedFeatureError`): pages are never copied undecoded.
@@ -512,11 +513,6 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
                 f"cannot write {target} files into a {current} dataset: V1 and V2 storage versions "
                 "cannot be mixed"
             )
-        if target is not current:
-            raise UnsupportedFeatureError(
-                f"data_storage_version {target} differs from the dataset's {current}: datasets mixing "
-                "data file versions (pylance's feature flag 0x100) are read, not written"
-            )
     tasks = _capped(
         [
             CompactionTask(manifest.version, tuple(group), options)
@@ -647,7 +643,7 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         max_rows_per_file=MAX_ROWS_PER_FRAGMENT,
         max_rows_per_group=options.max_rows_per_group,
         max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-        data_storage_version=files.manifest.data_storage_version,
+        data_storage_version=options.data_storage_version or files.manifest.data_storage_version,
         storage_options=files.storage_options,
         # The dataset's encoding plan, like every other writer of the dataset.
         encoding_plan=EncodingPlan.from_config(files.manifest.config),

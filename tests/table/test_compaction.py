@@ -592,34 +592,58 @@ def test_data_storage_version_of_the_output(tmp_path, lance_module, version: str
     )
 
 
+def _flags_and_versions(uri: str) -> tuple[object, ...]:
+    m = lance_ops.dataset(uri).manifest
+    return (
+        m.reader_feature_flags,
+        m.writer_feature_flags,
+        m.data_storage_version,
+        [[d.file_version for d in f.files] for f in m.fragments],
+    )
+
+
 @pytest.mark.interop
-@pytest.mark.parametrize("version", ["2.0", "2.1"])
-def test_pylance_compacted_to_another_file_version_is_read(tmp_path, lance_module, version: str) -> None:  # type: ignore[no-untyped-def]
-    """pylance writes the compacted files in another version and sets flag 0x100 (mixed file
-    versions): we read such a dataset as pylance does, and refuse to write to it (typed)."""
+@pytest.mark.parametrize("stable", [True, False])
+def test_other_file_version_as_pylance(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    """``data_storage_version`` picks the compacted files' version; another V2 version than the
+    dataset's sets feature flag 0x100 (kept afterwards) and the dataset's default stays: the same
+    steps by us and by pylance give the same flags, file versions and rows, and each library
+    reads the other's dataset."""
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    steps = [
+        lambda m, u: m.dataset(u).optimize.compact_files(data_storage_version="2.1"),
+        lambda m, u: m.write_dataset(table(5, 100), u, mode="append"),
+        lambda m, u: m.dataset(u).delete("id = 101"),
+        lambda m, u: m.dataset(u).optimize.compact_files(
+            data_storage_version="2.0", target_rows_per_fragment=10
+        ),
+        lambda m, u: m.dataset(u).optimize.compact_files(data_storage_version="stable"),
+    ]
+    build(ours, [5] * 3, stable=stable)
+    build(theirs, [5] * 3, stable=stable)
+    kwargs = {"with_row_id": True, "with_row_address": True}
+    for n, step in enumerate(steps):
+        step(lance_ops, ours)
+        step(lance_module, theirs)
+        assert _flags_and_versions(ours) == _flags_and_versions(theirs), n
+        expected = lance_module.dataset(theirs).to_table(**kwargs)
+        assert lance_module.dataset(ours).to_table(**kwargs).equals(expected), n
+        assert lance_ops.dataset(theirs).to_table(**kwargs).equals(expected), n
+    assert _flags_and_versions(ours)[0] & 0x100  # type: ignore[operator]
+
+
+@pytest.mark.interop
+def test_pylance_continues_on_mixed_file_versions(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
     uri = str(tmp_path / "d")
     build(uri, [10] * 3, stable=True, deletes=["id = 4"])
-    lance_module.dataset(uri).optimize.compact_files(data_storage_version=version)
+    lance_ops.dataset(uri).optimize.compact_files(data_storage_version="2.1")
     lance_module.write_dataset(table(5, 30), uri, mode="append")
+    lance_module.dataset(uri).delete("id = 31")
     ours = lance_ops.dataset(uri)
-    assert ours.manifest.reader_feature_flags & 0x100
-    kwargs = {"with_row_id": True, "with_row_address": True}
-    assert ours.to_table(**kwargs).equals(lance_module.dataset(uri).to_table(**kwargs))
-    assert ours._take_rows([0, 31], columns=["id"])["id"].to_pylist() == [0, 31]
-    with pytest.raises(UnsupportedFeatureError, match="writer feature flags 0x100"):
-        ours.delete("id = 1")
-
-
-def test_other_data_storage_version_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """pylance writes 2.0 / 2.1 files into a 2.2 dataset and marks it with reader flag 0x100 (mixed
-    file versions); that is not supported: refused before anything is written."""
-    uri = str(tmp_path / "d")
-    build(uri, [10] * 3, stable=False)
-    before = listing(uri)
-    for version in ("2.0", "2.1"):
-        with pytest.raises(UnsupportedFeatureError, match="differs from the dataset"):
-            lance_ops.dataset(uri).optimize.compact_files(data_storage_version=version)
-    assert listing(uri) == before
+    assert ours.to_table(with_row_id=True).equals(lance_module.dataset(uri).to_table(with_row_id=True))
+    assert ours._take_rows([0, 32], columns=["id"])["id"].to_pylist() == [0, 32]
+    ours.delete("id = 0")
+    assert lance_module.dataset(uri).count_rows() == 32
 
 
 @pytest.mark.interop
