@@ -5,7 +5,7 @@ One dataset of ``--fragments`` fragments of ``--rows-per-fragment`` rows is writ
 are deleted. For each repeat and each system a fresh copy is compacted with
 ``ds.optimize.compact_files()`` (pylance's defaults: every fragment is merged into one and the
 deletions are materialised); the best time counts. Both results are read back and compared (rows,
-row order, ``_rowid``).
+row order, ``_rowid``, fragment row counts and the row id / version sequences' bytes).
 
     .venv/bin/python bench/compaction.py                          # 100 x 10,000 rows, 10 % deleted
     .venv/bin/python bench/compaction.py --fragments 20 --markdown
@@ -67,6 +67,14 @@ def read_back(path: str) -> pa.Table:
     return lance.dataset(path).to_table(with_row_id=True)
 
 
+def layout(path: str) -> list[tuple[object, ...]]:
+    """Each fragment's rows and row id / version sequences (bytes), as recorded in the manifest."""
+    return [
+        (f.physical_rows, f.row_ids, f.created_at_versions, f.last_updated_at_versions)
+        for f in lance_ops.dataset(path).manifest.fragments
+    ]
+
+
 def timed(
     source: str, workdir: Path, name: str, repeats: int, run: Callable[[str], object]
 ) -> tuple[float, str]:
@@ -101,7 +109,8 @@ def report(args: argparse.Namespace, ops: float, pylance: float, same: bool) -> 
             f"| pylance | {pylance:.3f} |",
             f"| ratio lance_ops / pylance | {ops / pylance:.2f} |",
             "",
-            f"Results identical (rows, order, `_rowid`): {'yes' if same else 'NO'}. Load average at "
+            f"Results identical (rows, order, `_rowid`, fragment row counts, row id and version "
+            f"sequences byte for byte): {'yes' if same else 'NO'}. Load average at "
             f"the end of the run: {os.getloadavg()[0]:.1f} (the machine is shared: ratios move with load).",
             END,
         ]
@@ -142,7 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prepare(source, args)
         ops, ops_path = timed(source, workdir, "lance_ops", args.repeats, compact_ops)
         pylance, pylance_path = timed(source, workdir, "pylance", args.repeats, compact_pylance)
-        same = read_back(ops_path).equals(read_back(pylance_path))
+        same = read_back(ops_path).equals(read_back(pylance_path)) and layout(ops_path) == layout(
+            pylance_path
+        )
     section = report(args, ops, pylance, same)
     print(section)
     if args.markdown:

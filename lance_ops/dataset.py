@@ -25,7 +25,7 @@ from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
-from lance_ops.fragment.scan import take, take_rows
+from lance_ops.fragment.scan import take, take_columns, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io import object_store
 from lance_ops.ops import cleanup as cleanup_op
@@ -509,7 +509,7 @@ class LanceDataset:
         if isinstance(indices, pa.Array | pa.ChunkedArray):
             indices = indices.to_numpy(zero_copy_only=False)
         positions = np.asarray(indices, dtype=np.int64).reshape(-1)
-        return take(self._files, positions, self._files.resolve_columns(columns))
+        return take(self._files, positions, take_columns(self._files, columns))
 
     def _take_rows(
         self, row_ids: Sequence[int] | np.ndarray, columns: Sequence[str] | None = None
@@ -519,7 +519,7 @@ class LanceDataset:
         Ids of deleted or unknown rows are skipped, as pylance does.
         """
         ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
-        return take_rows(self._files, ids, self._files.resolve_columns(columns))
+        return take_rows(self._files, ids, take_columns(self._files, columns))
 
     # ------------------------------------------------------------------ operations
 

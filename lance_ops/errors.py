@@ -83,6 +83,11 @@ class ArgumentTypeError(InvalidArgumentError, TypeError):
     """An argument is of a type the call does not take (also a ``TypeError``, as pylance raises)."""
 
 
+class InvalidOptionError(InvalidArgumentError, OSError):
+    """An option of an operation has a value it does not accept (a compaction cap of 0, an unknown
+    compaction mode). Also an ``OSError``: pylance reports some of these as "Invalid user input"."""
+
+
 class RowCountMismatchError(SchemaError, OSError):
     """New column values do not line up with the dataset's rows (too few or too many).
 

@@ -102,8 +102,16 @@ class DatasetOptimizer:
         max_bytes_per_file: int | None = ...,
         materialize_deletions: bool | None = ...,
         materialize_deletions_threshold: float | None = ...,
+        defer_index_remap: bool | None = ...,
         num_threads: int | None = ...,
         batch_size: int | None = ...,
+        compaction_mode: str | None = ...,
+        binary_copy_read_batch_bytes: int | None = ...,
+        max_source_fragments: int | None = ...,
+        max_source_rows: int | None = ...,
+        max_source_bytes: int | None = ...,
+        excluded_fragment_ids: Sequence[int] | None = ...,
+        data_storage_version: str | None = ...,
         dry_run: Literal[False] = ...,
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
@@ -119,8 +127,16 @@ class DatasetOptimizer:
         max_bytes_per_file: int | None = ...,
         materialize_deletions: bool | None = ...,
         materialize_deletions_threshold: float | None = ...,
+        defer_index_remap: bool | None = ...,
         num_threads: int | None = ...,
         batch_size: int | None = ...,
+        compaction_mode: str | None = ...,
+        binary_copy_read_batch_bytes: int | None = ...,
+        max_source_fragments: int | None = ...,
+        max_source_rows: int | None = ...,
+        max_source_bytes: int | None = ...,
+        excluded_fragment_ids: Sequence[int] | None = ...,
+        data_storage_version: str | None = ...,
         dry_run: Literal[True],
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
@@ -135,8 +151,16 @@ class DatasetOptimizer:
         max_bytes_per_file: int | None = None,
         materialize_deletions: bool | None = None,
         materialize_deletions_threshold: float | None = None,
+        defer_index_remap: bool | None = None,
         num_threads: int | None = None,
         batch_size: int | None = None,
+        compaction_mode: str | None = None,
+        binary_copy_read_batch_bytes: int | None = None,
+        max_source_fragments: int | None = None,
+        max_source_rows: int | None = None,
+        max_source_bytes: int | None = None,
+        excluded_fragment_ids: Sequence[int] | None = None,
+        data_storage_version: str | None = None,
         dry_run: bool = False,
         commit_every: int | None = None,
         progress: ProgressCallback | None = None,
@@ -144,6 +168,8 @@ class DatasetOptimizer:
     ) -> CompactionMetrics | CompactionPlan:
         """Merge small adjacent fragments and materialise deletions (pylance's ``compact_files``).
 
+        The options are pylance 14's, with its defaults (:class:`CompactionOptions`). Unset options
+        come from the manifest config ``lance.compaction.<name>``, then the defaults.
         ``dry_run=True`` returns the :class:`CompactionPlan` (groups with their fragments, live rows,
         deleted rows to materialise and bytes) and writes nothing. ``commit_every=N`` commits every
         N finished groups, so an interrupted run keeps them. Otherwise returns the metrics and
@@ -158,8 +184,16 @@ class DatasetOptimizer:
             max_bytes_per_file=max_bytes_per_file,
             materialize_deletions=materialize_deletions,
             materialize_deletions_threshold=materialize_deletions_threshold,
+            defer_index_remap=defer_index_remap,
             num_threads=num_threads,
             batch_size=batch_size,
+            compaction_mode=compaction_mode,
+            binary_copy_read_batch_bytes=binary_copy_read_batch_bytes,
+            max_source_fragments=max_source_fragments,
+            max_source_rows=max_source_rows,
+            max_source_bytes=max_source_bytes,
+            excluded_fragment_ids=None if excluded_fragment_ids is None else tuple(excluded_fragment_ids),
+            data_storage_version=data_storage_version,
         )
         if dry_run:
             return ops.plan(self._ds.manifest, options)

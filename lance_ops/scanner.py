@@ -93,10 +93,13 @@ class LanceScanner:
         self._files = ds._files
         self._request = request
         self._outputs = self._project(request.columns)
-        if request.with_row_id and ROW_ID not in self._names:
-            self._outputs.append(_Output(pa.field(ROW_ID, pa.uint64()), (ROW_ID,)))
-        if request.with_row_address and ROW_ADDRESS not in self._names:
-            self._outputs.append(_Output(pa.field(ROW_ADDRESS, pa.uint64()), (ROW_ADDRESS,)))
+        # As pylance: with the flag set, _rowid / _rowaddr come last (in that order), wherever the
+        # columns named them.
+        for flag, name in ((request.with_row_id, ROW_ID), (request.with_row_address, ROW_ADDRESS)):
+            if flag:
+                self._outputs = [o for o in self._outputs if o.expression is not None or o.path != (name,)]
+                if name not in self._names:
+                    self._outputs.append(_Output(pa.field(name, pa.uint64()), (name,)))
         self._predicate: Predicate | None = (
             None if request.filter is None else parse_predicate(request.filter, self._files.schema)
         )

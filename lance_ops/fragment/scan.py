@@ -9,7 +9,37 @@ import pyarrow as pa
 
 from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.reader import FragmentReader, VersionFiles
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+
+TAKE_VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS)
+
+
+def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[str, ...]:
+    """``columns`` of a take checked against the schema; ``_rowid`` / ``_rowaddr`` may be named."""
+    if columns is None or isinstance(columns, str):
+        return files.resolve_columns(columns)
+    real = [c for c in columns if c not in TAKE_VIRTUAL_COLUMNS or c in files.schema.names]
+    files.resolve_columns(real)
+    return tuple(columns)
+
+
+def _read(fragment: FragmentReader, columns: Sequence[str], offsets: np.ndarray) -> pa.Table:
+    """``fragment.read`` with ``_rowid`` / ``_rowaddr`` allowed among ``columns`` (in that order)."""
+    virtual = [c for c in columns if c in TAKE_VIRTUAL_COLUMNS and c not in fragment.files.schema.names]
+    if not virtual:
+        return fragment.read(columns, offsets)
+    real = [c for c in columns if c not in virtual]
+    table = fragment.read(real, offsets, ROW_ID in virtual, ROW_ADDRESS in virtual)
+    return table.select(list(columns))
+
+
+def _empty(files: VersionFiles, columns: Sequence[str]) -> pa.Table:
+    virtual = [c for c in columns if c in TAKE_VIRTUAL_COLUMNS and c not in files.schema.names]
+    real = tuple(c for c in columns if c not in virtual)
+    options = ScanOptions(
+        columns=real, with_row_id=ROW_ID in virtual, with_row_address=ROW_ADDRESS in virtual
+    )
+    return files.output_schema(options).empty_table().select(list(columns))
 
 
 def scan_batches(
@@ -67,17 +97,36 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
         fragment = fragments[index]
         local = unique[owner == index] - starts[index]
         offsets = fragment.live_offsets()[local] if fragment.metadata.deletion_file else local
-        parts.append(fragment.read(columns, offsets))
-    schema = files.output_schema(ScanOptions(columns=tuple(columns)))
-    table = pa.concat_tables(parts) if parts else schema.empty_table()
+        parts.append(_read(fragment, columns, offsets))
+    table = pa.concat_tables(parts) if parts else _empty(files, columns)
     return table.take(pa.array(inverse.reshape(-1)))
+
+
+def _check_addresses(files: VersionFiles, addresses: np.ndarray) -> None:
+    """Raise :class:`TakeIndexError` for an address outside every fragment of the version."""
+    # physical_rows 0 = unknown (old manifests): no bound is checked for that fragment
+    sizes = {f.id: f.physical_rows or 2**32 for f in files.manifest.fragments}
+    ids = np.array(sorted(sizes), dtype=np.uint64)
+    limits = np.array([sizes[int(i)] for i in ids], dtype=np.int64)
+    owners, offsets = addresses >> np.uint64(32), (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    slot = np.minimum(np.searchsorted(ids, owners), max(len(ids) - 1, 0))
+    known = ids[slot] == owners if len(ids) else np.zeros(len(addresses), dtype=bool)
+    bad = ~known | (offsets >= (limits[slot] if len(ids) else 0))
+    if bad.any():
+        address = int(addresses[np.flatnonzero(bad)[0]])
+        raise TakeIndexError(
+            f"row address {address} (fragment {address >> 32}, row {address & 0xFFFFFFFF}) is not a "
+            f"row of version {files.manifest.version}"
+        )
 
 
 def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> pa.Table:
     """Rows by row id (stable ids when enabled, else row addresses), in the order given.
 
-    Stable ids are resolved through the version's :class:`~lance_ops.table.rowids.RowIdIndex`.
-    Ids of deleted or unknown rows are skipped, as pylance does.
+    Stable ids are resolved through the version's :class:`~lance_ops.table.rowids.RowIdIndex`;
+    ids of deleted or unknown rows are skipped, as pylance does. Row addresses (without stable ids)
+    of deleted rows are skipped too, but an address past its fragment's rows or in a fragment the
+    version does not have raises :class:`~lance_ops.errors.TakeIndexError`, as pylance does.
     """
     ids = np.asarray(ids, dtype=np.uint64)
     if files.manifest.uses_stable_row_ids:
@@ -87,6 +136,8 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
         addresses, positions = ids, np.arange(len(ids))
     owners = addresses >> np.uint64(32)
     offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    if not files.manifest.uses_stable_row_ids and len(addresses):
+        _check_addresses(files, addresses)
     parts, order = [], []
     for fragment in files.fragments():
         mine = owners == np.uint64(fragment.id)
@@ -98,9 +149,9 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
         if not len(local):
             continue
         unique, inverse = np.unique(local, return_inverse=True)
-        parts.append(fragment.read(columns, unique).take(pa.array(inverse.reshape(-1))))
+        parts.append(_read(fragment, columns, unique).take(pa.array(inverse.reshape(-1))))
         order.append(positions[mine][keep])
     if not parts:
-        return files.output_schema(ScanOptions(columns=tuple(columns))).empty_table()
+        return _empty(files, columns)
     table = pa.concat_tables(parts)
     return table.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))

@@ -13,18 +13,23 @@ Planning (pylance 14's rules, fact sheet section 8.2), over the fragments of the
    indices covering the fragment (only adjacent fragments are ever merged: row order is kept);
 3. a bin that is a single candidate-with-neighbours fragment is dropped (nothing to merge);
 4. each bin is split greedily into tasks of at least ``target_rows_per_fragment`` live rows, a
-   remainder smaller than that being folded into the last task.
+   remainder smaller than that being folded into the last task;
+5. ``excluded_fragment_ids`` are not candidates (they end a bin); with ``max_source_fragments`` /
+   ``max_source_rows`` / ``max_source_bytes``, tasks are kept in order up to the first one that
+   would pass a cap.
 
 Example (target 30): ten fragments of 10 rows with one row deleted each -> tasks ``[0..3]`` (36 live
 rows) and ``[4..9]`` (54 live rows: the remainder ``[8, 9]`` is folded in).
 
-Executing a task reads its fragments' live rows in order (deleted rows dropped) and writes them as one
-new fragment (more only when ``max_bytes_per_file`` is reached; pylance 14 does not split by
-``target_rows_per_fragment``: 800 live rows with a target of 500 stay one fragment). With stable row
-ids the rows keep their ids: each new fragment's sequence holds one segment per source segment minus
-its deleted rows (re-encoded), and the created-at / last-updated-at versions move with the rows.
-Without, the result keeps the surviving old row addresses, so that after the commit the old -> new
-address mapping is known.
+Executing a task reads its fragments' live rows in order (deleted rows dropped) and writes them as
+``live // target_rows_per_fragment`` new fragments (at least one) of balanced sizes, as pylance 14
+does: 53 live rows with a target of 10 -> fragments of 11, 11, 11, 10, 10 rows; 800 with a target of
+500 -> one fragment (``max_bytes_per_file`` may cut a fragment further). With stable row ids the
+rows keep their ids: each source segment loses its deleted rows, then the segments are cut into the
+new fragments' row counts, every piece re-encoded and a range extended by a range that starts where
+it ends (byte for byte pylance's sequences); the created-at / last-updated-at version runs are cut
+the same way. Without, the result keeps the surviving old row addresses, so that after the commit
+the old -> new address mapping is known.
 
 Committing (as pylance 14): a ``ReserveFragments`` commit claims the new fragment ids, then a
 ``Rewrite`` on the plan's read version replaces each group's old fragments by its new ones. The
@@ -51,8 +56,14 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
+from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import (
+    CorruptFileError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    UnsupportedFeatureError,
+)
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
 from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
 from lance_ops.fragment.writer import write_new_fragments
@@ -62,11 +73,13 @@ from lance_ops.progress import COMPACT, ProgressCallback, Tracker
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.rowids import (
+    VersionRuns,
     decode_row_id_segments,
-    decode_versions,
-    encode_row_ids,
-    encode_versions,
+    decode_version_runs,
     load_sequence,
+    mask_version_runs,
+    rechunk_row_ids,
+    rechunk_versions,
 )
 from lance_ops.table.transaction import ReserveFragments, Rewrite, RewriteGroup, Transaction
 
@@ -75,12 +88,27 @@ CONFIG_PREFIX = "lance.compaction."
 MAX_ROWS_PER_FRAGMENT = 2**32 - 1
 
 
+COMPACTION_MODES = ("reencode", "try_binary_copy", "force_binary_copy")
+_LIMITS = ("max_source_fragments", "max_source_rows", "max_source_bytes")
+
+
 @dataclass(frozen=True)
 class CompactionOptions:
-    """pylance's compaction options and defaults (``max_rows_per_group`` only matters for legacy files).
+    """pylance 14's compaction options and defaults (``lance.optimize.CompactionOptions``).
 
     ``max_bytes_per_file`` None is the write default; ``num_threads`` None is the CPU count;
-    ``batch_size`` None is the scan default.
+    ``batch_size`` None is the scan default. ``max_rows_per_group`` only matters for legacy files.
+    ``max_source_fragments`` / ``max_source_rows`` (live) / ``max_source_bytes`` (data files) cap
+    one run: tasks are taken in order until the next one would pass a cap. ``excluded_fragment_ids``
+    are left alone and bound the groups around them. ``data_storage_version`` is the version of the
+    files written (default: the dataset's; another V2 version marks the dataset with feature flag
+    0x100, mixed file versions, as pylance does; the dataset's own default is unchanged).
+    ``compaction_mode``
+    ``"try_binary_copy"`` re-encodes (the fallback pylance takes when a copy is not possible);
+    ``"force_binary_copy"`` is refused
+    (:class:`~lance_ops.errors.UnsupportedFeatureError`): pages are never copied undecoded.
+    ``io_buffer_size`` and ``binary_copy_read_batch_bytes`` are accepted and have no effect;
+    ``defer_index_remap`` has none either, since fragments covered by an index are not compacted.
     """
 
     target_rows_per_fragment: int = 1024 * 1024
@@ -90,12 +118,37 @@ class CompactionOptions:
     materialize_deletions_threshold: float = 0.1
     num_threads: int | None = None
     batch_size: int | None = None
+    io_buffer_size: int | None = None
+    defer_index_remap: bool = False
+    compaction_mode: str | None = None
+    binary_copy_read_batch_bytes: int | None = None
+    max_source_fragments: int | None = None
+    max_source_rows: int | None = None
+    max_source_bytes: int | None = None
+    excluded_fragment_ids: tuple[int, ...] = ()
+    data_storage_version: str | None = None
 
     def __post_init__(self) -> None:
         if self.target_rows_per_fragment <= 0 or self.max_rows_per_group <= 0:
-            raise ValueError("target_rows_per_fragment and max_rows_per_group must be positive")
-        if self.num_threads is not None and self.num_threads <= 0:
-            raise ValueError("num_threads must be positive")
+            raise InvalidOptionError("target_rows_per_fragment and max_rows_per_group must be positive")
+        for name in ("num_threads", "batch_size", "max_bytes_per_file", *_LIMITS):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise InvalidOptionError(f"compaction option {name} must be positive (None for the default)")
+        excluded = tuple(int(i) for i in (self.excluded_fragment_ids or ()))
+        if any(i < 0 for i in excluded):
+            raise InvalidOptionError(f"excluded_fragment_ids must be fragment ids, not {list(excluded)}")
+        object.__setattr__(self, "excluded_fragment_ids", excluded)
+        if self.compaction_mode is not None:
+            mode = str(self.compaction_mode).lower()
+            if mode not in COMPACTION_MODES:
+                raise InvalidOptionError(
+                    f"invalid compaction mode {self.compaction_mode!r}; valid: {', '.join(COMPACTION_MODES)}"
+                )
+            object.__setattr__(self, "compaction_mode", mode)
+        if self.data_storage_version is not None:
+            version = _file_version(self.data_storage_version)
+            object.__setattr__(self, "data_storage_version", str(version))
 
     @classmethod
     def resolve(cls, config: Mapping[str, str], **explicit: Any) -> CompactionOptions:
@@ -114,18 +167,37 @@ class CompactionOptions:
         return cls(**values)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["excluded_fragment_ids"] = list(self.excluded_fragment_ids)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CompactionOptions:
         return cls(**data)
 
 
+def _file_version(text: str) -> FileVersion:
+    try:
+        version = FileVersion.parse(text)
+    except UnsupportedFeatureError as exc:
+        raise InvalidOptionError(f"unknown data_storage_version {text!r}") from exc
+    if version is FileVersion.V0_1:
+        raise InvalidOptionError(
+            "data_storage_version 0.1 (legacy): V1 and V2 storage versions cannot be mixed, and 0.1 "
+            "files are not written"
+        )
+    return version
+
+
 def _parse_config(name: str, text: str) -> Any:
-    if name == "materialize_deletions":
+    if name in ("materialize_deletions", "defer_index_remap"):
         return text.strip().lower() in ("true", "1", "yes")
     if name == "materialize_deletions_threshold":
         return float(text)
+    if name in ("compaction_mode", "data_storage_version"):
+        return text.strip()
+    if name == "excluded_fragment_ids":
+        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
     return int(text)
 
 
@@ -369,6 +441,7 @@ def _bins(manifest: Manifest, options: CompactionOptions) -> Iterator[list[DataF
         if len(current) > 1 or (current and alone):
             yield list(current)
 
+    excluded = set(options.excluded_fragment_ids)
     for fragment in manifest.fragments:
         physical = fragment.physical_rows
         by_itself = (
@@ -378,7 +451,7 @@ def _bins(manifest: Manifest, options: CompactionOptions) -> Iterator[list[DataF
         )
         with_neighbours = physical < options.target_rows_per_fragment
         indices = covering.get(fragment.id, frozenset())
-        if not (by_itself or with_neighbours):
+        if fragment.id in excluded or not (by_itself or with_neighbours):
             yield from flush()
             current, alone = [], False
             continue
@@ -410,12 +483,43 @@ def _split(fragments: list[DataFragment], target: int) -> list[list[DataFragment
     return groups
 
 
+def _capped(tasks: Sequence[CompactionTask], options: CompactionOptions) -> tuple[CompactionTask, ...]:
+    """The leading tasks that stay within ``max_source_fragments / rows / bytes`` (pylance stops at
+    the first task that would pass a cap, even if a later, smaller one would fit)."""
+    caps = [getattr(options, name) for name in _LIMITS]
+    totals = [0, 0, 0]
+    kept: list[CompactionTask] = []
+    for task in tasks:
+        sizes = (len(task.fragments), task.num_rows, task.num_bytes)
+        totals = [t + n for t, n in zip(totals, sizes, strict=True)]
+        if any(cap is not None and total > cap for cap, total in zip(caps, totals, strict=True)):
+            break
+        kept.append(task)
+    return tuple(kept)
+
+
 def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
     """The compaction tasks for version ``manifest`` (nothing is read but the manifest)."""
-    tasks = tuple(
-        CompactionTask(manifest.version, tuple(group), options)
-        for fragments in _bins(manifest, options)
-        for group in _split(fragments, options.target_rows_per_fragment)
+    if options.compaction_mode == "force_binary_copy":
+        raise UnsupportedFeatureError(
+            "compaction_mode='force_binary_copy': pages are never copied without re-encoding; use "
+            "'reencode' or 'try_binary_copy' (which re-encodes)"
+        )
+    if options.data_storage_version is not None:
+        target = FileVersion.parse(options.data_storage_version)
+        current = FileVersion.parse(manifest.data_storage_version)
+        if (target is FileVersion.V0_1) != (current is FileVersion.V0_1):
+            raise InvalidOptionError(
+                f"cannot write {target} files into a {current} dataset: V1 and V2 storage versions "
+                "cannot be mixed"
+            )
+    tasks = _capped(
+        [
+            CompactionTask(manifest.version, tuple(group), options)
+            for fragments in _bins(manifest, options)
+            for group in _split(fragments, options.target_rows_per_fragment)
+        ],
+        options,
     )
     covered = _index_sets(manifest)
     if any(f.id in covered for t in tasks for f in t.fragments):
@@ -450,10 +554,15 @@ def _live_mask(reader: FragmentReader) -> np.ndarray:
 def _moved_sequences(
     files: VersionFiles, readers: Sequence[FragmentReader], new: Sequence[DataFragment]
 ) -> list[DataFragment]:
-    """``new`` with the row ids and versions of the rows they received (in order)."""
+    """``new`` with the row ids and versions of the rows they received (in order), as pylance 14.
+
+    Each source fragment's segments (and version runs) lose their deleted rows, segment by segment;
+    then they are cut into the new fragments' row counts (:func:`rechunk_row_ids`,
+    :func:`rechunk_versions`).
+    """
     segments: list[np.ndarray] = []
-    created: list[np.ndarray] = []
-    updated: list[np.ndarray] = []
+    created: VersionRuns = []
+    updated: VersionRuns = []
     for reader in readers:
         meta, live = reader.metadata, _live_mask(reader)
         if meta.row_ids is None:
@@ -462,32 +571,66 @@ def _moved_sequences(
         for segment in decode_row_id_segments(load_sequence(files.store, files.root, meta.row_ids)):
             segments.append(segment[live[position : position + len(segment)]])
             position += len(segment)
+        if position != reader.physical_rows:
+            raise CorruptFileError(
+                f"fragment {meta.id}", f"row id sequence holds {position} ids for {reader.physical_rows} rows"
+            )
         for out, value in ((created, meta.created_at_versions), (updated, meta.last_updated_at_versions)):
-            versions = (
-                np.ones(reader.physical_rows, np.uint64)
+            runs: VersionRuns = (
+                [(np.arange(reader.physical_rows, dtype=np.uint64), 1)]
                 if value is None
-                else decode_versions(load_sequence(files.store, files.root, value), reader.physical_rows)
+                else decode_version_runs(load_sequence(files.store, files.root, value), reader.physical_rows)
             )
-            out.append(versions[live])
-    ends = np.cumsum([len(s) for s in segments])
-    all_ids = np.concatenate(segments) if segments else np.zeros(0, np.uint64)
-    all_created, all_updated = np.concatenate(created), np.concatenate(updated)
-    out_fragments = []
-    start = 0
-    for fragment in new:
-        stop = start + fragment.physical_rows
-        cuts = [start, *ends[(ends > start) & (ends < stop)].tolist(), stop]
-        pieces = [all_ids[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-        out_fragments.append(
-            replace(
-                fragment,
-                row_ids=encode_row_ids(pieces),
-                created_at_versions=encode_versions(all_created[start:stop]),
-                last_updated_at_versions=encode_versions(all_updated[start:stop]),
-            )
+            out.extend(mask_version_runs(runs, live))
+    sizes = [f.physical_rows for f in new]
+    return [
+        replace(fragment, row_ids=ids, created_at_versions=made, last_updated_at_versions=changed)
+        for fragment, ids, made, changed in zip(
+            new,
+            rechunk_row_ids(segments, sizes),
+            rechunk_versions(created, sizes),
+            rechunk_versions(updated, sizes),
+            strict=True,
         )
-        start = stop
-    return out_fragments
+    ]
+
+
+def output_row_counts(live_rows: int, target_rows_per_fragment: int) -> list[int]:
+    """Rows of each new fragment of a task, as pylance 14 splits them: ``live // target`` fragments
+    (at least one) of balanced sizes, the first ones a row larger. 53 rows, target 10 ->
+    ``[11, 11, 11, 10, 10]``; 800 rows, target 500 -> ``[800]``."""
+    if live_rows <= 0:
+        return []
+    count = max(1, live_rows // target_rows_per_fragment)
+    size, extra = divmod(live_rows, count)
+    return [size + 1] * extra + [size] * (count - extra)
+
+
+class _RowStream:
+    """Batches of a stream handed out in pieces of a given number of rows."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
+        self._batches = batches
+        self._carry: pa.RecordBatch | None = None
+
+    def left(self) -> bool:
+        """Whether rows remain after what was taken."""
+        if self._carry is not None and self._carry.num_rows:
+            return True
+        return any(batch.num_rows for batch in self._batches)
+
+    def take(self, rows: int) -> Iterator[pa.RecordBatch]:
+        while rows > 0:
+            batch = self._carry if self._carry is not None else next(self._batches, None)
+            self._carry = None
+            if batch is None:
+                raise CorruptFileError("<compaction>", f"the fragments ran out of rows ({rows} short)")
+            if batch.num_rows > rows:
+                self._carry = batch.slice(rows)
+                batch = batch.slice(0, rows)
+            rows -= batch.num_rows
+            if batch.num_rows:
+                yield batch
 
 
 def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
@@ -495,18 +638,24 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     options = task.options
     readers = [files.fragment(f) for f in task.fragments]
     schema = files.schema
-    batches = _scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE)
+    stream = _RowStream(_scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE))
     write_options = WriteOptions(
         max_rows_per_file=MAX_ROWS_PER_FRAGMENT,
         max_rows_per_group=options.max_rows_per_group,
         max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-        data_storage_version=files.manifest.data_storage_version,
+        data_storage_version=options.data_storage_version or files.manifest.data_storage_version,
         storage_options=files.storage_options,
         # The dataset's encoding plan, like every other writer of the dataset.
         encoding_plan=EncodingPlan.from_config(files.manifest.config),
     ).for_dataset(files.manifest.config)
-    reader = pa.RecordBatchReader.from_batches(schema, batches)
-    new = write_new_fragments(reader, files.uri, files.lance_schema, write_options)
+    live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
+    new: list[DataFragment] = []
+    for rows in output_row_counts(live_rows, options.target_rows_per_fragment):
+        reader = pa.RecordBatchReader.from_batches(schema, stream.take(rows))
+        chunk_options = replace(write_options, max_rows_per_file=rows)
+        new.extend(write_new_fragments(reader, files.uri, files.lance_schema, chunk_options))
+    if stream.left():
+        raise CorruptFileError("<compaction>", f"the fragments hold more than their {live_rows} live rows")
     row_addrs = None
     if files.manifest.uses_stable_row_ids:
         new = _moved_sequences(files, readers, new)
@@ -536,10 +685,10 @@ def commit_compaction(
     row ids; deletes are carried into the new fragments with them).
     """
     if not results:
-        raise ValueError("no compaction results to commit")
+        raise InvalidArgumentError("no compaction results to commit")
     versions = {r.read_version for r in results}
     if len(versions) != 1:
-        raise ValueError(f"compaction results come from different read versions {sorted(versions)}")
+        raise InvalidArgumentError(f"compaction results come from different read versions {sorted(versions)}")
     count = sum(len(r.new_fragments) for r in results)
     reserved, _ = commit(uri, ReserveFragments(count), replace(options, read_version=None))
     assert reserved.max_fragment_id is not None
@@ -594,7 +743,7 @@ def compact(
     committed together at the end. A failing task stops the run: what was committed stays.
     """
     if commit_every is not None and commit_every <= 0:
-        raise ValueError("commit_every must be positive")
+        raise InvalidOptionError("commit_every must be positive")
     the_plan = plan(files.manifest, options)
     if not the_plan.tasks:
         return None

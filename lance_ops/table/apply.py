@@ -250,7 +250,13 @@ def _(op: DataReplacement, base: Manifest, ctx: ApplyContext) -> Manifest:
                 files[slots[0]] = new_file
             else:
                 files.append(new_file)
-        fragments.append(replace(fragment, files=tuple(files)))
+        fragment = replace(fragment, files=tuple(files))
+        if base.uses_stable_row_ids and fragment.id in by_fragment:
+            # as pylance 14: every row of a fragment whose column files were replaced was updated now
+            fragment = replace(
+                fragment, last_updated_at_versions=version_sequence(fragment.physical_rows, ctx.version)
+            )
+        fragments.append(fragment)
     return replace(base, fragments=tuple(fragments))
 
 

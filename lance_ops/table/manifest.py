@@ -48,6 +48,9 @@ FLAG_TABLE_CONFIG = 8
 FLAG_BASE_PATHS = 16
 FLAG_DISABLE_TRANSACTION_FILE = 32
 FLAG_COVERED_INDEX_METADATA = 128
+# Data files of a (V2) version other than the dataset's: set by a compaction with another
+# data_storage_version, then kept on every later version (as pylance 14 does).
+FLAG_MIXED_DATA_FILE_VERSIONS = 256
 SUPPORTED_READER_FLAGS = (
     FLAG_DELETION_FILES
     | FLAG_STABLE_ROW_IDS
@@ -56,6 +59,7 @@ SUPPORTED_READER_FLAGS = (
     | FLAG_BASE_PATHS
     | FLAG_DISABLE_TRANSACTION_FILE
     | FLAG_COVERED_INDEX_METADATA
+    | FLAG_MIXED_DATA_FILE_VERSIONS
 )
 SUPPORTED_WRITER_FLAGS = (
     FLAG_DELETION_FILES
@@ -64,6 +68,7 @@ SUPPORTED_WRITER_FLAGS = (
     | FLAG_TABLE_CONFIG
     | FLAG_BASE_PATHS
     | FLAG_DISABLE_TRANSACTION_FILE
+    | FLAG_MIXED_DATA_FILE_VERSIONS
 )
 
 
@@ -547,6 +552,15 @@ class Manifest:
                 return data_file.file_version
         return "2.0" if self.reader_feature_flags & FLAG_USE_V2_FORMAT_DEPRECATED else "0.1"
 
+    def _mixes_file_versions(self) -> bool:
+        """Whether a V2 data file has another version than the dataset's ``data_format``."""
+        if self.data_format is None or not self.data_format.version.startswith("2."):
+            return False
+        own = self.data_format.version
+        return any(
+            d.file_major_version == 2 and d.file_version != own for f in self.fragments for d in f.files
+        )
+
     def feature_flags(self) -> tuple[int, int]:
         """``(reader, writer)`` flags this manifest's content requires (recomputed on every write)."""
         reader = 0
@@ -556,6 +570,8 @@ class Manifest:
             reader |= FLAG_STABLE_ROW_IDS
         if self.base_paths:
             reader |= FLAG_BASE_PATHS
+        if self.reader_feature_flags & FLAG_MIXED_DATA_FILE_VERSIONS or self._mixes_file_versions():
+            reader |= FLAG_MIXED_DATA_FILE_VERSIONS
         writer = reader | (FLAG_TABLE_CONFIG if self.config else 0)
         return reader, writer
 

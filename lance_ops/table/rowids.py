@@ -4,8 +4,8 @@ A fragment of a dataset with stable row ids (feature flag 2) carries:
 
 * a row-id sequence (``RowIdSequence``): segments listing the fragment's row ids in row order.
   New rows get one contiguous ``Range{start, end}`` (end exclusive) starting at ``next_row_id``:
-  10 rows appended when ``next_row_id`` is 15 -> ``Range{15, 25}``. A compacted fragment holds one
-  segment per source segment, each re-encoded after its deleted rows are dropped.
+  10 rows appended when ``next_row_id`` is 15 -> ``Range{15, 25}``. Compaction drops the deleted
+  rows from each source segment, then cuts the segments into the new fragments (:func:`rechunk_row_ids`).
 * created-at / last-updated-at version sequences (``RowDatasetVersionSequence``): runs
   ``{span, version}`` where only the span's *length* matters (rows are covered in order); rows
   written by version 3 in a fragment of 10 rows -> ``[{span: Range{0, 10}, version: 3}]``.
@@ -142,6 +142,113 @@ def encode_versions(versions: np.ndarray) -> bytes:
             run.span.range.start, run.span.range.end = start, end
             run.version = int(versions[start])
     return seq.SerializeToString()
+
+
+def _is_range(segment: rowids_pb2.U64Segment) -> bool:
+    return segment.WhichOneof("segment") == "range"
+
+
+def rechunk_row_ids(segments: Sequence[np.ndarray], sizes: Sequence[int]) -> list[bytes]:
+    """Serialized ``RowIdSequence`` per chunk of ``sizes`` rows cut from ``segments`` (pylance's rechunk).
+
+    Every piece of a segment that lands in a chunk is re-encoded from its values; a ``Range`` piece
+    that starts where the chunk's previous ``Range`` ends extends it (pylance's ``extend``). Example:
+    segments ``[0..5 minus 2]``, ``[5..9]``, ``[9..12]`` in one chunk ->
+    ``RangeWithBitmap{0, 5}``, ``Range{5, 12}``.
+    """
+    out: list[bytes] = []
+    pending = [s for s in segments if len(s)]
+    index, offset = 0, 0
+    for size in sizes:
+        seq = rowids_pb2.RowIdSequence()
+        remaining = size
+        while remaining > 0:
+            if index >= len(pending):
+                raise CorruptFileError(
+                    "<row ids>", f"row id segments hold fewer rows than the chunks {list(sizes)}"
+                )
+            values = pending[index][offset : offset + remaining]
+            offset += len(values)
+            remaining -= len(values)
+            if offset == len(pending[index]):
+                index, offset = index + 1, 0
+            piece = rowids_pb2.U64Segment()
+            encode_segment(values, piece)
+            last = seq.segments[-1] if len(seq.segments) else None
+            if (
+                last is not None
+                and _is_range(last)
+                and _is_range(piece)
+                and last.range.end == piece.range.start
+            ):
+                last.range.end = piece.range.end
+            else:
+                seq.segments.append(piece)
+        out.append(seq.SerializeToString())
+    if index < len(pending):
+        raise CorruptFileError("<row ids>", f"row id segments hold more rows than the chunks {list(sizes)}")
+    return out
+
+
+VersionRuns = list[tuple[np.ndarray, int]]
+"""Runs of a version sequence: (the span's values, version); only the span's length counts."""
+
+
+def decode_version_runs(data: bytes, num_rows: int, path: str = "<row versions>") -> VersionRuns:
+    """The runs of a serialized ``RowDatasetVersionSequence`` with their span values.
+
+    Rows past the last run (a short sequence) get a run of version 1, as :func:`decode_versions`.
+    """
+    seq = rowids_pb2.RowDatasetVersionSequence()
+    _parse(seq, data, path)
+    runs = [(decode_segment(run.span), int(run.version)) for run in seq.runs]
+    covered = sum(len(span) for span, _ in runs)
+    if covered > num_rows:
+        raise CorruptFileError(path, f"version sequence covers {covered} rows, fragment has {num_rows}")
+    if covered < num_rows:
+        runs.append((np.arange(covered, num_rows, dtype=np.uint64), 1))
+    return runs
+
+
+def mask_version_runs(runs: VersionRuns, live: np.ndarray) -> VersionRuns:
+    """``runs`` without the rows (positions) where ``live`` is False; emptied runs are dropped."""
+    out: VersionRuns = []
+    position = 0
+    for span, version in runs:
+        kept = span[live[position : position + len(span)]]
+        position += len(span)
+        if len(kept):
+            out.append((kept, version))
+    return out
+
+
+def rechunk_versions(runs: VersionRuns, sizes: Sequence[int]) -> list[bytes]:
+    """Serialized ``RowDatasetVersionSequence`` per chunk of ``sizes`` rows cut from ``runs``.
+
+    As pylance: each piece of a run keeps its version and its span's values (re-encoded); runs are
+    never merged, even when neighbours share a version.
+    """
+    out: list[bytes] = []
+    index, offset = 0, 0
+    for size in sizes:
+        seq = rowids_pb2.RowDatasetVersionSequence()
+        remaining = size
+        while remaining > 0:
+            if index >= len(runs):
+                raise CorruptFileError(
+                    "<row versions>", f"version runs hold fewer rows than the chunks {list(sizes)}"
+                )
+            span, version = runs[index]
+            values = span[offset : offset + remaining]
+            offset += len(values)
+            remaining -= len(values)
+            if offset == len(span):
+                index, offset = index + 1, 0
+            run = seq.runs.add()
+            encode_segment(values, run.span)
+            run.version = version
+        out.append(seq.SerializeToString())
+    return out
 
 
 def _decode_array(array: rowids_pb2.EncodedU64Array) -> np.ndarray:

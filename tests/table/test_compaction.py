@@ -441,3 +441,427 @@ def test_edge_shapes(tmp_path, lance_module, sizes: list[int], deletes: list[str
     assert len(ds.manifest.fragments) == 1
     assert ds.to_table(with_row_id=True).equals(expected)
     assert lance_module.dataset(uri).to_table(with_row_id=True).equals(expected)
+
+
+def _pylance_history(lance, uri: str) -> None:  # type: ignore[no-untyped-def]
+    """Fragments with every shape of row id sequence: ranges, holes from deletes, an update's moved
+    rows (ids out of order), a later compaction's multi-segment fragment, clean neighbours."""
+    lance.write_dataset(table(20), uri, enable_stable_row_ids=True, max_rows_per_file=12)
+    lance.dataset(uri).update({"s": "'u'"}, where="id < 3 or (id >= 8 and id < 11)")
+    lance.write_dataset(table(10, 20), uri, mode="append")
+    lance.write_dataset(table(10, 30), uri, mode="append")
+    lance.dataset(uri).optimize.compact_files(
+        target_rows_per_fragment=1000, materialize_deletions_threshold=0.0
+    )
+    lance.write_dataset(table(9, 40), uri, mode="append")
+    lance.write_dataset(table(3, 49), uri, mode="append")
+    lance.dataset(uri).delete("id = 22 or id = 5 or id = 41")
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"target_rows_per_fragment": 1000},
+        {"target_rows_per_fragment": 7, "materialize_deletions_threshold": 0.0},
+        {"target_rows_per_fragment": 10},
+        {"target_rows_per_fragment": 3, "materialize_deletions": False},
+    ],
+)
+def test_split_and_sequences_match_pylance(tmp_path, lance_module, options) -> None:  # type: ignore[no-untyped-def]
+    """pylance 14 writes ``live // target`` balanced fragments per task, and its row id / version
+    sequences: segments lose their deleted rows one by one, are re-encoded when cut, and touching
+    ranges merge. Ours are byte for byte the same, and the rows keep their ids."""
+    import shutil
+
+    ours_uri, theirs_uri = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    _pylance_history(lance_module, theirs_uri)
+    shutil.copytree(theirs_uri, ours_uri)
+    before = lance_module.dataset(ours_uri).to_table(with_row_id=True).sort_by("_rowid")
+    ours = lance_ops.dataset(ours_uri).optimize.compact_files(**options)
+    theirs = lance_module.dataset(theirs_uri).optimize.compact_files(**options)
+    assert (ours.fragments_removed, ours.fragments_added, ours.files_removed, ours.files_added) == (
+        theirs.fragments_removed,
+        theirs.fragments_added,
+        theirs.files_removed,
+        theirs.files_added,
+    )
+    mine, other = lance_ops.dataset(ours_uri).manifest, lance_ops.dataset(theirs_uri).manifest
+    assert [(f.id, f.physical_rows) for f in mine.fragments] == [
+        (f.id, f.physical_rows) for f in other.fragments
+    ]
+    for name in ("row_ids", "created_at_versions", "last_updated_at_versions"):
+        assert [getattr(f, name) for f in mine.fragments] == [getattr(f, name) for f in other.fragments], name
+    read = lance_module.dataset(ours_uri).to_table(with_row_id=True, with_row_address=True)
+    assert read.equals(lance_module.dataset(theirs_uri).to_table(with_row_id=True, with_row_address=True))
+    assert read.drop_columns(["_rowaddr"]).sort_by("_rowid").equals(before)
+
+
+def test_output_row_counts() -> None:
+    assert compaction.output_row_counts(53, 10) == [11, 11, 11, 10, 10]
+    assert compaction.output_row_counts(800, 500) == [800]
+    assert compaction.output_row_counts(1000, 500) == [500, 500]
+    assert compaction.output_row_counts(7, 100) == [7]
+    assert compaction.output_row_counts(0, 100) == []
+
+
+@pytest.mark.interop
+def test_compact_files_signature_matches_pylance(lance_module) -> None:  # type: ignore[no-untyped-def]
+    """Every argument of pylance's ``compact_files`` and key of its ``CompactionOptions`` exists
+    here, keyword-only, defaulting to None (= pylance's default) in ``compact_files``."""
+    import inspect
+
+    from lance.dataset import DatasetOptimizer as PylanceOptimizer
+    from lance.optimize import CompactionOptions as PylanceOptions
+
+    theirs = inspect.signature(PylanceOptimizer.compact_files).parameters
+    ours = inspect.signature(lance_ops.optimize.DatasetOptimizer.compact_files).parameters
+    for name in theirs:
+        if name == "self":
+            continue
+        assert name in ours, name
+        assert ours[name].kind is inspect.Parameter.KEYWORD_ONLY and ours[name].default is None, name
+    option_fields = set(CompactionOptions.__dataclass_fields__)
+    assert set(PylanceOptions.__annotations__) <= option_fields
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_source_fragments": 3},
+        {"max_source_fragments": 2},
+        {"max_source_fragments": 7},
+        {"max_source_rows": 30},
+        {"max_source_rows": 29},
+        {"max_source_rows": 65},
+        {"excluded_fragment_ids": [4]},
+        {"excluded_fragment_ids": [1, 99, 1]},
+        {"excluded_fragment_ids": [2, 3], "max_source_fragments": 5},
+    ],
+)
+def test_source_caps_and_exclusions_plan_as_pylance(tmp_path, lance_module, options) -> None:  # type: ignore[no-untyped-def]
+    from lance.optimize import Compaction as PylanceCompaction
+
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 4 + [100] + [10] * 6, stable=False, deletes=["id = 3"])
+    options = {"target_rows_per_fragment": 30, **options}
+    ours = Compaction.plan(lance_ops.dataset(uri), options)
+    theirs = PylanceCompaction.plan(lance_module.dataset(uri), options)
+    assert plan_ids(ours.tasks) == plan_ids(theirs.tasks)
+    # the same plan when compacting
+    lance_ops.dataset(uri).optimize.compact_files(**options)
+    assert [f.id for f in lance_ops.dataset(uri).manifest.fragments if f.id < 11] == sorted(
+        {*range(11)} - {i for task in plan_ids(theirs.tasks) for i in task}
+    )
+
+
+@pytest.mark.interop
+def test_max_source_bytes_plans_as_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    from lance.optimize import Compaction as PylanceCompaction
+
+    uri = str(tmp_path / "d")
+    lance_module.write_dataset(table(60), uri, max_rows_per_file=10)
+    size = lance_module.dataset(uri).get_fragments()[0].metadata.files[0].file_size_bytes
+    assert {f.metadata.files[0].file_size_bytes for f in lance_module.dataset(uri).get_fragments()} == {size}
+    for cap in (3 * size, 3 * size - 1, 6 * size, 6 * size - 1):
+        options = {"target_rows_per_fragment": 30, "max_source_bytes": cap}
+        ours = Compaction.plan(lance_ops.dataset(uri), options)
+        theirs = PylanceCompaction.plan(lance_module.dataset(uri), options)
+        assert plan_ids(ours.tasks) == plan_ids(theirs.tasks), cap
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("version", ["2.2", "stable"])
+def test_data_storage_version_of_the_output(tmp_path, lance_module, version: str) -> None:  # type: ignore[no-untyped-def]
+    ours_uri, theirs_uri = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    build(ours_uri, [10] * 3, stable=True)
+    build(theirs_uri, [10] * 3, stable=True)
+    lance_ops.dataset(ours_uri).optimize.compact_files(data_storage_version=version)
+    lance_module.dataset(theirs_uri).optimize.compact_files(data_storage_version=version)
+    (mine,) = lance_ops.dataset(ours_uri).manifest.fragments
+    (other,) = lance_ops.dataset(theirs_uri).manifest.fragments
+    assert (mine.files[0].file_major_version, mine.files[0].file_minor_version) == (
+        other.files[0].file_major_version,
+        other.files[0].file_minor_version,
+    )
+    assert (
+        lance_module.dataset(ours_uri)
+        .to_table(with_row_id=True)
+        .equals(lance_module.dataset(theirs_uri).to_table(with_row_id=True))
+    )
+
+
+def _flags_and_versions(uri: str) -> tuple[object, ...]:
+    m = lance_ops.dataset(uri).manifest
+    return (
+        m.reader_feature_flags,
+        m.writer_feature_flags,
+        m.data_storage_version,
+        [[d.file_version for d in f.files] for f in m.fragments],
+    )
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [True, False])
+def test_other_file_version_as_pylance(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    """``data_storage_version`` picks the compacted files' version; another V2 version than the
+    dataset's sets feature flag 0x100 (kept afterwards) and the dataset's default stays: the same
+    steps by us and by pylance give the same flags, file versions and rows, and each library
+    reads the other's dataset."""
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    steps = [
+        lambda m, u: m.dataset(u).optimize.compact_files(data_storage_version="2.1"),
+        lambda m, u: m.write_dataset(table(5, 100), u, mode="append"),
+        lambda m, u: m.dataset(u).delete("id = 101"),
+        lambda m, u: m.dataset(u).optimize.compact_files(
+            data_storage_version="2.0", target_rows_per_fragment=10
+        ),
+        lambda m, u: m.dataset(u).optimize.compact_files(data_storage_version="stable"),
+    ]
+    build(ours, [5] * 3, stable=stable)
+    build(theirs, [5] * 3, stable=stable)
+    kwargs = {"with_row_id": True, "with_row_address": True}
+    for n, step in enumerate(steps):
+        step(lance_ops, ours)
+        step(lance_module, theirs)
+        assert _flags_and_versions(ours) == _flags_and_versions(theirs), n
+        expected = lance_module.dataset(theirs).to_table(**kwargs)
+        assert lance_module.dataset(ours).to_table(**kwargs).equals(expected), n
+        assert lance_ops.dataset(theirs).to_table(**kwargs).equals(expected), n
+    assert _flags_and_versions(ours)[0] & 0x100  # type: ignore[operator]
+
+
+@pytest.mark.interop
+def test_pylance_continues_on_mixed_file_versions(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 3, stable=True, deletes=["id = 4"])
+    lance_ops.dataset(uri).optimize.compact_files(data_storage_version="2.1")
+    lance_module.write_dataset(table(5, 30), uri, mode="append")
+    lance_module.dataset(uri).delete("id = 31")
+    ours = lance_ops.dataset(uri)
+    assert ours.to_table(with_row_id=True).equals(lance_module.dataset(uri).to_table(with_row_id=True))
+    assert ours._take_rows([0, 32], columns=["id"])["id"].to_pylist() == [0, 32]
+    ours.delete("id = 0")
+    assert lance_module.dataset(uri).count_rows() == 32
+
+
+@pytest.mark.interop
+def test_compaction_modes(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 3, stable=False, deletes=["id = 4"])
+    before = listing(uri)
+    with pytest.raises(UnsupportedFeatureError, match="force_binary_copy"):
+        lance_ops.dataset(uri).optimize.compact_files(compaction_mode="force_binary_copy")
+    assert listing(uri) == before
+    metrics = lance_ops.dataset(uri).optimize.compact_files(compaction_mode="try_binary_copy")
+    assert metrics == CompactionMetrics(
+        fragments_removed=3, fragments_added=1, files_removed=4, files_added=1
+    )
+    assert lance_module.dataset(uri).to_table()["id"].to_pylist() == [i for i in range(30) if i != 4]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_source_fragments": 0},
+        {"max_source_rows": 0},
+        {"max_source_bytes": 0},
+        {"compaction_mode": "copy"},
+        {"data_storage_version": "bogus"},
+        {"data_storage_version": "0.1"},
+    ],
+)
+def test_bad_options_refused_like_pylance(tmp_path, lance_module, bad) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.errors import InvalidArgumentError
+
+    uri = str(tmp_path / "d")
+    build(uri, [10] * 3, stable=False)
+    before = listing(uri)
+    with pytest.raises((ValueError, OSError)) as theirs:
+        lance_module.dataset(uri).optimize.compact_files(**bad)
+    with pytest.raises(InvalidArgumentError) as ours:
+        lance_ops.dataset(uri).optimize.compact_files(**bad)
+    assert isinstance(ours.value, type(theirs.value))  # catchable as pylance's error
+    assert listing(uri) == before
+
+
+_COMPACTOR = """
+import json, sys, time
+from pathlib import Path
+import lance_ops
+from lance_ops.errors import RetryableCommitConflictError
+from lance_ops.optimize import Compaction
+uri, flags = sys.argv[1], Path(sys.argv[2])
+ds = lance_ops.dataset(uri)
+results = [t.execute(uri) for t in Compaction.plan(ds, {"target_rows_per_fragment": 100}).tasks]
+(flags / "executed").touch()
+while not (flags / "go").exists():
+    time.sleep(0.02)
+try:
+    metrics = Compaction.commit(ds, results)
+    print(json.dumps({"outcome": "committed", "removed": metrics.fragments_removed}))
+except RetryableCommitConflictError as exc:
+    print(json.dumps({"outcome": "conflict", "error": str(exc)}))
+"""
+
+_RACER = """
+import sys, time
+from pathlib import Path
+import pyarrow as pa
+import lance
+uri, flags, action = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+while not (flags / "executed").exists():
+    time.sleep(0.02)
+if action == "delete":
+    lance.dataset(uri).delete("id = 15 or id = 33 or id = 170")
+else:
+    ids = pa.array(range(1000, 1007), pa.int64())
+    data = pa.table({"id": ids, "s": pa.array([f"r{i}" for i in range(1000, 1007)]),
+                     "st": pa.array([{"a": i, "b": float(i)} for i in range(1000, 1007)])})
+    lance.write_dataset(data, uri, mode="append")
+(flags / "go").touch()
+"""
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(("stable", "action"), [(True, "delete"), (False, "delete"), (True, "append")])
+def test_compaction_racing_pylance_in_another_process(
+    tmp_path, lance_module, stable: bool, action: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A compaction (its own process) executes its tasks; pylance (another process) deletes from or
+    appends to the dataset; then the compaction commits. A delete on compacted fragments is carried
+    (stable row ids) or makes the commit a retryable conflict; an append lands beside it. No deleted
+    row ever comes back, and the next compaction finishes the job."""
+    import subprocess
+    import sys
+
+    uri, flags = str(tmp_path / "d"), tmp_path / "flags"
+    flags.mkdir()
+    build(uri, [10] * 6 + [150], stable=stable)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    compactor = subprocess.Popen(
+        [sys.executable, "-c", _COMPACTOR, uri, str(flags)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    racer = subprocess.run([sys.executable, "-c", _RACER, uri, str(flags), action], env=env, timeout=120)
+    out, _ = compactor.communicate(timeout=120)
+    assert racer.returncode == 0 and compactor.returncode == 0
+    outcome = json.loads(out.strip().splitlines()[-1])
+    gone = {15, 33, 170} if action == "delete" else set()
+    added = set(range(1000, 1007)) if action == "append" else set()
+    expected = sorted(({*range(210)} - gone) | added)
+    if action == "delete" and not stable:
+        assert outcome["outcome"] == "conflict"
+    else:
+        assert outcome == {"outcome": "committed", "removed": 6}
+    for reader in (lance_ops.dataset(uri), lance_module.dataset(uri)):
+        got = reader.to_table(columns=["id"], with_row_id=True).sort_by("id")
+        assert got["id"].to_pylist() == expected
+        if stable:  # ids were assigned in id order: 0..209, then the append's 210..216
+            assert got["_rowid"].to_pylist() == [i if i < 1000 else 210 + i - 1000 for i in expected]
+    lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=100)
+    assert sorted(lance_module.dataset(uri).to_table(columns=["id"])["id"].to_pylist()) == expected
+
+
+_KILLED_AFTER = """
+import os, signal, sys
+import lance_ops
+uri, groups = sys.argv[1], int(sys.argv[2])
+
+def progress(event):
+    # the (groups + 1)-th task has finished: the first `groups` are committed, this one is not yet
+    if event.done == groups + 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+lance_ops.dataset(uri).optimize.compact_files(
+    target_rows_per_fragment=8, commit_every=1, num_threads=1, progress=progress
+)
+"""
+
+
+@pytest.mark.interop
+def test_killed_compaction_keeps_the_groups_it_committed(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """A compaction process killed (SIGKILL) after k groups leaves k Rewrite commits and a dataset
+    both libraries read unchanged; the next run compacts only the rest."""
+    import signal
+    import subprocess
+    import sys
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [5] * 10, stable=True, deletes=["id % 7 = 0"])
+    expected = ds.to_table(with_row_id=True).sort_by("_rowid")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run([sys.executable, "-c", _KILLED_AFTER, uri, "2"], env=env, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    after = lance_ops.dataset(uri)
+    rewrites = [
+        after.read_transaction(v)
+        for v in range(ds.version + 1, after.version + 1)
+        if isinstance(after.read_transaction(v).operation, Rewrite)
+    ]
+    assert len(rewrites) == 2
+    assert after.to_table(with_row_id=True).sort_by("_rowid").equals(expected)
+    assert lance_module.dataset(uri).to_table(with_row_id=True).sort_by("_rowid").equals(expected)
+    compacted = {f.id for r in rewrites for g in r.operation.groups for f in g.old_fragments}
+    rest = after.optimize.compact_files(target_rows_per_fragment=8)
+    assert rest.fragments_removed == 10 - len(compacted)
+    assert lance_module.dataset(uri).to_table(with_row_id=True).sort_by("_rowid").equals(expected)
+
+
+def test_new_options_serialise_and_come_from_config(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.errors import InvalidArgumentError
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [10] * 8, stable=False)
+    options = CompactionOptions(
+        target_rows_per_fragment=20,
+        excluded_fragment_ids=[3, 3],
+        max_source_fragments=4,
+        compaction_mode="TRY_BINARY_COPY",
+        data_storage_version="stable",
+    )
+    assert (options.excluded_fragment_ids, options.compaction_mode, options.data_storage_version) == (
+        (3, 3),
+        "try_binary_copy",
+        "2.2",
+    )
+    the_plan = Compaction.plan(ds, options)
+    assert plan_ids(the_plan.tasks) == [[0, 1, 2]]
+    for copy in (pickle.loads(pickle.dumps(the_plan)), CompactionPlan.from_json(the_plan.json())):
+        assert copy == the_plan
+    config = {
+        "lance.compaction.excluded_fragment_ids": "1, 5",
+        "lance.compaction.max_source_rows": "30",
+        "lance.compaction.defer_index_remap": "true",
+    }
+    resolved = CompactionOptions.resolve(config)
+    assert (resolved.excluded_fragment_ids, resolved.max_source_rows, resolved.defer_index_remap) == (
+        (1, 5),
+        30,
+        True,
+    )
+    with pytest.raises(InvalidArgumentError):
+        CompactionOptions(excluded_fragment_ids=[-1])
+    with pytest.raises(InvalidArgumentError):
+        CompactionOptions(target_rows_per_fragment=0)
+
+
+def test_bad_commit_arguments_are_typed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.errors import InvalidArgumentError
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, [5] * 4, stable=False)
+    with pytest.raises(InvalidArgumentError, match="commit_every"):
+        ds.optimize.compact_files(commit_every=0)
+    with pytest.raises(InvalidArgumentError, match="no compaction results"):
+        compaction.commit_compaction(uri, [], ds._commit_options(None))
+    first = [t.execute(uri) for t in Compaction.plan(ds, {"target_rows_per_fragment": 10}).tasks]
+    ds.delete("id = 19")  # fragment 3: a new version, whose plan compacts it alone
+    later = [
+        t.execute(uri)
+        for t in Compaction.plan(lance_ops.dataset(uri), {"target_rows_per_fragment": 10}).tasks
+    ]
+    with pytest.raises(InvalidArgumentError, match="different read versions"):
+        Compaction.commit(ds, [first[0], later[-1]])
+    assert lance_ops.dataset(uri).version == ds.version

@@ -289,3 +289,145 @@ def test_rowid_rowaddr_with_filter_limit_and_fragments(tmp_path, lance_module, s
     assert ours.to_table(limit=7, offset=5, **kwargs).equals(theirs.to_table(limit=7, offset=5, **kwargs))
     for mine, other in zip(ours.get_fragments(), theirs.get_fragments(), strict=True):
         assert mine.to_table(**kwargs).equals(other.to_table(**kwargs))
+
+
+def _sequences(uri: str) -> tuple[object, ...]:
+    m = lance_ops.dataset(uri).manifest
+    return (
+        m.next_row_id,
+        m.reader_feature_flags,
+        m.writer_feature_flags,
+        [
+            (f.id, f.physical_rows, f.row_ids, f.created_at_versions, f.last_updated_at_versions)
+            for f in m.fragments
+        ],
+    )
+
+
+def _replace_column_file(mod, uri: str) -> None:  # type: ignore[no-untyped-def]
+    """Replace fragment 0's file of column ``x`` (its last file) by a new one (DataReplacement)."""
+    import uuid
+
+    from lance.file import LanceFileWriter
+
+    from lance_ops.table.manifest import DataFile
+
+    name = f"{uuid.uuid4().hex}.lance"
+    first = lance_ops.dataset(uri).manifest.fragments[0]
+    rows, (field,) = first.physical_rows, first.files[-1].fields
+    with LanceFileWriter(f"{uri}/data/{name}", version="2.2") as writer:
+        writer.write_batch(pa.table({"x": pa.array(range(1000, 1000 + rows), pa.int64())}))
+    version = mod.dataset(uri).version
+    if mod is lance_ops:
+        operation = LanceOperation.DataReplacement([(0, DataFile(name, (field,), (0,), 2, 2))])
+    else:
+        new_file = mod.fragment.DataFile(name, [field], [0], 2, 2)
+        operation = mod.LanceOperation.DataReplacement([mod.LanceOperation.DataReplacementGroup(0, new_file)])
+    mod.LanceDataset.commit(uri, operation, read_version=version)
+
+
+def _update_two_rows(mod, uri: str) -> None:  # type: ignore[no-untyped-def]
+    ds = mod.dataset(uri)
+    fragment = ds.get_fragments()[1]
+    ids = fragment.to_table(columns=["_rowid"])["_rowid"].to_pylist()
+    metadata, fields = fragment.update_columns(
+        pa.table({"_rowid": pa.array(ids[:2], pa.uint64()), "s": ["new0", "new1"]})
+    )
+    operation = mod.LanceOperation.Update(updated_fragments=[metadata], fields_modified=fields)
+    mod.LanceDataset.commit(uri, operation, read_version=ds.version)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [True, False])
+def test_sequences_through_every_operation_match_pylance(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    """The same operations by us and by pylance leave byte-identical row id and version sequences,
+    ``next_row_id`` and feature flags, and the same ``_rowid`` / ``_rowaddr``."""
+    lance = lance_module
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    steps = [
+        (
+            "create",
+            lambda m, u: m.write_dataset(table(20), u, max_rows_per_file=7, enable_stable_row_ids=stable),
+        ),
+        ("append 0 rows", lambda m, u: m.write_dataset(table(1, 20).slice(0, 0), u, mode="append")),
+        ("append 1 row", lambda m, u: m.write_dataset(table(1, 20), u, mode="append")),
+        ("delete", lambda m, u: m.dataset(u).delete("id % 5 = 1")),
+        ("add_columns", lambda m, u: m.dataset(u).add_columns({"x": "id * 2"})),
+        ("alter_columns", lambda m, u: m.dataset(u).alter_columns({"path": "x", "data_type": pa.int64()})),
+        ("update_columns", _update_two_rows),
+        ("DataReplacement", _replace_column_file),
+        ("drop_columns", lambda m, u: m.dataset(u).drop_columns(["x"])),
+        ("overwrite", lambda m, u: m.write_dataset(table(9, 100), u, mode="overwrite", max_rows_per_file=4)),
+        ("restore", lambda m, u: m.dataset(u, version=4).restore()),
+        ("append", lambda m, u: m.write_dataset(table(2, 300), u, mode="append")),
+    ]
+    for name, step in steps:
+        step(lance_ops, ours)
+        step(lance, theirs)
+        assert _sequences(ours) == _sequences(theirs), name
+        kwargs = {"with_row_id": True, "with_row_address": True}
+        expected = lance.dataset(theirs).to_table(**kwargs)
+        assert lance.dataset(ours).to_table(**kwargs).equals(expected), name
+        assert lance_ops.dataset(ours).to_table(**kwargs).equals(expected), name
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [True, False])
+def test_rowid_rowaddr_in_filters_and_takes_match_pylance(tmp_path, lance_module, stable: bool) -> None:  # type: ignore[no-untyped-def]
+    """Filters may name ``_rowid`` / ``_rowaddr``; takes may return them, in the order asked."""
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(40), uri, max_rows_per_file=9, enable_stable_row_ids=stable)
+    lance_ops.write_dataset(table(5, 40), uri, mode="append")
+    lance_ops.dataset(uri).delete("id % 4 = 1")
+    lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=12)
+    ours, theirs = lance_ops.dataset(uri), lance_module.dataset(uri)
+    some_ids = theirs.to_table(with_row_id=True)["_rowid"].to_pylist()[::4]
+    calls = [
+        lambda ds: ds.to_table(columns=["id"], filter="_rowid > 20", with_row_id=True),
+        lambda ds: ds.to_table(
+            columns=["id"], filter="_rowaddr >= 4294967296 and id % 2 = 0", with_row_address=True
+        ),
+        lambda ds: ds.scanner(columns=["s"], filter="_rowid in (2, 3, 6, 44)").to_table(),
+        lambda ds: ds.get_fragments()[0].to_table(columns=["id"], filter="_rowid > 2"),
+        lambda ds: ds.take([0, 5, 3], columns=["id", "_rowid", "_rowaddr"]),
+        lambda ds: ds.take([1, 2], columns=["_rowaddr", "s"]),
+        lambda ds: ds.take([], columns=["id", "_rowid"]),
+        lambda ds: ds._take_rows(some_ids, columns=["_rowid", "id"]),
+    ]
+    for n, call in enumerate(calls):
+        mine, other = call(ours), call(theirs)
+        assert mine.schema == other.schema and mine.equals(other), n
+    assert ours.count_rows(filter="_rowid < 10") == theirs.count_rows(filter="_rowid < 10")
+
+
+def test_take_rows_by_address_outside_the_version_raises(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Without stable ids, pylance skips deleted rows but refuses an address past its fragment's
+    rows or in a fragment the version does not have (OSError "Invalid user input")."""
+    from lance_ops.errors import TakeIndexError
+
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(20), uri, max_rows_per_file=10)
+    ds = lance_ops.dataset(uri)
+    ds.delete("id = 3")
+    assert ds._take_rows([3, (1 << 32) + 9, 1], columns=["id"])["id"].to_pylist() == [19, 1]
+    for address in (10, (1 << 32) + 10, 5 << 32):
+        with pytest.raises(TakeIndexError, match="not a row of version"):
+            ds._take_rows([0, address], columns=["id"])
+    with pytest.raises(OSError):
+        ds._take_rows([5 << 32])
+
+
+@pytest.mark.interop
+def test_rowid_rowaddr_column_order_matches_pylance(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """With ``with_row_id`` / ``with_row_address`` set, ``_rowid`` / ``_rowaddr`` come last (in
+    that order) even when ``columns`` names them elsewhere; without, they stay where named."""
+    import itertools
+
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(table(10), uri, max_rows_per_file=4, enable_stable_row_ids=True)
+    for columns in (["_rowid", "id"], ["id", "_rowaddr", "s"], ["_rowaddr", "_rowid", "id"], ["_rowid"]):
+        for with_id, with_address in itertools.product([False, True], repeat=2):
+            kwargs = {"columns": columns, "with_row_id": with_id, "with_row_address": with_address}
+            ours = lance_ops.dataset(uri).to_table(**kwargs)
+            theirs = lance_module.dataset(uri).to_table(**kwargs)
+            assert ours.schema == theirs.schema and ours.equals(theirs), kwargs
