@@ -18,7 +18,17 @@ versions' references:
   modification time is more than 7 days old, or always with ``delete_unverified=True``.
 
 Unlike pylance, every file of those directories is considered whatever its name or age relative to
-the retained manifests, so orphans are not missed when an old version is tagged.
+the retained manifests, so orphans are not missed when an old version is tagged, and temporary files
+(``_transactions/.tmpXXXXXX`` of a killed pylance writer, ``.*.lance-ops-partial`` of ours) are
+swept as well (pylance 14 only looks at ``.txn`` names there).
+
+``_versions/`` holds the leftovers of killed committers too: temporary files (hidden names), a
+local claim's staging copy (``{name}#...``) and external-store staging manifests
+(``{name}-{uuid}``, :mod:`lance_ops.table.manifest_store`). They are unverified files (7-day rule,
+``delete_unverified``) counted in ``bytes_removed`` and ``paths`` only; a staging manifest of a
+version newer than the latest listed one is always kept, since it may be a claimed version that the
+next reader through the store still has to finish. Manifests, detached manifests and the version
+hint are never touched here (pylance leaves all of ``_versions/`` but manifests alone).
 
 Concurrent writers: just before deleting, the versions are listed again and every file a version
 committed meanwhile references is taken off the list (a Restore of a version being removed, say).
@@ -41,7 +51,14 @@ from lance_ops.ops.tags import Tags
 from lance_ops.progress import CLEANUP, ProgressCallback, Tracker
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_manifests
 from lance_ops.table.manifest import ExternalFile, Manifest
-from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR
+from lance_ops.table.naming import (
+    DATA_DIR,
+    DELETIONS_DIR,
+    MANIFEST_SUFFIX,
+    TRANSACTIONS_DIR,
+    VERSIONS_DIR,
+    ManifestNamingScheme,
+)
 from lance_ops.table.statistics import STATS_DIR, statistics_files
 
 __all__ = ["CleanupPolicy", "CleanupStats", "cleanup_old_versions"]
@@ -204,6 +221,36 @@ def _plan_files(
     return plan
 
 
+def _staged_version(name: str) -> int | None:
+    """The version of an external-store staging manifest name ``{manifest name}-{uuid}``, else None."""
+    head, dash, tail = name.partition(f"{MANIFEST_SUFFIX}-")
+    if not dash or not tail:
+        return None
+    parsed = ManifestNamingScheme.parse(head + MANIFEST_SUFFIX)
+    return None if parsed is None else parsed[1]
+
+
+def _plan_versions_dir(
+    store: ObjectStore, root: str, latest: int, policy: CleanupPolicy, now_ns: int
+) -> list[tuple[str, FileInfo]]:
+    """Leftovers of killed committers in ``_versions/`` that are to be removed (see module doc)."""
+    young_after = (now_ns - _ns(UNVERIFIED_THRESHOLD)) / 1e9
+    plan = []
+    for info in store.walk(store.join(root, VERSIONS_DIR)):
+        relative = _relative(store, root, info.path)
+        parts = relative.split("/")
+        if len(parts) != 2:
+            continue
+        name = parts[1]
+        staged = _staged_version(name)
+        leftover = name.startswith(".") or "#" in name or staged is not None
+        if not leftover or (staged is not None and staged > latest):
+            continue
+        if policy.delete_unverified or info.mtime < young_after:
+            plan.append((relative, info))
+    return plan
+
+
 def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> CleanupError:
     versions = set(tagged_old)
     named = {name: tag.version for name, tag in tags.contents().items() if tag.version in versions}
@@ -246,6 +293,7 @@ def cleanup_old_versions(
     if tagged_old and policy.error_if_tagged_old_versions:
         raise _tagged_error(tags, tagged_old)
     files = _plan_files(store, root, retained, removed, policy, now_ns)
+    leftovers = _plan_versions_dir(store, root, latest, policy, now_ns)
     # Versions committed since the listing above keep what they reference.
     known = {entry.manifest.version for entry in loaded}
     newer = [e.version for e in list_versions(store, root) if e.version not in known]
@@ -253,6 +301,7 @@ def cleanup_old_versions(
         retained.add(load_manifest(store, root, version).manifest)
     files = [(relative, info) for relative, info in files if not retained.holds(relative)]
     manifests = [(_relative(store, root, entry.path), entry.size) for entry in old]
+    manifests += [(relative, info.size) for relative, info in leftovers]
     stats = CleanupStats(
         bytes_removed=sum(size for _, size in manifests) + sum(info.size for _, info in files),
         old_versions=len(old),
@@ -266,7 +315,7 @@ def cleanup_old_versions(
     if policy.dry_run:
         return stats
     failed = 0
-    doomed = [entry.path for entry in old] + [info.path for _, info in files]
+    doomed = [entry.path for entry in old] + [info.path for _, info in leftovers + files]
     tracker = Tracker.start(progress, CLEANUP, len(doomed), "files")
     for path in doomed:
         try:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,7 +19,7 @@ from lance_ops import CleanupStats
 from lance_ops.errors import CleanupError, CorruptFileError
 from lance_ops.io.local import TEMP_SUFFIX
 from lance_ops.ops import cleanup as cleanup_op
-from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, ManifestNamingScheme
 
 ZERO = dt.timedelta(0)
 EIGHT_DAYS = 8 * 86_400
@@ -180,6 +181,40 @@ def test_orphans_and_partial_files(tmp_path: Path) -> None:
     assert stats.bytes_removed == 7 * len(orphans)
     assert not orphans & _files(root)
     assert lance_ops.dataset(uri).to_table() == _table(10)
+
+
+def test_versions_dir_leftovers(tmp_path: Path) -> None:
+    """Temporary and staging files of killed committers in _versions/ follow the 7-day rule; a
+    staging manifest of a version newer than the latest (a claim to repair) and anything that is
+    not a leftover stay."""
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    root = tmp_path / "ds"
+    name = ManifestNamingScheme.V2.manifest_name
+    leftovers = {
+        "_versions/.tmpAbC123",
+        f"_versions/.{name(6)}.0123{TEMP_SUFFIX}",
+        f"_versions/{name(3)}#1",
+        f"_versions/{name(2)}-{uuid.uuid4().hex}",
+    }
+    kept = {
+        f"_versions/{name(6)}-{uuid.uuid4().hex}",
+        "_versions/d9223372036854775809.manifest",
+        "_versions/notes",
+    }
+    for relative in leftovers | kept:
+        (root / relative).write_bytes(b"left")
+    before = _files(root)
+    ds = lance_ops.dataset(uri)
+    assert ds.cleanup_old_versions(retain_versions=5).paths == ()
+    dry = ds.cleanup_old_versions(retain_versions=5, delete_unverified=True, dry_run=True)
+    assert set(dry.paths) == leftovers and dry.bytes_removed == 4 * len(leftovers)
+    assert _files(root) == before
+    _age(root, EIGHT_DAYS)
+    stats = ds.cleanup_old_versions(retain_versions=5)
+    assert set(stats.paths) == leftovers and _files(root) == before - leftovers
+    assert (stats.old_versions, stats.data_files_removed, stats.transaction_files_removed) == (0, 0, 0)
+    assert [v["version"] for v in lance_ops.dataset(uri).versions()] == [1, 2, 3, 4, 5]
 
 
 def test_tagged_old_version(tmp_path: Path) -> None:

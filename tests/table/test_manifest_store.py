@@ -147,6 +147,23 @@ def test_writer_killed_between_claim_and_copy_is_repaired(tmp_path: Path) -> Non
     assert lance_ops.dataset(uri).version == 2
 
 
+def test_cleanup_keeps_a_claim_awaiting_repair(tmp_path: Path) -> None:
+    """A cleanup that bypasses the store (delete_unverified, everything old) leaves the staging
+    manifest of a claimed version alone, so the next reader through the store can finish it."""
+    uri, db = tmp_path / "ds", tmp_path / "m.db"
+    store = SqliteManifestStore(db)
+    lance_ops.write_dataset(_table(10), uri, manifest_store=store)
+    lance_ops.write_dataset(_table(5, 10), uri, mode="append", manifest_store=store)
+    assert _run(_KILLED_WRITER, str(uri), str(db)).wait() == -9
+    staged = _records(db, str(uri))[-1][1]
+    stats = lance_ops.dataset(uri).cleanup_old_versions(retain_versions=1, delete_unverified=True)
+    assert stats.old_versions == 1 and staged not in stats.paths
+    assert (uri / staged).exists()
+    ds = lance_ops.dataset(uri, manifest_store=store)
+    assert ds.version == 3 and ds.count_rows() == 18
+    assert _versions_dir(uri) == sorted(ManifestNamingScheme.V2.manifest_name(v) for v in (2, 3))
+
+
 def test_committer_repairs_before_claiming(tmp_path: Path) -> None:
     uri, db = tmp_path / "ds", tmp_path / "m.db"
     store = SqliteManifestStore(db)
