@@ -20,7 +20,9 @@ it. Readers that bypass the store see every finalised version and may lag by tha
 
 :class:`SqliteManifestStore` is an implementation several processes share: one SQLite database file
 in WAL mode (readers never block the writer) with a busy timeout, a connection per call (so the
-store pickles to Spark executors and forked workers as just its path).
+store pickles to Spark executors and forked workers as just its path). A database that cannot be
+opened or used (missing directory, not a SQLite file, locked past the timeout) raises
+:class:`~lance_ops.errors.StorageError` naming it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 
-from lance_ops.errors import CorruptFileError
+from lance_ops.errors import CorruptFileError, StorageError
 from lance_ops.io import ObjectStore
 from lance_ops.table.naming import MANIFEST_SUFFIX, VERSIONS_DIR
 
@@ -107,10 +109,13 @@ class SqliteManifestStore(ExternalManifestStore):
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
-        with closing(connection) as db:
-            db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
-            yield db
+        try:
+            connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            with closing(connection) as db:
+                db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+                yield db
+        except sqlite3.Error as exc:
+            raise StorageError(f"manifest store {self.path}: {exc}") from exc
 
     def _one(self, query: str, *args: object) -> ManifestRecord | None:
         with self._connect() as db:

@@ -15,6 +15,7 @@ import pytest
 
 import lance_ops
 from lance_ops import SqliteManifestStore
+from lance_ops.errors import StorageError
 from lance_ops.table.commit import (
     ExternalManifestCommitHandler,
     LockCommitHandler,
@@ -62,6 +63,21 @@ def test_store_semantics(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     copy = pickle.loads(pickle.dumps(store))
     assert copy.get_latest("b") == ManifestRecord(1, "_versions/y.manifest", 5)
+
+
+def test_unusable_database_is_a_storage_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="missing/m.db"):
+        SqliteManifestStore(tmp_path / "missing" / "m.db")
+    (tmp_path / "junk.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(StorageError, match="junk.db.*not a database"):
+        SqliteManifestStore(tmp_path / "junk.db")
+    uri = tmp_path / "ds"
+    lance_ops.write_dataset(_table(3), uri)
+    store = SqliteManifestStore(tmp_path / "m.db")
+    (tmp_path / "m.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(StorageError, match="m.db"):
+        lance_ops.write_dataset(_table(3), uri, mode="append", manifest_store=store)
+    assert lance_ops.dataset(uri).versions()[-1]["version"] == 1
 
 
 def test_handler_choice(tmp_path: Path) -> None:
