@@ -269,6 +269,11 @@ class LanceDataset:
         return self._storage_options
 
     @property
+    def manifest_store(self) -> ExternalManifestStore | None:
+        """The external manifest store this dataset commits through (None: the store's own claim)."""
+        return self._manifest_store
+
+    @property
     def version(self) -> int:
         return self._manifest.version
 
@@ -652,6 +657,8 @@ class LanceDataset:
         operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
         of a version, for stores without an atomic create.
         """
+        if isinstance(base_uri, LanceDataset) and manifest_store is None:
+            manifest_store = base_uri.manifest_store
         uri = base_uri.uri if isinstance(base_uri, LanceDataset) else os.fspath(base_uri)
         options = commit_op.CommitOptions(
             read_version=read_version,
@@ -727,8 +734,9 @@ def write_dataset(
     of every data file written (:mod:`lance_ops.progress`). ``encoding_plan``
     (:func:`lance_ops.ops.encodings.profile`) fixes per-column encodings and is stored in the
     dataset's config by creates / overwrites; appends follow the stored plan by default.
-    ``uri`` may be an open dataset (its location is written to). ``auto_cleanup_options``
-    (``{"interval": N, "older_than_seconds": S}``) turns on automatic cleanup for a new dataset
+    ``uri`` may be an open dataset (its location is written to, through its manifest store).
+    ``auto_cleanup_options`` (``{"interval": N, "older_than_seconds": S}``) turns on automatic
+    cleanup for a new dataset
     (:mod:`lance_ops.ops.auto_cleanup`). ``use_legacy_format=True`` asks for 0.1 files, which
     lance-ops reads but does not write (``NotImplementedError``). ``page_statistics=False`` writes
     data files without page statistics (default: with them, unless an append's dataset config sets
@@ -736,6 +744,7 @@ def write_dataset(
     """
     if isinstance(uri, LanceDataset):
         storage_options = storage_options if storage_options is not None else uri.storage_options
+        manifest_store = manifest_store if manifest_store is not None else uri.manifest_store
         uri = uri.uri
     uri = os.fspath(uri)
     if use_legacy_format:

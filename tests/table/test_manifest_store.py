@@ -109,6 +109,54 @@ def test_commits_through_the_store(tmp_path: Path) -> None:
     assert commit.version == 5 and _records(db, str(uri))[-1] == (5, _final(5))
 
 
+def test_every_committing_operation_goes_through_the_store(tmp_path: Path) -> None:
+    """Each operation that commits, called on a dataset opened through the store (or given it),
+    claims its version in the store: the store's records equal the versions a direct listing sees."""
+    from lance_ops.ops import encodings  # noqa: PLC0415
+    from lance_ops.optimize import Compaction, CompactionOptions  # noqa: PLC0415
+
+    uri, db = tmp_path / "ds", tmp_path / "m.db"
+    store = SqliteManifestStore(db)
+    rows = pa.table({"a": pa.array(range(40), pa.int64()), "b": [str(i) for i in range(40)]})
+    lance_ops.write_dataset(rows, uri, manifest_store=store, max_rows_per_file=10)
+    ds = lance_ops.dataset(uri, manifest_store=store)
+    assert ds.manifest_store is store
+    steps = {
+        "append to an open dataset": lambda: lance_ops.write_dataset(rows, ds, mode="append"),
+        "append": lambda: lance_ops.write_dataset(rows, uri, mode="append", manifest_store=store),
+        "delete": lambda: ds.delete("a < 5"),
+        "add_columns": lambda: ds.add_columns({"c": "a * 2"}),
+        "drop_columns": lambda: ds.drop_columns(["c"]),
+        "alter_columns": lambda: ds.alter_columns({"path": "b", "name": "bb"}),
+        "update_config": lambda: ds.update_config({"k": "v"}),
+        "delete_config_keys": lambda: ds.delete_config_keys(["k"]),
+        "update_metadata": lambda: ds.update_metadata({"m": "1"}),
+        "update_schema_metadata": lambda: ds.update_schema_metadata({"m": "1"}),
+        "update_field_metadata": lambda: ds.update_field_metadata({"a": {"x": "y"}}),
+        "compact_files": lambda: ds.optimize.compact_files(target_rows_per_fragment=1000),
+        "stats.rebuild": lambda: ds.stats.rebuild(force=True),
+        "restore": lambda: ds.checkout_version(2).restore(),
+        "commit on an open dataset": lambda: lance_ops.LanceDataset.commit(
+            ds, lance_ops.LanceOperation.ReserveFragments(1), read_version=ds.latest_version
+        ),
+        "append 2": lambda: lance_ops.write_dataset(rows, ds, mode="append", max_rows_per_file=10),
+        "distributed compaction": lambda: Compaction.commit(
+            ds, [task.execute(ds) for task in Compaction.plan(ds, CompactionOptions(999)).tasks]
+        ),
+        "encoding plan": lambda: encodings.store_plan(
+            ds._files, encodings.profile(ds._files), ds._commit_options()
+        ),
+        "overwrite": lambda: lance_ops.write_dataset(rows, uri, mode="overwrite", manifest_store=store),
+    }
+    for name, step in steps.items():
+        before = lance_ops.dataset(uri).latest_version
+        step()
+        direct = [v["version"] for v in lance_ops.dataset(uri).versions()]
+        assert direct[-1] > before, name
+        assert _records(db, str(uri)) == [(v, _final(v)) for v in direct], name
+        ds = lance_ops.dataset(uri, manifest_store=store)
+
+
 @pytest.mark.interop
 def test_pylance_reads_a_dataset_committed_through_the_store(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
     uri = tmp_path / "ds"
