@@ -8,6 +8,7 @@ import pickle
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -269,3 +270,33 @@ def test_concurrent_appenders_lose_no_commit(tmp_path: Path) -> None:
     expected = list(range(10)) + [w * 1000 + k for w in range(1, workers + 1) for k in range(appends * 10)]
     assert ids == sorted(expected)
     assert lance_ops.dataset(uri).versions() == ds.versions()
+
+
+@pytest.mark.parametrize("kind", ["memory", "fsspec"])
+def test_conditional_put_stores_lose_no_commit(tmp_path: Path, kind: str) -> None:
+    """Object stores without a manifest store commit by conditional put (PutIfAbsentCommitHandler):
+    racing appenders (threads) all land, each version exactly once."""
+    uri = f"memory://commit-race/{tmp_path.name}" if kind == "memory" else f"local://{tmp_path / 'ds'}"
+    lance_ops.write_dataset(_table(10), uri)
+    workers, appends = 4, 4
+    barrier = threading.Barrier(workers)
+    errors: list[BaseException] = []
+
+    def append(worker: int) -> None:
+        barrier.wait()
+        try:
+            for i in range(appends):
+                lance_ops.write_dataset(_table(10, worker * 1000 + i * 10), uri, mode="append")
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=append, args=(w + 1,)) for w in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    ds = lance_ops.dataset(uri)
+    assert [v["version"] for v in ds.versions()] == list(range(1, 2 + workers * appends))
+    expected = list(range(10)) + [w * 1000 + k for w in range(1, workers + 1) for k in range(appends * 10)]
+    assert sorted(ds.to_table().column("id").to_pylist()) == sorted(expected)
