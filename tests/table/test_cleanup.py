@@ -456,3 +456,20 @@ def test_statistics_files_kept_while_listed(tmp_path: Path) -> None:
     assert stats_files() == listed
     summary = lance_ops.dataset(uri).stats.column_summary("id")
     assert summary["fragments_with_statistics"] == summary["num_fragments"]
+
+
+@pytest.mark.interop
+def test_failed_auto_cleanup_does_not_fail_the_commit(
+    tmp_path: Path, lance_module, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    """A cleanup after a commit that fails (here: a corrupt tag file) is logged; the commit stands,
+    as in pylance."""
+    for lib, name in ((lance_ops, "ours"), (lance_module, "theirs")):
+        uri = str(tmp_path / name)
+        lib.write_dataset(_table(3), uri, auto_cleanup_options={"interval": 1, "older_than_seconds": 0})
+        (tmp_path / name / "_refs/tags").mkdir(parents=True)
+        (tmp_path / name / "_refs/tags/bad.json").write_text("{")
+        with caplog.at_level("WARNING", logger="lance_ops.ops.auto_cleanup"):
+            assert lib.write_dataset(_table(2, 3), uri, mode="append").version == 2
+        assert lib.dataset(uri).count_rows() == 5
+    assert "automatic cleanup after version 2 skipped" in caplog.text and "bad.json" in caplog.text
