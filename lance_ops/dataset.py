@@ -594,6 +594,9 @@ class LanceDataset:
         error_if_tagged_old_versions: bool = True,
         dry_run: bool = False,
         progress: ProgressCallback | None = None,
+        delete_rate_limit: int | None = None,
+        versions: Sequence[int] | None = None,
+        delete_concurrency: int | None = None,
     ) -> cleanup_op.CleanupStats:
         """Remove versions older than ``older_than`` (default two weeks unless ``retain_versions``
         is given) or outside the ``retain_versions`` newest, and every file no kept version needs.
@@ -601,7 +604,9 @@ class LanceDataset:
         The latest version, this version and newer ones, and tagged versions are kept; files no
         version references are removed only when older than 7 days (or ``delete_unverified``).
         ``dry_run`` reports what would be removed (``CleanupStats.paths``) and removes nothing.
-        ``progress`` hears of every file removed. See :mod:`lance_ops.ops.cleanup`.
+        ``progress`` hears of every file removed. As in pylance, ``versions`` limits the cleanup to
+        those versions, ``delete_rate_limit`` caps deletions per second and ``delete_concurrency``
+        (validated; deletes run one at a time) is accepted. See :mod:`lance_ops.ops.cleanup`.
         """
         policy = cleanup_op.CleanupPolicy.parse(
             older_than,
@@ -610,6 +615,9 @@ class LanceDataset:
             delete_unverified=delete_unverified,
             error_if_tagged_old_versions=error_if_tagged_old_versions,
             dry_run=dry_run,
+            versions=versions,
+            delete_rate_limit=delete_rate_limit,
+            delete_concurrency=delete_concurrency,
         )
         return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy, progress)
 

@@ -1,7 +1,8 @@
 """Removing old versions and the files only they reference (pylance's ``cleanup_old_versions``).
 
 A version is *old* when it is older than the cut-off (its manifest's commit timestamp; two weeks
-by default) and, with ``retain_versions=n``, not among the ``n`` newest. Old versions are removed,
+by default) and, with ``retain_versions=n``, not among the ``n`` newest, and, with ``versions=[...]``
+(pylance's selection), one of those. Old versions are removed,
 except: the latest version and any version at or after the one cleanup was called on; tagged
 versions (and with ``error_if_tagged_old_versions`` a tagged old version is an error, raised before
 anything is deleted).
@@ -97,13 +98,16 @@ class CleanupStats:
 
 @dataclass(frozen=True)
 class CleanupPolicy:
-    """Which versions are old: committed before ``before_ns`` and below ``before_version``."""
+    """Which versions are old: committed before ``before_ns``, below ``before_version`` and, when
+    ``versions`` is given, among them; how fast to delete (``delete_rate_limit`` per second)."""
 
     before_ns: int
     before_version: int | None = None
     delete_unverified: bool = False
     error_if_tagged_old_versions: bool = True
     dry_run: bool = False
+    versions: frozenset[int] | None = None
+    delete_rate_limit: int | None = None
 
     @classmethod
     def parse(
@@ -116,10 +120,29 @@ class CleanupPolicy:
         error_if_tagged_old_versions: bool = True,
         dry_run: bool = False,
         now_ns: int | None = None,
+        versions: Iterable[int] | None = None,
+        delete_rate_limit: int | None = None,
+        delete_concurrency: int | None = None,
     ) -> CleanupPolicy:
-        """Validate the user's arguments (bad ones raise :class:`CleanupError`)."""
+        """Validate the user's arguments (bad ones raise :class:`CleanupError`).
+
+        As in pylance, ``versions`` narrows the other criteria (and without ``older_than`` or
+        ``retain_versions`` is the only one: no default age); versions it names that do not exist
+        are ignored. ``delete_concurrency`` is validated only (deletes run one at a time).
+        """
         now_ns = time.time_ns() if now_ns is None else now_ns
-        if older_than is None and retain_versions is None:
+        chosen = None
+        if versions is not None:
+            chosen = frozenset(versions)
+            if not chosen:
+                raise CleanupError("versions must not be empty when specified")
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in chosen):
+                raise CleanupError(f"versions must be integers, got {sorted(chosen, key=repr)!r}")
+        limits = {"delete_rate_limit": delete_rate_limit, "delete_concurrency": delete_concurrency}
+        for name, value in limits.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise CleanupError(f"{name} must be a positive integer, got {value!r}")
+        if older_than is None and retain_versions is None and chosen is None:
             older_than = DEFAULT_OLDER_THAN
         if older_than is None:
             before_ns = now_ns
@@ -143,10 +166,20 @@ class CleanupPolicy:
             ):
                 raise CleanupError(f"retain_versions must be a positive integer, got {retain_versions!r}")
             before_version = latest_version - retain_versions + 1
-        return cls(before_ns, before_version, delete_unverified, error_if_tagged_old_versions, dry_run)
+        return cls(
+            before_ns,
+            before_version,
+            delete_unverified,
+            error_if_tagged_old_versions,
+            dry_run,
+            chosen,
+            delete_rate_limit,
+        )
 
     def is_old(self, manifest: Manifest) -> bool:
         if manifest.timestamp_ns >= self.before_ns:
+            return False
+        if self.versions is not None and manifest.version not in self.versions:
             return False
         return self.before_version is None or manifest.version < self.before_version
 
@@ -317,7 +350,12 @@ def cleanup_old_versions(
     failed = 0
     doomed = [entry.path for entry in old] + [info.path for _, info in leftovers + files]
     tracker = Tracker.start(progress, CLEANUP, len(doomed), "files")
+    interval = 0.0 if policy.delete_rate_limit is None else 1.0 / policy.delete_rate_limit
+    next_at = time.monotonic()
     for path in doomed:
+        if interval:
+            time.sleep(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at, time.monotonic()) + interval
         try:
             store.delete(path)
         except OSError:

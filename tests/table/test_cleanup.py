@@ -473,3 +473,55 @@ def test_failed_auto_cleanup_does_not_fail_the_commit(
             assert lib.write_dataset(_table(2, 3), uri, mode="append").version == 2
         assert lib.dataset(uri).count_rows() == 5
     assert "automatic cleanup after version 2 skipped" in caplog.text and "bad.json" in caplog.text
+
+
+_SELECTIONS = [
+    {"versions": [2, 4]},
+    {"versions": [2], "older_than": dt.timedelta(days=1)},
+    {"versions": [2], "retain_versions": 1},
+    {"versions": [2], "retain_versions": 5},
+    {"versions": [99, 0]},
+    {"versions": [5]},
+    {"versions": [2, 3], "error_if_tagged_old_versions": False},
+    {"versions": [2, 3]},
+    {"versions": []},
+    {"older_than": ZERO, "delete_rate_limit": 0},
+    {"older_than": ZERO, "delete_concurrency": 0},
+    {"older_than": ZERO, "delete_concurrency": 2},
+]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("kwargs", _SELECTIONS, ids=[str(k) for k in _SELECTIONS])
+def test_version_selection_and_limits_as_pylance(
+    tmp_path: Path, lance_module, kwargs: dict[str, object]
+) -> None:  # type: ignore[no-untyped-def]
+    """pylance's ``versions`` (narrows the other criteria, no default age on its own, unknown
+    versions ignored), ``delete_rate_limit`` and ``delete_concurrency``: same versions left, same
+    refusals (typed, OSError as pylance's), nothing deleted on refusal."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    _build(str(ours))
+    lance_ops.dataset(str(ours)).tags.create("three", 3)
+    shutil.copytree(ours, theirs, copy_function=shutil.copy2)
+    before = _files(ours)
+    try:
+        expected = lance_module.dataset(str(theirs), version=4).cleanup_old_versions(**kwargs)
+    except OSError as exc:
+        with pytest.raises(CleanupError) as raised:
+            lance_ops.dataset(str(ours), version=4).cleanup_old_versions(**kwargs)  # type: ignore[arg-type]
+        assert isinstance(raised.value, OSError)
+        assert str(exc).split(":")[0] in ("Cleanup error", "Invalid user input")
+        assert _files(ours) == before
+        return
+    stats = lance_ops.dataset(str(ours), version=4).cleanup_old_versions(**kwargs)  # type: ignore[arg-type]
+    assert (stats.old_versions, stats.bytes_removed) == (expected.old_versions, expected.bytes_removed)
+    assert _files(ours) == _files(theirs)
+
+
+def test_delete_rate_limit_paces_deletes(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    started = time.monotonic()
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, delete_rate_limit=40)
+    assert len(stats.paths) == 11
+    assert time.monotonic() - started >= 10 / 40
