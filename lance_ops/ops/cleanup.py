@@ -308,7 +308,7 @@ def cleanup_old_versions(
     now_ns = time.time_ns()
     tags = Tags(store, root)
     tagged = {tag.version for tag in tags.contents().values()}
-    loaded = list(load_manifests(store, root))
+    loaded = list(load_manifests(store, root, skip_missing=True))  # another cleanup may run
     latest = loaded[-1].manifest.version if loaded else 0
     retained, removed = _References(), _References()
     old: list[LoadedManifest] = []
@@ -331,7 +331,10 @@ def cleanup_old_versions(
     known = {entry.manifest.version for entry in loaded}
     newer = [e.version for e in list_versions(store, root) if e.version not in known]
     for version in newer:
-        retained.add(load_manifest(store, root, version).manifest)
+        try:
+            retained.add(load_manifest(store, root, version).manifest)
+        except FileNotFoundError:  # VersionNotFoundError too: another cleanup removed it meanwhile
+            continue
     files = [(relative, info) for relative, info in files if not retained.holds(relative)]
     manifests = [(_relative(store, root, entry.path), entry.size) for entry in old]
     manifests += [(relative, info.size) for relative, info in leftovers]

@@ -211,10 +211,18 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
     return _load_readable(store, root, entry)
 
 
-def load_manifests(store: ObjectStore, root: str) -> Iterator[LoadedManifest]:
-    """The manifest of every main-line version, ascending (one listing for all of them)."""
+def load_manifests(store: ObjectStore, root: str, *, skip_missing: bool = False) -> Iterator[LoadedManifest]:
+    """The manifest of every main-line version, ascending (one listing for all of them).
+
+    ``skip_missing`` passes over a listed manifest that is gone when it is read (a concurrent
+    cleanup removed it) instead of raising ``FileNotFoundError``.
+    """
     for entry in list_versions(store, root):
-        yield _load_readable(store, root, entry)
+        try:
+            yield _load_readable(store, root, entry)
+        except FileNotFoundError:
+            if not skip_missing:
+                raise
 
 
 def load_transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:

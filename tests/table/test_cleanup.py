@@ -525,3 +525,28 @@ def test_delete_rate_limit_paces_deletes(tmp_path: Path) -> None:
     stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, delete_rate_limit=40)
     assert len(stats.paths) == 11
     assert time.monotonic() - started >= 10 / 40
+
+
+def test_a_manifest_removed_by_a_concurrent_cleanup_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two cleanups at once: a manifest listed by one and removed by the other before it is read
+    is skipped (its files are then unverified, so young ones stay) instead of failing the run."""
+    from lance_ops.table import commit as table_commit  # noqa: PLC0415
+
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    read = table_commit._load_readable
+    victim = tmp_path / "ds/_versions" / ManifestNamingScheme.V2.manifest_name(2)
+
+    def vanish_then_read(store, root, entry):  # type: ignore[no-untyped-def]
+        if entry.version == 2 and victim.exists():
+            victim.unlink()
+        return read(store, root, entry)
+
+    monkeypatch.setattr(table_commit, "_load_readable", vanish_then_read)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert stats.old_versions == 3
+    monkeypatch.undo()
+    assert _snapshot(uri) == {5: before[5]}
