@@ -550,3 +550,34 @@ def test_a_manifest_removed_by_a_concurrent_cleanup_is_passed_over(
     assert stats.old_versions == 3
     monkeypatch.undo()
     assert _snapshot(uri) == {5: before[5]}
+
+
+@pytest.mark.interop
+def test_index_of_a_tagged_old_version_is_kept_as_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """An index replaced later but referenced by a tagged old version stays (counted by neither);
+    once the tag is gone both remove it and count its files in index_files_removed."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    lance_module.write_dataset(_table(100), str(ours)).create_scalar_index("id", "BTREE")  # v1, v2
+    lance_module.write_dataset(_table(50, 100), str(ours), mode="append")  # v3
+    lance_module.dataset(str(ours)).create_scalar_index("id", "BTREE", replace=True)  # v4
+    lance_module.dataset(str(ours)).delete("id < 10")  # v5
+    lance_module.dataset(str(ours)).tags.create("indexed", 2)
+    shutil.copytree(ours, theirs, copy_function=shutil.copy2)
+    indices = {p for p in _files(ours) if p.startswith("_indices/")}
+    fields = ("bytes_removed", "old_versions", "index_files_removed", "data_files_removed")
+    for allow in (False, True):
+        if allow:
+            lance_module.dataset(str(theirs)).tags.delete("indexed")
+            lance_ops.dataset(str(ours)).tags.delete("indexed")
+        expected = lance_module.dataset(str(theirs)).cleanup_old_versions(
+            older_than=ZERO, error_if_tagged_old_versions=False
+        )
+        stats = lance_ops.dataset(str(ours)).cleanup_old_versions(
+            older_than=ZERO, error_if_tagged_old_versions=False
+        )
+        assert {f: getattr(stats, f) for f in fields} == {f: getattr(expected, f) for f in fields}
+        assert _files(ours) == _files(theirs)
+        left = {p for p in _files(ours) if p.startswith("_indices/")}
+        assert (left == indices) if not allow else (left < indices and stats.index_files_removed > 0)
+    assert lance_module.dataset(str(ours)).to_table(filter="id = 120").num_rows == 1
+    assert lance_ops.dataset(str(ours)).count_rows() == 140
