@@ -31,8 +31,9 @@ version newer than the latest listed one is always kept, since it may be a claim
 next reader through the store still has to finish. Manifests, detached manifests and the version
 hint are never touched here (pylance leaves all of ``_versions/`` but manifests alone).
 
-Concurrent writers: just before deleting, the versions are listed again and every file a version
-committed meanwhile references is taken off the list (a Restore of a version being removed, say).
+Concurrent writers: just before deleting, the versions are listed and the tags read again; every
+file a version committed meanwhile references is taken off the list (a Restore of a version being
+removed, say), and a version tagged meanwhile is kept with its files.
 Manifests go first, so a cleanup interrupted half-way leaves orphans (removed by the next run), never
 a manifest naming a missing file. A dry run computes the same plan and deletes nothing.
 """
@@ -335,6 +336,11 @@ def cleanup_old_versions(
             retained.add(load_manifest(store, root, version).manifest)
         except FileNotFoundError:  # VersionNotFoundError too: another cleanup removed it meanwhile
             continue
+    # Versions tagged since the tags were read are kept with their files.
+    late = {tag.version for tag in tags.contents().values()} - tagged
+    for entry in [e for e in old if e.manifest.version in late]:
+        old.remove(entry)
+        retained.add(entry.manifest)
     files = [(relative, info) for relative, info in files if not retained.holds(relative)]
     manifests = [(_relative(store, root, entry.path), entry.size) for entry in old]
     manifests += [(relative, info.size) for relative, info in leftovers]

@@ -227,9 +227,9 @@ class Tags:
         """Tag a version (the latest by default); RefError if the tag exists, VersionNotFoundError
         if the version does not."""
         validate_tag_name(name)
+        version, size = self._target(reference)  # an unknown version is reported first, as pylance does
         if self._store.exists(self._path(name)):
             raise RefError(f"Ref conflict error: tag {name} already exists")
-        version, size = self._target(reference)
         now = format_timestamp(time.time_ns())
         contents = TagContents(version, size, None, now, now)
         if not self._store.put_if_absent(self._path(name), contents.to_json()):

@@ -367,6 +367,25 @@ def test_commit_landing_during_cleanup_keeps_its_files(
     assert _snapshot(uri) == {5: before[5], 6: before[1]}
 
 
+def test_version_tagged_during_cleanup_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tag created on an old version after the plan is made keeps that version and its files."""
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    plan = cleanup_op._plan_files
+
+    def plan_then_tag(*args, **kwargs):  # type: ignore[no-untyped-def]
+        files = plan(*args, **kwargs)
+        lance_ops.dataset(uri).tags.create("late", 2)
+        return files
+
+    monkeypatch.setattr(cleanup_op, "_plan_files", plan_then_tag)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert stats.old_versions == 3
+    assert _snapshot(uri) == {2: before[2], 5: before[5]}
+    assert lance_ops.dataset(uri, version="late").to_table() == before[2]
+
+
 _APPENDER = """
 import sys, pyarrow as pa, lance_ops
 uri, worker, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -202,6 +202,8 @@ def test_bad_references_raise_typed_errors(tmp_path: Path) -> None:
         ds.tags.create("t", 2)
     with pytest.raises(VersionNotFoundError, match="no version 99"):
         ds.tags.create("u", 99)
+    with pytest.raises(VersionNotFoundError):  # the version is checked before the name, as in pylance
+        ds.tags.create("t", 99)
     with pytest.raises(VersionNotFoundError):
         ds.tags.update("t", 99)
     with pytest.raises(TagNotFoundError, match="nope"):
