@@ -17,13 +17,14 @@ import pytest
 import lance_ops
 from lance_ops import SqliteManifestStore
 from lance_ops.errors import StorageError
+from lance_ops.io import object_store
 from lance_ops.table.commit import (
     ExternalManifestCommitHandler,
     LockCommitHandler,
     PutIfAbsentCommitHandler,
     commit_handler,
 )
-from lance_ops.table.manifest_store import ManifestRecord
+from lance_ops.table.manifest_store import ManifestRecord, stage_and_claim
 from lance_ops.table.naming import ManifestNamingScheme
 
 REPO = Path(__file__).resolve().parents[2]
@@ -227,6 +228,27 @@ def test_cleanup_keeps_a_claim_awaiting_repair(tmp_path: Path) -> None:
     ds = lance_ops.dataset(uri, manifest_store=store)
     assert ds.version == 3 and ds.count_rows() == 18
     assert _versions_dir(uri) == sorted(ManifestNamingScheme.V2.manifest_name(v) for v in (2, 3))
+
+
+@pytest.mark.interop
+def test_a_version_taken_by_a_writer_bypassing_the_store_is_not_claimed(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """pylance (no store) writes version 2 while our claim of 2 in the store is in flight: our copy
+    finds another manifest at the final name, so the claim reports a loss (the commit retries on top)
+    and the store's record names the manifest on disk."""
+    uri, db = tmp_path / "ds", tmp_path / "m.db"
+    store = SqliteManifestStore(db)
+    lance_ops.write_dataset(_table(10), uri, manifest_store=store)
+    ours = lance_ops.dataset(uri)
+    lance_module.write_dataset(_table(1, 50), str(uri), mode="append")  # version 2, unknown to the store
+    objects, root = object_store(str(uri))
+    final = (uri / _final(2)).read_bytes()
+    assert not stage_and_claim(objects, root, store, ManifestNamingScheme.V2.manifest_name(2), b"ours", 2)
+    assert (uri / _final(2)).read_bytes() == final
+    assert _records(db, str(uri))[-1] == (2, _final(2)) and store.get(str(uri), 2).size == len(final)  # type: ignore[union-attr]
+    assert _versions_dir(uri) == sorted(ManifestNamingScheme.V2.manifest_name(v) for v in (1, 2))
+    # A whole commit in that position lands as version 3 instead.
+    appended = lance_ops.write_dataset(_table(2, 60), ours, mode="append", manifest_store=store)
+    assert appended.version == 3 and lance_module.dataset(str(uri)).count_rows() == 13
 
 
 def test_committer_repairs_before_claiming(tmp_path: Path) -> None:
