@@ -329,7 +329,13 @@ def commit_transaction(
                 )
             for entry in entries:
                 if entry.version > transaction.read_version and entry.version not in checked:
-                    theirs = _their_transaction(store, root, entry)
+                    try:
+                        theirs = _their_transaction(store, root, entry)
+                    except FileNotFoundError as exc:
+                        raise RetryableCommitConflictError(
+                            f"version {entry.version} of {root} was removed (by a cleanup) before this "
+                            f"commit could be checked against it; retry from the latest version"
+                        ) from exc
                     rebased = _rebase(store, root, transaction, theirs, entry.version)
                     if rebased is None:
                         check_conflict(transaction, theirs, entry.version)
@@ -337,7 +343,10 @@ def commit_transaction(
                         transaction, payload = rebased, rebased.serialize()
                         store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
                     checked.add(entry.version)
-            loaded = _read_manifest(store, root, latest)
+            try:
+                loaded = _read_manifest(store, root, latest)
+            except FileNotFoundError:
+                continue  # a cleanup removed it after a newer version landed: list again
             base = loaded.manifest
             check_writer_flags(base.writer_feature_flags, loaded.path)
             scheme = latest.scheme

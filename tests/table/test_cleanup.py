@@ -600,3 +600,36 @@ def test_index_of_a_tagged_old_version_is_kept_as_pylance(tmp_path: Path, lance_
         assert (left == indices) if not allow else (left < indices and stats.index_files_removed > 0)
     assert lance_module.dataset(str(ours)).to_table(filter="id = 120").num_rows == 1
     assert lance_ops.dataset(str(ours)).count_rows() == 140
+
+
+def test_commit_racing_a_cleanup_gets_a_typed_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cleanup removes manifests a commit has just listed: a removed latest is listed again (the
+    commit lands on top); a removed version it still had to check against is a retryable conflict."""
+    from lance_ops.errors import RetryableCommitConflictError  # noqa: PLC0415
+    from lance_ops.table import commit as table_commit  # noqa: PLC0415
+
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    lance_ops.write_dataset(_table(1, 300), uri, mode="append")  # version 6
+    listing = table_commit.list_versions
+    race: dict[str, object] = {}
+
+    def listed_then_cleaned(store, root):  # type: ignore[no-untyped-def]
+        entries = listing(store, root)
+        if race:
+            hidden, removed = race.pop("hide"), race.pop("remove")
+            entries = [e for e in entries if e.version != hidden]
+            (tmp_path / "ds/_versions" / ManifestNamingScheme.V2.manifest_name(removed)).unlink()  # type: ignore[arg-type]
+        return entries
+
+    monkeypatch.setattr(table_commit, "list_versions", listed_then_cleaned)
+    # Listed before 6 landed, 5 (then the latest) removed by a cleanup right after: listed again.
+    race.update(hide=6, remove=5)
+    op = lance_ops.LanceOperation.ReserveFragments(1)
+    assert lance_ops.LanceDataset.commit(uri, op, read_version=5).version == 7
+    # Built on 3; 4 removed before the commit could check it: a retryable conflict, nothing claimed.
+    race.update(hide=None, remove=4)
+    with pytest.raises(RetryableCommitConflictError, match="version 4 .* removed"):
+        lance_ops.LanceDataset.commit(uri, op, read_version=3)
+    monkeypatch.undo()
+    assert [v["version"] for v in lance_ops.dataset(uri).versions()] == [1, 2, 3, 6, 7]
