@@ -294,18 +294,34 @@ def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> CleanupError:
     )
 
 
-def cleanup_old_versions(
-    store: ObjectStore,
-    root: str,
-    current_version: int,
-    policy: CleanupPolicy,
-    progress: ProgressCallback | None = None,
-) -> CleanupStats:
-    """Remove old versions of the dataset at ``root`` and the files only they reference.
+@dataclass(frozen=True)
+class _Plan:
+    """What a cleanup removes: the old versions' manifests, the swept files (relative path, info),
+    the ``_versions/`` leftovers, and the references of the removed versions (for verification)."""
 
-    ``current_version`` is the version the caller has open: it and every newer version are kept.
-    ``progress`` hears of every file removed (:mod:`lance_ops.progress`).
-    """
+    old: tuple[LoadedManifest, ...]
+    files: tuple[tuple[str, FileInfo], ...]
+    leftovers: tuple[tuple[str, FileInfo], ...]
+    removed: _References
+
+    def stats(self, store: ObjectStore, root: str, dry_run: bool) -> CleanupStats:
+        manifests = [(_relative(store, root, entry.path), entry.size) for entry in self.old]
+        manifests += [(relative, info.size) for relative, info in self.leftovers]
+        files = self.files
+        return CleanupStats(
+            bytes_removed=sum(size for _, size in manifests) + sum(info.size for _, info in files),
+            old_versions=len(self.old),
+            data_files_removed=sum(_kind(r) is _Kind.DATA for r, _ in files),
+            transaction_files_removed=sum(_kind(r) is _Kind.TRANSACTION for r, _ in files),
+            index_files_removed=sum(_kind(r) is _Kind.INDEX for r, _ in files),
+            deletion_files_removed=sum(_kind(r) is _Kind.DELETION for r, _ in files),
+            paths=tuple(sorted([r for r, _ in manifests] + [r for r, _ in files])),
+            dry_run=dry_run,
+        )
+
+
+def _plan(store: ObjectStore, root: str, current_version: int, policy: CleanupPolicy) -> _Plan:
+    """Decide what a cleanup removes (see module doc); raises before anything is removed."""
     now_ns = time.time_ns()
     tags = Tags(store, root)
     tagged = {tag.version for tag in tags.contents().values()}
@@ -342,22 +358,27 @@ def cleanup_old_versions(
         old.remove(entry)
         retained.add(entry.manifest)
     files = [(relative, info) for relative, info in files if not retained.holds(relative)]
-    manifests = [(_relative(store, root, entry.path), entry.size) for entry in old]
-    manifests += [(relative, info.size) for relative, info in leftovers]
-    stats = CleanupStats(
-        bytes_removed=sum(size for _, size in manifests) + sum(info.size for _, info in files),
-        old_versions=len(old),
-        data_files_removed=sum(_kind(r) is _Kind.DATA for r, _ in files),
-        transaction_files_removed=sum(_kind(r) is _Kind.TRANSACTION for r, _ in files),
-        index_files_removed=sum(_kind(r) is _Kind.INDEX for r, _ in files),
-        deletion_files_removed=sum(_kind(r) is _Kind.DELETION for r, _ in files),
-        paths=tuple(sorted([r for r, _ in manifests] + [r for r, _ in files])),
-        dry_run=policy.dry_run,
-    )
+    return _Plan(tuple(old), tuple(files), tuple(leftovers), removed)
+
+
+def cleanup_old_versions(
+    store: ObjectStore,
+    root: str,
+    current_version: int,
+    policy: CleanupPolicy,
+    progress: ProgressCallback | None = None,
+) -> CleanupStats:
+    """Remove old versions of the dataset at ``root`` and the files only they reference.
+
+    ``current_version`` is the version the caller has open: it and every newer version are kept.
+    ``progress`` hears of every file removed (:mod:`lance_ops.progress`).
+    """
+    plan = _plan(store, root, current_version, policy)
+    stats = plan.stats(store, root, policy.dry_run)
     if policy.dry_run:
         return stats
     failed = 0
-    doomed = [entry.path for entry in old] + [info.path for _, info in leftovers + files]
+    doomed = [entry.path for entry in plan.old] + [info.path for _, info in plan.leftovers + plan.files]
     tracker = Tracker.start(progress, CLEANUP, len(doomed), "files")
     interval = 0.0 if policy.delete_rate_limit is None else 1.0 / policy.delete_rate_limit
     next_at = time.monotonic()
