@@ -621,6 +621,34 @@ class LanceDataset:
         )
         return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy, progress)
 
+    def explain_cleanup_old_versions(
+        self,
+        older_than: dt.timedelta | dt.datetime | None = None,
+        retain_versions: int | None = None,
+        *,
+        delete_unverified: bool = False,
+        error_if_tagged_old_versions: bool = True,
+        delete_rate_limit: int | None = None,
+        versions: Sequence[int] | None = None,
+        include_files: bool = False,
+        max_files: int = 1000,
+    ) -> cleanup_op.CleanupExplanation:
+        """What :meth:`cleanup_old_versions` with these arguments would remove (pylance's call);
+        nothing is removed. ``include_files`` lists the files (at most ``max_files``)."""
+        policy = cleanup_op.CleanupPolicy.parse(
+            older_than,
+            retain_versions,
+            self.latest_version,
+            delete_unverified=delete_unverified,
+            error_if_tagged_old_versions=error_if_tagged_old_versions,
+            dry_run=True,
+            versions=versions,
+            delete_rate_limit=delete_rate_limit,
+        )
+        return cleanup_op.explain_cleanup(
+            self._store, self._root, self.version, policy, include_files, max_files
+        )
+
     def _commit_options(
         self, transaction_properties: Mapping[str, str] | None = None
     ) -> commit_op.CommitOptions:

@@ -63,7 +63,14 @@ from lance_ops.table.naming import (
 )
 from lance_ops.table.statistics import STATS_DIR, statistics_files
 
-__all__ = ["CleanupPolicy", "CleanupStats", "cleanup_old_versions"]
+__all__ = [
+    "CleanupCandidateFile",
+    "CleanupExplanation",
+    "CleanupPolicy",
+    "CleanupStats",
+    "cleanup_old_versions",
+    "explain_cleanup",
+]
 
 INDICES_DIR = "_indices"
 DEFAULT_OLDER_THAN = dt.timedelta(days=14)
@@ -95,6 +102,32 @@ class CleanupStats:
     failed_deletes: int = 0
     paths: tuple[str, ...] = ()
     dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class CleanupCandidateFile:
+    """A file a cleanup would remove (pylance's ``CleanupCandidateFile``): its store path, kind
+    (``manifest``, ``data``, ``deletion``, ``transaction``, ``index``, ``statistics``), size, and
+    whether no version references it (``unverified``: subject to the 7-day rule)."""
+
+    path: str
+    kind: str
+    unverified: bool
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class CleanupExplanation:
+    """pylance's ``explain_cleanup_old_versions`` answer: the stats a run would report and, on
+    request, the files it would remove (at most ``candidate_file_limit``)."""
+
+    stats: CleanupStats
+    candidate_files: tuple[CleanupCandidateFile, ...]
+    candidate_files_truncated: bool
+    candidate_file_limit: int
+    read_version: int
+    referenced_branches: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -392,3 +425,35 @@ def cleanup_old_versions(
             failed += 1
         tracker.advance(1, f"removed {_relative(store, root, path)}")
     return replace(stats, failed_deletes=failed)
+
+
+def explain_cleanup(
+    store: ObjectStore,
+    root: str,
+    current_version: int,
+    policy: CleanupPolicy,
+    include_files: bool = False,
+    max_files: int = 1000,
+) -> CleanupExplanation:
+    """What :func:`cleanup_old_versions` would do with ``policy``; nothing is removed."""
+    if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
+        raise CleanupError(f"max_files must be positive, got {max_files!r}")
+    plan = _plan(store, root, current_version, policy)
+    candidates: list[CleanupCandidateFile] = []
+    if include_files:
+        candidates = [CleanupCandidateFile(e.path, "manifest", False, e.size) for e in plan.old]
+        candidates += [CleanupCandidateFile(i.path, "manifest", True, i.size) for _, i in plan.leftovers]
+        candidates += [
+            CleanupCandidateFile(
+                info.path, _kind(relative).name.lower(), not plan.removed.holds(relative), info.size
+            )
+            for relative, info in plan.files
+        ]
+        candidates.sort(key=lambda c: c.path)
+    return CleanupExplanation(
+        stats=plan.stats(store, root, dry_run=True),
+        candidate_files=tuple(candidates[:max_files]),
+        candidate_files_truncated=len(candidates) > max_files,
+        candidate_file_limit=max_files,
+        read_version=current_version,
+    )

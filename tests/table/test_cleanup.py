@@ -633,3 +633,37 @@ def test_commit_racing_a_cleanup_gets_a_typed_answer(tmp_path: Path, monkeypatch
         lance_ops.LanceDataset.commit(uri, op, read_version=3)
     monkeypatch.undo()
     assert [v["version"] for v in lance_ops.dataset(uri).versions()] == [1, 2, 3, 6, 7]
+
+
+@pytest.mark.interop
+def test_explain_cleanup_as_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """explain_cleanup_old_versions: the same stats and candidate files (by name, kind and size) as
+    pylance's, the same refusals, nothing removed."""
+    uri = str(tmp_path / "ds")
+    _build(uri, lance_module)
+    before = _files(tmp_path / "ds")
+    kwargs = {"older_than": ZERO, "delete_unverified": True}
+    theirs = lance_module.dataset(uri, version=4).explain_cleanup_old_versions(**kwargs, include_files=True)
+    ours = lance_ops.dataset(uri, version=4).explain_cleanup_old_versions(**kwargs, include_files=True)
+    fields = ("bytes_removed", "old_versions", "data_files_removed", "transaction_files_removed")
+    fields += ("deletion_files_removed", "index_files_removed")
+    assert {f: getattr(ours.stats, f) for f in fields} == {f: getattr(theirs.stats, f) for f in fields}
+    assert (ours.read_version, ours.candidate_file_limit, ours.candidate_files_truncated) == (4, 1000, False)
+
+    def named(files):  # type: ignore[no-untyped-def]
+        return sorted((Path(c.path).name, c.kind, c.size_bytes) for c in files)
+
+    assert named(ours.candidate_files) == named(theirs.candidate_files)
+    relative = {str(Path(c.path).relative_to(tmp_path / "ds")) for c in ours.candidate_files}
+    assert set(ours.stats.paths) == relative
+    short = lance_ops.dataset(uri).explain_cleanup_old_versions(
+        older_than=ZERO, include_files=True, max_files=2
+    )
+    assert len(short.candidate_files) == 2 and short.candidate_files_truncated
+    assert lance_ops.dataset(uri).explain_cleanup_old_versions(older_than=ZERO).candidate_files == ()
+    with pytest.raises(CleanupError, match="max_files"):
+        lance_ops.dataset(uri).explain_cleanup_old_versions(max_files=0)
+    lance_ops.dataset(uri).tags.create("two", 2)
+    with pytest.raises(CleanupError, match="tagged"):
+        lance_ops.dataset(uri).explain_cleanup_old_versions(older_than=ZERO)
+    assert _files(tmp_path / "ds") == before | {"_refs/tags/two.json"}
