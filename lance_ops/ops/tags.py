@@ -179,14 +179,15 @@ class Tags:
                 )
         return found
 
-    def get(self, name: str) -> TagContents:
-        """One tag; :class:`TagNotFoundError` if it does not exist."""
-        validate_tag_name(name)
-        path = self._path(name)
+    def get(self, tag: str) -> TagContents:
+        """One tag (by name, as pylance calls the parameter ``tag``); :class:`TagNotFoundError` if it
+        does not exist."""
+        validate_tag_name(tag)
+        path = self._path(tag)
         try:
             data = self._store.read(path)
         except FileNotFoundError as exc:
-            raise TagNotFoundError(f"Ref not found error: tag {name} does not exist") from exc
+            raise TagNotFoundError(f"Ref not found error: tag {tag} does not exist") from exc
         return TagContents.from_json(data, path)
 
     def list(self) -> dict[str, dict[str, Any]]:
@@ -203,8 +204,8 @@ class Tags:
         tags = sorted(self.contents().items(), key=lambda item: (sign * item[1].version, item[0]))
         return [(name, tag.to_dict()) for name, tag in tags]
 
-    def get_version(self, name: str) -> int:
-        return self.get(name).version
+    def get_version(self, tag: str) -> int:
+        return self.get(tag).version
 
     def _target(self, reference: Reference) -> tuple[int, int]:
         """``(version, manifest size)`` of a reference; unknown versions raise VersionNotFoundError."""
@@ -223,39 +224,39 @@ class Tags:
         loaded = load_manifest(self._store, self._root, version)
         return loaded.manifest.version, loaded.size
 
-    def create(self, name: str, reference: Reference = None) -> None:
+    def create(self, tag: str, reference: Reference = None) -> None:
         """Tag a version (the latest by default); RefError if the tag exists, VersionNotFoundError
         if the version does not."""
-        validate_tag_name(name)
+        validate_tag_name(tag)
         version, size = self._target(reference)  # an unknown version is reported first, as pylance does
-        if self._store.exists(self._path(name)):
-            raise RefError(f"Ref conflict error: tag {name} already exists")
+        if self._store.exists(self._path(tag)):
+            raise RefError(f"Ref conflict error: tag {tag} already exists")
         now = format_timestamp(time.time_ns())
         contents = TagContents(version, size, None, now, now)
-        if not self._store.put_if_absent(self._path(name), contents.to_json()):
-            raise RefError(f"Ref conflict error: tag {name} already exists")
+        if not self._store.put_if_absent(self._path(tag), contents.to_json()):
+            raise RefError(f"Ref conflict error: tag {tag} already exists")
 
-    def update(self, name: str, reference: Reference = None) -> None:
+    def update(self, tag: str, reference: Reference = None) -> None:
         """Point an existing tag at another version, the latest by default (``createdAt`` and
         ``metadata`` kept, ``updatedAt`` renewed)."""
-        current = self.get(name)
+        current = self.get(tag)
         version, size = self._target(reference)
         now = format_timestamp(time.time_ns())
         updated = TagContents(version, size, current.branch, current.created_at or now, now, current.metadata)
-        self._store.write(self._path(name), updated.to_json())
+        self._store.write(self._path(tag), updated.to_json())
 
-    def replace_metadata(self, name: str, metadata: Mapping[str, str]) -> None:
+    def replace_metadata(self, tag: str, metadata: Mapping[str, str]) -> None:
         """Replace a tag's ``metadata`` (string keys and values); its timestamps stay, as in pylance."""
         if not isinstance(metadata, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
         ):
             raise InvalidArgumentError(f"tag metadata maps strings to strings, got {metadata!r}")
-        current = self.get(name)
-        self._store.write(self._path(name), replace(current, metadata=dict(metadata)).to_json())
+        current = self.get(tag)
+        self._store.write(self._path(tag), replace(current, metadata=dict(metadata)).to_json())
 
-    def delete(self, name: str) -> None:
+    def delete(self, tag: str) -> None:
         """Remove a tag (even one whose file is corrupt); :class:`TagNotFoundError` if it does not exist."""
-        validate_tag_name(name)
-        if not self._store.exists(self._path(name)):
-            raise TagNotFoundError(f"Ref not found error: tag {name} does not exist")
-        self._store.delete(self._path(name))
+        validate_tag_name(tag)
+        if not self._store.exists(self._path(tag)):
+            raise TagNotFoundError(f"Ref not found error: tag {tag} does not exist")
+        self._store.delete(self._path(tag))

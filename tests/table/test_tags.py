@@ -21,7 +21,7 @@ from lance_ops.errors import (
     VersionNotFoundError,
 )
 from lance_ops.ops._ref_chars import is_alphanumeric
-from lance_ops.ops.tags import format_timestamp, parse_timestamp, validate_tag_name
+from lance_ops.ops.tags import Tags, format_timestamp, parse_timestamp, validate_tag_name
 
 
 def _three_versions(uri: str) -> lance_ops.LanceDataset:
@@ -317,3 +317,23 @@ def test_metadata_both_ways(tmp_path: Path, lance_module) -> None:  # type: igno
     for key in ("createdAt", "updatedAt"):
         twin = re.sub(rf'"{key}": "[^"]*"'.encode(), f'"{key}": "{doc[key]}"'.encode(), twin)
     assert ours == twin
+
+
+@pytest.mark.interop
+def test_method_signatures_match_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """Keyword calls written for pylance work: same parameter names, same defaults."""
+    import importlib  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+
+    theirs = importlib.import_module("lance.dataset").Tags
+    for method in ("create", "update", "delete", "get_version", "list", "list_ordered", "replace_metadata"):
+        expected = inspect.signature(getattr(theirs, method)).parameters
+        ours = inspect.signature(getattr(Tags, method)).parameters
+        assert list(ours) == list(expected), method
+        assert [p.default for p in ours.values()] == [p.default for p in expected.values()], method
+    ds = _three_versions(str(tmp_path / "ds"))
+    ds.tags.create(tag="k", reference=1)
+    ds.tags.update(tag="k", reference=2)
+    ds.tags.replace_metadata(tag="k", metadata={"a": "b"})
+    assert ds.tags.get_version(tag="k") == 2
+    ds.tags.delete(tag="k")
