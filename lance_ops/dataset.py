@@ -730,12 +730,19 @@ def dataset(
     version: int | str | None = None,
     storage_options: Mapping[str, str] | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    *,
+    asof: dt.datetime | str | None = None,
 ) -> LanceDataset:
     """Open a dataset (latest version, a version number or a tag name).
 
     With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
-    repaired through that external store (:mod:`lance_ops.table.manifest_store`).
+    repaired through that external store (:mod:`lance_ops.table.manifest_store`). Without a
+    ``version``, ``asof`` (a datetime or timestamp string) opens the newest version committed before
+    it, as pylance does (:func:`lance_ops.ops.history.version_as_of`).
     """
+    if version is None and asof is not None:
+        ds = LanceDataset(uri, None, storage_options, manifest_store)
+        return ds.checkout_version(history_op.version_as_of(ds._store, ds._root, asof))
     return LanceDataset(uri, version, storage_options, manifest_store)
 
 
