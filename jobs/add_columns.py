@@ -48,6 +48,7 @@ from lance_ops.ops.columns import (
 )
 from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
 from lance_ops.table.manifest import DataFile, Manifest
+from lance_ops.table.manifest_store import ExternalManifestStore
 
 FRAGMENT_KEY = "_lance_fragment"
 _WRITTEN = StructType(
@@ -66,11 +67,14 @@ def add_columns(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> Manifest:
     """Add columns to the latest version of ``uri`` in one ``Merge``; returns the manifest written.
 
-    ``progress`` hears of every finished per-fragment task (:mod:`lance_ops.progress`)."""
-    files = latest(uri, storage_options)
+    ``progress`` hears of every finished per-fragment task (:mod:`lance_ops.progress`);
+    ``manifest_store`` (e.g. :class:`~lance_ops.SqliteManifestStore`) is the external store to commit
+    through."""
+    files = latest(uri, storage_options, manifest_store)
     version = files.manifest.version
     store_options = dict(storage_options or {})
     if isinstance(transforms, DataFrame):
@@ -87,7 +91,7 @@ def add_columns(
 
         tracker = Tracker.start(progress, ADD_COLUMNS, len(files.manifest.fragments), "tasks")
         written = dict(on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker))
-    options = commit_options(storage_options, commit_message, transaction_properties)
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     manifest, _ = commit_new_columns(files, new.fields, written, options)
     return manifest
 

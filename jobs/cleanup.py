@@ -23,6 +23,7 @@ import lance_ops
 from jobs.common import driver_log, run_main
 from lance_ops.ops.cleanup import CleanupStats
 from lance_ops.progress import ProgressCallback
+from lance_ops.table.manifest_store import ExternalManifestStore
 
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -38,13 +39,15 @@ def cleanup(
     dry_run: bool = False,
     storage_options: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> CleanupStats:
     """Remove the old versions of ``uri`` and the files no kept version needs (see module doc).
 
     ``spark`` is taken for symmetry with the other jobs; cleanup runs on the driver. ``progress``
-    hears of every file removed (:mod:`lance_ops.progress`).
+    hears of every file removed (:mod:`lance_ops.progress`). With ``manifest_store`` the dataset
+    is opened through it (a claimed but unfinished version is repaired first).
     """
-    ds = lance_ops.dataset(uri, storage_options=dict(storage_options or {}))
+    ds = lance_ops.dataset(uri, storage_options=dict(storage_options or {}), manifest_store=manifest_store)
     return ds.cleanup_old_versions(
         older_than,
         retain_versions,

@@ -19,6 +19,7 @@ from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import open_version
 from lance_ops.progress import ProgressEvent, Tracker
+from lance_ops.table.manifest_store import ExternalManifestStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -86,9 +87,14 @@ def _finished_tasks(status: Any, group: str) -> int:
     return int(finished)
 
 
-def latest(uri: str, storage_options: Mapping[str, str] | None = None) -> VersionFiles:
-    """The files of the latest version at ``uri`` (what a job plans against, on the driver)."""
-    ds = lance_ops.dataset(uri, storage_options=dict(storage_options or {}))
+def latest(
+    uri: str,
+    storage_options: Mapping[str, str] | None = None,
+    manifest_store: ExternalManifestStore | None = None,
+) -> VersionFiles:
+    """The files of the latest version at ``uri`` (what a job plans against, on the driver); with
+    ``manifest_store`` a version claimed but not finished there is repaired first."""
+    ds = lance_ops.dataset(uri, storage_options=dict(storage_options or {}), manifest_store=manifest_store)
     return open_version(uri, ds.version, storage_options)
 
 
@@ -96,9 +102,11 @@ def commit_options(
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> CommitOptions:
-    """Commit options of a job's single transaction."""
+    """Commit options of a job's single transaction (through ``manifest_store`` when given)."""
     return CommitOptions(
+        manifest_store=manifest_store,
         storage_options=storage_options,
         commit_message=commit_message,
         transaction_properties=transaction_properties,

@@ -33,6 +33,7 @@ from lance_ops.ops.compaction import (
     plan,
 )
 from lance_ops.progress import COMPACT, ProgressCallback, Tracker
+from lance_ops.table.manifest_store import ExternalManifestStore
 
 PLAN_SCHEMA = StructType(
     [
@@ -64,14 +65,17 @@ def compact(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
+    manifest_store: ExternalManifestStore | None = None,
     **compaction_options: Any,
 ) -> DataFrame | CompactionMetrics:
     """Compact the latest version of ``uri``; returns the metrics (or, with ``dry_run``, the plan).
 
-    ``progress`` hears of every finished task (:mod:`lance_ops.progress`, operation ``compact``)."""
+    ``progress`` hears of every finished task (:mod:`lance_ops.progress`, operation ``compact``);
+    ``manifest_store`` (e.g. :class:`~lance_ops.SqliteManifestStore`) is the external store to
+    commit through."""
     if commit_every is not None and commit_every <= 0:
         raise ValueError("commit_every must be positive")
-    files = latest(uri, storage_options)
+    files = latest(uri, storage_options, manifest_store)
     options = CompactionOptions.resolve(files.manifest.config, **compaction_options)
     the_plan = plan(files.manifest, options)
     if dry_run:
@@ -81,7 +85,7 @@ def compact(
     def task(text: str) -> str:
         return CompactionTask.from_json(text).execute(uri, store_options).json()
 
-    commit = commit_options(storage_options, commit_message, transaction_properties)
+    commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     metrics = CompactionMetrics()
     tasks = [t.json() for t in the_plan.tasks]
     group = commit_every or len(tasks)

@@ -64,7 +64,9 @@ the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on crea
 ``encoding_plan`` (an :class:`~lance_ops.encoding.plan.EncodingPlan` as JSON, applied by every task
 and stored by a create or overwrite; appends, replace-where and streaming writes otherwise apply the
 plan stored in the dataset, read once on the driver — see :mod:`jobs.profile_encodings`), ``save_mode``
-(``error``/``ignore``, see :func:`save`) and, for both directions, ``storage_options`` (JSON object).
+(``error``/``ignore``, see :func:`save`) and, for both directions, ``storage_options`` (JSON object)
+and ``manifest_store`` (the path of a :class:`~lance_ops.SqliteManifestStore` database: the write
+commits through it, a read first repairs a version claimed there but not finished).
 Streaming writes commit each micro-batch the same way, with the query's identity (option
 ``stream_id``, else the query id in ``<checkpointLocation>/metadata``) and the batch id in the
 transaction properties; a batch id the query already committed (a replay) is skipped.
@@ -122,6 +124,7 @@ from lance_ops.ops.compaction import open_version
 from lance_ops.ops.write import replace_rows
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.manifest import DataFragment
+from lance_ops.table.manifest_store import SqliteManifestStore
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Operation
 
@@ -145,6 +148,12 @@ def _json_option(options: Mapping[str, str], key: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ValueError(f"option {key!r} must be a JSON object, got {raw!r}")
     return {str(k): str(v) for k, v in value.items()}
+
+
+def _manifest_store_option(options: Mapping[str, str]) -> SqliteManifestStore | None:
+    """The external manifest store named by option ``manifest_store`` (a SQLite database path)."""
+    path = options.get("manifest_store")
+    return SqliteManifestStore(path) if path else None
 
 
 def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -431,6 +440,7 @@ class LanceWriter(DataSourceArrowWriter):
     def __init__(self, uri: str, spark_input_schema: StructType, overwrite: bool, options: Mapping[str, str]):
         self.uri = uri
         self.storage_options = _json_option(options, "storage_options")
+        self.manifest_store = _manifest_store_option(options)
         self.transaction_properties = _json_option(options, "transaction_properties")
         self.commit_message = options.get("commit_message")
         self.max_rows_per_file = int(options.get("max_rows_per_file", 1024 * 1024))
@@ -479,7 +489,9 @@ class LanceWriter(DataSourceArrowWriter):
     def _existing(self) -> lance_ops.LanceDataset | None:
         """The latest version of the dataset at ``uri``, or None if there is none yet."""
         try:
-            return lance_ops.dataset(self.uri, storage_options=self.storage_options)
+            return lance_ops.dataset(
+                self.uri, storage_options=self.storage_options, manifest_store=self.manifest_store
+            )
         except DatasetNotFoundError:
             return None
 
@@ -558,6 +570,7 @@ class LanceWriter(DataSourceArrowWriter):
             transaction_properties=dict(properties),
             enable_stable_row_ids=self.enable_stable_row_ids,
             data_storage_version=self.data_storage_version,
+            manifest_store=self.manifest_store,
         )
         rows = sum(msg.num_rows for msg in messages if isinstance(msg, LanceCommitMessage))
         log.info(
@@ -701,6 +714,7 @@ class LanceDataSource(DataSource):
                 self.uri,
                 version=_version_option(self.options.get("version")),
                 storage_options=self.storage_options,
+                manifest_store=_manifest_store_option(self.options),
             )
             pinned = self._version = ds.version
             self._arrow_schema = ds.schema

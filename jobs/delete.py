@@ -23,6 +23,7 @@ from jobs.common import commit_options, driver_log, latest, on_executors, open_v
 from lance_ops.ops.delete import DeleteResult, FragmentDeletion, commit_delete, delete_in_fragment
 from lance_ops.progress import DELETE, ProgressCallback, Tracker
 from lance_ops.query.predicate import parse_predicate
+from lance_ops.table.manifest_store import ExternalManifestStore
 
 
 def delete(
@@ -33,10 +34,12 @@ def delete(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> DeleteResult:
     """Delete the rows ``predicate`` selects from the latest version of ``uri`` in one commit;
-    ``progress`` hears of every finished task (:mod:`lance_ops.progress`)."""
-    files = latest(uri, storage_options)
+    ``progress`` hears of every finished task (:mod:`lance_ops.progress`); ``manifest_store``
+    (e.g. :class:`~lance_ops.SqliteManifestStore`) is the external store to commit through."""
+    files = latest(uri, storage_options, manifest_store)
     parse_predicate(predicate, files.schema)
     version = files.manifest.version
     store_options = dict(storage_options or {})
@@ -48,7 +51,7 @@ def delete(
 
     tracker = Tracker.start(progress, DELETE, len(files.manifest.fragments), "tasks")
     found = on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker)
-    options = commit_options(storage_options, commit_message, transaction_properties)
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     return commit_delete(files, [d for d in found if d is not None], predicate, options)
 
 

@@ -41,6 +41,7 @@ from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops.compaction import open_version
 from lance_ops.ops.encodings import ColumnProfile, DataProfile, is_profiled, profile_data, store_plan
+from lance_ops.table.manifest_store import ExternalManifestStore
 
 PROFILE_SCHEMA = "column STRING, sketch BINARY, num_values LONG, value_bytes LONG"
 
@@ -79,9 +80,11 @@ def profile_frame(df: DataFrame, schema: pa.Schema) -> DataProfile:
     return DataProfile(schema, {n: columns[n] for n in schema.names if n in columns})
 
 
-def _latest(uri: str, storage_options: Mapping[str, str]) -> VersionFiles | None:
+def _latest(
+    uri: str, storage_options: Mapping[str, str], manifest_store: ExternalManifestStore | None = None
+) -> VersionFiles | None:
     try:
-        ds = lance_ops.dataset(uri, storage_options=dict(storage_options))
+        ds = lance_ops.dataset(uri, storage_options=dict(storage_options), manifest_store=manifest_store)
     except DatasetNotFoundError:
         return None
     return open_version(uri, ds.version, storage_options)
@@ -96,18 +99,20 @@ def profile_encodings(
     storage_options: Mapping[str, str] | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
+    manifest_store: ExternalManifestStore | None = None,
 ) -> EncodingPlan:
     """The encoding plan of ``source`` (a dataset URI or a DataFrame), profiled on executors.
 
     With ``store`` the plan is committed to the dataset (``source`` when it is a URI, else
     ``target``) as one ``UpdateConfig``; a ``target`` that does not exist raises
     :class:`DatasetNotFoundError` (create it with ``.option("encoding_plan", plan.to_json())``).
-    ``columns`` limits the profile (and the plan) to those columns.
+    ``columns`` limits the profile (and the plan) to those columns. ``manifest_store`` (e.g.
+    :class:`~lance_ops.SqliteManifestStore`) is the external store to commit through.
     """
     store_options = dict(storage_options or {})
     if isinstance(source, str):
         target = source
-    files = None if target is None else _latest(target, store_options)
+    files = None if target is None else _latest(target, store_options, manifest_store)
     if isinstance(source, str):
         if files is None:
             raise DatasetNotFoundError(f"no Lance dataset at {source}")
@@ -132,7 +137,8 @@ def profile_encodings(
                 f"no Lance dataset at {target} to store the plan in; create it with "
                 "df.write.format('lance').option('encoding_plan', plan.to_json())"
             )
-        store_plan(files, plan, commit_options(storage_options, commit_message, transaction_properties))
+        options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
+        store_plan(files, plan, options)
     return plan
 
 

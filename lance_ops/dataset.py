@@ -279,6 +279,11 @@ class LanceDataset:
         return self._storage_options
 
     @property
+    def manifest_store(self) -> ExternalManifestStore | None:
+        """The external manifest store this dataset commits through (None: the store's own claim)."""
+        return self._manifest_store
+
+    @property
     def version(self) -> int:
         return self._manifest.version
 
@@ -600,6 +605,9 @@ class LanceDataset:
         error_if_tagged_old_versions: bool = True,
         dry_run: bool = False,
         progress: ProgressCallback | None = None,
+        delete_rate_limit: int | None = None,
+        versions: Sequence[int] | None = None,
+        delete_concurrency: int | None = None,
     ) -> cleanup_op.CleanupStats:
         """Remove versions older than ``older_than`` (default two weeks unless ``retain_versions``
         is given) or outside the ``retain_versions`` newest, and every file no kept version needs.
@@ -607,7 +615,9 @@ class LanceDataset:
         The latest version, this version and newer ones, and tagged versions are kept; files no
         version references are removed only when older than 7 days (or ``delete_unverified``).
         ``dry_run`` reports what would be removed (``CleanupStats.paths``) and removes nothing.
-        ``progress`` hears of every file removed. See :mod:`lance_ops.ops.cleanup`.
+        ``progress`` hears of every file removed. As in pylance, ``versions`` limits the cleanup to
+        those versions, ``delete_rate_limit`` caps deletions per second and ``delete_concurrency``
+        (validated; deletes run one at a time) is accepted. See :mod:`lance_ops.ops.cleanup`.
         """
         policy = cleanup_op.CleanupPolicy.parse(
             older_than,
@@ -616,8 +626,39 @@ class LanceDataset:
             delete_unverified=delete_unverified,
             error_if_tagged_old_versions=error_if_tagged_old_versions,
             dry_run=dry_run,
+            versions=versions,
+            delete_rate_limit=delete_rate_limit,
+            delete_concurrency=delete_concurrency,
         )
         return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy, progress)
+
+    def explain_cleanup_old_versions(
+        self,
+        older_than: dt.timedelta | dt.datetime | None = None,
+        retain_versions: int | None = None,
+        *,
+        delete_unverified: bool = False,
+        error_if_tagged_old_versions: bool = True,
+        delete_rate_limit: int | None = None,
+        versions: Sequence[int] | None = None,
+        include_files: bool = False,
+        max_files: int = 1000,
+    ) -> cleanup_op.CleanupExplanation:
+        """What :meth:`cleanup_old_versions` with these arguments would remove (pylance's call);
+        nothing is removed. ``include_files`` lists the files (at most ``max_files``)."""
+        policy = cleanup_op.CleanupPolicy.parse(
+            older_than,
+            retain_versions,
+            self.latest_version,
+            delete_unverified=delete_unverified,
+            error_if_tagged_old_versions=error_if_tagged_old_versions,
+            dry_run=True,
+            versions=versions,
+            delete_rate_limit=delete_rate_limit,
+        )
+        return cleanup_op.explain_cleanup(
+            self._store, self._root, self.version, policy, include_files, max_files
+        )
 
     def _commit_options(
         self, transaction_properties: Mapping[str, str] | None = None
@@ -663,6 +704,8 @@ class LanceDataset:
         operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
         of a version, for stores without an atomic create.
         """
+        if isinstance(base_uri, LanceDataset) and manifest_store is None:
+            manifest_store = base_uri.manifest_store
         uri = base_uri.uri if isinstance(base_uri, LanceDataset) else os.fspath(base_uri)
         options = commit_op.CommitOptions(
             read_version=read_version,
@@ -698,12 +741,19 @@ def dataset(
     version: int | str | None = None,
     storage_options: Mapping[str, str] | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    *,
+    asof: dt.datetime | str | None = None,
 ) -> LanceDataset:
     """Open a dataset (latest version, a version number or a tag name).
 
     With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
-    repaired through that external store (:mod:`lance_ops.table.manifest_store`).
+    repaired through that external store (:mod:`lance_ops.table.manifest_store`). Without a
+    ``version``, ``asof`` (a datetime or timestamp string) opens the newest version committed before
+    it, as pylance does (:func:`lance_ops.ops.history.version_as_of`).
     """
+    if version is None and asof is not None:
+        ds = LanceDataset(uri, None, storage_options, manifest_store)
+        return ds.checkout_version(history_op.version_as_of(ds._store, ds._root, asof))
     return LanceDataset(uri, version, storage_options, manifest_store)
 
 
@@ -738,8 +788,9 @@ def write_dataset(
     of every data file written (:mod:`lance_ops.progress`). ``encoding_plan``
     (:func:`lance_ops.ops.encodings.profile`) fixes per-column encodings and is stored in the
     dataset's config by creates / overwrites; appends follow the stored plan by default.
-    ``uri`` may be an open dataset (its location is written to). ``auto_cleanup_options``
-    (``{"interval": N, "older_than_seconds": S}``) turns on automatic cleanup for a new dataset
+    ``uri`` may be an open dataset (its location is written to, through its manifest store).
+    ``auto_cleanup_options`` (``{"interval": N, "older_than_seconds": S}``) turns on automatic
+    cleanup for a new dataset
     (:mod:`lance_ops.ops.auto_cleanup`). ``use_legacy_format=True`` asks for 0.1 files, which
     lance-ops reads but does not write (``NotImplementedError``). ``page_statistics=False`` writes
     data files without page statistics (default: with them, unless an append's dataset config sets
@@ -747,6 +798,7 @@ def write_dataset(
     """
     if isinstance(uri, LanceDataset):
         storage_options = storage_options if storage_options is not None else uri.storage_options
+        manifest_store = manifest_store if manifest_store is not None else uri.manifest_store
         uri = uri.uri
     uri = os.fspath(uri)
     if use_legacy_format:

@@ -144,8 +144,13 @@ class RefError(LanceOpsError, ValueError):
     """A tag name is invalid, or a tag to be created already exists."""
 
 
-class CleanupError(LanceOpsError, ValueError):
-    """Cleanup was asked to remove what it must not (tagged versions) or given a bad cut-off."""
+class InvalidTagNameError(RefError, OSError):
+    """A tag name breaks pylance's rules (pylance raises ``OSError`` here)."""
+
+
+class CleanupError(LanceOpsError, ValueError, OSError):
+    """Cleanup was asked to remove what it must not (tagged versions) or given a bad cut-off
+    (pylance raises ``OSError`` here)."""
 
 
 class MissingFileError(LanceOpsError, FileNotFoundError):

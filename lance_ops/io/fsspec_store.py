@@ -10,8 +10,11 @@ Writes:
 * :class:`FsspecOutput` opens the file with ``autocommit=False`` and commits on close. Object stores
   publish an object only when the upload completes anyway; filesystems with real files (fsspec's
   local one) write a temporary file and move it into place on commit.
-* :meth:`FsspecStore.put_if_absent` opens with exclusive-create mode ``"xb"``: ``O_EXCL`` on local
-  files, conditional PUT (``If-None-Match: *``) on object stores whose fsspec driver implements it.
+* :meth:`FsspecStore.put_if_absent` opens with exclusive-create mode ``"xb"``: conditional PUT
+  (``If-None-Match: *``) on object stores whose fsspec driver implements it. fsspec's local
+  filesystem would create the file empty at open, so a reader listing it meanwhile (a manifest being
+  claimed) would see a partial file: there the bytes are written to a temporary sibling first and
+  hard-linked into place, as :class:`~lance_ops.io.local.LocalStore` does.
   A driver that rejects ``"xb"`` (``ValueError``/``NotImplementedError``) gets an exists-check
   followed by a write, which is **not atomic**: two racing writers can both believe they won. A
   warning is logged; for concurrent commits on such stores use a store with atomic create.
@@ -37,9 +40,11 @@ from typing import Any, TypeVar
 
 import fsspec
 from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 from lance_ops.errors import StorageError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
+from lance_ops.io.local import link_exclusive
 from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, ShortReadError, is_transient
 
 __all__ = ["REMOTE_COALESCE_GAP", "FsspecOutput", "FsspecStore"]
@@ -194,6 +199,9 @@ class FsspecStore(ObjectStore):
 
     def _create_exclusive(self, path: str, payload: memoryview) -> bool:
         """One exclusive-create attempt; raises FileExistsError if the path is taken."""
+        if type(self.fs) is LocalFileSystem:  # subclasses may change how files open
+            link_exclusive(self.fs._strip_protocol(path), payload)
+            return True
         try:
             handle = self.fs.open(path, "xb")
         except (ValueError, NotImplementedError):

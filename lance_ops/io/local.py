@@ -28,7 +28,7 @@ from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["LOCAL_COALESCE_GAP", "TEMP_SUFFIX", "LocalOutput", "LocalStore"]
+__all__ = ["LOCAL_COALESCE_GAP", "TEMP_SUFFIX", "LocalOutput", "LocalStore", "link_exclusive"]
 
 # Holes up to one page-cache page are cheaper to read through than to skip with another syscall.
 LOCAL_COALESCE_GAP = 4 * 1024
@@ -59,6 +59,20 @@ def _temp_sibling(path: str) -> tuple[str, int]:
     os.makedirs(directory, exist_ok=True)
     temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
     return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+
+
+def link_exclusive(path: str, data: bytes | bytearray | memoryview) -> None:
+    """Create ``path`` holding ``data`` atomically: written in full to a temporary sibling, then
+    hard-linked to ``path`` (``FileExistsError`` if it exists). Readers never see a partial file."""
+    temp, fd = _temp_sibling(path)
+    try:
+        try:
+            _write_all(fd, memoryview(data).cast("B"))
+        finally:
+            os.close(fd)
+        os.link(temp, path)
+    finally:
+        os.unlink(temp)
 
 
 def _write_all(fd: int, data: memoryview) -> None:
@@ -149,18 +163,11 @@ class LocalStore(ObjectStore):
 
     @_typed
     def put_if_absent(self, path: str, data: bytes | bytearray | memoryview) -> bool:
-        temp, fd = _temp_sibling(path)
         try:
-            try:
-                _write_all(fd, memoryview(data).cast("B"))
-            finally:
-                os.close(fd)
-            os.link(temp, path)
+            link_exclusive(path, data)
             return True
         except FileExistsError:
             return False
-        finally:
-            os.unlink(temp)
 
     @_typed
     def list(self, dir_path: str) -> list[FileInfo]:

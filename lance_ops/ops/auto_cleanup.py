@@ -5,8 +5,9 @@ pylance 14 behaviour, reproduced here: when a dataset's config holds both
 such as ``"14d"``, ``"3600s"`` or ``"1h 30m"``), every commit that writes a version divisible by N
 then removes the versions older than that duration, as ``cleanup_old_versions(older_than=...)``
 run from the version the commit read (so that one and the new one are always kept). A tagged
-old version makes that cleanup refuse (as ``error_if_tagged_old_versions`` does); the refusal is
-logged and the commit still succeeds. ``write_dataset(auto_cleanup_options={"interval": N,
+old version makes that cleanup refuse (as ``error_if_tagged_old_versions`` does); the refusal, like
+any other failure of that cleanup (a corrupt tag file, a storage error), is logged and the commit
+still succeeds. ``write_dataset(auto_cleanup_options={"interval": N,
 "older_than_seconds": S})`` stores the two keys when it creates a dataset.
 """
 
@@ -18,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lance_ops.errors import CleanupError
+from lance_ops.errors import CleanupError, LanceOpsError
 from lance_ops.io import ObjectStore
 from lance_ops.ops.cleanup import CleanupPolicy, CleanupStats, cleanup_old_versions
 from lance_ops.table.manifest import Manifest
@@ -104,6 +105,7 @@ def after_commit(store: ObjectStore, root: str, manifest: Manifest) -> CleanupSt
             return None
         policy = CleanupPolicy.parse(config.older_than, None, manifest.version)
         return cleanup_old_versions(store, root, max(manifest.version - 1, 1), policy)
-    except CleanupError as exc:
+    except (LanceOpsError, OSError) as exc:
+        # The version has landed: a failed cleanup must not make its commit look failed.
         _log.warning("automatic cleanup after version %d skipped: %s", manifest.version, exc)
         return None

@@ -1,7 +1,8 @@
 """Removing old versions and the files only they reference (pylance's ``cleanup_old_versions``).
 
 A version is *old* when it is older than the cut-off (its manifest's commit timestamp; two weeks
-by default) and, with ``retain_versions=n``, not among the ``n`` newest. Old versions are removed,
+by default) and, with ``retain_versions=n``, not among the ``n`` newest, and, with ``versions=[...]``
+(pylance's selection), one of those. Old versions are removed,
 except: the latest version and any version at or after the one cleanup was called on; tagged
 versions (and with ``error_if_tagged_old_versions`` a tagged old version is an error, raised before
 anything is deleted).
@@ -18,10 +19,21 @@ versions' references:
   modification time is more than 7 days old, or always with ``delete_unverified=True``.
 
 Unlike pylance, every file of those directories is considered whatever its name or age relative to
-the retained manifests, so orphans are not missed when an old version is tagged.
+the retained manifests, so orphans are not missed when an old version is tagged, and temporary files
+(``_transactions/.tmpXXXXXX`` of a killed pylance writer, ``.*.lance-ops-partial`` of ours) are
+swept as well (pylance 14 only looks at ``.txn`` names there).
 
-Concurrent writers: just before deleting, the versions are listed again and every file a version
-committed meanwhile references is taken off the list (a Restore of a version being removed, say).
+``_versions/`` holds the leftovers of killed committers too: temporary files (hidden names), a
+local claim's staging copy (``{name}#...``) and external-store staging manifests
+(``{name}-{uuid}``, :mod:`lance_ops.table.manifest_store`). They are unverified files (7-day rule,
+``delete_unverified``) counted in ``bytes_removed`` and ``paths`` only; a staging manifest of a
+version newer than the latest listed one is always kept, since it may be a claimed version that the
+next reader through the store still has to finish. Manifests, detached manifests and the version
+hint are never touched here (pylance leaves all of ``_versions/`` but manifests alone).
+
+Concurrent writers: just before deleting, the versions are listed and the tags read again; every
+file a version committed meanwhile references is taken off the list (a Restore of a version being
+removed, say), and a version tagged meanwhile is kept with its files.
 Manifests go first, so a cleanup interrupted half-way leaves orphans (removed by the next run), never
 a manifest naming a missing file. A dry run computes the same plan and deletes nothing.
 """
@@ -41,10 +53,24 @@ from lance_ops.ops.tags import Tags
 from lance_ops.progress import CLEANUP, ProgressCallback, Tracker
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_manifests
 from lance_ops.table.manifest import ExternalFile, Manifest
-from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR
+from lance_ops.table.naming import (
+    DATA_DIR,
+    DELETIONS_DIR,
+    MANIFEST_SUFFIX,
+    TRANSACTIONS_DIR,
+    VERSIONS_DIR,
+    ManifestNamingScheme,
+)
 from lance_ops.table.statistics import STATS_DIR, statistics_files
 
-__all__ = ["CleanupPolicy", "CleanupStats", "cleanup_old_versions"]
+__all__ = [
+    "CleanupCandidateFile",
+    "CleanupExplanation",
+    "CleanupPolicy",
+    "CleanupStats",
+    "cleanup_old_versions",
+    "explain_cleanup",
+]
 
 INDICES_DIR = "_indices"
 DEFAULT_OLDER_THAN = dt.timedelta(days=14)
@@ -79,14 +105,43 @@ class CleanupStats:
 
 
 @dataclass(frozen=True)
+class CleanupCandidateFile:
+    """A file a cleanup would remove (pylance's ``CleanupCandidateFile``): its store path, kind
+    (``manifest``, ``data``, ``deletion``, ``transaction``, ``index``, ``statistics``), size, and
+    whether no version references it (``unverified``: subject to the 7-day rule)."""
+
+    path: str
+    kind: str
+    unverified: bool
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class CleanupExplanation:
+    """pylance's ``explain_cleanup_old_versions`` answer: the stats a run would report and, on
+    request, the files it would remove (at most ``candidate_file_limit``)."""
+
+    stats: CleanupStats
+    candidate_files: tuple[CleanupCandidateFile, ...]
+    candidate_files_truncated: bool
+    candidate_file_limit: int
+    read_version: int
+    referenced_branches: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CleanupPolicy:
-    """Which versions are old: committed before ``before_ns`` and below ``before_version``."""
+    """Which versions are old: committed before ``before_ns``, below ``before_version`` and, when
+    ``versions`` is given, among them; how fast to delete (``delete_rate_limit`` per second)."""
 
     before_ns: int
     before_version: int | None = None
     delete_unverified: bool = False
     error_if_tagged_old_versions: bool = True
     dry_run: bool = False
+    versions: frozenset[int] | None = None
+    delete_rate_limit: int | None = None
 
     @classmethod
     def parse(
@@ -99,10 +154,29 @@ class CleanupPolicy:
         error_if_tagged_old_versions: bool = True,
         dry_run: bool = False,
         now_ns: int | None = None,
+        versions: Iterable[int] | None = None,
+        delete_rate_limit: int | None = None,
+        delete_concurrency: int | None = None,
     ) -> CleanupPolicy:
-        """Validate the user's arguments (bad ones raise :class:`CleanupError`)."""
+        """Validate the user's arguments (bad ones raise :class:`CleanupError`).
+
+        As in pylance, ``versions`` narrows the other criteria (and without ``older_than`` or
+        ``retain_versions`` is the only one: no default age); versions it names that do not exist
+        are ignored. ``delete_concurrency`` is validated only (deletes run one at a time).
+        """
         now_ns = time.time_ns() if now_ns is None else now_ns
-        if older_than is None and retain_versions is None:
+        chosen = None
+        if versions is not None:
+            chosen = frozenset(versions)
+            if not chosen:
+                raise CleanupError("versions must not be empty when specified")
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in chosen):
+                raise CleanupError(f"versions must be integers, got {sorted(chosen, key=repr)!r}")
+        limits = {"delete_rate_limit": delete_rate_limit, "delete_concurrency": delete_concurrency}
+        for name, value in limits.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise CleanupError(f"{name} must be a positive integer, got {value!r}")
+        if older_than is None and retain_versions is None and chosen is None:
             older_than = DEFAULT_OLDER_THAN
         if older_than is None:
             before_ns = now_ns
@@ -126,10 +200,20 @@ class CleanupPolicy:
             ):
                 raise CleanupError(f"retain_versions must be a positive integer, got {retain_versions!r}")
             before_version = latest_version - retain_versions + 1
-        return cls(before_ns, before_version, delete_unverified, error_if_tagged_old_versions, dry_run)
+        return cls(
+            before_ns,
+            before_version,
+            delete_unverified,
+            error_if_tagged_old_versions,
+            dry_run,
+            chosen,
+            delete_rate_limit,
+        )
 
     def is_old(self, manifest: Manifest) -> bool:
         if manifest.timestamp_ns >= self.before_ns:
+            return False
+        if self.versions is not None and manifest.version not in self.versions:
             return False
         return self.before_version is None or manifest.version < self.before_version
 
@@ -204,6 +288,36 @@ def _plan_files(
     return plan
 
 
+def _staged_version(name: str) -> int | None:
+    """The version of an external-store staging manifest name ``{manifest name}-{uuid}``, else None."""
+    head, dash, tail = name.partition(f"{MANIFEST_SUFFIX}-")
+    if not dash or not tail:
+        return None
+    parsed = ManifestNamingScheme.parse(head + MANIFEST_SUFFIX)
+    return None if parsed is None else parsed[1]
+
+
+def _plan_versions_dir(
+    store: ObjectStore, root: str, latest: int, policy: CleanupPolicy, now_ns: int
+) -> list[tuple[str, FileInfo]]:
+    """Leftovers of killed committers in ``_versions/`` that are to be removed (see module doc)."""
+    young_after = (now_ns - _ns(UNVERIFIED_THRESHOLD)) / 1e9
+    plan = []
+    for info in store.walk(store.join(root, VERSIONS_DIR)):
+        relative = _relative(store, root, info.path)
+        parts = relative.split("/")
+        if len(parts) != 2:
+            continue
+        name = parts[1]
+        staged = _staged_version(name)
+        leftover = name.startswith(".") or "#" in name or staged is not None
+        if not leftover or (staged is not None and staged > latest):
+            continue
+        if policy.delete_unverified or info.mtime < young_after:
+            plan.append((relative, info))
+    return plan
+
+
 def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> CleanupError:
     versions = set(tagged_old)
     named = {name: tag.version for name, tag in tags.contents().items() if tag.version in versions}
@@ -213,22 +327,38 @@ def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> CleanupError:
     )
 
 
-def cleanup_old_versions(
-    store: ObjectStore,
-    root: str,
-    current_version: int,
-    policy: CleanupPolicy,
-    progress: ProgressCallback | None = None,
-) -> CleanupStats:
-    """Remove old versions of the dataset at ``root`` and the files only they reference.
+@dataclass(frozen=True)
+class _Plan:
+    """What a cleanup removes: the old versions' manifests, the swept files (relative path, info),
+    the ``_versions/`` leftovers, and the references of the removed versions (for verification)."""
 
-    ``current_version`` is the version the caller has open: it and every newer version are kept.
-    ``progress`` hears of every file removed (:mod:`lance_ops.progress`).
-    """
+    old: tuple[LoadedManifest, ...]
+    files: tuple[tuple[str, FileInfo], ...]
+    leftovers: tuple[tuple[str, FileInfo], ...]
+    removed: _References
+
+    def stats(self, store: ObjectStore, root: str, dry_run: bool) -> CleanupStats:
+        manifests = [(_relative(store, root, entry.path), entry.size) for entry in self.old]
+        manifests += [(relative, info.size) for relative, info in self.leftovers]
+        files = self.files
+        return CleanupStats(
+            bytes_removed=sum(size for _, size in manifests) + sum(info.size for _, info in files),
+            old_versions=len(self.old),
+            data_files_removed=sum(_kind(r) is _Kind.DATA for r, _ in files),
+            transaction_files_removed=sum(_kind(r) is _Kind.TRANSACTION for r, _ in files),
+            index_files_removed=sum(_kind(r) is _Kind.INDEX for r, _ in files),
+            deletion_files_removed=sum(_kind(r) is _Kind.DELETION for r, _ in files),
+            paths=tuple(sorted([r for r, _ in manifests] + [r for r, _ in files])),
+            dry_run=dry_run,
+        )
+
+
+def _plan(store: ObjectStore, root: str, current_version: int, policy: CleanupPolicy) -> _Plan:
+    """Decide what a cleanup removes (see module doc); raises before anything is removed."""
     now_ns = time.time_ns()
     tags = Tags(store, root)
     tagged = {tag.version for tag in tags.contents().values()}
-    loaded = list(load_manifests(store, root))
+    loaded = list(load_manifests(store, root, skip_missing=True))  # another cleanup may run
     latest = loaded[-1].manifest.version if loaded else 0
     retained, removed = _References(), _References()
     old: list[LoadedManifest] = []
@@ -246,32 +376,84 @@ def cleanup_old_versions(
     if tagged_old and policy.error_if_tagged_old_versions:
         raise _tagged_error(tags, tagged_old)
     files = _plan_files(store, root, retained, removed, policy, now_ns)
+    leftovers = _plan_versions_dir(store, root, latest, policy, now_ns)
     # Versions committed since the listing above keep what they reference.
     known = {entry.manifest.version for entry in loaded}
     newer = [e.version for e in list_versions(store, root) if e.version not in known]
     for version in newer:
-        retained.add(load_manifest(store, root, version).manifest)
+        try:
+            retained.add(load_manifest(store, root, version).manifest)
+        except FileNotFoundError:  # VersionNotFoundError too: another cleanup removed it meanwhile
+            continue
+    # Versions tagged since the tags were read are kept with their files.
+    late = {tag.version for tag in tags.contents().values()} - tagged
+    for entry in [e for e in old if e.manifest.version in late]:
+        old.remove(entry)
+        retained.add(entry.manifest)
     files = [(relative, info) for relative, info in files if not retained.holds(relative)]
-    manifests = [(_relative(store, root, entry.path), entry.size) for entry in old]
-    stats = CleanupStats(
-        bytes_removed=sum(size for _, size in manifests) + sum(info.size for _, info in files),
-        old_versions=len(old),
-        data_files_removed=sum(_kind(r) is _Kind.DATA for r, _ in files),
-        transaction_files_removed=sum(_kind(r) is _Kind.TRANSACTION for r, _ in files),
-        index_files_removed=sum(_kind(r) is _Kind.INDEX for r, _ in files),
-        deletion_files_removed=sum(_kind(r) is _Kind.DELETION for r, _ in files),
-        paths=tuple(sorted([r for r, _ in manifests] + [r for r, _ in files])),
-        dry_run=policy.dry_run,
-    )
+    return _Plan(tuple(old), tuple(files), tuple(leftovers), removed)
+
+
+def cleanup_old_versions(
+    store: ObjectStore,
+    root: str,
+    current_version: int,
+    policy: CleanupPolicy,
+    progress: ProgressCallback | None = None,
+) -> CleanupStats:
+    """Remove old versions of the dataset at ``root`` and the files only they reference.
+
+    ``current_version`` is the version the caller has open: it and every newer version are kept.
+    ``progress`` hears of every file removed (:mod:`lance_ops.progress`).
+    """
+    plan = _plan(store, root, current_version, policy)
+    stats = plan.stats(store, root, policy.dry_run)
     if policy.dry_run:
         return stats
     failed = 0
-    doomed = [entry.path for entry in old] + [info.path for _, info in files]
+    doomed = [entry.path for entry in plan.old] + [info.path for _, info in plan.leftovers + plan.files]
     tracker = Tracker.start(progress, CLEANUP, len(doomed), "files")
+    interval = 0.0 if policy.delete_rate_limit is None else 1.0 / policy.delete_rate_limit
+    next_at = time.monotonic()
     for path in doomed:
+        if interval:
+            time.sleep(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at, time.monotonic()) + interval
         try:
             store.delete(path)
         except OSError:
             failed += 1
         tracker.advance(1, f"removed {_relative(store, root, path)}")
     return replace(stats, failed_deletes=failed)
+
+
+def explain_cleanup(
+    store: ObjectStore,
+    root: str,
+    current_version: int,
+    policy: CleanupPolicy,
+    include_files: bool = False,
+    max_files: int = 1000,
+) -> CleanupExplanation:
+    """What :func:`cleanup_old_versions` would do with ``policy``; nothing is removed."""
+    if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
+        raise CleanupError(f"max_files must be positive, got {max_files!r}")
+    plan = _plan(store, root, current_version, policy)
+    candidates: list[CleanupCandidateFile] = []
+    if include_files:
+        candidates = [CleanupCandidateFile(e.path, "manifest", False, e.size) for e in plan.old]
+        candidates += [CleanupCandidateFile(i.path, "manifest", True, i.size) for _, i in plan.leftovers]
+        candidates += [
+            CleanupCandidateFile(
+                info.path, _kind(relative).name.lower(), not plan.removed.holds(relative), info.size
+            )
+            for relative, info in plan.files
+        ]
+        candidates.sort(key=lambda c: c.path)
+    return CleanupExplanation(
+        stats=plan.stats(store, root, dry_run=True),
+        candidate_files=tuple(candidates[:max_files]),
+        candidate_files_truncated=len(candidates) > max_files,
+        candidate_file_limit=max_files,
+        read_version=current_version,
+    )

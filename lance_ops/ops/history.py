@@ -16,14 +16,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError, VersionNotFoundError
 from lance_ops.io import ObjectStore, object_store
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.commit import LoadedManifest, load_manifest, load_manifests, load_transaction
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Restore, Transaction
 
-__all__ = ["HISTORY_SCHEMA", "history", "restore", "summary", "versions"]
+__all__ = ["HISTORY_SCHEMA", "history", "restore", "summary", "version_as_of", "versions"]
 
 HISTORY_SCHEMA = pa.schema(
     [
@@ -75,6 +75,30 @@ def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:
         }
         for loaded in load_manifests(store, root)
     ]
+
+
+def version_as_of(store: ObjectStore, root: str, asof: dt.datetime | str) -> int:
+    """pylance's ``dataset(uri, asof=...)``: the newest version committed strictly before ``asof``.
+
+    ``asof`` is a datetime (naive = local time, as ``versions()`` reports; aware ones are converted)
+    or an ISO 8601 / ``YYYY-MM-DD HH:MM:SS`` string. No such version raises
+    :class:`VersionNotFoundError`.
+    """
+    if isinstance(asof, str):
+        try:
+            cutoff = dt.datetime.fromisoformat(asof)
+        except ValueError:
+            raise InvalidArgumentError(f"Failed to parse timestamp string {asof!r}") from None
+    elif isinstance(asof, dt.datetime):
+        cutoff = asof
+    else:
+        raise InvalidArgumentError(f"Unrecognized version timestamp {asof!r} of type {type(asof).__name__}")
+    if cutoff.tzinfo is not None:
+        cutoff = cutoff.astimezone().replace(tzinfo=None)
+    found = [v["version"] for v in versions(store, root) if v["timestamp"] < cutoff]
+    if not found:
+        raise VersionNotFoundError(f"{cutoff} is earlier than the first version of the dataset at {root}")
+    return max(found)
 
 
 def _transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:

@@ -16,8 +16,10 @@ file; timestamps are RFC 3339 UTC with nanoseconds (``updatedAt`` changes on upd
 never). Only ``version`` is required when reading (older writers omit the rest).
 
 Names follow pylance's rules, checked in its order and with its messages: non-empty; only
-alphanumerics (Unicode), ``.``, ``-``, ``_`` (so no ``/``); not starting or ending with ``.``; not
-ending with ``.lock``; no ``..``. A tagged version is kept by cleanup.
+alphanumerics (Rust's definition, :mod:`lance_ops.ops._ref_chars`), ``.``, ``-``, ``_`` (so no
+``/``); not starting or ending with ``.``; not ending with ``.lock``; no ``..``. A tagged version is
+kept by cleanup. ``metadata`` (string to string) is set by :meth:`Tags.replace_metadata` and kept
+by updates; the JSON is written as serde does (UTF-8 text, not ASCII escapes).
 """
 
 from __future__ import annotations
@@ -28,11 +30,19 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
-from lance_ops.errors import CorruptFileError, RefError, TagNotFoundError, UnsupportedFeatureError
+from lance_ops.errors import (
+    CorruptFileError,
+    InvalidArgumentError,
+    InvalidTagNameError,
+    RefError,
+    TagNotFoundError,
+    UnsupportedFeatureError,
+)
 from lance_ops.io import ObjectStore
+from lance_ops.ops._ref_chars import is_alphanumeric
 from lance_ops.table.commit import load_manifest
 
 __all__ = ["TagContents", "Tags", "validate_tag_name"]
@@ -42,17 +52,19 @@ TAG_SUFFIX = ".json"
 MAIN_BRANCH = "main"
 
 # A version number, a tag name, or ``(branch, version)`` with None/"main" for the main line and
-# None for its latest version (pylance's reference forms).
-Reference: TypeAlias = "int | str | tuple[str | None, int | None]"
+# None for its latest version (pylance's reference forms); None alone is the latest version.
+Reference: TypeAlias = "int | str | tuple[str | None, int | None] | None"
 
 _RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$")
 
 
 def validate_tag_name(name: str) -> None:
-    """Raise :class:`RefError` with pylance's message unless ``name`` is a valid tag name."""
+    """Raise :class:`InvalidTagNameError` with pylance's message unless ``name`` is a valid tag name."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"a tag name is a string, not {name!r}")
     if not name:
         reason = "Ref cannot be empty"
-    elif not all(c.isalnum() or c in ".-_" for c in name):
+    elif not all(c in ".-_" or is_alphanumeric(c) for c in name):
         reason = "Ref characters must be either alphanumeric, '.', '-' or '_'"
     elif name.startswith("."):
         reason = "Ref cannot begin with a dot"
@@ -64,7 +76,7 @@ def validate_tag_name(name: str) -> None:
         reason = "Ref cannot have two consecutive dots"
     else:
         return
-    raise RefError(f"Ref is invalid: {reason} (tag name {name!r})")
+    raise InvalidTagNameError(f"Ref is invalid: {reason} (tag name {name!r})")
 
 
 def format_timestamp(ns: int) -> str:
@@ -132,7 +144,7 @@ class TagContents:
             "manifestSize": self.manifest_size,
             "metadata": dict(self.metadata),
         }
-        return json.dumps(doc, indent=2).encode()
+        return json.dumps(doc, indent=2, ensure_ascii=False).encode()
 
     def to_dict(self) -> dict[str, Any]:
         """pylance's ``Tag`` shape (``tags.list()`` values): datetimes in UTC, snake_case keys."""
@@ -167,14 +179,15 @@ class Tags:
                 )
         return found
 
-    def get(self, name: str) -> TagContents:
-        """One tag; :class:`TagNotFoundError` if it does not exist."""
-        validate_tag_name(name)
-        path = self._path(name)
+    def get(self, tag: str) -> TagContents:
+        """One tag (by name, as pylance calls the parameter ``tag``); :class:`TagNotFoundError` if it
+        does not exist."""
+        validate_tag_name(tag)
+        path = self._path(tag)
         try:
             data = self._store.read(path)
         except FileNotFoundError as exc:
-            raise TagNotFoundError(f"Ref not found error: tag {name} does not exist") from exc
+            raise TagNotFoundError(f"Ref not found error: tag {tag} does not exist") from exc
         return TagContents.from_json(data, path)
 
     def list(self) -> dict[str, dict[str, Any]]:
@@ -191,13 +204,15 @@ class Tags:
         tags = sorted(self.contents().items(), key=lambda item: (sign * item[1].version, item[0]))
         return [(name, tag.to_dict()) for name, tag in tags]
 
-    def get_version(self, name: str) -> int:
-        return self.get(name).version
+    def get_version(self, tag: str) -> int:
+        return self.get(tag).version
 
     def _target(self, reference: Reference) -> tuple[int, int]:
         """``(version, manifest size)`` of a reference; unknown versions raise VersionNotFoundError."""
-        if isinstance(reference, str):
-            version: int | None = self.get_version(reference)
+        if reference is None:
+            version: int | None = None
+        elif isinstance(reference, str):
+            version = self.get_version(reference)
         elif isinstance(reference, tuple):
             branch, version = reference
             if branch not in (None, MAIN_BRANCH):
@@ -209,28 +224,39 @@ class Tags:
         loaded = load_manifest(self._store, self._root, version)
         return loaded.manifest.version, loaded.size
 
-    def create(self, name: str, reference: Reference) -> None:
-        """Tag a version; RefError if the tag exists, VersionNotFoundError if the version does not."""
-        validate_tag_name(name)
-        if self._store.exists(self._path(name)):
-            raise RefError(f"Ref conflict error: tag {name} already exists")
-        version, size = self._target(reference)
+    def create(self, tag: str, reference: Reference = None) -> None:
+        """Tag a version (the latest by default); RefError if the tag exists, VersionNotFoundError
+        if the version does not."""
+        validate_tag_name(tag)
+        version, size = self._target(reference)  # an unknown version is reported first, as pylance does
+        if self._store.exists(self._path(tag)):
+            raise RefError(f"Ref conflict error: tag {tag} already exists")
         now = format_timestamp(time.time_ns())
         contents = TagContents(version, size, None, now, now)
-        if not self._store.put_if_absent(self._path(name), contents.to_json()):
-            raise RefError(f"Ref conflict error: tag {name} already exists")
+        if not self._store.put_if_absent(self._path(tag), contents.to_json()):
+            raise RefError(f"Ref conflict error: tag {tag} already exists")
 
-    def update(self, name: str, reference: Reference) -> None:
-        """Point an existing tag at another version (``createdAt`` kept, ``updatedAt`` renewed)."""
-        current = self.get(name)
+    def update(self, tag: str, reference: Reference = None) -> None:
+        """Point an existing tag at another version, the latest by default (``createdAt`` and
+        ``metadata`` kept, ``updatedAt`` renewed)."""
+        current = self.get(tag)
         version, size = self._target(reference)
         now = format_timestamp(time.time_ns())
         updated = TagContents(version, size, current.branch, current.created_at or now, now, current.metadata)
-        self._store.write(self._path(name), updated.to_json())
+        self._store.write(self._path(tag), updated.to_json())
 
-    def delete(self, name: str) -> None:
+    def replace_metadata(self, tag: str, metadata: Mapping[str, str]) -> None:
+        """Replace a tag's ``metadata`` (string keys and values); its timestamps stay, as in pylance."""
+        if not isinstance(metadata, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+        ):
+            raise InvalidArgumentError(f"tag metadata maps strings to strings, got {metadata!r}")
+        current = self.get(tag)
+        self._store.write(self._path(tag), replace(current, metadata=dict(metadata)).to_json())
+
+    def delete(self, tag: str) -> None:
         """Remove a tag (even one whose file is corrupt); :class:`TagNotFoundError` if it does not exist."""
-        validate_tag_name(name)
-        if not self._store.exists(self._path(name)):
-            raise TagNotFoundError(f"Ref not found error: tag {name} does not exist")
-        self._store.delete(self._path(name))
+        validate_tag_name(tag)
+        if not self._store.exists(self._path(tag)):
+            raise TagNotFoundError(f"Ref not found error: tag {tag} does not exist")
+        self._store.delete(self._path(tag))

@@ -223,10 +223,18 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
     return load_entry(store, root, entry)
 
 
-def load_manifests(store: ObjectStore, root: str) -> Iterator[LoadedManifest]:
-    """The manifest of every main-line version, ascending (one listing for all of them)."""
+def load_manifests(store: ObjectStore, root: str, *, skip_missing: bool = False) -> Iterator[LoadedManifest]:
+    """The manifest of every main-line version, ascending (one listing for all of them).
+
+    ``skip_missing`` passes over a listed manifest that is gone when it is read (a concurrent
+    cleanup removed it) instead of raising ``FileNotFoundError``.
+    """
     for entry in list_versions(store, root):
-        yield load_entry(store, root, entry)
+        try:
+            yield load_entry(store, root, entry)
+        except FileNotFoundError:
+            if not skip_missing:
+                raise
 
 
 def load_transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:
@@ -365,7 +373,13 @@ def commit_recorded(
                 )
             for entry in entries:
                 if entry.version > transaction.read_version and entry.version not in checked:
-                    theirs = _their_transaction(store, root, entry)
+                    try:
+                        theirs = _their_transaction(store, root, entry)
+                    except FileNotFoundError as exc:
+                        raise RetryableCommitConflictError(
+                            f"version {entry.version} of {root} was removed (by a cleanup) before this "
+                            f"commit could be checked against it; retry from the latest version"
+                        ) from exc
                     rebased = _rebase(store, root, transaction, theirs, entry.version)
                     if rebased is None:
                         check_conflict(transaction, theirs, entry.version)
@@ -379,7 +393,10 @@ def commit_recorded(
                 if transaction.file_name != written.file_name:
                     store.delete(store.join(root, TRANSACTIONS_DIR, written.file_name))
                 written = transaction
-            loaded = _read_manifest(store, root, latest)
+            try:
+                loaded = _read_manifest(store, root, latest)
+            except FileNotFoundError:
+                continue  # a cleanup removed it after a newer version landed: list again
             base = loaded.manifest
             check_writer_flags(base.writer_feature_flags, loaded.path)
             scheme = latest.scheme

@@ -9,7 +9,8 @@ manifest (relative to the dataset root) and offers two conditional writes. A com
 2. ``put_if_not_exists(base_uri, v, staging path)``: the commit point. Failure means another writer
    claimed ``v`` first (the staging object is deleted and the commit retries);
 3. copies the staging object to ``_versions/{final name}`` (create-if-absent: a repairing reader
-   may have copied it already);
+   may have copied it already; if a writer that bypasses the store wrote another manifest there,
+   that one stands and the commit retries on top of it);
 4. ``put_if_exists(base_uri, v, final path)`` and deletes the staging object.
 
 A writer killed between 2 and 3 leaves a version that is claimed but invisible to listings. Readers
@@ -20,7 +21,9 @@ it. Readers that bypass the store see every finalised version and may lag by tha
 
 :class:`SqliteManifestStore` is an implementation several processes share: one SQLite database file
 in WAL mode (readers never block the writer) with a busy timeout, a connection per call (so the
-store pickles to Spark executors and forked workers as just its path).
+store pickles to Spark executors and forked workers as just its path). A database that cannot be
+opened or used (missing directory, not a SQLite file, locked past the timeout) raises
+:class:`~lance_ops.errors.StorageError` naming it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 
-from lance_ops.errors import CorruptFileError
+from lance_ops.errors import CorruptFileError, StorageError
 from lance_ops.io import ObjectStore
 from lance_ops.table.naming import MANIFEST_SUFFIX, VERSIONS_DIR
 
@@ -107,10 +110,13 @@ class SqliteManifestStore(ExternalManifestStore):
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
-        with closing(connection) as db:
-            db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
-            yield db
+        try:
+            connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            with closing(connection) as db:
+                db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+                yield db
+        except sqlite3.Error as exc:
+            raise StorageError(f"manifest store {self.path}: {exc}") from exc
 
     def _one(self, query: str, *args: object) -> ManifestRecord | None:
         with self._connect() as db:
@@ -151,8 +157,12 @@ class SqliteManifestStore(ExternalManifestStore):
 
 def _finalise(
     store: ObjectStore, root: str, manifests: ExternalManifestStore, record: ManifestRecord
-) -> None:
-    """Steps 3-4: copy a staged manifest to its final name, re-point the record, drop the staging copy."""
+) -> bool:
+    """Steps 3-4: copy a staged manifest to its final name, re-point the record, drop the staging copy.
+
+    False when the final name already held another manifest (a writer that bypassed the store took
+    the version): the record then names that manifest, which is what every reader sees.
+    """
     staging = store.join(root, record.path)
     try:
         data = store.read(staging)
@@ -160,13 +170,16 @@ def _finalise(
         # Another process finalised it meanwhile (and removed the staging copy).
         current = manifests.get(root, record.version)
         if current is not None and not current.is_staged:
-            return
+            return True
         raise CorruptFileError(
             staging, f"version {record.version} is claimed but its manifest is missing"
         ) from None
-    store.put_if_absent(store.join(root, record.final_path), data)
-    manifests.put_if_exists(root, record.version, record.final_path, len(data))
+    final = store.join(root, record.final_path)
+    ours = store.put_if_absent(final, data) or store.read(final) == data  # a repairing reader's copy
+    size = len(data) if ours else store.size(final)
+    manifests.put_if_exists(root, record.version, record.final_path, size)
     store.delete(staging)
+    return ours
 
 
 def repair(store: ObjectStore, root: str, manifests: ExternalManifestStore) -> None:
@@ -185,5 +198,4 @@ def stage_and_claim(
     if not manifests.put_if_not_exists(root, version, staged.path, staged.size):
         store.delete(store.join(root, staged.path))
         return False
-    _finalise(store, root, manifests, staged)
-    return True
+    return _finalise(store, root, manifests, staged)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,7 +19,7 @@ from lance_ops import CleanupStats
 from lance_ops.errors import CleanupError, CorruptFileError
 from lance_ops.io.local import TEMP_SUFFIX
 from lance_ops.ops import cleanup as cleanup_op
-from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, ManifestNamingScheme
 
 ZERO = dt.timedelta(0)
 EIGHT_DAYS = 8 * 86_400
@@ -182,6 +183,40 @@ def test_orphans_and_partial_files(tmp_path: Path) -> None:
     assert lance_ops.dataset(uri).to_table() == _table(10)
 
 
+def test_versions_dir_leftovers(tmp_path: Path) -> None:
+    """Temporary and staging files of killed committers in _versions/ follow the 7-day rule; a
+    staging manifest of a version newer than the latest (a claim to repair) and anything that is
+    not a leftover stay."""
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    root = tmp_path / "ds"
+    name = ManifestNamingScheme.V2.manifest_name
+    leftovers = {
+        "_versions/.tmpAbC123",
+        f"_versions/.{name(6)}.0123{TEMP_SUFFIX}",
+        f"_versions/{name(3)}#1",
+        f"_versions/{name(2)}-{uuid.uuid4().hex}",
+    }
+    kept = {
+        f"_versions/{name(6)}-{uuid.uuid4().hex}",
+        "_versions/d9223372036854775809.manifest",
+        "_versions/notes",
+    }
+    for relative in leftovers | kept:
+        (root / relative).write_bytes(b"left")
+    before = _files(root)
+    ds = lance_ops.dataset(uri)
+    assert ds.cleanup_old_versions(retain_versions=5).paths == ()
+    dry = ds.cleanup_old_versions(retain_versions=5, delete_unverified=True, dry_run=True)
+    assert set(dry.paths) == leftovers and dry.bytes_removed == 4 * len(leftovers)
+    assert _files(root) == before
+    _age(root, EIGHT_DAYS)
+    stats = ds.cleanup_old_versions(retain_versions=5)
+    assert set(stats.paths) == leftovers and _files(root) == before - leftovers
+    assert (stats.old_versions, stats.data_files_removed, stats.transaction_files_removed) == (0, 0, 0)
+    assert [v["version"] for v in lance_ops.dataset(uri).versions()] == [1, 2, 3, 4, 5]
+
+
 def test_tagged_old_version(tmp_path: Path) -> None:
     uri = str(tmp_path / "ds")
     _build(uri)
@@ -332,6 +367,25 @@ def test_commit_landing_during_cleanup_keeps_its_files(
     assert _snapshot(uri) == {5: before[5], 6: before[1]}
 
 
+def test_version_tagged_during_cleanup_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tag created on an old version after the plan is made keeps that version and its files."""
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    plan = cleanup_op._plan_files
+
+    def plan_then_tag(*args, **kwargs):  # type: ignore[no-untyped-def]
+        files = plan(*args, **kwargs)
+        lance_ops.dataset(uri).tags.create("late", 2)
+        return files
+
+    monkeypatch.setattr(cleanup_op, "_plan_files", plan_then_tag)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert stats.old_versions == 3
+    assert _snapshot(uri) == {2: before[2], 5: before[5]}
+    assert lance_ops.dataset(uri, version="late").to_table() == before[2]
+
+
 _APPENDER = """
 import sys, pyarrow as pa, lance_ops
 uri, worker, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -421,3 +475,195 @@ def test_statistics_files_kept_while_listed(tmp_path: Path) -> None:
     assert stats_files() == listed
     summary = lance_ops.dataset(uri).stats.column_summary("id")
     assert summary["fragments_with_statistics"] == summary["num_fragments"]
+
+
+@pytest.mark.interop
+def test_failed_auto_cleanup_does_not_fail_the_commit(
+    tmp_path: Path, lance_module, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    """A cleanup after a commit that fails (here: a corrupt tag file) is logged; the commit stands,
+    as in pylance."""
+    for lib, name in ((lance_ops, "ours"), (lance_module, "theirs")):
+        uri = str(tmp_path / name)
+        lib.write_dataset(_table(3), uri, auto_cleanup_options={"interval": 1, "older_than_seconds": 0})
+        (tmp_path / name / "_refs/tags").mkdir(parents=True)
+        (tmp_path / name / "_refs/tags/bad.json").write_text("{")
+        with caplog.at_level("WARNING", logger="lance_ops.ops.auto_cleanup"):
+            assert lib.write_dataset(_table(2, 3), uri, mode="append").version == 2
+        assert lib.dataset(uri).count_rows() == 5
+    assert "automatic cleanup after version 2 skipped" in caplog.text and "bad.json" in caplog.text
+
+
+_SELECTIONS = [
+    {"versions": [2, 4]},
+    {"versions": [2], "older_than": dt.timedelta(days=1)},
+    {"versions": [2], "retain_versions": 1},
+    {"versions": [2], "retain_versions": 5},
+    {"versions": [99, 0]},
+    {"versions": [5]},
+    {"versions": [2, 3], "error_if_tagged_old_versions": False},
+    {"versions": [2, 3]},
+    {"versions": []},
+    {"older_than": ZERO, "delete_rate_limit": 0},
+    {"older_than": ZERO, "delete_concurrency": 0},
+    {"older_than": ZERO, "delete_concurrency": 2},
+]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("kwargs", _SELECTIONS, ids=[str(k) for k in _SELECTIONS])
+def test_version_selection_and_limits_as_pylance(
+    tmp_path: Path, lance_module, kwargs: dict[str, object]
+) -> None:  # type: ignore[no-untyped-def]
+    """pylance's ``versions`` (narrows the other criteria, no default age on its own, unknown
+    versions ignored), ``delete_rate_limit`` and ``delete_concurrency``: same versions left, same
+    refusals (typed, OSError as pylance's), nothing deleted on refusal."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    _build(str(ours))
+    lance_ops.dataset(str(ours)).tags.create("three", 3)
+    shutil.copytree(ours, theirs, copy_function=shutil.copy2)
+    before = _files(ours)
+    try:
+        expected = lance_module.dataset(str(theirs), version=4).cleanup_old_versions(**kwargs)
+    except OSError as exc:
+        with pytest.raises(CleanupError) as raised:
+            lance_ops.dataset(str(ours), version=4).cleanup_old_versions(**kwargs)  # type: ignore[arg-type]
+        assert isinstance(raised.value, OSError)
+        assert str(exc).split(":")[0] in ("Cleanup error", "Invalid user input")
+        assert _files(ours) == before
+        return
+    stats = lance_ops.dataset(str(ours), version=4).cleanup_old_versions(**kwargs)  # type: ignore[arg-type]
+    assert (stats.old_versions, stats.bytes_removed) == (expected.old_versions, expected.bytes_removed)
+    assert _files(ours) == _files(theirs)
+
+
+def test_delete_rate_limit_paces_deletes(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    started = time.monotonic()
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, delete_rate_limit=40)
+    assert len(stats.paths) == 11
+    assert time.monotonic() - started >= 10 / 40
+
+
+def test_a_manifest_removed_by_a_concurrent_cleanup_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two cleanups at once: a manifest listed by one and removed by the other before it is read
+    is skipped (its files are then unverified, so young ones stay) instead of failing the run."""
+    from lance_ops.table import commit as table_commit  # noqa: PLC0415
+
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    before = _snapshot(uri)
+    read = table_commit._load_readable
+    victim = tmp_path / "ds/_versions" / ManifestNamingScheme.V2.manifest_name(2)
+
+    def vanish_then_read(store, root, entry):  # type: ignore[no-untyped-def]
+        if entry.version == 2 and victim.exists():
+            victim.unlink()
+        return read(store, root, entry)
+
+    monkeypatch.setattr(table_commit, "_load_readable", vanish_then_read)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
+    assert stats.old_versions == 3
+    monkeypatch.undo()
+    assert _snapshot(uri) == {5: before[5]}
+
+
+@pytest.mark.interop
+def test_index_of_a_tagged_old_version_is_kept_as_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """An index replaced later but referenced by a tagged old version stays (counted by neither);
+    once the tag is gone both remove it and count its files in index_files_removed."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    lance_module.write_dataset(_table(100), str(ours)).create_scalar_index("id", "BTREE")  # v1, v2
+    lance_module.write_dataset(_table(50, 100), str(ours), mode="append")  # v3
+    lance_module.dataset(str(ours)).create_scalar_index("id", "BTREE", replace=True)  # v4
+    lance_module.dataset(str(ours)).delete("id < 10")  # v5
+    lance_module.dataset(str(ours)).tags.create("indexed", 2)
+    shutil.copytree(ours, theirs, copy_function=shutil.copy2)
+    indices = {p for p in _files(ours) if p.startswith("_indices/")}
+    fields = ("bytes_removed", "old_versions", "index_files_removed", "data_files_removed")
+    for allow in (False, True):
+        if allow:
+            lance_module.dataset(str(theirs)).tags.delete("indexed")
+            lance_ops.dataset(str(ours)).tags.delete("indexed")
+        expected = lance_module.dataset(str(theirs)).cleanup_old_versions(
+            older_than=ZERO, error_if_tagged_old_versions=False
+        )
+        stats = lance_ops.dataset(str(ours)).cleanup_old_versions(
+            older_than=ZERO, error_if_tagged_old_versions=False
+        )
+        assert {f: getattr(stats, f) for f in fields} == {f: getattr(expected, f) for f in fields}
+        assert _files(ours) == _files(theirs)
+        left = {p for p in _files(ours) if p.startswith("_indices/")}
+        assert (left == indices) if not allow else (left < indices and stats.index_files_removed > 0)
+    assert lance_module.dataset(str(ours)).to_table(filter="id = 120").num_rows == 1
+    assert lance_ops.dataset(str(ours)).count_rows() == 140
+
+
+def test_commit_racing_a_cleanup_gets_a_typed_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cleanup removes manifests a commit has just listed: a removed latest is listed again (the
+    commit lands on top); a removed version it still had to check against is a retryable conflict."""
+    from lance_ops.errors import RetryableCommitConflictError  # noqa: PLC0415
+    from lance_ops.table import commit as table_commit  # noqa: PLC0415
+
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    lance_ops.write_dataset(_table(1, 300), uri, mode="append")  # version 6
+    listing = table_commit.list_versions
+    race: dict[str, object] = {}
+
+    def listed_then_cleaned(store, root):  # type: ignore[no-untyped-def]
+        entries = listing(store, root)
+        if race:
+            hidden, removed = race.pop("hide"), race.pop("remove")
+            entries = [e for e in entries if e.version != hidden]
+            (tmp_path / "ds/_versions" / ManifestNamingScheme.V2.manifest_name(removed)).unlink()  # type: ignore[arg-type]
+        return entries
+
+    monkeypatch.setattr(table_commit, "list_versions", listed_then_cleaned)
+    # Listed before 6 landed, 5 (then the latest) removed by a cleanup right after: listed again.
+    race.update(hide=6, remove=5)
+    op = lance_ops.LanceOperation.ReserveFragments(1)
+    assert lance_ops.LanceDataset.commit(uri, op, read_version=5).version == 7
+    # Built on 3; 4 removed before the commit could check it: a retryable conflict, nothing claimed.
+    race.update(hide=None, remove=4)
+    with pytest.raises(RetryableCommitConflictError, match="version 4 .* removed"):
+        lance_ops.LanceDataset.commit(uri, op, read_version=3)
+    monkeypatch.undo()
+    assert [v["version"] for v in lance_ops.dataset(uri).versions()] == [1, 2, 3, 6, 7]
+
+
+@pytest.mark.interop
+def test_explain_cleanup_as_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """explain_cleanup_old_versions: the same stats and candidate files (by name, kind and size) as
+    pylance's, the same refusals, nothing removed."""
+    uri = str(tmp_path / "ds")
+    _build(uri, lance_module)
+    before = _files(tmp_path / "ds")
+    kwargs = {"older_than": ZERO, "delete_unverified": True}
+    theirs = lance_module.dataset(uri, version=4).explain_cleanup_old_versions(**kwargs, include_files=True)
+    ours = lance_ops.dataset(uri, version=4).explain_cleanup_old_versions(**kwargs, include_files=True)
+    fields = ("bytes_removed", "old_versions", "data_files_removed", "transaction_files_removed")
+    fields += ("deletion_files_removed", "index_files_removed")
+    assert {f: getattr(ours.stats, f) for f in fields} == {f: getattr(theirs.stats, f) for f in fields}
+    assert (ours.read_version, ours.candidate_file_limit, ours.candidate_files_truncated) == (4, 1000, False)
+
+    def named(files):  # type: ignore[no-untyped-def]
+        return sorted((Path(c.path).name, c.kind, c.size_bytes) for c in files)
+
+    assert named(ours.candidate_files) == named(theirs.candidate_files)
+    relative = {str(Path(c.path).relative_to(tmp_path / "ds")) for c in ours.candidate_files}
+    assert set(ours.stats.paths) == relative
+    short = lance_ops.dataset(uri).explain_cleanup_old_versions(
+        older_than=ZERO, include_files=True, max_files=2
+    )
+    assert len(short.candidate_files) == 2 and short.candidate_files_truncated
+    assert lance_ops.dataset(uri).explain_cleanup_old_versions(older_than=ZERO).candidate_files == ()
+    with pytest.raises(CleanupError, match="max_files"):
+        lance_ops.dataset(uri).explain_cleanup_old_versions(max_files=0)
+    lance_ops.dataset(uri).tags.create("two", 2)
+    with pytest.raises(CleanupError, match="tagged"):
+        lance_ops.dataset(uri).explain_cleanup_old_versions(older_than=ZERO)
+    assert _files(tmp_path / "ds") == before | {"_refs/tags/two.json"}

@@ -135,3 +135,29 @@ def test_maintenance_methods_record_transaction_properties(tmp_path: Path, lance
     theirs = lance_module.dataset(uri)
     assert theirs.version == ds.version
     assert theirs.read_transaction(theirs.version).transaction_properties["run"] == "stats"
+
+
+@pytest.mark.interop
+def test_asof_opens_the_version_pylance_opens(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """dataset(uri, asof=...): the newest version committed strictly before the cut-off, as pylance."""
+    import datetime as dt  # noqa: PLC0415
+
+    from lance_ops.errors import InvalidArgumentError  # noqa: PLC0415
+
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    stamps = [v["timestamp"] for v in lance_ops.dataset(uri).versions()]
+    probes = [stamps[1], stamps[1] + dt.timedelta(microseconds=1), stamps[2] + dt.timedelta(seconds=5)]
+    for cutoff in probes:
+        assert lance_ops.dataset(uri, asof=cutoff).version == lance_module.dataset(uri, asof=cutoff).version
+    assert lance_ops.dataset(uri, asof=stamps[1]).version == 1
+    assert lance_ops.dataset(uri, version=3, asof=stamps[1]).version == 3  # a version wins
+    aware = (stamps[1] + dt.timedelta(microseconds=1)).astimezone(dt.UTC)
+    assert lance_ops.dataset(uri, asof=aware).version == 2
+    assert lance_ops.dataset(uri, asof=(stamps[2] + dt.timedelta(seconds=1)).isoformat()).version == 3
+    with pytest.raises(VersionNotFoundError, match="earlier than the first version"):
+        lance_ops.dataset(uri, asof=dt.datetime(2000, 1, 1))
+    with pytest.raises(ValueError, match="earlier than the first version"):
+        lance_module.dataset(uri, asof=dt.datetime(2000, 1, 1))
+    with pytest.raises(InvalidArgumentError, match="parse"):
+        lance_ops.dataset(uri, asof="yesterday")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,11 +14,14 @@ import lance_ops
 from lance_ops.errors import (
     CorruptFileError,
     DatasetNotFoundError,
+    InvalidArgumentError,
+    InvalidTagNameError,
     RefError,
     TagNotFoundError,
     VersionNotFoundError,
 )
-from lance_ops.ops.tags import format_timestamp, parse_timestamp, validate_tag_name
+from lance_ops.ops._ref_chars import is_alphanumeric
+from lance_ops.ops.tags import Tags, format_timestamp, parse_timestamp, validate_tag_name
 
 
 def _three_versions(uri: str) -> lance_ops.LanceDataset:
@@ -87,14 +91,106 @@ def test_list_shapes_and_order(tmp_path: Path) -> None:
 )
 def test_invalid_names(tmp_path: Path, name: str, message: str) -> None:
     ds = _three_versions(str(tmp_path / "ds"))
-    with pytest.raises(RefError, match=message):
+    with pytest.raises(InvalidTagNameError, match=message) as raised:
         ds.tags.create(name, 1)
+    assert isinstance(raised.value, RefError | OSError)  # pylance raises OSError
     assert not (tmp_path / "ds/_refs").exists()
 
 
-@pytest.mark.parametrize("name", ["a_b-c.d", "1", "-x", "ü"])
+@pytest.mark.parametrize("name", ["a_b-c.d", "1", "-x", "ü", "a.lock.b", "x.LOCK", "\u0915\u093f", "\u24b6"])
 def test_valid_names(name: str) -> None:
     validate_tag_name(name)
+
+
+# Names whose verdicts differ between a naive str.isalnum() check and Rust's char::is_alphanumeric
+# (combining marks with the Alphabetic property, circled letters, characters newer than Python's
+# Unicode tables), plus path-like, dotted and control-character names.
+_PROBE_NAMES = [
+    "", "a/b", "a\\b", "/a", "a/", "..", ".", "a..b", ".a", "a.", "a.lock", ".lock", "a..lock", "a.lock.",
+    "a/.", "x.lock/", "a b", "a\tb", "a\nb", "a:b", "a@{b", "a~b", "a^b", "a?b", "a*b", "a[b", "a,b",
+    "a'b", 'a"b', "a\u200bb", "é", "日本", "٣", "Ⅻ", "-a", "_a", "A", "1", "lock", "ab.LOCK",
+    "\u0345", "\u0915\u093f", "\u24b6", "\U0001f1e6", "\U0001f600", "\U00011f00", "\u0890", "\u00b2",
+]
+
+
+def _pylance_verdict(lance_ds, name: str) -> str:  # type: ignore[no-untyped-def]
+    try:
+        lance_ds.tags.create(name, 1)
+    except OSError as exc:
+        return str(exc)
+    lance_ds.tags.delete(name)
+    return "ok"
+
+
+def _our_verdict(name: str) -> str:
+    try:
+        validate_tag_name(name)
+    except InvalidTagNameError as exc:
+        return str(exc).rsplit(" (tag name", 1)[0]
+    return "ok"
+
+
+@pytest.mark.interop
+def test_name_rules_match_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    _three_versions(uri)
+    theirs = lance_module.dataset(uri)
+    ours = {n: _our_verdict(n) for n in _PROBE_NAMES}
+    assert ours == {n: _pylance_verdict(theirs, n) for n in _PROBE_NAMES}
+    # Character by character: "<c>." is refused for its characters or (valid ones) for the final
+    # dot, so nothing is written. Every code point where str.isalnum() and Rust disagree, and a
+    # sample of the rest (tests marked soak sweep all of them).
+    points = [cp for cp in range(0x80, 0x110000) if not 0xD800 <= cp <= 0xDFFF]
+    disagree = [cp for cp in points if chr(cp).isalnum() != is_alphanumeric(chr(cp))]
+    assert len(disagree) > 10_000  # the table is needed at all
+    sample = sorted(set(disagree) | set(points[::97]))
+    assert [_our_verdict(chr(cp) + ".") for cp in sample] == [
+        _pylance_verdict(theirs, chr(cp) + ".") for cp in sample
+    ]
+
+
+@pytest.mark.interop
+@pytest.mark.soak
+def test_every_code_point_judged_as_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    _three_versions(uri)
+    theirs = lance_module.dataset(uri)
+    points = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]
+    assert [_our_verdict(chr(cp) + ".") for cp in points] == [
+        _pylance_verdict(theirs, chr(cp) + ".") for cp in points
+    ]
+
+
+def test_create_and_update_default_to_latest(tmp_path: Path) -> None:
+    ds = _three_versions(str(tmp_path / "ds"))
+    ds.tags.create("latest")
+    ds.tags.create("old", 1)
+    ds.tags.update("old")
+    ds.tags.create("pair", (None, None))
+    assert {n: t["version"] for n, t in ds.tags.list().items()} == {"latest": 3, "old": 3, "pair": 3}
+
+
+def test_replace_metadata(tmp_path: Path) -> None:
+    ds = _three_versions(str(tmp_path / "ds"))
+    path = tmp_path / "ds/_refs/tags/t.json"
+    ds.tags.create("t", 1)
+    before = json.loads(path.read_text())
+    ds.tags.replace_metadata("t", {"owner": "é/\"x", "z": "1"})
+    raw = path.read_bytes()
+    assert '"owner": "é/\\"x"'.encode() in raw  # UTF-8 as serde writes it, not \u escapes
+    after = json.loads(raw)
+    assert after["metadata"] == {"owner": 'é/"x', "z": "1"}
+    assert after["updatedAt"] == before["updatedAt"]  # pylance keeps both timestamps here
+    ds.tags.update("t", 2)
+    assert ds.tags.list()["t"]["metadata"] == {"owner": 'é/"x', "z": "1"}
+    ds.tags.replace_metadata("t", {})
+    assert ds.tags.list()["t"]["metadata"] == {}
+    with pytest.raises(TagNotFoundError):
+        ds.tags.replace_metadata("nope", {})
+    with pytest.raises(InvalidArgumentError, match="strings"):
+        ds.tags.replace_metadata("t", {"a": 1})  # type: ignore[dict-item]
+    with pytest.raises(InvalidTagNameError):
+        ds.tags.replace_metadata("a/b", {})
 
 
 def test_bad_references_raise_typed_errors(tmp_path: Path) -> None:
@@ -106,6 +202,8 @@ def test_bad_references_raise_typed_errors(tmp_path: Path) -> None:
         ds.tags.create("t", 2)
     with pytest.raises(VersionNotFoundError, match="no version 99"):
         ds.tags.create("u", 99)
+    with pytest.raises(VersionNotFoundError):  # the version is checked before the name, as in pylance
+        ds.tags.create("t", 99)
     with pytest.raises(VersionNotFoundError):
         ds.tags.update("t", 99)
     with pytest.raises(TagNotFoundError, match="nope"):
@@ -192,3 +290,50 @@ def test_we_read_pylance_tags(tmp_path: Path, lance_module) -> None:  # type: ig
     assert lance_module.dataset(uri, version="three").version == 1
     ds.tags.delete("one")
     assert set(theirs.tags.list()) == {"three"}
+
+
+@pytest.mark.interop
+def test_metadata_both_ways(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    ds = _three_versions(uri)
+    theirs = lance_module.dataset(uri)
+    ds.tags.create("ours", 2)
+    ds.tags.replace_metadata("ours", {"k": "ü"})
+    theirs.tags.create("theirs", 1)
+    theirs.tags.replace_metadata("theirs", {"who": "pylance", "n": "ä"})
+    assert theirs.tags.list() == ds.tags.list()
+    assert ds.tags.list()["theirs"]["metadata"] == {"who": "pylance", "n": "ä"}
+    theirs.tags.update("ours", 3)
+    ds.tags.update("theirs", 3)
+    assert ds.tags.list() == theirs.tags.list()
+    assert ds.tags.list()["ours"]["metadata"] == {"k": "ü"}
+    assert theirs.tags.list()["theirs"]["metadata"] == {"who": "pylance", "n": "ä"}
+    # The bytes match pylance's for the same content (metadata with one key: no ordering question).
+    ours = (tmp_path / "ds/_refs/tags/ours.json").read_bytes()
+    doc = json.loads(ours)
+    theirs.tags.create("twin", 3)
+    theirs.tags.replace_metadata("twin", {"k": "ü"})
+    twin = (tmp_path / "ds/_refs/tags/twin.json").read_bytes()
+    for key in ("createdAt", "updatedAt"):
+        twin = re.sub(rf'"{key}": "[^"]*"'.encode(), f'"{key}": "{doc[key]}"'.encode(), twin)
+    assert ours == twin
+
+
+@pytest.mark.interop
+def test_method_signatures_match_pylance(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """Keyword calls written for pylance work: same parameter names, same defaults."""
+    import importlib  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+
+    theirs = importlib.import_module("lance.dataset").Tags
+    for method in ("create", "update", "delete", "get_version", "list", "list_ordered", "replace_metadata"):
+        expected = inspect.signature(getattr(theirs, method)).parameters
+        ours = inspect.signature(getattr(Tags, method)).parameters
+        assert list(ours) == list(expected), method
+        assert [p.default for p in ours.values()] == [p.default for p in expected.values()], method
+    ds = _three_versions(str(tmp_path / "ds"))
+    ds.tags.create(tag="k", reference=1)
+    ds.tags.update(tag="k", reference=2)
+    ds.tags.replace_metadata(tag="k", metadata={"a": "b"})
+    assert ds.tags.get_version(tag="k") == 2
+    ds.tags.delete(tag="k")
