@@ -101,12 +101,11 @@ _SCAN_UNSUPPORTED = frozenset(
 )
 
 
-def _fields_of(schema: SchemaLike) -> tuple[tuple[Any, ...], dict[str, bytes]]:
-    """Lance field messages and schema metadata of an Arrow schema (numbered afresh) or a Lance schema."""
+def _schema_of(schema: SchemaLike) -> LanceSchema:
+    """The Lance schema of an Arrow schema (numbered afresh) or of a Lance schema (ids kept)."""
     if isinstance(schema, PublicLanceSchema):
         schema = schema.to_internal()
-    lance_schema = schema if isinstance(schema, LanceSchema) else LanceSchema.from_arrow(schema)
-    return lance_schema.to_pb(), dict(lance_schema.metadata)
+    return schema if isinstance(schema, LanceSchema) else LanceSchema.from_arrow(schema)
 
 
 class LanceOperation:
@@ -126,8 +125,7 @@ class LanceOperation:
         fragments: Iterable[FragmentMetadata],  # noqa: N802
         config_upsert_values: Mapping[str, str] | None = None,
     ) -> Overwrite:
-        fields, metadata = _fields_of(new_schema)
-        return Overwrite(tuple(fragments), fields, metadata, dict(config_upsert_values or {}))
+        return Overwrite(tuple(fragments), _schema_of(new_schema), dict(config_upsert_values or {}))
 
     @staticmethod
     def Delete(
@@ -139,8 +137,7 @@ class LanceOperation:
 
     @staticmethod
     def Merge(fragments: Iterable[FragmentMetadata], schema: SchemaLike) -> Merge:  # noqa: N802
-        fields, metadata = _fields_of(schema)
-        return Merge(tuple(fragments), fields, metadata)
+        return Merge(tuple(fragments), _schema_of(schema))
 
     @staticmethod
     def Rewrite(
@@ -181,7 +178,7 @@ class LanceOperation:
 
     @staticmethod
     def Project(schema: SchemaLike) -> Project:  # noqa: N802
-        return Project(_fields_of(schema)[0])
+        return Project(LanceSchema(_schema_of(schema).fields))
 
     @staticmethod
     def ReserveFragments(num_fragments: int) -> ReserveFragments:  # noqa: N802
