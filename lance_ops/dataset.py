@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_ops.dataset_fragment import LanceFragment
+from lance_ops.dataset_handle import DatasetHandle
 from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -264,6 +265,13 @@ class LanceDataset:
     @cached_property
     def _files(self) -> VersionFiles:
         return VersionFiles(self._uri, self._manifest, self._storage_options)
+
+    @property
+    def handle(self) -> DatasetHandle:
+        """Internal, not pylance API: this version's files, commit options and ``adopt``, as
+        ``LanceFragment``, ``LanceScanner``, ``ds.stats`` and ``ds.optimize`` use them
+        (:mod:`lance_ops.dataset_handle`)."""
+        return DatasetHandle(self._files, self._commit_options, self._adopt)
 
     # ------------------------------------------------------------------ metadata
 
