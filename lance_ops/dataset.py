@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_ops.dataset_fragment import LanceFragment
+from lance_ops.dataset_handle import DatasetHandle
 from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -101,12 +102,11 @@ _SCAN_UNSUPPORTED = frozenset(
 )
 
 
-def _fields_of(schema: SchemaLike) -> tuple[tuple[Any, ...], dict[str, bytes]]:
-    """Lance field messages and schema metadata of an Arrow schema (numbered afresh) or a Lance schema."""
+def _schema_of(schema: SchemaLike) -> LanceSchema:
+    """The Lance schema of an Arrow schema (numbered afresh) or of a Lance schema (ids kept)."""
     if isinstance(schema, PublicLanceSchema):
         schema = schema.to_internal()
-    lance_schema = schema if isinstance(schema, LanceSchema) else LanceSchema.from_arrow(schema)
-    return lance_schema.to_pb(), dict(lance_schema.metadata)
+    return schema if isinstance(schema, LanceSchema) else LanceSchema.from_arrow(schema)
 
 
 class LanceOperation:
@@ -126,8 +126,7 @@ class LanceOperation:
         fragments: Iterable[FragmentMetadata],  # noqa: N802
         config_upsert_values: Mapping[str, str] | None = None,
     ) -> Overwrite:
-        fields, metadata = _fields_of(new_schema)
-        return Overwrite(tuple(fragments), fields, metadata, dict(config_upsert_values or {}))
+        return Overwrite(tuple(fragments), _schema_of(new_schema), dict(config_upsert_values or {}))
 
     @staticmethod
     def Delete(
@@ -139,8 +138,7 @@ class LanceOperation:
 
     @staticmethod
     def Merge(fragments: Iterable[FragmentMetadata], schema: SchemaLike) -> Merge:  # noqa: N802
-        fields, metadata = _fields_of(schema)
-        return Merge(tuple(fragments), fields, metadata)
+        return Merge(tuple(fragments), _schema_of(schema))
 
     @staticmethod
     def Rewrite(
@@ -181,7 +179,7 @@ class LanceOperation:
 
     @staticmethod
     def Project(schema: SchemaLike) -> Project:  # noqa: N802
-        return Project(_fields_of(schema)[0])
+        return Project(LanceSchema(_schema_of(schema).fields))
 
     @staticmethod
     def ReserveFragments(num_fragments: int) -> ReserveFragments:  # noqa: N802
@@ -267,6 +265,13 @@ class LanceDataset:
     @cached_property
     def _files(self) -> VersionFiles:
         return VersionFiles(self._uri, self._manifest, self._storage_options)
+
+    @property
+    def handle(self) -> DatasetHandle:
+        """Internal, not pylance API: this version's files, commit options and ``adopt``, as
+        ``LanceFragment``, ``LanceScanner``, ``ds.stats`` and ``ds.optimize`` use them
+        (:mod:`lance_ops.dataset_handle`)."""
+        return DatasetHandle(self._files, self._commit_options, self._adopt)
 
     # ------------------------------------------------------------------ metadata
 

@@ -59,7 +59,7 @@ class LanceFragment:
 
     @property
     def _reader(self) -> FragmentReader:
-        return self._ds._files.fragment(self._metadata)
+        return self._ds.handle.files.fragment(self._metadata)
 
     @property
     def metadata(self) -> FragmentMetadata:
@@ -162,7 +162,7 @@ class LanceFragment:
         if positions.size and (positions.min() < 0 or positions.max() >= len(live)):
             raise TakeIndexError(f"take index out of range: fragment {self.fragment_id} has {len(live)} rows")
         unique, inverse = np.unique(live[positions], return_inverse=True)
-        table = self._reader.read(self._ds._files.resolve_columns(columns), unique)
+        table = self._reader.read(self._ds.handle.files.resolve_columns(columns), unique)
         return table.take(pa.array(inverse.reshape(-1)))
 
     # ------------------------------------------------------------------ writes (uncommitted)
@@ -219,7 +219,7 @@ class LanceFragment:
         Returns the fragment with the new data file and the dataset schema with the new fields,
         for a ``LanceOperation.Merge`` of all the dataset's fragments.
         """
-        files = self._ds._files
+        files = self._ds.handle.files
         # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
         read = None if isinstance(value_func, Mapping) else columns
         compute = columns_op.column_compute(files, value_func, read)
@@ -253,7 +253,7 @@ class LanceFragment:
         if table.schema.get_field_index(right_on) < 0:
             raise SchemaError(f"the new data has no key column {right_on!r}")
         names = [n for n in table.schema.names if n != right_on]
-        lance_schema = self._ds._files.lance_schema
+        lance_schema = self._ds.handle.files.lance_schema
         top = {f.name: f for f in lance_schema.fields if f.parent_id == -1}
         unknown = [n for n in names if n not in top]
         if unknown or not names:

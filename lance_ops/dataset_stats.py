@@ -40,7 +40,7 @@ class LanceStats:
 
     def dataset_stats(self, max_rows_per_group: int = DEFAULT_MAX_ROWS_PER_GROUP) -> dict[str, int]:
         """pylance's: deleted rows, fragments, and fragments of fewer than ``max_rows_per_group`` rows."""
-        fragments = self._ds._files.fragments()
+        fragments = self._ds.handle.files.fragments()
         return {
             "num_deleted_rows": sum(f.physical_rows - f.live_count for f in fragments),
             "num_fragments": len(fragments),
@@ -59,7 +59,7 @@ class LanceStats:
     def _fresh(self, field_id: int) -> list[tuple[int, FragmentStatistics | None]]:
         """Per fragment, its statistics (data files' own or a statistics file's) if they cover the field."""
         out = []
-        for fragment in self._ds._files.fragments():
+        for fragment in self._ds.handle.files.fragments():
             entry = fragment.statistics(sketches=True)
             out.append((fragment.id, entry if entry is not None and field_id in entry.columns else None))
         return out
@@ -128,8 +128,8 @@ class LanceStats:
         ``progress`` hears of every fragment computed (:mod:`lance_ops.progress`);
         ``transaction_properties`` are recorded in the transaction.
         """
-        options = self._ds._commit_options(transaction_properties)
-        result = statistics_op.rebuild(self._ds._files, columns, force, options, progress)
+        options = self._ds.handle.commit_options(transaction_properties)
+        result = statistics_op.rebuild(self._ds.handle.files, columns, force, options, progress)
         if result.manifest is not None and result.transaction is not None:
-            self._ds._adopt(result.manifest, result.transaction)
+            self._ds.handle.adopt(result.manifest, result.transaction)
         return result

@@ -51,7 +51,7 @@ def _options(ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | 
 def _commit_options(
     ds: LanceDataset, transaction_properties: Mapping[str, str] | None = None
 ) -> CommitOptions:
-    return ds._commit_options(transaction_properties)
+    return ds.handle.commit_options(transaction_properties)
 
 
 class Compaction:
@@ -69,7 +69,7 @@ class Compaction:
         ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | None = None
     ) -> CompactionMetrics:
         """Plan, execute and commit in one go; ``ds`` becomes the new version."""
-        outcome = ops.compact(ds._files, _options(ds, options), _commit_options(ds))
+        outcome = ops.compact(ds.handle.files, _options(ds, options), _commit_options(ds))
         return _adopt(ds, outcome)
 
     @staticmethod
@@ -83,7 +83,7 @@ class Compaction:
 def _adopt(ds: LanceDataset, outcome: CompactionOutcome | None) -> CompactionMetrics:
     if outcome is None:
         return CompactionMetrics()
-    ds._adopt(outcome.manifest, outcome.transaction)
+    ds.handle.adopt(outcome.manifest, outcome.transaction)
     return outcome.metrics
 
 
@@ -198,7 +198,7 @@ class DatasetOptimizer:
         if dry_run:
             return ops.plan(self._ds.manifest, options)
         commit_options = _commit_options(self._ds, transaction_properties)
-        outcome = ops.compact(self._ds._files, options, commit_options, commit_every, progress)
+        outcome = ops.compact(self._ds.handle.files, options, commit_options, commit_every, progress)
         return _adopt(self._ds, outcome)
 
     def compact_files_with_outcome(
@@ -207,6 +207,6 @@ class DatasetOptimizer:
         """Like :meth:`compact_files`, returning the full outcome (manifest, metrics and, without
         stable row ids, the old -> new row address map callers use to remap their references)."""
         resolved = _options(self._ds, options)
-        outcome = ops.compact(self._ds._files, resolved, _commit_options(self._ds), commit_every)
+        outcome = ops.compact(self._ds.handle.files, resolved, _commit_options(self._ds), commit_every)
         _adopt(self._ds, outcome)
         return outcome

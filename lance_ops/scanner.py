@@ -90,7 +90,7 @@ class LanceScanner:
         if request.batch_size is not None and request.batch_size <= 0:
             raise InvalidArgumentError("batch_size must be positive")
         self._ds = ds
-        self._files = ds._files
+        self._files = ds.handle.files
         self._request = request
         self._outputs = self._project(request.columns)
         # As pylance: with the flag set, _rowid / _rowaddr come last (in that order), wherever the

@@ -37,10 +37,16 @@ LAYERS = {
 FORBIDDEN = {
     "lance_ops.encoding": ("lance_ops.io",),
     "lance_ops": ("lance",),
-    # Protobuf messages stay inside the domain types' from_pb / to_pb: nothing above the
-    # fragment layer builds or reads them.
+    # Protobuf messages stay inside the domain types' from_pb / to_pb (table/, file/): nothing
+    # from the fragment layer up builds or reads them.
+    "lance_ops.fragment": ("lance_ops._proto",),
     "lance_ops.ops": ("lance_ops._proto",),
     "lance_ops.dataset": ("lance_ops._proto",),
+    "lance_ops.dataset_fragment": ("lance_ops._proto",),
+    "lance_ops.dataset_stats": ("lance_ops._proto",),
+    "lance_ops.optimize": ("lance_ops._proto",),
+    "lance_ops.scanner": ("lance_ops._proto",),
+    "lance_ops.schema": ("lance_ops._proto",),
     "jobs": ("lance", "lance_ops._proto"),
     "assets": ("lance", "lance_ops._proto"),
 }
@@ -117,6 +123,10 @@ def test_the_checker_sees_upward_imports(tmp_path: Path) -> None:
     assert forbidden("jobs.delete", "lance_ops._proto.file_pb2") and forbidden(
         "lance_ops.ops.x", "lance_ops._proto"
     )
+    assert forbidden("lance_ops.fragment.reader", "lance_ops._proto.file_pb2")
+    assert forbidden("lance_ops.dataset", "lance_ops._proto")
+    assert forbidden("lance_ops.scanner", "lance_ops._proto")
+    assert not forbidden("lance_ops.table.schema", "lance_ops._proto.file_pb2")
     assert not forbidden("lance_ops.file.reader", "lance_ops.io") and not forbidden(
         "lance_ops.x", "lance_ops.y"
     )

@@ -22,11 +22,9 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import CorruptFileError, DatasetNotFoundError, SchemaError
 from lance_ops.file import LanceFileReader
-from lance_ops.file.schema import is_blob_v2_description, schema_to_fields
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.writer import data_file_fields
@@ -178,14 +176,14 @@ class VersionFiles:
         out: dict[int, FileColumn] = {}
         position = 0
         for field in file_schema:
-            fields = schema_to_fields([field])
-            blob = is_blob_v2_description(fields[0])
-            recorded = (fields[0].id,) if blob else data_file_fields(fields, version)
+            fields = LanceSchema.from_arrow([field])
+            blob = fields.fields[0].is_blob_v2_description
+            recorded = (fields.fields[0].id,) if blob else data_file_fields(fields, version)
             ids = data_file.fields[position : position + len(recorded)]
             position += len(recorded)
             tops = {self.top_level_of[i] for i in ids if i in self.top_level_of}
             if len(tops) == 1:
-                out[tops.pop()] = FileColumn(field.name, tuple(fields), dict(zip(recorded, ids, strict=True)))
+                out[tops.pop()] = FileColumn(field.name, fields.fields, dict(zip(recorded, ids, strict=True)))
         return out
 
 
@@ -196,7 +194,7 @@ class FileColumn:
     """
 
     name: str
-    nodes: tuple[file_pb2.Field, ...]
+    nodes: tuple[LanceField, ...]
     ids: Mapping[int, int]
 
     def dataset_ids(self, node: int) -> set[int]:

@@ -23,7 +23,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_ops._proto import file_pb2
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
@@ -34,7 +33,6 @@ from lance_ops.errors import (
     UnsupportedFeatureError,
 )
 from lance_ops.file import LanceFileWriter
-from lance_ops.file.schema import leaf_field_ids
 from lance_ops.file.writer import as_table
 from lance_ops.fragment.options import (
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -59,7 +57,8 @@ from lance_ops.table.naming import DATA_DIR, child_uri, data_file_name
 from lance_ops.table.schema import LanceSchema
 
 FragmentMetadata = DataFragment
-FieldsLike = LanceSchema | Sequence[file_pb2.Field]
+# A Lance schema, or (as older callers pass) its ``lance.file.Field`` messages.
+FieldsLike = LanceSchema | Sequence[Any]
 
 __all__ = [
     "FragmentMetadata",
@@ -163,7 +162,7 @@ def new_dataset_reader(
     return reader, LanceSchema.from_arrow(target)
 
 
-def data_file_fields(fields: Sequence[file_pb2.Field], version: FileVersion) -> tuple[int, ...]:
+def data_file_fields(fields: LanceSchema, version: FileVersion) -> tuple[int, ...]:
     """Field ids listed in ``DataFile.fields`` for a file of ``version`` holding ``fields``.
 
     Legacy and 2.0 files give every field a column; 2.1+ files only the leaves, a
@@ -172,7 +171,7 @@ def data_file_fields(fields: Sequence[file_pb2.Field], version: FileVersion) -> 
     if version in (FileVersion.V0_1, FileVersion.V2_0):
         return tuple(f.id for f in fields)
     blob_v2 = {f.id for f in fields if f.extension_name == BLOB_V2_EXTENSION}
-    leaves = set(leaf_field_ids(fields))
+    leaves = set(fields.leaf_ids)
     return tuple(f.id for f in fields if f.id in blob_v2 or (f.id in leaves and f.parent_id not in blob_v2))
 
 
@@ -215,7 +214,7 @@ class _FileSink:
             [file_field(field) for field in schema],
             metadata=schema.metadata,
         )
-        self.field_ids = data_file_fields(fields.to_pb(), self.version)
+        self.field_ids = data_file_fields(fields, self.version)
         self.written: list[tuple[DataFile, int]] = []
         self._writer: LanceFileWriter | None = None
         self._blobs: BlobV2Writer | None = None

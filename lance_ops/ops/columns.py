@@ -325,7 +325,7 @@ def _merge(
         data_files = [*fragment.files, *([added[fragment.id]] if fragment.id in added else [])]
         kept = tuple(d for d in data_files if any(i in ids for i in d.fields))
         fragments.append(replace(fragment, files=kept))
-    operation = Merge(tuple(fragments), schema.to_pb(), dict(schema.metadata), preserves_nullability=True)
+    operation = Merge(tuple(fragments), schema, preserves_nullability=True)
     try:
         return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
     except CommitConflictError:
@@ -523,7 +523,7 @@ def drop_columns(
     dropped = schema.without(schema.field_at(c).id for c in columns)
     if not dropped.names:
         raise SchemaError("cannot drop all columns from a dataset")
-    operation = Project(dropped.to_pb(), preserves_nullability=True)
+    operation = Project(LanceSchema(dropped.fields), preserves_nullability=True)
     return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
 
 
@@ -644,7 +644,7 @@ def alter_columns(
     renamed = replace(schema, fields=tuple(fields[f.id] for f in schema.fields))
     _check_names(renamed)
     if not casts:
-        operation = Project(renamed.to_pb(), preserves_nullability=True)
+        operation = Project(LanceSchema(renamed.fields), preserves_nullability=True)
         return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
     return _cast_columns(files, renamed, casts, options)
 

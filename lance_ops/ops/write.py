@@ -82,7 +82,7 @@ def write(
         config = {} if given_plan is None else {PLAN_CONFIG_KEY: given_plan.to_json()}
         if manifest is None:
             config.update(commit_options.new_dataset_config or {})
-        operation = Overwrite(tuple(fragments), lance_schema.to_pb(), dict(lance_schema.metadata), config)
+        operation = Overwrite(tuple(fragments), lance_schema, config)
     options = replace(
         commit_options, read_version=read_version, data_storage_version=write_options.data_storage_version
     )

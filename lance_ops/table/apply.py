@@ -25,10 +25,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import singledispatch
 
-from lance_ops._proto import file_pb2
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.table.manifest import DataFragment, Manifest, WriterVersion
 from lance_ops.table.rowids import range_sequence, version_sequence
+from lance_ops.table.schema import LanceField
 from lance_ops.table.transaction import (
     Append,
     CreateIndex,
@@ -114,8 +114,7 @@ def _(op: Append, base: Manifest, ctx: ApplyContext) -> Manifest:
 def _(op: Overwrite, base: Manifest, ctx: ApplyContext) -> Manifest:
     content = replace(
         base,
-        fields=op.schema,
-        schema_metadata=dict(op.schema_metadata),
+        schema=op.schema,
         config={**base.config, **op.config_upsert_values},
         base_paths=(*base.base_paths, *op.initial_bases),
         indices=(),
@@ -177,8 +176,7 @@ def _(op: Merge, base: Manifest, ctx: ApplyContext) -> Manifest:
         )
     return replace(
         base,
-        fields=op.schema,
-        schema_metadata=dict(op.schema_metadata),
+        schema=op.schema,
         fragments=fragments,
         max_fragment_id=_max_id(base.max_fragment_id, op.fragments),
     )
@@ -192,40 +190,37 @@ def _(op: Project, base: Manifest, ctx: ApplyContext) -> Manifest:
         for frag in base.fragments
     )
     indices = tuple(i for i in base.indices if not i.fields or all(f in ids for f in i.fields))
-    return replace(base, fields=op.schema, fragments=fragments, indices=indices)
+    schema = replace(op.schema, metadata=base.schema.metadata)
+    return replace(base, schema=schema, fragments=fragments, indices=indices)
 
 
 @apply_operation.register
 def _(op: UpdateConfig, base: Manifest, ctx: ApplyContext) -> Manifest:
-    fields = base.fields
+    fields = base.schema.fields
     if op.field_metadata_updates:
-        fields = tuple(_update_field_metadata(f, op) for f in base.fields)
+        fields = tuple(_update_field_metadata(f, op) for f in base.schema.fields)
+    schema_metadata = (
+        op.schema_metadata_updates.apply(base.schema.metadata, encode=True)
+        if op.schema_metadata_updates
+        else base.schema.metadata
+    )
     return replace(
         base,
-        fields=fields,
+        schema=replace(base.schema, fields=fields, metadata=schema_metadata),
         config=op.config_updates.apply(base.config) if op.config_updates else base.config,
         table_metadata=(
             op.table_metadata_updates.apply(base.table_metadata)
             if op.table_metadata_updates
             else base.table_metadata
         ),
-        schema_metadata=(
-            op.schema_metadata_updates.apply(base.schema_metadata, encode=True)
-            if op.schema_metadata_updates
-            else base.schema_metadata
-        ),
     )
 
 
-def _update_field_metadata(field: file_pb2.Field, op: UpdateConfig) -> file_pb2.Field:
+def _update_field_metadata(field: LanceField, op: UpdateConfig) -> LanceField:
     update = op.field_metadata_updates.get(field.id)
     if update is None:
         return field
-    out = file_pb2.Field()
-    out.CopyFrom(field)
-    out.metadata.clear()
-    out.metadata.update(update.apply(dict(field.metadata), encode=True))
-    return out
+    return replace(field, metadata=update.apply(dict(field.metadata), encode=True))
 
 
 @apply_operation.register

@@ -71,6 +71,7 @@ from lance_ops.table.naming import (
     ManifestNamingScheme,
 )
 from lance_ops.table.rewrite_rebase import can_carry, carry_delete
+from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction, Update
 
 # pylance 14 gates compatibility work-arounds on the writer's semantic version (manifests without
@@ -259,7 +260,7 @@ def empty_manifest(settings: NewDatasetSettings) -> Manifest:
     """The base a dataset-creating commit is applied to (version 0, creation settings only)."""
     flags = FLAG_STABLE_ROW_IDS if settings.enable_stable_row_ids else 0
     return Manifest(
-        fields=(),
+        schema=LanceSchema(()),
         fragments=(),
         version=0,
         data_format=DataStorageFormat("lance", settings.data_storage_version),
@@ -273,7 +274,7 @@ def _their_transaction(store: ObjectStore, root: str, entry: VersionEntry) -> Tr
     theirs = load_transaction(store, root, loaded)
     if theirs is None:
         # A version without any transaction is treated as an Overwrite (as pylance does).
-        return Transaction(read_version=entry.version - 1, operation=Overwrite((), ()))
+        return Transaction(read_version=entry.version - 1, operation=Overwrite((), LanceSchema(())))
     return theirs
 
 

@@ -15,8 +15,9 @@ of its length prefix. pylance 14 stores the inline transaction position in field
 the older field 21; we read 23, then 21, and write 23.
 
 Every class here is a frozen dataclass with ``from_pb`` / ``to_pb``: these conversions are the only
-code of the table layer that touches the generated protobuf modules (schema fields stay
-``lance.file.Field`` messages, the currency of :mod:`lance_ops.file.schema`).
+code of the table layer that touches the generated protobuf modules (the schema is a
+:class:`~lance_ops.table.schema.LanceSchema`, converted from and to ``lance.file.Field`` messages
+by its own ``from_pb`` / ``to_pb``).
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ import json
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any
 
-from lance_ops._proto import file_pb2, table_pb2
+from lance_ops._proto import table_pb2
 from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.table.naming import deletion_file_name
 from lance_ops.table.paths import check_base_path, check_relative_path
@@ -501,17 +501,16 @@ class IndexMetadata:
 class Manifest:
     """One version of a dataset.
 
-    ``fields`` is the flattened Lance schema (``lance.file.Field`` messages, pre-order).
+    ``schema`` is the Lance schema (fields in pre-order, plus the schema metadata).
     ``timestamp_ns`` is the commit time in nanoseconds since the epoch (UTC).
     ``transaction_section`` / ``index_section`` are positions inside the manifest file, filled in
     when the file is framed. ``indices`` come from the file's IndexSection.
     """
 
-    fields: tuple[file_pb2.Field, ...]
+    schema: LanceSchema
     fragments: tuple[DataFragment, ...]
     version: int
     timestamp_ns: int = 0
-    schema_metadata: Mapping[str, bytes] = field(default_factory=dict)
     writer_version: WriterVersion | None = None
     reader_feature_flags: int = 0
     writer_feature_flags: int = 0
@@ -529,10 +528,10 @@ class Manifest:
     version_aux_data: int = 0
     indices: tuple[IndexMetadata, ...] = ()
 
-    @cached_property
-    def schema(self) -> LanceSchema:
-        """``fields`` and ``schema_metadata`` as the domain schema type."""
-        return LanceSchema.from_pb(self.fields, self.schema_metadata)
+    @property
+    def schema_metadata(self) -> Mapping[str, bytes]:
+        """The schema's metadata (``Manifest.schema_metadata`` in the message)."""
+        return self.schema.metadata
 
     @property
     def uses_stable_row_ids(self) -> bool:
@@ -584,11 +583,10 @@ class Manifest:
         else:
             transaction_section = None
         return cls(
-            fields=tuple(pb.fields),
+            schema=LanceSchema.from_pb(pb.fields, pb.schema_metadata),
             fragments=tuple(DataFragment.from_pb(f) for f in pb.fragments),
             version=pb.version,
             timestamp_ns=pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos,
-            schema_metadata=dict(pb.schema_metadata),
             writer_version=WriterVersion.from_pb(pb.writer_version)
             if pb.HasField("writer_version")
             else None,
@@ -611,8 +609,8 @@ class Manifest:
 
     def to_pb(self) -> table_pb2.Manifest:
         pb = table_pb2.Manifest(
-            fields=self.fields,
-            schema_metadata=dict(self.schema_metadata),
+            fields=self.schema.to_pb(),
+            schema_metadata=dict(self.schema.metadata),
             fragments=[f.to_pb() for f in self.fragments],
             version=self.version,
             version_aux_data=self.version_aux_data,

@@ -19,6 +19,7 @@ from lance_ops._proto import file_pb2
 from lance_ops.errors import FieldNotFoundError, SchemaChangeError
 from lance_ops.file.schema import (
     fields_to_schema,
+    is_blob_v2_description,
     leaf_field_ids,
     schema_metadata_to_pb,
     table_fields,
@@ -79,6 +80,11 @@ class LanceField:
         if self.dictionary is not None:
             out.dictionary.offset, out.dictionary.length = self.dictionary
         return out
+
+    @property
+    def is_blob_v2_description(self) -> bool:
+        """A data file's ``lance.blob.v2`` description column (its children have id -1)."""
+        return is_blob_v2_description(self.to_pb())
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from lance_ops._proto import file_pb2, table_pb2, transaction_pb2
+from lance_ops._proto import table_pb2, transaction_pb2
 from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.table.manifest import BasePath, DataFile, DataFragment, IndexFile, IndexMetadata
 from lance_ops.table.naming import transaction_file_name
+from lance_ops.table.schema import LanceSchema
 
 COMMIT_MESSAGE_KEY = "__lance_commit_message"
 
@@ -95,8 +96,7 @@ class Overwrite(Operation):
 
     oneof: ClassVar[str] = "overwrite"
     fragments: tuple[DataFragment, ...]
-    schema: tuple[file_pb2.Field, ...]
-    schema_metadata: Mapping[str, bytes] = field(default_factory=dict)
+    schema: LanceSchema
     config_upsert_values: Mapping[str, str] = field(default_factory=dict)
     initial_bases: tuple[BasePath, ...] = ()
 
@@ -104,8 +104,7 @@ class Overwrite(Operation):
     def from_pb(cls, pb: _pb.Overwrite) -> Overwrite:
         return cls(
             fragments=_fragments(pb.fragments),
-            schema=tuple(pb.schema),
-            schema_metadata=dict(pb.schema_metadata),
+            schema=LanceSchema.from_pb(pb.schema, pb.schema_metadata),
             config_upsert_values=dict(pb.config_upsert_values),
             initial_bases=tuple(BasePath.from_pb(b) for b in pb.initial_bases),
         )
@@ -113,8 +112,8 @@ class Overwrite(Operation):
     def to_pb(self) -> _pb.Overwrite:
         return _pb.Overwrite(
             fragments=_fragments_pb(self.fragments),
-            schema=self.schema,
-            schema_metadata=dict(self.schema_metadata),
+            schema=self.schema.to_pb(),
+            schema_metadata=dict(self.schema.metadata),
             config_upsert_values=dict(self.config_upsert_values),
             initial_bases=[b.to_pb() for b in self.initial_bases],
         )
@@ -215,21 +214,19 @@ class Merge(Operation):
 
     oneof: ClassVar[str] = "merge"
     fragments: tuple[DataFragment, ...]
-    schema: tuple[file_pb2.Field, ...]
-    schema_metadata: Mapping[str, bytes] = field(default_factory=dict)
+    schema: LanceSchema
     preserves_nullability: bool = False
 
     @classmethod
     def from_pb(cls, pb: _pb.Merge) -> Merge:
-        return cls(
-            _fragments(pb.fragments), tuple(pb.schema), dict(pb.schema_metadata), pb.preserves_nullability
-        )
+        schema = LanceSchema.from_pb(pb.schema, pb.schema_metadata)
+        return cls(_fragments(pb.fragments), schema, pb.preserves_nullability)
 
     def to_pb(self) -> _pb.Merge:
         return _pb.Merge(
             fragments=_fragments_pb(self.fragments),
-            schema=self.schema,
-            schema_metadata=dict(self.schema_metadata),
+            schema=self.schema.to_pb(),
+            schema_metadata=dict(self.schema.metadata),
             preserves_nullability=self.preserves_nullability,
         )
 
@@ -302,18 +299,18 @@ class Update(Operation):
 
 @dataclass(frozen=True)
 class Project(Operation):
-    """New schema that keeps a subset of fields (drop / rename)."""
+    """New schema that keeps a subset of fields (drop / rename); the schema metadata is kept."""
 
     oneof: ClassVar[str] = "project"
-    schema: tuple[file_pb2.Field, ...]
+    schema: LanceSchema
     preserves_nullability: bool = False
 
     @classmethod
     def from_pb(cls, pb: _pb.Project) -> Project:
-        return cls(tuple(pb.schema), pb.preserves_nullability)
+        return cls(LanceSchema.from_pb(pb.schema), pb.preserves_nullability)
 
     def to_pb(self) -> _pb.Project:
-        return _pb.Project(schema=self.schema, preserves_nullability=self.preserves_nullability)
+        return _pb.Project(schema=self.schema.to_pb(), preserves_nullability=self.preserves_nullability)
 
 
 @dataclass(frozen=True)

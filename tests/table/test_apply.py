@@ -17,6 +17,7 @@ from lance_ops.table.commit import (
     load_transaction,
 )
 from lance_ops.table.manifest import DataFile, DataFragment, Manifest
+from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Append, Clone, Transaction
 
 STAMPS = ("timestamp_ns", "writer_version", "transaction_file", "transaction_section", "index_section")
@@ -64,7 +65,7 @@ def test_replaying_pylance_transactions_rebuilds_its_manifests(pylance_history: 
 
 
 def test_fragment_ids_and_unsupported_operations() -> None:
-    base = Manifest(fields=(), fragments=(), version=1)
+    base = Manifest(schema=LanceSchema(()), fragments=(), version=1)
     ctx = ApplyContext(version=2)
     new = DataFragment(0, (DataFile("a", (0,), (0,), 2, 2),), 3)
     transaction = Transaction(1, Append((new, new)))

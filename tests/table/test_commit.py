@@ -31,6 +31,7 @@ from lance_ops.table.commit import (
 )
 from lance_ops.table.manifest import DataFragment
 from lance_ops.table.naming import ManifestNamingScheme
+from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Append, Overwrite, ReserveFragments, Transaction
 from tests.table.conftest import table
 
@@ -79,7 +80,7 @@ def test_create_and_overwrite_keep_fragment_ids_growing(tmp_path: Path, lance_mo
     store, root = object_store(uri)
     data = table(30)
     fragments = pylance_fragments(lance_module, uri, data, max_rows_per_file=10)
-    fields = tuple(schema_to_fields(data.schema))
+    fields = LanceSchema.from_pb(schema_to_fields(data.schema))
     settings = NewDatasetSettings(naming=ManifestNamingScheme.V1)
     first = commit_transaction(store, root, Transaction(0, Overwrite(fragments, fields)), settings=settings)
     assert first.version == 1 and first.max_fragment_id == 2
@@ -130,7 +131,7 @@ def test_conflicts_are_typed(pylance_ds: str, lance_module) -> None:  # type: ig
     lance_module.write_dataset(table(5), pylance_ds, mode="overwrite")
     with pytest.raises(CommitConflictError, match="Incompatible"):
         commit_transaction(store, root, Transaction(1, Append(ours)))
-    overwrite = Overwrite(ours, tuple(schema_to_fields(table(1).schema)))
+    overwrite = Overwrite(ours, LanceSchema.from_pb(schema_to_fields(table(1).schema)))
     with pytest.raises(RetryableCommitConflictError):
         commit_transaction(store, root, Transaction(1, overwrite))
     with pytest.raises(CommitConflictError, match="newer than the latest"):

@@ -10,6 +10,7 @@ from pyroaring import BitMap
 from lance_ops.errors import CommitConflictError, RetryableCommitConflictError
 from lance_ops.table import conflicts
 from lance_ops.table.manifest import BasePath, DataFile, DataFragment, IndexMetadata
+from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
     Append,
     Clone,
@@ -31,6 +32,8 @@ from lance_ops.table.transaction import (
     UpdateMap,
 )
 
+NO_SCHEMA = LanceSchema(())
+
 
 def frag(fragment_id: int, fields: tuple[int, ...] = (0,)) -> DataFragment:
     return DataFragment(fragment_id, (DataFile(f"{fragment_id}.lance", fields, (0,), 2, 2),), 10)
@@ -46,12 +49,12 @@ OURS: dict[type, Operation] = {
     Append: Append((frag(0),)),
     Delete: Delete((frag(1),), (), "id < 3"),
     Update: Update(removed_fragment_ids=(1,)),
-    Overwrite: Overwrite((frag(0),), (), config_upsert_values={"o": "1"}),
+    Overwrite: Overwrite((frag(0),), NO_SCHEMA, config_upsert_values={"o": "1"}),
     Restore: Restore(1),
     CreateIndex: CreateIndex((index({10}, (7,)),)),
     Rewrite: Rewrite((RewriteGroup((frag(3),), (frag(0),)),)),
-    Merge: Merge((frag(1),), ()),
-    Project: Project(()),
+    Merge: Merge((frag(1),), NO_SCHEMA),
+    Project: Project(NO_SCHEMA),
     ReserveFragments: ReserveFragments(2),
     UpdateConfig: UpdateConfig(config_updates=UpdateMap((("a", "1"),))),
     DataReplacement: DataReplacement(((5, DataFile("r.lance", (0,), (0,), 2, 2)),)),
@@ -62,7 +65,7 @@ THEIRS: dict[type, Operation] = {
     **OURS,
     Delete: Delete((frag(2),), (), "id < 3"),
     Update: Update(removed_fragment_ids=(2,)),
-    Overwrite: Overwrite((frag(0),), (), config_upsert_values={"t": "1"}),
+    Overwrite: Overwrite((frag(0),), NO_SCHEMA, config_upsert_values={"t": "1"}),
     CreateIndex: CreateIndex((index({11}, (8,)),)),
     Rewrite: Rewrite((RewriteGroup((frag(4),), (frag(0),)),)),
     UpdateConfig: UpdateConfig(config_updates=UpdateMap((("b", "1"),))),
@@ -133,7 +136,7 @@ def test_every_cell_matches_the_documented_matrix() -> None:
 
 
 CONDITIONS = [
-    (Append((frag(0),)), Merge((frag(1),), (), preserves_nullability=True), "ok"),
+    (Append((frag(0),)), Merge((frag(1),), NO_SCHEMA, preserves_nullability=True), "ok"),
     (Delete((frag(2),)), THEIRS[Delete], "R"),
     (Update(removed_fragment_ids=(2,)), THEIRS[Delete], "R"),
     (Delete((frag(4),)), THEIRS[Rewrite], "R"),
@@ -142,7 +145,7 @@ CONDITIONS = [
     (Rewrite((RewriteGroup((frag(4),), ()),)), THEIRS[Rewrite], "R"),
     (Rewrite((RewriteGroup((frag(6),), ()),)), THEIRS[DataReplacement], "R"),
     (DataReplacement(((4, DataFile("x", (0,), (0,), 2, 2)),)), THEIRS[Rewrite], "R"),
-    (Overwrite((), (), config_upsert_values={"b": "2"}), THEIRS[UpdateConfig], "I"),
+    (Overwrite((), NO_SCHEMA, config_upsert_values={"b": "2"}), THEIRS[UpdateConfig], "I"),
     (CreateIndex((index({4}, (7,)),)), THEIRS[Rewrite], "R"),
     (Rewrite((RewriteGroup((frag(11),), ()),)), THEIRS[CreateIndex], "R"),
     (CreateIndex((index({10}, (0,)),)), THEIRS[DataReplacement], "R"),

@@ -27,6 +27,7 @@ from lance_ops.table.manifest import (
     encode_manifest_file,
 )
 from lance_ops.table.naming import ManifestNamingScheme, data_file_name, transaction_file_name
+from lance_ops.table.schema import LanceSchema
 from tests.table.conftest import manifest_files
 
 V2 = ManifestNamingScheme.V2
@@ -132,7 +133,7 @@ def test_manifest_without_inline_transaction_and_with_field_21(pylance_history: 
 
 def _minimal(version: int = 1) -> Manifest:
     fragment = DataFragment(0, (DataFile("a.lance", (0,), (0,), 2, 2, 10),), 3)
-    return Manifest(fields=(), fragments=(fragment,), version=version, max_fragment_id=0)
+    return Manifest(schema=LanceSchema(()), fragments=(fragment,), version=version, max_fragment_id=0)
 
 
 @pytest.mark.parametrize(
