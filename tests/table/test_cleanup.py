@@ -556,7 +556,7 @@ def test_a_manifest_removed_by_a_concurrent_cleanup_is_passed_over(
     uri = str(tmp_path / "ds")
     _build(uri)
     before = _snapshot(uri)
-    read = table_commit._load_readable
+    read = table_commit.load_entry
     victim = tmp_path / "ds/_versions" / ManifestNamingScheme.V2.manifest_name(2)
 
     def vanish_then_read(store, root, entry):  # type: ignore[no-untyped-def]
@@ -564,7 +564,7 @@ def test_a_manifest_removed_by_a_concurrent_cleanup_is_passed_over(
             victim.unlink()
         return read(store, root, entry)
 
-    monkeypatch.setattr(table_commit, "_load_readable", vanish_then_read)
+    monkeypatch.setattr(table_commit, "load_entry", vanish_then_read)
     stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
     assert stats.old_versions == 3
     monkeypatch.undo()
