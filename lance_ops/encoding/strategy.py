@@ -31,6 +31,7 @@ Options come from the ``lance-encoding:*`` field-metadata keys (§8.3) as a froz
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,7 @@ from lance_ops.encoding.structural.repdef import (
     FALSE_WORDS,
     DecodedLeaf,
     ShreddedLeaf,
+    child_field,
     concat_leaves,
     count_leaves,
     is_leaf_field,
@@ -90,6 +92,9 @@ DEFAULT_MINICHUNK_SIZE = 4096
 V21_MAX_MINICHUNK_SIZE = 32768
 
 KEY_PREFIX = "lance-encoding:"
+# ``lance-encoding:dictionary`` (ours; pylance ignores it) also takes the usual boolean words.
+CHOICE_ALIASES = {"dictionary": {"true": "always", "on": "always", "false": "never", "off": "never"}}
+LOG = logging.getLogger(__name__)
 GENERAL_SCHEMES = ("zstd", "lz4")
 
 
@@ -119,21 +124,29 @@ class EncodingOptions:
             if key.startswith(KEY_PREFIX):
                 keys[key[len(KEY_PREFIX) :]] = v.decode() if isinstance(v, bytes) else str(v)
 
+        def ignored(name: str, default: Any) -> Any:
+            # pylance 14 logs a warning and keeps its default for a value it cannot parse.
+            LOG.warning("ignoring %s%s=%r (keeping the default %r)", KEY_PREFIX, name, keys[name], default)
+            return default
+
         def num(name: str, kind: type, default: Any) -> Any:
             if name not in keys:
                 return default
             try:
                 return kind(keys[name])
-            except ValueError as exc:
-                raise SchemaError(
-                    f"{KEY_PREFIX}{name} must be a {kind.__name__}, got {keys[name]!r}"
-                ) from exc
+            except ValueError:
+                return ignored(name, default)
 
-        def choice(name: str, allowed: Sequence[str], default: str | None) -> str | None:
+        def choice(
+            name: str, allowed: Sequence[str], default: str | None, *, strict: bool = False
+        ) -> str | None:
             if name not in keys:
                 return default
             value = keys[name].strip().lower()
+            value = CHOICE_ALIASES.get(name, {}).get(value, value)
             if value not in allowed:
+                if not strict:
+                    return ignored(name, default)
                 raise SchemaError(f"{KEY_PREFIX}{name} must be one of {list(allowed)}, got {keys[name]!r}")
             return value
 
@@ -142,7 +155,7 @@ class EncodingOptions:
         if divisor < 1 or not 0 < ratio <= 1:
             raise SchemaError("lance-encoding:dict-divisor must be ≥ 1 and dict-size-ratio in (0, 1]")
         return cls(
-            compression=choice("compression", ("none", "zstd", "lz4", "fsst"), None),
+            compression=choice("compression", ("none", "zstd", "lz4", "fsst"), None, strict=True),
             compression_level=num("compression-level", int, None),
             rle_threshold=num("rle-threshold", float, None),
             bss=choice("bss", ("off", "on", "auto"), "auto") or "auto",
@@ -152,7 +165,7 @@ class EncodingOptions:
             or "lz4",
             dict_values_compression_level=num("dict-values-compression-level", int, None),
             minichunk_size=num("minichunk-size", int, DEFAULT_MINICHUNK_SIZE),
-            structural_encoding=choice("structural-encoding", ("miniblock", "fullzip"), None),
+            structural_encoding=choice("structural-encoding", ("miniblock", "fullzip"), None, strict=True),
             packed=_flag(keys, "packed"),
             # A packed struct marked blob is a ``lance.blob.v2`` description column: a plain packed struct.
             blob=_flag(keys, "blob") and not _flag(keys, "packed"),
@@ -166,6 +179,21 @@ class EncodingOptions:
 
 def _flag(keys: Mapping[str, str], name: str) -> bool:
     return name in keys and keys[name].strip().lower() not in FALSE_WORDS
+
+
+def flag_set(metadata: Mapping[Any, Any] | None, name: str) -> bool:
+    """Whether the boolean key ``lance-encoding:<name>`` is set, checking no other key."""
+    keys = {
+        (k.decode() if isinstance(k, bytes) else str(k)): (v.decode() if isinstance(v, bytes) else str(v))
+        for k, v in (metadata or {}).items()
+    }
+    return _flag(keys, KEY_PREFIX + name)
+
+
+def is_blob_field(metadata: Mapping[Any, Any] | None) -> bool:
+    """``lance-encoding:blob`` set (and not ``packed``), checking no other key: readers ask
+    only this, so a file whose other encoding keys hold values pylance ignores still reads."""
+    return flag_set(metadata, "blob") and not flag_set(metadata, "packed")
 
 
 # --- compressor choice (§8.1 steps 6-8) ------------------------------------------------------------
@@ -567,6 +595,23 @@ def _contains_map(dtype: pa.DataType) -> bool:
     return False
 
 
+def _refuse_nested_blob(field: pa.Field) -> None:
+    """A list or struct marked ``lance-encoding:blob``: pylance 14 refuses to write it (and its
+    reader would take the field for one blob column), so we refuse too."""
+    if is_leaf_field(field):
+        return
+    if is_blob_field(field.metadata):
+        blob.check_blob_type(field.name, field.type)
+    dtype = field.type
+    children = (
+        [dtype.field(i) for i in range(dtype.num_fields)]
+        if pa.types.is_struct(dtype)
+        else [child_field(field)]
+    )
+    for child in children:
+        _refuse_nested_blob(child)
+
+
 def _check_structural(version: FileVersion) -> None:
     if version not in (FileVersion.V2_1, FileVersion.V2_2):
         raise UnsupportedFeatureError(f"the structural codec handles Lance 2.1 / 2.2, not {version}")
@@ -588,6 +633,7 @@ class StructuralFieldEncoder(FieldEncoder):
         for leaf, options in zip(self.leaves, self.options, strict=True):
             if options.blob:
                 blob.check_blob_type(leaf.name, leaf.type)
+        _refuse_nested_blob(field)
         self.num_columns = len(self.leaves)
 
     def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:

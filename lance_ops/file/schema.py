@@ -267,6 +267,32 @@ def schema_to_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) 
     return out
 
 
+def adopt_fields(schema: pa.Schema, given: Sequence[pb.Field]) -> list[pb.Field]:
+    """``given`` (a dataset's Lance fields for ``schema``: its field ids, dictionary markers) after
+    checking that they describe ``schema`` field by field as :func:`schema_to_fields` would.
+
+    pylance stores a dataset's own field messages in each data file it writes; a file written
+    on its own numbers its fields from 0.
+    """
+    derived = schema_to_fields(schema)
+    if len(given) != len(derived):
+        raise SchemaError(f"{len(given)} Lance fields cannot describe a schema of {len(derived)} fields")
+    index_of = {field.id: i for i, field in enumerate(given) if field.id >= 0}
+    position = {field.id: i for i, field in enumerate(derived) if field.id >= 0}
+    for ours, theirs in zip(derived, given, strict=True):
+        parent = -1 if theirs.parent_id < 0 else index_of.get(theirs.parent_id, -2)
+        if (
+            ours.name != theirs.name
+            or ours.logical_type != theirs.logical_type
+            or (-1 if ours.parent_id < 0 else position[ours.parent_id]) != parent
+        ):
+            raise SchemaError(
+                f"Lance field {theirs.name!r} ({theirs.logical_type}, id {theirs.id}) does not match "
+                f"the schema's {ours.name!r} ({ours.logical_type})"
+            )
+    return [pb.Field.FromString(field.SerializeToString()) for field in given]
+
+
 def table_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) -> list[pb.Field]:
     """:func:`schema_to_fields` for a dataset manifest: as in pylance's manifests, dictionary fields
     carry an empty ``dictionary`` message (a 2.x file keeps no dictionary values in its schema;

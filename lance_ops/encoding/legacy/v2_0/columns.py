@@ -40,13 +40,14 @@ from lance_ops.encoding.api import (
     PageInfo,
     WriteExternal,
 )
+from lance_ops.encoding.compression import dictionary
 from lance_ops.encoding.legacy.v2_0 import blob
 from lance_ops.encoding.legacy.v2_0.flat import encode_flat
 from lance_ops.encoding.legacy.v2_0.nullable import encode_nullable
 from lance_ops.encoding.legacy.v2_0.offsets import decode_offsets, encode_offsets
 from lance_ops.encoding.legacy.v2_0.page import BufferSink, PageBuffers, corrupt, decode, validity
 from lance_ops.encoding.legacy.v2_0.strategy import encode_values
-from lance_ops.encoding.strategy import EncodingOptions
+from lance_ops.encoding.strategy import EncodingOptions, flag_set, is_blob_field
 from lance_ops.encoding.structural.repdef import is_packed_struct
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 
@@ -171,6 +172,14 @@ class _StructNode(_Node):
 
 class _ListNode(_Node):
     def __init__(self, field: pa.Field) -> None:
+        marked = [key for key in ("packed", "blob") if flag_set(field.metadata, key)]
+        if marked:
+            # pylance 14 writes such a file but cannot read it back (its 2.0 reader then expects
+            # fewer columns than the list owns): refuse rather than write a file pylance rejects.
+            raise UnsupportedFeatureError(
+                f"list field {field.name!r} marked lance-encoding:{marked[0]}: "
+                "Lance 2.0 files cannot hold it readably"
+            )
         self.child = _node(field.type.value_field)
         self.num_columns = 1 + self.child.num_columns
 
@@ -195,10 +204,18 @@ class _ListNode(_Node):
 
 def _node(field: pa.Field) -> _Node:
     if _is_header_struct(field):
+        if is_blob_field(field.metadata):
+            # pylance 14 writes it but cannot read it back (its reader takes the struct for
+            # one blob column): refuse rather than write a file pylance rejects.
+            raise UnsupportedFeatureError(
+                f"struct field {field.name!r} marked lance-encoding:blob: "
+                "Lance 2.0 files cannot hold it readably"
+            )
         return _StructNode(field)
     if _is_list(field.type):
         return _ListNode(field)
-    if EncodingOptions.from_metadata(field.metadata).blob:
+    # pylance's 2.0 writer stores a dictionary column marked blob as a plain dictionary.
+    if is_blob_field(field.metadata) and not pa.types.is_dictionary(field.type):
         return _BlobNode(field)
     return _ValuesNode(field)
 
@@ -284,7 +301,8 @@ class _ValuesReader(_PagedReader[pa.Array]):
         parts = [_select(self._page(fetch, page), local) for page, local in self._locate(idx)]
         if not parts:
             return pa.array([], self.dtype)
-        return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+        # Each page of a dictionary column has its own dictionary: joined as on write.
+        return parts[0] if len(parts) == 1 else dictionary.concat(parts)
 
 
 class _BlobReader(_Reader):
@@ -361,7 +379,7 @@ def _reader(field: pa.Field, columns: Iterator[Sequence[PageInfo]]) -> _Reader:
         return _StructReader(dtype, [_reader(dtype.field(i), columns) for i in range(dtype.num_fields)])
     if _is_list(dtype):
         return _ListReader(pages, dtype, _reader(dtype.value_field, columns))
-    if EncodingOptions.from_metadata(field.metadata).blob:
+    if is_blob_field(field.metadata) and not pa.types.is_dictionary(dtype):
         return _BlobReader(pages, dtype)
     return _ValuesReader(pages, dtype)
 
