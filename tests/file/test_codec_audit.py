@@ -162,7 +162,8 @@ def test_2_0_blob_marked_dictionary_is_a_plain_dictionary(tmp_path: Path) -> Non
 def test_2_0_dictionary_over_several_pages(tmp_path: Path, index_type: pa.DataType) -> None:
     """Each 2.0 page carries its own dictionary; pylance gives a chunk per page, we join them
     (pyarrow cannot unify dictionaries holding the null 2.0 empty entries, which failed)."""
-    distinct = 40 if index_type == pa.int8() else 400  # pylance refuses joined dictionaries outgrowing the keys
+    # pylance refuses joined dictionaries that outgrow the keys
+    distinct = 40 if index_type == pa.int8() else 400
     parts = [_dictionary(2000, index_type, distinct, seed) for seed in range(3)]
     table = pa.Table.from_batches([pa.record_batch([part], names=["c"]) for part in parts])
     path = tmp_path / "p.lance"
