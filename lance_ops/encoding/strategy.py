@@ -117,7 +117,11 @@ class EncodingOptions:
     dictionary: str = "auto"
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[Any, Any] | None) -> EncodingOptions:
+    def from_metadata(
+        cls, metadata: Mapping[Any, Any] | None, data_type: pa.DataType | None = None
+    ) -> EncodingOptions:
+        """The options of a field's metadata; ``data_type`` (the field's type, when known) tells
+        a ``lance.blob.v2`` description (a struct marked packed and blob) from a blob leaf."""
         keys: dict[str, str] = {}
         for k, v in (metadata or {}).items():
             key = k.decode() if isinstance(k, bytes) else str(k)
@@ -167,8 +171,7 @@ class EncodingOptions:
             minichunk_size=num("minichunk-size", int, DEFAULT_MINICHUNK_SIZE),
             structural_encoding=choice("structural-encoding", ("miniblock", "fullzip"), None, strict=True),
             packed=_flag(keys, "packed"),
-            # A packed struct marked blob is a ``lance.blob.v2`` description column: a plain packed struct.
-            blob=_flag(keys, "blob") and not _flag(keys, "packed"),
+            blob=is_blob_field(metadata, data_type),
             dictionary=choice("dictionary", ("auto", "always", "never"), "auto") or "auto",
         )
 
@@ -190,10 +193,15 @@ def flag_set(metadata: Mapping[Any, Any] | None, name: str) -> bool:
     return _flag(keys, KEY_PREFIX + name)
 
 
-def is_blob_field(metadata: Mapping[Any, Any] | None) -> bool:
-    """``lance-encoding:blob`` set (and not ``packed``), checking no other key: readers ask
-    only this, so a file whose other encoding keys hold values pylance ignores still reads."""
-    return flag_set(metadata, "blob") and not flag_set(metadata, "packed")
+def is_blob_field(metadata: Mapping[Any, Any] | None, data_type: pa.DataType | None = None) -> bool:
+    """``lance-encoding:blob`` set, checking no other key (readers ask only this, so a file whose
+    other encoding keys hold values pylance ignores still reads). A struct (or, type unknown,
+    any field) also marked ``packed`` is a ``lance.blob.v2`` description: a plain packed struct;
+    on a ``large_binary`` field pylance ignores ``packed`` and stores blobs."""
+    if not flag_set(metadata, "blob"):
+        return False
+    described = data_type is None or pa.types.is_struct(data_type)
+    return not (described and flag_set(metadata, "packed"))
 
 
 # --- compressor choice (§8.1 steps 6-8) ------------------------------------------------------------
@@ -546,6 +554,9 @@ def _packed_struct_page(leaf: ShreddedLeaf, options: EncodingOptions, version: F
     child null inside a valid struct is refused (as pylance refuses it) rather than lost."""
     if _has_child_nulls(leaf):
         raise UnsupportedFeatureError("a packed struct's children cannot be null where the struct is valid")
+    if any(pa.types.is_dictionary(child.type) for child in leaf.values.type):
+        # pylance 14 refuses these too (its packing has no place for a child's dictionary).
+        raise UnsupportedFeatureError("a packed struct cannot hold dictionary-typed children")
     block = to_block(leaf.values)
     if not isinstance(block, StructBlock):
         raise UnsupportedFeatureError("packed struct values did not form a struct block")
@@ -595,21 +606,52 @@ def _contains_map(dtype: pa.DataType) -> bool:
     return False
 
 
-def _refuse_nested_blob(field: pa.Field) -> None:
-    """A list or struct marked ``lance-encoding:blob``: pylance 14 refuses to write it (and its
-    reader would take the field for one blob column), so we refuse too."""
-    if is_leaf_field(field):
-        return
-    if is_blob_field(field.metadata):
-        blob.check_blob_type(field.name, field.type)
+def _children(field: pa.Field) -> list[pa.Field]:
     dtype = field.type
-    children = (
+    return (
         [dtype.field(i) for i in range(dtype.num_fields)]
         if pa.types.is_struct(dtype)
         else [child_field(field)]
     )
-    for child in children:
-        _refuse_nested_blob(child)
+
+
+def _holds_plain_struct(field: pa.Field) -> bool:
+    """A (not packed) struct of more than one leaf column at or below ``field``."""
+    if is_leaf_field(field):
+        return False
+    if pa.types.is_struct(field.type) and count_leaves(field) > 1:
+        return True
+    return any(_holds_plain_struct(c) for c in _children(field))
+
+
+def _marker_refusal(field: pa.Field, version: FileVersion, *, eager: bool) -> LanceOpsError | None:
+    """Markers on a non-leaf field that make a file pylance 14 rejects, refused as pylance's
+    writer refuses them or, where it writes them, because its reader cannot read them back:
+
+    * ``lance-encoding:blob`` on a list, struct or map (pylance: "Blob encoding is not available";
+      its reader would take the field for one blob column);
+    * ``lance-encoding:packed`` on a list or map holding a (not packed) struct of several leaf
+      columns (pylance writes a column per struct child, its reader expects one column).
+
+    ``eager``: the refusals pylance makes when the schema is given (a blob list or map; a blob
+    struct in 2.1); the others only once rows arrive (pylance writes and reads back such a
+    field in a file without rows).
+    """
+    if is_leaf_field(field):
+        return None
+    is_struct = pa.types.is_struct(field.type)
+    if is_blob_field(field.metadata, field.type) and eager == (not is_struct or version is FileVersion.V2_1):
+        return SchemaError(f"blob field {field.name!r} must be large_binary, not {field.type}")
+    if not eager and not is_struct and flag_set(field.metadata, "packed") and _holds_plain_struct(field):
+        return UnsupportedFeatureError(
+            f"field {field.name!r} ({field.type}) marked lance-encoding:packed holds a struct: "
+            "pylance 14 cannot read such a file back"
+        )
+    for child in _children(field):
+        refusal = _marker_refusal(child, version, eager=eager)
+        if refusal is not None:
+            return refusal
+    return None
 
 
 def _check_structural(version: FileVersion) -> None:
@@ -629,11 +671,19 @@ class StructuralFieldEncoder(FieldEncoder):
         self.leaves = leaf_fields(field)
         # Like pylance, a leaf follows its own field's metadata (a list's or struct's keys do not
         # reach the leaves below it).
-        self.options = [EncodingOptions.from_metadata(leaf.metadata) for leaf in self.leaves]
+        self.options = [EncodingOptions.from_metadata(leaf.metadata, leaf.type) for leaf in self.leaves]
+        self._refusal: LanceOpsError | None = None
         for leaf, options in zip(self.leaves, self.options, strict=True):
-            if options.blob:
+            if options.blob and pa.types.is_binary(leaf.type):
+                # pylance takes a binary blob field and refuses it once values arrive (a file
+                # without rows is written and read back).
+                self._refusal = SchemaError(f"blob field {leaf.name!r} must be large_binary, not binary")
+            elif options.blob:
                 blob.check_blob_type(leaf.name, leaf.type)
-        _refuse_nested_blob(field)
+        refusal = _marker_refusal(field, version, eager=True)
+        if refusal is not None:
+            raise refusal
+        self._refusal = _marker_refusal(field, version, eager=False) or self._refusal
         self.num_columns = len(self.leaves)
 
     def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:
@@ -643,6 +693,8 @@ class StructuralFieldEncoder(FieldEncoder):
             raise SchemaError(f"field {self.field.name!r}: expected {self.field.type}, got {array.type}")
         if len(array) == 0:
             return [[] for _ in self.leaves]
+        if self._refusal is not None:
+            raise self._refusal
         leaves = shred(array, self.field)
         return [
             [

@@ -281,7 +281,7 @@ def test_num_columns() -> None:
 
 def test_unsupported_requests_raise() -> None:
     with pytest.raises(SchemaError):
-        make_field_encoder(pa.field("b", pa.binary(), metadata={"lance-encoding:blob": "true"}), V22)
+        make_field_encoder(pa.field("b", pa.string(), metadata={"lance-encoding:blob": "true"}), V22)
     with pytest.raises(UnsupportedFeatureError):
         make_field_encoder(pa.field("x", pa.int32()), FileVersion.V2_0)
     with pytest.raises(UnsupportedFeatureError):

@@ -33,7 +33,7 @@ def _table(array: pa.Array, metadata: dict[str, str] | None = None) -> pa.Table:
 def _write(writer_class: Any, path: Path, table: pa.Table, version: str, batches: int = 1) -> None:
     paged = {"max_page_bytes": 4096, "data_cache_bytes": 4096} if batches > 1 else {}
     with writer_class(str(path), table.schema, version=version, **paged) as writer:
-        step = -(-table.num_rows // batches)
+        step = max(1, -(-table.num_rows // batches))
         for start in range(0, table.num_rows, step):
             writer.write_batch(table.slice(start, step))
 
@@ -241,3 +241,91 @@ def test_lance_fields_must_describe_the_schema(tmp_path: Path) -> None:
         writer.write_batch(pa.table({"a": [1], "s": [{"x": 2}]}, schema=schema))
     assert [(f.id, f.parent_id) for f in _file_fields(tmp_path / "good.lance")] == [(7, -1), (8, -1), (9, 8)]
     assert isinstance(SchemaError("x"), LanceOpsError)
+
+
+PACKED_LIST_CASES = {
+    "list<struct<a, b>>": pa.array(
+        [[{"a": 1, "b": 2}], []] * 10, pa.list_(pa.struct([("a", pa.int32()), ("b", pa.int32())]))
+    ),
+    "list<list<struct<a, b>>>": pa.array(
+        [[[{"a": 1, "b": 2}]], []] * 10, pa.list_(pa.list_(pa.struct([("a", pa.int32()), ("b", pa.int32())])))
+    ),
+    "map<string, int32>": pa.array([[("k", 1)], []] * 10, pa.map_(pa.string(), pa.int32())),
+}
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("name", list(PACKED_LIST_CASES))
+def test_packed_list_of_structs_refused_pylance_cannot_read_it(
+    tmp_path: Path, version: str, name: str
+) -> None:
+    """``packed`` on a list (or map) holding a struct of several children: pylance writes a
+    column per child but reads back expecting one; we refuse once rows arrive."""
+    if name.startswith("map") and version == "2.1":
+        pytest.skip("maps need 2.2")
+    table = _table(PACKED_LIST_CASES[name], {"lance-encoding:packed": "true"})
+    assert _pylance_writes(table, tmp_path / "p.lance", version)
+    assert _pylance_reads(tmp_path / "p.lance") is None
+    assert LanceFileReader(tmp_path / "p.lance").read_all().to_table().equals(table)
+    with pytest.raises(UnsupportedFeatureError, match="marked lance-encoding:packed holds a struct"):
+        _write(LanceFileWriter, tmp_path / "o.lance", table, version)
+    assert not (tmp_path / "o.lance").exists()
+    # Without rows pylance writes and reads such a file back; so do we.
+    empty = table.slice(0, 0)
+    _write(LanceFileWriter, tmp_path / "empty.lance", empty, version)
+    back = _pylance_reads(tmp_path / "empty.lance")
+    assert back is not None and back.equals(empty)
+    # One struct child: one column either way, pylance reads it (and so is not refused).
+    single = _table(
+        pa.array([[{"a": 1}], []] * 10, pa.list_(pa.struct([("a", pa.int32())]))), table.schema[0].metadata
+    )
+    _write(LanceFileWriter, tmp_path / "single.lance", single, version)
+    back = _pylance_reads(tmp_path / "single.lance")
+    assert back is not None and back.equals(single)
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_packed_struct_with_dictionary_child_refused_like_pylance(tmp_path: Path, version: str) -> None:
+    """pylance refuses to pack a dictionary child; we used to write a file it could not read."""
+    array = pa.StructArray.from_arrays(
+        [_dictionary(50, pa.int8()).fill_null("v0-000"), pa.array(range(50), pa.int32())], names=["d", "i"]
+    )
+    table = _table(array, {"lance-encoding:packed": "true"})
+    assert not _pylance_writes(table, tmp_path / "p.lance", version)
+    with pytest.raises(UnsupportedFeatureError, match="dictionary-typed children"):
+        _write(LanceFileWriter, tmp_path / "o.lance", table, version)
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_large_binary_marked_packed_and_blob_is_a_blob_column(tmp_path: Path, version: str) -> None:
+    """``packed`` means nothing on a large_binary field: pylance stores it as blobs (we used to
+    take packed+blob for a blob v2 description, and refused the 70 KB values in a mini-block)."""
+    rng = np.random.default_rng(3)
+    array = pa.array([None if i % 3 == 1 else rng.bytes(70_000) for i in range(6)], pa.large_binary())
+    table = _table(
+        array,
+        {
+            "lance-encoding:packed": "true",
+            "lance-encoding:blob": "true",
+            "lance-encoding:structural-encoding": "miniblock",
+        },
+    )
+    assert _pylance_writes(table, tmp_path / "p.lance", version)
+    assert LanceFileReader(tmp_path / "p.lance").read_all().to_table().equals(table)
+    _write(LanceFileWriter, tmp_path / "o.lance", table, version)
+    back = _pylance_reads(tmp_path / "o.lance")
+    assert back is not None and back.equals(table)
+    assert LanceFileReader(tmp_path / "o.lance").take_rows([5, 0]).to_table().equals(table.take([5, 0]))
+
+
+def test_user_struct_marked_packed_and_blob_numbers_its_children(tmp_path: Path) -> None:
+    """Only a lance.blob.v2 description (kind, position, size, blob_id, blob_uri) keeps its
+    children at id -1; pylance numbers any other struct's children (and otherwise cannot read
+    our file)."""
+    array = pa.array([{"a": 1, "b": 2.5}] * 3, pa.struct([("a", pa.int32()), ("b", pa.float64())]))
+    table = _table(array, {"lance-encoding:packed": "true", "lance-encoding:blob": "true"})
+    assert _pylance_writes(table, tmp_path / "p.lance", "2.0")
+    _write(LanceFileWriter, tmp_path / "o.lance", table, "2.0")
+    assert _file_fields(tmp_path / "o.lance") == _file_fields(tmp_path / "p.lance")
+    back = _pylance_reads(tmp_path / "o.lance")
+    assert back is not None and back.equals(table)
