@@ -31,6 +31,7 @@ Options come from the ``lance-encoding:*`` field-metadata keys (§8.3) as a froz
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,7 @@ from lance_ops.encoding.structural.repdef import (
     FALSE_WORDS,
     DecodedLeaf,
     ShreddedLeaf,
+    child_field,
     concat_leaves,
     count_leaves,
     is_leaf_field,
@@ -90,6 +92,9 @@ DEFAULT_MINICHUNK_SIZE = 4096
 V21_MAX_MINICHUNK_SIZE = 32768
 
 KEY_PREFIX = "lance-encoding:"
+# ``lance-encoding:dictionary`` (ours; pylance ignores it) also takes the usual boolean words.
+CHOICE_ALIASES = {"dictionary": {"true": "always", "on": "always", "false": "never", "off": "never"}}
+LOG = logging.getLogger(__name__)
 GENERAL_SCHEMES = ("zstd", "lz4")
 
 
@@ -112,28 +117,40 @@ class EncodingOptions:
     dictionary: str = "auto"
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[Any, Any] | None) -> EncodingOptions:
+    def from_metadata(
+        cls, metadata: Mapping[Any, Any] | None, data_type: pa.DataType | None = None
+    ) -> EncodingOptions:
+        """The options of a field's metadata; ``data_type`` (the field's type, when known) tells
+        a ``lance.blob.v2`` description (a struct marked packed and blob) from a blob leaf."""
         keys: dict[str, str] = {}
         for k, v in (metadata or {}).items():
             key = k.decode() if isinstance(k, bytes) else str(k)
             if key.startswith(KEY_PREFIX):
                 keys[key[len(KEY_PREFIX) :]] = v.decode() if isinstance(v, bytes) else str(v)
 
+        def ignored(name: str, default: Any) -> Any:
+            # pylance 14 logs a warning and keeps its default for a value it cannot parse.
+            LOG.warning("ignoring %s%s=%r (keeping the default %r)", KEY_PREFIX, name, keys[name], default)
+            return default
+
         def num(name: str, kind: type, default: Any) -> Any:
             if name not in keys:
                 return default
             try:
                 return kind(keys[name])
-            except ValueError as exc:
-                raise SchemaError(
-                    f"{KEY_PREFIX}{name} must be a {kind.__name__}, got {keys[name]!r}"
-                ) from exc
+            except ValueError:
+                return ignored(name, default)
 
-        def choice(name: str, allowed: Sequence[str], default: str | None) -> str | None:
+        def choice(
+            name: str, allowed: Sequence[str], default: str | None, *, strict: bool = False
+        ) -> str | None:
             if name not in keys:
                 return default
             value = keys[name].strip().lower()
+            value = CHOICE_ALIASES.get(name, {}).get(value, value)
             if value not in allowed:
+                if not strict:
+                    return ignored(name, default)
                 raise SchemaError(f"{KEY_PREFIX}{name} must be one of {list(allowed)}, got {keys[name]!r}")
             return value
 
@@ -142,7 +159,7 @@ class EncodingOptions:
         if divisor < 1 or not 0 < ratio <= 1:
             raise SchemaError("lance-encoding:dict-divisor must be ≥ 1 and dict-size-ratio in (0, 1]")
         return cls(
-            compression=choice("compression", ("none", "zstd", "lz4", "fsst"), None),
+            compression=choice("compression", ("none", "zstd", "lz4", "fsst"), None, strict=True),
             compression_level=num("compression-level", int, None),
             rle_threshold=num("rle-threshold", float, None),
             bss=choice("bss", ("off", "on", "auto"), "auto") or "auto",
@@ -152,10 +169,9 @@ class EncodingOptions:
             or "lz4",
             dict_values_compression_level=num("dict-values-compression-level", int, None),
             minichunk_size=num("minichunk-size", int, DEFAULT_MINICHUNK_SIZE),
-            structural_encoding=choice("structural-encoding", ("miniblock", "fullzip"), None),
+            structural_encoding=choice("structural-encoding", ("miniblock", "fullzip"), None, strict=True),
             packed=_flag(keys, "packed"),
-            # A packed struct marked blob is a ``lance.blob.v2`` description column: a plain packed struct.
-            blob=_flag(keys, "blob") and not _flag(keys, "packed"),
+            blob=is_blob_field(metadata, data_type),
             dictionary=choice("dictionary", ("auto", "always", "never"), "auto") or "auto",
         )
 
@@ -166,6 +182,26 @@ class EncodingOptions:
 
 def _flag(keys: Mapping[str, str], name: str) -> bool:
     return name in keys and keys[name].strip().lower() not in FALSE_WORDS
+
+
+def flag_set(metadata: Mapping[Any, Any] | None, name: str) -> bool:
+    """Whether the boolean key ``lance-encoding:<name>`` is set, checking no other key."""
+    keys = {
+        (k.decode() if isinstance(k, bytes) else str(k)): (v.decode() if isinstance(v, bytes) else str(v))
+        for k, v in (metadata or {}).items()
+    }
+    return _flag(keys, KEY_PREFIX + name)
+
+
+def is_blob_field(metadata: Mapping[Any, Any] | None, data_type: pa.DataType | None = None) -> bool:
+    """``lance-encoding:blob`` set, checking no other key (readers ask only this, so a file whose
+    other encoding keys hold values pylance ignores still reads). A struct (or, type unknown,
+    any field) also marked ``packed`` is a ``lance.blob.v2`` description: a plain packed struct;
+    on a ``large_binary`` field pylance ignores ``packed`` and stores blobs."""
+    if not flag_set(metadata, "blob"):
+        return False
+    described = data_type is None or pa.types.is_struct(data_type)
+    return not (described and flag_set(metadata, "packed"))
 
 
 # --- compressor choice (§8.1 steps 6-8) ------------------------------------------------------------
@@ -518,6 +554,9 @@ def _packed_struct_page(leaf: ShreddedLeaf, options: EncodingOptions, version: F
     child null inside a valid struct is refused (as pylance refuses it) rather than lost."""
     if _has_child_nulls(leaf):
         raise UnsupportedFeatureError("a packed struct's children cannot be null where the struct is valid")
+    if any(pa.types.is_dictionary(child.type) for child in leaf.values.type):
+        # pylance 14 refuses these too (its packing has no place for a child's dictionary).
+        raise UnsupportedFeatureError("a packed struct cannot hold dictionary-typed children")
     block = to_block(leaf.values)
     if not isinstance(block, StructBlock):
         raise UnsupportedFeatureError("packed struct values did not form a struct block")
@@ -567,6 +606,54 @@ def _contains_map(dtype: pa.DataType) -> bool:
     return False
 
 
+def _children(field: pa.Field) -> list[pa.Field]:
+    dtype = field.type
+    return (
+        [dtype.field(i) for i in range(dtype.num_fields)]
+        if pa.types.is_struct(dtype)
+        else [child_field(field)]
+    )
+
+
+def _holds_plain_struct(field: pa.Field) -> bool:
+    """A (not packed) struct of more than one leaf column at or below ``field``."""
+    if is_leaf_field(field):
+        return False
+    if pa.types.is_struct(field.type) and count_leaves(field) > 1:
+        return True
+    return any(_holds_plain_struct(c) for c in _children(field))
+
+
+def _marker_refusal(field: pa.Field, version: FileVersion, *, eager: bool) -> LanceOpsError | None:
+    """Markers on a non-leaf field that make a file pylance 14 rejects, refused as pylance's
+    writer refuses them or, where it writes them, because its reader cannot read them back:
+
+    * ``lance-encoding:blob`` on a list, struct or map (pylance: "Blob encoding is not available";
+      its reader would take the field for one blob column);
+    * ``lance-encoding:packed`` on a list or map holding a (not packed) struct of several leaf
+      columns (pylance writes a column per struct child, its reader expects one column).
+
+    ``eager``: the refusals pylance makes when the schema is given (a blob list or map; a blob
+    struct in 2.1); the others only once rows arrive (pylance writes and reads back such a
+    field in a file without rows).
+    """
+    if is_leaf_field(field):
+        return None
+    is_struct = pa.types.is_struct(field.type)
+    if is_blob_field(field.metadata, field.type) and eager == (not is_struct or version is FileVersion.V2_1):
+        return SchemaError(f"blob field {field.name!r} must be large_binary, not {field.type}")
+    if not eager and not is_struct and flag_set(field.metadata, "packed") and _holds_plain_struct(field):
+        return UnsupportedFeatureError(
+            f"field {field.name!r} ({field.type}) marked lance-encoding:packed holds a struct: "
+            "pylance 14 cannot read such a file back"
+        )
+    for child in _children(field):
+        refusal = _marker_refusal(child, version, eager=eager)
+        if refusal is not None:
+            return refusal
+    return None
+
+
 def _check_structural(version: FileVersion) -> None:
     if version not in (FileVersion.V2_1, FileVersion.V2_2):
         raise UnsupportedFeatureError(f"the structural codec handles Lance 2.1 / 2.2, not {version}")
@@ -584,10 +671,19 @@ class StructuralFieldEncoder(FieldEncoder):
         self.leaves = leaf_fields(field)
         # Like pylance, a leaf follows its own field's metadata (a list's or struct's keys do not
         # reach the leaves below it).
-        self.options = [EncodingOptions.from_metadata(leaf.metadata) for leaf in self.leaves]
+        self.options = [EncodingOptions.from_metadata(leaf.metadata, leaf.type) for leaf in self.leaves]
+        self._refusal: LanceOpsError | None = None
         for leaf, options in zip(self.leaves, self.options, strict=True):
-            if options.blob:
+            if options.blob and pa.types.is_binary(leaf.type):
+                # pylance takes a binary blob field and refuses it once values arrive (a file
+                # without rows is written and read back).
+                self._refusal = SchemaError(f"blob field {leaf.name!r} must be large_binary, not binary")
+            elif options.blob:
                 blob.check_blob_type(leaf.name, leaf.type)
+        refusal = _marker_refusal(field, version, eager=True)
+        if refusal is not None:
+            raise refusal
+        self._refusal = _marker_refusal(field, version, eager=False) or self._refusal
         self.num_columns = len(self.leaves)
 
     def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:
@@ -597,6 +693,8 @@ class StructuralFieldEncoder(FieldEncoder):
             raise SchemaError(f"field {self.field.name!r}: expected {self.field.type}, got {array.type}")
         if len(array) == 0:
             return [[] for _ in self.leaves]
+        if self._refusal is not None:
+            raise self._refusal
         leaves = shred(array, self.field)
         return [
             [

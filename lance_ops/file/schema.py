@@ -52,6 +52,7 @@ EXTENSION_NAME_KEY = b"ARROW:extension:name"
 EXTENSION_METADATA_KEY = b"ARROW:extension:metadata"
 PRIMARY_KEY_KEY = b"lance-schema:unenforced-primary-key"
 BLOB_KEY = "lance-encoding:blob"
+BLOB_V2_DESCRIPTION_FIELDS = ("kind", "position", "size", "blob_id", "blob_uri")
 BFLOAT16_EXTENSION = "lance.bfloat16"
 JSON_EXTENSION = "lance.json"
 ARROW_JSON_EXTENSION = "arrow.json"
@@ -256,7 +257,7 @@ def schema_to_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) 
         field_id = next_id
         next_id += 1
         out.append(_field_to_pb(field, field_id, parent_id))
-        if is_blob_v2_description(out[-1]):
+        if is_blob_v2_description(out[-1]) and _has_description_layout(field.type):
             out.extend(_field_to_pb(child, -1, -1) for child in _children(field.type))
             return
         for child in _children(field.type):
@@ -265,6 +266,32 @@ def schema_to_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) 
     for field in schema:
         visit(field, -1)
     return out
+
+
+def adopt_fields(schema: pa.Schema, given: Sequence[pb.Field]) -> list[pb.Field]:
+    """``given`` (a dataset's Lance fields for ``schema``: its field ids, dictionary markers) after
+    checking that they describe ``schema`` field by field as :func:`schema_to_fields` would.
+
+    pylance stores a dataset's own field messages in each data file it writes; a file written
+    on its own numbers its fields from 0.
+    """
+    derived = schema_to_fields(schema)
+    if len(given) != len(derived):
+        raise SchemaError(f"{len(given)} Lance fields cannot describe a schema of {len(derived)} fields")
+    index_of = {field.id: i for i, field in enumerate(given) if field.id >= 0}
+    position = {field.id: i for i, field in enumerate(derived) if field.id >= 0}
+    for ours, theirs in zip(derived, given, strict=True):
+        parent = -1 if theirs.parent_id < 0 else index_of.get(theirs.parent_id, -2)
+        if (
+            ours.name != theirs.name
+            or ours.logical_type != theirs.logical_type
+            or (-1 if ours.parent_id < 0 else position[ours.parent_id]) != parent
+        ):
+            raise SchemaError(
+                f"Lance field {theirs.name!r} ({theirs.logical_type}, id {theirs.id}) does not match "
+                f"the schema's {ours.name!r} ({ours.logical_type})"
+            )
+    return [pb.Field.FromString(field.SerializeToString()) for field in given]
 
 
 def table_fields(schema: pa.Schema | Iterable[pa.Field], start_id: int = 0) -> list[pb.Field]:
@@ -396,6 +423,12 @@ def fields_to_schema(fields: Sequence[pb.Field], metadata: Mapping[str, bytes] |
         # An IPC round trip turns extension metadata into registered pyarrow extension types.
         schema = pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
     return schema
+
+
+def _has_description_layout(data_type: pa.DataType) -> bool:
+    """The children of a ``lance.blob.v2`` description; any other struct marked blob (a user's,
+    in a file of its own) numbers its children as pylance's file writer does."""
+    return tuple(data_type.field(i).name for i in range(data_type.num_fields)) == BLOB_V2_DESCRIPTION_FIELDS
 
 
 def is_blob_v2_description(field: pb.Field) -> bool:

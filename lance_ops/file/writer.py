@@ -45,7 +45,13 @@ from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.codecs import Codec, codec_for
 from lance_ops.file.format import RegionWriter, direct_encoding
 from lance_ops.file.page_statistics import PAGE_STATISTICS_KEY, PageStatisticsCollector, StatisticsLocation
-from lance_ops.file.schema import check_writable, schema_metadata_to_pb, schema_to_fields, storage_field
+from lance_ops.file.schema import (
+    adopt_fields,
+    check_writable,
+    schema_metadata_to_pb,
+    schema_to_fields,
+    storage_field,
+)
 from lance_ops.io import object_store
 
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
@@ -88,8 +94,11 @@ class LanceFileWriter:
 
     ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.0"``,
     ``"2.1"``, ``"2.2"`` or ``"stable"`` (2.2). ``page_statistics=False`` writes no page
-    statistics (see the module docstring). Usable as a context manager (closes on success, discards
-    the partial file on error). ``close()`` returns the number of rows written.
+    statistics (see the module docstring). ``lance_fields``: the Lance field messages to store as
+    the file schema (a dataset's, with its field ids and dictionary markers, as pylance stores in
+    the data files of a dataset); they must describe the schema field by field. Without them
+    fields are numbered from 0, as pylance's file writer does. Usable as a context manager
+    (closes on success, discards the partial file on error). ``close()`` returns the number of rows written.
     """
 
     def __init__(
@@ -102,8 +111,11 @@ class LanceFileWriter:
         max_page_bytes: int | None = None,
         data_cache_bytes: int | None = None,
         page_statistics: bool = True,
+        lance_fields: Sequence[pb.Field] | None = None,
     ) -> None:
         self.version = FileVersion.parse(version)
+        self._given_fields = list(lance_fields) if lance_fields is not None else None
+        self._lance_fields: list[pb.Field] = []
         self._write_statistics = page_statistics
         if self.version is FileVersion.V0_1:
             raise UnsupportedFeatureError("legacy (0.1) files are read-only: writing them is not supported")
@@ -139,12 +151,15 @@ class LanceFileWriter:
         return self._bytes_written if self._closed else self._region.position
 
     def _set_schema(self, schema: pa.Schema) -> None:
-        schema_to_fields(schema)  # raises SchemaError for types Lance cannot store
+        fields = schema_to_fields(schema)  # raises SchemaError for types Lance cannot store
+        if self._given_fields is not None:
+            fields = adopt_fields(schema, self._given_fields)
         check_writable(schema, self.version)
         self._fields = [_FieldState(field, self._codec) for field in schema]
         self._schema = schema
+        self._lance_fields = fields
         if self._write_statistics:
-            self._statistics = PageStatisticsCollector(schema, schema_to_fields(schema))
+            self._statistics = PageStatisticsCollector(schema, fields)
 
     def write_batch(self, data: pa.Table | pa.RecordBatch | Any) -> None:
         """Append rows (a Table, RecordBatch or pandas DataFrame) matching the file schema."""
@@ -261,7 +276,7 @@ class LanceFileWriter:
             self._store_statistics(self._statistics)
         schema_metadata.update(self._extra_metadata)
         descriptor = pb.FileDescriptor(
-            schema=pb.Schema(fields=schema_to_fields(self._schema), metadata=schema_metadata),
+            schema=pb.Schema(fields=self._lance_fields, metadata=schema_metadata),
             length=self._num_rows,
         )
         columns = [column for state in self._fields for column in state.columns]

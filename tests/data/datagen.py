@@ -1,6 +1,7 @@
 """Generate the golden Lance files and datasets under ``tests/data/`` with pylance 14.0.2.
 
     .venv/bin/python tests/data/datagen.py
+    .venv/bin/python tests/data/datagen.py --maps   # only add the 2.2 maps file to existing data
 
 Layout written (everything below ``tests/data/`` except this script is regenerated):
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -340,6 +342,44 @@ def nested() -> pa.Table:
     )
 
 
+def maps() -> pa.Table:
+    """Maps (Lance 2.2 only): null and empty maps, null values, maps in a list and a struct,
+    a map of dictionary values, enough rows for several mini-block chunks."""
+    n = 1537
+    rng = np.random.default_rng(11)
+    ids = np.arange(n)
+    lengths = rng.integers(0, 4, n)
+    lengths[ids % 10 == 0] = 0
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    total = int(offsets[-1])
+    keys = pa.array([f"k{i % 23}" for i in range(total)])
+    values = pa.array(rng.integers(-500, 500, total).astype(np.int32), mask=np.arange(total) % 6 == 1)
+    plain = pa.MapArray.from_arrays(offsets, keys, values, mask=pa.array(ids % 9 == 4))
+    floats = pa.MapArray.from_arrays(
+        offsets, pa.array(rng.integers(0, 10**6, total)), pa.array(rng.normal(size=total))
+    )
+    words = pa.array([f"w{i % 7}" for i in range(total)]).dictionary_encode()
+    of_dictionary = pa.MapArray.from_arrays(offsets, keys, words)
+    list_offsets = np.concatenate([[0], np.cumsum(ids % 3)]).astype(np.int32)  # 0, 1 or 2 maps a row
+    in_list = pa.ListArray.from_arrays(
+        list_offsets, plain.slice(0, int(list_offsets[-1])), mask=pa.array(ids % 11 == 5)
+    )
+    in_struct = pa.StructArray.from_arrays([plain, pa.array(ids)], names=["m", "id"])
+    return _table(
+        [
+            _field("map_string_int32", plain),
+            _field("map_int64_float64", floats),
+            _field("map_string_dictionary", of_dictionary),
+            _field("list_map", in_list),
+            _field("struct_map", in_struct),
+        ]
+    )
+
+
+# Golden files written for only some versions (maps need 2.2).
+ONLY_VERSIONS = {"maps": ("2.2",)}
+
+
 def edge_rows() -> dict[str, pa.Table]:
     """Zero-row and one-row files."""
     schema = pa.schema([("a", pa.int32()), ("s", pa.string()), ("f", pa.float64())])
@@ -448,6 +488,7 @@ def golden_files() -> dict[str, tuple[list[pa.Table], dict[str, int]]]:
             "fullzip": fullzip,
             "huge_values": huge_values,
             "nested": nested,
+            "maps": maps,
         }.items()
     }
     jobs["multipage"] = (multipage_batches(), {"data_cache_bytes": 3 * 2400})
@@ -462,7 +503,7 @@ def generate_files() -> None:
         (FILES_DIR / version).mkdir()
     for name, (batches, options) in golden_files().items():
         tables = []
-        for version in FILE_VERSIONS:
+        for version in ONLY_VERSIONS.get(name, FILE_VERSIONS):
             path = FILES_DIR / version / f"{name}.lance"
             tables.append(write_file(path, batches, version, **options))
             features[version][name] = file_features(path, version)
@@ -551,11 +592,26 @@ def generate_datasets() -> None:
 DATASET_NAMES = ("basic", "deletes", "bitmap_deletes")
 
 
+def add_maps() -> None:
+    """Write only the 2.2 ``maps`` golden file into the existing golden data (``--maps``)."""
+    batches, options = golden_files()["maps"]
+    path = FILES_DIR / "2.2" / "maps.lance"
+    table = write_file(path, batches, "2.2", **options)
+    write_expected(table, EXPECTED_FILES_DIR / "maps.parquet")
+    encodings_path = FILES_DIR / "2.2" / "encodings.json"
+    found = json.loads(encodings_path.read_text())
+    found["maps"] = file_features(path, "2.2")
+    encodings_path.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+
+
 def main() -> None:
     if lance.__version__ != PYLANCE_VERSION:
         raise SystemExit(
             f"golden data must be written by pylance {PYLANCE_VERSION}, found {lance.__version__}"
         )
+    if sys.argv[1:] == ["--maps"]:
+        add_maps()
+        return
     # Only this script's output: files/2.0, files/0.1 and the legacy datasets belong to
     # datagen_legacy20.py and datagen_legacy01.py.
     ours = [DATASETS_DIR / f"{name}{suffix}" for name in DATASET_NAMES for suffix in (".lance", ".expected")]

@@ -52,6 +52,8 @@ def leaf_paths(schema: pa.Schema) -> list[str]:
     def walk(name: str, dtype: pa.DataType) -> list[str]:
         if pa.types.is_struct(dtype):
             return [path for child in dtype for path in walk(f"{name}.{child.name}", child.type)]
+        if pa.types.is_map(dtype):
+            return walk(f"{name}.key", dtype.key_type) + walk(f"{name}.value", dtype.item_type)
         if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
             return walk(f"{name}.item", dtype.value_type)
         return [name]

@@ -237,7 +237,33 @@ def test_options_parsing() -> None:
     with pytest.raises(SchemaError):
         EncodingOptions.from_metadata({"lance-encoding:compression": "snappy"})
     with pytest.raises(SchemaError):
-        EncodingOptions.from_metadata({"lance-encoding:dict-divisor": "two"})
+        EncodingOptions.from_metadata({"lance-encoding:structural-encoding": "columnar"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("dict-divisor", "two"),
+        ("dict-size-ratio", "most"),
+        ("rle-threshold", "x"),
+        ("compression-level", "high"),
+        ("minichunk-size", "big"),
+        ("bss", "maybe"),
+        ("dict-values-compression", "snappy"),
+        ("dictionary", "sometimes"),
+    ],
+)
+def test_unparsable_options_keep_the_default(key: str, value: str, caplog: pytest.LogCaptureFixture) -> None:
+    """pylance 14 writes such a field with its default (logging a warning); so do we."""
+    with caplog.at_level("WARNING", logger="lance_ops.encoding.strategy"):
+        opts = EncodingOptions.from_metadata({f"lance-encoding:{key}": value})
+    assert opts == EncodingOptions()
+    assert f"lance-encoding:{key}" in caplog.text
+
+
+def test_dictionary_option_takes_boolean_words() -> None:
+    assert EncodingOptions.from_metadata({"lance-encoding:dictionary": "true"}).dictionary == "always"
+    assert EncodingOptions.from_metadata({"lance-encoding:dictionary": "off"}).dictionary == "never"
 
 
 def test_num_columns() -> None:
@@ -255,7 +281,7 @@ def test_num_columns() -> None:
 
 def test_unsupported_requests_raise() -> None:
     with pytest.raises(SchemaError):
-        make_field_encoder(pa.field("b", pa.binary(), metadata={"lance-encoding:blob": "true"}), V22)
+        make_field_encoder(pa.field("b", pa.string(), metadata={"lance-encoding:blob": "true"}), V22)
     with pytest.raises(UnsupportedFeatureError):
         make_field_encoder(pa.field("x", pa.int32()), FileVersion.V2_0)
     with pytest.raises(UnsupportedFeatureError):

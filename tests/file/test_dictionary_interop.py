@@ -300,6 +300,17 @@ def test_concat_unifies_when_the_keys_would_overflow() -> None:
         dictionary.concat(chunks)
     same = [_dict(np.arange(100), pa.array([f"a{i}" for i in range(100)]), pa.int8()) for _ in "ab"]
     assert dictionary.concat(same).to_pylist() == same[0].to_pylist() * 2
+    # Dictionaries holding nulls (2.0 pages read empty entries so) unify too; pyarrow's own
+    # unification refuses them.
+    entries = [None if i == 5 else f"a{i}" for i in range(100)]
+    with_nulls = [
+        _dict(np.arange(100), pa.array(entries), pa.int8()),
+        _dict(np.arange(100), pa.array(entries[::-1]), pa.int8()),
+    ]
+    with pytest.raises(pa.ArrowInvalid):
+        pa.concat_arrays(with_nulls)
+    out = dictionary.concat(with_nulls)
+    assert out.type == with_nulls[0].type and out.to_pylist() == entries + entries[::-1]
 
 
 def test_out_of_range_keys_are_corrupt() -> None:

@@ -66,10 +66,7 @@ def concat(chunks: Sequence[pa.Array]) -> pa.Array:
         return pa.concat_arrays(list(chunks))
     sizes = np.array([len(c.dictionary) for c in chunks], np.int64)
     if int(sizes.sum()) - 1 > np.iinfo(dtype.index_type.to_pandas_dtype()).max:
-        try:
-            return pa.concat_arrays(list(chunks))
-        except pa.ArrowInvalid as exc:
-            raise SchemaError(f"the batches' dictionaries do not fit {dtype.index_type} keys: {exc}") from exc
+        return _unified(chunks, dtype)
     shift = np.cumsum(sizes) - sizes
     keys = np.concatenate([_keys(c) + s for c, s in zip(chunks, shift.tolist(), strict=True)])
     valid = np.concatenate([np.asarray(c.is_valid().to_numpy(zero_copy_only=False), bool) for c in chunks])
@@ -77,6 +74,19 @@ def concat(chunks: Sequence[pa.Array]) -> pa.Array:
     indices = pa.array(keys, dtype.index_type, mask=~valid)
     dictionary = pa.concat_arrays([c.dictionary for c in chunks])
     return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=dtype.ordered)
+
+
+def _unified(chunks: Sequence[pa.Array], dtype: pa.DictionaryType) -> pa.DictionaryArray:
+    """The chunks over one de-duplicated dictionary (Arrow's own unification refuses
+    dictionaries holding nulls; a key pointing at a null entry becomes a null key)."""
+    values = pa.concat_arrays([c.dictionary.take(c.indices) for c in chunks])
+    encoded = values.dictionary_encode()
+    if len(encoded.dictionary) - 1 > np.iinfo(dtype.index_type.to_pandas_dtype()).max:
+        raise SchemaError(
+            f"the batches' {len(encoded.dictionary)} distinct values do not fit {dtype.index_type} keys"
+        )
+    indices = encoded.indices.cast(dtype.index_type)
+    return pa.DictionaryArray.from_arrays(indices, encoded.dictionary, ordered=dtype.ordered)
 
 
 def to_dictionary_array(

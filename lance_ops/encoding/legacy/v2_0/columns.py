@@ -40,13 +40,14 @@ from lance_ops.encoding.api import (
     PageInfo,
     WriteExternal,
 )
+from lance_ops.encoding.compression import dictionary
 from lance_ops.encoding.legacy.v2_0 import blob
 from lance_ops.encoding.legacy.v2_0.flat import encode_flat
 from lance_ops.encoding.legacy.v2_0.nullable import encode_nullable
 from lance_ops.encoding.legacy.v2_0.offsets import decode_offsets, encode_offsets
 from lance_ops.encoding.legacy.v2_0.page import BufferSink, PageBuffers, corrupt, decode, validity
 from lance_ops.encoding.legacy.v2_0.strategy import encode_values
-from lance_ops.encoding.strategy import EncodingOptions
+from lance_ops.encoding.strategy import EncodingOptions, flag_set, is_blob_field
 from lance_ops.encoding.structural.repdef import is_packed_struct
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 
@@ -117,7 +118,7 @@ class _ValuesNode(_Node):
     num_columns = 1
 
     def __init__(self, field: pa.Field) -> None:
-        self.options = EncodingOptions.from_metadata(field.metadata)
+        self.options = EncodingOptions.from_metadata(field.metadata, field.type)
 
     def encode(self, array: pa.Array, write: WriteOptions) -> Pages:
         return [[self._page(piece) for piece in write.pieces(array)]]
@@ -132,10 +133,17 @@ class _BlobNode(_Node):
     num_columns = 1
 
     def __init__(self, field: pa.Field) -> None:
-        if not pa.types.is_large_binary(field.type):
-            raise SchemaError(f"blob field {field.name!r} must be large_binary, not {field.type}")
+        # Checked once values arrive: pylance's 2.0 writer accepts (and reads back) such a
+        # field in a file without rows.
+        self.refusal = (
+            None
+            if pa.types.is_large_binary(field.type)
+            else SchemaError(f"blob field {field.name!r} must be large_binary, not {field.type}")
+        )
 
     def encode(self, array: pa.Array, write: WriteOptions) -> Pages:
+        if self.refusal is not None and len(array):
+            raise self.refusal
         if write.external is None:
             raise UnsupportedFeatureError("blob values need a file writer to store them out of line")
         sink = BufferSink()
@@ -151,8 +159,11 @@ class _StructNode(_Node):
         self.children = [_node(field.type.field(i)) for i in range(field.type.num_fields)]
         self.num_columns = 1 + sum(child.num_columns for child in self.children)
         self.num_values = 0
+        self.refusal = _unreadable_marker(field, "blob")
 
     def encode(self, array: pa.Array, write: WriteOptions) -> Pages:
+        if self.refusal is not None and len(array):
+            raise self.refusal
         if array.null_count:
             raise UnsupportedFeatureError("Lance file version 2.0 does not encode struct validity")
         self.num_values += len(array)
@@ -173,8 +184,11 @@ class _ListNode(_Node):
     def __init__(self, field: pa.Field) -> None:
         self.child = _node(field.type.value_field)
         self.num_columns = 1 + self.child.num_columns
+        self.refusal = _unreadable_marker(field, "packed", "blob")
 
     def encode(self, array: pa.Array, write: WriteOptions) -> Pages:
+        if self.refusal is not None and len(array):
+            raise self.refusal
         valid = validity(array)
         lengths = np.where(valid, np.diff(array.offsets.to_numpy(zero_copy_only=False)), 0)
         stored, adjustment = encode_offsets(lengths, valid)
@@ -193,12 +207,26 @@ class _ListNode(_Node):
         return super().column_encodings()[:1] + self.child.column_encodings()
 
 
+def _unreadable_marker(field: pa.Field, *keys: str) -> UnsupportedFeatureError | None:
+    """The refusal for a list (``packed`` / ``blob``) or struct (``blob``) marker: pylance 14
+    writes such a field but cannot read the file back once it holds rows (its 2.0 reader then
+    expects fewer columns than the field owns), so we refuse to write rows into it."""
+    marked = [key for key in keys if flag_set(field.metadata, key)]
+    if not marked:
+        return None
+    return UnsupportedFeatureError(
+        f"{'list' if _is_list(field.type) else 'struct'} field {field.name!r} marked "
+        f"lance-encoding:{marked[0]}: Lance 2.0 files cannot hold it readably"
+    )
+
+
 def _node(field: pa.Field) -> _Node:
     if _is_header_struct(field):
         return _StructNode(field)
     if _is_list(field.type):
         return _ListNode(field)
-    if EncodingOptions.from_metadata(field.metadata).blob:
+    # pylance's 2.0 writer stores a dictionary column marked blob as a plain dictionary.
+    if is_blob_field(field.metadata, field.type) and not pa.types.is_dictionary(field.type):
         return _BlobNode(field)
     return _ValuesNode(field)
 
@@ -284,7 +312,8 @@ class _ValuesReader(_PagedReader[pa.Array]):
         parts = [_select(self._page(fetch, page), local) for page, local in self._locate(idx)]
         if not parts:
             return pa.array([], self.dtype)
-        return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+        # Each page of a dictionary column has its own dictionary: joined as on write.
+        return parts[0] if len(parts) == 1 else dictionary.concat(parts)
 
 
 class _BlobReader(_Reader):
@@ -361,7 +390,7 @@ def _reader(field: pa.Field, columns: Iterator[Sequence[PageInfo]]) -> _Reader:
         return _StructReader(dtype, [_reader(dtype.field(i), columns) for i in range(dtype.num_fields)])
     if _is_list(dtype):
         return _ListReader(pages, dtype, _reader(dtype.value_field, columns))
-    if EncodingOptions.from_metadata(field.metadata).blob:
+    if is_blob_field(field.metadata, dtype) and not pa.types.is_dictionary(dtype):
         return _BlobReader(pages, dtype)
     return _ValuesReader(pages, dtype)
 

@@ -51,6 +51,12 @@ def decode_packed_struct(
 
 def encode_packed_struct(array: pa.StructArray, sink: BufferSink) -> pb.ArrayEncoding:
     """All children of ``array`` (fixed-width, without nulls) row-major in one buffer."""
+    if array.null_count:
+        # pylance 14 refuses these too: 2.0 has no validity for a struct, packed or not.
+        raise UnsupportedFeatureError(
+            f"the struct holds {array.null_count} null value(s), but Lance file version 2.0 "
+            "does not encode struct validity"
+        )
     columns, inner = [], []
     for i in range(array.type.num_fields):
         child = array.field(i)
