@@ -391,6 +391,9 @@ class LanceDataset:
         return next((f for f in self.get_fragments() if f.fragment_id == fragment_id), None)
 
     def count_rows(self, filter: Filter = None) -> int:
+        """Live rows (that ``filter`` selects); without a filter from the manifest's counts alone."""
+        if filter is None:
+            return int(self._files.live_counts.sum())
         predicate = self._predicate(filter)
         return sum(f.count(predicate) for f in self._files.fragments())
 

@@ -34,7 +34,14 @@ from lance_ops.io import ObjectStore, object_store
 from lance_ops.query.predicate import Predicate
 from lance_ops.table.blob import contains_blob_v2, resolve_blob_v2_columns
 from lance_ops.table.deletion import read_deletion_vector
-from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
+from lance_ops.table.manifest import (
+    BasePath,
+    DataFile,
+    DataFragment,
+    Manifest,
+    fragment_id_array,
+    fragment_row_counts,
+)
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, child_uri
 from lance_ops.table.paths import check_base_scheme, referenced_file
 from lance_ops.table.rowids import RowIdIndex, decode_row_ids, load_sequence
@@ -106,12 +113,34 @@ class VersionFiles:
 
     def fragment(self, metadata: DataFragment) -> FragmentReader:
         reader = self._fragments.get(metadata.id)
-        if reader is None or reader.metadata != metadata:
+        if reader is None or (reader.metadata is not metadata and reader.metadata != metadata):
             reader = self._fragments[metadata.id] = FragmentReader(self, metadata)
         return reader
 
     def fragments(self) -> list[FragmentReader]:
         return [self.fragment(f) for f in self.manifest.fragments]
+
+    def fragment_at(self, index: int) -> FragmentReader:
+        """The reader of the manifest's ``index``-th fragment (only that fragment is converted)."""
+        return self.fragment(self.manifest.fragments[index])
+
+    @cached_property
+    def live_counts(self) -> np.ndarray:
+        """Live rows of every fragment (manifest order), int64.
+
+        From the manifest's counts; only fragments whose counts are unknown (0, written by old
+        versions) are opened (see :meth:`FragmentReader.live_count`).
+        """
+        physical, deleted, has_deletion = fragment_row_counts(self.manifest.fragments)
+        counts = physical - deleted
+        for index in np.flatnonzero((physical == 0) | (has_deletion & (deleted == 0))).tolist():
+            counts[index] = self.fragment_at(index).live_count
+        return counts
+
+    @cached_property
+    def fragment_index(self) -> dict[int, int]:
+        """Fragment id -> its position in the manifest."""
+        return {fid: index for index, fid in enumerate(fragment_id_array(self.manifest.fragments).tolist())}
 
     @cached_property
     def row_id_index(self) -> RowIdIndex:
