@@ -79,6 +79,9 @@ class VersionFiles:
         self.store, self.root = object_store(uri, storage_options)
         self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
         self._fragments: dict[int, FragmentReader] = {}
+        # Per data file: its URI, and its column map (for the schema of the reader it was built from).
+        self._file_uris: dict[DataFile, str] = {}
+        self._file_columns: dict[DataFile, tuple[pa.Schema, dict[int, FileColumn]]] = {}
         # (fragment id, with sketches) -> (the fragment's metadata, its statistics)
         self.fragment_statistics: dict[tuple[int, bool], tuple[DataFragment, FragmentStatistics | None]] = {}
 
@@ -178,10 +181,20 @@ class VersionFiles:
         return base
 
     def file_uri(self, data_file: DataFile) -> str:
-        if data_file.base_id is None:
-            return child_uri(self.uri, DATA_DIR, data_file.path)
-        base = self.base_path(data_file.base_id, f"data file {data_file.path}")
-        return child_uri(base.path, DATA_DIR if base.is_dataset_root else "", data_file.path)
+        uri = self._file_uris.get(data_file)
+        if uri is None:
+            if data_file.base_id is None:
+                uri = child_uri(self.uri, DATA_DIR, data_file.path)
+            else:
+                base = self.base_path(data_file.base_id, f"data file {data_file.path}")
+                uri = child_uri(base.path, DATA_DIR if base.is_dataset_root else "", data_file.path)
+            self._file_uris[data_file] = uri
+        return uri
+
+    @cached_property
+    def has_blob_v2(self) -> list[bool]:
+        """Per top-level field: does it hold ``lance.blob.v2`` values (itself or in a struct)?"""
+        return [contains_blob_v2(field) for field in self.schema]
 
     def deletion_location(self, base_id: int | None) -> tuple[ObjectStore, str]:
         """Store and root holding deletion files of base ``base_id`` (None: the dataset's)."""
@@ -203,6 +216,14 @@ class VersionFiles:
 
     def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, FileColumn]:
         """Dataset top-level field index -> the file column holding it."""
+        cached = self._file_columns.get(data_file)
+        if cached is not None and cached[0] is file_schema:
+            return cached[1]
+        columns = self._map_file_columns(data_file, file_schema)
+        self._file_columns[data_file] = (file_schema, columns)
+        return columns
+
+    def _map_file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, FileColumn]:
         version = FileVersion.parse(data_file.file_version)
         out: dict[int, FileColumn] = {}
         position = 0
@@ -382,14 +403,15 @@ class FragmentReader:
                 table = reader.take_rows(offsets, names).to_table()
             for index, column in needed.items():
                 array = table.column(column.name).combine_chunks()
-                field = schema.field(index)
-                array = resolve_blob_v2_columns(
-                    array, field, self.files.file_uri(data_file), self.files.storage_options
-                )
+                blob = self.files.has_blob_v2[index]
+                if blob:
+                    array = resolve_blob_v2_columns(
+                        array, schema.field(index), self.files.file_uri(data_file), self.files.storage_options
+                    )
                 pieces = parts.setdefault(index, [])
                 pieces.append((column, column.nodes[0].id, array))
                 held = set().union(*(c.dataset_ids(node) for c, node, _ in pieces))
-                if contains_blob_v2(field) or self.files.leaves[index] <= held:
+                if blob or self.files.leaves[index] <= held:
                     done.add(index)
         out_fields, out_arrays = [], []
         for index in wanted:
