@@ -142,8 +142,11 @@ class VersionFiles:
 
     @cached_property
     def fragment_index(self) -> dict[int, int]:
-        """Fragment id -> its position in the manifest."""
-        return {fid: index for index, fid in enumerate(fragment_id_array(self.manifest.fragments).tolist())}
+        """Fragment id -> its position in the manifest (the first, should a damaged one repeat an id)."""
+        index: dict[int, int] = {}
+        for position, fid in enumerate(fragment_id_array(self.manifest.fragments).tolist()):
+            index.setdefault(fid, position)
+        return index
 
     @cached_property
     def row_id_index(self) -> RowIdIndex:

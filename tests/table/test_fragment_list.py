@@ -153,3 +153,16 @@ def test_count_and_take_touch_only_what_they_need(tmp_path: Path, lance_module, 
     assert ds._take_rows(addresses) == theirs._take_rows(addresses)
     with pytest.raises(lance_ops.errors.TakeIndexError):
         ds.take([51])
+
+
+def test_get_fragment_converts_only_that_fragment(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "ds")
+    data = pa.table({"id": pa.array(range(40), pa.int64())})
+    lance_ops.write_dataset(data, uri, max_rows_per_file=10)
+    ds, theirs = lance_ops.dataset(uri), lance_module.dataset(uri)
+    fragment = ds.get_fragment(np.int64(2))
+    assert fragment is not None and fragment.fragment_id == 2
+    assert sum(f is not None for f in ds.manifest.fragments._items) == 1  # type: ignore[attr-defined]
+    assert fragment.to_table() == theirs.get_fragment(2).to_table()
+    assert ds.get_fragment(7) is None and theirs.get_fragment(7) is None
+    assert ds.get_fragment("2") is None  # type: ignore[arg-type]
