@@ -118,9 +118,10 @@ def render(results: list[dict[str, object]], batch_rows: int, loads: list[str]) 
         BEGIN,
         "## Memory: 10M rows from a stream (`bench/memory.py`)",
         "",
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; mixed table from a generator of {batch_rows:,}-row"
-        f" batches; one child process per line; {os.cpu_count()} CPUs; load average (1/5/15 min) at the"
-        f" start of each row count: {'; '.join(loads)}. `peak` is the child's ru_maxrss, `held` = peak"
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; mixed table from a generator of"
+        f" {batch_rows:,}-row batches; one child process per line; {os.cpu_count()} CPUs;"
+        f" load average (1/5/15 min) at the start of each row count: {'; '.join(loads)}."
+        " `peak` is the child's ru_maxrss, `held` = peak"
         " minus the peak before the measured work (imports, an open dataset).",
         "",
         "| rows | op | system | time (s) | peak RSS (MB) | held (MB) | size (MB) |",
@@ -155,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--batch-rows", type=int, default=65_536)
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
-    parser.add_argument("--markdown", action="store_true", help=f"also write a section of {RESULTS_PATH.name}")
+    parser.add_argument("--markdown", action="store_true", help=f"write a section of {RESULTS_PATH.name}")
     args = parser.parse_args(argv)
     results: list[dict[str, object]] = []
     loads = []
