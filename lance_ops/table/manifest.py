@@ -219,6 +219,7 @@ class DeletionFileType(enum.IntEnum):
 
 
 _DELETION_KINDS = {"array": "ARROW_ARRAY", "bitmap": "BITMAP"}
+_DELETION_FILE_TYPES = frozenset(int(t) for t in DeletionFileType)
 
 
 @dataclass(frozen=True)
@@ -424,8 +425,9 @@ class FragmentList(Sequence[DataFragment]):
     fragment is kept, so every access returns the same object. It behaves as the tuple it stands for:
     equal to a tuple of the same fragments, concatenates to a tuple, pickles as a tuple. A fragment
     that fails to convert raises the :class:`CorruptFileError` opening the manifest used to raise
-    (located at the manifest file), when first touched; the paths of all fragments (data files,
-    external row-id and version sequences) are still checked up front, in one pass.
+    (located at the manifest file); what conversion refuses (unsafe paths of data files and
+    external row-id / version sequences, unknown deletion file types) is checked for all fragments
+    up front, in one pass, so a decoded manifest's fragments all convert.
     """
 
     __slots__ = ("_pbs", "_items", "_source")
@@ -434,16 +436,18 @@ class FragmentList(Sequence[DataFragment]):
         self._pbs = pbs
         self._items: list[DataFragment | None] = [None] * len(pbs)
         self._source = source
-        self._check_paths()
+        self._check()
 
-    def _check_paths(self) -> None:
-        """Refuse unsafe relative paths anywhere in the fragments (as converting all of them would)."""
-        sequences = [
-            getattr(p, external).path
-            for p in self._pbs
-            for _, oneof, _, external in _SEQUENCES
-            if p.WhichOneof(oneof) == external
-        ]
+    def _check(self) -> None:
+        """Refuse, up front, what converting every fragment would refuse: unsafe relative paths
+        (data files, external sequences) and unknown deletion file types."""
+        sequences = []
+        for index, p in enumerate(self._pbs):
+            for _, oneof, _, external in _SEQUENCES:
+                if p.WhichOneof(oneof) == external:
+                    sequences.append(getattr(p, external).path)
+            if p.HasField("deletion_file") and p.deletion_file.file_type not in _DELETION_FILE_TYPES:
+                self._convert(index)  # raises the conversion's error
         try:
             check_relative_paths([f.path for p in self._pbs for f in p.files], "data file")
             check_relative_paths(sequences, "row-id sequence")
