@@ -140,7 +140,7 @@ def write_markdown(section: str) -> None:
     text = RESULTS_PATH.read_text()
     if BEGIN in text:
         head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1].lstrip("\n")
+        text = head + section + "\n" + rest.split(END, 1)[1].lstrip("\n")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS_PATH.write_text(text)
