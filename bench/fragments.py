@@ -40,6 +40,7 @@ from lance_ops.table.transaction import Append  # noqa: E402
 
 RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS-fragments.md"
 METRICS = ("open", "count", "take", "take_local", "filter")
+NOTES = "<!-- notes: kept across --markdown runs -->"
 
 
 def build(uri: str, fragments: int, rows: int) -> None:
@@ -124,7 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = render(results, args.rows, args.repeats)
     print(report)
     if args.markdown:
-        RESULTS_PATH.write_text(report)
+        old = RESULTS_PATH.read_text() if RESULTS_PATH.exists() else ""
+        notes = old[old.index(NOTES) :] if NOTES in old else ""
+        RESULTS_PATH.write_text(report + ("\n" + notes if notes else ""))
     return 0
 
 

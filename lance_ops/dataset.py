@@ -408,9 +408,15 @@ class LanceDataset:
         return fragments if filter is None else [f for f in fragments if f.count_rows(filter)]
 
     def get_fragment(self, fragment_id: int) -> LanceFragment | None:
-        return next((f for f in self.get_fragments() if f.fragment_id == fragment_id), None)
+        try:
+            return LanceFragment(self, fragment_id)
+        except InvalidArgumentError:
+            return None
 
     def count_rows(self, filter: Filter = None) -> int:
+        """Live rows (that ``filter`` selects); without a filter from the manifest's counts alone."""
+        if filter is None:
+            return int(self._files.live_counts.sum())
         predicate = self._predicate(filter)
         return sum(f.count(predicate) for f in self._files.fragments())
 

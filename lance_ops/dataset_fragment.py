@@ -18,6 +18,7 @@ without committing anything, for the caller to commit (``LanceOperation.Append``
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -301,7 +302,10 @@ class LanceFragment:
 
 
 def _find(dataset: LanceDataset, fragment_id: int | None) -> FragmentMetadata:
-    for metadata in dataset.manifest.fragments:
-        if metadata.id == fragment_id:
-            return metadata
+    try:
+        index = dataset._files.fragment_index.get(operator.index(fragment_id))  # type: ignore[arg-type]
+    except TypeError:
+        index = None
+    if index is not None:
+        return dataset.manifest.fragments[index]
     raise InvalidArgumentError(f"fragment {fragment_id} is not in version {dataset.version} of the dataset")

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.io import FileInfo, FsspecStore, LocalStore, MemoryStore, ObjectStore, object_store
-from lance_ops.io.base import plan_ranges
+from lance_ops.io.base import _plan_few, _plan_many, plan_ranges
 from lance_ops.io.local import LOCAL_COALESCE_GAP, TEMP_SUFFIX
 
 STORE_KINDS = ["local", "file_url", "memory", "fsspec"]
@@ -243,6 +243,19 @@ def test_plan_ranges_properties(ranges: list, gap: int) -> None:
     for k in range(len(starts)):
         mine = [(s, e) for s, e, owner in nonempty if owner == k]
         assert min(s for s, _ in mine) == starts[k] and max(e for _, e in mine) == ends[k]
+
+
+@given(
+    ranges=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 500)), max_size=10),
+    gap=st.integers(0, 2000),
+)
+def test_few_ranges_are_planned_as_the_vectorised_plan_does(ranges: list, gap: int) -> None:
+    few, many = _plan_few(ranges, gap), _plan_many(ranges, gap)
+    for name in ("starts", "lengths", "span_starts", "span_ends", "owner"):
+        got, want = getattr(few, name), getattr(many, name)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), name
+    as_array = plan_ranges(np.array(ranges, dtype=np.int64).reshape(-1, 2), gap)
+    assert as_array.owner.tolist() == many.owner.tolist() and as_array.spans == many.spans
 
 
 def test_put_if_absent_basic(new_base: NewBase) -> None:

@@ -32,7 +32,14 @@ from lance_ops.io import ObjectStore, object_store
 from lance_ops.query.predicate import Predicate
 from lance_ops.table.blob import contains_blob_v2, resolve_blob_v2_columns
 from lance_ops.table.deletion import read_deletion_vector
-from lance_ops.table.manifest import BasePath, DataFile, DataFragment, Manifest
+from lance_ops.table.manifest import (
+    BasePath,
+    DataFile,
+    DataFragment,
+    Manifest,
+    fragment_id_array,
+    fragment_row_counts,
+)
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, child_uri
 from lance_ops.table.paths import check_base_scheme, referenced_file
 from lance_ops.table.rowids import RowIdIndex, decode_row_ids, load_sequence
@@ -70,6 +77,9 @@ class VersionFiles:
         self.store, self.root = object_store(uri, storage_options)
         self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
         self._fragments: dict[int, FragmentReader] = {}
+        # Per data file: its URI, and its column map (for the schema of the reader it was built from).
+        self._file_uris: dict[DataFile, str] = {}
+        self._file_columns: dict[DataFile, tuple[pa.Schema, dict[int, FileColumn]]] = {}
         # (fragment id, with sketches) -> (the fragment's metadata, its statistics)
         self.fragment_statistics: dict[tuple[int, bool], tuple[DataFragment, FragmentStatistics | None]] = {}
 
@@ -104,12 +114,37 @@ class VersionFiles:
 
     def fragment(self, metadata: DataFragment) -> FragmentReader:
         reader = self._fragments.get(metadata.id)
-        if reader is None or reader.metadata != metadata:
+        if reader is None or (reader.metadata is not metadata and reader.metadata != metadata):
             reader = self._fragments[metadata.id] = FragmentReader(self, metadata)
         return reader
 
     def fragments(self) -> list[FragmentReader]:
         return [self.fragment(f) for f in self.manifest.fragments]
+
+    def fragment_at(self, index: int) -> FragmentReader:
+        """The reader of the manifest's ``index``-th fragment (only that fragment is converted)."""
+        return self.fragment(self.manifest.fragments[index])
+
+    @cached_property
+    def live_counts(self) -> np.ndarray:
+        """Live rows of every fragment (manifest order), int64.
+
+        From the manifest's counts; only fragments whose counts are unknown (0, written by old
+        versions) are opened (see :meth:`FragmentReader.live_count`).
+        """
+        physical, deleted, has_deletion = fragment_row_counts(self.manifest.fragments)
+        counts = physical - deleted
+        for index in np.flatnonzero((physical == 0) | (has_deletion & (deleted == 0))).tolist():
+            counts[index] = self.fragment_at(index).live_count
+        return counts
+
+    @cached_property
+    def fragment_index(self) -> dict[int, int]:
+        """Fragment id -> its position in the manifest (the first, should a damaged one repeat an id)."""
+        index: dict[int, int] = {}
+        for position, fid in enumerate(fragment_id_array(self.manifest.fragments).tolist()):
+            index.setdefault(fid, position)
+        return index
 
     @cached_property
     def row_id_index(self) -> RowIdIndex:
@@ -147,10 +182,20 @@ class VersionFiles:
         return base
 
     def file_uri(self, data_file: DataFile) -> str:
-        if data_file.base_id is None:
-            return child_uri(self.uri, DATA_DIR, data_file.path)
-        base = self.base_path(data_file.base_id, f"data file {data_file.path}")
-        return child_uri(base.path, DATA_DIR if base.is_dataset_root else "", data_file.path)
+        uri = self._file_uris.get(data_file)
+        if uri is None:
+            if data_file.base_id is None:
+                uri = child_uri(self.uri, DATA_DIR, data_file.path)
+            else:
+                base = self.base_path(data_file.base_id, f"data file {data_file.path}")
+                uri = child_uri(base.path, DATA_DIR if base.is_dataset_root else "", data_file.path)
+            self._file_uris[data_file] = uri
+        return uri
+
+    @cached_property
+    def has_blob_v2(self) -> list[bool]:
+        """Per top-level field: does it hold ``lance.blob.v2`` values (itself or in a struct)?"""
+        return [contains_blob_v2(field) for field in self.schema]
 
     def deletion_location(self, base_id: int | None) -> tuple[ObjectStore, str]:
         """Store and root holding deletion files of base ``base_id`` (None: the dataset's)."""
@@ -172,6 +217,14 @@ class VersionFiles:
 
     def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, FileColumn]:
         """Dataset top-level field index -> the file column holding it."""
+        cached = self._file_columns.get(data_file)
+        if cached is not None and cached[0] is file_schema:
+            return cached[1]
+        columns = self._map_file_columns(data_file, file_schema)
+        self._file_columns[data_file] = (file_schema, columns)
+        return columns
+
+    def _map_file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, FileColumn]:
         version = FileVersion.parse(data_file.file_version)
         out: dict[int, FileColumn] = {}
         position = 0
@@ -351,14 +404,15 @@ class FragmentReader:
                 table = reader.take_rows(offsets, names).to_table()
             for index, column in needed.items():
                 array = table.column(column.name).combine_chunks()
-                field = schema.field(index)
-                array = resolve_blob_v2_columns(
-                    array, field, self.files.file_uri(data_file), self.files.storage_options
-                )
+                blob = self.files.has_blob_v2[index]
+                if blob:
+                    array = resolve_blob_v2_columns(
+                        array, schema.field(index), self.files.file_uri(data_file), self.files.storage_options
+                    )
                 pieces = parts.setdefault(index, [])
                 pieces.append((column, column.nodes[0].id, array))
                 held = set().union(*(c.dataset_ids(node) for c, node, _ in pieces))
-                if contains_blob_v2(field) or self.files.leaves[index] <= held:
+                if blob or self.files.leaves[index] <= held:
                     done.add(index)
         out_fields, out_arrays = [], []
         for index in wanted:

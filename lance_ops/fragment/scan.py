@@ -84,18 +84,21 @@ def scan_batches(
 
 
 def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> pa.Table:
-    """Rows at positional ``positions`` (live rows of the version, any order, repeats allowed)."""
-    fragments = files.fragments()
-    counts = np.array([f.live_count for f in fragments], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)])
+    """Rows at positional ``positions`` (live rows of the version, any order, repeats allowed).
+
+    Fragments are located from the manifest's row counts; only those holding a wanted row are read.
+    """
+    starts = np.concatenate([[0], np.cumsum(files.live_counts)])
     if positions.size and (positions.min() < 0 or positions.max() >= starts[-1]):
         raise TakeIndexError(f"take index out of range: the dataset has {starts[-1]} rows")
     unique, inverse = np.unique(positions, return_inverse=True)
     owner = np.searchsorted(starts, unique, side="right") - 1
     parts = []
-    for index in np.unique(owner):
-        fragment = fragments[index]
-        local = unique[owner == index] - starts[index]
+    bounds = np.flatnonzero(np.diff(owner, prepend=-1, append=-1))
+    for first, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        index = int(owner[first])
+        fragment = files.fragment_at(index)
+        local = unique[first:end] - starts[index]
         offsets = fragment.live_offsets()[local] if fragment.metadata.deletion_file else local
         parts.append(_read(fragment, columns, offsets))
     table = pa.concat_tables(parts) if parts else _empty(files, columns)
@@ -139,10 +142,11 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
     if not files.manifest.uses_stable_row_ids and len(addresses):
         _check_addresses(files, addresses)
     parts, order = [], []
-    for fragment in files.fragments():
+    index_of = files.fragment_index
+    # Only the fragments named by an id are looked at, in manifest order.
+    touched = sorted(index_of[i] for i in np.unique(owners).tolist() if i in index_of)
+    for fragment in (files.fragment_at(index) for index in touched):
         mine = owners == np.uint64(fragment.id)
-        if not mine.any():
-            continue
         local = offsets[mine]
         keep = (local < fragment.physical_rows) & ~np.isin(local, fragment.deleted)
         local = local[keep]

@@ -23,9 +23,19 @@ from contextlib import contextmanager
 
 from lance_ops.errors import LanceOpsError, MissingFileError, UnsafePathError
 
-__all__ = ["check_base_path", "check_base_scheme", "check_relative_path", "referenced_file", "scheme_of"]
+__all__ = [
+    "check_base_path",
+    "check_base_scheme",
+    "check_relative_path",
+    "check_relative_paths",
+    "referenced_file",
+    "scheme_of",
+]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+# Substrings without which none of the paths joined by newlines can be refused by
+# check_relative_path (an empty, absolute, scheme-prefixed or "."/".." segment path, NUL, backslash).
+_SUSPICIOUS = ("\x00", "\\", ":", "\n\n", "\n/", "\n.", "/.")
 _PLACEHOLDER = "<manifest>"
 
 
@@ -57,6 +67,23 @@ def check_relative_path(path: str, what: str) -> str:
         raise _unsafe(path, what, "must be relative to the dataset")
     _check_segments(path, what, ("..", "."))
     return path
+
+
+def check_relative_paths(paths: list[str], what: str) -> None:
+    """:func:`check_relative_path` on every path (a few substring scans when none looks suspicious)."""
+    if not paths:
+        return
+    joined = "\n".join(paths)
+    if (
+        joined
+        and joined.count("\n") == len(paths) - 1
+        and not joined.startswith(("/", ".", "\n"))
+        and not joined.endswith("\n")
+        and not any(s in joined for s in _SUSPICIOUS)
+    ):
+        return
+    for path in paths:
+        check_relative_path(path, what)
 
 
 def check_base_path(path: str) -> str:
