@@ -41,6 +41,7 @@ from lance_ops._proto import file2_pb2 as pb2
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.api import EncodedPage, FieldEncoder, FileVersion
 from lance_ops.encoding.compression import dictionary
+from lance_ops.encoding.strategy import check_writer_compression
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.codecs import Codec, codec_for
 from lance_ops.file.format import RegionWriter, direct_encoding
@@ -69,11 +70,15 @@ def as_table(data: pa.Table | pa.RecordBatch | Any, schema: pa.Schema | None) ->
 class _FieldState:
     """Buffered rows and written pages of one top-level field."""
 
-    def __init__(self, field: pa.Field, codec: Codec) -> None:
+    def __init__(self, field: pa.Field, codec: Codec, compression: str | None) -> None:
         stored = storage_field(field)
         self.field = field
         self.storage_type = stored.type
-        self.encoder: FieldEncoder = codec.make_field_encoder(stored)
+        self.encoder: FieldEncoder = (
+            codec.make_field_encoder(stored)
+            if compression is None
+            else codec.make_field_encoder(stored, compression=compression)
+        )
         self.columns = [
             pb2.ColumnMetadata(encoding=direct_encoding(self.encoder.column_encoding(i)))
             for i in range(self.encoder.num_columns)
@@ -88,7 +93,13 @@ class LanceFileWriter:
 
     ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.0"``,
     ``"2.1"``, ``"2.2"`` or ``"stable"`` (2.2). ``page_statistics=False`` writes no page
-    statistics (see the module docstring). Usable as a context manager (closes on success, discards
+    statistics (see the module docstring). ``compression`` (2.1 / 2.2) is the value compression of
+    every leaf column whose field metadata sets no ``lance-encoding:compression``: ``"auto"`` tries
+    the default encodings, zstd around them and byte-stream-split + zstd on a sample of each page
+    and keeps the smallest (files smaller than the default's, readable by pylance 14;
+    :func:`lance_ops.encoding.strategy.auto_compress`), or one of ``"zstd"``, ``"lz4"``,
+    ``"fsst"``, ``"none"`` as if set on every field; ``None`` (default) writes what pylance writes.
+    Any other value is an ``InvalidArgumentError``. Usable as a context manager (closes on success, discards
     the partial file on error). ``close()`` returns the number of rows written.
     """
 
@@ -102,6 +113,7 @@ class LanceFileWriter:
         max_page_bytes: int | None = None,
         data_cache_bytes: int | None = None,
         page_statistics: bool = True,
+        compression: str | None = None,
     ) -> None:
         self.version = FileVersion.parse(version)
         self._write_statistics = page_statistics
@@ -110,6 +122,9 @@ class LanceFileWriter:
         if self.version not in WRITABLE_VERSIONS:
             raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.0 - 2.2")
         self._codec = codec_for(self.version)
+        self._compression = check_writer_compression(compression)
+        if self._compression is not None and not self._codec.chooses_compression:
+            raise UnsupportedFeatureError(f"compression= needs Lance 2.1 or 2.2 files, not {self.version}")
         self.max_page_bytes = max_page_bytes or DEFAULT_MAX_PAGE_BYTES
         self.data_cache_bytes = data_cache_bytes or DEFAULT_DATA_CACHE_BYTES
         if self.max_page_bytes <= 0 or self.data_cache_bytes <= 0:
@@ -141,7 +156,7 @@ class LanceFileWriter:
     def _set_schema(self, schema: pa.Schema) -> None:
         schema_to_fields(schema)  # raises SchemaError for types Lance cannot store
         check_writable(schema, self.version)
-        self._fields = [_FieldState(field, self._codec) for field in schema]
+        self._fields = [_FieldState(field, self._codec, self._compression) for field in schema]
         self._schema = schema
         if self._write_statistics:
             self._statistics = PageStatisticsCollector(schema, schema_to_fields(schema))

@@ -32,6 +32,7 @@ import zstandard
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
     BlockDecompressor,
+    ChunkSpans,
     Context,
     MiniBlockChunk,
     MiniBlockCompressed,
@@ -197,6 +198,40 @@ class GeneralMiniBlockDecompressor(_GeneralReader, MiniBlockDecompressor):
         require(len(buffers) >= 1, "General expects at least one mini-block buffer")
         first = memoryview(decompress_buffer(buffers[0], self.scheme))
         return self.inner.decompress([first, *buffers[1:]], num_values)  # type: ignore[no-any-return]
+
+    def _inflated(self, buffers: Sequence[memoryview]) -> ChunkSpans:
+        """Every chunk's buffer decompressed (one codec call each), as spans of one array."""
+        spans = ChunkSpans.of(buffers)
+        blob = spans.blob
+        pieces = [
+            decompress_buffer(blob[a : a + n], self.scheme)
+            for a, n in zip(spans.starts.tolist(), spans.sizes.tolist(), strict=True)
+        ]
+        sizes = np.array([len(p) for p in pieces], np.int64)
+        joined = np.frombuffer(b"".join(pieces), np.uint8)
+        return ChunkSpans(joined, np.cumsum(sizes) - sizes, sizes)
+
+    # The reader probes ``decompress_chunks`` / ``decompress_chunks_at`` with getattr: each is
+    # offered only when the inner scheme offers it, and then inflates every chunk (one codec
+    # call each) and hands them all to the inner scheme in one call.
+    @property
+    def decompress_chunks(self) -> Any:
+        return self._batched("decompress_chunks")
+
+    @property
+    def decompress_chunks_at(self) -> Any:
+        return self._batched("decompress_chunks_at")
+
+    def _batched(self, name: str) -> Any:
+        inner = getattr(self.inner, name, None)
+        if inner is None:
+            raise AttributeError(name)
+
+        @guarded
+        def run(buffers: Sequence[memoryview], counts: Sequence[int], *positions: np.ndarray) -> DataBlock:
+            return inner(self._inflated(buffers), counts, *positions)  # type: ignore[no-any-return]
+
+        return run
 
 
 @register(Context.BLOCK, "general")
