@@ -366,6 +366,8 @@ def _stored_bytes(result: Any) -> int:
         return len(out.data) + len(out.offsets) * out.offsets.dtype.itemsize
     if isinstance(out, bytes | bytearray | memoryview):
         return len(out)
+    if isinstance(out, FixedWidthBlock):
+        return len(out.data)
     return sum(len(b) for b in out.buffers) + 4 * len(out.chunks)  # + each chunk's header sizes
 
 
@@ -380,6 +382,8 @@ def auto_compress(
     :data:`AUTO_SAMPLE_BYTES` plain bytes); a block no larger than twice the sample is compressed
     whole by every candidate and the winner's output kept.
     """
+    if len(candidates) == 1:
+        return getattr(candidates[0][0], method)(block)  # type: ignore[no-any-return]
     sample = _sample_values(block)
     trial = block if sample is None else sample
     best: tuple[Any, Any, int] | None = None
