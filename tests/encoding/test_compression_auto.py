@@ -195,3 +195,26 @@ def test_auto_round_trips_through_pylance(tmp_path: Path, array: pa.Array, versi
         path.unlink()
     _write(path, array, version, compression="auto")
     _check_both_read(path, array)
+
+
+def test_write_dataset_auto_is_stored_and_followed_by_appends(tmp_path: Path) -> None:
+    import lance
+
+    from lance_ops import dataset, write_dataset
+
+    table = pa.table({"s": COMPRESSIBLE["strings small alphabet"], "i": COMPRESSIBLE["int64 sequence"]})
+    auto, plain = tmp_path / "auto", tmp_path / "plain"
+    write_dataset(table, str(auto), compression="auto")
+    write_dataset(table, str(plain))
+    assert dataset(str(auto)).config()["lance-ops.compression"] == "auto"
+    write_dataset(table, str(auto), mode="append")  # follows the stored choice
+    theirs = lance.dataset(str(auto))
+    assert theirs.to_table().equals(pa.concat_tables([table, table]))
+    assert len(theirs.get_fragments()) == 2
+    plain_size = sum(p.stat().st_size for p in (plain / "data").iterdir())
+    assert len(list((auto / "data").iterdir())) == 2
+    for path in (auto / "data").iterdir():
+        assert path.stat().st_size <= 0.9 * plain_size
+    with pytest.raises(InvalidArgumentError):
+        write_dataset(table, str(tmp_path / "bad"), compression="gzip")
+    assert not (tmp_path / "bad").exists()
