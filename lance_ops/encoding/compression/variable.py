@@ -32,7 +32,6 @@ Per-value (full-zip): the identity; the structural layer writes each value's len
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -88,12 +87,14 @@ def variable_chunk_counts(
     """
     offs = np.asarray(offsets, dtype=np.int64)
     n = len(offs) - 1
-    cost = (offs + width * np.arange(n + 1, dtype=np.int64)).tolist()
+    cost = offs + width * np.arange(n + 1, dtype=np.int64)
+    search = cost.searchsorted  # one O(log n) search per chunk, no per-value Python objects
+    budget = minichunk_size - width
     counts: list[int] = []
     start = 0
     while start < n:
         left = n - start
-        fitting = bisect_right(cost, cost[start] + minichunk_size - width, lo=start) - 1 - start
+        fitting = int(search(cost[start] + budget, "right")) - 1 - start
         if left <= max_values and fitting >= left:
             counts.append(left)
             break
