@@ -84,6 +84,7 @@ from lance_ops.errors import (
 
 # --- thresholds (§8.1) ---------------------------------------------------------------------------
 FULLZIP_MIN_VALUE_BYTES = 256
+CONSTANT_PROBE_VALUES = 256  # leading slots checked before a whole page is tested for one value
 DICT_MIN_VALUES = 100
 DICT_DEFAULT_DIVISOR = 2
 DICT_MAX_CARDINALITY = 100_000
@@ -475,6 +476,12 @@ def try_constant_value(leaf: ShreddedLeaf, valid: np.ndarray | None) -> pa.Array
     if pa.types.is_fixed_size_list(dtype) or pa.types.is_null(dtype) or pa.types.is_struct(dtype):
         return None
     values = _strip_validity(leaf.values)
+    # Most pages differ within their first values: rule those out before filtering the whole page.
+    head = values[:CONSTANT_PROBE_VALUES]
+    if valid is not None:
+        head = head.filter(pa.array(valid[:CONSTANT_PROBE_VALUES]))
+    if len(head) > 1 and not all_equal(to_block(head)):
+        return None
     if valid is not None:
         values = values.filter(pa.array(valid))
     if len(values) == 0:
