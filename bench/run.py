@@ -342,8 +342,17 @@ def environment() -> str:
     return (
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}; "
         f"pyarrow {pa.__version__}; pylance {lance.__version__}; "
-        f"{platform.machine()} with {os.cpu_count()} CPUs"
+        f"{platform.machine()} with {os.cpu_count()} CPUs; load average {_load_average()}"
     )
+
+
+def _load_average() -> str:
+    """The 1/5/15-minute load averages at the end of the run (the machine may be shared)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return " / ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 # --- main -----------------------------------------------------------------------------------------
