@@ -774,6 +774,7 @@ class StructuralFieldEncoder(FieldEncoder):
         for leaf, options in zip(self.leaves, self.options, strict=True):
             if options.blob:
                 blob.check_blob_type(leaf.name, leaf.type)
+        self.writes_external = any(options.blob for options in self.options)
         self.num_columns = len(self.leaves)
 
     def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:

@@ -31,7 +31,8 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -49,6 +50,9 @@ from lance_ops.file.page_statistics import PAGE_STATISTICS_KEY, PageStatisticsCo
 from lance_ops.file.schema import check_writable, schema_metadata_to_pb, schema_to_fields, storage_field
 from lance_ops.io import object_store
 
+_Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
+
+ENCODE_THREADS = 2  # fields encoded at once when several are flushed together
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
 WRITABLE_VERSIONS = (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2)
@@ -143,6 +147,7 @@ class LanceFileWriter:
         self._num_rows = 0
         self._bytes_written = 0
         self._closed = False
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -178,18 +183,45 @@ class LanceFileWriter:
             )
         if table.num_rows == 0:
             return
+        full = []
         for state, column in zip(self._fields, table.columns, strict=True):
             for chunk in column.chunks:
                 if len(chunk):
                     state.pending.append(chunk)
                     state.pending_bytes += chunk.nbytes
             if state.pending_bytes > self.data_cache_bytes:
-                self._flush(state)
+                full.append(state)
+        for state, encoded in self._encode_all(full):
+            self._store_encoded(state, encoded)
         self._num_rows += table.num_rows
 
-    def _flush(self, state: _FieldState) -> None:
-        if not state.pending:
+    def _encode_all(self, states: list[_FieldState]) -> Iterator[tuple[_FieldState, _Encoded]]:
+        """The buffered rows of ``states`` encoded, yielded in field order.
+
+        Several fields are encoded on :data:`ENCODE_THREADS` threads (numpy, zstd and the numba
+        kernels release the GIL) unless an encoder writes external buffers (blobs), whose
+        positions follow call order; pages are still written in field order, so the bytes of the
+        file do not depend on the threads.
+        """
+        parallel = len(states) > 1 and not any(s.encoder.writes_external for s in states)
+        if not parallel or self._codec.cuts_pages:
+            for state in states:
+                yield state, self._encode_pending(state)
             return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(ENCODE_THREADS, thread_name_prefix="lance-ops-encode")
+        futures = [self._pool.submit(self._encode_pending, state) for state in states]
+        try:
+            for state, future in zip(states, futures, strict=True):
+                yield state, future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def _encode_pending(self, state: _FieldState) -> _Encoded:
+        """Encode (and take statistics of) the field's buffered rows: ``(rows, pages)`` per slice."""
+        if not state.pending:
+            return []
         single = len(state.pending) == 1
         array = dictionary.concat(state.pending)
         num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
@@ -199,18 +231,23 @@ class LanceFileWriter:
         if self._codec.cuts_pages:
             # pylance 2.0 cuts only a flush of one array, and each column on its own.
             state.encoder.max_page_bytes = self.max_page_bytes if single else None
-            self._write_pages(state, storage)
-            return
-        for start in range(0, len(storage), rows_per_page):
-            self._write_pages(state, storage.slice(start, rows_per_page))
+            return [self._encode_slice(state, storage)]
+        return [
+            self._encode_slice(state, storage.slice(start, rows_per_page))
+            for start in range(0, len(storage), rows_per_page)
+        ]
 
-    def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
+    def _encode_slice(self, state: _FieldState, array: pa.Array) -> tuple[int, list[list[EncodedPage]]]:
         encoded = state.encoder.encode(array, self.write_external)
         index = self._fields.index(state)
         if self._statistics is not None and self._statistics.wants(index):
             self._statistics.add(index, array, [page.num_rows for page in encoded[0]])
-        self._store_pages(state, encoded)
-        state.rows_written += len(array)
+        return len(array), encoded
+
+    def _store_encoded(self, state: _FieldState, encoded: _Encoded) -> None:
+        for rows, pages in encoded:
+            self._store_pages(state, pages)
+            state.rows_written += rows
 
     def _store_pages(self, state: _FieldState, encoded: list[list[EncodedPage]]) -> None:
         if len(encoded) != len(state.columns):
@@ -264,8 +301,8 @@ class LanceFileWriter:
         if self._schema is None:
             self.abort()
             raise SchemaError(f"{self.path}: no schema was given and no data was written")
-        for index, state in enumerate(self._fields):
-            self._flush(state)
+        for index, (state, encoded) in enumerate(self._encode_all(self._fields)):
+            self._store_encoded(state, encoded)
             held = state.encoder.finish()
             if self._statistics is not None and held and held[0]:
                 self._statistics.discard(index)  # pages not cut from arrays the statistics saw
@@ -284,6 +321,7 @@ class LanceFileWriter:
         self._bytes_written = self._region.position
         self._out.close()
         self._closed = True
+        self._stop_pool()
         return self._num_rows
 
     def _store_statistics(self, statistics: PageStatisticsCollector) -> None:
@@ -302,7 +340,13 @@ class LanceFileWriter:
         with self._lock:
             if not self._closed:
                 self._closed = True
+                self._stop_pool()
                 self._out.abort()
+
+    def _stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def _check_open(self) -> None:
         if self._closed:

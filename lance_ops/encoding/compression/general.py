@@ -110,6 +110,28 @@ def decompress_buffer(data: bytes | memoryview | np.ndarray, scheme: int) -> byt
     return bytes(out)
 
 
+def decompress_spans(blob: np.ndarray, starts: list[int], sizes: list[int], scheme: int) -> list[bytes]:
+    """:func:`decompress_buffer` of ``blob[start : start + size]`` for every span. zstd spans with
+    the length header are inflated straight from ``blob`` (no copy of each span on the way in)."""
+    if scheme != pb.COMPRESSION_ALGORITHM_ZSTD:
+        return [decompress_buffer(blob[a : a + n], scheme) for a, n in zip(starts, sizes, strict=True)]
+    decompressor = _zstd_decompressor()
+    out = []
+    for a, n in zip(starts, sizes, strict=True):
+        span = blob[a : a + n]
+        if n < 8 or span[:4].tobytes() == ZSTD_MAGIC:
+            out.append(decompress_buffer(span, scheme))  # short, or a bare frame: the checked path
+            continue
+        size = int.from_bytes(span[:8].tobytes(), "little")
+        try:
+            piece = decompressor.decompress(span[8:].data, max_output_size=max(size, 1))
+        except zstandard.ZstdError as exc:
+            raise corrupt(f"general decompression failed: {exc}") from exc
+        require(len(piece) == size, f"decompressed {len(piece)} bytes, header says {size}")
+        out.append(piece)
+    return out
+
+
 def general_desc(scheme: int, level: int | None, inner: pb.CompressiveEncoding) -> pb.CompressiveEncoding:
     compression = pb.BufferCompression(scheme=scheme)  # type: ignore[arg-type, attr-defined]
     if level is not None:
@@ -202,11 +224,7 @@ class GeneralMiniBlockDecompressor(_GeneralReader, MiniBlockDecompressor):
     def _inflated(self, buffers: Sequence[memoryview]) -> ChunkSpans:
         """Every chunk's buffer decompressed (one codec call each), as spans of one array."""
         spans = ChunkSpans.of(buffers)
-        blob = spans.blob
-        pieces = [
-            decompress_buffer(blob[a : a + n], self.scheme)
-            for a, n in zip(spans.starts.tolist(), spans.sizes.tolist(), strict=True)
-        ]
+        pieces = decompress_spans(spans.blob, spans.starts.tolist(), spans.sizes.tolist(), self.scheme)
         sizes = np.array([len(p) for p in pieces], np.int64)
         joined = np.frombuffer(b"".join(pieces), np.uint8)
         return ChunkSpans(joined, np.cumsum(sizes) - sizes, sizes)
