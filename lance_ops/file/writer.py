@@ -52,7 +52,7 @@ from lance_ops.io import object_store
 
 _Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
 
-ENCODE_THREADS = 2  # fields encoded at once when several are flushed together
+ENCODE_THREADS = 2  # fields encoded at once when several are flushed together (1: in the caller)
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
 WRITABLE_VERSIONS = (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2)
@@ -203,7 +203,8 @@ class LanceFileWriter:
         positions follow call order; pages are still written in field order, so the bytes of the
         file do not depend on the threads.
         """
-        parallel = len(states) > 1 and not any(s.encoder.writes_external for s in states)
+        external = any(s.encoder.writes_external for s in states)
+        parallel = ENCODE_THREADS > 1 and len(states) > 1 and not external
         if not parallel or self._codec.cuts_pages:
             for state in states:
                 yield state, self._encode_pending(state)
