@@ -53,6 +53,7 @@ from lance_ops.io import object_store
 _Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
 
 ENCODE_THREADS = 2  # fields encoded at once when several are flushed together (1: in the caller)
+ENCODE_THREADS_MIN_BYTES = 1024 * 1024  # ... and hold this much buffered data (threads cost ~0.1 ms)
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
 WRITABLE_VERSIONS = (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2)
@@ -198,13 +199,14 @@ class LanceFileWriter:
     def _encode_all(self, states: list[_FieldState]) -> Iterator[tuple[_FieldState, _Encoded]]:
         """The buffered rows of ``states`` encoded, yielded in field order.
 
-        Several fields are encoded on :data:`ENCODE_THREADS` threads (numpy, zstd and the numba
-        kernels release the GIL) unless an encoder writes external buffers (blobs), whose
-        positions follow call order; pages are still written in field order, so the bytes of the
-        file do not depend on the threads.
+        Several fields holding :data:`ENCODE_THREADS_MIN_BYTES` together are encoded on
+        :data:`ENCODE_THREADS` threads (numpy, zstd and the numba kernels release the GIL) unless
+        an encoder writes external buffers (blobs), whose positions follow call order; pages are
+        still written in field order, so the bytes of the file do not depend on the threads.
         """
         external = any(s.encoder.writes_external for s in states)
-        parallel = ENCODE_THREADS > 1 and len(states) > 1 and not external
+        big = sum(s.pending_bytes for s in states) >= ENCODE_THREADS_MIN_BYTES
+        parallel = ENCODE_THREADS > 1 and len(states) > 1 and big and not external
         if not parallel or self._codec.cuts_pages:
             for state in states:
                 yield state, self._encode_pending(state)

@@ -91,6 +91,7 @@ def test_fields_encoded_on_threads_give_the_same_file(
     the serial writer's (pages are written in field order), with and without page statistics."""
     from lance_ops.file import writer as writer_module
 
+    monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 0)
     batches = [_batch(i * 3000, 3000) for i in range(5)]
     files = {}
     for threads in (1, 2):
@@ -121,6 +122,7 @@ def test_blob_fields_stay_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         return real(self, fn, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(writer_module.ThreadPoolExecutor, "submit", spy)
+    monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 0)
     blob = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
     schema = pa.schema([pa.field("id", pa.int64()), blob])
     table = pa.table(
@@ -134,3 +136,7 @@ def test_blob_fields_stay_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     with LanceFileWriter(tmp_path / "p.lance", plain, version="2.2", page_statistics=False) as writer:
         writer.write_batch(table.cast(plain))
     assert len(submitted) == 2  # both plain fields went to the pool at close()
+    monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 1 << 20)
+    with LanceFileWriter(tmp_path / "s.lance", plain, version="2.2", page_statistics=False) as writer:
+        writer.write_batch(table.cast(plain))
+    assert len(submitted) == 2  # a small flush stays in the caller
