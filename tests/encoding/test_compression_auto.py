@@ -55,6 +55,7 @@ COMPRESSIBLE = {
     ),
     "list<int32>": pa.array([list(range(i % 6)) if i % 9 else None for i in range(N)], pa.list_(pa.int32())),
     "full-zip text": pa.array(["lorem ipsum dolor sit amet " * 12 + str(i) for i in range(3000)]),
+    "full-zip binary": pa.array([b"abcdefgh" * 40 + str(i).encode() for i in range(3000)], pa.binary()),
     "dictionary strings": pa.array([f"category-{i % 40:04d}" for i in range(N)]),
     "random bytes": pa.array(RNG.integers(0, 2**63, N, dtype=np.int64)),
 }
@@ -63,6 +64,7 @@ EXPECTED_PATH = {  # what "auto" must choose (pylance's default in brackets)
     "float64 normal": "mini_block_layout/flat",  # zstd + BSS saves < 10 %: not worth its decode time
     "float64 prices": "mini_block_layout/general/",  # [flat]
     "strings small alphabet": "mini_block_layout/general/variable",  # [fsst/variable]
+    "full-zip binary": "full_zip_layout/general/variable",  # per-value zstd [variable]
     "random bytes": "mini_block_layout/inline_bitpacking",  # zstd cannot shrink it: the default stays
 }
 ALL = {**REPRODUCIBLE, **NOT_REPRODUCIBLE, **COMPRESSIBLE}
