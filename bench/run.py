@@ -6,7 +6,8 @@ write, full scan, projected scan (one column: the table's last), take of ``--tak
 best of ``--repeats`` runs with ``time.perf_counter``; reads run against a warm page cache. Every
 result read back is compared with the source table, and a mismatch is flagged next to the timing.
 
-Systems: lance_ops file API (``lance_ops.file``, format 2.2) and dataset API (``lance_ops``), pylance
+Systems: lance_ops file API (``lance_ops.file``, format 2.2), the same with ``compression="auto"``
+(``lance_ops file auto``) and dataset API (``lance_ops``), pylance
 with the same calls on ``lance``, and Parquet via ``pyarrow.parquet`` (default writer settings; take
 reads only the row groups holding the wanted rows). lance_ops cases whose API is missing
 (``ImportError``) or unfinished (``NotImplementedError``) are reported as skipped; any other error
@@ -84,6 +85,13 @@ def _ops_file_take(path: str, indices: np.ndarray) -> pa.Table:
     from lance_ops.file import LanceFileReader
 
     return LanceFileReader(path).take_rows(indices).to_table()
+
+
+def _ops_auto_write(table: pa.Table, path: str) -> None:
+    from lance_ops.file import LanceFileWriter
+
+    with LanceFileWriter(path, table.schema, version=LANCE_VERSION, compression="auto") as writer:
+        writer.write_batch(table)
 
 
 def _ops_dataset_write(table: pa.Table, path: str) -> None:
@@ -166,6 +174,7 @@ SYSTEMS = {
     for system in (
         System("lance_ops file", _ops_file_write, _ops_file_scan, _ops_file_take, ".lance"),
         System("lance_ops dataset", _ops_dataset_write, _ops_dataset_scan, _ops_dataset_take, ".d"),
+        System("lance_ops file auto", _ops_auto_write, _ops_file_scan, _ops_file_take, ".lance"),
         System("pylance file", _pylance_file_write, _pylance_file_scan, _pylance_file_take, ".lance"),
         System(
             "pylance dataset",
@@ -182,8 +191,11 @@ SYSTEMS = {
 RATIOS = (
     ("lance_ops file", "pylance file"),
     ("lance_ops dataset", "pylance dataset"),
+    ("lance_ops file auto", "pylance file"),
+    ("lance_ops file auto", "lance_ops file"),
     ("lance_ops file", "parquet"),
     ("lance_ops dataset", "parquet"),
+    ("lance_ops file auto", "parquet"),
 )
 
 
@@ -330,8 +342,17 @@ def environment() -> str:
     return (
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}; "
         f"pyarrow {pa.__version__}; pylance {lance.__version__}; "
-        f"{platform.machine()} with {os.cpu_count()} CPUs"
+        f"{platform.machine()} with {os.cpu_count()} CPUs; load average {_load_average()}"
     )
+
+
+def _load_average() -> str:
+    """The 1/5/15-minute load averages at the end of the run (the machine may be shared)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return " / ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 # --- main -----------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from lance_ops.dataset_fragment import LanceFragment
 from lance_ops.dataset_handle import DatasetHandle
 from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.plan import EncodingPlan
+from lance_ops.encoding.strategy import check_writer_compression
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
@@ -790,6 +791,7 @@ def write_dataset(
     manifest_store: ExternalManifestStore | None = None,
     encoding_plan: EncodingPlan | None = None,
     page_statistics: bool | None = None,
+    compression: str | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
@@ -805,7 +807,10 @@ def write_dataset(
     (:mod:`lance_ops.ops.auto_cleanup`). ``use_legacy_format=True`` asks for 0.1 files, which
     lance-ops reads but does not write (``NotImplementedError``). ``page_statistics=False`` writes
     data files without page statistics (default: with them, unless an append's dataset config sets
-    ``lance-ops.page-statistics`` to ``false``).
+    ``lance-ops.page-statistics`` to ``false``). ``compression="auto"`` writes smaller data files
+    that pylance still reads (``LanceFileWriter``'s option; also ``"zstd"``, ``"lz4"``, ``"fsst"``,
+    ``"none"`` for every column); a create / overwrite stores it in the dataset's config
+    (``lance-ops.compression``) and appends follow it unless given their own.
     """
     if isinstance(uri, LanceDataset):
         storage_options = storage_options if storage_options is not None else uri.storage_options
@@ -824,6 +829,7 @@ def write_dataset(
         storage_options=storage_options,
         encoding_plan=encoding_plan,
         page_statistics=page_statistics,
+        compression=check_writer_compression(compression),
     )
     commit_options = commit_op.CommitOptions(
         storage_options=storage_options,

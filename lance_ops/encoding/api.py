@@ -119,6 +119,9 @@ class FieldEncoder(ABC):
     # Set by the file writer when the codec cuts its own pages (2.0): a column's values above
     # this many bytes are split into pages of equal row counts; None = one page per column.
     max_page_bytes: int | None = None
+    # Whether ``encode`` may call ``external`` (blob columns). The file writer encodes several
+    # fields at once on threads only when none of them does (external buffers land in call order).
+    writes_external: bool = True
 
     @abstractmethod
     def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:

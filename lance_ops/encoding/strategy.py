@@ -21,6 +21,10 @@ Per leaf page (spec/encodings-2.1.md §8.1), first match wins:
 5. value compression: :func:`try_fixed_compressor` / :func:`try_variable_compressor`
    (mini-block) and :func:`try_per_value_compressor` (full-zip).
 
+With ``compression="auto"`` (a writer option, :class:`StructuralFieldEncoder`; a leaf's own
+``lance-encoding:compression`` wins) step 5 and the dictionary buffer try candidates and keep the
+smallest, see :func:`auto_compress`; every candidate is an encoding pylance 14 reads.
+
 A leaf marked ``lance-encoding:blob`` skips all of this: every page is a blob page
 (:mod:`.structural.blob`), like pylance 14 writes.
 
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +53,7 @@ from lance_ops.encoding.api import (
     WriteExternal,
 )
 from lance_ops.encoding.compression import bitpacking, bss, fsl, fsst, general, packed_struct, rle, variable
+from lance_ops.encoding.compression.base import as_u8
 from lance_ops.encoding.compression.flat import FlatCompressor
 from lance_ops.encoding.data import (
     DataBlock,
@@ -71,10 +76,17 @@ from lance_ops.encoding.structural.repdef import (
     unshred,
 )
 from lance_ops.encoding.structural.values import all_equal, fixed_bits, is_variable_width, to_block
-from lance_ops.errors import CorruptFileError, LanceOpsError, SchemaError, UnsupportedFeatureError
+from lance_ops.errors import (
+    CorruptFileError,
+    InvalidArgumentError,
+    LanceOpsError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 
 # --- thresholds (§8.1) ---------------------------------------------------------------------------
 FULLZIP_MIN_VALUE_BYTES = 256
+CONSTANT_PROBE_VALUES = 256  # leading slots checked before a whole page is tested for one value
 DICT_MIN_VALUES = 100
 DICT_DEFAULT_DIVISOR = 2
 DICT_MAX_CARDINALITY = 100_000
@@ -91,11 +103,25 @@ BSS_MAX_ENTROPY_BITS = 4.0
 DEFAULT_MINICHUNK_SIZE = 4096
 V21_MAX_MINICHUNK_SIZE = 32768
 
+# --- compression="auto" (auto_compress) ------------------------------------------------------------
+AUTO = "auto"
+AUTO_ZSTD_LEVEL = 3  # level 1 gives the same sizes on the bench tables, higher levels only cost time
+AUTO_SAMPLE_BYTES = 256 * 1024  # plain bytes of the sample every candidate compresses
+AUTO_SAMPLE_MIN_VALUES = 1024
+AUTO_SAMPLE_SLICES = 4  # the sample is this many evenly spaced runs of values
+# A slower-to-decode candidate must save this much of the sample's bytes to be chosen: zstd + BSS
+# reads a float64 column ~3x slower than flat (bench/RESULTS.md), worth it only for a real gain ...
+AUTO_MIN_SAVING = 0.10
+AUTO_PER_VALUE_MIN_SAVING = 0.2  # ... and per-value zstd (one codec call per value on read) 20 %
+
 KEY_PREFIX = "lance-encoding:"
 # ``lance-encoding:dictionary`` (ours; pylance ignores it) also takes the usual boolean words.
 CHOICE_ALIASES = {"dictionary": {"true": "always", "on": "always", "false": "never", "off": "never"}}
 LOG = logging.getLogger(__name__)
 GENERAL_SCHEMES = ("zstd", "lz4")
+COMPRESSION_SCHEMES = ("none", "zstd", "lz4", "fsst")
+# Values of the writers' ``compression`` option: a default for leaves that set no scheme themselves.
+WRITER_COMPRESSION_CHOICES = (AUTO, *COMPRESSION_SCHEMES)
 
 
 @dataclass(frozen=True)
@@ -159,7 +185,7 @@ class EncodingOptions:
         if divisor < 1 or not 0 < ratio <= 1:
             raise SchemaError("lance-encoding:dict-divisor must be ≥ 1 and dict-size-ratio in (0, 1]")
         return cls(
-            compression=choice("compression", ("none", "zstd", "lz4", "fsst"), None, strict=True),
+            compression=choice("compression", COMPRESSION_SCHEMES, None, strict=True),
             compression_level=num("compression-level", int, None),
             rle_threshold=num("rle-threshold", float, None),
             bss=choice("bss", ("off", "on", "auto"), "auto") or "auto",
@@ -324,6 +350,137 @@ def try_per_value_compressor(block: DataBlock, dtype: pa.DataType, options: Enco
     return variable.VariableCompressor()
 
 
+# --- compression="auto" ------------------------------------------------------------------------------
+
+
+def check_writer_compression(compression: str | None) -> str | None:
+    """A writer's ``compression`` option, normalised; anything unknown is an ``InvalidArgumentError``."""
+    if compression is None:
+        return None
+    value = compression.strip().lower() if isinstance(compression, str) else compression
+    if value not in WRITER_COMPRESSION_CHOICES:
+        raise InvalidArgumentError(
+            f"compression must be one of {list(WRITER_COMPRESSION_CHOICES)} or None, got {compression!r}"
+        )
+    return str(value)
+
+
+def _sample_slices(num_values: int, wanted: int) -> list[tuple[int, int]]:
+    """``AUTO_SAMPLE_SLICES`` evenly spaced, disjoint runs of about ``wanted`` values in all."""
+    run = max(1, wanted // AUTO_SAMPLE_SLICES)
+    step = num_values // AUTO_SAMPLE_SLICES
+    return [(i * step, i * step + run) for i in range(AUTO_SAMPLE_SLICES)]
+
+
+def _sample_values(block: DataBlock) -> DataBlock | None:
+    """A sample of ``block`` for trying candidates; ``None`` when the sample would be the whole
+    block (then the candidates compress the block itself)."""
+    n = block.num_values
+    if isinstance(block, FixedWidthBlock):
+        wanted = max(AUTO_SAMPLE_MIN_VALUES, AUTO_SAMPLE_BYTES * 8 // block.bits_per_value)
+        if n <= 2 * wanted or block.bits_per_value % 8:
+            return None
+        values = block.view(f"<u{block.bits_per_value // 8}")
+        runs = [values[a:b] for a, b in _sample_slices(n, wanted)]
+        return FixedWidthBlock.from_values(np.concatenate(runs))
+    if isinstance(block, VariableWidthBlock):
+        total = int(block.offsets[-1]) - int(block.offsets[0])
+        wanted = max(AUTO_SAMPLE_MIN_VALUES, int(AUTO_SAMPLE_BYTES * n / max(total, 1)))
+        if n <= 2 * wanted:
+            return None
+        offs = block.offsets.astype(np.int64)
+        data = as_u8(block.data)
+        slices = _sample_slices(n, wanted)
+        pieces = [data[offs[a] : offs[b]] for a, b in slices]
+        lengths = np.concatenate([np.diff(offs[a : b + 1]) for a, b in slices])
+        offsets = np.concatenate(([0], np.cumsum(lengths))).astype(block.offsets.dtype)
+        return VariableWidthBlock(offsets, np.concatenate(pieces), len(lengths))
+    return None
+
+
+def _stored_bytes(result: Any) -> int:
+    """Bytes a compressor's output occupies (mini-block buffers, per-value data, or a block)."""
+    out = result[0]
+    if isinstance(out, VariableWidthBlock):
+        return len(out.data) + len(out.offsets) * out.offsets.dtype.itemsize
+    if isinstance(out, bytes | bytearray | memoryview):
+        return len(out)
+    if isinstance(out, FixedWidthBlock):
+        return len(out.data)
+    return sum(len(b) for b in out.buffers) + 4 * len(out.chunks)  # + each chunk's header sizes
+
+
+def auto_compress(
+    block: DataBlock, candidates: Sequence[tuple[Any, float]], method: str = "compress"
+) -> tuple[Any, Any]:
+    """Compress ``block`` with the best of ``candidates`` (``compressor.<method>``): ``compression="auto"``.
+
+    Candidates come in order of decode cost, cheapest first, each with the fraction of bytes it
+    must save over the choice so far to replace it (e.g. :data:`AUTO_MIN_SAVING`). They are tried on
+    a sample of the block (:data:`AUTO_SAMPLE_SLICES` runs of values, about
+    :data:`AUTO_SAMPLE_BYTES` plain bytes); a block no larger than twice the sample is compressed
+    whole by every candidate and the winner's output kept.
+    """
+    if len(candidates) == 1:
+        return getattr(candidates[0][0], method)(block)  # type: ignore[no-any-return]
+    sample = _sample_values(block)
+    trial = block if sample is None else sample
+    best: tuple[Any, Any, int] | None = None
+    for compressor, saving in candidates:
+        result = getattr(compressor, method)(trial)
+        size = _stored_bytes(result)
+        if best is None or size < best[2] * (1 - saving):
+            best = (compressor, result, size)
+    assert best is not None
+    if sample is None:
+        return best[1]  # type: ignore[no-any-return]
+    return getattr(best[0], method)(block)  # type: ignore[no-any-return]
+
+
+def _auto_level(options: EncodingOptions) -> int:
+    return AUTO_ZSTD_LEVEL if options.compression_level is None else options.compression_level
+
+
+def auto_fixed(block: DataBlock, options: EncodingOptions) -> tuple[Any, Any]:
+    """Mini-block fixed-width values / dictionary indices: the default choice (bit-packing, RLE or
+    flat), that inside zstd, or byte-stream-split inside zstd (32 / 64-bit values)."""
+    base = replace(options, compression=None)
+    plain = try_fixed_compressor(block, base)
+    candidates: list[tuple[Any, float]] = [(plain, 0.0)]
+    if isinstance(block, FixedWidthBlock) and block.bits_per_value in (8, 16, 32, 64):
+        raw = block.num_values * block.bits_per_value // 8
+        if raw >= GENERAL_MIN_BYTES:
+            level = _auto_level(options)
+            candidates.append((general.GeneralCompressor(plain, "zstd", level), AUTO_MIN_SAVING))
+            if block.bits_per_value in (32, 64) and options.bss != "off":
+                split = bss.ByteStreamSplitCompressor()
+                candidates.append((general.GeneralCompressor(split, "zstd", level), AUTO_MIN_SAVING))
+    return auto_compress(block, candidates)
+
+
+def auto_variable(
+    block: VariableWidthBlock, dtype: pa.DataType, options: EncodingOptions, version: FileVersion
+) -> tuple[Any, Any]:
+    """Mini-block strings / binary: the default choice (FSST or plain) or plain inside zstd."""
+    base = replace(options, compression=None)
+    plain = try_variable_compressor(block, dtype, base, version)
+    zstd = general.GeneralCompressor(
+        variable.VariableCompressor(_minichunk(options, version)), "zstd", _auto_level(options)
+    )
+    return auto_compress(block, [(plain, 0.0), (zstd, AUTO_MIN_SAVING)])
+
+
+def auto_per_value(block: DataBlock, dtype: pa.DataType, options: EncodingOptions) -> tuple[Any, Any]:
+    """Full-zip values: the default choice, or (variable width) each value in its own zstd frame."""
+    base = replace(options, compression=None)
+    plain = try_per_value_compressor(block, dtype, base)
+    candidates: list[tuple[Any, float]] = [(plain, 0.0)]
+    if isinstance(block, VariableWidthBlock) and not isinstance(plain, general.GeneralCompressor):
+        zstd = general.GeneralCompressor(variable.VariableCompressor(), "zstd", _auto_level(options))
+        candidates.append((zstd, AUTO_PER_VALUE_MIN_SAVING))
+    return auto_compress(block, candidates, "compress_per_value")
+
+
 # --- page-level decisions -------------------------------------------------------------------------
 
 
@@ -357,6 +514,12 @@ def try_constant_value(leaf: ShreddedLeaf, valid: np.ndarray | None) -> pa.Array
     if pa.types.is_fixed_size_list(dtype) or pa.types.is_null(dtype) or pa.types.is_struct(dtype):
         return None
     values = _strip_validity(leaf.values)
+    # Most pages differ within their first values: rule those out before filtering the whole page.
+    head = values[:CONSTANT_PROBE_VALUES]
+    if valid is not None:
+        head = head.filter(pa.array(valid[:CONSTANT_PROBE_VALUES]))
+    if len(head) > 1 and not all_equal(to_block(head)):
+        return None
     if valid is not None:
         values = values.filter(pa.array(valid))
     if len(values) == 0:
@@ -462,12 +625,18 @@ def _dictionary_candidate(dtype: pa.DataType) -> bool:
 def _dictionary_buffer(
     items: DataBlock, options: EncodingOptions, version: FileVersion
 ) -> miniblock.Dictionary:
-    inner: Any = variable.VariableCompressor() if isinstance(items, VariableWidthBlock) else FlatCompressor()
+    plain: Any = variable.VariableCompressor() if isinstance(items, VariableWidthBlock) else FlatCompressor()
+    inner = plain
     if version is not FileVersion.V2_1 and options.dict_values_compression != "none":
         inner = general.GeneralCompressor(
-            inner, options.dict_values_compression, options.dict_values_compression_level
+            plain, options.dict_values_compression, options.dict_values_compression_level
         )
-    data, desc = inner.compress_block(items)
+    if options.compression == AUTO and version is not FileVersion.V2_1:
+        # 2.1 dictionaries are never wrapped: the configured wrapper, or zstd when smaller
+        zstd = general.GeneralCompressor(plain, "zstd", _auto_level(options))
+        data, desc = min((inner.compress_block(items), zstd.compress_block(items)), key=lambda r: len(r[0]))
+    else:
+        data, desc = inner.compress_block(items)
     return miniblock.Dictionary(bytes(data), desc, items.num_values)
 
 
@@ -475,11 +644,17 @@ def _dictionary_page(
     leaf: ShreddedLeaf, indices: DataBlock, items: DataBlock, options: EncodingOptions, version: FileVersion
 ) -> EncodedPage:
     """Mini-block page of dictionary indices, with the dictionary in page buffer 2."""
-    compressed, desc = try_fixed_compressor(indices, options).compress(indices)
+    compressed, desc = _fixed_values(indices, options)
     buffers, layout = miniblock.encode_page(
         leaf.levels, compressed, desc, version, _dictionary_buffer(items, options, version)
     )
     return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+
+
+def _fixed_values(block: DataBlock, options: EncodingOptions) -> tuple[Any, Any]:
+    if options.compression == AUTO:
+        return auto_fixed(block, options)
+    return try_fixed_compressor(block, options).compress(block)  # type: ignore[no-any-return]
 
 
 def _largest_value_bytes(block: DataBlock) -> int:
@@ -522,14 +697,19 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
         full_zip = options.structural_encoding == "fullzip"
     if full_zip:
         block = fullzip.byte_aligned(block)
-        stored, desc = try_per_value_compressor(block, dtype, options).compress_per_value(block)
+        if options.compression == AUTO:
+            stored, desc = auto_per_value(block, dtype, options)
+        else:
+            stored, desc = try_per_value_compressor(block, dtype, options).compress_per_value(block)
         buffers, layout = fullzip.encode_page(levels, stored, desc, version)
         return EncodedPage(tuple(buffers), layout, leaf.num_rows)
     if isinstance(block, VariableWidthBlock):
-        compressor = try_variable_compressor(block, dtype, options, version)
+        if options.compression == AUTO:
+            compressed, desc = auto_variable(block, dtype, options, version)
+        else:
+            compressed, desc = try_variable_compressor(block, dtype, options, version).compress(block)
     else:
-        compressor = try_fixed_compressor(block, options)
-    compressed, desc = compressor.compress(block)
+        compressed, desc = _fixed_values(block, options)
     buffers, layout = miniblock.encode_page(levels, compressed, desc, version)
     return EncodedPage(tuple(buffers), layout, leaf.num_rows)
 
@@ -662,7 +842,7 @@ def _check_structural(version: FileVersion) -> None:
 class StructuralFieldEncoder(FieldEncoder):
     """Encodes one top-level field: one page per leaf column per :meth:`encode` call."""
 
-    def __init__(self, field: pa.Field, version: FileVersion) -> None:
+    def __init__(self, field: pa.Field, version: FileVersion, compression: str | None = None) -> None:
         _check_structural(version)
         self.field = field
         self.version = version
@@ -670,8 +850,14 @@ class StructuralFieldEncoder(FieldEncoder):
             raise UnsupportedFeatureError("Map data type is not enabled in Lance 2.1")
         self.leaves = leaf_fields(field)
         # Like pylance, a leaf follows its own field's metadata (a list's or struct's keys do not
-        # reach the leaves below it).
+        # reach the leaves below it). ``compression`` (the writer's option) is the scheme of every
+        # leaf that sets none itself.
+        default = check_writer_compression(compression)
         self.options = [EncodingOptions.from_metadata(leaf.metadata, leaf.type) for leaf in self.leaves]
+        if default is not None:
+            self.options = [
+                o if o.compression is not None else replace(o, compression=default) for o in self.options
+            ]
         self._refusal: LanceOpsError | None = None
         for leaf, options in zip(self.leaves, self.options, strict=True):
             if options.blob and pa.types.is_binary(leaf.type):
@@ -684,6 +870,7 @@ class StructuralFieldEncoder(FieldEncoder):
         if refusal is not None:
             raise refusal
         self._refusal = _marker_refusal(field, version, eager=False) or self._refusal
+        self.writes_external = any(options.blob for options in self.options)
         self.num_columns = len(self.leaves)
 
     def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:
@@ -773,8 +960,8 @@ class StructuralFieldDecoder(FieldDecoder):
         return out if order is None else out.take(pa.array(order.reshape(-1)))
 
 
-def make_field_encoder(field: pa.Field, version: FileVersion) -> FieldEncoder:
-    return StructuralFieldEncoder(field, version)
+def make_field_encoder(field: pa.Field, version: FileVersion, compression: str | None = None) -> FieldEncoder:
+    return StructuralFieldEncoder(field, version, compression)
 
 
 def make_field_decoder(

@@ -31,11 +31,13 @@ class Codec:
     layout_type: type[Message]  # payload of every Page.encoding
     column_encodings: tuple[str, ...]  # ColumnEncoding oneofs a reader accepts
     num_columns: Callable[[pa.Field], int]
-    make_field_encoder: Callable[[pa.Field], FieldEncoder]
+    # (field), or (field, compression=...) when chooses_compression
+    make_field_encoder: Callable[..., FieldEncoder]
     make_field_decoder: Callable[[pa.Field, Sequence[Sequence[PageInfo]]], FieldDecoder]
     priority_is_first_row: bool  # 2.1+: Page.priority = first top-level row; 2.0: always 0
     every_column_holds_rows: bool  # 2.1+: every column's pages add up to the file's rows
     cuts_pages: bool  # 2.0: the encoder splits each column by max_page_bytes, not the writer
+    chooses_compression: bool  # 2.1+: the encoder takes a writer-wide ``compression`` (e.g. "auto")
 
 
 def codec_for(version: FileVersion) -> Codec:
@@ -50,6 +52,7 @@ def codec_for(version: FileVersion) -> Codec:
             priority_is_first_row=False,
             every_column_holds_rows=False,
             cuts_pages=True,
+            chooses_compression=False,
         )
     if version in (FileVersion.V2_1, FileVersion.V2_2):
         return Codec(
@@ -61,5 +64,6 @@ def codec_for(version: FileVersion) -> Codec:
             priority_is_first_row=True,
             every_column_holds_rows=True,
             cuts_pages=False,
+            chooses_compression=True,
         )
     raise UnsupportedFeatureError(f"Lance file version {version} has no v2 codec")

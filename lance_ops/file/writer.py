@@ -31,7 +31,8 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -41,6 +42,7 @@ from lance_ops._proto import file2_pb2 as pb2
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.api import EncodedPage, FieldEncoder, FileVersion
 from lance_ops.encoding.compression import dictionary
+from lance_ops.encoding.strategy import check_writer_compression
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.codecs import Codec, codec_for
 from lance_ops.file.format import RegionWriter, direct_encoding
@@ -54,6 +56,10 @@ from lance_ops.file.schema import (
 )
 from lance_ops.io import object_store
 
+_Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
+
+ENCODE_THREADS = 2  # fields encoded at once when several are flushed together (1: in the caller)
+ENCODE_THREADS_MIN_BYTES = 1024 * 1024  # ... and hold this much buffered data (threads cost ~0.1 ms)
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
 WRITABLE_VERSIONS = (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2)
@@ -75,11 +81,15 @@ def as_table(data: pa.Table | pa.RecordBatch | Any, schema: pa.Schema | None) ->
 class _FieldState:
     """Buffered rows and written pages of one top-level field."""
 
-    def __init__(self, field: pa.Field, codec: Codec) -> None:
+    def __init__(self, field: pa.Field, codec: Codec, compression: str | None) -> None:
         stored = storage_field(field)
         self.field = field
         self.storage_type = stored.type
-        self.encoder: FieldEncoder = codec.make_field_encoder(stored)
+        self.encoder: FieldEncoder = (
+            codec.make_field_encoder(stored)
+            if compression is None
+            else codec.make_field_encoder(stored, compression=compression)
+        )
         self.columns = [
             pb2.ColumnMetadata(encoding=direct_encoding(self.encoder.column_encoding(i)))
             for i in range(self.encoder.num_columns)
@@ -97,8 +107,15 @@ class LanceFileWriter:
     statistics (see the module docstring). ``lance_fields``: the Lance field messages to store as
     the file schema (a dataset's, with its field ids and dictionary markers, as pylance stores in
     the data files of a dataset); they must describe the schema field by field. Without them
-    fields are numbered from 0, as pylance's file writer does. Usable as a context manager
-    (closes on success, discards the partial file on error). ``close()`` returns the number of rows written.
+    fields are numbered from 0, as pylance's file writer does. ``compression`` (2.1 / 2.2) is the
+    value compression of every leaf column whose field metadata sets no
+    ``lance-encoding:compression``: ``"auto"`` tries the default encodings, zstd around them and
+    byte-stream-split + zstd on a sample of each page and keeps the smallest (files smaller than
+    the default's, readable by pylance 14; :func:`lance_ops.encoding.strategy.auto_compress`), or
+    one of ``"zstd"``, ``"lz4"``, ``"fsst"``, ``"none"`` as if set on every field; ``None``
+    (default) writes what pylance writes. Any other value is an ``InvalidArgumentError``. Usable
+    as a context manager (closes on success, discards the partial file on error). ``close()``
+    returns the number of rows written.
     """
 
     def __init__(
@@ -112,6 +129,7 @@ class LanceFileWriter:
         data_cache_bytes: int | None = None,
         page_statistics: bool = True,
         lance_fields: Sequence[pb.Field] | None = None,
+        compression: str | None = None,
     ) -> None:
         self.version = FileVersion.parse(version)
         self._given_fields = list(lance_fields) if lance_fields is not None else None
@@ -122,6 +140,9 @@ class LanceFileWriter:
         if self.version not in WRITABLE_VERSIONS:
             raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.0 - 2.2")
         self._codec = codec_for(self.version)
+        self._compression = check_writer_compression(compression)
+        if self._compression is not None and not self._codec.chooses_compression:
+            raise UnsupportedFeatureError(f"compression= needs Lance 2.1 or 2.2 files, not {self.version}")
         self.max_page_bytes = max_page_bytes or DEFAULT_MAX_PAGE_BYTES
         self.data_cache_bytes = data_cache_bytes or DEFAULT_DATA_CACHE_BYTES
         if self.max_page_bytes <= 0 or self.data_cache_bytes <= 0:
@@ -140,6 +161,7 @@ class LanceFileWriter:
         self._num_rows = 0
         self._bytes_written = 0
         self._closed = False
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -155,7 +177,7 @@ class LanceFileWriter:
         if self._given_fields is not None:
             fields = adopt_fields(schema, self._given_fields)
         check_writable(schema, self.version)
-        self._fields = [_FieldState(field, self._codec) for field in schema]
+        self._fields = [_FieldState(field, self._codec, self._compression) for field in schema]
         self._schema = schema
         self._lance_fields = fields
         if self._write_statistics:
@@ -178,18 +200,47 @@ class LanceFileWriter:
             )
         if table.num_rows == 0:
             return
+        full = []
         for state, column in zip(self._fields, table.columns, strict=True):
             for chunk in column.chunks:
                 if len(chunk):
                     state.pending.append(chunk)
                     state.pending_bytes += chunk.nbytes
             if state.pending_bytes > self.data_cache_bytes:
-                self._flush(state)
+                full.append(state)
+        for state, encoded in self._encode_all(full):
+            self._store_encoded(state, encoded)
         self._num_rows += table.num_rows
 
-    def _flush(self, state: _FieldState) -> None:
-        if not state.pending:
+    def _encode_all(self, states: list[_FieldState]) -> Iterator[tuple[_FieldState, _Encoded]]:
+        """The buffered rows of ``states`` encoded, yielded in field order.
+
+        Several fields holding :data:`ENCODE_THREADS_MIN_BYTES` together are encoded on
+        :data:`ENCODE_THREADS` threads (numpy, zstd and the numba kernels release the GIL) unless
+        an encoder writes external buffers (blobs), whose positions follow call order; pages are
+        still written in field order, so the bytes of the file do not depend on the threads.
+        """
+        external = any(s.encoder.writes_external for s in states)
+        big = sum(s.pending_bytes for s in states) >= ENCODE_THREADS_MIN_BYTES
+        parallel = ENCODE_THREADS > 1 and len(states) > 1 and big and not external
+        if not parallel or self._codec.cuts_pages:
+            for state in states:
+                yield state, self._encode_pending(state)
             return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(ENCODE_THREADS, thread_name_prefix="lance-ops-encode")
+        futures = [self._pool.submit(self._encode_pending, state) for state in states]
+        try:
+            for state, future in zip(states, futures, strict=True):
+                yield state, future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def _encode_pending(self, state: _FieldState) -> _Encoded:
+        """Encode (and take statistics of) the field's buffered rows: ``(rows, pages)`` per slice."""
+        if not state.pending:
+            return []
         single = len(state.pending) == 1
         array = dictionary.concat(state.pending)
         num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
@@ -199,18 +250,23 @@ class LanceFileWriter:
         if self._codec.cuts_pages:
             # pylance 2.0 cuts only a flush of one array, and each column on its own.
             state.encoder.max_page_bytes = self.max_page_bytes if single else None
-            self._write_pages(state, storage)
-            return
-        for start in range(0, len(storage), rows_per_page):
-            self._write_pages(state, storage.slice(start, rows_per_page))
+            return [self._encode_slice(state, storage)]
+        return [
+            self._encode_slice(state, storage.slice(start, rows_per_page))
+            for start in range(0, len(storage), rows_per_page)
+        ]
 
-    def _write_pages(self, state: _FieldState, array: pa.Array) -> None:
+    def _encode_slice(self, state: _FieldState, array: pa.Array) -> tuple[int, list[list[EncodedPage]]]:
         encoded = state.encoder.encode(array, self.write_external)
         index = self._fields.index(state)
         if self._statistics is not None and self._statistics.wants(index):
             self._statistics.add(index, array, [page.num_rows for page in encoded[0]])
-        self._store_pages(state, encoded)
-        state.rows_written += len(array)
+        return len(array), encoded
+
+    def _store_encoded(self, state: _FieldState, encoded: _Encoded) -> None:
+        for rows, pages in encoded:
+            self._store_pages(state, pages)
+            state.rows_written += rows
 
     def _store_pages(self, state: _FieldState, encoded: list[list[EncodedPage]]) -> None:
         if len(encoded) != len(state.columns):
@@ -264,8 +320,8 @@ class LanceFileWriter:
         if self._schema is None:
             self.abort()
             raise SchemaError(f"{self.path}: no schema was given and no data was written")
-        for index, state in enumerate(self._fields):
-            self._flush(state)
+        for index, (state, encoded) in enumerate(self._encode_all(self._fields)):
+            self._store_encoded(state, encoded)
             held = state.encoder.finish()
             if self._statistics is not None and held and held[0]:
                 self._statistics.discard(index)  # pages not cut from arrays the statistics saw
@@ -284,6 +340,7 @@ class LanceFileWriter:
         self._bytes_written = self._region.position
         self._out.close()
         self._closed = True
+        self._stop_pool()
         return self._num_rows
 
     def _store_statistics(self, statistics: PageStatisticsCollector) -> None:
@@ -302,7 +359,13 @@ class LanceFileWriter:
         with self._lock:
             if not self._closed:
                 self._closed = True
+                self._stop_pool()
                 self._out.abort()
+
+    def _stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def _check_open(self) -> None:
         if self._closed:

@@ -15,6 +15,9 @@ DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 # Dataset config key: "false" makes every writer of the dataset leave page statistics out of the
 # data files it writes (unless a write asks for them); anything else, or no key, writes them.
 PAGE_STATISTICS_CONFIG_KEY = "lance-ops.page-statistics"
+# Dataset config key: the ``compression`` option (e.g. "auto") a create / overwrite was given,
+# which later appends follow unless they name their own.
+COMPRESSION_CONFIG_KEY = "lance-ops.compression"
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,9 @@ class WriteOptions:
     ``encoding_plan`` (the dataset's, :mod:`lance_ops.encoding.plan`) sets per-column encodings.
     ``page_statistics``: whether data files carry page statistics and sketches
     (:mod:`lance_ops.file.page_statistics`); None follows the dataset's
-    :data:`PAGE_STATISTICS_CONFIG_KEY` (:meth:`for_dataset`), on by default.
+    :data:`PAGE_STATISTICS_CONFIG_KEY` (:meth:`for_dataset`), on by default. ``compression``: the
+    data files' value compression default (``LanceFileWriter``'s option, e.g. ``"auto"``); None
+    follows the dataset's :data:`COMPRESSION_CONFIG_KEY`, else pylance's choices.
     """
 
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
@@ -49,6 +54,7 @@ class WriteOptions:
     storage_options: Mapping[str, str] | None = field(default=None, hash=False)
     encoding_plan: EncodingPlan | None = field(default=None, hash=False)
     page_statistics: bool | None = None
+    compression: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_rows_per_file <= 0 or self.max_rows_per_group <= 0:
@@ -59,7 +65,11 @@ class WriteOptions:
         return self.page_statistics is not False
 
     def for_dataset(self, config: Mapping[str, str]) -> WriteOptions:
-        """These options with ``page_statistics`` decided by the dataset's config when not given."""
-        if self.page_statistics is not None:
-            return self
-        return replace(self, page_statistics=config.get(PAGE_STATISTICS_CONFIG_KEY, "").lower() != "false")
+        """These options with ``page_statistics`` and ``compression`` decided by the dataset's config
+        when not given."""
+        out = self
+        if out.compression is None and config.get(COMPRESSION_CONFIG_KEY):
+            out = replace(out, compression=config[COMPRESSION_CONFIG_KEY])
+        if out.page_statistics is not None:
+            return out
+        return replace(out, page_statistics=config.get(PAGE_STATISTICS_CONFIG_KEY, "").lower() != "false")

@@ -272,6 +272,7 @@ class _FileSink:
             version=self.version,
             storage_options=self.options.storage_options,
             page_statistics=self.options.writes_page_statistics,
+            compression=self.options.compression,
         )
         self._writer = writer
         if any(self.blob_v2):

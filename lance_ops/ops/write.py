@@ -12,7 +12,7 @@ import pyarrow as pa
 from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetAlreadyExistsError, InvalidArgumentError, RetryableCommitConflictError
-from lance_ops.fragment.options import WriteOptions
+from lance_ops.fragment.options import COMPRESSION_CONFIG_KEY, WriteOptions
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.fragment.writer import (
     FragmentMetadata,
@@ -80,6 +80,8 @@ def write(
         operation = Append(tuple(fragments))
     else:
         config = {} if given_plan is None else {PLAN_CONFIG_KEY: given_plan.to_json()}
+        if write_options.compression is not None:
+            config[COMPRESSION_CONFIG_KEY] = write_options.compression
         if manifest is None:
             config.update(commit_options.new_dataset_config or {})
         operation = Overwrite(tuple(fragments), lance_schema, config)

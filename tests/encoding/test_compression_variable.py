@@ -189,3 +189,39 @@ def test_chunk_counts_match_doubling_rule(lengths: list[int], width: int, size: 
     offsets = np.cumsum([0, *lengths])
     expected = _chunk_counts_by_doubling(offsets, width, size, max_values)
     assert variable_chunk_counts(offsets, width, size, max_values) == expected
+
+
+def _chunk_counts_one_by_one(offsets: np.ndarray, width: int, minichunk: int, max_values: int) -> list[int]:
+    """The chunking rule applied one chunk at a time (the reference for the run-at-once version)."""
+    cost = (np.asarray(offsets, np.int64) + width * np.arange(len(offsets))).tolist()
+    n, counts, start = len(offsets) - 1, [], 0
+    while start < n:
+        left = n - start
+        fitting = next(
+            (k for k in range(left, 0, -1) if cost[start + k] - cost[start] <= minichunk - width), 0
+        )
+        if left <= max_values and fitting >= left:
+            return [*counts, left]
+        bound = min(fitting, left, max_values)
+        k = 1 << (bound.bit_length() - 1) if bound >= 2 else min(2, left)
+        counts.append(k)
+        start += k
+    return counts
+
+
+@given(
+    lengths=st.one_of(
+        st.lists(st.integers(0, 40), max_size=600),
+        st.lists(st.sampled_from([0, 1, 2, 3, 500, 5000]), max_size=300),
+    ),
+    width=st.sampled_from([4, 8]),
+    minichunk=st.sampled_from([64, 256, 4096]),
+    max_values=st.sampled_from([4, 64, 4096]),
+)
+def test_chunk_counts_match_the_rule_applied_chunk_by_chunk(
+    lengths: list[int], width: int, minichunk: int, max_values: int
+) -> None:
+    offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+    expected = _chunk_counts_one_by_one(offsets, width, minichunk, max_values)
+    assert variable_chunk_counts(offsets, width, minichunk, max_values) == expected
+    assert sum(expected) == len(lengths)

@@ -136,3 +136,63 @@ def test_concurrent_writes_of_dictionary_blob_and_struct_columns(tmp_path: Path,
         assert table.column("payload").to_pylist() == [str(i).encode() * 3 for i in ids]
         assert table.column("pair").to_pylist() == [{"x": i, "y": f"p{i}"} for i in ids]
         assert len(np.flatnonzero(np.diff(ids) != 1)) + 1 == threads * batches
+
+
+@pytest.mark.parametrize("data_cache_bytes", [None, 20_000])
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_fields_encoded_on_threads_give_the_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_cache_bytes: int | None, version: str
+) -> None:
+    """Fields flushed together are encoded on ``ENCODE_THREADS`` threads; the bytes must equal
+    the serial writer's (pages are written in field order), with and without page statistics."""
+    from lance_ops.file import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 0)
+    batches = [_batch(i * 3000, 3000) for i in range(5)]
+    files = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(writer_module, "ENCODE_THREADS", threads)
+        for stats in (True, False):
+            path = tmp_path / f"t{threads}-{stats}.lance"
+            with LanceFileWriter(
+                path, SCHEMA, version=version, data_cache_bytes=data_cache_bytes, page_statistics=stats
+            ) as writer:
+                for batch in batches:
+                    writer.write_batch(batch)
+            files[threads, stats] = path.read_bytes()
+    assert files[1, True] == files[2, True]
+    assert files[1, False] == files[2, False]
+    expected = pa.Table.from_batches(batches)
+    assert LanceFileReader(tmp_path / "t2-True.lance").read_all().to_table().equals(expected)
+
+
+def test_blob_fields_stay_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field whose encoder writes external buffers (blobs) is never encoded on a pool thread."""
+    from lance_ops.file import writer as writer_module
+
+    submitted: list[object] = []
+    real = writer_module.ThreadPoolExecutor.submit
+
+    def spy(self: object, fn: object, *args: object) -> object:
+        submitted.append(args[0])
+        return real(self, fn, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer_module.ThreadPoolExecutor, "submit", spy)
+    monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 0)
+    blob = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    schema = pa.schema([pa.field("id", pa.int64()), blob])
+    table = pa.table(
+        {"id": np.arange(100, dtype=np.int64), "b": [bytes([i % 256]) * 50 for i in range(100)]}, schema
+    )
+    with LanceFileWriter(tmp_path / "b.lance", schema, version="2.2") as writer:
+        writer.write_batch(table)
+    assert submitted == []
+    assert LanceFileReader(tmp_path / "b.lance").read_all().to_table().column("id").equals(table.column("id"))
+    plain = pa.schema([pa.field("id", pa.int64()), pa.field("b", pa.large_binary())])
+    with LanceFileWriter(tmp_path / "p.lance", plain, version="2.2", page_statistics=False) as writer:
+        writer.write_batch(table.cast(plain))
+    assert len(submitted) == 2  # both plain fields went to the pool at close()
+    monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 1 << 20)
+    with LanceFileWriter(tmp_path / "s.lance", plain, version="2.2", page_statistics=False) as writer:
+        writer.write_batch(table.cast(plain))
+    assert len(submitted) == 2  # a small flush stays in the caller

@@ -250,7 +250,7 @@ def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlo
     """
     if len(counts) == 0:
         return ()
-    table = np.asarray(sizes, dtype=np.int64).reshape(len(counts), -1).tolist()
+    table = zip(*np.asarray(sizes, dtype=np.int64).reshape(len(counts), -1).T.tolist(), strict=True)
     values = np.asarray(counts, dtype=np.int64)
     body = values[:-1]
     bad = (body < 2) | (body & (body - 1) != 0)
@@ -258,7 +258,7 @@ def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlo
         count = int(body[np.argmax(bad)])
         raise ValueError(f"non-last mini-block chunk holds {count} values (not a power of two >= 2)")
     logs = [*(np.frexp(body)[1] - 1).tolist(), 0]  # log2 of the powers of two
-    return tuple(MiniBlockChunk(tuple(row), log) for row, log in zip(table, logs, strict=True))
+    return tuple(map(MiniBlockChunk, table, logs))
 
 
 def fixed_chunk_values(bytes_per_value: float, max_values: int = 4096) -> int:

@@ -32,7 +32,6 @@ Per-value (full-zip): the identity; the structural layer writes each value's len
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -85,15 +84,20 @@ def variable_chunk_counts(
     A chunk of k values from ``start`` costs ``g[start + k] - g[start] + width`` bytes with
     ``g[i] = offsets[i] + width × i``, which grows with k, so the most values that fit is one
     binary search away; doubling from two up to that bound is the largest power of two below it.
+
+    Values of similar sizes give runs of chunks of one count: after each chunk the rule is checked
+    for the next ones of the same count at once (one vectorised search), and the run is taken
+    whole up to the first chunk that would differ.
     """
     offs = np.asarray(offsets, dtype=np.int64)
     n = len(offs) - 1
-    cost = (offs + width * np.arange(n + 1, dtype=np.int64)).tolist()
+    cost = offs + width * np.arange(n + 1, dtype=np.int64)
+    budget = minichunk_size - width
     counts: list[int] = []
     start = 0
     while start < n:
         left = n - start
-        fitting = bisect_right(cost, cost[start] + minichunk_size - width, lo=start) - 1 - start
+        fitting = int(cost.searchsorted(cost[start] + budget, "right")) - 1 - start
         if left <= max_values and fitting >= left:
             counts.append(left)
             break
@@ -101,7 +105,24 @@ def variable_chunk_counts(
         k = 1 << (bound.bit_length() - 1) if bound >= 2 else min(2, left)
         counts.append(k)
         start += k
+        if k >= 2 and start < n:
+            run = _same_count_run(cost, start, k, budget, max_values)
+            counts.extend([k] * run)
+            start += run * k
     return counts
+
+
+def _same_count_run(cost: np.ndarray, start: int, k: int, budget: int, max_values: int) -> int:
+    """How many chunks of ``k`` values, one after the other from ``start``, the rule of
+    :func:`variable_chunk_counts` gives (stopping before a last chunk or any other count)."""
+    n = len(cost) - 1
+    starts = np.arange(start, n, k, dtype=np.int64)
+    left = n - starts
+    fitting = cost.searchsorted(cost[starts] + budget, "right") - 1 - starts
+    bound = np.minimum(np.minimum(fitting, left), max_values)
+    # the rule's k is k exactly when bound lies in [k, 2k) and the chunk is not the last one
+    same = (bound >= k) & (bound < 2 * k) & ~((left <= max_values) & (fitting >= left))
+    return int(np.argmin(same)) if not same.all() else len(same)
 
 
 def _padded(size: int, align: int) -> int:

@@ -364,8 +364,7 @@ def _finish_leaf(
         mark = mark.copy()
         mark[(mark < 0) & _null_at(valid, walk.idx, live)] = 2 * depth
     # Layer meanings (outermost first) from what actually occurs in this page.
-    seen = np.zeros(2 * (depth + 1), bool)
-    seen[np.unique(mark[mark >= 0])] = True
+    seen = np.bincount(mark[mark >= 0], minlength=2 * (depth + 1)) > 0
     outer: list[Layer] = []
     for d, lst in enumerate(path):
         has_null, has_empty = bool(seen[2 * d]) or d in hidden, bool(seen[2 * d + 1])
@@ -384,10 +383,12 @@ def _finish_leaf(
     mrep = max_rep(layers)
     defs = None
     if codes[-1].highest:
-        defs = np.where(mark >= 0, table[np.maximum(mark, 0)], 0).astype(np.uint16)
+        defs = np.concatenate(([0], table)).astype(np.uint16)[mark + 1]  # mark -1 (no null) -> 0
     rep = None
     if mrep:
-        rep = np.where(walk.order == 0, 0, mrep + 1 - walk.order.astype(np.int64)).astype(np.uint16)
+        # order 0 (continuing) -> 0, list ordinal o -> mrep + 1 - o
+        rep_of = np.array([0, *range(mrep, 0, -1)], np.uint16)
+        rep = rep_of[walk.order]
     visible_idx = walk.idx[live]
     if len(visible_idx) == len(array) and (len(visible_idx) == 0 or _is_identity(visible_idx)):
         values = array
