@@ -214,6 +214,7 @@ class _FileSink:
             [file_field(field) for field in schema],
             metadata=schema.metadata,
         )
+        self.fields = fields
         self.field_ids = data_file_fields(fields, self.version)
         self.written: list[tuple[DataFile, int]] = []
         self._writer: LanceFileWriter | None = None
@@ -273,6 +274,8 @@ class _FileSink:
             storage_options=self.options.storage_options,
             page_statistics=self.options.writes_page_statistics,
             compression=self.options.compression,
+            # the dataset's own field messages (ids, dictionary markers), as pylance's data files hold
+            lance_fields=None if any(self.blob_v2) else self.fields.to_pb(),
         )
         self._writer = writer
         if any(self.blob_v2):
