@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
@@ -102,7 +103,16 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
         offsets = fragment.live_offsets()[local] if fragment.metadata.deletion_file else local
         parts.append(_read(fragment, columns, offsets))
     table = pa.concat_tables(parts) if parts else _empty(files, columns)
-    return table.take(pa.array(inverse.reshape(-1)))
+    return _join_dictionaries(table).take(pa.array(inverse.reshape(-1)))
+
+
+def _join_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with each dictionary column's chunks joined into one (2.0 dictionaries may hold
+    null entries, which Arrow's own unification in ``take`` refuses)."""
+    for i, column in enumerate(table.columns):
+        if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
+            table = table.set_column(i, table.field(i), pa.chunked_array([dictionary.concat(column.chunks)]))
+    return table
 
 
 def _check_addresses(files: VersionFiles, addresses: np.ndarray) -> None:

@@ -357,3 +357,19 @@ def test_cli_inspects_2_0_files(capsys: pytest.CaptureFixture[str]) -> None:
         "packed_struct nullable no_nulls flat(32) nullable no_nulls flat(64) nullable no_nulls flat(24)"
         in out
     )
+
+
+@pytest.mark.interop
+def test_take_across_fragments_of_a_pylance_2_0_dictionary_column(tmp_path: Path) -> None:
+    """Each 2.0 fragment has its own dictionary (with a null entry): a take spanning fragments
+    joins them instead of failing in Arrow's unification, and equals pylance's take."""
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    for i in range(3):
+        keys = pa.array([0, None, 1, 0], pa.int32())
+        column = pa.DictionaryArray.from_arrays(keys, pa.array([f"v{i}", f"w{i}"]))
+        table = pa.table({"id": pa.array(range(i * 4, i * 4 + 4)), "c": column})
+        lance.write_dataset(table, uri, data_storage_version="2.0", mode="append")
+    lance.dataset(uri).delete("id = 5")
+    rows = [9, 0, 5, 3, 10, 0]
+    assert lance_ops.dataset(uri).take(rows).to_pylist() == lance.dataset(uri).take(rows).to_pylist()
