@@ -32,6 +32,7 @@ from lance_ops.table.manifest import (
     fragment_row_counts,
 )
 from lance_ops.table.paths import check_relative_path, check_relative_paths
+from lance_ops.table.schema import LanceSchema
 
 
 def _fragments() -> tuple[DataFragment, ...]:
@@ -51,7 +52,7 @@ def _fragments() -> tuple[DataFragment, ...]:
 
 
 def _decoded(fragments: tuple[DataFragment, ...]) -> Manifest:
-    manifest = Manifest(fields=(), fragments=fragments, version=1, max_fragment_id=9)
+    manifest = Manifest(schema=LanceSchema(()), fragments=fragments, version=1, max_fragment_id=9)
     return decode_manifest_file(encode_manifest_file(manifest), "m.manifest")[0]
 
 
@@ -68,7 +69,8 @@ def test_fragment_list_behaves_as_the_tuple_it_stands_for() -> None:
     assert fragments[:1] + decoded == (fragments[0], *fragments)
     assert hash(decoded) == hash(fragments)
     assert pickle.loads(pickle.dumps(decoded)) == fragments
-    assert _decoded(fragments) == Manifest(fields=(), fragments=fragments, version=1, max_fragment_id=9)
+    expected = Manifest(schema=LanceSchema(()), fragments=fragments, version=1, max_fragment_id=9)
+    assert _decoded(fragments) == expected
     with pytest.raises(IndexError):
         decoded[4]
 
@@ -89,7 +91,7 @@ def test_counts_and_ids_without_conversion_equal_the_dataclasses() -> None:
 
 
 def test_an_unknown_deletion_file_type_in_any_fragment_is_refused_on_decode() -> None:
-    manifest = Manifest(fields=(), fragments=_fragments(), version=1)
+    manifest = Manifest(schema=LanceSchema(()), fragments=_fragments(), version=1)
     pb = manifest.to_pb()
     pb.fragments[2].deletion_file.file_type = 7  # an enum value no reader knows
     payload = _section(pb.SerializeToString())
@@ -147,8 +149,10 @@ def test_count_and_take_touch_only_what_they_need(tmp_path: Path, lance_module, 
     positions = [50, 0, 11, 11, 49, 27]
     assert ds.take(positions) == theirs.take(positions)
     assert sum(f is not None for f in ds.manifest.fragments._items) == 4  # type: ignore[attr-defined]
-    addresses = [(5 << 32) | 2, (1 << 32) | 4, (9 << 32) | 1, (2 << 32) | 3]
+    addresses = [(5 << 32) | 2, (1 << 32) | 4, (2 << 32) | 3]
     assert ds._take_rows(addresses) == theirs._take_rows(addresses)
+    with pytest.raises(lance_ops.errors.TakeIndexError):  # pylance: "non-existent fragment: 9"
+        ds._take_rows([(9 << 32) | 1])
     with pytest.raises(lance_ops.errors.TakeIndexError):
         ds.take([51])
 
