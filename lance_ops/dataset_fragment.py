@@ -303,7 +303,7 @@ class LanceFragment:
 
 def _find(dataset: LanceDataset, fragment_id: int | None) -> FragmentMetadata:
     try:
-        index = dataset._files.fragment_index.get(operator.index(fragment_id))  # type: ignore[arg-type]
+        index = dataset.handle.files.fragment_index.get(operator.index(fragment_id))  # type: ignore[arg-type]
     except TypeError:
         index = None
     if index is not None:

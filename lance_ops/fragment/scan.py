@@ -107,10 +107,14 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
 
 
 def _join_dictionaries(table: pa.Table) -> pa.Table:
-    """``table`` with each dictionary column's chunks joined into one (2.0 dictionaries may hold
-    null entries, which Arrow's own unification in ``take`` refuses)."""
+    """``table`` with the chunks of each dictionary column whose dictionaries hold null entries
+    (2.0 files) joined into one: Arrow's own unification in ``take`` refuses those."""
     for i, column in enumerate(table.columns):
-        if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
+        if (
+            pa.types.is_dictionary(column.type)
+            and column.num_chunks > 1
+            and any(chunk.dictionary.null_count for chunk in column.chunks)
+        ):
             table = table.set_column(i, table.field(i), pa.chunked_array([dictionary.concat(column.chunks)]))
     return table
 
