@@ -667,6 +667,13 @@ def _largest_value_bytes(block: DataBlock) -> int:
     raise UnsupportedFeatureError(f"cannot size a {type(block).__name__}")
 
 
+def _null_items(block: DataBlock) -> bool:
+    """An FSL block whose leaf items are of the null type (0 bits wide)."""
+    while isinstance(block, FixedSizeListBlock):
+        block = block.child
+    return isinstance(block, FixedWidthBlock) and block.bits_per_value == 0
+
+
 def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: FileVersion) -> EncodedPage:
     """Encode one leaf column's page (steps 1-5 of the module docstring)."""
     levels = leaf.levels
@@ -695,6 +702,10 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
     full_zip = _largest_value_bytes(block) >= FULLZIP_MIN_VALUE_BYTES
     if options.structural_encoding is not None:
         full_zip = options.structural_encoding == "fullzip"
+    if _null_items(block):
+        if options.structural_encoding == "miniblock":  # pylance 14 panics on it
+            raise UnsupportedFeatureError("a fixed_size_list of nulls cannot be stored in mini-block")
+        full_zip = True  # FSL<null> rows are validity bytes only: pylance always writes them full-zip
     if full_zip:
         block = fullzip.byte_aligned(block)
         if options.compression == AUTO:
