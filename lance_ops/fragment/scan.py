@@ -107,11 +107,13 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
 
 
 def _join_dictionaries(table: pa.Table) -> pa.Table:
-    """``table`` with each dictionary column's chunks joined into one (2.0 dictionaries may hold
-    null entries, which Arrow's own unification in ``take`` refuses)."""
+    """``table`` whose dictionaries (top level or nested in lists, structs, maps) hold no null
+    entries, so that Arrow can unify the fragments' dictionaries in ``take`` as pylance's take
+    does (2.0 and 0.1 fragments give dictionaries with null entries, which Arrow refuses)."""
     for i, column in enumerate(table.columns):
-        if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
-            table = table.set_column(i, table.field(i), pa.chunked_array([dictionary.concat(column.chunks)]))
+        if dictionary.holds_dictionary(column.type) and column.num_chunks > 1:
+            chunks = [dictionary.normalize_nested_nulls(chunk) for chunk in column.chunks]
+            table = table.set_column(i, table.field(i), pa.chunked_array(chunks, column.type))
     return table
 
 
@@ -163,9 +165,9 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
         if not len(local):
             continue
         unique, inverse = np.unique(local, return_inverse=True)
-        parts.append(_read(fragment, columns, unique).take(pa.array(inverse.reshape(-1))))
+        parts.append(_join_dictionaries(_read(fragment, columns, unique)).take(pa.array(inverse.reshape(-1))))
         order.append(positions[mine][keep])
     if not parts:
         return _empty(files, columns)
-    table = pa.concat_tables(parts)
+    table = _join_dictionaries(pa.concat_tables(parts))
     return table.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
