@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import lance_ops
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 
@@ -116,3 +117,15 @@ def test_fsl_null_forced_miniblock_is_refused(tmp_path: Path, version: str) -> N
     with pytest.raises(UnsupportedFeatureError, match="fixed_size_list of nulls"):
         with LanceFileWriter(path, version=version) as writer:
             writer.write_batch(table)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_we_read_pylance_fsl_null_dataset(tmp_path: Path, version: str) -> None:
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "ds")
+    for i in range(2):
+        table = pa.table({"id": pa.array([3 * i, 3 * i + 1, 3 * i + 2]), "a": _fsl(3, 3, [i])})
+        lance.write_dataset(table, uri, mode="append" if i else "create", data_storage_version=version)
+    theirs, ours = lance.dataset(uri), lance_ops.dataset(uri)
+    assert ours.to_table().to_pylist() == theirs.to_table().to_pylist()
+    assert ours.take([5, 0, 3]).to_pylist() == theirs.take([5, 0, 3]).to_pylist()
