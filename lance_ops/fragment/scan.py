@@ -107,11 +107,15 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
 
 
 def _join_dictionaries(table: pa.Table) -> pa.Table:
-    """``table`` whose dictionaries (top level or nested in lists, structs, maps) hold no null
-    entries, so that Arrow can unify the fragments' dictionaries in ``take`` as pylance's take
-    does (2.0 and 0.1 fragments give dictionaries with null entries, which Arrow refuses)."""
+    """``table`` ready for Arrow's ``take``, which concatenates a column's chunks and unifies the
+    dictionaries (top level or nested in lists, structs, maps) that differ between them. Arrow
+    refuses dictionaries with null entries there (2.0 and 0.1 fragments give them): only then are
+    those null entries moved into the keys first. Elsewhere the dictionaries are left as Arrow
+    and pylance's take leave them (chunks sharing one dictionary keep it, null entry included)."""
     for i, column in enumerate(table.columns):
-        if dictionary.holds_dictionary(column.type) and column.num_chunks > 1:
+        if column.num_chunks < 2 or not dictionary.holds_dictionary(column.type):
+            continue
+        if not dictionary.unifies(column.chunks):
             chunks = [dictionary.normalize_nested_nulls(chunk) for chunk in column.chunks]
             table = table.set_column(i, table.field(i), pa.chunked_array(chunks, column.type))
     return table

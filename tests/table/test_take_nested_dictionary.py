@@ -190,3 +190,28 @@ def test_normalize_nested_nulls_keeps_values_and_lets_arrow_unify(kind: str) -> 
     assert column.take(rows).to_pylist() == [expected[i] for i in rows.to_pylist()]
     with pytest.raises(pa.ArrowInvalid, match="unify dictionaries with nulls"):
         pa.chunked_array(chunks).take(rows)
+
+
+def test_shared_dictionary_with_null_entry_kept_as_pylance_take_keeps_it(tmp_path: Path) -> None:
+    """Fragments sharing one dictionary (a null entry included, as 0.1 reads "" back): Arrow
+    needs no unification, and the take's dictionary and keys are exactly pylance's."""
+    uri = str(tmp_path / "ds")
+    keys = pa.array(np.arange(40) % 3, pa.int16())
+    table = pa.table({"d": pa.DictionaryArray.from_arrays(keys, pa.array(["", "yy", "zzz"]))})
+    lance.write_dataset(table, uri, data_storage_version="legacy", max_rows_per_file=15)
+    rows = [39, 0, 20, 16]
+    expected = lance.dataset(uri).take(rows).column("d")
+    got = lance_ops.dataset(uri).take(rows).column("d")
+    assert expected.chunk(0).dictionary.null_count == 1
+    assert got.combine_chunks().equals(expected.combine_chunks())
+
+
+def test_unifies_only_refuses_differing_dictionaries_with_null_entries() -> None:
+    with_null = [_with_null_entry(i) for i in range(2)]
+    plain = [_dict(i) for i in range(2)]
+    assert not dictionary.unifies(with_null)
+    assert dictionary.unifies([with_null[0], with_null[0].slice(1)])
+    assert dictionary.unifies(plain)
+    nested = [_nested_with_null_entries(i)["struct"] for i in range(2)]
+    assert not dictionary.unifies(nested)
+    assert dictionary.unifies([nested[0], nested[0]])

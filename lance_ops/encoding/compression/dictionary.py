@@ -79,6 +79,29 @@ def normalize_nested_nulls(array: pa.Array) -> pa.Array:
     return kind.from_arrays(offsets, normalize_nested_nulls(array.values), type=dtype, mask=mask)
 
 
+def nested_dictionaries(array: pa.Array) -> list[pa.Array]:
+    """The dictionaries of the dictionary arrays in ``array`` (itself or nested), in pre-order."""
+    dtype = array.type
+    if not holds_dictionary(dtype):
+        return []
+    if pa.types.is_dictionary(dtype):
+        return [array.dictionary]
+    if pa.types.is_struct(dtype):
+        return [d for i in range(dtype.num_fields) for d in nested_dictionaries(array.field(i))]
+    if pa.types.is_map(dtype):
+        return nested_dictionaries(array.keys) + nested_dictionaries(array.items)
+    return nested_dictionaries(array.values)
+
+
+def unifies(chunks: Sequence[pa.Array]) -> bool:
+    """Whether Arrow can concatenate ``chunks``: it unifies dictionaries that differ between the
+    chunks, and refuses to when one of them holds a null entry."""
+    for level in zip(*(nested_dictionaries(c) for c in chunks), strict=True):
+        if any(d.null_count for d in level) and not all(d.equals(level[0]) for d in level[1:]):
+            return False
+    return True
+
+
 def holds_dictionary(dtype: pa.DataType) -> bool:
     """Whether ``dtype`` is, or nests (list, large list, fixed-size list, struct, map), a dictionary."""
     if pa.types.is_dictionary(dtype):
