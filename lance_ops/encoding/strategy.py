@@ -667,6 +667,13 @@ def _largest_value_bytes(block: DataBlock) -> int:
     raise UnsupportedFeatureError(f"cannot size a {type(block).__name__}")
 
 
+def _null_items(block: DataBlock) -> bool:
+    """An FSL block whose leaf items are of the null type (0 bits wide)."""
+    while isinstance(block, FixedSizeListBlock):
+        block = block.child
+    return isinstance(block, FixedWidthBlock) and block.bits_per_value == 0
+
+
 def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: FileVersion) -> EncodedPage:
     """Encode one leaf column's page (steps 1-5 of the module docstring)."""
     levels = leaf.levels
@@ -695,6 +702,10 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
     full_zip = _largest_value_bytes(block) >= FULLZIP_MIN_VALUE_BYTES
     if options.structural_encoding is not None:
         full_zip = options.structural_encoding == "fullzip"
+    if _null_items(block):
+        if options.structural_encoding == "miniblock":  # pylance 14 panics on it
+            raise UnsupportedFeatureError("a fixed_size_list of nulls cannot be stored in mini-block")
+        full_zip = True  # FSL<null> rows are validity bytes only: pylance always writes them full-zip
     if full_zip:
         block = fullzip.byte_aligned(block)
         if options.compression == AUTO:
@@ -771,9 +782,21 @@ def leaf_fields(field: pa.Field) -> list[pa.Field]:
 
 
 def num_columns(field: pa.Field, version: FileVersion) -> int:
-    """Columns a top-level field occupies in 2.1 / 2.2: one per leaf (file-container.md §2.2)."""
+    """Columns a top-level field occupies in 2.1 / 2.2: one per leaf (file-container.md §2.2),
+    except that a (not packed) struct marked ``lance-encoding:blob`` takes one column.
+
+    pylance 14 treats such a struct, wherever it sits, as one blob column: it writes a 2.2 file
+    without rows holding one (empty) column for it and refuses rows for it ("Blob v2 encoder
+    expected prepared array layout"), so only files without rows carry it.
+    """
     _check_structural(version)
-    return count_leaves(field)
+    return _column_count(field)
+
+
+def _column_count(field: pa.Field) -> int:
+    if is_leaf_field(field) or (pa.types.is_struct(field.type) and is_blob_field(field.metadata, field.type)):
+        return 1
+    return sum(_column_count(child) for child in _children(field))
 
 
 def _contains_map(dtype: pa.DataType) -> bool:
@@ -871,7 +894,7 @@ class StructuralFieldEncoder(FieldEncoder):
             raise refusal
         self._refusal = _marker_refusal(field, version, eager=False) or self._refusal
         self.writes_external = any(options.blob for options in self.options)
-        self.num_columns = len(self.leaves)
+        self.num_columns = _column_count(field)  # a blob struct (never given rows) takes one column
 
     def encode(self, array: pa.Array, external: WriteExternal | None = None) -> list[list[EncodedPage]]:
         if isinstance(array, pa.ChunkedArray):
@@ -879,7 +902,7 @@ class StructuralFieldEncoder(FieldEncoder):
         if not array.type.equals(self.field.type):
             raise SchemaError(f"field {self.field.name!r}: expected {self.field.type}, got {array.type}")
         if len(array) == 0:
-            return [[] for _ in self.leaves]
+            return [[] for _ in range(self.num_columns)]
         if self._refusal is not None:
             raise self._refusal
         leaves = shred(array, self.field)

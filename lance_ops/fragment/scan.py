@@ -107,15 +107,17 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
 
 
 def _join_dictionaries(table: pa.Table) -> pa.Table:
-    """``table`` with the chunks of each dictionary column whose dictionaries hold null entries
-    (2.0 files) joined into one: Arrow's own unification in ``take`` refuses those."""
+    """``table`` ready for Arrow's ``take``, which concatenates a column's chunks and unifies the
+    dictionaries (top level or nested in lists, structs, maps) that differ between them. Arrow
+    refuses dictionaries with null entries there (2.0 and 0.1 fragments give them): only then are
+    those null entries moved into the keys first. Elsewhere the dictionaries are left as Arrow
+    and pylance's take leave them (chunks sharing one dictionary keep it, null entry included)."""
     for i, column in enumerate(table.columns):
-        if (
-            pa.types.is_dictionary(column.type)
-            and column.num_chunks > 1
-            and any(chunk.dictionary.null_count for chunk in column.chunks)
-        ):
-            table = table.set_column(i, table.field(i), pa.chunked_array([dictionary.concat(column.chunks)]))
+        if column.num_chunks < 2 or not dictionary.holds_dictionary(column.type):
+            continue
+        if not dictionary.unifies(column.chunks):
+            chunks = [dictionary.normalize_nested_nulls(chunk) for chunk in column.chunks]
+            table = table.set_column(i, table.field(i), pa.chunked_array(chunks, column.type))
     return table
 
 
@@ -167,9 +169,9 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
         if not len(local):
             continue
         unique, inverse = np.unique(local, return_inverse=True)
-        parts.append(_read(fragment, columns, unique).take(pa.array(inverse.reshape(-1))))
+        parts.append(_join_dictionaries(_read(fragment, columns, unique)).take(pa.array(inverse.reshape(-1))))
         order.append(positions[mine][keep])
     if not parts:
         return _empty(files, columns)
-    table = pa.concat_tables(parts)
+    table = _join_dictionaries(pa.concat_tables(parts))
     return table.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))

@@ -140,9 +140,16 @@ def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBa
                 for column, field, blob in zip(batch.columns, schema, blob_v2, strict=True)
             ]
             batch = pa.RecordBatch.from_arrays(columns, names=schema.names)
+        if batch.schema.types == target.types:
+            # no cast needed (pyarrow 26 refuses to cast fixed_size_list<null> even to its own type);
+            # a non-nullable field still refuses nulls, as the cast would
+            for column, field in zip(batch.columns, target, strict=True):
+                if not field.nullable and column.null_count:
+                    raise SchemaError(f"column {field.name!r} is not nullable but holds nulls")
+            return pa.RecordBatch.from_arrays(batch.columns, schema=target)
         try:
             return batch.cast(target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
             raise SchemaError(f"data does not match the dataset schema: {exc}") from exc
 
     return pa.RecordBatchReader.from_batches(target, (cast(b) for b in reader))

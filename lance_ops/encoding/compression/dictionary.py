@@ -53,8 +53,72 @@ def normalize_nulls(array: pa.DictionaryArray) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=array.type.ordered)
 
 
+def normalize_nested_nulls(array: pa.Array) -> pa.Array:
+    """:func:`normalize_nulls` applied to every dictionary in ``array``, at the top level or nested
+    in lists, large lists, fixed-size lists, structs and maps (the nesting is kept as is), so
+    that Arrow can unify the dictionaries of several such arrays (it refuses null entries)."""
+    dtype = array.type
+    if not holds_dictionary(dtype):
+        return array
+    if pa.types.is_dictionary(dtype):
+        return normalize_nulls(array)
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_struct(dtype):
+        children = [normalize_nested_nulls(array.field(i)) for i in range(dtype.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(dtype), mask=mask)
+    if pa.types.is_fixed_size_list(dtype):
+        size = dtype.list_size
+        values = normalize_nested_nulls(array.values.slice(array.offset * size, len(array) * size))
+        return pa.FixedSizeListArray.from_arrays(values, type=dtype, mask=mask)
+    # offsets copied: Arrow takes no validity mask with a sliced offsets array
+    offsets = pa.array(array.offsets.to_numpy(zero_copy_only=False), array.offsets.type)
+    if pa.types.is_map(dtype):
+        keys, items = normalize_nested_nulls(array.keys), normalize_nested_nulls(array.items)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=dtype, mask=mask)
+    kind = pa.LargeListArray if pa.types.is_large_list(dtype) else pa.ListArray
+    return kind.from_arrays(offsets, normalize_nested_nulls(array.values), type=dtype, mask=mask)
+
+
+def nested_dictionaries(array: pa.Array) -> list[pa.Array]:
+    """The dictionaries of the dictionary arrays in ``array`` (itself or nested), in pre-order."""
+    dtype = array.type
+    if not holds_dictionary(dtype):
+        return []
+    if pa.types.is_dictionary(dtype):
+        return [array.dictionary]
+    if pa.types.is_struct(dtype):
+        return [d for i in range(dtype.num_fields) for d in nested_dictionaries(array.field(i))]
+    if pa.types.is_map(dtype):
+        return nested_dictionaries(array.keys) + nested_dictionaries(array.items)
+    return nested_dictionaries(array.values)
+
+
+def unifies(chunks: Sequence[pa.Array]) -> bool:
+    """Whether Arrow can concatenate ``chunks``: it unifies dictionaries that differ between the
+    chunks, and refuses to when one of them holds a null entry."""
+    for level in zip(*(nested_dictionaries(c) for c in chunks), strict=True):
+        if any(d.null_count for d in level) and not all(d.equals(level[0]) for d in level[1:]):
+            return False
+    return True
+
+
+def holds_dictionary(dtype: pa.DataType) -> bool:
+    """Whether ``dtype`` is, or nests (list, large list, fixed-size list, struct, map), a dictionary."""
+    if pa.types.is_dictionary(dtype):
+        return True
+    if pa.types.is_map(dtype):
+        return holds_dictionary(dtype.key_type) or holds_dictionary(dtype.item_type)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
+        return holds_dictionary(dtype.value_type)
+    if pa.types.is_struct(dtype):
+        return any(holds_dictionary(dtype.field(i).type) for i in range(dtype.num_fields))
+    return False
+
+
 def concat(chunks: Sequence[pa.Array]) -> pa.Array:
-    """Concatenate chunks of one type; top-level dictionary chunks are joined as pylance does.
+    """Concatenate chunks of one type; dictionary chunks, at the top level or nested in lists,
+    fixed-size lists, structs and maps, are joined as pylance joins top-level ones (Arrow's own
+    concatenation unifies dictionaries and refuses those holding null entries, which 2.0 files give).
 
     If the joined dictionary outgrows the key type, the dictionaries are unified instead
     (pylance would write an unreadable file there).
@@ -62,8 +126,10 @@ def concat(chunks: Sequence[pa.Array]) -> pa.Array:
     if len(chunks) == 1:
         return chunks[0]
     dtype = chunks[0].type
-    if not pa.types.is_dictionary(dtype):
+    if not holds_dictionary(dtype):
         return pa.concat_arrays(list(chunks))
+    if not pa.types.is_dictionary(dtype):
+        return _concat_nested(chunks, dtype)
     sizes = np.array([len(c.dictionary) for c in chunks], np.int64)
     if int(sizes.sum()) - 1 > np.iinfo(dtype.index_type.to_pandas_dtype()).max:
         return _unified(chunks, dtype)
@@ -74,6 +140,36 @@ def concat(chunks: Sequence[pa.Array]) -> pa.Array:
     indices = pa.array(keys, dtype.index_type, mask=~valid)
     dictionary = pa.concat_arrays([c.dictionary for c in chunks])
     return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=dtype.ordered)
+
+
+def _concat_nested(chunks: Sequence[pa.Array], dtype: pa.DataType) -> pa.Array:
+    """Concatenate nested chunks layer by layer, joining the dictionaries below with :func:`concat`."""
+    valid = np.concatenate([np.asarray(c.is_valid().to_numpy(zero_copy_only=False), bool) for c in chunks])
+    mask = None if valid.all() else pa.array(~valid)
+    if pa.types.is_struct(dtype):
+        children = [concat([c.field(i) for c in chunks]) for i in range(dtype.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(dtype), mask=mask)
+    if pa.types.is_fixed_size_list(dtype):
+        size = dtype.list_size
+        values = concat([c.values.slice(c.offset * size, len(c) * size) for c in chunks])
+        return pa.FixedSizeListArray.from_arrays(values, type=dtype, mask=mask)
+    # list, large list, map: offsets rebased onto the joined values
+    bounds = [np.asarray(c.offsets.to_numpy(zero_copy_only=False), np.int64) for c in chunks]
+    starts = np.cumsum([0] + [int(b[-1] - b[0]) for b in bounds[:-1]])
+    offsets = np.concatenate(
+        [bounds[0][:1] - bounds[0][0]]
+        + [b[1:] - b[0] + s for b, s in zip(bounds, starts.tolist(), strict=True)]
+    )
+    width = pa.int64() if pa.types.is_large_list(dtype) else pa.int32()
+    joined = pa.array(offsets, width)
+    parts = list(zip(chunks, bounds, strict=True))
+    if pa.types.is_map(dtype):
+        keys = concat([c.keys.slice(b[0], b[-1] - b[0]) for c, b in parts])
+        items = concat([c.items.slice(b[0], b[-1] - b[0]) for c, b in parts])
+        return pa.MapArray.from_arrays(joined, keys, items, type=dtype, mask=mask)
+    values = concat([c.values.slice(b[0], b[-1] - b[0]) for c, b in parts])
+    kind = pa.LargeListArray if pa.types.is_large_list(dtype) else pa.ListArray
+    return kind.from_arrays(joined, values, type=dtype, mask=mask)
 
 
 def _unified(chunks: Sequence[pa.Array], dtype: pa.DictionaryType) -> pa.DictionaryArray:

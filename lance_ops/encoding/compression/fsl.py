@@ -13,6 +13,11 @@ nested FSL layers nest the message (outer layer outermost). One value = one FSL 
   ``FSL<float32, 128>`` with item validity is 16 + 512 bytes (4 224 bits).
 
 Row nulls are definition levels (structural); null rows still occupy their bytes.
+
+``FSL<null>`` (item width 0): the leaf description is ``Constant {}`` without a value and
+every validity layer is written (all items null), so a row is only its validity bytes
+(``FSL<null, 20>`` = 3 bytes). pylance 14 writes it full-zip only (forcing mini-block makes
+it panic), so mini-block compression of a 0-bit leaf is refused.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from lance_ops.encoding.compression.base import (
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedSizeListBlock, FixedWidthBlock
-from lance_ops.errors import UnsupportedEncodingError
+from lance_ops.errors import UnsupportedEncodingError, UnsupportedFeatureError
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,8 @@ class _Shape:
 
     def description(self) -> pb.CompressiveEncoding:
         desc = flat_desc(self.item_bits)
+        if self.item_bits == 0:
+            desc = pb.CompressiveEncoding(constant=pb.Constant())  # FSL<null>
         for dim, valid in zip(reversed(self.dims), reversed(self.validity), strict=True):
             desc = pb.CompressiveEncoding(
                 fixed_size_list=pb.FixedSizeList(items_per_value=dim, has_validity=valid, values=desc)
@@ -118,6 +125,8 @@ class FixedSizeListCompressor(MiniBlockCompressor):
 
     def compress(self, block: DataBlock) -> tuple[MiniBlockCompressed, pb.CompressiveEncoding]:
         shape, validity, leaf = _unfold(block)
+        if shape.item_bits == 0:
+            raise UnsupportedFeatureError("a fixed_size_list of nulls cannot be stored in mini-block")
         rows = block.num_values
         counts = np.array(split_counts(rows, fixed_chunk_values(shape.row_bytes())), dtype=np.int64)
         buffers, sizes = [], []
@@ -164,6 +173,8 @@ def _parse_shape(desc: pb.FixedSizeList) -> _Shape:
         dims.append(int(layer.items_per_value))
         valid.append(bool(layer.has_validity))
         current = layer.values
+    if current.WhichOneof("compression") == "constant" and not current.constant.HasField("value"):
+        return _Shape(tuple(dims), tuple(valid), 0)  # FSL<null>: validity bytes only
     return _Shape(tuple(dims), tuple(valid), flat_bits(current))
 
 

@@ -189,7 +189,8 @@ class ShreddedLeaf:
 
 
 def is_leaf_type(dtype: pa.DataType) -> bool:
-    """Leaf = anything but a struct, (large) list or map; a primitive FSL is a leaf."""
+    """Leaf = anything but a struct, (large) list or map; a primitive FSL (also one of nulls,
+    which pylance stores as item-validity bytes only) is a leaf."""
     if pa.types.is_struct(dtype):
         if dtype.num_fields == 0:
             raise UnsupportedFeatureError("empty structs are not supported")
@@ -199,7 +200,10 @@ def is_leaf_type(dtype: pa.DataType) -> bool:
         while pa.types.is_fixed_size_list(inner):
             inner = inner.value_type
         if not (
-            pa.types.is_primitive(inner) or pa.types.is_fixed_size_binary(inner) or pa.types.is_decimal(inner)
+            pa.types.is_primitive(inner)
+            or pa.types.is_fixed_size_binary(inner)
+            or pa.types.is_decimal(inner)
+            or pa.types.is_null(inner)
         ):
             raise UnsupportedFeatureError(f"fixed_size_list of {dtype.value_type} is not supported")
         return True

@@ -100,7 +100,10 @@ def to_block(array: pa.Array) -> DataBlock:
         dim = dtype.list_size
         child = array.values.slice(off * dim, n * dim)
         validity = None
-        if child.null_count:
+        if pa.types.is_null(child.type):
+            # every item null; written even so, as pylance does
+            validity = np.zeros(-(-n * dim // 8), np.uint8)
+        elif child.null_count:
             validity = _bits(child.buffers()[0], child.offset, n * dim)
         return FixedSizeListBlock(to_block(child), dim, n, validity)
     if pa.types.is_null(dtype):
@@ -130,7 +133,7 @@ def from_block(block: DataBlock, dtype: pa.DataType) -> pa.Array:
         if not pa.types.is_fixed_size_list(dtype):
             raise CorruptFileError("<page>", f"fixed-size-list data for a {dtype} column")
         child = from_block(block.child, dtype.value_type)
-        if block.validity is not None:
+        if block.validity is not None and not pa.types.is_null(dtype.value_type):
             child = with_bitmap(child, pa.py_buffer(np.asarray(block.validity)))
         return pa.FixedSizeListArray.from_arrays(child, type=dtype)
     if isinstance(block, StructBlock):
