@@ -34,7 +34,7 @@ segment kind with numpy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -156,22 +156,13 @@ def rechunk_row_ids(segments: Sequence[np.ndarray], sizes: Sequence[int]) -> lis
     segments ``[0..5 minus 2]``, ``[5..9]``, ``[9..12]`` in one chunk ->
     ``RangeWithBitmap{0, 5}``, ``Range{5, 12}``.
     """
-    out: list[bytes] = []
     pending = [s for s in segments if len(s)]
-    index, offset = 0, 0
-    for size in sizes:
+    if sum(len(s) for s in pending) > sum(sizes):
+        raise CorruptFileError("<row ids>", f"row id segments hold more rows than the chunks {list(sizes)}")
+    out: list[bytes] = []
+    for pieces in _cut(pending, sizes, "<row ids>", "row id segments"):
         seq = rowids_pb2.RowIdSequence()
-        remaining = size
-        while remaining > 0:
-            if index >= len(pending):
-                raise CorruptFileError(
-                    "<row ids>", f"row id segments hold fewer rows than the chunks {list(sizes)}"
-                )
-            values = pending[index][offset : offset + remaining]
-            offset += len(values)
-            remaining -= len(values)
-            if offset == len(pending[index]):
-                index, offset = index + 1, 0
+        for _, values in pieces:
             piece = rowids_pb2.U64Segment()
             encode_segment(values, piece)
             last = seq.segments[-1] if len(seq.segments) else None
@@ -185,9 +176,28 @@ def rechunk_row_ids(segments: Sequence[np.ndarray], sizes: Sequence[int]) -> lis
             else:
                 seq.segments.append(piece)
         out.append(seq.SerializeToString())
-    if index < len(pending):
-        raise CorruptFileError("<row ids>", f"row id segments hold more rows than the chunks {list(sizes)}")
     return out
+
+
+def _cut(
+    spans: Sequence[np.ndarray], sizes: Sequence[int], path: str, what: str
+) -> Iterator[list[tuple[int, np.ndarray]]]:
+    """Per chunk of ``sizes`` rows, the pieces of ``spans`` it takes, in order, as
+    ``(span index, values)``; raises :class:`CorruptFileError` when the spans run out."""
+    index, offset = 0, 0
+    for size in sizes:
+        pieces: list[tuple[int, np.ndarray]] = []
+        remaining = size
+        while remaining > 0:
+            if index >= len(spans):
+                raise CorruptFileError(path, f"{what} hold fewer rows than the chunks {list(sizes)}")
+            values = spans[index][offset : offset + remaining]
+            pieces.append((index, values))
+            offset += len(values)
+            remaining -= len(values)
+            if offset == len(spans[index]):
+                index, offset = index + 1, 0
+        yield pieces
 
 
 VersionRuns = list[tuple[np.ndarray, int]]
@@ -229,24 +239,13 @@ def rechunk_versions(runs: VersionRuns, sizes: Sequence[int]) -> list[bytes]:
     never merged, even when neighbours share a version.
     """
     out: list[bytes] = []
-    index, offset = 0, 0
-    for size in sizes:
+    spans = [span for span, _ in runs]
+    for pieces in _cut(spans, sizes, "<row versions>", "version runs"):
         seq = rowids_pb2.RowDatasetVersionSequence()
-        remaining = size
-        while remaining > 0:
-            if index >= len(runs):
-                raise CorruptFileError(
-                    "<row versions>", f"version runs hold fewer rows than the chunks {list(sizes)}"
-                )
-            span, version = runs[index]
-            values = span[offset : offset + remaining]
-            offset += len(values)
-            remaining -= len(values)
-            if offset == len(span):
-                index, offset = index + 1, 0
+        for index, values in pieces:
             run = seq.runs.add()
             encode_segment(values, run.span)
-            run.version = version
+            run.version = runs[index][1]
         out.append(seq.SerializeToString())
     return out
 
