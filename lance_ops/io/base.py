@@ -257,6 +257,13 @@ class ObjectStore(ABC):
         Clipping at the end of file as in :meth:`read_range`. Empty ranges need no I/O, so a batch
         of only empty ranges does not touch (or check) the file.
         """
+        if len(ranges) == 1 and not isinstance(ranges, np.ndarray):
+            # One request (a small page's chunks, a footer): nothing to plan or cut.
+            ((start, length),) = ranges
+            start, length = int(start), int(length)
+            if start < 0 or length < 0:
+                raise ValueError("byte ranges need start >= 0 and length >= 0")
+            return self._read_spans(path, [(start, length)]) if length else [memoryview(b"")]
         plan = plan_ranges(ranges, self.coalesce_gap)
         return plan.slices(self._read_spans(path, plan.spans) if len(plan.span_starts) else [])
 

@@ -324,7 +324,7 @@ class MiniBlockPage:
         fixed = 2 * (1 + n_level_streams)
         head_len = fixed + size_width * num_buffers
         head_len += _pad(head_len)
-        if bool(np.any(ends - starts < head_len)):
+        if len(starts) and bool((ends - starts < head_len).any()):
             raise CorruptFileError("<page>", "mini-block chunk is truncated")
         head = blob[starts[:, None] + np.arange(head_len)]
         shorts = np.ascontiguousarray(head[:, :fixed]).view("<u2").astype(np.int64)
@@ -524,7 +524,7 @@ def _indices(block: DataBlock) -> np.ndarray:
 
 def _views(blob: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarray) -> ChunkSpans:
     """The spans ``blob[pos:pos + size]``, checked against each chunk's end."""
-    if bool(np.any(pos + size > ends)):
+    if bool((pos + size > ends).any()):
         raise CorruptFileError("<page>", "mini-block chunk is truncated")
     return ChunkSpans(np.ascontiguousarray(blob), pos, size)
 
