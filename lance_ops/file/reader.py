@@ -198,6 +198,8 @@ class LanceFileReader:
         store, store_path = object_store(path, dict(storage_options) if storage_options else None)
         self._store: ObjectStore = store
         self.path = store_path
+        # One handle for all of this reader's ranged reads (a local file stays open between them).
+        self._ranges = store.open_ranges(store_path)
         self._tail: FileTail = read_tail(store, store_path)
         self.version: FileVersion = self._tail.version
         self._codec = codec_for(self.version)
@@ -275,7 +277,7 @@ class LanceFileReader:
         return decoder
 
     def _fetch(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
-        buffers = self._store.read_ranges(self.path, ranges)
+        buffers = self._ranges.read_ranges(ranges)
         for (start, length), data in zip(ranges, buffers, strict=True):
             if len(data) != length:
                 raise CorruptFileError(self.path, f"file ended while reading bytes {start}..{start + length}")
