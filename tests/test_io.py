@@ -484,3 +484,22 @@ def test_fsspec_put_if_absent_without_exclusive_create_falls_back(
     assert "not atomic" in caplog.text
     assert not store.put_if_absent(path, b"two")
     assert store.read(path) == b"one"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_local_range_reader_works_across_fork(tmp_path: os.PathLike) -> None:
+    store = LocalStore()
+    path = os.path.join(str(tmp_path), "f")
+    store.write(path, bytes(range(200)))
+    reader = store.open_ranges(path)
+    assert bytes(reader.read_ranges([(10, 2)])[0]) == bytes([10, 11])  # descriptor open before the fork
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        ok = bytes(reader.read_ranges([(100, 3)])[0]) == bytes([100, 101, 102])
+        reader.close()
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # the child closed its own copy of the descriptor, not the parent's
+    assert bytes(reader.read_ranges([(150, 2), (0, 1)])[0]) == bytes([150, 151])
+    reader.close()
