@@ -503,3 +503,21 @@ def test_local_range_reader_works_across_fork(tmp_path: os.PathLike) -> None:
     # the child closed its own copy of the descriptor, not the parent's
     assert bytes(reader.read_ranges([(150, 2), (0, 1)])[0]) == bytes([150, 151])
     reader.close()
+
+
+def test_patched_local_read_spans_sees_range_reader_reads(
+    tmp_path: os.PathLike, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = []
+    original = LocalStore._read_spans
+
+    def counting(self: LocalStore, path: str, spans: list[tuple[int, int]]) -> list[memoryview]:
+        seen.append(list(spans))
+        return original(self, path, spans)
+
+    monkeypatch.setattr(LocalStore, "_read_spans", counting)
+    store = LocalStore()
+    path = os.path.join(str(tmp_path), "f")
+    store.write(path, b"abcdef")
+    assert bytes(store.open_ranges(path).read_ranges([(1, 3)])[0]) == b"bcd"
+    assert seen == [[(1, 3)]]

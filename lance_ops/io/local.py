@@ -167,9 +167,9 @@ class LocalStore(ObjectStore):
 
     def open_ranges(self, path: str) -> RangeReader:
         """A reader of ``path`` keeping one descriptor open between calls (:class:`LocalRangeReader`),
-        unless a subclass changed how ranges are read (then every call goes through it)."""
+        unless a subclass or a patch changed how ranges are read (then every call goes through it)."""
         kind = type(self)
-        if kind.read_ranges is ObjectStore.read_ranges and kind._read_spans is LocalStore._read_spans:
+        if kind.read_ranges is ObjectStore.read_ranges and kind._read_spans is _PLAIN_READ_SPANS:
             return LocalRangeReader(self, path)
         return RangeReader(self, path)
 
@@ -232,20 +232,26 @@ class LocalStore(ObjectStore):
         return os.path.join(base, *(part.strip("/") for part in parts if part.strip("/")))
 
 
+# How LocalStore reads spans as defined here; a subclass or a patch (tests counting bytes) that
+# replaces it gets forwarding range readers, so every read still goes through the replacement.
+_PLAIN_READ_SPANS = LocalStore._read_spans
+
 # At most this many LocalRangeReaders hold a descriptor at once (process-wide): the oldest opened
 # gives its descriptor back when another opens, so caches of many file readers (a dataset keeps up
 # to 512 per version) never run the process out of descriptors.
 MAX_OPEN_READERS = 128
 
-_pool_lock = threading.Lock()
+# Re-entrant locks throughout: a garbage collection may run a reader's finalizer (which takes its
+# lock and this one) in a thread already holding them.
+_pool_lock = threading.RLock()
 # key -> (descriptor box, the reader's lock), oldest opened first.
-_pool: OrderedDict[int, tuple[list[int | None], threading.Lock]] = OrderedDict()
+_pool: OrderedDict[int, tuple[list[int | None], threading.RLock]] = OrderedDict()
 _keys = itertools.count()
 
 
 def _after_fork_in_child() -> None:
     global _pool_lock
-    _pool_lock = threading.Lock()  # another thread of the parent may have held it
+    _pool_lock = threading.RLock()  # another thread of the parent may have held it
 
 
 if hasattr(os, "register_at_fork"):
@@ -261,22 +267,25 @@ def _close_box(key: int, box: list[int | None]) -> None:
         os.close(fd)
 
 
-def _release(key: int, box: list[int | None], lock: threading.Lock) -> None:
+def _release(key: int, box: list[int | None], lock: threading.RLock) -> None:
     with lock:
         _close_box(key, box)
 
 
-def _admit(key: int, box: list[int | None], lock: threading.Lock) -> None:
+def _admit(key: int, box: list[int | None], lock: threading.RLock) -> None:
     """Register a newly opened descriptor, closing the oldest others' beyond the limit. A reader busy
     reading (its lock held) is skipped, so no descriptor is closed under a read."""
     victims = []
     with _pool_lock:
         _pool[key] = (box, lock)
         for other in list(_pool)[: max(0, len(_pool) - MAX_OPEN_READERS)]:
-            other_box, other_lock = _pool[other]
+            entry = _pool.get(other)  # a finalizer run meanwhile may have removed it
+            if entry is None:
+                continue
+            other_box, other_lock = entry
             if other != key and other_lock.acquire(blocking=False):
                 victims.append((other, other_box, other_lock))
-                del _pool[other]
+                _pool.pop(other, None)
     for _, other_box, other_lock in victims:
         try:
             fd, other_box[0] = other_box[0], None
@@ -300,7 +309,7 @@ class LocalRangeReader(RangeReader):
         super().__init__(store, path)
         self._key = next(_keys)
         self._box: list[int | None] = [None]
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._finalizer = weakref.finalize(self, _release, self._key, self._box, self._lock)
 
     def __getstate__(self) -> tuple[ObjectStore, str]:
