@@ -188,6 +188,105 @@ def test_read_ranges_matches_slices(new_base: NewBase, content: bytes, ranges: l
     store.write(path, content)
     got = store.read_ranges(path, ranges)
     assert [bytes(view) for view in got] == [content[s : s + n] for s, n in ranges]
+    reader = store.open_ranges(path)
+    try:
+        for _ in range(2):  # the second call reuses the local reader's open descriptor
+            got = reader.read_ranges(ranges)
+            assert [bytes(view) for view in got] == [content[s : s + n] for s, n in ranges]
+    finally:
+        reader.close()
+
+
+def test_open_ranges_missing_file_and_bad_ranges(new_base: NewBase) -> None:
+    store, base = new_base()
+    path = store.join(base, "f")
+    reader = store.open_ranges(path)
+    with pytest.raises(FileNotFoundError):
+        reader.read_ranges([(0, 4)])
+    store.write(path, b"0123456789")
+    assert [bytes(v) for v in reader.read_ranges([(8, 10), (0, 0), (50, 1)])] == [b"89", b"", b""]
+    with pytest.raises(ValueError):
+        reader.read_ranges([(1, -1)])
+    with pytest.raises(ValueError):
+        reader.read_ranges([(0, 1), (-1, 1)])
+    reader.close()
+
+
+def _open_fds() -> set[str]:
+    return {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if _readable_fd(fd)}
+
+
+def _readable_fd(fd: str) -> bool:
+    try:
+        os.readlink(f"/proc/self/fd/{fd}")
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_local_range_reader_keeps_one_descriptor_and_releases_it(tmp_path: os.PathLike[str]) -> None:
+    import gc
+    import pickle
+
+    from lance_ops.io.local import LocalRangeReader
+
+    store = LocalStore()
+    path = os.path.join(str(tmp_path), "f")
+    store.write(path, bytes(range(256)) * 4)
+    reader = store.open_ranges(path)
+    assert isinstance(reader, LocalRangeReader)
+    assert path not in _open_fds()  # opened on the first read, not before
+    assert bytes(reader.read_ranges([(1, 3)])[0]) == bytes([1, 2, 3])
+    assert path in _open_fds()
+    assert bytes(reader.read_ranges([(300, 2)])[0]) == bytes([44, 45])
+    assert sorted(_open_fds()).count(path) == 1  # one descriptor for both reads
+    clone = pickle.loads(pickle.dumps(reader))  # pickles as store + path, no descriptor
+    assert bytes(clone.read_ranges([(1, 3)])[0]) == bytes([1, 2, 3])
+    clone.close()
+    reader.close()
+    assert path not in _open_fds()
+    assert bytes(reader.read_ranges([(1, 3)])[0]) == bytes([1, 2, 3])  # reopens on demand
+    del reader
+    gc.collect()
+    assert path not in _open_fds()  # closed when collected
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_local_range_readers_hold_a_bounded_number_of_descriptors(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lance_ops.io import local
+
+    monkeypatch.setattr(local, "MAX_OPEN_READERS", 3)
+    store = LocalStore()
+    paths = [os.path.join(str(tmp_path), f"f{i}") for i in range(6)]
+    for i, path in enumerate(paths):
+        store.write(path, bytes([i]) * 10)
+    readers = [store.open_ranges(path) for path in paths]
+    for i, reader in enumerate(readers):
+        assert bytes(reader.read_ranges([(0, 2)])[0]) == bytes([i, i])
+    assert len(_open_fds() & set(paths)) == 3  # the three oldest gave theirs back
+    for i, reader in enumerate(readers):  # and reopen when read again
+        assert bytes(reader.read_ranges([(5, 1)])[0]) == bytes([i])
+    for reader in readers:
+        reader.close()
+    assert not _open_fds() & set(paths)
+
+
+def test_local_store_subclass_reading_its_own_way_gets_a_forwarding_reader(tmp_path: os.PathLike) -> None:
+    calls = []
+
+    class Counting(LocalStore):
+        def _read_spans(self, path: str, spans: list[tuple[int, int]]) -> list[memoryview]:  # type: ignore[override]
+            calls.append(spans)
+            return super()._read_spans(path, spans)
+
+    store = Counting()
+    path = os.path.join(str(tmp_path), "f")
+    store.write(path, b"abcdef")
+    assert bytes(store.open_ranges(path).read_ranges([(2, 2)])[0]) == b"cd"
+    assert calls == [[(2, 2)]]
 
 
 def test_read_ranges_overlapping_and_duplicate(new_base: NewBase) -> None:
@@ -385,3 +484,40 @@ def test_fsspec_put_if_absent_without_exclusive_create_falls_back(
     assert "not atomic" in caplog.text
     assert not store.put_if_absent(path, b"two")
     assert store.read(path) == b"one"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_local_range_reader_works_across_fork(tmp_path: os.PathLike) -> None:
+    store = LocalStore()
+    path = os.path.join(str(tmp_path), "f")
+    store.write(path, bytes(range(200)))
+    reader = store.open_ranges(path)
+    assert bytes(reader.read_ranges([(10, 2)])[0]) == bytes([10, 11])  # descriptor open before the fork
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        ok = bytes(reader.read_ranges([(100, 3)])[0]) == bytes([100, 101, 102])
+        reader.close()
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # the child closed its own copy of the descriptor, not the parent's
+    assert bytes(reader.read_ranges([(150, 2), (0, 1)])[0]) == bytes([150, 151])
+    reader.close()
+
+
+def test_patched_local_read_spans_sees_range_reader_reads(
+    tmp_path: os.PathLike, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = []
+    original = LocalStore._read_spans
+
+    def counting(self: LocalStore, path: str, spans: list[tuple[int, int]]) -> list[memoryview]:
+        seen.append(list(spans))
+        return original(self, path, spans)
+
+    monkeypatch.setattr(LocalStore, "_read_spans", counting)
+    store = LocalStore()
+    path = os.path.join(str(tmp_path), "f")
+    store.write(path, b"abcdef")
+    assert bytes(store.open_ranges(path).read_ranges([(1, 3)])[0]) == b"bcd"
+    assert seen == [[(1, 3)]]

@@ -948,8 +948,15 @@ class StructuralFieldDecoder(FieldDecoder):
 
     def _read_column(self, fetch: Fetch, col: int, rows: np.ndarray) -> DecodedLeaf:
         firsts, ends = self._bounds[col]
+        if len(firsts) == 1:
+            # One page (small files): no page lookup; rows are sorted, so the ends bound them all.
+            if len(rows) and (int(rows[0]) < int(firsts[0]) or int(rows[-1]) >= int(ends[0])):
+                raise CorruptFileError(
+                    "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
+                )
+            return self._reader(col, 0).read(fetch, rows - firsts[0])
         which = np.searchsorted(firsts, rows, side="right") - 1
-        if len(rows) and (which.min() < 0 or np.any(rows >= ends[which])):
+        if len(rows) and (which.min() < 0 or (rows >= ends[which]).any()):
             raise CorruptFileError(
                 "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
             )
@@ -969,7 +976,7 @@ class StructuralFieldDecoder(FieldDecoder):
         if len(idx) == 0:
             return pa.array([], self.field.type)
         order = None
-        if np.any(np.diff(idx) <= 0):
+        if len(idx) > 1 and bool((idx[1:] <= idx[:-1]).any()):
             idx, order = np.unique(idx, return_inverse=True)
         leaves = [self._read_column(fetch, col, idx) for col in range(len(self.leaves))]
         try:

@@ -199,6 +199,7 @@ class LegacyFileReader(LanceFileReader):
         store, store_path = object_store(path, dict(storage_options) if storage_options else None)
         self._store = store
         self.path = store_path
+        self._ranges = store.open_ranges(store_path)
         self._legacy = read_legacy_tail(store, store_path)
         self.version = FileVersion.V0_1
         self.schema = fields_to_schema(self._legacy.fields, self._legacy.schema_metadata)

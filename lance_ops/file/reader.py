@@ -46,6 +46,10 @@ DEFAULT_BATCH_SIZE = 1024
 _VERSION_TAIL = struct.Struct("<HH4s")
 
 
+# Distinct column projections a reader remembers the schema of (a few in practice).
+_PROJECTIONS_KEPT = 32
+
+
 def footer_version(store: ObjectStore, path: str) -> FileVersion:
     """The version in the last eight bytes of any Lance file: v1 and v2 footers both end with
     ``u16 major | u16 minor | b"LANC"``."""
@@ -198,6 +202,8 @@ class LanceFileReader:
         store, store_path = object_store(path, dict(storage_options) if storage_options else None)
         self._store: ObjectStore = store
         self.path = store_path
+        # One handle for all of this reader's ranged reads (a local file stays open between them).
+        self._ranges = store.open_ranges(store_path)
         self._tail: FileTail = read_tail(store, store_path)
         self.version: FileVersion = self._tail.version
         self._codec = codec_for(self.version)
@@ -275,7 +281,7 @@ class LanceFileReader:
         return decoder
 
     def _fetch(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
-        buffers = self._store.read_ranges(self.path, ranges)
+        buffers = self._ranges.read_ranges(ranges)
         for (start, length), data in zip(ranges, buffers, strict=True):
             if len(data) != length:
                 raise CorruptFileError(self.path, f"file ended while reading bytes {start}..{start + length}")
@@ -285,14 +291,14 @@ class LanceFileReader:
         if isinstance(rows, np.ndarray) and len(rows) > 1 and (np.diff(rows) <= 0).any():
             unique, inverse = np.unique(rows, return_inverse=True)
             return self._read_table(unique, columns).take(pa.array(inverse.reshape(-1)))
-        schema = self._projected_schema(columns)
+        schema, indices = self._projection(columns)
         arrays = []
-        for field in schema:
+        for field, index in zip(schema, indices, strict=True):
             if len(rows) == 0:
                 array = pa.array([], type=field.type)
             else:
                 try:
-                    array = self._decoder(self.schema.get_field_index(field.name)).read(self._fetch, rows)
+                    array = self._decoder(index).read(self._fetch, rows)
                 except CorruptFileError as exc:
                     raise exc.located(path=self.path, column=field.name) from exc
                 if array.type != field.type:
@@ -301,8 +307,25 @@ class LanceFileReader:
         return pa.Table.from_arrays(arrays, schema=schema)
 
     def _projected_schema(self, columns: Sequence[str]) -> pa.Schema:
-        fields = [self.schema.field(name) for name in columns]
-        return pa.schema(fields, metadata=self.schema.metadata)
+        return self._projection(columns)[0]
+
+    def _projection(self, columns: Sequence[str]) -> tuple[pa.Schema, list[int]]:
+        """The schema of ``columns`` and each one's field index, kept per projection (a take over
+        many small files asks each for the same few)."""
+        cache: dict[tuple[str, ...], tuple[pa.Schema, list[int]]]
+        cache = self.__dict__.setdefault("_projections", {})
+        key = tuple(columns)
+        found = cache.get(key)
+        if found is None:
+            fields = [self.schema.field(name) for name in columns]
+            found = (
+                pa.schema(fields, metadata=self.schema.metadata),
+                [self.schema.get_field_index(field.name) for field in fields],
+            )
+            if len(cache) >= _PROJECTIONS_KEPT:
+                cache.clear()
+            cache[key] = found
+        return found
 
     # ------------------------------------------------------------------ public API
 

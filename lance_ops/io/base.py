@@ -32,7 +32,7 @@ from __future__ import annotations
 import builtins
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -43,7 +43,9 @@ __all__ = [
     "ObjectStore",
     "OutputStream",
     "RangePlan",
+    "RangeReader",
     "plan_ranges",
+    "serve_ranges",
 ]
 
 
@@ -169,6 +171,39 @@ def _plan_many(ranges: Sequence[tuple[int, int]] | np.ndarray, coalesce_gap: int
     )
 
 
+class RangeReader:
+    """Ranged reads of one file of a store (:meth:`ObjectStore.open_ranges`): the same answers as
+    ``store.read_ranges(path, ...)``. :meth:`close` releases whatever it holds (a no-op here); it
+    stays usable afterwards, reopening on demand. Pickles (and forks) as its store and path."""
+
+    def __init__(self, store: ObjectStore, path: str) -> None:
+        self.store = store
+        self.path = path
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]] | np.ndarray) -> list[memoryview]:
+        return self.store.read_ranges(self.path, ranges)
+
+    def close(self) -> None:
+        """Release any open handle (reads after this reopen it)."""
+
+
+def serve_ranges(
+    ranges: Sequence[tuple[int, int]] | np.ndarray,
+    coalesce_gap: int,
+    read_spans: Callable[[list[tuple[int, int]]], list[memoryview]],
+) -> list[memoryview]:
+    """:meth:`ObjectStore.read_ranges` over ``read_spans`` (which reads coalesced spans of one file)."""
+    if len(ranges) == 1 and not isinstance(ranges, np.ndarray):
+        # One request (a small page's chunks, a footer): nothing to plan or cut.
+        ((start, length),) = ranges
+        start, length = int(start), int(length)
+        if start < 0 or length < 0:
+            raise ValueError("byte ranges need start >= 0 and length >= 0")
+        return read_spans([(start, length)]) if length else [memoryview(b"")]
+    plan = plan_ranges(ranges, coalesce_gap)
+    return plan.slices(read_spans(plan.spans) if len(plan.span_starts) else [])
+
+
 class OutputStream(ABC):
     """A file being written. Its bytes become visible at its path, all at once, on :meth:`close`.
 
@@ -257,12 +292,19 @@ class ObjectStore(ABC):
         Clipping at the end of file as in :meth:`read_range`. Empty ranges need no I/O, so a batch
         of only empty ranges does not touch (or check) the file.
         """
-        plan = plan_ranges(ranges, self.coalesce_gap)
-        return plan.slices(self._read_spans(path, plan.spans) if len(plan.span_starts) else [])
+        return serve_ranges(ranges, self.coalesce_gap, lambda spans: self._read_spans(path, spans))
 
     def _read_spans(self, path: str, spans: list[tuple[int, int]]) -> list[memoryview]:
         """Read coalesced spans; stores able to share a handle or go concurrent override this."""
         return [self.read_range(path, start, length) for start, length in spans]
+
+    def open_ranges(self, path: str) -> RangeReader:
+        """A :class:`RangeReader` of ``path``, for a caller that reads that one file many times.
+
+        By default it forwards every call to :meth:`read_ranges`; a store able to keep a handle
+        open between calls (the local disk) returns one that does.
+        """
+        return RangeReader(self, path)
 
     @abstractmethod
     def size(self, path: str) -> int:

@@ -18,17 +18,31 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import os
+import threading
 import uuid
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+
 from lance_ops.errors import StorageError
-from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
+from lance_ops.io.base import FileInfo, ObjectStore, OutputStream, RangeReader, serve_ranges
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["LOCAL_COALESCE_GAP", "TEMP_SUFFIX", "LocalOutput", "LocalStore", "link_exclusive"]
+__all__ = [
+    "LOCAL_COALESCE_GAP",
+    "MAX_OPEN_READERS",
+    "TEMP_SUFFIX",
+    "LocalOutput",
+    "LocalRangeReader",
+    "LocalStore",
+    "link_exclusive",
+]
 
 # Holes up to one page-cache page are cheaper to read through than to skip with another syscall.
 LOCAL_COALESCE_GAP = 4 * 1024
@@ -151,6 +165,14 @@ class LocalStore(ObjectStore):
         finally:
             os.close(fd)
 
+    def open_ranges(self, path: str) -> RangeReader:
+        """A reader of ``path`` keeping one descriptor open between calls (:class:`LocalRangeReader`),
+        unless a subclass or a patch changed how ranges are read (then every call goes through it)."""
+        kind = type(self)
+        if kind.read_ranges is ObjectStore.read_ranges and kind._read_spans is _PLAIN_READ_SPANS:
+            return LocalRangeReader(self, path)
+        return RangeReader(self, path)
+
     @_typed
     def size(self, path: str) -> int:
         return os.stat(path).st_size
@@ -208,3 +230,114 @@ class LocalStore(ObjectStore):
 
     def join(self, base: str, *parts: str) -> str:
         return os.path.join(base, *(part.strip("/") for part in parts if part.strip("/")))
+
+
+# How LocalStore reads spans as defined here; a subclass or a patch (tests counting bytes) that
+# replaces it gets forwarding range readers, so every read still goes through the replacement.
+_PLAIN_READ_SPANS = LocalStore._read_spans
+
+# At most this many LocalRangeReaders hold a descriptor at once (process-wide): the oldest opened
+# gives its descriptor back when another opens, so caches of many file readers (a dataset keeps up
+# to 512 per version) never run the process out of descriptors.
+MAX_OPEN_READERS = 128
+
+# Re-entrant locks throughout: a garbage collection may run a reader's finalizer (which takes its
+# lock and this one) in a thread already holding them.
+_pool_lock = threading.RLock()
+# key -> (descriptor box, the reader's lock), oldest opened first.
+_pool: OrderedDict[int, tuple[list[int | None], threading.RLock]] = OrderedDict()
+_keys = itertools.count()
+
+
+def _after_fork_in_child() -> None:
+    global _pool_lock
+    _pool_lock = threading.RLock()  # another thread of the parent may have held it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _close_box(key: int, box: list[int | None]) -> None:
+    """Close the descriptor in ``box`` (the caller holds the reader's lock) and forget it."""
+    fd, box[0] = box[0], None
+    with _pool_lock:
+        _pool.pop(key, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _release(key: int, box: list[int | None], lock: threading.RLock) -> None:
+    with lock:
+        _close_box(key, box)
+
+
+def _admit(key: int, box: list[int | None], lock: threading.RLock) -> None:
+    """Register a newly opened descriptor, closing the oldest others' beyond the limit. A reader busy
+    reading (its lock held) is skipped, so no descriptor is closed under a read."""
+    victims = []
+    with _pool_lock:
+        _pool[key] = (box, lock)
+        for other in list(_pool)[: max(0, len(_pool) - MAX_OPEN_READERS)]:
+            entry = _pool.get(other)  # a finalizer run meanwhile may have removed it
+            if entry is None:
+                continue
+            other_box, other_lock = entry
+            if other != key and other_lock.acquire(blocking=False):
+                victims.append((other, other_box, other_lock))
+                _pool.pop(other, None)
+    for _, other_box, other_lock in victims:
+        try:
+            fd, other_box[0] = other_box[0], None
+            if fd is not None:
+                os.close(fd)
+        finally:
+            other_lock.release()
+
+
+class LocalRangeReader(RangeReader):
+    """Ranged reads of one local file through one descriptor kept open between calls (opened on the
+    first read, so a missing file raises ``FileNotFoundError`` then, as :meth:`LocalStore.read_ranges`
+    does). Closed by :meth:`close`, when the reader is garbage-collected, when
+    :data:`MAX_OPEN_READERS` newer readers are open, or at exit; a closed reader reopens on demand.
+
+    Pickles as its store and path (no descriptor); a forked child shares the descriptor, which is
+    safe because every read is positioned (``preadv``), never seeking.
+    """
+
+    def __init__(self, store: LocalStore, path: str) -> None:
+        super().__init__(store, path)
+        self._key = next(_keys)
+        self._box: list[int | None] = [None]
+        self._lock = threading.RLock()
+        self._finalizer = weakref.finalize(self, _release, self._key, self._box, self._lock)
+
+    def __getstate__(self) -> tuple[ObjectStore, str]:
+        return self.store, self.path
+
+    def __setstate__(self, state: tuple[LocalStore, str]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]] | np.ndarray) -> builtins.list[memoryview]:
+        return serve_ranges(ranges, self.store.coalesce_gap, self._read_spans)
+
+    def _read_spans(self, spans: Sequence[tuple[int, int]]) -> builtins.list[memoryview]:
+        if any(start < 0 or length < 0 for start, length in spans):
+            raise ValueError(f"byte ranges need start >= 0 and length >= 0: {self.path}")
+        try:
+            with self._lock:
+                fd = self._box[0]
+                if fd is None:
+                    fd = self._box[0] = os.open(self.path, os.O_RDONLY)
+                    _admit(self._key, self._box, self._lock)
+                return [_pread(fd, start, length) for start, length in spans]
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise
+        except OSError as exc:
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(f"read_spans {self.path} failed: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            _close_box(self._key, self._box)

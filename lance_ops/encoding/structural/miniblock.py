@@ -267,9 +267,19 @@ class MiniBlockPage:
         self.sizes = ((words >> 4) + 1) * ALIGN
         self.offsets = np.concatenate(([0], np.cumsum(self.sizes)))
         self.counts = chunk_value_counts(words, int(layout.num_items))
+        # Cumulative value counts (each chunk's end), for locating rows without a per-call cumsum.
+        self.count_ends = np.cumsum(self.counts)
         self.layers = tuple(layout.layers)
         self.has_rep = layout.HasField("rep_compression")
         self.has_def = layout.HasField("def_compression")
+        # Chunk header shape (§3.3), the same for every chunk of the page.
+        self.size_width = 4 if self.large else 2
+        self.level_streams = [name for name, has in (("rep", self.has_rep), ("def", self.has_def)) if has]
+        self.num_buffers = int(layout.num_buffers)
+        self.head_fixed = 2 * (1 + len(self.level_streams))
+        head_len = self.head_fixed + self.size_width * self.num_buffers
+        self.head_len = head_len + _pad(head_len)
+        self.head_span = np.arange(self.head_len)
         self.values = decompressor_for(Context.MINIBLOCK, layout.value_compression)
         self._level_decoders: dict[str, object] = {}
         self.dictionary: DataBlock | None = None
@@ -318,15 +328,14 @@ class MiniBlockPage:
         ends = starts + self.sizes[chunk_ids]
         if len(starts) and int(ends[-1]) > len(blob):
             raise CorruptFileError("<page>", "mini-block chunk is truncated")
-        size_width = 4 if self.large else 2
-        n_level_streams = int(self.has_rep) + int(self.has_def)
-        num_buffers = int(self.layout.num_buffers)
-        fixed = 2 * (1 + n_level_streams)
-        head_len = fixed + size_width * num_buffers
-        head_len += _pad(head_len)
-        if bool(np.any(ends - starts < head_len)):
+        size_width = self.size_width
+        n_level_streams = len(self.level_streams)
+        num_buffers = self.num_buffers
+        fixed = self.head_fixed
+        head_len = self.head_len
+        if len(starts) and bool((ends - starts < head_len).any()):
             raise CorruptFileError("<page>", "mini-block chunk is truncated")
-        head = blob[starts[:, None] + np.arange(head_len)]
+        head = blob[starts[:, None] + self.head_span]
         shorts = np.ascontiguousarray(head[:, :fixed]).view("<u2").astype(np.int64)
         sizes = (
             np.ascontiguousarray(head[:, fixed : fixed + size_width * num_buffers])
@@ -336,8 +345,7 @@ class MiniBlockPage:
         num_levels = shorts[:, 0] if n_level_streams else counts
         pos = starts + head_len
         streams: dict[str, np.ndarray] = {}
-        present = [name for name, has in (("rep", self.has_rep), ("def", self.has_def)) if has]
-        for col, name in enumerate(present, start=1):
+        for col, name in enumerate(self.level_streams, start=1):
             size = shorts[:, col]
             streams[name] = self._levels(name, _views(blob, pos, size, ends), num_levels, select)
             pos = pos + size + (-size % ALIGN)
@@ -397,9 +405,14 @@ class MiniBlockPage:
         """Chunks to read for page-relative ``rows`` of a page without repetition (one level
         per row): the sorted chunk indices, and each row's level position within those chunks
         decoded back to back."""
-        ends = np.cumsum(self.counts)
+        ends = self.count_ends
         if len(rows) == 0:
             return np.zeros(0, np.int64), rows
+        if len(ends) == 1:
+            # One chunk (small pages): every row is in it, at its own position.
+            if rows[-1] >= ends[0]:
+                raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+            return np.zeros(1, np.int64), rows.copy()
         if rows[-1] - rows[0] + 1 == len(rows):
             a, b = np.searchsorted(ends, [rows[0], rows[-1]], side="right")
             needed = np.arange(a, b + 1)
@@ -524,7 +537,7 @@ def _indices(block: DataBlock) -> np.ndarray:
 
 def _views(blob: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarray) -> ChunkSpans:
     """The spans ``blob[pos:pos + size]``, checked against each chunk's end."""
-    if bool(np.any(pos + size > ends)):
+    if bool((pos + size > ends).any()):
         raise CorruptFileError("<page>", "mini-block chunk is truncated")
     return ChunkSpans(np.ascontiguousarray(blob), pos, size)
 
