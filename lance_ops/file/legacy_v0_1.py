@@ -233,6 +233,10 @@ class LegacyFileReader(LanceFileReader):
             self._decoders[field_index] = decoder
         return decoder
 
+    def _field_bytes(self, index: int) -> int:
+        """Every field weighs the same in a parallel read (legacy pages are not sized per field here)."""
+        return 1
+
     def read_global_buffer(self, index: int) -> bytes:
         """Legacy files have no global buffers."""
         raise IndexError(f"{self.path}: legacy (0.1) files have no global buffers")

@@ -21,7 +21,7 @@ import struct
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +39,7 @@ from lance_ops.file.page_statistics import (
     StatisticsLocation,
     column_statistics,
 )
+from lance_ops.file.parallel import DECODE_THREADS, run_tasks
 from lance_ops.file.schema import pb_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
 
@@ -48,6 +49,11 @@ _VERSION_TAIL = struct.Struct("<HH4s")
 
 # Distinct column projections a reader remembers the schema of (a few in practice).
 _PROJECTIONS_KEPT = 32
+# Reads of fewer cells (rows x fields) than this stay on the calling thread: for them the
+# hand-off costs more than it saves (a take touching many small fragments).
+PARALLEL_MIN_CELLS = 4096
+# A field's rows are split into ranges decoded on separate threads from this many rows per range.
+SPLIT_MIN_ROWS = 65_536
 
 
 def footer_version(store: ObjectStore, path: str) -> FileVersion:
@@ -292,19 +298,42 @@ class LanceFileReader:
             unique, inverse = np.unique(rows, return_inverse=True)
             return self._read_table(unique, columns).take(pa.array(inverse.reshape(-1)))
         schema, indices = self._projection(columns)
-        arrays = []
-        for field, index in zip(schema, indices, strict=True):
-            if len(rows) == 0:
-                array = pa.array([], type=field.type)
-            else:
-                try:
-                    array = self._decoder(index).read(self._fetch, rows)
-                except CorruptFileError as exc:
-                    raise exc.located(path=self.path, column=field.name) from exc
-                if array.type != field.type:
-                    array = array.view(field.type)
-            arrays.append(array)
-        return pa.Table.from_arrays(arrays, schema=schema)
+        if len(rows) == 0:
+            return pa.Table.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
+        # One task per field, and per row range of a field on long reads; the pieces of a field
+        # become the chunks of its column.
+        parts = max(1, min(DECODE_THREADS, len(rows) // SPLIT_MIN_ROWS))
+        parallel = len(rows) * len(indices) >= PARALLEL_MIN_CELLS
+        cuts = [len(rows) * k // parts for k in range(parts + 1)] if parallel else [0, len(rows)]
+        spans = list(zip(cuts[:-1], cuts[1:], strict=True))
+        tasks = [
+            partial(self._read_field, field, index, rows[lo:hi])
+            for field, index in zip(schema, indices, strict=True)
+            for lo, hi in spans
+        ]
+        if parallel:
+            costs = [self._field_bytes(index) * (hi - lo) for index in indices for lo, hi in spans]
+            pieces = run_tasks(tasks, costs)
+        else:
+            pieces = [task() for task in tasks]
+        step = len(spans)
+        columns_out = [
+            pieces[i] if step == 1 else pa.chunked_array(pieces[i : i + step], field.type)
+            for i, field in zip(range(0, len(pieces), step), schema, strict=True)
+        ]
+        return pa.Table.from_arrays(columns_out, schema=schema)
+
+    def _read_field(self, field: pa.Field, index: int, rows: range | np.ndarray) -> pa.Array:
+        try:
+            array = self._decoder(index).read(self._fetch, rows)
+        except CorruptFileError as exc:
+            raise exc.located(path=self.path, column=field.name) from exc
+        return array if array.type == field.type else array.view(field.type)
+
+    def _field_bytes(self, index: int) -> int:
+        """Stored bytes of a field's pages: per row read, what orders the tasks of a parallel read."""
+        pages = (page for i in self._column_ranges[index] for page in self._pages[i])
+        return sum(size for page in pages for _, size in page.buffers)
 
     def _projected_schema(self, columns: Sequence[str]) -> pa.Schema:
         return self._projection(columns)[0]

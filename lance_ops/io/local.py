@@ -96,8 +96,8 @@ def _write_all(fd: int, data: memoryview) -> None:
 
 def _pread(fd: int, start: int, length: int) -> memoryview:
     """Up to ``length`` bytes at ``start``; shorter only at end of file."""
-    buffer = bytearray(length)
-    view = memoryview(buffer)
+    # Not zero-filled first (as a bytearray would be): the read writes every byte kept.
+    view = np.empty(length, np.uint8).data
     filled = 0
     while filled < length:
         got = os.preadv(fd, [view[filled:]], start + filled)

@@ -231,9 +231,39 @@ class FullZipReader(PageReader):
         datas = [np.frombuffer(d, np.uint8) for d in fetch(ranges)]
         buf = datas[0] if len(datas) == 1 else np.concatenate(datas)
         run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
+        if len(self.info.buffers) < 2 and not self.variable and not self.layout.bits_rep and self.value_bytes:
+            fixed = self._decode_fixed_stride(buf, len(rows))
+            if fixed is not None:
+                return fixed
         run_of_row = np.repeat(np.arange(len(runs)), [b - a for a, b in runs])
         rel = run_base[run_of_row] + starts - starts[bounds][run_of_row]
         return self._decode(buf, rel, len(buf))
+
+    def _decode_fixed_stride(self, buf: np.ndarray, n: int) -> DecodedLeaf | None:
+        """Rows of fixed-width values without repetition: every row is one control word and one
+        value, so the buffer is an ``n x stride`` grid; None when some level has no value (a
+        null parent), which the general parser handles."""
+        stride = self.cw + self.value_bytes
+        if len(buf) != n * stride:
+            raise CorruptFileError("<page>", "full-zip rows do not fill their bytes")
+        grid = buf.reshape(n, stride)
+        defs_arr = None
+        if self.cw:
+            word = np.zeros(n, np.uint64)
+            for k in range(self.cw):
+                word |= grid[:, k].astype(np.uint64) << np.uint64(8 * k)
+            bits_def = int(self.layout.bits_def)
+            if bits_def:
+                defs_arr = (word & np.uint64((1 << bits_def) - 1)).astype(np.uint16)
+                if int(defs_arr.max(initial=0)) > self.max_visible:
+                    return None
+            data = np.ascontiguousarray(grid[:, self.cw :]).reshape(-1)
+        else:
+            data = buf
+        block = self.decompressor.decompress(FixedWidthBlock(data, self.value_bytes * 8, n))
+        if pa.types.is_boolean(self.dtype) and isinstance(block, FixedWidthBlock):
+            block = _bytes_as_bools(block) if block.bits_per_value == 8 else block
+        return DecodedLeaf(Levels(self.layers, None, defs_arr, n), from_block(block, self.dtype))
 
     def _decode(self, buf: np.ndarray, row_starts: np.ndarray, size: int) -> DecodedLeaf:
         """Parse whole rows: scan all rows in parallel, one level per row per step."""
