@@ -210,8 +210,26 @@ class LanceScanner:
             out[mine] = local + self._live_starts[int(fragment_id)]
         return out
 
+    @cached_property
+    def _plain_columns(self) -> list[str] | None:
+        """The batch columns the outputs are, when each output is a whole column read as is."""
+        if not self._outputs or ROW_OFFSET in self._reads[1]:
+            return None
+        if any(o.expression is not None or len(o.path) != 1 for o in self._outputs):
+            return None
+        return [o.path[0] for o in self._outputs]
+
+    @cached_property
+    def _schema(self) -> pa.Schema:
+        return pa.schema([o.field for o in self._outputs], metadata=self._files.schema.metadata)
+
     def _output_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The requested columns of one batch of rows read."""
+        plain = self._plain_columns
+        if plain is not None:
+            columns = [batch.column(name) for name in plain]
+            if all(c.type == f.type for c, f in zip(columns, self._schema, strict=True)):
+                return pa.RecordBatch.from_arrays(columns, schema=self._schema)
         table = pa.Table.from_batches([batch])
         _, virtual = self._reads
         if ROW_OFFSET in virtual:
@@ -232,7 +250,7 @@ class LanceScanner:
                     array = pc.struct_field(array, part)
             arrays.append(array.cast(output.type) if array.type != output.type else array)
         return (
-            pa.RecordBatch.from_arrays(arrays, schema=self.projected_schema) if arrays else _no_columns(batch)
+            pa.RecordBatch.from_arrays(arrays, schema=self._schema) if arrays else _no_columns(batch)
         )
 
     # ------------------------------------------------------------------ pylance's scanner API
@@ -240,7 +258,7 @@ class LanceScanner:
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of the batches this scan returns."""
-        return pa.schema([o.field for o in self._outputs], metadata=self._files.schema.metadata)
+        return self._schema
 
     @property
     def dataset_schema(self) -> pa.Schema:
