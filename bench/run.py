@@ -14,6 +14,8 @@ reads only the row groups holding the wanted rows). lance_ops cases whose API is
 is reported and the run continues.
 
     .venv/bin/python bench/run.py --rows 1000000 --repeats 3 [--markdown]
+    .venv/bin/python bench/run.py --rows 10000000 --tables mixed vectors --repeats 2 \
+        --markdown --output bench/RESULTS-10M.md
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
 NOTES_MARKER = "<!-- notes: kept across --markdown runs -->"
 
 
-def kept_notes() -> str:
-    """The hand-written part of RESULTS.md (from NOTES_MARKER on), which a new run keeps."""
-    old = RESULTS_PATH.read_text() if RESULTS_PATH.exists() else ""
+def kept_notes(path: Path = RESULTS_PATH) -> str:
+    """The hand-written part of a results file (from NOTES_MARKER on), which a new run keeps."""
+    old = path.read_text() if path.exists() else ""
     at = old.find(NOTES_MARKER)
     return "\n" + old[at:] if at >= 0 else ""
 
@@ -367,7 +369,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--systems", nargs="+", choices=list(SYSTEMS), default=list(SYSTEMS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", help="where files are written (default: a fresh temporary directory)")
-    parser.add_argument("--markdown", action="store_true", help=f"also write {RESULTS_PATH.name}")
+    parser.add_argument("--markdown", action="store_true", help="also write the results file (--output)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=RESULTS_PATH,
+        help=f"the file --markdown writes (default {RESULTS_PATH.name})",
+    )
     args = parser.parse_args(argv)
     if args.rows < 1 or args.repeats < 1 or args.take < 0:
         parser.error("--rows and --repeats must be positive, --take non-negative")
@@ -399,8 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = render(results, args.rows, args.repeats, args.take)
     print(report)
     if args.markdown:
-        RESULTS_PATH.write_text(f"# Benchmark results\n\n{environment()}\n\n{report}{kept_notes()}")
-        print(f"wrote {RESULTS_PATH}", file=sys.stderr)
+        args.output.write_text(f"# Benchmark results\n\n{environment()}\n\n{report}{kept_notes(args.output)}")
+        print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
