@@ -267,15 +267,24 @@ def _offset_table(block: memoryview, start: int, count: int) -> np.ndarray:
     return np.frombuffer(block, dtype=OFFSET_ENTRY, count=count, offset=start)
 
 
-def read_tail(store: ObjectStore, path: str) -> FileTail:
-    """Read and validate the footer, offset tables, FileDescriptor and column metadata of a file."""
+def read_tail_bytes(store: ObjectStore, path: str) -> tuple[int, memoryview]:
+    """The file's size and its last :data:`TAIL_READ_SIZE` bytes (the whole file if smaller)."""
     size = store.size(path)
-    if size < FOOTER_SIZE:
-        raise CorruptFileError(path, f"file is {size} bytes, shorter than the {FOOTER_SIZE}-byte footer")
     tail_start = max(0, size - TAIL_READ_SIZE)
     tail = store.read_range(path, tail_start, size - tail_start)
     if len(tail) != size - tail_start:
         raise CorruptFileError(path, "file ended while reading its tail")
+    return size, tail
+
+
+def read_tail(store: ObjectStore, path: str, tail_bytes: tuple[int, memoryview] | None = None) -> FileTail:
+    """Read and validate the footer, offset tables, FileDescriptor and column metadata of a file.
+
+    ``tail_bytes``: what :func:`read_tail_bytes` returned, when the caller has read them already."""
+    size, tail = tail_bytes or read_tail_bytes(store, path)
+    if size < FOOTER_SIZE:
+        raise CorruptFileError(path, f"file is {size} bytes, shorter than the {FOOTER_SIZE}-byte footer")
+    tail_start = size - len(tail)
     footer_bytes = tail[-FOOTER_SIZE:]
     if bytes(footer_bytes[-4:]) != MAGIC:
         raise CorruptFileError(path, "file does not appear to be a Lance file (bad magic)")

@@ -196,7 +196,11 @@ class LegacyFileReader(LanceFileReader):
         storage_options: Mapping[str, str] | None = None,
         columns: Sequence[str] | None = None,
     ) -> None:
-        store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+        opened = self.__dict__.pop("_opened", None)
+        if opened is None:
+            store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+        else:
+            store, store_path, _ = opened
         self._store = store
         self.path = store_path
         self._ranges = store.open_ranges(store_path)

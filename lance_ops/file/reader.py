@@ -32,7 +32,14 @@ from lance_ops.encoding.api import FieldDecoder, FileVersion, PageInfo
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError, SchemaError, TakeIndexError, UnsupportedFeatureError
 from lance_ops.file.codecs import codec_for
-from lance_ops.file.format import MAGIC, FileTail, check_column_encoding, page_layout, read_tail
+from lance_ops.file.format import (
+    MAGIC,
+    FileTail,
+    check_column_encoding,
+    page_layout,
+    read_tail,
+    read_tail_bytes,
+)
 from lance_ops.file.page_statistics import (
     PAGE_STATISTICS_KEY,
     PageStatistics,
@@ -56,15 +63,15 @@ PARALLEL_MIN_CELLS = 4096
 SPLIT_MIN_ROWS = 65_536
 
 
-def footer_version(store: ObjectStore, path: str) -> FileVersion:
+def footer_version(store: ObjectStore, path: str, tail: memoryview | None = None) -> FileVersion:
     """The version in the last eight bytes of any Lance file: v1 and v2 footers both end with
-    ``u16 major | u16 minor | b"LANC"``."""
-    size = store.size(path)
-    if size < _VERSION_TAIL.size:
-        raise CorruptFileError(path, f"file is {size} bytes, too short for a Lance footer")
-    major, minor, magic = _VERSION_TAIL.unpack(
-        store.read_range(path, size - _VERSION_TAIL.size, _VERSION_TAIL.size)
-    )
+    ``u16 major | u16 minor | b"LANC"``. ``tail``: the file's last bytes, if already read."""
+    if tail is None:
+        size = store.size(path)
+        tail = store.read_range(path, max(0, size - _VERSION_TAIL.size), min(size, _VERSION_TAIL.size))
+    if len(tail) < _VERSION_TAIL.size:
+        raise CorruptFileError(path, f"file is {len(tail)} bytes, too short for a Lance footer")
+    major, minor, magic = _VERSION_TAIL.unpack(tail[len(tail) - _VERSION_TAIL.size :])
     if magic != MAGIC:
         raise CorruptFileError(path, "file does not appear to be a Lance file (bad magic)")
     try:
@@ -181,6 +188,9 @@ class LanceFileReader:
     name); ``schema`` is the file's Arrow schema.
     """
 
+    # Set by __new__ for __init__: the store, the path and the tail bytes already read.
+    _opened: tuple[ObjectStore, str, tuple[int, memoryview]] | None
+
     def __new__(
         cls,
         path: str | os.PathLike[str],
@@ -189,14 +199,19 @@ class LanceFileReader:
         columns: Sequence[str] | None = None,
     ) -> LanceFileReader:
         """The one place the file version picks a reader: legacy (0.1) files get a LegacyFileReader."""
-        if cls is LanceFileReader:
-            store, store_path = object_store(path, dict(storage_options) if storage_options else None)
-            if footer_version(store, store_path) is FileVersion.V0_1:
-                # Imported here: lance_ops.file.legacy_v0_1 subclasses this class.
-                from lance_ops.file.legacy_v0_1 import LegacyFileReader
+        if cls is not LanceFileReader:
+            return super().__new__(cls)
+        store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+        # The tail is read once, here: its last bytes pick the reader, and __init__ parses it.
+        tail_bytes = read_tail_bytes(store, store_path)
+        if footer_version(store, store_path, tail_bytes[1]) is FileVersion.V0_1:
+            # Imported here: lance_ops.file.legacy_v0_1 subclasses this class.
+            from lance_ops.file.legacy_v0_1 import LegacyFileReader
 
-                cls = LegacyFileReader
-        return super().__new__(cls)
+            cls = LegacyFileReader
+        reader = super().__new__(cls)
+        reader._opened = (store, store_path, tail_bytes)
+        return reader
 
     def __init__(
         self,
@@ -205,12 +220,17 @@ class LanceFileReader:
         storage_options: Mapping[str, str] | None = None,
         columns: Sequence[str] | None = None,
     ) -> None:
-        store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+        opened = self.__dict__.pop("_opened", None)
+        if opened is None:
+            store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+            tail_bytes = None
+        else:
+            store, store_path, tail_bytes = opened
         self._store: ObjectStore = store
         self.path = store_path
         # One handle for all of this reader's ranged reads (a local file stays open between them).
         self._ranges = store.open_ranges(store_path)
-        self._tail: FileTail = read_tail(store, store_path)
+        self._tail: FileTail = read_tail(store, store_path, tail_bytes)
         self.version: FileVersion = self._tail.version
         self._codec = codec_for(self.version)
         self.schema: pa.Schema = pb_to_schema(self._tail.descriptor.schema)
