@@ -213,7 +213,12 @@ def take_block(block: DataBlock, indices: np.ndarray) -> DataBlock:
         return VariableWidthBlock((offsets - offsets[0]).astype(block.offsets.dtype), data, len(indices))
     if isinstance(block, FixedWidthBlock) and block.bits_per_value % 8 == 0:
         width = block.bits_per_value // 8
-        rows = np.asarray(block.data)[: block.num_values * width].reshape(block.num_values, width)
+        data = np.asarray(block.data)[: block.num_values * width]
+        if width in (1, 2, 4, 8):
+            # One typed gather (an order of magnitude faster than gathering rows of bytes).
+            taken = np.ascontiguousarray(data).view(f"<u{width}").take(indices).view(np.uint8)
+            return FixedWidthBlock(taken, block.bits_per_value, len(indices))
+        rows = data.reshape(block.num_values, width)
         return FixedWidthBlock(rows[indices].reshape(-1), block.bits_per_value, len(indices))
     if isinstance(block, FixedWidthBlock) and block.bits_per_value == 1:
         bits = np.unpackbits(np.asarray(block.data), bitorder="little")[: block.num_values]
