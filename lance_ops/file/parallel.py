@@ -1,13 +1,13 @@
-"""Running decode tasks on every core.
+"""Running decode and encode tasks on every core.
 
-Decoding spends its time in numpy, zstd, lz4 and the numba kernels, which release the GIL, so
-independent pieces of one read (fields, and row ranges of one field) decode in parallel on
-threads. :func:`run_tasks` runs a list of tasks on a process-wide pool of
-:data:`DECODE_THREADS` - 1 workers *and* the calling thread, which pull tasks from one shared
-queue (longest first, so the last to finish is a short one), and returns their results in
-task order. It is re-entrant without deadlock: a task that itself calls :func:`run_tasks`
-runs its subtasks on its own thread. The pool is created on first use and dropped in a forked
-child (Spark forks its Python workers), which builds a fresh one.
+Decoding and encoding spend their time in numpy, zstd, lz4 and the numba kernels, which release
+the GIL, so independent pieces of one read (fields, and row ranges of one field) and the fields
+of one writer flush are handled in parallel on threads. :func:`run_tasks` runs a list of tasks
+on a process-wide pool of :data:`WORKER_THREADS` - 1 workers *and* the calling thread, which
+pull tasks from one shared queue (costliest first, so the last to finish is a short one), and
+returns their results in task order. It is re-entrant without deadlock: a task that itself
+calls :func:`run_tasks` runs its subtasks on its own thread. The pool is created on first use
+and dropped in a forked child (Spark forks its Python workers), which builds a fresh one.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-#: Threads decoding one read, the caller included (1: everything on the calling thread).
-DECODE_THREADS = max(1, min(os.cpu_count() or 1, 8))
+#: Threads working on one read or one flush, the caller included (1: all on the calling thread).
+WORKER_THREADS = max(1, min(os.cpu_count() or 1, 8))
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -42,14 +42,14 @@ def _workers() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(DECODE_THREADS - 1, thread_name_prefix="lance-ops-decode")
+            _pool = ThreadPoolExecutor(WORKER_THREADS - 1, thread_name_prefix="lance-ops-worker")
         return _pool
 
 
 def run_tasks(tasks: Sequence[Callable[[], T]], costs: Sequence[float] | None = None) -> list[T]:
     """Every task's result, in task order; the first failure (in task order) is raised once all
     tasks have ended. ``costs`` (one per task) orders the queue, costliest first."""
-    if len(tasks) < 2 or DECODE_THREADS < 2 or getattr(_in_task, "active", False):
+    if len(tasks) < 2 or WORKER_THREADS < 2 or getattr(_in_task, "active", False):
         return [task() for task in tasks]
     order = list(range(len(tasks)))
     if costs is not None:
@@ -75,7 +75,7 @@ def run_tasks(tasks: Sequence[Callable[[], T]], costs: Sequence[float] | None = 
             _in_task.active = False
 
     pool = _workers()
-    helpers = [pool.submit(drain) for _ in range(min(DECODE_THREADS - 1, len(tasks) - 1))]
+    helpers = [pool.submit(drain) for _ in range(min(WORKER_THREADS - 1, len(tasks) - 1))]
     drain()
     for helper in helpers:
         # A helper still queued behind another read's tasks is not waited for: the queue is empty.

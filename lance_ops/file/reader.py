@@ -46,7 +46,7 @@ from lance_ops.file.page_statistics import (
     StatisticsLocation,
     column_statistics,
 )
-from lance_ops.file.parallel import DECODE_THREADS, run_tasks
+from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.file.schema import pb_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
 
@@ -322,7 +322,7 @@ class LanceFileReader:
             return pa.Table.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
         # One task per field, and per row range of a field on long reads; the pieces of a field
         # become the chunks of its column.
-        parts = max(1, min(DECODE_THREADS, len(rows) // SPLIT_MIN_ROWS))
+        parts = max(1, min(WORKER_THREADS, len(rows) // SPLIT_MIN_ROWS))
         parallel = len(rows) * len(indices) >= PARALLEL_MIN_CELLS
         cuts = [len(rows) * k // parts for k in range(parts + 1)] if parallel else [0, len(rows)]
         spans = list(zip(cuts[:-1], cuts[1:], strict=True))

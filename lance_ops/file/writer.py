@@ -32,7 +32,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -47,6 +47,7 @@ from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.codecs import Codec, codec_for
 from lance_ops.file.format import RegionWriter, direct_encoding
 from lance_ops.file.page_statistics import PAGE_STATISTICS_KEY, PageStatisticsCollector, StatisticsLocation
+from lance_ops.file.parallel import run_tasks
 from lance_ops.file.schema import (
     adopt_fields,
     check_writable,
@@ -58,8 +59,9 @@ from lance_ops.io import object_store
 
 _Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
 
-ENCODE_THREADS = 2  # fields encoded at once when several are flushed together (1: in the caller)
-ENCODE_THREADS_MIN_BYTES = 1024 * 1024  # ... and hold this much buffered data (threads cost ~0.1 ms)
+# Fields flushed together are encoded on the shared worker threads (lance_ops.file.parallel) when
+# they hold this much buffered data (a hand-off costs ~0.1 ms).
+ENCODE_THREADS_MIN_BYTES = 1024 * 1024
 DEFAULT_DATA_CACHE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_PAGE_BYTES = 32 * 1024 * 1024
 WRITABLE_VERSIONS = (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2)
@@ -161,7 +163,6 @@ class LanceFileWriter:
         self._num_rows = 0
         self._bytes_written = 0
         self._closed = False
-        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -215,27 +216,20 @@ class LanceFileWriter:
     def _encode_all(self, states: list[_FieldState]) -> Iterator[tuple[_FieldState, _Encoded]]:
         """The buffered rows of ``states`` encoded, yielded in field order.
 
-        Several fields holding :data:`ENCODE_THREADS_MIN_BYTES` together are encoded on
-        :data:`ENCODE_THREADS` threads (numpy, zstd and the numba kernels release the GIL) unless
+        Several fields holding :data:`ENCODE_THREADS_MIN_BYTES` together are encoded on the
+        shared worker threads (numpy, zstd and the numba kernels release the GIL) unless
         an encoder writes external buffers (blobs), whose positions follow call order; pages are
         still written in field order, so the bytes of the file do not depend on the threads.
         """
         external = any(s.encoder.writes_external for s in states)
         big = sum(s.pending_bytes for s in states) >= ENCODE_THREADS_MIN_BYTES
-        parallel = ENCODE_THREADS > 1 and len(states) > 1 and big and not external
-        if not parallel or self._codec.cuts_pages:
+        if len(states) < 2 or not big or external or self._codec.cuts_pages:
             for state in states:
                 yield state, self._encode_pending(state)
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(ENCODE_THREADS, thread_name_prefix="lance-ops-encode")
-        futures = [self._pool.submit(self._encode_pending, state) for state in states]
-        try:
-            for state, future in zip(states, futures, strict=True):
-                yield state, future.result()
-        finally:
-            for future in futures:
-                future.cancel()
+        tasks = [partial(self._encode_pending, state) for state in states]
+        encoded = run_tasks(tasks, costs=[state.pending_bytes for state in states])
+        yield from zip(states, encoded, strict=True)
 
     def _encode_pending(self, state: _FieldState) -> _Encoded:
         """Encode (and take statistics of) the field's buffered rows: ``(rows, pages)`` per slice."""
@@ -340,7 +334,6 @@ class LanceFileWriter:
         self._bytes_written = self._region.position
         self._out.close()
         self._closed = True
-        self._stop_pool()
         return self._num_rows
 
     def _store_statistics(self, statistics: PageStatisticsCollector) -> None:
@@ -359,13 +352,7 @@ class LanceFileWriter:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._stop_pool()
                 self._out.abort()
-
-    def _stop_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
 
     def _check_open(self) -> None:
         if self._closed:

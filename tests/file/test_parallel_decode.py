@@ -56,8 +56,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]:
 @pytest.fixture
 def eager(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every read is parallel and split into 700-row ranges, on two threads."""
-    monkeypatch.setattr(parallel, "DECODE_THREADS", 2)
-    monkeypatch.setattr(reader_module, "DECODE_THREADS", 8)
+    monkeypatch.setattr(parallel, "WORKER_THREADS", 2)
+    monkeypatch.setattr(reader_module, "WORKER_THREADS", 8)
     monkeypatch.setattr(reader_module, "PARALLEL_MIN_CELLS", 1)
     monkeypatch.setattr(reader_module, "SPLIT_MIN_ROWS", 700)
 
@@ -66,8 +66,8 @@ def _serial(
     path: Path, read: Callable[[LanceFileReader], pa.Table], monkeypatch: pytest.MonkeyPatch
 ) -> pa.Table:
     with monkeypatch.context() as m:
-        m.setattr(parallel, "DECODE_THREADS", 1)
-        m.setattr(reader_module, "DECODE_THREADS", 1)
+        m.setattr(parallel, "WORKER_THREADS", 1)
+        m.setattr(reader_module, "WORKER_THREADS", 1)
         m.setattr(reader_module, "PARALLEL_MIN_CELLS", 10**12)
         return read(LanceFileReader(path))
 
@@ -99,7 +99,7 @@ def test_parallel_read_equals_serial_and_source(
     assert got.equals(expected)
     if name == "all":
         assert got.equals(source)
-        # Split into ranges of >= 700 rows, at most DECODE_THREADS of them: the field's chunks.
+        # Split into ranges of >= 700 rows, at most WORKER_THREADS of them: the field's chunks.
         assert got.column("id").num_chunks == 7
         assert sum(len(c) for c in got.column("tags").chunks) == ROWS
 
@@ -143,7 +143,7 @@ def test_a_failing_field_is_located_in_a_parallel_read(
 
 @pytest.fixture
 def two_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "DECODE_THREADS", 2)
+    monkeypatch.setattr(parallel, "WORKER_THREADS", 2)
 
 
 @pytest.mark.usefixtures("two_threads")
@@ -202,7 +202,7 @@ def test_nested_run_tasks_do_not_deadlock() -> None:
 
 
 def _child(queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    parallel.DECODE_THREADS = 2
+    parallel.WORKER_THREADS = 2
     queue.put(parallel.run_tasks([lambda i=i: i * i for i in range(6)]))
 
 

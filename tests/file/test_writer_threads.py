@@ -143,15 +143,16 @@ def test_concurrent_writes_of_dictionary_blob_and_struct_columns(tmp_path: Path,
 def test_fields_encoded_on_threads_give_the_same_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_cache_bytes: int | None, version: str
 ) -> None:
-    """Fields flushed together are encoded on ``ENCODE_THREADS`` threads; the bytes must equal
+    """Fields flushed together are encoded on the shared worker threads; the bytes must equal
     the serial writer's (pages are written in field order), with and without page statistics."""
+    from lance_ops.file import parallel
     from lance_ops.file import writer as writer_module
 
     monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 0)
     batches = [_batch(i * 3000, 3000) for i in range(5)]
     files = {}
     for threads in (1, 2):
-        monkeypatch.setattr(writer_module, "ENCODE_THREADS", threads)
+        monkeypatch.setattr(parallel, "WORKER_THREADS", threads)
         for stats in (True, False):
             path = tmp_path / f"t{threads}-{stats}.lance"
             with LanceFileWriter(
@@ -171,13 +172,13 @@ def test_blob_fields_stay_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     from lance_ops.file import writer as writer_module
 
     submitted: list[object] = []
-    real = writer_module.ThreadPoolExecutor.submit
+    real = writer_module.run_tasks
 
-    def spy(self: object, fn: object, *args: object) -> object:
-        submitted.append(args[0])
-        return real(self, fn, *args)  # type: ignore[arg-type]
+    def spy(tasks: list[object], costs: object = None) -> object:
+        submitted.extend(tasks)
+        return real(tasks, costs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(writer_module.ThreadPoolExecutor, "submit", spy)
+    monkeypatch.setattr(writer_module, "run_tasks", spy)
     monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 0)
     blob = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
     schema = pa.schema([pa.field("id", pa.int64()), blob])
