@@ -210,12 +210,7 @@ def gather_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.
         return blob  # the spans tile the whole array
     total = int(sizes.sum())
     if total >= _LONG_SPAN * len(starts):
-        out = np.empty(total, blob.dtype)
-        pos = 0
-        for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
-            out[pos : pos + b - a] = blob[a:b]
-            pos += b - a
-        return out
+        return np.concatenate([blob[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
     if bool(np.all(starts[1:] >= stops[:-1])) and int(starts[0]) >= 0 and int(stops[-1]) <= len(blob):
         return blob[span_mask(starts, sizes, len(blob))]
     return blob[ranges(starts, sizes)]

@@ -114,19 +114,19 @@ def _row_order(bits: int) -> np.ndarray:
 
 
 @cache
-def _unpack_plan(bits: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per output row (in :func:`_row_order`): the word holding its low bits and the shift, and
-    for rows that spill into the next word their positions, next words and left shifts."""
+def _unpack_plan(bits: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """Per output row (in :func:`_row_order`): the word holding its low bits and the right shift,
+    and the next word and the left shift that bring its spilled high bits (``None`` when no row
+    spills). Rows that do not spill get a left shift that moves every bit of the next word out
+    of the row's ``width`` low bits (the mask clears them), never a shift by all T bits."""
     dtype = np.dtype(f"<u{bits // 8}")
     word, shift = np.divmod(_row_order(bits) * width, bits)
-    spill = np.flatnonzero(shift + width > bits)
-    return (
-        word,
-        shift.astype(dtype)[:, None],
-        spill,
-        word[spill] + 1,
-        (bits - shift[spill]).astype(dtype)[:, None],
-    )
+    spills = shift + width > bits
+    if not spills.any():
+        return word, shift.astype(dtype)[:, None], None, shift.astype(dtype)[:, None]
+    next_word = np.minimum(word + 1, width - 1)
+    left = np.where(spills, bits - shift, np.minimum(bits - shift, bits - 1))
+    return word, shift.astype(dtype)[:, None], next_word, left.astype(dtype)[:, None]
 
 
 def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
@@ -140,12 +140,14 @@ def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     grid = words.reshape(num, width, lanes)
     # All T rows at once, taken in output order (so no permutation afterwards): row r starts at
     # stream bit r·W, i.e. in word r·W div T at shift r·W mod T, and spills into the next word
-    # when shift + W > T.
-    word, shift, spill, spill_word, spill_shift = _unpack_plan(bits, width)
-    cells = grid[:, word, :]
-    cells >>= shift
-    if len(spill):
-        cells[:, spill, :] |= grid[:, spill_word, :] << spill_shift
+    # when shift + W > T. ``take`` along the word axis gives contiguous (C, T, L) arrays.
+    word, right, next_word, left = _unpack_plan(bits, width)
+    cells = np.take(grid, word, axis=1)
+    cells >>= right
+    if next_word is not None:
+        high = np.take(grid, next_word, axis=1)
+        high <<= left
+        cells |= high
     if width < bits:
         cells &= _mask(width, dtype)
     return cells.reshape(num, BLOCK_VALUES)

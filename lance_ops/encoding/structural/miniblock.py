@@ -441,6 +441,18 @@ class MiniBlockPage:
         before = cum - n_rows
         carried = np.concatenate(([False], partial[:-1] > 0))
         first_row = before + carried
+        if len(rows) > 1 and int(rows[-1] - rows[0]) + 1 == len(rows):
+            # A range of rows (scans): the chunks from the first row's end chunk (and the chunks
+            # holding its earlier levels) to the last row's end chunk; no per-row search.
+            first, last = np.searchsorted(cum, [rows[0], rows[-1]], side="right").tolist()
+            if last >= self.num_chunks:
+                raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+            s = first
+            while s > 0 and partial[s - 1] > 0:
+                s -= 1
+                if n_rows[s] > 0:
+                    break
+            return np.arange(s, last + 1, dtype=np.int64), first_row
         row_chunk = np.searchsorted(cum, rows, side="right")
         if len(rows) and row_chunk[-1] >= self.num_chunks:
             raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
@@ -526,7 +538,7 @@ def _can_pick(page: MiniBlockPage) -> bool:
 def _u16_levels(block: DataBlock) -> np.ndarray:
     if not isinstance(block, FixedWidthBlock) or block.bits_per_value != 16:
         raise CorruptFileError("<page>", "rep/def levels did not decode to 16-bit values")
-    return block.view("<u2").astype(np.uint16)
+    return block.view("<u2").astype(np.uint16, copy=False)
 
 
 def _indices(block: DataBlock) -> np.ndarray:
