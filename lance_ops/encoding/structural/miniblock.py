@@ -504,18 +504,22 @@ def _row_levels(
     """
     chunk_first = np.concatenate(([0], np.cumsum(level_counts)[:-1]))
     new_run = np.concatenate(([True], np.diff(needed) != 1))
-    run_first = chunk_first[new_run]
+    run_first = chunk_first[new_run]  # level where each run of consecutive chunks begins
+    run_first_row = first_row[needed[new_run]]  # page row of the first row starting in each run
     starts = lv.row_starts()
-    # Start k of run r is page row first_row[run's first chunk] + its rank within the run.
-    start_run = np.searchsorted(run_first, starts, side="right") - 1
-    run_first_start = np.searchsorted(starts, run_first)
-    page_row = first_row[needed[new_run]][start_run] + np.arange(len(starts)) - run_first_start[start_run]
-    k = np.searchsorted(page_row, rows)
-    if len(rows) and (int(k[-1]) >= len(page_row) or not np.array_equal(page_row[k], rows)):
+    n = lv.num_levels
+    # Row starts of run r are starts[run_start[r]:run_start[r + 1]], page rows run_first_row[r]...
+    run_start = np.searchsorted(starts, np.append(run_first, n))
+    run = np.searchsorted(run_first_row, rows, side="right") - 1
+    if len(rows) and int(run[0]) < 0:
         raise CorruptFileError("<page>", "requested rows are missing from the decoded chunks")
-    run_stop = np.append(run_first[1:], lv.num_levels)
+    k = run_start[run] + rows - run_first_row[run]
+    if len(rows) and bool(np.any(k >= run_start[run + 1])):
+        raise CorruptFileError("<page>", "requested rows are missing from the decoded chunks")
+    # ... and a row ends at the next row start, or at the end of its run.
+    run_stop = np.append(run_first[1:], n)
     lo = starts[k]
-    hi = np.minimum(np.append(starts, lv.num_levels)[k + 1], run_stop[start_run[k]])
+    hi = np.minimum(np.append(starts, n)[k + 1], run_stop[run])
     idx = ranges(lo, hi - lo)
     picked = Levels(
         lv.layers,
@@ -526,7 +530,12 @@ def _row_levels(
     visible = lv.visible_mask()
     if visible is None:
         return picked, idx
-    return picked, (np.cumsum(visible) - 1)[idx[visible[idx]]]
+    # A row's values are those of its visible levels, back to back: count the hidden levels
+    # (null or empty lists, few) before each row's ends rather than all visible levels.
+    hidden = np.flatnonzero(~visible)
+    v_lo = lo - np.searchsorted(hidden, lo)
+    v_hi = hi - np.searchsorted(hidden, hi)
+    return picked, ranges(v_lo, v_hi - v_lo)
 
 
 def _can_pick(page: MiniBlockPage) -> bool:
