@@ -461,22 +461,27 @@ def _visible_before(visible: np.ndarray | None, index: int) -> int:
 def select_rows(leaf: DecodedLeaf, rows: np.ndarray) -> DecodedLeaf:
     """Keep the given rows (sorted, unique, counted from the first row start of ``leaf``)."""
     lv = leaf.levels
-    starts = lv.row_starts()
     visible = lv.visible_mask()
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) == 0:
         return DecodedLeaf(lv.slice(0, 0), leaf.values.slice(0, 0))
-    if len(rows) and rows[-1] >= len(starts):
-        raise CorruptFileError("<page>", f"row {int(rows[-1])} is beyond the {len(starts)} decoded rows")
+    num_rows = lv.num_levels if lv.rep is None else len(lv.row_starts())  # one level per row w/o rep
+    if rows[-1] >= num_rows:
+        raise CorruptFileError("<page>", f"row {int(rows[-1])} is beyond the {num_rows} decoded rows")
     if rows[-1] - rows[0] + 1 == len(rows):
         a, b = int(rows[0]), int(rows[-1]) + 1
-        lo = int(starts[a])
-        hi = int(starts[b]) if b < len(starts) else lv.num_levels
+        if lv.rep is None:
+            lo, hi = a, b
+        else:
+            starts = lv.row_starts()
+            lo = int(starts[a])
+            hi = int(starts[b]) if b < len(starts) else lv.num_levels
         if lo == 0 and hi == lv.num_levels:
             return leaf
         v_lo = _visible_before(visible, lo)
         v_hi = _visible_before(visible, hi)
         return DecodedLeaf(lv.slice(lo, hi), leaf.values.slice(v_lo, v_hi - v_lo))
+    starts = lv.row_starts()
     is_start = np.zeros(lv.num_levels, bool)
     is_start[starts] = True
     row_of = np.cumsum(is_start) - 1
