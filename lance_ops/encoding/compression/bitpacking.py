@@ -47,7 +47,6 @@ from lance_ops.encoding.compression.base import (
     ranges,
     register,
     require,
-    span_mask,
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
@@ -527,17 +526,17 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
         block_first = (np.cumsum(blocks) - blocks) * BLOCK_VALUES
         if not is_raw.any():  # every slice is whole blocks: drop the padding of packed tails
             return FixedWidthBlock.from_values(gather_spans(values, block_first, nums))
-        # Each slice is its unpacked values then (raw tails) its tail words: fill both parts of
-        # the output through one mask of the raw-tail positions.
+        # Each slice is its unpacked values then (raw tails) its tail words: both pieces of every
+        # slice are copied into the output in one concatenation.
         in_blocks = np.where(is_raw, full * BLOCK_VALUES, nums)
-        firsts = np.cumsum(nums) - nums
-        raw = nums - in_blocks
-        total = int(nums.sum())
-        out = np.empty(total, dtype=self.dtype)
-        is_tail = span_mask(firsts + in_blocks, raw, total)
-        out[~is_tail] = gather_spans(values, block_first, in_blocks)
-        out[is_tail] = gather_spans(words, word_first + full * block_words, raw)
-        return FixedWidthBlock.from_values(out)
+        raw_first, raw = word_first + full * block_words, nums - in_blocks
+        pieces = []
+        for a, n, b, m in zip(
+            block_first.tolist(), in_blocks.tolist(), raw_first.tolist(), raw.tolist(), strict=True
+        ):
+            pieces.append(values[a : a + n])
+            pieces.append(words[b : b + m])
+        return FixedWidthBlock.from_values(np.concatenate(pieces).astype(self.dtype, copy=False))
 
     @guarded
     def decompress_chunks_at(
