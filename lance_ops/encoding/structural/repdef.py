@@ -574,9 +574,11 @@ def _build(
         valid = lead.defs[sel] == 0
         return _with_validity(values, None if valid.all() else valid)
     mask = None
+    d: np.ndarray | None = None
     if exact:  # a selected element is null only at this very layer
         if codes.null:
-            null = lead.defs[sel] == codes.null
+            d = lead.defs[sel]
+            null = d == codes.null
             if null.any():
                 mask = pa.array(null)
     else:
@@ -597,24 +599,55 @@ def _build(
             )
             pos += k
         return pa.StructArray.from_arrays(children, fields=list(dtype), mask=mask)
-    lead_mask = lead.element_mask(depth + 1)
-    child_sels = [np.flatnonzero(lead_mask)] + [c.elements(depth + 1) for c in cursors[1:]]
-    child = _build(child_field(field), cursors, child_sels, depth + 1, True)
-    # Offsets: how many child elements start before each selected level (a running count, which
-    # is cheaper than a binary search per row), counted directly in the offset width.
     large = pa.types.is_large_list(dtype)
     off_type = pa.int64() if large else pa.int32()
-    started = np.empty(lead.n + 1, np.int64 if large else np.int32)
-    started[0] = 0
-    np.cumsum(lead_mask, out=started[1:])
-    offsets = np.empty(len(sel) + 1, started.dtype)
-    np.take(started, sel, out=offsets[:-1])
-    offsets[-1] = started[-1]
+    item = child_field(field)
+    if exact and len(cursors) == 1 and codes.highest == lead.codes[0].highest and is_leaf_field(item):
+        offsets, child = _leaf_list(lead, sel, d, depth, large)
+    else:
+        lead_mask = lead.element_mask(depth + 1)
+        child_sels = [np.flatnonzero(lead_mask)] + [c.elements(depth + 1) for c in cursors[1:]]
+        child = _build(item, cursors, child_sels, depth + 1, True)
+        # Offsets: how many child elements start before each selected level (a running count,
+        # which is cheaper than a binary search per row), counted directly in the offset width.
+        started = np.empty(lead.n + 1, np.int64 if large else np.int32)
+        started[0] = 0
+        np.cumsum(lead_mask, out=started[1:])
+        offsets = np.empty(len(sel) + 1, started.dtype)
+        np.take(started, sel, out=offsets[:-1])
+        offsets[-1] = started[-1]
     off_arr = pa.array(offsets, off_type)
     if pa.types.is_map(dtype):
         return pa.MapArray.from_arrays(off_arr, child.field(0), child.field(1), type=dtype, mask=mask)
     cls = pa.LargeListArray if large else pa.ListArray
     return cls.from_arrays(off_arr, child, type=dtype, mask=mask)
+
+
+def _leaf_list(
+    lead: _LeafCursor, sel: np.ndarray, d: np.ndarray | None, depth: int, large: bool
+) -> tuple[np.ndarray, pa.Array]:
+    """Offsets and items of a list of leaf items whose elements start at ``sel``, when no layer
+    outside the list owns a def code (so every level hidden from the items, a null or empty
+    list, is itself one of the selected levels). Then a list's first item is its level minus the
+    hidden levels before it, which needs a running count over the selected levels only."""
+    codes = lead.codes[depth]
+    if d is None:
+        d = lead.defs[sel]
+    hidden = d > codes.inner
+    before = np.cumsum(hidden)
+    offsets = np.empty(len(sel) + 1, np.int64)
+    np.subtract(sel, before, out=offsets[:-1])
+    offsets[:-1] += hidden
+    num_items = lead.n - (int(before[-1]) if len(before) else 0)
+    offsets[-1] = num_items
+    leaf = lead.leaf.values
+    if len(leaf) != num_items:
+        raise CorruptFileError("<page>", f"{num_items} visible levels but {len(leaf)} values")
+    if lead.codes[depth + 1].highest:  # items can be null: their validity comes from their levels
+        items_at = np.flatnonzero(lead.element_mask(depth + 1))
+        valid = lead.defs[items_at] == 0
+        leaf = _with_validity(leaf, None if valid.all() else valid)
+    return (offsets if large else offsets.astype(np.int32)), leaf
 
 
 def _with_validity(values: pa.Array, valid: np.ndarray | None) -> pa.Array:
