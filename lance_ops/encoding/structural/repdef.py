@@ -21,8 +21,9 @@ Worked example, ``list<int32>`` rows ``[[1, 2], null, [], [3]]`` with layers
 
 Writing (:func:`shred`) walks the Arrow array outermost layer first with numpy
 ``repeat``/``cumsum`` over whole pages; reading (:func:`unshred`) selects, for every
-layer, the levels that start one of its elements and rebuilds offsets with
-``searchsorted`` and validity with comparisons, never looping per value.
+layer, the levels that start one of its elements and rebuilds offsets with running counts
+(over the selected levels only for a list of leaf items with no def code outside it: its
+hidden levels are all selected ones) and validity with comparisons, never looping per value.
 
 This module also chooses and applies the block compression of level streams (§2.8):
 raw ``Flat(16)``, ``InlineBitpacking(16)`` (≤ 1 024 levels), ``OutOfLineBitpacking(16,
