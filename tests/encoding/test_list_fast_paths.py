@@ -16,7 +16,7 @@ from lance_ops.encoding.compression import bitpacking, variable
 from lance_ops.encoding.compression.base import ChunkSpans, gather_spans, ranges, span_mask
 from lance_ops.encoding.data import FixedWidthBlock
 from lance_ops.encoding.structural.miniblock import MiniBlockReader
-from lance_ops.encoding.structural.repdef import Levels, shred
+from lance_ops.encoding.structural.repdef import DecodedLeaf, Levels, shred, unshred
 from lance_ops.errors import CorruptFileError
 from tests.encoding.harness import encode_to_memory, pylance_read, pylance_write, round_trip
 
@@ -313,3 +313,22 @@ def test_pylance_lists_read_by_range_and_take(tmp_path: Path, version: str) -> N
         assert pylance_read(ours).equals(arr), name
         got = PylanceReader(ours).take_rows(rows.tolist()).to_table().column("c").combine_chunks()
         assert got.equals(arr.take(rows)), name
+
+
+@pytest.mark.parametrize(
+    "arr",
+    [
+        pa.array(
+            [[1, 2], None, [], [3]], pa.list_(pa.int32())
+        ),  # list of leaf items (running count over rows)
+        pa.array([[[1, 2]], None, [[], None, [3]]], pa.list_(pa.list_(pa.int32()))),  # general path
+        pa.array([{"l": [1, 2]}, None, {"l": None}], pa.struct([("l", pa.list_(pa.int32()))])),
+    ],
+    ids=["list", "list<list>", "struct<list>"],
+)
+def test_unshred_rebuilds_and_rejects_a_value_count_mismatch(arr: pa.Array) -> None:
+    (leaf,) = shred(arr)
+    values = pa.array(leaf.values.to_numpy(zero_copy_only=False), leaf.values.type)  # no nulls of its own
+    assert unshred(arr.type, [DecodedLeaf(leaf.levels, values)]).equals(arr)
+    with pytest.raises(CorruptFileError, match="visible levels"):
+        unshred(arr.type, [DecodedLeaf(leaf.levels, values.slice(1))])
