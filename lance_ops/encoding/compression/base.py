@@ -182,26 +182,37 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
+def span_mask(starts: np.ndarray, sizes: np.ndarray, length: int) -> np.ndarray:
+    """Bool array of ``length``: True inside ``[starts[i], starts[i] + sizes[i])`` for every i
+    (spans sorted, disjoint and within ``length``)."""
+    bounds = np.empty(2 * len(starts) + 2, np.int64)
+    bounds[0] = 0
+    bounds[1:-1:2] = starts
+    bounds[2:-1:2] = np.asarray(starts, np.int64) + sizes
+    bounds[-1] = length
+    inside = np.zeros(len(bounds) - 1, bool)
+    inside[1::2] = True
+    return np.repeat(inside, np.diff(bounds))
+
+
 def gather_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """``blob[starts[i] : starts[i] + sizes[i]]`` for every i, concatenated. Long spans are
     copied slice by slice; many short sorted, disjoint spans (chunk layouts) are cut out with
-    one byte mask; anything else uses an index gather."""
+    one element mask; anything else uses an index gather. The result may be a view of ``blob``."""
     starts = np.asarray(starts, np.int64)
     sizes = np.asarray(sizes, np.int64)
-    stops = starts + sizes
     if len(starts) == 0:
         return blob[:0]
     if len(starts) == 1:
-        return blob[int(starts[0]) : int(stops[0])]
+        return blob[int(starts[0]) : int(starts[0] + sizes[0])]
+    stops = starts + sizes
+    if int(starts[0]) == 0 and int(stops[-1]) == len(blob) and bool(np.all(starts[1:] == stops[:-1])):
+        return blob  # the spans tile the whole array
     total = int(sizes.sum())
     if total >= _LONG_SPAN * len(starts):
         return np.concatenate([blob[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
     if bool(np.all(starts[1:] >= stops[:-1])) and int(starts[0]) >= 0 and int(stops[-1]) <= len(blob):
-        bounds = np.empty(2 * len(starts) + 1, np.int64)
-        bounds[0], bounds[1::2], bounds[2::2] = 0, starts, stops
-        inside = np.zeros(len(bounds), bool)
-        inside[1::2] = True
-        return blob[np.repeat(inside, np.diff(bounds, append=len(blob)))]
+        return blob[span_mask(starts, sizes, len(blob))]
     return blob[ranges(starts, sizes)]
 
 
@@ -231,6 +242,17 @@ class ChunkSpans(Sequence[memoryview]):
     def joined(self) -> np.ndarray:
         """All spans back to back."""
         return gather_spans(self.blob, self.starts, self.sizes)
+
+    def words(self, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+        """The spans as ``dtype`` words: an array and each span's first word in it. It is
+        ``blob`` itself, reinterpreted, when every span starts on a word boundary (no copy),
+        else the spans joined. Span sizes must be whole words."""
+        item = dtype.itemsize
+        blob = self.blob
+        if blob.ndim == 1 and len(blob) % item == 0 and not bool(np.any(self.starts % item)):
+            return blob.view(dtype), self.starts // item
+        lens = self.sizes // item
+        return self.joined().view(dtype), np.cumsum(lens) - lens
 
     def __len__(self) -> int:
         return len(self.starts)

@@ -79,14 +79,6 @@ def _to_grid(blocks: np.ndarray) -> np.ndarray:
     return cols[:, _group_rank(bits)].reshape(-1, bits, lanes)
 
 
-def _from_grid(cells: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`_to_grid`: (C, T, L) → (C × 1024) values."""
-    bits = cells.dtype.itemsize * 8
-    groups, lanes = bits // 8, BLOCK_VALUES // bits
-    quads = cells.reshape(-1, groups, 8, lanes)[:, np.argsort(_group_rank(bits))]  # (C, column, b, lane)
-    return quads.transpose(0, 2, 1, 3).reshape(-1, BLOCK_VALUES)
-
-
 def _mask(width: int, dtype: np.dtype) -> np.unsignedinteger:
     bits = dtype.itemsize * 8
     return dtype.type(np.iinfo(dtype).max if width >= bits else (1 << width) - 1)
@@ -111,6 +103,31 @@ def fastlanes_pack(blocks: np.ndarray, width: int) -> np.ndarray:
     return out.reshape(num, width * lanes)
 
 
+@cache
+def _row_order(bits: int) -> np.ndarray:
+    """Grid rows in output order: output values ``128 b + (1024 / 8 T) column + lane`` come from
+    row ``8 a + b`` where group ``a`` is the one shown as ``column`` (see :func:`_group_rank`), so
+    unpacking rows in this order yields the values already in place."""
+    group_of_column = np.argsort(_group_rank(bits))
+    return (8 * group_of_column[None, :] + np.arange(8)[:, None]).reshape(-1)
+
+
+@cache
+def _unpack_plan(bits: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """Per output row (in :func:`_row_order`): the word holding its low bits and the right shift,
+    and the next word and the left shift that bring its spilled high bits (``None`` when no row
+    spills). Rows that do not spill get a left shift that moves every bit of the next word out
+    of the row's ``width`` low bits (the mask clears them), never a shift by all T bits."""
+    dtype = np.dtype(f"<u{bits // 8}")
+    word, shift = np.divmod(_row_order(bits) * width, bits)
+    spills = shift + width > bits
+    if not spills.any():
+        return word, shift.astype(dtype)[:, None], None, shift.astype(dtype)[:, None]
+    next_word = np.minimum(word + 1, width - 1)
+    left = np.where(spills, bits - shift, np.minimum(bits - shift, bits - 1))
+    return word, shift.astype(dtype)[:, None], next_word, left.astype(dtype)[:, None]
+
+
 def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     """Inverse of :func:`fastlanes_pack`: (C × 1024·W/T) words → (C × 1024) values."""
     dtype = words.dtype
@@ -120,15 +137,19 @@ def fastlanes_unpack(words: np.ndarray, width: int) -> np.ndarray:
     if width == 0 or num == 0:
         return np.zeros((num, BLOCK_VALUES), dtype=dtype)
     grid = words.reshape(num, width, lanes)
-    # All T rows at once: row r starts at stream bit r·W, i.e. in word r·W div T at shift r·W mod T,
-    # and spills into the next word when shift + W > T.
-    word, shift = np.divmod(np.arange(bits) * width, bits)
-    cells = grid[:, word, :] >> shift.astype(dtype)[:, None]
-    spill = np.flatnonzero(shift + width > bits)
-    if len(spill):
-        cells[:, spill, :] |= grid[:, word[spill] + 1, :] << (bits - shift[spill]).astype(dtype)[:, None]
-    cells &= _mask(width, dtype)
-    return _from_grid(cells)
+    # All T rows at once, taken in output order (so no permutation afterwards): row r starts at
+    # stream bit r·W, i.e. in word r·W div T at shift r·W mod T, and spills into the next word
+    # when shift + W > T. ``take`` along the word axis gives contiguous (C, T, L) arrays.
+    word, right, next_word, left = _unpack_plan(bits, width)
+    cells = np.take(grid, word, axis=1)
+    cells >>= right
+    if next_word is not None:
+        high = np.take(grid, next_word, axis=1)
+        high <<= left
+        cells |= high
+    if width < bits:
+        cells &= _mask(width, dtype)
+    return cells.reshape(num, BLOCK_VALUES)
 
 
 def fastlanes_at(words: np.ndarray, base: np.ndarray, width: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -224,17 +245,25 @@ def _inline_encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _inline_decode(words: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
-    """Unpack chunks whose width word sits at ``starts`` (word indices) → (C × 1024) values."""
+    """Unpack chunks whose width word sits at ``starts`` (sorted word indices) → (C × 1024)
+    values."""
     bits = words.dtype.itemsize * 8
     lanes = BLOCK_VALUES // bits
-    out = np.zeros((len(starts), BLOCK_VALUES), dtype=words.dtype)
-    for width in np.unique(widths):
+    kinds = np.unique(widths)
+    out: np.ndarray | None = None
+    for width in kinds.tolist():
         if width == 0:
             continue
+        size = width * lanes
+        if len(kinds) == 1:  # one width (the usual case): no scatter into a zeroed array
+            packed = gather_spans(words, starts + 1, np.full(len(starts), size, np.int64))
+            return fastlanes_unpack(packed.reshape(-1, size), width)
+        if out is None:
+            out = np.zeros((len(starts), BLOCK_VALUES), dtype=words.dtype)
         idx = np.flatnonzero(widths == width)
-        packed = words[(starts[idx] + 1)[:, None] + np.arange(int(width) * lanes)]
-        out[idx] = fastlanes_unpack(packed, int(width))
-    return out
+        packed = gather_spans(words, starts[idx] + 1, np.full(len(idx), size, np.int64))
+        out[idx] = fastlanes_unpack(packed.reshape(-1, size), width)
+    return np.zeros((len(starts), BLOCK_VALUES), dtype=words.dtype) if out is None else out
 
 
 class InlineBitpackingCompressor(MiniBlockCompressor):
@@ -310,8 +339,10 @@ class _InlineReader:
         """Decode many mini-block chunks at once (vectorised over chunks of equal width)."""
         words, starts, widths, nums = self._chunk_words(buffers, counts)
         values = _inline_decode(words, starts, widths)
-        keep = np.arange(BLOCK_VALUES)[None, :] < nums[:, None]
-        return FixedWidthBlock.from_values(values[keep])
+        if len(nums) and bool(np.all(nums[:-1] == BLOCK_VALUES)):  # only the last chunk is short
+            return FixedWidthBlock.from_values(values.reshape(-1)[: int(nums.sum())])
+        firsts = np.arange(len(nums), dtype=np.int64) * BLOCK_VALUES
+        return FixedWidthBlock.from_values(gather_spans(values.reshape(-1), firsts, nums))
 
     def decompress_chunks_at(
         self, buffers: Sequence[memoryview], counts: Sequence[int], positions: np.ndarray
@@ -324,7 +355,8 @@ class _InlineReader:
     def _chunk_words(
         self, buffers: Sequence[memoryview], counts: Sequence[int]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The chunks' words back to back, each chunk's first word, width and value count."""
+        """The chunks' words (see :meth:`ChunkSpans.words`), each chunk's first word, width and value
+        count."""
         spans = ChunkSpans.of(buffers)
         item = self.dtype.itemsize
         require(bool(np.all(spans.sizes % item == 0)), "InlineBitpacking chunk: not a whole number of words")
@@ -335,8 +367,7 @@ class _InlineReader:
             "InlineBitpacking chunks hold at most 1024 values",
         )
         lens = spans.sizes // item
-        words = spans.joined().view(self.dtype)
-        starts = np.cumsum(lens) - lens
+        words, starts = spans.words(self.dtype)
         widths = words[starts].astype(np.int64) if len(starts) else np.zeros(0, np.int64)
         require(bool(np.all(widths <= self.bits)), "InlineBitpacking width exceeds the value width")
         require(
@@ -487,21 +518,25 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
         words, word_first, is_raw = self._slice_words(buffers, nums)
         full, tail = np.divmod(nums, BLOCK_VALUES)
         blocks = np.where(is_raw, full, full + (tail > 0))
-        firsts = np.cumsum(nums) - nums
-        out = np.empty(int(nums.sum()), dtype=self.dtype)
-        in_blocks = np.where(is_raw, full * BLOCK_VALUES, nums)
-        block_first = (np.cumsum(blocks) - blocks) * BLOCK_VALUES
         if self.width == 0:
             values = np.zeros(int(blocks.sum()) * BLOCK_VALUES, self.dtype)
         else:
-            packed = gather_spans(words, word_first, blocks * block_words) if is_raw.any() else words
+            packed = gather_spans(words, word_first, blocks * block_words)
             values = fastlanes_unpack(packed.reshape(-1, block_words), self.width).reshape(-1)
+        block_first = (np.cumsum(blocks) - blocks) * BLOCK_VALUES
         if not is_raw.any():  # every slice is whole blocks: drop the padding of packed tails
             return FixedWidthBlock.from_values(gather_spans(values, block_first, nums))
-        out[ranges(firsts, in_blocks)] = values[ranges(block_first, in_blocks)]
-        raw = np.where(is_raw, tail, 0)
-        out[ranges(firsts + full * BLOCK_VALUES, raw)] = words[ranges(word_first + full * block_words, raw)]
-        return FixedWidthBlock.from_values(out)
+        # Each slice is its unpacked values then (raw tails) its tail words: both pieces of every
+        # slice are copied into the output in one concatenation.
+        in_blocks = np.where(is_raw, full * BLOCK_VALUES, nums)
+        raw_first, raw = word_first + full * block_words, nums - in_blocks
+        pieces = []
+        for a, n, b, m in zip(
+            block_first.tolist(), in_blocks.tolist(), raw_first.tolist(), raw.tolist(), strict=True
+        ):
+            pieces.append(values[a : a + n])
+            pieces.append(words[b : b + m])
+        return FixedWidthBlock.from_values(np.concatenate(pieces).astype(self.dtype, copy=False))
 
     @guarded
     def decompress_chunks_at(
@@ -525,7 +560,8 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
     def _slice_words(
         self, buffers: Sequence[memoryview], nums: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The slices' words back to back, each slice's first word, and whether its tail is raw."""
+        """The slices' words (see :meth:`ChunkSpans.words`), each slice's first word, and whether its
+        tail is raw."""
         item = self.dtype.itemsize
         block_words = self.width * BLOCK_VALUES // self.bits
         spans = ChunkSpans.of(buffers)
@@ -537,4 +573,5 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
             bool(np.all(is_raw | (lens == (full + (tail > 0)) * block_words * item))),
             "OutOfLineBitpacking slice size matches neither a raw nor a packed tail",
         )
-        return spans.joined().view(self.dtype), np.cumsum(lens // item) - lens // item, is_raw
+        words, first = spans.words(self.dtype)
+        return words, first, is_raw

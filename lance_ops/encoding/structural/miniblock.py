@@ -441,6 +441,18 @@ class MiniBlockPage:
         before = cum - n_rows
         carried = np.concatenate(([False], partial[:-1] > 0))
         first_row = before + carried
+        if len(rows) > 1 and int(rows[-1] - rows[0]) + 1 == len(rows):
+            # A range of rows (scans): the chunks from the first row's end chunk (and the chunks
+            # holding its earlier levels) to the last row's end chunk; no per-row search.
+            first, last = np.searchsorted(cum, [rows[0], rows[-1]], side="right").tolist()
+            if last >= self.num_chunks:
+                raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+            s = first
+            while s > 0 and partial[s - 1] > 0:
+                s -= 1
+                if n_rows[s] > 0:
+                    break
+            return np.arange(s, last + 1, dtype=np.int64), first_row
         row_chunk = np.searchsorted(cum, rows, side="right")
         if len(rows) and row_chunk[-1] >= self.num_chunks:
             raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
@@ -492,18 +504,22 @@ def _row_levels(
     """
     chunk_first = np.concatenate(([0], np.cumsum(level_counts)[:-1]))
     new_run = np.concatenate(([True], np.diff(needed) != 1))
-    run_first = chunk_first[new_run]
+    run_first = chunk_first[new_run]  # level where each run of consecutive chunks begins
+    run_first_row = first_row[needed[new_run]]  # page row of the first row starting in each run
     starts = lv.row_starts()
-    # Start k of run r is page row first_row[run's first chunk] + its rank within the run.
-    start_run = np.searchsorted(run_first, starts, side="right") - 1
-    run_first_start = np.searchsorted(starts, run_first)
-    page_row = first_row[needed[new_run]][start_run] + np.arange(len(starts)) - run_first_start[start_run]
-    k = np.searchsorted(page_row, rows)
-    if len(rows) and (int(k[-1]) >= len(page_row) or not np.array_equal(page_row[k], rows)):
+    n = lv.num_levels
+    # Row starts of run r are starts[run_start[r]:run_start[r + 1]], page rows run_first_row[r]...
+    run_start = np.searchsorted(starts, np.append(run_first, n))
+    run = np.searchsorted(run_first_row, rows, side="right") - 1
+    if len(rows) and int(run[0]) < 0:
         raise CorruptFileError("<page>", "requested rows are missing from the decoded chunks")
-    run_stop = np.append(run_first[1:], lv.num_levels)
+    k = run_start[run] + rows - run_first_row[run]
+    if len(rows) and bool(np.any(k >= run_start[run + 1])):
+        raise CorruptFileError("<page>", "requested rows are missing from the decoded chunks")
+    # ... and a row ends at the next row start, or at the end of its run.
+    run_stop = np.append(run_first[1:], n)
     lo = starts[k]
-    hi = np.minimum(np.append(starts, lv.num_levels)[k + 1], run_stop[start_run[k]])
+    hi = np.minimum(np.append(starts, n)[k + 1], run_stop[run])
     idx = ranges(lo, hi - lo)
     picked = Levels(
         lv.layers,
@@ -514,7 +530,12 @@ def _row_levels(
     visible = lv.visible_mask()
     if visible is None:
         return picked, idx
-    return picked, (np.cumsum(visible) - 1)[idx[visible[idx]]]
+    # A row's values are those of its visible levels, back to back: count the hidden levels
+    # (null or empty lists, few) before each row's ends rather than all visible levels.
+    hidden = np.flatnonzero(~visible)
+    v_lo = lo - np.searchsorted(hidden, lo)
+    v_hi = hi - np.searchsorted(hidden, hi)
+    return picked, ranges(v_lo, v_hi - v_lo)
 
 
 def _can_pick(page: MiniBlockPage) -> bool:
@@ -526,7 +547,7 @@ def _can_pick(page: MiniBlockPage) -> bool:
 def _u16_levels(block: DataBlock) -> np.ndarray:
     if not isinstance(block, FixedWidthBlock) or block.bits_per_value != 16:
         raise CorruptFileError("<page>", "rep/def levels did not decode to 16-bit values")
-    return block.view("<u2").astype(np.uint16)
+    return block.view("<u2").astype(np.uint16, copy=False)
 
 
 def _indices(block: DataBlock) -> np.ndarray:

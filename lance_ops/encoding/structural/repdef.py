@@ -21,8 +21,9 @@ Worked example, ``list<int32>`` rows ``[[1, 2], null, [], [3]]`` with layers
 
 Writing (:func:`shred`) walks the Arrow array outermost layer first with numpy
 ``repeat``/``cumsum`` over whole pages; reading (:func:`unshred`) selects, for every
-layer, the levels that start one of its elements and rebuilds offsets with
-``searchsorted`` and validity with comparisons, never looping per value.
+layer, the levels that start one of its elements and rebuilds offsets with running counts
+(over the selected levels only for a list of leaf items with no def code outside it: its
+hidden levels are all selected ones) and validity with comparisons, never looping per value.
 
 This module also chooses and applies the block compression of level streams (§2.8):
 raw ``Flat(16)``, ``InlineBitpacking(16)`` (≤ 1 024 levels), ``OutOfLineBitpacking(16,
@@ -144,18 +145,32 @@ class Levels:
         return self.defs <= mvd
 
     def row_starts(self) -> np.ndarray:
-        """Level index of the first level of every row."""
+        """Level index of the first level of every row (computed once per ``Levels``; callers
+        must not modify the array)."""
+        cached = self.__dict__.get("_row_starts")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
         if self.rep is None:
-            return np.arange(self.num_levels, dtype=np.int64)
-        return np.flatnonzero(self.rep == self.max_rep)
+            starts = np.arange(self.num_levels, dtype=np.int64)
+        else:
+            starts = np.flatnonzero(self.rep == self.max_rep)
+        object.__setattr__(self, "_row_starts", starts)
+        return starts
 
     def slice(self, start: int, stop: int) -> Levels:
-        return Levels(
+        if start == 0 and stop == self.num_levels:
+            return self
+        out = Levels(
             self.layers,
             None if self.rep is None else self.rep[start:stop],
             None if self.defs is None else self.defs[start:stop],
             stop - start,
         )
+        cached = self.__dict__.get("_row_starts")
+        if cached is not None:  # the row starts inside the slice, re-based
+            lo, hi = np.searchsorted(cached, [start, stop]).tolist()
+            object.__setattr__(out, "_row_starts", cached[lo:hi] - start)
+        return out
 
     @classmethod
     def concat(cls, parts: Sequence[Levels]) -> Levels:
@@ -447,20 +462,27 @@ def _visible_before(visible: np.ndarray | None, index: int) -> int:
 def select_rows(leaf: DecodedLeaf, rows: np.ndarray) -> DecodedLeaf:
     """Keep the given rows (sorted, unique, counted from the first row start of ``leaf``)."""
     lv = leaf.levels
-    starts = lv.row_starts()
     visible = lv.visible_mask()
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) == 0:
         return DecodedLeaf(lv.slice(0, 0), leaf.values.slice(0, 0))
-    if len(rows) and rows[-1] >= len(starts):
-        raise CorruptFileError("<page>", f"row {int(rows[-1])} is beyond the {len(starts)} decoded rows")
+    num_rows = lv.num_levels if lv.rep is None else len(lv.row_starts())  # one level per row w/o rep
+    if rows[-1] >= num_rows:
+        raise CorruptFileError("<page>", f"row {int(rows[-1])} is beyond the {num_rows} decoded rows")
     if rows[-1] - rows[0] + 1 == len(rows):
         a, b = int(rows[0]), int(rows[-1]) + 1
-        lo = int(starts[a])
-        hi = int(starts[b]) if b < len(starts) else lv.num_levels
+        if lv.rep is None:
+            lo, hi = a, b
+        else:
+            starts = lv.row_starts()
+            lo = int(starts[a])
+            hi = int(starts[b]) if b < len(starts) else lv.num_levels
+        if lo == 0 and hi == lv.num_levels:
+            return leaf
         v_lo = _visible_before(visible, lo)
         v_hi = _visible_before(visible, hi)
         return DecodedLeaf(lv.slice(lo, hi), leaf.values.slice(v_lo, v_hi - v_lo))
+    starts = lv.row_starts()
     is_start = np.zeros(lv.num_levels, bool)
     is_start[starts] = True
     row_of = np.cumsum(is_start) - 1
@@ -513,61 +535,120 @@ class _LeafCursor:
                 return self.rep_code[d]
         return 0
 
-    def elements(self, depth: int) -> np.ndarray:
-        """Level indices that start an element of the array at ``depth``."""
+    def element_mask(self, depth: int) -> np.ndarray:
+        """Bool per level: does it start an element of the array at ``depth``?"""
         mask = self.defs <= self.codes[depth].highest
         thr = self.threshold(depth)
         if thr:
             mask &= self.rep >= thr
-        return np.flatnonzero(mask)
+        return mask
+
+    def elements(self, depth: int) -> np.ndarray:
+        """Level indices that start an element of the array at ``depth``."""
+        return np.flatnonzero(self.element_mask(depth))
 
 
 def unshred(field: pa.Field | pa.DataType, leaves: Sequence[DecodedLeaf]) -> pa.Array:
     """Rebuild the rows of ``field`` from its leaf columns (pre-order), §2.7."""
     cursors = [_LeafCursor(leaf) for leaf in leaves]
-    return _build(as_field(field), cursors, [c.leaf.levels.row_starts() for c in cursors], 0)
+    return _build(as_field(field), cursors, [c.leaf.levels.row_starts() for c in cursors], 0, True)
 
 
-def _build(field: pa.Field, cursors: list[_LeafCursor], sels: list[np.ndarray], depth: int) -> pa.Array:
+def _build(
+    field: pa.Field, cursors: list[_LeafCursor], sels: list[np.ndarray], depth: int, exact: bool
+) -> pa.Array:
+    """The array at ``depth`` whose elements start at the levels ``sels`` (one per leaf).
+
+    ``exact``: the selected levels have no def code above those of this layer and the layers
+    inside it (true for rows and for elements selected under a list; a struct's children also
+    see the levels of slots null at the struct).
+    """
     dtype = field.type
     lead, sel = cursors[0], sels[0]
     codes = lead.codes[depth]
-    d = lead.defs[sel]
     if is_leaf_field(field):
         values = lead.leaf.values
         if len(values) != len(sel):
             raise CorruptFileError("<page>", f"{len(sel)} visible levels but {len(values)} values")
-        valid = d == 0
+        if exact and not codes.highest:  # no layer at or inside the leaf can be null
+            return values
+        valid = lead.defs[sel] == 0
         return _with_validity(values, None if valid.all() else valid)
-    valid = d <= codes.inner
-    if codes.empty:
-        valid |= d == codes.empty
-    mask = None if valid.all() else pa.array(~valid)
+    mask = None
+    d: np.ndarray | None = None
+    if exact:  # a selected element is null only at this very layer
+        if codes.null:
+            d = lead.defs[sel]
+            null = d == codes.null
+            if null.any():
+                mask = pa.array(null)
+    else:
+        d = lead.defs[sel]
+        valid = d <= codes.inner
+        if codes.empty:
+            valid |= d == codes.empty
+        if not valid.all():
+            mask = pa.array(~valid)
     if pa.types.is_struct(dtype):
         children = []
         pos = 0
         for i in range(dtype.num_fields):
             sub = dtype.field(i)
             k = count_leaves(sub)
-            children.append(_build(sub, cursors[pos : pos + k], sels[pos : pos + k], depth + 1))
+            children.append(
+                _build(sub, cursors[pos : pos + k], sels[pos : pos + k], depth + 1, exact and not codes.null)
+            )
             pos += k
         return pa.StructArray.from_arrays(children, fields=list(dtype), mask=mask)
-    child_sels = [c.elements(depth + 1) for c in cursors]
-    child = _build(child_field(field), cursors, child_sels, depth + 1)
-    # Offsets: how many child elements start before each selected level (a running count, which
-    # is cheaper than a binary search per row).
-    started = np.zeros(lead.n + 1, np.int64)
-    started[child_sels[0] + 1] = 1
-    np.cumsum(started, out=started)
-    offsets = np.empty(len(sel) + 1, np.int64)
-    offsets[:-1] = started[sel]
-    offsets[-1] = len(child_sels[0])
-    off_type = pa.int64() if pa.types.is_large_list(dtype) else pa.int32()
-    off_arr = pa.array(offsets.astype(off_type.to_pandas_dtype()), off_type)
+    large = pa.types.is_large_list(dtype)
+    off_type = pa.int64() if large else pa.int32()
+    item = child_field(field)
+    if exact and len(cursors) == 1 and codes.highest == lead.codes[0].highest and is_leaf_field(item):
+        offsets, child = _leaf_list(lead, sel, d, depth, large)
+    else:
+        lead_mask = lead.element_mask(depth + 1)
+        child_sels = [np.flatnonzero(lead_mask)] + [c.elements(depth + 1) for c in cursors[1:]]
+        child = _build(item, cursors, child_sels, depth + 1, True)
+        # Offsets: how many child elements start before each selected level (a running count,
+        # which is cheaper than a binary search per row), counted directly in the offset width.
+        started = np.empty(lead.n + 1, np.int64 if large else np.int32)
+        started[0] = 0
+        np.cumsum(lead_mask, out=started[1:])
+        offsets = np.empty(len(sel) + 1, started.dtype)
+        np.take(started, sel, out=offsets[:-1])
+        offsets[-1] = started[-1]
+    off_arr = pa.array(offsets, off_type)
     if pa.types.is_map(dtype):
         return pa.MapArray.from_arrays(off_arr, child.field(0), child.field(1), type=dtype, mask=mask)
-    cls = pa.LargeListArray if pa.types.is_large_list(dtype) else pa.ListArray
+    cls = pa.LargeListArray if large else pa.ListArray
     return cls.from_arrays(off_arr, child, type=dtype, mask=mask)
+
+
+def _leaf_list(
+    lead: _LeafCursor, sel: np.ndarray, d: np.ndarray | None, depth: int, large: bool
+) -> tuple[np.ndarray, pa.Array]:
+    """Offsets and items of a list of leaf items whose elements start at ``sel``, when no layer
+    outside the list owns a def code (so every level hidden from the items, a null or empty
+    list, is itself one of the selected levels). Then a list's first item is its level minus the
+    hidden levels before it, which needs a running count over the selected levels only."""
+    codes = lead.codes[depth]
+    if d is None:
+        d = lead.defs[sel]
+    hidden = d > codes.inner
+    before = np.cumsum(hidden)
+    offsets = np.empty(len(sel) + 1, np.int64)
+    np.subtract(sel, before, out=offsets[:-1])
+    offsets[:-1] += hidden
+    num_items = lead.n - (int(before[-1]) if len(before) else 0)
+    offsets[-1] = num_items
+    leaf = lead.leaf.values
+    if len(leaf) != num_items:
+        raise CorruptFileError("<page>", f"{num_items} visible levels but {len(leaf)} values")
+    if lead.codes[depth + 1].highest:  # items can be null: their validity comes from their levels
+        items_at = np.flatnonzero(lead.element_mask(depth + 1))
+        valid = lead.defs[items_at] == 0
+        leaf = _with_validity(leaf, None if valid.all() else valid)
+    return (offsets if large else offsets.astype(np.int32)), leaf
 
 
 def _with_validity(values: pa.Array, valid: np.ndarray | None) -> pa.Array:
