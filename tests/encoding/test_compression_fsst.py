@@ -96,6 +96,126 @@ def test_garbled() -> None:
         dec.decompress([memoryview(bytes.fromhex("08000000 0a000000 0005"))], 1)
 
 
+# --- the compiled decoder against a pure reference ---------------------------------------------------
+
+
+def _reference_decode(codes: bytes, offsets: list[int], symbols: list[bytes]) -> list[bytes]:
+    """Byte-at-a-time FSST decoding (the spec's definition); ValueError names the problem (an
+    escape ending a string anywhere before a missing symbol anywhere)."""
+    out, missing = [], False
+    for start, end in zip(offsets[:-1], offsets[1:], strict=True):
+        value, i = bytearray(), start - offsets[0]
+        while i < end - offsets[0]:
+            if codes[i] == 0xFF:
+                if i + 1 >= end - offsets[0]:
+                    raise ValueError("escape byte at the end")
+                value.append(codes[i + 1])
+                i += 2
+            else:
+                missing |= codes[i] >= len(symbols)
+                value += symbols[codes[i]] if codes[i] < len(symbols) else b""
+                i += 1
+        out.append(bytes(value))
+    if missing:
+        raise ValueError("missing symbol")
+    return out
+
+
+def _garbled_table(symbols: list[bytes], seed: int) -> SymbolTable:
+    """A table whose symbol slots hold random bytes past each symbol's length (a writer may
+    leave them so; the decoder must not copy them into the output)."""
+    matrix = np.random.default_rng(seed).integers(0, 256, (len(symbols), 8), dtype=np.uint8)
+    for i, sym in enumerate(symbols):
+        matrix[i, : len(sym)] = np.frombuffer(sym, np.uint8)
+    return SymbolTable(matrix, np.array([len(sym) for sym in symbols], np.uint8))
+
+
+def _coded_strings(draw, n_symbols: int) -> list[bytes]:
+    token = st.integers(0, n_symbols - 1).map(lambda c: bytes([c])) if n_symbols else st.nothing()
+    escaped = st.integers(0, 255).map(lambda b: bytes([0xFF, b]))
+    return draw(st.lists(st.lists(token | escaped, max_size=30).map(b"".join), max_size=40))
+
+
+@st.composite
+def coded_pages(draw):
+    symbols = draw(st.lists(st.binary(min_size=1, max_size=8), max_size=255))
+    return symbols, _coded_strings(draw, len(symbols)), draw(st.integers(0, 2**16))
+
+
+@given(
+    page=coded_pages(),
+    dtype=st.sampled_from([np.uint32, np.uint64, np.int64]),
+    lead=st.integers(0, 9),
+)
+def test_decode_matches_reference(page, dtype, lead: int) -> None:
+    symbols, coded, seed = page
+    table = _garbled_table(symbols, seed)
+    # the data starts where offsets[0] points; bytes past the last offset are not part of it
+    offs = np.concatenate(([lead], lead + np.cumsum([len(c) for c in coded], dtype=np.int64))).astype(dtype)
+    data = np.frombuffer(b"".join(coded) + b"\x00\xff\x07", np.uint8)
+    expected = _reference_decode(b"".join(coded), [int(o) for o in offs], symbols)
+    out, out_offs = fsst_decode(data, offs, table, offsets_dtype=dtype)
+    assert out_offs.dtype == dtype and out_offs[0] == 0 and len(out) == int(out_offs[-1])
+    assert [out[out_offs[i] : out_offs[i + 1]].tobytes() for i in range(len(coded))] == expected
+
+
+def test_decode_long_symbols_up_to_the_last_byte() -> None:
+    # every symbol 8 bytes: each 8-byte store fills exactly its own slot, the last one ends
+    # exactly where the output does (the slack is not part of the result)
+    symbols = [bytes([65 + i] * 8) for i in range(26)] + [b"xyz"]
+    table = _garbled_table(symbols, 1)
+    coded = [bytes([i % 26 for i in range(k)]) for k in range(6)] + [
+        b"\x1a\x19",
+        b"\x19\x1a",
+        b"\xff\x00\x19",
+    ]
+    expected = _reference_decode(b"".join(coded), [0, *np.cumsum([len(c) for c in coded])], symbols)
+    assert expected[-3:] == [b"xyz" + b"Z" * 8, b"Z" * 8 + b"xyz", b"\x00" + b"Z" * 8]
+    got = _decode(coded, table)
+    assert got == expected
+    out, _ = fsst_decode(np.frombuffer(b"\x19", np.uint8), np.array([0, 1]), table)
+    assert out.tobytes() == b"Z" * 8 and out.flags.c_contiguous and out.dtype == np.uint8
+
+
+def test_decode_empty_pages() -> None:
+    table = _table(b"ab", b"c")
+    for offs in ([0], [0, 0, 0], [5, 5]):  # no rows, all values empty (e.g. all null)
+        out, out_offs = fsst_decode(np.zeros(5, np.uint8), np.array(offs, np.uint32), table, np.uint32)
+        assert len(out) == 0 and out_offs.tolist() == [0] * len(offs) and out_offs.dtype == np.uint32
+    assert _decode([b"", b"\x00", b"", b"", b"\x01\x01", b""], table) == [b"", b"ab", b"", b"", b"cc", b""]
+
+
+def test_decode_errors_match_reference() -> None:
+    table = _table(b"ab", b"c")
+    cases = {
+        "escape byte at the end": [
+            [b"\x00\xff"],  # escape as the last byte of the buffer
+            [b"\x00", b"\x01\xff", b"\x41"],  # escape ends a middle string (the next begins with a byte)
+            [b"\xff\xff\xff", b"\x00"],  # the third 0xFF is an escape, not an escaped byte
+            [b"\x07\xff", b"\x00"],  # both errors: the escape one wins, as before
+        ],
+        "missing symbol": [[b"\x02"], [b"\x00", b"\xff\x41\x09"], [b"\xff\xff\xfe"]],
+    }
+    for message, pages in cases.items():
+        for coded in pages:
+            with pytest.raises(ValueError, match=message):
+                _reference_decode(b"".join(coded), [0, *np.cumsum([len(c) for c in coded])], [b"ab", b"c"])
+            with pytest.raises(CorruptFileError, match=message):
+                _decode(coded, table)
+    for offs in ([0, 3, 2, 4], [0, 9, 4], [3, 1]):  # offsets that go back or past the data
+        with pytest.raises(CorruptFileError, match="offsets are not monotonic|shorter than its offsets"):
+            fsst_decode(np.zeros(4, np.uint8), np.array(offs), table)
+
+
+def test_decompress_keeps_the_offset_width() -> None:
+    values = [f"row {i} of many".encode() for i in range(3000)] + [b"", b"\xff\xfe"]
+    for large in (False, True):
+        block = variable_block(values, large)
+        blocks, _, _ = miniblock_roundtrip(FsstCompressor(), block)
+        assert all(b.offsets.dtype == block.offsets.dtype for b in blocks)
+        assert strings_of(blocks) == values
+
+
 words = st.sampled_from([b"hello", b"world", b"\xff", b"lance", b" ", b"\x00", b"abc", b"zz"])
 texts = st.lists(st.lists(words, max_size=12).map(b"".join), max_size=120) | st.lists(
     st.binary(max_size=30), max_size=60

@@ -5,6 +5,12 @@ starts), which numpy can only express as one array pass per token step; compiled
 in a single pass at a few nanoseconds per byte (bench/RESULTS.md has the measurement). The
 module is imported on first use so that ``import lance_ops`` does not load numba.
 
+Decoding copies every symbol with one unaligned 8-byte store (``_store8``, an LLVM intrinsic:
+numba does not merge eight byte stores) and advances by the symbol's length, so the output
+carries 8 bytes of slack; its size comes from one pass over the codes (two when there are
+escapes), with the checks for an escape ending a string and for bad offsets made by the
+decoding loop itself.
+
 Lookup structure used by :func:`encode` (built by ``fsst._Lookup``): symbols of three or
 more bytes are grouped by their first two bytes (``long_start[p] .. long_start[p + 1]`` index
 ``cand_*``, longest first) and match when their ``cand_len`` bytes fit before the end of the
@@ -16,7 +22,9 @@ at a string's last byte ``byte_code[b]`` the one-byte symbol ``b`` (or -1).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core.extending import intrinsic
 
 ESCAPE = 0xFF
 
@@ -108,35 +116,56 @@ def encode(
     return t
 
 
+@intrinsic
+def _store8(typingctx, out, index, word):  # type: ignore[no-untyped-def]
+    """Store the uint64 ``word`` little-endian at ``out[index : index + 8]`` with one unaligned
+    8-byte store (no bounds check: the caller allocates 8 bytes of slack)."""
+    if not (isinstance(out, types.Array) and out.dtype == types.uint8 and word == types.uint64):
+        return None
+    sig = types.void(out, index, word)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        array, at, value = args
+        base = context.make_array(signature.args[0])(context, builder, array).data
+        target = builder.bitcast(builder.gep(base, [at]), ir.IntType(64).as_pointer())
+        store = builder.store(value, target)
+        store.align = 1
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @njit(cache=True, nogil=True)
-def decoded_size(codes: np.ndarray, offs: np.ndarray, out_len: np.ndarray) -> int:
-    """Output bytes of :func:`decode` (``out_len[c]``: symbol length, 1 for the escape, 0 for a
-    missing symbol); -1 for an escape ending a string, -2 for a missing symbol. ``codes`` must
-    end where the last string does."""
+def decoded_size(codes: np.ndarray, lengths: np.ndarray) -> tuple[int, bool]:
+    """Output bytes of :func:`decode` and whether a code refers to a missing symbol.
+
+    ``lengths[c]``: symbol length, 1 for the escape, 0 for a missing symbol. Exact for valid
+    codes: a byte is literal (counted with its escape) when it follows an escape that is not
+    itself literal. When an escape ends a string, :func:`decode` stops there and the figure is
+    still an upper bound of what it writes (its parse only differs from this one after that
+    escape).
+    """
     total = 0
     missing = False
     escapes = 0
-    for i in range(len(codes)):  # no loop-carried dependency: pipelines well
-        n = out_len[codes[i]]
+    for i in range(len(codes)):  # no loop-carried dependency: vectorises
+        n = lengths[codes[i]]
         total += n
         missing |= n == 0
         escapes += codes[i] == ESCAPE
     if escapes == 0:
-        return -2 if missing else total
+        return total, missing
     total = 0
     missing = False
-    for s in range(len(offs) - 1):
-        i = offs[s]
-        end = offs[s + 1]
-        while i < end:
-            c = codes[i]
-            n = out_len[c]
-            missing |= n == 0
-            total += n
-            i += 1 + (c == ESCAPE)
-        if i > end:
-            return -1
-    return -2 if missing else total
+    after_escape = False
+    for i in range(len(codes)):
+        c = codes[i]
+        coded = not after_escape  # a code, not the literal byte after an escape
+        n = lengths[c]
+        total += n if coded else 0
+        missing |= coded and n == 0
+        after_escape = coded and c == ESCAPE
+    return total, missing
 
 
 @njit(cache=True, nogil=True)
@@ -144,25 +173,38 @@ def decode(
     codes: np.ndarray,
     offs: np.ndarray,
     symbols: np.ndarray,
-    out_len: np.ndarray,
+    lengths: np.ndarray,
     out: np.ndarray,
     out_offs: np.ndarray,
-) -> None:
-    """Expand valid coded strings (checked by :func:`decoded_size`) into ``out``."""
+) -> int:
+    """Expand the coded strings (``codes`` sliced by ``offs - offs[0]``) into ``out``.
+
+    ``symbols[c]``: symbol c as a little-endian uint64 (0 for a missing one), ``lengths`` as in
+    :func:`decoded_size`. Each symbol is copied as one 8-byte store, so ``out`` needs 8 bytes
+    beyond :func:`decoded_size`. ``out_offs`` (any integer dtype) receives the output offsets.
+    Returns the output size, -1 when an escape ends a string, -3 when ``offs`` decreases or
+    points past ``codes`` (nothing beyond ``out``'s decoded size + 8 is written either way).
+    """
+    base = np.int64(offs[0])
+    size = len(codes)
     o = 0
+    i = 0
     for s in range(len(offs) - 1):
         out_offs[s] = o
-        i = offs[s]
-        end = offs[s + 1]
+        end = np.int64(offs[s + 1]) - base
+        if end < i or end > size:
+            return -3
         while i < end:
             c = codes[i]
-            if c == ESCAPE:
+            if c != ESCAPE:
+                _store8(out, o, symbols[c])  # type: ignore[call-arg]
+                o += lengths[c]
+                i += 1
+            else:
+                if i + 1 >= end:
+                    return -1
                 out[o] = codes[i + 1]
                 o += 1
                 i += 2
-            else:
-                for j in range(out_len[c]):
-                    out[o + j] = symbols[c, j]
-                o += out_len[c]
-                i += 1
     out_offs[len(offs) - 1] = o
+    return o

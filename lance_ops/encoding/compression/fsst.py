@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
@@ -78,6 +79,7 @@ class SymbolTable:
         self.symbols = np.asarray(symbols, dtype=np.uint8).reshape(-1, 8)
         self.lengths = np.asarray(lengths, dtype=np.uint8)
         self.coded = coded
+        self._kernel_arrays: tuple[np.ndarray, np.ndarray] | None = None
         if len(self.symbols) > MAX_SYMBOLS or len(self.symbols) != len(self.lengths):
             raise ValueError("an FSST table holds at most 255 symbols, one length each")
 
@@ -103,42 +105,54 @@ class SymbolTable:
         out[8 + 8 * n : 8 + 9 * n] = self.lengths
         return out.tobytes()
 
+    def kernel_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The decoder's view, indexed by code byte: each symbol as a little-endian uint64 and
+        its length (uint8; 1 for the escape 0xFF, 0 for codes beyond the table)."""
+        if self._kernel_arrays is None:
+            n = len(self.lengths)
+            words = np.zeros((256, 8), np.uint8)
+            words[:n] = self.symbols
+            lengths = np.zeros(256, np.uint8)
+            lengths[:n] = self.lengths
+            lengths[ESCAPE] = 1
+            self._kernel_arrays = (words.view("<u8").reshape(-1), lengths)
+        return self._kernel_arrays
+
 
 # --- decoding ---------------------------------------------------------------------------------------
 
 
-def fsst_decode(data: np.ndarray, offsets: np.ndarray, table: SymbolTable) -> tuple[np.ndarray, np.ndarray]:
-    """Decode coded strings (``data`` sliced by Arrow-style ``offsets``) → (bytes, int64 offsets)."""
-    offs = np.asarray(offsets, dtype=np.int64)
-    offs = offs - offs[0]
+def fsst_decode(
+    data: np.ndarray, offsets: np.ndarray, table: SymbolTable, offsets_dtype: npt.DTypeLike = np.int64
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decode coded strings (``data`` sliced by Arrow-style ``offsets``) → (bytes, offsets of
+    ``offsets_dtype`` starting at 0). ``data`` starts where ``offsets[0]`` points."""
+    offs = np.asarray(offsets)
     codes = as_u8(data)
-    require(len(codes) >= int(offs[-1]), "FSST data is shorter than its offsets")
-    codes = codes[: int(offs[-1])]
-    if not table.coded or len(codes) == 0:
-        return codes, offs
+    size = int(offs[-1]) - int(offs[0])
+    require(size >= 0, "FSST offsets are not monotonic")
+    require(size <= len(codes), "FSST data is shorter than its offsets")
+    codes = np.ascontiguousarray(codes[:size])
+    if not table.coded or size == 0:
+        return codes, (offs.astype(np.int64) - int(offs[0])).astype(offsets_dtype, copy=False)
     from lance_ops.encoding.compression import _fsst_kernels
 
-    n = len(table.lengths)
-    out_len = np.zeros(256, dtype=np.int64)
-    out_len[:n] = table.lengths
-    out_len[ESCAPE] = 1
-    symbols = np.zeros((256, 8), dtype=np.uint8)
-    symbols[:n] = table.symbols
-    codes = np.ascontiguousarray(codes)
-    total = _fsst_kernels.decoded_size(codes, offs, out_len)
-    require(total != -1, "FSST escape byte at the end of a string")
-    require(total != -2, "FSST code refers to a missing symbol")
-    out = np.empty(total, dtype=np.uint8)
-    out_offs = np.empty(len(offs), dtype=np.int64)
-    _fsst_kernels.decode(codes, offs, symbols, out_len, out, out_offs)
-    return out, out_offs
+    symbols, lengths = table.kernel_arrays()
+    total, missing = _fsst_kernels.decoded_size(codes, lengths)
+    out = np.empty(total + 8, dtype=np.uint8)  # slack for the 8-byte symbol stores
+    out_offs = np.empty(len(offs), dtype=offsets_dtype)
+    status = _fsst_kernels.decode(codes, offs, symbols, lengths, out, out_offs)
+    require(status != -1, "FSST escape byte at the end of a string")
+    require(status != -3, "FSST offsets are not monotonic")
+    require(not missing, "FSST code refers to a missing symbol")
+    return out[:total], out_offs
 
 
 def _decode_block(block: DataBlock, table: SymbolTable) -> VariableWidthBlock:
     require(isinstance(block, VariableWidthBlock), "FSST values must decode to a variable-width block")
     assert isinstance(block, VariableWidthBlock)
-    data, offs = fsst_decode(as_u8(block.data), block.offsets, table)
-    return VariableWidthBlock(offs.astype(block.offsets.dtype), data, block.num_values)
+    data, offs = fsst_decode(as_u8(block.data), block.offsets, table, block.offsets.dtype)
+    return VariableWidthBlock(offs, data, block.num_values)
 
 
 class _FsstReader:
