@@ -14,10 +14,12 @@ from lance_ops.encoding.compression.fsst import (
     TABLE_SIZE,
     FsstCompressor,
     SymbolTable,
+    _encode,
     fsst_decode,
     fsst_encode,
 )
 from lance_ops.encoding.compression.variable import variable_desc
+from lance_ops.encoding.data import VariableWidthBlock
 from lance_ops.errors import CorruptFileError, UnsupportedEncodingError
 
 from .compression_helpers import (
@@ -214,6 +216,79 @@ def test_decompress_keeps_the_offset_width() -> None:
         blocks, _, _ = miniblock_roundtrip(FsstCompressor(), block)
         assert all(b.offsets.dtype == block.offsets.dtype for b in blocks)
         assert strings_of(blocks) == values
+
+
+# --- the compiled coder against a pure reference -----------------------------------------------------
+
+
+def _reference_encode(values: list[bytes], symbols: list[bytes]) -> tuple[list[bytes], list[tuple[int, int]]]:
+    """Greedy longest match, one string at a time (symbols distinct): the coded strings and
+    every token's (start in the joined values, symbol length or 0 for an escaped byte)."""
+    coded, tokens, base = [], [], 0
+    for value in values:
+        out, i = bytearray(), 0
+        while i < len(value):
+            fits = [c for c, sym in enumerate(symbols) if value.startswith(sym, i)]
+            if fits:
+                code = max(fits, key=lambda c: len(symbols[c]))
+                out.append(code)
+                tokens.append((base + i, len(symbols[code])))
+                i += len(symbols[code])
+            else:
+                out += bytes([0xFF, value[i]])
+                tokens.append((base + i, 0))
+                i += 1
+        coded.append(bytes(out))
+        base += len(value)
+    return coded, tokens
+
+
+def _keys(symbols: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    padded = np.zeros((len(symbols), 8), np.uint8)
+    for i, sym in enumerate(symbols):
+        padded[i, : len(sym)] = np.frombuffer(sym, np.uint8)
+    return padded.view("<u8").reshape(-1), np.array([len(sym) for sym in symbols], np.int64)
+
+
+small_text = st.binary(max_size=24).map(lambda b: bytes(c % 5 + 0x61 if c < 240 else c for c in b))
+
+
+@given(
+    values=st.lists(small_text, max_size=40),
+    symbols=st.lists(small_text.filter(lambda b: 0 < len(b) <= 8), max_size=60, unique=True),
+)
+def test_encode_matches_reference(values: list[bytes], symbols: list[bytes]) -> None:
+    block = variable_block(values)
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = _keys(symbols)
+    expected, tokens = _reference_encode(values, symbols)
+    for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
+        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes)
+        assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+    _, _, pos, match = _encode(data, offs, keys, lengths, record=True)
+    assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
+
+
+def test_encode_lanes_on_a_larger_page() -> None:
+    rng = np.random.default_rng(7)
+    values = [bytes(rng.integers(97, 101, int(k), dtype=np.uint8)) for k in rng.integers(0, 40, 3000)]
+    symbols = [b"ab", b"abcd", b"abcdabcd", b"a", b"b", b"dd", b"cab", b"dcba"]
+    block = variable_block(values)
+    keys, lengths = _keys(symbols)
+    expected, _ = _reference_encode(values, symbols)
+    for lanes in (1, 4, 5000):  # more lanes than strings
+        coded, offs, _, _ = _encode(
+            np.asarray(block.data), block.offsets.astype(np.int64), keys, lengths, lanes=lanes
+        )
+        assert strings_of([VariableWidthBlock(offs, coded, len(values))]) == expected
+
+
+def test_encode_empty_pages() -> None:
+    for values in ([], [b""], [b"", b"", b""]):
+        coded, table = fsst_encode(variable_block(values))
+        assert strings_of([coded]) == values and not table.coded
+        coded, _ = fsst_encode(variable_block(values), _table(b"ab", b"c"))
+        assert strings_of([coded]) == values and len(coded.data) == 0
 
 
 words = st.sampled_from([b"hello", b"world", b"\xff", b"lance", b" ", b"\x00", b"abc", b"zz"])

@@ -211,10 +211,15 @@ def _gram(padded: np.ndarray, size: int, k: int) -> np.ndarray:
     return key
 
 
+LANES = 4  # strings coded in turns by the coding kernel (its lookups are latency bound)
+
+
 class _Lookup:
     """The coding kernel's view of a table given as uint64 keys and lengths: symbols of three or
-    more bytes grouped by their first two bytes (longest first), and for every two-byte value
-    the best match of at most two bytes (``code | length << 16``, or -1)."""
+    more bytes grouped by their first two bytes (longest first), the best match of at most two
+    bytes for every two-byte value, both in one uint32 per two-byte value (``info``: bits 0..15
+    the ``cand_*`` range, bits 16..31 the short match's code and length), and the one-byte
+    symbols by byte (``byte_code``, -1 when none)."""
 
     def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
         keys = np.asarray(keys, np.uint64)
@@ -223,7 +228,7 @@ class _Lookup:
         long = lengths >= 3
         prefix = (keys[long] & np.uint64(0xFFFF)).astype(np.int64)
         order = np.lexsort((-lengths[long], prefix))
-        self.long_start = np.searchsorted(prefix[order], np.arange(0x10001)).astype(np.int32)
+        long_start = np.searchsorted(prefix[order], np.arange(0x10001)).astype(np.uint32)
         self.cand_key = np.ascontiguousarray(keys[long][order])
         self.cand_len = np.ascontiguousarray(lengths[long][order])
         self.cand_code = np.ascontiguousarray(codes[long][order])
@@ -232,15 +237,27 @@ class _Lookup:
         self.byte_code[keys[single].astype(np.int64)] = codes[single]
         pair_values = np.arange(0x10000)
         first_byte = self.byte_code[pair_values & 0xFF]
-        self.short_code = np.where(first_byte >= 0, first_byte | (1 << 16), -1).astype(np.int32)
+        short = np.where(first_byte >= 0, first_byte | (1 << 8), 0).astype(np.uint32)  # code | length << 8
         double = lengths == 2
-        self.short_code[keys[double].astype(np.int64)] = codes[double] | (2 << 16)
+        short[keys[double].astype(np.int64)] = codes[double] | (2 << 8)
+        self.info = long_start[:-1] | long_start[1:] << np.uint32(8) | short << np.uint32(16)
+
+
+def _lanes(offs: np.ndarray, lanes: int) -> np.ndarray:
+    """String indices splitting the strings into ``lanes`` runs of about equal bytes."""
+    cuts = np.searchsorted(offs, np.arange(1, lanes) * int(offs[-1]) // lanes)
+    return np.concatenate(([0], np.minimum(cuts, len(offs) - 1), [len(offs) - 1])).astype(np.int64)
 
 
 def _encode(
-    data: np.ndarray, offs: np.ndarray, keys: np.ndarray, lengths: np.ndarray, record: bool = False
+    data: np.ndarray,
+    offs: np.ndarray,
+    keys: np.ndarray,
+    lengths: np.ndarray,
+    record: bool = False,
+    lanes: int = LANES,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Greedy longest-match coding of every string.
+    """Greedy longest-match coding of every string (``lanes``: see ``_fsst_kernels.encode``).
 
     Returns (coded bytes, coded offsets, token start positions, token match lengths with 0 for
     an escaped byte); the token arrays are filled only when ``record`` is set.
@@ -249,25 +266,38 @@ def _encode(
 
     lookup = _Lookup(keys, lengths)
     data = np.ascontiguousarray(data, dtype=np.uint8)
+    offs = np.ascontiguousarray(offs, dtype=np.int64)
     out = np.empty(2 * len(data), dtype=np.uint8)
     out_offs = np.empty(len(offs), dtype=np.int64)
     tok_pos = np.empty(len(data) if record else 0, dtype=np.int64)
     tok_len = np.empty(len(data) if record else 0, dtype=np.int64)
+    splits = _lanes(offs, 1 if record else lanes)  # tokens are recorded in order from one lane
+    lane_ends = np.empty(len(splits) - 1, dtype=np.int64)
     count = _fsst_kernels.encode(
         data,
-        np.ascontiguousarray(offs, dtype=np.int64),
-        lookup.long_start,
+        offs,
+        splits,
+        lookup.info,
         lookup.cand_key,
         lookup.cand_len,
         lookup.cand_code,
-        lookup.short_code,
         lookup.byte_code,
         out,
         out_offs,
+        lane_ends,
         tok_pos,
         tok_len,
     )
-    coded = out[: int(out_offs[-1])].copy()
+    # join the lanes' outputs: lane k wrote 2 × offs[splits[k]] .. lane_ends[k] of ``out``
+    lane_starts = 2 * offs[splits[:-1]]
+    sizes = lane_ends - lane_starts
+    coded = np.empty(int(sizes.sum()), dtype=np.uint8)
+    at = 0
+    for first, stop, start, size in zip(splits[:-1], splits[1:], lane_starts, sizes, strict=True):
+        coded[at : at + size] = out[start : start + size]
+        out_offs[first:stop] += at - start
+        at += int(size)
+    out_offs[-1] = at
     return coded, out_offs, tok_pos[: count if record else 0], tok_len[: count if record else 0]
 
 
