@@ -301,18 +301,33 @@ def _encode(
     return coded, out_offs, tok_pos[: count if record else 0], tok_len[: count if record else 0]
 
 
-def _sample(data: np.ndarray, offs: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """About 16 KiB of randomly chosen strings, each cut to its first 256 bytes (every string
-    when they all fit); ``seed`` picks which, so that rounds score a table on unseen strings."""
-    lengths = np.minimum(np.diff(offs), SAMPLE_PIECE)
-    if int(lengths.sum()) <= SAMPLE_BYTES:
-        take = np.arange(len(lengths))
-    else:
-        mean = max(1.0, float(lengths.mean()))
-        count = min(len(lengths), int(SAMPLE_BYTES / mean) + 1)
-        take = np.sort(np.random.default_rng(seed).choice(len(lengths), count, replace=False))
-    piece = lengths[take]
-    return data[ranges(offs[:-1][take], piece)], np.concatenate(([0], np.cumsum(piece)))
+class _Sampler:
+    """The samples of :func:`build_symbol_table`: about 16 KiB of randomly chosen strings, each
+    cut to its first 256 bytes (every string when they all fit). The cut lengths, their total
+    and the sample size are worked out once for all rounds."""
+
+    def __init__(self, data: np.ndarray, offs: np.ndarray) -> None:
+        self.data = data
+        self.starts = offs[:-1]
+        self.lengths = np.minimum(np.diff(offs), SAMPLE_PIECE)
+        self.count = len(self.lengths)
+        self.everything: tuple[np.ndarray, np.ndarray] | None = None
+        if int(self.lengths.sum()) <= SAMPLE_BYTES:
+            self.everything = self._cut(np.arange(len(self.lengths)))
+        else:
+            mean = max(1.0, float(self.lengths.mean()))
+            self.count = min(len(self.lengths), int(SAMPLE_BYTES / mean) + 1)
+
+    def draw(self, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sample ``seed`` picks, so that rounds score a table on unseen strings."""
+        if self.everything is not None:
+            return self.everything
+        rng = np.random.default_rng(seed)
+        return self._cut(np.sort(rng.choice(len(self.lengths), self.count, replace=False)))
+
+    def _cut(self, take: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        piece = self.lengths[take]
+        return self.data[ranges(self.starts[take], piece)], np.concatenate(([0], np.cumsum(piece)))
 
 
 def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -374,12 +389,13 @@ def build_symbol_table(data: np.ndarray, offs: np.ndarray) -> tuple[np.ndarray, 
     with it, so symbols that only fit the strings they came from lose their place to bytes and
     joins that recur across strings. The last round keeps only what a fresh sample used.
     """
-    sample, soffs = _sample(data, offs, 0)
+    sampler = _Sampler(data, offs)
+    sample, soffs = sampler.draw(0)
     if len(sample) == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
     keys, lengths = _candidates(sample, soffs)
     for round_ in range(1, REFINE_ROUNDS + 2):
-        sample, soffs = _sample(data, offs, round_)
+        sample, soffs = sampler.draw(round_)
         keys, lengths = _refine(sample, soffs, keys, lengths, pairs=round_ <= REFINE_ROUNDS)
     return keys, lengths
 
