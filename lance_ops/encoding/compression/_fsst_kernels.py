@@ -9,7 +9,8 @@ Decoding copies every symbol with one unaligned 8-byte store (``_store8``, an LL
 numba does not merge eight byte stores) and advances by the symbol's length, so the output
 carries 8 bytes of slack; its size comes from one pass over the codes (two when there are
 escapes), with the checks for an escape ending a string and for bad offsets made by the
-decoding loop itself.
+decoding loop itself. Coding reads the 8 bytes at a position with one unaligned load. Both
+intrinsics take the host's byte order as little-endian, as the format code does throughout.
 
 Lookup structure used by :func:`encode` (built by ``fsst._Lookup``), one uint32 per value p
 of the next two bytes (so one cache line serves both lookups): bits 0..7 and 8..15 give the
