@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -14,10 +16,13 @@ from lance_ops.encoding.compression.fsst import (
     TABLE_SIZE,
     FsstCompressor,
     SymbolTable,
+    _decode_block,
+    _encode,
     fsst_decode,
     fsst_encode,
 )
 from lance_ops.encoding.compression.variable import variable_desc
+from lance_ops.encoding.data import VariableWidthBlock
 from lance_ops.errors import CorruptFileError, UnsupportedEncodingError
 
 from .compression_helpers import (
@@ -94,6 +99,228 @@ def test_garbled() -> None:
     )
     with pytest.raises(CorruptFileError):
         dec.decompress([memoryview(bytes.fromhex("08000000 0a000000 0005"))], 1)
+
+
+# --- the compiled decoder against a pure reference ---------------------------------------------------
+
+
+def _reference_decode(codes: bytes, offsets: list[int], symbols: list[bytes]) -> list[bytes]:
+    """Byte-at-a-time FSST decoding (the spec's definition); ValueError names the problem (an
+    escape ending a string anywhere before a missing symbol anywhere)."""
+    out, missing = [], False
+    for start, end in zip(offsets[:-1], offsets[1:], strict=True):
+        value, i = bytearray(), start - offsets[0]
+        while i < end - offsets[0]:
+            if codes[i] == 0xFF:
+                if i + 1 >= end - offsets[0]:
+                    raise ValueError("escape byte at the end")
+                value.append(codes[i + 1])
+                i += 2
+            else:
+                missing |= codes[i] >= len(symbols)
+                value += symbols[codes[i]] if codes[i] < len(symbols) else b""
+                i += 1
+        out.append(bytes(value))
+    if missing:
+        raise ValueError("missing symbol")
+    return out
+
+
+def _garbled_table(symbols: list[bytes], seed: int) -> SymbolTable:
+    """A table whose symbol slots hold random bytes past each symbol's length (a writer may
+    leave them so; the decoder must not copy them into the output)."""
+    matrix = np.random.default_rng(seed).integers(0, 256, (len(symbols), 8), dtype=np.uint8)
+    for i, sym in enumerate(symbols):
+        matrix[i, : len(sym)] = np.frombuffer(sym, np.uint8)
+    return SymbolTable(matrix, np.array([len(sym) for sym in symbols], np.uint8))
+
+
+def _coded_strings(draw, n_symbols: int) -> list[bytes]:
+    token = st.integers(0, n_symbols - 1).map(lambda c: bytes([c])) if n_symbols else st.nothing()
+    escaped = st.integers(0, 255).map(lambda b: bytes([0xFF, b]))
+    return draw(st.lists(st.lists(token | escaped, max_size=30).map(b"".join), max_size=40))
+
+
+@st.composite
+def coded_pages(draw):
+    symbols = draw(st.lists(st.binary(min_size=1, max_size=8), max_size=255))
+    return symbols, _coded_strings(draw, len(symbols)), draw(st.integers(0, 2**16))
+
+
+@given(
+    page=coded_pages(),
+    dtype=st.sampled_from([np.uint32, np.uint64, np.int64]),
+    lead=st.integers(0, 9),
+)
+def test_decode_matches_reference(page, dtype, lead: int) -> None:
+    symbols, coded, seed = page
+    table = _garbled_table(symbols, seed)
+    # the data starts where offsets[0] points; bytes past the last offset are not part of it
+    offs = np.concatenate(([lead], lead + np.cumsum([len(c) for c in coded], dtype=np.int64))).astype(dtype)
+    data = np.frombuffer(b"".join(coded) + b"\x00\xff\x07", np.uint8)
+    expected = _reference_decode(b"".join(coded), [int(o) for o in offs], symbols)
+    out, out_offs = fsst_decode(data, offs, table, offsets_dtype=dtype)
+    assert out_offs.dtype == dtype and out_offs[0] == 0 and len(out) == int(out_offs[-1])
+    assert [out[out_offs[i] : out_offs[i + 1]].tobytes() for i in range(len(coded))] == expected
+
+
+def test_decode_long_symbols_up_to_the_last_byte() -> None:
+    # every symbol 8 bytes: each 8-byte store fills exactly its own slot, the last one ends
+    # exactly where the output does (the slack is not part of the result)
+    symbols = [bytes([65 + i] * 8) for i in range(26)] + [b"xyz"]
+    table = _garbled_table(symbols, 1)
+    coded = [bytes([i % 26 for i in range(k)]) for k in range(6)] + [
+        b"\x1a\x19",
+        b"\x19\x1a",
+        b"\xff\x00\x19",
+    ]
+    expected = _reference_decode(b"".join(coded), [0, *np.cumsum([len(c) for c in coded])], symbols)
+    assert expected[-3:] == [b"xyz" + b"Z" * 8, b"Z" * 8 + b"xyz", b"\x00" + b"Z" * 8]
+    got = _decode(coded, table)
+    assert got == expected
+    out, _ = fsst_decode(np.frombuffer(b"\x19", np.uint8), np.array([0, 1]), table)
+    assert out.tobytes() == b"Z" * 8 and out.flags.c_contiguous and out.dtype == np.uint8
+
+
+def test_decode_empty_pages() -> None:
+    table = _table(b"ab", b"c")
+    for offs in ([0], [0, 0, 0], [5, 5]):  # no rows, all values empty (e.g. all null)
+        out, out_offs = fsst_decode(np.zeros(5, np.uint8), np.array(offs, np.uint32), table, np.uint32)
+        assert len(out) == 0 and out_offs.tolist() == [0] * len(offs) and out_offs.dtype == np.uint32
+    assert _decode([b"", b"\x00", b"", b"", b"\x01\x01", b""], table) == [b"", b"ab", b"", b"", b"cc", b""]
+
+
+def test_decode_errors_match_reference() -> None:
+    table = _table(b"ab", b"c")
+    cases = {
+        "escape byte at the end": [
+            [b"\x00\xff"],  # escape as the last byte of the buffer
+            [b"\x00", b"\x01\xff", b"\x41"],  # escape ends a middle string (the next begins with a byte)
+            [b"\xff\xff\xff", b"\x00"],  # the third 0xFF is an escape, not an escaped byte
+            [b"\x07\xff", b"\x00"],  # both errors: the escape one wins, as before
+        ],
+        "missing symbol": [[b"\x02"], [b"\x00", b"\xff\x41\x09"], [b"\xff\xff\xfe"]],
+    }
+    for message, pages in cases.items():
+        for coded in pages:
+            with pytest.raises(ValueError, match=message):
+                _reference_decode(b"".join(coded), [0, *np.cumsum([len(c) for c in coded])], [b"ab", b"c"])
+            with pytest.raises(CorruptFileError, match=message):
+                _decode(coded, table)
+    for offs in ([0, 3, 2, 4], [0, 9, 4], [3, 1]):  # offsets that go back or past the data
+        with pytest.raises(CorruptFileError, match="offsets are not monotonic|shorter than its offsets"):
+            fsst_decode(np.zeros(4, np.uint8), np.array(offs), table)
+
+
+def test_decompress_keeps_the_offset_width() -> None:
+    values = [f"row {i} of many".encode() for i in range(3000)] + [b"", b"\xff\xfe"]
+    for large in (False, True):
+        block = variable_block(values, large)
+        blocks, _, _ = miniblock_roundtrip(FsstCompressor(), block)
+        assert all(b.offsets.dtype == block.offsets.dtype for b in blocks)
+        assert strings_of(blocks) == values
+
+
+# --- the compiled coder against a pure reference -----------------------------------------------------
+
+
+def _reference_encode(values: list[bytes], symbols: list[bytes]) -> tuple[list[bytes], list[tuple[int, int]]]:
+    """Greedy longest match, one string at a time (symbols distinct): the coded strings and
+    every token's (start in the joined values, symbol length or 0 for an escaped byte)."""
+    coded, tokens, base = [], [], 0
+    for value in values:
+        out, i = bytearray(), 0
+        while i < len(value):
+            fits = [c for c, sym in enumerate(symbols) if value.startswith(sym, i)]
+            if fits:
+                code = max(fits, key=lambda c: len(symbols[c]))
+                out.append(code)
+                tokens.append((base + i, len(symbols[code])))
+                i += len(symbols[code])
+            else:
+                out += bytes([0xFF, value[i]])
+                tokens.append((base + i, 0))
+                i += 1
+        coded.append(bytes(out))
+        base += len(value)
+    return coded, tokens
+
+
+def _keys(symbols: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    padded = np.zeros((len(symbols), 8), np.uint8)
+    for i, sym in enumerate(symbols):
+        padded[i, : len(sym)] = np.frombuffer(sym, np.uint8)
+    return padded.view("<u8").reshape(-1), np.array([len(sym) for sym in symbols], np.int64)
+
+
+small_text = st.binary(max_size=24).map(lambda b: bytes(c % 5 + 0x61 if c < 240 else c for c in b))
+
+
+@given(
+    values=st.lists(small_text, max_size=40),
+    symbols=st.lists(small_text.filter(lambda b: 0 < len(b) <= 8), max_size=60, unique=True),
+)
+def test_encode_matches_reference(values: list[bytes], symbols: list[bytes]) -> None:
+    block = variable_block(values)
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = _keys(symbols)
+    expected, tokens = _reference_encode(values, symbols)
+    for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
+        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes)
+        assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+    _, _, pos, match = _encode(data, offs, keys, lengths, record=True)
+    assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
+
+
+def test_encode_lanes_on_a_larger_page() -> None:
+    rng = np.random.default_rng(7)
+    values = [bytes(rng.integers(97, 101, int(k), dtype=np.uint8)) for k in rng.integers(0, 40, 3000)]
+    symbols = [b"ab", b"abcd", b"abcdabcd", b"a", b"b", b"dd", b"cab", b"dcba"]
+    block = variable_block(values)
+    keys, lengths = _keys(symbols)
+    expected, _ = _reference_encode(values, symbols)
+    for lanes in (1, 4, 5000):  # more lanes than strings
+        coded, offs, _, _ = _encode(
+            np.asarray(block.data), block.offsets.astype(np.int64), keys, lengths, lanes=lanes
+        )
+        assert strings_of([VariableWidthBlock(offs, coded, len(values))]) == expected
+
+
+def test_encode_empty_pages() -> None:
+    for values in ([], [b""], [b"", b"", b""]):
+        coded, table = fsst_encode(variable_block(values))
+        assert strings_of([coded]) == values and not table.coded
+        coded, _ = fsst_encode(variable_block(values), _table(b"ab", b"c"))
+        assert strings_of([coded]) == values and len(coded.data) == 0
+
+
+def _pinned_pages() -> dict[str, list[bytes]]:
+    rng = np.random.default_rng(11)
+    vocab = [bytes(rng.integers(97, 123, int(k), dtype=np.uint8)) for k in rng.integers(2, 9, 300)]
+
+    def text(n: int, words: int) -> list[bytes]:
+        return [
+            b" ".join(vocab[j] for j in rng.integers(0, len(vocab), int(k)))
+            + bytes(rng.integers(128, 256, int(k) % 3, dtype=np.uint8))
+            for k in rng.integers(0, words, n)
+        ]
+
+    return {"fits": text(200, 6), "sampled": text(20_000, 12), "long": [v * 40 for v in text(2000, 5)]}
+
+
+def test_encoder_output_is_pinned() -> None:
+    # digests of what the encoder wrote before the L10 speed-ups (commit ad8578c): table building
+    # (one sample holding every string, sampled rounds) and coding must keep writing these bytes
+    pinned = {
+        "fits": (1593, "681f321ec8895b273e512a9172f079d5"),
+        "sampled": (410148, "730e12774a4e2e14b3375a74d02f5146"),
+        "long": (832241, "d27828bf0f9de70d4dd237e863bf3b44"),
+    }
+    for name, values in _pinned_pages().items():
+        coded, table = fsst_encode(variable_block(values))
+        raw = np.asarray(coded.data).tobytes() + np.asarray(coded.offsets).tobytes() + table.to_bytes()
+        assert (len(coded.data), hashlib.md5(raw).hexdigest()) == pinned[name], name
+        assert strings_of([_decode_block(coded, table)]) == values
 
 
 words = st.sampled_from([b"hello", b"world", b"\xff", b"lance", b" ", b"\x00", b"abc", b"zz"])

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
@@ -78,6 +79,7 @@ class SymbolTable:
         self.symbols = np.asarray(symbols, dtype=np.uint8).reshape(-1, 8)
         self.lengths = np.asarray(lengths, dtype=np.uint8)
         self.coded = coded
+        self._kernel_arrays: tuple[np.ndarray, np.ndarray] | None = None
         if len(self.symbols) > MAX_SYMBOLS or len(self.symbols) != len(self.lengths):
             raise ValueError("an FSST table holds at most 255 symbols, one length each")
 
@@ -103,42 +105,54 @@ class SymbolTable:
         out[8 + 8 * n : 8 + 9 * n] = self.lengths
         return out.tobytes()
 
+    def kernel_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The decoder's view, indexed by code byte: each symbol as a little-endian uint64 and
+        its length (uint8; 1 for the escape 0xFF, 0 for codes beyond the table)."""
+        if self._kernel_arrays is None:
+            n = len(self.lengths)
+            words = np.zeros((256, 8), np.uint8)
+            words[:n] = self.symbols
+            lengths = np.zeros(256, np.uint8)
+            lengths[:n] = self.lengths
+            lengths[ESCAPE] = 1
+            self._kernel_arrays = (words.view("<u8").reshape(-1), lengths)
+        return self._kernel_arrays
+
 
 # --- decoding ---------------------------------------------------------------------------------------
 
 
-def fsst_decode(data: np.ndarray, offsets: np.ndarray, table: SymbolTable) -> tuple[np.ndarray, np.ndarray]:
-    """Decode coded strings (``data`` sliced by Arrow-style ``offsets``) → (bytes, int64 offsets)."""
-    offs = np.asarray(offsets, dtype=np.int64)
-    offs = offs - offs[0]
+def fsst_decode(
+    data: np.ndarray, offsets: np.ndarray, table: SymbolTable, offsets_dtype: npt.DTypeLike = np.int64
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decode coded strings (``data`` sliced by Arrow-style ``offsets``) → (bytes, offsets of
+    ``offsets_dtype`` starting at 0). ``data`` starts where ``offsets[0]`` points."""
+    offs = np.asarray(offsets)
     codes = as_u8(data)
-    require(len(codes) >= int(offs[-1]), "FSST data is shorter than its offsets")
-    codes = codes[: int(offs[-1])]
-    if not table.coded or len(codes) == 0:
-        return codes, offs
+    size = int(offs[-1]) - int(offs[0])
+    require(size >= 0, "FSST offsets are not monotonic")
+    require(size <= len(codes), "FSST data is shorter than its offsets")
+    codes = np.ascontiguousarray(codes[:size])
+    if not table.coded or size == 0:
+        return codes, (offs.astype(np.int64) - int(offs[0])).astype(offsets_dtype, copy=False)
     from lance_ops.encoding.compression import _fsst_kernels
 
-    n = len(table.lengths)
-    out_len = np.zeros(256, dtype=np.int64)
-    out_len[:n] = table.lengths
-    out_len[ESCAPE] = 1
-    symbols = np.zeros((256, 8), dtype=np.uint8)
-    symbols[:n] = table.symbols
-    codes = np.ascontiguousarray(codes)
-    total = _fsst_kernels.decoded_size(codes, offs, out_len)
-    require(total != -1, "FSST escape byte at the end of a string")
-    require(total != -2, "FSST code refers to a missing symbol")
-    out = np.empty(total, dtype=np.uint8)
-    out_offs = np.empty(len(offs), dtype=np.int64)
-    _fsst_kernels.decode(codes, offs, symbols, out_len, out, out_offs)
-    return out, out_offs
+    symbols, lengths = table.kernel_arrays()
+    total, missing = _fsst_kernels.decoded_size(codes, lengths)
+    out = np.empty(total + 8, dtype=np.uint8)  # slack for the 8-byte symbol stores
+    out_offs = np.empty(len(offs), dtype=offsets_dtype)
+    status = _fsst_kernels.decode(codes, offs, symbols, lengths, out, out_offs)
+    require(status != -1, "FSST escape byte at the end of a string")
+    require(status != -3, "FSST offsets are not monotonic")
+    require(not missing, "FSST code refers to a missing symbol")
+    return out[:total], out_offs
 
 
 def _decode_block(block: DataBlock, table: SymbolTable) -> VariableWidthBlock:
     require(isinstance(block, VariableWidthBlock), "FSST values must decode to a variable-width block")
     assert isinstance(block, VariableWidthBlock)
-    data, offs = fsst_decode(as_u8(block.data), block.offsets, table)
-    return VariableWidthBlock(offs.astype(block.offsets.dtype), data, block.num_values)
+    data, offs = fsst_decode(as_u8(block.data), block.offsets, table, block.offsets.dtype)
+    return VariableWidthBlock(offs, data, block.num_values)
 
 
 class _FsstReader:
@@ -197,10 +211,15 @@ def _gram(padded: np.ndarray, size: int, k: int) -> np.ndarray:
     return key
 
 
+LANES = 4  # strings coded in turns by the coding kernel (its lookups are latency bound)
+
+
 class _Lookup:
     """The coding kernel's view of a table given as uint64 keys and lengths: symbols of three or
-    more bytes grouped by their first two bytes (longest first), and for every two-byte value
-    the best match of at most two bytes (``code | length << 16``, or -1)."""
+    more bytes grouped by their first two bytes (longest first), the best match of at most two
+    bytes for every two-byte value, both in one uint32 per two-byte value (``info``: bits 0..15
+    the ``cand_*`` range, bits 16..31 the short match's code and length), and the one-byte
+    symbols by byte (``byte_code``, -1 when none)."""
 
     def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
         keys = np.asarray(keys, np.uint64)
@@ -209,7 +228,7 @@ class _Lookup:
         long = lengths >= 3
         prefix = (keys[long] & np.uint64(0xFFFF)).astype(np.int64)
         order = np.lexsort((-lengths[long], prefix))
-        self.long_start = np.searchsorted(prefix[order], np.arange(0x10001)).astype(np.int32)
+        long_start = np.searchsorted(prefix[order], np.arange(0x10001)).astype(np.uint32)
         self.cand_key = np.ascontiguousarray(keys[long][order])
         self.cand_len = np.ascontiguousarray(lengths[long][order])
         self.cand_code = np.ascontiguousarray(codes[long][order])
@@ -218,15 +237,27 @@ class _Lookup:
         self.byte_code[keys[single].astype(np.int64)] = codes[single]
         pair_values = np.arange(0x10000)
         first_byte = self.byte_code[pair_values & 0xFF]
-        self.short_code = np.where(first_byte >= 0, first_byte | (1 << 16), -1).astype(np.int32)
+        short = np.where(first_byte >= 0, first_byte | (1 << 8), 0).astype(np.uint32)  # code | length << 8
         double = lengths == 2
-        self.short_code[keys[double].astype(np.int64)] = codes[double] | (2 << 16)
+        short[keys[double].astype(np.int64)] = codes[double] | (2 << 8)
+        self.info = long_start[:-1] | long_start[1:] << np.uint32(8) | short << np.uint32(16)
+
+
+def _lanes(offs: np.ndarray, lanes: int) -> np.ndarray:
+    """String indices splitting the strings into ``lanes`` runs of about equal bytes."""
+    cuts = np.searchsorted(offs, np.arange(1, lanes) * int(offs[-1]) // lanes)
+    return np.concatenate(([0], np.minimum(cuts, len(offs) - 1), [len(offs) - 1])).astype(np.int64)
 
 
 def _encode(
-    data: np.ndarray, offs: np.ndarray, keys: np.ndarray, lengths: np.ndarray, record: bool = False
+    data: np.ndarray,
+    offs: np.ndarray,
+    keys: np.ndarray,
+    lengths: np.ndarray,
+    record: bool = False,
+    lanes: int = LANES,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Greedy longest-match coding of every string.
+    """Greedy longest-match coding of every string (``lanes``: see ``_fsst_kernels.encode``).
 
     Returns (coded bytes, coded offsets, token start positions, token match lengths with 0 for
     an escaped byte); the token arrays are filled only when ``record`` is set.
@@ -235,40 +266,68 @@ def _encode(
 
     lookup = _Lookup(keys, lengths)
     data = np.ascontiguousarray(data, dtype=np.uint8)
+    offs = np.ascontiguousarray(offs, dtype=np.int64)
     out = np.empty(2 * len(data), dtype=np.uint8)
     out_offs = np.empty(len(offs), dtype=np.int64)
     tok_pos = np.empty(len(data) if record else 0, dtype=np.int64)
     tok_len = np.empty(len(data) if record else 0, dtype=np.int64)
+    splits = _lanes(offs, 1 if record else lanes)  # tokens are recorded in order from one lane
+    lane_ends = np.empty(len(splits) - 1, dtype=np.int64)
     count = _fsst_kernels.encode(
         data,
-        np.ascontiguousarray(offs, dtype=np.int64),
-        lookup.long_start,
+        offs,
+        splits,
+        lookup.info,
         lookup.cand_key,
         lookup.cand_len,
         lookup.cand_code,
-        lookup.short_code,
         lookup.byte_code,
         out,
         out_offs,
+        lane_ends,
         tok_pos,
         tok_len,
     )
-    coded = out[: int(out_offs[-1])].copy()
+    # join the lanes' outputs: lane k wrote 2 × offs[splits[k]] .. lane_ends[k] of ``out``
+    lane_starts = 2 * offs[splits[:-1]]
+    sizes = lane_ends - lane_starts
+    coded = np.empty(int(sizes.sum()), dtype=np.uint8)
+    at = 0
+    for first, stop, start, size in zip(splits[:-1], splits[1:], lane_starts, sizes, strict=True):
+        coded[at : at + size] = out[start : start + size]
+        out_offs[first:stop] += at - start
+        at += int(size)
+    out_offs[-1] = at
     return coded, out_offs, tok_pos[: count if record else 0], tok_len[: count if record else 0]
 
 
-def _sample(data: np.ndarray, offs: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """About 16 KiB of randomly chosen strings, each cut to its first 256 bytes (every string
-    when they all fit); ``seed`` picks which, so that rounds score a table on unseen strings."""
-    lengths = np.minimum(np.diff(offs), SAMPLE_PIECE)
-    if int(lengths.sum()) <= SAMPLE_BYTES:
-        take = np.arange(len(lengths))
-    else:
-        mean = max(1.0, float(lengths.mean()))
-        count = min(len(lengths), int(SAMPLE_BYTES / mean) + 1)
-        take = np.sort(np.random.default_rng(seed).choice(len(lengths), count, replace=False))
-    piece = lengths[take]
-    return data[ranges(offs[:-1][take], piece)], np.concatenate(([0], np.cumsum(piece)))
+class _Sampler:
+    """The samples of :func:`build_symbol_table`: about 16 KiB of randomly chosen strings, each
+    cut to its first 256 bytes (every string when they all fit). The cut lengths, their total
+    and the sample size are worked out once for all rounds."""
+
+    def __init__(self, data: np.ndarray, offs: np.ndarray) -> None:
+        self.data = data
+        self.starts = offs[:-1]
+        self.lengths = np.minimum(np.diff(offs), SAMPLE_PIECE)
+        self.count = len(self.lengths)
+        self.everything: tuple[np.ndarray, np.ndarray] | None = None
+        if int(self.lengths.sum()) <= SAMPLE_BYTES:
+            self.everything = self._cut(np.arange(len(self.lengths)))
+        else:
+            mean = max(1.0, float(self.lengths.mean()))
+            self.count = min(len(self.lengths), int(SAMPLE_BYTES / mean) + 1)
+
+    def draw(self, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sample ``seed`` picks, so that rounds score a table on unseen strings."""
+        if self.everything is not None:
+            return self.everything
+        rng = np.random.default_rng(seed)
+        return self._cut(np.sort(rng.choice(len(self.lengths), self.count, replace=False)))
+
+    def _cut(self, take: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        piece = self.lengths[take]
+        return self.data[ranges(self.starts[take], piece)], np.concatenate(([0], np.cumsum(piece)))
 
 
 def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -330,12 +389,13 @@ def build_symbol_table(data: np.ndarray, offs: np.ndarray) -> tuple[np.ndarray, 
     with it, so symbols that only fit the strings they came from lose their place to bytes and
     joins that recur across strings. The last round keeps only what a fresh sample used.
     """
-    sample, soffs = _sample(data, offs, 0)
+    sampler = _Sampler(data, offs)
+    sample, soffs = sampler.draw(0)
     if len(sample) == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
     keys, lengths = _candidates(sample, soffs)
     for round_ in range(1, REFINE_ROUNDS + 2):
-        sample, soffs = _sample(data, offs, round_)
+        sample, soffs = sampler.draw(round_)
         keys, lengths = _refine(sample, soffs, keys, lengths, pairs=round_ <= REFINE_ROUNDS)
     return keys, lengths
 
