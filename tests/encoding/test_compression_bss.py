@@ -76,3 +76,38 @@ def test_pylance_bss_under_zstd(tmp_path, version: str) -> None:
         decompress_buffer(c.values[0], desc.general.compression.scheme) for c in miniblock_chunks(page)
     )
     assert ours.buffers[0].tobytes() == theirs
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+@pytest.mark.parametrize("counts", [[1], [512, 512, 7], [256, 256, 256, 3, 3, 100], [1024] * 5])
+def test_decompress_chunks_equals_one_call_per_chunk(bits: int, counts: list[int]) -> None:
+    from lance_ops.encoding.compression.base import ChunkSpans
+
+    rng = np.random.default_rng(sum(counts) + bits)
+    width = bits // 8
+    dec = decompressor_for(
+        Context.MINIBLOCK,
+        pb.CompressiveEncoding(byte_stream_split=pb.ByteStreamSplit(values=flat_desc(bits))),
+    )
+    chunks = [rng.integers(0, 256, n * width + 3, dtype=np.uint8) for n in counts]  # 3 bytes of padding each
+    blob = np.concatenate(chunks)
+    sizes = np.array([len(c) for c in chunks], np.int64)
+    spans = ChunkSpans(blob, np.cumsum(sizes) - sizes, sizes)
+    batched = dec.decompress_chunks(spans, counts)
+    single = b"".join(
+        np.asarray(dec.decompress([memoryview(c)], n).data).tobytes()
+        for c, n in zip(chunks, counts, strict=True)
+    )
+    assert batched.num_values == sum(counts) and np.asarray(batched.data).tobytes() == single
+
+
+def test_decompress_chunks_rejects_a_short_chunk() -> None:
+    from lance_ops.encoding.compression.base import ChunkSpans
+    from lance_ops.errors import CorruptFileError
+
+    dec = decompressor_for(
+        Context.MINIBLOCK, pb.CompressiveEncoding(byte_stream_split=pb.ByteStreamSplit(values=flat_desc(32)))
+    )
+    blob = np.zeros(10, np.uint8)
+    with pytest.raises(CorruptFileError, match="too short"):
+        dec.decompress_chunks(ChunkSpans(blob, np.array([0]), np.array([10])), [3])

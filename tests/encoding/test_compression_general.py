@@ -279,3 +279,54 @@ def test_pylance_reads_our_compressed_dictionary(tmp_path, scheme: str) -> None:
     layout.mini_block_layout.dictionary.CopyFrom(desc)
     out = rewrite_single_page(path, tmp_path / "ours.lance", [page.buffers[0], page.buffers[1], ours], layout)
     assert LanceFileReader(str(out)).read_all().to_table().column(0).to_pylist() == values
+
+
+# ---------------------------------------------------------------- many chunks inflated as one stream
+
+
+def _zstd_spans(pieces: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    framed = [compress_buffer(p, pb.COMPRESSION_ALGORITHM_ZSTD) for p in pieces]
+    gap = b"\x00\x07"  # spans need not touch
+    blob = np.frombuffer(gap.join(framed), np.uint8)
+    sizes = np.array([len(f) for f in framed], np.int64)
+    starts = np.cumsum([0, *(sizes[:-1] + len(gap))]).astype(np.int64)
+    return blob, starts, sizes
+
+
+@pytest.mark.parametrize("count", [1, 15, 16, 300])
+def test_joined_spans_equal_one_call_per_span(count: int) -> None:
+    from lance_ops.encoding.compression.general import decompress_spans, decompress_spans_joined
+
+    rng = np.random.default_rng(count)
+    pieces = [rng.integers(0, 4, int(rng.integers(0, 5000)), dtype=np.uint8).tobytes() for _ in range(count)]
+    blob, starts, sizes = _zstd_spans(pieces)
+    joined, lengths = decompress_spans_joined(blob, starts, sizes, pb.COMPRESSION_ALGORITHM_ZSTD)
+    one_by_one = decompress_spans(blob, starts.tolist(), sizes.tolist(), pb.COMPRESSION_ALGORITHM_ZSTD)
+    assert joined.tobytes() == b"".join(pieces) == b"".join(one_by_one)
+    assert lengths.tolist() == [len(p) for p in pieces]
+
+
+@pytest.mark.parametrize("change", ["header_larger", "header_smaller", "frame_garbled", "bare_frame"])
+def test_joined_spans_check_headers_and_frames(change: str) -> None:
+    from lance_ops.encoding.compression.general import decompress_spans_joined
+
+    pieces = [bytes([i]) * (100 + i) for i in range(40)]
+    blob, starts, sizes = _zstd_spans(pieces)
+    blob = blob.copy()
+    at = int(starts[7])
+    if change == "header_larger":
+        blob[at : at + 8] = np.frombuffer(struct.pack("<Q", 108), np.uint8)
+    elif change == "header_smaller":
+        blob[at : at + 8] = np.frombuffer(struct.pack("<Q", 106), np.uint8)
+    elif change == "frame_garbled":
+        blob[at + 8 : at + 14] = 0xFF
+    else:  # a span that is a bare frame (no length header) is read by the checked path
+        bare = compress_buffer(pieces[7], pb.COMPRESSION_ALGORITHM_ZSTD)[8:]
+        blob = np.concatenate([blob, np.frombuffer(bare, np.uint8)])
+        starts = np.append(starts, len(blob) - len(bare))
+        sizes = np.append(sizes, len(bare))
+        joined, lengths = decompress_spans_joined(blob, starts, sizes, pb.COMPRESSION_ALGORITHM_ZSTD)
+        assert joined.tobytes() == b"".join(pieces) + pieces[7] and lengths[-1] == len(pieces[7])
+        return
+    with pytest.raises(CorruptFileError):
+        decompress_spans_joined(blob, starts, sizes, pb.COMPRESSION_ALGORITHM_ZSTD)

@@ -15,6 +15,7 @@ import numpy as np
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
+    ChunkSpans,
     Context,
     MiniBlockCompressed,
     MiniBlockCompressor,
@@ -24,6 +25,7 @@ from lance_ops.encoding.compression.base import (
     fixed_chunk_values,
     flat_bits,
     flat_desc,
+    gather_spans,
     guarded,
     register,
     require,
@@ -74,3 +76,21 @@ class ByteStreamSplitDecompressor(MiniBlockDecompressor):
         require(len(raw) >= nbytes, "ByteStreamSplit buffer is too short")
         data = np.ascontiguousarray(raw[:nbytes].reshape(self.width, num_values).T).reshape(-1)
         return FixedWidthBlock(data, self.bits, num_values)
+
+    @guarded
+    def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
+        """Many chunks decoded in one call: each run of consecutive chunks holding the same number
+        of values (all but the last, in practice) is transposed back in one array operation."""
+        spans = ChunkSpans.of(buffers)
+        nums = np.asarray(counts, np.int64)
+        nbytes = nums * self.width
+        require(bool(np.all(spans.sizes >= nbytes)), "ByteStreamSplit buffer is too short")
+        planes = gather_spans(spans.blob, spans.starts, nbytes)
+        out = np.empty(len(planes), np.uint8)
+        ends = np.cumsum(nbytes)
+        breaks = np.flatnonzero(np.diff(nums)) + 1
+        for first, stop in zip([0, *breaks.tolist()], [*breaks.tolist(), len(nums)], strict=True):
+            lo, hi, count = int(ends[first] - nbytes[first]), int(ends[stop - 1]), int(nums[first])
+            grid = planes[lo:hi].reshape(stop - first, self.width, count)
+            out[lo:hi] = grid.transpose(0, 2, 1).reshape(-1)
+        return FixedWidthBlock(out, self.bits, int(nums.sum()))

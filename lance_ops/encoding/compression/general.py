@@ -42,6 +42,7 @@ from lance_ops.encoding.compression.base import (
     as_u8,
     corrupt,
     decompressor_for,
+    gather_spans,
     guarded,
     register,
     require,
@@ -130,6 +131,49 @@ def decompress_spans(blob: np.ndarray, starts: list[int], sizes: list[int], sche
         require(len(piece) == size, f"decompressed {len(piece)} bytes, header says {size}")
         out.append(piece)
     return out
+
+
+# From this many chunks on, zstd chunks are inflated as one stream of frames (one codec call).
+_STREAM_MIN_SPANS = 16
+
+
+def decompress_spans_joined(
+    blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray, scheme: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decompress_spans` joined into one array, and each span's inflated size.
+
+    Many zstd spans that all carry the ``u64`` length header have their frames gathered back to
+    back and inflated by one stream reader across frames into an array sized from the headers:
+    one codec call instead of one per chunk. The headers must add up to what the frames hold.
+    """
+    starts = np.asarray(starts, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    if scheme == pb.COMPRESSION_ALGORITHM_ZSTD and len(starts) >= _STREAM_MIN_SPANS and bool((sizes >= 12).all()):
+        heads = blob[starts[:, None] + np.arange(8)]
+        if not bool((heads[:, :4] == np.frombuffer(ZSTD_MAGIC, np.uint8)).all(axis=1).any()):
+            out_sizes = np.ascontiguousarray(heads).view("<u8").reshape(-1).astype(np.int64)
+            frames = gather_spans(blob, starts + 8, sizes - 8)
+            out = np.empty(int(out_sizes.sum()), np.uint8)
+            filled = 0
+            try:
+                reader = _zstd_decompressor().stream_reader(frames.data, read_across_frames=True)
+                view = out.data
+                while filled < len(out):
+                    got = reader.readinto(view[filled:])
+                    if not got:
+                        break
+                    filled += got
+                extra = reader.read(1)
+            except zstandard.ZstdError as exc:
+                raise corrupt(f"general decompression failed: {exc}") from exc
+            require(
+                filled == len(out) and not extra,
+                f"zstd chunks inflate to {filled + len(extra)}+ bytes, their headers say {len(out)}",
+            )
+            return out, out_sizes
+    pieces = decompress_spans(blob, starts.tolist(), sizes.tolist(), scheme)
+    lengths = np.array([len(p) for p in pieces], np.int64)
+    return np.frombuffer(b"".join(pieces), np.uint8), lengths
 
 
 def general_desc(scheme: int, level: int | None, inner: pb.CompressiveEncoding) -> pb.CompressiveEncoding:
@@ -224,9 +268,7 @@ class GeneralMiniBlockDecompressor(_GeneralReader, MiniBlockDecompressor):
     def _inflated(self, buffers: Sequence[memoryview]) -> ChunkSpans:
         """Every chunk's buffer decompressed (one codec call each), as spans of one array."""
         spans = ChunkSpans.of(buffers)
-        pieces = decompress_spans(spans.blob, spans.starts.tolist(), spans.sizes.tolist(), self.scheme)
-        sizes = np.array([len(p) for p in pieces], np.int64)
-        joined = np.frombuffer(b"".join(pieces), np.uint8)
+        joined, sizes = decompress_spans_joined(spans.blob, spans.starts, spans.sizes, self.scheme)
         return ChunkSpans(joined, np.cumsum(sizes) - sizes, sizes)
 
     # The reader probes ``decompress_chunks`` / ``decompress_chunks_at`` with getattr: each is
