@@ -8,6 +8,7 @@ data files through :mod:`lance_ops.file`, executor-side fragment writes through 
 
 from __future__ import annotations
 
+from lance_ops import _malloc
 from lance_ops.dataset import BatchUDF, LanceDataset, LanceOperation, batch_udf, dataset, write_dataset
 from lance_ops.dataset_fragment import LanceFragment
 from lance_ops.fragment import FragmentMetadata
@@ -16,6 +17,8 @@ from lance_ops.scanner import LanceScanner
 from lance_ops.table.manifest_store import SqliteManifestStore
 
 __version__ = "0.1.0"
+
+_malloc.tune()
 
 __all__ = [
     "BatchUDF",

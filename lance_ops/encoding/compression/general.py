@@ -148,7 +148,8 @@ def decompress_spans_joined(
     """
     starts = np.asarray(starts, np.int64)
     sizes = np.asarray(sizes, np.int64)
-    if scheme == pb.COMPRESSION_ALGORITHM_ZSTD and len(starts) >= _STREAM_MIN_SPANS and bool((sizes >= 12).all()):
+    many = len(starts) >= _STREAM_MIN_SPANS and bool((sizes >= 12).all())
+    if scheme == pb.COMPRESSION_ALGORITHM_ZSTD and many:
         heads = blob[starts[:, None] + np.arange(8)]
         if not bool((heads[:, :4] == np.frombuffer(ZSTD_MAGIC, np.uint8)).all(axis=1).any()):
             out_sizes = np.ascontiguousarray(heads).view("<u8").reshape(-1).astype(np.int64)
