@@ -74,3 +74,30 @@ def test_fixed_stride_pages_read_like_pylance(
     assert ours.read_range(3, 1_000).to_table().equals(theirs.read_range(3, 1_000).to_table())
     assert ours.take_rows(TAKE).to_table().equals(theirs.take_rows(TAKE).to_table())
     assert grids and all(grids), "every full-zip page read should have taken the grid path"
+
+
+def _page_bytes(path: Path) -> list[bytes]:
+    reader = LanceFileReader(path)
+    data = path.read_bytes()
+    return [
+        data[position : position + size]
+        for pages in reader._pages
+        for page in pages
+        if page.layout.WhichOneof("layout") == "full_zip_layout"
+        for position, size in page.buffers
+    ]
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("name", list(TABLES))
+def test_fixed_stride_pages_are_written_as_pylance_writes_them(
+    tmp_path: Path, name: str, version: str
+) -> None:
+    import lance.file
+
+    table = TABLES[name]
+    for make, file in ((LanceFileWriter, "ours.lance"), (lance.file.LanceFileWriter, "theirs.lance")):
+        with make(str(tmp_path / file), table.schema, version=version) as out:
+            out.write_batch(table)
+    ours, theirs = _page_bytes(tmp_path / "ours.lance"), _page_bytes(tmp_path / "theirs.lance")
+    assert ours and ours == theirs

@@ -147,6 +147,18 @@ def encode_page(
         data = np.asarray(block.data)[: block.num_values * block.bits_per_value // 8]
     else:
         raise UnsupportedEncodingError(f"full-zip cannot store a {type(block).__name__}")
+    one_value_per_row = levels.rep is None and bool(vis.all())
+    if isinstance(block, FixedWidthBlock) and one_value_per_row and block.num_values == n:
+        # One control word and one value per row: the page is an n x (cw + value bytes) grid.
+        width = block.bits_per_value // 8
+        if not cw:
+            return [data.tobytes()], pb.PageLayout(full_zip_layout=layout)
+        grid = np.empty((n, cw + width), np.uint8)
+        word = defs.astype(np.uint64)  # no repetition: the control word is the def level
+        for k in range(cw):
+            grid[:, k] = (word >> np.uint64(8 * k)).astype(np.uint8)
+        grid[:, cw:] = data.reshape(n, width)
+        return [grid.tobytes()], pb.PageLayout(full_zip_layout=layout)
     level_size = cw + payload
     starts = np.zeros(n + 1, np.int64)
     np.cumsum(level_size, out=starts[1:])
