@@ -552,7 +552,8 @@ def try_dictionary(
         if bits not in ((128,) if version is FileVersion.V2_1 else (64, 128)):
             return None
         # Hash the raw bytes: Arrow cannot dictionary-encode every fixed-width type (e.g. decimals).
-        raw_values = raw_values.view(pa.binary(bits // 8))
+        # 64-bit values hash as uint64 (the same bytes, much faster than binary(8)).
+        raw_values = raw_values.view(pa.uint64() if bits == 64 else pa.binary(bits // 8))
     limit: float = DICT_MAX_CARDINALITY + 1
     if options.dictionary == "auto":
         limit = min(n / options.dict_divisor, limit)
