@@ -263,7 +263,11 @@ class FileColumn:
 
 
 # A piece of a dataset field held by one data file: the file column, the file field, its values.
-Part = tuple[FileColumn, int, pa.Array]
+Part = tuple[FileColumn, int, pa.Array | pa.ChunkedArray]
+
+
+def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
 
 
 def conform(parts: Sequence[Part], schema: LanceSchema, target: LanceField, type_: pa.DataType) -> pa.Array:
@@ -403,11 +407,14 @@ class FragmentReader:
             else:
                 table = reader.take_rows(offsets, names).to_table()
             for index, column in needed.items():
-                array = table.column(column.name).combine_chunks()
+                # Chunked as read (a long read is decoded in row ranges): combined only where a
+                # field is rebuilt from pieces, so a plain column is never copied.
+                array = table.column(column.name)
                 blob = self.files.has_blob_v2[index]
                 if blob:
+                    uri = self.files.file_uri(data_file)
                     array = resolve_blob_v2_columns(
-                        array, schema.field(index), self.files.file_uri(data_file), self.files.storage_options
+                        array.combine_chunks(), schema.field(index), uri, self.files.storage_options
                     )
                 pieces = parts.setdefault(index, [])
                 pieces.append((column, column.nodes[0].id, array))
@@ -417,10 +424,13 @@ class FragmentReader:
         out_fields, out_arrays = [], []
         for index in wanted:
             field = schema.field(index)
-            if index in parts:
+            if index in parts and len(parts[index]) == 1 and parts[index][0][2].type == field.type:
+                array = parts[index][0][2]
+            elif index in parts:
                 top = self.files.top_level_fields[index]
+                pieces = [(c, n, _combined(a)) for c, n, a in parts[index]]
                 try:
-                    array = conform(parts[index], self.files.lance_schema, top, field.type)
+                    array = conform(pieces, self.files.lance_schema, top, field.type)
                 except CorruptFileError as exc:
                     raise exc.located(f"{self.files.uri} fragment {self.id}") from exc
             else:
