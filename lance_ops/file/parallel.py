@@ -23,10 +23,6 @@ T = TypeVar("T")
 #: Threads working on one read or one flush, the caller included (1: all on the calling thread).
 WORKER_THREADS = max(1, min(os.cpu_count() or 1, 8))
 
-#: Reads of fewer cells (rows x fields) than this stay on the calling thread: for them the
-#: hand-off costs more than it saves (a take touching many small fragments).
-PARALLEL_MIN_CELLS = 4096
-
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _in_task = threading.local()

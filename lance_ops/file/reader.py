@@ -46,7 +46,7 @@ from lance_ops.file.page_statistics import (
     StatisticsLocation,
     column_statistics,
 )
-from lance_ops.file.parallel import PARALLEL_MIN_CELLS, WORKER_THREADS, run_tasks
+from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.file.schema import pb_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
 
@@ -56,6 +56,9 @@ _VERSION_TAIL = struct.Struct("<HH4s")
 
 # Distinct column projections a reader remembers the schema of (a few in practice).
 _PROJECTIONS_KEPT = 32
+# Reads of fewer cells (rows x fields) than this stay on the calling thread: for them the
+# hand-off costs more than it saves (a take touching many small fragments).
+PARALLEL_MIN_CELLS = 4096
 # A field's rows are split into ranges decoded on separate threads from this many rows per range.
 SPLIT_MIN_ROWS = 65_536
 

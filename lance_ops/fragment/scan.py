@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from functools import partial
 
 import numpy as np
 import pyarrow as pa
 
 from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import TakeIndexError
-from lance_ops.file.parallel import PARALLEL_MIN_CELLS, run_tasks
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 
@@ -96,27 +94,16 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
         raise TakeIndexError(f"take index out of range: the dataset has {starts[-1]} rows")
     unique, inverse = np.unique(positions, return_inverse=True)
     owner = np.searchsorted(starts, unique, side="right") - 1
-    reads = []
+    parts = []
     bounds = np.flatnonzero(np.diff(owner, prepend=-1, append=-1))
     for first, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         index = int(owner[first])
         fragment = files.fragment_at(index)
         local = unique[first:end] - starts[index]
         offsets = fragment.live_offsets()[local] if fragment.metadata.deletion_file else local
-        reads.append((fragment, offsets))
-    parts = _read_all(reads, columns)
+        parts.append(_read(fragment, columns, offsets))
     table = pa.concat_tables(parts) if parts else _empty(files, columns)
     return _join_dictionaries(table).take(pa.array(inverse.reshape(-1)))
-
-
-def _read_all(reads: Sequence[tuple[FragmentReader, np.ndarray]], columns: Sequence[str]) -> list[pa.Table]:
-    """``_read`` of every ``(fragment, offsets)``, in order; fragments are read on the worker
-    threads when the take is large enough to pay for the hand-off (as one file read would be)."""
-    tasks = [partial(_read, fragment, columns, offsets) for fragment, offsets in reads]
-    rows = [len(offsets) for _, offsets in reads]
-    if len(tasks) > 1 and sum(rows) * max(1, len(columns)) >= PARALLEL_MIN_CELLS:
-        return run_tasks(tasks, costs=rows)
-    return [task() for task in tasks]
 
 
 def _join_dictionaries(table: pa.Table) -> pa.Table:
@@ -170,7 +157,7 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
     offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
     if not files.manifest.uses_stable_row_ids and len(addresses):
         _check_addresses(files, addresses)
-    reads, inverses, order = [], [], []
+    parts, order = [], []
     index_of = files.fragment_index
     # Only the fragments named by an id are looked at, in manifest order.
     touched = sorted(index_of[i] for i in np.unique(owners).tolist() if i in index_of)
@@ -182,13 +169,8 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
         if not len(local):
             continue
         unique, inverse = np.unique(local, return_inverse=True)
-        reads.append((fragment, unique))
-        inverses.append(inverse)
+        parts.append(_join_dictionaries(_read(fragment, columns, unique)).take(pa.array(inverse.reshape(-1))))
         order.append(positions[mine][keep])
-    parts = [
-        _join_dictionaries(part).take(pa.array(inverse.reshape(-1)))
-        for part, inverse in zip(_read_all(reads, columns), inverses, strict=True)
-    ]
     if not parts:
         return _empty(files, columns)
     table = _join_dictionaries(pa.concat_tables(parts))
