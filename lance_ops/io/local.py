@@ -95,16 +95,20 @@ def _write_all(fd: int, data: memoryview) -> None:
 
 
 def _pread(fd: int, start: int, length: int) -> memoryview:
-    """Up to ``length`` bytes at ``start``; shorter only at end of file."""
-    # Not zero-filled first (as a bytearray would be): the read writes every byte kept.
-    view = np.empty(length, np.uint8).data
-    filled = 0
+    """Up to ``length`` bytes at ``start``; shorter only at end of file. (``os.pread`` allocates
+    the result without zero-filling it first, and in one call for small reads.)"""
+    data = os.pread(fd, length, start)
+    if len(data) == length or not data:
+        return memoryview(data)
+    parts = [data]
+    filled = len(data)
     while filled < length:
-        got = os.preadv(fd, [view[filled:]], start + filled)
-        if got == 0:
+        more = os.pread(fd, length - filled, start + filled)
+        if not more:
             break
-        filled += got
-    return view[:filled]
+        parts.append(more)
+        filled += len(more)
+    return memoryview(b"".join(parts))
 
 
 class LocalOutput(OutputStream):
