@@ -305,9 +305,38 @@ def _on_latest(transaction: Transaction, latest: int) -> Transaction:
     return transaction
 
 
-def _superseded(store: ObjectStore, root: str, version: int) -> bool:
-    """Whether a version newer than ``version`` already exists (so ``version`` was claimed late)."""
-    return any(entry.version > version for entry in list_versions(store, root))
+def _files_of(manifest: Manifest) -> set[tuple[object, ...]]:
+    """What a commit adds to a manifest, identified: data file paths and deletion files."""
+    out: set[tuple[object, ...]] = set()
+    for fragment in manifest.fragments:
+        out.update(("data", f.base_id, f.path) for f in fragment.files)
+        d = fragment.deletion_file
+        if d is not None:
+            out.add(("deletion", fragment.id, d.read_version, d.id))
+    return out
+
+
+def _claimed_late(store: ObjectStore, root: str, ours: Manifest, base: Manifest) -> bool:
+    """Whether the version just claimed with ``ours`` lies in the past: a newer version exists
+    that was not built on it. That happens when a cleanup had removed the manifest of an older
+    commit holding this version number (its name was free again) while newer versions landed.
+
+    A newer version is also there when another writer committed on top of ours in the meantime;
+    it then holds what our commit added (its data and deletion files). Withdrawing in that case
+    would leave a gap in the history and apply our commit twice, so only a newest version that
+    holds none of our new files counts as "late". A commit adding no files is never late.
+    """
+    entries = list_versions(store, root)
+    if not entries or entries[-1].version <= ours.version:
+        return False
+    added = _files_of(ours) - _files_of(base)
+    if not added:
+        return False
+    try:
+        newest = _read_manifest(store, root, entries[-1]).manifest
+    except FileNotFoundError:
+        return False  # the newest is never cleaned up; a vanished one was withdrawn: keep ours
+    return not (added & _files_of(newest))
 
 
 def commit_transaction(
@@ -424,7 +453,7 @@ def commit_recorded(
         data = encode_manifest_file(manifest, payload)
         path = store.join(root, VERSIONS_DIR, scheme.manifest_name(version))
         if handler.claim(store, path, data, version):
-            if _superseded(store, root, version):
+            if _claimed_late(store, root, manifest, base):
                 # Cleanup had removed this version's manifest after a newer version landed: the
                 # name was free but the slot is in the past. Withdraw it and try again on top.
                 store.delete(path)

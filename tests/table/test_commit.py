@@ -252,3 +252,33 @@ def test_a_version_freed_by_cleanup_is_not_reclaimed(pylance_ds: str, lance_modu
     assert handler.raced and manifest.version == 4
     assert lance_module.dataset(pylance_ds).count_rows() == 50 + 3 + 3 + 7
     assert [v["version"] for v in lance_module.dataset(pylance_ds).versions()] == [1, 3, 4]
+
+
+class _WriterLandsOnTop(PutIfAbsentCommitHandler):
+    """Right after our claim lands, another writer commits on top of it (before we look for
+    newer versions), as concurrent appenders do under load."""
+
+    def __init__(self, uri: str, lance) -> None:  # type: ignore[no-untyped-def]
+        self.uri, self.lance, self.raced = uri, lance, False
+
+    def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
+        claimed = super().claim(store, path, data, version)
+        if claimed and not self.raced:
+            self.raced = True
+            self.lance.write_dataset(table(3, 100), self.uri, mode="append")
+        return claimed
+
+
+def test_a_version_another_writer_built_on_is_kept(pylance_ds: str, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """A newer version built on ours is no reason to withdraw ours: that left a gap in the history
+    and applied our commit twice (the rows of one append came back twice)."""
+    store, root = object_store(pylance_ds)
+    fragments = pylance_fragments(lance_module, pylance_ds, table(7, 50))
+    handler = _WriterLandsOnTop(pylance_ds, lance_module)
+    manifest = commit_transaction(store, root, Transaction(1, Append(fragments)), handler=handler)
+    assert handler.raced and manifest.version == 2
+    ds = lance_module.dataset(pylance_ds)
+    assert [v["version"] for v in ds.versions()] == [1, 2, 3]
+    assert sorted(ds.to_table().column("id").to_pylist()) == sorted(
+        [*range(57), *range(100, 103)]
+    )
