@@ -219,3 +219,49 @@ def test_level_codec_round_trip(values: list[int], version: FileVersion) -> None
     codec = choose_level_codec(levels, version)
     data, desc = codec.compress(levels)
     assert decode_levels(memoryview(data), desc, len(levels)).tolist() == values
+
+
+def _walked(array: pa.Array) -> list:  # type: ignore[type-arg]
+    """shred's general path (every slot walked), for comparing with the top-level leaf path."""
+    from lance_ops.encoding.structural import repdef
+
+    n = len(array)
+    start = repdef._Walk(np.ones(n, np.uint16), np.full(n, -1, np.int32), np.arange(n, dtype=np.int64))
+    out: list = []  # type: ignore[type-arg]
+    repdef._shred_node(array, pa.field("", array.type), start, [], n, out)
+    return out
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        pa.array([], pa.int32()),
+        pa.array([1, 2, 3], pa.int64()),
+        pa.array([1, None, 3, None], pa.int32()),
+        pa.array([None, None], pa.int16()),
+        pa.nulls(5),
+        pa.nulls(0),
+        pa.array(["a", None, "ccc"]),
+        pa.array([True, None, False]),
+        pa.array(["x", None, "y", "x"]).dictionary_encode(),
+        pa.DictionaryArray.from_arrays(pa.array([0, 1, 0]), pa.array(["a", None])),
+        pa.FixedSizeListArray.from_arrays(pa.array(np.arange(6, dtype=np.float32)), 2),
+        pa.array([[1.0, 2.0], None], pa.list_(pa.float32(), 2)),
+    ],
+    ids=lambda a: str(a.type),
+)
+def test_top_level_leaves_shred_as_the_general_walk_does(array: pa.Array) -> None:
+    from lance_ops.encoding.structural.repdef import shred
+
+    (fast,) = shred(array)
+    (walked,) = _walked(array)
+    assert fast.levels.layers == walked.levels.layers
+    assert fast.levels.num_levels == walked.levels.num_levels
+    assert fast.levels.rep is None and walked.levels.rep is None
+    if walked.levels.defs is None:
+        assert fast.levels.defs is None
+    else:
+        assert fast.levels.defs is not None
+        assert fast.levels.defs.dtype == walked.levels.defs.dtype
+        assert fast.levels.defs.tolist() == walked.levels.defs.tolist()
+    assert fast.values.equals(walked.values) and fast.num_rows == walked.num_rows

@@ -303,10 +303,30 @@ def shred(array: pa.Array, field: pa.Field | None = None) -> list[ShreddedLeaf]:
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     n = len(array)
+    field = field or pa.field("", array.type)
+    if is_leaf_field(field):
+        return [_flat_leaf(array)]
     start = _Walk(np.ones(n, np.uint16), np.full(n, -1, np.int32), np.arange(n, dtype=np.int64))
     out: list[ShreddedLeaf] = []
-    _shred_node(array, field or pa.field("", array.type), start, [], n, out)
+    _shred_node(array, field, start, [], n, out)
     return out
+
+
+def _flat_leaf(array: pa.Array) -> ShreddedLeaf:
+    """:func:`shred` of a top-level leaf (no struct or list above it) without walking slots:
+    one level per row, a def level only where the row is null, every value kept."""
+    if pa.types.is_dictionary(array.type):
+        array = dictionary.normalize_nulls(array)
+    valid = _validity(array)
+    nulls = valid is not None and not bool(valid.all())
+    layers = (NULLABLE_ITEM if nulls else ALL_VALID_ITEM,)
+    code = layer_codes(layers)[-1]
+    defs = None
+    if code.highest:
+        defs = np.zeros(len(array), np.uint16)
+        if valid is not None:
+            defs[~valid] = code.null
+    return ShreddedLeaf(Levels(layers, None, defs, len(array)), array, len(array))
 
 
 def _shred_node(
