@@ -114,15 +114,25 @@ def variable_chunk_counts(
 
 def _same_count_run(cost: np.ndarray, start: int, k: int, budget: int, max_values: int) -> int:
     """How many chunks of ``k`` values, one after the other from ``start``, the rule of
-    :func:`variable_chunk_counts` gives (stopping before a last chunk or any other count)."""
+    :func:`variable_chunk_counts` gives (stopping before a last chunk or any other count).
+
+    Looked at in windows of 64, 128, 256, ... chunks, so a short run costs a short search (one
+    search over every remaining chunk made pages of many short runs quadratic)."""
     n = len(cost) - 1
-    starts = np.arange(start, n, k, dtype=np.int64)
-    left = n - starts
-    fitting = cost.searchsorted(cost[starts] + budget, "right") - 1 - starts
-    bound = np.minimum(np.minimum(fitting, left), max_values)
-    # the rule's k is k exactly when bound lies in [k, 2k) and the chunk is not the last one
-    same = (bound >= k) & (bound < 2 * k) & ~((left <= max_values) & (fitting >= left))
-    return int(np.argmin(same)) if not same.all() else len(same)
+    run, position, window = 0, start, 64
+    while position < n:
+        starts = np.arange(position, min(n, position + window * k), k, dtype=np.int64)
+        left = n - starts
+        fitting = cost.searchsorted(cost[starts] + budget, "right") - 1 - starts
+        bound = np.minimum(np.minimum(fitting, left), max_values)
+        # the rule's k is k exactly when bound lies in [k, 2k) and the chunk is not the last one
+        same = (bound >= k) & (bound < 2 * k) & ~((left <= max_values) & (fitting >= left))
+        if not same.all():
+            return run + int(np.argmin(same))
+        run += len(same)
+        position += len(same) * k
+        window *= 2
+    return run
 
 
 def _padded(size: int, align: int) -> int:
