@@ -330,3 +330,19 @@ def test_joined_spans_check_headers_and_frames(change: str) -> None:
         return
     with pytest.raises(CorruptFileError):
         decompress_spans_joined(blob, starts, sizes, pb.COMPRESSION_ALGORITHM_ZSTD)
+
+
+def test_per_value_zstd_values_inflate_together_and_check_their_headers() -> None:
+    """Many per-value zstd buffers are inflated as one stream; a length header that does not
+    match its frame still raises."""
+    values = [bytes([i % 7]) * (i * 13 % 300) for i in range(60)]  # empty values included
+    codec = GeneralCompressor(VariableCompressor(), "zstd")
+    stored, desc = codec.compress_per_value(variable_block(values))
+    decoder = decompressor_for(Context.PER_VALUE, desc)
+    assert strings_of([decoder.decompress(stored)]) == values
+    data = np.asarray(stored.data).copy()
+    at = int(np.asarray(stored.offsets)[5])
+    data[at : at + 8] = np.frombuffer(struct.pack("<Q", len(values[5]) + 1), np.uint8)
+    garbled = VariableWidthBlock(stored.offsets, data, stored.num_values)
+    with pytest.raises(CorruptFileError):
+        decoder.decompress(garbled)
