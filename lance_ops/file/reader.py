@@ -63,12 +63,9 @@ PARALLEL_MIN_CELLS = 4096
 SPLIT_MIN_ROWS = 65_536
 
 
-def footer_version(store: ObjectStore, path: str, tail: memoryview | None = None) -> FileVersion:
-    """The version in the last eight bytes of any Lance file: v1 and v2 footers both end with
-    ``u16 major | u16 minor | b"LANC"``. ``tail``: the file's last bytes, if already read."""
-    if tail is None:
-        size = store.size(path)
-        tail = store.read_range(path, max(0, size - _VERSION_TAIL.size), min(size, _VERSION_TAIL.size))
+def footer_version(path: str, tail: memoryview) -> FileVersion:
+    """The version in the last eight bytes of any Lance file (``tail``: the file's last bytes):
+    v1 and v2 footers both end with ``u16 major | u16 minor | b"LANC"``."""
     if len(tail) < _VERSION_TAIL.size:
         raise CorruptFileError(path, f"file is {len(tail)} bytes, too short for a Lance footer")
     major, minor, magic = _VERSION_TAIL.unpack(tail[len(tail) - _VERSION_TAIL.size :])
@@ -204,7 +201,7 @@ class LanceFileReader:
         store, store_path = object_store(path, dict(storage_options) if storage_options else None)
         # The tail is read once, here: its last bytes pick the reader, and __init__ parses it.
         tail_bytes = read_tail_bytes(store, store_path)
-        if footer_version(store, store_path, tail_bytes[1]) is FileVersion.V0_1:
+        if footer_version(store_path, tail_bytes[1]) is FileVersion.V0_1:
             # Imported here: lance_ops.file.legacy_v0_1 subclasses this class.
             from lance_ops.file.legacy_v0_1 import LegacyFileReader
 
@@ -352,8 +349,14 @@ class LanceFileReader:
 
     def _field_bytes(self, index: int) -> int:
         """Stored bytes of a field's pages: per row read, what orders the tasks of a parallel read."""
-        pages = (page for i in self._column_ranges[index] for page in self._pages[i])
-        return sum(size for page in pages for _, size in page.buffers)
+        return self._field_sizes[index]
+
+    @cached_property
+    def _field_sizes(self) -> list[int]:
+        return [
+            sum(size for i in columns for page in self._pages[i] for _, size in page.buffers)
+            for columns in self._column_ranges
+        ]
 
     def _projected_schema(self, columns: Sequence[str]) -> pa.Schema:
         return self._projection(columns)[0]
