@@ -112,7 +112,7 @@ AUTO_SAMPLE_SLICES = 4  # the sample is this many evenly spaced runs of values
 # A slower-to-decode candidate must save this much of the sample's bytes to be chosen: zstd + BSS
 # reads a float64 column ~3x slower than flat (bench/RESULTS.md), worth it only for a real gain ...
 AUTO_MIN_SAVING = 0.10
-AUTO_PER_VALUE_MIN_SAVING = 0.2  # ... and per-value zstd (one codec call per value on read) 20 %
+AUTO_PER_VALUE_MIN_SAVING = 0.2  # ... and per-value zstd (every value inflated on read, a take too) 20 %
 
 KEY_PREFIX = "lance-encoding:"
 # ``lance-encoding:dictionary`` (ours; pylance ignores it) also takes the usual boolean words.

@@ -537,11 +537,12 @@ def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int)
     cheaper than a take of the surviving offsets) and its deleted rows are filtered out."""
     columns = tuple(schema.names)
     for reader in readers:
+        live = _live_mask(reader) if len(reader.deleted) else None
         for start in range(0, reader.physical_rows, READ_AHEAD_ROWS):
             stop = min(start + READ_AHEAD_ROWS, reader.physical_rows)
             table = reader.read(columns, np.arange(start, stop, dtype=np.int64))
-            if len(reader.deleted):
-                table = table.filter(pa.array(_live_mask(reader)[start:stop]))
+            if live is not None:
+                table = table.filter(pa.array(live[start:stop]))
             yield from table.to_batches(max_chunksize=batch_size)
 
 
