@@ -19,7 +19,18 @@ the Spark job as a separate process (``python -m jobs.pipeline``): the library n
 
 from __future__ import annotations
 
+from typing import Any
+
 from lance_ops.cli.commands import cli, main
-from lance_ops.cli.inspect import describe_layout
 
 __all__ = ["cli", "describe_layout", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``describe_layout`` on first use: :mod:`lance_ops.cli.inspect` reads files, and importing it
+    would load the whole file layer for every ``lance-ops --help``."""
+    if name == "describe_layout":
+        from lance_ops.cli.inspect import describe_layout
+
+        return describe_layout
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

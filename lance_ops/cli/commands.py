@@ -5,6 +5,11 @@ Every command takes ``--json`` (machine-readable output on stdout) and ``--stora
 one line ``lance-ops: error: ...`` on stderr), 2 usage (one line ``lance-ops: usage: ...``). No
 traceback unless ``lance-ops --debug COMMAND``. Commands that change a dataset print what they did;
 ``compact``, ``cleanup`` and ``delete`` have ``--dry-run`` (plan, write nothing).
+
+Importing this module loads click, rich and :mod:`lance_ops.errors` only: the dataset layer (and
+through it pyarrow.dataset, pandas, sqlglot) is imported inside the commands that read a dataset,
+so ``lance-ops --help`` and ``lance-ops COMMAND --help`` start in a fraction of a second
+(``tests/test_cli.py::test_help_imports_no_heavy_modules`` holds the line).
 """
 
 from __future__ import annotations
@@ -16,18 +21,16 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lance_ops.cli import inspect as info
 from lance_ops.cli.output import ProgressBar, emit_json, human_bytes, lines, table
-from lance_ops.dataset import LanceDataset, LanceOperation, dataset
-from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
-from lance_ops.encoding.statistics import supports_statistics
 from lance_ops.errors import LanceOpsError, UnsupportedFeatureError
-from lance_ops.ops import encodings as encodings_op
-from lance_ops.ops.tags import Tags
+
+if TYPE_CHECKING:
+    from lance_ops.dataset import LanceDataset
+    from lance_ops.ops.tags import Tags
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -107,6 +110,9 @@ def _done(as_json: bool, result: dict[str, Any], text: str) -> None:
 
 
 def _open(uri: str, storage_options: dict[str, str] | None, version: int | str | None = None) -> LanceDataset:
+    """The dataset at ``uri`` (the dataset layer is imported here, on first use: see the module doc)."""
+    from lance_ops.dataset import dataset
+
     return dataset(uri, version=version, storage_options=storage_options)
 
 
@@ -162,6 +168,8 @@ def inspect(
     path: str, version: int | str | None, pages: bool, as_json: bool, storage_options: dict[str, str] | None
 ) -> None:
     """Describe a .lance data file or a dataset directory."""
+    from lance_ops.cli import inspect as info
+
     if info.is_dataset(path, storage_options):
         report = info.dataset_report(_open(path, storage_options, version), pages=pages)
         emit_json(report) if as_json else _show_dataset(report)
@@ -259,6 +267,8 @@ def _show_dataset(report: dict[str, Any]) -> None:
 @common
 def versions(uri: str, as_json: bool, storage_options: dict[str, str] | None) -> None:
     """List every version of a dataset with its size."""
+    from lance_ops.cli import inspect as info
+
     rows = info.version_rows(_open(uri, storage_options))
     if as_json:
         emit_json(rows)
@@ -568,6 +578,8 @@ def stats(
     """Dataset statistics and per-column null counts, bounds and distinct counts."""
     if force and not rebuild:
         raise click.UsageError("--force only applies with --rebuild")
+    from lance_ops.encoding.statistics import supports_statistics
+
     ds = _open(uri, storage_options)
     rebuilt: list[int] = []
     if rebuild:
@@ -610,6 +622,10 @@ def profile(
     uri: str, columns: Sequence[str], store: bool, as_json: bool, storage_options: dict[str, str] | None
 ) -> None:
     """The encoding plan the data calls for: per column, dictionary or not, from HLL estimates."""
+    from lance_ops.dataset import LanceDataset, LanceOperation
+    from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
+    from lance_ops.ops import encodings as encodings_op
+
     ds = _open(uri, storage_options)
     plan = encodings_op.profile(ds, list(columns) or None)
     version = None
@@ -637,7 +653,7 @@ def report(uri: str, output: str, as_json: bool, storage_options: dict[str, str]
     """One self-contained HTML page: history, column sizes and encodings, compression, fragment sizes."""
     if importlib.util.find_spec("matplotlib") is None:
         raise UnsupportedFeatureError("the report needs matplotlib (pip install 'lance-ops[report]')")
-    from lance_ops.cli import report as report_module  # noqa: PLC0415 (matplotlib is an optional extra)
+    from lance_ops.cli import report as report_module
 
     ds = _open(uri, storage_options)
     page = report_module.render(ds)

@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -18,7 +18,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from lance_ops.progress import ProgressEvent
+if TYPE_CHECKING:
+    # lance_ops.progress imports the storage and table layers: not for every ``--help``.
+    from lance_ops.progress import ProgressEvent
 
 # Wide enough that tables are not squeezed when the output is a pipe or a file.
 PIPE_WIDTH = 200

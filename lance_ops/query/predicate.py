@@ -24,7 +24,12 @@ Semantics follow pylance where Arrow's kernels differ from DataFusion's:
 
 Every column reference is checked against the schema (:class:`SchemaError`); constructs and
 functions outside the table raise :class:`UnsupportedFeatureError` naming the SQL fragment; text
-that does not parse, or operands whose types do not combine, raise :class:`PredicateError`.
+that does not parse, or operands whose types do not combine, raise :class:`PredicateError` in the
+user's words, never sqlglot's or Arrow's (a filter is often typed by a person, at a prompt)::
+
+    cannot parse predicate 'id = = 3': syntax error near '=' (column 6): '=' is missing its right operand
+    cannot compare column 'note' (string) with 5 (integer) using '='
+    cannot apply '+' to column 'note' (string) and 1 (integer)
 """
 
 from __future__ import annotations
@@ -32,13 +37,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
@@ -177,7 +181,8 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
     """Bind a SQL filter (or an Arrow expression) to ``schema``."""
     translator, value, columns, tree = _bind(predicate, schema)
     if not pa.types.is_boolean(value.type):
-        raise PredicateError(f"the filter {predicate!s} does not return a boolean (it returns {value.type})")
+        text = str(predicate)
+        raise PredicateError(f"the predicate {text!r} returns {value.type}, not a boolean condition")
     if tree is None:
         bounds = tuple(_arrow_bounds(value.expr, schema))
     else:
@@ -408,19 +413,90 @@ def _parse(sql: str) -> exp.Expr:
     try:
         tree = sqlglot.parse_one(sql, dialect=LanceSQL)
     except (ParseError, TokenError) as exc:
-        raise PredicateError(f"cannot parse the filter {sql!r}: {exc}") from exc
+        raise PredicateError(f"cannot parse predicate {sql!r}: {_syntax_problem(exc)}") from exc
     if tree is None:
-        raise PredicateError(f"the filter {sql!r} is empty")
+        raise PredicateError(f"cannot parse predicate {sql!r}: it is empty")
     return tree
+
+
+# sqlglot's descriptions of what went wrong, as a person would say it.
+_MISSING_ARGUMENT = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+_ARGUMENT_ROLES = {
+    "this": "left operand",
+    "expression": "right operand",
+    "low": "lower bound",
+    "high": "upper bound",
+}
+_UNEXPECTED = {"Invalid expression / Unexpected token": "unexpected {token!r}", "Expecting )": "missing ')'"}
+
+
+def _syntax_problem(error: ParseError | TokenError) -> str:
+    """``syntax error near '=' (column 6): '=' is missing its right operand``: what is wrong with the
+    text and where, without sqlglot's class names.
+
+    A :class:`TokenError` says only how far it read (an unclosed quote, usually); a
+    :class:`ParseError` names the token that stopped the parser and its (1-based, last) column.
+    """
+    if isinstance(error, TokenError):
+        return "syntax error: a quote is not closed, or a character is not SQL"
+    if not error.errors:
+        return "it is empty"
+    detail = error.errors[0]
+    description, token = str(detail.get("description", "")), str(detail.get("highlight", ""))
+    missing = _MISSING_ARGUMENT.fullmatch(description)
+    if missing is not None:
+        role = _ARGUMENT_ROLES.get(missing.group(1), "an argument")
+        kind = getattr(exp, missing.group(2), None)
+        name = _operator_of(kind) if isinstance(kind, type) else missing.group(2).upper()
+        problem = f"{name!r} is missing its {role}"
+    else:
+        problem = _UNEXPECTED.get(description, description).format(token=token)
+    column, line = detail.get("col"), detail.get("line")
+    if not token or not isinstance(column, int):
+        return f"syntax error: {problem}"
+    where = f"line {line}, column" if isinstance(line, int) and line > 1 else "column"
+    return f"syntax error near {token!r} ({where} {column - len(token) + 1}): {problem}"
 
 
 @dataclass(frozen=True)
 class _Value:
-    """A translated operand: its expression, its Arrow type, and its value when it is a constant."""
+    """A translated operand: its expression, its Arrow type, its value when it is a constant, and
+    the SQL it was translated from (for error messages; None for values built along the way)."""
 
     expr: pc.Expression
     type: pa.DataType
     literal: pa.Scalar | None = None
+    node: exp.Expr | None = field(default=None, compare=False, repr=False)
+
+
+# How a literal's type is named to the user: the family, not Arrow's width (``5`` is an integer).
+_LITERAL_KINDS = {
+    "int": "integer",
+    "float": "float",
+    "string": "string",
+    "binary": "binary",
+    "bool": "boolean",
+}
+
+
+def _describe(value: _Value) -> str:
+    """An operand in the user's words: ``column 'note' (string)``, ``5 (integer)``, ``'x' + 1 (string)``."""
+    node = value.node
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Column):
+        return f"column {'.'.join(p.name for p in node.parts)!r} ({value.type})"
+    if pa.types.is_null(value.type):
+        return "NULL"
+    text = _sql(node) if node is not None else str(value.literal) if value.literal is not None else "a value"
+    kind = _LITERAL_KINDS.get(_kind(value.type)) if value.literal is not None else None
+    return f"{text} ({kind or value.type})"
+
+
+def _listed(values: Sequence[_Value]) -> str:
+    """Operands described and joined: ``A and B`` or ``A, B, C``."""
+    described = [_describe(v) for v in values]
+    return " and ".join(described) if len(described) <= 2 else ", ".join(described)
 
 
 def _constant(scalar: pa.Scalar) -> _Value:
@@ -524,19 +600,29 @@ class _Translator:
     """Walks a sqlglot tree through :data:`_HANDLERS`, checking columns against the schema."""
 
     def __init__(self, schema: pa.Schema, column_typed_literals: bool = False) -> None:
+        # Imported here, not with the module: pyarrow.dataset loads pandas, and importing this
+        # module (through the dataset layer) should not cost that before a filter is bound.
+        import pyarrow.dataset as pads
+
         self.schema = schema
         self.column_typed_literals = column_typed_literals
         self.columns: set[str] = set()
         self._probe = pads.dataset(schema.empty_table())
 
     def translate(self, node: exp.Expr) -> _Value:
+        """``node`` as a value that remembers it came from ``node`` (unless it names a deeper one)."""
         handler = _HANDLERS.get(type(node))
         if handler is None:
             raise UnsupportedSQLError(f"unsupported SQL in a filter: {_sql(node)}")
-        return handler(self, node)
+        value = handler(self, node)
+        return value if value.node is not None else replace(value, node=node)
 
-    def typed(self, expr: pc.Expression, where: str) -> _Value:
-        """``expr`` with its result type (binding it also checks that the operand types combine)."""
+    def typed(self, expr: pc.Expression, where: str, mismatch: Callable[[], str] | None = None) -> _Value:
+        """``expr`` with its result type (binding it also checks that the operand types combine).
+
+        ``mismatch`` words the error when Arrow has no kernel for the operand types (naming the
+        operands and their types as the user wrote them); without it the error names ``where``.
+        """
         try:
             type_ = self._probe.scanner(columns={"v": expr}).projected_schema.field(0).type
         except pa.ArrowInvalid as exc:
@@ -544,11 +630,20 @@ class _Translator:
                 raise FieldNotFoundError(f"{where}: {exc}") from exc
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            if mismatch is not None and _NO_KERNEL in str(exc):
+                raise PredicateError(mismatch()) from exc
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
         return _Value(expr, type_)
 
     def call(self, node: exp.Expr, expr: pc.Expression) -> _Value:
-        return self.typed(expr, _sql(node))
+        """``expr`` computing ``node`` from its operands, typed; an operand type mismatch names them."""
+        return self.typed(expr, _sql(node), lambda: self._mismatch(node))
+
+    def _mismatch(self, node: exp.Expr) -> str:
+        """``cannot apply '+' to column 'note' (string) and 1 (integer)``: re-translates the operands
+        (they translated once already, so they do again) to describe them."""
+        operands = [self.translate(child) for child in node.iter_expressions() if type(child) in _HANDLERS]
+        return f"cannot apply {_operator(node)!r} to {_listed(operands)}"
 
     def column(self, node: exp.Column) -> _Value:
         parts = [p.name for p in node.parts]
@@ -581,6 +676,48 @@ class _Translator:
 
 def _sql(node: exp.Expr) -> str:
     return node.sql(dialect=LanceSQL)
+
+
+# Arrow's words when a function has no kernel for its argument types.
+_NO_KERNEL = "has no kernel matching input types"
+
+_SYMBOLS: dict[type[exp.Expr], str] = {
+    exp.EQ: "=",
+    exp.NEQ: "<>",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.Add: "+",
+    exp.Sub: "-",
+    exp.Mul: "*",
+    exp.Div: "/",
+    exp.Mod: "%",
+    exp.Neg: "-",
+    exp.DPipe: "||",
+    exp.And: "AND",
+    exp.Or: "OR",
+    exp.Not: "NOT",
+    exp.Between: "BETWEEN",
+    exp.In: "IN",
+    exp.Is: "IS",
+    exp.Like: "LIKE",
+    exp.ILike: "ILIKE",
+}
+
+
+def _operator_of(kind: type) -> str:
+    """The SQL a node class stands for: an operator symbol or keyword, or a function's name."""
+    if kind in _SYMBOLS:
+        return _SYMBOLS[kind]
+    if isinstance(kind, type) and issubclass(kind, exp.Func):
+        return kind.sql_name()
+    return kind.__name__.upper()
+
+
+def _operator(node: exp.Expr) -> str:
+    """The operator or function ``node`` applies, as written (``+``, ``LOWER``, ``my_udf``)."""
+    return str(node.this) if isinstance(node, exp.Anonymous) else _operator_of(type(node))
 
 
 Handler = Callable[[_Translator, Any], _Value]
@@ -673,7 +810,15 @@ _OPERATORS: dict[str, Callable[[_Order, pc.Expression, pc.Expression], pc.Expres
 }
 
 
-def compare(tr: _Translator, op: str, left: _Value, right: _Value, where: str) -> _Value:
+_OPERATOR_SYMBOLS = {"eq": "=", "ne": "<>", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
+
+
+def compare(
+    tr: _Translator, op: str, left: _Value, right: _Value, where: str, using: str | None = None
+) -> _Value:
+    """``left op right`` with pylance's semantics; ``using`` names the operator the user wrote
+    (``BETWEEN``, ``IN``; default: ``op``'s symbol) when the operand types cannot be compared."""
+    given = left, right
     left, right = _unify(left, right)
     if pa.types.is_null(left.type) or pa.types.is_null(right.type):
         return _constant(_NULL_BOOL)
@@ -682,7 +827,12 @@ def compare(tr: _Translator, op: str, left: _Value, right: _Value, where: str) -
     if pa.types.is_floating(left.type) and pa.types.is_floating(right.type):
         constant = left.literal is not None or right.literal is not None
         order = _FLOAT_CONSTANT if constant else _FLOAT_TOTAL
-    return tr.typed(_OPERATORS[op](order, left.expr, right.expr), where)
+    symbol = using or _OPERATOR_SYMBOLS[op]
+    return tr.typed(
+        _OPERATORS[op](order, left.expr, right.expr),
+        where,
+        lambda: f"cannot compare {_describe(given[0])} with {_describe(given[1])} using {symbol!r}",
+    )
 
 
 def _comparison(op: str) -> Handler:
@@ -694,8 +844,8 @@ def _comparison(op: str) -> Handler:
 
 def _between(tr: _Translator, node: exp.Between) -> _Value:
     value, where = tr.translate(node.this), _sql(node)
-    low = compare(tr, "ge", value, tr.translate(node.args["low"]), where)
-    high = compare(tr, "le", value, tr.translate(node.args["high"]), where)
+    low = compare(tr, "ge", value, tr.translate(node.args["low"]), where, "BETWEEN")
+    high = compare(tr, "le", value, tr.translate(node.args["high"]), where, "BETWEEN")
     return tr.call(node, pc.and_kleene(low.expr, high.expr))
 
 
@@ -711,9 +861,10 @@ def _in(tr: _Translator, node: exp.In) -> _Value:
         and all(i.literal is not None and i.type in (value.type, pa.null()) for i in items)
     )
     if not set_lookup:
-        result = compare(tr, "eq", value, items[0], where) if items else _constant(pa.scalar(False))
+        result = compare(tr, "eq", value, items[0], where, "IN") if items else _constant(pa.scalar(False))
         for item in items[1:]:
-            result = tr.call(node, pc.or_kleene(result.expr, compare(tr, "eq", value, item, where).expr))
+            equal = compare(tr, "eq", value, item, where, "IN")
+            result = tr.call(node, pc.or_kleene(result.expr, equal.expr))
         return result
     present = [i.literal for i in items if i.literal is not None and i.literal.is_valid]
     found = pc.is_in(
