@@ -792,6 +792,7 @@ def write_dataset(
     encoding_plan: EncodingPlan | None = None,
     page_statistics: bool | None = None,
     compression: str | None = None,
+    fill_missing: str | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
@@ -811,6 +812,14 @@ def write_dataset(
     that pylance still reads (``LanceFileWriter``'s option; also ``"zstd"``, ``"lz4"``, ``"fsst"``,
     ``"none"`` for every column); a create / overwrite stores it in the dataset's config
     (``lance-ops.compression``) and appends follow it unless given their own.
+
+    Appended data must fit the dataset (:mod:`lance_ops.fragment.conform`), else
+    :class:`~lance_ops.errors.WriteSchemaError` is raised and nothing is written: columns are
+    matched by name and cast; nulls in non-nullable columns, values that do not convert and columns
+    the dataset lacks are refused. ``fill_missing`` (lance-ops' extension) governs columns the data
+    lacks: None fills nullable ones with nulls and refuses non-nullable ones; ``"compute"`` also
+    computes a column added by a SQL expression (``add_columns``) from that expression; ``"null"``
+    is the same without computing; ``"error"`` refuses any missing column.
     """
     if isinstance(uri, LanceDataset):
         storage_options = storage_options if storage_options is not None else uri.storage_options
@@ -845,6 +854,6 @@ def write_dataset(
     if manifest_store is not None:
         repair(*object_store(uri, storage_options), manifest_store)
     manifest, transaction = write_op.write(
-        data, uri, mode, schema, write_options, commit_options, as_callback(progress)
+        data, uri, mode, schema, write_options, commit_options, as_callback(progress), fill_missing
     )
     return LanceDataset._from_manifest(uri, manifest, transaction, storage_options, manifest_store)

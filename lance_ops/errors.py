@@ -168,3 +168,18 @@ class UnsafePathError(CorruptFileError):
 
 class StorageError(LanceOpsError, OSError):
     """Storage failed permanently (or kept failing transiently after every retry); see io/retry.py."""
+
+
+class WriteSchemaError(SchemaError, OSError):
+    """Data to be written (or a fragment to be committed) does not fit the dataset's schema: a
+    column it lacks and cannot be filled, a column the dataset does not have, nulls in a
+    non-nullable column, a value that does not convert to the column's type. ``columns`` names the
+    columns concerned. Also an ``OSError``: pylance reports an append with a different schema as
+    one."""
+
+    def __init__(self, message: str, columns: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.columns = tuple(columns)
+
+    def __reduce__(self) -> tuple[type, tuple[str, tuple[str, ...]]]:
+        return type(self), (str(self), self.columns)

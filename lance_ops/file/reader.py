@@ -25,6 +25,7 @@ from functools import cached_property, partial
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from google.protobuf import text_format
 
 from lance_ops._proto import file2_pb2 as pb2
@@ -511,6 +512,31 @@ class LanceFileReader:
                 for column in self._tail.columns
             ]
         )
+
+
+def file_null_counts(store: ObjectStore, path: str) -> dict[int, int] | None:
+    """Nulls per top-level field id of the Lance file at ``path`` (the file's own field ids), from
+    its page statistics; None when the file has none. Reads the file's tail and its statistics
+    buffer, never its columns; fields without statistics (structs, lists) are left out."""
+    tail = read_tail(store, path)
+    text = tail.descriptor.schema.metadata.get(PAGE_STATISTICS_KEY)
+    if text is None:
+        return None
+    location = StatisticsLocation.from_json(path, text)
+    if not 0 <= location.statistics_buffer < len(tail.global_buffers):
+        raise CorruptFileError(path, f"no global buffer {location.statistics_buffer} for the page statistics")
+    position, size = tail.global_buffers[location.statistics_buffer]
+    table = _lance_file_table(bytes(store.read_range(path, position, size)))
+    top = {f.id for f in tail.descriptor.schema.fields if f.parent_id == -1}
+    out = {}
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        if not name.isdigit() or int(name) not in top or not pa.types.is_struct(column.type):
+            continue
+        if column.type.get_field_index("null_count") < 0:
+            continue
+        out[int(name)] = int(pc.sum(column.field("null_count")).as_py() or 0)
+    return out
 
 
 def _lance_file_table(data: bytes) -> pa.Table:

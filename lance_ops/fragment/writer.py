@@ -17,7 +17,7 @@ files, only leaf fields for 2.1+, with ``column_indices`` 0..n-1.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +34,7 @@ from lance_ops.errors import (
 )
 from lance_ops.file import LanceFileWriter
 from lance_ops.file.writer import as_table
+from lance_ops.fragment.conform import Conform
 from lance_ops.fragment.options import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
@@ -48,13 +49,11 @@ from lance_ops.table.blob import (
     blob_v2_schema,
     contains_blob_v2,
     file_field,
-    input_field,
-    shape_blob_v2,
 )
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFile, DataFragment
 from lance_ops.table.naming import DATA_DIR, child_uri, data_file_name
-from lance_ops.table.schema import LanceSchema
+from lance_ops.table.schema import EXPRESSION_KEY, LanceSchema
 
 FragmentMetadata = DataFragment
 # A Lance schema, or (as older callers pass) its ``lance.file.Field`` messages.
@@ -70,19 +69,23 @@ __all__ = [
 ]
 
 
-def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReader:
+def to_reader(
+    data: Any, schema: pa.Schema | None = None, fill_missing: str | None = None
+) -> pa.RecordBatchReader:
     """Normalise write input to a reader, accepting what pylance's ``write_dataset`` accepts.
 
     Table, RecordBatch, RecordBatchReader, pandas DataFrame, a ``dict`` of column lists, a list of
     row dicts, an object with ``scanner()`` (a ``pyarrow.dataset.Dataset``, a ``LanceDataset``), a
     scanner (``pyarrow.dataset.Scanner``, ``LanceScanner``), anything exporting an Arrow C stream
     (``__arrow_c_stream__``), or an iterable of record batches (``schema`` required when it may
-    be empty).
+    be empty). With a ``schema`` the batches are conformed to it (:class:`Conform`: columns by
+    name, cast, missing ones filled as ``fill_missing`` says, nulls in non-nullable fields refused).
     """
     if isinstance(data, Mapping):
-        data = pa.Table.from_pydict(dict(data), schema=schema)
+        data = _typed(lambda hint: pa.Table.from_pydict(dict(data), schema=hint), schema, list(data))
     elif isinstance(data, list) and data and all(isinstance(row, Mapping) for row in data):
-        data = pa.Table.from_pylist(data, schema=schema)
+        names = list(dict.fromkeys(name for row in data for name in row))
+        data = _typed(lambda hint: pa.Table.from_pylist(data, schema=hint), schema, names)
     elif hasattr(data, "scanner") and callable(data.scanner):
         data = data.scanner().to_reader()
     elif not isinstance(data, pa.Table | pa.RecordBatch) and callable(getattr(data, "to_reader", None)):
@@ -90,7 +93,12 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
     if isinstance(data, pa.RecordBatchReader):
         reader = data
     elif isinstance(data, (pa.Table, pa.RecordBatch)) or type(data).__module__.startswith("pandas"):
-        table = as_table(data, schema)
+        frame = data
+        table = (
+            _typed(lambda hint: as_table(frame, hint), schema, [str(c) for c in frame.columns])
+            if type(frame).__module__.startswith("pandas")
+            else as_table(frame, None)
+        )
         reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
     elif hasattr(data, "__arrow_c_stream__"):
         reader = pa.RecordBatchReader.from_stream(data)
@@ -110,9 +118,22 @@ def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReade
         raise ArgumentTypeError(
             f"cannot write {type(data).__name__}; expected Arrow data or a pandas DataFrame"
         )
-    if schema is not None and not reader.schema.equals(schema):
-        return _cast_reader(reader, schema)
-    return reader
+    return reader if schema is None else Conform(schema, fill_missing).reader(reader)
+
+
+def _typed(
+    build: Callable[[pa.Schema | None], pa.Table], schema: pa.Schema | None, names: list[str]
+) -> pa.Table:
+    """Python or pandas input as a table, typed by the fields of ``schema`` it names (the others are
+    filled later). Input naming a column ``schema`` lacks, or values of other types, are converted
+    untyped so that the conform step reports them clearly."""
+    if schema is None or any(schema.get_field_index(n) < 0 for n in names):
+        return build(None)
+    hint = pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
+    try:
+        return build(hint)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        return build(None)
 
 
 def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -120,52 +141,17 @@ def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa
     yield from rest
 
 
-def _cast_reader(reader: pa.RecordBatchReader, schema: pa.Schema) -> pa.RecordBatchReader:
-    """Reorder columns by name and cast them to ``schema`` (blob v2 fields as :func:`input_field`)."""
-    missing = [n for n in schema.names if reader.schema.get_field_index(n) < 0]
-    extra = [n for n in reader.schema.names if schema.get_field_index(n) < 0]
-    if missing or extra:
-        raise SchemaError(
-            f"data columns do not match the dataset schema (missing {missing}, unexpected {extra})"
-        )
-
-    blob_v2 = [contains_blob_v2(field) for field in schema]
-    target = pa.schema([input_field(field) for field in schema], metadata=schema.metadata)
-
-    def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
-        batch = batch.select(schema.names)
-        if any(blob_v2):
-            columns = [
-                shape_blob_v2(column, field) if blob else column
-                for column, field, blob in zip(batch.columns, schema, blob_v2, strict=True)
-            ]
-            batch = pa.RecordBatch.from_arrays(columns, names=schema.names)
-        if batch.schema.types == target.types:
-            # no cast needed (pyarrow 26 refuses to cast fixed_size_list<null> even to its own type);
-            # a non-nullable field still refuses nulls, as the cast would
-            for column, field in zip(batch.columns, target, strict=True):
-                if not field.nullable and column.null_count:
-                    raise SchemaError(f"column {field.name!r} is not nullable but holds nulls")
-            return pa.RecordBatch.from_arrays(batch.columns, schema=target)
-        try:
-            return batch.cast(target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-            raise SchemaError(f"data does not match the dataset schema: {exc}") from exc
-
-    return pa.RecordBatchReader.from_batches(target, (cast(b) for b in reader))
-
-
 def new_dataset_reader(
-    data: Any, schema: pa.Schema | None, data_storage_version: str
+    data: Any, schema: pa.Schema | None, data_storage_version: str, fill_missing: str | None = None
 ) -> tuple[pa.RecordBatchReader, LanceSchema]:
     """``data`` and its schema (fresh ids) for a new dataset (create, overwrite) of that file version.
 
     In 2.2 datasets, blob ``large_binary`` columns become ``lance.blob.v2`` columns like pylance's.
     """
-    reader = to_reader(data, schema)
+    reader = to_reader(data, schema, fill_missing)
     target = blob_v2_schema(reader.schema, FileVersion.parse(data_storage_version))
-    if target is not reader.schema:
-        reader = _cast_reader(reader, target)
+    if schema is None or target is not reader.schema:
+        reader = Conform(target).reader(reader)
     return reader, LanceSchema.from_arrow(target)
 
 
@@ -190,6 +176,14 @@ def _dataset_schema(uri: str, storage_options: Mapping[str, str] | None) -> tupl
     except DatasetNotFoundError:
         return None
     return manifest.schema, manifest.data_storage_version
+
+
+def _without_expression(field: pa.Field) -> pa.Field:
+    metadata = field.metadata or {}
+    if EXPRESSION_KEY.encode() not in metadata:
+        return field
+    kept = {k: v for k, v in metadata.items() if k != EXPRESSION_KEY.encode()}
+    return field.with_metadata(kept) if kept else field.remove_metadata()
 
 
 def _as_schema(fields: FieldsLike) -> LanceSchema:
@@ -217,12 +211,18 @@ class _FileSink:
         self.blob_v2 = [contains_blob_v2(field) for field in schema]
         if any(self.blob_v2) and self.version.value < FileVersion.V2_2.value:
             raise UnsupportedFeatureError(f"lance.blob.v2 columns need Lance 2.2 files, not {self.version}")
+        # A recorded SQL expression describes the dataset's column, not a data file's: files are
+        # written without it, as pylance writes them.
         self.file_schema = pa.schema(
-            [file_field(field) for field in schema],
+            [_without_expression(file_field(field)) for field in schema],
             metadata=schema.metadata,
         )
         self.fields = fields
+        self.file_fields = fields.without_expressions()
         self.field_ids = data_file_fields(fields, self.version)
+        top = {f.name: f.id for f in fields if f.parent_id == -1}
+        self._top_ids = [top.get(name) for name in schema.names]
+        self._nulls: dict[int, int] = {}
         self.written: list[tuple[DataFile, int]] = []
         self._writer: LanceFileWriter | None = None
         self._blobs: BlobV2Writer | None = None
@@ -254,6 +254,9 @@ class _FileSink:
             piece = batch.slice(offset, take)
             assert self._writer is not None
             self._writer.write_batch(self._file_batch(piece))
+            for field_id, column in zip(self._top_ids, piece.columns, strict=True):
+                if field_id is not None:
+                    self._nulls[field_id] = self._nulls.get(field_id, 0) + column.null_count
             self._rows += take
             self._bytes += piece.nbytes
             offset += take
@@ -282,7 +285,7 @@ class _FileSink:
             page_statistics=self.options.writes_page_statistics,
             compression=self.options.compression,
             # the dataset's own field messages (ids, dictionary markers), as pylance's data files hold
-            lance_fields=None if any(self.blob_v2) else self.fields.to_pb(),
+            lance_fields=None if any(self.blob_v2) else self.file_fields.to_pb(),
         )
         self._writer = writer
         if any(self.blob_v2):
@@ -290,6 +293,7 @@ class _FileSink:
                 uri, lambda buffer: writer.write_external([buffer.data])[0], self.options.storage_options
             )
         self._rows = self._bytes = 0
+        self._nulls = {}
         self.progress.advance(
             0, f"writing {DATA_DIR}/{self._name}", DataFragment(id=0, files=(), physical_rows=0)
         )
@@ -308,6 +312,7 @@ class _FileSink:
             file_major_version=self.version.major,
             file_minor_version=self.version.minor,
             file_size_bytes=self._writer.bytes_written,
+            null_counts=dict(self._nulls),
         )
         self.written.append((data_file, self._rows))
         self._writer = None
@@ -348,12 +353,14 @@ def write_data_file(
     :attr:`FragmentReader.physical_rows`), in order, with the top-level columns of ``fields``, whose
     ids (e.g. allocated by :meth:`LanceSchema.with_new_fields`) the file records. The file is
     written whole, whatever ``options.max_rows_per_file``; a row count other than ``num_rows``
-    raises :class:`SchemaError` and leaves no file behind. The caller commits the fragment with the
+    raises :class:`SchemaError` and leaves no file behind. Deleted rows are stored as nulls, so
+    nulls pass in non-nullable columns here (the commit guard weighs them against the fragment's
+    deleted rows). The caller commits the fragment with the
     file added to its ``files`` (a ``Merge``) or in place of another (a ``DataReplacement``).
     """
     if num_rows <= 0:
         raise SchemaError("a data file for an existing fragment needs its (positive) number of rows")
-    reader = to_reader(data, fields.to_arrow())
+    reader = Conform(fields.to_arrow(), deleted_rows_null=True).reader(to_reader(data))
     whole = replace(options, max_rows_per_file=num_rows, max_bytes_per_file=2**63)
     ((data_file, _),) = _FileSink(uri, reader.schema, fields, whole).write_all(_exactly(reader, num_rows))
     return data_file
@@ -386,6 +393,7 @@ def write_fragments(
     encoding_plan: EncodingPlan | None = None,
     progress: Any = None,
     page_statistics: bool = True,
+    fill_missing: str | None = None,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
 
@@ -398,7 +406,9 @@ def write_fragments(
     handed to every executor) fixes per-column encodings. ``progress`` is a callback of
     :class:`~lance_ops.progress.ProgressEvent` or a :class:`~lance_ops.progress.FragmentWriteProgress`.
     ``page_statistics=False`` leaves page statistics out of the data files (the driver decides,
-    e.g. from the dataset config).
+    e.g. from the dataset config). The data is conformed to the target schema first
+    (:mod:`lance_ops.fragment.conform`): ``fill_missing`` (``"compute"``, ``"null"``, ``"error"`` or
+    None) says what becomes of the columns it lacks, and nulls in non-nullable fields are refused.
     """
     if mode not in ("append", "create", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -407,12 +417,12 @@ def write_fragments(
     version_text = data_storage_version or "stable"
     if fields is not None:
         lance_schema = _as_schema(fields)
-        reader = to_reader(data, schema if schema is not None else lance_schema.to_arrow())
+        reader = to_reader(data, schema if schema is not None else lance_schema.to_arrow(), fill_missing)
     elif existing is not None:
         lance_schema, version_text = existing
-        reader = to_reader(data, lance_schema.to_arrow())
+        reader = to_reader(data, lance_schema.to_arrow(), fill_missing)
     else:
-        reader, lance_schema = new_dataset_reader(data, schema, version_text)
+        reader, lance_schema = new_dataset_reader(data, schema, version_text, fill_missing)
     options = WriteOptions(
         max_rows_per_file=max_rows_per_file,
         max_rows_per_group=max_rows_per_group,

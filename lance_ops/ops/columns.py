@@ -8,6 +8,8 @@
   stored as nulls. Row-id sequences and deletion files are untouched. A SQL column is typed and
   marked nullable as pylance's planner does (a number next to a column takes the column's type;
   constants are not nullable, functions are); ``{}`` commits an empty ``Merge``, as pylance does.
+  A SQL column records its expression in its field metadata (``lance-ops:expression``), so that
+  writers can compute it for appended rows that lack it (``fill_missing="compute"``).
 * ``add_columns`` with ``pa.Field``\\ s (or a ``pa.Schema``) commits a ``Merge`` that writes nothing:
   the nullable new fields read as nulls from fragments with no file holding them.
 * ``drop_columns`` commits a ``Project``: data files keep listing the dropped ids (readers ignore
@@ -35,7 +37,6 @@ from typing import Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
 from lance_ops.errors import (
     ArgumentTypeError,
@@ -47,6 +48,7 @@ from lance_ops.errors import (
     SchemaError,
 )
 from lance_ops.file.writer import as_table
+from lance_ops.fragment.conform import evaluate_expressions
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import write_data_file
@@ -56,7 +58,7 @@ from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
 from lance_ops.query.predicate import parse_expression
 from lance_ops.table.manifest import DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR
-from lance_ops.table.schema import LanceField, LanceSchema
+from lance_ops.table.schema import EXPRESSION_KEY, LanceField, LanceSchema
 from lance_ops.table.transaction import Merge, Project, Transaction
 
 __all__ = [
@@ -141,16 +143,17 @@ def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Express
             bound[name] = parse_expression(text, files.schema, column_typed_literals=True)
         except LanceOpsError as exc:
             raise type(exc)(f"the expression for new column {name!r}: {exc}") from exc
-    schema = pa.schema([pa.field(name, b.type, b.nullable) for name, b in bound.items()])
+    schema = pa.schema(
+        [
+            pa.field(name, b.type, b.nullable, metadata=_expression_metadata(expressions[name]))
+            for name, b in bound.items()
+        ]
+    )
     columns = tuple(n for n in files.schema.names if any(n in b.columns for b in bound.values()))
     projection = {name: b.expression for name, b in bound.items()}
 
     def evaluate(batch: pa.RecordBatch) -> pa.RecordBatch:
-        table = pads.dataset(pa.Table.from_batches([batch])).to_table(columns=projection)
-        return pa.RecordBatch.from_arrays(
-            [c.combine_chunks().cast(f.type) for c, f in zip(table.columns, schema, strict=True)],
-            schema=schema,
-        )
+        return pa.RecordBatch.from_arrays(evaluate_expressions(batch, projection, schema), schema=schema)
 
     named = {c for b in bound.values() for c in b.columns}
     virtual = (
@@ -158,6 +161,12 @@ def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Express
         ROW_ADDRESS in named and ROW_ADDRESS not in files.schema.names,
     )
     return _Compute(columns, evaluate, schema, *virtual)
+
+
+def _expression_metadata(expression: str | pc.Expression) -> dict[str, str] | None:
+    """Field metadata recording a SQL column's expression (:data:`EXPRESSION_KEY`), so writers can
+    compute the column for new rows that lack it; Arrow expressions are not recorded."""
+    return {EXPRESSION_KEY: expression} if isinstance(expression, str) else None
 
 
 def _udf_compute(

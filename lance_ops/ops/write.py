@@ -12,6 +12,7 @@ import pyarrow as pa
 from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetAlreadyExistsError, InvalidArgumentError, RetryableCommitConflictError
+from lance_ops.fragment.conform import check_fill_missing
 from lance_ops.fragment.options import COMPRESSION_CONFIG_KEY, WriteOptions
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.fragment.writer import (
@@ -41,6 +42,7 @@ def write(
     write_options: WriteOptions,
     commit_options: CommitOptions,
     progress: ProgressCallback | None = None,
+    fill_missing: str | None = None,
 ) -> tuple[Manifest, Transaction]:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or new content (``overwrite``).
 
@@ -50,10 +52,13 @@ def write(
     encoding plan of ``write_options`` (default: the one stored in the dataset's config) is applied;
     creates and overwrites store a given plan in the new version's config. Appends write page
     statistics unless the options or the dataset's config (``lance-ops.page-statistics``) say not
-    to; creates and overwrites unless the options say not to.
+    to; creates and overwrites unless the options say not to. The data is conformed to the
+    dataset's schema (an append) or to ``schema`` before anything is written
+    (:mod:`lance_ops.fragment.conform`; ``fill_missing`` says what becomes of missing columns).
     """
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+    check_fill_missing(fill_missing)
     store, root = object_store(uri, write_options.storage_options)
     entries = list_versions(store, root)
     if entries and mode == "create":
@@ -70,9 +75,11 @@ def write(
     ).for_dataset({} if manifest is None or mode != "append" else manifest.config)
     if manifest is not None and mode == "append":
         lance_schema = manifest.schema
-        reader = to_reader(data, lance_schema.to_arrow())
+        reader = to_reader(data, lance_schema.to_arrow(), fill_missing)
     else:
-        reader, lance_schema = new_dataset_reader(data, schema, write_options.data_storage_version)
+        reader, lance_schema = new_dataset_reader(
+            data, schema, write_options.data_storage_version, fill_missing
+        )
     tracker = Tracker.start(progress, WRITE, input_rows(data), "rows")
     fragments = write_new_fragments(reader, uri, lance_schema, write_options, tracker)
     operation: Operation

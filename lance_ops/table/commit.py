@@ -14,8 +14,10 @@ A commit of transaction ``T`` (built on ``T.read_version``) does, as pylance 14 
    a Delete or Update committed over newer versions is recorded as read on the latest of them
    (pylance 14 does so for these two operations only; its ``.txn`` is renamed to match);
 3. build the manifest of ``latest + 1`` from the latest manifest and ``T``
-   (:func:`lance_ops.table.apply.build_manifest`), frame it with ``T`` inline, and *claim* its name
-   with the commit handler, an atomic create-if-absent;
+   (:func:`lance_ops.table.apply.build_manifest`), check that its new data files hold every
+   non-nullable field without nulls (:mod:`lance_ops.table.write_guard`; a failure removes the
+   ``.txn`` file and raises), frame it with ``T`` inline, and *claim* its name with the commit
+   handler, an atomic create-if-absent;
 4. on success replace ``_versions/latest_version_hint.json`` with ``{"version":N}`` (never trusted
    on read); if another writer claimed that version first, back off and go to 2, at most
    ``max_retries`` times.
@@ -48,6 +50,7 @@ from lance_ops.errors import (
     DatasetNotFoundError,
     RetryableCommitConflictError,
     VersionNotFoundError,
+    WriteSchemaError,
 )
 from lance_ops.io import ObjectStore
 from lance_ops.table.apply import build_manifest
@@ -73,6 +76,7 @@ from lance_ops.table.naming import (
 from lance_ops.table.rewrite_rebase import can_carry, carry_delete
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction, Update
+from lance_ops.table.write_guard import NullCountCache, check_new_fragments
 
 # pylance 14 gates compatibility work-arounds on the writer's semantic version (manifests without
 # one, or from old versions, get e.g. their physical row counts recomputed). We therefore declare
@@ -389,6 +393,7 @@ def commit_recorded(
     store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
     written = transaction
     checked: set[int] = set()
+    null_counts: NullCountCache = {}
     for attempt in range(max_retries + 1):
         if attempt:
             exponent = min(attempt + 2, _MAX_BACKOFF_EXPONENT)
@@ -450,6 +455,11 @@ def commit_recorded(
             writer_version=writer_version,
             load_version=load_version,
         )
+        try:
+            check_new_fragments(store, root, base, manifest, transaction.operation, null_counts)
+        except WriteSchemaError:
+            store.delete(store.join(root, TRANSACTIONS_DIR, written.file_name))
+            raise
         data = encode_manifest_file(manifest, payload)
         path = store.join(root, VERSIONS_DIR, scheme.manifest_name(version))
         if handler.claim(store, path, data, version):

@@ -148,7 +148,12 @@ class ExternalFile:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One data file of a fragment: which field ids it stores and in which top-level column."""
+    """One data file of a fragment: which field ids it stores and in which top-level column.
+
+    ``null_counts`` (top-level field id -> nulls in the file) is known only to the writer that just
+    wrote the file; it is not stored in the manifest. The commit guard
+    (:mod:`lance_ops.table.write_guard`) reads it instead of the file's page statistics.
+    """
 
     path: str
     fields: tuple[int, ...]
@@ -157,6 +162,7 @@ class DataFile:
     file_minor_version: int
     file_size_bytes: int = 0
     base_id: int | None = None
+    null_counts: Mapping[int, int] | None = field(default=None, compare=False, repr=False)
 
     @property
     def file_version(self) -> str:

@@ -5,6 +5,11 @@ top-level fields), plus schema metadata. Ids are never reused: a field keeps its
 renames, and new fields are numbered after :attr:`LanceSchema.max_field_id`. Only
 :meth:`LanceField.from_pb` / :meth:`LanceField.to_pb` (and the schema-level pair) touch the
 protobuf ``lance.file.Field`` messages; Arrow conversions go through :mod:`lance_ops.file.schema`.
+
+A column added from a SQL expression (``add_columns({"c": "a * 10"})``) records that expression in
+its field metadata under :data:`EXPRESSION_KEY`, so it follows the column through renames and drops
+and writers can compute the column for new rows that lack it (``fill_missing="compute"``,
+:mod:`lance_ops.fragment.conform`). pylance keeps field metadata it does not know.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from lance_ops.file.schema import (
     schema_metadata_to_pb,
     table_fields,
 )
+
+EXPRESSION_KEY = "lance-ops:expression"
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,12 @@ class LanceField:
         if self.dictionary is not None:
             out.dictionary.offset, out.dictionary.length = self.dictionary
         return out
+
+    @property
+    def expression(self) -> str | None:
+        """The SQL expression this column was added from (:data:`EXPRESSION_KEY`), if recorded."""
+        value = self.metadata.get(EXPRESSION_KEY)
+        return None if value is None else bytes(value).decode("utf-8")
 
     @property
     def is_blob_v2_description(self) -> bool:
@@ -195,6 +208,18 @@ class LanceSchema:
         if clash:
             raise SchemaChangeError(f"column(s) {sorted(clash)} already exist")
         return replace(self, fields=(*self.fields, *added.fields))
+
+    def without_expressions(self) -> LanceSchema:
+        """This schema without the SQL expressions its fields record (:data:`EXPRESSION_KEY`)."""
+        if not any(EXPRESSION_KEY in f.metadata for f in self.fields):
+            return self
+        return replace(
+            self,
+            fields=tuple(
+                replace(f, metadata={k: v for k, v in f.metadata.items() if k != EXPRESSION_KEY})
+                for f in self.fields
+            ),
+        )
 
     def without(self, field_ids: Iterable[int]) -> LanceSchema:
         """This schema minus the fields ``field_ids`` and their descendants."""
