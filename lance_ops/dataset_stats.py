@@ -3,8 +3,13 @@
 ``dataset_stats()`` has pylance's keys. ``column_stats(name)`` has one row per fragment
 (``fragment_id, null_count, min_value, max_value, distinct_count``; min / max in the column's
 type, nulls where the fragment has no usable statistics) and ``column_summary(name)`` bounds the
-whole dataset, its distinct count from the fragments' merged sketches. Counts include deleted rows
-and bounds are bounds, not values (they may be truncated, or belong to deleted rows).
+whole dataset, its distinct count from the fragments' merged sketches. Statistics describe a
+fragment's data files, so they count *physical* rows: a deleted row's value and its null still
+count (``add_columns`` writes nulls for deleted rows, so a new column may show as many nulls as the
+dataset has deleted rows), and bounds are bounds, not values (they may be truncated, or belong to
+deleted rows). ``counted_rows(name)`` says how many physical and deleted rows the figures cover;
+``live_null_count(name)`` counts nulls among live rows, from statistics where a fragment has no
+deleted rows and by reading the column where it has (or, with ``read=False``, None there).
 ``rebuild(...)`` computes missing statistics (:func:`lance_ops.ops.statistics.rebuild`).
 """
 
@@ -16,16 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.encoding.statistics import merge_statistics, statistics_type, supports_statistics
 from lance_ops.errors import SchemaError
 from lance_ops.ops import statistics as statistics_op
 from lance_ops.progress import ProgressCallback
+from lance_ops.query.predicate import parse_predicate
 from lance_ops.table.statistics import FragmentStatistics
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
+    from lance_ops.fragment.reader import FragmentReader
 
 __all__ = ["LanceStats"]
 
@@ -56,13 +64,18 @@ class LanceStats:
             raise SchemaError(f"column {name!r} of type {type_} has no statistics")
         return self._ds.lance_schema.field(name).id, type_
 
-    def _fresh(self, field_id: int) -> list[tuple[int, FragmentStatistics | None]]:
+    def _fresh(self, field_id: int) -> list[tuple[FragmentReader, FragmentStatistics | None]]:
         """Per fragment, its statistics (data files' own or a statistics file's) if they cover the field."""
         out = []
         for fragment in self._ds.handle.files.fragments():
             entry = fragment.statistics(sketches=True)
-            out.append((fragment.id, entry if entry is not None and field_id in entry.columns else None))
+            out.append((fragment, entry if entry is not None and field_id in entry.columns else None))
         return out
+
+    @staticmethod
+    def _merged(entry: FragmentStatistics, field_id: int) -> pa.StructArray:
+        """One fragment's statistics of the field as one row (``null_count, min_value, max_value``)."""
+        return merge_statistics(entry.columns[field_id], entry.lengths(field_id))
 
     @staticmethod
     def _distinct(entries: Sequence[FragmentStatistics], field_id: int) -> int | None:
@@ -77,15 +90,12 @@ class LanceStats:
         field_id, type_ = self._field(name)
         rows = self._fresh(field_id)
         empty = pa.nulls(1, statistics_type(type_))
-        merged = [
-            empty if e is None else merge_statistics(e.columns[field_id], e.lengths(field_id))
-            for _, e in rows
-        ]
+        merged = [empty if e is None else self._merged(e, field_id) for _, e in rows]
         combined = pa.concat_arrays(merged) if merged else pa.array([], statistics_type(type_))
         distinct = [None if e is None else self._distinct([e], field_id) for _, e in rows]
         return pa.table(
             {
-                "fragment_id": pa.array([i for i, _ in rows], pa.int64()),
+                "fragment_id": pa.array([f.id for f, _ in rows], pa.int64()),
                 "null_count": combined.field("null_count"),
                 "min_value": combined.field("min_value"),
                 "max_value": combined.field("max_value"),
@@ -114,6 +124,33 @@ class LanceStats:
         summary["fragments_with_statistics"] = len(entries)
         summary["num_fragments"] = len(self._ds.manifest.fragments)
         return summary
+
+    def counted_rows(self, name: str) -> dict[str, int]:
+        """The rows :meth:`column_summary`'s figures count: ``physical_rows`` of the fragments with
+        statistics of the column and ``deleted_rows``, how many of those are deleted."""
+        field_id, _ = self._field(name)
+        covered = [f for f, e in self._fresh(field_id) if e is not None]
+        physical = sum(f.physical_rows for f in covered)
+        return {"physical_rows": physical, "deleted_rows": physical - sum(f.live_count for f in covered)}
+
+    def live_null_count(self, name: str, read: bool = True) -> int | None:
+        """Nulls among the live rows of the column.
+
+        A fragment without deleted rows answers from its statistics; one with deleted rows (or
+        without statistics) is read, unless ``read`` is False: then the answer is None (unknown
+        without reading data).
+        """
+        field_id, _ = self._field(name)
+        is_null = parse_predicate(pc.field(name).is_null(), self._ds.schema)
+        total = 0
+        for fragment, entry in self._fresh(field_id):
+            if entry is not None and fragment.live_count == fragment.physical_rows:
+                total += self._merged(entry, field_id).field("null_count")[0].as_py()
+            elif read:
+                total += fragment.count(is_null)
+            else:
+                return None
+        return total
 
     def rebuild(
         self,

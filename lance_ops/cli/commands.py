@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lance_ops.cli.output import ProgressBar, emit_json, human_bytes, lines, table
-from lance_ops.errors import LanceOpsError, UnsupportedFeatureError
+from lance_ops.errors import CleanupError, LanceOpsError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
+    from lance_ops.ops.compaction import CompactionOptions, CompactionPlan
     from lance_ops.ops.tags import Tags
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,7 +71,10 @@ class Duration(click.ParamType):
         match = _DURATION.match(str(value))
         if match is None:
             self.fail(f"expected a duration such as 30s, 15m, 12h, 7d or 2w, got {value!r}", param, ctx)
-        return dt.timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+        try:
+            return dt.timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+        except OverflowError:
+            self.fail(f"{value!r} is longer than a timedelta holds (999,999,999 days)", param, ctx)
 
 
 class Version(click.ParamType):
@@ -107,6 +111,20 @@ def _done(as_json: bool, result: dict[str, Any], text: str) -> None:
         emit_json(result)
     else:
         lines([text])
+
+
+def _in_flags(message: str, flags: dict[str, str]) -> str:
+    """A library message with the Python arguments it names replaced by the command's flags:
+    ``set `error_if_tagged_old_versions=False``` -> ``pass --allow-tagged``, ``older_than must ...``
+    -> ``--older-than must ...`` (a command line user has flags, not keyword arguments)."""
+    for name, flag in flags.items():
+        pattern = rf"(\bset )?`?\b{re.escape(name)}\b(?:=\w+)?`?"
+        message = re.sub(pattern, functools.partial(_flag_for, flag), message)
+    return message
+
+
+def _flag_for(flag: str, match: re.Match[str]) -> str:
+    return f"pass {flag}" if match.group(1) else flag
 
 
 def _open(uri: str, storage_options: dict[str, str] | None, version: int | str | None = None) -> LanceDataset:
@@ -440,6 +458,54 @@ def add_column(
     _done(as_json, result, f"added {', '.join(added)} (version {ds.version})")
 
 
+def _nothing_to_compact(ds: LanceDataset, options: CompactionOptions) -> str:
+    """Why a compaction has no task, with the policy it applied in flags (as the user would pass them)."""
+    deletions = (
+        f"--deletion-threshold={options.materialize_deletions_threshold:g}"
+        if options.materialize_deletions
+        else "--keep-deletions"
+    )
+    fragments = len(ds.get_fragments())
+    return (
+        f"nothing to compact: {fragments} fragment{'' if fragments == 1 else 's'}, all within the policy "
+        f"(--target-rows-per-fragment={options.target_rows_per_fragment}, {deletions})"
+    )
+
+
+def _id_ranges(ids: Sequence[int]) -> str:
+    """``[0, 1, 2, 3, 7, 9, 10]`` -> ``0-3, 7, 9-10`` (a task often covers a long run of fragments)."""
+    runs: list[list[int]] = []
+    for value in sorted(ids):
+        if runs and value == runs[-1][1] + 1:
+            runs[-1][1] = value
+        else:
+            runs.append([value, value])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _show_compaction_plan(plan: CompactionPlan) -> None:
+    """One row per task (its fragments as id ranges) and a line with the totals."""
+    rows = [
+        {
+            "task": number,
+            "fragments": _id_ranges(task["fragment_ids"]),
+            "count": len(task["fragment_ids"]),
+            "rows": task["rows"],
+            "deleted_rows": task["deleted_rows"],
+            "bytes": task["bytes"],
+        }
+        for number, task in enumerate(plan.summary())
+    ]
+    table(rows, list(rows[0]), f"Compaction plan on version {plan.read_version}")
+    lines(
+        [
+            f"{plan.num_tasks()} task(s) would rewrite {plan.num_fragments} fragments: {plan.num_rows} rows "
+            f"kept, {plan.num_deleted_rows} deleted rows dropped, {human_bytes(plan.num_bytes)} read; "
+            "nothing written (dry run)"
+        ]
+    )
+
+
 @cli.command()
 @click.argument("uri")
 @click.option("--target-rows-per-fragment", type=click.IntRange(min=1), help="Rows per compacted fragment.")
@@ -476,11 +542,10 @@ def compact(
         tasks = plan.summary()
         if as_json:
             emit_json({"dry_run": True, "read_version": plan.read_version, "tasks": tasks})
+        elif not tasks:
+            lines([_nothing_to_compact(ds, plan.options) + " (dry run)"])
         else:
-            table(
-                tasks, list(tasks[0]) if tasks else ["fragment_ids"], f"Plan on version {plan.read_version}"
-            )
-            lines([f"{len(tasks)} task(s); nothing written (dry run)"])
+            _show_compaction_plan(plan)
         return
     before = ds.version
     with ProgressBar() as bar:
@@ -497,7 +562,10 @@ def compact(
     if as_json:
         emit_json(result)
     elif ds.version == before:
-        lines(["nothing to compact"])
+        from lance_ops.ops.compaction import CompactionOptions
+
+        chosen = CompactionOptions(**{name: value for name, value in options.items() if value is not None})
+        lines([_nothing_to_compact(ds, chosen)])
     else:
         lines(
             [
@@ -505,6 +573,15 @@ def compact(
                 f"(version {ds.version})"
             ]
         )
+
+
+# cleanup_old_versions' arguments that cleanup's refusals name -> the flags that set them.
+_CLEANUP_FLAGS = {
+    "error_if_tagged_old_versions": "--allow-tagged",
+    "older_than": "--older-than",
+    "retain_versions": "--retain-versions",
+    "delete_unverified": "--delete-unverified",
+}
 
 
 @cli.command()
@@ -529,15 +606,18 @@ def cleanup(
 ) -> None:
     """Remove old versions and the files only they use (list them first with --dry-run)."""
     ds = _open(uri, storage_options)
-    with ProgressBar() as bar:
-        stats = ds.cleanup_old_versions(
-            older_than,
-            retain_versions,
-            delete_unverified=delete_unverified,
-            error_if_tagged_old_versions=not allow_tagged,
-            dry_run=dry_run,
-            progress=bar,
-        )
+    try:
+        with ProgressBar() as bar:
+            stats = ds.cleanup_old_versions(
+                older_than,
+                retain_versions,
+                delete_unverified=delete_unverified,
+                error_if_tagged_old_versions=not allow_tagged,
+                dry_run=dry_run,
+                progress=bar,
+            )
+    except CleanupError as exc:
+        raise CleanupError(_in_flags(str(exc), _CLEANUP_FLAGS)) from exc
     result = {
         "dry_run": dry_run,
         "old_versions": stats.old_versions,
@@ -566,16 +646,26 @@ def cleanup(
 @click.option("--column", "columns", multiple=True, help="Only this column (repeatable).")
 @click.option("--rebuild", is_flag=True, help="Compute the statistics this version lacks first.")
 @click.option("--force", is_flag=True, help="With --rebuild: recompute every statistic.")
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Count nulls among live rows exactly (reads the column of fragments with deleted rows).",
+)
 @common
 def stats(
     uri: str,
     columns: Sequence[str],
     rebuild: bool,
     force: bool,
+    live: bool,
     as_json: bool,
     storage_options: dict[str, str] | None,
 ) -> None:
-    """Dataset statistics and per-column null counts, bounds and distinct counts."""
+    """Dataset statistics and per-column null counts, bounds and distinct counts.
+
+    Statistics describe the data files, so they count every physical row, deleted ones included;
+    the null count among live rows is shown where it is known without reading data (--live reads).
+    """
     if force and not rebuild:
         raise click.UsageError("--force only applies with --rebuild")
     from lance_ops.encoding.statistics import supports_statistics
@@ -586,7 +676,15 @@ def stats(
         with ProgressBar() as bar:
             rebuilt = list(ds.stats.rebuild(list(columns) or None, force=force, progress=bar).fragment_ids)
     names = list(columns) or [f.name for f in ds.schema if supports_statistics(f.type)]
-    summaries = [{"column": name, **ds.stats.column_summary(name)} for name in names]
+    summaries = [
+        {
+            "column": name,
+            **ds.stats.column_summary(name),
+            "live_null_count": ds.stats.live_null_count(name, read=live),
+            "counted_rows": ds.stats.counted_rows(name),
+        }
+        for name in names
+    ]
     dataset_stats = ds.stats.dataset_stats()
     result = {
         "version": ds.version,
@@ -597,18 +695,42 @@ def stats(
     if as_json:
         emit_json(result)
         return
+    deleted = dataset_stats["num_deleted_rows"]
     lines(
         [
-            f"version {ds.version}: {dataset_stats['num_fragments']} fragments, "
-            f"{dataset_stats['num_deleted_rows']} deleted rows, "
-            f"{dataset_stats['num_small_files']} small files"
+            f"version {ds.version}: {dataset_stats['num_fragments']} fragments, {ds.count_rows()} live rows, "
+            f"{deleted} deleted rows, {dataset_stats['num_small_files']} small files"
             + (f"; statistics rebuilt for {len(rebuilt)} fragment(s)" if rebuild else "")
         ]
     )
-    table(
-        summaries,
-        ["column", "null_count", "min_value", "max_value", "distinct_count", "fragments_with_statistics"],
-    )
+    table([_stats_row(summary) for summary in summaries], list(_STATS_COLUMNS.values()))
+    if any(s["counted_rows"]["deleted_rows"] for s in summaries):
+        lines(
+            [
+                "Statistics describe the data files: they count deleted rows too (a deleted row's value and "
+                "null still count; add-column writes nulls for deleted rows), and min/max are bounds.",
+            ]
+        )
+    if any(s["live_null_count"] is None for s in summaries):
+        lines(["nulls (live rows) is blank where fragments with deleted rows would be read: pass --live"])
+
+
+# ``lance-ops stats`` table: summary key -> column heading saying what the figure counts.
+_STATS_COLUMNS = {
+    "column": "column",
+    "live_null_count": "nulls (live rows)",
+    "null_count": "nulls (all rows, incl. deleted)",
+    "min_value": "min (bound)",
+    "max_value": "max (bound)",
+    "distinct_count": "distinct (estimate, all rows)",
+    "fragments_with_statistics": "fragments with statistics",
+}
+
+
+def _stats_row(summary: dict[str, Any]) -> dict[str, Any]:
+    row = {heading: summary[key] for key, heading in _STATS_COLUMNS.items()}
+    row["fragments with statistics"] = f"{summary['fragments_with_statistics']} of {summary['num_fragments']}"
+    return row
 
 
 @cli.command()

@@ -40,10 +40,11 @@ def emit_json(value: Any) -> None:
 
 
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
-    """``rows`` as a table of ``columns`` (numbers right-aligned) on stdout."""
+    """``rows`` as a table of ``columns`` (numbers right-aligned, None blank) on stdout."""
     shown = Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False)
     for name in columns:
-        numeric = bool(rows) and all(isinstance(row.get(name), int | float) for row in rows)
+        values = [row.get(name) for row in rows if row.get(name) is not None]
+        numeric = bool(values) and all(isinstance(value, int | float) for value in values)
         shown.add_column(name, justify="right" if numeric else "left", overflow="fold")
     for row in rows:
         shown.add_row(*(Text(_cell(row.get(name))) for name in columns))
@@ -54,7 +55,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return f"{value:.3g}"
+        return f"{value:.6g}"  # bounds such as 148.5 stay exact; more digits are noise in a table
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value))
     if isinstance(value, dict):

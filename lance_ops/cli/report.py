@@ -10,6 +10,9 @@ The page shows, for the dataset's latest (or given) version:
 Every figure is built by a public function of plain data (:func:`collect` gathers it), so other
 front ends attach the same pictures: a Dagster asset can put ``png_data_uri(fig)`` in a Markdown
 metadata value. Figures use matplotlib's object API (no pyplot, no global state, no display).
+Counts and sizes are labelled as plain integers with thousands separators (never an offset such
+as ``+2.571e4``), bars keep room for their labels, and a series of one point (a dataset with one
+version, fragments all of one size) is drawn as a labelled bar with a note rather than a lone dot.
 Needs the ``report`` extra (``pip install 'lance-ops[report]'``).
 """
 
@@ -23,8 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from lance_ops.cli.inspect import column_storage
 from lance_ops.dataset import LanceDataset
@@ -43,6 +48,7 @@ __all__ = [
 ]
 
 WIDTH = 9.0  # inches; every figure is this wide so the page lines up
+HEADROOM = 1.15  # axis length over the longest bar: room for the bar's label
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,25 @@ def collect(ds: LanceDataset) -> ReportData:
     return ReportData(ds.uri, ds.version, ds.history().to_pylist(), column_storage(ds), fragments)
 
 
+def _counts(axis: Axis) -> None:
+    """At most six ticks at whole numbers labelled ``25,710`` (no offset, no scientific notation;
+    few enough that long labels do not run into each other on a half-width panel)."""
+    axis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+
+
+def _single_bar(ax: Axes, x: float, height: float, label: str, color: str | None = None) -> None:
+    """One value as a labelled bar centred on ``x`` with ``x`` as the only tick (a lone dot on an
+    axis autoscaled around it reads as nothing)."""
+    bars = ax.bar([x], [height], width=0.5, color=color)
+    ax.bar_label(bars, labels=[label], fontsize=8, padding=2)
+    ax.set_xlim(x - 1, x + 1)
+    ax.set_xticks([x])
+    ax.set_ylim(0, max(height, 1) * HEADROOM)
+
+
 def history_figure(history: Sequence[dict[str, Any]]) -> Figure:
-    """Four panels over versions: rows, fragments, bytes and deleted-row ratio."""
+    """Four panels over versions: rows, fragments, bytes and deleted-row ratio (one version: bars)."""
     versions = [row["version"] for row in history]
     deleted = [
         row["deleted_rows"] / (row["rows"] + row["deleted_rows"])
@@ -79,20 +102,29 @@ def history_figure(history: Sequence[dict[str, Any]]) -> Figure:
         ("rows", [row["rows"] for row in history]),
         ("fragments", [row["fragments"] for row in history]),
         ("bytes", [row["bytes"] for row in history]),
-        ("deleted ratio", deleted),
+        ("deleted rows (share of physical rows)", deleted),
     ]
     fig = Figure(figsize=(WIDTH, 5.5), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True)
+    ratio_ax = axes[1][1]
     for ax, (title, values) in zip(axes.flat, panels, strict=True):
-        ax.plot(versions, values, marker="o", markersize=3)
+        ratio = ax is ratio_ax
+        _counts(ax.xaxis)
+        if ratio:
+            ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        else:
+            _counts(ax.yaxis)
+        if len(versions) == 1:
+            _single_bar(ax, versions[0], values[0], f"{values[0]:.1%}" if ratio else f"{values[0]:,}")
+        else:
+            ax.plot(versions, values, marker="o", markersize=3)
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[1][1].set_ylim(0, max(0.05, max(deleted, default=0.0)) * 1.1)
+    ratio_ax.set_ylim(0, max(0.05, max(deleted, default=0.0)) * 1.1)
     for ax in axes[1]:
         ax.set_xlabel("version")
-    fig.suptitle("History over versions")
+    one = f" (only version {versions[0]} so far)" if len(versions) == 1 else ""
+    fig.suptitle(f"History over versions{one}")
     return fig
 
 
@@ -110,8 +142,10 @@ def column_encodings_figure(columns: Sequence[dict[str, Any]]) -> Figure:
     ax.invert_yaxis()
     ax.set_xlabel("bytes on disk")
     ax.set_title("On-disk size per column by encoding")
-    if encodings:
-        ax.legend(fontsize=8, loc="best")
+    ax.set_xlim(0, max(max(left, default=0), 1) * HEADROOM)
+    _counts(ax.xaxis)
+    if encodings:  # beside the plot, where it cannot cover a bar
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     ax.grid(axis="x", alpha=0.3)
     return fig
 
@@ -125,6 +159,7 @@ def compression_figure(columns: Sequence[dict[str, Any]]) -> Figure:
     bars = ax.barh(names, ratios, color="tab:green")
     ax.bar_label(bars, labels=[f"{r:.2f}x" for r in ratios], fontsize=8, padding=2)
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlim(0, max(max(ratios, default=0.0), 1.0) * HEADROOM)
     ax.invert_yaxis()
     ax.set_xlabel("compression ratio (raw Arrow size / on-disk size)")
     ax.set_title("Compression per column")
@@ -132,19 +167,30 @@ def compression_figure(columns: Sequence[dict[str, Any]]) -> Figure:
     return fig
 
 
+def _histogram(ax: Axes, values: Sequence[int], color: str) -> None:
+    """Fragments per size; one distinct size is one labelled bar (a histogram of it is a slab)."""
+    _counts(ax.yaxis)
+    if len(set(values)) == 1:
+        _single_bar(ax, 0, len(values), f"{len(values):,}", color)
+        ax.set_xticks([0], [f"{values[0]:,}"])
+    else:
+        _counts(ax.xaxis)
+        ax.hist(values, bins=min(max(len(values), 1), 30), color=color)
+
+
 def fragment_sizes_figure(fragments: Sequence[tuple[int, int]]) -> Figure:
     """Histograms of fragment sizes in rows and in bytes."""
     fig = Figure(figsize=(WIDTH, 3.2), layout="constrained")
     rows_ax, bytes_ax = fig.subplots(1, 2)
-    bins = min(max(len(fragments), 1), 30)
-    rows_ax.hist([rows for rows, _ in fragments], bins=bins, color="tab:blue")
+    _histogram(rows_ax, [rows for rows, _ in fragments], "tab:blue")
     rows_ax.set_xlabel("physical rows")
-    bytes_ax.hist([size for _, size in fragments], bins=bins, color="tab:orange")
+    _histogram(bytes_ax, [size for _, size in fragments], "tab:orange")
     bytes_ax.set_xlabel("bytes")
     for ax in (rows_ax, bytes_ax):
         ax.set_ylabel("fragments")
         ax.grid(alpha=0.3)
-    fig.suptitle(f"Fragment sizes ({len(fragments)} fragments)")
+    count = len(fragments)
+    fig.suptitle(f"Fragment sizes ({count} fragment{'' if count == 1 else 's'})")
     return fig
 
 
