@@ -324,13 +324,32 @@ def test_compact_dry_run_then_compact(uri: Path) -> None:
     plan = ok_json("compact", uri, "--dry-run")
     assert plan["dry_run"] and plan["read_version"] == 4
     assert [t["fragment_ids"] for t in plan["tasks"]] == [[0, 1, 2, 3, 4, 5]]
-    assert "1 task(s); nothing written (dry run)" in ok("compact", uri, "--dry-run")
+    text = ok("compact", uri, "--dry-run")
+    assert "1 task(s) would rewrite 6 fragments: 72 rows kept, 8 deleted rows dropped" in text
+    assert "nothing written (dry run)" in text
+    header, task = text.splitlines()[1:3]
+    assert header.split() == ["task", "fragments", "count", "rows", "deleted_rows", "bytes"]
+    assert task.split()[:5] == ["0", "0-5", "6", "72", "8"]  # fragment ids as a range
     assert listing(uri) == before
     result = ok_json("compact", uri)
     assert (result["version"], result["fragments_removed"], result["fragments_added"]) == (6, 6, 1)
     ds = lance_ops.dataset(uri)
     assert len(ds.get_fragments()) == 1 and ds.count_rows() == 72
-    assert ok("compact", uri).strip() == "nothing to compact"
+    policy = "(--target-rows-per-fragment=1048576, --deletion-threshold=0.1)"
+    assert ok("compact", uri).strip() == f"nothing to compact: 1 fragment, all within the policy {policy}"
+
+
+def test_compact_dry_run_with_nothing_to_do_says_so(uri: Path) -> None:
+    """No squashed empty table: one line naming the fragments and the policy, in flags."""
+    out = ok("compact", uri, "--dry-run", "--target-rows-per-fragment", "5", "--keep-deletions")
+    assert out == (
+        "nothing to compact: 6 fragments, all within the policy "
+        "(--target-rows-per-fragment=5, --keep-deletions) (dry run)\n"
+    )
+    assert (
+        ok_json("compact", uri, "--dry-run", "--target-rows-per-fragment", "5", "--keep-deletions")["tasks"]
+        == []
+    )
 
 
 def test_compact_options(uri: Path) -> None:
@@ -356,6 +375,15 @@ def test_cleanup_dry_run_writes_nothing_then_cleanup(uri: Path) -> None:
     failed("cleanup", uri, "--older-than", "soon", status=2, match="--older-than")
 
 
+def test_cleanup_refusal_names_the_flag(uri: Path) -> None:
+    """The library tells Python callers about ``error_if_tagged_old_versions=False``; the command
+    line names its own flag."""
+    ok("tags", "create", uri, "keep", 2)
+    message = failed("cleanup", uri, "--older-than", "0s", status=1, match="pass --allow-tagged")
+    assert "error_if_tagged_old_versions" not in message and "'keep': 2" in message
+    failed("cleanup", uri, "--older-than", "99999999999w", status=2, match="longer than a timedelta")
+
+
 def test_cleanup_retain_versions(uri: Path) -> None:
     result = ok_json("cleanup", uri, "--retain-versions", "3", "--older-than", "0s")
     assert result["old_versions"] == 1
@@ -375,6 +403,39 @@ def test_stats_rebuild(uri: Path) -> None:
     assert "statistics rebuilt for 0 fragment(s)" in ok("stats", uri, "--rebuild")
     failed("stats", uri, "--force", status=2, match="--rebuild")
     failed("stats", uri, "--column", "nope", status=1, match="nope")
+
+
+def test_stats_say_what_they_count(uri: Path) -> None:
+    """After a delete and an add-column, statistics count the deleted rows (their nulls too): the
+    table says so in its headings and a note, and gives the live-row null count where it is known."""
+    ds = lance_ops.dataset(uri)
+    ds.add_columns({"twice": "id * 2"})  # written with nulls for the 8 deleted rows
+    ds.stats.rebuild()
+    by_name = {c["column"]: c for c in ok_json("stats", uri)["columns"]}
+    twice = by_name["twice"]
+    assert twice["null_count"] == 8 and twice["counted_rows"] == {"physical_rows": 80, "deleted_rows": 8}
+    assert twice["live_null_count"] is None  # fragments with deleted rows would have to be read
+    live = {c["column"]: c for c in ok_json("stats", uri, "--live")["columns"]}
+    assert {name: c["live_null_count"] for name, c in live.items()} == {
+        "id": 0,
+        "cat": 0,
+        "score": 0,
+        "twice": 0,
+    }
+    out = ok("stats", uri, "--live")
+    assert "72 live rows, 8 deleted rows" in out
+    header = out.splitlines()[1]
+    for heading in (
+        "nulls (live rows)",
+        "nulls (all rows, incl. deleted)",
+        "min (bound)",
+        "distinct (estimate",
+    ):
+        assert heading in header
+    row = next(line for line in out.splitlines() if line.startswith("twice "))
+    assert row.split()[1:3] == ["0", "8"] and row.rstrip().endswith("6 of 6")
+    assert "they count deleted rows too" in out
+    assert "pass --live" in ok("stats", uri) and "pass --live" not in out
 
 
 def test_profile_and_store(uri: Path) -> None:
@@ -431,6 +492,32 @@ def test_report_figures_show_the_data(uri: Path) -> None:
     sizes = report.fragment_sizes_figure(data.fragments)
     assert sum(p.get_height() for p in sizes.axes[0].patches) == 6
     assert report.png_data_uri(sizes).startswith("data:image/png;base64,")
+
+
+def test_report_figures_read_well() -> None:
+    """Plain integer ticks (no ``+2.571e4`` offset), room for the longest bar's label, and a series
+    of one point drawn as a labelled bar with a note, not a lone dot."""
+    from lance_ops.cli import report
+
+    row = {"version": 25_710, "rows": 25_712, "fragments": 3, "bytes": 1_000_000, "deleted_rows": 0}
+    history = [row, {**row, "version": 25_711, "rows": 25_716}]
+    rows_ax = report.history_figure(history).axes[0]
+    for axis in (rows_ax.xaxis, rows_ax.yaxis):
+        assert axis.get_major_formatter()(25_712, 0) == "25,712"
+    single = report.history_figure(history[:1])
+    assert "only version 25710" in single.get_suptitle()
+    for ax in single.axes:
+        assert not ax.get_lines() and len(ax.patches) == 1 and list(ax.get_xticks()) == [25_710]
+    assert single.axes[0].texts[0].get_text() == "25,712"
+    columns = [
+        {"column": "a", "compression_ratio": 11.6, "encodings": {"x": 900}},
+        {"column": "b", "compression_ratio": 1.0, "encodings": {"y": 100}},
+    ]
+    assert report.compression_figure(columns).axes[0].get_xlim()[1] >= 11.6 * 1.1
+    assert report.column_encodings_figure(columns).axes[0].get_xlim()[1] >= 900 * 1.1
+    sizes = report.fragment_sizes_figure([(5, 700)])
+    assert sizes.get_suptitle() == "Fragment sizes (1 fragment)"
+    assert [t.get_text() for t in sizes.axes[1].get_xticklabels()] == ["700"]
 
 
 def test_report_without_matplotlib(uri: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -507,6 +594,72 @@ def test_failures_exit_1_with_one_line(tmp_path: Path) -> None:
     failed("inspect", truncated, status=1, match="truncated.lance")
     failed("inspect", DATASETS_DIR / "basic.lance", "--version", "99", status=1, match="99")
     failed("inspect", FILES_DIR / "2.1" / "one_row.lance", "--version", "1", status=2, match="--version")
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("id = = 3", "cannot parse predicate 'id = = 3': syntax error near '=' (column 6)"),
+        ("id > 3 AND", "'AND' is missing its right operand"),
+        ("cat = 5", "cannot compare column 'cat' (string) with 5 (integer) using '='"),
+        ("id IN (1, 'x')", "cannot compare column 'id' (int64) with 'x' (string) using 'IN'"),
+        ("cat + 1 > 2", "cannot apply '+' to column 'cat' (string) and 1 (integer)"),
+        ("id", "the predicate 'id' returns int64, not a boolean condition"),
+    ],
+)
+def test_predicate_errors_in_the_users_words(uri: Path, where: str, message: str) -> None:
+    for dry_run in ([], ["--dry-run"]):
+        stderr = failed("delete", uri, "--where", where, *dry_run, status=1, match=message)
+        assert not re.search(r"sqlglot|<class|kernel|Function '", stderr), stderr
+    failed("add-column", uri, "x=cat * 2", status=1, match="cannot apply '*' to column 'cat' (string)")
+
+
+# Modules ``lance-ops --help`` must not load: each costs 0.1-1 s of start-up.
+HEAVY_MODULES = ("pandas", "sqlglot", "pyarrow.dataset", "numba", "pyspark", "dagster", "matplotlib")
+
+_HELP_IMPORTS = """
+import sys, types
+if sys.argv[1] == "stubbed":  # the package as a lazy __init__ would leave it: nothing imported
+    package = types.ModuleType("lance_ops")
+    package.__path__ = [sys.argv[2]]
+    sys.modules["lance_ops"] = package
+from lance_ops.cli import main
+for argv in (["--help"], ["stats", "--help"], ["tags", "--help"], ["tags", "create", "--help"]):
+    assert main(argv) == 0
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "stubbed",
+        pytest.param(
+            "real",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="lance_ops/__init__.py imports the dataset layer eagerly (pyarrow.dataset via "
+                "scanner.py and ops/columns.py, sqlglot via query.predicate); it needs lazy PEP 562 "
+                "exports. Remove this mark when it has them.",
+            ),
+        ),
+    ],
+)
+def test_help_imports_no_heavy_modules(package: str) -> None:
+    """Structural, not timed: ``lance-ops --help`` (and a command's) loads click, rich and
+    ``lance_ops.errors``; the dataset layer is imported inside the commands. ``stubbed`` checks the
+    CLI's own imports with an empty ``lance_ops`` package; ``real`` the console script as installed."""
+    run = subprocess.run(
+        [sys.executable, "-c", _HELP_IMPORTS, package, str(REPO / "lance_ops")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = set(run.stdout.splitlines()[-1].split())  # after the help texts
+    assert "lance_ops.cli.commands" in loaded
+    assert sorted(loaded & set(HEAVY_MODULES)) == []
+    assert "lance_ops.dataset" not in loaded
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:

@@ -232,6 +232,55 @@ def test_syntax_errors(sql: str) -> None:
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "id = = 3",
+            "cannot parse predicate 'id = = 3': syntax error near '=' (column 6): "
+            "'=' is missing its right operand",
+        ),
+        ("i =", "syntax error near '=' (column 3): '=' is missing its right operand"),
+        ("AND i = 1", "'AND' is missing its left operand"),
+        ("i BETWEEN 1", "'BETWEEN' is missing its upper bound"),
+        ("(i = 1", "missing ')'"),
+        ("i = 1)", "syntax error near ')' (column 6): unexpected ')'"),
+        ("i = 1\nAND = 2", "(line 2, column"),
+        ("i = 'unterminated", "a quote is not closed"),
+        ("", "it is empty"),
+    ],
+)
+def test_syntax_errors_in_the_users_words(sql: str, message: str) -> None:
+    """Where and what, never sqlglot's class names (``<class 'sqlglot.expressions.core.EQ'>``)."""
+    with pytest.raises(PredicateError) as info:
+        parse_predicate(sql, mixed_table(1).schema)
+    assert message in str(info.value)
+    assert "sqlglot" not in str(info.value) and "Required keyword" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("s = 5", "cannot compare column 's' (string) with 5 (integer) using '='"),
+        ("5 < s", "cannot compare 5 (integer) with column 's' (string) using '<'"),
+        ("i = 'abc'", "cannot compare column 'i' (int32) with 'abc' (string) using '='"),
+        ("s BETWEEN 1 AND 2", "cannot compare column 's' (string) with 1 (integer) using 'BETWEEN'"),
+        ("i IN (1, 'x')", "cannot compare column 'i' (int32) with 'x' (string) using 'IN'"),
+        ("st.x = 'a'", "cannot compare column 'st.x' (int64) with 'a' (string) using '='"),
+        ("s + 1 > 2", "cannot apply '+' to column 's' (string) and 1 (integer)"),
+        ("lower(i) = 'a'", "cannot apply 'LOWER' to column 'i' (int32)"),
+        ("b AND i", "cannot apply 'AND' to column 'b' (bool) and column 'i' (int32)"),
+        ("i + 1", "the predicate 'i + 1' returns int64, not a boolean condition"),
+    ],
+)
+def test_type_errors_name_operands_operator_and_types(sql: str, message: str) -> None:
+    """The column, the operator and the types as the user wrote them, not Arrow's kernel error."""
+    with pytest.raises(PredicateError) as info:
+        parse_predicate(sql, mixed_table(1).schema)
+    assert str(info.value) == message
+    assert isinstance(info.value, ValueError)
+
+
 @pytest.mark.parametrize("sql", ["nope = 1", "st.nope = 1", "i.x = 1", "`i ` = 1"])
 def test_unknown_columns(sql: str) -> None:
     with pytest.raises(SchemaError):
