@@ -9,6 +9,8 @@
   materialization of the dataset asset (data version = Lance version) and counts those committed
   outside Dagster (no ``dagster/run_id`` in their transaction), so the UI shows every version and
   downstream assets go stale whoever wrote it.
+* ``default_automation_condition_sensor`` (one for all datasets, running by default): evaluates
+  the dataset asset's ``eager`` condition, so it is recorded after each ingest.
 * ``<name>_versions``: a job whose config tags a version, restores a version or tag, or checks
   out a tag; each is recorded as a materialization of the dataset asset.
 
@@ -63,6 +65,20 @@ def maintenance_schedule(config: DatasetConfig, job: "UnresolvedAssetJobDefiniti
         cron_schedule=policy.cron,
         execution_timezone=policy.timezone,
         description=f"Maintenance of {config.name} at '{policy.cron}' ({policy.timezone}).",
+    )
+
+
+AUTOMATION_SENSOR = "default_automation_condition_sensor"
+
+
+def automation_sensor() -> dg.AutomationConditionSensorDefinition:
+    """The sensor that evaluates automation conditions (the dataset asset's ``eager``), running by
+    default: Dagster's implicit one starts stopped, so an ``eager`` asset would never act."""
+    return dg.AutomationConditionSensorDefinition(
+        AUTOMATION_SENSOR,
+        target=dg.AssetSelection.all(),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Evaluates the assets' automation conditions (lance/<name> follows its ingest).",
     )
 
 

@@ -12,12 +12,14 @@ holds one list, ``datasets``; each entry names a dataset, where it lives, where 
           kind: demo                    # demo rows, or files: one file per day
           start_date: "2026-11-01"
           rows_per_partition: 1000
+          fill_missing: compute         # columns added later: compute | null | error
         maintenance:
           cron: "0 3 * * *"             # the maintenance schedule
           compaction: {target_rows_per_fragment: 1048576, max_fragments: 64, max_small_files: 8,
                        small_file_rows: 1024, max_deleted_ratio: 0.1, commit_every: null}
           cleanup: {older_than_days: 7, retain_versions: null}
-          statistics: {columns: null, max_age_versions: 0}
+          statistics: {columns: null}
+        reports_dir: null               # HTML reports; default reports/<name>/ beside a local dataset
 
 Parsing builds frozen dataclasses; anything wrong (a missing or unknown field, a wrong type, a
 value out of range, a repeated name) raises :class:`DatasetsConfigError` naming the file, the entry
@@ -46,6 +48,7 @@ ENV_VAR = "LANCE_OPS_DATASETS"
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "lance_datasets.yaml"
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 INGEST_KINDS = ("demo", "files")
+FILL_MISSING = ("compute", "null", "error")
 # A demo day's rows have one timestamp per second of that day.
 SECONDS_PER_DAY = 86_400
 
@@ -74,7 +77,10 @@ class IngestSource:
     ``files``: the file ``path`` (with ``{partition}`` replaced by the day, ``YYYY-MM-DD``) read by
     Spark in ``format``; ``partition_column`` (a date, timestamp or string column) says which
     rows of the dataset a day replaces. Partitions run from ``start_date`` to yesterday
-    (``end_offset=1``: to today).
+    (``end_offset=1``: to today). ``fill_missing`` says what a day's rows get for a column the
+    dataset gained after the source was made (e.g. by ``add_columns``): ``compute`` (the column's
+    SQL expression, when it was added from one; else nulls if it is nullable), ``null`` (nullable
+    columns only) or ``error``; a non-nullable column is never filled with nulls.
     """
 
     kind: Literal["demo", "files"]
@@ -84,6 +90,7 @@ class IngestSource:
     path: str | None = None
     format: str = "parquet"
     end_offset: int = 0
+    fill_missing: Literal["compute", "null", "error"] = "compute"
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,17 @@ class DatasetConfig:
     description: str = ""
     ingest: IngestSource | None = None
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy)
+    reports_dir: str | None = None
+
+    @property
+    def reports_path(self) -> Path | None:
+        """Where maintenance writes the dataset's HTML reports: ``reports_dir``, else
+        ``reports/<name>/`` beside a local dataset; None for a remote dataset without one."""
+        if self.reports_dir is not None:
+            return Path(self.reports_dir)
+        if "://" in self.uri and not self.uri.startswith("file://"):
+            return None
+        return Path(self.uri.removeprefix("file://")).parent / "reports" / self.name
 
 
 @dataclass(frozen=True)
@@ -252,7 +270,16 @@ def _resolve_uri(uri: str, base: Path) -> str:
 
 def _ingest(s: _Section, base: Path) -> IngestSource:
     s.check_known(
-        ("kind", "start_date", "partition_column", "rows_per_partition", "path", "format", "end_offset")
+        (
+            "kind",
+            "start_date",
+            "partition_column",
+            "rows_per_partition",
+            "path",
+            "format",
+            "end_offset",
+            "fill_missing",
+        )
     )
     kind = s.get(
         "kind",
@@ -274,6 +301,12 @@ def _ingest(s: _Section, base: Path) -> IngestSource:
         path=None if s.raw.get("path") is None else _resolve_uri(s.get("path", str), base),
         format=s.get("format", str, "parquet"),
         end_offset=s.get("end_offset", int, 0, check=_non_negative),
+        fill_missing=s.get(
+            "fill_missing",
+            str,
+            "compute",
+            check=lambda v: None if v in FILL_MISSING else f"must be one of {FILL_MISSING}, got {v!r}",
+        ),
     )
     if kind == "files" and (source.path is None or "{partition}" not in source.path):
         raise s.error("path", "a files source needs a path containing '{partition}'")
@@ -321,7 +354,7 @@ def _dataset(path: str, index: int, raw: Any, base: Path) -> DatasetConfig:
     name = raw.get("name") if isinstance(raw, Mapping) else None
     label = name if isinstance(name, str) else f"#{index}"
     s = _Section(path, label, "", raw)
-    s.check_known(("name", "uri", "storage_options", "description", "ingest", "maintenance"))
+    s.check_known(("name", "uri", "storage_options", "description", "ingest", "maintenance", "reports_dir"))
     return DatasetConfig(
         name=s.get("name", str, check=_name),
         uri=_resolve_uri(s.get("uri", str, check=lambda v: None if v else "must not be empty"), base),
@@ -329,6 +362,9 @@ def _dataset(path: str, index: int, raw: Any, base: Path) -> DatasetConfig:
         description=s.get("description", str, ""),
         ingest=_ingest(s.section("ingest"), base) if s.raw.get("ingest") is not None else None,
         maintenance=_maintenance(s.section("maintenance")),
+        reports_dir=None
+        if s.raw.get("reports_dir") is None
+        else _resolve_uri(s.get("reports_dir", str), base),
     )
 
 

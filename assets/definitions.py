@@ -4,7 +4,9 @@ Built from the datasets file (``lance_datasets.yaml`` beside ``workspace.yaml``,
 by ``LANCE_OPS_DATASETS``; see :mod:`assets.config`): for each dataset its assets (ingest when it
 has a source, the dataset, the four maintenance assets), its checks, its maintenance, compaction
 and versions jobs, its schedule and its two sensors, and a ``lance_<name>`` resource. Spark is the
-``pyspark`` resource. A bad file fails the load with :class:`assets.config.DatasetsConfigError`.
+``pyspark`` resource; runs execute in one process (``in_process_executor``), so the steps of a run
+share one Spark session; the automation sensor (running by default) applies the dataset asset's
+``eager`` condition. A bad file fails the load with :class:`assets.config.DatasetsConfigError`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import dagster as dg
 from dagster_pyspark import PySparkResource
 
 from assets.automation import (
+    automation_sensor,
     compaction_job,
     compaction_sensor,
     maintenance_job,
@@ -56,7 +59,14 @@ def build_definitions(
     ``pyspark`` replaces the default Spark resource (:func:`assets.resources.spark_resource`)."""
     datasets = load_datasets(path).datasets
     spark = {"pyspark": pyspark if pyspark is not None else spark_resource()}
-    return dg.Definitions.merge(*(dataset_definitions(d) for d in datasets), dg.Definitions(resources=spark))
+    shared = dg.Definitions(
+        resources=spark,
+        sensors=[automation_sensor()],
+        # Every step of a run in one process: the run's steps share its one Spark session (a
+        # process per step would start a JVM per step, tripling a maintenance run's wall time).
+        executor=dg.in_process_executor,
+    )
+    return dg.Definitions.merge(*(dataset_definitions(d) for d in datasets), shared)
 
 
 defs = build_definitions()

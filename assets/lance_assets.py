@@ -24,14 +24,12 @@ from typing import Any, Literal
 import dagster as dg
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 import jobs
 import lance_ops
 from assets.config import DatasetConfig, IngestSource
 from assets.resources import LanceDatasetResource
 from jobs.pipeline import demo_frame, write_lance
-from jobs.types import spark_schema
 from lance_ops.errors import SchemaError
 from lance_ops.progress import ProgressCallback, ProgressEvent
 
@@ -165,16 +163,20 @@ def write_dataframe(
     mode: Literal["append", "overwrite"] = "append",
     replace_where: str | None = None,
     small_file_rows: int = 1024,
+    fill_missing: str | None = None,
 ) -> dg.MaterializeResult:
     """Write ``df`` to the resource's dataset in one transaction stamped with this run; describe it.
 
-    ``replace_where`` (with ``mode="overwrite"``): replace the rows the predicate selects."""
+    ``replace_where`` (with ``mode="overwrite"``): replace the rows the predicate selects;
+    ``fill_missing``: what the dataset's columns ``df`` lacks get (the writer's option of that name)."""
     options = {
         **lance_dataset.writer_options(),
         "transaction_properties": json.dumps(dagster_transaction_properties(context)),
     }
     if replace_where is not None:
         options["replace_where"] = replace_where
+    if fill_missing is not None:
+        options["fill_missing"] = fill_missing
     write_lance(df, lance_dataset.uri, mode=mode, options=options)
     ds = lance_dataset.load()
     context.log.info("committed Lance version %d at %s", ds.version, lance_dataset.uri)
@@ -222,16 +224,6 @@ def source_frame(spark: SparkSession, source: IngestSource, days: Sequence[str])
     return spark.read.format(source.format).load([source.path.format(partition=day) for day in days])
 
 
-def conform_to(df: DataFrame, schema: pa.Schema) -> DataFrame:
-    """``df`` with the dataset's columns it lacks added as nulls (columns added to the dataset after
-    the source was written, e.g. by ``add_columns``)."""
-    fields = {f.name: f for f in spark_schema(schema).fields}
-    missing = [name for name in schema.names if name not in df.columns]
-    return (
-        df.withColumns({name: F.lit(None).cast(fields[name].dataType) for name in missing}) if missing else df
-    )
-
-
 def ingest_asset(config: DatasetConfig) -> dg.AssetsDefinition:
     """The daily-partitioned asset writing ``config``'s ingest source into the dataset."""
     source = config.ingest
@@ -273,7 +265,7 @@ def _ingest_asset(config: DatasetConfig, source: IngestSource) -> dg.AssetsDefin
         column = existing.schema.field(source.partition_column)
         where = partition_predicate(column.name, column.type, window.start, window.end)
         context.log.info("replacing %s", where)
-        return write_dataframe(context, conform_to(df, existing.schema), resource, "overwrite", where, small)
+        return write_dataframe(context, df, resource, "overwrite", where, small, source.fill_missing)
 
     return ingest
 

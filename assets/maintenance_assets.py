@@ -46,6 +46,8 @@ def maintenance_key(dataset: DatasetConfig, operation: str) -> dg.AssetKey:
 
 
 MAINTENANCE_ORDER = ("encodings", "compaction", "statistics", "cleanup")
+# Metadata of a maintenance step that found nothing to do (and committed no version).
+NOOP = {"lance/noop": True}
 
 
 class CompactionConfig(dg.Config):
@@ -134,6 +136,9 @@ def compaction_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
         context.log_event(dg.AssetObservation(asset_key=context.asset_key, metadata=planned))
         if config.dry_run:
             return version_result(resource, dataset, {**planned, "lance/dry_run": True})
+        if not planned["lance/plan/tasks"]:
+            context.log.info(f"nothing to compact in {resource.uri}: no fragment to merge or rewrite")
+            return version_result(resource, dataset, {**planned, **NOOP, "lance/dry_run": False})
         before = resource.load()
         before_bytes = sum(d.file_size_bytes or 0 for f in before.manifest.fragments for d in f.files)
         metrics, seconds = timed(
@@ -158,6 +163,7 @@ def compaction_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 "lance/bytes_reclaimed": before_bytes - after_bytes,
                 "lance/seconds": seconds,
                 "lance/dry_run": False,
+                "lance/noop": False,
             },
         )
 
@@ -190,6 +196,10 @@ def statistics_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
             )
         )
         coverage = maintenance.statistics_coverage(resource.uri, columns, resource.storage_options)
+        if outcome.version is None:
+            context.log.info(
+                f"statistics of {resource.uri} are current: nothing to rebuild, nothing committed"
+            )
         return version_result(
             resource,
             dataset,
@@ -198,6 +208,7 @@ def statistics_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 "lance/statistics/committed": outcome.version is not None,
                 "lance/statistics/columns": len(coverage),
                 "lance/seconds": seconds,
+                "lance/noop": outcome.version is None,
             },
         )
 
@@ -226,6 +237,9 @@ def encodings_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
             )
         )
         rows = [{"column": name, **asdict(plan)} for name, plan in sorted(outcome.plan.columns.items())]
+        if outcome.version is None:
+            reason = "the stored plan is the same" if config.store else "store is off"
+            context.log.info(f"encoding plan of {resource.uri} not committed: {reason}")
         return version_result(
             resource,
             dataset,
@@ -235,6 +249,7 @@ def encodings_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 "lance/encodings/stored": outcome.version is not None,
                 "lance/encodings/plan": table(rows, ("column", "dictionary", "compression", "bss")),
                 "lance/seconds": seconds,
+                "lance/noop": outcome.version is None,
             },
         )
 
@@ -273,10 +288,17 @@ def cleanup_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
         context.log_event(dg.AssetObservation(asset_key=context.asset_key, metadata=listed))
         if config.dry_run:
             return version_result(resource, dataset, {**listed, "lance/dry_run": True})
-        stats, seconds = timed(
-            lambda: maintenance.cleanup(spark, resource.uri, progress=dagster_progress(context), **arguments)
-        )
+        if dry.paths:
+            stats, seconds = timed(
+                lambda: maintenance.cleanup(
+                    spark, resource.uri, progress=dagster_progress(context), **arguments
+                )
+            )
+        else:
+            context.log.info(f"nothing to clean up in {resource.uri}: every version and file is still needed")
+            stats, seconds = dry, 0.0
         report = write_report(context, dataset, resource.load())
+        linked = {} if report is None else {"lance/report": dg.MetadataValue.path(str(report))}
         return version_result(
             resource,
             dataset,
@@ -291,20 +313,27 @@ def cleanup_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 "lance/cleanup/index_files_removed": stats.index_files_removed,
                 "lance/seconds": seconds,
                 "lance/dry_run": False,
-                "lance/report": dg.MetadataValue.path(str(report)),
+                "lance/noop": not dry.paths,
+                **linked,
             },
         )
 
     return cleanup
 
 
-def write_report(context: dg.AssetExecutionContext, dataset: DatasetConfig, ds: LanceDataset) -> Path:
+def write_report(context: dg.AssetExecutionContext, dataset: DatasetConfig, ds: LanceDataset) -> Path | None:
     """The dataset's one-page HTML report (history, column sizes and encodings, compression,
-    fragment sizes: :mod:`lance_ops.cli.report`) for its current version, kept in the Dagster
-    instance's storage directory; the end of every maintenance run links it."""
+    fragment sizes: :mod:`lance_ops.cli.report`) for its current version, written to the dataset's
+    reports directory (:attr:`DatasetConfig.reports_path`: beside a local dataset unless the datasets
+    file names one), which outlives the Dagster instance; the end of every maintenance run links
+    it. None (and a log line) for a remote dataset without a reports directory."""
     from lance_ops.cli.report import render
 
-    path = Path(context.instance.storage_directory()) / "lance_reports" / dataset.name / f"v{ds.version}.html"
+    directory = dataset.reports_path
+    if directory is None:
+        context.log.info(f"no report written: {dataset.uri} is remote and 'reports_dir' is not set")
+        return None
+    path = directory / f"v{ds.version}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render(ds), encoding="utf-8")
     return path

@@ -9,12 +9,14 @@ fragments (:meth:`CompactionTask.execute`) and returns the :class:`RewriteResult
 commits them with :func:`lance_ops.ops.compaction.commit_compaction` (``ReserveFragments`` then one
 ``Rewrite``, as pylance's ``Compaction.commit``). ``commit_every=N`` runs and commits the tasks N at a
 time, so a long compaction keeps its progress; ``dry_run=True`` returns the plan as a DataFrame and
-writes nothing. A failed task fails its group before that group's commit.
+writes nothing. A failed task fails its group before that group's commit. A plan with no task (a
+dataset already compacted, or empty) is a clean no-op: zero metrics, a log line, no new version.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -34,6 +36,8 @@ from lance_ops.ops.compaction import (
 )
 from lance_ops.progress import COMPACT, ProgressCallback, Tracker
 from lance_ops.table.manifest_store import ExternalManifestStore
+
+log = logging.getLogger(__name__)
 
 PLAN_SCHEMA = StructType(
     [
@@ -85,9 +89,17 @@ def compact(
     def task(text: str) -> str:
         return CompactionTask.from_json(text).execute(uri, store_options).json()
 
-    commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     metrics = CompactionMetrics()
     tasks = [t.json() for t in the_plan.tasks]
+    if not tasks:
+        log.info(
+            "nothing to compact in %s: version %d has %d fragment(s), none to merge or rewrite",
+            uri,
+            the_plan.read_version,
+            len(files.manifest.fragments),
+        )
+        return metrics
+    commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     group = commit_every or len(tasks)
     tracker = Tracker.start(progress, COMPACT, len(tasks), "tasks")
     for start in range(0, len(tasks), group):

@@ -10,7 +10,8 @@ on how the data was partitioned) and decides one :class:`~lance_ops.encoding.pla
 for the whole column (:meth:`~lance_ops.ops.encodings.DataProfile.plan`).
 
 For a dataset URI the plan is stored in the dataset config in one ``UpdateConfig``
-(:func:`lance_ops.ops.encodings.store_plan`); for a DataFrame it is returned, and stored in the
+(:func:`lance_ops.ops.encodings.store_plan`) unless the dataset already stores that very plan
+(then nothing is committed); for a DataFrame it is returned, and stored in the
 config of ``target`` when one is given. Executors cast the data to the target dataset's Arrow types
 first, and the dataset's ``lance-encoding:*`` field metadata steers the decision. Every later write
 through ``format("lance")`` (append, replace-where, streaming) reads the stored plan once on the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import reduce
 from typing import Any
@@ -35,13 +37,15 @@ import lance_ops
 from jobs.common import commit_options, run_main
 from jobs.datasource import FORMAT_NAME
 from jobs.types import conform_batch, spark_arrow_schema
-from lance_ops.encoding.plan import EncodingPlan
+from lance_ops.encoding.plan import CONFIG_KEY, EncodingPlan
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import DatasetNotFoundError
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops.compaction import open_version
 from lance_ops.ops.encodings import ColumnProfile, DataProfile, is_profiled, profile_data, store_plan
 from lance_ops.table.manifest_store import ExternalManifestStore
+
+log = logging.getLogger(__name__)
 
 PROFILE_SCHEMA = "column STRING, sketch BINARY, num_values LONG, value_bytes LONG"
 
@@ -137,6 +141,9 @@ def profile_encodings(
                 f"no Lance dataset at {target} to store the plan in; create it with "
                 "df.write.format('lance').option('encoding_plan', plan.to_json())"
             )
+        if files.manifest.config.get(CONFIG_KEY) == plan.to_json():
+            log.info("encoding plan of %s unchanged: nothing committed", target)
+            return plan
         options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
         store_plan(files, plan, options)
     return plan

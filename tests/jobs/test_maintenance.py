@@ -332,3 +332,29 @@ def test_statistics_prune_partitions_at_planning(spark: SparkSession, tmp_path: 
     read = spark.read.format("lance").options(**selective).load(paged)
     expected = lance.dataset(paged).to_table(filter=selective["filter"]).column("id").to_pylist()
     assert sorted(row.id for row in read.select("id").collect()) == sorted(expected)
+
+
+# ---------------------------------------------------------------------------- nothing to do
+
+
+def test_every_job_is_a_clean_no_op_when_there_is_nothing_to_do(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A dataset of one compact fragment with statistics and a stored plan, cleaned: each job, run
+    twice (and compaction with ``commit_every``), succeeds, says so in the log and commits nothing."""
+    uri = str(tmp_path / "quiet.lance")
+    lance_ops.write_dataset(_table(200), uri)
+    jobs.profile_encodings(spark, uri)
+    jobs.rebuild_statistics(spark, uri)
+    jobs.cleanup(spark, uri, dt.timedelta(0))
+    settled = lance.dataset(uri).version
+    caplog.set_level("INFO", logger="jobs")
+    for _ in range(2):
+        assert jobs.compact(spark, uri) == jobs.compact(spark, uri, commit_every=1)
+        assert jobs.compact(spark, uri).fragments_added == 0
+        assert jobs.profile_encodings(spark, uri) == EncodingPlan.from_config(lance_ops.dataset(uri).manifest.config)
+        assert jobs.rebuild_statistics(spark, uri).manifest is None
+        assert jobs.cleanup(spark, uri, dt.timedelta(0)).paths == ()
+        assert lance.dataset(uri).version == settled
+    assert "nothing to compact" in caplog.text and "encoding plan" in caplog.text
+    lance.dataset(uri).to_table()
