@@ -52,6 +52,13 @@ def test_default_definitions_declare_the_demo_dataset() -> None:
     ingest = repo.assets_defs_by_key[dg.AssetKey(["lance", "demo", "ingest"])]
     assert ingest.specs_by_key[ingest.key].kinds == {"spark", "lance"}
     assert ingest.backfill_policy == dg.BackfillPolicy.single_run()
+    # the dataset asset's eager condition acts: the automation sensor runs by default
+    automation = repo.get_sensor_def("default_automation_condition_sensor")
+    assert automation.default_status == dg.DefaultSensorStatus.RUNNING
+    # every run executes in one process, so its steps share one Spark session
+    assert repo.get_job("demo_maintenance").executor_def == dg.in_process_executor
+    assert demo.ingest is not None and demo.ingest.fill_missing == "compute"
+    assert demo.reports_path == REPO / "data" / "reports" / "demo"
 
 
 def test_test_file_with_two_datasets(tmp_path: Path) -> None:
@@ -74,6 +81,10 @@ def test_test_file_with_two_datasets(tmp_path: Path) -> None:
         None,
         {"region": "eu-west-1"},
     )
+    assert sales.reports_path == tmp_path / "reports" / "sales"
+    assert events.reports_path is None  # a remote dataset writes reports only where told
+    told = load_datasets(write_datasets_file(tmp_path, {**plain, "reports_dir": "out/reports"}))
+    assert told.datasets[0].reports_path == tmp_path / "out" / "reports"
     with pytest.raises(AttributeError):
         sales.name = "x"  # type: ignore[misc]
     built = build_definitions(path)
@@ -153,6 +164,7 @@ def _without(field: str) -> Callable[[], dict[str, Any]]:
         (lambda: _bad(ingest__start_date="yesterday"), "sales", "ingest.start_date", "YYYY-MM-DD"),
         (lambda: _bad(ingest__kind="files"), "sales", "ingest.path", "{partition}"),
         (lambda: _bad(storage_options={"region": 1}), "sales", "storage_options", "strings"),
+        (lambda: _bad(ingest__fill_missing="zero"), "sales", "ingest.fill_missing", "must be one of"),
     ],
 )
 def test_bad_entry_names_entry_and_field(
