@@ -83,8 +83,9 @@ def test_test_file_with_two_datasets(tmp_path: Path) -> None:
     )
     assert sales.reports_path == tmp_path / "reports" / "sales"
     assert events.reports_path is None  # a remote dataset writes reports only where told
-    told = load_datasets(write_datasets_file(tmp_path, {**plain, "reports_dir": "out/reports"}))
-    assert told.datasets[0].reports_path == tmp_path / "out" / "reports"
+    (tmp_path / "other").mkdir()
+    told = load_datasets(write_datasets_file(tmp_path / "other", {**plain, "reports_dir": "out"}))
+    assert told.datasets[0].reports_path == tmp_path / "other" / "out"
     with pytest.raises(AttributeError):
         sales.name = "x"  # type: ignore[misc]
     built = build_definitions(path)
