@@ -503,7 +503,9 @@ def _constant(scalar: pa.Scalar) -> _Value:
     return _Value(pc.scalar(scalar), scalar.type, scalar)
 
 
-_NULL_BOOL = pa.scalar(None, pa.bool_())
+# Not ``pa.scalar(None, ...)``: converting a Python object makes pyarrow import pandas (0.15 s), and
+# this runs when the module is imported.
+_NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 
 
 def _kind(type_: pa.DataType) -> str:
