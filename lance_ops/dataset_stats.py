@@ -136,16 +136,17 @@ class LanceStats:
     def live_null_count(self, name: str, read: bool = True) -> int | None:
         """Nulls among the live rows of the column.
 
-        A fragment without deleted rows answers from its statistics; one with deleted rows (or
-        without statistics) is read, unless ``read`` is False: then the answer is None (unknown
-        without reading data).
+        A fragment answers from its statistics when they are exact for its live rows (it has no
+        deleted rows, or no nulls at all); any other fragment is read, unless ``read`` is False:
+        then the answer is None (unknown without reading data).
         """
         field_id, _ = self._field(name)
         is_null = parse_predicate(pc.field(name).is_null(), self._ds.schema)
         total = 0
         for fragment, entry in self._fresh(field_id):
-            if entry is not None and fragment.live_count == fragment.physical_rows:
-                total += self._merged(entry, field_id).field("null_count")[0].as_py()
+            nulls = None if entry is None else self._merged(entry, field_id).field("null_count")[0].as_py()
+            if nulls is not None and (nulls == 0 or fragment.live_count == fragment.physical_rows):
+                total += nulls
             elif read:
                 total += fragment.count(is_null)
             else:

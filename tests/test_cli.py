@@ -325,7 +325,7 @@ def test_compact_dry_run_then_compact(uri: Path) -> None:
     assert plan["dry_run"] and plan["read_version"] == 4
     assert [t["fragment_ids"] for t in plan["tasks"]] == [[0, 1, 2, 3, 4, 5]]
     text = ok("compact", uri, "--dry-run")
-    assert "1 task(s) would rewrite 6 fragments: 72 rows kept, 8 deleted rows dropped" in text
+    assert "1 task(s) would rewrite 6 fragment(s): 72 rows kept, 8 deleted rows dropped" in text
     assert "nothing written (dry run)" in text
     header, task = text.splitlines()[1:3]
     assert header.split() == ["task", "fragments", "count", "rows", "deleted_rows", "bytes"]
@@ -415,6 +415,7 @@ def test_stats_say_what_they_count(uri: Path) -> None:
     twice = by_name["twice"]
     assert twice["null_count"] == 8 and twice["counted_rows"] == {"physical_rows": 80, "deleted_rows": 8}
     assert twice["live_null_count"] is None  # fragments with deleted rows would have to be read
+    assert by_name["id"]["live_null_count"] == 0  # no null at all: none among the live rows either
     live = {c["column"]: c for c in ok_json("stats", uri, "--live")["columns"]}
     assert {name: c["live_null_count"] for name, c in live.items()} == {
         "id": 0,
@@ -434,6 +435,7 @@ def test_stats_say_what_they_count(uri: Path) -> None:
         assert heading in header
     row = next(line for line in out.splitlines() if line.startswith("twice "))
     assert row.split()[1:3] == ["0", "8"] and row.rstrip().endswith("6 of 6")
+    assert ok("stats", uri).splitlines()[2].split()[:3] == ["id", "0", "0"]
     assert "they count deleted rows too" in out
     assert "pass --live" in ok("stats", uri) and "pass --live" not in out
 

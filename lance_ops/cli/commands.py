@@ -499,8 +499,9 @@ def _show_compaction_plan(plan: CompactionPlan) -> None:
     table(rows, list(rows[0]), f"Compaction plan on version {plan.read_version}")
     lines(
         [
-            f"{plan.num_tasks()} task(s) would rewrite {plan.num_fragments} fragments: {plan.num_rows} rows "
-            f"kept, {plan.num_deleted_rows} deleted rows dropped, {human_bytes(plan.num_bytes)} read; "
+            f"{plan.num_tasks()} task(s) would rewrite {plan.num_fragments} fragment(s): "
+            f"{plan.num_rows} rows kept, {plan.num_deleted_rows} deleted rows dropped, "
+            f"{human_bytes(plan.num_bytes)} read; "
             "nothing written (dry run)"
         ]
     )
