@@ -59,14 +59,24 @@ create), or, with ``replace_where``, an ``Update`` (:func:`lance_ops.ops.write.r
 files for the rows of the read version the predicate selects, the new fragments added) — so a
 re-run backfill leaves one copy; a DataFrame row the predicate does not select fails its task.
 Options: ``transaction_properties`` (JSON object of strings, stored in the transaction),
-``commit_message``, ``max_rows_per_file``, ``max_rows_per_group``, ``data_storage_version`` (default:
-the dataset's own, ``stable`` for a new one), ``enable_stable_row_ids`` (on create),
-``encoding_plan`` (an :class:`~lance_ops.encoding.plan.EncodingPlan` as JSON, applied by every task
-and stored by a create or overwrite; appends, replace-where and streaming writes otherwise apply the
-plan stored in the dataset, read once on the driver — see :mod:`jobs.profile_encodings`), ``save_mode``
+``commit_message``, ``fill_missing`` (see below), ``max_rows_per_file``, ``max_rows_per_group``,
+``data_storage_version`` (default: the dataset's own, ``stable`` for a new one),
+``enable_stable_row_ids`` (on create), ``encoding_plan`` (an
+:class:`~lance_ops.encoding.plan.EncodingPlan` as JSON, applied by every task and stored by a create
+or overwrite; appends, replace-where and streaming writes otherwise apply the plan stored in the
+dataset, read once on the driver — see :mod:`jobs.profile_encodings`), ``save_mode``
 (``error``/``ignore``, see :func:`save`) and, for both directions, ``storage_options`` (JSON object)
 and ``manifest_store`` (the path of a :class:`~lance_ops.SqliteManifestStore` database: the write
 commits through it, a read first repairs a version claimed there but not finished).
+Rows written into an existing dataset's schema (append, replace-where, streaming) must fit it
+(:mod:`lance_ops.fragment.conform`): the driver checks the DataFrame's schema when the writer is
+planned (a column the dataset lacks, a missing column that cannot be filled, a type without a cast
+raise :class:`~lance_ops.errors.WriteSchemaError` before any task runs), and each task checks its
+rows (nulls in non-nullable columns, values that do not convert). Option ``fill_missing``
+(``compute``, ``null``, ``error``; default: nullable columns filled with nulls, others refused)
+governs the dataset's columns the DataFrame lacks; ``compute`` computes a column added from a SQL
+expression (``jobs.add_columns``) from that expression. The commit refuses fragments holding nulls
+in non-nullable columns all the same (:mod:`lance_ops.table.write_guard`).
 Streaming writes commit each micro-batch the same way, with the query's identity (option
 ``stream_id``, else the query id in ``<checkpointLocation>/metadata``) and the batch id in the
 transaction properties; a batch id the query already committed (a replay) is skipped.
@@ -117,6 +127,7 @@ from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetAlreadyExistsError, DatasetNotFoundError, SchemaError
 from lance_ops.fragment import FragmentMetadata, write_fragments
+from lance_ops.fragment.conform import Conform, ConformPlan, check_fill_missing
 from lance_ops.fragment.options import ScanOptions, WriteOptions
 from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
@@ -447,6 +458,8 @@ class LanceWriter(DataSourceArrowWriter):
         self.max_rows_per_group = int(options.get("max_rows_per_group", 1024))
         self.enable_stable_row_ids = _bool_option(options, "enable_stable_row_ids", False)
         self.replace_where = options.get("replace_where") or None
+        self.fill_missing = options.get("fill_missing") or None
+        check_fill_missing(self.fill_missing)
         given_plan = options.get("encoding_plan")
         self.given_plan = None if not given_plan else EncodingPlan.from_json(given_plan)
         if self.replace_where is not None and not overwrite:
@@ -485,6 +498,12 @@ class LanceWriter(DataSourceArrowWriter):
         # Page statistics unless the dataset's config turns them off (lance-ops.page-statistics).
         config = {} if append_to is None else append_to.manifest.config
         self.page_statistics = bool(WriteOptions().for_dataset(config).page_statistics)
+        # Rows written into the dataset's schema are conformed to it; what the DataFrame's schema
+        # alone decides (missing, extra, uncastable columns) is refused here, on the driver, before
+        # any task runs. Null checks happen in the tasks.
+        self.conform = Conform(self.schema, self.fill_missing)
+        if not self.skip and append_to is not None:
+            self.conform.plan(spark_arrow_schema(spark_input_schema))
 
     def _existing(self) -> lance_ops.LanceDataset | None:
         """The latest version of the dataset at ``uri``, or None if there is none yet."""
@@ -518,10 +537,11 @@ class LanceWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
         if self.skip:
             return LanceCommitMessage()
-        counted = _CountingBatches(iterator, self.schema, self._check())
-        if counted.peek() is None:
+        counted = _CountingBatches(iterator, self.conform, self._check())
+        head = counted.peek()
+        if head is None:
             return LanceCommitMessage()
-        reader = pa.RecordBatchReader.from_batches(self.schema, counted)
+        reader = pa.RecordBatchReader.from_batches(head.schema, counted)
         fragments = write_fragments(
             reader,
             self.uri,
@@ -655,18 +675,27 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
 
 
 class _CountingBatches:
-    """Iterator over Spark's batches, cast to the dataset schema, counting rows and allowing a peek."""
+    """Iterator over Spark's batches, conformed to the dataset schema, counting rows and allowing a
+    peek."""
 
     def __init__(
         self,
         batches: Iterator[pa.RecordBatch],
-        schema: pa.Schema,
+        conform: Conform,
         check: Callable[[pa.RecordBatch], None] | None = None,
     ) -> None:
-        self._batches = (conform_batch(b, schema) for b in batches if b.num_rows)
+        self._conform = conform
+        self._plan: ConformPlan | None = None
+        self._batches = (self._conformed(b) for b in batches if b.num_rows)
         self._check = check
         self._head: pa.RecordBatch | None = None
         self.num_rows = 0
+
+    def _conformed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` conformed, with the plan of the first batch while the schema stays the same."""
+        if self._plan is None or not self._plan.source.equals(batch.schema):
+            self._plan = self._conform.plan(batch.schema)
+        return self._plan.apply(batch)
 
     def peek(self) -> pa.RecordBatch | None:
         if self._head is None:
@@ -755,15 +784,25 @@ class LanceDataSource(DataSource):
         return LanceStreamWriter(self.uri, schema, overwrite, self.options)
 
 
-def save(df: DataFrame, uri: str, mode: str = "append", **options: str) -> None:
+def save(
+    df: DataFrame, uri: str, mode: str = "append", *, fill_missing: str | None = None, **options: str
+) -> None:
     """``df.write.format("lance")`` in any save mode: Spark's Python data sources only take append
     and overwrite, so ``error``/``errorifexists`` and ``ignore`` travel as option ``save_mode``
     (``error`` raises :class:`DatasetAlreadyExistsError` if a dataset exists; ``ignore`` then writes
-    nothing)."""
+    nothing). ``fill_missing`` (option ``fill_missing``: ``"compute"``, ``"null"`` or ``"error"``)
+    says what becomes of dataset columns the DataFrame lacks (:mod:`lance_ops.fragment.conform`).
+
+    The writer is planned here first, in this process: a DataFrame that does not fit the dataset
+    raises :class:`~lance_ops.errors.WriteSchemaError` before Spark runs anything."""
     lowered = mode.lower()
     if lowered not in SAVE_MODES:
         raise ValueError(f"mode must be one of {SAVE_MODES}, got {mode!r}")
+    if fill_missing is not None:
+        options = {**options, "fill_missing": fill_missing}
+    all_options = {**options, "save_mode": lowered}
+    LanceWriter(uri, df.schema, lowered == "overwrite", all_options)
     writer = df.write.format(FORMAT_NAME).mode("overwrite" if lowered == "overwrite" else "append")
-    for key, value in {**options, "save_mode": lowered}.items():
+    for key, value in all_options.items():
         writer = writer.option(key, value)
     writer.save(uri)

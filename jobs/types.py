@@ -9,7 +9,8 @@ and Arrow record batches on the data side. Three conversions are needed:
   ``DataSourceReader.read`` (it compares schemas with ``pa.Schema.equals``, so list item names,
   timestamp units and string widths must match what pyspark derives from the ``StructType``).
 * :func:`conform_batch` casts a batch read from Lance (or received from Spark for writing) to a target
-  Arrow schema, selecting columns by name.
+  Arrow schema, selecting columns by name (the library's conform step: missing columns filled or
+  refused, nulls in non-nullable fields refused).
 
 The mapping keeps values lossless: unsigned integers widen to the next signed type (``uint64`` becomes
 ``DECIMAL(20, 0)``), ``float16`` widens to ``FLOAT``, dictionaries decode to their value type and
@@ -46,7 +47,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from lance_ops.errors import SchemaError, UnsupportedFeatureError
+from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.fragment.conform import Conform
 
 # Spark's widest decimal; wider Arrow decimals cannot be planned.
 MAX_SPARK_DECIMAL_PRECISION = 38
@@ -131,14 +133,19 @@ def spark_arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with exactly ``target``'s columns (selected by name, in order), cast to its types."""
-    if batch.schema.equals(target):
-        return batch
-    missing = [name for name in target.names if batch.schema.get_field_index(name) < 0]
-    if missing:
-        raise SchemaError(
-            f"batch lacks column(s) {missing} of schema {target.names}; it has {batch.schema.names}"
-        )
-    columns = [batch.column(field.name).cast(field.type) for field in target]
-    return pa.RecordBatch.from_arrays(columns, schema=target)
+def conform_batch(
+    batch: pa.RecordBatch, target: pa.Schema, fill_missing: str | None = None
+) -> pa.RecordBatch:
+    """``batch`` with exactly ``target``'s columns (selected by name, in order; others dropped), cast
+    to its types.
+
+    The library's conform step (:class:`lance_ops.fragment.conform.Conform`): columns ``batch``
+    lacks are filled as ``fill_missing`` says (nullable ones with nulls by default); values that do
+    not convert and nulls in non-nullable fields raise :class:`~lance_ops.errors.WriteSchemaError`
+    naming the column. (The Spark writer conforms with :class:`Conform` itself, which refuses
+    extra columns.)
+    """
+    wanted = [name for name in batch.schema.names if target.get_field_index(name) >= 0]
+    if len(wanted) != batch.num_columns:
+        batch = batch.select(wanted)
+    return Conform(target, fill_missing).batch(batch)

@@ -109,8 +109,23 @@ def test_conform_batch_casts_and_selects_by_name() -> None:
 
 
 def test_conform_batch_missing_column() -> None:
-    with pytest.raises(SchemaError, match="missing"):
-        conform_batch(pa.record_batch({"a": [1]}), pa.schema([pa.field("missing", pa.int64())]))
+    # a missing nullable column is filled with nulls; a non-nullable one (or fill_missing="error")
+    # is refused naming it
+    filled = conform_batch(
+        pa.record_batch({"a": [1]}), pa.schema([pa.field("a", pa.int64()), pa.field("b", pa.int8())])
+    )
+    assert filled.to_pydict() == {"a": [1], "b": [None]}
+    with pytest.raises(SchemaError, match="lacks column.*'missing'"):
+        conform_batch(
+            pa.record_batch({"a": [1]}),
+            pa.schema([pa.field("a", pa.int64()), pa.field("missing", pa.int64(), False)]),
+        )
+    with pytest.raises(SchemaError, match="lacks column.*'b'"):
+        conform_batch(
+            pa.record_batch({"a": [1]}),
+            pa.schema([pa.field("a", pa.int64()), pa.field("b", pa.int8())]),
+            fill_missing="error",
+        )
 
 
 # --- filter translation (no Spark session) ------------------------------------------------------
