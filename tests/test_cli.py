@@ -620,48 +620,44 @@ def test_predicate_errors_in_the_users_words(uri: Path, where: str, message: str
 HEAVY_MODULES = ("pandas", "sqlglot", "pyarrow.dataset", "numba", "pyspark", "dagster", "matplotlib")
 
 _HELP_IMPORTS = """
-import sys, types
-if sys.argv[1] == "stubbed":  # the package as a lazy __init__ would leave it: nothing imported
-    package = types.ModuleType("lance_ops")
-    package.__path__ = [sys.argv[2]]
-    sys.modules["lance_ops"] = package
+import sys
 from lance_ops.cli import main
 for argv in (["--help"], ["stats", "--help"], ["tags", "--help"], ["tags", "create", "--help"]):
     assert main(argv) == 0
+import lance_ops
 print(" ".join(sorted(sys.modules)))
 """
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        "stubbed",
-        pytest.param(
-            "real",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="lance_ops/__init__.py imports the dataset layer eagerly (pyarrow.dataset via "
-                "scanner.py and ops/columns.py, sqlglot via query.predicate); it needs lazy PEP 562 "
-                "exports. Remove this mark when it has them.",
-            ),
-        ),
-    ],
-)
-def test_help_imports_no_heavy_modules(package: str) -> None:
+def test_help_imports_no_heavy_modules() -> None:
     """Structural, not timed: ``lance-ops --help`` (and a command's) loads click, rich and
-    ``lance_ops.errors``; the dataset layer is imported inside the commands. ``stubbed`` checks the
-    CLI's own imports with an empty ``lance_ops`` package; ``real`` the console script as installed."""
+    ``lance_ops.errors``; the package exports its names lazily and the dataset layer is imported
+    inside the commands that need it."""
     run = subprocess.run(
-        [sys.executable, "-c", _HELP_IMPORTS, package, str(REPO / "lance_ops")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
+        [sys.executable, "-c", _HELP_IMPORTS], cwd=REPO, capture_output=True, text=True, check=True
     )
     loaded = set(run.stdout.splitlines()[-1].split())  # after the help texts
     assert "lance_ops.cli.commands" in loaded
     assert sorted(loaded & set(HEAVY_MODULES)) == []
     assert "lance_ops.dataset" not in loaded
+
+
+def test_lazy_exports_keep_the_public_names() -> None:
+    """``lance_ops.dataset`` stays the function after its submodule is imported."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, types, lance_ops, lance_ops.dataset; m = sys.modules['lance_ops.dataset']; "
+            "assert callable(lance_ops.dataset) and not isinstance(lance_ops.dataset, types.ModuleType); "
+            "assert lance_ops.LanceDataset is m.LanceDataset and lance_ops.dataset is m.dataset; "
+            "assert sorted(n for n in lance_ops.__all__ if not hasattr(lance_ops, n)) == []",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
