@@ -153,6 +153,17 @@ class CleanupError(LanceOpsError, ValueError, OSError):
     (pylance raises ``OSError`` here)."""
 
 
+class TaggedVersionsError(CleanupError):
+    """Cleanup would remove tagged versions; ``tags`` maps each such tag to its version."""
+
+    def __init__(self, message: str, tags: dict[str, int]) -> None:
+        super().__init__(message)
+        self.tags = dict(tags)
+
+    def __reduce__(self) -> tuple[type, tuple[str, dict[str, int]]]:
+        return type(self), (str(self), self.tags)
+
+
 class MissingFileError(LanceOpsError, FileNotFoundError):
     """A file the manifest references (data, deletion or row-id file) does not exist.
 

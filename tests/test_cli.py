@@ -379,7 +379,7 @@ def test_cleanup_refusal_names_the_flag(uri: Path) -> None:
     """The library tells Python callers about ``error_if_tagged_old_versions=False``; the command
     line names its own flag."""
     ok("tags", "create", uri, "keep", 2)
-    message = failed("cleanup", uri, "--older-than", "0s", status=1, match="pass --allow-tagged")
+    message = failed("cleanup", uri, "--older-than", "0s", status=1, match="Pass --allow-tagged")
     assert "error_if_tagged_old_versions" not in message and "'keep': 2" in message
     failed("cleanup", uri, "--older-than", "99999999999w", status=2, match="longer than a timedelta")
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lance_ops.cli.output import ProgressBar, emit_json, human_bytes, lines, table
-from lance_ops.errors import CleanupError, LanceOpsError, UnsupportedFeatureError
+from lance_ops.errors import LanceOpsError, TaggedVersionsError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
@@ -111,20 +111,6 @@ def _done(as_json: bool, result: dict[str, Any], text: str) -> None:
         emit_json(result)
     else:
         lines([text])
-
-
-def _in_flags(message: str, flags: dict[str, str]) -> str:
-    """A library message with the Python arguments it names replaced by the command's flags:
-    ``set `error_if_tagged_old_versions=False``` -> ``pass --allow-tagged``, ``older_than must ...``
-    -> ``--older-than must ...`` (a command line user has flags, not keyword arguments)."""
-    for name, flag in flags.items():
-        pattern = rf"(\bset )?`?\b{re.escape(name)}\b(?:=\w+)?`?"
-        message = re.sub(pattern, functools.partial(_flag_for, flag), message)
-    return message
-
-
-def _flag_for(flag: str, match: re.Match[str]) -> str:
-    return f"pass {flag}" if match.group(1) else flag
 
 
 def _open(uri: str, storage_options: dict[str, str] | None, version: int | str | None = None) -> LanceDataset:
@@ -576,15 +562,6 @@ def compact(
         )
 
 
-# cleanup_old_versions' arguments that cleanup's refusals name -> the flags that set them.
-_CLEANUP_FLAGS = {
-    "error_if_tagged_old_versions": "--allow-tagged",
-    "older_than": "--older-than",
-    "retain_versions": "--retain-versions",
-    "delete_unverified": "--delete-unverified",
-}
-
-
 @cli.command()
 @click.argument("uri")
 @click.option("--older-than", type=Duration(), help="Remove versions older than this (e.g. 7d; default 2w).")
@@ -617,8 +594,12 @@ def cleanup(
                 dry_run=dry_run,
                 progress=bar,
             )
-    except CleanupError as exc:
-        raise CleanupError(_in_flags(str(exc), _CLEANUP_FLAGS)) from exc
+    except TaggedVersionsError as exc:
+        raise TaggedVersionsError(
+            f"{len(exc.tags)} tagged version(s) would be removed: {exc.tags}. Pass --allow-tagged to "
+            "keep them and clean up the rest, or delete the tag(s) first (lance-ops tags delete).",
+            exc.tags,
+        ) from exc
     result = {
         "dry_run": dry_run,
         "old_versions": stats.old_versions,

@@ -47,7 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from lance_ops.errors import CleanupError
+from lance_ops.errors import CleanupError, TaggedVersionsError
 from lance_ops.io import FileInfo, ObjectStore
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import CLEANUP, ProgressCallback, Tracker
@@ -318,12 +318,13 @@ def _plan_versions_dir(
     return plan
 
 
-def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> CleanupError:
+def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> TaggedVersionsError:
     versions = set(tagged_old)
     named = {name: tag.version for name, tag in tags.contents().items() if tag.version in versions}
-    return CleanupError(
+    return TaggedVersionsError(
         f"Cleanup error: {len(named)} tagged version(s) have been marked for cleanup. Either set "
-        f"`error_if_tagged_old_versions=False` or delete the following tag(s) to enable cleanup: {named}"
+        f"`error_if_tagged_old_versions=False` or delete the following tag(s) to enable cleanup: {named}",
+        named,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 import lance_ops
 from lance_ops import CleanupStats
-from lance_ops.errors import CleanupError, CorruptFileError
+from lance_ops.errors import CleanupError, CorruptFileError, TaggedVersionsError
 from lance_ops.io.local import TEMP_SUFFIX
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, ManifestNamingScheme
@@ -224,8 +225,10 @@ def test_tagged_old_version(tmp_path: Path) -> None:
     ds = lance_ops.dataset(uri)
     ds.tags.create("keep", 2)
     files = _files(tmp_path / "ds")
-    with pytest.raises(CleanupError, match=r"1 tagged version\(s\).*'keep': 2"):
+    with pytest.raises(CleanupError, match=r"1 tagged version\(s\).*'keep': 2") as refused:
         ds.cleanup_old_versions(older_than=ZERO)
+    assert isinstance(refused.value, TaggedVersionsError) and refused.value.tags == {"keep": 2}
+    assert pickle.loads(pickle.dumps(refused.value)).tags == {"keep": 2}
     assert _files(tmp_path / "ds") == files
     stats = ds.cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
     assert stats.old_versions == 3
