@@ -360,9 +360,10 @@ def cleanup_step(retain_versions: int = DEFAULT_RETAIN_VERSIONS) -> Step:
     def step(spark: SparkSession, uri: str, before: Snapshot | None) -> Check:
         assert before is not None
         zero = dt.timedelta(0)
-        options = {"error_if_tagged_old_versions": False, "retain_versions": retain_versions}
-        dry = jobs.cleanup(spark, uri, zero, dry_run=True, **options)
-        done = jobs.cleanup(spark, uri, zero, **options)
+        dry = jobs.cleanup(
+            spark, uri, zero, retain_versions, error_if_tagged_old_versions=False, dry_run=True
+        )
+        done = jobs.cleanup(spark, uri, zero, retain_versions, error_if_tagged_old_versions=False)
 
         def check(after: Snapshot) -> None:
             expect(set(dry.paths) == set(done.paths), "cleanup removed other files than its dry run listed")

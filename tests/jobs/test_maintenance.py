@@ -352,7 +352,9 @@ def test_every_job_is_a_clean_no_op_when_there_is_nothing_to_do(
     for _ in range(2):
         assert jobs.compact(spark, uri) == jobs.compact(spark, uri, commit_every=1)
         assert jobs.compact(spark, uri).fragments_added == 0
-        assert jobs.profile_encodings(spark, uri) == EncodingPlan.from_config(lance_ops.dataset(uri).manifest.config)
+        assert jobs.profile_encodings(spark, uri) == EncodingPlan.from_config(
+            lance_ops.dataset(uri).manifest.config
+        )
         assert jobs.rebuild_statistics(spark, uri).manifest is None
         assert jobs.cleanup(spark, uri, dt.timedelta(0)).paths == ()
         assert lance.dataset(uri).version == settled
