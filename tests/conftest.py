@@ -5,9 +5,13 @@ Sections: hypothesis profiles (lead), Spark session fixture (jobs/assets).
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -31,8 +35,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 # --- Spark session fixture (jobs/assets) ---------------------------------------------------------
-# ONE local Spark session for the whole run (per xdist worker); tests using it are marked
-# ``@pytest.mark.spark``. pyspark is imported lazily so tests that never ask for it stay fast.
+# ONE local Spark session for the whole run (per xdist worker, and the xdist group below keeps every
+# Spark test on one worker); tests using it are marked ``@pytest.mark.spark``. pyspark is imported
+# lazily so tests that never ask for it stay fast.
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -43,6 +48,78 @@ SPARK_TEST_CONFIG = {
     "spark.default.parallelism": "2",
     "spark.driver.memory": "768m",
 }
+
+
+# --- one Spark worker under pytest-xdist ---------------------------------------------------------
+# ``scripts/test.sh`` runs ``-n 2 --dist loadgroup``. Every test that may start Spark -- marked
+# ``spark`` or ``dagster``, or asking for the ``spark`` fixture -- is ONE work unit, so one worker
+# runs them all and only one JVM starts per run; the other tests spread over the workers.
+#
+# xdist's own ``xdist_group`` mark does not group on pytest >= 9.2 (it renames node ids, which pytest
+# 9.2 no longer lets it do: pytest-dev/pytest-xdist#1386), so the grouping travels another way: each
+# worker writes the node ids of its Spark tests to a file the controller names, and the controller's
+# scheduler (``loadgroup``, with those ids as the group ``spark``) reads them. ``xdist_group`` marks,
+# where xdist honours them, still group as usual.
+SPARK_GROUP = "spark"
+_GROUP_FILE = "lance_ops_spark_group_file"  # the workerinput key naming a worker's file
+_group_dir_key = pytest.StashKey[str]()  # the controller's directory of those files
+
+
+def _needs_spark(item: pytest.Item) -> bool:
+    return bool(
+        item.get_closest_marker("spark")
+        or item.get_closest_marker("dagster")
+        or "spark" in getattr(item, "fixturenames", ())
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: the file may list more ids, never fewer
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    path = getattr(config, "workerinput", {}).get(_GROUP_FILE)
+    if path:  # an xdist worker: tell the controller (it reads the file once every worker collected)
+        ids = [item.nodeid for item in items if _needs_spark(item)]
+        Path(f"{path}.part").write_text(json.dumps(ids))
+        os.replace(f"{path}.part", path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:  # controller: one file per worker
+    config = node.config
+    if config.getvalue("dist") != "loadgroup":
+        return
+    directory = config.stash.get(_group_dir_key, None)
+    if directory is None:
+        directory = config.stash[_group_dir_key] = tempfile.mkdtemp(prefix="lance-ops-xdist-")
+    node.workerinput[_GROUP_FILE] = os.path.join(directory, f"{node.gateway.id}.json")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class SparkGroupScheduling(LoadGroupScheduling):
+        """``loadgroup`` plus the group ``spark``: the ids the workers wrote."""
+
+        spark_ids: set[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.spark_ids is None and self.collection is not None:  # every worker collected
+                directory = config.stash.get(_group_dir_key, None)
+                files = Path(directory).glob("*.json") if directory else ()
+                self.spark_ids = {i for f in files for i in json.loads(f.read_text())}
+            if nodeid in (self.spark_ids or ()):
+                return SPARK_GROUP
+            return str(super()._split_scope(nodeid))
+
+    return SparkGroupScheduling(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    directory = config.stash.get(_group_dir_key, None)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
