@@ -66,7 +66,8 @@ DEFAULT_RETAIN_VERSIONS = 5
 TARGET_ROWS_PER_FRAGMENT = 1024 * 1024
 TAG_PREFIX = "day-"
 
-log = logging.getLogger(__name__)
+# Named, not __name__: run as `python -m jobs.pipeline` the module is __main__, outside "jobs".
+log = logging.getLogger("jobs.pipeline")
 
 
 @dataclass(frozen=True)
