@@ -194,3 +194,14 @@ class WriteSchemaError(SchemaError, OSError):
 
     def __reduce__(self) -> tuple[type, tuple[str, tuple[str, ...]]]:
         return type(self), (str(self), self.columns)
+
+
+class StorageOptionError(InvalidOptionError):
+    """A storage option is unknown to the store, given twice under two names, or has a value the
+    store does not accept. The message names the key, never the value (values may be secrets)."""
+
+
+class ConditionalPutUnsupportedError(StorageError, UnsupportedFeatureError):
+    """The store cannot create an object atomically (no exclusive create / conditional put), so two
+    writers committing at once could both believe they won. Commit through an external manifest
+    store (``manifest_store=lance_ops.SqliteManifestStore(path)``) instead."""

@@ -20,7 +20,7 @@ from fsspec.implementations.local import LocalFileSystem
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import ConditionalPutUnsupportedError, UnsupportedFeatureError
 from lance_ops.io import FileInfo, FsspecStore, LocalStore, MemoryStore, ObjectStore, object_store
 from lance_ops.io.base import _plan_few, _plan_many, plan_ranges
 from lance_ops.io.local import LOCAL_COALESCE_GAP, TEMP_SUFFIX
@@ -479,10 +479,13 @@ def test_fsspec_put_if_absent_without_exclusive_create_falls_back(
 ) -> None:
     store = FsspecStore(_NoExclusiveCreate())
     path = store.join(str(tmp_path), "v", "1.manifest")
+    with pytest.raises(ConditionalPutUnsupportedError, match="SqliteManifestStore"):
+        store.put_if_absent(path, b"one")
+    assert not store.exists(path)
     with caplog.at_level(logging.WARNING, logger="lance_ops.io.fsspec_store"):
-        assert store.put_if_absent(path, b"one")
+        assert store.put_if_absent(path, b"one", require_atomic=False)
     assert "not atomic" in caplog.text
-    assert not store.put_if_absent(path, b"two")
+    assert not store.put_if_absent(path, b"two", require_atomic=False)
     assert store.read(path) == b"one"
 
 

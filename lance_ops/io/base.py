@@ -324,10 +324,15 @@ class ObjectStore(ABC):
             out.write(data)
 
     @abstractmethod
-    def put_if_absent(self, path: str, data: bytes | bytearray | memoryview) -> bool:
+    def put_if_absent(
+        self, path: str, data: bytes | bytearray | memoryview, *, require_atomic: bool = True
+    ) -> bool:
         """Create ``path`` holding ``data`` unless it exists. True if we created it, else False.
 
-        Atomic: of several concurrent callers for one path exactly one gets True.
+        Atomic: of several concurrent callers for one path exactly one gets True. A store that
+        cannot create atomically raises :class:`~lance_ops.errors.ConditionalPutUnsupportedError`,
+        unless ``require_atomic`` is False (the caller's commit point is elsewhere, e.g. an external
+        manifest store): then it checks and writes, and racing callers may both get True.
         """
 
     @abstractmethod

@@ -11,13 +11,24 @@ Writes:
   publish an object only when the upload completes anyway; filesystems with real files (fsspec's
   local one) write a temporary file and move it into place on commit.
 * :meth:`FsspecStore.put_if_absent` opens with exclusive-create mode ``"xb"``: conditional PUT
-  (``If-None-Match: *``) on object stores whose fsspec driver implements it. fsspec's local
-  filesystem would create the file empty at open, so a reader listing it meanwhile (a manifest being
-  claimed) would see a partial file: there the bytes are written to a temporary sibling first and
-  hard-linked into place, as :class:`~lance_ops.io.local.LocalStore` does.
-  A driver that rejects ``"xb"`` (``ValueError``/``NotImplementedError``) gets an exists-check
-  followed by a write, which is **not atomic**: two racing writers can both believe they won. A
-  warning is logged; for concurrent commits on such stores use a store with atomic create.
+  (``If-None-Match: *``) on object stores whose fsspec driver implements it (s3fs >= 2024.12).
+  fsspec's local filesystem would create the file empty at open, so a reader listing it meanwhile (a
+  manifest being claimed) would see a partial file: there the bytes are written to a temporary
+  sibling first and hard-linked into place, as :class:`~lance_ops.io.local.LocalStore` does.
+  A lost race is "already exists" (False), however the store words it: ``FileExistsError``, an
+  HTTP 412 / ``PreconditionFailed`` answer that the driver did not translate (s3fs only does when
+  the answer names the ``If-None-Match`` condition), or any other permanent failure after which the
+  object is found there. The object found is **never removed**: it is the winner's.
+  A driver that rejects ``"xb"`` (``ValueError``/``NotImplementedError``) cannot create atomically:
+  :class:`~lance_ops.errors.ConditionalPutUnsupportedError`, unless the caller does not need
+  atomicity (``require_atomic=False``: an external manifest store holds the commit point), which
+  gets an exists-check followed by a write (and a warning).
+
+Freshness: other processes commit at any time, so nothing the filesystem caches about a directory
+may answer a listing, an existence check or a size: the store drops the driver's cached listings
+(``invalidate_cache``) before each, and ``s3://`` filesystems are built without a listings cache
+(:mod:`lance_ops.io.options`). File contents are always fetched (Lance files are immutable, but
+nothing is cached here anyway).
 
 Failures: every filesystem call goes through the store's :class:`~lance_ops.io.retry.RetryPolicy`,
 which retries transient errors with bounded backoff and raises permanent (or exhausted) ones as
@@ -25,14 +36,17 @@ which retries transient errors with bounded backoff and raises permanent (or exh
 returning fewer bytes than the file holds is a transient short read, retried. Whole writes
 (:meth:`FsspecStore.write`, :meth:`FsspecStore.put_if_absent`) are retried whole; a streamed
 :class:`FsspecOutput` is not (its bytes are gone), it fails with ``StorageError`` and is discarded.
-An exclusive create that fails after creating its file (filesystems where ``"xb"`` creates at open)
-removes that partial file before retrying, and a retry finding the file already holding exactly
-our bytes (an earlier attempt landed but its answer was lost) reports success.
+An exclusive create that fails after creating its file removes that partial file before retrying,
+but only on fsspec's local filesystem (and subclasses), where ``"xb"`` creates the file at open with
+``O_EXCL``, so the file is known to be ours; on object stores the object at the path after a failure
+is the winner's, or ours complete. A retry finding the file already holding exactly our bytes (an
+earlier attempt landed but its answer was lost) reports success.
 """
 
 from __future__ import annotations
 
 import builtins
+import errno
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -42,9 +56,10 @@ import fsspec
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from lance_ops.errors import StorageError
+from lance_ops.errors import ConditionalPutUnsupportedError, StorageError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
 from lance_ops.io.local import link_exclusive
+from lance_ops.io.options import fsspec_options
 from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, ShortReadError, is_transient
 
 __all__ = ["REMOTE_COALESCE_GAP", "FsspecOutput", "FsspecStore"]
@@ -112,9 +127,15 @@ class FsspecStore(ObjectStore):
 
     @classmethod
     def from_uri(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[FsspecStore, str]:
-        """The store for ``uri`` (``storage_options`` go to the fsspec filesystem) and its path."""
-        fs, path = fsspec.core.url_to_fs(uri, **dict(storage_options or {}))
+        """The store for ``uri`` and its path; ``storage_options`` configure the fsspec filesystem
+        (pylance's keys are accepted for ``s3://``, see :mod:`lance_ops.io.options`)."""
+        protocol = uri.split("://", 1)[0] if "://" in uri else "file"
+        fs, path = fsspec.core.url_to_fs(uri, **fsspec_options(protocol, storage_options))
         return cls(fs), path
+
+    def __repr__(self) -> str:
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return f"FsspecStore({protocol!r})"  # never the options: they may hold secrets
 
     def read(self, path: str) -> bytes:
         return self.retry.call(f"read {path}", lambda: bytes(self.fs.cat_file(path)))
@@ -149,12 +170,14 @@ class FsspecStore(ObjectStore):
         return [memoryview(blob) for blob in self.retry.call(f"read {len(spans)} ranges of {path}", attempt)]
 
     def size(self, path: str) -> int:
+        self.fs.invalidate_cache(path)
         info = self.retry.call(f"stat {path}", lambda: self.fs.info(path))
         if info.get("type") == "directory":
             raise IsADirectoryError(path)
         return int(info["size"])
 
     def exists(self, path: str) -> bool:
+        self.fs.invalidate_cache(path)
         return self.retry.call(f"stat {path}", lambda: bool(self.fs.isfile(path)))
 
     def _ensure_parent(self, path: str) -> None:
@@ -181,7 +204,9 @@ class FsspecStore(ObjectStore):
 
         self.retry.call(f"write {path}", _unwrapping_storage_errors(attempt))
 
-    def put_if_absent(self, path: str, data: bytes | bytearray | memoryview) -> bool:
+    def put_if_absent(
+        self, path: str, data: bytes | bytearray | memoryview, *, require_atomic: bool = True
+    ) -> bool:
         self._ensure_parent(path)
         payload = memoryview(data).cast("B")
         attempts = 0
@@ -190,43 +215,68 @@ class FsspecStore(ObjectStore):
             nonlocal attempts
             attempts += 1
             try:
-                return self._create_exclusive(path, payload)
+                self._create_exclusive(path, payload, require_atomic)
+                return True
             except FileExistsError:
                 # After a failed attempt, the file may be ours: that attempt landed, its answer was lost.
-                return attempts > 1 and bytes(self.fs.cat_file(path)) == bytes(payload)
+                return attempts > 1 and self._holds(path, payload)
+            except StorageError:
+                raise
+            except OSError as exc:
+                if is_transient(exc) or not self.exists(path):
+                    raise
+                # A permanent failure, yet the object is there: a lost race in words we do not
+                # know, or our own create landing. Either way it stays.
+                return self._holds(path, payload)
 
         return self.retry.call(f"create {path}", attempt)
 
-    def _create_exclusive(self, path: str, payload: memoryview) -> bool:
+    def _holds(self, path: str, payload: memoryview) -> bool:
+        """Whether ``path`` exists holding exactly ``payload``."""
+        try:
+            return bytes(self.fs.cat_file(path)) == bytes(payload)
+        except FileNotFoundError:
+            return False
+
+    def _create_exclusive(self, path: str, payload: memoryview, require_atomic: bool) -> None:
         """One exclusive-create attempt; raises FileExistsError if the path is taken."""
         if type(self.fs) is LocalFileSystem:  # subclasses may change how files open
             link_exclusive(self.fs._strip_protocol(path), payload)
-            return True
+            return
         try:
             handle = self.fs.open(path, "xb")
-        except (ValueError, NotImplementedError):
+        except (ValueError, NotImplementedError) as exc:
+            if require_atomic:
+                raise ConditionalPutUnsupportedError(
+                    f"{type(self.fs).__name__} cannot create {path} atomically (no exclusive create / "
+                    f"conditional put), so concurrent commits could overwrite each other; commit through "
+                    f"an external manifest store (manifest_store=lance_ops.SqliteManifestStore(path))"
+                ) from exc
             logger.warning(
                 "%s does not support exclusive create; put_if_absent(%s) is not atomic",
                 type(self.fs).__name__,
                 path,
             )
-            if self.fs.exists(path):
-                return False
+            if self.exists(path):
+                raise FileExistsError(errno.EEXIST, "file exists", path) from None
             self.write(path, payload)
-            return True
+            return
         try:
             with handle:
                 handle.write(payload)
         except FileExistsError:
             raise
-        except OSError:
-            # Where "xb" created the file at open, a failed write left a partial one: remove it.
-            if self.fs.isfile(path) and bytes(self.fs.cat_file(path)) != bytes(payload):
-                self.fs.rm_file(path)
+        except OSError as exc:
+            if precondition_failed(exc):
+                raise FileExistsError(errno.EEXIST, "conditional put refused: file exists", path) from exc
+            if isinstance(self.fs, LocalFileSystem):
+                # "xb" created the file at open (O_EXCL), so it is ours: remove what a failed write left.
+                if self.fs.isfile(path) and not self._holds(path, payload):
+                    self.fs.rm_file(path)
             raise
-        return True
 
     def list(self, dir_path: str) -> list[FileInfo]:
+        self.fs.invalidate_cache(dir_path)
         try:
             entries = self.retry.call(f"list {dir_path}", lambda: self.fs.ls(dir_path, detail=True))
         except (FileNotFoundError, NotADirectoryError):
@@ -241,6 +291,7 @@ class FsspecStore(ObjectStore):
         return sorted(found, key=lambda info: info.path)
 
     def walk(self, dir_path: str) -> builtins.list[FileInfo]:
+        self.fs.invalidate_cache(dir_path)
         try:
             entries = self.retry.call(f"walk {dir_path}", lambda: self.fs.find(dir_path, detail=True))
         except (FileNotFoundError, NotADirectoryError):
@@ -263,6 +314,25 @@ class FsspecStore(ObjectStore):
             self.retry.call(f"delete {path}", lambda: self.fs.rm_file(path))
         except FileNotFoundError:
             pass
+
+
+def precondition_failed(exc: BaseException) -> bool:
+    """Whether ``exc``, or an error it was raised from, is an HTTP 412 / ``PreconditionFailed`` answer
+    (botocore's ``ClientError.response``; ``status`` / ``status_code`` of HTTP client errors)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # cause chains are short; never loop on a cyclic one
+        if seen is None:
+            return False
+        response = getattr(seen, "response", None)
+        if isinstance(response, Mapping):
+            error = response.get("Error") or {}
+            metadata = response.get("ResponseMetadata") or {}
+            if error.get("Code") == "PreconditionFailed" or metadata.get("HTTPStatusCode") == 412:
+                return True
+        if 412 in (getattr(seen, "status", None), getattr(seen, "status_code", None)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _unwrapping_storage_errors(fn: Callable[[], T]) -> Callable[[], T]:

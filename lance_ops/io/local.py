@@ -188,7 +188,9 @@ class LocalStore(ObjectStore):
         return LocalOutput(path)
 
     @_typed
-    def put_if_absent(self, path: str, data: bytes | bytearray | memoryview) -> bool:
+    def put_if_absent(
+        self, path: str, data: bytes | bytearray | memoryview, *, require_atomic: bool = True
+    ) -> bool:
         try:
             link_exclusive(path, data)
             return True

@@ -111,7 +111,9 @@ class MemoryStore(ObjectStore):
     def write(self, path: str, data: bytes | bytearray | memoryview) -> None:
         _put(path, bytes(data), overwrite=True)
 
-    def put_if_absent(self, path: str, data: bytes | bytearray | memoryview) -> bool:
+    def put_if_absent(
+        self, path: str, data: bytes | bytearray | memoryview, *, require_atomic: bool = True
+    ) -> bool:
         return _put(path, bytes(data), overwrite=False)
 
     def list(self, dir_path: str) -> list[FileInfo]:

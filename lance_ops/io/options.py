@@ -1,0 +1,172 @@
+"""Storage options as pylance takes them, turned into keyword arguments of an fsspec filesystem.
+
+pylance (Rust ``object_store``) and s3fs name the same settings differently. So that one dict
+serves both libraries, ``s3://`` (and ``s3a://``) accept pylance's keys as they are, with
+``object_store``'s environment variables as fallbacks for settings the dict leaves out:
+
+=============================================  =======================  ==========================
+pylance key (aliases)                          environment fallback     s3fs argument
+=============================================  =======================  ==========================
+``aws_endpoint`` (``endpoint``,                ``AWS_ENDPOINT``,        ``endpoint_url``
+``aws_endpoint_url``)                          ``AWS_ENDPOINT_URL``
+``allow_http`` (``aws_allow_http``)            ``AWS_ALLOW_HTTP``       (checked: an ``http://``
+                                                                        endpoint needs it true)
+``aws_access_key_id`` (``access_key_id``)      ``AWS_ACCESS_KEY_ID``    ``key``
+``aws_secret_access_key``                      ``AWS_SECRET_ACCESS_KEY`` ``secret``
+(``secret_access_key``)
+``aws_session_token`` (``session_token``,      ``AWS_SESSION_TOKEN``    ``token``
+``aws_token``)
+``aws_region`` (``region``)                    ``AWS_REGION``,          ``client_kwargs.region_name``
+                                               ``AWS_DEFAULT_REGION``
+``aws_virtual_hosted_style_request``           --                       ``config_kwargs`` addressing
+(``virtual_hosted_style_request``)                                      style (virtual / path)
+``aws_skip_signature`` (``skip_signature``)    --                       ``anon``
+=============================================  =======================  ==========================
+
+The filesystem's own keyword arguments (``key``, ``client_kwargs``, ``anon``, ...) are accepted
+too; a key that is neither raises :class:`~lance_ops.errors.StorageOptionError` naming it (never
+its value: values may be secrets). Directory listings are never cached (``use_listings_cache`` is
+off): another process may commit a new version at any time, and a cached listing of ``_versions/``
+would hide it. Other URL schemes get their options unchanged.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import fsspec
+
+from lance_ops.errors import StorageOptionError
+
+__all__ = ["S3_PROTOCOLS", "fsspec_options"]
+
+S3_PROTOCOLS = frozenset({"s3", "s3a"})
+
+# pylance key -> the setting it names.
+_S3_KEYS = {
+    "aws_endpoint": "endpoint",
+    "aws_endpoint_url": "endpoint",
+    "endpoint": "endpoint",
+    "allow_http": "allow_http",
+    "aws_allow_http": "allow_http",
+    "aws_access_key_id": "key",
+    "access_key_id": "key",
+    "aws_secret_access_key": "secret",
+    "secret_access_key": "secret",
+    "aws_session_token": "token",
+    "session_token": "token",
+    "aws_token": "token",
+    "aws_region": "region",
+    "region": "region",
+    "aws_virtual_hosted_style_request": "virtual_hosted",
+    "virtual_hosted_style_request": "virtual_hosted",
+    "aws_skip_signature": "anon",
+    "skip_signature": "anon",
+}
+
+# Environment variables read (in order) for a setting the options leave out, as object_store does.
+_S3_ENV = {
+    "endpoint": ("AWS_ENDPOINT", "AWS_ENDPOINT_URL"),
+    "allow_http": ("AWS_ALLOW_HTTP",),
+    "key": ("AWS_ACCESS_KEY_ID",),
+    "secret": ("AWS_SECRET_ACCESS_KEY",),
+    "token": ("AWS_SESSION_TOKEN",),
+    "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+}
+
+# Keyword arguments every fsspec filesystem takes (instance and listings caches).
+_FSSPEC_KEYS = frozenset({"use_listings_cache", "listings_expiry_time", "max_paths", "skip_instance_cache"})
+
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off", ""})
+
+
+def fsspec_options(protocol: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Keyword arguments for the fsspec filesystem of ``protocol`` built from ``storage_options``."""
+    options = dict(storage_options or {})
+    if protocol.lower() not in S3_PROTOCOLS:
+        return options
+    return _s3_options(protocol, options)
+
+
+def _native_keys(protocol: str) -> frozenset[str]:
+    """The keyword arguments the filesystem class of ``protocol`` declares (imports its driver)."""
+    params = inspect.signature(fsspec.get_filesystem_class(protocol).__init__).parameters
+    named = {name for name, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return frozenset(named - {"self"}) | _FSSPEC_KEYS
+
+
+def _flag(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise StorageOptionError(f"storage option {key!r} must be true or false")
+
+
+def _s3_options(protocol: str, options: dict[str, Any]) -> dict[str, Any]:
+    native = _native_keys(protocol)
+    settings: dict[str, Any] = {}
+    given_as: dict[str, str] = {}
+    kwargs: dict[str, Any] = {}
+    for key, value in options.items():
+        setting = _S3_KEYS.get(key.lower())
+        if setting is None:
+            if key not in native:
+                raise StorageOptionError(
+                    f"unknown storage option {key!r} for {protocol}:// (pylance's keys such as "
+                    f"'aws_endpoint', 'aws_access_key_id', 'aws_region' or {protocol}fs arguments)"
+                )
+            kwargs[key] = value
+            continue
+        if setting in settings and settings[setting] != value:
+            raise StorageOptionError(
+                f"storage options {given_as[setting]!r} and {key!r} give one setting two values"
+            )
+        settings[setting] = value
+        given_as[setting] = key
+    for setting, names in _S3_ENV.items():
+        if setting not in settings:
+            name = next((name for name in names if os.environ.get(name)), None)
+            if name is not None:
+                settings[setting] = os.environ[name]
+                given_as[setting] = name
+    return _apply(settings, given_as, kwargs)
+
+
+def _apply(settings: dict[str, Any], given_as: dict[str, str], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """s3fs arguments: ``kwargs`` (the filesystem's own) merged with the pylance ``settings``."""
+    for setting, argument in (("key", "key"), ("secret", "secret"), ("token", "token")):
+        if setting in settings:
+            kwargs.setdefault(argument, settings[setting])
+    client_kwargs = dict(kwargs.get("client_kwargs") or {})
+    endpoint = settings.get("endpoint")
+    if endpoint is not None:
+        if urlsplit(str(endpoint)).scheme.lower() == "http" and not _flag(
+            given_as.get("allow_http", "allow_http"), settings.get("allow_http", False)
+        ):
+            raise StorageOptionError(
+                f"storage option {given_as['endpoint']!r} is a plain-HTTP endpoint; "
+                f"set 'allow_http' to 'true' to use it (as pylance requires)"
+            )
+        kwargs.setdefault("endpoint_url", str(endpoint))
+    elif "allow_http" in settings:
+        _flag(given_as["allow_http"], settings["allow_http"])
+    if "region" in settings:
+        client_kwargs.setdefault("region_name", str(settings["region"]))
+    if client_kwargs:
+        kwargs["client_kwargs"] = client_kwargs
+    if "virtual_hosted" in settings:
+        style = "virtual" if _flag(given_as["virtual_hosted"], settings["virtual_hosted"]) else "path"
+        config = dict(kwargs.get("config_kwargs") or {})
+        config["s3"] = {**config.get("s3", {}), "addressing_style": style}
+        kwargs["config_kwargs"] = config
+    if "anon" in settings:
+        kwargs.setdefault("anon", _flag(given_as["anon"], settings["anon"]))
+    kwargs["use_listings_cache"] = False
+    return kwargs
