@@ -32,6 +32,7 @@ would hide it. Other URL schemes get their options unchanged.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections.abc import Mapping
@@ -93,6 +94,7 @@ def fsspec_options(protocol: str, storage_options: Mapping[str, Any] | None) -> 
     return _s3_options(protocol, options)
 
 
+@functools.cache
 def _native_keys(protocol: str) -> frozenset[str]:
     """The keyword arguments the filesystem class of ``protocol`` declares (imports its driver)."""
     params = inspect.signature(fsspec.get_filesystem_class(protocol).__init__).parameters
