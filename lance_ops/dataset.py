@@ -45,6 +45,7 @@ from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragment_ids
 from lance_ops.schema import LanceSchema as PublicLanceSchema
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_transaction
+from lance_ops.table.dynamodb_store import manifest_store_for_uri
 from lance_ops.table.manifest import DataFile, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore, repair
 from lance_ops.table.schema import LanceSchema
@@ -224,10 +225,10 @@ class LanceDataset:
     ) -> None:
         self._uri = os.fspath(uri)
         self._storage_options = dict(storage_options) if storage_options else None
-        self._manifest_store = manifest_store
+        self._manifest_store = manifest_store or manifest_store_for_uri(self._uri, self._storage_options)
         self._store, self._root = object_store(self._uri, self._storage_options)
-        if manifest_store is not None:
-            repair(self._store, self._root, manifest_store)
+        if self._manifest_store is not None:
+            repair(self._store, self._root, self._manifest_store)
         loaded = load_manifest(self._store, self._root, self._resolve_version(version))
         self._manifest = loaded.manifest
         self._unread: LoadedManifest | None = loaded  # its transaction is decoded on first use
@@ -719,6 +720,7 @@ class LanceDataset:
         if isinstance(base_uri, LanceDataset) and manifest_store is None:
             manifest_store = base_uri.manifest_store
         uri = base_uri.uri if isinstance(base_uri, LanceDataset) else os.fspath(base_uri)
+        manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
         options = commit_op.CommitOptions(
             read_version=read_version,
             storage_options=storage_options,
@@ -759,7 +761,9 @@ def dataset(
     """Open a dataset (latest version, a version number or a tag name).
 
     With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
-    repaired through that external store (:mod:`lance_ops.table.manifest_store`). Without a
+    repaired through that external store (:mod:`lance_ops.table.manifest_store`); an
+    ``s3+ddb://bucket/ds?ddbTableName=T`` URI uses pylance's DynamoDB table ``T``
+    (:mod:`lance_ops.table.dynamodb_store`). Without a
     ``version``, ``asof`` (a datetime or timestamp string) opens the newest version committed before
     it, as pylance does (:func:`lance_ops.ops.history.version_as_of`).
     """
@@ -826,6 +830,7 @@ def write_dataset(
         manifest_store = manifest_store if manifest_store is not None else uri.manifest_store
         uri = uri.uri
     uri = os.fspath(uri)
+    manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
     if use_legacy_format:
         raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files; use data_storage_version")
     auto_cleanup = (

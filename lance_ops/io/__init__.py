@@ -6,6 +6,8 @@ Scheme map (the way pyiceberg's ``io/fsspec.py`` picks a filesystem by URL schem
 ``/abs/path``, ``rel/path``, ``C:\\x``  :class:`LocalStore`, path made absolute
 ``file:///abs/path``                   :class:`LocalStore`
 ``memory://bucket/ds``                 :class:`MemoryStore` (process-global), path ``bucket/ds``
+``s3+ddb://bucket/ds?ddbTableName=T``  as ``s3://bucket/ds`` (commits go through DynamoDB table
+                                       ``T``: :mod:`lance_ops.table.dynamodb_store`)
 anything else (``s3://``, ``gs://``)    :class:`FsspecStore` with ``storage_options``
 =====================================  ==========================================================
 
@@ -17,9 +19,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
 from lance_ops.io.fsspec_store import FsspecStore
 from lance_ops.io.local import LocalStore
@@ -27,6 +29,7 @@ from lance_ops.io.memory import MemoryStore, normalize_memory_path
 from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, is_transient
 
 __all__ = [
+    "DDB_SCHEME",
     "FileInfo",
     "FsspecStore",
     "LocalStore",
@@ -37,7 +40,11 @@ __all__ = [
     "DEFAULT_RETRY",
     "is_transient",
     "object_store",
+    "split_ddb_uri",
 ]
+
+DDB_SCHEME = "s3+ddb"
+DDB_TABLE_QUERY_KEY = "ddbTableName"
 
 _LOCAL = LocalStore()
 _MEMORY = MemoryStore()
@@ -63,4 +70,22 @@ def object_store(
         return _LOCAL, os.path.abspath(unquote(parts.path))
     if scheme == "memory":
         return _MEMORY, normalize_memory_path(parts.netloc + parts.path)
+    if scheme == DDB_SCHEME:
+        text = split_ddb_uri(text)[0]
     return FsspecStore.from_uri(text, storage_options)
+
+
+def split_ddb_uri(uri: str) -> tuple[str, str]:
+    """``s3+ddb://bucket/ds?ddbTableName=T`` -> (``s3://bucket/ds``, ``T``).
+
+    As pylance, the query must be exactly one non-empty ``ddbTableName``.
+    """
+    parts = urlsplit(uri)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if parts.scheme.lower() != DDB_SCHEME or len(query) != 1 or query[0][0] != DDB_TABLE_QUERY_KEY:
+        raise InvalidArgumentError(
+            f"{DDB_SCHEME}:// URIs take exactly one query parameter, {DDB_TABLE_QUERY_KEY}: {uri}"
+        )
+    if not query[0][1]:
+        raise InvalidArgumentError(f"{DDB_SCHEME}:// URIs need a non-empty {DDB_TABLE_QUERY_KEY}: {uri}")
+    return f"s3://{parts.netloc}{parts.path}", query[0][1]

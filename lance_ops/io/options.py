@@ -24,7 +24,8 @@ pylance key (aliases)                          environment fallback     s3fs arg
 =============================================  =======================  ==========================
 
 The filesystem's own keyword arguments (``key``, ``client_kwargs``, ``anon``, ...) are accepted
-too; a key that is neither raises :class:`~lance_ops.errors.StorageOptionError` naming it (never
+too, and ``dynamodb_endpoint`` (read by the ``s3+ddb://`` manifest store, ignored here); a key that
+is none of these raises :class:`~lance_ops.errors.StorageOptionError` naming it (never
 its value: values may be secrets). Directory listings are never cached (``use_listings_cache`` is
 off): another process may commit a new version at any time, and a cached listing of ``_versions/``
 would hide it. Other URL schemes get their options unchanged.
@@ -79,6 +80,9 @@ _S3_ENV = {
     "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
 }
 
+# pylance keys for other services of the same URI (s3+ddb://), accepted and left to them.
+_OTHER_SERVICE_KEYS = frozenset({"dynamodb_endpoint"})
+
 # Keyword arguments every fsspec filesystem takes (instance and listings caches).
 _FSSPEC_KEYS = frozenset({"use_listings_cache", "listings_expiry_time", "max_paths", "skip_instance_cache"})
 
@@ -117,6 +121,8 @@ def _s3_options(protocol: str, options: dict[str, Any]) -> dict[str, Any]:
     given_as: dict[str, str] = {}
     kwargs: dict[str, Any] = {}
     for key, value in options.items():
+        if key in _OTHER_SERVICE_KEYS:
+            continue
         setting = _S3_KEYS.get(key.lower())
         if setting is None:
             if key not in native:

@@ -11,6 +11,7 @@ from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.io import object_store
 from lance_ops.ops import auto_cleanup
 from lance_ops.table.commit import NewDatasetSettings, commit_handler, commit_recorded, list_versions
+from lance_ops.table.dynamodb_store import manifest_store_for_uri
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore
 from lance_ops.table.naming import ManifestNamingScheme
@@ -68,7 +69,8 @@ def commit(
     ``enable_stable_row_ids``, ``enable_v2_manifest_paths`` and ``data_storage_version`` only
     matter when the commit creates the dataset (the file version defaults to that of the
     operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
-    of a version, for stores without an atomic create. A commit may be followed by the automatic
+    of a version, for stores without an atomic create; an ``s3+ddb://`` URI commits through its
+    DynamoDB table unless another ``manifest_store`` is given. A commit may be followed by the automatic
     cleanup the dataset's config asks for (:mod:`lance_ops.ops.auto_cleanup`).
     """
     if options.detached:
@@ -88,11 +90,12 @@ def commit(
         ),
     )
     store, root = object_store(uri, options.storage_options)
+    manifest_store = options.manifest_store or manifest_store_for_uri(uri, options.storage_options)
     committed = commit_recorded(
         store,
         root,
         transaction,
-        handler=commit_handler(options.manifest_store, options.commit_lock),
+        handler=commit_handler(manifest_store, options.commit_lock),
         max_retries=options.max_retries,
         settings=settings,
     )

@@ -4,8 +4,8 @@ For object stores without an atomic create, the commit point can live outside th
 uses DynamoDB; spec section 6.7). The store maps ``(base_uri, version)`` to the path of that version's
 manifest (relative to the dataset root) and offers two conditional writes. A commit of version ``v``:
 
-1. writes the manifest to a *staging* object ``_versions/{final name}-{uuid}`` (ignored by listings,
-   which only take names ending in ``.manifest``);
+1. writes the manifest to a *staging* object ``_versions/{final name}-{uuid}`` (hyphenated, as
+   pylance names it; ignored by listings, which only take names ending in ``.manifest``);
 2. ``put_if_not_exists(base_uri, v, staging path)``: the commit point. Failure means another writer
    claimed ``v`` first (the staging object is deleted and the commit retries);
 3. copies the staging object to ``_versions/{final name}`` (create-if-absent: a repairing reader
@@ -58,7 +58,13 @@ class ManifestRecord:
 
     @property
     def final_path(self) -> str:
-        return self.path.rsplit("-", 1)[0] if self.is_staged else self.path
+        """The manifest's own name: a staging path ``{final}-{uuid}`` (any uuid spelling) cut back."""
+        if not self.is_staged:
+            return self.path
+        cut = self.path.rfind(MANIFEST_SUFFIX + "-")
+        if cut < 0:
+            raise CorruptFileError(self.path, f"version {self.version} names no manifest")
+        return self.path[: cut + len(MANIFEST_SUFFIX)]
 
 
 class ExternalManifestStore(ABC):
@@ -195,7 +201,7 @@ def stage_and_claim(
     store: ObjectStore, root: str, manifests: ExternalManifestStore, name: str, data: bytes, version: int
 ) -> bool:
     """Commit manifest ``name`` (a file name in ``_versions/``) of ``version``; False if taken."""
-    staged = ManifestRecord(version, f"{VERSIONS_DIR}/{name}-{uuid.uuid4().hex}", len(data))
+    staged = ManifestRecord(version, f"{VERSIONS_DIR}/{name}-{uuid.uuid4()}", len(data))
     store.write(store.join(root, staged.path), data)
     if not manifests.put_if_not_exists(root, version, staged.path, staged.size):
         store.delete(store.join(root, staged.path))

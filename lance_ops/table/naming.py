@@ -20,6 +20,8 @@ import enum
 import os
 import uuid
 
+from lance_ops.io import DDB_SCHEME
+
 DATA_DIR = "data"
 VERSIONS_DIR = "_versions"
 TRANSACTIONS_DIR = "_transactions"
@@ -83,6 +85,13 @@ def deletion_file_name(fragment_id: int, read_version: int, deletion_id: int, ex
 
 
 def child_uri(uri: str, *parts: str) -> str:
-    """The URI of ``parts`` below dataset ``uri`` (a local path or a ``scheme://`` URL)."""
+    """The URI of ``parts`` below dataset ``uri`` (a local path or a ``scheme://`` URL).
+
+    An ``s3+ddb://bucket/ds?ddbTableName=T`` child keeps the query after its path.
+    """
+    query = ""
+    if uri.lower().startswith(f"{DDB_SCHEME}://"):
+        uri, mark, rest = uri.partition("?")
+        query = mark + rest
     base = uri.rstrip("/") if "://" in uri else os.path.abspath(os.path.expanduser(uri))
-    return "/".join([base, *(p.strip("/") for p in parts if p.strip("/"))])
+    return "/".join([base, *(p.strip("/") for p in parts if p.strip("/"))]) + query
