@@ -245,3 +245,15 @@ def test_uri_and_table_errors_never_show_credentials(ddb: DdbLocation) -> None:
     assert SECRET_KEY not in repr(store.connection)
     copy = pickle.loads(pickle.dumps(store))
     assert copy.get_latest(f"{ddb.s3.bucket}/sub/ds.lance") is None
+
+
+def test_settings_from_the_environment(ddb: DdbLocation, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every option given as the environment variable both libraries read instead (no options dict)."""
+    for key, value in ddb.storage_options.items():
+        monkeypatch.setenv("AWS_ALLOW_HTTP" if key == "allow_http" else key.upper(), value)
+    ours = lance_ops.write_dataset(_table(0, 2), ddb.uri())
+    assert isinstance(ours.manifest_store, DynamoDBManifestStore)
+    assert ours.manifest_store.connection.endpoint == ddb.s3.endpoint
+    theirs = lance.write_dataset(_table(2, 2), ddb.uri(), mode="append")
+    assert (theirs.version, _ids(lance_ops.dataset(ddb.uri()))) == (2, [0, 1, 2, 3])
+    assert [item["committer"]["S"] for item in ddb.items()] == ["lance-ops", "lancedb"]
