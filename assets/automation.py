@@ -174,7 +174,7 @@ def versions_job(dataset: DatasetConfig) -> dg.JobDefinition:
     )
     def version_action(context: dg.OpExecutionContext, config: VersionAction) -> None:
         resource = dataset_resource(context, dataset)
-        options = resource.storage_options
+        options = resource.resolved_storage_options()
         extra: dict[str, Any] = {"lance/action": config.action}
         if config.action == "tag":
             if not config.tag:

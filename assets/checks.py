@@ -126,7 +126,7 @@ def dataset_checks(config: DatasetConfig) -> list[dg.AssetChecksDefinition]:
     def statistics_fresh(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         resource = dataset_resource(context, config)
         coverage = maintenance.statistics_coverage(
-            resource.uri, config.maintenance.statistics.columns, resource.storage_options
+            resource.uri, config.maintenance.statistics.columns, resource.resolved_storage_options()
         )
         stale = {name: f"{have}/{total}" for name, (have, total) in coverage.items() if have < total}
         return dg.AssetCheckResult(

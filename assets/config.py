@@ -7,7 +7,8 @@ holds one list, ``datasets``; each entry names a dataset, where it lives, where 
     datasets:
       - name: demo                      # letters, digits, underscores: it names assets and jobs
         uri: data/demo.lance            # relative paths are relative to this file
-        storage_options: {}             # object-store options (credentials, endpoint)
+        storage_options: {}             # object-store options (credentials, endpoint); values may
+                                        # name environment variables: "${NAME}" or {env: NAME}
         ingest:                         # optional: a daily-partitioned ingest asset
           kind: demo                    # demo rows, or files: one file per day
           start_date: "2026-11-01"
@@ -20,6 +21,13 @@ holds one list, ``datasets``; each entry names a dataset, where it lives, where 
           cleanup: {older_than_days: 7, retain_versions: null}
           statistics: {columns: null}
         reports_dir: null               # HTML reports; default reports/<name>/ beside a local dataset
+
+A ``storage_options`` value written ``"${NAME}"`` (or ``{env: NAME}``; ``${NAME}`` may also sit
+inside a longer string) refers to the environment variable ``NAME``: loading checks that every
+variable named is set (an unset one fails the load, naming the variable), but keeps the reference,
+not the value -- :func:`resolve_storage_options` substitutes the values where the options are used
+(:class:`assets.resources.LanceDatasetResource`), so secrets never reach Dagster's configuration
+display, run configuration, logs or metadata.
 
 Parsing builds frozen dataclasses; anything wrong (a missing or unknown field, a wrong type, a
 value out of range, a repeated name) raises :class:`DatasetsConfigError` naming the file, the entry
@@ -42,13 +50,15 @@ import yaml
 # Dagster's own check of schedule cron strings (ScheduleDefinition applies the same one).
 from dagster._utils.schedules import is_valid_cron_string
 
-from lance_ops.errors import LanceOpsError
+from lance_ops.errors import LanceOpsError, StorageOptionError
 
 ENV_VAR = "LANCE_OPS_DATASETS"
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "lance_datasets.yaml"
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 INGEST_KINDS = ("demo", "files")
 FILL_MISSING = ("compute", "null", "error")
+# An environment-variable reference in a storage option's value.
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # A demo day's rows have one timestamp per second of that day.
 SECONDS_PER_DAY = 86_400
 
@@ -141,6 +151,7 @@ class DatasetConfig:
 
     name: str
     uri: str
+    # As written: ``${NAME}`` references stay unresolved (see :func:`resolve_storage_options`).
     storage_options: Mapping[str, str] = field(default_factory=dict, hash=False)
     description: str = ""
     ingest: IngestSource | None = None
@@ -256,9 +267,50 @@ def _name(value: str) -> str | None:
     return f"must start with a letter and hold only letters, digits and underscores, got {value!r}"
 
 
-def _string_map(value: Mapping[str, Any]) -> str | None:
-    bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
-    return f"keys and values must be strings; not {bad}" if bad else None
+def environment_references(value: str) -> list[str]:
+    """The environment variables ``value`` refers to as ``${NAME}``, in order."""
+    return ENV_REFERENCE.findall(value)
+
+
+def resolve_storage_options(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with every ``${NAME}`` replaced by the environment variable's value.
+
+    An unset variable raises :class:`~lance_ops.errors.StorageOptionError` naming the option and
+    the variable (never a value)."""
+
+    def resolve(key: str, value: str) -> str:
+        def lookup(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                raise StorageOptionError(
+                    f"storage option {key!r} refers to the environment variable {name!r}, which is not set"
+                )
+            return os.environ[name]
+
+        return ENV_REFERENCE.sub(lookup, value)
+
+    return {key: resolve(key, value) for key, value in options.items()}
+
+
+def _storage_options(s: _Section) -> dict[str, str]:
+    """The ``storage_options`` mapping: ``{env: NAME}`` written as ``${NAME}``; every variable named
+    must be set now (only its presence is checked; the value is read where the option is used)."""
+    raw = s.get("storage_options", dict, {})
+    options: dict[str, str] = {}
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and set(value) == {"env"} and isinstance(value["env"], str):
+            value = f"${{{value['env']}}}"
+            if not ENV_REFERENCE.fullmatch(value):
+                raise s.error("storage_options", f"{key!r}: env must name an environment variable")
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise s.error(
+                "storage_options", f"{key!r}: keys and values must be strings (or {{env: NAME}} for a value)"
+            )
+        for name in environment_references(value):
+            if name not in os.environ:
+                raise s.error("storage_options", f"{key!r}: the environment variable {name!r} is not set")
+        options[key] = value
+    return options
 
 
 def _resolve_uri(uri: str, base: Path) -> str:
@@ -358,7 +410,7 @@ def _dataset(path: str, index: int, raw: Any, base: Path) -> DatasetConfig:
     return DatasetConfig(
         name=s.get("name", str, check=_name),
         uri=_resolve_uri(s.get("uri", str, check=lambda v: None if v else "must not be empty"), base),
-        storage_options=dict(s.get("storage_options", dict, {}, check=_string_map)),
+        storage_options=_storage_options(s),
         description=s.get("description", str, ""),
         ingest=_ingest(s.section("ingest"), base) if s.raw.get("ingest") is not None else None,
         maintenance=_maintenance(s.section("maintenance")),

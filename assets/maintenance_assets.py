@@ -127,7 +127,7 @@ def compaction_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
         resource = dataset_resource(context, dataset)
         target = config.target_rows_per_fragment or policy.target_rows_per_fragment
         common: dict[str, Any] = {
-            "storage_options": resource.storage_options,
+            "storage_options": resource.resolved_storage_options(),
             "target_rows_per_fragment": target,
         }
         plan = jobs.compact(spark, resource.uri, dry_run=True, **common)
@@ -190,12 +190,12 @@ def statistics_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 resource.uri,
                 columns,
                 config.force,
-                storage_options=resource.storage_options,
+                storage_options=resource.resolved_storage_options(),
                 transaction_properties=dagster_transaction_properties(context),
                 progress=dagster_progress(context),
             )
         )
-        coverage = maintenance.statistics_coverage(resource.uri, columns, resource.storage_options)
+        coverage = maintenance.statistics_coverage(resource.uri, columns, resource.resolved_storage_options())
         if outcome.version is None:
             context.log.info(
                 f"statistics of {resource.uri} are current: nothing to rebuild, nothing committed"
@@ -232,7 +232,7 @@ def encodings_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 spark_session(context),
                 resource.uri,
                 config.store,
-                storage_options=resource.storage_options,
+                storage_options=resource.resolved_storage_options(),
                 transaction_properties=dagster_transaction_properties(context),
             )
         )
@@ -275,7 +275,7 @@ def cleanup_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
         arguments: dict[str, Any] = {
             "older_than": dt.timedelta(days=days),
             "retain_versions": config.retain_versions or policy.retain_versions,
-            "storage_options": resource.storage_options,
+            "storage_options": resource.resolved_storage_options(),
         }
         spark = spark_session(context)
         dry = maintenance.cleanup(spark, resource.uri, dry_run=True, **arguments)
