@@ -45,7 +45,7 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 
 class KeyValue(click.ParamType):
-    """``KEY=VALUE`` -> ``(key, value)``."""
+    """``KEY=VALUE`` -> ``(key, value)``. A malformed argument is not echoed: it may be a secret."""
 
     name = "KEY=VALUE"
 
@@ -56,7 +56,7 @@ class KeyValue(click.ParamType):
             return value
         key, sep, text = str(value).partition("=")
         if not sep or not key:
-            self.fail(f"expected KEY=VALUE, got {value!r}", param, ctx)
+            self.fail("expected KEY=VALUE (the argument has no '=' or no key)", param, ctx)
         return key, text
 
 
