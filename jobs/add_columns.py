@@ -151,7 +151,13 @@ def _parse_columns(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
-    manifest = add_columns(spark, args.uri, _parse_columns(args.column), progress=driver_log)
+    manifest = add_columns(
+        spark,
+        args.uri,
+        _parse_columns(args.column),
+        storage_options=args.storage_options,
+        progress=driver_log,
+    )
     return {"version": manifest.version, "columns": manifest.schema.names}
 
 

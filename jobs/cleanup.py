@@ -75,6 +75,7 @@ def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
         delete_unverified=args.delete_unverified,
         error_if_tagged_old_versions=not args.allow_tagged,
         dry_run=args.dry_run,
+        storage_options=args.storage_options,
         progress=driver_log,
     )
     return asdict(stats)

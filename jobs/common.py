@@ -113,22 +113,42 @@ def commit_options(
     )
 
 
+def storage_option(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--storage-option``; a malformed one is not echoed (it may be a secret)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError("expected KEY=VALUE (the argument has no '=' or no key)")
+    return key, value
+
+
 def run_main(
     prog: str,
     argv: Sequence[str] | None,
     add_arguments: Callable[[argparse.ArgumentParser], None],
     job: Callable[[SparkSession, argparse.Namespace], Any],
 ) -> Any:
-    """Parse ``--uri``/``--master`` plus the job's own arguments, run ``job`` on a session, print
-    its result as JSON and return it. Without ``--master`` the session keeps the master
-    ``spark-submit`` was given (``local[*]`` when run as ``python -m jobs.<name>``)."""
+    """Parse ``--uri``/``--master``/``--storage-option`` plus the job's own arguments, run ``job`` on
+    a session, print its result as JSON and return it. ``args.storage_options`` is a dict (pylance's
+    keys; a secret is better left to the environment, e.g. ``AWS_SECRET_ACCESS_KEY``, than put on a
+    command line). Without ``--master`` the session keeps the master ``spark-submit`` was given
+    (``local[*]`` when run as ``python -m jobs.<name>``)."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--uri", required=True, help="Lance dataset URI")
     parser.add_argument(
         "--master", default=None, help="Spark master (default: spark-submit's, else local[*])"
     )
+    parser.add_argument(
+        "--storage-option",
+        dest="storage_options",
+        action="append",
+        type=storage_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="object-store option, e.g. aws_endpoint=http://... (repeatable)",
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
+    args.storage_options = dict(args.storage_options)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     spark = get_spark(f"lance-ops-{prog.rsplit('.', 1)[-1]}", master=args.master)
     try:

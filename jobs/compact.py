@@ -112,7 +112,13 @@ def compact(
 def _run(spark: SparkSession, args: argparse.Namespace) -> Any:
     options = {"target_rows_per_fragment": args.target_rows_per_fragment}
     result = compact(
-        spark, args.uri, commit_every=args.commit_every, dry_run=args.dry_run, progress=driver_log, **options
+        spark,
+        args.uri,
+        commit_every=args.commit_every,
+        dry_run=args.dry_run,
+        storage_options=args.storage_options,
+        progress=driver_log,
+        **options,
     )
     if isinstance(result, DataFrame):
         return [row.asDict() for row in result.collect()]

@@ -56,7 +56,7 @@ def delete(
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
-    result = delete(spark, args.uri, args.where, progress=driver_log)
+    result = delete(spark, args.uri, args.where, args.storage_options, progress=driver_log)
     return {"version": result.manifest.version, "deleted_rows": result.num_deleted_rows}
 
 

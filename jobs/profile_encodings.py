@@ -151,7 +151,9 @@ def profile_encodings(
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> Any:
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-    plan = profile_encodings(spark, args.uri, columns=columns, store=not args.no_store)
+    plan = profile_encodings(
+        spark, args.uri, columns=columns, store=not args.no_store, storage_options=args.storage_options
+    )
     return json.loads(plan.to_json())
 
 

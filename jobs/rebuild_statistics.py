@@ -61,7 +61,14 @@ def rebuild_statistics(
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-    result = rebuild_statistics(spark, args.uri, columns=columns, force=args.force, progress=driver_log)
+    result = rebuild_statistics(
+        spark,
+        args.uri,
+        columns=columns,
+        force=args.force,
+        storage_options=args.storage_options,
+        progress=driver_log,
+    )
     return {
         "version": None if result.manifest is None else result.manifest.version,
         "fragment_ids": list(result.fragment_ids),

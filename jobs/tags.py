@@ -66,11 +66,11 @@ def _reference(text: str) -> int | str:
 def _run(spark: SparkSession, args: argparse.Namespace) -> Any:
     if args.action in ("create", "update"):
         (create_tag if args.action == "create" else update_tag)(
-            spark, args.uri, args.name, _reference(args.version)
+            spark, args.uri, args.name, _reference(args.version), args.storage_options
         )
     elif args.action == "delete":
-        delete_tag(spark, args.uri, args.name)
-    return list_tags(spark, args.uri)
+        delete_tag(spark, args.uri, args.name, args.storage_options)
+    return list_tags(spark, args.uri, args.storage_options)
 
 
 def main(argv: Sequence[str] | None = None) -> Any:

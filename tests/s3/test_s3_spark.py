@@ -9,7 +9,9 @@ processes, so every step proves the options reach the executors through the task
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import lance
@@ -18,6 +20,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import jobs
+import jobs.common
 from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from tests.s3.conftest import SECRET_KEY, S3Location
 
@@ -91,3 +94,47 @@ def test_data_source_and_jobs_on_s3(spark: SparkSession, s3: S3Location) -> None
     assert final.column("id").to_pylist() == sorted([*expected, *range(2000, 2007)])
     assert final.column("double").to_pylist() == [i * 2 for i in final.column("id").to_pylist()]
     assert SECRET_KEY not in repr(metrics) + repr(stats) + repr(done)
+
+
+class _KeepOpen:
+    """The test session for ``run_main``, which stops the session it was given when done."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+
+    def stop(self) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spark, name)
+
+
+@pytest.fixture
+def main_session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(jobs.common, "get_spark", lambda *args, **kwargs: _KeepOpen(spark))
+    yield
+
+
+def test_job_mains_take_storage_options(
+    spark: SparkSession, s3: S3Location, main_session: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(_days(spark, range(3)), s3, "append", max_rows_per_file="10")
+    options = [a for k, v in s3.storage_options.items() for a in ("--storage-option", f"{k}={v}")]
+
+    def main(job: str, *argv: str) -> Any:
+        return importlib.import_module(f"jobs.{job}").main(["--uri", s3.uri(), *options, *argv])
+
+    assert main("delete", "--where", "day = 0")["deleted_rows"] == 10
+    assert main("compact")["fragments_removed"] > 1
+    compacted = _pylance(s3).version
+    assert main("tags", "create", "compacted", str(compacted))["compacted"]["version"] == compacted
+    assert main("cleanup", "--older-than", "0s")["old_versions"] == compacted - 1
+    ds = _pylance(s3)
+    assert (ds.version, ds.count_rows(), len(ds.get_fragments())) == (compacted, 20, 1)
+    assert ds.tags.list()["compacted"]["version"] == compacted
+    with pytest.raises(SystemExit):
+        jobs.common.run_main(
+            "python -m jobs.x", ["--uri", s3.uri(), "--storage-option", SECRET_KEY], print, print
+        )
+    printed = capsys.readouterr()
+    assert SECRET_KEY not in printed.out + printed.err
