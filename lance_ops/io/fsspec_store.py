@@ -47,10 +47,12 @@ from __future__ import annotations
 
 import builtins
 import errno
+import functools
+import http.client
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import fsspec
 from fsspec import AbstractFileSystem
@@ -67,6 +69,7 @@ __all__ = ["REMOTE_COALESCE_GAP", "FsspecOutput", "FsspecStore"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 # A round trip to an object store costs about as much as transferring ~1 MiB.
 REMOTE_COALESCE_GAP = 1024 * 1024
@@ -94,14 +97,14 @@ class FsspecOutput(OutputStream):
 
     def _write(self, data: memoryview) -> None:
         try:
-            self._file.write(data)
+            _translating_driver_errors(self._file.write)(data)
         except OSError as exc:
             raise StorageError(f"writing {self.path} failed: {exc!r}") from exc
 
     def _commit(self) -> None:
         try:
-            self._file.close()
-            self._file.commit()
+            _translating_driver_errors(self._file.close)()
+            _translating_driver_errors(self._file.commit)()
         except OSError as exc:
             self._file.discard()
             raise StorageError(f"publishing {self.path} failed: {exc!r}") from exc
@@ -137,8 +140,12 @@ class FsspecStore(ObjectStore):
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         return f"FsspecStore({protocol!r})"  # never the options: they may hold secrets
 
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()`` under the retry policy, the driver's own exceptions seen as OSErrors."""
+        return self.retry.call(what, _translating_driver_errors(fn))
+
     def read(self, path: str) -> bytes:
-        return self.retry.call(f"read {path}", lambda: bytes(self.fs.cat_file(path)))
+        return self._call(f"read {path}", lambda: bytes(self.fs.cat_file(path)))
 
     def _check_short(self, path: str, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes]) -> None:
         """Raise :class:`ShortReadError` if a span came back shorter than the file allows."""
@@ -167,18 +174,18 @@ class FsspecStore(ObjectStore):
             self._check_short(path, spans, blobs)
             return blobs
 
-        return [memoryview(blob) for blob in self.retry.call(f"read {len(spans)} ranges of {path}", attempt)]
+        return [memoryview(blob) for blob in self._call(f"read {len(spans)} ranges of {path}", attempt)]
 
     def size(self, path: str) -> int:
         self.fs.invalidate_cache(path)
-        info = self.retry.call(f"stat {path}", lambda: self.fs.info(path))
+        info = self._call(f"stat {path}", lambda: self.fs.info(path))
         if info.get("type") == "directory":
             raise IsADirectoryError(path)
         return int(info["size"])
 
     def exists(self, path: str) -> bool:
         self.fs.invalidate_cache(path)
-        return self.retry.call(f"stat {path}", lambda: bool(self.fs.isfile(path)))
+        return self._call(f"stat {path}", lambda: bool(self.fs.isfile(path)))
 
     def _ensure_parent(self, path: str) -> None:
         """Create the parent directory where the filesystem has directories (object stores ignore this).
@@ -187,12 +194,12 @@ class FsspecStore(ObjectStore):
         """
         parent = self.fs._parent(path)
         if parent not in self._made_dirs:
-            self.retry.call(f"mkdir {parent}", lambda: self.fs.makedirs(parent, exist_ok=True))
+            self._call(f"mkdir {parent}", lambda: self.fs.makedirs(parent, exist_ok=True))
             self._made_dirs.add(parent)
 
     def open_output(self, path: str) -> FsspecOutput:
         self._ensure_parent(path)
-        return self.retry.call(f"open {path}", lambda: FsspecOutput(self.fs, path))
+        return self._call(f"open {path}", lambda: FsspecOutput(self.fs, path))
 
     def write(self, path: str, data: bytes | bytearray | memoryview) -> None:
         payload = memoryview(data).cast("B")
@@ -202,24 +209,22 @@ class FsspecStore(ObjectStore):
             with FsspecOutput(self.fs, path) as out:
                 out.write(payload)
 
-        self.retry.call(f"write {path}", _unwrapping_storage_errors(attempt))
+        self._call(f"write {path}", _unwrapping_storage_errors(attempt))
 
     def put_if_absent(
         self, path: str, data: bytes | bytearray | memoryview, *, require_atomic: bool = True
     ) -> bool:
         self._ensure_parent(path)
         payload = memoryview(data).cast("B")
-        attempts = 0
 
         def attempt() -> bool:
-            nonlocal attempts
-            attempts += 1
             try:
                 self._create_exclusive(path, payload, require_atomic)
                 return True
             except FileExistsError:
-                # After a failed attempt, the file may be ours: that attempt landed, its answer was lost.
-                return attempts > 1 and self._holds(path, payload)
+                # The file may be ours: an earlier attempt (ours, or the driver's own retry of this
+                # one) landed and its answer was lost.
+                return self._holds(path, payload)
             except StorageError:
                 raise
             except OSError as exc:
@@ -229,7 +234,7 @@ class FsspecStore(ObjectStore):
                 # know, or our own create landing. Either way it stays.
                 return self._holds(path, payload)
 
-        return self.retry.call(f"create {path}", attempt)
+        return self._call(f"create {path}", attempt)
 
     def _holds(self, path: str, payload: memoryview) -> bool:
         """Whether ``path`` exists holding exactly ``payload``."""
@@ -278,7 +283,7 @@ class FsspecStore(ObjectStore):
     def list(self, dir_path: str) -> list[FileInfo]:
         self.fs.invalidate_cache(dir_path)
         try:
-            entries = self.retry.call(f"list {dir_path}", lambda: self.fs.ls(dir_path, detail=True))
+            entries = self._call(f"list {dir_path}", lambda: self.fs.ls(dir_path, detail=True))
         except (FileNotFoundError, NotADirectoryError):
             return []
         parent = self.fs._strip_protocol(dir_path).rstrip("/")
@@ -293,7 +298,7 @@ class FsspecStore(ObjectStore):
     def walk(self, dir_path: str) -> builtins.list[FileInfo]:
         self.fs.invalidate_cache(dir_path)
         try:
-            entries = self.retry.call(f"walk {dir_path}", lambda: self.fs.find(dir_path, detail=True))
+            entries = self._call(f"walk {dir_path}", lambda: self.fs.find(dir_path, detail=True))
         except (FileNotFoundError, NotADirectoryError):
             return []
         found = [
@@ -307,11 +312,11 @@ class FsspecStore(ObjectStore):
         for key in _MTIME_KEYS:
             if entry.get(key) is not None:
                 return _mtime_seconds(entry[key])
-        return _mtime_seconds(self.retry.call(f"stat {path}", lambda: self.fs.modified(path)))
+        return _mtime_seconds(self._call(f"stat {path}", lambda: self.fs.modified(path)))
 
     def delete(self, path: str) -> None:
         try:
-            self.retry.call(f"delete {path}", lambda: self.fs.rm_file(path))
+            self._call(f"delete {path}", lambda: self.fs.rm_file(path))
         except FileNotFoundError:
             pass
 
@@ -350,5 +355,108 @@ def _unwrapping_storage_errors(fn: Callable[[], T]) -> Callable[[], T]:
             if isinstance(cause, OSError) and is_transient(cause):
                 raise cause from None
             raise
+
+    return run
+
+
+# Error codes of S3-style answers worth sending again (botocore's own list of throttling codes, and
+# the 5xx ones), for a ClientError that reaches us untranslated.
+_TRANSIENT_CODES = frozenset(
+    {
+        "InternalError",
+        "ServiceUnavailable",
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "RequestTimeout",
+        "RequestTimeTooSkewed",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "TooManyRequestsException",
+    }
+)
+
+
+@functools.cache
+def _driver_error_types() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(transport errors, other errors) of the HTTP stacks fsspec drivers use, those installed.
+
+    Imported on the first failure only: most stores never fail, and botocore is slow to import.
+    """
+    transport: list[type[BaseException]] = [http.client.HTTPException]
+    other: list[type[BaseException]] = []
+    try:
+        import botocore.exceptions as boto
+        from botocore.parsers import ResponseParserError
+    except ImportError:
+        pass
+    else:
+        transport += [
+            boto.HTTPClientError,
+            boto.ConnectionError,
+            boto.IncompleteReadError,
+            ResponseParserError,
+        ]
+        other += [boto.BotoCoreError, boto.ClientError]
+    try:
+        import aiohttp
+    except ImportError:
+        pass
+    else:
+        transport += [aiohttp.ClientConnectionError, aiohttp.ClientPayloadError]
+        other.append(aiohttp.ClientError)
+    try:
+        import urllib3.exceptions as urllib3_errors
+    except ImportError:
+        pass
+    else:
+        transport += [urllib3_errors.ProtocolError, urllib3_errors.IncompleteRead]
+    return tuple(transport), tuple(other)
+
+
+def _status_of(exc: BaseException) -> tuple[int | None, str | None]:
+    """HTTP status and S3 error code of an HTTP client error (botocore ``response``, aiohttp ``status``)."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, Mapping):
+        status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+        return status, (response.get("Error") or {}).get("Code")
+    status = getattr(exc, "status", None)
+    return (status if isinstance(status, int) else None), None
+
+
+def driver_failure(exc: BaseException) -> OSError | None:
+    """The ``OSError`` standing for ``exc`` if it is an exception of a driver's HTTP stack (botocore,
+    aiohttp, urllib3, http.client; most are no ``OSError``, and those that are carry no errno the
+    retry policy reads); None otherwise.
+
+    Transport failures (resets, closed connections, bodies shorter than their ``Content-Length``,
+    unparseable answers) and 5xx / throttling answers become ``ConnectionError`` (transient, retried);
+    other driver errors ``OSError(EIO)`` (permanent: raised as StorageError). The original is the
+    new error's cause.
+    """
+    transport, other = _driver_error_types()
+    if isinstance(exc, transport):
+        return ConnectionError(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, other):
+        status, code = _status_of(exc)
+        if (status is not None and (status >= 500 or status == 429)) or code in _TRANSIENT_CODES:
+            return ConnectionError(f"{type(exc).__name__}: {exc}")
+        return OSError(errno.EIO, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _translating_driver_errors(fn: Callable[P, T]) -> Callable[P, T]:
+    """``fn`` raising :func:`driver_failure`'s ``OSError`` in place of a driver's own exception."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except (FileNotFoundError, FileExistsError, StorageError):
+            raise
+        except Exception as exc:
+            failure = driver_failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
 
     return run

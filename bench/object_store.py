@@ -1,0 +1,178 @@
+"""Request economy on S3: requests and seconds of lance_ops and pylance on the same data (run on demand).
+
+A moto S3 server is started on loopback with the counting proxy of ``tests/s3/proxy.py`` in front;
+both libraries reach the server through the proxy (``aws_endpoint``), which counts requests by
+operation. pylance writes the data straight to the server (not counted): one dataset of
+``--fragments`` fragments of ``--rows`` rows each (int64 id, string name, float64 value), and one
+copy per system for the compaction. Then, per system, counted:
+
+* ``open+count``: open the dataset and ``count_rows()``;
+* ``scan``: ``to_table()`` of the opened dataset;
+* ``take100``: ``take()`` of 100 random row indices (sorted);
+* ``compact``: ``optimize.compact_files()`` of the system's own copy (all fragments into one).
+
+Each operation is run ``--repeat`` times; the fewest requests and the best time count.
+
+    .venv/bin/python bench/object_store.py
+    .venv/bin/python bench/object_store.py --fragments 20 --rows 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import lance  # noqa: E402
+
+import lance_ops  # noqa: E402
+from tests.s3.conftest import ACCESS_KEY, REGION, SECRET_KEY, _start_server, storage_options  # noqa: E402
+from tests.s3.proxy import FaultProxy, running_proxy  # noqa: E402
+
+OPERATIONS = ("open+count", "scan", "take100", "compact")
+SYSTEMS = {"lance_ops": lance_ops, "pylance": lance}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Requests (by operation) and seconds of one operation of one system."""
+
+    requests: dict[str, int]
+    seconds: float
+
+    @property
+    def total(self) -> int:
+        return sum(self.requests.values())
+
+
+def make_table(rows: int, start: int) -> pa.Table:
+    ids = np.arange(start, start + rows, dtype=np.int64)
+    return pa.table(
+        {
+            "id": ids,
+            "name": pa.array([f"name-{i:08d}" for i in ids]),
+            "value": np.random.default_rng(start).random(rows),
+        }
+    )
+
+
+def write_fragmented(uri: str, options: dict[str, str], fragments: int, rows: int) -> None:
+    """A pylance dataset of ``fragments`` appends of ``rows`` rows (one fragment each)."""
+    for index in range(fragments):
+        lance.write_dataset(
+            make_table(rows, index * rows), uri, mode="append" if index else "create", storage_options=options
+        )
+
+
+def create_bucket(endpoint: str) -> str:
+    import boto3
+
+    bucket = f"bench-{uuid.uuid4().hex[:12]}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name=REGION,
+    )
+    client.create_bucket(Bucket=bucket)
+    client.close()
+    return bucket
+
+
+def measure(proxy: FaultProxy, fn: Callable[[], Any], repeat: int = 1) -> Measured:
+    """Requests through ``proxy`` and seconds of ``fn()``: fewest requests, best time of ``repeat``."""
+    best: Measured | None = None
+    for _ in range(repeat):
+        proxy.reset_counts()
+        started = time.perf_counter()
+        fn()
+        seconds = time.perf_counter() - started
+        counts = proxy.snapshot()
+        run = Measured(counts, seconds)
+        if best is None:
+            best = run
+        else:
+            fewer = counts if run.total < best.total else best.requests
+            best = Measured(fewer, min(seconds, best.seconds))
+    assert best is not None
+    return best
+
+
+def run_workloads(
+    proxy: FaultProxy, server: str, fragments: int, rows: int, repeat: int = 1
+) -> dict[str, dict[str, Measured]]:
+    """Every operation of :data:`OPERATIONS` for both systems: ``{operation: {system: Measured}}``."""
+    bucket = create_bucket(server)
+    direct = storage_options(server)
+    counted = storage_options(proxy.endpoint)
+    shared = f"s3://{bucket}/shared.lance"
+    write_fragmented(shared, direct, fragments, rows)
+    indices = sorted(np.random.default_rng(0).choice(fragments * rows, 100, replace=False).tolist())
+    results: dict[str, dict[str, Measured]] = {op: {} for op in OPERATIONS}
+    for name, module in SYSTEMS.items():
+        opened = module.dataset(shared, storage_options=counted)
+        results["open+count"][name] = measure(
+            proxy, lambda m=module: m.dataset(shared, storage_options=counted).count_rows(), repeat
+        )
+        results["scan"][name] = measure(proxy, lambda d=opened: d.to_table(), repeat)
+        results["take100"][name] = measure(proxy, lambda d=opened: d.take(indices), repeat)
+        copy = f"s3://{bucket}/compact-{name}.lance"
+        write_fragmented(copy, direct, fragments, rows)
+        target = module.dataset(copy, storage_options=counted)
+        results["compact"][name] = measure(proxy, lambda d=target: d.optimize.compact_files())
+    return results
+
+
+def _counts(requests: dict[str, int]) -> str:
+    return ", ".join(f"{op} {n}" for op, n in sorted(requests.items()))
+
+
+def report(results: dict[str, dict[str, Measured]]) -> str:
+    """A markdown table of requests, seconds and lance_ops / pylance ratios, and the requests by kind."""
+    lines = [
+        "| operation | lance_ops requests | pylance requests | ratio | lance_ops s | pylance s | ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for op, by_system in results.items():
+        ours, theirs = by_system["lance_ops"], by_system["pylance"]
+        lines.append(
+            f"| {op} | {ours.total} | {theirs.total} | {ours.total / max(theirs.total, 1):.2f} "
+            f"| {ours.seconds:.3f} | {theirs.seconds:.3f} | {ours.seconds / theirs.seconds:.2f} |"
+        )
+    lines += ["", "Requests by kind:", ""]
+    for op, by_system in results.items():
+        for system, measured in by_system.items():
+            lines.append(f"- {op}, {system}: {_counts(measured.requests)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fragments", type=int, default=10)
+    parser.add_argument("--rows", type=int, default=1000, help="rows per fragment")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    process, server = _start_server()
+    try:
+        with running_proxy(server, max_seconds=900) as proxy:
+            results = run_workloads(proxy, server, args.fragments, args.rows, args.repeat)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    print(f"{args.fragments} fragments x {args.rows} rows; moto S3 on loopback, through the counting proxy\n")
+    print(report(results))
+
+
+if __name__ == "__main__":
+    main()
