@@ -39,8 +39,16 @@ returning fewer bytes than the file holds is a transient short read, retried. Wh
 An exclusive create that fails after creating its file removes that partial file before retrying,
 but only on fsspec's local filesystem (and subclasses), where ``"xb"`` creates the file at open with
 ``O_EXCL``, so the file is known to be ours; on object stores the object at the path after a failure
-is the winner's, or ours complete. A retry finding the file already holding exactly our bytes (an
-earlier attempt landed but its answer was lost) reports success.
+is the winner's, or ours complete. An "exists" answer is checked against our bytes: an earlier
+attempt, ours or the driver's own (botocore resends a PUT whose connection dropped), may have landed
+with its answer lost, and the object holding exactly our bytes is then our success, not a conflict
+(nor, retried at the next version, a second commit).
+
+The driver's own exceptions (botocore, aiohttp, urllib3, http.client: most are no ``OSError``) are
+translated before the policy sees them (:func:`driver_failure`): transport failures — resets, closed
+connections, bodies shorter than their ``Content-Length`` — and 5xx / throttling answers are
+transient, the rest permanent; so nothing but ``StorageError`` (or the builtin answers above)
+leaves the store. botocore and s3fs retry on their own first (5xx, SlowDown, cut bodies).
 """
 
 from __future__ import annotations
