@@ -181,6 +181,12 @@ class StorageError(LanceOpsError, OSError):
     """Storage failed permanently (or kept failing transiently after every retry); see io/retry.py."""
 
 
+class CommitStoreError(StorageError, ValueError):
+    """The external commit store a URI names cannot serve the dataset: its DynamoDB table is missing
+    or keyed otherwise than pylance's (pylance raises ``ValueError`` opening such a dataset and
+    ``OSError`` writing one)."""
+
+
 class WriteSchemaError(SchemaError, OSError):
     """Data to be written (or a fragment to be committed) does not fit the dataset's schema: a
     column it lacks and cannot be filled, a column the dataset does not have, nulls in a

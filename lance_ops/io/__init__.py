@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import InvalidOptionError, UnsupportedFeatureError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
 from lance_ops.io.fsspec_store import FsspecStore
 from lance_ops.io.local import LocalStore
@@ -83,9 +83,9 @@ def split_ddb_uri(uri: str) -> tuple[str, str]:
     parts = urlsplit(uri)
     query = parse_qsl(parts.query, keep_blank_values=True)
     if parts.scheme.lower() != DDB_SCHEME or len(query) != 1 or query[0][0] != DDB_TABLE_QUERY_KEY:
-        raise InvalidArgumentError(
+        raise InvalidOptionError(
             f"{DDB_SCHEME}:// URIs take exactly one query parameter, {DDB_TABLE_QUERY_KEY}: {uri}"
         )
     if not query[0][1]:
-        raise InvalidArgumentError(f"{DDB_SCHEME}:// URIs need a non-empty {DDB_TABLE_QUERY_KEY}: {uri}")
+        raise InvalidOptionError(f"{DDB_SCHEME}:// URIs need a non-empty {DDB_TABLE_QUERY_KEY}: {uri}")
     return f"s3://{parts.netloc}{parts.path}", query[0][1]

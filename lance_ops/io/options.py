@@ -9,8 +9,8 @@ pylance key (aliases)                          environment fallback     s3fs arg
 =============================================  =======================  ==========================
 ``aws_endpoint`` (``endpoint``,                ``AWS_ENDPOINT``,        ``endpoint_url``
 ``aws_endpoint_url``)                          ``AWS_ENDPOINT_URL``
-``allow_http`` (``aws_allow_http``)            ``AWS_ALLOW_HTTP``       (checked: an ``http://``
-                                                                        endpoint needs it true)
+``allow_http`` (``aws_allow_http``)            ``AWS_ALLOW_HTTP``,      (checked: an ``http://``
+                                               ``ALLOW_HTTP``           endpoint needs it true)
 ``aws_access_key_id`` (``access_key_id``)      ``AWS_ACCESS_KEY_ID``    ``key``
 ``aws_secret_access_key``                      ``AWS_SECRET_ACCESS_KEY`` ``secret``
 (``secret_access_key``)
@@ -73,7 +73,7 @@ _S3_KEYS = {
 # Environment variables read (in order) for a setting the options leave out, as object_store does.
 _S3_ENV = {
     "endpoint": ("AWS_ENDPOINT", "AWS_ENDPOINT_URL"),
-    "allow_http": ("AWS_ALLOW_HTTP",),
+    "allow_http": ("AWS_ALLOW_HTTP", "ALLOW_HTTP"),
     "key": ("AWS_ACCESS_KEY_ID",),
     "secret": ("AWS_SECRET_ACCESS_KEY",),
     "token": ("AWS_SESSION_TOKEN",),

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from lance_ops.errors import CorruptFileError, StorageError, UnsupportedFeatureError
+from lance_ops.errors import CommitStoreError, CorruptFileError, StorageError, UnsupportedFeatureError
 from lance_ops.io import DDB_SCHEME, split_ddb_uri
 from lance_ops.io.options import fsspec_options
 from lance_ops.table.manifest_store import ExternalManifestStore, ManifestRecord
@@ -149,6 +149,8 @@ class DynamoDBManifestStore(ExternalManifestStore):
             if exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED:
                 raise
             error = exc.response.get("Error", {})
+            if error.get("Code") == "ResourceNotFoundException":
+                raise CommitStoreError(f"DynamoDB table {self.table_name!r} does not exist") from None
             raise StorageError(
                 f"DynamoDB table {self.table_name!r}: {action} failed: "
                 f"{error.get('Code', 'error')}: {error.get('Message', '')}"
@@ -166,7 +168,7 @@ class DynamoDBManifestStore(ExternalManifestStore):
             for k in self._call("describe_table")["Table"].get("KeySchema", [])
         }
         if keys != {(_HASH_KEY, "HASH"), (_RANGE_KEY, "RANGE")}:
-            raise StorageError(
+            raise CommitStoreError(
                 f"DynamoDB table {self.table_name!r} must have the hash key {_HASH_KEY!r} and the range "
                 f"key {_RANGE_KEY!r} (found {sorted(keys)})"
             )

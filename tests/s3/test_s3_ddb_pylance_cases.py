@@ -17,8 +17,8 @@ Its distributed commit writes fragments under one dataset and commits them to an
 are committed where they were written, so the rows can be read back.
 
 Where lance_ops differs today, its run is a strict expected failure naming the gap (so a fix shows):
-``ALLOW_HTTP`` from the environment, the builtin class of some URI and table errors, and
-``LanceDataset.drop`` / ``validate``. pylance 14.0.2's wheel runs every scenario against moto.
+``LanceDataset.drop`` / ``validate``.
+pylance 14.0.2's wheel runs every scenario against moto.
 """
 
 from __future__ import annotations
@@ -96,15 +96,7 @@ def test_create_append_and_checkout(
     module: types.ModuleType,
     use_env: bool,
     monkeypatch: pytest.MonkeyPatch,
-    request: pytest.FixtureRequest,
 ) -> None:
-    _known_gap(
-        request,
-        module,
-        "lance_ops reads allow_http from AWS_ALLOW_HTTP only; pylance also from ALLOW_HTTP"
-        if use_env
-        else None,
-    )
     options: dict[str, str] | None = ddb.storage_options
     if use_env:
         _options_in_environment(ddb, monkeypatch)
@@ -295,28 +287,8 @@ BAD_URI_ERRORS = {
 }
 
 
-# Where lance_ops raises another builtin than pylance (its own class is right otherwise): kept as
-# strict expected failures, so that the fix shows.
-_URI_CLASS = "lance_ops.io.split_ddb_uri raises InvalidArgumentError (a ValueError), pylance an OSError"
-_TABLE_CLASS = "the table check raises StorageError (an OSError), pylance a ValueError when opening"
-BAD_URI_GAPS = {
-    ("no table name", "write"): _URI_CLASS,
-    ("empty table name", "write"): _URI_CLASS,
-    ("missing table", "open"): _TABLE_CLASS,
-    ("wrong key schema", "open"): _TABLE_CLASS,
-}
-
-
-def _known_gap(request: pytest.FixtureRequest, module: types.ModuleType, reason: str | None) -> None:
-    if module is lance_ops and reason is not None:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
-
 @pytest.mark.parametrize("case, action", sorted(BAD_URI_ERRORS))
-def test_bad_uri_or_table(
-    ddb: DdbLocation, module: types.ModuleType, case: str, action: str, request: pytest.FixtureRequest
-) -> None:
-    _known_gap(request, module, BAD_URI_GAPS.get((case, action)))
+def test_bad_uri_or_table(ddb: DdbLocation, module: types.ModuleType, case: str, action: str) -> None:
     uri = _bad_uri(ddb, case)
     options = ddb.storage_options
     if action == "write":
