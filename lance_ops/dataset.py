@@ -29,7 +29,7 @@ from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import take, take_columns, take_rows
 from lance_ops.fragment.writer import to_reader
-from lance_ops.io import object_store
+from lance_ops.io.context import StorageContext
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops import commit as commit_op
@@ -213,7 +213,9 @@ class DeletedRows(int):
 class LanceDataset:
     """One version of a Lance dataset; the read side of the API.
 
-    Opening reads one manifest; data files are opened when rows are read.
+    Opening resolves the storage once (a :class:`~lance_ops.io.context.StorageContext`, shared by
+    the versions checked out from this one and passed to every operation) and reads one
+    manifest; data files are opened when rows are read.
     """
 
     def __init__(
@@ -223,13 +225,20 @@ class LanceDataset:
         storage_options: Mapping[str, str] | None = None,
         manifest_store: ExternalManifestStore | None = None,
     ) -> None:
-        self._uri = os.fspath(uri)
-        self._storage_options = dict(storage_options) if storage_options else None
-        self._manifest_store = manifest_store or manifest_store_for_uri(self._uri, self._storage_options)
-        self._store, self._root = object_store(self._uri, self._storage_options)
-        if self._manifest_store is not None:
-            repair(self._store, self._root, self._manifest_store)
-        loaded = load_manifest(self._store, self._root, self._resolve_version(version))
+        text = os.fspath(uri)
+        options = dict(storage_options) if storage_options else None
+        manifest_store = manifest_store or manifest_store_for_uri(text, options)
+        self._load_version(StorageContext.open(text, options), version, manifest_store)
+
+    def _load_version(
+        self, storage: StorageContext, version: int | str | None, manifest_store: ExternalManifestStore | None
+    ) -> None:
+        """Become ``version`` (latest: None) of the dataset at ``storage``."""
+        self._storage = storage
+        self._manifest_store = manifest_store
+        if manifest_store is not None:
+            repair(storage.store, storage.root, manifest_store)
+        loaded = load_manifest(storage.store, storage.root, self._resolve_version(version))
         self._manifest = loaded.manifest
         self._unread: LoadedManifest | None = loaded  # its transaction is decoded on first use
         self._transaction: Transaction | None = None
@@ -237,18 +246,15 @@ class LanceDataset:
     @classmethod
     def _from_manifest(
         cls,
-        uri: str,
+        storage: StorageContext,
         manifest: Manifest,
         transaction: Transaction,
-        storage_options: Mapping[str, str] | None,
         manifest_store: ExternalManifestStore | None = None,
     ) -> LanceDataset:
         """The version a commit just wrote (nothing is read back)."""
         ds = cls.__new__(cls)
-        ds._uri = uri
-        ds._storage_options = dict(storage_options) if storage_options else None
+        ds._storage = storage
         ds._manifest_store = manifest_store
-        ds._store, ds._root = object_store(uri, ds._storage_options)
         ds._manifest = manifest
         ds._unread = None
         ds._transaction = transaction
@@ -262,11 +268,11 @@ class LanceDataset:
     @property
     def tags(self) -> Tags:
         """This dataset's tags (create, update, delete, list, list_ordered, get_version)."""
-        return Tags(self._store, self._root)
+        return Tags(self._storage.store, self._storage.root)
 
     @cached_property
     def _files(self) -> VersionFiles:
-        return VersionFiles(self._uri, self._manifest, self._storage_options)
+        return VersionFiles(self._storage, self._manifest)
 
     @property
     def handle(self) -> DatasetHandle:
@@ -279,11 +285,16 @@ class LanceDataset:
 
     @property
     def uri(self) -> str:
-        return self._uri
+        return self._storage.uri
 
     @property
     def storage_options(self) -> Mapping[str, str] | None:
-        return self._storage_options
+        return self._storage.storage_options
+
+    @property
+    def storage(self) -> StorageContext:
+        """Internal, not pylance API: this dataset's storage, resolved once when it was opened."""
+        return self._storage
 
     @property
     def manifest_store(self) -> ExternalManifestStore | None:
@@ -296,7 +307,7 @@ class LanceDataset:
 
     @property
     def latest_version(self) -> int:
-        entries = list_versions(self._store, self._root)
+        entries = list_versions(self._storage.store, self._storage.root)
         return entries[-1].version if entries else self.version
 
     @property
@@ -326,23 +337,26 @@ class LanceDataset:
 
     def versions(self) -> list[dict[str, Any]]:
         """Every version: ``{"version", "timestamp" (naive local datetime), "metadata" (summary)}``."""
-        return history_op.versions(self._store, self._root)
+        return history_op.versions(self._storage.store, self._storage.root)
 
     def history(self) -> pa.Table:
         """One row per version (operation, message, properties, rows, files, bytes): DESCRIBE HISTORY."""
-        return history_op.history(self._store, self._root)
+        return history_op.history(self._storage.store, self._storage.root)
 
     def read_transaction(self, version: int | None = None) -> Transaction | None:
         """The transaction that created ``version`` (this version by default)."""
+        store, root = self._storage.store, self._storage.root
         if version is None or version == self.version:
             if self._unread is not None:
-                self._transaction = load_transaction(self._store, self._root, self._unread)
+                self._transaction = load_transaction(store, root, self._unread)
                 self._unread = None
             return self._transaction
-        return load_transaction(self._store, self._root, load_manifest(self._store, self._root, version))
+        return load_transaction(store, root, load_manifest(store, root, version))
 
     def checkout_version(self, version: int | str) -> LanceDataset:
-        return LanceDataset(self._uri, version, self._storage_options, self._manifest_store)
+        ds = LanceDataset.__new__(LanceDataset)
+        ds._load_version(self._storage, version, self._manifest_store)
+        return ds
 
     # ------------------------------------------------------------------ config and metadata
 
@@ -360,7 +374,7 @@ class LanceDataset:
         return {k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()}
 
     def _update(self, edit: UpdateConfig) -> None:
-        self._adopt(*metadata_op.update(self._uri, self._manifest, edit, self._commit_options()))
+        self._adopt(*metadata_op.update(self._storage, self._manifest, edit, self._commit_options()))
 
     def update_config(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
         """Set (or, with None, delete) config keys, or with ``replace`` make ``values`` the whole
@@ -607,7 +621,7 @@ class LanceDataset:
 
         ``transaction_properties`` (an extension over pylance) are recorded in the transaction."""
         options = self._commit_options(transaction_properties)
-        self._adopt(*history_op.restore(self._uri, self.version, options))
+        self._adopt(*history_op.restore(self._storage, self.version, options))
 
     def cleanup_old_versions(
         self,
@@ -643,7 +657,9 @@ class LanceDataset:
             delete_rate_limit=delete_rate_limit,
             delete_concurrency=delete_concurrency,
         )
-        return cleanup_op.cleanup_old_versions(self._store, self._root, self.version, policy, progress)
+        return cleanup_op.cleanup_old_versions(
+            self._storage.store, self._storage.root, self.version, policy, progress
+        )
 
     def explain_cleanup_old_versions(
         self,
@@ -670,7 +686,7 @@ class LanceDataset:
             delete_rate_limit=delete_rate_limit,
         )
         return cleanup_op.explain_cleanup(
-            self._store, self._root, self.version, policy, include_files, max_files
+            self._storage.store, self._storage.root, self.version, policy, include_files, max_files
         )
 
     def _commit_options(
@@ -679,7 +695,7 @@ class LanceDataset:
         """How this dataset's operations commit (its storage options and manifest store), with
         ``transaction_properties`` recorded in the transaction."""
         return commit_op.CommitOptions(
-            storage_options=self._storage_options,
+            storage_options=self._storage.storage_options,
             manifest_store=self._manifest_store,
             transaction_properties=transaction_properties,
         )
@@ -721,6 +737,7 @@ class LanceDataset:
             manifest_store = base_uri.manifest_store
         uri = base_uri.uri if isinstance(base_uri, LanceDataset) else os.fspath(base_uri)
         manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
+        storage = StorageContext.open(uri, storage_options)
         options = commit_op.CommitOptions(
             read_version=read_version,
             storage_options=storage_options,
@@ -734,11 +751,11 @@ class LanceDataset:
             detached=detached,
             manifest_store=manifest_store,
         )
-        manifest, transaction = commit_op.commit(uri, operation, options)
-        return LanceDataset._from_manifest(uri, manifest, transaction, storage_options, manifest_store)
+        manifest, transaction = commit_op.commit(storage, operation, options)
+        return LanceDataset._from_manifest(storage, manifest, transaction, manifest_store)
 
     def __repr__(self) -> str:
-        return f"LanceDataset(uri={self._uri!r}, version={self.version})"
+        return f"LanceDataset(uri={self.uri!r}, version={self.version})"
 
 
 def _is_values(transforms: Any) -> bool:
@@ -769,7 +786,7 @@ def dataset(
     """
     if version is None and asof is not None:
         ds = LanceDataset(uri, None, storage_options, manifest_store)
-        return ds.checkout_version(history_op.version_as_of(ds._store, ds._root, asof))
+        return ds.checkout_version(history_op.version_as_of(ds.storage.store, ds.storage.root, asof))
     return LanceDataset(uri, version, storage_options, manifest_store)
 
 
@@ -856,9 +873,10 @@ def write_dataset(
         commit_lock=commit_lock,
         new_dataset_config=None if auto_cleanup is None else auto_cleanup.to_config(),
     )
+    storage = StorageContext.open(uri, storage_options)
     if manifest_store is not None:
-        repair(*object_store(uri, storage_options), manifest_store)
+        repair(storage.store, storage.root, manifest_store)
     manifest, transaction = write_op.write(
-        data, uri, mode, schema, write_options, commit_options, as_callback(progress), fill_missing
+        data, storage, mode, schema, write_options, commit_options, as_callback(progress), fill_missing
     )
-    return LanceDataset._from_manifest(uri, manifest, transaction, storage_options, manifest_store)
+    return LanceDataset._from_manifest(storage, manifest, transaction, manifest_store)

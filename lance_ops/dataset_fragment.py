@@ -275,10 +275,8 @@ class LanceFragment:
         batch = pa.concat_tables([old, new]).take(pa.array(pick)).combine_chunks().to_batches()
         field_ids = [f.id for n in names for f in lance_schema.subtree(top[n].id)]
         fields = replace(lance_schema, fields=tuple(f for f in lance_schema.fields if f.id in set(field_ids)))
-        options = WriteOptions(
-            storage_options=self._ds.storage_options, data_storage_version=self._ds.data_storage_version
-        )
-        data_file = write_data_file(batch, self._ds.uri, fields, rows, options)
+        options = WriteOptions(data_storage_version=self._ds.data_storage_version)
+        data_file = write_data_file(batch, self._ds.storage, fields, rows, options)
         wanted = set(field_ids)
         old_files = tuple(
             replace(f, fields=tuple(-2 if i in wanted else i for i in f.fields)) for f in self._metadata.files

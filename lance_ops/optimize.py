@@ -77,7 +77,7 @@ class Compaction:
         """Commit executed tasks (``ReserveFragments`` + ``Rewrite``); ``ds`` becomes the new version."""
         if not results:
             return CompactionMetrics()
-        return _adopt(ds, ops.commit_compaction(ds.uri, results, _commit_options(ds)))
+        return _adopt(ds, ops.commit_compaction(ds.storage, results, _commit_options(ds)))
 
 
 def _adopt(ds: LanceDataset, outcome: CompactionOutcome | None) -> CompactionMetrics:

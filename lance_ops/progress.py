@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from lance_ops.io import object_store
+from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment
 
 __all__ = [
@@ -171,24 +171,24 @@ class FileSystemFragmentWriteProgress(FragmentWriteProgress):
         metadata: Mapping[str, str] | None = None,
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
-        self._store, self._base = object_store(base_uri, storage_options)
+        self._storage = StorageContext.open(base_uri, storage_options)
         self._metadata = dict(metadata or {})
 
     def _in_progress_path(self, fragment: DataFragment) -> str:
-        return self._store.join(self._base, f"fragment_{fragment.id}{self.PROGRESS_EXT}")
+        return self._storage.path(f"fragment_{fragment.id}{self.PROGRESS_EXT}")
 
     def _fragment_file(self, fragment: DataFragment) -> str:
-        return self._store.join(self._base, f"fragment_{fragment.id}.json")
+        return self._storage.path(f"fragment_{fragment.id}.json")
 
     def begin(self, fragment: DataFragment, **kwargs: Any) -> None:
         state = {"fragment_id": fragment.id, "metadata": self._metadata}
-        self._store.write(self._in_progress_path(fragment), json.dumps(state).encode())
-        self._store.write(self._fragment_file(fragment), json.dumps(fragment.to_json()).encode())
+        self._storage.store.write(self._in_progress_path(fragment), json.dumps(state).encode())
+        self._storage.store.write(self._fragment_file(fragment), json.dumps(fragment.to_json()).encode())
 
     def complete(self, fragment: DataFragment, **kwargs: Any) -> None:
         path = self._in_progress_path(fragment)
-        if self._store.exists(path):
-            self._store.delete(path)
+        if self._storage.store.exists(path):
+            self._storage.store.delete(path)
 
 
 def _fragment_callback(tracker: Any) -> ProgressCallback:

@@ -249,9 +249,7 @@ class LanceScanner:
                 for part in output.path[1:]:
                     array = pc.struct_field(array, part)
             arrays.append(array.cast(output.type) if array.type != output.type else array)
-        return (
-            pa.RecordBatch.from_arrays(arrays, schema=self._schema) if arrays else _no_columns(batch)
-        )
+        return pa.RecordBatch.from_arrays(arrays, schema=self._schema) if arrays else _no_columns(batch)
 
     # ------------------------------------------------------------------ pylance's scanner API
 

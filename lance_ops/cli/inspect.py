@@ -256,7 +256,7 @@ def open_file(path: str, storage_options: Mapping[str, str] | None) -> LanceFile
     store, location = object_store(path, storage_options)
     if not store.exists(location):
         raise DatasetNotFoundError(f"no Lance file or dataset at {path}")
-    return LanceFileReader(path, storage_options=storage_options)
+    return LanceFileReader(location, store=store)
 
 
 def version_rows(ds: LanceDataset) -> list[dict[str, Any]]:
@@ -320,7 +320,7 @@ def dataset_report(ds: LanceDataset, pages: bool = False) -> dict[str, Any]:
         "stable_row_ids": ds.has_stable_row_ids,
         "rows": ds.count_rows(),
         "schema": _schema(ds.schema),
-        "versions": [entry.version for entry in list_versions(*object_store(ds.uri, ds.storage_options))],
+        "versions": [entry.version for entry in list_versions(ds.storage.store, ds.storage.root)],
         "fragments": fragments,
     }
 

@@ -58,7 +58,8 @@ from lance_ops.file.reader import (
     RowCount,
 )
 from lance_ops.file.schema import field_tree, fields_to_schema, storage_field
-from lance_ops.io import ObjectStore, object_store
+from lance_ops.io import ObjectStore
+from lance_ops.io.context import open_path
 
 FOOTER_SIZE = 16
 FOOTER_FORMAT = "<QHH4s"
@@ -195,10 +196,11 @@ class LegacyFileReader(LanceFileReader):
         *,
         storage_options: Mapping[str, str] | None = None,
         columns: Sequence[str] | None = None,
+        store: ObjectStore | None = None,
     ) -> None:
         opened = self.__dict__.pop("_opened", None)
         if opened is None:
-            store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+            store, store_path = open_path(path, storage_options, store)
         else:
             store, store_path, _ = opened
         self._store = store

@@ -50,6 +50,7 @@ from lance_ops.file.page_statistics import (
 from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.file.schema import pb_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
+from lance_ops.io.context import open_path
 
 DEFAULT_BATCH_SIZE = 1024
 _VERSION_TAIL = struct.Struct("<HH4s")
@@ -182,6 +183,9 @@ class ReaderResults:
 class LanceFileReader:
     """Read a Lance file. ``columns`` sets the default projection (top-level field names).
 
+    ``path`` is a local path or URI (opened with ``storage_options``), or, with ``store`` (a
+    dataset's storage context passed down), a path within that store.
+
     ``num_rows`` is a property holding the file's row count (pylance has a method of the same
     name); ``schema`` is the file's Arrow schema.
     """
@@ -195,11 +199,12 @@ class LanceFileReader:
         *,
         storage_options: Mapping[str, str] | None = None,
         columns: Sequence[str] | None = None,
+        store: ObjectStore | None = None,
     ) -> LanceFileReader:
         """The one place the file version picks a reader: legacy (0.1) files get a LegacyFileReader."""
         if cls is not LanceFileReader:
             return super().__new__(cls)
-        store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+        store, store_path = open_path(path, storage_options, store)
         # The tail is read once, here: its last bytes pick the reader, and __init__ parses it.
         tail_bytes = read_tail_bytes(store, store_path)
         if footer_version(store_path, tail_bytes[1]) is FileVersion.V0_1:
@@ -217,10 +222,11 @@ class LanceFileReader:
         *,
         storage_options: Mapping[str, str] | None = None,
         columns: Sequence[str] | None = None,
+        store: ObjectStore | None = None,
     ) -> None:
         opened = self.__dict__.pop("_opened", None)
         if opened is None:
-            store, store_path = object_store(path, dict(storage_options) if storage_options else None)
+            store, store_path = open_path(path, storage_options, store)
             tail_bytes = None
         else:
             store, store_path, tail_bytes = opened

@@ -18,7 +18,7 @@ import pyarrow as pa
 from lance_ops.errors import DatasetNotFoundError
 from lance_ops.file.reader import LanceFileReader
 from lance_ops.file.writer import LanceFileWriter
-from lance_ops.io import object_store
+from lance_ops.io.context import StorageContext
 
 __all__ = ["LanceFileSession"]
 
@@ -31,17 +31,14 @@ class LanceFileSession:
     ) -> None:
         text = os.fspath(base_path)
         self._base = text.rstrip("/") if "://" in text else os.path.abspath(os.path.expanduser(text))
-        self._storage_options = dict(storage_options) if storage_options else None
-        self._store, self._root = object_store(self._base, self._storage_options)
-
-    def _uri(self, path: str) -> str:
-        return f"{self._base}/{path.lstrip('/')}"
+        self._storage = StorageContext.open(self._base, storage_options)
+        self._store, self._root = self._storage.store, self._storage.root
 
     def _path(self, path: str) -> str:
-        return self._store.join(self._root, path)
+        return self._storage.path(path)
 
     def open_reader(self, path: str, columns: Sequence[str] | None = None) -> LanceFileReader:
-        return LanceFileReader(self._uri(path), storage_options=self._storage_options, columns=columns)
+        return LanceFileReader(self._path(path), store=self._store, columns=columns)
 
     def open_writer(
         self,
@@ -55,10 +52,10 @@ class LanceFileSession:
     ) -> LanceFileWriter:
         """A writer of ``path`` (``keep_original_array`` is a pylance memory knob with no use here)."""
         return LanceFileWriter(
-            self._uri(path),
+            self._path(path),
             schema,
             version=version or "stable",
-            storage_options=self._storage_options,
+            store=self._store,
             max_page_bytes=max_page_bytes,
             data_cache_bytes=data_cache_bytes,
         )

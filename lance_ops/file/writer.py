@@ -55,7 +55,8 @@ from lance_ops.file.schema import (
     schema_to_fields,
     storage_field,
 )
-from lance_ops.io import object_store
+from lance_ops.io import ObjectStore, object_store
+from lance_ops.io.context import open_path
 
 _Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
 
@@ -104,6 +105,8 @@ class _FieldState:
 class LanceFileWriter:
     """Write Arrow data to a Lance file.
 
+    ``path`` is a local path or URI (opened with ``storage_options``), or, with ``store`` (a
+    dataset's storage context passed down), a path within that store.
     ``schema`` may be omitted; the first batch then defines it. ``version`` is ``"2.0"``,
     ``"2.1"``, ``"2.2"`` or ``"stable"`` (2.2). ``page_statistics=False`` writes no page
     statistics (see the module docstring). ``lance_fields``: the Lance field messages to store as
@@ -132,6 +135,7 @@ class LanceFileWriter:
         page_statistics: bool = True,
         lance_fields: Sequence[pb.Field] | None = None,
         compression: str | None = None,
+        store: ObjectStore | None = None,
     ) -> None:
         self.version = FileVersion.parse(version)
         self._given_fields = list(lance_fields) if lance_fields is not None else None
@@ -155,7 +159,7 @@ class LanceFileWriter:
         self._statistics: PageStatisticsCollector | None = None
         if schema is not None:
             self._set_schema(schema)  # before opening the output: a bad schema leaves no file
-        store, self.path = object_store(path, dict(storage_options) if storage_options else None)
+        store, self.path = open_path(path, storage_options, store)
         self._out = store.open_output(self.path)
         self._region = RegionWriter(self._out)
         self._extra_metadata: dict[str, bytes] = {}

@@ -28,7 +28,8 @@ from lance_ops.file import LanceFileReader
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.writer import data_file_fields
-from lance_ops.io import ObjectStore, object_store
+from lance_ops.io import ObjectStore
+from lance_ops.io.context import Location, StorageContext
 from lance_ops.query.predicate import Predicate
 from lance_ops.table.blob import contains_blob_v2, resolve_blob_v2_columns
 from lance_ops.table.deletion import read_deletion_vector
@@ -67,21 +68,37 @@ class VersionFiles:
     """
 
     def __init__(
-        self, uri: str, manifest: Manifest, storage_options: Mapping[str, str] | None = None
+        self, storage: Location, manifest: Manifest, storage_options: Mapping[str, str] | None = None
     ) -> None:
-        self.uri = uri
+        # A URI (with its options) is opened here once: what an entry point hands over.
+        self.storage = StorageContext.of(storage, storage_options)
         self.manifest = manifest
-        self.storage_options = storage_options
         for base in manifest.base_paths:
-            check_base_scheme(base.path, uri, f"{uri} version {manifest.version}")
-        self.store, self.root = object_store(uri, storage_options)
+            check_base_scheme(base.path, self.uri, f"{self.uri} version {manifest.version}")
+        self._bases: dict[int, StorageContext] = {}
         self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
         self._fragments: dict[int, FragmentReader] = {}
-        # Per data file: its URI, and its column map (for the schema of the reader it was built from).
-        self._file_uris: dict[DataFile, str] = {}
+        # Per data file: its URI (for messages), store and store path.
+        self._file_uris: dict[DataFile, tuple[str, ObjectStore, str]] = {}
         self._file_columns: dict[DataFile, tuple[pa.Schema, dict[int, FileColumn]]] = {}
         # (fragment id, with sketches) -> (the fragment's metadata, its statistics)
         self.fragment_statistics: dict[tuple[int, bool], tuple[DataFragment, FragmentStatistics | None]] = {}
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri
+
+    @property
+    def storage_options(self) -> Mapping[str, str] | None:
+        return self.storage.storage_options
+
+    @property
+    def store(self) -> ObjectStore:
+        return self.storage.store
+
+    @property
+    def root(self) -> str:
+        return self.storage.root
 
     @property
     def lance_schema(self) -> LanceSchema:
@@ -110,7 +127,7 @@ class VersionFiles:
     def side_statistics(self) -> dict[int, FragmentStatistics]:
         """Fragment id -> the usable statistics of this version's statistics files
         (:mod:`lance_ops.table.statistics`); data files' own statistics are not included."""
-        return load_statistics(self.uri, self.manifest, self.storage_options)
+        return load_statistics(self.storage, self.manifest)
 
     def fragment(self, metadata: DataFragment) -> FragmentReader:
         reader = self._fragments.get(metadata.id)
@@ -181,16 +198,33 @@ class VersionFiles:
             raise DatasetNotFoundError(f"{owner} names unknown base path {base_id}")
         return base
 
-    def file_uri(self, data_file: DataFile) -> str:
-        uri = self._file_uris.get(data_file)
-        if uri is None:
+    def base_storage(self, base_id: int, owner: str) -> StorageContext:
+        """The storage of base path ``base_id``, opened once per version with the dataset's options."""
+        storage = self._bases.get(base_id)
+        if storage is None:
+            storage = self._bases[base_id] = self.storage.at(self.base_path(base_id, owner).path)
+        return storage
+
+    def _file_location(self, data_file: DataFile) -> tuple[str, ObjectStore, str]:
+        """URI (for messages), store and store path of ``data_file``."""
+        location = self._file_uris.get(data_file)
+        if location is None:
             if data_file.base_id is None:
-                uri = child_uri(self.uri, DATA_DIR, data_file.path)
+                storage, directory = self.storage, DATA_DIR
             else:
-                base = self.base_path(data_file.base_id, f"data file {data_file.path}")
-                uri = child_uri(base.path, DATA_DIR if base.is_dataset_root else "", data_file.path)
-            self._file_uris[data_file] = uri
-        return uri
+                owner = f"data file {data_file.path}"
+                storage = self.base_storage(data_file.base_id, owner)
+                directory = DATA_DIR if self.base_path(data_file.base_id, owner).is_dataset_root else ""
+            location = (
+                child_uri(storage.uri, directory, data_file.path),
+                storage.store,
+                storage.path(directory, data_file.path),
+            )
+            self._file_uris[data_file] = location
+        return location
+
+    def file_uri(self, data_file: DataFile) -> str:
+        return self._file_location(data_file)[0]
 
     @cached_property
     def has_blob_v2(self) -> list[bool]:
@@ -201,15 +235,16 @@ class VersionFiles:
         """Store and root holding deletion files of base ``base_id`` (None: the dataset's)."""
         if base_id is None:
             return self.store, self.root
-        return object_store(self.base_path(base_id, "a deletion file").path, self.storage_options)
+        storage = self.base_storage(base_id, "a deletion file")
+        return storage.store, storage.root
 
     def open_file(self, data_file: DataFile) -> LanceFileReader:
         """An open reader of ``data_file`` (cached)."""
-        uri = self.file_uri(data_file)
+        uri, store, path = self._file_location(data_file)
         reader = self._readers.pop(uri, None)
         if reader is None:
             with referenced_file(uri, "data file"):
-                reader = LanceFileReader(uri, storage_options=self.storage_options)
+                reader = LanceFileReader(path, store=store)
         self._readers[uri] = reader
         while len(self._readers) > _READER_CACHE_SIZE:
             self._readers.popitem(last=False)
@@ -414,7 +449,7 @@ class FragmentReader:
                 if blob:
                     uri = self.files.file_uri(data_file)
                     array = resolve_blob_v2_columns(
-                        array.combine_chunks(), schema.field(index), uri, self.files.storage_options
+                        array.combine_chunks(), schema.field(index), uri, self.files.storage
                     )
                 pieces = parts.setdefault(index, [])
                 pieces.append((column, column.nodes[0].id, array))

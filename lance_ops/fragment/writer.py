@@ -41,7 +41,7 @@ from lance_ops.fragment.options import (
     DEFAULT_MAX_ROWS_PER_GROUP,
     WriteOptions,
 )
-from lance_ops.io import object_store
+from lance_ops.io.context import Location, StorageContext
 from lance_ops.progress import WRITE, Tracker, as_callback
 from lance_ops.table.blob import (
     BLOB_V2_EXTENSION,
@@ -168,11 +168,10 @@ def data_file_fields(fields: LanceSchema, version: FileVersion) -> tuple[int, ..
     return tuple(f.id for f in fields if f.id in blob_v2 or (f.id in leaves and f.parent_id not in blob_v2))
 
 
-def _dataset_schema(uri: str, storage_options: Mapping[str, str] | None) -> tuple[LanceSchema, str] | None:
-    """``(schema, data storage version)`` of the dataset at ``uri``, or None."""
-    store, root = object_store(uri, storage_options)
+def _dataset_schema(storage: StorageContext) -> tuple[LanceSchema, str] | None:
+    """``(schema, data storage version)`` of the dataset at ``storage``, or None."""
     try:
-        manifest = load_manifest(store, root).manifest
+        manifest = load_manifest(storage.store, storage.root).manifest
     except DatasetNotFoundError:
         return None
     return manifest.schema, manifest.data_storage_version
@@ -195,13 +194,13 @@ class _FileSink:
 
     def __init__(
         self,
-        uri: str,
+        storage: StorageContext,
         schema: pa.Schema,
         fields: LanceSchema,
         options: WriteOptions,
         progress: Tracker | None = None,
     ) -> None:
-        self.uri, self.schema, self.options = uri, schema, options
+        self.storage, self.schema, self.options = storage, schema, options
         self.progress = progress or Tracker(None, WRITE, None, "rows")
         self.version = FileVersion.parse(options.data_storage_version)
         if self.version is FileVersion.V0_1:
@@ -275,13 +274,12 @@ class _FileSink:
 
     def _open(self) -> None:
         self._name = data_file_name()
-        uri = child_uri(self.uri, DATA_DIR, self._name)
         plan = self.options.encoding_plan
         writer = LanceFileWriter(
-            uri,
+            self.storage.path(DATA_DIR, self._name),
             self.file_schema if plan is None else plan.apply(self.file_schema),
             version=self.version,
-            storage_options=self.options.storage_options,
+            store=self.storage.store,
             page_statistics=self.options.writes_page_statistics,
             compression=self.options.compression,
             # the dataset's own field messages (ids, dictionary markers), as pylance's data files hold
@@ -290,7 +288,9 @@ class _FileSink:
         self._writer = writer
         if any(self.blob_v2):
             self._blobs = BlobV2Writer(
-                uri, lambda buffer: writer.write_external([buffer.data])[0], self.options.storage_options
+                child_uri(self.storage.uri, DATA_DIR, self._name),
+                lambda buffer: writer.write_external([buffer.data])[0],
+                self.storage,
             )
         self._rows = self._bytes = 0
         self._nulls = {}
@@ -322,16 +322,17 @@ class _FileSink:
 
 def write_new_fragments(
     reader: pa.RecordBatchReader,
-    uri: str,
+    storage: StorageContext,
     fields: LanceSchema,
     options: WriteOptions,
     progress: Tracker | None = None,
 ) -> list[FragmentMetadata]:
-    """Write ``reader`` (already shaped like ``fields``) as new fragments (id 0) of the dataset at ``uri``.
+    """Write ``reader`` (already shaped like ``fields``) as new fragments (id 0) of the dataset at
+    ``storage``.
 
     ``progress`` reports each data file opened and closed (:mod:`lance_ops.progress`).
     """
-    sink = _FileSink(uri, reader.schema, fields, options, progress)
+    sink = _FileSink(storage, reader.schema, fields, options, progress)
     return [DataFragment(id=0, files=(f,), physical_rows=rows) for f, rows in sink.write_all(reader)]
 
 
@@ -345,9 +346,11 @@ def input_rows(data: Any) -> int | None:
 
 
 def write_data_file(
-    data: Any, uri: str, fields: LanceSchema, num_rows: int, options: WriteOptions
+    data: Any, location: Location, fields: LanceSchema, num_rows: int, options: WriteOptions
 ) -> DataFile:
     """Write one new data file for an existing fragment of ``num_rows`` physical rows; returns it.
+
+    ``location`` is the dataset's storage context, or its URI (opened with ``options.storage_options``).
 
     ``data`` holds one row per *physical* row of the fragment (deleted rows included, see
     :attr:`FragmentReader.physical_rows`), in order, with the top-level columns of ``fields``, whose
@@ -362,7 +365,8 @@ def write_data_file(
         raise SchemaError("a data file for an existing fragment needs its (positive) number of rows")
     reader = Conform(fields.to_arrow(), deleted_rows_null=True).reader(to_reader(data))
     whole = replace(options, max_rows_per_file=num_rows, max_bytes_per_file=2**63)
-    ((data_file, _),) = _FileSink(uri, reader.schema, fields, whole).write_all(_exactly(reader, num_rows))
+    storage = StorageContext.of(location, options.storage_options)
+    ((data_file, _),) = _FileSink(storage, reader.schema, fields, whole).write_all(_exactly(reader, num_rows))
     return data_file
 
 
@@ -412,8 +416,8 @@ def write_fragments(
     """
     if mode not in ("append", "create", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
-    uri = os.fspath(uri)
-    existing = _dataset_schema(uri, storage_options) if mode == "append" and fields is None else None
+    storage = StorageContext.open(uri, storage_options)
+    existing = _dataset_schema(storage) if mode == "append" and fields is None else None
     version_text = data_storage_version or "stable"
     if fields is not None:
         lance_schema = _as_schema(fields)
@@ -433,4 +437,4 @@ def write_fragments(
         page_statistics=page_statistics,
     )
     tracker = Tracker.start(as_callback(progress), WRITE, input_rows(data), "rows")
-    return write_new_fragments(reader, uri, lance_schema, options, tracker)
+    return write_new_fragments(reader, storage, lance_schema, options, tracker)

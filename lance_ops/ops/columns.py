@@ -308,11 +308,11 @@ def _write_file(
     schema: pa.Schema,
     fields: LanceSchema,
 ) -> DataFile:
-    options = WriteOptions(
-        data_storage_version=files.manifest.data_storage_version, storage_options=files.storage_options
-    ).for_dataset(files.manifest.config)
+    options = WriteOptions(data_storage_version=files.manifest.data_storage_version).for_dataset(
+        files.manifest.config
+    )
     data = pa.RecordBatchReader.from_batches(schema, _checked(batches, schema))
-    return write_data_file(data, files.uri, fields, fragment.physical_rows, options)
+    return write_data_file(data, files.storage, fields, fragment.physical_rows, options)
 
 
 def _delete(files: VersionFiles, data_files: Iterable[DataFile]) -> None:
@@ -336,7 +336,7 @@ def _merge(
         fragments.append(replace(fragment, files=kept))
     operation = Merge(tuple(fragments), schema, preserves_nullability=True)
     try:
-        return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+        return commit(files.storage, operation, replace(options, read_version=files.manifest.version))
     except CommitConflictError:
         _delete(files, added.values())
         raise
@@ -533,7 +533,7 @@ def drop_columns(
     if not dropped.names:
         raise SchemaError("cannot drop all columns from a dataset")
     operation = Project(LanceSchema(dropped.fields), preserves_nullability=True)
-    return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+    return commit(files.storage, operation, replace(options, read_version=files.manifest.version))
 
 
 # ---------------------------------------------------------------------------------------- alter
@@ -654,7 +654,7 @@ def alter_columns(
     _check_names(renamed)
     if not casts:
         operation = Project(LanceSchema(renamed.fields), preserves_nullability=True)
-        return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+        return commit(files.storage, operation, replace(options, read_version=files.manifest.version))
     return _cast_columns(files, renamed, casts, options)
 
 

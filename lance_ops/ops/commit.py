@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import UnsupportedFeatureError
-from lance_ops.io import object_store
+from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops import auto_cleanup
 from lance_ops.table.commit import NewDatasetSettings, commit_handler, commit_recorded, list_versions
 from lance_ops.table.dynamodb_store import manifest_store_for_uri
@@ -22,7 +22,8 @@ from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Operation, Transacti
 class CommitOptions:
     """How to commit: the version read, retries, a lock for stores without atomic create or an
     external manifest store, the transaction's properties, and the settings that only matter when
-    the commit creates the dataset.
+    the commit creates the dataset. ``storage_options`` only serve a commit given the dataset's
+    URI (an entry point); a commit given the dataset's storage context uses the context's.
     """
 
     read_version: int | None = None
@@ -47,12 +48,11 @@ def _fragments_version(operation: Operation) -> str:
     return str(FileVersion.parse("stable"))
 
 
-def transaction_for(operation: Operation, uri: str, options: CommitOptions) -> Transaction:
+def transaction_for(operation: Operation, storage: StorageContext, options: CommitOptions) -> Transaction:
     """``operation`` as a transaction on ``options.read_version`` (default: the latest version)."""
     read_version = options.read_version
     if read_version is None:
-        store, root = object_store(uri, options.storage_options)
-        entries = list_versions(store, root)
+        entries = list_versions(storage.store, storage.root)
         read_version = entries[-1].version if entries else 0
     properties = dict(options.transaction_properties or {})
     if options.commit_message is not None:
@@ -61,10 +61,11 @@ def transaction_for(operation: Operation, uri: str, options: CommitOptions) -> T
 
 
 def commit(
-    uri: str, operation: Operation | Transaction, options: CommitOptions
+    location: Location, operation: Operation | Transaction, options: CommitOptions
 ) -> tuple[Manifest, Transaction]:
-    """Commit ``operation`` to the dataset at ``uri``; returns the manifest written and the
-    transaction recorded with it (the submitted one rebased over concurrent commits, if it was).
+    """Commit ``operation`` to the dataset at ``location`` (its storage context, or its URI opened
+    with ``options.storage_options``); returns the manifest written and the transaction recorded
+    with it (the submitted one rebased over concurrent commits, if it was).
 
     ``enable_stable_row_ids``, ``enable_v2_manifest_paths`` and ``data_storage_version`` only
     matter when the commit creates the dataset (the file version defaults to that of the
@@ -75,8 +76,9 @@ def commit(
     """
     if options.detached:
         raise UnsupportedFeatureError("detached commits are not supported")
+    storage = StorageContext.of(location, options.storage_options)
     transaction = (
-        operation if isinstance(operation, Transaction) else transaction_for(operation, uri, options)
+        operation if isinstance(operation, Transaction) else transaction_for(operation, storage, options)
     )
     settings = NewDatasetSettings(
         data_storage_version=(
@@ -89,15 +91,14 @@ def commit(
             ManifestNamingScheme.V1 if options.enable_v2_manifest_paths is False else ManifestNamingScheme.V2
         ),
     )
-    store, root = object_store(uri, options.storage_options)
-    manifest_store = options.manifest_store or manifest_store_for_uri(uri, options.storage_options)
+    manifest_store = options.manifest_store or manifest_store_for_uri(storage.uri, storage.storage_options)
     committed = commit_recorded(
-        store,
-        root,
+        storage.store,
+        storage.root,
         transaction,
         handler=commit_handler(manifest_store, options.commit_lock),
         max_retries=options.max_retries,
         settings=settings,
     )
-    auto_cleanup.after_commit(store, root, committed.manifest)
+    auto_cleanup.after_commit(storage.store, storage.root, committed.manifest)
     return committed.manifest, committed.transaction

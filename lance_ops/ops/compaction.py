@@ -67,7 +67,7 @@ from lance_ops.errors import (
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
 from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
 from lance_ops.fragment.writer import write_new_fragments
-from lance_ops.io import object_store
+from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.progress import COMPACT, ProgressCallback, Tracker
 from lance_ops.table.commit import load_manifest
@@ -411,10 +411,13 @@ class CompactionOutcome:
     row_address_map: tuple[np.ndarray, np.ndarray] | None
 
 
-def open_version(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> VersionFiles:
-    """The files of ``version`` of the dataset at ``uri`` (what an executor opens)."""
-    store, root = object_store(uri, storage_options)
-    return VersionFiles(uri, load_manifest(store, root, version).manifest, storage_options)
+def open_version(
+    location: Location, version: int, storage_options: Mapping[str, str] | None = None
+) -> VersionFiles:
+    """The files of ``version`` of the dataset at ``location``: its storage context, or its URI
+    opened with ``storage_options`` (what an executor does, once per task)."""
+    storage = StorageContext.of(location, storage_options)
+    return VersionFiles(storage, load_manifest(storage.store, storage.root, version).manifest)
 
 
 # ---------------------------------------------------------------------------------------- planning
@@ -645,7 +648,6 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         max_rows_per_group=options.max_rows_per_group,
         max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
         data_storage_version=options.data_storage_version or files.manifest.data_storage_version,
-        storage_options=files.storage_options,
         # The dataset's encoding plan, like every other writer of the dataset.
         encoding_plan=EncodingPlan.from_config(files.manifest.config),
     ).for_dataset(files.manifest.config)
@@ -654,7 +656,7 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     for rows in output_row_counts(live_rows, options.target_rows_per_fragment):
         reader = pa.RecordBatchReader.from_batches(schema, stream.take(rows))
         chunk_options = replace(write_options, max_rows_per_file=rows)
-        new.extend(write_new_fragments(reader, files.uri, files.lance_schema, chunk_options))
+        new.extend(write_new_fragments(reader, files.storage, files.lance_schema, chunk_options))
     if stream.left():
         raise CorruptFileError("<compaction>", f"the fragments hold more than their {live_rows} live rows")
     row_addrs = None
@@ -677,9 +679,11 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
 
 
 def commit_compaction(
-    uri: str, results: Sequence[RewriteResult], options: CommitOptions
+    location: Location, results: Sequence[RewriteResult], options: CommitOptions
 ) -> CompactionOutcome:
     """Commit finished tasks: reserve the new fragment ids, then one ``Rewrite`` on the plan's version.
+
+    ``location`` is the dataset's storage context, or its URI (opened with ``options.storage_options``).
 
     Raises :class:`~lance_ops.errors.RetryableCommitConflictError` when a fragment being compacted
     was changed since the plan's read version (updated, rewritten, or deleted from without stable
@@ -691,7 +695,8 @@ def commit_compaction(
     if len(versions) != 1:
         raise InvalidArgumentError(f"compaction results come from different read versions {sorted(versions)}")
     count = sum(len(r.new_fragments) for r in results)
-    reserved, _ = commit(uri, ReserveFragments(count), replace(options, read_version=None))
+    storage = StorageContext.of(location, options.storage_options)
+    reserved, _ = commit(storage, ReserveFragments(count), replace(options, read_version=None))
     assert reserved.max_fragment_id is not None
     next_id = reserved.max_fragment_id - count + 1
     groups = []
@@ -706,7 +711,9 @@ def commit_compaction(
         if result.row_addrs is not None:
             old_addrs.append(result.row_addrs)
             new_addrs.extend(row_addresses(f.id, np.arange(f.physical_rows, dtype=np.int64)) for f in new)
-    manifest, transaction = commit(uri, Rewrite(tuple(groups)), replace(options, read_version=versions.pop()))
+    manifest, transaction = commit(
+        storage, Rewrite(tuple(groups)), replace(options, read_version=versions.pop())
+    )
     metrics = sum((r.metrics for r in results), CompactionMetrics())
     address_map = None
     if old_addrs:
@@ -756,7 +763,7 @@ def compact(
     failure: BaseException | None = None
     with ThreadPoolExecutor(max_workers=threads) as pool:
         order: dict[Future[RewriteResult], int] = {
-            pool.submit(execute_task, VersionFiles(files.uri, files.manifest, files.storage_options), task): n
+            pool.submit(execute_task, VersionFiles(files.storage, files.manifest), task): n
             for n, task in enumerate(the_plan.tasks)
         }
         pending = set(order)
@@ -773,7 +780,7 @@ def compact(
                 while len(finished) >= batch or (finished and last):
                     # new fragment ids follow plan order (as pylance's), whatever order tasks finish in
                     chunk, finished = sorted(finished[:batch], key=lambda item: item[0]), finished[batch:]
-                    outcomes.append(commit_compaction(files.uri, [r for _, r in chunk], commit_options))
+                    outcomes.append(commit_compaction(files.storage, [r for _, r in chunk], commit_options))
         finally:
             for future in pending:
                 future.cancel()

@@ -98,7 +98,7 @@ def commit_delete(
             updated.append(deletion.updated)
     version = files.manifest.version
     operation = Delete(tuple(updated), tuple(removed), str(predicate))
-    manifest, transaction = commit(files.uri, operation, replace(options, read_version=version))
+    manifest, transaction = commit(files.storage, operation, replace(options, read_version=version))
     if manifest.version != version + 1:
         touched = {f.id for f in updated} | set(removed)
         taken = _rows_taken(files, manifest, touched)
@@ -118,7 +118,7 @@ def _rows_taken(files: VersionFiles, manifest: Manifest, fragment_ids: set[int])
 
 
 def _live_rows(files: VersionFiles, manifest: Manifest, fragment_ids: set[int]) -> int:
-    version = VersionFiles(files.uri, manifest, files.storage_options)
+    version = VersionFiles(files.storage, manifest)
     return sum(version.fragment(f).live_count for f in manifest.fragments if f.id in fragment_ids)
 
 
@@ -144,9 +144,7 @@ def delete(files: VersionFiles, predicate: str | pc.Expression, options: CommitO
             _discard(files, deletions)
             if attempt >= CONFLICT_RETRIES or time.monotonic() > deadline:
                 raise
-        files = VersionFiles(
-            files.uri, load_manifest(files.store, files.root).manifest, files.storage_options
-        )
+        files = VersionFiles(files.storage, load_manifest(files.store, files.root).manifest)
         bound = parse_predicate(predicate, files.schema)
     raise AssertionError("unreachable")
 

@@ -162,6 +162,6 @@ def store_plan(
     files: VersionFiles, plan: EncodingPlan, options: CommitOptions | None = None
 ) -> tuple[Manifest, Transaction]:
     """Commit ``plan`` as the dataset's encoding plan (one ``UpdateConfig``); later appends follow it."""
-    options = options or CommitOptions(storage_options=files.storage_options)
+    options = options or CommitOptions()
     operation = UpdateConfig(config_updates=UpdateMap(((CONFIG_KEY, plan.to_json()),)))
-    return commit(files.uri, operation, replace(options, read_version=files.manifest.version))
+    return commit(files.storage, operation, replace(options, read_version=files.manifest.version))

@@ -17,7 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError, VersionNotFoundError
-from lance_ops.io import ObjectStore, object_store
+from lance_ops.io import ObjectStore
+from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.commit import LoadedManifest, load_manifest, load_manifests, load_transaction
 from lance_ops.table.manifest import Manifest
@@ -136,8 +137,9 @@ def history(store: ObjectStore, root: str) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
 
 
-def restore(uri: str, version: int, options: CommitOptions) -> tuple[Manifest, Transaction]:
-    """Commit ``Restore(version)`` on top of the latest version (an unknown version raises first)."""
-    store, root = object_store(uri, options.storage_options)
-    load_manifest(store, root, version)
-    return commit(uri, Restore(version), replace(options, read_version=None))
+def restore(location: Location, version: int, options: CommitOptions) -> tuple[Manifest, Transaction]:
+    """Commit ``Restore(version)`` on top of the latest version (an unknown version raises first);
+    ``location`` is the dataset's storage context, or its URI (opened with ``options.storage_options``)."""
+    storage = StorageContext.of(location, options.storage_options)
+    load_manifest(storage.store, storage.root, version)
+    return commit(storage, Restore(version), replace(options, read_version=None))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from lance_ops.io.context import StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.schema import LanceSchema
@@ -39,10 +40,10 @@ def delete_keys(keys: Iterable[str]) -> UpdateMap:
 
 
 def update(
-    uri: str, manifest: Manifest, edit: UpdateConfig, options: CommitOptions
+    storage: StorageContext, manifest: Manifest, edit: UpdateConfig, options: CommitOptions
 ) -> tuple[Manifest, Transaction]:
     """Commit ``edit`` on the version ``manifest`` (field paths already resolved to ids)."""
-    return commit(uri, edit, replace(options, read_version=manifest.version))
+    return commit(storage, edit, replace(options, read_version=manifest.version))
 
 
 def field_updates(

@@ -109,7 +109,7 @@ def rebuild(
     (:mod:`lance_ops.progress`).
     """
     files: VersionFiles = getattr(ds, "_files", ds)
-    options = options or CommitOptions(storage_options=files.storage_options)
+    options = options or CommitOptions()
     pending = pending_statistics(files, columns, force)
     tracker = Tracker.start(progress, STATISTICS, len(pending), "fragments")
     computed = []
@@ -151,12 +151,10 @@ def commit_statistics(
     version ``files`` reads (nothing is committed when ``computed`` is empty)."""
     if not computed:
         return RebuildResult(None, None, ())
-    options = options or CommitOptions(storage_options=files.storage_options)
-    name = write_statistics_file(files.uri, computed, files.storage_options)
-    listed = files_in_use(
-        files.uri, files.manifest, [*statistics_files(files.manifest), name], files.storage_options
-    )
+    options = options or CommitOptions()
+    name = write_statistics_file(files.storage, computed)
+    listed = files_in_use(files.storage, files.manifest, [*statistics_files(files.manifest), name])
     operation = UpdateConfig(config_updates=UpdateMap(((CONFIG_KEY, config_value(listed)),)))
     options = replace(options, read_version=files.manifest.version)
-    manifest, transaction = commit(files.uri, operation, options)
+    manifest, transaction = commit(files.storage, operation, options)
     return RebuildResult(manifest, transaction, tuple(s.fragment_id for s in computed))

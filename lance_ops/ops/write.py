@@ -22,7 +22,7 @@ from lance_ops.fragment.writer import (
     to_reader,
     write_new_fragments,
 )
-from lance_ops.io import object_store
+from lance_ops.io.context import StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.delete import delete_in_fragment
 from lance_ops.progress import WRITE, ProgressCallback, Tracker
@@ -36,7 +36,7 @@ MODES = ("create", "append", "overwrite")
 
 def write(
     data: Any,
-    uri: str,
+    storage: StorageContext,
     mode: str,
     schema: pa.Schema | None,
     write_options: WriteOptions,
@@ -59,12 +59,11 @@ def write(
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     check_fill_missing(fill_missing)
-    store, root = object_store(uri, write_options.storage_options)
-    entries = list_versions(store, root)
+    entries = list_versions(storage.store, storage.root)
     if entries and mode == "create":
-        raise DatasetAlreadyExistsError(f"a dataset already exists at {uri}")
+        raise DatasetAlreadyExistsError(f"a dataset already exists at {storage.uri}")
     read_version = entries[-1].version if entries else 0
-    manifest = load_entry(store, root, entries[-1]).manifest if entries else None
+    manifest = load_entry(storage.store, storage.root, entries[-1]).manifest if entries else None
     version = commit_options.data_storage_version
     if manifest is not None and (mode == "append" or version is None):
         version = manifest.data_storage_version
@@ -81,7 +80,7 @@ def write(
             data, schema, write_options.data_storage_version, fill_missing
         )
     tracker = Tracker.start(progress, WRITE, input_rows(data), "rows")
-    fragments = write_new_fragments(reader, uri, lance_schema, write_options, tracker)
+    fragments = write_new_fragments(reader, storage, lance_schema, write_options, tracker)
     operation: Operation
     if manifest is not None and mode == "append":
         operation = Append(tuple(fragments))
@@ -96,10 +95,10 @@ def write(
         commit_options, read_version=read_version, data_storage_version=write_options.data_storage_version
     )
     try:
-        return commit(uri, operation, options)
+        return commit(storage, operation, options)
     except RetryableCommitConflictError as exc:
         if not entries:
-            raise DatasetAlreadyExistsError(f"a dataset was created concurrently at {uri}") from exc
+            raise DatasetAlreadyExistsError(f"a dataset was created concurrently at {storage.uri}") from exc
         raise
 
 

@@ -40,7 +40,7 @@ directory ``data/<stem>/`` beside it, to be deleted with it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +49,8 @@ import pyarrow.compute as pc
 
 from lance_ops.encoding import EncodingOptions, FileVersion
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
-from lance_ops.io import ObjectStore, OutputStream, object_store
+from lance_ops.io import ObjectStore, OutputStream
+from lance_ops.io.context import StorageContext
 
 BLOB_V2_EXTENSION = "lance.blob.v2"
 _EXTENSION_KEY = b"ARROW:extension:name"
@@ -113,10 +114,10 @@ def _column(descriptions: pa.StructArray, name: str, dtype: str) -> np.ndarray:
 
 
 def _read_pieces(
-    uri: str, starts: list[int], lengths: list[int], storage_options: Mapping[str, str] | None
+    storage: StorageContext, uri: str, starts: list[int], lengths: list[int]
 ) -> list[bytes | memoryview]:
-    """Byte ranges of one object; a length of -1 is the whole object."""
-    store, path = object_store(uri, storage_options)
+    """Byte ranges of one object (reached with the dataset's options); a length of -1 is the whole object."""
+    store, path = storage.locate(uri)
     pieces: list[bytes | memoryview]
     if -1 in lengths:
         whole = memoryview(store.read(path))
@@ -136,7 +137,7 @@ def resolve_blob_v2(
     descriptions: pa.Array,
     field: pa.Field,
     data_file_uri: str,
-    storage_options: Mapping[str, str] | None = None,
+    storage: StorageContext,
 ) -> pa.Array:
     """The ``<data, uri>`` values of ``field`` for the rows ``descriptions`` describe.
 
@@ -170,7 +171,7 @@ def resolve_blob_v2(
     reading = np.flatnonzero(valid & (lengths != 0))
     for uri in np.unique(sources[reading]).tolist():
         rows = reading[sources[reading] == uri]
-        got = _read_pieces(uri, position[rows].tolist(), lengths[rows].tolist(), storage_options)
+        got = _read_pieces(storage, uri, position[rows].tolist(), lengths[rows].tolist())
         for row, piece in zip(rows.tolist(), got, strict=True):
             pieces[row] = piece
     offsets = np.zeros(n + 1, np.int64)
@@ -292,18 +293,17 @@ def shape_blob_v2(array: pa.Array | pa.ChunkedArray, field: pa.Field) -> pa.Arra
 
 
 def resolve_blob_v2_columns(
-    array: pa.Array, field: pa.Field, data_file_uri: str, storage_options: Mapping[str, str] | None = None
+    array: pa.Array, field: pa.Field, data_file_uri: str, storage: StorageContext
 ) -> pa.Array:
     """The values of the dataset field ``field`` from its data file column ``array``: descriptions
     of ``lance.blob.v2`` fields (itself or in structs) resolved by :func:`resolve_blob_v2`."""
     if is_blob_v2(field):
-        return resolve_blob_v2(array, field, data_file_uri, storage_options)
+        return resolve_blob_v2(array, field, data_file_uri, storage)
     if not contains_blob_v2(field):
         return array
     struct, values = _struct_values(array, field)
     children = [
-        resolve_blob_v2_columns(values[child.name], child, data_file_uri, storage_options)
-        for child in field.type
+        resolve_blob_v2_columns(values[child.name], child, data_file_uri, storage) for child in field.type
     ]
     return _rebuild(struct, children, list(field.type))
 
@@ -389,11 +389,11 @@ class BlobV2Writer:
         self,
         data_file_uri: str,
         write_inline: Callable[[np.ndarray], int],
-        storage_options: Mapping[str, str] | None = None,
+        storage: StorageContext,
     ) -> None:
         self._data_file_uri = data_file_uri
         self._write_inline = write_inline
-        self._storage_options = storage_options
+        self._storage = storage
         self._next_id = 1
         self._packed: OutputStream | None = None
         self._packed_id = 0
@@ -488,7 +488,7 @@ class BlobV2Writer:
             out.write(data.data)
 
     def _open(self, blob_id: int) -> OutputStream:
-        store, path = object_store(sidecar_uri(self._data_file_uri, blob_id), self._storage_options)
+        store, path = self._storage.locate(sidecar_uri(self._data_file_uri, blob_id))
         self._sidecars.append((store, path))
         return store.open_output(path)
 

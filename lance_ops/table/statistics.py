@@ -35,6 +35,7 @@ from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.file.page_statistics import FLOAT_MAX_COVERS_NAN
+from lance_ops.io.context import Location, StorageContext
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.naming import child_uri
 
@@ -145,10 +146,8 @@ def _stats_uri(uri: str, name: str) -> str:
     return child_uri(uri, STATS_DIR, name)
 
 
-def write_statistics_file(
-    uri: str, entries: Sequence[FragmentStatistics], storage_options: Mapping[str, str] | None = None
-) -> str:
-    """Write one statistics file covering ``entries`` under ``{uri}/_stats/``; returns its name."""
+def write_statistics_file(storage: StorageContext, entries: Sequence[FragmentStatistics]) -> str:
+    """Write one statistics file covering ``entries`` under the dataset's ``_stats/``; returns its name."""
     field_types: dict[int, pa.DataType] = {}
     for entry in entries:
         for field_id, column in entry.columns.items():
@@ -185,10 +184,10 @@ def write_statistics_file(
     schema = pa.schema([pa.field(str(i), field_types[i]) for i in ids])
     name = f"{uuid.uuid4()}.lance"
     with LanceFileWriter(
-        _stats_uri(uri, name),
+        storage.path(STATS_DIR, name),
         schema,
         version=STATS_FILE_VERSION,
-        storage_options=storage_options,
+        store=storage.store,
         page_statistics=False,
     ) as writer:
         writer.write_batch(pa.table(columns, schema=schema))
@@ -199,11 +198,9 @@ def write_statistics_file(
     return name
 
 
-def _read_statistics_file(
-    uri: str, name: str, storage_options: Mapping[str, str] | None
-) -> list[FragmentStatistics]:
-    path = _stats_uri(uri, name)
-    reader = LanceFileReader(path, storage_options=storage_options)
+def _read_statistics_file(storage: StorageContext, name: str) -> list[FragmentStatistics]:
+    path = _stats_uri(storage.uri, name)
+    reader = LanceFileReader(storage.path(STATS_DIR, name), store=storage.store)
     text = (reader.schema.metadata or {}).get(FILE_METADATA_KEY.encode())
     if text is None:
         raise CorruptFileError(path, f"not a statistics file (no {FILE_METADATA_KEY} metadata)")
@@ -234,28 +231,29 @@ def _read_statistics_file(
     return out
 
 
-def _listed_entries(
-    uri: str, name: str, storage_options: Mapping[str, str] | None
-) -> list[FragmentStatistics]:
+def _listed_entries(storage: StorageContext, name: str) -> list[FragmentStatistics]:
     """The entries of a listed statistics file; none when the file is gone.
 
     Statistics only speed reads up: a file removed by a cleanup that did not know it must not fail
     reads; the next rebuild recomputes what it held and drops it from the list.
     """
     try:
-        return _read_statistics_file(uri, name, storage_options)
+        return _read_statistics_file(storage, name)
     except FileNotFoundError:
         return []
 
 
 def load_statistics(
-    uri: str, manifest: Manifest, storage_options: Mapping[str, str] | None = None
+    location: Location, manifest: Manifest, storage_options: Mapping[str, str] | None = None
 ) -> dict[int, FragmentStatistics]:
-    """Fragment id -> the usable statistics of that fragment in this version (fresh fields only)."""
+    """Fragment id -> the usable statistics of that fragment in this version (fresh fields only).
+
+    ``location`` is the dataset's storage context (or its URI, opened with ``storage_options``)."""
+    storage = StorageContext.of(location, storage_options)
     fragments = {f.id: f for f in manifest.fragments}
     out: dict[int, FragmentStatistics] = {}
     for name in statistics_files(manifest):
-        for entry in _listed_entries(uri, name, storage_options):
+        for entry in _listed_entries(storage, name):
             fragment = fragments.get(entry.fragment_id)
             fresh = None if fragment is None else entry.fresh_for(fragment)
             if fresh is None:
@@ -265,16 +263,14 @@ def load_statistics(
     return out
 
 
-def files_in_use(
-    uri: str, manifest: Manifest, names: Sequence[str], storage_options: Mapping[str, str] | None = None
-) -> list[str]:
+def files_in_use(storage: StorageContext, manifest: Manifest, names: Sequence[str]) -> list[str]:
     """Those of ``names`` (oldest first) holding a fresh field of some fragment no later file replaces."""
     fragments = {f.id: f for f in manifest.fragments}
     covered: set[tuple[int, int]] = set()
     keep = []
     for name in reversed(names):
         described = set()
-        for entry in _listed_entries(uri, name, storage_options):
+        for entry in _listed_entries(storage, name):
             fragment = fragments.get(entry.fragment_id)
             fresh = None if fragment is None else entry.fresh_for(fragment)
             described |= set() if fresh is None else {(fresh.fragment_id, i) for i in fresh.sources}
