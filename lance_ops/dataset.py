@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
@@ -24,12 +25,18 @@ from lance_ops.dataset_handle import DatasetHandle
 from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.encoding.strategy import check_writer_compression
-from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import (
+    CorruptFileError,
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import take, take_columns, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io.context import StorageContext
+from lance_ops.io.local import LocalStore
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops import commit as commit_op
@@ -706,6 +713,39 @@ class LanceDataset:
         self._unread = None
         self._transaction = transaction
         self.__dict__.pop("_files", None)
+
+    def validate(self) -> None:
+        """Check this version against its files, as pylance's ``validate``: fragment ids are unique,
+        every data file opens and holds the fragment's rows, and deletion files read back within
+        them. Raises :class:`~lance_ops.errors.MissingFileError` or
+        :class:`~lance_ops.errors.CorruptFileError` at the first fault."""
+        files = self._files
+        seen: set[int] = set()
+        for metadata in self.manifest.fragments:
+            if metadata.id in seen:
+                raise CorruptFileError(self.uri, f"fragment id {metadata.id} appears twice")
+            seen.add(metadata.id)
+            fragment = files.fragment(metadata)
+            for data_file in metadata.files:
+                rows = files.open_file(data_file).num_rows
+                if metadata.physical_rows and rows != metadata.physical_rows:
+                    raise CorruptFileError(
+                        files.file_uri(data_file), f"holds {rows} rows, its fragment {metadata.physical_rows}"
+                    )
+            fragment.deleted  # noqa: B018 (reading the deletion file checks it)
+
+    @staticmethod
+    def drop(base_uri: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> None:
+        """Remove the dataset at ``base_uri``: every file below it (pylance's ``LanceDataset.drop``).
+        Nothing there raises :class:`~lance_ops.errors.DatasetNotFoundError` (an ``OSError``)."""
+        storage = StorageContext.open(os.fspath(base_uri), dict(storage_options) if storage_options else None)
+        found = storage.store.walk(storage.root)
+        if not found:
+            raise DatasetNotFoundError(f"no dataset to drop at {base_uri}")
+        for info in found:
+            storage.store.delete(info.path)
+        if isinstance(storage.store, LocalStore):  # object stores have no directories to leave behind
+            shutil.rmtree(storage.root, ignore_errors=True)
 
     # ------------------------------------------------------------------ commits
 

@@ -16,8 +16,6 @@ here every writer starts together and the outcome is checked (versions = success
 Its distributed commit writes fragments under one dataset and commits them to another; here they
 are committed where they were written, so the rows can be read back.
 
-Where lance_ops differs today, its run is a strict expected failure naming the gap (so a fix shows):
-``LanceDataset.drop`` / ``validate``.
 pylance 14.0.2's wheel runs every scenario against moto.
 """
 
@@ -203,19 +201,6 @@ def test_fragment_created_on_s3(s3: S3Location, module: types.ModuleType) -> Non
     assert fragment.physical_rows == 2
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        lance,
-        pytest.param(
-            lance_ops,
-            marks=pytest.mark.xfail(
-                raises=AttributeError, strict=True, reason="lance_ops has no LanceDataset.drop / validate yet"
-            ),
-        ),
-    ],
-    ids=["lance", "lance_ops"],
-)
 def test_drop(s3: S3Location, module: types.ModuleType) -> None:
     uri = s3.uri(f"{uuid.uuid4().hex}.lance")
     module.write_dataset(pa.table({"x": [0]}), uri, storage_options=s3.storage_options).validate()

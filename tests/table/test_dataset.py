@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pickle
 import threading
 from pathlib import Path
@@ -372,3 +373,27 @@ def test_pylance_commits_fragments_we_wrote(tmp_path: Path, lance_module) -> Non
     ds = lance_module.LanceDataset.commit(uri, lance_module.LanceOperation.Append(theirs), read_version=1)
     assert ds.version == 2 and ds.to_table() == table(14)
     assert [f.fragment_id for f in ds.get_fragments()] == [0, 1, 2, 3]
+
+
+@pytest.mark.interop
+def test_validate_and_drop_as_pylance(tmp_path: Path) -> None:
+    """``validate`` passes on a sound dataset and raises an ``OSError`` for a missing data file, as
+    pylance's; ``LanceDataset.drop`` removes the dataset, and a second drop finds nothing."""
+    import glob
+
+    import lance
+
+    uri = str(tmp_path / "ds.lance")
+    ds = lance_ops.write_dataset(pa.table({"x": list(range(10))}), uri, max_rows_per_file=4)
+    ds.delete("x = 3")
+    assert lance_ops.dataset(uri).validate() is None
+    os.remove(sorted(glob.glob(f"{uri}/data/*.lance"))[0])
+    for module in (lance, lance_ops):
+        with pytest.raises(OSError):
+            module.dataset(uri).validate()
+    lance_ops.LanceDataset.drop(uri)
+    assert not os.path.exists(uri)
+    with pytest.raises(ValueError):
+        lance_ops.dataset(uri)
+    with pytest.raises(OSError):
+        lance_ops.LanceDataset.drop(uri)
