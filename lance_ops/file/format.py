@@ -267,10 +267,14 @@ def _offset_table(block: memoryview, start: int, count: int) -> np.ndarray:
     return np.frombuffer(block, dtype=OFFSET_ENTRY, count=count, offset=start)
 
 
-def read_tail_bytes(store: ObjectStore, path: str) -> tuple[int, memoryview]:
-    """The file's size and its last :data:`TAIL_READ_SIZE` bytes (the whole file if smaller)."""
-    size = store.size(path)
-    tail_start = max(0, size - TAIL_READ_SIZE)
+def read_tail_bytes(store: ObjectStore, path: str, size: int | None = None) -> tuple[int, memoryview]:
+    """The file's size and its last :data:`TAIL_READ_SIZE` bytes: the whole file if smaller, or if
+    the store reads files of its size whole (:attr:`ObjectStore.whole_file_read_size`).
+
+    ``size``: the file's size when known (a manifest records its data files'), saving a request."""
+    if size is None:
+        size = store.size(path)
+    tail_start = 0 if size <= store.whole_file_read_size else max(0, size - TAIL_READ_SIZE)
     tail = store.read_range(path, tail_start, size - tail_start)
     if len(tail) != size - tail_start:
         raise CorruptFileError(path, "file ended while reading its tail")

@@ -50,6 +50,7 @@ from lance_ops.file.page_statistics import (
 from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.file.schema import pb_to_schema, storage_field
 from lance_ops.io import ObjectStore, object_store
+from lance_ops.io.base import BufferedRanges, RangeReader
 from lance_ops.io.context import open_path
 
 DEFAULT_BATCH_SIZE = 1024
@@ -188,6 +189,11 @@ class LanceFileReader:
 
     ``num_rows`` is a property holding the file's row count (pylance has a method of the same
     name); ``schema`` is the file's Arrow schema.
+
+    ``size``: the file's size in bytes when the caller knows it (a manifest records it), which saves
+    the request asking the store. A file the store reads whole
+    (:attr:`~lance_ops.io.ObjectStore.whole_file_read_size`: small files on remote stores) is read in
+    one request when opened, and every later read is served from that buffer.
     """
 
     # Set by __new__ for __init__: the store, the path and the tail bytes already read.
@@ -200,13 +206,14 @@ class LanceFileReader:
         storage_options: Mapping[str, str] | None = None,
         columns: Sequence[str] | None = None,
         store: ObjectStore | None = None,
+        size: int | None = None,
     ) -> LanceFileReader:
         """The one place the file version picks a reader: legacy (0.1) files get a LegacyFileReader."""
         if cls is not LanceFileReader:
             return super().__new__(cls)
         store, store_path = open_path(path, storage_options, store)
         # The tail is read once, here: its last bytes pick the reader, and __init__ parses it.
-        tail_bytes = read_tail_bytes(store, store_path)
+        tail_bytes = read_tail_bytes(store, store_path, size)
         if footer_version(store_path, tail_bytes[1]) is FileVersion.V0_1:
             # Imported here: lance_ops.file.legacy_v0_1 subclasses this class.
             from lance_ops.file.legacy_v0_1 import LegacyFileReader
@@ -223,17 +230,23 @@ class LanceFileReader:
         storage_options: Mapping[str, str] | None = None,
         columns: Sequence[str] | None = None,
         store: ObjectStore | None = None,
+        size: int | None = None,
     ) -> None:
         opened = self.__dict__.pop("_opened", None)
         if opened is None:
             store, store_path = open_path(path, storage_options, store)
-            tail_bytes = None
+            tail_bytes = read_tail_bytes(store, store_path, size)
         else:
             store, store_path, tail_bytes = opened
         self._store: ObjectStore = store
         self.path = store_path
-        # One handle for all of this reader's ranged reads (a local file stays open between them).
-        self._ranges = store.open_ranges(store_path)
+        file_size, tail = tail_bytes
+        self._ranges: RangeReader
+        if len(tail) == file_size and file_size <= store.whole_file_read_size:
+            self._ranges = BufferedRanges(store, store_path, tail)
+        else:
+            # One handle for all of this reader's ranged reads (a local file stays open between them).
+            self._ranges = store.open_ranges(store_path)
         self._tail: FileTail = read_tail(store, store_path, tail_bytes)
         self.version: FileVersion = self._tail.version
         self._codec = codec_for(self.version)

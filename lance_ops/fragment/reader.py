@@ -244,7 +244,7 @@ class VersionFiles:
         reader = self._readers.pop(uri, None)
         if reader is None:
             with referenced_file(uri, "data file"):
-                reader = LanceFileReader(path, store=store)
+                reader = LanceFileReader(path, store=store, size=data_file.file_size_bytes or None)
         self._readers[uri] = reader
         while len(self._readers) > _READER_CACHE_SIZE:
             self._readers.popitem(last=False)

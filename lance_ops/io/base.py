@@ -42,6 +42,7 @@ __all__ = [
     "FileInfo",
     "ObjectStore",
     "OutputStream",
+    "BufferedRanges",
     "RangePlan",
     "RangeReader",
     "plan_ranges",
@@ -187,6 +188,31 @@ class RangeReader:
         """Release any open handle (reads after this reopen it)."""
 
 
+class BufferedRanges(RangeReader):
+    """Ranged reads of a file already read whole (``contents``), served from that buffer with no I/O.
+
+    A reader of a small remote file holds one of these (see
+    :attr:`ObjectStore.whole_file_read_size`). Pickles as a plain :class:`RangeReader` of the same
+    store and path: the buffer stays behind, reads after unpickling go to the store.
+    """
+
+    def __init__(self, store: ObjectStore, path: str, contents: memoryview) -> None:
+        super().__init__(store, path)
+        self.contents = contents
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]] | np.ndarray) -> list[memoryview]:
+        pairs = ranges.tolist() if isinstance(ranges, np.ndarray) else ranges
+        out = []
+        for start, length in pairs:
+            if start < 0 or length < 0:
+                raise ValueError("byte ranges need start >= 0 and length >= 0")
+            out.append(self.contents[start : start + length])
+        return out
+
+    def __reduce__(self) -> tuple[type[RangeReader], tuple[ObjectStore, str]]:
+        return (RangeReader, (self.store, self.path))
+
+
 def serve_ranges(
     ranges: Sequence[tuple[int, int]] | np.ndarray,
     coalesce_gap: int,
@@ -276,6 +302,10 @@ class ObjectStore(ABC):
     """
 
     coalesce_gap: int = 0
+    #: Files up to this many bytes are read whole in one request when a reader opens them, and the
+    #: reader serves all its reads from that buffer. Stores where a request costs more than the bytes
+    #: (remote ones) set it; 0 (local disk, memory) keeps the tail read and ranged reads as they are.
+    whole_file_read_size: int = 0
 
     @abstractmethod
     def read(self, path: str) -> bytes:

@@ -5,11 +5,18 @@ Store paths are the filesystem's own paths, i.e. URLs with the protocol stripped
 of up to :data:`REMOTE_COALESCE_GAP` and hands all spans to ``fs.cat_ranges`` in one call, which
 async filesystems (s3fs, gcsfs, adlfs) serve concurrently.
 
+Small files are read whole: a reader opening a file of at most :data:`REMOTE_WHOLE_READ_SIZE`
+bytes fetches it in one request and serves its footer, metadata and page reads from that buffer
+(:attr:`~lance_ops.io.base.ObjectStore.whole_file_read_size`).
+
 Writes:
 
-* :class:`FsspecOutput` opens the file with ``autocommit=False`` and commits on close. Object stores
-  publish an object only when the upload completes anyway; filesystems with real files (fsspec's
-  local one) write a temporary file and move it into place on commit.
+* :class:`FsspecOutput` keeps the first :data:`SINGLE_PUT_SIZE` bytes in memory; a file that ends
+  within them is sent in one request on close (``pipe_file``: one PUT on object stores, which
+  publish it whole). A larger one goes on through a file opened with ``autocommit=False`` (on S3 a
+  multipart upload, three requests at least) and is committed on close. Filesystems with real files
+  (fsspec's local one, where ``pipe_file`` writes in place) always take the second way: they write
+  a temporary file and move it into place on commit.
 * :meth:`FsspecStore.put_if_absent` opens with exclusive-create mode ``"xb"``: conditional PUT
   (``If-None-Match: *``) on object stores whose fsspec driver implements it (s3fs >= 2024.12).
   fsspec's local filesystem would create the file empty at open, so a reader listing it meanwhile (a
@@ -57,6 +64,7 @@ import builtins
 import errno
 import functools
 import http.client
+import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -72,7 +80,7 @@ from lance_ops.io.local import link_exclusive
 from lance_ops.io.options import fsspec_options
 from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, ShortReadError, is_transient
 
-__all__ = ["REMOTE_COALESCE_GAP", "FsspecOutput", "FsspecStore"]
+__all__ = ["REMOTE_COALESCE_GAP", "REMOTE_WHOLE_READ_SIZE", "SINGLE_PUT_SIZE", "FsspecOutput", "FsspecStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +89,17 @@ P = ParamSpec("P")
 
 # A round trip to an object store costs about as much as transferring ~1 MiB.
 REMOTE_COALESCE_GAP = 1024 * 1024
+# Files up to this size are read whole when opened, as pylance does below its cloud block size
+# (lance-io's 64 KiB). Readers of such files keep the buffer, and the fragment layer keeps up to 512
+# readers: at most 32 MiB held.
+REMOTE_WHOLE_READ_SIZE = 64 * 1024
+# Files up to this size are written in one PUT. It is below s3fs's 50 MiB write block, which holds
+# that much in memory until the first part goes out anyway.
+SINGLE_PUT_SIZE = 16 * 1024 * 1024
+
+# Object stores: no directories to create (a file's parent exists once the file does), and a
+# makedirs would cost a request (s3fs checks the bucket).
+_FLAT_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl"})
 
 # Keys fsspec drivers use for modification times, in order of preference.
 _MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "modified", "created")
@@ -95,21 +114,43 @@ def _mtime_seconds(value: Any) -> float:
 
 
 class FsspecOutput(OutputStream):
-    """A non-autocommitting fsspec file, committed on close and discarded on abort."""
+    """A file written in one ``pipe_file`` if it stays within ``single_put_size`` bytes, else through
+    a non-autocommitting fsspec file, committed on close; discarded on abort (module docstring)."""
 
-    def __init__(self, fs: AbstractFileSystem, path: str) -> None:
+    def __init__(self, fs: AbstractFileSystem, path: str, single_put_size: int = SINGLE_PUT_SIZE) -> None:
         super().__init__(path)
+        self._fs = fs
+        self._single_put_size = 0 if isinstance(fs, LocalFileSystem) else single_put_size
+        self._buffer: bytearray | None = bytearray() if self._single_put_size else None
+        self._file: Any = None if self._single_put_size else self._open()
+
+    def _open(self) -> Any:
         # _open is fsspec's per-driver hook; fs.open would also enlist the file in fs.transaction,
         # which keeps every file ever opened this way alive.
-        self._file = fs._open(path, mode="wb", autocommit=False)
+        return self._fs._open(self.path, mode="wb", autocommit=False)
 
     def _write(self, data: memoryview) -> None:
         try:
+            if self._buffer is not None:
+                if len(self._buffer) + data.nbytes <= self._single_put_size:
+                    self._buffer += data
+                    return
+                self._file = _translating_driver_errors(self._open)()
+                _translating_driver_errors(self._file.write)(self._buffer)
+                self._buffer = None
             _translating_driver_errors(self._file.write)(data)
         except OSError as exc:
             raise StorageError(f"writing {self.path} failed: {exc!r}") from exc
 
     def _commit(self) -> None:
+        if self._buffer is not None:
+            try:
+                _translating_driver_errors(self._fs.pipe_file)(self.path, bytes(self._buffer))
+            except OSError as exc:
+                raise StorageError(f"publishing {self.path} failed: {exc!r}") from exc
+            finally:
+                self._buffer = None
+            return
         try:
             _translating_driver_errors(self._file.close)()
             _translating_driver_errors(self._file.commit)()
@@ -118,8 +159,10 @@ class FsspecOutput(OutputStream):
             raise StorageError(f"publishing {self.path} failed: {exc!r}") from exc
 
     def _discard(self) -> None:
-        self._file.close()
-        self._file.discard()
+        self._buffer = None
+        if self._file is not None:
+            self._file.close()
+            self._file.discard()
 
 
 class FsspecStore(ObjectStore):
@@ -133,8 +176,15 @@ class FsspecStore(ObjectStore):
     ) -> None:
         self.fs = fs
         self.coalesce_gap = coalesce_gap
+        self.whole_file_read_size = REMOTE_WHOLE_READ_SIZE
         self.retry = retry
         self._made_dirs: set[str] = set()
+        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+        self._flat = bool(protocols & _FLAT_PROTOCOLS)
+        # s3fs asks for the size (a HEAD) before a whole read, to split a large one into concurrent
+        # ranges; the files read whole here (manifests, transactions, deletion files) are small.
+        accepts = inspect.signature(getattr(fs, "_cat_file", fs.cat_file)).parameters
+        self._whole_read: dict[str, Any] = {"max_concurrency": 1} if "max_concurrency" in accepts else {}
 
     @classmethod
     def from_uri(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> tuple[FsspecStore, str]:
@@ -153,7 +203,7 @@ class FsspecStore(ObjectStore):
         return self.retry.call(what, _translating_driver_errors(fn))
 
     def read(self, path: str) -> bytes:
-        return self._call(f"read {path}", lambda: bytes(self.fs.cat_file(path)))
+        return self._call(f"read {path}", lambda: bytes(self.fs.cat_file(path, **self._whole_read)))
 
     def _check_short(self, path: str, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes]) -> None:
         """Raise :class:`ShortReadError` if a span came back shorter than the file allows."""
@@ -198,10 +248,10 @@ class FsspecStore(ObjectStore):
     def _ensure_parent(self, path: str) -> None:
         """Create the parent directory where the filesystem has directories (object stores ignore this).
 
-        Remembered per directory, so object stores pay the round trip once per directory, not per write.
+        Remembered per directory, so a filesystem pays the round trip once per directory, not per write.
         """
         parent = self.fs._parent(path)
-        if parent not in self._made_dirs:
+        if not self._flat and parent not in self._made_dirs:
             self._call(f"mkdir {parent}", lambda: self.fs.makedirs(parent, exist_ok=True))
             self._made_dirs.add(parent)
 

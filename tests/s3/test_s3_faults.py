@@ -105,7 +105,8 @@ def test_random_faults_never_expose_a_partial_version(
     s3: S3Location, proxy: FaultProxy, faulty: dict[str, str], seed: int
 ) -> None:
     """A seeded share of requests fails in every way: each operation succeeds or raises StorageError,
-    makes at most one version, and every version pylance sees holds the rows its operation meant."""
+    makes at most one version (a compaction two), and every version pylance sees holds the rows its
+    operation meant."""
     lance_ops.write_dataset(_table(0, 30), s3.uri(), storage_options=faulty, max_rows_per_file=10)
     for index, kind in enumerate(("500", "503", "reset", "truncate")):
         proxy.inject(kind, rate=0.04, seed=seed * 10 + index, limit=40)
@@ -128,7 +129,8 @@ def test_random_faults_never_expose_a_partial_version(
             result = None
         history = _history(s3)
         new = sorted(set(history) - set(meant))
-        assert len(new) <= (0 if name == "scan" else 1), name
+        # a compaction commits twice, as pylance's: ReserveFragments, then the Rewrite
+        assert len(new) <= {"scan": 0, "compact": 2}.get(name, 1), name
         meant.update({version: rows_after(rows_before) for version in new})
         assert history == meant, name
         if name == "scan" and result is not None:
@@ -191,10 +193,12 @@ def test_request_economy_report(
     s3_endpoint: str, proxy: FaultProxy, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """REPORTS the requests of open+count, scan, take and compaction of both systems (bench/object_store.py
-    runs the same with timings); it checks only that both reach the server for each."""
+    runs the same with timings); it checks only that both reach the server for each operation that
+    reads files not read before (a warm handle may serve its reads from files it holds)."""
     bench = _bench()
     results = bench.run_workloads(proxy, s3_endpoint, fragments=10, rows=200)
     with capsys.disabled():
         print("\n" + bench.report(results))
-    for by_system in results.values():
-        assert all(measured.total > 0 for measured in by_system.values())
+    for op, by_system in results.items():
+        if op not in bench.WARM_OPERATIONS:
+            assert all(measured.total > 0 for measured in by_system.values()), op
