@@ -55,7 +55,13 @@ The driver's own exceptions (botocore, aiohttp, urllib3, http.client: most are n
 translated before the policy sees them (:func:`driver_failure`): transport failures — resets, closed
 connections, bodies shorter than their ``Content-Length`` — and 5xx / throttling answers are
 transient, the rest permanent; so nothing but ``StorageError`` (or the builtin answers above)
-leaves the store. botocore and s3fs retry on their own first (5xx, SlowDown, cut bodies).
+leaves the store. s3fs translates some answers itself into ``OSError`` (``InternalError`` into
+``EREMOTEIO``, ``SlowDown`` into ``EBUSY``, ...), keeping botocore's error as the cause: those whose
+cause is a 5xx / throttling answer are transient too.
+
+One retry budget: on ``s3://`` the driver's own retries are off unless the options ask for them
+(botocore and s3fs make one attempt each, :mod:`lance_ops.io.options`), so the policy alone decides
+how long a failing store is tried (about 1.5 s of backoff by default), not three stacked layers.
 """
 
 from __future__ import annotations
@@ -77,7 +83,7 @@ from fsspec.implementations.local import LocalFileSystem
 from lance_ops.errors import ConditionalPutUnsupportedError, StorageError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
 from lance_ops.io.local import link_exclusive
-from lance_ops.io.options import fsspec_options
+from lance_ops.io.options import DEFAULT_S3FS_RETRIES, S3FS_RETRIES_OPTION, fsspec_options
 from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, ShortReadError, is_transient
 
 __all__ = ["REMOTE_COALESCE_GAP", "REMOTE_WHOLE_READ_SIZE", "SINGLE_PUT_SIZE", "FsspecOutput", "FsspecStore"]
@@ -191,7 +197,16 @@ class FsspecStore(ObjectStore):
         """The store for ``uri`` and its path; ``storage_options`` configure the fsspec filesystem
         (pylance's keys are accepted for ``s3://``, see :mod:`lance_ops.io.options`)."""
         protocol = uri.split("://", 1)[0] if "://" in uri else "file"
-        fs, path = fsspec.core.url_to_fs(uri, **fsspec_options(protocol, storage_options))
+        options = fsspec_options(protocol, storage_options)
+        retries = options.pop(S3FS_RETRIES_OPTION, None)
+        if retries is not None and retries != DEFAULT_S3FS_RETRIES:
+            # The count is no constructor argument, so not in fsspec's instance-cache key: a
+            # filesystem with a count of its own is not shared with those of the default one.
+            options["skip_instance_cache"] = True
+        fs, path = fsspec.core.url_to_fs(uri, **options)
+        if retries is not None and isinstance(getattr(fs, S3FS_RETRIES_OPTION, None), int):
+            # s3fs reads its retry count from the instance (a class attribute by default).
+            setattr(fs, S3FS_RETRIES_OPTION, retries)
         return cls(fs), path
 
     def __repr__(self) -> str:
@@ -500,6 +515,10 @@ def driver_failure(exc: BaseException) -> OSError | None:
         if (status is not None and (status >= 500 or status == 429)) or code in _TRANSIENT_CODES:
             return ConnectionError(f"{type(exc).__name__}: {exc}")
         return OSError(errno.EIO, f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, OSError) and not is_transient(exc) and isinstance(exc.__cause__, other):
+        # s3fs's translation of a botocore answer (module docstring): transient if the answer is.
+        if isinstance(driver_failure(exc.__cause__), ConnectionError):
+            return ConnectionError(f"{type(exc).__name__}: {exc}")
     return None
 
 

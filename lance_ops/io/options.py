@@ -29,6 +29,17 @@ is none of these raises :class:`~lance_ops.errors.StorageOptionError` naming it 
 its value: values may be secrets). Directory listings are never cached (``use_listings_cache`` is
 off): another process may commit a new version at any time, and a cached listing of ``_versions/``
 would hide it. Other URL schemes get their options unchanged.
+
+Retries: lance_ops' own policy (:mod:`lance_ops.io.retry`, bounded exponential backoff) owns the
+retry budget of ``s3://``. Left to their defaults, botocore (5 attempts, its own backoff) and s3fs
+(``retries``: 5 attempts of its ``_error_wrapper``, for SlowDown and cut bodies) would each retry
+beneath it, and the three budgets multiply: a persistently failing endpoint took up to a minute to
+fail. So unless the options say otherwise, botocore makes one attempt
+(``config_kwargs={"retries": {"total_max_attempts": 1, "mode": "standard"}}``) and s3fs one
+(``retries=1``: s3fs reads it as an attribute, not a constructor argument, so the returned
+``retries`` is for :class:`~lance_ops.io.fsspec_store.FsspecStore` to set on the filesystem it
+builds, never to pass to the constructor). A ``retries`` key or a ``config_kwargs["retries"]``
+given in the options wins over these defaults.
 """
 
 from __future__ import annotations
@@ -44,7 +55,13 @@ import fsspec
 
 from lance_ops.errors import StorageOptionError
 
-__all__ = ["S3_PROTOCOLS", "fsspec_options"]
+__all__ = [
+    "DEFAULT_BOTOCORE_RETRIES",
+    "DEFAULT_S3FS_RETRIES",
+    "S3FS_RETRIES_OPTION",
+    "S3_PROTOCOLS",
+    "fsspec_options",
+]
 
 S3_PROTOCOLS = frozenset({"s3", "s3a"})
 
@@ -86,6 +103,13 @@ _OTHER_SERVICE_KEYS = frozenset({"dynamodb_endpoint"})
 # Keyword arguments every fsspec filesystem takes (instance and listings caches).
 _FSSPEC_KEYS = frozenset({"use_listings_cache", "listings_expiry_time", "max_paths", "skip_instance_cache"})
 
+# s3fs's own retry count (a class attribute of S3FileSystem, set on the instance by FsspecStore) and
+# botocore's retry configuration, as lance_ops sets them when the options leave them out (module
+# docstring): one attempt each, lance_ops' RetryPolicy retries.
+S3FS_RETRIES_OPTION = "retries"
+DEFAULT_S3FS_RETRIES = 1
+DEFAULT_BOTOCORE_RETRIES: Mapping[str, Any] = {"total_max_attempts": 1, "mode": "standard"}
+
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off", ""})
 
@@ -125,7 +149,7 @@ def _s3_options(protocol: str, options: dict[str, Any]) -> dict[str, Any]:
             continue
         setting = _S3_KEYS.get(key.lower())
         if setting is None:
-            if key not in native:
+            if key not in native and key != S3FS_RETRIES_OPTION:
                 raise StorageOptionError(
                     f"unknown storage option {key!r} for {protocol}:// (pylance's keys such as "
                     f"'aws_endpoint', 'aws_access_key_id', 'aws_region' or {protocol}fs arguments)"
@@ -169,12 +193,27 @@ def _apply(settings: dict[str, Any], given_as: dict[str, str], kwargs: dict[str,
         client_kwargs.setdefault("region_name", str(settings["region"]))
     if client_kwargs:
         kwargs["client_kwargs"] = client_kwargs
+    config = dict(kwargs.get("config_kwargs") or {})
     if "virtual_hosted" in settings:
         style = "virtual" if _flag(given_as["virtual_hosted"], settings["virtual_hosted"]) else "path"
-        config = dict(kwargs.get("config_kwargs") or {})
         config["s3"] = {**config.get("s3", {}), "addressing_style": style}
-        kwargs["config_kwargs"] = config
+    config.setdefault("retries", dict(DEFAULT_BOTOCORE_RETRIES))
+    kwargs["config_kwargs"] = config
+    # Checked here; FsspecStore pops it before building the filesystem (s3fs hands unknown
+    # arguments on to its botocore session, which rejects them).
+    kwargs[S3FS_RETRIES_OPTION] = _retries(kwargs.get(S3FS_RETRIES_OPTION, DEFAULT_S3FS_RETRIES))
     if "anon" in settings:
         kwargs.setdefault("anon", _flag(given_as["anon"], settings["anon"]))
     kwargs["use_listings_cache"] = False
     return kwargs
+
+
+def _retries(value: Any) -> int:
+    """s3fs's ``retries`` (its attempts per request, at least one) from an option's value."""
+    try:
+        count = int(str(value).strip()) if not isinstance(value, bool) else -1
+    except ValueError:
+        count = -1
+    if count < 1:
+        raise StorageOptionError(f"storage option {S3FS_RETRIES_OPTION!r} must be a whole number >= 1")
+    return count

@@ -16,6 +16,11 @@ as it does a transient failure still failing after the last attempt.
 
 Backoff is exponential with full jitter, capped per sleep (``max_backoff``) and in total
 (``max_elapsed``): with the defaults, at most 5 attempts and about 1.5 s of sleeping.
+
+This policy is the only retry layer of a store: the fsspec driver's own retries are turned off
+where lance_ops builds the filesystem (botocore's and s3fs's on ``s3://``, see
+:mod:`lance_ops.io.options`), so a persistently failing store fails within this budget instead of
+the product of three.
 """
 
 from __future__ import annotations
