@@ -122,6 +122,29 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+class _KeepOpen:
+    """The test session for the ``python -m jobs.<name>`` mains (``jobs.common.run_main``), which
+    stop the session they were given when done."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+
+    def stop(self) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spark, name)
+
+
+@pytest.fixture
+def main_session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The job mains run on the test session (left open) instead of starting their own."""
+    import jobs.common
+
+    monkeypatch.setattr(jobs.common, "get_spark", lambda *args, **kwargs: _KeepOpen(spark))
+    yield
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     from jobs.session import get_spark

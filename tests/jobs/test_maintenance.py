@@ -7,7 +7,6 @@ import datetime as dt
 import glob
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,25 +55,6 @@ def _make(path: Path, rows: int = 300, per_file: int = 60) -> str:
     uri = str(path / "ds.lance")
     lance_ops.write_dataset(_table(rows), uri, max_rows_per_file=per_file, page_statistics=False)
     return uri
-
-
-class _KeepOpen:
-    """The test session for ``run_main``, which stops the session it was given when done."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        self._spark = spark
-
-    def stop(self) -> None:
-        pass
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._spark, name)
-
-
-@pytest.fixture
-def main_session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(jobs.common, "get_spark", lambda *args, **kwargs: _KeepOpen(spark))
-    yield
 
 
 # ---------------------------------------------------------------------------- rebuild_statistics

@@ -19,6 +19,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,72 @@ def s3(s3_endpoint: str) -> S3Location:
     client.create_bucket(Bucket=bucket)
     client.close()
     return S3Location(f"s3://{bucket}", storage_options(s3_endpoint), s3_endpoint, bucket)
+
+
+# --- DynamoDB (s3+ddb://) --------------------------------------------------------------------------
+KEY_SCHEMA = [
+    {"AttributeName": "base_uri", "KeyType": "HASH"},
+    {"AttributeName": "version", "KeyType": "RANGE"},
+]
+ATTRIBUTES = [
+    {"AttributeName": "base_uri", "AttributeType": "S"},
+    {"AttributeName": "version", "AttributeType": "N"},
+]
+
+
+def _client(s3: S3Location, service: str) -> Any:
+    """A boto3 client of ``service`` on the moto endpoint."""
+    import boto3
+
+    return boto3.client(
+        service,
+        endpoint_url=s3.endpoint,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name=REGION,
+    )
+
+
+@dataclass(frozen=True)
+class DdbLocation:
+    """A fresh table on the moto endpoint and the bucket of ``s3``."""
+
+    s3: S3Location
+    table: str
+    client: Any
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        return {**self.s3.storage_options, "dynamodb_endpoint": self.s3.endpoint}
+
+    def uri(self, name: str = "sub/ds.lance") -> str:
+        return f"s3+ddb://{self.s3.bucket}/{name}?ddbTableName={self.table}"
+
+    def items(self, base_uri: str = "sub/ds.lance") -> list[dict[str, Any]]:
+        answer = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="base_uri = :b",
+            ExpressionAttributeValues={":b": {"S": base_uri}},
+            ConsistentRead=True,
+        )
+        return sorted(answer["Items"], key=lambda item: int(item["version"]["N"]))
+
+    def keys(self, prefix: str = "sub/ds.lance/_versions/") -> list[str]:
+        s3 = _client(self.s3, "s3")
+        answer = s3.list_objects_v2(Bucket=self.s3.bucket, Prefix=prefix)
+        return sorted(obj["Key"] for obj in answer.get("Contents", []))
+
+    def object_size(self, key: str) -> int:
+        return int(_client(self.s3, "s3").head_object(Bucket=self.s3.bucket, Key=key)["ContentLength"])
+
+
+@pytest.fixture
+def ddb(s3: S3Location) -> Iterator[DdbLocation]:
+    """A fresh table with pylance's key schema (as pylance's test creates it) on the moto endpoint."""
+    client = _client(s3, "dynamodb")
+    table = f"lance-ops-{uuid.uuid4().hex[:12]}"
+    client.create_table(
+        TableName=table, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES, BillingMode="PAY_PER_REQUEST"
+    )
+    yield DdbLocation(s3, table, client)
+    client.delete_table(TableName=table)

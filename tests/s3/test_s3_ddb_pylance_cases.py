@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import types
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import lance
@@ -38,8 +38,7 @@ import lance_ops.file
 import lance_ops.fragment
 from lance_ops.errors import CommitConflictError, LanceOpsError
 from lance_ops.table.naming import ManifestNamingScheme
-from tests.s3.conftest import S3Location
-from tests.s3.test_s3_ddb import ATTRIBUTES, KEY_SCHEMA, DdbLocation, _client
+from tests.s3.conftest import DdbLocation, S3Location, _client
 
 pytestmark = [pytest.mark.s3, pytest.mark.interop]
 
@@ -50,18 +49,6 @@ START_SECONDS = 60.0
 def module(request: pytest.FixtureRequest) -> types.ModuleType:
     """The library running the scenario."""
     return lance if request.param == "lance" else lance_ops
-
-
-@pytest.fixture
-def ddb(s3: S3Location) -> Iterator[DdbLocation]:
-    """A fresh table with pylance's key schema (as pylance's test creates it) on the moto endpoint."""
-    client = _client(s3, "dynamodb")
-    table = f"lance-ops-{uuid.uuid4().hex[:12]}"
-    client.create_table(
-        TableName=table, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES, BillingMode="PAY_PER_REQUEST"
-    )
-    yield DdbLocation(s3, table, client)
-    client.delete_table(TableName=table)
 
 
 def _uri(ddb: DdbLocation, name: str | None = None) -> str:

@@ -34,8 +34,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from tests.s3.conftest import S3Location
-from tests.s3.test_s3_ddb import ATTRIBUTES, KEY_SCHEMA, DdbLocation, _client
+from tests.s3.conftest import ATTRIBUTES, KEY_SCHEMA, DdbLocation, S3Location, _client
 
 pytestmark = [pytest.mark.s3, pytest.mark.interop]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import lance
@@ -94,25 +93,6 @@ def test_data_source_and_jobs_on_s3(spark: SparkSession, s3: S3Location) -> None
     assert final.column("id").to_pylist() == sorted([*expected, *range(2000, 2007)])
     assert final.column("double").to_pylist() == [i * 2 for i in final.column("id").to_pylist()]
     assert SECRET_KEY not in repr(metrics) + repr(stats) + repr(done)
-
-
-class _KeepOpen:
-    """The test session for ``run_main``, which stops the session it was given when done."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        self._spark = spark
-
-    def stop(self) -> None:
-        pass
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._spark, name)
-
-
-@pytest.fixture
-def main_session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(jobs.common, "get_spark", lambda *args, **kwargs: _KeepOpen(spark))
-    yield
 
 
 def test_job_mains_take_storage_options(
