@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 from lance_ops.dataset_fragment import LanceFragment
 from lance_ops.dataset_handle import DatasetHandle
 from lance_ops.dataset_stats import LanceStats
+from lance_ops.encoding.options import check_writer_compression
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.encoding.strategy import check_writer_compression
 from lance_ops.errors import (
     CorruptFileError,
     DatasetNotFoundError,

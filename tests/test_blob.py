@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lance_ops
-from lance_ops.encoding import FileVersion, make_field_encoder
+from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.field_encoder import make_field_encoder
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.table.blob import is_blob_v2

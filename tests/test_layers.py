@@ -7,6 +7,8 @@ Every ``import`` statement of the library, the Spark jobs and the Dagster assets
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,40 @@ def test_the_checker_sees_upward_imports(tmp_path: Path) -> None:
     assert not forbidden("lance_ops.file.reader", "lance_ops.io") and not forbidden(
         "lance_ops.x", "lance_ops.y"
     )
+
+
+# The writing side of the 2.1 / 2.2 codec: reading a file must not load it (lance-encoding keeps
+# its decoder apart from the encoder and its compression strategy).
+ENCODER_MODULES = ("lance_ops.encoding.compression_strategy", "lance_ops.encoding.field_encoder")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_reading_never_loads_the_encoder(version: str) -> None:
+    """Opening and reading a 2.1 / 2.2 file (and a fragment reader) leaves the encoder unimported."""
+    path = REPO / "tests" / "data" / "files" / version / "nested.lance"
+    script = (
+        "import sys\n"
+        "import lance_ops.fragment.reader\n"
+        "from lance_ops.file import LanceFileReader\n"
+        f"assert LanceFileReader({str(path)!r}).read_all().to_table().num_rows > 0\n"
+        f"print(sorted(set({ENCODER_MODULES!r}) & set(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_encoder_check_sees_a_write() -> None:
+    """The same check run after a write does see the encoder: it can fail."""
+    script = (
+        "import sys, pyarrow as pa\n"
+        "from lance_ops.file import LanceFileWriter\n"
+        "with LanceFileWriter('memory://layers/a.lance') as w:\n"
+        "    w.write_batch(pa.table({'a': [1, 2]}))\n"
+        f"print(sorted(set({ENCODER_MODULES!r}) & set(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == repr(sorted(ENCODER_MODULES))

@@ -1,21 +1,15 @@
 """The Lance 2.1 / 2.2 codec: pages <-> Arrow, with no I/O of its own.
 
-Entry points for the file layer: :func:`make_field_encoder`, :func:`make_field_decoder` and
-:func:`num_columns` (the encoding strategy), plus the contract types of :mod:`.api`.
+The contract with the file layer is :mod:`.api`. The entry points are split by direction, as
+in lance-encoding, so that reading never loads the writing side:
+
+* :mod:`.field_decoder` — :func:`~.field_decoder.make_field_decoder` (reading);
+* :mod:`.field_encoder` — :func:`~.field_encoder.make_field_encoder` (writing), which asks
+  :mod:`.compression_strategy` how to encode each page;
+* :mod:`.columns` — :func:`~.columns.num_columns`, the columns a field occupies (both);
+* :mod:`.options` — :class:`~.options.EncodingOptions`, the ``lance-encoding:*`` keys.
 """
 
 from lance_ops.encoding.api import EncodedPage, Fetch, FieldDecoder, FieldEncoder, FileVersion, PageInfo
-from lance_ops.encoding.strategy import EncodingOptions, make_field_decoder, make_field_encoder, num_columns
 
-__all__ = [
-    "EncodedPage",
-    "EncodingOptions",
-    "Fetch",
-    "FieldDecoder",
-    "FieldEncoder",
-    "FileVersion",
-    "PageInfo",
-    "make_field_decoder",
-    "make_field_encoder",
-    "num_columns",
-]
+__all__ = ["EncodedPage", "Fetch", "FieldDecoder", "FieldEncoder", "FileVersion", "PageInfo"]

@@ -3,7 +3,7 @@
 A plan is decided once for a whole column (see :func:`lance_ops.ops.encodings.profile`), so all
 fragments of a column are encoded alike whichever process or Spark partition wrote them. Writers
 apply it as ``lance-encoding:*`` field metadata on the schema of the data files they write (never on
-the dataset schema); :mod:`lance_ops.encoding.strategy` reads those keys like any other::
+the dataset schema); :mod:`lance_ops.encoding.options` reads those keys like any other::
 
     {"columns": {"city": {"dictionary": true, "compression": null, "bss": "auto", "rle_threshold": null}}}
       -> field "city" gets lance-encoding:dictionary=always

@@ -3,8 +3,9 @@
 2.0 files store ``lance.encodings.ArrayEncoding`` pages, give every Lance field a column and
 are handled by :mod:`lance_ops.encoding.legacy.v2_0`; 2.1 / 2.2 files store
 ``lance.encodings21.PageLayout`` pages, one column per leaf, handled by the structural codec
-(:mod:`lance_ops.encoding.strategy`). The reader and writer ask :func:`codec_for` and never
-test the version themselves.
+(:mod:`lance_ops.encoding.field_decoder`, :mod:`lance_ops.encoding.field_encoder`). The reader
+and writer ask :func:`codec_for` and never test the version themselves. The 2.1 / 2.2 encoder
+(and its compression strategy) is imported on the first write only: reading never loads it.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import pyarrow as pa
 from google.protobuf.message import Message
 
-from lance_ops import encoding as structural
 from lance_ops._proto import encodings_v2_0_pb2 as pb20
 from lance_ops._proto import encodings_v2_1_pb2 as pb21
+from lance_ops.encoding import columns, field_decoder
 from lance_ops.encoding.api import FieldDecoder, FieldEncoder, FileVersion, PageInfo
 from lance_ops.encoding.legacy import v2_0
 from lance_ops.errors import UnsupportedFeatureError
@@ -40,6 +42,14 @@ class Codec:
     chooses_compression: bool  # 2.1+: the encoder takes a writer-wide ``compression`` (e.g. "auto")
 
 
+def _structural_encoder(field: pa.Field, **kwargs: Any) -> FieldEncoder:
+    """:func:`lance_ops.encoding.field_encoder.make_field_encoder`, imported on the first write:
+    the read path never loads the encoder."""
+    from lance_ops.encoding import field_encoder
+
+    return field_encoder.make_field_encoder(field, **kwargs)
+
+
 def codec_for(version: FileVersion) -> Codec:
     """The codec of ``version``; legacy 0.1 files have no v2 codec."""
     if version is FileVersion.V2_0:
@@ -58,9 +68,9 @@ def codec_for(version: FileVersion) -> Codec:
         return Codec(
             layout_type=pb21.PageLayout,
             column_encodings=("values",),
-            num_columns=partial(structural.num_columns, version=version),
-            make_field_encoder=partial(structural.make_field_encoder, version=version),
-            make_field_decoder=partial(structural.make_field_decoder, version=version),
+            num_columns=partial(columns.num_columns, version=version),
+            make_field_encoder=partial(_structural_encoder, version=version),
+            make_field_decoder=partial(field_decoder.make_field_decoder, version=version),
             priority_is_first_row=True,
             every_column_holds_rows=True,
             cuts_pages=False,

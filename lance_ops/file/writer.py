@@ -42,7 +42,7 @@ from lance_ops._proto import file2_pb2 as pb2
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.api import EncodedPage, FieldEncoder, FileVersion
 from lance_ops.encoding.compression import dictionary
-from lance_ops.encoding.strategy import check_writer_compression
+from lance_ops.encoding.options import check_writer_compression
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.codecs import Codec, codec_for
 from lance_ops.file.format import RegionWriter, direct_encoding

@@ -4,8 +4,9 @@ A :class:`DataProfile` holds, per top-level primitive column, an HLL sketch of i
 its non-null value count and their total size. Profiles merge (``a.merge(b)``), so each Spark
 partition or fragment can be profiled on its own and the driver merges the results; fragments
 with fresh statistics (:mod:`lance_ops.ops.statistics`) reuse their stored sketches. The plan is
-then decided per column by the strategy (:func:`lance_ops.encoding.strategy.column_wants_dictionary`),
-with the ``lance-encoding:*`` options of the column's field metadata (dict-divisor, dict-size-ratio).
+then decided per column by the compression strategy
+(:func:`lance_ops.encoding.compression_strategy.column_wants_dictionary`), with the
+``lance-encoding:*`` options of the column's field metadata (dict-divisor, dict-size-ratio).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_ops.encoding.compression_strategy import column_wants_dictionary
+from lance_ops.encoding.options import EncodingOptions
 from lance_ops.encoding.plan import CONFIG_KEY, ColumnPlan, EncodingPlan
 from lance_ops.encoding.sketch import DistinctSketch
-from lance_ops.encoding.strategy import EncodingOptions, column_wants_dictionary
 from lance_ops.encoding.structural.values import is_variable_width
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.fragment.writer import to_reader

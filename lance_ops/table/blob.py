@@ -47,7 +47,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_ops.encoding import EncodingOptions, FileVersion
+from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.options import EncodingOptions
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lance_ops.io import ObjectStore, OutputStream
 from lance_ops.io.context import StorageContext

@@ -1,9 +1,10 @@
 """Shared round-trip harness for the 2.1 / 2.2 codec (modelled on Lance's ``testing.rs``).
 
-:func:`round_trip` encodes an array into pages with :func:`lance_ops.encoding.make_field_encoder`
-(one ``encode`` call per page of ``page_sizes`` rows), lays the page buffers out in one
-in-memory "file", then decodes everything, the given slices and the given take indices
-through :func:`lance_ops.encoding.make_field_decoder` with a recording :data:`Fetch`, and
+:func:`round_trip` encodes an array into pages with
+:func:`lance_ops.encoding.field_encoder.make_field_encoder` (one ``encode`` call per page of
+``page_sizes`` rows), lays the page buffers out in one in-memory "file", then decodes
+everything, the given slices and the given take indices through
+:func:`lance_ops.encoding.field_decoder.make_field_decoder` with a recording :data:`Fetch`, and
 compares with the input. It can also assert which layout / compression the strategy chose.
 
 :func:`pylance_pages` parses the pages of a file written by pylance (test oracle only).
@@ -23,7 +24,9 @@ from hypothesis import strategies as st
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops._proto import file2_pb2
-from lance_ops.encoding import FileVersion, PageInfo, make_field_decoder, make_field_encoder
+from lance_ops.encoding.api import FileVersion, PageInfo
+from lance_ops.encoding.field_decoder import make_field_decoder
+from lance_ops.encoding.field_encoder import make_field_encoder
 
 ALIGN = 64
 

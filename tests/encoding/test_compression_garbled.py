@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
-from lance_ops.encoding import FileVersion, PageInfo, make_field_decoder
+from lance_ops.encoding.api import FileVersion, PageInfo
 from lance_ops.encoding.compression.base import Context, decompressor_for, flat_desc
 from lance_ops.encoding.compression.bitpacking import InlineBitpackingCompressor
 from lance_ops.encoding.compression.bss import ByteStreamSplitCompressor
@@ -32,6 +32,7 @@ from lance_ops.encoding.compression.general import GeneralCompressor, general_de
 from lance_ops.encoding.compression.rle import RleCompressor, rle_desc
 from lance_ops.encoding.compression.variable import VariableCompressor, variable_desc
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock, VariableWidthBlock
+from lance_ops.encoding.field_decoder import make_field_decoder
 from lance_ops.errors import CorruptFileError, LanceOpsError
 from tests.encoding.compression_helpers import split_chunks, strings_of, variable_block
 from tests.encoding.harness import MemoryFile, assert_same, encode_to_memory, flat_arrays, nested_arrays

@@ -11,10 +11,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lance_ops.encoding import FileVersion, make_field_decoder
+from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.compression import bitpacking, variable
 from lance_ops.encoding.compression.base import ChunkSpans, gather_spans, ranges, span_mask
 from lance_ops.encoding.data import FixedWidthBlock
+from lance_ops.encoding.field_decoder import make_field_decoder
 from lance_ops.encoding.structural.miniblock import MiniBlockReader
 from lance_ops.encoding.structural.repdef import DecodedLeaf, Levels, shred, unshred
 from lance_ops.errors import CorruptFileError

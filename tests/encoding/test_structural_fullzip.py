@@ -6,7 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lance_ops.encoding import FileVersion, make_field_decoder
+from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.field_decoder import make_field_decoder
 from lance_ops.encoding.structural import fullzip
 from tests.encoding.harness import encode_to_memory, round_trip
 

@@ -11,7 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lance_ops.encoding import FileVersion, make_field_decoder, num_columns
+from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.columns import num_columns
+from lance_ops.encoding.field_decoder import make_field_decoder
 from tests.data.golden import EXPECTED_FILES_DIR, FILE_VERSIONS, FILES_DIR, read_expected
 from tests.encoding.harness import assert_same, pylance_page_infos
 

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lance_ops.encoding import FileVersion, PageInfo, make_field_decoder
+from lance_ops.encoding.api import FileVersion, PageInfo
+from lance_ops.encoding.field_decoder import make_field_decoder
 from tests.encoding.harness import (
     MemoryFile,
     assert_same,
@@ -326,7 +327,7 @@ def test_field_metadata_options_both_ways(tmp_path: Path, name: str, version: st
 
 
 def test_variable_packed_struct_needs_2_2() -> None:
-    from lance_ops.encoding import make_field_encoder
+    from lance_ops.encoding.field_encoder import make_field_encoder
     from lance_ops.errors import UnsupportedFeatureError
 
     encoder = make_field_encoder(FIELDS["variable packed struct"], FileVersion.V2_1)

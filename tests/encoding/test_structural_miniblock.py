@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lance_ops.encoding import FileVersion, make_field_decoder
+from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.compression.bitpacking import InlineBitpackingCompressor
+from lance_ops.encoding.field_decoder import make_field_decoder
 from lance_ops.encoding.structural import miniblock
 from lance_ops.encoding.structural.repdef import shred
 from lance_ops.encoding.structural.values import to_block

@@ -8,13 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lance_ops.encoding import (
-    EncodingOptions,
-    FileVersion,
-    make_field_decoder,
-    make_field_encoder,
-    num_columns,
-)
+from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.columns import num_columns
+from lance_ops.encoding.field_decoder import make_field_decoder
+from lance_ops.encoding.field_encoder import make_field_encoder
+from lance_ops.encoding.options import EncodingOptions
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from tests.encoding.harness import (
     FIXED_TYPES,
@@ -255,7 +253,7 @@ def test_options_parsing() -> None:
 )
 def test_unparsable_options_keep_the_default(key: str, value: str, caplog: pytest.LogCaptureFixture) -> None:
     """pylance 14 writes such a field with its default (logging a warning); so do we."""
-    with caplog.at_level("WARNING", logger="lance_ops.encoding.strategy"):
+    with caplog.at_level("WARNING", logger="lance_ops.encoding.options"):
         opts = EncodingOptions.from_metadata({f"lance-encoding:{key}": value})
     assert opts == EncodingOptions()
     assert f"lance-encoding:{key}" in caplog.text

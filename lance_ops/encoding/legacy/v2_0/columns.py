@@ -47,7 +47,7 @@ from lance_ops.encoding.legacy.v2_0.nullable import encode_nullable
 from lance_ops.encoding.legacy.v2_0.offsets import decode_offsets, encode_offsets
 from lance_ops.encoding.legacy.v2_0.page import BufferSink, PageBuffers, corrupt, decode, validity
 from lance_ops.encoding.legacy.v2_0.strategy import encode_values
-from lance_ops.encoding.strategy import EncodingOptions, flag_set, is_blob_field
+from lance_ops.encoding.options import EncodingOptions, flag_set, is_blob_field
 from lance_ops.encoding.structural.repdef import is_packed_struct
 from lance_ops.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 

@@ -37,7 +37,7 @@ from lance_ops.encoding.legacy.v2_0.fsst import encode_fsst
 from lance_ops.encoding.legacy.v2_0.nullable import encode_nullable
 from lance_ops.encoding.legacy.v2_0.packed_struct import encode_packed_struct
 from lance_ops.encoding.legacy.v2_0.page import BufferSink
-from lance_ops.encoding.strategy import EncodingOptions
+from lance_ops.encoding.options import EncodingOptions
 from lance_ops.errors import UnsupportedFeatureError
 
 COMPRESSION_SCHEMES = ("zstd", "lz4")

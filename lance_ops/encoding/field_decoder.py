@@ -1,0 +1,101 @@
+"""The 2.1 / 2.2 field decoder: rows of one top-level field from its leaf columns' pages.
+
+:class:`StructuralFieldDecoder` locates the pages holding the requested rows, reads each leaf
+column through the page-reader registry (:mod:`.structural.page`, keyed by the ``PageLayout``
+oneof) and rebuilds the field from the leaves' levels (:mod:`.structural.repdef`). It imports
+nothing of the writing side (:mod:`.compression_strategy`, :mod:`.field_encoder`).
+:func:`make_field_decoder` is the file layer's entry point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops.encoding.api import Fetch, FieldDecoder, FileVersion, PageInfo
+from lance_ops.encoding.columns import check_structural, leaf_fields
+from lance_ops.encoding.structural.page import PageReader, page_reader
+from lance_ops.encoding.structural.repdef import DecodedLeaf, concat_leaves, unshred
+from lance_ops.errors import CorruptFileError, LanceOpsError
+
+
+class StructuralFieldDecoder(FieldDecoder):
+    """Reads rows of one top-level field from its leaf columns' pages."""
+
+    def __init__(self, field: pa.Field, columns: Sequence[Sequence[PageInfo]], version: FileVersion) -> None:
+        check_structural(version)
+        self.field = field
+        self.version = version
+        self.leaves = leaf_fields(field)
+        if len(columns) != len(self.leaves):
+            raise CorruptFileError(
+                "<file>", f"field {field.name!r} needs {len(self.leaves)} columns, got {len(columns)}"
+            )
+        self.columns = [list(pages) for pages in columns]
+        # Per column: first row and end row of every page, for locating requested rows.
+        self._bounds = [
+            (
+                np.array([p.first_row for p in pages], np.int64),
+                np.array([p.first_row + p.num_rows for p in pages], np.int64),
+            )
+            for pages in self.columns
+        ]
+        self._readers: dict[tuple[int, int], PageReader] = {}
+
+    def _reader(self, col: int, page: int) -> PageReader:
+        key = (col, page)
+        if key not in self._readers:
+            info = self.columns[col][page]
+            self._readers[key] = page_reader(info, self.leaves[col].type, self.version)
+        return self._readers[key]
+
+    def _read_column(self, fetch: Fetch, col: int, rows: np.ndarray) -> DecodedLeaf:
+        firsts, ends = self._bounds[col]
+        if len(firsts) == 1:
+            # One page (small files): no page lookup; rows are sorted, so the ends bound them all.
+            if len(rows) and (int(rows[0]) < int(firsts[0]) or int(rows[-1]) >= int(ends[0])):
+                raise CorruptFileError(
+                    "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
+                )
+            return self._reader(col, 0).read(fetch, rows - firsts[0])
+        which = np.searchsorted(firsts, rows, side="right") - 1
+        if len(rows) and (which.min() < 0 or (rows >= ends[which]).any()):
+            raise CorruptFileError(
+                "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
+            )
+        parts = []
+        cuts = (np.flatnonzero(np.diff(which)) + 1).tolist()  # rows are sorted: one slice per page
+        for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
+            page = int(which[lo])
+            parts.append(self._reader(col, page).read(fetch, rows[lo:hi] - firsts[page]))
+        return concat_leaves(parts)
+
+    def read(self, fetch: Fetch, rows: range | np.ndarray) -> pa.Array:
+        """Rows in the order given; unsorted or repeated indices are read once and reordered."""
+        if isinstance(rows, range):
+            idx = np.arange(rows.start, rows.stop, rows.step or 1, dtype=np.int64)
+        else:
+            idx = np.asarray(rows, dtype=np.int64)
+        if len(idx) == 0:
+            return pa.array([], self.field.type)
+        order = None
+        if len(idx) > 1 and bool((idx[1:] <= idx[:-1]).any()):
+            idx, order = np.unique(idx, return_inverse=True)
+        leaves = [self._read_column(fetch, col, idx) for col in range(len(self.leaves))]
+        try:
+            out = unshred(self.field, leaves)
+        except LanceOpsError:
+            raise
+        except (IndexError, ValueError, pa.ArrowException) as exc:
+            raise CorruptFileError(
+                "<file>", f"field {self.field.name!r}: levels do not rebuild: {exc}"
+            ) from exc
+        return out if order is None else out.take(pa.array(order.reshape(-1)))
+
+
+def make_field_decoder(
+    field: pa.Field, columns: Sequence[Sequence[PageInfo]], version: FileVersion
+) -> FieldDecoder:
+    return StructuralFieldDecoder(field, columns, version)
