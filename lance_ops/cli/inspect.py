@@ -24,7 +24,8 @@ from lance_ops._proto import encodings_v2_1_pb2 as pb21
 from lance_ops.dataset import LanceDataset
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import DatasetNotFoundError
-from lance_ops.file import LanceFileReader
+from lance_ops.file import FileReader
+from lance_ops.file import open_file as open_lance_file
 from lance_ops.file.codecs import codec_for
 from lance_ops.file.schema import storage_field
 from lance_ops.io import object_store
@@ -145,7 +146,7 @@ def _field_paths(name: str, dtype: pa.DataType) -> list[str]:
     return [name, *(path for child, ctype in children for path in _field_paths(child, ctype))]
 
 
-def _column_names(reader: LanceFileReader) -> list[str]:
+def _column_names(reader: FileReader) -> list[str]:
     """A name for each physical column: the leaf path when the columns are the leaves.
 
     Legacy 0.1 files hold a column per field id, parents included.
@@ -189,7 +190,7 @@ def encoding_name(layout: Message) -> str:
     return name
 
 
-def _page(reader: LanceFileReader, page: Any) -> dict[str, Any]:
+def _page(reader: FileReader, page: Any) -> dict[str, Any]:
     if reader.version is FileVersion.V0_1:
         summary, name = page.encoding, "legacy"
     else:
@@ -211,7 +212,7 @@ def _page(reader: LanceFileReader, page: Any) -> dict[str, Any]:
     }
 
 
-def file_report(path: str, reader: LanceFileReader, pages: bool = True) -> dict[str, Any]:
+def file_report(path: str, reader: FileReader, pages: bool = True) -> dict[str, Any]:
     """A data file: versions, sizes, schema and per column its bytes, encodings (bytes by encoding
     name) and, with ``pages``, every page."""
     metadata = reader.metadata()
@@ -251,12 +252,12 @@ def is_dataset(uri: str, storage_options: Mapping[str, str] | None) -> bool:
     return bool(store.list(store.join(path, VERSIONS_DIR)))
 
 
-def open_file(path: str, storage_options: Mapping[str, str] | None) -> LanceFileReader:
+def open_file(path: str, storage_options: Mapping[str, str] | None) -> FileReader:
     """The data file at ``path``; :class:`DatasetNotFoundError` when nothing is there."""
     store, location = object_store(path, storage_options)
     if not store.exists(location):
         raise DatasetNotFoundError(f"no Lance file or dataset at {path}")
-    return LanceFileReader(location, store=store)
+    return open_lance_file(location, store=store)
 
 
 def version_rows(ds: LanceDataset) -> list[dict[str, Any]]:
@@ -298,7 +299,7 @@ def dataset_report(ds: LanceDataset, pages: bool = False) -> dict[str, Any]:
             }
             if pages:
                 uri = _data_file_uri(ds, data_file.path)
-                reader = LanceFileReader(uri, storage_options=ds.storage_options)
+                reader = open_lance_file(uri, storage_options=ds.storage_options)
                 entry["columns"] = file_report(uri, reader)["columns"]
             files.append(entry)
         fragments.append(
@@ -337,7 +338,7 @@ def column_storage(ds: LanceDataset) -> list[dict[str, Any]]:
     for fragment in ds.get_fragments():
         for data_file in fragment.data_files():
             uri = _data_file_uri(ds, data_file.path)
-            reader = LanceFileReader(uri, storage_options=ds.storage_options)
+            reader = open_lance_file(uri, storage_options=ds.storage_options)
             for column in file_report(uri, reader, pages=False)["columns"]:
                 name = _top_level(column["name"])
                 if name in on_disk:

@@ -1,5 +1,8 @@
-"""Lance v2 data files: the container (footer, offset tables, global buffers), the schema
-mapping and the public ``LanceFileReader`` / ``LanceFileWriter`` API (named like pylance's)."""
+"""Lance data files: the container (footer, offset tables, global buffers), the schema
+mapping and the public ``LanceFileReader`` / ``LanceFileWriter`` API (named like pylance's).
+
+:func:`open_file` opens a file of any version (``LanceFileReader(path)`` calls it) and returns
+a :class:`FileReader`, the type callers hold."""
 
 from __future__ import annotations
 
@@ -7,11 +10,13 @@ from lance_ops.file.reader import (
     BufferMetadata,
     ColumnMetadata,
     ColumnStatistics,
+    FileReader,
     FileStatistics,
     LanceFileMetadata,
     LanceFileReader,
     PageMetadata,
     ReaderResults,
+    open_file,
 )
 from lance_ops.file.session import LanceFileSession
 from lance_ops.file.writer import LanceFileWriter
@@ -20,6 +25,7 @@ __all__ = [
     "BufferMetadata",
     "ColumnMetadata",
     "ColumnStatistics",
+    "FileReader",
     "FileStatistics",
     "LanceFileMetadata",
     "LanceFileReader",
@@ -27,4 +33,5 @@ __all__ = [
     "LanceFileWriter",
     "PageMetadata",
     "ReaderResults",
+    "open_file",
 ]

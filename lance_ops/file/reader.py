@@ -1,4 +1,4 @@
-"""``LanceFileReader``: read rows of a Lance v2 file (2.0, 2.1, 2.2).
+"""``LanceFileReader``: read rows of a Lance file (0.1, 2.0, 2.1, 2.2).
 
 Opening a file reads only its tail (see :func:`lance_ops.file.format.read_tail`): footer,
 offset tables, schema and column metadata. Columns are assigned to top-level fields in
@@ -10,8 +10,10 @@ object store's coalescing ``read_ranges``, so a decoder reads only the chunks it
 ``take_rows`` accepts indices in any order and with duplicates: they are sorted and
 de-duplicated, decoded once, and put back in the caller's order with one ``take``.
 
-Legacy (0.1) files have another container: ``LanceFileReader(path)`` looks at the footer's
-version first and returns a :class:`lance_ops.file.legacy_v0_1.LegacyFileReader` for them.
+Legacy (0.1) files have another container: :func:`open_file` (which ``LanceFileReader(path)``
+calls) looks at the footer's version first and returns a
+:class:`lance_ops.file.legacy_v0_1.LegacyFileReader` for them. Callers hold either as a
+:class:`FileReader`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -181,8 +184,70 @@ class ReaderResults:
             yield from self.to_table().combine_chunks().to_batches(max_chunksize=size)
 
 
-class LanceFileReader:
+class FileReader(Protocol):
+    """What a reader of a Lance file offers whatever the file's version: the type callers hold.
+
+    :func:`open_file` (and ``LanceFileReader(path)``) returns one: a :class:`V2FileReader` for
+    2.0 / 2.1 / 2.2 files, a :class:`~lance_ops.file.legacy_v0_1.LegacyFileReader` for 0.1 files.
+    """
+
+    path: str
+    version: FileVersion
+    schema: pa.Schema
+
+    @property
+    def num_rows(self) -> RowCount: ...
+
+    def read_all(
+        self, columns: Sequence[str] | None = None, *, batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> ReaderResults: ...
+
+    def read_range(
+        self,
+        start: int,
+        num_rows: int,
+        columns: Sequence[str] | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> ReaderResults: ...
+
+    def take_rows(
+        self,
+        indices: Sequence[int] | np.ndarray | pa.Array,
+        columns: Sequence[str] | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> ReaderResults: ...
+
+    def read_global_buffer(self, index: int) -> bytes: ...
+
+    def column_statistics(self) -> PageStatistics | None: ...
+
+    def column_sketches(self) -> dict[str, DistinctSketch]: ...
+
+    def metadata(self) -> LanceFileMetadata: ...
+
+    def file_statistics(self) -> FileStatistics: ...
+
+
+class _OpensAnyVersion(type):
+    """Calling :class:`LanceFileReader` itself is :func:`open_file` (pylance's constructor, for a
+    file of any version); its subclasses are constructed as usual."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is LanceFileReader:
+            return open_file(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class LanceFileReader(metaclass=_OpensAnyVersion):
     """Read a Lance file. ``columns`` sets the default projection (top-level field names).
+
+    ``LanceFileReader(path)`` (pylance's name) opens a file of any version with :func:`open_file`,
+    which returns the subclass for the file's container: :class:`V2FileReader` or
+    :class:`~lance_ops.file.legacy_v0_1.LegacyFileReader`. This base holds what they share: the
+    row reads (projection, ranges, takes, decoding fields on threads) over the decoders each
+    container provides.
 
     ``path`` is a local path or URI (opened with ``storage_options``), or, with ``store`` (a
     dataset's storage context passed down), a path within that store.
@@ -191,37 +256,13 @@ class LanceFileReader:
     name); ``schema`` is the file's Arrow schema.
 
     ``size``: the file's size in bytes when the caller knows it (a manifest records it), which saves
-    the request asking the store. A file the store reads whole
-    (:attr:`~lance_ops.io.ObjectStore.whole_file_read_size`: small files on remote stores) is read in
-    one request when opened, and every later read is served from that buffer.
+    the request asking the store. ``tail_bytes``: what :func:`~lance_ops.file.format.read_tail_bytes`
+    returned, when the caller (:func:`open_file`) has read the tail already.
     """
 
-    # Set by __new__ for __init__: the store, the path and the tail bytes already read.
-    _opened: tuple[ObjectStore, str, tuple[int, memoryview]] | None
-
-    def __new__(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        storage_options: Mapping[str, str] | None = None,
-        columns: Sequence[str] | None = None,
-        store: ObjectStore | None = None,
-        size: int | None = None,
-    ) -> LanceFileReader:
-        """The one place the file version picks a reader: legacy (0.1) files get a LegacyFileReader."""
-        if cls is not LanceFileReader:
-            return super().__new__(cls)
-        store, store_path = open_path(path, storage_options, store)
-        # The tail is read once, here: its last bytes pick the reader, and __init__ parses it.
-        tail_bytes = read_tail_bytes(store, store_path, size)
-        if footer_version(store_path, tail_bytes[1]) is FileVersion.V0_1:
-            # Imported here: lance_ops.file.legacy_v0_1 subclasses this class.
-            from lance_ops.file.legacy_v0_1 import LegacyFileReader
-
-            cls = LegacyFileReader
-        reader = super().__new__(cls)
-        reader._opened = (store, store_path, tail_bytes)
-        return reader
+    path: str
+    version: FileVersion
+    schema: pa.Schema
 
     def __init__(
         self,
@@ -231,47 +272,55 @@ class LanceFileReader:
         columns: Sequence[str] | None = None,
         store: ObjectStore | None = None,
         size: int | None = None,
+        tail_bytes: tuple[int, memoryview] | None = None,
     ) -> None:
-        opened = self.__dict__.pop("_opened", None)
-        if opened is None:
-            store, store_path = open_path(path, storage_options, store)
-            tail_bytes = read_tail_bytes(store, store_path, size)
-        else:
-            store, store_path, tail_bytes = opened
+        store, store_path = open_path(path, storage_options, store)
         self._store: ObjectStore = store
         self.path = store_path
-        file_size, tail = tail_bytes
         self._ranges: RangeReader
-        if len(tail) == file_size and file_size <= store.whole_file_read_size:
-            self._ranges = BufferedRanges(store, store_path, tail)
-        else:
-            # One handle for all of this reader's ranged reads (a local file stays open between them).
-            self._ranges = store.open_ranges(store_path)
-        self._tail: FileTail = read_tail(store, store_path, tail_bytes)
-        self.version: FileVersion = self._tail.version
-        self._codec = codec_for(self.version)
-        self.schema: pa.Schema = pb_to_schema(self._tail.descriptor.schema)
-        self._column_ranges = self._assign_columns()
-        self._pages = [self._page_infos(i) for i in range(len(self._tail.columns))]
+        self._open(tail_bytes or read_tail_bytes(store, store_path, size))
         self._decoders: dict[int, FieldDecoder] = {}
         self._default_columns: list[str] = list(self.schema.names)
         self._default_columns = self._resolve(columns)
 
+    # What each container provides (the subclasses override every one of these).
+
+    def _open(self, tail_bytes: tuple[int, memoryview]) -> None:
+        """Parse the container from the file's size and last bytes: set ``_ranges``, ``version``
+        and ``schema``, and whatever the container's decoders need."""
+        raise NotImplementedError
+
     @property
     def num_rows(self) -> RowCount:
-        return RowCount(self._tail.descriptor.length)
+        raise NotImplementedError
 
-    def _assign_columns(self) -> list[range]:
-        ranges, start = [], 0
-        for field in self.schema:
-            count = self._codec.num_columns(storage_field(field))
-            ranges.append(range(start, start + count))
-            start += count
-        if start != len(self._tail.columns):
-            raise CorruptFileError(
-                self.path, f"schema needs {start} columns but the file has {len(self._tail.columns)}"
-            )
-        return ranges
+    def _decoder(self, field_index: int) -> FieldDecoder:
+        """The decoder of top-level field ``field_index``, made once per reader."""
+        raise NotImplementedError
+
+    def _field_bytes(self, index: int) -> int:
+        """Stored bytes of a field's pages: per row read, what orders the tasks of a parallel read."""
+        raise NotImplementedError
+
+    def read_global_buffer(self, index: int) -> bytes:
+        """The bytes of global buffer ``index`` (0 is the serialized FileDescriptor)."""
+        raise NotImplementedError
+
+    def column_statistics(self) -> PageStatistics | None:
+        """The page statistics the file carries, by top-level column (None when it has none)."""
+        raise NotImplementedError
+
+    def column_sketches(self) -> dict[str, DistinctSketch]:
+        """The distinct-value sketch of each top-level column that has page statistics."""
+        raise NotImplementedError
+
+    def metadata(self) -> LanceFileMetadata:
+        """Version, row count, schema, byte accounting and per-column pages."""
+        raise NotImplementedError
+
+    def file_statistics(self) -> FileStatistics:
+        """Number of pages and bytes of page data per column."""
+        raise NotImplementedError
 
     def _resolve(self, columns: Sequence[str] | None) -> list[str]:
         if columns is None:
@@ -282,46 +331,6 @@ class LanceFileReader:
         if missing:
             raise SchemaError(f"{self.path}: no such column(s) {missing}; the file has {self.schema.names}")
         return list(columns)
-
-    def _page_infos(self, column_index: int) -> list[PageInfo]:
-        column = self._tail.columns[column_index]
-        check_column_encoding(column, self.path, column_index, self._codec.column_encodings)
-        limit = self._tail.footer.column_meta_start
-        infos, first_row = [], 0
-        for page_index, page in enumerate(column.pages):
-            where = f"column {column_index} page {page_index}"
-            if len(page.buffer_offsets) != len(page.buffer_sizes):
-                raise CorruptFileError(self.path, f"{where}: buffer offsets and sizes differ in length")
-            buffers = tuple(zip(page.buffer_offsets, page.buffer_sizes, strict=True))
-            if any(position + size > limit for position, size in buffers):
-                raise CorruptFileError(self.path, f"{where}: a buffer lies outside the data region")
-            layout = page_layout(page, self.path, where, self._codec.layout_type)
-            infos.append(PageInfo(layout, buffers, int(page.length), first_row))
-            first_row += int(page.length)
-        if self._codec.every_column_holds_rows and first_row != self.num_rows:
-            raise CorruptFileError(
-                self.path, f"column {column_index} pages hold {first_row} rows, the file has {self.num_rows}"
-            )
-        return infos
-
-    def _check_rows(self, column_index: int) -> None:
-        """A top-level field's first column holds one value per row in every version."""
-        pages = self._pages[column_index]
-        held = pages[-1].first_row + pages[-1].num_rows if pages else 0
-        if held != self.num_rows:
-            raise CorruptFileError(
-                self.path, f"column {column_index} pages hold {held} rows, the file has {self.num_rows}"
-            )
-
-    def _decoder(self, field_index: int) -> FieldDecoder:
-        decoder = self._decoders.get(field_index)
-        if decoder is None:
-            field = storage_field(self.schema.field(field_index))
-            pages = [self._pages[i] for i in self._column_ranges[field_index]]
-            self._check_rows(self._column_ranges[field_index].start)
-            decoder = self._codec.make_field_decoder(field, pages)
-            self._decoders[field_index] = decoder
-        return decoder
 
     def _fetch(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         buffers = self._ranges.read_ranges(ranges)
@@ -361,22 +370,14 @@ class LanceFileReader:
         return pa.Table.from_arrays(columns_out, schema=schema)
 
     def _read_field(self, field: pa.Field, index: int, rows: range | np.ndarray) -> pa.Array:
+        return self._decode_field(field, self._decoder(index), rows)
+
+    def _decode_field(self, field: pa.Field, decoder: FieldDecoder, rows: range | np.ndarray) -> pa.Array:
         try:
-            array = self._decoder(index).read(self._fetch, rows)
+            array = decoder.read(self._fetch, rows)
         except CorruptFileError as exc:
             raise exc.located(path=self.path, column=field.name) from exc
         return array if array.type == field.type else array.view(field.type)
-
-    def _field_bytes(self, index: int) -> int:
-        """Stored bytes of a field's pages: per row read, what orders the tasks of a parallel read."""
-        return self._field_sizes[index]
-
-    @cached_property
-    def _field_sizes(self) -> list[int]:
-        return [
-            sum(size for i in columns for page in self._pages[i] for _, size in page.buffers)
-            for columns in self._column_ranges
-        ]
 
     def _projected_schema(self, columns: Sequence[str]) -> pa.Schema:
         return self._projection(columns)[0]
@@ -439,6 +440,96 @@ class LanceFileReader:
         if rows.size and (rows.min() < 0 or rows.max() >= self.num_rows):
             raise TakeIndexError(f"{self.path}: row index out of range (file has {self.num_rows} rows)")
         return ReaderResults(self, rows, self._resolve(columns), batch_size)
+
+
+class V2FileReader(LanceFileReader):
+    """A reader of a Lance v2 file (2.0, 2.1, 2.2): the container of :mod:`lance_ops.file.format`.
+
+    A file the store reads whole (:attr:`~lance_ops.io.ObjectStore.whole_file_read_size`: small
+    files on remote stores) is read in one request when opened, and every later read is served
+    from that buffer.
+    """
+
+    def _open(self, tail_bytes: tuple[int, memoryview]) -> None:
+        store, store_path = self._store, self.path
+        file_size, tail = tail_bytes
+        if len(tail) == file_size and file_size <= store.whole_file_read_size:
+            self._ranges = BufferedRanges(store, store_path, tail)
+        else:
+            # One handle for all of this reader's ranged reads (a local file stays open between them).
+            self._ranges = store.open_ranges(store_path)
+        self._tail: FileTail = read_tail(store, store_path, tail_bytes)
+        self.version = self._tail.version
+        self._codec = codec_for(self.version)
+        self.schema = pb_to_schema(self._tail.descriptor.schema)
+        self._column_ranges = self._assign_columns()
+        self._pages = [self._page_infos(i) for i in range(len(self._tail.columns))]
+
+    @property
+    def num_rows(self) -> RowCount:
+        return RowCount(self._tail.descriptor.length)
+
+    def _assign_columns(self) -> list[range]:
+        ranges, start = [], 0
+        for field in self.schema:
+            count = self._codec.num_columns(storage_field(field))
+            ranges.append(range(start, start + count))
+            start += count
+        if start != len(self._tail.columns):
+            raise CorruptFileError(
+                self.path, f"schema needs {start} columns but the file has {len(self._tail.columns)}"
+            )
+        return ranges
+
+    def _page_infos(self, column_index: int) -> list[PageInfo]:
+        column = self._tail.columns[column_index]
+        check_column_encoding(column, self.path, column_index, self._codec.column_encodings)
+        limit = self._tail.footer.column_meta_start
+        infos, first_row = [], 0
+        for page_index, page in enumerate(column.pages):
+            where = f"column {column_index} page {page_index}"
+            if len(page.buffer_offsets) != len(page.buffer_sizes):
+                raise CorruptFileError(self.path, f"{where}: buffer offsets and sizes differ in length")
+            buffers = tuple(zip(page.buffer_offsets, page.buffer_sizes, strict=True))
+            if any(position + size > limit for position, size in buffers):
+                raise CorruptFileError(self.path, f"{where}: a buffer lies outside the data region")
+            layout = page_layout(page, self.path, where, self._codec.layout_type)
+            infos.append(PageInfo(layout, buffers, int(page.length), first_row))
+            first_row += int(page.length)
+        if self._codec.every_column_holds_rows and first_row != self.num_rows:
+            raise CorruptFileError(
+                self.path, f"column {column_index} pages hold {first_row} rows, the file has {self.num_rows}"
+            )
+        return infos
+
+    def _check_rows(self, column_index: int) -> None:
+        """A top-level field's first column holds one value per row in every version."""
+        pages = self._pages[column_index]
+        held = pages[-1].first_row + pages[-1].num_rows if pages else 0
+        if held != self.num_rows:
+            raise CorruptFileError(
+                self.path, f"column {column_index} pages hold {held} rows, the file has {self.num_rows}"
+            )
+
+    def _decoder(self, field_index: int) -> FieldDecoder:
+        decoder = self._decoders.get(field_index)
+        if decoder is None:
+            field = storage_field(self.schema.field(field_index))
+            pages = [self._pages[i] for i in self._column_ranges[field_index]]
+            self._check_rows(self._column_ranges[field_index].start)
+            decoder = self._codec.make_field_decoder(field, pages)
+            self._decoders[field_index] = decoder
+        return decoder
+
+    def _field_bytes(self, index: int) -> int:
+        return self._field_sizes[index]
+
+    @cached_property
+    def _field_sizes(self) -> list[int]:
+        return [
+            sum(size for i in columns for page in self._pages[i] for _, size in page.buffers)
+            for columns in self._column_ranges
+        ]
 
     def read_global_buffer(self, index: int) -> bytes:
         """The bytes of global buffer ``index`` (0 is the serialized FileDescriptor)."""
@@ -533,6 +624,27 @@ class LanceFileReader:
         )
 
 
+def open_file(
+    path: str | os.PathLike[str],
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    columns: Sequence[str] | None = None,
+    store: ObjectStore | None = None,
+    size: int | None = None,
+) -> FileReader:
+    """Open the Lance file at ``path`` with the reader of its version: the one place the version
+    picks a reader. The tail is read once, here: its last eight bytes give the version (v1 and
+    v2 footers both end ``u16 major | u16 minor | b"LANC"``), and the reader parses it."""
+    # Imported here: lance_ops.file.legacy_v0_1 subclasses LanceFileReader.
+    from lance_ops.file.legacy_v0_1 import LegacyFileReader
+
+    store, store_path = open_path(path, storage_options, store)
+    tail_bytes = read_tail_bytes(store, store_path, size)
+    legacy = footer_version(store_path, tail_bytes[1]) is FileVersion.V0_1
+    reader_type: type[LanceFileReader] = LegacyFileReader if legacy else V2FileReader
+    return reader_type(store_path, store=store, columns=columns, tail_bytes=tail_bytes)
+
+
 def file_null_counts(store: ObjectStore, path: str) -> dict[int, int] | None:
     """Nulls per top-level field id of the Lance file at ``path`` (the file's own field ids), from
     its page statistics; None when the file has none. Reads the file's tail and its statistics
@@ -563,6 +675,6 @@ def _lance_file_table(data: bytes) -> pa.Table:
     store, path = object_store(f"memory://lance-ops-embedded/{uuid.uuid4()}.lance")
     store.put_if_absent(path, data)
     try:
-        return LanceFileReader(f"memory://{path}").read_all().to_table()
+        return open_file(f"memory://{path}").read_all().to_table()
     finally:
         store.delete(path)

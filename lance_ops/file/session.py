@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lance_ops.errors import DatasetNotFoundError
-from lance_ops.file.reader import LanceFileReader
+from lance_ops.file.reader import FileReader, open_file
 from lance_ops.file.writer import LanceFileWriter
 from lance_ops.io.context import StorageContext
 
@@ -37,8 +37,8 @@ class LanceFileSession:
     def _path(self, path: str) -> str:
         return self._storage.path(path)
 
-    def open_reader(self, path: str, columns: Sequence[str] | None = None) -> LanceFileReader:
-        return LanceFileReader(self._path(path), store=self._store, columns=columns)
+    def open_reader(self, path: str, columns: Sequence[str] | None = None) -> FileReader:
+        return open_file(self._path(path), store=self._store, columns=columns)
 
     def open_writer(
         self,

@@ -24,7 +24,8 @@ import pyarrow as pa
 
 from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import CorruptFileError, DatasetNotFoundError, SchemaError
-from lance_ops.file import LanceFileReader
+from lance_ops.file import FileReader
+from lance_ops.file import open_file as open_lance_file
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.writer import data_file_fields
@@ -76,7 +77,7 @@ class VersionFiles:
         for base in manifest.base_paths:
             check_base_scheme(base.path, self.uri, f"{self.uri} version {manifest.version}")
         self._bases: dict[int, StorageContext] = {}
-        self._readers: OrderedDict[str, LanceFileReader] = OrderedDict()
+        self._readers: OrderedDict[str, FileReader] = OrderedDict()
         self._fragments: dict[int, FragmentReader] = {}
         # Per data file: its URI (for messages), store and store path.
         self._file_uris: dict[DataFile, tuple[str, ObjectStore, str]] = {}
@@ -238,13 +239,13 @@ class VersionFiles:
         storage = self.base_storage(base_id, "a deletion file")
         return storage.store, storage.root
 
-    def open_file(self, data_file: DataFile) -> LanceFileReader:
+    def open_file(self, data_file: DataFile) -> FileReader:
         """An open reader of ``data_file`` (cached)."""
         uri, store, path = self._file_location(data_file)
         reader = self._readers.pop(uri, None)
         if reader is None:
             with referenced_file(uri, "data file"):
-                reader = LanceFileReader(path, store=store, size=data_file.file_size_bytes or None)
+                reader = open_lance_file(path, store=store, size=data_file.file_size_bytes or None)
         self._readers[uri] = reader
         while len(self._readers) > _READER_CACHE_SIZE:
             self._readers.popitem(last=False)

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError
-from lance_ops.file import LanceFileReader, LanceFileWriter
+from lance_ops.file import LanceFileWriter, open_file
 from lance_ops.file.page_statistics import FLOAT_MAX_COVERS_NAN
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.table.manifest import DataFragment, Manifest
@@ -200,7 +200,7 @@ def write_statistics_file(storage: StorageContext, entries: Sequence[FragmentSta
 
 def _read_statistics_file(storage: StorageContext, name: str) -> list[FragmentStatistics]:
     path = _stats_uri(storage.uri, name)
-    reader = LanceFileReader(storage.path(STATS_DIR, name), store=storage.store)
+    reader = open_file(storage.path(STATS_DIR, name), store=storage.store)
     text = (reader.schema.metadata or {}).get(FILE_METADATA_KEY.encode())
     if text is None:
         raise CorruptFileError(path, f"not a statistics file (no {FILE_METADATA_KEY} metadata)")

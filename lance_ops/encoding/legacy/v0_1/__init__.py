@@ -1,7 +1,7 @@
 """Decoders for legacy Lance 0.1 (v1) data files: read-only.
 
 A v1 file is a sequence of batches; every field (nested ones included) has one page per batch,
-located through the file's page table (see :mod:`lance_ops.file.legacy_v0_1`). Pages use plain,
+located through the file's page table (see :mod:`.container`). Pages use plain,
 var-binary or dictionary encoding (:mod:`.plain`, :mod:`.binary`, :mod:`.dictionary`); lists and
 structs are assembled from their children's pages by field id (:mod:`.decoder`).
 """
