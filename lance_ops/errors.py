@@ -211,3 +211,21 @@ class ConditionalPutUnsupportedError(StorageError, UnsupportedFeatureError):
     """The store cannot create an object atomically (no exclusive create / conditional put), so two
     writers committing at once could both believe they won. Commit through an external manifest
     store (``manifest_store=lance_ops.SqliteManifestStore(path)``) instead."""
+
+
+class UnsupportedIndexTypeError(UnsupportedFeatureError):
+    """An index is of a type lance_ops cannot maintain (remap, extend) yet, or of a type it does
+    not know at all. ``index`` names the index; callers keep the index and fall back to the
+    Fragment Reuse Index instead of dropping it."""
+
+    def __init__(self, message: str, index: str = "") -> None:
+        super().__init__(message)
+        self.index = index
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.index)
+
+
+class IndexCorruptError(CorruptFileError):
+    """An index's files are missing, truncated or do not hold what its type needs (a column, a
+    metadata key). ``path`` is the index file, the message names the index."""
