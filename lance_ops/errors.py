@@ -229,3 +229,23 @@ class UnsupportedIndexTypeError(UnsupportedFeatureError):
 class IndexCorruptError(CorruptFileError):
     """An index's files are missing, truncated or do not hold what its type needs (a column, a
     metadata key). ``path`` is the index file, the message names the index."""
+
+
+class IndexNotFoundError(LanceOpsError, KeyError, RuntimeError):
+    """No index of that name (pylance raises ``KeyError`` from ``index_stats`` and
+    ``RuntimeError`` from ``drop_index``); ``index`` is the name asked for."""
+
+    def __init__(self, message: str, index: str = "") -> None:
+        super().__init__(message)
+        self.index = index
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.index)
+
+
+class DeferredRemapError(UnsupportedFeatureError, OSError):
+    """``defer_index_remap=True`` on a dataset with stable row ids: pylance 14 refuses it
+    (``OSError``), since a Fragment Reuse Index records row addresses, not row ids."""
