@@ -1,0 +1,293 @@
+"""IVF vector index files (pylance 14): IVF_FLAT, IVF_PQ, IVF_SQ and IVF_HNSW_*.
+
+``index.idx``: the IVF model. Schema metadata ``lance:index`` (``{"type":"IVF_PQ",
+"distance_type":"l2"}``) and ``lance:ivf`` = the global buffer holding the ``IVF`` message
+(:mod:`lance_ops.index.ivf_pb`) with the centroids tensor ``[partitions, dim]``. Without HNSW the file
+has no rows (one ``__flat_marker`` column) and its IVF offsets / lengths are zero; with HNSW its
+rows are the per-partition graphs (``__vector_id``, ``__neighbors``, ``_distance``; ``lance:hnsw``
+holds each partition's entry point and level offsets) and its IVF gives each graph's rows.
+
+``auxiliary.idx``: the vectors' storage, partition after partition; schema metadata ``lance:ivf``
+(an IVF message with the partitions' row ``offsets`` / ``lengths``), ``distance_type`` and
+``storage_metadata`` (a JSON list with one JSON text). Columns ``_rowid`` (uint64) and
+
+* IVF_FLAT: ``flat`` (``fixed_size_list<float>[dim]``, the raw vectors);
+* IVF_SQ: ``__sq_code`` (``fixed_size_list<uint8>[dim]``), ``floor((x - start) / (end - start) * 255)``
+  clipped to 0..255, bounds in ``storage_metadata`` (``{"dim":8,"num_bits":8,"bounds":{...}}``);
+* IVF_PQ: ``__pq_code`` (``fixed_size_list<uint8>[m]``) of the residual ``x - centroid``; the
+  codebook ``[m * 256, dim / m]`` (sub-vector ``j`` uses rows ``j * 256 ..``) is the global buffer
+  ``codebook_position`` of ``storage_metadata``; with ``"transposed": true`` each partition's codes
+  are stored column-major: the partition's ``n * m`` code bytes are ``m`` runs of ``n`` bytes.
+
+e.g. a partition of 2 rows with codes ``(1, 2)`` and ``(3, 4)`` is stored transposed as the two
+list values ``[1, 3]``, ``[2, 4]``.
+
+Remap drops removed rows and renumbers the rest partition by partition (``index.idx`` is copied).
+An HNSW graph cannot lose nodes without being rebuilt: an HNSW index is remapped only when no row
+of it is removed (its graph refers to storage positions, which then do not change), else
+:class:`~lance_ops.errors.UnsupportedIndexTypeError`.
+
+Extension (optimize after an append) assigns each new vector to the nearest centroid and encodes
+it with the existing codebook / bounds, as pylance's delta segments do; ``index.idx`` is copied.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
+from lance_ops.index.files import IndexFileData, IndexWriter, RemapResult, read_index_file
+from lance_ops.index.ivf_pb import IVF, Tensor, tensor_array
+from lance_ops.index.mapping import RowAddressMapping
+from lance_ops.io.context import StorageContext
+from lance_ops.table.manifest import IndexMetadata
+
+__all__ = ["extend_ivf", "remap_ivf"]
+
+INDEX_FILE = "index.idx"
+STORAGE_FILE = "auxiliary.idx"
+ROW_ID = "_rowid"
+_CODE_COLUMNS = {"FLAT": "flat", "SQ": "__sq_code", "PQ": "__pq_code"}
+
+
+def _quantizer(kind: str) -> str:
+    return kind.rsplit("_", 1)[1]
+
+
+def _corrupt(index: IndexMetadata, file: str, reason: str) -> IndexCorruptError:
+    return IndexCorruptError(file, f"index {index.name!r}: {reason}")
+
+
+@dataclass(frozen=True)
+class _Storage:
+    """``auxiliary.idx`` decoded: rows, partition sizes, storage parameters."""
+
+    data: IndexFileData
+    ivf_position: int  # in data.global_buffers
+    ivf: Any
+    lengths: np.ndarray
+    params: dict[str, Any]
+    code_column: str
+
+    @property
+    def transposed(self) -> bool:
+        return bool(self.params.get("transposed", False))
+
+
+def _ivf_of(data: IndexFileData, index: IndexMetadata, file: str) -> tuple[int, Any]:
+    raw = data.meta("lance:ivf", index, file)
+    try:
+        position = int(raw) - 1
+        message = IVF()
+        message.ParseFromString(data.global_buffers[position])
+    except (ValueError, IndexError) as exc:
+        raise _corrupt(index, file, f"bad IVF buffer {raw!r}: {exc}") from exc
+    except Exception as exc:  # protobuf's DecodeError
+        raise _corrupt(index, file, f"undecodable IVF message: {exc}") from exc
+    if position < 0:
+        raise _corrupt(index, file, f"bad IVF buffer {raw!r}")
+    return position, message
+
+
+def _read_storage(ctx: StorageContext, index: IndexMetadata, kind: str) -> _Storage:
+    data = read_index_file(ctx, index, STORAGE_FILE)
+    position, ivf = _ivf_of(data, index, STORAGE_FILE)
+    lengths = np.asarray(ivf.lengths, dtype=np.int64)
+    offsets = np.asarray(ivf.offsets, dtype=np.int64)
+    if lengths.sum() != data.table.num_rows or not np.array_equal(offsets, np.cumsum(lengths) - lengths):
+        raise _corrupt(index, STORAGE_FILE, "partition offsets / lengths do not cover the rows")
+    try:
+        params = json.loads(json.loads(data.meta("storage_metadata", index, STORAGE_FILE))[0])
+    except (ValueError, IndexError, TypeError) as exc:
+        raise _corrupt(index, STORAGE_FILE, f"undecodable storage_metadata: {exc}") from exc
+    code_column = _CODE_COLUMNS[_quantizer(kind)]
+    data.column(ROW_ID, index, STORAGE_FILE)
+    data.column(code_column, index, STORAGE_FILE)
+    return _Storage(data, position, ivf, lengths, params, code_column)
+
+
+def _code_matrix(storage: _Storage) -> np.ndarray:
+    """The code / vector column as a ``[rows, width]`` array in row order (un-transposed)."""
+    column = storage.data.table.column(storage.code_column).combine_chunks()
+    width = column.type.list_size
+    flat = np.asarray(column.flatten()).reshape(-1)
+    if not storage.transposed:
+        return flat.reshape(-1, width)
+    return _transpose_partitions(flat, storage.lengths, width, to_rows=True)
+
+
+def _transpose_partitions(flat: np.ndarray, lengths: np.ndarray, width: int, to_rows: bool) -> np.ndarray:
+    """Between row-major ``[rows, width]`` codes and per-partition column-major runs.
+
+    Row ``k`` of partition ``p`` (starting at row ``o``, ``n`` rows) keeps code ``j`` at
+    ``o * width + j * n + k`` when transposed, ``(o + k) * width + j`` when not.
+    """
+    rows = int(lengths.sum())
+    partition = np.repeat(np.arange(lengths.size), lengths)
+    starts = np.cumsum(lengths) - lengths
+    local = np.arange(rows) - starts[partition]
+    j = np.arange(width)
+    transposed_at = (starts[partition] * width + local)[:, None] + j[None, :] * lengths[partition][:, None]
+    if to_rows:
+        return flat[transposed_at]
+    out = np.empty(rows * width, dtype=flat.dtype)
+    out[transposed_at] = flat.reshape(rows, width)
+    return out
+
+
+def _write_storage(
+    writer: IndexWriter, storage: _Storage, row_ids: np.ndarray, codes: np.ndarray, lengths: np.ndarray
+) -> None:
+    """``auxiliary.idx`` with the old file's schema, metadata and buffers, new rows and partitions."""
+    ivf = IVF()
+    ivf.CopyFrom(storage.ivf)
+    ivf.lengths[:] = lengths.tolist()
+    ivf.offsets[:] = (np.cumsum(lengths) - lengths).tolist()
+    buffers = list(storage.data.global_buffers)
+    buffers[storage.ivf_position] = ivf.SerializeToString()
+    schema = storage.data.schema
+    code_type = schema.field(storage.code_column).type
+    flat = (
+        _transpose_partitions(codes, lengths, code_type.list_size, to_rows=False)
+        if storage.transposed
+        else codes
+    )
+    values = pa.array(np.ascontiguousarray(flat).reshape(-1), code_type.value_type)
+    columns = {
+        ROW_ID: pa.array(row_ids, pa.uint64()),
+        storage.code_column: pa.FixedSizeListArray.from_arrays(values, code_type.list_size),
+    }
+    missing = set(schema.names) - set(columns)
+    if missing:
+        raise UnsupportedIndexTypeError(f"vector storage columns {sorted(missing)} are not known")
+    table = pa.table([columns[f.name].cast(f.type) for f in schema], schema=schema)
+    writer.write(STORAGE_FILE, table, version=storage.data.version, global_buffers=buffers)
+
+
+def remap_ivf(
+    ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping, kind: str
+) -> RemapResult:
+    storage = _read_storage(ctx, index, kind)
+    old_ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
+    new_ids, kept = mapping.apply(old_ids)
+    if "HNSW" in kind and not kept.all():
+        raise UnsupportedIndexTypeError(
+            f"{kind} index {index.name!r}: removing rows needs its HNSW graphs rebuilt (not supported)",
+            index.name,
+        )
+    partition = np.repeat(np.arange(storage.lengths.size), storage.lengths)
+    lengths = np.bincount(partition[kept], minlength=storage.lengths.size)
+    codes = _code_matrix(storage)[kept]
+    writer = IndexWriter(ctx)
+    writer.copy(ctx, index, INDEX_FILE)
+    _write_storage(writer, storage, new_ids, codes, lengths)
+    return writer.result(index)
+
+
+# --- extension over appended rows -----------------------------------------------------------------
+
+
+def _centroids(ctx: StorageContext, index: IndexMetadata) -> tuple[np.ndarray, str]:
+    data = read_index_file(ctx, index, INDEX_FILE)
+    _, ivf = _ivf_of(data, index, INDEX_FILE)
+    try:
+        centroids = tensor_array(ivf.centroids_tensor).astype(np.float32)
+        metric = json.loads(data.meta("lance:index", index, INDEX_FILE))["distance_type"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _corrupt(index, INDEX_FILE, f"bad IVF model: {exc}") from exc
+    if centroids.ndim != 2:
+        raise _corrupt(index, INDEX_FILE, f"centroids of shape {centroids.shape}")
+    return centroids, metric
+
+
+def _distances(vectors: np.ndarray, points: np.ndarray, metric: str) -> np.ndarray:
+    """``[len(vectors), len(points)]`` distances in ``metric`` (smaller is nearer)."""
+    if metric == "l2":
+        return (
+            (vectors * vectors).sum(1)[:, None] - 2.0 * vectors @ points.T + (points * points).sum(1)[None, :]
+        )
+    raise UnsupportedIndexTypeError(f"distance type {metric!r} is not supported")
+
+
+def _nearest(vectors: np.ndarray, points: np.ndarray, metric: str, chunk: int = 65536) -> np.ndarray:
+    return np.concatenate(
+        [_distances(vectors[i : i + chunk], points, metric).argmin(1) for i in range(0, len(vectors), chunk)]
+        or [np.empty(0, np.int64)]
+    )
+
+
+def _encode(storage: _Storage, kind: str, vectors: np.ndarray, residuals: np.ndarray) -> np.ndarray:
+    quantizer = _quantizer(kind)
+    if quantizer == "FLAT":
+        return vectors
+    if quantizer == "SQ":
+        bounds = storage.params["bounds"]
+        start, end = float(bounds["start"]), float(bounds["end"])
+        scale = 255.0 / (end - start) if end > start else 0.0
+        return np.clip(np.floor((vectors - start) * scale), 0, 255).astype(np.uint8)
+    m = int(storage.params["num_sub_vectors"])
+    if int(storage.params.get("nbits", 8)) != 8:
+        raise UnsupportedIndexTypeError(f"PQ with {storage.params.get('nbits')} bits is not supported")
+    position = int(storage.params["codebook_position"]) - 1
+    tensor = Tensor()
+    tensor.ParseFromString(storage.data.global_buffers[position])
+    codebook = tensor_array(tensor).astype(np.float32)
+    sub = residuals.shape[1] // m
+    codebook = codebook.reshape(m, -1, sub)
+    return np.stack(
+        [_nearest(residuals[:, j * sub : (j + 1) * sub], codebook[j], "l2") for j in range(m)], axis=1
+    ).astype(np.uint8)
+
+
+def extend_ivf(
+    ctx: StorageContext,
+    index: IndexMetadata,
+    kind: str,
+    vectors: np.ndarray,
+    row_ids: np.ndarray,
+    merge: bool,
+) -> RemapResult:
+    """A segment of ``index`` over the rows ``row_ids`` with ``vectors`` (``[n, dim]``, null
+    vectors already left out): a delta segment with just those rows, or with ``merge`` the old
+    rows and the new ones in one segment. Same centroids, codebook and bounds."""
+    if "HNSW" in kind:
+        raise UnsupportedIndexTypeError(
+            f"{kind} index {index.name!r}: extending HNSW graphs is not supported", index.name
+        )
+    storage = _read_storage(ctx, index, kind)
+    centroids, metric = _centroids(ctx, index)
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[1] != centroids.shape[1]:
+        raise IndexCorruptError(
+            INDEX_FILE, f"index {index.name!r}: vectors of shape {vectors.shape} for dim {centroids.shape[1]}"
+        )
+    if metric != "l2":
+        raise UnsupportedIndexTypeError(
+            f"{kind} index {index.name!r}: extending a {metric!r} index is not supported (only l2)",
+            index.name,
+        )
+    partition = _nearest(vectors, centroids, metric) if len(vectors) else np.empty(0, np.int64)
+    residuals = vectors - centroids[partition] if _quantizer(kind) == "PQ" else vectors
+    codes = _encode(storage, kind, vectors, residuals)
+    row_ids = np.asarray(row_ids, dtype=np.uint64)
+    if merge:
+        old_partition = np.repeat(np.arange(storage.lengths.size), storage.lengths)
+        old_ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
+        partition = np.concatenate([old_partition, partition])
+        row_ids = np.concatenate([old_ids, row_ids])
+        codes = np.concatenate([_code_matrix(storage), codes.astype(_storage_dtype(storage))])
+    order = np.lexsort((row_ids, partition))
+    lengths = np.bincount(partition, minlength=centroids.shape[0])
+    writer = IndexWriter(ctx)
+    writer.copy(ctx, index, INDEX_FILE)
+    _write_storage(writer, storage, row_ids[order], codes[order], lengths)
+    return writer.result(index)
+
+
+def _storage_dtype(storage: _Storage) -> np.dtype:
+    return np.dtype(storage.data.schema.field(storage.code_column).type.value_type.to_pandas_dtype())
