@@ -94,7 +94,9 @@ def _uuid_text(raw: bytes) -> str:
 def address_mapping(moves: Sequence[GroupMove]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(old, new, deleted)``: surviving old addresses sorted with their new addresses, and the
     old addresses of rows the compaction dropped."""
-    olds, news, every = [], [], []
+    olds: list[np.ndarray] = []
+    news: list[np.ndarray] = []
+    every: list[np.ndarray] = []
     for move in moves:
         assert move.row_addrs is not None
         olds.append(move.row_addrs.astype(np.uint64))
@@ -122,7 +124,7 @@ def remap_with_codec(
     except ImportError:
         log.info("index %r: no remap codec available; deferring through the fragment reuse index", index.name)
         return None
-    mapping = codec.RowAddressMapping(old_addrs=old, new_addrs=new, deleted_addrs=deleted)
+    mapping = codec.RowAddressMapping(old_addrs=old, new_addrs=new, removed=deleted)
     try:
         result = codec.remap_index(storage, index, mapping)
     except UnsupportedIndexTypeError as exc:
@@ -138,7 +140,9 @@ def remap_with_codec(
         old_id=index.uuid,
         new_id=result.uuid,
         new_index_details=result.index_details,
-        new_index_version=result.index_version,
+        new_index_version=(
+            result.index_version if result.index_version is not None else index.index_version or 0
+        ),
         new_index_files=tuple(IndexFile(f.path, f.size_bytes) for f in result.files),
     )
 

@@ -28,7 +28,7 @@ from pyroaring import BitMap, BitMap64
 
 from lance_ops._proto import table_pb2
 from lance_ops.errors import CorruptFileError
-from lance_ops.table.indices import FRAG_REUSE_INDEX_NAME, fragment_ids, is_system
+from lance_ops.table.indices import FRAG_REUSE_INDEX_NAME, fragment_ids, is_system, is_zone_map
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
 TYPE_URL = "/lance.table.FragmentReuseIndexDetails"
@@ -245,9 +245,10 @@ def moved_fragments(details: FragReuseDetails, bitmap: BitMap, since: int = 0) -
 
 def trimmed(details: FragReuseDetails, indices: Iterable[IndexMetadata]) -> FragReuseDetails:
     """``details`` without the versions no index needs any more: a version is kept while some
-    (non-system) index still holds an old fragment of it, directly or through an older version."""
+    (non-system) index still holds an old fragment of it, directly or through an older version.
+    Zone maps are never remapped (as pylance 14): they keep no version alive."""
     kept: list[ReuseVersion] = []
-    holdings = [fragment_ids(i) for i in indices if not is_system(i)]
+    holdings = [fragment_ids(i) for i in indices if not is_system(i) and not is_zone_map(i)]
     for version in details.versions:
         old = BitMap(f.id for g in version.groups for f in g.old_fragments)
         if any(h & old for h in holdings):
