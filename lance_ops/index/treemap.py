@@ -13,7 +13,8 @@ the empty set is ``00000000``.
 
     u64 LE  number of 32-bit bitmaps | per bitmap: u32 LE high 32 bits | 32-bit portable Roaring
 
-Both decode to and encode from sorted uint64 numpy arrays; the Python loops run per fragment
+Both decode to and encode from sorted uint64 numpy arrays (encoded without run containers, as
+pylance 14 writes them); the Python loops run per fragment
 (per high key), never per row.
 """
 
@@ -85,7 +86,7 @@ def encode_row_address_map(addrs: np.ndarray) -> bytes:
     out = [_U32.pack(0)]
     count = 0
     for fragment, offsets in split_by_fragment(addrs):
-        blob = BitMap(offsets).serialize()
+        blob = BitMap(offsets, optimize=False).serialize()
         out.append(_ENTRY.pack(fragment, len(blob)))
         out.append(blob)
         count += 1
@@ -104,7 +105,7 @@ def encode_bitmap64(addrs: np.ndarray) -> bytes:
     count = 0
     for fragment, offsets in split_by_fragment(addrs):
         out.append(_U32.pack(fragment))
-        out.append(BitMap(offsets).serialize())
+        out.append(BitMap(offsets, optimize=False).serialize())
         count += 1
     out[0] = struct.pack("<Q", count)
     return b"".join(out)
