@@ -19,7 +19,7 @@ keys, keeping keys sorted with the null key first.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -148,45 +148,55 @@ def remap_bitmap(
 
 
 def merge_bitmap(
-    ctx: StorageContext, index: IndexMetadata, new_values: pa.Array, new_ids: np.ndarray, label_list: bool
+    ctx: StorageContext,
+    template: IndexMetadata,
+    merged: Sequence[IndexMetadata],
+    new_values: pa.Array,
+    new_ids: np.ndarray,
+    label_list: bool,
 ) -> RemapResult:
-    """The index with the rows ``new_ids`` (values ``new_values``) added, as one new segment.
+    """One segment over the rows of the segments ``merged`` and the rows ``new_ids`` (values
+    ``new_values``); ``merged`` empty: a delta segment of the new rows only. ``template`` gives
+    the file's schema and metadata.
 
     LABEL_LIST values are lists: each item is a key of its row, a null list goes to the null rows.
     """
     layout = BITMAP_LAYOUT
-    data, keys, blobs = _read(ctx, index, layout)
-    addrs, owners = _decode_all(blobs, layout, index)
-    new_ids = np.asarray(new_ids, dtype=np.uint64)
-    buffers = list(data.global_buffers)
-    if label_list:
-        if isinstance(new_values, pa.ChunkedArray):
-            new_values = new_values.combine_chunks()
-        nulls = _nulls_buffer(data, index, layout)
-        null_lists = np.asarray(new_values.is_null(), dtype=bool)
-        if nulls is not None and null_lists.any():
-            old_nulls, _ = _decode_all([buffers[nulls]], layout, index)
-            buffers[nulls] = layout.encode(np.unique(np.concatenate([old_nulls, new_ids[null_lists]])))
-        parents = np.asarray(pc.list_parent_indices(new_values), dtype=np.int64)
-        new_ids = new_ids[parents]
-        new_values = pc.list_flatten(new_values)
+    data = read_index_file(ctx, template, layout.file)
     key_type = data.schema.field(layout.keys).type
+    new_ids = np.asarray(new_ids, dtype=np.uint64)
+    nulls = _nulls_buffer(data, template, layout)
+    null_rows = [np.empty(0, np.uint64)]
+    if label_list:
+        null_rows.append(new_ids[np.asarray(new_values.is_null(), dtype=bool)])
+        new_ids = new_ids[np.asarray(pc.list_parent_indices(new_values), dtype=np.int64)]
+        new_values = pc.list_flatten(new_values)
     try:
-        new_values = (
-            pa.array(new_values).cast(key_type)
-            if not isinstance(new_values, pa.Array)
-            else new_values.cast(key_type)
-        )
+        key_parts = [new_values.cast(key_type)]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise IndexCorruptError(
-            layout.file, f"index {index.name!r}: new values do not fit {key_type}: {exc}"
+            layout.file, f"index {template.name!r}: new values do not fit {key_type}: {exc}"
         ) from exc
-    all_keys = pa.concat_arrays([keys.cast(key_type), new_values])
+    addr_parts, owner_parts = [new_ids], [np.arange(new_ids.size, dtype=np.int64)]
+    offset = new_ids.size
+    for segment in merged:
+        old, keys, blobs = _read(ctx, segment, layout)
+        addrs, owners = _decode_all(blobs, layout, segment)
+        key_parts.append(keys.cast(key_type))
+        addr_parts.append(addrs)
+        owner_parts.append(owners + offset)
+        offset += len(keys)
+        old_nulls = _nulls_buffer(old, segment, layout)
+        if old_nulls is not None:
+            null_rows.append(_decode_all([old.global_buffers[old_nulls]], layout, segment)[0])
+    all_keys = pa.concat_arrays(key_parts)
     unique = pc.unique(all_keys)
-    unique = unique.take(pc.sort_indices(unique, null_placement="at_start"))
+    unique = unique.take(pc.array_sort_indices(unique, null_placement="at_start"))
     position = np.asarray(pc.index_in(all_keys, value_set=unique, skip_nulls=False), dtype=np.int64)
-    old_position, new_position = position[: len(keys)], position[len(keys) :]
-    merged_addrs = np.concatenate([addrs, new_ids])
-    merged_owners = np.concatenate([old_position[owners], new_position])
-    new_blobs = _encode_all(merged_addrs, merged_owners, len(unique), layout)
-    return _rewrite(ctx, index, data, layout, unique, new_blobs, tuple(buffers))
+    blobs = _encode_all(
+        np.concatenate(addr_parts), position[np.concatenate(owner_parts)], len(unique), layout
+    )
+    buffers = list(data.global_buffers)
+    if nulls is not None:
+        buffers[nulls] = layout.encode(np.unique(np.concatenate(null_rows)))
+    return _rewrite(ctx, template, data, layout, unique, blobs, tuple(buffers))

@@ -18,6 +18,8 @@ Range-partitioned BTREEs (several page files) are not handled.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -100,31 +102,36 @@ def remap_btree(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMa
 
 
 def merge_btree(
-    ctx: StorageContext, index: IndexMetadata, new_values: pa.Array, new_ids: np.ndarray
+    ctx: StorageContext,
+    template: IndexMetadata,
+    merged: Sequence[IndexMetadata],
+    new_values: pa.Array,
+    new_ids: np.ndarray,
 ) -> RemapResult:
-    """The index over its old rows and ``new_values`` at ``new_ids``, in one new segment (what
-    pylance's optimize_indices does to a BTREE)."""
-    pages, lookup, batch_size = _read(ctx, index)
-    old = pages.table.select(["values", "ids"]).combine_chunks()
+    """One segment over the rows of the segments ``merged`` and ``new_values`` at ``new_ids``
+    (``merged`` empty: a delta segment of the new rows only), with ``template``'s file schemas and
+    page size. pylance's optimize_indices does the same: sort everything by value again."""
+    pages, lookup, batch_size = _read(ctx, template)
     value_type = pages.schema.field("values").type
     try:
-        added = pa.table({"values": new_values.cast(value_type), "ids": pa.array(new_ids, pa.uint64())})
+        parts = [pa.table({"values": new_values.cast(value_type), "ids": pa.array(new_ids, pa.uint64())})]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise IndexCorruptError(
-            PAGES, f"index {index.name!r}: new values do not fit {value_type}: {exc}"
+            PAGES, f"index {template.name!r}: new values do not fit {value_type}: {exc}"
         ) from exc
-    merged = pa.concat_tables([old.cast(added.schema), added]).combine_chunks()
-    order = pc.sort_indices(
-        merged, sort_keys=[("values", "ascending"), ("ids", "ascending")], null_placement="at_start"
-    )
-    merged = merged.take(order)
+    for segment in merged:
+        old = _read(ctx, segment)[0].table.select(["values", "ids"])
+        parts.append(old.cast(parts[0].schema))
+    table = pa.concat_tables(parts).combine_chunks()
+    order = pc.sort_indices(table, sort_keys=[("values", "ascending", "at_start"), ("ids", "ascending")])
+    table = table.take(order)
     writer = IndexWriter(ctx)
     write_btree(
         writer,
-        merged.column("values").combine_chunks(),
-        np.asarray(merged.column("ids").combine_chunks(), dtype=np.uint64),
+        table.column("values").combine_chunks(),
+        np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64),
         pages,
         lookup,
         batch_size,
     )
-    return writer.result(index)
+    return writer.result(template)

@@ -34,6 +34,7 @@ it with the existing codebook / bounds, as pylance's delta segments do; ``index.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,20 +206,13 @@ def _centroids(ctx: StorageContext, index: IndexMetadata) -> tuple[np.ndarray, s
     return centroids, metric
 
 
-def _distances(vectors: np.ndarray, points: np.ndarray, metric: str) -> np.ndarray:
-    """``[len(vectors), len(points)]`` distances in ``metric`` (smaller is nearer)."""
-    if metric == "l2":
-        return (
-            (vectors * vectors).sum(1)[:, None] - 2.0 * vectors @ points.T + (points * points).sum(1)[None, :]
-        )
-    raise UnsupportedIndexTypeError(f"distance type {metric!r} is not supported")
-
-
-def _nearest(vectors: np.ndarray, points: np.ndarray, metric: str, chunk: int = 65536) -> np.ndarray:
-    return np.concatenate(
-        [_distances(vectors[i : i + chunk], points, metric).argmin(1) for i in range(0, len(vectors), chunk)]
-        or [np.empty(0, np.int64)]
-    )
+def _nearest_l2(vectors: np.ndarray, points: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """Index of the nearest of ``points`` (squared l2) for each of ``vectors``, in chunks."""
+    norms = (points * points).sum(1)[None, :]
+    parts = [
+        (norms - 2.0 * vectors[i : i + chunk] @ points.T).argmin(1) for i in range(0, len(vectors), chunk)
+    ]
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
 
 def _encode(storage: _Storage, kind: str, vectors: np.ndarray, residuals: np.ndarray) -> np.ndarray:
@@ -240,53 +234,57 @@ def _encode(storage: _Storage, kind: str, vectors: np.ndarray, residuals: np.nda
     sub = residuals.shape[1] // m
     codebook = codebook.reshape(m, -1, sub)
     return np.stack(
-        [_nearest(residuals[:, j * sub : (j + 1) * sub], codebook[j], "l2") for j in range(m)], axis=1
+        [_nearest_l2(residuals[:, j * sub : (j + 1) * sub], codebook[j]) for j in range(m)], axis=1
     ).astype(np.uint8)
 
 
 def extend_ivf(
     ctx: StorageContext,
-    index: IndexMetadata,
+    template: IndexMetadata,
+    merged: Sequence[IndexMetadata],
     kind: str,
     vectors: np.ndarray,
     row_ids: np.ndarray,
-    merge: bool,
 ) -> RemapResult:
-    """A segment of ``index`` over the rows ``row_ids`` with ``vectors`` (``[n, dim]``, null
-    vectors already left out): a delta segment with just those rows, or with ``merge`` the old
-    rows and the new ones in one segment. Same centroids, codebook and bounds."""
+    """One segment over the rows of the segments ``merged`` and the rows ``row_ids`` with
+    ``vectors`` (``[n, dim]``, null vectors left out); ``merged`` empty: a delta segment of the new
+    rows only. The model (centroids, codebook, bounds) is ``template``'s, which every segment of an
+    index shares; ``index.idx`` is copied from it."""
     if "HNSW" in kind:
         raise UnsupportedIndexTypeError(
-            f"{kind} index {index.name!r}: extending HNSW graphs is not supported", index.name
+            f"{kind} index {template.name!r}: extending HNSW graphs is not supported", template.name
         )
-    storage = _read_storage(ctx, index, kind)
-    centroids, metric = _centroids(ctx, index)
+    storage = _read_storage(ctx, template, kind)
+    centroids, metric = _centroids(ctx, template)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[1] != centroids.shape[1]:
         raise IndexCorruptError(
-            INDEX_FILE, f"index {index.name!r}: vectors of shape {vectors.shape} for dim {centroids.shape[1]}"
+            INDEX_FILE,
+            f"index {template.name!r}: vectors of shape {vectors.shape} for dim {centroids.shape[1]}",
         )
     if metric != "l2":
         raise UnsupportedIndexTypeError(
-            f"{kind} index {index.name!r}: extending a {metric!r} index is not supported (only l2)",
-            index.name,
+            f"{kind} index {template.name!r}: extending a {metric!r} index is not supported (only l2)",
+            template.name,
         )
-    partition = _nearest(vectors, centroids, metric) if len(vectors) else np.empty(0, np.int64)
+    partition = _nearest_l2(vectors, centroids)
     residuals = vectors - centroids[partition] if _quantizer(kind) == "PQ" else vectors
-    codes = _encode(storage, kind, vectors, residuals)
-    row_ids = np.asarray(row_ids, dtype=np.uint64)
-    if merge:
-        old_partition = np.repeat(np.arange(storage.lengths.size), storage.lengths)
-        old_ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
-        partition = np.concatenate([old_partition, partition])
-        row_ids = np.concatenate([old_ids, row_ids])
-        codes = np.concatenate([_code_matrix(storage), codes.astype(_storage_dtype(storage))])
-    order = np.lexsort((row_ids, partition))
+    codes = [_encode(storage, kind, vectors, residuals).astype(_storage_dtype(storage))]
+    partitions, ids = [partition], [np.asarray(row_ids, dtype=np.uint64)]
+    for segment in merged:
+        old = _read_storage(ctx, segment, kind)
+        if old.lengths.size != centroids.shape[0]:
+            raise _corrupt(segment, STORAGE_FILE, "segments of one index with different partitions")
+        partitions.append(np.repeat(np.arange(old.lengths.size), old.lengths))
+        ids.append(np.asarray(old.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64))
+        codes.append(_code_matrix(old))
+    partition, row_id = np.concatenate(partitions), np.concatenate(ids)
+    order = np.lexsort((row_id, partition))
     lengths = np.bincount(partition, minlength=centroids.shape[0])
     writer = IndexWriter(ctx)
-    writer.copy(ctx, index, INDEX_FILE)
-    _write_storage(writer, storage, row_ids[order], codes[order], lengths)
-    return writer.result(index)
+    writer.copy(ctx, template, INDEX_FILE)
+    _write_storage(writer, storage, row_id[order], np.concatenate(codes)[order], lengths)
+    return writer.result(template)
 
 
 def _storage_dtype(storage: _Storage) -> np.dtype:

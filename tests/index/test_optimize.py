@@ -1,0 +1,121 @@
+"""update_index extends pylance-built indices over appended fragments: a delta segment
+(``num_indices_to_merge=0``) or one merged segment (default 1), as pylance's optimize_indices;
+pylance then answers from the index, with no unindexed rows, as on a twin it optimized itself."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import lance
+import numpy as np
+import pytest
+
+import lance_ops
+from lance_ops.errors import UnsupportedIndexTypeError
+from lance_ops.index.optimize import update_index
+from tests.index.conftest import build_scalar, build_vector, make_table
+from tests.index.helpers import commit_indices, scalar_answers
+from tests.index.test_remap_scalar import PREDICATES
+from tests.index.test_remap_vector import check_search
+
+APPENDED = 500
+EXTENDED = ("id_idx", "cat_idx", "tags_idx")
+# one more predicate per index that appended rows answer
+APPENDED_PREDICATES = {
+    "id_idx": "id >= 3490",
+    "cat_idx": "cat = 'c5'",
+    "tags_idx": "array_has_all(tags, ['t1', 'u4'])",
+}
+
+
+def append(path: Path, **write: object) -> None:
+    lance.write_dataset(make_table(APPENDED, start=3000, seed=7), path, mode="append", **write)
+
+
+def optimize(path: Path, names: set[str], merge: int) -> lance.LanceDataset:
+    """lance_ops' update_index on every index named, committed in one CreateIndex."""
+    ours = lance_ops.dataset(str(path))
+    manifest = ours.manifest
+    new, removed = [], []
+    for name in sorted(names):
+        segments = [ix for ix in manifest.indices if ix.name == name]
+        covered = set()
+        for s in segments:
+            from pyroaring import BitMap
+
+            covered |= set(BitMap.deserialize(s.fragment_bitmap))
+        fragments = [f for f in manifest.fragments if f.id not in covered]
+        result = update_index(ours.storage, manifest, segments, fragments, merge)
+        assert result is not None
+        new.extend(result)
+        removed.extend(s for s in segments if s not in result)
+    return commit_indices(path, new, removed)
+
+
+@pytest.fixture(scope="module")
+def scalar_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("opt_scalar") / "ds"
+    ds = build_scalar(path)
+    ds.delete("id % 10 = 3")
+    ds.drop_index("id_zm")  # else pylance may answer id filters from the zone map
+    append(path)
+    return path
+
+
+@pytest.mark.parametrize("merge", [0, 1])
+def test_scalar_indices_cover_appended_rows(scalar_base: Path, tmp_path: Path, merge: int) -> None:
+    ours_path, twin_path = tmp_path / "ours", tmp_path / "twin"
+    shutil.copytree(scalar_base, ours_path)
+    shutil.copytree(scalar_base, twin_path)
+    ours = optimize(ours_path, set(EXTENDED), merge)
+    twin = lance.dataset(str(twin_path))
+    twin.optimize.optimize_indices(index_names=list(EXTENDED), num_indices_to_merge=merge)
+    twin = lance.dataset(str(twin_path))
+    for name in EXTENDED:
+        mine, theirs = ours.stats.index_stats(name), twin.stats.index_stats(name)
+        assert mine["num_unindexed_rows"] == theirs["num_unindexed_rows"] == 0, name
+        assert mine["num_indexed_rows"] == theirs["num_indexed_rows"], name
+        assert mine["num_indices"] == theirs["num_indices"] == (2 if merge == 0 else 1), name
+        for predicate in [*PREDICATES[name], APPENDED_PREDICATES[name]]:
+            indexed, scanned, plan = scalar_answers(ours, predicate)
+            assert f"@{name}" in plan, plan
+            assert indexed.equals(scanned), predicate
+            assert indexed.num_rows == scalar_answers(twin, predicate)[0].num_rows
+
+
+@pytest.mark.parametrize("kind", ["IVF_FLAT", "IVF_PQ", "IVF_SQ"])
+@pytest.mark.parametrize("merge", [0, 1])
+def test_vector_index_covers_appended_rows(tmp_path: Path, kind: str, merge: int) -> None:
+    base = tmp_path / "base"
+    build_vector(base, kind)
+    append(base)
+    ours_path, twin_path = tmp_path / "ours", tmp_path / "twin"
+    shutil.copytree(base, ours_path)
+    shutil.copytree(base, twin_path)
+    ours = optimize(ours_path, {"vec_idx"}, merge)
+    twin = lance.dataset(str(twin_path))
+    twin.optimize.optimize_indices(num_indices_to_merge=merge)
+    twin = lance.dataset(str(twin_path))
+    stats = ours.stats.index_stats("vec_idx")
+    assert stats["num_unindexed_rows"] == 0 and stats["num_indexed_rows"] == 3000 + APPENDED
+    assert stats["num_indices"] == (2 if merge == 0 else 1)
+    check_search(ours, twin, exact=kind == "IVF_FLAT")
+    # appended rows are found through the index
+    q = np.asarray(lance.dataset(str(ours_path)).to_table(filter="id = 3333")["vec"][0].as_py(), np.float32)
+    found = ours.to_table(columns=["id"], nearest={"column": "vec", "q": q, "k": 3, "nprobes": 4})
+    assert 3333 in found["id"].to_pylist()
+
+
+def test_types_not_extended_are_refused(scalar_base: Path) -> None:
+    ours = lance_ops.dataset(str(scalar_base))
+    manifest = ours.manifest
+    appended = [f for f in manifest.fragments if f.id == 3]
+    for name in ("txt_idx", "txt_ng"):
+        segments = [ix for ix in manifest.indices if ix.name == name]
+        with pytest.raises(UnsupportedIndexTypeError, match=name):
+            update_index(ours.storage, manifest, segments, appended, 1)
+    assert (
+        update_index(ours.storage, manifest, [ix for ix in manifest.indices if ix.name == "id_idx"], [], 1)
+        is None
+    )
