@@ -23,9 +23,8 @@ e.g. a partition of 2 rows with codes ``(1, 2)`` and ``(3, 4)`` is stored transp
 list values ``[1, 3]``, ``[2, 4]``.
 
 Remap drops removed rows and renumbers the rest partition by partition (``index.idx`` is copied).
-An HNSW graph cannot lose nodes without being rebuilt: an HNSW index is remapped only when no row
-of it is removed (its graph refers to storage positions, which then do not change), else
-:class:`~lance_ops.errors.UnsupportedIndexTypeError`.
+HNSW graphs refer to storage positions: unchanged when no row is removed (``index.idx`` copied),
+else the removed nodes are taken out of the graphs (:mod:`lance_ops.index.hnsw`).
 
 Extension (optimize after an append) assigns each new vector to the nearest centroid and encodes
 it with the existing codebook / bounds, as pylance's delta segments do; ``index.idx`` is copied.
@@ -43,6 +42,7 @@ import pyarrow as pa
 
 from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.index.files import IndexFileData, IndexWriter, RemapResult, read_index_file
+from lance_ops.index.hnsw import drop_nodes
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_array
 from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.io.context import StorageContext
@@ -176,18 +176,49 @@ def remap_ivf(
     storage = _read_storage(ctx, index, kind)
     old_ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
     new_ids, kept = mapping.apply(old_ids)
-    if "HNSW" in kind and not kept.all():
-        raise UnsupportedIndexTypeError(
-            f"{kind} index {index.name!r}: removing rows needs its HNSW graphs rebuilt (not supported)",
-            index.name,
-        )
     partition = np.repeat(np.arange(storage.lengths.size), storage.lengths)
     lengths = np.bincount(partition[kept], minlength=storage.lengths.size)
     codes = _code_matrix(storage)[kept]
     writer = IndexWriter(ctx)
-    writer.copy(ctx, index, INDEX_FILE)
+    if "HNSW" in kind and not kept.all():
+        _write_graphs(writer, ctx, index, storage.lengths, kept)
+    else:
+        writer.copy(ctx, index, INDEX_FILE)
     _write_storage(writer, storage, new_ids, codes, lengths)
     return writer.result(index)
+
+
+def _write_graphs(
+    writer: IndexWriter,
+    ctx: StorageContext,
+    index: IndexMetadata,
+    storage_lengths: np.ndarray,
+    kept: np.ndarray,
+) -> None:
+    """``index.idx`` of an HNSW index without the nodes of the removed storage rows."""
+    data = read_index_file(ctx, index, INDEX_FILE)
+    position, ivf = _ivf_of(data, index, INDEX_FILE)
+    try:
+        meta = [json.loads(m) for m in json.loads(data.meta("lance:hnsw", index, INDEX_FILE))]
+    except (ValueError, TypeError) as exc:
+        raise _corrupt(index, INDEX_FILE, f"undecodable lance:hnsw: {exc}") from exc
+    graph_lengths = np.asarray(ivf.lengths, dtype=np.int64)
+    if len(meta) != storage_lengths.size or graph_lengths.size != storage_lengths.size:
+        raise _corrupt(index, INDEX_FILE, "graphs and storage have different partitions")
+    for name in ("__vector_id", "__neighbors", "_distance"):
+        data.column(name, index, INDEX_FILE)
+    table, new_meta, lengths = drop_nodes(data.table, meta, graph_lengths, storage_lengths, kept)
+    ivf.lengths[:] = lengths.tolist()
+    ivf.offsets[:] = (np.cumsum(lengths) - lengths).tolist()
+    buffers = list(data.global_buffers)
+    buffers[position] = ivf.SerializeToString()
+    metadata = dict(data.metadata)
+    compact = (",", ":")
+    metadata[b"lance:hnsw"] = json.dumps(
+        [json.dumps(m, separators=compact) for m in new_meta], separators=compact
+    ).encode()
+    table = table.replace_schema_metadata(metadata)
+    writer.write(INDEX_FILE, table, version=data.version, global_buffers=buffers)
 
 
 # --- extension over appended rows -----------------------------------------------------------------

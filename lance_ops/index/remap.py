@@ -11,7 +11,7 @@ BITMAP          every key's row set remapped
 LABEL_LIST      as BITMAP, plus the null-lists row set
 NGRAM           every n-gram's posting list remapped
 IVF_FLAT/PQ/SQ  storage rows remapped, partition sizes updated, model copied
-IVF_HNSW_*      only when no row of the index is removed (graphs unchanged)
+IVF_HNSW_*      as IVF_*; graphs copied, or without removed nodes (repaired, renumbered)
 ZONEMAP         ``None``: pylance 14 never remaps it (same uuid, same fragment list)
 others          :class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the index
 ==============  ==================================================================
@@ -38,8 +38,8 @@ REMAPPABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, NGRAM, *VECTOR_TYPES)
 
 def remap_index(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping) -> RemapResult | None:
     """``index`` rewritten under ``mapping`` into a new directory, or ``None`` for a type pylance
-    keeps as it is (ZONEMAP). Raises UnsupportedIndexTypeError (type not remappable, or an HNSW
-    index losing rows) and IndexCorruptError (missing or undecodable files), both naming the index."""
+    keeps as it is (ZONEMAP). Raises UnsupportedIndexTypeError (type not remappable) and
+    IndexCorruptError (missing or undecodable files), both naming the index."""
     kind = index_type_of(index, ctx)
     if kind == ZONEMAP:
         return None

@@ -3,6 +3,7 @@ the index), returns only live rows, and recalls as well as after its own remap o
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -12,9 +13,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.errors import UnsupportedIndexTypeError
 from lance_ops.file import LanceFileReader
-from lance_ops.index.remap import remap_index
 from lance_ops.index.types import uuid_text
 from tests.index.conftest import DELETE, DIM, build_vector
 from tests.index.helpers import compact_deferred, remap_all
@@ -92,18 +91,14 @@ def test_partitions_equal_pylance_remap(tmp_path: Path, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ"])
-def test_hnsw_remapped_when_no_row_is_removed(tmp_path: Path, kind: str) -> None:
-    ours, theirs = twins(tmp_path, kind, None)
+@pytest.mark.parametrize("delete", [None, DELETE], ids=["kept", "removed"])
+def test_remapped_hnsw_searches(tmp_path: Path, kind: str, delete: str | None) -> None:
+    """Without removed rows the graphs are copied; with them their nodes are dropped and the graphs
+    repaired (pylance rebuilds them; it cannot search them behind a Fragment Reuse Index)."""
+    ours, theirs = twins(tmp_path, kind, delete)
     check_search(ours, theirs, exact=False)
-
-
-def test_hnsw_losing_rows_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "ds"
-    build_vector(path, "IVF_HNSW_SQ").delete(DELETE)
-    mapping, _ = compact_deferred(path)
-    ours = lance_ops.dataset(str(path))
-    index = next(ix for ix in ours.manifest.indices if ix.name == "vec_idx")
-    before = sorted(p.name for p in (path / "_indices").iterdir())
-    with pytest.raises(UnsupportedIndexTypeError, match="vec_idx"):
-        remap_index(ours.storage, index, mapping)
-    assert sorted(p.name for p in (path / "_indices").iterdir()) == before
+    index = next(ix for ix in lance_ops.dataset(ours.uri).manifest.indices if ix.name == "vec_idx")
+    graphs = LanceFileReader(str(Path(ours.uri) / "_indices" / uuid_text(index) / "index.idx"))
+    storage = LanceFileReader(str(Path(ours.uri) / "_indices" / uuid_text(index) / "auxiliary.idx"))
+    level0 = sum(json.loads(m)["level_offsets"][1] for m in json.loads(graphs.schema.metadata[b"lance:hnsw"]))
+    assert level0 == storage.num_rows == ours.count_rows()
