@@ -254,9 +254,11 @@ def _update_field_metadata(field: LanceField, op: UpdateConfig) -> LanceField:
 
 @apply_operation.register
 def _(op: CreateIndex, base: Manifest, ctx: ApplyContext) -> Manifest:
+    # As pylance 14: only ``removed_indices`` (by uuid) leave; a new index of an existing name is
+    # another segment of it (optimize_indices' delta), a replaced one is listed as removed.
     removed = {i.uuid for i in op.removed_indices}
-    new_names = {i.name for i in op.new_indices}
-    kept = tuple(i for i in base.indices if i.uuid not in removed and i.name not in new_names)
+    new = {i.uuid for i in op.new_indices}
+    kept = tuple(i for i in base.indices if i.uuid not in removed and i.uuid not in new)
     return replace(base, indices=(*kept, *op.new_indices))
 
 

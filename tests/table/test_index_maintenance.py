@@ -20,7 +20,12 @@ from pyroaring import BitMap64
 
 import lance_ops
 from lance_ops._proto import table_pb2
-from lance_ops.errors import DeferredRemapError, IndexCorruptError, IndexNotFoundError
+from lance_ops.errors import (
+    DeferredRemapError,
+    IndexCorruptError,
+    IndexNotFoundError,
+    UnsupportedIndexTypeError,
+)
 from lance_ops.table import frag_reuse
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -327,3 +332,46 @@ def test_cleanup_keeps_referenced_index_dirs(tmp_path, built, lance_module) -> N
     ds.cleanup_old_versions(older_than=datetime.timedelta(0))
     assert _index_dirs_with_files(uri) == live
     _answers_agree(lance_module.dataset(uri))
+
+
+@pytest.mark.parametrize("merge", [1, 0])
+def test_optimize_indices_after_append_as_pylance(tmp_path, built, lance_module, merge) -> None:  # type: ignore[no-untyped-def]
+    ours = _copy(built(False), tmp_path / "ours")
+    twin = _copy(built(False), tmp_path / "twin")
+    for uri in (ours, twin):
+        lance_module.write_dataset(
+            _table(ROWS, ROWS + 200, seed=5), uri, mode="append", max_rows_per_file=100
+        )
+        lance_module.dataset(uri).drop_index("zm")  # zone maps are not extended by lance_ops yet
+    ds = lance_ops.dataset(ours)
+    report = ds.optimize.optimize_indices(num_indices_to_merge=merge)
+    lance_module.dataset(twin).optimize.optimize_indices(num_indices_to_merge=merge)
+    assert set(report.extended) == {"id_idx", "cat_idx", "tags_idx", "vec_idx"}
+    assert report.unindexed_rows_before == dict.fromkeys(report.extended, 200)
+    got, expected = lance_module.dataset(ours), lance_module.dataset(twin)
+    _answers_agree(got)
+    assert _coverage(got) == _coverage(expected)
+    for name in report.extended:
+        assert got.stats.index_stats(name)["num_unindexed_rows"] == 0
+        mine, theirs = got.stats.index_stats(name), expected.stats.index_stats(name)
+        assert (mine["num_segments"], mine["num_indexed_rows_per_delta"]) == (
+            theirs["num_segments"],
+            theirs["num_indexed_rows_per_delta"],
+        )
+    queries = np.random.default_rng(3).random((8, DIM), dtype=np.float32)
+    assert _recall(got, queries) >= _recall(expected, queries) - 0.05
+    version = ds.version
+    assert ds.optimize.optimize_indices().extended == ()  # run twice: nothing to do, no commit
+    assert lance_ops.dataset(ours).version == version
+
+
+def test_optimize_indices_names_the_index_it_cannot_extend(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = _copy(built(False), tmp_path / "d")
+    lance_ops.write_dataset(_table(ROWS, ROWS + 50), uri, mode="append")
+    version = lance_ops.dataset(uri).version
+    with pytest.raises(UnsupportedIndexTypeError, match="zm") as raised:
+        lance_ops.dataset(uri).optimize.optimize_indices()
+    assert raised.value.index == "zm"
+    assert lance_ops.dataset(uri).version == version  # nothing committed
+    lance_ops.dataset(uri).optimize.optimize_indices(index_names=["id_idx"])  # the others still work
+    assert lance_module.dataset(uri).stats.index_stats("id_idx")["num_unindexed_rows"] == 0
