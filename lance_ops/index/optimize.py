@@ -12,7 +12,8 @@ What pylance 14's ``optimize_indices(num_indices_to_merge=n)`` does to one index
 Here a merged vector segment keeps the existing model too (pylance may retrain it; either is a
 correct index). The rows added are read from the new fragments with their row ids (with stable
 row ids, BITMAP / LABEL_LIST / IVF store the stable ids, BTREE the row addresses, as pylance 14
-does). ZONEMAP, NGRAM, INVERTED and IVF_HNSW_* are not extended:
+does; ZONEMAP zones are positional: row addresses). NGRAM, INVERTED and IVF_HNSW_* are not
+extended:
 :class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the index.
 """
 
@@ -33,13 +34,14 @@ from lance_ops.index.bitmap import merge_bitmap
 from lance_ops.index.btree import merge_btree
 from lance_ops.index.files import RemapResult
 from lance_ops.index.ivf import extend_ivf
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, index_type_of
+from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP, index_type_of
+from lance_ops.index.zonemap import extend_zonemap
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
 __all__ = ["EXTENDABLE_TYPES", "update_index"]
 
-EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, "IVF_FLAT", "IVF_PQ", "IVF_SQ")
+EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, "IVF_FLAT", "IVF_PQ", "IVF_SQ")
 _ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
 
 
@@ -86,11 +88,20 @@ def _vectors(values: pa.Array, ids: np.ndarray, index: IndexMetadata) -> tuple[n
 
 
 def _segment(
-    result: RemapResult, template: IndexMetadata, fragment_ids: set[int], version: int
+    result: RemapResult,
+    template: IndexMetadata,
+    merged: Sequence[IndexMetadata],
+    fragment_ids: set[int],
+    version: int,
 ) -> IndexMetadata:
+    """The new segment's metadata. pylance 14 stamps a delta with the version optimized and keeps
+    the ``dataset_version`` of the segments a merge replaces (their oldest); ``created_at`` is now."""
     bitmap = BitMap(sorted(fragment_ids)).serialize()
+    dataset_version = min(s.dataset_version for s in merged) if merged else version
     return replace(
-        result.metadata_for(template, bitmap), dataset_version=version, created_at=int(time.time() * 1000)
+        result.metadata_for(template, bitmap),
+        dataset_version=dataset_version,
+        created_at=int(time.time() * 1000),
     )
 
 
@@ -125,14 +136,16 @@ def update_index(
         raise UnsupportedIndexTypeError(
             f"{kind} index {template.name!r} cannot be extended by lance_ops", template.name
         )
-    id_column = _ROW_ADDRESS if kind == BTREE else _ROW_ID
+    id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP) else _ROW_ID
     values, ids = _new_rows(ctx, manifest, fragments, _column_path(manifest, template), id_column)
     if kind == BTREE:
         result = merge_btree(ctx, template, merged, values, ids)
+    elif kind == ZONEMAP:
+        result = extend_zonemap(ctx, template, merged, values, ids)
     elif kind in (BITMAP, LABEL_LIST):
         result = merge_bitmap(ctx, template, merged, values, ids, label_list=kind == LABEL_LIST)
     else:
         vectors, vector_ids = _vectors(values, ids, template)
         result = extend_ivf(ctx, template, merged, kind, vectors, vector_ids)
     covered = {f.id for f in fragments}.union(*(_fragment_ids(s) for s in merged))
-    return [*kept, _segment(result, template, covered, manifest.version)]
+    return [*kept, _segment(result, template, merged, covered, manifest.version)]
