@@ -712,34 +712,32 @@ def commit_compaction(
     count = sum(len(r.new_fragments) for r in results)
     storage = StorageContext.of(location, options.storage_options)
     latest = load_manifest(storage.store, storage.root).manifest
+    defer = any(r.defer_index_remap for r in results)
     covered = covering(latest, [f for r in results for f in r.original_fragments])
+    changes = IndexChanges()
     if covered:
-        refuse_deferred_with_stable_ids(latest, any(r.defer_index_remap for r in results))
+        refuse_deferred_with_stable_ids(latest, defer)
         check_index_files(storage, covered)
+        # Indices are rewritten before anything is committed (a corrupt index file fails the
+        # compaction with nothing committed), for the ids the reservation will give: the next ones,
+        # unless another writer reserves first (then they are rewritten again).
+        first = 0 if latest.max_fragment_id is None else latest.max_fragment_id + 1
+        moves, _ = _moves(results, first)
+        changes = changes_for_rewrite(storage, latest, moves, defer=defer, reuse_version=latest.version + 1)
     reserved, _ = commit(storage, ReserveFragments(count), replace(options, read_version=None))
     assert reserved.max_fragment_id is not None
-    next_id = reserved.max_fragment_id - count + 1
-    groups = []
-    moves = []
+    moves, groups = _moves(results, reserved.max_fragment_id - count + 1)
+    if covered and (reserved.max_fragment_id != first + count - 1 or reserved.version != latest.version + 1):
+        changes = changes_for_rewrite(storage, reserved, moves, defer=defer, reuse_version=reserved.version)
     old_addrs: list[np.ndarray] = []
     new_addrs: list[np.ndarray] = []
-    for result in results:
-        new = []
-        for fragment in result.new_fragments:
-            new.append(fragment.with_id(next_id))
-            next_id += 1
-        groups.append(RewriteGroup(result.original_fragments, tuple(new)))
-        moves.append(GroupMove(result.original_fragments, tuple(new), result.row_addrs))
-        if result.row_addrs is not None and not latest.uses_stable_row_ids:
-            old_addrs.append(result.row_addrs)
-            new_addrs.extend(row_addresses(f.id, np.arange(f.physical_rows, dtype=np.int64)) for f in new)
-    changes = changes_for_rewrite(
-        storage,
-        reserved,
-        moves,
-        defer=any(r.defer_index_remap for r in results),
-        reuse_version=reserved.version,
-    )
+    if not latest.uses_stable_row_ids:
+        for move in moves:
+            assert move.row_addrs is not None
+            old_addrs.append(move.row_addrs)
+            new_addrs.extend(
+                row_addresses(f.id, np.arange(f.physical_rows, dtype=np.int64)) for f in move.new
+            )
     operation = Rewrite(tuple(groups), changes.rewritten, changes.frag_reuse_index)
     manifest, transaction = commit(storage, operation, replace(options, read_version=versions.pop()))
     metrics = sum((r.metrics for r in results), CompactionMetrics())
@@ -747,6 +745,18 @@ def commit_compaction(
     if old_addrs:
         address_map = (np.concatenate(old_addrs), np.concatenate(new_addrs))
     return CompactionOutcome(manifest, transaction, metrics, address_map, changes)
+
+
+def _moves(results: Sequence[RewriteResult], first_id: int) -> tuple[list[GroupMove], list[RewriteGroup]]:
+    """Each result's new fragments numbered from ``first_id`` on (in order)."""
+    moves, groups = [], []
+    next_id = first_id
+    for result in results:
+        new = tuple(f.with_id(next_id + n) for n, f in enumerate(result.new_fragments))
+        next_id += len(new)
+        moves.append(GroupMove(result.original_fragments, new, result.row_addrs))
+        groups.append(RewriteGroup(result.original_fragments, new))
+    return moves, groups
 
 
 def _done_message(result: RewriteResult) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from lance_ops.errors import DeferredRemapError, IndexCorruptError, UnsupportedIndexTypeError
+from lance_ops.index.remap import RowAddressMapping, remap_index
 from lance_ops.io.context import StorageContext
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import holds_row_ids, is_system, is_zone_map
@@ -119,14 +120,9 @@ def remap_with_codec(
 ) -> RewrittenIndex | None:
     """The index rewritten by its type's codec (new uuid and files), or None when no codec can
     remap its type yet (the caller defers it to the Fragment Reuse Index)."""
+    mapping = RowAddressMapping(old_addrs=old, new_addrs=new, removed=deleted)
     try:
-        from lance_ops.index import remap as codec
-    except ImportError:
-        log.info("index %r: no remap codec available; deferring through the fragment reuse index", index.name)
-        return None
-    mapping = codec.RowAddressMapping(old_addrs=old, new_addrs=new, removed=deleted)
-    try:
-        result = codec.remap_index(storage, index, mapping)
+        result = remap_index(storage, index, mapping)
     except UnsupportedIndexTypeError as exc:
         log.info("index %r: %s; deferring through the fragment reuse index", index.name, exc)
         return None

@@ -30,6 +30,8 @@ from pyroaring import BitMap
 
 from lance_ops.errors import IndexNotFoundError, UnsupportedIndexTypeError
 from lance_ops.fragment.reader import VersionFiles
+from lance_ops.index.optimize import update_index
+from lance_ops.index.types import index_type_of, pylance_type_name
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.index_remap import check_index_files, remap_with_codec
 from lance_ops.table import frag_reuse
@@ -78,8 +80,6 @@ def uuid_text(index: IndexMetadata) -> str:
 
 def type_name(files: VersionFiles, index: IndexMetadata) -> str:
     """pylance's printed type (``"BTree"``, ``"IVF_PQ"``...); an unknown type by its details' name."""
-    from lance_ops.index.types import index_type_of, pylance_type_name
-
     try:
         return pylance_type_name(index_type_of(index, files.storage))
     except UnsupportedIndexTypeError:
@@ -338,15 +338,7 @@ def _extend(
     files: VersionFiles, segments: list[IndexMetadata], fragments: list[DataFragment], merge: int
 ) -> list[IndexMetadata]:
     kind = type_name(files, segments[0])
-    try:
-        from lance_ops.index.optimize import update_index
-    except ImportError:
-        update_index = None
-    result = (
-        None
-        if update_index is None
-        else update_index(files.storage, files.manifest, segments, fragments, merge)
-    )
+    result = update_index(files.storage, files.manifest, segments, fragments, merge)
     if result is None:
         raise UnsupportedIndexTypeError(
             f"optimize_indices: index {segments[0].name!r} of type {kind} cannot be extended over "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import shutil
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,10 @@ from lance_ops.errors import (
     IndexNotFoundError,
     UnsupportedIndexTypeError,
 )
+from lance_ops.ops.commit import commit
 from lance_ops.table import frag_reuse
+from lance_ops.table.manifest import IndexMetadata
+from lance_ops.table.transaction import CreateIndex
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -178,7 +182,6 @@ def test_two_deferred_compactions_then_optimize_catches_up(tmp_path, built, lanc
     ds.optimize.compact_files(target_rows_per_fragment=600, defer_index_remap=True)
     assert len(_frag_reuse(uri).versions) == 2
     _answers_agree(lance_module.dataset(uri))
-    ds.drop_index("zm")  # zone maps cannot be extended over the new fragments yet
     report = ds.optimize.optimize_indices()
     assert set(report.remapped) == {"id_idx", "cat_idx", "tags_idx", "vec_idx"}
     assert frag_reuse.find(lance_ops.dataset(uri).manifest) is None  # trimmed away: nothing needs it
@@ -286,11 +289,16 @@ def test_drop_index_as_pylance(tmp_path, built, lance_module) -> None:  # type: 
         ds.optimize.optimize_indices(index_names=["id_idx"])
 
 
-def test_missing_index_file_is_a_typed_error_and_nothing_is_committed(tmp_path, built) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_damaged_index_file_is_a_typed_error_and_nothing_is_committed(tmp_path, built, damage) -> None:  # type: ignore[no-untyped-def]
     uri = _copy(built(False), tmp_path / "d")
     ds = lance_ops.dataset(uri)
     btree = next(i for i in ds.manifest.indices if i.name == "id_idx")
-    (Path(uri) / "_indices" / str(uuid.UUID(bytes=btree.uuid)) / "page_data.lance").unlink()
+    page = Path(uri) / "_indices" / str(uuid.UUID(bytes=btree.uuid)) / "page_data.lance"
+    if damage == "missing":
+        page.unlink()
+    else:
+        page.write_bytes(page.read_bytes()[:100])
     version = ds.version
     with pytest.raises(IndexCorruptError, match="id_idx"):
         ds.optimize.compact_files(target_rows_per_fragment=250)
@@ -342,11 +350,10 @@ def test_optimize_indices_after_append_as_pylance(tmp_path, built, lance_module,
         lance_module.write_dataset(
             _table(ROWS, ROWS + 200, seed=5), uri, mode="append", max_rows_per_file=100
         )
-        lance_module.dataset(uri).drop_index("zm")  # zone maps are not extended by lance_ops yet
     ds = lance_ops.dataset(ours)
     report = ds.optimize.optimize_indices(num_indices_to_merge=merge)
     lance_module.dataset(twin).optimize.optimize_indices(num_indices_to_merge=merge)
-    assert set(report.extended) == {"id_idx", "cat_idx", "tags_idx", "vec_idx"}
+    assert set(report.extended) == {"id_idx", "cat_idx", "tags_idx", "vec_idx", "zm"}
     assert report.unindexed_rows_before == dict.fromkeys(report.extended, 200)
     got, expected = lance_module.dataset(ours), lance_module.dataset(twin)
     _answers_agree(got)
@@ -367,11 +374,41 @@ def test_optimize_indices_after_append_as_pylance(tmp_path, built, lance_module,
 
 def test_optimize_indices_names_the_index_it_cannot_extend(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
     uri = _copy(built(False), tmp_path / "d")
+    _add_unknown_index(uri)
     lance_ops.write_dataset(_table(ROWS, ROWS + 50), uri, mode="append")
     version = lance_ops.dataset(uri).version
-    with pytest.raises(UnsupportedIndexTypeError, match="zm") as raised:
+    with pytest.raises(UnsupportedIndexTypeError, match="future_idx") as raised:
         lance_ops.dataset(uri).optimize.optimize_indices()
-    assert raised.value.index == "zm"
+    assert raised.value.index == "future_idx"
     assert lance_ops.dataset(uri).version == version  # nothing committed
     lance_ops.dataset(uri).optimize.optimize_indices(index_names=["id_idx"])  # the others still work
-    assert lance_module.dataset(uri).stats.index_stats("id_idx")["num_unindexed_rows"] == 0
+    assert lance_ops.dataset(uri).stats.index_stats("id_idx")["num_unindexed_rows"] == 0
+
+
+def _add_unknown_index(uri: str) -> IndexMetadata:
+    """A copy of the BTREE under a type URL no library knows, committed as index ``future_idx``."""
+    ds = lance_ops.dataset(uri)
+    btree = next(i for i in ds.manifest.indices if i.name == "id_idx")
+    stranger = replace(
+        btree, uuid=uuid.uuid4().bytes, name="future_idx", details=("/lance.table.FutureIndexDetails", b"")
+    )
+    (Path(uri) / "_indices" / str(uuid.UUID(bytes=stranger.uuid))).mkdir()
+    for f in btree.files:
+        src = Path(uri) / "_indices" / str(uuid.UUID(bytes=btree.uuid)) / f.path
+        shutil.copy(src, Path(uri) / "_indices" / str(uuid.UUID(bytes=stranger.uuid)) / f.path)
+    commit(ds.storage, CreateIndex((stranger,), ()), ds.handle.commit_options(None))
+    return stranger
+
+
+def test_unknown_index_type_is_kept_and_deferred(tmp_path, built, lance_module, caplog) -> None:  # type: ignore[no-untyped-def]
+    uri = _copy(built(False), tmp_path / "d")
+    stranger = _add_unknown_index(uri)
+    ds = lance_ops.dataset(uri)
+    assert "future_idx" in {d.name for d in ds.describe_indices()}
+    with caplog.at_level("INFO", logger="lance_ops.ops.index_remap"):
+        ds.optimize.compact_files(target_rows_per_fragment=250)
+    kept = next(i for i in ds.manifest.indices if i.name == "future_idx")
+    assert kept.uuid == stranger.uuid and kept.fragment_bitmap == stranger.fragment_bitmap
+    assert frag_reuse.find(ds.manifest) is not None  # the compaction is recorded for it
+    assert "future_idx" in caplog.text
+    assert lance_ops.dataset(uri).count_rows() == 540
