@@ -25,6 +25,7 @@ from lance_ops.errors import (
     DeferredRemapError,
     IndexCorruptError,
     IndexNotFoundError,
+    SchemaChangeError,
     UnsupportedIndexTypeError,
 )
 from lance_ops.ops.commit import commit
@@ -412,3 +413,20 @@ def test_unknown_index_type_is_kept_and_deferred(tmp_path, built, lance_module, 
     assert frag_reuse.find(ds.manifest) is not None  # the compaction is recorded for it
     assert "future_idx" in caplog.text
     assert lance_ops.dataset(uri).count_rows() == 540
+
+
+def test_casting_an_indexed_column_is_refused_as_pylance(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = _copy(built(False), tmp_path / "d")
+    version = lance_ops.dataset(uri).version
+    with pytest.raises(SchemaChangeError, match="id_idx") as ours:
+        lance_ops.dataset(uri).alter_columns({"path": "id", "data_type": pa.int32()})
+    with pytest.raises(OSError, match="id_idx"):
+        lance_module.dataset(uri).alter_columns({"path": "id", "data_type": pa.int32()})
+    assert isinstance(ours.value, OSError) and lance_ops.dataset(uri).version == version
+    lance_ops.dataset(uri).alter_columns({"path": "id", "name": "key"})  # a rename keeps the index
+    assert lance_module.dataset(uri).list_indices()[1]["fields"] == ["key"]
+    renamed = lance_module.dataset(uri)
+    indexed = renamed.to_table(filter="key > 100 AND key < 130", columns=["key"])
+    assert indexed.equals(
+        renamed.to_table(filter="key > 100 AND key < 130", columns=["key"], use_scalar_index=False)
+    )
