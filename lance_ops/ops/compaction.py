@@ -10,7 +10,8 @@ Planning (pylance 14's rules, fact sheet section 8.2), over the fragments of the
    above ``materialize_deletions_threshold``; a candidate *with neighbours* when it has fewer than
    ``target_rows_per_fragment`` physical rows; otherwise it is not a candidate;
 2. consecutive candidates form a bin; a non-candidate ends it, and so does a change in the set of
-   indices covering the fragment (only adjacent fragments are ever merged: row order is kept);
+   indices covering the fragment, through the Fragment Reuse Index too (only adjacent fragments
+   are ever merged: row order is kept);
 3. a bin that is a single candidate-with-neighbours fragment is dropped (nothing to merge);
 4. each bin is split greedily into tasks of at least ``target_rows_per_fragment`` live rows, a
    remainder smaller than that being folded into the last task;
@@ -32,7 +33,12 @@ the same way. Without, the result keeps the surviving old row addresses, so that
 the old -> new address mapping is known.
 
 Committing (as pylance 14): a ``ReserveFragments`` commit claims the new fragment ids, then a
-``Rewrite`` on the plan's read version replaces each group's old fragments by its new ones. The
+``Rewrite`` on the plan's read version replaces each group's old fragments by its new ones. Indices
+covering the old fragments are kept right in that same Rewrite (:mod:`lance_ops.ops.index_remap`:
+remapped with the old -> new row addresses into ``rewritten_indices``, their fragment bitmaps moved
+with stable row ids, or the move recorded in the Fragment Reuse Index with ``defer_index_remap``);
+the index files are written before the reservation, so a damaged index fails the compaction with
+nothing committed. The
 Rewrite is checked against everything committed since the read version (conflict matrix): appends
 are compatible; a delete of rows of a compacted fragment is carried into the new fragments when row
 ids are stable (:mod:`lance_ops.table.rewrite_rebase`), and otherwise (or for an update) makes it

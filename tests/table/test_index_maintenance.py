@@ -430,3 +430,16 @@ def test_casting_an_indexed_column_is_refused_as_pylance(tmp_path, built, lance_
     assert indexed.equals(
         renamed.to_table(filter="key > 100 AND key < 130", columns=["key"], use_scalar_index=False)
     )
+
+
+def test_cleanup_keeps_the_index_dirs_of_tagged_versions(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = _copy(built(False), tmp_path / "d")
+    ds = lance_ops.dataset(uri)
+    ds.tags.create("before", ds.version)
+    tagged = {str(uuid.UUID(bytes=i.uuid)) for i in ds.manifest.indices}
+    ds.optimize.compact_files(target_rows_per_fragment=250)
+    ds.cleanup_old_versions(older_than=datetime.timedelta(0), error_if_tagged_old_versions=False)
+    kept = _index_dirs_with_files(uri)
+    assert tagged <= kept and {str(uuid.UUID(bytes=i.uuid)) for i in ds.manifest.indices} <= kept
+    _answers_agree(lance_module.dataset(uri, version="before"))
+    _answers_agree(lance_module.dataset(uri))
