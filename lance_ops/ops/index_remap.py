@@ -27,7 +27,9 @@ import numpy as np
 from pyroaring import BitMap
 
 from lance_ops.errors import DeferredRemapError, IndexCorruptError, UnsupportedIndexTypeError
+from lance_ops.fragment.reader import row_addresses
 from lance_ops.index.remap import RowAddressMapping, remap_index
+from lance_ops.index.types import index_dir
 from lance_ops.io.context import StorageContext
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import holds_row_ids, is_system, is_zone_map
@@ -80,16 +82,11 @@ def covering(manifest: Manifest, fragments: Sequence[DataFragment]) -> list[Inde
 def check_index_files(storage: StorageContext, indices: Sequence[IndexMetadata]) -> None:
     """Every file the manifest lists for ``indices`` exists (before anything is committed)."""
     for index in indices:
-        directory = storage.path("_indices", _uuid_text(index.uuid))
+        directory = index_dir(storage, index)
         for f in index.files:
             path = storage.store.join(directory, f.path)
             if not storage.store.exists(path):
                 raise IndexCorruptError(path, f"index {index.name!r}: file {f.path} is missing")
-
-
-def _uuid_text(raw: bytes) -> str:
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def address_mapping(moves: Sequence[GroupMove]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,8 +98,8 @@ def address_mapping(moves: Sequence[GroupMove]) -> tuple[np.ndarray, np.ndarray,
     for move in moves:
         assert move.row_addrs is not None
         olds.append(move.row_addrs.astype(np.uint64))
-        news.extend(_addresses(f.id, f.physical_rows) for f in move.new)
-        every.extend(_addresses(f.id, f.physical_rows) for f in move.old)
+        news.extend(_addresses(f) for f in move.new)
+        every.extend(_addresses(f) for f in move.old)
     old = np.concatenate(olds) if olds else np.zeros(0, np.uint64)
     new = np.concatenate(news) if news else np.zeros(0, np.uint64)
     order = np.argsort(old, kind="stable")
@@ -111,8 +108,8 @@ def address_mapping(moves: Sequence[GroupMove]) -> tuple[np.ndarray, np.ndarray,
     return old[order], new[order], deleted
 
 
-def _addresses(fragment_id: int, rows: int) -> np.ndarray:
-    return (np.uint64(fragment_id) << np.uint64(32)) | np.arange(rows, dtype=np.uint64)
+def _addresses(fragment: DataFragment) -> np.ndarray:
+    return row_addresses(fragment.id, np.arange(fragment.physical_rows, dtype=np.int64))
 
 
 def remap_with_codec(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-import uuid as uuid_module
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,7 +30,7 @@ from pyroaring import BitMap
 from lance_ops.errors import IndexNotFoundError, UnsupportedIndexTypeError
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.index.optimize import update_index
-from lance_ops.index.types import index_type_of, pylance_type_name
+from lance_ops.index.types import index_type_of, pylance_type_name, uuid_text
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.index_remap import check_index_files, remap_with_codec
 from lance_ops.table import frag_reuse
@@ -72,10 +71,6 @@ class IndexDescription:
     @property
     def num_segments(self) -> int:
         return len(self.segments)
-
-
-def uuid_text(index: IndexMetadata) -> str:
-    return str(uuid_module.UUID(bytes=index.uuid))
 
 
 def type_name(files: VersionFiles, index: IndexMetadata) -> str:
