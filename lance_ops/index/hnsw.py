@@ -28,6 +28,9 @@ import pyarrow as pa
 
 __all__ = ["drop_nodes"]
 
+# How many neighbours of a removed neighbour a node is offered in its place.
+_SECOND_HOPS = 4
+
 
 def _levels(meta: list[dict[str, Any]], lengths: np.ndarray) -> tuple[np.ndarray, int]:
     """Level of every row of the file, and the number of levels."""
@@ -83,7 +86,7 @@ def drop_nodes(
         edge_to_global[keep_edge],
         edge_distance[keep_edge],
     )
-    order = np.lexsort((edge_distance, new_row[edge_row]))
+    order = np.argsort(new_row[edge_row], kind="stable")  # a row's kept edges first, in their old order
     edge_row, edge_to_global, edge_distance = edge_row[order], edge_to_global[order], edge_distance[order]
     rows = int(row_kept.sum())
     counts = np.bincount(new_row[edge_row], minlength=rows)
@@ -126,51 +129,59 @@ def _repair(
     level: np.ndarray,
     degree: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Edges to kept nodes, plus two-hop edges through removed neighbours for the rows that lost
-    some, each row capped at its old degree (closest first: the distance of a two-hop edge is
-    taken as the sum of its two stored distances, an upper bound)."""
+    """Edges to kept nodes, plus two-hop edges through removed neighbours (the first
+    ``_SECOND_HOPS`` neighbours of each) for the rows that lost some, filling each row up to its old
+    degree closest first (a two-hop edge's distance is taken as the sum of its two stored
+    distances, an upper bound)."""
     alive = kept[edge_to]
     lost = ~alive & row_kept[edge_row]
-    direct = (edge_row[alive], edge_to[alive], edge_distance[alive])
+    direct_row, direct_to, direct_distance = edge_row[alive], edge_to[alive], edge_distance[alive]
     if not lost.any():
-        return direct
+        return direct_row, direct_to, direct_distance
     # the row of each (node, level) pair, to follow an edge to the removed node's own neighbours
     key = node_global * 64 + level
     sorter = np.argsort(key)
-    via_row_key = edge_to[lost] * 64 + level[edge_row[lost]]
-    at = np.searchsorted(key[sorter], via_row_key)
-    at = np.minimum(at, key.size - 1)
-    found = key[sorter][at] == via_row_key
+    sorted_key = key[sorter]
+    via_key = edge_to[lost] * 64 + level[edge_row[lost]]
+    at = np.minimum(np.searchsorted(sorted_key, via_key), key.size - 1)
+    found = sorted_key[at] == via_key
     via_row = sorter[at[found]]
     source = edge_row[lost][found]
     first_hop = edge_distance[lost][found]
-    # expand: every edge of via_row
+    # the first few edges of each via_row
     starts = np.concatenate([[0], np.cumsum(degree)])
-    counts = degree[via_row]
+    counts = np.minimum(degree[via_row], _SECOND_HOPS)
+    step = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    edge_index = np.repeat(starts[via_row], counts) + step
     source = np.repeat(source, counts)
-    first_hop = np.repeat(first_hop, counts)
-    edge_index = np.repeat(
-        starts[via_row] - np.cumsum(np.concatenate([[0], counts[:-1]])), counts
-    ) + np.arange(counts.sum())
     target = edge_to[edge_index]
-    distance = first_hop + edge_distance[edge_index]
+    distance = np.repeat(first_hop, counts) + edge_distance[edge_index]
     ok = kept[target] & (target != node_global[source])
-    rows = np.concatenate([direct[0], source[ok]])
-    targets = np.concatenate([direct[1], target[ok]])
-    distances = np.concatenate([direct[2], distance[ok]])
-    is_direct = np.concatenate([np.ones(direct[0].size, bool), np.zeros(int(ok.sum()), bool)])
-    # one edge per (row, target), direct ones first, then closest; at most the old degree per row
-    order = np.lexsort((distances, ~is_direct, targets, rows))
-    rows, targets, distances = rows[order], targets[order], distances[order]
-    first = np.concatenate([[True], (rows[1:] != rows[:-1]) | (targets[1:] != targets[:-1])])
-    rows, targets, distances, is_direct = (
-        rows[first],
-        targets[first],
-        distances[first],
-        is_direct[order][first],
+    source, target, distance = source[ok], target[ok], distance[ok]
+    # drop candidates a row already has (directly, or twice: keep the closest)
+    shift = np.int64(1 + int(max(edge_to.max(initial=0), 0)))
+    candidate_key = source.astype(np.int64) * shift + target
+    order = np.lexsort((distance, candidate_key))
+    candidate_key, source, target, distance = (
+        candidate_key[order],
+        source[order],
+        target[order],
+        distance[order],
     )
-    order = np.lexsort((distances, ~is_direct, rows))
-    rows, targets, distances = rows[order], targets[order], distances[order]
-    rank = np.arange(rows.size) - np.searchsorted(rows, rows)
-    keep = rank < degree[rows]
-    return rows[keep], targets[keep], distances[keep]
+    first = np.concatenate([[True], candidate_key[1:] != candidate_key[:-1]])
+    direct_key = np.sort(direct_row.astype(np.int64) * shift + direct_to)
+    at = np.minimum(np.searchsorted(direct_key, candidate_key), max(direct_key.size - 1, 0))
+    if direct_key.size:
+        first &= direct_key[at] != candidate_key
+    source, target, distance = source[first], target[first], distance[first]
+    # closest candidates into each row's free slots
+    order = np.lexsort((distance, source))
+    source, target, distance = source[order], target[order], distance[order]
+    rank = np.arange(source.size) - np.searchsorted(source, source)
+    free = degree - np.bincount(direct_row, minlength=degree.size)
+    take = rank < free[source]
+    return (
+        np.concatenate([direct_row, source[take]]),
+        np.concatenate([direct_to, target[take]]),
+        np.concatenate([direct_distance, distance[take]]),
+    )

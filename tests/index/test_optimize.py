@@ -188,3 +188,34 @@ def test_segment_metadata_as_pylance(scalar_base: Path, tmp_path: Path, merge: i
         for path in (ours_path, twin_path)
     )
     assert mine == theirs
+
+
+def test_stable_row_ids(tmp_path: Path) -> None:
+    """With stable row ids (and ids that differ from addresses after a compaction), the extended
+    BTREE holds row addresses and BITMAP / LABEL_LIST / IVF hold row ids, as pylance's own."""
+    base = tmp_path / "base"
+    ds = lance.write_dataset(make_table(), base, max_rows_per_file=1000, enable_stable_row_ids=True)
+    ds.delete("id < 500")
+    ds.optimize.compact_files(target_rows_per_fragment=1 << 20)
+    ds = lance.dataset(str(base))
+    for name in EXTENDED:
+        column = {"id_idx": "id", "cat_idx": "cat", "tags_idx": "tags"}[name]
+        ds.create_scalar_index(
+            column, {"id_idx": "BTREE", "cat_idx": "BITMAP", "tags_idx": "LABEL_LIST"}[name], name=name
+        )
+    ds.create_index("vec", "IVF_FLAT", name="vec_idx", num_partitions=4)
+    append(base)
+    ours_path, twin_path = tmp_path / "ours", tmp_path / "twin"
+    shutil.copytree(base, ours_path)
+    shutil.copytree(base, twin_path)
+    ours = optimize(ours_path, {*EXTENDED, "vec_idx"}, 1)
+    lance.dataset(str(twin_path)).optimize.optimize_indices(num_indices_to_merge=1)
+    twin = lance.dataset(str(twin_path))
+    for name in EXTENDED:
+        assert ours.stats.index_stats(name)["num_unindexed_rows"] == 0
+        for predicate in [*PREDICATES[name], APPENDED_PREDICATES[name]]:
+            indexed, scanned, plan = scalar_answers(ours, predicate)
+            assert f"@{name}" in plan
+            assert indexed.equals(scanned), predicate
+            assert indexed.equals(scalar_answers(twin, predicate)[0]), predicate
+    check_search(ours, twin, exact=True)
