@@ -22,7 +22,7 @@ from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexFile, IndexMetadata
 
-__all__ = ["IndexFileData", "IndexWriter", "RemapResult", "read_index_file"]
+__all__ = ["IndexFileData", "IndexWriter", "RemapResult", "index_file_names", "read_index_file"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,14 @@ class IndexFileData:
 
 def _file_path(ctx: StorageContext, index: IndexMetadata, name: str) -> str:
     return ctx.path("_indices", str(uuid_module.UUID(bytes=index.uuid)), name)
+
+
+def index_file_names(ctx: StorageContext, index: IndexMetadata) -> list[str]:
+    """The index's file names: from the manifest (pylance 14 lists them), else its directory."""
+    if index.files:
+        return [f.path for f in index.files]
+    directory = ctx.path("_indices", str(uuid_module.UUID(bytes=index.uuid)))
+    return [info.path.rsplit("/", 1)[-1] for info in ctx.store.list(directory)]
 
 
 def read_index_file(ctx: StorageContext, index: IndexMetadata, name: str) -> IndexFileData:

@@ -37,7 +37,7 @@ REMAPPABLE = [
     "txt_ng",
     *(f"v_{k}" for k in ("ivf_flat", "ivf_pq", "ivf_sq")),
 ]
-REMAPPABLE += ["v_ivf_hnsw_flat", "v_ivf_hnsw_pq", "v_ivf_hnsw_sq"]
+REMAPPABLE += ["v_ivf_hnsw_flat", "v_ivf_hnsw_pq", "v_ivf_hnsw_sq", "txt_idx"]
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,9 @@ def test_identity_remap_reads_identically(every_index: Path, tmp_path: Path) -> 
         answer, _, plan = scalar_answers(after, predicate)
         assert answer.equals(table), predicate
         assert "ScalarIndexQuery" in plan
+    for query in ("world", "7"):
+        mine = after.to_table(full_text_query=query, columns=["id"]).sort_by("id")
+        assert mine.equals(before.to_table(full_text_query=query, columns=["id"]).sort_by("id"))
     nearest = {"column": "vec", "q": q, "k": 10, "nprobes": 4}
     assert "ANNSubIndex" in after.scanner(nearest=nearest).explain_plan(True)
     assert after.to_table(columns=["id"], nearest=nearest).equals(

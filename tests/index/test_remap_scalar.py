@@ -116,15 +116,39 @@ def test_btree_pages_equal_pylance_remap(twins: tuple[lance.LanceDataset, lance.
         assert ours[file].equals(theirs[file], check_metadata=True), file
 
 
-def test_zonemap_kept_and_inverted_refused(deleted: Path) -> None:
-    from lance_ops.index.mapping import RowAddressMapping
-
-    ours = lance_ops.dataset(str(deleted))
+def test_zonemap_kept_and_inverted_losing_rows_refused(deleted: Path, tmp_path: Path) -> None:
+    path = tmp_path / "ds"
+    shutil.copytree(deleted, path)
+    mapping, _ = compact_deferred(path)
+    ours = lance_ops.dataset(str(path))
     by_name = {ix.name: ix for ix in ours.manifest.indices}
-    assert remap_index(ours.storage, by_name["id_zm"], RowAddressMapping.identity()) is None
+    assert remap_index(ours.storage, by_name["id_zm"], mapping) is None
+    before = sorted(p.name for p in (path / "_indices").iterdir())
     with pytest.raises(UnsupportedIndexTypeError, match="txt_idx") as info:
-        remap_index(ours.storage, by_name["txt_idx"], RowAddressMapping.identity())
+        remap_index(ours.storage, by_name["txt_idx"], mapping)
     assert info.value.index == "txt_idx"
+    assert sorted(p.name for p in (path / "_indices").iterdir()) == before
+
+
+def test_inverted_remapped_when_no_row_is_removed(tmp_path: Path) -> None:
+    """Compaction without deletions: documents keep their numbers, only their row ids move."""
+    base = tmp_path / "base"
+    build_scalar(base)
+    ours_path, twin_path = tmp_path / "ours", tmp_path / "twin"
+    shutil.copytree(base, ours_path)
+    shutil.copytree(base, twin_path)
+    mapping, fragments = compact_deferred(ours_path)
+    assert not mapping.removed.size
+    ours = remap_all(ours_path, mapping, fragments, {"txt_idx", *REMAPPED})
+    lance.dataset(str(twin_path)).optimize.compact_files(target_rows_per_fragment=1 << 20)
+    twin = lance.dataset(str(twin_path))
+    assert "MatchQuery: column=txt" in ours.scanner(full_text_query="world").explain_plan(True)
+    assert ours.to_table(full_text_query="world").num_rows == 3000
+    for query in ("world", "hello", "3", "nothing"):
+        mine = ours.to_table(full_text_query=query, columns=["id"]).sort_by("id")
+        theirs = twin.to_table(full_text_query=query, columns=["id"]).sort_by("id")
+        assert mine["id"].equals(theirs["id"]), query
+    assert ours.stats.index_stats("txt_idx")["num_unindexed_rows"] == 0
 
 
 def test_multi_page_btree_with_nulls(tmp_path: Path) -> None:
