@@ -26,7 +26,7 @@ Remap drops removed rows and renumbers the rest partition by partition (``index.
 HNSW graphs refer to storage positions: unchanged when no row is removed (``index.idx`` copied),
 else the removed nodes are taken out of the graphs (:mod:`lance_ops.index.hnsw`).
 
-Extension (optimize after an append) assigns each new vector to the nearest centroid and encodes
+Extension (optimize after an append; l2, cosine and dot) assigns each new vector to its centroid and encodes
 it with the existing codebook / bounds, as pylance's delta segments do; ``index.idx`` is copied.
 """
 
@@ -237,16 +237,42 @@ def _centroids(ctx: StorageContext, index: IndexMetadata) -> tuple[np.ndarray, s
     return centroids, metric
 
 
-def _nearest_l2(vectors: np.ndarray, points: np.ndarray, chunk: int = 65536) -> np.ndarray:
-    """Index of the nearest of ``points`` (squared l2) for each of ``vectors``, in chunks."""
-    norms = (points * points).sum(1)[None, :]
+def _nearest(vectors: np.ndarray, points: np.ndarray, dot: bool = False, chunk: int = 65536) -> np.ndarray:
+    """Index of the nearest of ``points`` for each of ``vectors`` (squared l2, or with ``dot`` the
+    largest inner product), in chunks."""
+    norms = 0.0 if dot else (points * points).sum(1)[None, :]
     parts = [
         (norms - 2.0 * vectors[i : i + chunk] @ points.T).argmin(1) for i in range(0, len(vectors), chunk)
     ]
     return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
 
-def _encode(storage: _Storage, kind: str, vectors: np.ndarray, residuals: np.ndarray) -> np.ndarray:
+def _assign(
+    vectors: np.ndarray, centroids: np.ndarray, metric: str, kind: str, index: IndexMetadata
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(partition, vectors as stored, vectors PQ encodes)`` as pylance 14's delta segments have
+    them (checked against its own): l2 and cosine take the nearest centroid in l2, cosine on the
+    vectors normalized (and stores those), and PQ encodes the residual to the centroid; dot takes
+    the centroid of largest inner product and PQ encodes the vector itself."""
+    if metric == "cosine":
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = vectors / np.where(norms == 0, 1.0, norms)
+    if metric in ("l2", "cosine"):
+        partition = _nearest(vectors, centroids)
+        residuals = vectors - centroids[partition] if _quantizer(kind) == "PQ" else vectors
+        return partition, vectors, residuals
+    if metric == "dot":
+        return _nearest(vectors, centroids, dot=True), vectors, vectors
+    raise UnsupportedIndexTypeError(
+        f"{kind} index {index.name!r}: extending a {metric!r} index is not supported", index.name
+    )
+
+
+def _encode(
+    storage: _Storage, kind: str, metric: str, vectors: np.ndarray, residuals: np.ndarray
+) -> np.ndarray:
+    """Storage rows of ``vectors``; PQ codewords are the nearest in l2, for dot indices the ones of
+    largest inner product (as pylance 14's delta segments; its first build picks them in l2)."""
     quantizer = _quantizer(kind)
     if quantizer == "FLAT":
         return vectors
@@ -265,7 +291,8 @@ def _encode(storage: _Storage, kind: str, vectors: np.ndarray, residuals: np.nda
     sub = residuals.shape[1] // m
     codebook = codebook.reshape(m, -1, sub)
     return np.stack(
-        [_nearest_l2(residuals[:, j * sub : (j + 1) * sub], codebook[j]) for j in range(m)], axis=1
+        [_nearest(residuals[:, j * sub : (j + 1) * sub], codebook[j], metric == "dot") for j in range(m)],
+        axis=1,
     ).astype(np.uint8)
 
 
@@ -293,14 +320,8 @@ def extend_ivf(
             INDEX_FILE,
             f"index {template.name!r}: vectors of shape {vectors.shape} for dim {centroids.shape[1]}",
         )
-    if metric != "l2":
-        raise UnsupportedIndexTypeError(
-            f"{kind} index {template.name!r}: extending a {metric!r} index is not supported (only l2)",
-            template.name,
-        )
-    partition = _nearest_l2(vectors, centroids)
-    residuals = vectors - centroids[partition] if _quantizer(kind) == "PQ" else vectors
-    codes = [_encode(storage, kind, vectors, residuals).astype(_storage_dtype(storage))]
+    partition, vectors, residuals = _assign(vectors, centroids, metric, kind, template)
+    codes = [_encode(storage, kind, metric, vectors, residuals).astype(_storage_dtype(storage))]
     partitions, ids = [partition], [np.asarray(row_ids, dtype=np.uint64)]
     for segment in merged:
         old = _read_storage(ctx, segment, kind)

@@ -57,10 +57,10 @@ def build_scalar(path: Path, **write: object) -> lance.LanceDataset:
     return lance.dataset(str(path))
 
 
-def build_vector(path: Path, kind: str, **write: object) -> lance.LanceDataset:
-    """3 fragments with one vector index ``vec_idx`` of type ``kind`` (4 partitions, l2)."""
+def build_vector(path: Path, kind: str, metric: str = "l2", **write: object) -> lance.LanceDataset:
+    """3 fragments with one vector index ``vec_idx`` of type ``kind`` (4 partitions)."""
     ds = lance.write_dataset(make_table(), path, max_rows_per_file=ROWS_PER_FILE, **write)
-    ds.create_index("vec", kind, name="vec_idx", num_partitions=4, **VECTOR_PARAMS[kind])
+    ds.create_index("vec", kind, name="vec_idx", metric=metric, num_partitions=4, **VECTOR_PARAMS[kind])
     return lance.dataset(str(path))
 
 
