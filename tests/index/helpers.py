@@ -74,6 +74,7 @@ def remap_all(
             result = remap_index(ours.storage, index, mapping)
             assert result is not None
             new.append(result.metadata_for(index, bitmap))
+            removed.append(index)
     return commit_indices(path, new, removed)
 
 

@@ -65,7 +65,7 @@ def test_identity_remap_reads_identically(every_index: Path, tmp_path: Path) -> 
     predicates.append("contains(txt, 'world 3')")
     expected = {p: scalar_answers(before, p)[0] for p in predicates}
     q = np.random.default_rng(3).standard_normal(8).astype(np.float32)
-    new = []
+    new, old = [], []
     for index in ours.manifest.indices:
         if index.name not in REMAPPABLE:
             continue
@@ -82,8 +82,9 @@ def test_identity_remap_reads_identically(every_index: Path, tmp_path: Path) -> 
             assert new_table.equals(table, check_metadata=True), (index.name, name)
             assert new_buffers == buffers and new_version == version, (index.name, name)
         new.append(remapped)
+        old.append(index)
     assert len(new) == len(REMAPPABLE)
-    after = commit_indices(path, new, [])
+    after = commit_indices(path, new, old)
     for predicate, table in expected.items():
         answer, _, plan = scalar_answers(after, predicate)
         assert answer.equals(table), predicate
