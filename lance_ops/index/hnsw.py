@@ -1,4 +1,4 @@
-"""The HNSW graphs in an IVF_HNSW_* ``index.idx`` (pylance 14), and removing nodes from them.
+"""The HNSW graphs in an IVF_HNSW_* ``index.idx`` (pylance 14): removing nodes, building graphs.
 
 Rows, partition after partition (the file's IVF message gives each partition's rows), level after
 level within a partition (``level_offsets`` in the partition's ``lance:hnsw`` JSON: level ``l`` is
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["drop_nodes"]
+__all__ = ["build_graphs", "drop_nodes"]
 
 # How many neighbours of a removed neighbour a node is offered in its place.
 _SECOND_HOPS = 4
@@ -185,3 +185,129 @@ def _repair(
         np.concatenate([direct_to, target[take]]),
         np.concatenate([direct_distance, distance[take]]),
     )
+
+
+# --- building graphs (extension over appended rows) ----------------------------------------------
+
+
+def _knn(points: np.ndarray, k: int, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edges ``(from, to, squared l2)`` from every point to its ``k`` nearest others (exact,
+    chunked brute force: quadratic in the number of points)."""
+    n = len(points)
+    k = min(k, n - 1)
+    if k <= 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, np.empty(0, np.float32)
+    norms = (points * points).sum(1)
+    sources, targets, distances = [], [], []
+    for start in range(0, n, chunk):
+        block = points[start : start + chunk]
+        d = np.maximum(norms[start : start + chunk, None] - 2.0 * block @ points.T + norms[None, :], 0.0)
+        d[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf
+        nearest = np.argpartition(d, k - 1, axis=1)[:, :k]
+        sources.append(np.repeat(np.arange(start, start + len(block)), k))
+        targets.append(nearest.ravel())
+        distances.append(np.take_along_axis(d, nearest, axis=1).ravel())
+    return np.concatenate(sources), np.concatenate(targets), np.concatenate(distances).astype(np.float32)
+
+
+def _symmetric(
+    sources: np.ndarray, targets: np.ndarray, distances: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The k-nearest-neighbour edges and their reverses, once each, closest first per node: a
+    symmetric graph (a node's neighbours are those it chose and those that chose it, so the
+    degree may pass ``k``; none is cut, or the graph would turn directed and unreachable parts
+    could appear)."""
+    src = np.concatenate([sources, targets])
+    dst = np.concatenate([targets, sources])
+    dist = np.concatenate([distances, distances])
+    order = np.lexsort((dist, dst, src))
+    src, dst, dist = src[order], dst[order], dist[order]
+    first = (
+        np.concatenate([[True], (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])])
+        if src.size
+        else src.astype(bool)
+    )
+    src, dst, dist = src[first], dst[first], dist[first]
+    order = np.lexsort((dist, src))
+    return src[order], dst[order], dist[order]
+
+
+def _connected(
+    src: np.ndarray, dst: np.ndarray, dist: np.ndarray, points: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges plus one edge pair joining each connected component to the first node's, so a
+    search from any node reaches every node (a k-nearest-neighbour graph of clustered points may
+    fall apart). Components are found by propagating the smallest node number along edges."""
+    n = len(points)
+    label = np.arange(n)
+    while src.size:
+        spread = label.copy()
+        np.minimum.at(spread, src, label[dst])
+        np.minimum.at(spread, dst, label[src])
+        spread = spread[spread]  # jump along already merged labels
+        if np.array_equal(spread, label):
+            break
+        label = spread
+    roots = np.flatnonzero((label == np.arange(n)) & (np.arange(n) != 0))
+    if not roots.size:
+        return src, dst, dist
+    joins = ((points[roots] - points[0]) ** 2).sum(1).astype(np.float32)
+    zeros = np.zeros(roots.size, np.int64)
+    src = np.concatenate([src, roots, zeros])
+    dst = np.concatenate([dst, zeros, roots])
+    dist = np.concatenate([dist, joins, joins])
+    order = np.argsort(src, kind="stable")
+    return src[order], dst[order], dist[order]
+
+
+def build_graphs(
+    vectors: np.ndarray, lengths: np.ndarray, params: dict[str, Any], seed: int
+) -> tuple[pa.Table, list[dict[str, Any]], np.ndarray]:
+    """HNSW graphs over ``vectors`` (storage order, partition after partition; ``lengths`` rows
+    each) with pylance's parameters ``params`` (``m``, ``max_level``): ``(rows, per-partition
+    metadata, rows per partition)``.
+
+    Levels are drawn as HNSW draws them (level >= l with probability ``m ** -l``); on each level a
+    node is linked to its nearest nodes of that level (``2 * m`` on level 0, ``m`` above) and to the
+    nodes that chose it, closest first, and a part of the graph left unconnected is joined to the
+    first node: every node is reachable from every other (degrees may pass pylance's caps).
+    Exact neighbours, so the cost grows with the square of a
+    partition's size: meant for delta segments of appended rows.
+    """
+    m, max_level = int(params["m"]), int(params["max_level"])
+    rng = np.random.default_rng(seed)
+    ids, neighbour_lists, distance_lists, graph_lengths, metas = [], [], [], [], []
+    start = 0
+    for n in lengths.tolist():
+        points = vectors[start : start + n]
+        start += n
+        levels = np.minimum(np.floor(-np.log(1.0 - rng.random(n)) / np.log(m)), max_level - 1).astype(
+            np.int64
+        )
+        offsets, rows = [0], 0
+        for level in range(max_level):
+            nodes = np.flatnonzero(levels >= level)
+            k = 2 * m if level == 0 else m
+            src, dst, dist = _connected(*_symmetric(*_knn(points[nodes], k)), points[nodes])
+            counts = np.bincount(src, minlength=nodes.size)
+            ids.append(nodes)
+            neighbour_lists.append((counts, nodes[dst]))
+            distance_lists.append(dist)
+            rows += nodes.size
+            offsets.append(rows)
+        top = np.flatnonzero(levels == levels.max()) if n else np.zeros(1, np.int64)
+        metas.append({"entry_point": int(top[0]), "params": dict(params), "level_offsets": offsets})
+        graph_lengths.append(rows)
+    counts = np.concatenate([c for c, _ in neighbour_lists]) if neighbour_lists else np.zeros(0, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    values = np.concatenate([v for _, v in neighbour_lists]) if neighbour_lists else np.zeros(0, np.int64)
+    distances = np.concatenate(distance_lists) if distance_lists else np.zeros(0, np.float32)
+    table = pa.table(
+        {
+            "__vector_id": pa.array(np.concatenate(ids).astype(np.uint32) if ids else np.zeros(0, np.uint32)),
+            "__neighbors": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values.astype(np.uint32))),
+            "_distance": pa.ListArray.from_arrays(pa.array(offsets), pa.array(distances, pa.float32())),
+        }
+    )
+    return table, metas, np.asarray(graph_lengths, np.int64)

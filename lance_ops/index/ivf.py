@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.index.files import IndexFileData, IndexWriter, RemapResult, read_index_file
-from lance_ops.index.hnsw import drop_nodes
+from lance_ops.index.hnsw import build_graphs, drop_nodes
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_array
 from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.io.context import StorageContext
@@ -208,16 +208,29 @@ def _write_graphs(
     for name in ("__vector_id", "__neighbors", "_distance"):
         data.column(name, index, INDEX_FILE)
     table, new_meta, lengths = drop_nodes(data.table, meta, graph_lengths, storage_lengths, kept)
+    _write_graph_file(writer, data, position, ivf, table, new_meta, lengths)
+
+
+def _write_graph_file(
+    writer: IndexWriter,
+    data: IndexFileData,
+    ivf_position: int,
+    ivf: Any,
+    table: pa.Table,
+    meta: list[dict[str, Any]],
+    lengths: np.ndarray,
+) -> None:
+    """``index.idx`` from the old one's schema, metadata and buffers with new graph rows."""
     ivf.lengths[:] = lengths.tolist()
     ivf.offsets[:] = (np.cumsum(lengths) - lengths).tolist()
     buffers = list(data.global_buffers)
-    buffers[position] = ivf.SerializeToString()
+    buffers[ivf_position] = ivf.SerializeToString()
     metadata = dict(data.metadata)
     compact = (",", ":")
     metadata[b"lance:hnsw"] = json.dumps(
-        [json.dumps(m, separators=compact) for m in new_meta], separators=compact
+        [json.dumps(m, separators=compact) for m in meta], separators=compact
     ).encode()
-    table = table.replace_schema_metadata(metadata)
+    table = table.cast(data.schema.remove_metadata()).replace_schema_metadata(metadata)
     writer.write(INDEX_FILE, table, version=data.version, global_buffers=buffers)
 
 
@@ -268,6 +281,16 @@ def _assign(
     )
 
 
+def _codebook(storage: _Storage) -> np.ndarray:
+    """The PQ codebook as ``[sub-vectors, codewords, sub-vector dim]``."""
+    m = int(storage.params["num_sub_vectors"])
+    position = int(storage.params["codebook_position"]) - 1
+    tensor = Tensor()
+    tensor.ParseFromString(storage.data.global_buffers[position])
+    codebook = tensor_array(tensor).astype(np.float32)
+    return codebook.reshape(m, -1, codebook.size // m // (2 ** int(storage.params.get("nbits", 8))))
+
+
 def _encode(
     storage: _Storage, kind: str, metric: str, vectors: np.ndarray, residuals: np.ndarray
 ) -> np.ndarray:
@@ -284,12 +307,8 @@ def _encode(
     m = int(storage.params["num_sub_vectors"])
     if int(storage.params.get("nbits", 8)) != 8:
         raise UnsupportedIndexTypeError(f"PQ with {storage.params.get('nbits')} bits is not supported")
-    position = int(storage.params["codebook_position"]) - 1
-    tensor = Tensor()
-    tensor.ParseFromString(storage.data.global_buffers[position])
-    codebook = tensor_array(tensor).astype(np.float32)
-    sub = residuals.shape[1] // m
-    codebook = codebook.reshape(m, -1, sub)
+    codebook = _codebook(storage)
+    sub = codebook.shape[2]
     return np.stack(
         [_nearest(residuals[:, j * sub : (j + 1) * sub], codebook[j], metric == "dot") for j in range(m)],
         axis=1,
@@ -308,12 +327,13 @@ def extend_ivf(
     ``vectors`` (``[n, dim]``, null vectors left out); ``merged`` empty: a delta segment of the new
     rows only. The model (centroids, codebook, bounds) is ``template``'s, which every segment of an
     index shares; ``index.idx`` is copied from it."""
-    if "HNSW" in kind:
-        raise UnsupportedIndexTypeError(
-            f"{kind} index {template.name!r}: extending HNSW graphs is not supported", template.name
-        )
     storage = _read_storage(ctx, template, kind)
     centroids, metric = _centroids(ctx, template)
+    if "HNSW" in kind and metric != "l2":
+        raise UnsupportedIndexTypeError(
+            f"{kind} index {template.name!r}: extending a {metric!r} HNSW index is not supported (only l2)",
+            template.name,
+        )
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[1] != centroids.shape[1]:
         raise IndexCorruptError(
@@ -333,10 +353,51 @@ def extend_ivf(
     partition, row_id = np.concatenate(partitions), np.concatenate(ids)
     order = np.lexsort((row_id, partition))
     lengths = np.bincount(partition, minlength=centroids.shape[0])
+    codes_in_order = np.concatenate(codes)[order]
     writer = IndexWriter(ctx)
-    writer.copy(ctx, template, INDEX_FILE)
-    _write_storage(writer, storage, row_id[order], np.concatenate(codes)[order], lengths)
+    if "HNSW" in kind:
+        graph_vectors = _decode(storage, kind, codes_in_order, centroids[partition[order]])
+        _write_new_graphs(writer, ctx, template, graph_vectors, lengths)
+    else:
+        writer.copy(ctx, template, INDEX_FILE)
+    _write_storage(writer, storage, row_id[order], codes_in_order, lengths)
     return writer.result(template)
+
+
+def _decode(storage: _Storage, kind: str, codes: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Approximate float vectors of storage rows (an l2 index's): FLAT as stored, SQ at the middle
+    of each code's bucket, PQ as centroid + codewords."""
+    quantizer = _quantizer(kind)
+    if quantizer == "FLAT":
+        return codes.astype(np.float32)
+    if quantizer == "SQ":
+        bounds = storage.params["bounds"]
+        start, end = float(bounds["start"]), float(bounds["end"])
+        return (start + (codes.astype(np.float32) + 0.5) * ((end - start) / 255.0)).astype(np.float32)
+    codebook = _codebook(storage)
+    m = codebook.shape[0]
+    parts = [codebook[j][codes[:, j].astype(np.int64)] for j in range(m)]
+    return (np.concatenate(parts, axis=1) + centroids).astype(np.float32)
+
+
+def _write_new_graphs(
+    writer: IndexWriter,
+    ctx: StorageContext,
+    template: IndexMetadata,
+    vectors: np.ndarray,
+    lengths: np.ndarray,
+) -> None:
+    """``index.idx`` with new HNSW graphs over ``vectors`` and ``template``'s model and parameters."""
+    data = read_index_file(ctx, template, INDEX_FILE)
+    position, ivf = _ivf_of(data, template, INDEX_FILE)
+    try:
+        params = json.loads(json.loads(data.meta("lance:hnsw", template, INDEX_FILE))[0])["params"]
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise _corrupt(template, INDEX_FILE, f"undecodable lance:hnsw: {exc}") from exc
+    table, meta, graph_lengths = build_graphs(
+        vectors, lengths, params, seed=int.from_bytes(writer.uuid[:8], "little")
+    )
+    _write_graph_file(writer, data, position, ivf, table, meta, graph_lengths)
 
 
 def _storage_dtype(storage: _Storage) -> np.dtype:

@@ -34,14 +34,14 @@ from lance_ops.index.bitmap import merge_bitmap
 from lance_ops.index.btree import merge_btree
 from lance_ops.index.files import RemapResult
 from lance_ops.index.ivf import extend_ivf
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP, index_type_of
+from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, VECTOR_TYPES, ZONEMAP, index_type_of
 from lance_ops.index.zonemap import extend_zonemap
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
 __all__ = ["EXTENDABLE_TYPES", "update_index"]
 
-EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, "IVF_FLAT", "IVF_PQ", "IVF_SQ")
+EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, *VECTOR_TYPES)
 _ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
 
 

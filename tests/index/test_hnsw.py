@@ -68,3 +68,34 @@ def test_lost_neighbour_replaced_by_its_neighbours() -> None:
     assert out.column("__neighbors").to_pylist() == [[1], [2, 0], [1]]
     assert out.column("_distance").to_pylist() == [[2.0], [1.0, 2.0], [1.0]]
     assert new_meta == [meta(0, [0, 3])]
+
+
+def test_built_graphs_reach_every_node() -> None:
+    from lance_ops.index.hnsw import build_graphs
+
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((700, 8)).astype(np.float32)
+    lengths = np.array([400, 0, 1, 299])
+    table, metas, graph_lengths = build_graphs(vectors, lengths, {"m": 4, "max_level": 5}, seed=1)
+    assert graph_lengths.sum() == table.num_rows
+    start = 0
+    for n, meta, rows in zip(lengths.tolist(), metas, graph_lengths.tolist(), strict=True):
+        part = table.slice(start, rows)
+        start += rows
+        offsets = meta["level_offsets"]
+        assert len(offsets) == 6 and offsets[1] == n and offsets[-1] == rows
+        if n == 0:
+            continue
+        assert part.column("__vector_id").to_pylist()[:n] == list(range(n))
+        neighbours = part.column("__neighbors").to_pylist()[:n]
+        assert np.mean([len(x) for x in neighbours]) <= 2 * 8
+        seen, frontier = {meta["entry_point"]}, [meta["entry_point"]]
+        while frontier:
+            frontier = [j for i in frontier for j in neighbours[i] if j not in seen and not seen.add(j)]
+        assert len(seen) == n
+        # distances are squared l2 between the stored vectors
+        points = vectors[sum(lengths[: lengths.tolist().index(n)]) :][:n] if n > 1 else None
+        if points is not None:
+            d = part.column("_distance").to_pylist()[0]
+            expected = ((points[0] - points[neighbours[0]]) ** 2).sum(1)
+            np.testing.assert_allclose(d, expected, rtol=1e-4)

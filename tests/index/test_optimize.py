@@ -82,7 +82,9 @@ def test_scalar_indices_cover_appended_rows(scalar_base: Path, tmp_path: Path, m
             assert indexed.num_rows == scalar_answers(twin, predicate)[0].num_rows
 
 
-@pytest.mark.parametrize("kind", ["IVF_FLAT", "IVF_PQ", "IVF_SQ"])
+@pytest.mark.parametrize(
+    "kind", ["IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ"]
+)
 @pytest.mark.parametrize("merge", [0, 1])
 def test_vector_index_covers_appended_rows(tmp_path: Path, kind: str, merge: int) -> None:
     base = tmp_path / "base"
