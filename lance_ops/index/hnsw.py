@@ -285,7 +285,7 @@ def build_graphs(
         levels = np.minimum(np.floor(-np.log(1.0 - rng.random(n)) / np.log(m)), max_level - 1).astype(
             np.int64
         )
-        offsets, rows = [0], 0
+        level_offsets, rows = [0], 0
         for level in range(max_level):
             nodes = np.flatnonzero(levels >= level)
             k = 2 * m if level == 0 else m
@@ -295,9 +295,9 @@ def build_graphs(
             neighbour_lists.append((counts, nodes[dst]))
             distance_lists.append(dist)
             rows += nodes.size
-            offsets.append(rows)
+            level_offsets.append(rows)
         top = np.flatnonzero(levels == levels.max()) if n else np.zeros(1, np.int64)
-        metas.append({"entry_point": int(top[0]), "params": dict(params), "level_offsets": offsets})
+        metas.append({"entry_point": int(top[0]), "params": dict(params), "level_offsets": level_offsets})
         graph_lengths.append(rows)
     counts = np.concatenate([c for c, _ in neighbour_lists]) if neighbour_lists else np.zeros(0, np.int64)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)

@@ -188,6 +188,19 @@ def remap_ivf(
     return writer.result(index)
 
 
+def _read_graphs(
+    ctx: StorageContext, index: IndexMetadata
+) -> tuple[IndexFileData, int, Any, list[dict[str, Any]]]:
+    """An HNSW ``index.idx``: the file, its IVF message (and buffer position), per-partition JSON."""
+    data = read_index_file(ctx, index, INDEX_FILE)
+    position, ivf = _ivf_of(data, index, INDEX_FILE)
+    try:
+        meta = [json.loads(m) for m in json.loads(data.meta("lance:hnsw", index, INDEX_FILE))]
+    except (ValueError, TypeError) as exc:
+        raise _corrupt(index, INDEX_FILE, f"undecodable lance:hnsw: {exc}") from exc
+    return data, position, ivf, meta
+
+
 def _write_graphs(
     writer: IndexWriter,
     ctx: StorageContext,
@@ -196,12 +209,7 @@ def _write_graphs(
     kept: np.ndarray,
 ) -> None:
     """``index.idx`` of an HNSW index without the nodes of the removed storage rows."""
-    data = read_index_file(ctx, index, INDEX_FILE)
-    position, ivf = _ivf_of(data, index, INDEX_FILE)
-    try:
-        meta = [json.loads(m) for m in json.loads(data.meta("lance:hnsw", index, INDEX_FILE))]
-    except (ValueError, TypeError) as exc:
-        raise _corrupt(index, INDEX_FILE, f"undecodable lance:hnsw: {exc}") from exc
+    data, position, ivf, meta = _read_graphs(ctx, index)
     graph_lengths = np.asarray(ivf.lengths, dtype=np.int64)
     if len(meta) != storage_lengths.size or graph_lengths.size != storage_lengths.size:
         raise _corrupt(index, INDEX_FILE, "graphs and storage have different partitions")
@@ -388,15 +396,11 @@ def _write_new_graphs(
     lengths: np.ndarray,
 ) -> None:
     """``index.idx`` with new HNSW graphs over ``vectors`` and ``template``'s model and parameters."""
-    data = read_index_file(ctx, template, INDEX_FILE)
-    position, ivf = _ivf_of(data, template, INDEX_FILE)
-    try:
-        params = json.loads(json.loads(data.meta("lance:hnsw", template, INDEX_FILE))[0])["params"]
-    except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise _corrupt(template, INDEX_FILE, f"undecodable lance:hnsw: {exc}") from exc
-    table, meta, graph_lengths = build_graphs(
-        vectors, lengths, params, seed=int.from_bytes(writer.uuid[:8], "little")
-    )
+    data, position, ivf, old_meta = _read_graphs(ctx, template)
+    if not old_meta or not isinstance(old_meta[0].get("params"), dict):
+        raise _corrupt(template, INDEX_FILE, "lance:hnsw holds no HNSW parameters")
+    seed = int.from_bytes(writer.uuid[:8], "little")
+    table, meta, graph_lengths = build_graphs(vectors, lengths, old_meta[0]["params"], seed)
     _write_graph_file(writer, data, position, ivf, table, meta, graph_lengths)
 
 
