@@ -19,6 +19,7 @@ keys, keeping keys sorted with the null key first.
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ def _decode_all(
         parts = [layout.decode(b) if b else np.empty(0, np.uint64) for b in blobs]
     except UnsupportedIndexTypeError as exc:
         raise UnsupportedIndexTypeError(f"index {index.name!r}: {exc}", index.name) from exc
-    except (ValueError, OverflowError, IndexError) as exc:  # struct / roaring errors on damaged bytes
+    except (ValueError, OverflowError, IndexError, struct.error) as exc:  # damaged bytes
         raise IndexCorruptError(layout.file, f"index {index.name!r}: undecodable row set: {exc}") from exc
     owners = np.repeat(np.arange(len(parts), dtype=np.int64), [p.size for p in parts])
     addrs = np.concatenate(parts) if parts else np.empty(0, np.uint64)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import lance
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,7 +18,7 @@ from pyroaring import BitMap, BitMap64
 
 import lance_ops
 from lance_ops.errors import IndexCorruptError, InvalidArgumentError
-from lance_ops.file import LanceFileReader
+from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.index.remap import remap_index
 from lance_ops.index.treemap import (
@@ -118,6 +119,16 @@ def test_missing_and_corrupt_files(every_index: Path, tmp_path: Path) -> None:
         remap_index(ours.storage, by_name["cat_idx"], RowAddressMapping.identity())
     # a failed remap may leave a partial directory of its own, never touches the old ones
     assert set(index_dirs) <= {p.name for p in (path / "_indices").iterdir()}
+    # a valid Lance file whose row sets are cut short
+    tags = path / "_indices" / uuid_text(by_name["tags_idx"]) / "bitmap_page_lookup.lance"
+    reader = LanceFileReader(str(tags))
+    table = reader.read_all().to_table()
+    cut = pa.array([b[:9] for b in table.column("bitmaps").to_pylist()], pa.binary())
+    with LanceFileWriter(str(tags), table.schema) as writer:
+        writer.add_global_buffer(reader.read_global_buffer(1))
+        writer.write_batch(table.set_column(1, table.schema.field(1), cut))
+    with pytest.raises(IndexCorruptError, match="tags_idx"):
+        remap_index(ours.storage, by_name["tags_idx"], RowAddressMapping.identity())
     stale = dataclasses.replace(by_name["tags_idx"], uuid=bytes(16))
     with pytest.raises(IndexCorruptError, match="tags_idx"):
         remap_index(ours.storage, stale, RowAddressMapping.identity())
