@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from google.protobuf.message import DecodeError
 
 from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.index.files import IndexFileData, IndexWriter, RemapResult, read_index_file
@@ -84,14 +85,15 @@ def _ivf_of(data: IndexFileData, index: IndexMetadata, file: str) -> tuple[int, 
     raw = data.meta("lance:ivf", index, file)
     try:
         position = int(raw) - 1
-        message = IVF()
-        message.ParseFromString(data.global_buffers[position])
-    except (ValueError, IndexError) as exc:
-        raise _corrupt(index, file, f"bad IVF buffer {raw!r}: {exc}") from exc
-    except Exception as exc:  # protobuf's DecodeError
-        raise _corrupt(index, file, f"undecodable IVF message: {exc}") from exc
-    if position < 0:
+    except ValueError:
+        position = -1
+    if not 0 <= position < len(data.global_buffers):
         raise _corrupt(index, file, f"bad IVF buffer {raw!r}")
+    message = IVF()
+    try:
+        message.ParseFromString(data.global_buffers[position])
+    except DecodeError as exc:
+        raise _corrupt(index, file, f"undecodable IVF message: {exc}") from exc
     return position, message
 
 
