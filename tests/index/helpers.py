@@ -28,10 +28,11 @@ def addresses_by_id(ds: lance.LanceDataset) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(t["id"]), np.asarray(t["_rowaddr"], dtype=np.uint64)
 
 
-def compact_deferred(path: Path) -> tuple[RowAddressMapping, list[int]]:
+def compact_deferred(path: Path) -> tuple[RowAddressMapping, tuple[list[int], list[int]]]:
     """Compact every fragment of ``path`` into one with pylance (indices untouched); the mapping
-    from the rows' old to new addresses and the new fragment ids."""
+    from the rows' old to new addresses, and (compacted fragment ids, new fragment ids)."""
     before = lance.dataset(str(path))
+    old_fragments = [f.fragment_id for f in before.get_fragments()]  # compact_files moves `before` on
     old_ids, old_addrs = addresses_by_id(before)
     physical = np.concatenate(
         [
@@ -49,7 +50,7 @@ def compact_deferred(path: Path) -> tuple[RowAddressMapping, list[int]]:
         np.array([new_by_id[i] for i in old_ids[order].tolist()], dtype=np.uint64),
         np.setdiff1d(physical, old_addrs),
     )
-    return mapping, [f.fragment_id for f in after.get_fragments()]
+    return mapping, (old_fragments, [f.fragment_id for f in after.get_fragments()])
 
 
 def commit_indices(path: Path, new: list[IndexMetadata], removed: list[IndexMetadata]) -> lance.LanceDataset:
@@ -61,11 +62,13 @@ def commit_indices(path: Path, new: list[IndexMetadata], removed: list[IndexMeta
 
 
 def remap_all(
-    path: Path, mapping: RowAddressMapping, fragments: list[int], names: set[str]
+    path: Path, mapping: RowAddressMapping, fragments: tuple[list[int], list[int]], names: set[str]
 ) -> lance.LanceDataset:
-    """Remap the indices ``names`` of ``path`` and commit them, dropping the reuse index."""
+    """Remap the indices ``names`` of ``path`` and commit them, dropping the reuse index. Each
+    index's fragments become, as pylance's remap leaves them, its old ones less the compacted ones
+    (fragments deleted whole stay) plus the new ones."""
     ours = lance_ops.dataset(str(path))
-    bitmap = BitMap(fragments).serialize()
+    compacted, created = fragments
     new, removed = [], []
     for index in ours.manifest.indices:
         if index.name == "__lance_frag_reuse":
@@ -73,7 +76,8 @@ def remap_all(
         elif index.name in names:
             result = remap_index(ours.storage, index, mapping)
             assert result is not None
-            new.append(result.metadata_for(index, bitmap))
+            covered = (BitMap.deserialize(index.fragment_bitmap) - BitMap(compacted)) | BitMap(created)
+            new.append(result.metadata_for(index, covered.serialize()))
             removed.append(index)
     return commit_indices(path, new, removed)
 

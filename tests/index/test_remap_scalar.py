@@ -177,3 +177,14 @@ def test_multi_page_btree_with_nulls(tmp_path: Path) -> None:
         indexed, scanned, plan = scalar_answers(ours, predicate)
         assert "@v_idx" in plan
         assert indexed.equals(scanned), predicate
+
+
+def test_one_row_left(tmp_path: Path) -> None:
+    path = tmp_path / "ds"
+    build_scalar(path).delete("id != 2222")
+    mapping, fragments = compact_deferred(path)
+    ours = remap_all(path, mapping, fragments, REMAPPED)
+    for predicate in ["id = 2222", "id < 2222", "cat = 'c3'", "cat IS NULL", "array_has_any(tags, ['t2'])"]:
+        indexed, scanned, plan = scalar_answers(ours, predicate)
+        assert "ScalarIndexQuery" in plan
+        assert indexed.equals(scanned), predicate
