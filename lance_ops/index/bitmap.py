@@ -192,7 +192,9 @@ def merge_bitmap(
             null_rows.append(_decode_all([old.global_buffers[old_nulls]], layout, segment)[0])
     all_keys = pa.concat_arrays(key_parts)
     unique = pc.unique(all_keys)
-    unique = unique.take(pc.array_sort_indices(unique, null_placement="at_start"))
+    order = np.asarray(pc.array_sort_indices(unique, null_placement="at_end"))
+    null = np.asarray(unique.is_null(), dtype=bool)[order]
+    unique = unique.take(pa.array(np.concatenate([order[null], order[~null]])))  # null first, NaN last
     position = np.asarray(pc.index_in(all_keys, value_set=unique, skip_nulls=False), dtype=np.int64)
     blobs = _encode_all(
         np.concatenate(addr_parts), position[np.concatenate(owner_parts)], len(unique), layout

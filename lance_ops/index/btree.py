@@ -101,6 +101,16 @@ def remap_btree(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMa
     return writer.result(index)
 
 
+def _value_order(table: pa.Table) -> np.ndarray:
+    """Row order of pylance's pages: nulls first, then values ascending with NaN last (greatest),
+    ties by row id. (Arrow's own null placement would put NaN with the nulls.)"""
+    order = np.asarray(
+        pc.sort_indices(table, sort_keys=[("values", "ascending", "at_end"), ("ids", "ascending")])
+    )
+    null = np.asarray(table.column("values").is_null(), dtype=bool)[order]
+    return np.concatenate([order[null], order[~null]])
+
+
 def merge_btree(
     ctx: StorageContext,
     template: IndexMetadata,
@@ -123,8 +133,7 @@ def merge_btree(
         old = _read(ctx, segment)[0].table.select(["values", "ids"])
         parts.append(old.cast(parts[0].schema))
     table = pa.concat_tables(parts).combine_chunks()
-    order = pc.sort_indices(table, sort_keys=[("values", "ascending", "at_start"), ("ids", "ascending")])
-    table = table.take(order)
+    table = table.take(_value_order(table))
     writer = IndexWriter(ctx)
     write_btree(
         writer,
