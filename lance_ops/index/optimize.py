@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
+from lance_ops.errors import IndexCorruptError, InvalidArgumentError, UnsupportedIndexTypeError
 from lance_ops.fragment import VersionFiles
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.index.bitmap import merge_bitmap
@@ -123,7 +123,7 @@ def update_index(
     if not fragments or not segments:
         return None
     if num_indices_to_merge < 0:
-        raise ValueError("num_indices_to_merge must not be negative")
+        raise InvalidArgumentError(f"num_indices_to_merge must not be negative, got {num_indices_to_merge}")
     ordered = sorted(segments, key=lambda s: s.dataset_version)
     count = min(num_indices_to_merge, len(ordered))
     kept, merged = ordered[: len(ordered) - count], ordered[len(ordered) - count :]

@@ -14,7 +14,7 @@ import pytest
 from pyroaring import BitMap
 
 import lance_ops
-from lance_ops.errors import UnsupportedIndexTypeError
+from lance_ops.errors import InvalidArgumentError, UnsupportedIndexTypeError
 from lance_ops.index.optimize import update_index
 from tests.index.conftest import build_scalar, build_vector, make_table
 from tests.index.helpers import commit_indices, scalar_answers
@@ -115,10 +115,10 @@ def test_types_not_extended_are_refused(scalar_base: Path) -> None:
         segments = [ix for ix in manifest.indices if ix.name == name]
         with pytest.raises(UnsupportedIndexTypeError, match=name):
             update_index(ours.storage, manifest, segments, appended, 1)
-    assert (
-        update_index(ours.storage, manifest, [ix for ix in manifest.indices if ix.name == "id_idx"], [], 1)
-        is None
-    )
+    btree = [ix for ix in manifest.indices if ix.name == "id_idx"]
+    assert update_index(ours.storage, manifest, btree, [], 1) is None
+    with pytest.raises(InvalidArgumentError):
+        update_index(ours.storage, manifest, btree, appended, -1)
 
 
 @pytest.mark.parametrize("merge", [0, 1])
