@@ -7,7 +7,9 @@ compaction sensor.
 * ``version_seen``: the latest version was committed by a Dagster run, or Dagster has recorded it
   (the versions sensor records versions committed elsewhere);
 * ``feature_flags``: the version uses only feature flags pylance knows, so pylance can read and
-  write it.
+  write it;
+* ``indices_coverage``: no index leaves more than ``maintenance.indices.max_unindexed_ratio`` of
+  the live rows unindexed.
 
 No ``from __future__ import annotations`` here (Dagster inspects the check functions).
 """
@@ -91,7 +93,7 @@ def _warning(state: Fragmentation, breaches: list[str]) -> dg.AssetCheckResult:
 
 
 def dataset_checks(config: DatasetConfig) -> list[dg.AssetChecksDefinition]:
-    """The five checks of one dataset."""
+    """The six checks of one dataset."""
     policy = config.maintenance.compaction
     key = dataset_key(config)
     resources = {resource_key(config)}
@@ -179,4 +181,28 @@ def dataset_checks(config: DatasetConfig) -> list[dg.AssetChecksDefinition]:
             },
         )
 
-    return [fragmentation, deleted_rows, statistics_fresh, version_seen, feature_flags]
+    ratio = config.maintenance.indices.max_unindexed_ratio
+
+    @dg.asset_check(
+        asset=key,
+        name="indices_coverage",
+        required_resource_keys=resources,
+        description=f"No index leaves more than {ratio:.0%} of the live rows unindexed.",
+    )
+    def indices_coverage(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        resource = dataset_resource(context, config)
+        coverage = maintenance.index_coverage(resource.uri, resource.resolved_storage_options())
+        shares = {name: (u / t if t else 0.0) for name, (u, t) in coverage.items()}
+        over = {name: f"{share:.1%}" for name, share in shares.items() if share > ratio}
+        return dg.AssetCheckResult(
+            passed=not over,
+            description=None if not over else f"unindexed share above {ratio:.0%}: {over}",
+            metadata={
+                "lance/version": resource.load().version,
+                "lance/indices/count": len(coverage),
+                "lance/indices/unindexed_rows": sum(u for u, _ in coverage.values()),
+                "lance/indices/max_unindexed_ratio": max(shares.values(), default=0.0),
+            },
+        )
+
+    return [fragmentation, deleted_rows, statistics_fresh, version_seen, feature_flags, indices_coverage]

@@ -135,6 +135,14 @@ class StatisticsPolicy:
 
 
 @dataclass(frozen=True)
+class IndicesPolicy:
+    """The share of live rows an index may leave unindexed before the ``indices_coverage`` check
+    fails (the ``indices`` maintenance step adds appended fragments to the indices)."""
+
+    max_unindexed_ratio: float = 0.1
+
+
+@dataclass(frozen=True)
 class MaintenancePolicy:
     """When maintenance runs (``cron`` in ``timezone``) and how each operation is configured."""
 
@@ -143,6 +151,7 @@ class MaintenancePolicy:
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
     cleanup: CleanupPolicy = field(default_factory=CleanupPolicy)
     statistics: StatisticsPolicy = field(default_factory=StatisticsPolicy)
+    indices: IndicesPolicy = field(default_factory=IndicesPolicy)
 
 
 @dataclass(frozen=True)
@@ -368,7 +377,7 @@ def _ingest(s: _Section, base: Path) -> IngestSource:
 
 
 def _maintenance(s: _Section) -> MaintenancePolicy:
-    s.check_known(("cron", "timezone", "compaction", "cleanup", "statistics"))
+    s.check_known(("cron", "timezone", "compaction", "cleanup", "statistics", "indices"))
     c = s.section("compaction")
     c.check_known(tuple(CompactionPolicy.__dataclass_fields__))
     compaction = CompactionPolicy(
@@ -399,7 +408,13 @@ def _maintenance(s: _Section) -> MaintenancePolicy:
         compaction=compaction,
         cleanup=cleanup,
         statistics=StatisticsPolicy(None if columns is None else tuple(columns)),
+        indices=_indices(s.section("indices")),
     )
+
+
+def _indices(s: _Section) -> IndicesPolicy:
+    s.check_known(tuple(IndicesPolicy.__dataclass_fields__))
+    return IndicesPolicy(max_unindexed_ratio=s.get("max_unindexed_ratio", float, 0.1, check=_ratio))
 
 
 def _dataset(path: str, index: int, raw: Any, base: Path) -> DatasetConfig:

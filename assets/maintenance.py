@@ -20,7 +20,9 @@ import lance_ops
 from jobs.common import commit_options, latest
 from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
 from lance_ops.encoding.plan import EncodingPlan
+from lance_ops.errors import UnsupportedIndexTypeError
 from lance_ops.ops import history as history_op
+from lance_ops.ops import indices as indices_op
 from lance_ops.ops import statistics as statistics_op
 from lance_ops.ops.cleanup import CleanupStats
 from lance_ops.ops.encodings import store_plan
@@ -32,6 +34,8 @@ __all__ = [
     "StatisticsOutcome",
     "cleanup",
     "create_tag",
+    "index_coverage",
+    "optimize_indices",
     "profile_encodings",
     "rebuild_statistics",
     "restore",
@@ -95,6 +99,53 @@ def statistics_coverage(
         summary = ds.stats.column_summary(name)
         coverage[name] = (summary["fragments_with_statistics"], summary["num_fragments"])
     return coverage
+
+
+def index_coverage(uri: str, storage_options: Mapping[str, str] | None = None) -> dict[str, tuple[int, int]]:
+    """Index name -> (unindexed live rows, live rows) in the latest version (system indices left
+    out), from the manifest as ``ds.stats.index_stats`` counts them."""
+    files = latest(uri, storage_options)
+    out = {}
+    for description in indices_op.describe_indices(files):
+        if description.name.startswith("__lance_"):
+            continue
+        stats = indices_op.index_stats(files, description.name)
+        indexed, unindexed = stats["num_indexed_rows"], stats["num_unindexed_rows"]
+        out[description.name] = (unindexed, indexed + unindexed)
+    return out
+
+
+@dataclass(frozen=True)
+class IndicesOutcome:
+    """An index maintenance run: indices remapped (behind a deferred compaction) and extended
+    (over appended fragments); ``unsupported`` names an index no codec could extend yet (the run
+    still committed the remaps; the coverage check then reports the unindexed rows)."""
+
+    version: int | None
+    remapped: tuple[str, ...]
+    extended: tuple[str, ...]
+    unsupported: str | None = None
+
+
+def optimize_indices(
+    spark: SparkSession,
+    uri: str,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    transaction_properties: Mapping[str, str] | None = None,
+) -> IndicesOutcome:
+    """:func:`jobs.optimize_indices`; an index type no codec extends yet is reported, not raised."""
+    before = latest(uri, storage_options).manifest.version
+    unsupported = None
+    try:
+        report = jobs.optimize_indices(
+            spark, uri, storage_options=storage_options, transaction_properties=transaction_properties
+        )
+        remapped, extended = report.remapped, report.extended
+    except UnsupportedIndexTypeError as exc:
+        unsupported, remapped, extended = str(exc), (), ()
+    after = latest(uri, storage_options).manifest.version
+    return IndicesOutcome(None if after == before else after, remapped, extended, unsupported)
 
 
 def profile_encodings(

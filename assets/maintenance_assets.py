@@ -1,10 +1,11 @@
-"""Maintenance assets of a declared dataset: encoding profile, compaction, statistics, cleanup.
+"""Maintenance assets of a declared dataset: encoding profile, compaction, indices, statistics, cleanup.
 
 They hang below the dataset asset in that order (``lance/<name>/encodings`` ->
-``compaction`` -> ``statistics`` -> ``cleanup``), which is the order the maintenance job and
-schedule run them in: the encoding plan is stored before compaction rewrites the data with it,
-statistics are computed for the compacted fragments, and cleanup then removes the versions and
-files compaction made obsolete. Compaction runs as the distributed Spark job (:func:`jobs.compact`);
+``compaction`` -> ``indices`` -> ``statistics`` -> ``cleanup``), which is the order the maintenance
+job and schedule run them in: the encoding plan is stored before compaction rewrites the data with
+it, the indices are caught up with compaction and appends, statistics are computed for the
+compacted fragments, and cleanup then removes the versions and files (old index directories
+included) compaction made obsolete. Compaction runs as the distributed Spark job (:func:`jobs.compact`);
 the others go through :mod:`assets.maintenance` until their Spark jobs exist.
 
 Compaction and cleanup first make a dry run and log its plan as an observation of the asset (so
@@ -45,7 +46,7 @@ def maintenance_key(dataset: DatasetConfig, operation: str) -> dg.AssetKey:
     return dg.AssetKey(["lance", dataset.name, operation])
 
 
-MAINTENANCE_ORDER = ("encodings", "compaction", "statistics", "cleanup")
+MAINTENANCE_ORDER = ("encodings", "compaction", "indices", "statistics", "cleanup")
 # Metadata of a maintenance step that found nothing to do (and committed no version).
 NOOP = {"lance/noop": True}
 
@@ -175,7 +176,7 @@ def statistics_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
 
     @dg.asset(
         key=maintenance_key(dataset, "statistics"),
-        deps=[maintenance_key(dataset, "compaction")],
+        deps=[maintenance_key(dataset, "indices")],
         kinds={"lance"},
         group_name=dataset.name,
         required_resource_keys={"pyspark", resource_key(dataset)},
@@ -213,6 +214,56 @@ def statistics_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
         )
 
     return statistics
+
+
+def indices_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=maintenance_key(dataset, "indices"),
+        deps=[maintenance_key(dataset, "compaction")],
+        kinds={"spark", "lance"},
+        group_name=dataset.name,
+        required_resource_keys={"pyspark", resource_key(dataset)},
+        description="Indices caught up after compaction: those a deferred compaction left behind are "
+        "remapped, appended fragments are added (jobs.optimize_indices); coverage as metadata.",
+    )
+    def indices(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        resource = dataset_resource(context, dataset)
+        options = resource.resolved_storage_options()
+        before = maintenance.index_coverage(resource.uri, options)
+        if before:
+            outcome, seconds = timed(
+                lambda: maintenance.optimize_indices(
+                    spark_session(context),
+                    resource.uri,
+                    storage_options=options,
+                    transaction_properties=dagster_transaction_properties(context),
+                )
+            )
+        else:
+            context.log.info(f"{resource.uri} has no index: nothing to maintain")
+            outcome, seconds = maintenance.IndicesOutcome(None, (), ()), 0.0
+        if outcome.unsupported is not None:
+            context.log.warning(f"indices of {resource.uri} not fully optimized: {outcome.unsupported}")
+        after = maintenance.index_coverage(resource.uri, options)
+        return version_result(
+            resource,
+            dataset,
+            {
+                "lance/indices/count": len(after),
+                "lance/indices/unindexed_rows_before": sum(u for u, _ in before.values()),
+                "lance/indices/unindexed_rows": sum(u for u, _ in after.values()),
+                "lance/indices/max_unindexed_ratio": max(
+                    (u / t for u, t in after.values() if t), default=0.0
+                ),
+                "lance/indices/remapped": len(outcome.remapped),
+                "lance/indices/extended": len(outcome.extended),
+                "lance/indices/unsupported": outcome.unsupported is not None,
+                "lance/seconds": seconds,
+                "lance/noop": outcome.version is None,
+            },
+        )
+
+    return indices
 
 
 def encodings_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
@@ -340,10 +391,11 @@ def write_report(context: dg.AssetExecutionContext, dataset: DatasetConfig, ds: 
 
 
 def maintenance_assets(dataset: DatasetConfig) -> list[dg.AssetsDefinition]:
-    """The four maintenance assets of a dataset, in :data:`MAINTENANCE_ORDER`."""
+    """The five maintenance assets of a dataset, in :data:`MAINTENANCE_ORDER`."""
     return [
         encodings_asset(dataset),
         compaction_asset(dataset),
+        indices_asset(dataset),
         statistics_asset(dataset),
         cleanup_asset(dataset),
     ]

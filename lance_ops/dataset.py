@@ -42,6 +42,7 @@ from lance_ops.ops import columns as columns_op
 from lance_ops.ops import commit as commit_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import history as history_op
+from lance_ops.ops import indices as indices_op
 from lance_ops.ops import metadata as metadata_op
 from lance_ops.ops import write as write_op
 from lance_ops.ops.auto_cleanup import AutoCleanupConfig
@@ -615,6 +616,19 @@ class LanceDataset:
         """
         options = self._commit_options()
         self._adopt(*columns_op.alter_columns(self._files, alterations, options))
+
+    def describe_indices(self) -> list[indices_op.IndexDescription]:
+        """Every index of this version, by name, with its segments (pylance's ``describe_indices``)."""
+        return indices_op.describe_indices(self._files)
+
+    def list_indices(self) -> list[dict[str, Any]]:
+        """One dict per index segment (pylance's ``list_indices``)."""
+        return indices_op.list_indices(self._files)
+
+    def drop_index(self, name: str) -> None:
+        """Drop the index ``name`` (every segment) by committing a ``CreateIndex`` that removes it;
+        its files stay until cleanup. :class:`~lance_ops.errors.IndexNotFoundError` if none."""
+        self._adopt(*indices_op.drop_index(self._files, name, self._commit_options()))
 
     @property
     def optimize(self) -> DatasetOptimizer:

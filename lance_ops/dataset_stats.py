@@ -55,6 +55,13 @@ class LanceStats:
             "num_small_files": sum(f.physical_rows < max_rows_per_group for f in fragments),
         }
 
+    def index_stats(self, index_name: str) -> dict[str, Any]:
+        """Coverage of the index ``index_name`` (pylance's keys: type, segments, indexed and
+        unindexed fragments and rows); :class:`~lance_ops.errors.IndexNotFoundError` if none."""
+        from lance_ops.ops.indices import index_stats  # noqa: PLC0415 (keeps the facade light)
+
+        return index_stats(self._ds.handle.files, index_name)
+
     def _field(self, name: str) -> tuple[int, pa.DataType]:
         schema = self._ds.schema
         if schema.get_field_index(name) < 0:

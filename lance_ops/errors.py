@@ -211,3 +211,41 @@ class ConditionalPutUnsupportedError(StorageError, UnsupportedFeatureError):
     """The store cannot create an object atomically (no exclusive create / conditional put), so two
     writers committing at once could both believe they won. Commit through an external manifest
     store (``manifest_store=lance_ops.SqliteManifestStore(path)``) instead."""
+
+
+class UnsupportedIndexTypeError(UnsupportedFeatureError):
+    """An index is of a type lance_ops cannot maintain (remap, extend) yet, or of a type it does
+    not know at all. ``index`` names the index; callers keep the index and fall back to the
+    Fragment Reuse Index instead of dropping it."""
+
+    def __init__(self, message: str, index: str = "") -> None:
+        super().__init__(message)
+        self.index = index
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.index)
+
+
+class IndexCorruptError(CorruptFileError):
+    """An index's files are missing, truncated or do not hold what its type needs (a column, a
+    metadata key). ``path`` is the index file, the message names the index."""
+
+
+class IndexNotFoundError(LanceOpsError, KeyError, RuntimeError):
+    """No index of that name (pylance raises ``KeyError`` from ``index_stats`` and
+    ``RuntimeError`` from ``drop_index``); ``index`` is the name asked for."""
+
+    def __init__(self, message: str, index: str = "") -> None:
+        super().__init__(message)
+        self.index = index
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.index)
+
+
+class DeferredRemapError(UnsupportedFeatureError, OSError):
+    """``defer_index_remap=True`` on a dataset with stable row ids: pylance 14 refuses it
+    (``OSError``), since a Fragment Reuse Index records row addresses, not row ids."""

@@ -19,7 +19,9 @@ from dataclasses import asdict
 from typing import Any, Literal, overload
 
 from lance_ops.dataset import LanceDataset
+from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.ops import compaction as ops
+from lance_ops.ops import indices as indices_op
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import (
     CompactionMetrics,
@@ -29,6 +31,7 @@ from lance_ops.ops.compaction import (
     CompactionTask,
     RewriteResult,
 )
+from lance_ops.ops.indices import OptimizeReport
 from lance_ops.progress import ProgressCallback
 
 __all__ = [
@@ -200,6 +203,35 @@ class DatasetOptimizer:
         commit_options = _commit_options(self._ds, transaction_properties)
         outcome = ops.compact(self._ds.handle.files, options, commit_options, commit_every, progress)
         return _adopt(self._ds, outcome)
+
+    def optimize_indices(
+        self,
+        index_names: Sequence[str] | None = None,
+        num_indices_to_merge: int = 1,
+        *,
+        transaction_properties: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> OptimizeReport:
+        """Bring indices up to date, as pylance's ``optimize_indices``: indices a deferred
+        compaction left behind are remapped through the Fragment Reuse Index (which is then
+        trimmed), and fragments appended since an index was built are added to it. ``retrain``
+        (pylance's) is not supported. ``ds`` becomes the version it leaves; returns what it did
+        (an extension: pylance returns None). See :func:`lance_ops.ops.indices.optimize_indices`.
+        """
+        if kwargs.get("retrain"):
+            raise UnsupportedFeatureError("optimize_indices(retrain=True) is not supported")
+        unknown = set(kwargs) - {"retrain"}
+        if unknown:
+            raise TypeError(f"unknown optimize_indices arguments {sorted(unknown)}")
+        report, committed = indices_op.optimize_indices(
+            self._ds.handle.files,
+            _commit_options(self._ds, transaction_properties),
+            None if index_names is None else list(index_names),
+            num_indices_to_merge,
+        )
+        if committed is not None:
+            self._ds.handle.adopt(*committed)
+        return report
 
     def compact_files_with_outcome(
         self, options: CompactionOptions | None = None, commit_every: int | None = None

@@ -650,12 +650,26 @@ def alter_columns(
             nullable=current.nullable if alteration.nullable is None else alteration.nullable,
         )
     casts = [a for a in parsed if a.data_type is not None]
+    _refuse_indexed_casts(files, casts)
     renamed = replace(schema, fields=tuple(fields[f.id] for f in schema.fields))
     _check_names(renamed)
     if not casts:
         operation = Project(LanceSchema(renamed.fields), preserves_nullability=True)
         return commit(files.storage, operation, replace(options, read_version=files.manifest.version))
     return _cast_columns(files, renamed, casts, options)
+
+
+def _refuse_indexed_casts(files: VersionFiles, casts: Sequence[Any]) -> None:
+    """A cast rewrites the column under new field ids: pylance 14 refuses it while an index is
+    attached (drop the index, cast, create it again); so do we, naming the indices."""
+    cast_ids = {f.id for a in casts for f in files.lance_schema.subtree(a.field.id)}
+    attached = sorted({i.name for i in files.manifest.indices if cast_ids & set(i.fields)})
+    if attached:
+        paths = [a.path for a in casts]
+        raise SchemaChangeError(
+            f"cannot cast column(s) {paths} to a new type: they have {len(attached)} index(es) "
+            f"attached: {attached}; drop them with drop_index() before altering, then recreate them"
+        )
 
 
 def _check_names(schema: LanceSchema) -> None:

@@ -10,7 +10,8 @@ Planning (pylance 14's rules, fact sheet section 8.2), over the fragments of the
    above ``materialize_deletions_threshold``; a candidate *with neighbours* when it has fewer than
    ``target_rows_per_fragment`` physical rows; otherwise it is not a candidate;
 2. consecutive candidates form a bin; a non-candidate ends it, and so does a change in the set of
-   indices covering the fragment (only adjacent fragments are ever merged: row order is kept);
+   indices covering the fragment, through the Fragment Reuse Index too (only adjacent fragments
+   are ever merged: row order is kept);
 3. a bin that is a single candidate-with-neighbours fragment is dropped (nothing to merge);
 4. each bin is split greedily into tasks of at least ``target_rows_per_fragment`` live rows, a
    remainder smaller than that being folded into the last task;
@@ -32,7 +33,12 @@ the same way. Without, the result keeps the surviving old row addresses, so that
 the old -> new address mapping is known.
 
 Committing (as pylance 14): a ``ReserveFragments`` commit claims the new fragment ids, then a
-``Rewrite`` on the plan's read version replaces each group's old fragments by its new ones. The
+``Rewrite`` on the plan's read version replaces each group's old fragments by its new ones. Indices
+covering the old fragments are kept right in that same Rewrite (:mod:`lance_ops.ops.index_remap`:
+remapped with the old -> new row addresses into ``rewritten_indices``, their fragment bitmaps moved
+with stable row ids, or the move recorded in the Fragment Reuse Index with ``defer_index_remap``);
+the index files are written before the reservation, so a damaged index fails the compaction with
+nothing committed. The
 Rewrite is checked against everything committed since the read version (conflict matrix): appends
 are compatible; a delete of rows of a compacted fragment is carried into the new fragments when row
 ids are stable (:mod:`lance_ops.table.rewrite_rebase`), and otherwise (or for an update) makes it
@@ -54,7 +60,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-from pyroaring import BitMap, BitMap64
+from pyroaring import BitMap64
 
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
@@ -69,8 +75,18 @@ from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFi
 from lance_ops.fragment.writer import write_new_fragments
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
+from lance_ops.ops.index_remap import (
+    GroupMove,
+    IndexChanges,
+    changes_for_rewrite,
+    check_index_files,
+    covering,
+    refuse_deferred_with_stable_ids,
+)
 from lance_ops.progress import COMPACT, ProgressCallback, Tracker
+from lance_ops.table import frag_reuse
 from lance_ops.table.commit import load_manifest
+from lance_ops.table.indices import is_system
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.rowids import (
     VersionRuns,
@@ -107,8 +123,9 @@ class CompactionOptions:
     ``"try_binary_copy"`` re-encodes (the fallback pylance takes when a copy is not possible);
     ``"force_binary_copy"`` is refused
     (:class:`~lance_ops.errors.UnsupportedFeatureError`): pages are never copied undecoded.
-    ``io_buffer_size`` and ``binary_copy_read_batch_bytes`` are accepted and have no effect;
-    ``defer_index_remap`` has none either, since fragments covered by an index are not compacted.
+    ``io_buffer_size`` and ``binary_copy_read_batch_bytes`` are accepted and have no effect.
+    ``defer_index_remap`` records the compaction in the Fragment Reuse Index instead of remapping
+    the indices (refused with stable row ids, as pylance does; :mod:`lance_ops.ops.index_remap`).
     """
 
     target_rows_per_fragment: int = 1024 * 1024
@@ -355,8 +372,9 @@ class CompactionPlan:
 class RewriteResult:
     """A task's outcome: new fragments (ids assigned at commit) replacing ``original_fragments``.
 
-    ``row_addrs`` (datasets without stable row ids) are the surviving old row addresses in the
-    order the rows were written, i.e. the ``n``-th is the ``n``-th row of the new fragments.
+    ``row_addrs`` are the surviving old row addresses in the order the rows were written, i.e. the
+    ``n``-th is the ``n``-th row of the new fragments (indices holding addresses are remapped with
+    them, with stable row ids too).
     """
 
     read_version: int
@@ -364,6 +382,7 @@ class RewriteResult:
     new_fragments: tuple[DataFragment, ...]
     metrics: CompactionMetrics
     row_addrs: np.ndarray | None = None
+    defer_index_remap: bool = False
 
     def to_json(self) -> dict[str, Any]:
         addrs = None
@@ -375,6 +394,7 @@ class RewriteResult:
             "new_fragments": [f.to_json() for f in self.new_fragments],
             "metrics": asdict(self.metrics),
             "row_addrs": addrs,
+            "defer_index_remap": self.defer_index_remap,
         }
 
     def json(self) -> str:
@@ -394,6 +414,7 @@ class RewriteResult:
                 if addrs is None
                 else np.array(BitMap64.deserialize(base64.b64decode(addrs)), dtype=np.uint64)
             ),
+            defer_index_remap=bool(data.get("defer_index_remap", False)),
         )
 
 
@@ -409,6 +430,7 @@ class CompactionOutcome:
     transaction: Transaction
     metrics: CompactionMetrics
     row_address_map: tuple[np.ndarray, np.ndarray] | None
+    indices: IndexChanges = IndexChanges()
 
 
 def open_version(
@@ -424,12 +446,13 @@ def open_version(
 
 
 def _index_sets(manifest: Manifest) -> dict[int, frozenset[bytes]]:
-    """Fragment id -> uuids of the indices covering it."""
+    """Fragment id -> uuids of the indices covering it (through the Fragment Reuse Index too)."""
     covering: dict[int, set[bytes]] = {}
     for index in manifest.indices:
-        if index.fragment_bitmap:
-            for fragment_id in BitMap.deserialize(index.fragment_bitmap):
-                covering.setdefault(fragment_id, set()).add(index.uuid)
+        if is_system(index):
+            continue
+        for fragment_id in frag_reuse.effective_fragment_ids(manifest, index):
+            covering.setdefault(fragment_id, set()).add(index.uuid)
     return {k: frozenset(v) for k, v in covering.items()}
 
 
@@ -524,11 +547,8 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
         ],
         options,
     )
-    covered = _index_sets(manifest)
-    if any(f.id in covered for t in tasks for f in t.fragments):
-        raise UnsupportedFeatureError(
-            "compacting fragments covered by an index is not supported (indices would need remapping)"
-        )
+    if tasks:
+        refuse_deferred_with_stable_ids(manifest, options.defer_index_remap)
     return CompactionPlan(manifest.version, tasks, options)
 
 
@@ -659,20 +679,21 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         new.extend(write_new_fragments(reader, files.storage, files.lance_schema, chunk_options))
     if stream.left():
         raise CorruptFileError("<compaction>", f"the fragments hold more than their {live_rows} live rows")
-    row_addrs = None
     if files.manifest.uses_stable_row_ids:
         new = _moved_sequences(files, readers, new)
-    else:
-        row_addrs = np.concatenate(
-            [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
-        )
+    # with stable row ids too: pylance 14's BTREE holds row addresses
+    row_addrs = np.concatenate(
+        [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
+    )
     metrics = CompactionMetrics(
         fragments_removed=len(task.fragments),
         fragments_added=len(new),
         files_removed=sum(len(f.files) + (f.deletion_file is not None) for f in task.fragments),
         files_added=sum(len(f.files) for f in new),
     )
-    return RewriteResult(task.read_version, task.fragments, tuple(new), metrics, row_addrs)
+    return RewriteResult(
+        task.read_version, task.fragments, tuple(new), metrics, row_addrs, options.defer_index_remap
+    )
 
 
 # ------------------------------------------------------------------------------------------ commit
@@ -696,29 +717,52 @@ def commit_compaction(
         raise InvalidArgumentError(f"compaction results come from different read versions {sorted(versions)}")
     count = sum(len(r.new_fragments) for r in results)
     storage = StorageContext.of(location, options.storage_options)
+    latest = load_manifest(storage.store, storage.root).manifest
+    defer = any(r.defer_index_remap for r in results)
+    covered = covering(latest, [f for r in results for f in r.original_fragments])
+    changes = IndexChanges()
+    if covered:
+        refuse_deferred_with_stable_ids(latest, defer)
+        check_index_files(storage, covered)
+        # Indices are rewritten before anything is committed (a corrupt index file fails the
+        # compaction with nothing committed), for the ids the reservation will give: the next ones,
+        # unless another writer reserves first (then they are rewritten again).
+        first = 0 if latest.max_fragment_id is None else latest.max_fragment_id + 1
+        moves, _ = _moves(results, first)
+        changes = changes_for_rewrite(storage, latest, moves, defer=defer, reuse_version=latest.version + 1)
     reserved, _ = commit(storage, ReserveFragments(count), replace(options, read_version=None))
     assert reserved.max_fragment_id is not None
-    next_id = reserved.max_fragment_id - count + 1
-    groups = []
+    moves, groups = _moves(results, reserved.max_fragment_id - count + 1)
+    if covered and (reserved.max_fragment_id != first + count - 1 or reserved.version != latest.version + 1):
+        changes = changes_for_rewrite(storage, reserved, moves, defer=defer, reuse_version=reserved.version)
     old_addrs: list[np.ndarray] = []
     new_addrs: list[np.ndarray] = []
-    for result in results:
-        new = []
-        for fragment in result.new_fragments:
-            new.append(fragment.with_id(next_id))
-            next_id += 1
-        groups.append(RewriteGroup(result.original_fragments, tuple(new)))
-        if result.row_addrs is not None:
-            old_addrs.append(result.row_addrs)
-            new_addrs.extend(row_addresses(f.id, np.arange(f.physical_rows, dtype=np.int64)) for f in new)
-    manifest, transaction = commit(
-        storage, Rewrite(tuple(groups)), replace(options, read_version=versions.pop())
-    )
+    if not latest.uses_stable_row_ids:
+        for move in moves:
+            assert move.row_addrs is not None
+            old_addrs.append(move.row_addrs)
+            new_addrs.extend(
+                row_addresses(f.id, np.arange(f.physical_rows, dtype=np.int64)) for f in move.new
+            )
+    operation = Rewrite(tuple(groups), changes.rewritten, changes.frag_reuse_index)
+    manifest, transaction = commit(storage, operation, replace(options, read_version=versions.pop()))
     metrics = sum((r.metrics for r in results), CompactionMetrics())
     address_map = None
     if old_addrs:
         address_map = (np.concatenate(old_addrs), np.concatenate(new_addrs))
-    return CompactionOutcome(manifest, transaction, metrics, address_map)
+    return CompactionOutcome(manifest, transaction, metrics, address_map, changes)
+
+
+def _moves(results: Sequence[RewriteResult], first_id: int) -> tuple[list[GroupMove], list[RewriteGroup]]:
+    """Each result's new fragments numbered from ``first_id`` on (in order)."""
+    moves, groups = [], []
+    next_id = first_id
+    for result in results:
+        new = tuple(f.with_id(next_id + n) for n, f in enumerate(result.new_fragments))
+        next_id += len(new)
+        moves.append(GroupMove(result.original_fragments, new, result.row_addrs))
+        groups.append(RewriteGroup(result.original_fragments, new))
+    return moves, groups
 
 
 def _done_message(result: RewriteResult) -> str:
@@ -733,6 +777,11 @@ def _merge(outcomes: Sequence[CompactionOutcome]) -> CompactionOutcome:
         outcomes[-1].transaction,
         sum((o.metrics for o in outcomes), CompactionMetrics()),
         (np.concatenate([m[0] for m in maps]), np.concatenate([m[1] for m in maps])) if maps else None,
+        IndexChanges(
+            remapped=tuple(n for o in outcomes for n in o.indices.remapped),
+            deferred=tuple(n for o in outcomes for n in o.indices.deferred),
+            moved=tuple(n for o in outcomes for n in o.indices.moved),
+        ),
     )
 
 

@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import singledispatch
 
-from lance_ops.errors import UnsupportedFeatureError
-from lance_ops.table.manifest import DataFragment, Manifest, WriterVersion
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.table.indices import holds_row_ids, moved_bitmap
+from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest, WriterVersion
 from lance_ops.table.rowids import range_sequence, version_sequence
 from lance_ops.table.schema import LanceField
 from lance_ops.table.transaction import (
@@ -41,6 +42,7 @@ from lance_ops.table.transaction import (
     ReserveFragments,
     Restore,
     Rewrite,
+    RewrittenIndex,
     Transaction,
     Update,
     UpdateBases,
@@ -154,13 +156,40 @@ def _(op: Rewrite, base: Manifest, ctx: ApplyContext) -> Manifest:
         max_fragment_id=_max_id(base.max_fragment_id, new),
     )
     renamed = {r.old_id: r for r in op.rewritten_indices}
-    indices = tuple(
-        replace(i, uuid=renamed[i.uuid].new_id, details=renamed[i.uuid].new_index_details or i.details)
-        if i.uuid in renamed
-        else i
-        for i in base.indices
-    )
-    return replace(content, indices=indices)
+    indices = [_rewritten_index(i, renamed.get(i.uuid), op, base.uses_stable_row_ids) for i in base.indices]
+    reuse = op.frag_reuse_index
+    if reuse is not None:
+        indices = [i for i in indices if i.name != reuse.name] + [reuse]
+    return replace(content, indices=tuple(indices))
+
+
+def _rewritten_index(
+    index: IndexMetadata, rewritten: RewrittenIndex | None, op: Rewrite, stable_row_ids: bool
+) -> IndexMetadata:
+    """An index after a Rewrite, as pylance 14 leaves it.
+
+    A rewritten index takes its new uuid, files, details and version, and its fragment bitmap
+    moves to the new fragments. With stable row ids an index holding row ids (vector, bitmap and
+    label-list indices) keeps its files and its bitmap moves too; any other (a zone map, whose
+    per-fragment zones say nothing of the new fragments, or a BTREE, which holds row addresses,
+    when it was not rewritten) only loses the old fragments: the new ones are scanned unindexed
+    until the index is optimized. Without stable row ids an index not rewritten is left as it was
+    (a deferred remap: the Fragment Reuse Index maps it).
+    """
+    if rewritten is not None:
+        index = replace(
+            index,
+            uuid=rewritten.new_id,
+            details=rewritten.new_index_details or index.details,
+            index_version=rewritten.new_index_version,
+            files=rewritten.new_index_files or index.files,
+        )
+    elif not stable_row_ids or not index.fragment_bitmap:
+        return index
+    if not index.fragment_bitmap:
+        raise InvalidArgumentError(f"index {index.name!r} has no fragment bitmap and cannot be rewritten")
+    moved = rewritten is not None or holds_row_ids(index)
+    return replace(index, fragment_bitmap=moved_bitmap(index.fragment_bitmap, op.groups, add_new=moved))
 
 
 @apply_operation.register
@@ -225,9 +254,11 @@ def _update_field_metadata(field: LanceField, op: UpdateConfig) -> LanceField:
 
 @apply_operation.register
 def _(op: CreateIndex, base: Manifest, ctx: ApplyContext) -> Manifest:
+    # As pylance 14: only ``removed_indices`` (by uuid) leave; a new index of an existing name is
+    # another segment of it (optimize_indices' delta), a replaced one is listed as removed.
     removed = {i.uuid for i in op.removed_indices}
-    new_names = {i.name for i in op.new_indices}
-    kept = tuple(i for i in base.indices if i.uuid not in removed and i.name not in new_names)
+    new = {i.uuid for i in op.new_indices}
+    kept = tuple(i for i in base.indices if i.uuid not in removed and i.uuid not in new)
     return replace(base, indices=(*kept, *op.new_indices))
 
 

@@ -158,11 +158,17 @@ class RewrittenIndex:
 
 @dataclass(frozen=True)
 class Rewrite(Operation):
-    """Compaction: groups of old fragments replaced by new ones (ids pre-reserved)."""
+    """Compaction: groups of old fragments replaced by new ones (ids pre-reserved).
+
+    ``frag_reuse_index`` is the Fragment Reuse Index a deferred remap installs (replacing the one
+    of the same name). As in pylance 14 it is not part of the transaction's protobuf: it only
+    reaches the manifest of the commit that carries it in memory.
+    """
 
     oneof: ClassVar[str] = "rewrite"
     groups: tuple[RewriteGroup, ...] = ()
     rewritten_indices: tuple[RewrittenIndex, ...] = ()
+    frag_reuse_index: IndexMetadata | None = None
 
     @classmethod
     def from_pb(cls, pb: _pb.Rewrite) -> Rewrite:

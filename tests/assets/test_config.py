@@ -36,7 +36,8 @@ def test_default_definitions_declare_the_demo_dataset() -> None:
     assert demo.uri == str(REPO / "data" / "demo.lance")
     repo = defs.get_repository_def()
     assert keys(defs) == {
-        f"lance/demo{s}" for s in ("", "/ingest", "/encodings", "/compaction", "/statistics", "/cleanup")
+        f"lance/demo{s}"
+        for s in ("", "/ingest", "/encodings", "/compaction", "/indices", "/statistics", "/cleanup")
     }
     assert {c.name for c in repo.asset_graph.asset_check_keys} == {
         "fragmentation",
@@ -44,6 +45,7 @@ def test_default_definitions_declare_the_demo_dataset() -> None:
         "statistics_fresh",
         "version_seen",
         "feature_flags",
+        "indices_coverage",
     }
     assert {s.name for s in repo.schedule_defs} == {"demo_maintenance_schedule"}
     assert {s.name for s in repo.sensor_defs} >= {"demo_compaction_sensor", "demo_versions_sensor"}

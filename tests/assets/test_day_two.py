@@ -28,7 +28,7 @@ from tests.assets.conftest import dataset_entry
 pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.interop]
 
 ROWS = 40
-MAINTENANCE_STEPS = ("encodings", "compaction", "statistics", "cleanup")
+MAINTENANCE_STEPS = ("encodings", "compaction", "indices", "statistics", "cleanup")
 
 
 def scan(uri: str) -> pa.Table:

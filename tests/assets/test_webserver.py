@@ -111,10 +111,17 @@ def test_webserver_answers_graphql(tmp_path: Path) -> None:
     assets = {"/".join(n["assetKey"]["path"]): n for n in repository["assetNodes"]}
     assert set(assets) == {
         f"lance/demo{suffix}"
-        for suffix in ("", "/ingest", "/encodings", "/compaction", "/statistics", "/cleanup")
+        for suffix in ("", "/ingest", "/encodings", "/compaction", "/indices", "/statistics", "/cleanup")
     }
     checks = {c["name"] for c in assets["lance/demo"]["assetChecksOrError"]["checks"]}
-    assert checks == {"fragmentation", "deleted_rows", "statistics_fresh", "version_seen", "feature_flags"}
+    assert checks == {
+        "fragmentation",
+        "deleted_rows",
+        "statistics_fresh",
+        "version_seen",
+        "feature_flags",
+        "indices_coverage",
+    }
     assert {(s["name"], s["cronSchedule"]) for s in repository["schedules"]} == {
         ("demo_maintenance_schedule", "0 3 * * *")
     }

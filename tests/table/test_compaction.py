@@ -370,14 +370,6 @@ def test_racing_delete_elsewhere_and_append_both_land(tmp_path) -> None:  # type
     assert got["_rowid"].to_pylist() == got["id"].to_pylist()
 
 
-def test_indexed_fragments_are_refused(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
-    uri = str(tmp_path / "d")
-    build(uri, [300, 300], stable=False)
-    lance_module.dataset(uri).create_scalar_index("id", "BTREE")
-    with pytest.raises(UnsupportedFeatureError):
-        lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000)
-
-
 def test_unique_row_ids_survive_many_rounds(tmp_path) -> None:  # type: ignore[no-untyped-def]
     uri = str(tmp_path / "d")
     rng = np.random.default_rng(0)

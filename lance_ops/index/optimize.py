@@ -1,0 +1,151 @@
+"""Extending an index over fragments appended since it was built: ``update_index``.
+
+What pylance 14's ``optimize_indices(num_indices_to_merge=n)`` does to one index name, observed:
+
+* ``n = 0``: a **delta segment** is added (same name, new uuid, ``fragment_bitmap`` = the new
+  fragments, ``dataset_version`` = the version optimized), for scalar and vector indices alike;
+  a vector delta keeps the index's centroids, PQ codebook / SQ bounds (its ``index.idx`` is the
+  same model) and assigns each new vector to its nearest centroid.
+* ``n >= 1`` (pylance's default 1): the newest ``n`` segments and the new rows become **one**
+  segment covering all their fragments (scalar: the values sorted / grouped again).
+
+Here a merged vector segment keeps the existing model too (pylance may retrain it; either is a
+correct index). The rows added are read from the new fragments with their row ids (with stable
+row ids, BITMAP / LABEL_LIST / IVF store the stable ids, BTREE the row addresses, as pylance 14
+does; ZONEMAP zones are positional: row addresses). NGRAM, INVERTED and IVF_HNSW_* are not
+extended:
+:class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+from lance_ops.errors import IndexCorruptError, InvalidArgumentError, UnsupportedIndexTypeError
+from lance_ops.fragment import VersionFiles
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.index.bitmap import merge_bitmap
+from lance_ops.index.btree import merge_btree
+from lance_ops.index.files import RemapResult
+from lance_ops.index.ivf import extend_ivf
+from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, VECTOR_TYPES, ZONEMAP, index_type_of
+from lance_ops.index.zonemap import extend_zonemap
+from lance_ops.io.context import StorageContext
+from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
+
+__all__ = ["EXTENDABLE_TYPES", "update_index"]
+
+EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, *VECTOR_TYPES)
+_ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
+
+
+def _column_path(manifest: Manifest, index: IndexMetadata) -> str:
+    """Dotted path of the index's (first) field in the manifest's schema."""
+    by_id = {f.id: f for f in manifest.schema}
+    if not index.fields or index.fields[0] not in by_id:
+        raise IndexCorruptError("<manifest>", f"index {index.name!r}: its field is not in the schema")
+    parts, field = [], by_id[index.fields[0]]
+    while True:
+        parts.append(field.name)
+        if field.parent_id < 0 or field.parent_id not in by_id:
+            break
+        field = by_id[field.parent_id]
+    return ".".join(reversed(parts))
+
+
+def _new_rows(
+    ctx: StorageContext, manifest: Manifest, fragments: Sequence[DataFragment], column: str, id_column: str
+) -> tuple[pa.Array, np.ndarray]:
+    """The column's values in ``fragments`` (live rows) and their row ids or addresses."""
+    files = VersionFiles(ctx, manifest)
+    options = ScanOptions(
+        columns=(column,), with_row_id=id_column == _ROW_ID, with_row_address=id_column == _ROW_ADDRESS
+    )
+    tables = [table for fragment in fragments for table in files.fragment(fragment).scan(options)]
+    if not tables:
+        schema = files.output_schema(options)
+        return pa.array([], schema.field(column).type), np.empty(0, np.uint64)
+    table = pa.concat_tables(tables).combine_chunks()
+    return table.column(column).combine_chunks(), np.asarray(table.column(id_column), dtype=np.uint64)
+
+
+def _vectors(values: pa.Array, ids: np.ndarray, index: IndexMetadata) -> tuple[np.ndarray, np.ndarray]:
+    """``[n, dim]`` float32 vectors of the non-null rows and their ids."""
+    if not pa.types.is_fixed_size_list(values.type):
+        raise UnsupportedIndexTypeError(
+            f"index {index.name!r}: vectors of type {values.type} are not supported", index.name
+        )
+    keep = np.asarray(values.is_valid(), dtype=bool)
+    values = values.filter(pa.array(keep))
+    flat = np.asarray(values.flatten().cast(pa.float32()), dtype=np.float32)
+    return flat.reshape(len(values), values.type.list_size), ids[keep]
+
+
+def _segment(
+    result: RemapResult,
+    template: IndexMetadata,
+    merged: Sequence[IndexMetadata],
+    fragment_ids: set[int],
+    version: int,
+) -> IndexMetadata:
+    """The new segment's metadata. pylance 14 stamps a delta with the version optimized and keeps
+    the ``dataset_version`` of the segments a merge replaces (their oldest); ``created_at`` is now."""
+    bitmap = BitMap(sorted(fragment_ids)).serialize()
+    dataset_version = min(s.dataset_version for s in merged) if merged else version
+    return replace(
+        result.metadata_for(template, bitmap),
+        dataset_version=dataset_version,
+        created_at=int(time.time() * 1000),
+    )
+
+
+def _fragment_ids(index: IndexMetadata) -> set[int]:
+    return set(BitMap.deserialize(index.fragment_bitmap)) if index.fragment_bitmap else set()
+
+
+def update_index(
+    ctx: StorageContext,
+    manifest: Manifest,
+    segments: Sequence[IndexMetadata],
+    fragments: Sequence[DataFragment],
+    num_indices_to_merge: int = 1,
+) -> list[IndexMetadata] | None:
+    """The segments of one index name after adding the rows of ``fragments`` (unindexed fragments
+    of ``manifest``, the version being optimized): the unchanged segments as they were, then the
+    new one. ``None`` when there is nothing to add. New files go to new ``_indices/<uuid>/``
+    directories; nothing existing is changed."""
+    if not fragments or not segments:
+        return None
+    if num_indices_to_merge < 0:
+        raise InvalidArgumentError(f"num_indices_to_merge must not be negative, got {num_indices_to_merge}")
+    ordered = sorted(segments, key=lambda s: s.dataset_version)
+    count = min(num_indices_to_merge, len(ordered))
+    kept, merged = ordered[: len(ordered) - count], ordered[len(ordered) - count :]
+    template = ordered[-1]
+    kinds = {index_type_of(s, ctx) for s in ordered}
+    kind = kinds.pop()
+    if kinds:
+        raise IndexCorruptError("<manifest>", f"index {template.name!r} has segments of different types")
+    if kind not in EXTENDABLE_TYPES:
+        raise UnsupportedIndexTypeError(
+            f"{kind} index {template.name!r} cannot be extended by lance_ops", template.name
+        )
+    id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP) else _ROW_ID
+    values, ids = _new_rows(ctx, manifest, fragments, _column_path(manifest, template), id_column)
+    if kind == BTREE:
+        result = merge_btree(ctx, template, merged, values, ids)
+    elif kind == ZONEMAP:
+        result = extend_zonemap(ctx, template, merged, values, ids)
+    elif kind in (BITMAP, LABEL_LIST):
+        result = merge_bitmap(ctx, template, merged, values, ids, label_list=kind == LABEL_LIST)
+    else:
+        vectors, vector_ids = _vectors(values, ids, template)
+        result = extend_ivf(ctx, template, merged, kind, vectors, vector_ids)
+    covered = {f.id for f in fragments}.union(*(_fragment_ids(s) for s in merged))
+    return [*kept, _segment(result, template, merged, covered, manifest.version)]

@@ -1,0 +1,189 @@
+"""Keeping indices right through a compaction (what goes into its Rewrite), as pylance 14 does.
+
+For a Rewrite replacing groups of old fragments by new ones, every index covering an old
+fragment is handled by one of three rules:
+
+* **stable row ids**: row ids do not move, so an index holding row ids (vector, bitmap,
+  label list) keeps its files and uuid and the Rewrite moves its fragment bitmap to the new
+  fragments; a BTREE holds row addresses and is remapped (or, without a codec, only loses the old
+  fragments, as a zone map does; :mod:`lance_ops.table.apply`). ``defer_index_remap=True`` is
+  refused (pylance 14 refuses it).
+* **remap** (default, address-based row ids): the index's files are rewritten with the old -> new
+  row addresses by the codec of its type (:mod:`lance_ops.index.remap`) and recorded in
+  ``rewritten_indices``; rows the compaction dropped leave the index. Zone maps are never remapped
+  (pylance leaves them on the old fragments: they cover nothing until optimized).
+* **defer** (``defer_index_remap=True``, or an index the codec cannot remap yet): the index is left
+  as it is and the compaction is recorded in the Fragment Reuse Index, which pylance's readers
+  apply; :func:`lance_ops.ops.indices.remap_deferred` catches the index up later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pyroaring import BitMap
+
+from lance_ops.errors import DeferredRemapError, IndexCorruptError, UnsupportedIndexTypeError
+from lance_ops.fragment.reader import row_addresses
+from lance_ops.index.remap import RowAddressMapping, remap_index
+from lance_ops.index.types import index_dir
+from lance_ops.io.context import StorageContext
+from lance_ops.table import frag_reuse
+from lance_ops.table.indices import holds_row_ids, is_system, is_zone_map
+from lance_ops.table.manifest import DataFragment, IndexFile, IndexMetadata, Manifest
+from lance_ops.table.transaction import RewrittenIndex
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GroupMove:
+    """One rewrite group: old fragments, new fragments (final ids) and, without stable row ids,
+    the surviving old row addresses in the order of the new rows."""
+
+    old: tuple[DataFragment, ...]
+    new: tuple[DataFragment, ...]
+    row_addrs: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class IndexChanges:
+    """What a Rewrite carries for the indices, and a summary for callers (names)."""
+
+    rewritten: tuple[RewrittenIndex, ...] = ()
+    frag_reuse_index: IndexMetadata | None = None
+    remapped: tuple[str, ...] = ()
+    deferred: tuple[str, ...] = ()
+    moved: tuple[str, ...] = ()
+
+
+def refuse_deferred_with_stable_ids(manifest: Manifest, defer: bool) -> None:
+    if defer and manifest.uses_stable_row_ids:
+        raise DeferredRemapError(
+            "cannot compact with defer_index_remap=True: the dataset uses stable row ids, and a "
+            "fragment reuse index records row-address moves (as pylance 14, this is refused)"
+        )
+
+
+def covering(manifest: Manifest, fragments: Sequence[DataFragment]) -> list[IndexMetadata]:
+    """The (non-system) indices that hold rows of ``fragments``, directly or through the
+    Fragment Reuse Index."""
+    ids = BitMap(f.id for f in fragments)
+    return [
+        i
+        for i in manifest.indices
+        if not is_system(i) and frag_reuse.effective_fragment_ids(manifest, i) & ids
+    ]
+
+
+def check_index_files(storage: StorageContext, indices: Sequence[IndexMetadata]) -> None:
+    """Every file the manifest lists for ``indices`` exists (before anything is committed)."""
+    for index in indices:
+        directory = index_dir(storage, index)
+        for f in index.files:
+            path = storage.store.join(directory, f.path)
+            if not storage.store.exists(path):
+                raise IndexCorruptError(path, f"index {index.name!r}: file {f.path} is missing")
+
+
+def address_mapping(moves: Sequence[GroupMove]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(old, new, deleted)``: surviving old addresses sorted with their new addresses, and the
+    old addresses of rows the compaction dropped."""
+    olds: list[np.ndarray] = []
+    news: list[np.ndarray] = []
+    every: list[np.ndarray] = []
+    for move in moves:
+        assert move.row_addrs is not None
+        olds.append(move.row_addrs.astype(np.uint64))
+        news.extend(_addresses(f) for f in move.new)
+        every.extend(_addresses(f) for f in move.old)
+    old = np.concatenate(olds) if olds else np.zeros(0, np.uint64)
+    new = np.concatenate(news) if news else np.zeros(0, np.uint64)
+    order = np.argsort(old, kind="stable")
+    all_old = np.concatenate(every) if every else np.zeros(0, np.uint64)
+    deleted = np.setdiff1d(all_old, old)
+    return old[order], new[order], deleted
+
+
+def _addresses(fragment: DataFragment) -> np.ndarray:
+    return row_addresses(fragment.id, np.arange(fragment.physical_rows, dtype=np.int64))
+
+
+def remap_with_codec(
+    storage: StorageContext, index: IndexMetadata, old: np.ndarray, new: np.ndarray, deleted: np.ndarray
+) -> RewrittenIndex | None:
+    """The index rewritten by its type's codec (new uuid and files), or None when no codec can
+    remap its type yet (the caller defers it to the Fragment Reuse Index)."""
+    mapping = RowAddressMapping(old_addrs=old, new_addrs=new, removed=deleted)
+    try:
+        result = remap_index(storage, index, mapping)
+    except UnsupportedIndexTypeError as exc:
+        log.info("index %r: %s; deferring through the fragment reuse index", index.name, exc)
+        return None
+    if result is None:
+        log.info(
+            "index %r: its type cannot be remapped yet; deferring through the fragment reuse index",
+            index.name,
+        )
+        return None
+    return RewrittenIndex(
+        old_id=index.uuid,
+        new_id=result.uuid,
+        new_index_details=result.index_details,
+        new_index_version=(
+            result.index_version if result.index_version is not None else index.index_version or 0
+        ),
+        new_index_files=tuple(IndexFile(f.path, f.size_bytes) for f in result.files),
+    )
+
+
+def changes_for_rewrite(
+    storage: StorageContext,
+    manifest: Manifest,
+    moves: Sequence[GroupMove],
+    *,
+    defer: bool,
+    reuse_version: int,
+) -> IndexChanges:
+    """The index part of the Rewrite replacing ``moves`` on top of ``manifest``."""
+    old_fragments = [f for m in moves for f in m.old]
+    indices = covering(manifest, old_fragments)
+    if not indices:
+        return IndexChanges()
+    refuse_deferred_with_stable_ids(manifest, defer)
+    stable = manifest.uses_stable_row_ids
+    rewritten: list[RewrittenIndex] = []
+    deferred: list[str] = []
+    moved: list[str] = []
+    mapping = None if defer else address_mapping(moves)
+    for index in indices:
+        if is_zone_map(index) or (stable and holds_row_ids(index)):
+            moved.append(index.name)  # files kept; the Rewrite moves (or drops) its fragments
+            continue
+        if defer or frag_reuse.is_behind(manifest, index):
+            # an index behind an earlier deferred compaction stays deferred
+            deferred.append(index.name)
+            continue
+        assert mapping is not None
+        result = remap_with_codec(storage, index, *mapping)
+        if result is not None:
+            rewritten.append(result)
+        elif stable:
+            log.info("index %r: the new fragments stay unindexed until the index is optimized", index.name)
+            moved.append(index.name)
+        else:
+            deferred.append(index.name)
+    reuse = None
+    if deferred:
+        groups = [(m.old, m.new, m.row_addrs) for m in moves]
+        reuse = frag_reuse.with_version(manifest, reuse_version, groups)  # type: ignore[arg-type]
+    return IndexChanges(
+        rewritten=tuple(rewritten),
+        frag_reuse_index=reuse,
+        remapped=tuple(i.name for i in indices if i.uuid in {r.old_id for r in rewritten}),
+        deferred=tuple(deferred),
+        moved=tuple(moved),
+    )

@@ -1,0 +1,90 @@
+"""Compaction simulated with pylance, and our remapped indices committed with lance_ops.
+
+pylance compacts with ``defer_index_remap=True``: it moves the rows and leaves every index as it
+was, adding its Fragment Reuse Index. The old -> new row addresses are recovered from the data
+itself (the unique ``id`` column before and after), independent of any compaction code. The
+remapped indices then replace the old ones (and the reuse index) in one CreateIndex commit made
+by lance_ops, and pylance is asked to answer from them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+import lance_ops
+from lance_ops.index.mapping import RowAddressMapping
+from lance_ops.index.remap import remap_index
+from lance_ops.table.manifest import IndexMetadata
+from lance_ops.table.transaction import CreateIndex
+
+
+def addresses_by_id(ds: lance.LanceDataset) -> tuple[np.ndarray, np.ndarray]:
+    t = ds.to_table(columns=["id"], with_row_address=True)
+    return np.asarray(t["id"]), np.asarray(t["_rowaddr"], dtype=np.uint64)
+
+
+def compact_deferred(path: Path) -> tuple[RowAddressMapping, tuple[list[int], list[int]]]:
+    """Compact every fragment of ``path`` into one with pylance (indices untouched); the mapping
+    from the rows' old to new addresses, and (compacted fragment ids, new fragment ids)."""
+    before = lance.dataset(str(path))
+    old_fragments = [f.fragment_id for f in before.get_fragments()]  # compact_files moves `before` on
+    old_ids, old_addrs = addresses_by_id(before)
+    physical = np.concatenate(
+        [
+            (np.uint64(f.fragment_id) << np.uint64(32)) | np.arange(f.metadata.physical_rows, dtype=np.uint64)
+            for f in before.get_fragments()
+        ]
+    )
+    before.optimize.compact_files(target_rows_per_fragment=1 << 20, defer_index_remap=True)
+    after = lance.dataset(str(path))
+    new_ids, new_addrs = addresses_by_id(after)
+    new_by_id = dict(zip(new_ids.tolist(), new_addrs.tolist(), strict=True))
+    order = np.argsort(old_addrs)
+    mapping = RowAddressMapping(
+        old_addrs[order],
+        np.array([new_by_id[i] for i in old_ids[order].tolist()], dtype=np.uint64),
+        np.setdiff1d(physical, old_addrs),
+    )
+    return mapping, (old_fragments, [f.fragment_id for f in after.get_fragments()])
+
+
+def commit_indices(path: Path, new: list[IndexMetadata], removed: list[IndexMetadata]) -> lance.LanceDataset:
+    ours = lance_ops.dataset(str(path))
+    lance_ops.LanceDataset.commit(
+        str(path), CreateIndex(tuple(new), tuple(removed)), read_version=ours.version
+    )
+    return lance.dataset(str(path))
+
+
+def remap_all(
+    path: Path, mapping: RowAddressMapping, fragments: tuple[list[int], list[int]], names: set[str]
+) -> lance.LanceDataset:
+    """Remap the indices ``names`` of ``path`` and commit them, dropping the reuse index. Each
+    index's fragments become, as pylance's remap leaves them, its old ones less the compacted ones
+    (fragments deleted whole stay) plus the new ones."""
+    ours = lance_ops.dataset(str(path))
+    compacted, created = fragments
+    new, removed = [], []
+    for index in ours.manifest.indices:
+        if index.name == "__lance_frag_reuse":
+            removed.append(index)
+        elif index.name in names:
+            result = remap_index(ours.storage, index, mapping)
+            assert result is not None
+            covered = (BitMap.deserialize(index.fragment_bitmap) - BitMap(compacted)) | BitMap(created)
+            new.append(result.metadata_for(index, covered.serialize()))
+            removed.append(index)
+    return commit_indices(path, new, removed)
+
+
+def scalar_answers(ds: lance.LanceDataset, predicate: str) -> tuple[pa.Table, pa.Table, str]:
+    """(indexed answer, full-scan answer, plan) of ``predicate``, sorted by id."""
+    indexed = ds.to_table(filter=predicate, use_scalar_index=True).sort_by("id")
+    scanned = ds.to_table(filter=predicate, use_scalar_index=False).sort_by("id")
+    plan = ds.scanner(filter=predicate, use_scalar_index=True).explain_plan(True)
+    return indexed, scanned, plan
