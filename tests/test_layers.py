@@ -26,6 +26,7 @@ LAYERS = {
     "lance_ops.query": 3,
     "lance_ops.progress": 3,
     "lance_ops.fragment": 4,
+    "lance_ops.index": 4.5,
     "lance_ops.ops": 5,
     "lance_ops.dataset": 6,
     "lance_ops": 6,

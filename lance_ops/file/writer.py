@@ -116,7 +116,7 @@ class LanceFileWriter:
     value compression of every leaf column whose field metadata sets no
     ``lance-encoding:compression``: ``"auto"`` tries the default encodings, zstd around them and
     byte-stream-split + zstd on a sample of each page and keeps the smallest (files smaller than
-    the default's, readable by pylance 14; :func:`lance_ops.encoding.strategy.auto_compress`), or
+    the default's, readable by pylance 14; :func:`lance_ops.encoding.compression_strategy.auto_compress`), or
     one of ``"zstd"``, ``"lz4"``, ``"fsst"``, ``"none"`` as if set on every field; ``None``
     (default) writes what pylance writes. Any other value is an ``InvalidArgumentError``. Usable
     as a context manager (closes on success, discards the partial file on error). ``close()``
