@@ -211,3 +211,8 @@ class ConditionalPutUnsupportedError(StorageError, UnsupportedFeatureError):
     """The store cannot create an object atomically (no exclusive create / conditional put), so two
     writers committing at once could both believe they won. Commit through an external manifest
     store (``manifest_store=lance_ops.SqliteManifestStore(path)``) instead."""
+
+
+class MergeInsertError(LanceOpsError, ValueError, OSError):
+    """A merge insert refused on its data: a target row matched by several source rows, or a
+    matched row under ``when_matched_fail``. Also an ``OSError``, as pylance raises it."""

@@ -375,11 +375,13 @@ def commit_recorded(
     max_retries: int = 20,
     settings: NewDatasetSettings | None = None,
     writer_version: WriterVersion = WRITER_VERSION,
+    conflict_check: Callable[[Transaction, int], None] | None = None,
 ) -> Committed:
     """Commit ``transaction`` to the dataset at ``root``; returns the new version's manifest and
     the transaction recorded in it (rebased over concurrent commits where that applies).
 
-    ``settings`` apply when the commit creates the dataset. Raises :class:`CommitConflictError`
+    ``settings`` apply when the commit creates the dataset; ``conflict_check(theirs, version)``
+    is also asked about every concurrent commit (it raises to refuse). Raises :class:`CommitConflictError`
     for an incompatible concurrent commit, :class:`RetryableCommitConflictError` for a retryable
     one or when every attempt lost the race for the next version.
     """
@@ -420,6 +422,8 @@ def commit_recorded(
                         check_conflict(transaction, theirs, entry.version)
                     else:
                         transaction = rebased
+                    if conflict_check is not None:
+                        conflict_check(theirs, entry.version)
                     checked.add(entry.version)
             transaction = _on_latest(transaction, latest.version)
             if transaction != written:

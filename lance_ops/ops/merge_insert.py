@@ -1,0 +1,356 @@
+"""Upserts: ``ds.merge_insert(on).when_matched_update_all().when_not_matched_insert_all().execute(data)``.
+
+The source is read once into memory (pylance keeps a copy too, to retry). The target is streamed
+fragment by fragment: each fragment's rows whose keys the source may hold are read (pruned by the
+page statistics with the source's key range when no row must be seen for a by-source delete; only
+the key columns and the columns a condition or a partial source needs), hash-joined with the source
+keys (``pyarrow.Table.join``), and the fragment's part of the result decided with vectorised masks:
+
+* matched rows: updated (``when_matched_update_all(condition)``: old row deleted, the source row —
+  completed from the target's row when the source lacks columns — written to a new fragment),
+  deleted (``when_matched_delete``) or refused (``when_matched_fail``);
+* target rows no source row matches: deleted by ``when_not_matched_by_source_delete(expr)``;
+* source rows that matched nothing: inserted by ``when_not_matched_insert_all`` (after the updated
+  rows, in the same new fragments).
+
+Null keys never match. A target row matched by two source rows is refused (pylance's "ambiguous
+merge insert"), as is a source whose columns are not the dataset's (or lack a key), with nothing
+written. One ``Update`` (rewrite-rows mode) is committed; with stable row ids the updated rows keep
+their ids. The result is ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``.
+
+Concurrent writers: the commit retries on the latest version after a conflicting commit (one that
+changed a fragment this one deletes from), as pylance does; beyond pylance, a commit that landed
+since the read and added rows with keys this one inserts also makes it retry, so two upserts of the
+same new key never both insert it; and a compaction of the fragments this one deletes from is
+followed through the row ids instead of retrying (:mod:`lance_ops.table.rewrite_rebase`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from lance_ops.errors import (
+    FieldNotFoundError,
+    InvalidArgumentError,
+    MergeInsertError,
+    RetryableCommitConflictError,
+    WriteSchemaError,
+)
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.writer import to_reader
+from lance_ops.ops.commit import CommitOptions
+from lance_ops.ops.update import (
+    CONFLICT_RETRIES,
+    READ_BATCH_ROWS,
+    RETRY_TIMEOUT_SECONDS,
+    Attempt,
+    Committed,
+    RowRewrite,
+    run_with_retries,
+)
+from lance_ops.query.predicate import Bound, Predicate, parse_predicate
+from lance_ops.table.commit import load_manifest
+from lance_ops.table.transaction import Append, Transaction, Update
+
+_TARGET_INDEX = "__lance_ops_target"
+_SOURCE_INDEX = "__lance_ops_source"
+
+
+@dataclass(frozen=True)
+class MergeInsertPlan:
+    """What a merge insert does (the builder's settings).
+
+    ``when_matched``: ``"update"``, ``"delete"``, ``"fail"`` or None (matched rows are kept).
+    """
+
+    on: tuple[str, ...]
+    when_matched: str | None = None
+    matched_condition: str | None = None
+    insert_not_matched: bool = False
+    delete_not_matched_by_source: bool = False
+    by_source_condition: str | None = None
+    conflict_retries: int = CONFLICT_RETRIES
+    retry_timeout: float = RETRY_TIMEOUT_SECONDS
+
+    def check_keys(self, schema: pa.Schema) -> None:
+        """Refuse keys the dataset lacks (pylance's error)."""
+        if not self.on:
+            raise InvalidArgumentError("merge_insert needs at least one key column")
+        for key in self.on:
+            if schema.get_field_index(key) < 0:
+                raise FieldNotFoundError(f"Merge insert key column '{key}' does not exist in schema")
+
+    def check(self, schema: pa.Schema) -> None:
+        """Refuse keys the dataset lacks and a plan that changes nothing (pylance's errors)."""
+        self.check_keys(schema)
+        if (
+            self.when_matched is None
+            and not self.insert_not_matched
+            and not self.delete_not_matched_by_source
+        ):
+            raise InvalidArgumentError("The merge insert job is not configured to change the data in any way")
+
+
+def read_source(data: Any, schema: pa.Schema | None, plan: MergeInsertPlan, target: pa.Schema) -> pa.Table:
+    """The source as one table in the dataset's column order; refuses columns the dataset does not
+    have, differently typed columns and a source without the key columns (pylance's errors)."""
+    table = to_reader(data, schema).read_all()
+    unexpected = [n for n in table.column_names if target.get_field_index(n) < 0]
+    if unexpected or len(set(table.column_names)) != table.num_columns:
+        raise WriteSchemaError(
+            f"Append with different schema: fields did not match, missing=[], unexpected={unexpected}",
+            tuple(unexpected),
+        )
+    for name in table.column_names:
+        given, wanted = table.schema.field(name).type, target.field(name).type
+        if given != wanted:
+            raise WriteSchemaError(
+                f"Append with different schema: `{name}` should have type {wanted} but type was {given}",
+                (name,),
+            )
+    missing = [k for k in plan.on if k not in table.column_names]
+    if missing:
+        raise WriteSchemaError(f"the merge insert source lacks the key columns {missing}", tuple(missing))
+    return table.select([n for n in target.names if n in table.column_names]).combine_chunks()
+
+
+def _key_predicate(source: pa.Table, plan: MergeInsertPlan, schema: pa.Schema) -> Predicate | None:
+    """A filter that keeps the target rows whose keys the source holds (None: every row must be
+    read); its bounds (each key's range in the source) let the statistics prune pages."""
+    if plan.delete_not_matched_by_source:
+        return None
+    expression = pc.scalar(True)
+    bounds = []
+    for key in plan.on:
+        values = pc.drop_null(source.column(key))
+        if not len(values):
+            return Predicate(pc.scalar(False), (key,))
+        expression = expression & pc.field(key).isin(pc.unique(values))
+        extremes = pc.min_max(values)
+        lowest, highest = extremes["min"], extremes["max"]
+        if lowest.is_valid and not pa.types.is_floating(values.type):
+            bounds += [Bound(key, "ge", (lowest,)), Bound(key, "le", (highest,))]
+    return Predicate(expression, plan.on, tuple(bounds))
+
+
+@dataclass
+class _Outcome:
+    updated: int = 0
+    deleted: int = 0
+    inserted: int = 0
+
+
+class _Merge:
+    """One attempt on one version."""
+
+    def __init__(self, files: VersionFiles, plan: MergeInsertPlan, source: pa.Table) -> None:
+        self.files, self.plan, self.source = files, plan, source
+        schema = files.schema
+        self.partial = [n for n in schema.names if n not in source.column_names]
+        self.condition = None
+        needed = set(plan.on)
+        if plan.when_matched == "update" and plan.matched_condition:
+            joined = pa.schema(
+                [
+                    pa.field("target", pa.struct(list(schema))),
+                    pa.field("source", pa.struct(list(source.schema))),
+                ]
+            )
+            self.condition = parse_predicate(plan.matched_condition, joined)
+            needed |= set(schema.names)
+        if plan.when_matched == "update":
+            needed |= set(self.partial)
+        self.by_source = None
+        if plan.delete_not_matched_by_source and plan.by_source_condition:
+            self.by_source = parse_predicate(plan.by_source_condition, schema)
+            needed |= set(self.by_source.columns) & set(schema.names)
+        self.read_columns = tuple(n for n in schema.names if n in needed)
+        self.keys = source.select(list(plan.on)).append_column(
+            _SOURCE_INDEX, pa.array(np.arange(source.num_rows, dtype=np.int64))
+        )
+        self.matched = np.zeros(source.num_rows, dtype=bool)
+        self.outcome = _Outcome()
+        self.rewrite = RowRewrite(files)
+        self.carried: list[np.ndarray] = []
+
+    def run(self) -> Attempt:
+        try:
+            self.rewrite.write(self._batches(), lambda: _concat(self.carried))
+        except BaseException:
+            self.rewrite.discard()
+            raise
+        preserved = [self.files.lance_schema.field(n).id for n in self.source.column_names]
+        result = {
+            "num_inserted_rows": self.outcome.inserted,
+            "num_updated_rows": self.outcome.updated,
+            "num_deleted_rows": self.outcome.deleted,
+        }
+        return Attempt(self.rewrite, self.rewrite.operation(preserved), result)
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        predicate = _key_predicate(self.source, self.plan, self.files.schema)
+        stable = self.files.manifest.uses_stable_row_ids
+        scan = ScanOptions(
+            columns=self.read_columns,
+            predicate=predicate,
+            with_row_id=stable,
+            with_row_address=True,
+            batch_size=READ_BATCH_ROWS,
+        )
+        for fragment in self.files.fragments():
+            parts = [t for t in fragment.scan(scan) if t.num_rows]
+            if parts:
+                yield from self._fragment(fragment, pa.concat_tables(parts).combine_chunks())
+        if self.plan.insert_not_matched:
+            inserted = self.source.filter(pa.array(~self.matched))
+            self.outcome.inserted = inserted.num_rows
+            yield from self._shaped(inserted, None).to_batches()
+
+    def _fragment(self, fragment: FragmentReader, target: pa.Table) -> Iterator[pa.RecordBatch]:
+        """The fragment's updated rows (its deletions are recorded once it is done)."""
+        plan = self.plan
+        target = target.append_column(_TARGET_INDEX, pa.array(np.arange(target.num_rows, dtype=np.int64)))
+        pairs = target.select([*plan.on, _TARGET_INDEX]).join(
+            self.keys, list(plan.on), join_type="inner", use_threads=False
+        )
+        t_index = pairs.column(_TARGET_INDEX).to_numpy()
+        s_index = pairs.column(_SOURCE_INDEX).to_numpy()
+        order = np.argsort(t_index, kind="stable")
+        t_index, s_index = t_index[order], s_index[order]
+        self._refuse_ambiguous(target, t_index)
+        if len(t_index) and plan.when_matched == "fail":
+            first = target.slice(int(t_index[0]), 1).select(list(plan.on)).to_pylist()[0]
+            raise MergeInsertError(
+                f"Merge insert failed: found matching row with key values: {_describe(first)}"
+            )
+        self.matched[s_index] = True
+        offsets = (target.column(ROW_ADDRESS).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        doomed = [np.zeros(0, np.int64)]
+        if plan.when_matched in ("update", "delete") and len(t_index):
+            if self.condition is not None:
+                keep = self._condition_mask(target, t_index, s_index)
+                t_index, s_index = t_index[keep], s_index[keep]
+            doomed.append(offsets[t_index])
+            if plan.when_matched == "delete":
+                self.outcome.deleted += len(t_index)
+            else:
+                self.outcome.updated += len(t_index)
+                if self.files.manifest.uses_stable_row_ids:
+                    self.carried.append(target.column(ROW_ID).to_numpy()[t_index])
+                rows = self._shaped(self.source.take(pa.array(s_index)), target.take(pa.array(t_index)))
+                yield from rows.to_batches()
+        if plan.delete_not_matched_by_source:
+            unmatched = np.ones(target.num_rows, dtype=bool)
+            unmatched[pairs.column(_TARGET_INDEX).to_numpy()] = False
+            if self.by_source is not None:
+                unmatched &= _evaluate(target, self.by_source)
+            doomed.append(offsets[unmatched])
+            self.outcome.deleted += int(unmatched.sum())
+        self.rewrite.delete(fragment, np.concatenate(doomed))
+
+    def _refuse_ambiguous(self, target: pa.Table, t_index: np.ndarray) -> None:
+        repeated = t_index[1:][t_index[1:] == t_index[:-1]]
+        if len(repeated):
+            row = target.slice(int(repeated[0]), 1).select(list(self.plan.on)).to_pylist()[0]
+            raise MergeInsertError(
+                "Ambiguous merge inserts are prohibited: multiple source rows match the same target row "
+                f"on ({_describe(row)}). Please ensure each target row is matched by at most one source row."
+            )
+
+    def _condition_mask(self, target: pa.Table, t_index: np.ndarray, s_index: np.ndarray) -> np.ndarray:
+        assert self.condition is not None
+        schema = self.files.schema
+        old = target.select(schema.names).take(pa.array(t_index))
+        new = self.source.take(pa.array(s_index))
+        joined = pa.table(
+            {
+                "target": pa.StructArray.from_arrays(old.columns, fields=list(schema)),
+                "source": pa.StructArray.from_arrays(new.columns, fields=list(new.schema)),
+            }
+        )
+        return _evaluate(joined, self.condition)
+
+    def _shaped(self, rows: pa.Table, target: pa.Table | None) -> pa.Table:
+        """``rows`` of the source with the columns it lacks from ``target`` (updated rows) or null."""
+        schema = self.files.schema
+        columns = []
+        for field in schema:
+            if field.name in rows.column_names:
+                columns.append(rows.column(field.name))
+            elif target is not None:
+                columns.append(target.column(field.name))
+            else:
+                columns.append(pa.nulls(rows.num_rows, field.type))
+        return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _evaluate(table: pa.Table, predicate: Predicate) -> np.ndarray:
+    """Where ``predicate`` is TRUE over ``table`` (NULL counts as FALSE)."""
+    result = pads.dataset(table).to_table(columns={"m": predicate.expression}).column("m")
+    return np.asarray(pc.fill_null(result, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
+def _describe(row: dict[str, Any]) -> str:
+    return ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in row.items())
+
+
+def _new_key_check(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table
+) -> Callable[[Transaction, int], None]:
+    """A commit check: retry when a commit since our read added rows with keys we insert."""
+    keys = source.select(list(plan.on))
+    predicate = _key_predicate(source, replace(plan, delete_not_matched_by_source=False), files.schema)
+
+    def check(theirs: Transaction, their_version: int) -> None:
+        op = theirs.operation
+        added = op.fragments if isinstance(op, Append) else op.new_fragments if isinstance(op, Update) else ()
+        if not added or predicate is None:
+            return
+        version = VersionFiles(files.storage, load_manifest(files.store, files.root, their_version).manifest)
+        scan = ScanOptions(columns=plan.on, predicate=predicate, batch_size=READ_BATCH_ROWS)
+        for fragment in added:
+            for table in FragmentReader(version, fragment).scan(scan):
+                if (
+                    table.num_rows
+                    and table.select(list(plan.on)).join(keys, list(plan.on), join_type="inner").num_rows
+                ):
+                    raise RetryableCommitConflictError(
+                        f"Retryable commit conflict: version {their_version} added rows with keys this merge insert inserts"
+                    )
+
+    return check
+
+
+def merge_insert(
+    files: VersionFiles, plan: MergeInsertPlan, data: Any, schema: pa.Schema | None, options: CommitOptions
+) -> Committed:
+    """Run ``plan`` with ``data`` as the source on the version ``files`` reads and commit it."""
+    plan.check(files.schema)
+    source = read_source(data, schema, plan, files.schema)
+
+    def attempt(version: VersionFiles) -> Attempt:
+        plan.check(version.schema)
+        return _Merge(version, plan, read_source(source, None, plan, version.schema)).run()
+
+    check = _new_key_check(files, plan, source) if plan.insert_not_matched else None
+    return run_with_retries(
+        files, attempt, replace(options, conflict_check=check), plan.conflict_retries, plan.retry_timeout
+    )
+
+
+def prepare(files: VersionFiles, plan: MergeInsertPlan, data: Any, schema: pa.Schema | None) -> Attempt:
+    """Write the files of ``plan`` on the version ``files`` reads without committing them."""
+    plan.check(files.schema)
+    return _Merge(files, plan, read_source(data, schema, plan, files.schema)).run()
