@@ -73,7 +73,7 @@ from lance_ops.table.naming import (
     VERSIONS_DIR,
     ManifestNamingScheme,
 )
-from lance_ops.table.rewrite_rebase import can_carry, carry_delete
+from lance_ops.table.rewrite_rebase import as_delete, can_carry, can_follow, carry_delete, follow_rewrite
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction, Update
 from lance_ops.table.write_guard import NullCountCache, check_new_fragments
@@ -288,12 +288,19 @@ def _rebase(
     """``ours`` rebased over ``theirs`` when the matrix's retry can be avoided, else None.
 
     Two deletes sharing a fragment are merged (deletion vectors unioned), as pylance's ``delete``
-    does; a compaction (Rewrite) over a delete carries the deleted rows into its new fragments
-    when row ids are stable (:mod:`lance_ops.table.rewrite_rebase`); every other pair goes through
+    does; a compaction (Rewrite) over a delete or an update carries the deleted rows into its new
+    fragments, and an update over a compaction follows it, when row ids are stable
+    (:mod:`lance_ops.table.rewrite_rebase`); every other pair goes through
     :func:`check_conflict`.
     """
     mine, other = ours.operation, theirs.operation
-    if not isinstance(other, Delete) or verdict(mine, other) != RETRY:
+    if verdict(mine, other) != RETRY:
+        return None
+    if isinstance(mine, Update) and isinstance(other, Rewrite) and can_follow(mine, other):
+        return replace(ours, operation=follow_rewrite(store, root, mine, other, their_version))
+    if isinstance(mine, Rewrite) and isinstance(other, Update):
+        other = as_delete(other)
+    if not isinstance(other, Delete):
         return None
     if isinstance(mine, Delete) and can_rebase(mine, other):
         return replace(ours, operation=rebase_delete(store, root, mine, other, their_version))
