@@ -71,7 +71,9 @@ class MergeInsertBuilder:
         ``write_dataset`` takes) as the source; commits one ``Update`` and makes the dataset that
         version. Returns ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``."""
         ds = self._dataset
-        committed = merge_op.merge_insert(ds.handle.files, self._plan, data_obj, schema, ds.handle.commit_options())
+        committed = merge_op.merge_insert(
+            ds.handle.files, self._plan, data_obj, schema, ds.handle.commit_options()
+        )
         ds.handle.adopt(committed.manifest, committed.transaction)
         return committed.result
 

@@ -270,12 +270,7 @@ class _Merge:
         schema = self.files.schema
         old = target.select(schema.names).take(pa.array(t_index))
         new = self.source.take(pa.array(s_index))
-        joined = pa.table(
-            {
-                "target": pa.StructArray.from_arrays(old.columns, fields=list(schema)),
-                "source": pa.StructArray.from_arrays(new.columns, fields=list(new.schema)),
-            }
-        )
+        joined = pa.table({"target": old.to_struct_array(), "source": new.to_struct_array()})
         return _evaluate(joined, self.condition)
 
     def _shaped(self, rows: pa.Table, target: pa.Table | None) -> pa.Table:

@@ -116,11 +116,14 @@ def can_follow(ours: Update, theirs: Rewrite) -> bool:
     groups = [g for g in theirs.groups if any(o.id in touched for o in g.old_fragments)]
     fragments = [f for g in groups for f in (*g.old_fragments, *g.new_fragments)]
     return all(isinstance(f.row_ids, bytes) for f in fragments) and all(
-        f.deletion_file is None or f.deletion_file.base_id is None for f in (*fragments, *ours.updated_fragments)
+        f.deletion_file is None or f.deletion_file.base_id is None
+        for f in (*fragments, *ours.updated_fragments)
     )
 
 
-def follow_rewrite(store: ObjectStore, root: str, ours: Update, theirs: Rewrite, their_version: int) -> Update:
+def follow_rewrite(
+    store: ObjectStore, root: str, ours: Update, theirs: Rewrite, their_version: int
+) -> Update:
     """``ours`` with its deletions in fragments ``theirs`` compacted moved to the new fragments."""
     updated = {f.id: f for f in ours.updated_fragments}
     removed = set(ours.removed_fragment_ids)
