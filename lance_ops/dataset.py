@@ -607,6 +607,7 @@ class LanceDataset:
     def insert(self, data: Any, *, mode: str = "append", **kwargs: Any) -> None:
         """Write ``data`` to this dataset (``write_dataset`` with ``mode``) and become the new version."""
         new = write_dataset(data, self, mode=mode, **kwargs)
+        assert new._transaction is not None, "a dataset just written knows its transaction"
         self._adopt(new._manifest, new._transaction)
 
     def delta(

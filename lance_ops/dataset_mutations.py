@@ -72,7 +72,7 @@ class MergeInsertBuilder:
         version. Returns ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``."""
         ds = self._dataset
         committed = merge_op.merge_insert(
-            ds.handle.files, self._plan, data_obj, schema, ds.handle.commit_options()
+            ds.handle.files, self._plan, data_obj, schema, ds.handle.commit_options(None)
         )
         ds.handle.adopt(committed.manifest, committed.transaction)
         return committed.result

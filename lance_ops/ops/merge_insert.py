@@ -322,7 +322,8 @@ def _new_key_check(
                     and table.select(list(plan.on)).join(keys, list(plan.on), join_type="inner").num_rows
                 ):
                     raise RetryableCommitConflictError(
-                        f"Retryable commit conflict: version {their_version} added rows with keys this merge insert inserts"
+                        f"Retryable commit conflict: version {their_version} added rows with keys "
+                        "this merge insert inserts"
                     )
 
     return check

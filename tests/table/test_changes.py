@@ -56,7 +56,9 @@ def test_delta_matches_pylance(lance_module: Any, tmp_path: Path, stable: bool) 
 
 
 def test_delta_known_history(tmp_path: Path) -> None:
-    ds = lance_ops.write_dataset(rows(6), str(tmp_path / "ds"), max_rows_per_file=3, enable_stable_row_ids=True)
+    ds = lance_ops.write_dataset(
+        rows(6), str(tmp_path / "ds"), max_rows_per_file=3, enable_stable_row_ids=True
+    )
     history(ds, lance_ops)
     delta = ds.delta(compared_against=1)
     inserted = delta.get_inserted_rows().read_all()
@@ -91,7 +93,9 @@ def _changes(table: pa.Table) -> list[tuple[Any, ...]]:
 
 
 def test_changes_known_history_stable(tmp_path: Path) -> None:
-    ds = lance_ops.write_dataset(rows(6), str(tmp_path / "ds"), max_rows_per_file=3, enable_stable_row_ids=True)
+    ds = lance_ops.write_dataset(
+        rows(6), str(tmp_path / "ds"), max_rows_per_file=3, enable_stable_row_ids=True
+    )
     history(ds, lance_ops)
     feed = ds.changes(2)
     assert feed.column_names == ["id", "v", "s", "_change_type", "_commit_version"]
@@ -126,7 +130,9 @@ def test_changes_without_stable_ids_and_overwrite(tmp_path: Path) -> None:
 def test_changes_across_a_schema_change_and_bad_range(tmp_path: Path) -> None:
     ds = lance_ops.write_dataset(rows(2), str(tmp_path / "ds"))
     ds.add_columns({"w": "id * 2"})
-    ds.insert(pa.table({"id": pa.array([5], pa.int64()), "v": [5.0], "s": ["s5"], "w": pa.array([10], pa.int64())}))
+    ds.insert(
+        pa.table({"id": pa.array([5], pa.int64()), "v": [5.0], "s": ["s5"], "w": pa.array([10], pa.int64())})
+    )
     feed = ds.changes(1)
     assert feed.column("w").to_pylist() == [None, None, 10]
     assert feed.column("_change_type").to_pylist() == ["insert"] * 3

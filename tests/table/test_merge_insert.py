@@ -97,7 +97,8 @@ def test_builder_combinations_match_pylance(
     ours = upsert(lance_ops.dataset(twins.ours))
     assert ours == (counts, 2)
     table = twins.table(twins.ours)
-    assert dict(zip(table["id"].to_pylist(), zip(table["v"].to_pylist(), table["s"].to_pylist()))) == content
+    pairs = zip(table["v"].to_pylist(), table["s"].to_pylist(), strict=True)
+    assert dict(zip(table["id"].to_pylist(), pairs, strict=True)) == content
     if (matched and matched[0], insert, by_source is not None) in PYLANCE_FAILS:
         with pytest.raises(OSError, match="missing from merge insert input schema"):
             upsert(lance_module.dataset(twins.theirs))
@@ -226,7 +227,8 @@ def _files(uri: str) -> set[str]:
             lambda ds: ds.merge_insert("id").when_matched_update_all(),
             pa.table({"id": pa.array([1, 1], pa.int64()), "v": [1.0, 2.0], "s": ["a", "b"]}),
             MergeInsertError,
-            r"Ambiguous merge inserts are prohibited: multiple source rows match the same target row on \(id = 1\)",
+            r"Ambiguous merge inserts are prohibited: multiple source rows match the same target row "
+            r"on \(id = 1\)",
         ),
         (
             lambda ds: ds.merge_insert("id").when_matched_update_all(),

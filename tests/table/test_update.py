@@ -25,7 +25,9 @@ CASES = [
 
 @pytest.mark.parametrize("stable", [False, True], ids=["addresses", "stable"])
 @pytest.mark.parametrize(("updates", "where"), CASES, ids=["range", "two-columns", "all", "none", "key"])
-def test_update_matches_pylance(lance_module: Any, tmp_path: Path, updates: Any, where: Any, stable: bool) -> None:
+def test_update_matches_pylance(
+    lance_module: Any, tmp_path: Path, updates: Any, where: Any, stable: bool
+) -> None:
     twins = make_twins(lance_module, tmp_path, rows(12), stable)
     theirs, ours = twins.run(lambda ds, module: (ds.update(updates, where=where), ds.version))
     assert ours == theirs
@@ -63,7 +65,11 @@ def test_created_at_kept_for_rows_added_later(lance_module: Any, tmp_path: Path)
         columns=["id", "v", "_rowid", "_row_created_at_version", "_row_last_updated_at_version"]
     )
     by_id = {r["id"]: r for r in table.to_pylist()}
-    assert (by_id[6]["_rowid"], by_id[6]["_row_created_at_version"], by_id[6]["_row_last_updated_at_version"]) == (
+    assert (
+        by_id[6]["_rowid"],
+        by_id[6]["_row_created_at_version"],
+        by_id[6]["_row_last_updated_at_version"],
+    ) == (
         6,
         2,
         3,
@@ -101,7 +107,9 @@ def test_bad_input_commits_nothing(
 
 
 @pytest.mark.parametrize("stable", [False, True], ids=["addresses", "stable"])
-def test_concurrent_updates_of_the_same_rows_are_not_lost(lance_module: Any, tmp_path: Path, stable: bool) -> None:
+def test_concurrent_updates_of_the_same_rows_are_not_lost(
+    lance_module: Any, tmp_path: Path, stable: bool
+) -> None:
     uri = str(tmp_path / "ds")
     lance_ops.write_dataset(rows(20), uri, max_rows_per_file=10, enable_stable_row_ids=stable)
     barrier = threading.Barrier(4)
