@@ -27,7 +27,7 @@ followed through the row ids instead of retrying (:mod:`lance_ops.table.rewrite_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,6 +47,7 @@ from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
 from lance_ops.ops.commit import CommitOptions
+from lance_ops.ops.delete import FragmentDeletion
 from lance_ops.ops.update import (
     CONFLICT_RETRIES,
     READ_BATCH_ROWS,
@@ -58,6 +59,7 @@ from lance_ops.ops.update import (
 )
 from lance_ops.query.predicate import Bound, Predicate, parse_predicate
 from lance_ops.table.commit import load_manifest
+from lance_ops.table.manifest import DataFragment
 from lance_ops.table.transaction import Append, Transaction, Update
 
 _TARGET_INDEX = "__lance_ops_target"
@@ -147,6 +149,14 @@ class _Outcome:
     deleted: int = 0
     inserted: int = 0
 
+    def result(self) -> dict[str, int]:
+        """pylance's result dict."""
+        return {
+            "num_inserted_rows": self.inserted,
+            "num_updated_rows": self.updated,
+            "num_deleted_rows": self.deleted,
+        }
+
 
 class _Merge:
     """One attempt on one version."""
@@ -181,21 +191,19 @@ class _Merge:
         self.rewrite = RowRewrite(files)
         self.carried: list[np.ndarray] = []
 
-    def run(self) -> Attempt:
+    def run(self, fragments: Iterable[FragmentReader] | None = None, insert: bool = True) -> Attempt:
+        """Merge ``fragments`` (default: all of the version) and, with ``insert``, write the source
+        rows that matched nothing (here or in :attr:`matched` as given)."""
+        chosen = self.files.fragments() if fragments is None else fragments
         try:
-            self.rewrite.write(self._batches(), lambda: _concat(self.carried))
+            self.rewrite.write(self._batches(chosen, insert), lambda: _concat(self.carried))
         except BaseException:
             self.rewrite.discard()
             raise
         preserved = [self.files.lance_schema.field(n).id for n in self.source.column_names]
-        result = {
-            "num_inserted_rows": self.outcome.inserted,
-            "num_updated_rows": self.outcome.updated,
-            "num_deleted_rows": self.outcome.deleted,
-        }
-        return Attempt(self.rewrite, self.rewrite.operation(preserved), result)
+        return Attempt(self.rewrite, self.rewrite.operation(preserved), self.outcome.result())
 
-    def _batches(self) -> Iterator[pa.RecordBatch]:
+    def _batches(self, fragments: Iterable[FragmentReader], insert: bool) -> Iterator[pa.RecordBatch]:
         predicate = _key_predicate(self.source, self.plan, self.files.schema)
         stable = self.files.manifest.uses_stable_row_ids
         scan = ScanOptions(
@@ -205,11 +213,11 @@ class _Merge:
             with_row_address=True,
             batch_size=READ_BATCH_ROWS,
         )
-        for fragment in self.files.fragments():
+        for fragment in fragments:
             parts = [t for t in fragment.scan(scan) if t.num_rows]
             if parts:
                 yield from self._fragment(fragment, pa.concat_tables(parts).combine_chunks())
-        if self.plan.insert_not_matched:
+        if insert and self.plan.insert_not_matched:
             inserted = self.source.filter(pa.array(~self.matched))
             self.outcome.inserted = inserted.num_rows
             yield from self._shaped(inserted, None).to_batches()
@@ -340,13 +348,76 @@ def merge_insert(
         plan.check(version.schema)
         return _Merge(version, plan, read_source(source, None, plan, version.schema)).run()
 
-    check = _new_key_check(files, plan, source) if plan.insert_not_matched else None
-    return run_with_retries(
-        files, attempt, replace(options, conflict_check=check), plan.conflict_retries, plan.retry_timeout
-    )
+    return commit_merge(files, plan, source, attempt, options)
 
 
 def prepare(files: VersionFiles, plan: MergeInsertPlan, data: Any, schema: pa.Schema | None) -> Attempt:
     """Write the files of ``plan`` on the version ``files`` reads without committing them."""
     plan.check(files.schema)
     return _Merge(files, plan, read_source(data, schema, plan, files.schema)).run()
+
+
+# ------------------------------------------------------------ pieces of a distributed merge
+
+
+@dataclass(frozen=True)
+class MergePart:
+    """One task's share of a merge: the deletion files and fragments it wrote, the source rows it
+    matched (indices) and its counts. Picklable: a Spark task returns it to the driver."""
+
+    deletions: tuple[FragmentDeletion, ...]
+    new_fragments: tuple[DataFragment, ...]
+    matched: np.ndarray
+    result: dict[str, int]
+
+
+def merge_fragment(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, fragment_id: int
+) -> MergePart:
+    """Merge the target fragment ``fragment_id`` of the version ``files`` reads with ``source``
+    (shaped by :func:`read_source`): its deletions and updated rows, nothing inserted."""
+    merge = _Merge(files, plan, source)
+    chosen = [f for f in files.fragments() if f.id == fragment_id]
+    prepared = merge.run(chosen, insert=False)
+    return _part(prepared, np.flatnonzero(merge.matched))
+
+
+def insert_unmatched(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, matched: np.ndarray
+) -> MergePart:
+    """Write the source rows outside ``matched`` (indices) as new fragments (the inserts)."""
+    merge = _Merge(files, plan, source)
+    merge.matched[matched] = True
+    return _part(merge.run((), insert=True), matched)
+
+
+def _part(prepared: Attempt, matched: np.ndarray) -> MergePart:
+    rewrite = prepared.rewrite
+    return MergePart(tuple(rewrite.deletions), tuple(rewrite.new_fragments), matched, prepared.result)
+
+
+def combine(files: VersionFiles, source: pa.Table, parts: Sequence[MergePart]) -> Attempt:
+    """The one ``Update`` of the parts' deletions and fragments, and the summed counts."""
+    rewrite = RowRewrite(
+        files,
+        [d for p in parts for d in p.deletions],
+        [f for p in parts for f in p.new_fragments],
+    )
+    preserved = [files.lance_schema.field(n).id for n in source.column_names]
+    totals = {key: sum(p.result[key] for p in parts) for key in _Outcome().result()}
+    return Attempt(rewrite, rewrite.operation(preserved), totals)
+
+
+def commit_merge(
+    files: VersionFiles,
+    plan: MergeInsertPlan,
+    source: pa.Table,
+    attempt: Callable[[VersionFiles], Attempt],
+    options: CommitOptions,
+) -> Committed:
+    """Commit what ``attempt`` prepares on ``files`` (again on the latest version after a retryable
+    conflict), with the check that refuses keys a concurrent commit inserted."""
+    check = _new_key_check(files, plan, source) if plan.insert_not_matched else None
+    return run_with_retries(
+        files, attempt, replace(options, conflict_check=check), plan.conflict_retries, plan.retry_timeout
+    )
