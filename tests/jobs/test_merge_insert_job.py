@@ -96,3 +96,37 @@ def test_bad_input_runs_no_task(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError):
         jobs.merge_insert(spark, uri, df, "id", None, None)
     assert lance.dataset(uri).version == 1
+
+
+def test_change_feed_read_option(spark: SparkSession, tmp_path: Path) -> None:
+    jobs.register(spark)
+    uri, _ = _twins(tmp_path, True)
+    ds = lance_ops.dataset(uri)
+    ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+        _rows([1, 500], 2.0)
+    )
+    ds.delete("id = 2")
+    df = spark.read.format("lance").option("read_change_feed", "true").option("starting_version", 2).load(uri)
+    assert df.columns == ["id", "v", "s", "_change_type", "_commit_version"]
+    got = sorted((r["_commit_version"], r["_change_type"], r["id"]) for r in df.collect())
+    expected = ds.changes(2)
+    assert got == sorted(
+        zip(
+            expected.column("_commit_version").to_pylist(),
+            expected.column("_change_type").to_pylist(),
+            expected.column("id").to_pylist(),
+            strict=True,
+        )
+    )
+    assert got == [
+        (2, "insert", 500),
+        (2, "update_postimage", 1),
+        (2, "update_preimage", 1),
+        (3, "delete", 2),
+    ]
+    ranged = spark.read.format("lance").option("read_change_feed", "true").option("starting_version", 3)
+    assert ranged.option("ending_version", 3).load(uri).count() == 1
+    with pytest.raises(Exception, match="starting_version <= ending_version"):
+        spark.read.format("lance").option("read_change_feed", "true").option("starting_version", 9).load(
+            uri
+        ).collect()
