@@ -207,7 +207,7 @@ def upsert_dataframe(
     context.log.info("upserted %s: Lance version %d at %s", committed.result, ds.version, lance_dataset.uri)
     metadata = {
         **dataset_metadata(ds, small_file_rows),
-        **{f"lance/{k}": v for k, v in committed.result.items()},
+        **{f"lance/{k}": dg.MetadataValue.int(v) for k, v in committed.result.items()},
     }
     return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(str(ds.version)))
 
