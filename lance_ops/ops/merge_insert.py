@@ -44,6 +44,7 @@ from lance_ops.errors import (
     WriteSchemaError,
 )
 from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
 from lance_ops.ops.commit import CommitOptions
@@ -124,23 +125,31 @@ def read_source(data: Any, schema: pa.Schema | None, plan: MergeInsertPlan, targ
     return table.select([n for n in target.names if n in table.column_names]).combine_chunks()
 
 
-def _key_predicate(source: pa.Table, plan: MergeInsertPlan, schema: pa.Schema) -> Predicate | None:
-    """A filter that keeps the target rows whose keys the source holds (None: every row must be
-    read); its bounds (each key's range in the source) let the statistics prune pages."""
-    if plan.delete_not_matched_by_source:
-        return None
-    expression = pc.scalar(True)
-    bounds = []
-    for key in plan.on:
+def key_bounds(source: pa.Table, on: Sequence[str]) -> tuple[Bound, ...] | None:
+    """Each key's range in the source, for pruning target pages by their statistics (None: a key
+    is null in every source row, so no target row can match)."""
+    bounds: list[Bound] = []
+    for key in on:
         values = pc.drop_null(source.column(key))
         if not len(values):
-            return Predicate(pc.scalar(False), (key,))
-        expression = expression & pc.field(key).isin(pc.unique(values))
+            return None
         extremes = pc.min_max(values)
-        lowest, highest = extremes["min"], extremes["max"]
-        if lowest.is_valid and not pa.types.is_floating(values.type):
-            bounds += [Bound(key, "ge", (lowest,)), Bound(key, "le", (highest,))]
-    return Predicate(expression, plan.on, tuple(bounds))
+        if not pa.types.is_floating(values.type):
+            bounds += [Bound(key, "ge", (extremes["min"],)), Bound(key, "le", (extremes["max"],))]
+    return tuple(bounds)
+
+
+def candidate_offsets(fragment: FragmentReader, bounds: tuple[Bound, ...] | None) -> np.ndarray:
+    """The live offsets of ``fragment`` whose pages may hold keys within ``bounds``."""
+    if bounds is None:
+        return np.zeros(0, np.int64)
+    live = fragment.live_offsets()
+    stats = fragment.statistics() if bounds else None
+    if stats is None:
+        return live
+    ids = {b.column: fragment.files.lance_schema.field(b.column).id for b in bounds}
+    mask = row_mask(stats, bounds, ids, live)
+    return live if mask is None else live[mask]
 
 
 @dataclass
@@ -204,17 +213,19 @@ class _Merge:
         return Attempt(self.rewrite, self.rewrite.operation(preserved), self.outcome.result())
 
     def _batches(self, fragments: Iterable[FragmentReader], insert: bool) -> Iterator[pa.RecordBatch]:
-        predicate = _key_predicate(self.source, self.plan, self.files.schema)
-        stable = self.files.manifest.uses_stable_row_ids
+        bounds = key_bounds(self.source, self.plan.on)
+        every_row = self.plan.delete_not_matched_by_source
         scan = ScanOptions(
             columns=self.read_columns,
-            predicate=predicate,
-            with_row_id=stable,
+            with_row_id=self.files.manifest.uses_stable_row_ids,
             with_row_address=True,
             batch_size=READ_BATCH_ROWS,
         )
         for fragment in fragments:
-            parts = [t for t in fragment.scan(scan) if t.num_rows]
+            live = None if every_row else candidate_offsets(fragment, bounds)
+            if live is not None and not len(live):
+                continue
+            parts = [t for t in fragment.scan(scan, live) if t.num_rows]
             if parts:
                 yield from self._fragment(fragment, pa.concat_tables(parts).combine_chunks())
         if insert and self.plan.insert_not_matched:
@@ -314,17 +325,18 @@ def _new_key_check(
 ) -> Callable[[Transaction, int], None]:
     """A commit check: retry when a commit since our read added rows with keys we insert."""
     keys = source.select(list(plan.on))
-    predicate = _key_predicate(source, replace(plan, delete_not_matched_by_source=False), files.schema)
 
     def check(theirs: Transaction, their_version: int) -> None:
         op = theirs.operation
         added = op.fragments if isinstance(op, Append) else op.new_fragments if isinstance(op, Update) else ()
-        if not added or predicate is None:
+        bounds = key_bounds(source, plan.on) if added else None
+        if bounds is None:
             return
         version = VersionFiles(files.storage, load_manifest(files.store, files.root, their_version).manifest)
-        scan = ScanOptions(columns=plan.on, predicate=predicate, batch_size=READ_BATCH_ROWS)
-        for fragment in added:
-            for table in FragmentReader(version, fragment).scan(scan):
+        scan = ScanOptions(columns=plan.on, batch_size=READ_BATCH_ROWS)
+        for metadata in added:
+            fragment = FragmentReader(version, metadata)
+            for table in fragment.scan(scan, candidate_offsets(fragment, bounds)):
                 if (
                     table.num_rows
                     and table.select(list(plan.on)).join(keys, list(plan.on), join_type="inner").num_rows

@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import FieldNotFoundError, InvalidArgumentError, RetryableCommitConflictError
 from lance_ops.fragment.conform import evaluate_expressions
-from lance_ops.fragment.options import ScanOptions, WriteOptions
-from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.options import WriteOptions
+from lance_ops.fragment.reader import ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import write_new_fragments
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.delete import FragmentDeletion, delete_offsets
@@ -239,24 +239,16 @@ def _updated_batches(
     schema = files.schema
     targets = pa.schema([schema.field(n) for n in expressions])
     stable = files.manifest.uses_stable_row_ids
-    scan = ScanOptions(
-        columns=tuple(schema.names),
-        predicate=predicate,
-        with_row_id=stable,
-        with_row_address=True,
-        batch_size=READ_BATCH_ROWS,
-    )
     for fragment in files.fragments():
-        offsets = []
-        for table in fragment.scan(scan):
-            if not table.num_rows:
-                continue
-            offsets.append(table.column(ROW_ADDRESS).to_numpy() & np.uint64(0xFFFFFFFF))
+        # The predicate's columns are read first; whole rows only where it holds.
+        offsets = fragment.live_offsets() if predicate is None else fragment.matching_offsets(predicate)
+        for start in range(0, len(offsets), READ_BATCH_ROWS):
+            chunk = offsets[start : start + READ_BATCH_ROWS]
+            table = fragment.read(schema.names, chunk, with_row_id=stable)
             if stable:
                 ids.append(table.column(ROW_ID).to_numpy())
             batch = table.select(schema.names).combine_chunks().to_batches()[0]
             values = dict(zip(expressions, evaluate_expressions(batch, expressions, targets), strict=True))
             arrays = [values.get(name, batch.column(i)) for i, name in enumerate(schema.names)]
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
-        if offsets:
-            counted[0] += rewrite.delete(fragment, np.concatenate(offsets).astype(np.int64))
+        counted[0] += rewrite.delete(fragment, offsets)

@@ -296,10 +296,10 @@ def test_key_range_prunes_target_pages(tmp_path: Path) -> None:
     """Target fragments whose page statistics exclude the source's key range are not read."""
     ds = lance_ops.write_dataset(rows(40), str(tmp_path / "ds"), max_rows_per_file=10)
     source = pa.table({"id": pa.array([12, 15], pa.int64()), "v": [1.0, 2.0], "s": ["a", "b"]})
-    predicate = merge_op._key_predicate(source, merge_op.MergeInsertPlan(("id",), "update"), ds.schema)
-    assert predicate is not None
-    kept = [f.id for f in ds.handle.files.fragments() if len(f._prune(predicate, f.live_offsets()))]
-    assert kept == [1]
+    bounds = merge_op.key_bounds(source, ("id",))
+    kept = {f.id: merge_op.candidate_offsets(f, bounds).tolist() for f in ds.handle.files.fragments()}
+    assert kept == {0: [], 1: list(range(10)), 2: [], 3: []}
+    assert merge_op.key_bounds(pa.table({"id": pa.array([None], pa.int64())}), ("id",)) is None
     assert ds.merge_insert("id").when_matched_update_all().execute(source)["num_updated_rows"] == 2
 
 
