@@ -62,8 +62,8 @@ def dataset_write_options(files: VersionFiles) -> WriteOptions:
 class RowRewrite:
     """One attempt's rows rewritten: deletions of old rows and the fragments written in their place.
 
-    ``carried_ids`` are the stable row ids of the rows written first (rewritten rows, in write
-    order); rows after them (inserted rows) get new ids at commit.
+    With stable row ids the rows written first (rewritten rows, in write order) carry their ids
+    into the new fragments; rows after them (inserted rows) get new ids at commit.
     """
 
     files: VersionFiles
@@ -131,6 +131,8 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Committed:
+    """The version committed, its transaction, the result dict and the attempts it took."""
+
     manifest: Manifest
     transaction: Transaction
     result: dict[str, int]
