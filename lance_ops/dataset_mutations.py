@@ -66,6 +66,17 @@ class MergeInsertBuilder:
         """Accepted for pylance's API; the target is pruned by page statistics, not by an index."""
         return self
 
+    def explain_plan(self, schema: pa.Schema | None = None, verbose: bool = False) -> str:
+        """How the merge would run for a source of ``schema`` (default: the dataset's)."""
+        files = self._dataset.handle.files
+        self._plan.check(files.schema)
+        return merge_op.explain(files, self._plan, schema or files.schema, verbose)
+
+    def analyze_plan(self, data_obj: Any, *, schema: pa.Schema | None = None) -> str:
+        """Run the merge with ``data_obj`` without committing it (its files are removed again) and
+        describe it with its metrics (rows inserted / updated / deleted, files and bytes written)."""
+        return merge_op.analyze(self._dataset.handle.files, self._plan, data_obj, schema)
+
     def execute(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict[str, int]:
         """Run the merge on this version of the dataset with ``data_obj`` (anything
         ``write_dataset`` takes) as the source; commits one ``Update`` and makes the dataset that

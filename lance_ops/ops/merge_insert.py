@@ -27,6 +27,7 @@ followed through the row ids instead of retrying (:mod:`lance_ops.table.rewrite_
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -433,3 +434,70 @@ def commit_merge(
     return run_with_retries(
         files, attempt, replace(options, conflict_check=check), plan.conflict_retries, plan.retry_timeout
     )
+
+
+# ------------------------------------------------------------ plans (explain / analyze)
+
+
+def _clauses(plan: MergeInsertPlan) -> str:
+    matched = {"update": "UpdateAll", "delete": "Delete", "fail": "Fail", None: "DoNothing"}[
+        plan.when_matched
+    ]
+    if plan.when_matched == "update" and plan.matched_condition:
+        matched = f"UpdateIf({plan.matched_condition})"
+    by_source = "Keep"
+    if plan.delete_not_matched_by_source:
+        by_source = f"DeleteIf({plan.by_source_condition})" if plan.by_source_condition else "Delete"
+    return (
+        f"on=[{', '.join(plan.on)}], when_matched={matched}, "
+        f"when_not_matched={'InsertAll' if plan.insert_not_matched else 'DoNothing'}, "
+        f"when_not_matched_by_source={by_source}"
+    )
+
+
+def explain(files: VersionFiles, plan: MergeInsertPlan, source: pa.Schema, verbose: bool = False) -> str:
+    """What a merge of a source shaped like ``source`` does on the version ``files`` reads."""
+    merge = _Merge(files, plan, source.empty_table())
+    every_row = plan.delete_not_matched_by_source
+    lines = [
+        f"MergeInsert: {_clauses(plan)}",
+        f"  HashJoin: join_type=Inner, on=[{', '.join(plan.on)}], per target fragment"
+        + ("; unmatched source rows inserted" if plan.insert_not_matched else ""),
+        f"    LanceRead: uri={files.uri}, projection=[{', '.join(merge.read_columns)}], "
+        f"num_fragments={len(files.manifest.fragments)}, "
+        + (
+            "every live row" if every_row else f"pages pruned by the source's range of [{', '.join(plan.on)}]"
+        ),
+        f"    Source: in memory, projection=[{', '.join(source.names)}]",
+    ]
+    if verbose:
+        lines.append(
+            f"  Write: new fragments (updated then inserted rows), deletion files; one Update on "
+            f"version {files.manifest.version}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def analyze(files: VersionFiles, plan: MergeInsertPlan, data: Any, schema: pa.Schema | None) -> str:
+    """Run the merge without committing (its files are removed again) and describe what it did."""
+    started = time.perf_counter()
+    prepared = prepare(files, plan, data, schema)
+    elapsed = time.perf_counter() - started
+    written = [f for fragment in prepared.rewrite.new_fragments for f in fragment.files]
+    prepared.rewrite.discard()
+    counts = prepared.result
+    metrics = (
+        f"bytes_written={sum(f.file_size_bytes for f in written)}, "
+        f"num_deleted_rows={counts['num_deleted_rows']}, num_files_written={len(written)}, "
+        f"num_inserted_rows={counts['num_inserted_rows']}, num_updated_rows={counts['num_updated_rows']}, "
+        f"num_deletion_files_written={len(prepared.rewrite.deletions)}"
+    )
+    steps = explain(files, plan, _source_schema(files, data, schema)).splitlines()[1:]
+    lines = [f"MergeInsert: elapsed={elapsed * 1000:.3f}ms, {_clauses(plan)}, metrics=[{metrics}]", *steps]
+    return "\n".join(lines) + "\n"
+
+
+def _source_schema(files: VersionFiles, data: Any, schema: pa.Schema | None) -> pa.Schema:
+    if schema is not None:
+        return schema
+    return data.schema if isinstance(data, pa.Table | pa.RecordBatch) else files.schema

@@ -421,3 +421,20 @@ def test_concurrent_with_a_pylance_process(lance_module: Any, tmp_path: Path) ->
     assert table.num_rows == 44 and len(values) == 44
     assert values[1] == values[2] == values[300] == 1.0
     assert all(values[21 + i] == values[400 + i] == 2.0 for i in range(3))
+
+
+def test_explain_and_analyze_plan(tmp_path: Path) -> None:
+    ds = lance_ops.write_dataset(rows(6), str(tmp_path / "ds"), max_rows_per_file=4)
+    builder = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    plan = builder.explain_plan()
+    assert plan.startswith(
+        "MergeInsert: on=[id], when_matched=UpdateAll, when_not_matched=InsertAll, "
+        "when_not_matched_by_source=Keep"
+    )
+    assert "num_fragments=2" in plan and "Write:" in builder.explain_plan(verbose=True)
+    before = _files(ds.uri)
+    analysis = builder.analyze_plan(SOURCE)
+    assert "num_inserted_rows=3, num_updated_rows=2" in analysis and "num_files_written=1" in analysis
+    assert _files(ds.uri) == before and lance_ops.dataset(ds.uri).version == 1
+    pruning = ds.merge_insert("id").when_not_matched_by_source_delete("id > 3").explain_plan()
+    assert "when_not_matched_by_source=DeleteIf(id > 3)" in pruning and "every live row" in pruning
