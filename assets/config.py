@@ -14,6 +14,8 @@ holds one list, ``datasets``; each entry names a dataset, where it lives, where 
           start_date: "2026-11-01"
           rows_per_partition: 1000
           fill_missing: compute         # columns added later: compute | null | error
+          mode: replace                 # replace the day's rows, or upsert them by their keys
+          keys: null                    # the key columns of mode upsert, e.g. [id]
         maintenance:
           cron: "0 3 * * *"             # the maintenance schedule
           compaction: {target_rows_per_fragment: 1048576, max_fragments: 64, max_small_files: 8,
@@ -56,6 +58,7 @@ ENV_VAR = "LANCE_OPS_DATASETS"
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "lance_datasets.yaml"
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 INGEST_KINDS = ("demo", "files")
+INGEST_MODES = ("replace", "upsert")
 FILL_MISSING = ("compute", "null", "error")
 # An environment-variable reference in a storage option's value.
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -90,7 +93,10 @@ class IngestSource:
     (``end_offset=1``: to today). ``fill_missing`` says what a day's rows get for a column the
     dataset gained after the source was made (e.g. by ``add_columns``): ``compute`` (the column's
     SQL expression, when it was added from one; else nulls if it is nullable), ``null`` (nullable
-    columns only) or ``error``; a non-nullable column is never filled with nulls.
+    columns only) or ``error``; a non-nullable column is never filled with nulls. ``mode``:
+    ``replace`` rewrites the day's rows (``replace_where`` on the partition column), ``upsert``
+    merges them into the dataset by ``keys`` (late and corrected records: matched rows updated,
+    new ones inserted, nothing else touched; :func:`jobs.merge_insert`).
     """
 
     kind: Literal["demo", "files"]
@@ -101,6 +107,8 @@ class IngestSource:
     format: str = "parquet"
     end_offset: int = 0
     fill_missing: Literal["compute", "null", "error"] = "compute"
+    mode: Literal["replace", "upsert"] = "replace"
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -340,6 +348,8 @@ def _ingest(s: _Section, base: Path) -> IngestSource:
             "format",
             "end_offset",
             "fill_missing",
+            "mode",
+            "keys",
         )
     )
     kind = s.get(
@@ -368,7 +378,27 @@ def _ingest(s: _Section, base: Path) -> IngestSource:
             "compute",
             check=lambda v: None if v in FILL_MISSING else f"must be one of {FILL_MISSING}, got {v!r}",
         ),
+        mode=s.get(
+            "mode",
+            str,
+            "replace",
+            check=lambda v: None if v in INGEST_MODES else f"must be one of {INGEST_MODES}, got {v!r}",
+        ),
+        keys=tuple(
+            s.get(
+                "keys",
+                list,
+                [],
+                check=lambda v: (
+                    None if v and all(isinstance(x, str) for x in v) else "must be a list of column names"
+                ),
+            )
+        ),
     )
+    if source.mode == "upsert" and not source.keys:
+        raise s.error("keys", "an upsert ingest needs its key columns, e.g. keys: [id]")
+    if source.mode == "replace" and source.keys:
+        raise s.error("keys", "keys only apply to mode upsert")
     if kind == "files" and (source.path is None or "{partition}" not in source.path):
         raise s.error("path", "a files source needs a path containing '{partition}'")
     if kind == "demo" and source.partition_column != "ts":

@@ -4,7 +4,8 @@ Asset keys: ``lance/<name>`` is the dataset itself (materializing it records the
 version; its ``DataVersion`` is that version number, so anything downstream goes stale when the
 dataset changes, whoever changed it) and ``lance/<name>/ingest`` writes one day of rows per
 partition through the ``lance`` Spark data source with ``replace_where`` on the day, so re-running a
-day replaces it; a backfill of many days runs as one Spark write and one ``Update`` transaction.
+day replaces it (or, with ingest ``mode: upsert``, merges the day's rows in by their keys through
+:func:`jobs.merge_insert`); a backfill of many days runs as one Spark write and one ``Update`` transaction.
 
 Every Lance transaction a Dagster run commits carries ``dagster/run_id``, ``dagster/asset_key`` and
 the partition (``dagster/partition_key``, or ``dagster/partition_range`` for a multi-day run) in its
@@ -185,6 +186,32 @@ def write_dataframe(
     )
 
 
+def upsert_dataframe(
+    context: dg.AssetExecutionContext,
+    df: DataFrame,
+    lance_dataset: LanceDatasetResource,
+    keys: Sequence[str],
+    small_file_rows: int = 1024,
+) -> dg.MaterializeResult:
+    """Merge ``df`` into the resource's dataset by ``keys`` (:func:`jobs.merge_insert`: matched rows
+    updated, the others inserted) in one transaction stamped with this run; describe it."""
+    committed = jobs.merge_insert(
+        spark_session(context),
+        lance_dataset.uri,
+        df,
+        keys,
+        storage_options=lance_dataset.resolved_storage_options(),
+        transaction_properties=dagster_transaction_properties(context),
+    )
+    ds = lance_dataset.load()
+    context.log.info("upserted %s: Lance version %d at %s", committed.result, ds.version, lance_dataset.uri)
+    metadata = {
+        **dataset_metadata(ds, small_file_rows),
+        **{f"lance/{k}": dg.MetadataValue.int(v) for k, v in committed.result.items()},
+    }
+    return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(str(ds.version)))
+
+
 # ---------------------------------------------------------------------------------- ingest
 
 
@@ -245,8 +272,12 @@ def _ingest_asset(config: DatasetConfig, source: IngestSource) -> dg.AssetsDefin
         kinds={"spark", "lance"},
         group_name=config.name,
         required_resource_keys={"pyspark", resource_key(config)},
-        description=f"Daily rows of {config.name} ({source.kind} source), written with replace_where on "
-        f"{source.partition_column}: re-running a day replaces it.",
+        description=(
+            f"Daily rows of {config.name} ({source.kind} source), written with replace_where on "
+            f"{source.partition_column}: re-running a day replaces it."
+            if source.mode == "replace"
+            else f"Daily rows of {config.name} ({source.kind} source), upserted by {list(source.keys)}."
+        ),
     )
     def ingest(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         spark = spark_session(context)
@@ -262,6 +293,8 @@ def _ingest_asset(config: DatasetConfig, source: IngestSource) -> dg.AssetsDefin
                 f"{config.name}: partition column {source.partition_column!r} is not in the dataset "
                 f"(columns {existing.schema.names})"
             )
+        if source.mode == "upsert":
+            return upsert_dataframe(context, df, resource, source.keys, small)
         column = existing.schema.field(source.partition_column)
         where = partition_predicate(column.name, column.type, window.start, window.end)
         context.log.info("replacing %s", where)

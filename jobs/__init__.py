@@ -1,11 +1,11 @@
 """Spark side of lance-ops: the ``format("lance")`` data source and jobs built on it.
 
 ``register(spark)`` makes ``spark.read/write.format("lance")`` available in a session;
-``jobs.delete``, ``jobs.add_columns``, ``jobs.compact``, ``jobs.rebuild_statistics`` and
-``jobs.profile_encodings`` are the distributed maintenance jobs (executors do the data work, the
-driver commits), ``jobs.cleanup``, ``jobs.optimize_indices`` and the ``jobs.tags`` helpers run on
-the driver; each is also
-``python -m jobs.<name> --uri ...`` (see docs/spark.md);
+``jobs.delete``, ``jobs.merge_insert``, ``jobs.add_columns``, ``jobs.compact``,
+``jobs.rebuild_statistics`` and ``jobs.profile_encodings`` are the distributed maintenance jobs
+(executors do the data work, the driver commits), ``jobs.cleanup``, ``jobs.optimize_indices`` and
+the ``jobs.tags`` helpers run on the driver; each is also ``python -m jobs.<name> --uri ...`` (see
+docs/spark.md);
 ``jobs.save`` writes a DataFrame in any save mode; ``python -m jobs.pipeline`` is the main job.
 """
 
@@ -21,6 +21,7 @@ from jobs.cleanup import cleanup
 from jobs.compact import compact
 from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource, save
 from jobs.delete import delete
+from jobs.merge_insert import merge_insert
 from jobs.optimize_indices import optimize_indices
 from jobs.profile_encodings import profile_encodings
 from jobs.rebuild_statistics import rebuild_statistics
@@ -40,6 +41,7 @@ __all__ = [
     "cleanup",
     "compact",
     "delete",
+    "merge_insert",
     "optimize_indices",
     "profile_encodings",
     "rebuild_statistics",

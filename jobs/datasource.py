@@ -12,7 +12,9 @@ of its range and yields Arrow record batches cast to the exact Arrow schema Spar
 DataFrame is therefore a snapshot: later commits do not change what it returns. Read options:
 ``version``, ``columns`` (may name the metadata columns ``_rowid``, ``_rowaddr``, ``_fragid``, read as
 LONG), ``filter`` (a Lance SQL predicate evaluated while scanning), ``split_rows``, ``batch_size``
-(rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``. Everything the
+(rows per Arrow batch, default 8192), ``filter_pushdown`` and ``storage_options``; with
+``read_change_feed`` the rows changed by commits ``starting_version``..``ending_version``
+(:mod:`jobs.change_feed`). Everything the
 reader does is fixed by its options and schema, so the JVM reusing it across queries is harmless.
 With a predicate, planning skips the row ranges whose column statistics (``ds.stats.rebuild()``,
 :func:`jobs.rebuild_statistics`) show it cannot select a row (:func:`prune_partitions`): a
@@ -122,6 +124,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import LongType, StructField, StructType
 
 import lance_ops
+from jobs.change_feed import OPTION as CHANGE_FEED_OPTION
+from jobs.change_feed import ChangeFeedReader, change_feed_schema, version_range
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
 from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
@@ -741,7 +745,7 @@ class LanceDataSource(DataSource):
         if pinned is None:
             ds = lance_ops.dataset(
                 self.uri,
-                version=_version_option(self.options.get("version")),
+                version=_version_option(self.options.get("version") or self.options.get("ending_version")),
                 storage_options=self.storage_options,
                 manifest_store=_manifest_store_option(self.options),
             )
@@ -751,6 +755,8 @@ class LanceDataSource(DataSource):
 
     def schema(self) -> StructType:
         self._pinned_version()
+        if _bool_option(self.options, CHANGE_FEED_OPTION, False):
+            return spark_schema(change_feed_schema(self._arrow_schema))
         full = spark_schema(self._arrow_schema)
         wanted = self.options.get("columns")
         if not wanted:
@@ -764,7 +770,10 @@ class LanceDataSource(DataSource):
             )
         return StructType([full[n] if n in full.fieldNames() else metadata_field(n) for n in names])
 
-    def reader(self, schema: StructType) -> LanceReader:
+    def reader(self, schema: StructType) -> LanceReader | ChangeFeedReader:
+        if _bool_option(self.options, CHANGE_FEED_OPTION, False):
+            start, end = version_range(self.options, self._pinned_version())
+            return ChangeFeedReader(self.uri, start, end, schema, self.storage_options)
         pushdown = _bool_option(self.options, "filter_pushdown", False)
         cls = LanceFilteringReader if pushdown else LanceReader
         return cls(

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from lance_ops.dataset_fragment import LanceFragment
 from lance_ops.dataset_handle import DatasetHandle
+from lance_ops.dataset_mutations import DatasetDelta, MergeInsertBuilder
 from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.options import check_writer_compression
 from lance_ops.encoding.plan import EncodingPlan
@@ -37,6 +38,7 @@ from lance_ops.fragment.scan import take, take_columns, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io.context import StorageContext
 from lance_ops.io.local import LocalStore
+from lance_ops.ops import changes as changes_op
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops import commit as commit_op
@@ -44,6 +46,7 @@ from lance_ops.ops import delete as delete_op
 from lance_ops.ops import history as history_op
 from lance_ops.ops import indices as indices_op
 from lance_ops.ops import metadata as metadata_op
+from lance_ops.ops import update as update_op
 from lance_ops.ops import write as write_op
 from lance_ops.ops.auto_cleanup import AutoCleanupConfig
 from lance_ops.ops.columns import BatchUDF, batch_udf
@@ -574,6 +577,57 @@ class LanceDataset:
         result = delete_op.delete(self._files, predicate, options)
         self._adopt(result.manifest, result.transaction)
         return DeletedRows(result.num_deleted_rows)
+
+    # ------------------------------------------------ row-level mutations and change feed (L16)
+
+    def update(
+        self,
+        updates: Mapping[str, str],
+        where: str | pc.Expression | None = None,
+        conflict_retries: int = 10,
+        retry_timeout: dt.timedelta = dt.timedelta(seconds=30),
+    ) -> dict[str, int]:
+        """Set columns to SQL expressions on the rows ``where`` selects (all rows by default):
+        rows rewritten into new fragments, one ``Update`` commit (:mod:`lance_ops.ops.update`);
+        returns ``{"num_rows_updated": n}`` and makes this object the new version."""
+        committed = update_op.update(
+            self._files,
+            updates,
+            where,
+            self._commit_options(),
+            conflict_retries,
+            retry_timeout.total_seconds(),
+        )
+        self._adopt(committed.manifest, committed.transaction)
+        return committed.result
+
+    def merge_insert(self, on: str | Iterable[str]) -> MergeInsertBuilder:
+        """An upsert builder keyed on ``on`` (:mod:`lance_ops.ops.merge_insert`)."""
+        return MergeInsertBuilder(self, on)
+
+    def insert(self, data: Any, *, mode: str = "append", **kwargs: Any) -> None:
+        """Write ``data`` to this dataset (``write_dataset`` with ``mode``) and become the new version."""
+        new = write_dataset(data, self, mode=mode, **kwargs)
+        assert new._transaction is not None, "a dataset just written knows its transaction"
+        self._adopt(new._manifest, new._transaction)
+
+    def delta(
+        self,
+        compared_against: int | None = None,
+        *,
+        begin_version: int | None = None,
+        end_version: int | None = None,
+    ) -> DatasetDelta:
+        """What changed between two versions, as pylance's ``DatasetDelta`` (:mod:`lance_ops.ops.changes`)."""
+        return DatasetDelta(
+            changes_op.delta(self._storage, self.version, compared_against, begin_version, end_version)
+        )
+
+    def changes(self, start_version: int, end_version: int | None = None) -> pa.Table:
+        """Changed rows of commits ``start_version..end_version`` (default: this version) with
+        ``_change_type`` and ``_commit_version`` (Delta's change data feed)."""
+        end = self.version if end_version is None else end_version
+        return changes_op.changes(self._storage, start_version, end)
 
     def add_columns(
         self,

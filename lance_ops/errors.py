@@ -249,3 +249,8 @@ class IndexNotFoundError(LanceOpsError, KeyError, RuntimeError):
 class DeferredRemapError(UnsupportedFeatureError, OSError):
     """``defer_index_remap=True`` on a dataset with stable row ids: pylance 14 refuses it
     (``OSError``), since a Fragment Reuse Index records row addresses, not row ids."""
+
+
+class MergeInsertError(LanceOpsError, ValueError, OSError):
+    """A merge insert refused on its data: a target row matched by several source rows, or a
+    matched row under ``when_matched_fail``. Also an ``OSError``, as pylance raises it."""

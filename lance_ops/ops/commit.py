@@ -38,6 +38,7 @@ class CommitOptions:
     detached: bool = False
     manifest_store: ExternalManifestStore | None = field(default=None, hash=False)
     new_dataset_config: Mapping[str, str] | None = field(default=None, hash=False)
+    conflict_check: Callable[[Transaction, int], None] | None = field(default=None, hash=False)
 
 
 def _fragments_version(operation: Operation) -> str:
@@ -99,6 +100,7 @@ def commit(
         handler=commit_handler(manifest_store, options.commit_lock),
         max_retries=options.max_retries,
         settings=settings,
+        conflict_check=options.conflict_check,
     )
     auto_cleanup.after_commit(storage.store, storage.root, committed.manifest)
     return committed.manifest, committed.transaction

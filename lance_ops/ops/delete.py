@@ -61,7 +61,12 @@ def delete_in_fragment(fragment: FragmentReader, bound: Predicate, version: int)
 
     Only the deletion file is written; nothing is committed. ``version`` is the version read.
     """
-    selected = fragment.matching_offsets(bound)
+    return delete_offsets(fragment, fragment.matching_offsets(bound), version)
+
+
+def delete_offsets(fragment: FragmentReader, selected: np.ndarray, version: int) -> FragmentDeletion | None:
+    """Write the deletion file that adds the live rows at physical offsets ``selected`` to the
+    deletion vector of ``fragment`` (None: nothing selected). ``version`` is the version read."""
     if not len(selected):
         return None
     vector = np.union1d(fragment.deleted, selected.astype(np.uint32))

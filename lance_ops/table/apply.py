@@ -13,6 +13,10 @@ Rules (pylance 14 behaviour, fact sheet sections 3.4 and 6.6):
   ``max_fragment_id`` never decreases (not even on Overwrite or Restore);
 * with stable row ids, fragments lacking a row-id sequence get ``Range(next_row_id, +rows)`` and
   created-at / last-updated-at sequences of the new version; ``next_row_id`` grows accordingly;
+* with stable row ids, an Update's new fragments keep the row ids they carry (rows it rewrote) and
+  rows past the end of their sequence get new ids; the rows it rewrote keep their created-at
+  version (looked up by row id in the fragments the Update touches), every row is last updated in
+  the new version;
 * Overwrite replaces schema and fragments, drops indices, keeps config and table metadata;
 * with stable row ids, a Merge stamps every row of a fragment whose data files it changed (new or
   re-typed columns) as last updated in the new version;
@@ -25,10 +29,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import singledispatch
 
+import numpy as np
+
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.table.indices import holds_row_ids, moved_bitmap
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest, WriterVersion
-from lance_ops.table.rowids import range_sequence, version_sequence
+from lance_ops.table.rowids import (
+    decode_row_ids,
+    decode_versions,
+    encode_row_ids,
+    encode_versions,
+    range_sequence,
+    version_sequence,
+)
 from lance_ops.table.schema import LanceField
 from lance_ops.table.transaction import (
     Append,
@@ -137,7 +150,58 @@ def _(op: Update, base: Manifest, ctx: ApplyContext) -> Manifest:
     updated = {f.id: f for f in op.updated_fragments}
     removed = set(op.removed_fragment_ids)
     kept = [updated.get(f.id, f) for f in base.fragments if f.id not in removed]
-    return _with_new(base, kept, op.new_fragments, ctx)
+    if not base.uses_stable_row_ids:
+        return _with_new(base, kept, op.new_fragments, ctx)
+    touched = [f for f in base.fragments if f.id in removed or f.id in updated]
+    new, next_row_id = _rewritten_rows(touched, op.new_fragments, base.next_row_id, ctx.version)
+    return _with_new(replace(base, next_row_id=next_row_id), kept, new, ctx)
+
+
+def _created_at(fragments: Iterable[DataFragment]) -> tuple[np.ndarray, np.ndarray]:
+    """Row ids of ``fragments`` (sorted) and their created-at versions (1 where none is recorded)."""
+    ids, versions = [np.zeros(0, np.uint64)], [np.zeros(0, np.uint64)]
+    for fragment in fragments:
+        if not isinstance(fragment.row_ids, bytes):
+            continue
+        ids.append(decode_row_ids(fragment.row_ids))
+        created = fragment.created_at_versions
+        versions.append(
+            decode_versions(created, len(ids[-1]))
+            if isinstance(created, bytes)
+            else np.ones(len(ids[-1]), np.uint64)
+        )
+    all_ids, all_versions = np.concatenate(ids), np.concatenate(versions)
+    order = np.argsort(all_ids, kind="stable")
+    return all_ids[order], all_versions[order]
+
+
+def _rewritten_rows(
+    touched: Iterable[DataFragment], fragments: Iterable[DataFragment], next_row_id: int, version: int
+) -> tuple[list[DataFragment], int]:
+    """An Update's new fragments with complete row ids and row versions; returns the next row id."""
+    known_ids, known_created = _created_at(touched)
+    out = []
+    for fragment in fragments:
+        carried = decode_row_ids(fragment.row_ids) if isinstance(fragment.row_ids, bytes) else None
+        if carried is None or len(carried) > fragment.physical_rows:
+            out.append(fragment)
+            continue
+        fresh = np.arange(next_row_id, next_row_id + fragment.physical_rows - len(carried), dtype=np.uint64)
+        next_row_id += len(fresh)
+        created = np.full(fragment.physical_rows, version, np.uint64)
+        if len(known_ids) and len(carried):
+            at = np.minimum(np.searchsorted(known_ids, carried), len(known_ids) - 1)
+            found = known_ids[at] == carried
+            created[: len(carried)][found] = known_created[at[found]]
+        out.append(
+            replace(
+                fragment,
+                row_ids=encode_row_ids([carried, fresh] if len(fresh) else [carried]),
+                created_at_versions=encode_versions(created),
+                last_updated_at_versions=version_sequence(fragment.physical_rows, version),
+            )
+        )
+    return out, next_row_id
 
 
 @apply_operation.register

@@ -73,7 +73,7 @@ from lance_ops.table.naming import (
     VERSIONS_DIR,
     ManifestNamingScheme,
 )
-from lance_ops.table.rewrite_rebase import can_carry, carry_delete
+from lance_ops.table.rewrite_rebase import as_delete, can_carry, can_follow, carry_delete, follow_rewrite
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction, Update
 from lance_ops.table.write_guard import NullCountCache, check_new_fragments
@@ -288,12 +288,19 @@ def _rebase(
     """``ours`` rebased over ``theirs`` when the matrix's retry can be avoided, else None.
 
     Two deletes sharing a fragment are merged (deletion vectors unioned), as pylance's ``delete``
-    does; a compaction (Rewrite) over a delete carries the deleted rows into its new fragments
-    when row ids are stable (:mod:`lance_ops.table.rewrite_rebase`); every other pair goes through
+    does; a compaction (Rewrite) over a delete or an update carries the deleted rows into its new
+    fragments, and an update over a compaction follows it, when row ids are stable
+    (:mod:`lance_ops.table.rewrite_rebase`); every other pair goes through
     :func:`check_conflict`.
     """
     mine, other = ours.operation, theirs.operation
-    if not isinstance(other, Delete) or verdict(mine, other) != RETRY:
+    if verdict(mine, other) != RETRY:
+        return None
+    if isinstance(mine, Update) and isinstance(other, Rewrite) and can_follow(mine, other):
+        return replace(ours, operation=follow_rewrite(store, root, mine, other, their_version))
+    if isinstance(mine, Rewrite) and isinstance(other, Update):
+        other = as_delete(other)
+    if not isinstance(other, Delete):
         return None
     if isinstance(mine, Delete) and can_rebase(mine, other):
         return replace(ours, operation=rebase_delete(store, root, mine, other, their_version))
@@ -375,11 +382,13 @@ def commit_recorded(
     max_retries: int = 20,
     settings: NewDatasetSettings | None = None,
     writer_version: WriterVersion = WRITER_VERSION,
+    conflict_check: Callable[[Transaction, int], None] | None = None,
 ) -> Committed:
     """Commit ``transaction`` to the dataset at ``root``; returns the new version's manifest and
     the transaction recorded in it (rebased over concurrent commits where that applies).
 
-    ``settings`` apply when the commit creates the dataset. Raises :class:`CommitConflictError`
+    ``settings`` apply when the commit creates the dataset; ``conflict_check(theirs, version)``
+    is also asked about every concurrent commit (it raises to refuse). Raises :class:`CommitConflictError`
     for an incompatible concurrent commit, :class:`RetryableCommitConflictError` for a retryable
     one or when every attempt lost the race for the next version.
     """
@@ -420,6 +429,8 @@ def commit_recorded(
                         check_conflict(transaction, theirs, entry.version)
                     else:
                         transaction = rebased
+                    if conflict_check is not None:
+                        conflict_check(theirs, entry.version)
                     checked.add(entry.version)
             transaction = _on_latest(transaction, latest.version)
             if transaction != written:

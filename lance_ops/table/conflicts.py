@@ -32,8 +32,10 @@ Conditions on a numbered cell (otherwise ``ok``):
 1. unless their Merge sets ``preserves_nullability``;
 2. only if both touch a common fragment id; a Delete over a Delete is not retried but rebased by the
    commit loop (deletion vectors unioned, :func:`lance_ops.table.deletion.rebase_delete`), as
-   pylance's ``delete`` does, and so is a Rewrite over a Delete when row ids are stable (deletions
-   carried into the new fragments, :func:`lance_ops.table.rewrite_rebase.carry_delete`);
+   pylance's ``delete`` does, and so is a Rewrite over a Delete or an Update when row ids are
+   stable (deletions carried into the new fragments, :func:`lance_ops.table.rewrite_rebase.carry_delete`),
+   and an Update over a Rewrite (its deletions followed into the compacted fragments,
+   :func:`lance_ops.table.rewrite_rebase.follow_rewrite`);
 3. if their config changes touch a key we upsert;
 4. if the rewritten fragments are covered by the index (its fragment bitmap);
 5. if a replaced data file holds an indexed field;

@@ -1,0 +1,503 @@
+"""Upserts: ``ds.merge_insert(on).when_matched_update_all().when_not_matched_insert_all().execute(data)``.
+
+The source is read once into memory (pylance keeps a copy too, to retry). The target is streamed
+fragment by fragment: each fragment's rows whose keys the source may hold are read (pruned by the
+page statistics with the source's key range when no row must be seen for a by-source delete; only
+the key columns and the columns a condition or a partial source needs), hash-joined with the source
+keys (``pyarrow.Table.join``), and the fragment's part of the result decided with vectorised masks:
+
+* matched rows: updated (``when_matched_update_all(condition)``: old row deleted, the source row —
+  completed from the target's row when the source lacks columns — written to a new fragment),
+  deleted (``when_matched_delete``) or refused (``when_matched_fail``);
+* target rows no source row matches: deleted by ``when_not_matched_by_source_delete(expr)``;
+* source rows that matched nothing: inserted by ``when_not_matched_insert_all`` (after the updated
+  rows, in the same new fragments).
+
+Null keys never match. A target row matched by two source rows is refused (pylance's "ambiguous
+merge insert"), as is a source whose columns are not the dataset's (or lack a key), with nothing
+written. One ``Update`` (rewrite-rows mode) is committed; with stable row ids the updated rows keep
+their ids. The result is ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``.
+
+Concurrent writers: the commit retries on the latest version after a conflicting commit (one that
+changed a fragment this one deletes from), as pylance does; beyond pylance, a commit that landed
+since the read and added rows with keys this one inserts also makes it retry, so two upserts of the
+same new key never both insert it; and a compaction of the fragments this one deletes from is
+followed through the row ids instead of retrying (:mod:`lance_ops.table.rewrite_rebase`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from lance_ops.errors import (
+    FieldNotFoundError,
+    InvalidArgumentError,
+    MergeInsertError,
+    RetryableCommitConflictError,
+    WriteSchemaError,
+)
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.pruning import row_mask
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.writer import to_reader
+from lance_ops.ops.commit import CommitOptions
+from lance_ops.ops.delete import FragmentDeletion
+from lance_ops.ops.update import (
+    CONFLICT_RETRIES,
+    READ_BATCH_ROWS,
+    RETRY_TIMEOUT_SECONDS,
+    Attempt,
+    Committed,
+    RowRewrite,
+    run_with_retries,
+)
+from lance_ops.query.predicate import Bound, Predicate, parse_predicate
+from lance_ops.table.commit import load_manifest
+from lance_ops.table.manifest import DataFragment
+from lance_ops.table.transaction import Append, Transaction, Update
+
+_TARGET_INDEX = "__lance_ops_target"
+_SOURCE_INDEX = "__lance_ops_source"
+
+
+@dataclass(frozen=True)
+class MergeInsertPlan:
+    """What a merge insert does (the builder's settings).
+
+    ``when_matched``: ``"update"``, ``"delete"``, ``"fail"`` or None (matched rows are kept).
+    """
+
+    on: tuple[str, ...]
+    when_matched: str | None = None
+    matched_condition: str | None = None
+    insert_not_matched: bool = False
+    delete_not_matched_by_source: bool = False
+    by_source_condition: str | None = None
+    conflict_retries: int = CONFLICT_RETRIES
+    retry_timeout: float = RETRY_TIMEOUT_SECONDS
+
+    def check_keys(self, schema: pa.Schema) -> None:
+        """Refuse keys the dataset lacks (pylance's error)."""
+        if not self.on:
+            raise InvalidArgumentError("merge_insert needs at least one key column")
+        for key in self.on:
+            if schema.get_field_index(key) < 0:
+                raise FieldNotFoundError(f"Merge insert key column '{key}' does not exist in schema")
+
+    def check(self, schema: pa.Schema) -> None:
+        """Refuse keys the dataset lacks and a plan that changes nothing (pylance's errors)."""
+        self.check_keys(schema)
+        if (
+            self.when_matched is None
+            and not self.insert_not_matched
+            and not self.delete_not_matched_by_source
+        ):
+            raise InvalidArgumentError("The merge insert job is not configured to change the data in any way")
+
+
+def read_source(data: Any, schema: pa.Schema | None, plan: MergeInsertPlan, target: pa.Schema) -> pa.Table:
+    """The source as one table in the dataset's column order; refuses columns the dataset does not
+    have, differently typed columns and a source without the key columns (pylance's errors)."""
+    table = to_reader(data, schema).read_all()
+    unexpected = [n for n in table.column_names if target.get_field_index(n) < 0]
+    if unexpected or len(set(table.column_names)) != table.num_columns:
+        raise WriteSchemaError(
+            f"Append with different schema: fields did not match, missing=[], unexpected={unexpected}",
+            tuple(unexpected),
+        )
+    for name in table.column_names:
+        given, wanted = table.schema.field(name).type, target.field(name).type
+        if given != wanted:
+            raise WriteSchemaError(
+                f"Append with different schema: `{name}` should have type {wanted} but type was {given}",
+                (name,),
+            )
+    missing = [k for k in plan.on if k not in table.column_names]
+    if missing:
+        raise WriteSchemaError(f"the merge insert source lacks the key columns {missing}", tuple(missing))
+    return table.select([n for n in target.names if n in table.column_names]).combine_chunks()
+
+
+def key_bounds(source: pa.Table, on: Sequence[str]) -> tuple[Bound, ...] | None:
+    """Each key's range in the source, for pruning target pages by their statistics (None: a key
+    is null in every source row, so no target row can match)."""
+    bounds: list[Bound] = []
+    for key in on:
+        values = pc.drop_null(source.column(key))
+        if not len(values):
+            return None
+        extremes = pc.min_max(values)
+        if not pa.types.is_floating(values.type):
+            bounds += [Bound(key, "ge", (extremes["min"],)), Bound(key, "le", (extremes["max"],))]
+    return tuple(bounds)
+
+
+def candidate_offsets(fragment: FragmentReader, bounds: tuple[Bound, ...] | None) -> np.ndarray:
+    """The live offsets of ``fragment`` whose pages may hold keys within ``bounds``."""
+    if bounds is None:
+        return np.zeros(0, np.int64)
+    live = fragment.live_offsets()
+    stats = fragment.statistics() if bounds else None
+    if stats is None:
+        return live
+    ids = {b.column: fragment.files.lance_schema.field(b.column).id for b in bounds}
+    mask = row_mask(stats, bounds, ids, live)
+    return live if mask is None else live[mask]
+
+
+@dataclass
+class _Outcome:
+    updated: int = 0
+    deleted: int = 0
+    inserted: int = 0
+
+    def result(self) -> dict[str, int]:
+        """pylance's result dict."""
+        return {
+            "num_inserted_rows": self.inserted,
+            "num_updated_rows": self.updated,
+            "num_deleted_rows": self.deleted,
+        }
+
+
+class _Merge:
+    """One attempt on one version."""
+
+    def __init__(self, files: VersionFiles, plan: MergeInsertPlan, source: pa.Table) -> None:
+        self.files, self.plan, self.source = files, plan, source
+        schema = files.schema
+        self.partial = [n for n in schema.names if n not in source.column_names]
+        self.condition = None
+        needed = set(plan.on)
+        if plan.when_matched == "update" and plan.matched_condition:
+            joined = pa.schema(
+                [
+                    pa.field("target", pa.struct(list(schema))),
+                    pa.field("source", pa.struct(list(source.schema))),
+                ]
+            )
+            self.condition = parse_predicate(plan.matched_condition, joined)
+            needed |= set(schema.names)
+        if plan.when_matched == "update":
+            needed |= set(self.partial)
+        self.by_source = None
+        if plan.delete_not_matched_by_source and plan.by_source_condition:
+            self.by_source = parse_predicate(plan.by_source_condition, schema)
+            needed |= set(self.by_source.columns) & set(schema.names)
+        self.read_columns = tuple(n for n in schema.names if n in needed)
+        self.keys = source.select(list(plan.on)).append_column(
+            _SOURCE_INDEX, pa.array(np.arange(source.num_rows, dtype=np.int64))
+        )
+        self.matched = np.zeros(source.num_rows, dtype=bool)
+        self.outcome = _Outcome()
+        self.rewrite = RowRewrite(files)
+        self.carried: list[np.ndarray] = []
+
+    def run(self, fragments: Iterable[FragmentReader] | None = None, insert: bool = True) -> Attempt:
+        """Merge ``fragments`` (default: all of the version) and, with ``insert``, write the source
+        rows that matched nothing (here or in :attr:`matched` as given)."""
+        chosen = self.files.fragments() if fragments is None else fragments
+        try:
+            self.rewrite.write(self._batches(chosen, insert), lambda: _concat(self.carried))
+        except BaseException:
+            self.rewrite.discard()
+            raise
+        preserved = [self.files.lance_schema.field(n).id for n in self.source.column_names]
+        return Attempt(self.rewrite, self.rewrite.operation(preserved), self.outcome.result())
+
+    def _batches(self, fragments: Iterable[FragmentReader], insert: bool) -> Iterator[pa.RecordBatch]:
+        bounds = key_bounds(self.source, self.plan.on)
+        every_row = self.plan.delete_not_matched_by_source
+        scan = ScanOptions(
+            columns=self.read_columns,
+            with_row_id=self.files.manifest.uses_stable_row_ids,
+            with_row_address=True,
+            batch_size=READ_BATCH_ROWS,
+        )
+        for fragment in fragments:
+            live = None if every_row else candidate_offsets(fragment, bounds)
+            if live is not None and not len(live):
+                continue
+            parts = [t for t in fragment.scan(scan, live) if t.num_rows]
+            if parts:
+                yield from self._fragment(fragment, pa.concat_tables(parts).combine_chunks())
+        if insert and self.plan.insert_not_matched:
+            inserted = self.source.filter(pa.array(~self.matched))
+            self.outcome.inserted = inserted.num_rows
+            yield from self._shaped(inserted, None).to_batches()
+
+    def _fragment(self, fragment: FragmentReader, target: pa.Table) -> Iterator[pa.RecordBatch]:
+        """The fragment's updated rows (its deletions are recorded once it is done)."""
+        plan = self.plan
+        target = target.append_column(_TARGET_INDEX, pa.array(np.arange(target.num_rows, dtype=np.int64)))
+        pairs = target.select([*plan.on, _TARGET_INDEX]).join(
+            self.keys, list(plan.on), join_type="inner", use_threads=False
+        )
+        t_index = pairs.column(_TARGET_INDEX).to_numpy()
+        s_index = pairs.column(_SOURCE_INDEX).to_numpy()
+        order = np.argsort(t_index, kind="stable")
+        t_index, s_index = t_index[order], s_index[order]
+        self._refuse_ambiguous(target, t_index)
+        if len(t_index) and plan.when_matched == "fail":
+            first = target.slice(int(t_index[0]), 1).select(list(plan.on)).to_pylist()[0]
+            raise MergeInsertError(
+                f"Merge insert failed: found matching row with key values: {_describe(first)}"
+            )
+        self.matched[s_index] = True
+        offsets = (target.column(ROW_ADDRESS).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        doomed = [np.zeros(0, np.int64)]
+        if plan.when_matched in ("update", "delete") and len(t_index):
+            if self.condition is not None:
+                keep = self._condition_mask(target, t_index, s_index)
+                t_index, s_index = t_index[keep], s_index[keep]
+            doomed.append(offsets[t_index])
+            if plan.when_matched == "delete":
+                self.outcome.deleted += len(t_index)
+            else:
+                self.outcome.updated += len(t_index)
+                if self.files.manifest.uses_stable_row_ids:
+                    self.carried.append(target.column(ROW_ID).to_numpy()[t_index])
+                rows = self._shaped(self.source.take(pa.array(s_index)), target.take(pa.array(t_index)))
+                yield from rows.to_batches()
+        if plan.delete_not_matched_by_source:
+            unmatched = np.ones(target.num_rows, dtype=bool)
+            unmatched[pairs.column(_TARGET_INDEX).to_numpy()] = False
+            if self.by_source is not None:
+                unmatched &= _evaluate(target, self.by_source)
+            doomed.append(offsets[unmatched])
+            self.outcome.deleted += int(unmatched.sum())
+        self.rewrite.delete(fragment, np.concatenate(doomed))
+
+    def _refuse_ambiguous(self, target: pa.Table, t_index: np.ndarray) -> None:
+        repeated = t_index[1:][t_index[1:] == t_index[:-1]]
+        if len(repeated):
+            row = target.slice(int(repeated[0]), 1).select(list(self.plan.on)).to_pylist()[0]
+            raise MergeInsertError(
+                "Ambiguous merge inserts are prohibited: multiple source rows match the same target row "
+                f"on ({_describe(row)}). Please ensure each target row is matched by at most one source row."
+            )
+
+    def _condition_mask(self, target: pa.Table, t_index: np.ndarray, s_index: np.ndarray) -> np.ndarray:
+        assert self.condition is not None
+        schema = self.files.schema
+        old = target.select(schema.names).take(pa.array(t_index))
+        new = self.source.take(pa.array(s_index))
+        joined = pa.table({"target": old.to_struct_array(), "source": new.to_struct_array()})
+        return _evaluate(joined, self.condition)
+
+    def _shaped(self, rows: pa.Table, target: pa.Table | None) -> pa.Table:
+        """``rows`` of the source with the columns it lacks from ``target`` (updated rows) or null."""
+        schema = self.files.schema
+        columns = []
+        for field in schema:
+            if field.name in rows.column_names:
+                columns.append(rows.column(field.name))
+            elif target is not None:
+                columns.append(target.column(field.name))
+            else:
+                columns.append(pa.nulls(rows.num_rows, field.type))
+        return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _evaluate(table: pa.Table, predicate: Predicate) -> np.ndarray:
+    """Where ``predicate`` is TRUE over ``table`` (NULL counts as FALSE)."""
+    result = pads.dataset(table).to_table(columns={"m": predicate.expression}).column("m")
+    return np.asarray(pc.fill_null(result, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
+def _describe(row: dict[str, Any]) -> str:
+    return ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in row.items())
+
+
+def _new_key_check(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table
+) -> Callable[[Transaction, int], None]:
+    """A commit check: retry when a commit since our read added rows with keys we insert."""
+    keys = source.select(list(plan.on))
+
+    def check(theirs: Transaction, their_version: int) -> None:
+        op = theirs.operation
+        added = op.fragments if isinstance(op, Append) else op.new_fragments if isinstance(op, Update) else ()
+        bounds = key_bounds(source, plan.on) if added else None
+        if bounds is None:
+            return
+        version = VersionFiles(files.storage, load_manifest(files.store, files.root, their_version).manifest)
+        scan = ScanOptions(columns=plan.on, batch_size=READ_BATCH_ROWS)
+        for metadata in added:
+            fragment = FragmentReader(version, metadata)
+            for table in fragment.scan(scan, candidate_offsets(fragment, bounds)):
+                if (
+                    table.num_rows
+                    and table.select(list(plan.on)).join(keys, list(plan.on), join_type="inner").num_rows
+                ):
+                    raise RetryableCommitConflictError(
+                        f"Retryable commit conflict: version {their_version} added rows with keys "
+                        "this merge insert inserts"
+                    )
+
+    return check
+
+
+def merge_insert(
+    files: VersionFiles, plan: MergeInsertPlan, data: Any, schema: pa.Schema | None, options: CommitOptions
+) -> Committed:
+    """Run ``plan`` with ``data`` as the source on the version ``files`` reads and commit it."""
+    plan.check(files.schema)
+    source = read_source(data, schema, plan, files.schema)
+
+    def attempt(version: VersionFiles) -> Attempt:
+        plan.check(version.schema)
+        return _Merge(version, plan, read_source(source, None, plan, version.schema)).run()
+
+    return commit_merge(files, plan, source, attempt, options)
+
+
+def prepare(files: VersionFiles, plan: MergeInsertPlan, data: Any, schema: pa.Schema | None) -> Attempt:
+    """Write the files of ``plan`` on the version ``files`` reads without committing them."""
+    plan.check(files.schema)
+    return _Merge(files, plan, read_source(data, schema, plan, files.schema)).run()
+
+
+# ------------------------------------------------------------ pieces of a distributed merge
+
+
+@dataclass(frozen=True)
+class MergePart:
+    """One task's share of a merge: the deletion files and fragments it wrote, the source rows it
+    matched (indices) and its counts. Picklable: a Spark task returns it to the driver."""
+
+    deletions: tuple[FragmentDeletion, ...]
+    new_fragments: tuple[DataFragment, ...]
+    matched: np.ndarray
+    result: dict[str, int]
+
+
+def merge_fragment(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, fragment_id: int
+) -> MergePart:
+    """Merge the target fragment ``fragment_id`` of the version ``files`` reads with ``source``
+    (shaped by :func:`read_source`): its deletions and updated rows, nothing inserted."""
+    merge = _Merge(files, plan, source)
+    chosen = [f for f in files.fragments() if f.id == fragment_id]
+    prepared = merge.run(chosen, insert=False)
+    return _part(prepared, np.flatnonzero(merge.matched))
+
+
+def insert_unmatched(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, matched: np.ndarray
+) -> MergePart:
+    """Write the source rows outside ``matched`` (indices) as new fragments (the inserts)."""
+    merge = _Merge(files, plan, source)
+    merge.matched[matched] = True
+    return _part(merge.run((), insert=True), matched)
+
+
+def _part(prepared: Attempt, matched: np.ndarray) -> MergePart:
+    rewrite = prepared.rewrite
+    return MergePart(tuple(rewrite.deletions), tuple(rewrite.new_fragments), matched, prepared.result)
+
+
+def combine(files: VersionFiles, source: pa.Table, parts: Sequence[MergePart]) -> Attempt:
+    """The one ``Update`` of the parts' deletions and fragments, and the summed counts."""
+    rewrite = RowRewrite(
+        files,
+        [d for p in parts for d in p.deletions],
+        [f for p in parts for f in p.new_fragments],
+    )
+    preserved = [files.lance_schema.field(n).id for n in source.column_names]
+    totals = {key: sum(p.result[key] for p in parts) for key in _Outcome().result()}
+    return Attempt(rewrite, rewrite.operation(preserved), totals)
+
+
+def commit_merge(
+    files: VersionFiles,
+    plan: MergeInsertPlan,
+    source: pa.Table,
+    attempt: Callable[[VersionFiles], Attempt],
+    options: CommitOptions,
+) -> Committed:
+    """Commit what ``attempt`` prepares on ``files`` (again on the latest version after a retryable
+    conflict), with the check that refuses keys a concurrent commit inserted."""
+    check = _new_key_check(files, plan, source) if plan.insert_not_matched else None
+    return run_with_retries(
+        files, attempt, replace(options, conflict_check=check), plan.conflict_retries, plan.retry_timeout
+    )
+
+
+# ------------------------------------------------------------ plans (explain / analyze)
+
+
+def _clauses(plan: MergeInsertPlan) -> str:
+    matched = {"update": "UpdateAll", "delete": "Delete", "fail": "Fail", None: "DoNothing"}[
+        plan.when_matched
+    ]
+    if plan.when_matched == "update" and plan.matched_condition:
+        matched = f"UpdateIf({plan.matched_condition})"
+    by_source = "Keep"
+    if plan.delete_not_matched_by_source:
+        by_source = f"DeleteIf({plan.by_source_condition})" if plan.by_source_condition else "Delete"
+    return (
+        f"on=[{', '.join(plan.on)}], when_matched={matched}, "
+        f"when_not_matched={'InsertAll' if plan.insert_not_matched else 'DoNothing'}, "
+        f"when_not_matched_by_source={by_source}"
+    )
+
+
+def explain(files: VersionFiles, plan: MergeInsertPlan, source: pa.Schema, verbose: bool = False) -> str:
+    """What a merge of a source shaped like ``source`` does on the version ``files`` reads."""
+    merge = _Merge(files, plan, source.empty_table())
+    every_row = plan.delete_not_matched_by_source
+    lines = [
+        f"MergeInsert: {_clauses(plan)}",
+        f"  HashJoin: join_type=Inner, on=[{', '.join(plan.on)}], per target fragment"
+        + ("; unmatched source rows inserted" if plan.insert_not_matched else ""),
+        f"    LanceRead: uri={files.uri}, projection=[{', '.join(merge.read_columns)}], "
+        f"num_fragments={len(files.manifest.fragments)}, "
+        + (
+            "every live row" if every_row else f"pages pruned by the source's range of [{', '.join(plan.on)}]"
+        ),
+        f"    Source: in memory, projection=[{', '.join(source.names)}]",
+    ]
+    if verbose:
+        lines.append(
+            f"  Write: new fragments (updated then inserted rows), deletion files; one Update on "
+            f"version {files.manifest.version}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def analyze(files: VersionFiles, plan: MergeInsertPlan, data: Any, schema: pa.Schema | None) -> str:
+    """Run the merge without committing (its files are removed again) and describe what it did."""
+    started = time.perf_counter()
+    prepared = prepare(files, plan, data, schema)
+    elapsed = time.perf_counter() - started
+    written = [f for fragment in prepared.rewrite.new_fragments for f in fragment.files]
+    prepared.rewrite.discard()
+    counts = prepared.result
+    metrics = (
+        f"bytes_written={sum(f.file_size_bytes for f in written)}, "
+        f"num_deleted_rows={counts['num_deleted_rows']}, num_files_written={len(written)}, "
+        f"num_inserted_rows={counts['num_inserted_rows']}, num_updated_rows={counts['num_updated_rows']}, "
+        f"num_deletion_files_written={len(prepared.rewrite.deletions)}"
+    )
+    steps = explain(files, plan, _source_schema(files, data, schema)).splitlines()[1:]
+    lines = [f"MergeInsert: elapsed={elapsed * 1000:.3f}ms, {_clauses(plan)}, metrics=[{metrics}]", *steps]
+    return "\n".join(lines) + "\n"
+
+
+def _source_schema(files: VersionFiles, data: Any, schema: pa.Schema | None) -> pa.Schema:
+    if schema is not None:
+        return schema
+    return data.schema if isinstance(data, pa.Table | pa.RecordBatch) else files.schema
