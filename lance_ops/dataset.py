@@ -57,6 +57,7 @@ from lance_ops.table.manifest import DataFile, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore, repair
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
+    COMMIT_MESSAGE_KEY,
     Append,
     DataReplacement,
     Delete,
@@ -78,6 +79,8 @@ if TYPE_CHECKING:
     from lance_ops.optimize import DatasetOptimizer
 
 __all__ = [
+    "LANCE_COMMIT_MESSAGE_KEY",
+    "AutoCleanupConfig",
     "BatchUDF",
     "LanceDataset",
     "LanceFragment",
@@ -86,6 +89,9 @@ __all__ = [
     "dataset",
     "write_dataset",
 ]
+
+# pylance's name for the transaction property holding the commit message.
+LANCE_COMMIT_MESSAGE_KEY = COMMIT_MESSAGE_KEY
 
 SchemaLike: TypeAlias = "pa.Schema | LanceSchema | PublicLanceSchema"
 

@@ -3,6 +3,7 @@ mapping and the public ``LanceFileReader`` / ``LanceFileWriter`` API (named like
 
 from __future__ import annotations
 
+from lance_ops.encoding.api import FileVersion
 from lance_ops.file.reader import (
     BufferMetadata,
     ColumnMetadata,
@@ -27,4 +28,10 @@ __all__ = [
     "LanceFileWriter",
     "PageMetadata",
     "ReaderResults",
+    "stable_version",
 ]
+
+
+def stable_version() -> str:
+    """The file version ``"stable"`` names (what new datasets and files get by default), as pylance."""
+    return str(FileVersion.parse("stable"))
