@@ -105,7 +105,6 @@ _SCAN_TUNING = frozenset(
         "io_buffer_size",
         "late_materialization",
         "use_scalar_index",
-        "strict_batch_size",
         "disable_scoring_autoprojection",
         "scan_stats_callback",
         "blob_handling",
@@ -475,6 +474,7 @@ class LanceDataset:
         *,
         with_row_id: bool | None = None,
         with_row_address: bool | None = None,
+        strict_batch_size: bool = False,
         **tuning: Any,
     ) -> LanceScanner:
         """A :class:`~lance_ops.scanner.LanceScanner` over this version (pylance's arguments).
@@ -484,6 +484,8 @@ class LanceDataset:
         the scan to those fragments, in the order given. Read-ahead, ordering and other tuning
         arguments of pylance's scanner (``batch_readahead``, ``scan_in_order``, ``prefilter``,
         ``use_stats``, ...) are accepted and have no effect here: scans are sequential and in order.
+        Batches hold ``batch_size`` rows (default ``LANCE_DEFAULT_BATCH_SIZE`` or 8192) but for
+        each fragment's last, or with ``strict_batch_size`` the scan's last, as in pylance.
         Vector and full-text search (``nearest``, ``full_text_query``, ``index_segments``) need
         indices, which lance-ops does not build: they raise ``NotImplementedError``.
         """
@@ -506,6 +508,7 @@ class LanceDataset:
             with_row_address=bool(with_row_address),
             batch_size=batch_size,
             fragment_ids=fragment_ids(fragments),
+            strict_batch_size=bool(strict_batch_size),
         )
         return LanceScanner(self, request)
 
