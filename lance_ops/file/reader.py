@@ -468,7 +468,7 @@ class LanceFileReader:
             for field, columns in zip(self.schema, self._column_ranges, strict=True)
             if len(columns)
         }
-        columns = column_statistics(self.path, table, ids, page_rows)
+        columns = column_statistics(self.path, table, ids, page_rows, location.nan_counts)
         return PageStatistics(columns, location.float_max_covers_nan)
 
     def column_sketches(self) -> dict[str, DistinctSketch]:

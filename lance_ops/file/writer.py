@@ -347,7 +347,10 @@ class LanceFileWriter:
             return
         sketches, ranges = statistics.sketches()
         location = StatisticsLocation(
-            self.add_global_buffer(_lance_file_bytes(table)), self.add_global_buffer(sketches), ranges, True
+            self.add_global_buffer(_lance_file_bytes(table)),
+            self.add_global_buffer(sketches),
+            ranges,
+            nan_counts=statistics.nan_counts(),
         )
         self._extra_metadata[PAGE_STATISTICS_KEY] = location.to_json().encode()
 

@@ -93,9 +93,14 @@ def test_files_carry_page_statistics_of_every_page(ours: str) -> None:
         (data_file,) = fragment.metadata.files
         reader = ds._files.open_file(data_file)
         found = reader.column_statistics()
-        assert found is not None and found.float_max_covers_nan
+        assert found is not None and not found.float_max_covers_nan
         assert set(found.columns) == set(STATS_COLUMNS)
         start = fragment.id * ROWS_PER_FILE
+        f_stats = found.columns["f"]
+        assert f_stats.nan_counts is not None and f_stats.nan_counts.shape == (2, len(f_stats.page_rows))
+        floats = data.column("f").slice(start, fragment.physical_rows)
+        assert int(f_stats.nan_counts.sum()) == int(pc.sum(pc.is_nan(floats)).as_py())
+        assert all(column.nan_counts is None for name, column in found.columns.items() if name != "f")
         for name, column in found.columns.items():
             if fragment.physical_rows == ROWS_PER_FILE and name != "b":
                 assert len(column.page_rows) > 1, name  # small pages: several per column
