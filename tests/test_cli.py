@@ -405,6 +405,17 @@ def test_stats_rebuild(uri: Path) -> None:
     failed("stats", uri, "--column", "nope", status=1, match="nope")
 
 
+def test_stats_of_bounds_python_cannot_hold(tmp_path: Path) -> None:
+    """A date32 column holding its type's min: the bound shows as its integer and type."""
+    uri = tmp_path / "dates"
+    dates = pa.array([-(2**31), 5], pa.int32()).view(pa.date32())
+    lance_ops.write_dataset(pa.table({"d": dates}), str(uri))
+    assert pytest.importorskip("lance").dataset(str(uri)).to_table().column("d").chunk(0) == dates
+    (column,) = ok_json("stats", uri)["columns"]
+    assert (column["min_value"], column["max_value"]) == ("-2147483648 (date32[day])", "1970-01-06")
+    assert "-2147483648 (date32[day])" in ok("stats", uri)
+
+
 def test_stats_say_what_they_count(uri: Path) -> None:
     """After a delete and an add-column, statistics count the deleted rows (their nulls too): the
     table says so in its headings and a note, and gives the live-row null count where it is known."""

@@ -235,7 +235,10 @@ def merge_statistics(stats: pa.StructArray, page_lengths: Sequence[int] | np.nda
         )
     mask = pa.array(valued)
     lows, highs = stats.field("min_value").filter(mask), stats.field("max_value").filter(mask)
+    if _integer_like(type_):  # on the integers: Arrow has no min / max kernel for some (durations)
+        storage = _storage_type(type_)
+        lows, highs = lows.view(storage), highs.view(storage)
     low = pc.min(lows)
-    high = pa.scalar(None, type_) if highs.null_count else pc.max(highs)
-    bounds = [pa.array([s], type_) for s in (low, high)]
+    high = pa.scalar(None, highs.type) if highs.null_count else pc.max(highs)
+    bounds = [pa.array([s], highs.type).view(type_) for s in (low, high)]
     return pa.StructArray.from_arrays([nulls, *bounds], fields=list(stats.type))
