@@ -55,7 +55,7 @@ from lance_ops.file.schema import (
     schema_to_fields,
     storage_field,
 )
-from lance_ops.io import ObjectStore, object_store
+from lance_ops.io import MemoryStore, ObjectStore
 from lance_ops.io.context import open_path
 
 _Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
@@ -211,7 +211,9 @@ class LanceFileWriter:
                 if len(chunk):
                     state.pending.append(chunk)
                     state.pending_bytes += chunk.nbytes
-            if state.pending_bytes > self.data_cache_bytes:
+            # ">=": pylance counts allocated (padded) buffer sizes, so it flushes a column
+            # holding exactly data_cache_bytes of Arrow data too.
+            if state.pending_bytes >= self.data_cache_bytes:
                 full.append(state)
         for state, encoded in self._encode_all(full):
             self._store_encoded(state, encoded)
@@ -382,9 +384,9 @@ class LanceFileWriter:
 
 def _lance_file_bytes(table: pa.Table) -> bytes:
     """``table`` as the bytes of a Lance file (written through the in-memory store, then dropped)."""
-    store, path = object_store(f"memory://lance-ops-embedded/{uuid.uuid4()}.lance")
+    store, path = MemoryStore(), f"lance-ops-embedded/{uuid.uuid4()}.lance"
     with LanceFileWriter(
-        f"memory://{path}", table.schema, version=STATISTICS_FILE_VERSION, page_statistics=False
+        path, table.schema, version=STATISTICS_FILE_VERSION, page_statistics=False, store=store
     ) as writer:
         writer.write_batch(table)
     try:
