@@ -34,6 +34,7 @@ from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
 from lance_ops.fragment.writer import to_reader, write_data_file
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops.delete import delete_in_fragment
+from lance_ops.progress import ProgressCallback, ProgressEvent, as_callback
 from lance_ops.query.predicate import parse_predicate
 from lance_ops.scanner import Columns, Filter, LanceScanner
 from lance_ops.schema import LanceSchema
@@ -193,6 +194,7 @@ class LanceFragment:
         if use_legacy_format:
             raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files")
         reader = to_reader(data, schema)
+        callback = as_callback(progress, begin_with_files=True)
         written = write_fragments(
             reader,
             dataset_uri,
@@ -202,7 +204,8 @@ class LanceFragment:
             max_rows_per_group=max_rows_per_group,
             data_storage_version=data_storage_version or "stable",
             storage_options=storage_options,
-            progress=progress,
+            # the fragment reported carries its id, as pylance's
+            progress=None if callback is None else _with_fragment_id(callback, fragment_id or 0),
         )
         if len(written) != 1:
             raise SchemaError(f"LanceFragment.create writes one fragment; the data made {len(written)}")
@@ -256,9 +259,14 @@ class LanceFragment:
         names = [n for n in table.schema.names if n != right_on]
         lance_schema = self._ds.handle.files.lance_schema
         top = {f.name: f for f in lance_schema.fields if f.parent_id == -1}
+        reserved = [n for n in names if n in (ROW_ID, ROW_ADDRESS) and n not in top]
+        if reserved:
+            raise SchemaError(f"column {reserved[0]} is a reserved metadata column and cannot be updated")
         unknown = [n for n in names if n not in top]
-        if unknown or not names:
-            raise SchemaError(f"update_columns needs existing columns to update; unknown: {unknown}")
+        if unknown:
+            raise SchemaError(f"column {unknown[0]} of the new data does not exist in the fragment")
+        if not names:
+            raise SchemaError("update_columns needs at least one column to update besides the key")
         current = self.to_table(columns=[left_on], with_row_address=True)
         keys = current.column(left_on).to_numpy(zero_copy_only=False)
         new_keys = table.column(right_on).to_numpy(zero_copy_only=False)
@@ -307,3 +315,14 @@ def _find(dataset: LanceDataset, fragment_id: int | None) -> FragmentMetadata:
     if index is not None:
         return dataset.manifest.fragments[index]
     raise InvalidArgumentError(f"fragment {fragment_id} is not in version {dataset.version} of the dataset")
+
+
+def _with_fragment_id(callback: ProgressCallback, fragment_id: int) -> ProgressCallback:
+    """``callback`` seeing the fragments of write events with id ``fragment_id``."""
+
+    def report(event: ProgressEvent) -> None:
+        if event.fragment is not None:
+            event = replace(event, fragment=replace(event.fragment, id=fragment_id))
+        callback(event)
+
+    return report
