@@ -2,9 +2,9 @@
 
 Rows are buffered per top-level field. When a field's buffered Arrow data exceeds
 ``data_cache_bytes`` (8 MiB by default) the field is flushed: its rows are cut into
-``ceil(size / max_page_bytes)`` slices of equal row counts (``max_page_bytes`` defaults to
-32 MiB), each slice is handed to the codec's :class:`FieldEncoder`, and the resulting page
-buffers are written immediately, 64-byte aligned, into the data region (blob values are
+``ceil(size / 32 MiB)`` slices of equal row counts (``max_page_bytes``, default 32 MiB, applies
+to 2.0 files only, as in pylance), each slice is handed to the codec's :class:`FieldEncoder`, and
+the resulting page buffers are written immediately, 64-byte aligned, into the data region (blob values are
 written the same way, one buffer each, just before the page that addresses them). (The 2.0
 codec cuts pages itself, column by column, and only for a flush of a single array, as pylance
 does.) Pages of different fields therefore interleave in the file while each column's ``pages``
@@ -243,7 +243,9 @@ class LanceFileWriter:
             return []
         single = len(state.pending) == 1
         array = dictionary.concat(state.pending)
-        num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
+        # Only 2.0 cuts pages by the writer's max_page_bytes, as pylance (2.1+ readers split large
+        # pages themselves): 2.1+ pages are cut at the default size whatever was given.
+        num_pages = max(1, math.ceil(state.pending_bytes / DEFAULT_MAX_PAGE_BYTES))
         rows_per_page = math.ceil(len(array) / num_pages)
         state.pending, state.pending_bytes = [], 0
         storage = array.view(state.storage_type) if array.type != state.storage_type else array
@@ -319,7 +321,10 @@ class LanceFileWriter:
             return self._num_rows
         if self._schema is None:
             self.abort()
-            raise SchemaError(f"{self.path}: no schema was given and no data was written")
+            raise SchemaError(
+                f"{self.path}: Schema is unknown and file cannot be created: no schema was given and "
+                "no data was written"
+            )
         for index, (state, encoded) in enumerate(self._encode_all(self._fields)):
             self._store_encoded(state, encoded)
             held = state.encoder.finish()
