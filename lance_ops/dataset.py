@@ -891,7 +891,10 @@ def write_dataset(
     computes a column added by a SQL expression (``add_columns``) from that expression; ``"null"``
     is the same without computing; ``"error"`` refuses any missing column.
     """
+    opened = None
     if isinstance(uri, LanceDataset):
+        # the dataset's own storage (a memory:// dataset lives only in the store its handle holds)
+        opened = uri.storage if storage_options is None else None
         storage_options = storage_options if storage_options is not None else uri.storage_options
         manifest_store = manifest_store if manifest_store is not None else uri.manifest_store
         uri = uri.uri
@@ -922,7 +925,7 @@ def write_dataset(
         commit_lock=commit_lock,
         new_dataset_config=None if auto_cleanup is None else auto_cleanup.to_config(),
     )
-    storage = StorageContext.open(uri, storage_options)
+    storage = opened or StorageContext.open(uri, storage_options)
     if manifest_store is not None:
         repair(storage.store, storage.root, manifest_store)
     manifest, transaction = write_op.write(
