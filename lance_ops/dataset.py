@@ -14,7 +14,8 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeAlias
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +45,7 @@ from lance_ops.ops import delete as delete_op
 from lance_ops.ops import history as history_op
 from lance_ops.ops import metadata as metadata_op
 from lance_ops.ops import write as write_op
-from lance_ops.ops.auto_cleanup import AutoCleanupConfig
+from lance_ops.ops.auto_cleanup import AutoCleanupConfig as AutoCleanup
 from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callback
@@ -92,6 +93,14 @@ __all__ = [
 
 # pylance's name for the transaction property holding the commit message.
 LANCE_COMMIT_MESSAGE_KEY = COMMIT_MESSAGE_KEY
+
+
+class AutoCleanupConfig(TypedDict):
+    """pylance's ``auto_cleanup_options`` / ``ds.optimize.enable_auto_cleanup`` argument."""
+
+    interval: int
+    older_than_seconds: int
+
 
 SchemaLike: TypeAlias = "pa.Schema | LanceSchema | PublicLanceSchema"
 
@@ -230,6 +239,9 @@ class LanceDataset:
     manifest; data files are opened when rows are read.
     """
 
+    # pylance's dataset(default_scan_options=): arguments every scan of this object starts from.
+    _default_scan_options: Mapping[str, Any] = MappingProxyType({})
+
     def __init__(
         self,
         uri: str | os.PathLike[str],
@@ -328,6 +340,10 @@ class LanceDataset:
 
     @property
     def schema(self) -> pa.Schema:
+        """The dataset's Arrow schema; with ``default_scan_options`` (pylance's), what a default scan
+        returns (``_rowid`` / ``_rowaddr`` included when they ask for them)."""
+        if self._default_scan_options:
+            return self.scanner().projected_schema
         return self._files.schema
 
     @property
@@ -365,9 +381,22 @@ class LanceDataset:
             return self._transaction
         return load_transaction(store, root, load_manifest(store, root, version))
 
+    def get_transactions(self, recent_transactions: int = 10) -> list[Transaction | None]:
+        """The transactions of the ``recent_transactions`` versions up to this one, newest first
+        (None for a version whose transaction file is gone), as pylance."""
+        first = max(1, self.version - recent_transactions + 1)
+        return [self.read_transaction(v) for v in range(self.version, first - 1, -1)]
+
+    def _without_scan_defaults(self) -> LanceDataset:
+        plain = LanceDataset.__new__(LanceDataset)
+        plain.__dict__.update(self.__dict__)
+        plain._default_scan_options = MappingProxyType({})
+        return plain
+
     def checkout_version(self, version: int | str) -> LanceDataset:
         ds = LanceDataset.__new__(LanceDataset)
         ds._load_version(self._storage, version, self._manifest_store)
+        ds._default_scan_options = self._default_scan_options
         return ds
 
     # ------------------------------------------------------------------ config and metadata
@@ -489,6 +518,22 @@ class LanceDataset:
         Vector and full-text search (``nearest``, ``full_text_query``, ``index_segments``) need
         indices, which lance-ops does not build: they raise ``NotImplementedError``.
         """
+        if self._default_scan_options:
+            given = {
+                "columns": columns,
+                "filter": filter,
+                "limit": limit,
+                "offset": offset,
+                "batch_size": batch_size,
+                "fragments": fragments,
+                "with_row_id": with_row_id,
+                "with_row_address": with_row_address,
+            }
+            merged = {**self._default_scan_options, **{k: v for k, v in given.items() if v is not None}}
+            merged.update(
+                tuning, nearest=nearest, full_text_query=full_text_query, index_segments=index_segments
+            )
+            return LanceDataset.scanner(self._without_scan_defaults(), **merged)
         if nearest is not None or full_text_query is not None or index_segments is not None:
             raise UnsupportedFeatureError(
                 "vector and full-text search need indices, which lance-ops does not build"
@@ -549,6 +594,22 @@ class LanceDataset:
 
     def head(self, num_rows: int, columns: Columns = None, **kwargs: Any) -> pa.Table:
         return self.to_table(columns=columns, limit=num_rows, **kwargs)
+
+    def sample(
+        self,
+        num_rows: int,
+        columns: Sequence[str] | None = None,
+        randomize_order: bool = True,
+        seed: int | None = None,
+    ) -> pa.Table:
+        """``num_rows`` distinct live rows picked at random (in random order unless
+        ``randomize_order`` is false, then in dataset order), as pylance; ``seed`` makes the pick
+        repeatable. More rows than the dataset has raise ``ValueError``."""
+        total = self.count_rows()
+        if not 0 <= num_rows <= total:
+            raise InvalidArgumentError(f"cannot sample {num_rows} rows from a dataset of {total}")
+        picked = np.random.default_rng(seed).choice(total, size=num_rows, replace=False)
+        return self.take(picked if randomize_order else np.sort(picked), columns)
 
     def take(
         self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str] | None = None
@@ -823,8 +884,15 @@ def dataset(
     manifest_store: ExternalManifestStore | None = None,
     *,
     asof: dt.datetime | str | None = None,
+    default_scan_options: Mapping[str, Any] | None = None,
+    read_params: Mapping[str, Any] | None = None,
 ) -> LanceDataset:
     """Open a dataset (latest version, a version number or a tag name).
+
+    ``default_scan_options`` (pylance's) are scanner arguments every scan of the returned object
+    starts from (explicit arguments win); ``ds.schema`` then is what such a scan returns.
+    ``read_params`` (pylance's file reader tuning, e.g. ``cache_repetition_index``) is accepted and
+    changes nothing: lance-ops' reader has no such switches.
 
     With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
     repaired through that external store (:mod:`lance_ops.table.manifest_store`); an
@@ -833,10 +901,14 @@ def dataset(
     ``version``, ``asof`` (a datetime or timestamp string) opens the newest version committed before
     it, as pylance does (:func:`lance_ops.ops.history.version_as_of`).
     """
+    if read_params is not None and not isinstance(read_params, Mapping):
+        raise TypeError(f"read_params must be a dict, not {type(read_params).__name__}")
+    ds = LanceDataset(uri, version, storage_options, manifest_store)
     if version is None and asof is not None:
-        ds = LanceDataset(uri, None, storage_options, manifest_store)
-        return ds.checkout_version(history_op.version_as_of(ds.storage.store, ds.storage.root, asof))
-    return LanceDataset(uri, version, storage_options, manifest_store)
+        ds = ds.checkout_version(history_op.version_as_of(ds.storage.store, ds.storage.root, asof))
+    if default_scan_options:
+        ds._default_scan_options = MappingProxyType(dict(default_scan_options))
+    return ds
 
 
 def write_dataset(
@@ -902,9 +974,7 @@ def write_dataset(
     manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
     if use_legacy_format:
         raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files; use data_storage_version")
-    auto_cleanup = (
-        None if auto_cleanup_options is None else AutoCleanupConfig.from_options(auto_cleanup_options)
-    )
+    auto_cleanup = None if auto_cleanup_options is None else AutoCleanup.from_options(auto_cleanup_options)
     write_options = WriteOptions(
         max_rows_per_file=max_rows_per_file,
         max_rows_per_group=max_rows_per_group,

@@ -497,6 +497,11 @@ class Transaction:
     def commit_message(self) -> str | None:
         return self.properties.get(COMMIT_MESSAGE_KEY)
 
+    @property
+    def transaction_properties(self) -> Mapping[str, str]:
+        """pylance's name for :attr:`properties`."""
+        return self.properties
+
     @classmethod
     def from_pb(cls, pb: transaction_pb2.Transaction) -> Transaction:
         which = pb.WhichOneof("operation")
