@@ -37,7 +37,7 @@ def _true_unless_false(result: pa.Array) -> np.ndarray:
 
 
 def _nan_zones(
-    low: pa.Array, high: pa.Array, nan_counts: np.ndarray | None, nan_aware: bool
+    high: pa.Array, nan_counts: np.ndarray | None, nan_aware: bool
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Zones that may hold a positive NaN, and a negative one (None: bounds never prune a range)."""
     if nan_counts is not None:
@@ -72,17 +72,17 @@ def _possible(
                 pc.greater_equal(high, value)
             )
         return valued & possible
-    nans = _nan_zones(low, high, nan_counts, nan_aware) if pa.types.is_floating(low.type) else None
-    if pa.types.is_floating(low.type) and nans is None:
-        return valued
-    value = bound.values[0]
-    if bound.op in ("lt", "le"):
+    value, below = bound.values[0], bound.op in ("lt", "le")
+    if below:
         possible = _true_unless_false((pc.less if bound.op == "lt" else pc.less_equal)(low, value))
-        nan = None if nans is None else nans[1]
     else:
         possible = _true_unless_false((pc.greater if bound.op == "gt" else pc.greater_equal)(high, value))
-        nan = None if nans is None else nans[0]
-    return valued & (possible if nan is None else possible | nan)
+    if pa.types.is_floating(low.type):
+        nans = _nan_zones(high, nan_counts, nan_aware)
+        if nans is None:
+            return valued
+        possible |= nans[1] if below else nans[0]  # -NaN lies below every number, NaN above
+    return valued & possible
 
 
 def row_mask(
