@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -132,6 +132,10 @@ def _schema_of(schema: SchemaLike) -> LanceSchema:
     return schema if isinstance(schema, LanceSchema) else LanceSchema.from_arrow(schema)
 
 
+# The table layer's map edit, named apart from LanceOperation.UpdateMap (its factory).
+MapEdit = UpdateMap
+
+
 class LanceOperation:
     """Factories for the operations :meth:`LanceDataset.commit` accepts (pylance's names).
 
@@ -209,16 +213,51 @@ class LanceOperation:
         return ReserveFragments(num_fragments)
 
     @staticmethod
-    def UpdateConfig(
-        upsert_values: Mapping[str, str] | None = None,  # noqa: N802
+    def UpdateMap(updates: Mapping[str, str | None], replace: bool = False) -> MapEdit:  # noqa: N802
+        """Map edits for :meth:`UpdateConfig`: a value None deletes its key; ``replace`` drops the
+        keys not named."""
+        return MapEdit(tuple(updates.items()), replace)
+
+    @staticmethod
+    def UpdateConfig(  # noqa: N802
+        upsert_values: Mapping[str, str] | MapEdit | None = None,
         delete_keys: Iterable[str] = (),
+        *,
+        config_updates: MapEdit | None = None,
+        table_metadata_updates: MapEdit | None = None,
+        schema_metadata_updates: MapEdit | None = None,
+        field_metadata_updates: Mapping[int, MapEdit] | None = None,
     ) -> UpdateConfig:
-        entries = tuple((upsert_values or {}).items()) + tuple((k, None) for k in delete_keys)
-        return UpdateConfig(config_updates=UpdateMap(entries))
+        """pylance 14's form (``config_updates``, ``table_metadata_updates``,
+        ``schema_metadata_updates``, ``field_metadata_updates`` by field id, each an
+        :meth:`UpdateMap`; the first may be given by position) or the older one (``upsert_values``,
+        ``delete_keys``)."""
+        if isinstance(upsert_values, MapEdit):
+            if config_updates is not None:
+                raise TypeError("config_updates given twice")
+            config_updates, upsert_values = upsert_values, None
+        if upsert_values or delete_keys:
+            if config_updates is not None:
+                raise TypeError("give config_updates or upsert_values / delete_keys, not both")
+            entries = tuple((upsert_values or {}).items()) + tuple((k, None) for k in delete_keys)
+            config_updates = MapEdit(entries)
+        return UpdateConfig(
+            config_updates=config_updates,
+            table_metadata_updates=table_metadata_updates,
+            schema_metadata_updates=schema_metadata_updates,
+            field_metadata_updates=dict(field_metadata_updates or {}),
+        )
+
+    class DataReplacementGroup(NamedTuple):
+        """One replaced data file: the fragment and the file taking the place of the one covering
+        the same fields."""
+
+        fragment_id: int
+        new_file: DataFile
 
     @staticmethod
     def DataReplacement(replacements: Iterable[tuple[int, DataFile]]) -> DataReplacement:  # noqa: N802
-        return DataReplacement(tuple(replacements))
+        return DataReplacement(tuple((int(fid), new_file) for fid, new_file in replacements))
 
 
 class DeletedRows(int):

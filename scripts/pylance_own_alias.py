@@ -38,6 +38,11 @@ class _Placeholder(types.ModuleType):
         return value
 
 
+# pylance names lance_ops keeps in another module because of its layers: ``lance.fragment``'s
+# LanceFragment is lance_ops.LanceFragment (the fragment package sits below the dataset layer).
+_ALSO_IN = {"lance.fragment": ("lance_ops.dataset_fragment",)}
+
+
 class _Alias(types.ModuleType):
     """``lance`` / ``lance.<sub>``: the lance_ops module's names, and a placeholder for each name it
     lacks (``from lance.file import stable_version`` fails only the tests using it)."""
@@ -53,6 +58,10 @@ class _Alias(types.ModuleType):
         except AttributeError:
             if name.startswith("__"):
                 raise
+        for other in _ALSO_IN.get(self.__name__, ()):
+            module = importlib.import_module(other)
+            if hasattr(module, name):
+                return getattr(module, name)
         value = _missing(self.__name__, name)
         object.__setattr__(self, name, value)
         return value

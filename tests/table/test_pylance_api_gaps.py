@@ -131,3 +131,166 @@ def test_default_scan_options_as_pylance(tmp_path: Path) -> None:
         )
         assert ours.checkout_version(1).schema == theirs.schema
     assert lance_ops.dataset(uri).schema.names == ["a", "b"]
+
+
+# --- commit-level API: UpdateMap / UpdateConfig, Transaction, DataReplacementGroup, DeletionFile ---
+
+
+@pytest.mark.interop
+def test_update_config_transaction_as_pylance(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("a", pa.int64(), metadata={"fa": "0"}), pa.field("b", pa.int64())])
+    data = pa.table({"a": [1, 2], "b": [3, 4]}, schema=schema)
+    results = {}
+    for module in (lance_ops, lance):
+        uri = str(tmp_path / module.__name__)
+        ds = module.write_dataset(data, uri)
+        op = module.LanceOperation
+        steps = [
+            op.UpdateConfig(config_updates=op.UpdateMap({"k1": "v1", "k2": "v2"})),
+            op.UpdateConfig(config_updates=op.UpdateMap({"k1": None})),
+            op.UpdateConfig(schema_metadata_updates=op.UpdateMap({"s": "x"})),
+            op.UpdateConfig(field_metadata_updates={0: op.UpdateMap({"fa": "1", "n": "y"}, replace=True)}),
+            op.UpdateConfig(table_metadata_updates=op.UpdateMap({"t": "z"})),
+        ]
+        for step in steps:
+            transaction = module.Transaction(
+                read_version=ds.version, operation=step, transaction_properties={"p": "q"}
+            )
+            ds = module.LanceDataset.commit(uri, transaction)
+        results[module.__name__] = (ds.version, ds.config(), ds.schema_metadata, ds.metadata, ds.schema)
+        assert ds.read_transaction(ds.version).transaction_properties == {"p": "q"}
+    assert results["lance_ops"] == results["lance"]
+    assert lance.dataset(str(tmp_path / "lance_ops")).schema.field("a").metadata == {b"fa": b"1", b"n": b"y"}
+
+
+@pytest.mark.interop
+def test_data_replacement_group_as_pylance(tmp_path: Path) -> None:
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}), uri)
+    new = pa.table({"a": range(100, 200), "b": [str(i) for i in range(100, 200)]})
+    data_file = lance_ops.LanceFragment.create(uri, new).files[0]
+    group = lance_ops.LanceOperation.DataReplacementGroup(0, data_file)
+    assert (group.fragment_id, group.new_file) == (0, data_file)
+    ds = lance_ops.LanceDataset.commit(uri, lance_ops.LanceOperation.DataReplacement([group]), read_version=1)
+    assert ds.to_table().equals(new)
+    assert lance.dataset(uri).to_table().equals(new)
+
+
+def test_deletion_file_and_row_id_meta_as_pylance(tmp_path: Path) -> None:
+    from lance.fragment import DeletionFile as TheirDeletionFile
+
+    from lance_ops.fragment import DeletionFile, FragmentMetadata
+
+    ours = DeletionFile(read_version=1, id=123, file_type="array", num_deleted_rows=10, base_id=456)
+    theirs = TheirDeletionFile(read_version=1, id=123, file_type="array", num_deleted_rows=10, base_id=456)
+    assert ours.asdict() == theirs.asdict()
+    assert ours.path(0) == theirs.path(0) == "_deletions/0-1-123.arrow"
+    assert ours.path(3, base_uri="/x/y") == theirs.path(3, base_uri="/x/y")
+    with pytest.raises(ValueError, match="'array' or 'bitmap'"):
+        DeletionFile(read_version=1, id=1, file_type="csv")
+    metadata = FragmentMetadata(id=1, files=[], physical_rows=1000, deletion_file=ours)
+    assert FragmentMetadata.from_json(json.dumps(metadata.to_json())).deletion_file == ours
+    for stable in (False, True):
+        ds = lance_ops.write_dataset(
+            pa.table({"a": range(10)}), str(tmp_path / f"s{stable}"), enable_stable_row_ids=stable
+        )
+        ds.delete("a < 5")
+        meta = ds.get_fragments()[0].metadata
+        assert (meta.row_id_meta is not None) == stable
+        assert meta.deletion_file.path(meta.id).startswith("_deletions/0-1-")
+        assert (
+            lance.dataset(str(tmp_path / f"s{stable}")).get_fragments()[0].metadata.row_id_meta is not None
+        ) == stable
+
+
+def test_format_fragment(tmp_path: Path) -> None:
+    from lance_ops.debug import format_fragment, format_manifest, format_schema, list_transactions
+
+    ds = lance_ops.write_dataset(pa.table({"a": range(3), "s": [{"x": 1}] * 3}), str(tmp_path / "d"))
+    text = format_fragment(ds.get_fragments()[0].metadata, ds)
+    assert "major_version: 2" in text and "minor_version: 2" in text and "physical_rows: 3" in text
+    assert "name: 'x'" in text  # a 2.2 file lists leaf ids; the struct is shown with its child
+    assert format_fragment(ds.get_fragments()[0], ds) == text
+    assert "name: 's'" in format_schema(ds)
+    assert text.strip().splitlines()[1] in format_manifest(ds)
+    assert list_transactions(ds) == ["version 1: Overwrite on version 0, properties {}"]
+
+
+# --- LanceFragment.create_from_file / merge / open_session ----------------------------------------
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("nested", [False, True])
+def test_create_from_file_as_pylance(tmp_path: Path, nested: bool) -> None:
+    """Flat columns: the fragment pylance makes. A struct in a 2.2 file: pylance 14 lists every
+    field id against the file's leaf columns and its own commit refuses that; lance_ops lists the
+    leaves, which pylance reads."""
+    import uuid
+
+    from lance_ops.file import LanceFileWriter
+
+    data = pa.table({"a": range(800), "b": range(800)})
+    if nested:
+        data = data.append_column("s", pa.array([{"x": i} for i in range(800)]))
+    uri = str(tmp_path / "d")
+    ds = lance_ops.write_dataset([], uri, schema=data.schema)
+    for expected_id in (0, 1):
+        name = f"{uuid.uuid4()}.lance"
+        with LanceFileWriter(str(tmp_path / "d" / "data" / name), page_statistics=False) as writer:
+            writer.write_batch(data)
+        fragment = lance_ops.LanceFragment.create_from_file(name, ds, 0)
+        if not nested:
+            theirs = lance.fragment.LanceFragment.create_from_file(name, lance.dataset(uri), 0)
+            assert fragment.files[0].fields == tuple(theirs.files[0].fields)
+            assert fragment.physical_rows == theirs.physical_rows
+        ds = lance_ops.LanceDataset.commit(
+            uri, lance_ops.LanceOperation.Append([fragment]), read_version=ds.version
+        )
+        assert ds.get_fragments()[-1].fragment_id == expected_id
+    assert lance.dataset(uri).to_table().equals(pa.concat_tables([data, data]))
+    with pytest.raises(FileNotFoundError):
+        lance_ops.LanceFragment.create_from_file("missing.lance", ds, 0)
+
+
+@pytest.mark.interop
+def test_fragment_merge_as_pylance(tmp_path: Path) -> None:
+    data = pa.table({"x": [1, 2, 3, 4], "y": ["a", "b", "c", "d"]})
+    new = pa.table({"x": [3, 1, 9], "z": ["C", "A", "N"]})
+    tables = {}
+    for module in (lance_ops, lance):
+        uri = str(tmp_path / module.__name__)
+        ds = module.write_dataset(data, uri, max_rows_per_file=2)
+        ds.delete("x = 2")
+        merged, schema = [], None
+        for fragment in ds.get_fragments():
+            metadata, schema = fragment.merge(new, "x")
+            merged.append(metadata)
+        ds = module.LanceDataset.commit(
+            uri, module.LanceOperation.Merge(merged, schema), read_version=ds.version
+        )
+        by_rowid = []
+        for fragment in ds.get_fragments():
+            keys = fragment.scanner(with_row_id=True, columns=[]).to_table()
+            keys = keys.add_column(0, "w", [[i * 10 for i in range(len(keys))]])
+            metadata, schema = fragment.merge(keys, "_rowid")
+            by_rowid.append(metadata)
+        ds = module.LanceDataset.commit(
+            uri, module.LanceOperation.Merge(by_rowid, schema), read_version=ds.version
+        )
+        tables[module.__name__] = ds.to_table()
+    assert tables["lance_ops"].equals(tables["lance"])
+    assert tables["lance"].column("z").to_pylist() == ["A", "C", None]
+    assert lance.dataset(str(tmp_path / "lance_ops")).to_table().equals(tables["lance"])
+    with pytest.raises(ValueError, match="already in the dataset"):
+        lance_ops.dataset(str(tmp_path / "lance_ops")).get_fragments()[0].merge(
+            new.rename_columns(["x", "y"]), "x"
+        )
+
+
+def test_open_session(tmp_path: Path) -> None:
+    ds = lance_ops.write_dataset(pa.table({"a": range(100), "b": range(100, 200)}), str(tmp_path / "d"))
+    fragment = ds.get_fragments()[0]
+    session = fragment.open_session(columns=["a", "b"], with_row_address=False)
+    assert session.take(range(1, 50)).equals(fragment.take(indices=range(1, 50), columns=["a", "b"]))
+    with_address = fragment.open_session(columns=["b"], with_row_address=True).take([3, 1])
+    assert with_address.to_pydict() == {"b": [103, 101], "_rowaddr": [3, 1]}
