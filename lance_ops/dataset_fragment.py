@@ -264,6 +264,11 @@ class LanceFragment:
         Returns the fragment with the new data file and the dataset schema with the new fields,
         for a ``LanceOperation.Merge`` of all the dataset's fragments.
         """
+        if getattr(value_func, "checkpoint_file", None) is not None:
+            raise InvalidArgumentError(
+                "A checkpoint file cannot be used with merge_columns: it resumes a whole "
+                "add_columns run (use LanceDataset.add_columns)"
+            )
         files = self._ds.handle.files
         # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
         read = None if isinstance(value_func, Mapping) else columns

@@ -294,3 +294,95 @@ def test_open_session(tmp_path: Path) -> None:
     assert session.take(range(1, 50)).equals(fragment.take(indices=range(1, 50), columns=["a", "b"]))
     with_address = fragment.open_session(columns=["b"], with_row_address=True).take([3, 1])
     assert with_address.to_pydict() == {"b": [103, 101], "_rowaddr": [3, 1]}
+
+
+# --- error classes and the words callers match --------------------------------------------------
+
+
+def _udf_wrong_schema(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return pa.record_batch([pa.array([1] * batch.num_rows)], names=["other"])
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (
+            lambda ds, m: ds.alter_columns({"path": "x", "data_type": pa.int8()}),
+            Exception,
+            "Can't cast value 1024 to type Int8",
+        ),
+        (
+            lambda ds, m: ds.alter_columns({"path": "x", "data_type": pa.string()}),
+            Exception,
+            'Cannot cast column "x" from Int32 to Utf8',
+        ),
+        (lambda ds, m: ds.alter_columns({"path": "q", "name": "z"}), Exception, 'Column "q" does not exist'),
+        (lambda ds, m: ds.alter_columns({"path": "x", "type": "string"}), ValueError, "Unknown key: type"),
+        (
+            lambda ds, m: ds.alter_columns({"path": "x"}),
+            ValueError,
+            "At least one of name, nullable, or data_type must be specified",
+        ),
+        (
+            lambda ds, m: ds.add_columns(pa.field("x", pa.int32())),
+            Exception,
+            "Column x already exists in the dataset",
+        ),
+        (
+            lambda ds, m: ds.add_columns(
+                m.batch_udf(output_schema=pa.schema([pa.field("z", pa.int64())]))(_udf_wrong_schema)
+            ),
+            Exception,
+            "Output schema of function does not match the expected schema",
+        ),
+        (
+            lambda ds, m: ds.add_columns(
+                iter([pa.record_batch([pa.array([1])], ["f"])]),
+                reader_schema=pa.schema([pa.field("f", pa.int64())]),
+            ),
+            OSError,
+            "Stream ended before producing values for all rows in dataset",
+        ),
+        (
+            lambda ds, m: ds.add_columns(
+                iter([pa.record_batch([pa.array(range(5))], ["f"])]),
+                reader_schema=pa.schema([pa.field("f", pa.int64())]),
+            ),
+            OSError,
+            "Stream produced more values than expected for dataset",
+        ),
+        (lambda ds, m: ds.to_table(filter="y BETWEEN 10 AND 20"), ValueError, "Invalid user input: "),
+        (lambda ds, m: ds.to_table(filter="y > 10"), ValueError, "Invalid user input: "),
+    ],
+)
+def test_errors_as_pylance(tmp_path: Path, call, error: type, words: str) -> None:  # type: ignore[no-untyped-def]
+    data = pa.table({"x": pa.array([1, 2, 1024], pa.int32()), "y": ["a", "b", "c"]})
+    for module in (lance_ops, lance):
+        ds = module.write_dataset(data, str(tmp_path / module.__name__))
+        with pytest.raises(error, match=words):
+            call(ds, module)
+        assert module.dataset(str(tmp_path / module.__name__)).version == 1  # nothing committed
+
+
+@pytest.mark.interop
+def test_stale_overwrite_is_an_oserror_naming_the_version(tmp_path: Path) -> None:
+    table = pa.table({"a": range(10)})
+    for module in (lance_ops, lance):
+        uri = str(tmp_path / module.__name__)
+        operation = module.LanceOperation.Overwrite(table.schema, [module.LanceFragment.create(uri, table)])
+        first = module.LanceDataset.commit(uri, operation, max_retries=0)
+        module.LanceDataset.commit(uri, operation, read_version=first.version, max_retries=0)
+        with pytest.raises(OSError, match=f"Commit conflict for version {first.version + 1}"):
+            module.LanceDataset.commit(uri, operation, read_version=first.version, max_retries=0)
+
+
+def test_merge_columns_refuses_a_checkpoint(tmp_path: Path) -> None:
+    ds = lance_ops.write_dataset(pa.table({"a": range(10)}), str(tmp_path / "d"))
+
+    @lance_ops.batch_udf(checkpoint_file=tmp_path / "cache.sqlite")
+    def udf(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch
+
+    with pytest.raises(ValueError, match="A checkpoint file cannot be used"):
+        ds.get_fragments()[0].merge_columns(udf, columns=["a"])
