@@ -36,6 +36,7 @@ user's words, never sqlglot's or Arrow's (a filter is often typed by a person, a
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -800,6 +801,25 @@ def _nan_lt(x: pc.Expression, y: pc.Expression) -> pc.Expression:
     return pc.if_else(pc.equal(rx, ry), pc.if_else(pc.equal(rx, 0), pc.less(x, y), False), pc.less(rx, ry))
 
 
+def _number_literal(value: _Value) -> bool:
+    """Whether ``value`` is a float literal holding a number (not NaN, not null)."""
+    literal = value.literal
+    return literal is not None and literal.is_valid and not math.isnan(literal.as_py())
+
+
+def _against_number(number: pc.Expression) -> _Order:
+    """``=`` / ``<`` of a float against the constant ``number`` (not NaN): Arrow's kernels, with a
+    NaN on the other side placed by its sign (one rank per row of that side only)."""
+
+    def lt(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+        # IEEE ``<`` is FALSE for NaN: a -NaN lies below the number, a NaN above it
+        if y.equals(number):
+            return pc.or_kleene(pc.less(x, y), pc.less(_nan_rank(x), 0))
+        return pc.or_kleene(pc.less(x, y), pc.greater(_nan_rank(y), 0))
+
+    return _Order(pc.equal, lt)  # a NaN never equals a number
+
+
 def _both_zero(x: pc.Expression, y: pc.Expression) -> pc.Expression:
     return pc.if_else(pc.equal(x, 0.0), pc.equal(y, 0.0), False)
 
@@ -862,6 +882,9 @@ def compare(
     if pa.types.is_floating(left.type) and pa.types.is_floating(right.type):
         constant = left.literal is not None or right.literal is not None
         order = _FLOAT_CONSTANT if constant else _FLOAT_TOTAL
+        for side in (left, right):
+            if _number_literal(side):
+                order = _against_number(side.expr)
     symbol = using or _OPERATOR_SYMBOLS[op]
     return tr.typed(
         _OPERATORS[op](order, left.expr, right.expr),
