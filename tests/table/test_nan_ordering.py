@@ -39,6 +39,7 @@ PREDICATES = [
     "isnan(x)", "NOT isnan(x)", "x > 1e308", "x < -1e308", "x != x", "x = x", "NOT (x > 0)",
     "x < cast('NaN' as double)", "x > cast('NaN' as double)", "x = cast('NaN' as double)",
     "x >= cast('NaN' as double)", "x < y", "x = y", "x >= y", "x <> y", "x IS NULL",
+    "0 < x", "-1 >= x", "1e308 < x", "0 = x", "x > 0 AND y < 0", "x IN (y, 1.0)",
 ]  # fmt: skip
 
 
