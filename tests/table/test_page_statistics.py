@@ -407,6 +407,29 @@ def test_reader_ignores_statistics_it_does_not_know(tmp_path: Path) -> None:
     assert found.columns["x"].statistics.to_pylist() == [{"null_count": 0, "min_value": 1, "max_value": 5}]
 
 
+@pytest.mark.parametrize(
+    "nan_counts",
+    [{"0": [[1, 2]]}, {"0": [[1], [-1]]}, {"0": "x"}, {"0": [[1], [0], [0]]}, {"0": [[0, 0], [0, 0]]}],
+    ids=["one-row", "negative", "not-a-list", "three-rows", "wrong-page-count"],
+)
+def test_malformed_nan_counts_are_corrupt(tmp_path: Path, nan_counts: Any) -> None:
+    """NaN counts that are not two rows of counts, one per page, make the file's statistics corrupt."""
+    import json
+
+    from lance_ops.errors import CorruptFileError
+    from lance_ops.file.writer import _lance_file_bytes
+
+    path = str(tmp_path / "x.lance")
+    stats = pa.table({"0": pa.array([{"null_count": 0, "min_value": 1.0, "max_value": 2.0}])})
+    with LanceFileWriter(path, pa.schema([("x", pa.float64())]), page_statistics=False) as writer:
+        writer.write_batch(pa.table({"x": [1.0, 2.0, math.nan]}))
+        buffer = writer.add_global_buffer(_lance_file_bytes(stats))
+        text = {"statistics": buffer, "sketches": 0, "sketch_ranges": {}, "float_max": "ignores-nan"}
+        writer.add_schema_metadata(PAGE_STATISTICS_KEY, json.dumps({**text, "nan_counts": nan_counts}))
+    with pytest.raises(CorruptFileError):
+        LanceFileReader(path).column_statistics()
+
+
 def test_files_without_rows_or_with_copied_metadata(tmp_path: Path) -> None:
     path = str(tmp_path / "empty.lance")
     with LanceFileWriter(path, pa.schema([("x", pa.int64())])):
