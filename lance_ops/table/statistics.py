@@ -234,7 +234,10 @@ def _read_statistics_file(storage: StorageContext, name: str) -> list[FragmentSt
             for k, (offset, size) in entry["sketches"].items()
         }
         nan_aware = frozenset(columns) if described.get("float_max") == FLOAT_MAX_COVERS_NAN else frozenset()
-        nan_counts = nan_counts_from_json(entry.get("nan_counts", {}))
+        try:
+            nan_counts = nan_counts_from_json(entry.get("nan_counts", {}))
+        except (ValueError, TypeError) as exc:
+            raise CorruptFileError(path, f"NaN counts of fragment {entry['id']} are malformed") from exc
         if any(c.shape[1] != count for c in nan_counts.values()):
             raise CorruptFileError(
                 path, f"NaN counts of fragment {entry['id']} do not cover its {count} zones"

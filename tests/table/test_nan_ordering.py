@@ -200,3 +200,24 @@ def test_statistics_files_keep_nan_counts(tmp_path: Path, lance: Any) -> None:
     theirs = lance.dataset(uri)
     for where in ["x > 5", "x < -5", "x > 0", "x <= -3"]:
         assert _ids(ds, where) == _ids(theirs, where), where
+
+
+def test_statistics_file_with_nan_counts_of_other_zones_is_corrupt(tmp_path: Path, lance: Any) -> None:
+    from dataclasses import replace
+
+    from lance_ops.errors import CorruptFileError
+    from lance_ops.ops.statistics import fragment_statistics
+    from lance_ops.table.statistics import load_statistics, write_statistics_file
+
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"x": pa.array([1.0, NAN, NEG_NAN])}), uri)
+    ds = lance_ops.dataset(uri)
+    field_id = ds.lance_schema.field("x").id
+    (fragment,) = ds._files.fragments()
+    good = fragment_statistics(fragment, {field_id: "x"})
+    assert good.nan_counts[field_id].tolist() == [[1], [1]]
+    bad = replace(good, nan_counts={field_id: np.zeros((2, 3), dtype=np.int64)})  # 3 zones of 1
+    name = write_statistics_file(ds.storage, [bad])
+    manifest = replace(ds.manifest, config={**ds.manifest.config, "lance-ops.statistics": f'["{name}"]'})
+    with pytest.raises(CorruptFileError, match="NaN counts"):
+        load_statistics(ds.storage, manifest)
