@@ -167,10 +167,21 @@ class LanceOperation:
     def Merge(fragments: Iterable[FragmentMetadata], schema: SchemaLike) -> Merge:  # noqa: N802
         return Merge(tuple(fragments), _schema_of(schema))
 
+    class RewriteGroup(NamedTuple):
+        """Fragments replaced by a rewrite (``old_fragments``) and those taking their place."""
+
+        old_fragments: Iterable[FragmentMetadata]
+        new_fragments: Iterable[FragmentMetadata]
+
     @staticmethod
-    def Rewrite(
-        groups: Iterable[tuple[Iterable[FragmentMetadata], Iterable[FragmentMetadata]]],  # noqa: N802
+    def Rewrite(  # noqa: N802
+        groups: Iterable[tuple[Iterable[FragmentMetadata], Iterable[FragmentMetadata]]],
+        rewritten_indices: Iterable[Any] = (),
     ) -> Rewrite:
+        """Groups of ``(old_fragments, new_fragments)`` (or :class:`RewriteGroup`); lance-ops
+        builds no indices, so ``rewritten_indices`` must be empty."""
+        if list(rewritten_indices):
+            raise UnsupportedFeatureError("rewritten_indices: lance-ops does not build indices")
         return Rewrite(tuple(RewriteGroup(tuple(old), tuple(new)) for old, new in groups))
 
     @staticmethod

@@ -386,3 +386,24 @@ def test_merge_columns_refuses_a_checkpoint(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="A checkpoint file cannot be used"):
         ds.get_fragments()[0].merge_columns(udf, columns=["a"])
+
+
+@pytest.mark.interop
+def test_rewrite_group_assigns_ids_as_pylance(tmp_path: Path) -> None:
+    """A hand-made compaction (pylance's create_from_file example): a new fragment with id 0 gets
+    the next id, as in pylance."""
+    results = {}
+    for module in (lance_ops, lance):
+        uri = str(tmp_path / module.__name__)
+        ds = module.write_dataset(pa.table({"a": range(20)}), uri, max_rows_per_file=10)
+        new = module.LanceFragment.create(uri, ds.to_table())
+        group = module.LanceOperation.RewriteGroup(
+            old_fragments=[f.metadata for f in ds.get_fragments()], new_fragments=[new]
+        )
+        ds = module.LanceDataset.commit(
+            uri, module.LanceOperation.Rewrite(groups=[group], rewritten_indices=[]), read_version=ds.version
+        )
+        results[module.__name__] = ([f.fragment_id for f in ds.get_fragments()], ds.to_table())
+    assert results["lance_ops"][0] == results["lance"][0] == [2]
+    assert results["lance_ops"][1].equals(results["lance"][1])
+    assert lance.dataset(str(tmp_path / "lance_ops")).to_table().equals(results["lance"][1])
