@@ -40,7 +40,8 @@ class _Placeholder(types.ModuleType):
 
 # pylance names lance_ops keeps in another module because of its layers: ``lance.fragment``'s
 # LanceFragment is lance_ops.LanceFragment (the fragment package sits below the dataset layer).
-_ALSO_IN = {"lance.fragment": ("lance_ops.dataset_fragment",)}
+# ``lance.lance`` (pylance's native module) re-exports lance.optimize's Compaction.
+_ALSO_IN = {"lance.fragment": ("lance_ops.dataset_fragment",), "lance.lance": ("lance_ops.optimize",)}
 
 
 class _Alias(types.ModuleType):
@@ -85,6 +86,8 @@ class _AliasLoader(importlib.abc.Loader):
         except ModuleNotFoundError as err:
             if err.name is None or not self.target.startswith(err.name):
                 raise
+            if spec.name in _ALSO_IN:
+                return _Alias(spec.name, importlib.import_module(_ALSO_IN[spec.name][0]))
             module = _Placeholder(spec.name)
             module.__path__ = []  # a package, so that deeper names resolve to placeholders too
             return module
