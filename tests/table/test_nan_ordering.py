@@ -221,3 +221,13 @@ def test_statistics_file_with_nan_counts_of_other_zones_is_corrupt(tmp_path: Pat
     manifest = replace(ds.manifest, config={**ds.manifest.config, "lance-ops.statistics": f'["{name}"]'})
     with pytest.raises(CorruptFileError, match="NaN counts"):
         load_statistics(ds.storage, manifest)
+
+
+def test_pylance_nan_handling_case(tmp_path: Path, lance: Any) -> None:
+    """pylance's test_scalar_index.py::test_nan_handling, without its indexes (ours have none)."""
+    values = [1.0, float("-nan"), INF, -INF, 2.0, float("nan"), 3.0]
+    uri = str(tmp_path / "dataset")
+    ds = lance_ops.write_dataset(pa.table({"x": values}), uri)
+    expected = {"x IS NULL": 0, "x IS NOT NULL": 7, "x > 0": 5, "x < 5": 5, "x IN (1, 2)": 2}
+    assert {where: ds.to_table(filter=where).num_rows for where in expected} == expected
+    assert {where: lance.dataset(uri).to_table(filter=where).num_rows for where in expected} == expected
