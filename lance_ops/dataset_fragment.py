@@ -30,7 +30,13 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lance_ops.encoding.api import FileVersion
-from lance_ops.errors import InvalidArgumentError, SchemaError, TakeIndexError, UnsupportedFeatureError
+from lance_ops.errors import (
+    InvalidArgumentError,
+    SchemaError,
+    TakeIndexError,
+    UnsupportedFeatureError,
+    WriteSchemaError,
+)
 from lance_ops.fragment import FragmentMetadata, FragmentReader, WriteOptions, write_fragments
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
 from lance_ops.fragment.writer import data_file_fields, to_reader, write_data_file
@@ -249,7 +255,8 @@ class LanceFragment:
             progress=None if callback is None else _with_fragment_id(callback, fragment_id or 0),
         )
         if len(written) != 1:
-            raise SchemaError(f"LanceFragment.create writes one fragment; the data made {len(written)}")
+            # an OSError too, as pylance's refusal of empty data
+            raise WriteSchemaError(f"LanceFragment.create writes one fragment; the data made {len(written)}")
         return replace(written[0], id=fragment_id or 0)
 
     def merge_columns(

@@ -407,3 +407,12 @@ def test_rewrite_group_assigns_ids_as_pylance(tmp_path: Path) -> None:
     assert results["lance_ops"][0] == results["lance"][0] == [2]
     assert results["lance_ops"][1].equals(results["lance"][1])
     assert lance.dataset(str(tmp_path / "lance_ops")).to_table().equals(results["lance"][1])
+
+
+@pytest.mark.interop
+def test_fragment_create_of_no_rows_is_an_oserror(tmp_path: Path) -> None:
+    for module in (lance_ops, lance):
+        with pytest.raises(OSError):
+            module.LanceFragment.create(
+                str(tmp_path / module.__name__), pa.table({"a": pa.array([], pa.int64())})
+            )
