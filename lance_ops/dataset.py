@@ -578,6 +578,7 @@ class LanceDataset:
                 "fragments": fragments,
                 "with_row_id": with_row_id,
                 "with_row_address": with_row_address,
+                "strict_batch_size": strict_batch_size or None,
             }
             merged = {**self._default_scan_options, **{k: v for k, v in given.items() if v is not None}}
             merged.update(

@@ -416,3 +416,11 @@ def test_fragment_create_of_no_rows_is_an_oserror(tmp_path: Path) -> None:
             module.LanceFragment.create(
                 str(tmp_path / module.__name__), pa.table({"a": pa.array([], pa.int64())})
             )
+
+
+def test_default_scan_options_keep_strict_batches(tmp_path: Path) -> None:
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(pa.table({"a": range(10)}), uri, max_rows_per_file=4)
+    ds = lance_ops.dataset(uri, default_scan_options={"batch_size": 3})
+    assert [b.num_rows for b in ds.to_batches()] == [3, 1, 3, 1, 2]
+    assert [b.num_rows for b in ds.to_batches(strict_batch_size=True)] == [3, 3, 3, 1]
