@@ -52,7 +52,9 @@ __all__ = [
 
 
 def register(spark: SparkSession) -> None:
-    """Register :class:`LanceDataSource` as ``"lance"``; allow its opt-in filter pushdown
-    (``.option("filter_pushdown", "true")`` needs ``spark.sql.python.filterPushdown.enabled``)."""
+    """Register :class:`LanceDataSource` as ``"lance"``. Also sets
+    ``spark.sql.python.filterPushdown.enabled``, which Spark needs for a reader taking filters; the
+    source refuses ``filter_pushdown`` on Spark releases that would reuse such a reader
+    (:func:`jobs.datasource.filter_pushdown`)."""
     spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
     spark.dataSource.register(LanceDataSource)

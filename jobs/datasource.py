@@ -22,22 +22,16 @@ selective ``filter`` on a column with statistics makes fewer tasks, and the rows
 
 Pushdown — what Spark 4.3's Python Data Source API allows:
 
-* Filters: ``DataSourceReader.pushFilters`` (Spark >= 4.1), opt-in with
-  ``.option("filter_pushdown", "true")``. Comparisons, ``IN``, ``IS [NOT] NULL``, ``NOT`` and string
-  prefix/suffix/contains on top-level columns with scalar literals become one Lance SQL predicate
-  evaluated while scanning; anything else is handed back to Spark. It is off by default because of
-  two Spark 4.3 constraints: Spark refuses a reader implementing ``pushFilters`` unless
-  ``spark.sql.python.filterPushdown.enabled`` is true (:func:`jobs.register` sets it), and the JVM
-  caches the planned reader on the DataFrame's source (``PythonDataSourceV2.readInfo``) and reuses it
-  for a later query on the same DataFrame whose filters have no Python form (``OR``, arithmetic, no
-  filter at all) — that later query would silently inherit the earlier pushed predicates. The
-  cached ``PythonDataSourceReadInfo`` holds the read function *and* the pickled partitions, and
-  Python is not called at all for a query without a convertible filter
-  (``UserDefinedPythonDataSource.pushdownFiltersInPython`` checks ``isAnyFilterSupported`` first), so
-  no state a Python reader keeps, on itself or in its partitions, can tell that query apart; newer
-  Spark scopes the read info to the ``PythonScanBuilder`` instead. With pushdown on, build a fresh
-  ``load()`` per filtered query. The ``filter`` option is the always-correct way to have Lance
-  evaluate a predicate while scanning: it is part of the reader's options, not of Spark's plan.
+* Filters: ``DataSourceReader.pushFilters`` (Spark >= 4.1) is implemented
+  (:class:`LanceFilteringReader`: comparisons, ``IN``, ``IS [NOT] NULL``, ``NOT`` and string
+  prefix/suffix/contains on top-level columns become one Lance SQL predicate) but
+  ``.option("filter_pushdown", "true")`` is refused (:func:`filter_pushdown`) on every Spark release
+  known to keep the planned reader on the DataFrame's source (``PythonDataSourceV2.readInfo``, Spark
+  4.1 to 4.3): the JVM reuses it for a later query of the same DataFrame whose filters have no
+  Python form (``OR``, arithmetic, no filter at all), without calling Python, so that query would
+  silently inherit the earlier pushed predicates, and nothing reaching Python can tell the two
+  queries apart. The ``filter`` option is the always-correct way to have Lance evaluate a predicate
+  while scanning: it is part of the reader's options, not of Spark's plan.
 * Columns: the JVM side (``PythonScanBuilder``) implements only ``SupportsPushDownFilters``, not
   ``SupportsPushDownRequiredColumns``, so ``load().select("a")`` still makes the source produce every
   column and Spark drops the rest. To read fewer columns from storage, name them at the source:
@@ -98,6 +92,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyspark
 from pyspark.sql import DataFrame
 from pyspark.sql.datasource import (
     DataSource,
@@ -129,7 +124,12 @@ from jobs.change_feed import ChangeFeedReader, change_feed_schema, version_range
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
 from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
 from lance_ops.encoding.plan import EncodingPlan
-from lance_ops.errors import DatasetAlreadyExistsError, DatasetNotFoundError, SchemaError
+from lance_ops.errors import (
+    DatasetAlreadyExistsError,
+    DatasetNotFoundError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from lance_ops.fragment import FragmentMetadata, write_fragments
 from lance_ops.fragment.conform import Conform, ConformPlan, check_fill_missing
 from lance_ops.fragment.options import ScanOptions, WriteOptions
@@ -152,6 +152,11 @@ DEFAULT_BATCH_SIZE = 8192
 DEFAULT_SPLIT_ROWS = 1024 * 1024
 FRAGMENT_ID = "_fragid"
 METADATA_COLUMNS = (ROW_ID, ROW_ADDRESS, FRAGMENT_ID)
+# Spark releases checked to keep the reader planned with pushed filters per scan. Spark 4.1 to 4.3
+# keep it on the DataFrame's source (``PythonDataSourceV2.readInfo``) and run it again for a later
+# query of that DataFrame with no filter Python can take, which then silently misses rows. No
+# release is known to scope it per scan yet, so ``filter_pushdown`` is refused on all of them.
+PUSHDOWN_SAFE_SPARK_VERSIONS: frozenset[str] = frozenset()
 
 
 def _json_option(options: Mapping[str, str], key: str) -> dict[str, str]:
@@ -169,6 +174,26 @@ def _manifest_store_option(options: Mapping[str, str]) -> SqliteManifestStore | 
     """The external manifest store named by option ``manifest_store`` (a SQLite database path)."""
     path = options.get("manifest_store")
     return SqliteManifestStore(path) if path else None
+
+
+def filter_pushdown(options: Mapping[str, str], spark_version: str = pyspark.__version__) -> bool:
+    """Whether the reader takes Spark's filters (option ``filter_pushdown``).
+
+    On a Spark release that reuses a pushed reader across the queries of one DataFrame (every
+    release known today, see :data:`PUSHDOWN_SAFE_SPARK_VERSIONS`) the option is refused with an
+    :class:`UnsupportedFeatureError`: a wrong row count must not be a possible outcome.
+    """
+    if not _bool_option(options, "filter_pushdown", False):
+        return False
+    if spark_version in PUSHDOWN_SAFE_SPARK_VERSIONS:
+        return True
+    raise UnsupportedFeatureError(
+        f"option 'filter_pushdown' is refused on Spark {spark_version}: this Spark keeps the reader "
+        "planned for one query's pushed filters on the DataFrame's source and reuses it for later "
+        "queries of the same DataFrame, which would then silently miss rows. Give Lance the "
+        "predicate with .option('filter', '<Lance SQL predicate>') instead (evaluated and used for "
+        "statistics pruning while scanning, always correct); Spark's own filters work as usual"
+    )
 
 
 def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -754,6 +779,7 @@ class LanceDataSource(DataSource):
         return pinned
 
     def schema(self) -> StructType:
+        filter_pushdown(self.options)  # refused at load(), before any query can run
         self._pinned_version()
         if _bool_option(self.options, CHANGE_FEED_OPTION, False):
             return spark_schema(change_feed_schema(self._arrow_schema))
@@ -774,8 +800,7 @@ class LanceDataSource(DataSource):
         if _bool_option(self.options, CHANGE_FEED_OPTION, False):
             start, end = version_range(self.options, self._pinned_version())
             return ChangeFeedReader(self.uri, start, end, schema, self.storage_options)
-        pushdown = _bool_option(self.options, "filter_pushdown", False)
-        cls = LanceFilteringReader if pushdown else LanceReader
+        cls = LanceFilteringReader if filter_pushdown(self.options) else LanceReader
         return cls(
             self.uri,
             self._pinned_version(),

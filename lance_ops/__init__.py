@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from lance_ops.ops.cleanup import CleanupStats
     from lance_ops.scanner import LanceScanner
     from lance_ops.table.manifest_store import SqliteManifestStore
+    from lance_ops.table.transaction import Transaction
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,7 @@ _EXPORTS = {
     "CleanupStats": "lance_ops.ops.cleanup",
     "LanceScanner": "lance_ops.scanner",
     "SqliteManifestStore": "lance_ops.table.manifest_store",
+    "Transaction": "lance_ops.table.transaction",
 }
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "LanceOperation",
     "LanceScanner",
     "SqliteManifestStore",
+    "Transaction",
     "__version__",
     "batch_udf",
     "dataset",

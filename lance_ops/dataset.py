@@ -14,7 +14,8 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeAlias
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -48,7 +49,7 @@ from lance_ops.ops import indices as indices_op
 from lance_ops.ops import metadata as metadata_op
 from lance_ops.ops import update as update_op
 from lance_ops.ops import write as write_op
-from lance_ops.ops.auto_cleanup import AutoCleanupConfig
+from lance_ops.ops.auto_cleanup import AutoCleanupConfig as AutoCleanup
 from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callback
@@ -61,6 +62,7 @@ from lance_ops.table.manifest import DataFile, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore, repair
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
+    COMMIT_MESSAGE_KEY,
     Append,
     DataReplacement,
     Delete,
@@ -82,6 +84,8 @@ if TYPE_CHECKING:
     from lance_ops.optimize import DatasetOptimizer
 
 __all__ = [
+    "LANCE_COMMIT_MESSAGE_KEY",
+    "AutoCleanupConfig",
     "BatchUDF",
     "LanceDataset",
     "LanceFragment",
@@ -90,6 +94,17 @@ __all__ = [
     "dataset",
     "write_dataset",
 ]
+
+# pylance's name for the transaction property holding the commit message.
+LANCE_COMMIT_MESSAGE_KEY = COMMIT_MESSAGE_KEY
+
+
+class AutoCleanupConfig(TypedDict):
+    """pylance's ``auto_cleanup_options`` / ``ds.optimize.enable_auto_cleanup`` argument."""
+
+    interval: int
+    older_than_seconds: int
+
 
 SchemaLike: TypeAlias = "pa.Schema | LanceSchema | PublicLanceSchema"
 
@@ -103,7 +118,6 @@ _SCAN_TUNING = frozenset(
         "io_buffer_size",
         "late_materialization",
         "use_scalar_index",
-        "strict_batch_size",
         "disable_scoring_autoprojection",
         "scan_stats_callback",
         "blob_handling",
@@ -120,6 +134,10 @@ def _schema_of(schema: SchemaLike) -> LanceSchema:
     if isinstance(schema, PublicLanceSchema):
         schema = schema.to_internal()
     return schema if isinstance(schema, LanceSchema) else LanceSchema.from_arrow(schema)
+
+
+# The table layer's map edit, named apart from LanceOperation.UpdateMap (its factory).
+MapEdit = UpdateMap
 
 
 class LanceOperation:
@@ -153,10 +171,21 @@ class LanceOperation:
     def Merge(fragments: Iterable[FragmentMetadata], schema: SchemaLike) -> Merge:  # noqa: N802
         return Merge(tuple(fragments), _schema_of(schema))
 
+    class RewriteGroup(NamedTuple):
+        """Fragments replaced by a rewrite (``old_fragments``) and those taking their place."""
+
+        old_fragments: Iterable[FragmentMetadata]
+        new_fragments: Iterable[FragmentMetadata]
+
     @staticmethod
-    def Rewrite(
-        groups: Iterable[tuple[Iterable[FragmentMetadata], Iterable[FragmentMetadata]]],  # noqa: N802
+    def Rewrite(  # noqa: N802
+        groups: Iterable[tuple[Iterable[FragmentMetadata], Iterable[FragmentMetadata]]],
+        rewritten_indices: Iterable[Any] = (),
     ) -> Rewrite:
+        """Groups of ``(old_fragments, new_fragments)`` (or :class:`RewriteGroup`); lance-ops
+        builds no indices, so ``rewritten_indices`` must be empty."""
+        if list(rewritten_indices):
+            raise UnsupportedFeatureError("rewritten_indices: lance-ops does not build indices")
         return Rewrite(tuple(RewriteGroup(tuple(old), tuple(new)) for old, new in groups))
 
     @staticmethod
@@ -199,16 +228,51 @@ class LanceOperation:
         return ReserveFragments(num_fragments)
 
     @staticmethod
-    def UpdateConfig(
-        upsert_values: Mapping[str, str] | None = None,  # noqa: N802
+    def UpdateMap(updates: Mapping[str, str | None], replace: bool = False) -> MapEdit:  # noqa: N802
+        """Map edits for :meth:`UpdateConfig`: a value None deletes its key; ``replace`` drops the
+        keys not named."""
+        return MapEdit(tuple(updates.items()), replace)
+
+    @staticmethod
+    def UpdateConfig(  # noqa: N802
+        upsert_values: Mapping[str, str] | MapEdit | None = None,
         delete_keys: Iterable[str] = (),
+        *,
+        config_updates: MapEdit | None = None,
+        table_metadata_updates: MapEdit | None = None,
+        schema_metadata_updates: MapEdit | None = None,
+        field_metadata_updates: Mapping[int, MapEdit] | None = None,
     ) -> UpdateConfig:
-        entries = tuple((upsert_values or {}).items()) + tuple((k, None) for k in delete_keys)
-        return UpdateConfig(config_updates=UpdateMap(entries))
+        """pylance 14's form (``config_updates``, ``table_metadata_updates``,
+        ``schema_metadata_updates``, ``field_metadata_updates`` by field id, each an
+        :meth:`UpdateMap`; the first may be given by position) or the older one (``upsert_values``,
+        ``delete_keys``)."""
+        if isinstance(upsert_values, MapEdit):
+            if config_updates is not None:
+                raise TypeError("config_updates given twice")
+            config_updates, upsert_values = upsert_values, None
+        if upsert_values or delete_keys:
+            if config_updates is not None:
+                raise TypeError("give config_updates or upsert_values / delete_keys, not both")
+            entries = tuple((upsert_values or {}).items()) + tuple((k, None) for k in delete_keys)
+            config_updates = MapEdit(entries)
+        return UpdateConfig(
+            config_updates=config_updates,
+            table_metadata_updates=table_metadata_updates,
+            schema_metadata_updates=schema_metadata_updates,
+            field_metadata_updates=dict(field_metadata_updates or {}),
+        )
+
+    class DataReplacementGroup(NamedTuple):
+        """One replaced data file: the fragment and the file taking the place of the one covering
+        the same fields."""
+
+        fragment_id: int
+        new_file: DataFile
 
     @staticmethod
     def DataReplacement(replacements: Iterable[tuple[int, DataFile]]) -> DataReplacement:  # noqa: N802
-        return DataReplacement(tuple(replacements))
+        return DataReplacement(tuple((int(fid), new_file) for fid, new_file in replacements))
 
 
 class DeletedRows(int):
@@ -228,6 +292,9 @@ class LanceDataset:
     the versions checked out from this one and passed to every operation) and reads one
     manifest; data files are opened when rows are read.
     """
+
+    # pylance's dataset(default_scan_options=): arguments every scan of this object starts from.
+    _default_scan_options: Mapping[str, Any] = MappingProxyType({})
 
     def __init__(
         self,
@@ -327,6 +394,10 @@ class LanceDataset:
 
     @property
     def schema(self) -> pa.Schema:
+        """The dataset's Arrow schema; with ``default_scan_options`` (pylance's), what a default scan
+        returns (``_rowid`` / ``_rowaddr`` included when they ask for them)."""
+        if self._default_scan_options:
+            return self.scanner().projected_schema
         return self._files.schema
 
     @property
@@ -364,9 +435,22 @@ class LanceDataset:
             return self._transaction
         return load_transaction(store, root, load_manifest(store, root, version))
 
+    def get_transactions(self, recent_transactions: int = 10) -> list[Transaction | None]:
+        """The transactions of the ``recent_transactions`` versions up to this one, newest first
+        (None for a version whose transaction file is gone), as pylance."""
+        first = max(1, self.version - recent_transactions + 1)
+        return [self.read_transaction(v) for v in range(self.version, first - 1, -1)]
+
+    def _without_scan_defaults(self) -> LanceDataset:
+        plain = LanceDataset.__new__(LanceDataset)
+        plain.__dict__.update(self.__dict__)
+        plain._default_scan_options = MappingProxyType({})
+        return plain
+
     def checkout_version(self, version: int | str) -> LanceDataset:
         ds = LanceDataset.__new__(LanceDataset)
         ds._load_version(self._storage, version, self._manifest_store)
+        ds._default_scan_options = self._default_scan_options
         return ds
 
     # ------------------------------------------------------------------ config and metadata
@@ -473,6 +557,7 @@ class LanceDataset:
         *,
         with_row_id: bool | None = None,
         with_row_address: bool | None = None,
+        strict_batch_size: bool = False,
         **tuning: Any,
     ) -> LanceScanner:
         """A :class:`~lance_ops.scanner.LanceScanner` over this version (pylance's arguments).
@@ -482,9 +567,28 @@ class LanceDataset:
         the scan to those fragments, in the order given. Read-ahead, ordering and other tuning
         arguments of pylance's scanner (``batch_readahead``, ``scan_in_order``, ``prefilter``,
         ``use_stats``, ...) are accepted and have no effect here: scans are sequential and in order.
+        Batches hold ``batch_size`` rows (default ``LANCE_DEFAULT_BATCH_SIZE`` or 8192) but for
+        each fragment's last, or with ``strict_batch_size`` the scan's last, as in pylance.
         Vector and full-text search (``nearest``, ``full_text_query``, ``index_segments``) need
         indices, which lance-ops does not build: they raise ``NotImplementedError``.
         """
+        if self._default_scan_options:
+            given = {
+                "columns": columns,
+                "filter": filter,
+                "limit": limit,
+                "offset": offset,
+                "batch_size": batch_size,
+                "fragments": fragments,
+                "with_row_id": with_row_id,
+                "with_row_address": with_row_address,
+                "strict_batch_size": strict_batch_size or None,
+            }
+            merged = {**self._default_scan_options, **{k: v for k, v in given.items() if v is not None}}
+            merged.update(
+                tuning, nearest=nearest, full_text_query=full_text_query, index_segments=index_segments
+            )
+            return LanceDataset.scanner(self._without_scan_defaults(), **merged)
         if nearest is not None or full_text_query is not None or index_segments is not None:
             raise UnsupportedFeatureError(
                 "vector and full-text search need indices, which lance-ops does not build"
@@ -504,6 +608,7 @@ class LanceDataset:
             with_row_address=bool(with_row_address),
             batch_size=batch_size,
             fragment_ids=fragment_ids(fragments),
+            strict_batch_size=bool(strict_batch_size),
         )
         return LanceScanner(self, request)
 
@@ -544,6 +649,22 @@ class LanceDataset:
 
     def head(self, num_rows: int, columns: Columns = None, **kwargs: Any) -> pa.Table:
         return self.to_table(columns=columns, limit=num_rows, **kwargs)
+
+    def sample(
+        self,
+        num_rows: int,
+        columns: Sequence[str] | None = None,
+        randomize_order: bool = True,
+        seed: int | None = None,
+    ) -> pa.Table:
+        """``num_rows`` distinct live rows picked at random (in random order unless
+        ``randomize_order`` is false, then in dataset order), as pylance; ``seed`` makes the pick
+        repeatable. More rows than the dataset has raise ``ValueError``."""
+        total = self.count_rows()
+        if not 0 <= num_rows <= total:
+            raise InvalidArgumentError(f"cannot sample {num_rows} rows from a dataset of {total}")
+        picked = np.random.default_rng(seed).choice(total, size=num_rows, replace=False)
+        return self.take(picked if randomize_order else np.sort(picked), columns)
 
     def take(
         self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str] | None = None
@@ -882,8 +1003,15 @@ def dataset(
     manifest_store: ExternalManifestStore | None = None,
     *,
     asof: dt.datetime | str | None = None,
+    default_scan_options: Mapping[str, Any] | None = None,
+    read_params: Mapping[str, Any] | None = None,
 ) -> LanceDataset:
     """Open a dataset (latest version, a version number or a tag name).
+
+    ``default_scan_options`` (pylance's) are scanner arguments every scan of the returned object
+    starts from (explicit arguments win); ``ds.schema`` then is what such a scan returns.
+    ``read_params`` (pylance's file reader tuning, e.g. ``cache_repetition_index``) is accepted and
+    changes nothing: lance-ops' reader has no such switches.
 
     With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
     repaired through that external store (:mod:`lance_ops.table.manifest_store`); an
@@ -892,10 +1020,14 @@ def dataset(
     ``version``, ``asof`` (a datetime or timestamp string) opens the newest version committed before
     it, as pylance does (:func:`lance_ops.ops.history.version_as_of`).
     """
+    if read_params is not None and not isinstance(read_params, Mapping):
+        raise TypeError(f"read_params must be a dict, not {type(read_params).__name__}")
+    ds = LanceDataset(uri, version, storage_options, manifest_store)
     if version is None and asof is not None:
-        ds = LanceDataset(uri, None, storage_options, manifest_store)
-        return ds.checkout_version(history_op.version_as_of(ds.storage.store, ds.storage.root, asof))
-    return LanceDataset(uri, version, storage_options, manifest_store)
+        ds = ds.checkout_version(history_op.version_as_of(ds.storage.store, ds.storage.root, asof))
+    if default_scan_options:
+        ds._default_scan_options = MappingProxyType(dict(default_scan_options))
+    return ds
 
 
 def write_dataset(
@@ -950,7 +1082,10 @@ def write_dataset(
     computes a column added by a SQL expression (``add_columns``) from that expression; ``"null"``
     is the same without computing; ``"error"`` refuses any missing column.
     """
+    opened = None
     if isinstance(uri, LanceDataset):
+        # the dataset's own storage (a memory:// dataset lives only in the store its handle holds)
+        opened = uri.storage if storage_options is None else None
         storage_options = storage_options if storage_options is not None else uri.storage_options
         manifest_store = manifest_store if manifest_store is not None else uri.manifest_store
         uri = uri.uri
@@ -958,9 +1093,7 @@ def write_dataset(
     manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
     if use_legacy_format:
         raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files; use data_storage_version")
-    auto_cleanup = (
-        None if auto_cleanup_options is None else AutoCleanupConfig.from_options(auto_cleanup_options)
-    )
+    auto_cleanup = None if auto_cleanup_options is None else AutoCleanup.from_options(auto_cleanup_options)
     write_options = WriteOptions(
         max_rows_per_file=max_rows_per_file,
         max_rows_per_group=max_rows_per_group,
@@ -981,7 +1114,7 @@ def write_dataset(
         commit_lock=commit_lock,
         new_dataset_config=None if auto_cleanup is None else auto_cleanup.to_config(),
     )
-    storage = StorageContext.open(uri, storage_options)
+    storage = opened or StorageContext.open(uri, storage_options)
     if manifest_store is not None:
         repair(storage.store, storage.root, manifest_store)
     manifest, transaction = write_op.write(

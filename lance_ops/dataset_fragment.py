@@ -26,24 +26,33 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from lance_ops.errors import InvalidArgumentError, SchemaError, TakeIndexError, UnsupportedFeatureError
+from lance_ops.encoding.api import FileVersion
+from lance_ops.errors import (
+    InvalidArgumentError,
+    SchemaError,
+    TakeIndexError,
+    UnsupportedFeatureError,
+    WriteSchemaError,
+)
 from lance_ops.fragment import FragmentMetadata, FragmentReader, WriteOptions, write_fragments
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
-from lance_ops.fragment.writer import to_reader, write_data_file
+from lance_ops.fragment.writer import data_file_fields, to_reader, write_data_file
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops.delete import delete_in_fragment
+from lance_ops.progress import ProgressCallback, ProgressEvent, as_callback
 from lance_ops.query.predicate import parse_predicate
 from lance_ops.scanner import Columns, Filter, LanceScanner
 from lance_ops.schema import LanceSchema
 from lance_ops.table.manifest import DataFile
-from lance_ops.table.naming import DELETIONS_DIR
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
 
-__all__ = ["LanceFragment"]
+__all__ = ["FragmentSession", "LanceFragment"]
 
 
 class LanceFragment:
@@ -156,6 +165,11 @@ class LanceFragment:
         self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str] | None = None
     ) -> pa.Table:
         """Rows at positions ``indices`` among this fragment's live rows (any order, repeats allowed)."""
+        return self._take(indices, self._ds.handle.files.resolve_columns(columns), with_row_address=False)
+
+    def _take(
+        self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str], with_row_address: bool
+    ) -> pa.Table:
         if isinstance(indices, pa.Array | pa.ChunkedArray):
             indices = indices.to_numpy(zero_copy_only=False)
         positions = np.asarray(indices, dtype=np.int64).reshape(-1)
@@ -163,10 +177,44 @@ class LanceFragment:
         if positions.size and (positions.min() < 0 or positions.max() >= len(live)):
             raise TakeIndexError(f"take index out of range: fragment {self.fragment_id} has {len(live)} rows")
         unique, inverse = np.unique(live[positions], return_inverse=True)
-        table = self._reader.read(self._ds.handle.files.resolve_columns(columns), unique)
+        table = self._reader.read(columns, unique, False, with_row_address)
         return table.take(pa.array(inverse.reshape(-1)))
 
+    def open_session(
+        self, columns: Sequence[str] | None = None, with_row_address: bool | None = None
+    ) -> FragmentSession:
+        """A reader of ``columns`` of this fragment for repeated :meth:`FragmentSession.take` calls
+        (pylance's ``open_session``)."""
+        return FragmentSession(self, columns, bool(with_row_address))
+
     # ------------------------------------------------------------------ writes (uncommitted)
+
+    @staticmethod
+    def create_from_file(filename: str, dataset: LanceDataset, fragment_id: int) -> FragmentMetadata:
+        """A fragment made of one data file already under ``dataset``'s ``data/`` directory (written
+        with ``LanceFileWriter``), as pylance's ``create_from_file``: its columns are matched to the
+        dataset's fields by name. Nothing is committed; an ``Append`` assigns the final id."""
+        files = dataset.handle.files
+        reader = files.open_file(
+            DataFile(path=filename, fields=(), column_indices=(), file_major_version=2, file_minor_version=0)
+        )
+        metadata = reader.metadata()
+        names = metadata.schema.names
+        missing = [n for n in names if files.schema.get_field_index(n) < 0]
+        if missing:
+            raise SchemaError(f"{filename}: columns {missing} are not in the dataset ({files.schema.names})")
+        fields = files.lance_schema.project(names)
+        version = FileVersion.from_footer(metadata.major_version, metadata.minor_version)
+        ids = data_file_fields(fields, version)
+        data_file = DataFile(
+            path=filename,
+            fields=ids,
+            column_indices=tuple(range(len(ids))),
+            file_major_version=version.major,
+            file_minor_version=version.minor,
+            file_size_bytes=dataset.storage.store.size(dataset.storage.path(DATA_DIR, filename)),
+        )
+        return FragmentMetadata(id=fragment_id, files=(data_file,), physical_rows=metadata.num_rows)
 
     @staticmethod
     def create(
@@ -193,6 +241,7 @@ class LanceFragment:
         if use_legacy_format:
             raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files")
         reader = to_reader(data, schema)
+        callback = as_callback(progress, begin_with_files=True)
         written = write_fragments(
             reader,
             dataset_uri,
@@ -202,10 +251,12 @@ class LanceFragment:
             max_rows_per_group=max_rows_per_group,
             data_storage_version=data_storage_version or "stable",
             storage_options=storage_options,
-            progress=progress,
+            # the fragment reported carries its id, as pylance's
+            progress=None if callback is None else _with_fragment_id(callback, fragment_id or 0),
         )
         if len(written) != 1:
-            raise SchemaError(f"LanceFragment.create writes one fragment; the data made {len(written)}")
+            # an OSError too, as pylance's refusal of empty data
+            raise WriteSchemaError(f"LanceFragment.create writes one fragment; the data made {len(written)}")
         return replace(written[0], id=fragment_id or 0)
 
     def merge_columns(
@@ -220,6 +271,11 @@ class LanceFragment:
         Returns the fragment with the new data file and the dataset schema with the new fields,
         for a ``LanceOperation.Merge`` of all the dataset's fragments.
         """
+        if getattr(value_func, "checkpoint_file", None) is not None:
+            raise InvalidArgumentError(
+                "A checkpoint file cannot be used with merge_columns: it resumes a whole "
+                "add_columns run (use LanceDataset.add_columns)"
+            )
         files = self._ds.handle.files
         # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
         read = None if isinstance(value_func, Mapping) else columns
@@ -231,6 +287,37 @@ class LanceFragment:
         fields = files.lance_schema
         schema = replace(fields, fields=(*fields.fields, *new.fields.fields))
         return replace(self._metadata, files=(*self._metadata.files, data_file)), LanceSchema(schema)
+
+    def merge(
+        self, data_obj: Any, left_on: str, right_on: str | None = None, schema: pa.Schema | None = None
+    ) -> tuple[FragmentMetadata, LanceSchema]:
+        """New columns for this fragment from ``data_obj``, joined on ``left_on`` (a column or
+        ``_rowid`` / ``_rowaddr``) = ``right_on`` (default ``left_on``); rows without a match get
+        nulls. Returns the fragment with one more data file and the schema for a
+        ``LanceOperation.Merge`` (nothing is committed), as pylance's ``merge``."""
+        right_on = right_on or left_on
+        table = to_reader(data_obj, schema).read_all()
+        if table.schema.get_field_index(right_on) < 0:
+            raise SchemaError(f"the new data has no key column {right_on!r}")
+        files = self._ds.handle.files
+        names = [n for n in table.schema.names if n != right_on]
+        clash = [n for n in names if files.schema.get_field_index(n) >= 0]
+        if clash or not names:
+            raise SchemaError(f"merge needs new columns besides the key; already in the dataset: {clash}")
+        current = self.to_table(columns=[left_on], with_row_address=True)
+        keys = current.column(left_on)
+        right = table.column(right_on)
+        if keys.type != right.type:
+            right = right.cast(keys.type)
+        found = pc.index_in(keys, value_set=right.combine_chunks())
+        matched = found.is_valid().to_numpy(zero_copy_only=False)
+        physical = (current.column(ROW_ADDRESS).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        values = table.select(names).take(found.filter(found.is_valid()))
+        new = columns_op.numbered_columns(files, values.schema)
+        data_file = columns_op.write_fragment_values(files, self.fragment_id, physical[matched], values, new)
+        lance_schema = files.lance_schema
+        merged = replace(lance_schema, fields=(*lance_schema.fields, *new.fields.fields))
+        return replace(self._metadata, files=(*self._metadata.files, data_file)), LanceSchema(merged)
 
     def update_columns(
         self,
@@ -256,9 +343,14 @@ class LanceFragment:
         names = [n for n in table.schema.names if n != right_on]
         lance_schema = self._ds.handle.files.lance_schema
         top = {f.name: f for f in lance_schema.fields if f.parent_id == -1}
+        reserved = [n for n in names if n in (ROW_ID, ROW_ADDRESS) and n not in top]
+        if reserved:
+            raise SchemaError(f"column {reserved[0]} is a reserved metadata column and cannot be updated")
         unknown = [n for n in names if n not in top]
-        if unknown or not names:
-            raise SchemaError(f"update_columns needs existing columns to update; unknown: {unknown}")
+        if unknown:
+            raise SchemaError(f"column {unknown[0]} of the new data does not exist in the fragment")
+        if not names:
+            raise SchemaError("update_columns needs at least one column to update besides the key")
         current = self.to_table(columns=[left_on], with_row_address=True)
         keys = current.column(left_on).to_numpy(zero_copy_only=False)
         new_keys = table.column(right_on).to_numpy(zero_copy_only=False)
@@ -307,3 +399,29 @@ def _find(dataset: LanceDataset, fragment_id: int | None) -> FragmentMetadata:
     if index is not None:
         return dataset.manifest.fragments[index]
     raise InvalidArgumentError(f"fragment {fragment_id} is not in version {dataset.version} of the dataset")
+
+
+def _with_fragment_id(callback: ProgressCallback, fragment_id: int) -> ProgressCallback:
+    """``callback`` seeing the fragments of write events with id ``fragment_id``."""
+
+    def report(event: ProgressEvent) -> None:
+        if event.fragment is not None:
+            event = replace(event, fragment=replace(event.fragment, id=fragment_id))
+        callback(event)
+
+    return report
+
+
+class FragmentSession:
+    """Repeated takes of fixed columns from one fragment (pylance's ``FragmentSession``)."""
+
+    def __init__(
+        self, fragment: LanceFragment, columns: Sequence[str] | None, with_row_address: bool
+    ) -> None:
+        self._fragment = fragment
+        self._columns = fragment._ds.handle.files.resolve_columns(columns)
+        self._with_row_address = with_row_address
+
+    def take(self, indices: Sequence[int] | np.ndarray | pa.Array) -> pa.Table:
+        """Rows at positions ``indices`` among the fragment's live rows, ``_rowaddr`` last if asked."""
+        return self._fragment._take(indices, self._columns, self._with_row_address)

@@ -40,6 +40,28 @@ __all__ = ["LanceStats"]
 DEFAULT_MAX_ROWS_PER_GROUP = 1024
 
 
+def _python_value(scalar: pa.Scalar) -> Any:
+    """``scalar`` as a Python value, or the Arrow scalar itself where Python cannot hold it.
+
+    Bounds of temporal columns may be the type's extremes (the format's unknown bounds, or real
+    values): ``date32`` -2147483648 days, ``timestamp`` -2**63 (which pandas would call NaT);
+    a value that does not convert back to the same scalar stays an Arrow scalar too.
+    """
+    if not scalar.is_valid:
+        return None
+    try:
+        value = scalar.as_py()
+    except (OverflowError, ValueError, pa.ArrowException):
+        return scalar
+    if pa.types.is_temporal(scalar.type) and value != value:  # a NaT stands for a real bound here
+        return scalar
+    try:  # a value Python holds only in part (date64 milliseconds within a day) stays Arrow's
+        exact = pa.scalar(value, scalar.type).equals(scalar)
+    except (OverflowError, ValueError, TypeError, pa.ArrowException):
+        exact = False
+    return value if exact else scalar
+
+
 class LanceStats:
     """Statistics about one version of a dataset (``ds.stats``)."""
 
@@ -113,6 +135,9 @@ class LanceStats:
     def column_summary(self, name: str) -> dict[str, Any]:
         """Bounds of the whole dataset: null count, min, max, distinct count (None where unknown).
 
+        Bounds are Python values, or Arrow scalars where Python's types cannot hold them (dates
+        and timestamps beyond ``datetime``'s years 1-9999, nanosecond extremes).
+
         ``fragments_with_statistics`` says how many of the ``num_fragments`` the figures cover.
         """
         field_id, type_ = self._field(name)
@@ -126,7 +151,10 @@ class LanceStats:
         if entries:
             stats = pa.concat_arrays([e.columns[field_id] for e in entries])
             lengths = np.concatenate([e.lengths(field_id) for e in entries])
-            summary.update(merge_statistics(stats, lengths).to_pylist()[0])
+            merged = merge_statistics(stats, lengths)
+            summary["null_count"] = merged.field("null_count")[0].as_py()
+            for key in ("min_value", "max_value"):
+                summary[key] = _python_value(merged.field(key)[0])
             summary["distinct_count"] = self._distinct(entries, field_id)
         summary["fragments_with_statistics"] = len(entries)
         summary["num_fragments"] = len(self._ds.manifest.fragments)

@@ -51,12 +51,20 @@ class UnsupportedFeatureError(LanceOpsError, NotImplementedError):
     """A file or dataset needs a feature we do not support (feature flags, versions, types)."""
 
 
+def _user_input(text: str) -> str:
+    """``text`` opening with pylance's "Invalid user input: " (what callers match)."""
+    return text if text.startswith("Invalid user input") else f"Invalid user input: {text}"
+
+
 class UnsupportedSQLError(UnsupportedFeatureError, ValueError, OSError):
     """A filter or expression uses SQL (a construct, a function) that is not supported.
 
     Also ``ValueError`` and ``OSError``: pylance reports unsupported SQL as "Invalid user input"
-    with one or the other depending on the call.
+    with one or the other depending on the call; the message opens with those words too.
     """
+
+    def __str__(self) -> str:
+        return _user_input(super().__str__())
 
 
 class SchemaError(LanceOpsError, ValueError):
@@ -98,7 +106,10 @@ class RowCountMismatchError(SchemaError, OSError):
 class PredicateError(LanceOpsError, ValueError, OSError):
     """A filter predicate is not valid SQL, or its operands have types that cannot be combined.
 
-    Also an ``OSError``: pylance reports these as "Invalid user input"."""
+    Also an ``OSError``: pylance reports these as "Invalid user input", and so does the message."""
+
+    def __str__(self) -> str:
+        return _user_input(super().__str__())
 
 
 class PredicateTypeError(PredicateError, TypeError):
@@ -124,8 +135,9 @@ class DatasetAlreadyExistsError(LanceOpsError, FileExistsError):
     """``mode="create"`` was asked for a location that already holds a dataset."""
 
 
-class CommitConflictError(LanceOpsError, RuntimeError):
-    """A concurrent commit conflicts with ours and the operation cannot be rebased."""
+class CommitConflictError(LanceOpsError, RuntimeError, OSError):
+    """A concurrent commit conflicts with ours and the operation cannot be rebased (an ``OSError``
+    too, as pylance's ``lance.commit.CommitConflictError``)."""
 
 
 class RetryableCommitConflictError(CommitConflictError):

@@ -22,6 +22,8 @@ from lance_ops.dataset import LanceDataset
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.ops import compaction as ops
 from lance_ops.ops import indices as indices_op
+from lance_ops.ops.auto_cleanup import INTERVAL_KEY, OLDER_THAN_KEY
+from lance_ops.ops.auto_cleanup import AutoCleanupConfig as AutoCleanup
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import (
     CompactionMetrics,
@@ -95,6 +97,15 @@ class DatasetOptimizer:
 
     def __init__(self, ds: LanceDataset) -> None:
         self._ds = ds
+
+    def enable_auto_cleanup(self, auto_cleanup_config: Mapping[str, int], **kwargs: Any) -> None:
+        """Turn on automatic cleanup (pylance's ``AutoCleanupConfig`` dict: ``interval``,
+        ``older_than_seconds``): one ``UpdateConfig`` commit of the ``lance.auto_cleanup.*`` keys."""
+        self._ds.update_config(AutoCleanup.from_options(auto_cleanup_config).to_config())
+
+    def disable_auto_cleanup(self, **kwargs: Any) -> None:
+        """Turn automatic cleanup off: one commit deleting the ``lance.auto_cleanup.*`` keys."""
+        self._ds.delete_config_keys([INTERVAL_KEY, OLDER_THAN_KEY])
 
     @overload
     def compact_files(

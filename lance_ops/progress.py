@@ -14,8 +14,8 @@ events can rely on):
 
   - ``write`` (``rows``): when a data file is opened (``done`` unchanged) and when it is closed
     (``done`` += its rows). ``total`` is the input's rows for a Table, RecordBatch or pandas frame,
-    else None. ``fragment`` is the fragment opened (no files yet) or finished (its data file and
-    ``physical_rows``).
+    else None. ``fragment`` is the fragment opened (its data file named, ``physical_rows`` 0) or
+    finished (its data file and ``physical_rows``).
   - ``compact`` (``tasks``): per compaction task finished; ``total`` = tasks planned.
   - ``statistics`` (``fragments``): per fragment whose statistics were computed; ``total`` =
     fragments lacking them.
@@ -37,7 +37,9 @@ pylance compatibility: ``write_dataset(progress=...)`` and ``write_fragments(pro
 accept a :class:`FragmentWriteProgress` (pylance's experimental per-fragment tracker, or any object
 with ``begin(fragment)`` and ``complete(fragment)``): :func:`as_callback` turns it into a callback.
 ``begin`` is called before a fragment's data file is written (id 0, no files, ``physical_rows``
-0 where pylance has None) and ``complete`` after it is closed (id 0: ids are assigned at commit).
+0 where pylance has None; from ``LanceFragment.create``, as there in pylance, with the fragment's
+id and the data file about to be written) and ``complete`` after it is closed (id 0: ids are
+assigned at commit).
 One deliberate difference: pylance 14 skips ``complete`` for the last fragment of a write unless
 that fragment filled up to ``max_rows_per_file``; here every ``begin`` has its ``complete``.
 """
@@ -47,7 +49,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from lance_ops.io.context import StorageContext
@@ -191,27 +193,33 @@ class FileSystemFragmentWriteProgress(FragmentWriteProgress):
             self._storage.store.delete(path)
 
 
-def _fragment_callback(tracker: Any) -> ProgressCallback:
+def _fragment_callback(tracker: Any, begin_with_files: bool) -> ProgressCallback:
     """A callback calling ``tracker.begin`` / ``tracker.complete`` for the fragments of write events."""
 
     def report(event: ProgressEvent) -> None:
         if event.operation != WRITE or event.fragment is None:
             return
-        if event.fragment.files:
+        if event.fragment.physical_rows:
             tracker.complete(event.fragment)
         else:
-            tracker.begin(event.fragment)
+            tracker.begin(event.fragment if begin_with_files else replace(event.fragment, files=()))
 
     return report
 
 
-def as_callback(progress: ProgressCallback | FragmentWriteProgress | Any | None) -> ProgressCallback | None:
+def as_callback(
+    progress: ProgressCallback | FragmentWriteProgress | Any | None, begin_with_files: bool = False
+) -> ProgressCallback | None:
     """``progress`` as an event callback: a :class:`FragmentWriteProgress` (or any object with
-    ``begin`` and ``complete`` methods, pylance's own included) is adapted; a callable is used as is."""
+    ``begin`` and ``complete`` methods, pylance's own included) is adapted; a callable is used as is.
+
+    The adapted ``begin`` gets the fragment without files, as pylance's dataset writes give it;
+    ``begin_with_files`` names the data file about to be written, as pylance's
+    ``LanceFragment.create`` does."""
     if progress is None:
         return None
     if callable(getattr(progress, "begin", None)) and callable(getattr(progress, "complete", None)):
-        return _fragment_callback(progress)
+        return _fragment_callback(progress, begin_with_files)
     if callable(progress):
         return progress
     raise TypeError(

@@ -16,6 +16,7 @@ already returns them, as pylance does. Nothing is read until a result is asked f
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -57,6 +58,7 @@ class ScanRequest:
     with_row_address: bool = False
     batch_size: int | None = None
     fragment_ids: tuple[int, ...] | None = None
+    strict_batch_size: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ class LanceScanner:
             predicate=self._predicate,
             with_row_id=ROW_ID in virtual,
             with_row_address=bool(virtual & {ROW_ADDRESS, ROW_OFFSET}),
-            batch_size=self._request.batch_size or DEFAULT_BATCH_SIZE,
+            batch_size=self._request.batch_size or default_batch_size(),
         )
 
     @cached_property
@@ -264,10 +266,19 @@ class LanceScanner:
         return self._files.schema
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """The scan's rows as record batches of at most ``batch_size`` rows, read lazily."""
+        """The scan's rows as record batches of ``batch_size`` rows, read lazily.
+
+        Each fragment's last batch may be shorter, as in pylance; with ``strict_batch_size`` only
+        the scan's last batch.
+        """
         request = self._request
         batches = scan_batches(
-            self._files, self._options, request.limit, request.offset or 0, self._fragments
+            self._files,
+            self._options,
+            request.limit,
+            request.offset or 0,
+            self._fragments,
+            request.strict_batch_size,
         )
         return (self._output_batch(b) for b in batches)
 
@@ -329,6 +340,20 @@ class LanceScanner:
     def analyze_plan(self) -> str:
         """The plan with the rows the scan returned (it runs the scan)."""
         return self.explain_plan() + f"rows_returned={self.count_rows()}\n"
+
+
+def default_batch_size() -> int:
+    """Rows per batch when a scan names none: ``LANCE_DEFAULT_BATCH_SIZE`` if set, as in pylance."""
+    text = os.environ.get("LANCE_DEFAULT_BATCH_SIZE")
+    if not text:
+        return DEFAULT_BATCH_SIZE
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size <= 0:
+        raise InvalidArgumentError(f"LANCE_DEFAULT_BATCH_SIZE must be a positive integer, got {text!r}")
+    return size
 
 
 def _no_columns(batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -304,6 +304,7 @@ class _CountingStore(MemoryStore):
     """Counts the span reads issued by read_ranges."""
 
     def __init__(self, gap: int) -> None:
+        super().__init__()
         self.coalesce_gap = gap
         self.spans: list[tuple[int, int]] = []
 
@@ -448,12 +449,15 @@ def test_local_leaves_no_temp_files(tmp_path: os.PathLike[str]) -> None:
     assert not any(name.endswith(TEMP_SUFFIX) for name in os.listdir(base))
 
 
-def test_memory_store_is_process_global() -> None:
-    path = f"test-io/{uuid.uuid4().hex}/shared"
-    MemoryStore().write(path, b"seen by all")
+def test_memory_stores_are_per_opening() -> None:
+    """As pylance's: each opening of a memory:// URI is a new, empty store; a store keeps its files."""
+    path = f"test-io/{uuid.uuid4().hex}/kept"
     store, store_path = object_store(f"memory://{path}")
-    assert store.read(store_path) == b"seen by all"
-    assert MemoryStore().exists(path)
+    store.write(store_path, b"seen by this store")
+    assert store.read(store_path) == b"seen by this store" and store_path == path
+    again, _ = object_store(f"memory://{path}")
+    assert again is not store and not again.exists(path) and again.walk("") == []
+    assert not MemoryStore().exists(path)
 
 
 def test_fsspec_store_from_uri_passes_storage_options(tmp_path: os.PathLike[str]) -> None:

@@ -51,9 +51,11 @@ def test_write_events_per_data_file(tmp_path: Path) -> None:
         table(2500), tmp_path / "a.lance", max_rows_per_file=1000, progress=events.append
     )
     assert_sane(events, "write", "rows", 2500)
-    opened = [e for e in events if e.fragment is not None and not e.fragment.files]
-    closed = [e for e in events if e.fragment is not None and e.fragment.files]
+    opened = [e for e in events if e.fragment is not None and not e.fragment.physical_rows]
+    closed = [e for e in events if e.fragment is not None and e.fragment.physical_rows]
     assert len(opened) == len(closed) == 3
+    # as pylance's begin: the fragment names the data file about to be written
+    assert [e.fragment.files[0].path for e in opened] == [e.fragment.files[0].path for e in closed]  # type: ignore[union-attr]
     assert [e.fragment.physical_rows for e in closed] == [1000, 1000, 500]  # type: ignore[union-attr]
     assert [e.done for e in closed] == [1000, 2000, 2500]
     # the files reported are the files committed
@@ -81,7 +83,7 @@ def test_append_and_write_fragments_report(tmp_path: Path) -> None:
     events.clear()
     fragments = write_fragments(table(5), uri, max_rows_per_file=2, progress=events.append)
     assert_sane(events, "write", "rows", 5)
-    assert [e.fragment for e in events if e.fragment is not None and e.fragment.files] == fragments
+    assert [e.fragment for e in events if e.fragment is not None and e.fragment.physical_rows] == fragments
 
 
 def test_a_failing_callback_aborts_the_write(tmp_path: Path) -> None:

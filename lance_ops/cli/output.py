@@ -36,7 +36,7 @@ def console(stderr: bool = False) -> Console:
 
 def emit_json(value: Any) -> None:
     """``value`` as indented JSON on stdout (timestamps and other objects as strings)."""
-    click.echo(json.dumps(value, indent=2, default=str))
+    click.echo(json.dumps(value, indent=2, default=_text))
 
 
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
@@ -60,7 +60,21 @@ def _cell(value: Any) -> str:
         return ", ".join(map(str, value))
     if isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items())
-    return str(value)
+    return _text(value)
+
+
+def _text(value: Any) -> str:
+    """``str(value)``; an Arrow scalar Python cannot hold (a statistics bound such as date32
+    -2147483648 days) as its integer and type: ``-2147483648 (date32[day])``."""
+    try:
+        return str(value)
+    except (OverflowError, ValueError):
+        import pyarrow as pa
+
+        if not isinstance(value, pa.Scalar):
+            raise
+        storage = pa.int32() if value.type.bit_width == 32 else pa.int64()
+        return f"{pa.array([value], value.type).view(storage)[0].as_py()} ({value.type})"
 
 
 def lines(text: Iterable[str]) -> None:

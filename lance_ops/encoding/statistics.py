@@ -7,10 +7,12 @@ One row per page, in the column's own type (the format's statistics schema is
   page's min and max; when unknown (all values null, or an empty page) the type's minimum and
   maximum representable values.
 * floats: NaN is ignored; unknown bounds are ``-inf`` / ``+inf``; a zero max is recorded as
-  ``+0.0`` and a zero min as ``-0.0`` (so ``-0.0 <= x <= +0.0`` covers both zeros). A page that
-  holds NaN besides numbers records ``+inf`` as its max: still an upper bound of its numbers (the
-  format only asks for bounds), and the one way its schema can tell a reader that NaN — which
-  filters sort above every number — may be present, so ``x > c`` can be pruned by the max.
+  ``+0.0`` and a zero min as ``-0.0`` (so ``-0.0 <= x <= +0.0`` covers both zeros). Filters sort
+  a NaN by its sign bit (``-NaN`` below ``-inf``, ``NaN`` above ``+inf``), so the bounds alone
+  cannot tell whether ``x > c`` or ``x < c`` may hold in a page holding NaN: writers here keep
+  each page's NaN counts by sign (:func:`page_nan_counts`) outside the format's struct. (Files
+  written before that recorded ``+inf`` as the max of a page holding NaN; readers still know
+  them.)
 * binary and strings: bounds of at most :data:`MAX_BOUND_BYTES` bytes. A longer min is
   truncated (a prefix sorts first); a longer max is truncated and its last byte (code point for
   strings) incremented so it still sorts above every value; unknown bounds, or a max with no
@@ -31,7 +33,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pt
 
-__all__ = ["MAX_BOUND_BYTES", "page_statistics", "statistics_type", "supports_statistics"]
+__all__ = [
+    "MAX_BOUND_BYTES",
+    "nan_signs",
+    "page_nan_counts",
+    "page_statistics",
+    "statistics_type",
+    "supports_statistics",
+]
 
 MAX_BOUND_BYTES = 64
 
@@ -89,8 +98,6 @@ def _float_bounds(page: pa.Array) -> tuple[float, float]:
     if not len(numbers):
         return -np.inf, np.inf
     low, high = float(numbers.min()), float(numbers.max())
-    if nan.any():
-        high = np.inf  # a valid upper bound that tells readers NaN may be present
     return (-0.0 if low == 0 else low), (0.0 if high == 0 else high)
 
 
@@ -177,6 +184,40 @@ def page_statistics(
     return pa.StructArray.from_arrays([nulls, lows, highs], fields=list(statistics_type(type_)))
 
 
+def nan_signs(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a float array: whether it is a NaN with the sign bit clear, and one with it set."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    buffer = array.buffers()[1]
+    raw = np.zeros(0, dtype) if buffer is None else np.frombuffer(buffer, dtype)
+    raw = raw[array.offset : array.offset + len(array)]
+    nan = np.isnan(raw)
+    if array.null_count:
+        nan &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    negative = np.signbit(raw)
+    return nan & ~negative, nan & negative
+
+
+def page_nan_counts(array: pa.Array | pa.ChunkedArray, page_lengths: Sequence[int]) -> np.ndarray:
+    """NaN values of each page of a float ``array`` by sign: ``[[positive, ...], [negative, ...]]``.
+
+    The format's statistics leave NaN out of the bounds; these counts (kept beside them, not in
+    the format's struct) let a reader prune ``x > c`` / ``x < c`` exactly all the same.
+    """
+    if not pt.is_floating(array.type):
+        raise TypeError(f"NaN counts are defined for floating-point columns, not {array.type}")
+    lengths = np.asarray(page_lengths, dtype=np.int64)
+    if (lengths < 0).any() or int(lengths.sum()) != len(array):
+        raise ValueError(f"page lengths {list(lengths)} do not cover {len(array)} rows")
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    ends = np.cumsum(lengths)
+    out = np.zeros((2, len(lengths)), dtype=np.int64)
+    for row, flags in enumerate(nan_signs(array)):
+        running = np.concatenate([[0], np.cumsum(flags, dtype=np.int64)])
+        out[row] = running[ends] - running[ends - lengths]
+    return out
+
+
 def merge_statistics(stats: pa.StructArray, page_lengths: Sequence[int] | np.ndarray) -> pa.StructArray:
     """One row of statistics bounding consecutive pages (``page_lengths`` rows each), by the same rules.
 
@@ -194,7 +235,10 @@ def merge_statistics(stats: pa.StructArray, page_lengths: Sequence[int] | np.nda
         )
     mask = pa.array(valued)
     lows, highs = stats.field("min_value").filter(mask), stats.field("max_value").filter(mask)
+    if _integer_like(type_):  # on the integers: Arrow has no min / max kernel for some (durations)
+        storage = _storage_type(type_)
+        lows, highs = lows.view(storage), highs.view(storage)
     low = pc.min(lows)
-    high = pa.scalar(None, type_) if highs.null_count else pc.max(highs)
-    bounds = [pa.array([s], type_) for s in (low, high)]
+    high = pa.scalar(None, highs.type) if highs.null_count else pc.max(highs)
+    bounds = [pa.array([s], highs.type).view(type_) for s in (low, high)]
     return pa.StructArray.from_arrays([nulls, *bounds], fields=list(stats.type))

@@ -6,6 +6,7 @@ a :class:`FileReader`, the type callers hold."""
 
 from __future__ import annotations
 
+from lance_ops.encoding.api import FileVersion
 from lance_ops.file.reader import (
     BufferMetadata,
     ColumnMetadata,
@@ -34,4 +35,10 @@ __all__ = [
     "PageMetadata",
     "ReaderResults",
     "open_file",
+    "stable_version",
 ]
+
+
+def stable_version() -> str:
+    """The file version ``"stable"`` names (what new datasets and files get by default), as pylance."""
+    return str(FileVersion.parse("stable"))

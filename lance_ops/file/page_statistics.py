@@ -10,10 +10,14 @@ field (:mod:`lance_ops.encoding.sketch`), so reads that only prune never fetch t
 data file's schema metadata key :data:`PAGE_STATISTICS_KEY` (JSON) locates both::
 
     {"statistics": 1, "sketches": 2, "sketch_ranges": {"0": [0, 2096], "3": [2096, 40]},
-     "float_max": "nan-inf"}
+     "float_max": "ignores-nan", "nan_counts": {"3": [[0, 4], [0, 1]]}}
 
-``float_max = "nan-inf"`` says a float page holding NaN records ``+inf`` as its max, a valid
-(loose) upper bound that tells readers NaN may be present (see :mod:`lance_ops.encoding.statistics`).
+Float bounds ignore NaN, as the format says (``float_max = "ignores-nan"``); ``nan_counts`` holds,
+per float field id, the NaN values of each page by sign (``[[positive...], [negative...]]``,
+:func:`lance_ops.encoding.statistics.page_nan_counts`) — outside the format's statistics schema,
+which stays exactly the format's. Files written before that carry ``float_max = "nan-inf"``: a
+float page holding NaN (of either sign) records ``+inf`` as its max; readers still prune them
+exactly (:mod:`lance_ops.fragment.pruning`).
 
 Statistics are written for top-level fields whose type has them (integers, floats, booleans,
 temporal types, strings, binary), not for blob columns. pylance ignores the extra buffers and the
@@ -24,44 +28,70 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.sketch import DistinctSketch
-from lance_ops.encoding.statistics import page_statistics, supports_statistics
+from lance_ops.encoding.statistics import page_nan_counts, page_statistics, supports_statistics
 from lance_ops.errors import CorruptFileError
 from lance_ops.file.schema import BLOB_KEY
 
 __all__ = [
     "FLOAT_MAX_COVERS_NAN",
+    "FLOAT_MAX_IGNORES_NAN",
     "PAGE_STATISTICS_KEY",
     "ColumnPageStatistics",
     "PageStatistics",
     "PageStatisticsCollector",
     "StatisticsLocation",
+    "nan_counts_from_json",
+    "nan_counts_json",
 ]
 
 PAGE_STATISTICS_KEY = "lance-ops:page-statistics"
 FLOAT_MAX_COVERS_NAN = "nan-inf"
+FLOAT_MAX_IGNORES_NAN = "ignores-nan"
+
+
+def nan_counts_json(counts: Mapping[int, np.ndarray]) -> dict[str, list[list[int]]]:
+    """NaN counts by field id (``(2, zones)`` arrays) as JSON-ready lists."""
+    return {str(i): np.asarray(c, dtype=np.int64).tolist() for i, c in counts.items()}
+
+
+def nan_counts_from_json(value: Mapping[str, list[list[int]]]) -> dict[int, np.ndarray]:
+    """The inverse of :func:`nan_counts_json` (``ValueError`` / ``TypeError`` when malformed)."""
+    out = {}
+    for key, rows in value.items():
+        counts = np.asarray(rows, dtype=np.int64)
+        if counts.ndim != 2 or counts.shape[0] != 2 or (counts < 0).any():
+            raise ValueError(f"NaN counts of field {key} are not two rows of counts")
+        out[int(key)] = counts
+    return out
 
 
 @dataclass(frozen=True)
 class ColumnPageStatistics:
-    """One column's statistics: one row per page, and the rows of each page."""
+    """One column's statistics: one row per page, and the rows of each page.
+
+    ``nan_counts``: for a float column whose file keeps them, the NaN values of each page by sign
+    (shape ``(2, pages)``: positive, negative); None when unknown.
+    """
 
     statistics: pa.StructArray
     page_rows: np.ndarray
+    nan_counts: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class PageStatistics:
     """The page statistics of one data file, by top-level column name.
 
-    ``float_max_covers_nan``: a float page holding NaN has ``+inf`` as its max (true for files
-    written here; pylance's 0.1 statistics ignore NaN in the max).
+    ``float_max_covers_nan``: a float page holding NaN has ``+inf`` as its max (files written
+    here before NaN counts were kept); otherwise float bounds ignore NaN, and the columns'
+    ``nan_counts`` say where NaN is (None: unknown, as in pylance's 0.1 statistics).
     """
 
     columns: Mapping[str, ColumnPageStatistics]
@@ -70,12 +100,17 @@ class PageStatistics:
 
 @dataclass(frozen=True)
 class StatisticsLocation:
-    """Where a data file keeps its statistics: the :data:`PAGE_STATISTICS_KEY` value, parsed."""
+    """Where a data file keeps its statistics: the :data:`PAGE_STATISTICS_KEY` value, parsed.
+
+    ``nan_counts``: per float field id, the NaN values of each page by sign (``(2, pages)``).
+    ``float_max_covers_nan`` is only ever true for files written before the counts were kept.
+    """
 
     statistics_buffer: int
     sketches_buffer: int
     sketch_ranges: Mapping[int, tuple[int, int]]
-    float_max_covers_nan: bool
+    float_max_covers_nan: bool = False
+    nan_counts: Mapping[int, np.ndarray] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -83,7 +118,8 @@ class StatisticsLocation:
                 "statistics": self.statistics_buffer,
                 "sketches": self.sketches_buffer,
                 "sketch_ranges": {str(i): list(r) for i, r in self.sketch_ranges.items()},
-                "float_max": FLOAT_MAX_COVERS_NAN if self.float_max_covers_nan else "ignores-nan",
+                "float_max": FLOAT_MAX_COVERS_NAN if self.float_max_covers_nan else FLOAT_MAX_IGNORES_NAN,
+                "nan_counts": nan_counts_json(self.nan_counts),
             }
         )
 
@@ -96,6 +132,7 @@ class StatisticsLocation:
                 int(value["sketches"]),
                 {int(k): (int(r[0]), int(r[1])) for k, r in value["sketch_ranges"].items()},
                 value.get("float_max") == FLOAT_MAX_COVERS_NAN,
+                nan_counts_from_json(value.get("nan_counts", {})),
             )
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise CorruptFileError(path, f"schema metadata {PAGE_STATISTICS_KEY} is malformed") from exc
@@ -118,6 +155,9 @@ class PageStatisticsCollector:
         self._types = {i: schema.field(i).type for i in self._ids}
         self._parts: dict[int, list[pa.StructArray]] = {i: [] for i in self._ids}
         self._sketches: dict[int, DistinctSketch] = {i: DistinctSketch() for i in self._ids}
+        self._nans: dict[int, list[np.ndarray]] = {
+            i: [] for i in self._ids if pa.types.is_floating(self._types[i])
+        }
 
     def wants(self, index: int) -> bool:
         return index in self._parts
@@ -135,11 +175,18 @@ class PageStatisticsCollector:
             array = array.view(self._types[index])
         self._parts[index].append(page_statistics(array, page_rows))
         self._sketches[index].update(array)
+        if index in self._nans:
+            self._nans[index].append(page_nan_counts(array, page_rows))
 
     def discard(self, index: int) -> None:
         """Write no statistics for field ``index`` (its pages did not come from :meth:`add`)."""
         self._parts.pop(index, None)
         self._sketches.pop(index, None)
+        self._nans.pop(index, None)
+
+    def nan_counts(self) -> dict[int, np.ndarray]:
+        """Per float field id with statistics, the NaN values of each page by sign (``(2, pages)``)."""
+        return {self._ids[i]: np.concatenate(c, axis=1) for i, c in self._nans.items() if c}
 
     def table(self) -> pa.Table | None:
         """The statistics table (columns by field id, padded with null rows), or None when empty."""
@@ -168,14 +215,20 @@ class PageStatisticsCollector:
 
 
 def column_statistics(
-    path: str, table: pa.Table, ids: Mapping[int, str], page_rows: Mapping[str, np.ndarray]
+    path: str,
+    table: pa.Table,
+    ids: Mapping[int, str],
+    page_rows: Mapping[str, np.ndarray],
+    nan_counts: Mapping[int, np.ndarray] | None = None,
 ) -> dict[str, ColumnPageStatistics]:
     """The statistics ``table`` read from a data file, by column name.
 
     ``ids`` maps the data file's top-level field ids to their names, ``page_rows`` gives the rows
-    of each page of those columns. Columns of unknown ids, or of types this reader does not know,
-    are ignored; a column with fewer rows than its field has pages is corrupt.
+    of each page of those columns, ``nan_counts`` the NaN counts by field id a file keeps.
+    Columns of unknown ids, or of types this reader does not know, are ignored; a column with
+    fewer rows (or NaN counts) than its field has pages is corrupt.
     """
+    nan_counts = nan_counts or {}
     out = {}
     for name in table.column_names:
         try:
@@ -198,5 +251,10 @@ def column_statistics(
         struct = pa.StructArray.from_arrays(
             [f.slice(0, len(rows)) for f in fields], names=["null_count", "min_value", "max_value"]
         )
-        out[column_name] = ColumnPageStatistics(struct, rows)
+        nans = nan_counts.get(field_id)
+        if nans is not None and nans.shape[1] != len(rows):
+            raise CorruptFileError(
+                path, f"NaN counts of field {field_id} cover {nans.shape[1]} pages of {len(rows)}"
+            )
+        out[column_name] = ColumnPageStatistics(struct, rows, nans)
     return out

@@ -52,7 +52,7 @@ from lance_ops.file.page_statistics import (
 )
 from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.file.schema import pb_to_schema, storage_field
-from lance_ops.io import ObjectStore, object_store
+from lance_ops.io import MemoryStore, ObjectStore
 from lance_ops.io.base import BufferedRanges, RangeReader
 from lance_ops.io.context import open_path
 
@@ -559,7 +559,7 @@ class V2FileReader(LanceFileReader):
             for field, columns in zip(self.schema, self._column_ranges, strict=True)
             if len(columns)
         }
-        columns = column_statistics(self.path, table, ids, page_rows)
+        columns = column_statistics(self.path, table, ids, page_rows, location.nan_counts)
         return PageStatistics(columns, location.float_max_covers_nan)
 
     def column_sketches(self) -> dict[str, DistinctSketch]:
@@ -672,9 +672,9 @@ def file_null_counts(store: ObjectStore, path: str) -> dict[int, int] | None:
 
 def _lance_file_table(data: bytes) -> pa.Table:
     """The rows of the Lance file whose bytes are ``data`` (read through the in-memory store)."""
-    store, path = object_store(f"memory://lance-ops-embedded/{uuid.uuid4()}.lance")
+    store, path = MemoryStore(), f"lance-ops-embedded/{uuid.uuid4()}.lance"
     store.put_if_absent(path, data)
     try:
-        return open_file(f"memory://{path}").read_all().to_table()
+        return open_file(path, store=store).read_all().to_table()
     finally:
         store.delete(path)

@@ -2,9 +2,9 @@
 
 Rows are buffered per top-level field. When a field's buffered Arrow data exceeds
 ``data_cache_bytes`` (8 MiB by default) the field is flushed: its rows are cut into
-``ceil(size / max_page_bytes)`` slices of equal row counts (``max_page_bytes`` defaults to
-32 MiB), each slice is handed to the codec's :class:`FieldEncoder`, and the resulting page
-buffers are written immediately, 64-byte aligned, into the data region (blob values are
+``ceil(size / 32 MiB)`` slices of equal row counts (``max_page_bytes``, default 32 MiB, applies
+to 2.0 files only, as in pylance), each slice is handed to the codec's :class:`FieldEncoder`, and
+the resulting page buffers are written immediately, 64-byte aligned, into the data region (blob values are
 written the same way, one buffer each, just before the page that addresses them). (The 2.0
 codec cuts pages itself, column by column, and only for a flush of a single array, as pylance
 does.) Pages of different fields therefore interleave in the file while each column's ``pages``
@@ -55,7 +55,7 @@ from lance_ops.file.schema import (
     schema_to_fields,
     storage_field,
 )
-from lance_ops.io import ObjectStore, object_store
+from lance_ops.io import MemoryStore, ObjectStore
 from lance_ops.io.context import open_path
 
 _Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
@@ -211,7 +211,9 @@ class LanceFileWriter:
                 if len(chunk):
                     state.pending.append(chunk)
                     state.pending_bytes += chunk.nbytes
-            if state.pending_bytes > self.data_cache_bytes:
+            # ">=": pylance counts allocated (padded) buffer sizes, so it flushes a column
+            # holding exactly data_cache_bytes of Arrow data too.
+            if state.pending_bytes >= self.data_cache_bytes:
                 full.append(state)
         for state, encoded in self._encode_all(full):
             self._store_encoded(state, encoded)
@@ -241,7 +243,9 @@ class LanceFileWriter:
             return []
         single = len(state.pending) == 1
         array = dictionary.concat(state.pending)
-        num_pages = max(1, math.ceil(state.pending_bytes / self.max_page_bytes))
+        # Only 2.0 cuts pages by the writer's max_page_bytes, as pylance (2.1+ readers split large
+        # pages themselves): 2.1+ pages are cut at the default size whatever was given.
+        num_pages = max(1, math.ceil(state.pending_bytes / DEFAULT_MAX_PAGE_BYTES))
         rows_per_page = math.ceil(len(array) / num_pages)
         state.pending, state.pending_bytes = [], 0
         storage = array.view(state.storage_type) if array.type != state.storage_type else array
@@ -317,7 +321,10 @@ class LanceFileWriter:
             return self._num_rows
         if self._schema is None:
             self.abort()
-            raise SchemaError(f"{self.path}: no schema was given and no data was written")
+            raise SchemaError(
+                f"{self.path}: Schema is unknown and file cannot be created: no schema was given and "
+                "no data was written"
+            )
         for index, (state, encoded) in enumerate(self._encode_all(self._fields)):
             self._store_encoded(state, encoded)
             held = state.encoder.finish()
@@ -347,7 +354,10 @@ class LanceFileWriter:
             return
         sketches, ranges = statistics.sketches()
         location = StatisticsLocation(
-            self.add_global_buffer(_lance_file_bytes(table)), self.add_global_buffer(sketches), ranges, True
+            self.add_global_buffer(_lance_file_bytes(table)),
+            self.add_global_buffer(sketches),
+            ranges,
+            nan_counts=statistics.nan_counts(),
         )
         self._extra_metadata[PAGE_STATISTICS_KEY] = location.to_json().encode()
 
@@ -379,9 +389,9 @@ class LanceFileWriter:
 
 def _lance_file_bytes(table: pa.Table) -> bytes:
     """``table`` as the bytes of a Lance file (written through the in-memory store, then dropped)."""
-    store, path = object_store(f"memory://lance-ops-embedded/{uuid.uuid4()}.lance")
+    store, path = MemoryStore(), f"lance-ops-embedded/{uuid.uuid4()}.lance"
     with LanceFileWriter(
-        f"memory://{path}", table.schema, version=STATISTICS_FILE_VERSION, page_statistics=False
+        path, table.schema, version=STATISTICS_FILE_VERSION, page_statistics=False, store=store
     ) as writer:
         writer.write_batch(table)
     try:

@@ -15,8 +15,11 @@ from lance_ops.fragment.writer import (
     write_fragments,
     write_new_fragments,
 )
+from lance_ops.table.manifest import DataFile, DeletionFile
 
 __all__ = [
+    "DataFile",
+    "DeletionFile",
     "FragmentMetadata",
     "FragmentReader",
     "ScanOptions",

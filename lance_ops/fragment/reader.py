@@ -541,6 +541,7 @@ class FragmentReader:
         sources: dict[int, str] = {}
         found_sketches = {}
         nan_aware = set()
+        nan_counts = {}
         for data_file in self.metadata.files:
             reader = self.files.open_file(data_file)
             found = reader.column_statistics()
@@ -564,6 +565,8 @@ class FragmentReader:
                     found_sketches[field.id] = held[column.name]
                 if found.float_max_covers_nan:
                     nan_aware.add(field.id)
+                if stats.nan_counts is not None:
+                    nan_counts[field.id] = stats.nan_counts
         if not columns:
             return None
         return FragmentStatistics(
@@ -575,6 +578,7 @@ class FragmentReader:
             found_sketches,
             page_rows,
             frozenset(nan_aware),
+            nan_counts,
         )
 
     def _prune(self, predicate: Predicate, offsets: np.ndarray) -> np.ndarray:

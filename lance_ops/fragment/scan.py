@@ -49,20 +49,27 @@ def scan_batches(
     limit: int | None = None,
     offset: int = 0,
     fragments: Sequence[FragmentReader] | None = None,
+    strict_batch_size: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Rows in fragment order as record batches of at most ``options.batch_size`` rows.
+    """Rows in fragment order as record batches of ``options.batch_size`` rows.
 
-    Fragments (``fragments``, default all of the version) are read one batch at a time. ``offset``
-    and ``limit`` count rows that pass the predicate (as in pylance); without one, skipped
-    fragments are not read at all.
+    As in pylance, each fragment's last batch may be shorter; with ``strict_batch_size`` batches
+    run on across fragments, and only the scan's last batch may be shorter. Fragments
+    (``fragments``, default all of the version) are read one batch at a time. ``offset`` and
+    ``limit`` count rows that pass the predicate (as in pylance); without one, skipped fragments
+    are not read at all.
     """
     if offset < 0 or (limit or 0) < 0:
         raise ValueError("limit and offset must be non-negative")
+    size = options.batch_size
+    if size <= 0:
+        raise ValueError(f"batch_size must be positive, got {size}")
     remaining = np.inf if limit is None else limit
     skip = offset
+    pending = _Batcher(size)
     for fragment in files.fragments() if fragments is None else fragments:
         if remaining <= 0:
-            return
+            break
         live = None
         if options.predicate is None:
             count = fragment.live_count
@@ -79,9 +86,51 @@ def scan_batches(
             table = table.slice(skip, None if remaining == np.inf else int(remaining))
             skip = 0
             remaining -= table.num_rows
-            yield from table.to_batches()
+            yield from pending.add(table)
             if remaining <= 0:
-                return
+                break
+        if not strict_batch_size:
+            yield from pending.flush()
+    yield from pending.flush()
+
+
+class _Batcher:
+    """Cuts a stream of tables into record batches of exactly ``size`` rows (the rest on flush)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.tables: list[pa.Table] = []
+        self.rows = 0
+
+    def add(self, table: pa.Table) -> Iterator[pa.RecordBatch]:
+        if not table.num_rows:
+            return
+        self.tables.append(table)
+        self.rows += table.num_rows
+        if self.rows < self.size:
+            return
+        held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+        start = 0
+        while held.num_rows - start >= self.size:
+            yield _one_batch(held.slice(start, self.size))
+            start += self.size
+        rest = held.num_rows - start
+        self.tables = [held.slice(start, rest)] if rest else []
+        self.rows = rest
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        if self.rows:
+            held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+            yield _one_batch(held)
+        self.tables, self.rows = [], 0
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    """``table`` (any chunking) as one record batch; zero-column tables keep their row count."""
+    if not table.num_columns:
+        return pa.RecordBatch.from_struct_array(pa.nulls(table.num_rows, pa.struct([])))
+    columns = [c.chunk(0) if c.num_chunks == 1 else c.combine_chunks() for c in table.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=table.schema)
 
 
 def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> pa.Table:

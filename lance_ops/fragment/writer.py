@@ -1,10 +1,13 @@
 """Writing fragments: the executor side of a dataset write (data files only, no commit).
 
 ``write_fragments(data, uri)`` streams the input into ``{uri}/data/{name}.lance`` files of at most
-``max_rows_per_file`` rows (and roughly ``max_bytes_per_file`` bytes) and returns one
+``max_rows_per_file`` rows and returns one
 :class:`FragmentMetadata` per file with id 0 ("assigned at commit"). A driver then commits them
 with ``LanceDataset.commit(uri, LanceOperation.Append(fragments))`` (or ``Overwrite``).
-FragmentMetadata is picklable and has ``to_json`` / ``from_json`` for shipping between processes.
+A file is also closed after the input batch with which the bytes it has flushed reach
+``max_bytes_per_file``, as pylance does (columns are flushed in ~8 MiB pages, so small caps do
+not make tiny files). FragmentMetadata is picklable and has ``to_json`` / ``from_json`` for
+shipping between processes.
 :func:`write_data_file` adds one data file to an *existing* fragment (new columns, re-typed columns).
 
 Field ids: appending to an existing dataset reuses the dataset's ids (matched by column name), read
@@ -190,7 +193,8 @@ def _as_schema(fields: FieldsLike) -> LanceSchema:
 
 
 class _FileSink:
-    """Writes batches into data files, rolling over by the row and byte limits."""
+    """Writes batches into data files, rolling over by the row limit (batches are split at it) and,
+    after a batch, by the bytes the file has flushed (pylance's ``tell()`` rule)."""
 
     def __init__(
         self,
@@ -227,7 +231,6 @@ class _FileSink:
         self._blobs: BlobV2Writer | None = None
         self._name = ""
         self._rows = 0
-        self._bytes = 0
 
     def write_all(self, batches: Iterable[pa.RecordBatch]) -> list[tuple[DataFile, int]]:
         """Write every batch; returns ``(data file, rows)`` per file. Aborts the open file on error."""
@@ -257,9 +260,11 @@ class _FileSink:
                 if field_id is not None:
                     self._nulls[field_id] = self._nulls.get(field_id, 0) + column.null_count
             self._rows += take
-            self._bytes += piece.nbytes
             offset += take
-            if self._rows >= self.options.max_rows_per_file or self._bytes >= self.options.max_bytes_per_file:
+            if (
+                self._rows >= self.options.max_rows_per_file
+                or self._writer.bytes_written >= self.options.max_bytes_per_file
+            ):
                 self._close()
 
     def _file_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -292,10 +297,21 @@ class _FileSink:
                 lambda buffer: writer.write_external([buffer.data])[0],
                 self.storage,
             )
-        self._rows = self._bytes = 0
+        self._rows = 0
         self._nulls = {}
-        self.progress.advance(
-            0, f"writing {DATA_DIR}/{self._name}", DataFragment(id=0, files=(), physical_rows=0)
+        # As pylance's begin: the fragment names the data file it is about to write, no rows yet.
+        opened = DataFragment(id=0, files=(self._data_file(0),), physical_rows=0)
+        self.progress.advance(0, f"writing {DATA_DIR}/{self._name}", opened)
+
+    def _data_file(self, size: int) -> DataFile:
+        return DataFile(
+            path=self._name,
+            fields=self.field_ids,
+            column_indices=tuple(range(len(self.field_ids))),
+            file_major_version=self.version.major,
+            file_minor_version=self.version.minor,
+            file_size_bytes=size,
+            null_counts=dict(self._nulls),
         )
 
     def _close(self) -> None:
@@ -305,15 +321,7 @@ class _FileSink:
             self._blobs.close()
         self._writer.close()
         self._blobs = None
-        data_file = DataFile(
-            path=self._name,
-            fields=self.field_ids,
-            column_indices=tuple(range(len(self.field_ids))),
-            file_major_version=self.version.major,
-            file_minor_version=self.version.minor,
-            file_size_bytes=self._writer.bytes_written,
-            null_counts=dict(self._nulls),
-        )
+        data_file = self._data_file(self._writer.bytes_written)
         self.written.append((data_file, self._rows))
         self._writer = None
         fragment = DataFragment(id=0, files=(data_file,), physical_rows=self._rows)

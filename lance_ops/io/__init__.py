@@ -5,7 +5,7 @@ Scheme map (the way pyiceberg's ``io/fsspec.py`` picks a filesystem by URL schem
 =====================================  ==========================================================
 ``/abs/path``, ``rel/path``, ``C:\\x``  :class:`LocalStore`, path made absolute
 ``file:///abs/path``                   :class:`LocalStore`
-``memory://bucket/ds``                 :class:`MemoryStore` (process-global), path ``bucket/ds``
+``memory://bucket/ds``                 a new, empty :class:`MemoryStore` (as pylance), path ``bucket/ds``
 ``s3+ddb://bucket/ds?ddbTableName=T``  as ``s3://bucket/ds`` (commits go through DynamoDB table
                                        ``T``: :mod:`lance_ops.table.dynamodb_store`)
 anything else (``s3://``, ``gs://``)    :class:`FsspecStore` with ``storage_options``
@@ -47,7 +47,6 @@ DDB_SCHEME = "s3+ddb"
 DDB_TABLE_QUERY_KEY = "ddbTableName"
 
 _LOCAL = LocalStore()
-_MEMORY = MemoryStore()
 
 
 def object_store(
@@ -69,7 +68,7 @@ def object_store(
             raise UnsupportedFeatureError(f"file URLs naming a remote host are not supported: {text}")
         return _LOCAL, os.path.abspath(unquote(parts.path))
     if scheme == "memory":
-        return _MEMORY, normalize_memory_path(parts.netloc + parts.path)
+        return MemoryStore(), normalize_memory_path(parts.netloc + parts.path)
     if scheme == DDB_SCHEME:
         text = split_ddb_uri(text)[0]
     return FsspecStore.from_uri(text, storage_options)

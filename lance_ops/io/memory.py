@@ -1,7 +1,10 @@
-"""``memory://`` store: files held in this process's memory, shared by every store instance.
+"""``memory://`` store: files held in this process's memory, by one store instance.
 
-One process-global namespace guarded by one lock, so tests, threads and Spark local mode (executors
-are threads of the same process) all see the same files. Store paths are '/'-separated and relative
+As in pylance, every opening of a ``memory://`` URI is a new, empty store: a dataset written there
+lives in the store its handle holds (and in whatever reaches it through that handle: checkouts,
+appends through ``write_dataset(data, ds)``, commits), and a second ``write_dataset`` or
+``dataset`` call with the same URI starts from nothing. Each store guards its files with its own
+lock, so threads sharing a handle see the same files. Store paths are '/'-separated and relative
 (``memory://bucket/ds/a.lance`` -> ``bucket/ds/a.lance``); leading/trailing slashes and ``.``/``..``
 segments are normalised away. Contents are kept as immutable ``bytes``, so ranged reads are
 zero-copy slices and a file being replaced never changes under a reader's feet.
@@ -27,11 +30,6 @@ class _Entry:
     mtime: float
 
 
-_LOCK = threading.Lock()
-# directory -> file name -> entry; a directory exists while it holds files.
-_TREE: dict[str, dict[str, _Entry]] = {}
-
-
 def normalize_memory_path(path: str) -> str:
     """Canonical store path: no leading/trailing '/', no '.' or '..' segments; the root is ''."""
     return posixpath.normpath("/" + path).lstrip("/")
@@ -44,38 +42,20 @@ def _split(path: str) -> tuple[str, str]:
     return directory, name
 
 
-def _get(path: str) -> _Entry:
-    directory, name = _split(path)
-    with _LOCK:
-        entry = _TREE.get(directory, {}).get(name)
-    if entry is None:
-        raise FileNotFoundError(f"memory://{normalize_memory_path(path)}")
-    return entry
-
-
-def _put(path: str, data: bytes, *, overwrite: bool) -> bool:
-    directory, name = _split(path)
-    with _LOCK:
-        files = _TREE.setdefault(directory, {})
-        if not overwrite and name in files:
-            return False
-        files[name] = _Entry(data, time.time())
-        return True
-
-
 class MemoryOutput(OutputStream):
-    """Buffers writes; the file is stored on close."""
+    """Buffers writes; the file is stored (in ``store``) on close."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, store: MemoryStore, path: str) -> None:
         super().__init__(path)
         _split(path)
+        self._store = store
         self._buffer = io.BytesIO()
 
     def _write(self, data: memoryview) -> None:
         self._buffer.write(data)
 
     def _commit(self) -> None:
-        _put(self.path, self._buffer.getvalue(), overwrite=True)
+        self._store._put(self.path, self._buffer.getvalue(), overwrite=True)
         self._buffer = io.BytesIO()
 
     def _discard(self) -> None:
@@ -83,51 +63,73 @@ class MemoryOutput(OutputStream):
 
 
 class MemoryStore(ObjectStore):
-    """Process-global in-memory files. Instances are interchangeable views of the same namespace."""
+    """In-memory files; each instance is a namespace of its own, empty when created."""
 
     coalesce_gap = 0
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # directory -> file name -> entry; a directory exists while it holds files.
+        self._tree: dict[str, dict[str, _Entry]] = {}
+
+    def _get(self, path: str) -> _Entry:
+        directory, name = _split(path)
+        with self._lock:
+            entry = self._tree.get(directory, {}).get(name)
+        if entry is None:
+            raise FileNotFoundError(f"memory://{normalize_memory_path(path)}")
+        return entry
+
+    def _put(self, path: str, data: bytes, *, overwrite: bool) -> bool:
+        directory, name = _split(path)
+        with self._lock:
+            files = self._tree.setdefault(directory, {})
+            if not overwrite and name in files:
+                return False
+            files[name] = _Entry(data, time.time())
+            return True
+
     def read(self, path: str) -> bytes:
-        return _get(path).data
+        return self._get(path).data
 
     def read_range(self, path: str, start: int, length: int) -> memoryview:
         if start < 0 or length < 0:
             raise ValueError(f"byte ranges need start >= 0 and length >= 0: {path}")
-        return memoryview(_get(path).data)[start : start + length]
+        return memoryview(self._get(path).data)[start : start + length]
 
     def size(self, path: str) -> int:
-        return len(_get(path).data)
+        return len(self._get(path).data)
 
     def exists(self, path: str) -> bool:
         try:
-            _get(path)
+            self._get(path)
         except (FileNotFoundError, IsADirectoryError):
             return False
         return True
 
     def open_output(self, path: str) -> MemoryOutput:
-        return MemoryOutput(path)
+        return MemoryOutput(self, path)
 
     def write(self, path: str, data: bytes | bytearray | memoryview) -> None:
-        _put(path, bytes(data), overwrite=True)
+        self._put(path, bytes(data), overwrite=True)
 
     def put_if_absent(
         self, path: str, data: bytes | bytearray | memoryview, *, require_atomic: bool = True
     ) -> bool:
-        return _put(path, bytes(data), overwrite=False)
+        return self._put(path, bytes(data), overwrite=False)
 
     def list(self, dir_path: str) -> list[FileInfo]:
         directory = normalize_memory_path(dir_path)
-        with _LOCK:
-            files = sorted(_TREE.get(directory, {}).items())
+        with self._lock:
+            files = sorted(self._tree.get(directory, {}).items())
         return [FileInfo(posixpath.join(directory, name), len(e.data), e.mtime) for name, e in files]
 
     def walk(self, dir_path: str) -> builtins.list[FileInfo]:
         top = normalize_memory_path(dir_path)
-        with _LOCK:
+        with self._lock:
             found = [
                 FileInfo(posixpath.join(directory, name), len(entry.data), entry.mtime)
-                for directory, files in _TREE.items()
+                for directory, files in self._tree.items()
                 if directory == top or directory.startswith(f"{top}/") or not top
                 for name, entry in files.items()
             ]
@@ -135,12 +137,12 @@ class MemoryStore(ObjectStore):
 
     def delete(self, path: str) -> None:
         directory, name = _split(path)
-        with _LOCK:
-            files = _TREE.get(directory)
+        with self._lock:
+            files = self._tree.get(directory)
             if files is not None:
                 files.pop(name, None)
                 if not files:
-                    del _TREE[directory]
+                    del self._tree[directory]
 
     def join(self, base: str, *parts: str) -> str:
         return normalize_memory_path(super().join(base, *parts))

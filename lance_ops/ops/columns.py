@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from lance_ops.errors import (
     ArgumentTypeError,
     CommitConflictError,
+    FieldNotFoundError,
     InvalidArgumentError,
     LanceOpsError,
     RowCountMismatchError,
@@ -239,7 +240,10 @@ def _fragment_batches(
 def _checked(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         if not batch.schema.equals(schema):
-            raise SchemaError(f"the transform returned a batch with schema {batch.schema}, expected {schema}")
+            raise SchemaError(
+                "Output schema of function does not match the expected schema: the transform returned "
+                f"a batch with schema {batch.schema}, expected {schema}"
+            )
         yield batch
 
 
@@ -406,8 +410,13 @@ def add_columns_from_reader(
     fragments = files.fragments()
     expected = sum(f.live_count for f in fragments)
     if table.num_rows != expected:
+        words = (
+            "Stream ended before producing values for all rows in dataset"
+            if table.num_rows < expected
+            else "Stream produced more values than expected for dataset"
+        )
         raise RowCountMismatchError(
-            f"the new columns have {table.num_rows} rows; the dataset has {expected} live rows"
+            f"{words}: the new columns have {table.num_rows} rows; the dataset has {expected} live rows"
         )
     written: dict[int, DataFile] = {}
     start = 0
@@ -566,7 +575,11 @@ def _cast(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
     try:
         out = array.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SchemaChangeError(f"cannot cast column {name!r} from {array.type} to {target}: {exc}") from exc
+        value = _first_uncastable(array, target)
+        words = "" if value is None else f"Can't cast value {value} to type {_type_name(target)}: "
+        raise SchemaChangeError(
+            f"{words}cannot cast column {name!r} from {array.type} to {target}: {exc}"
+        ) from exc
     if pa.types.is_floating(array.type):
         overflow = pc.and_(pc.is_finite(array), pc.invert(pc.is_finite(out)))
         if pc.any(overflow).as_py():
@@ -574,6 +587,48 @@ def _cast(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:
                 f"cannot cast column {name!r} from {array.type} to {target}: values overflow"
             )
     return out
+
+
+# Arrow types as pylance's messages name them (Rust's DataType names).
+_TYPE_NAMES = {
+    "int8": "Int8",
+    "int16": "Int16",
+    "int32": "Int32",
+    "int64": "Int64",
+    "uint8": "UInt8",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
+    "halffloat": "Float16",
+    "float": "Float32",
+    "double": "Float64",
+    "string": "Utf8",
+    "large_string": "LargeUtf8",
+    "binary": "Binary",
+    "large_binary": "LargeBinary",
+    "bool": "Boolean",
+}
+
+
+def _type_name(type_: pa.DataType) -> str:
+    return _TYPE_NAMES.get(str(type_), str(type_))
+
+
+def _first_uncastable(array: pa.Array, target: pa.DataType) -> Any:
+    """The first non-null value of ``array`` a safe cast to ``target`` refuses (None if not found)."""
+    for start in range(0, len(array), 4096):
+        chunk = array.slice(start, 4096)
+        try:
+            chunk.cast(target, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            for value in chunk:
+                if value.is_valid:
+                    try:
+                        pa.array([value.as_py()], array.type).cast(target, safe=True)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                        return value.as_py()
+            return None
+    return None
 
 
 @dataclass(frozen=True)
@@ -586,14 +641,19 @@ class _Alteration:
 
 
 def _parse_alteration(schema: LanceSchema, alteration: Mapping[str, Any]) -> _Alteration:
-    unknown = set(alteration) - {"path", "name", "nullable", "data_type"}
+    unknown = sorted(set(alteration) - {"path", "name", "nullable", "data_type"})
     if unknown or "path" not in alteration:
+        words = f"Unknown key: {unknown[0]}. " if unknown else ""
         raise InvalidArgumentError(
-            f"an alteration has a 'path' and some of 'name', 'nullable', 'data_type'; got {alteration}"
+            f"{words}An alteration has a 'path' and some of 'name', 'nullable', 'data_type'; got {alteration}"
         )
     path = alteration["path"]
+    try:
+        field = schema.field_at(path)
+    except FieldNotFoundError as exc:
+        raise FieldNotFoundError(f'Column "{path}" does not exist in the dataset ({exc})') from exc
     parsed = _Alteration(
-        schema.field_at(path),
+        field,
         path,
         alteration.get("name"),
         alteration.get("nullable"),
@@ -601,7 +661,7 @@ def _parse_alteration(schema: LanceSchema, alteration: Mapping[str, Any]) -> _Al
     )
     if parsed.name is None and parsed.nullable is None and parsed.data_type is None:
         raise InvalidArgumentError(
-            f"alteration of {path!r}: at least one of name, nullable or data_type is needed"
+            f"alteration of {path!r}: At least one of name, nullable, or data_type must be specified"
         )
     if parsed.name is not None and (not parsed.name or (parsed.field.parent_id == -1 and "." in parsed.name)):
         raise SchemaError(
@@ -705,7 +765,8 @@ def _cast_columns(
         source = _arrow_type(files.schema, alteration.path)
         if not _castable(source, alteration.data_type):
             raise SchemaChangeError(
-                f"cannot cast column {alteration.path!r} from {source} to {alteration.data_type}"
+                f'Cannot cast column "{alteration.path}" from {_type_name(source)} to '
+                f"{_type_name(alteration.data_type)}"
             )
         current = by_id[alteration.field.id]
         target = pa.field(current.name, alteration.data_type, current.nullable)

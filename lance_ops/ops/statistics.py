@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from lance_ops.encoding.sketch import DistinctSketch
-from lance_ops.encoding.statistics import page_statistics, supports_statistics
+from lance_ops.encoding.statistics import page_nan_counts, page_statistics, supports_statistics
 from lance_ops.errors import SchemaError
 from lance_ops.fragment.reader import FragmentReader, VersionFiles
 from lance_ops.ops.commit import CommitOptions, commit
@@ -80,11 +81,13 @@ def fragment_statistics(
     sources = {i: field_source(fragment.metadata, i) for i in fields}
     held = {i: name for i, name in fields.items() if sources[i] is not None}
     table = fragment.read(list(held.values()), np.arange(physical, dtype=np.int64))
-    columns, sketches = {}, {}
+    columns, sketches, nan_counts = {}, {}, {}
     for field_id, name in held.items():
         array = table.column(name)
         columns[field_id] = page_statistics(array, lengths)
         sketches[field_id] = DistinctSketch().update(array)
+        if pa.types.is_floating(array.type):
+            nan_counts[field_id] = page_nan_counts(array, lengths)
     return FragmentStatistics(
         fragment.id,
         physical,
@@ -92,6 +95,7 @@ def fragment_statistics(
         columns,
         {i: p for i, p in sources.items() if p is not None},
         sketches,
+        nan_counts=nan_counts,
     )
 
 

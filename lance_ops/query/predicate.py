@@ -13,10 +13,11 @@ Semantics follow pylance where Arrow's kernels differ from DataFusion's:
 
 * three-valued logic: AND/OR/NOT are Kleene, comparisons with NULL are NULL, ``x IN (.., NULL)``
   is NULL when nothing matches, and a row is selected only when the predicate is TRUE;
-* floats compare as arrow-rs does: ``NaN = NaN`` and NaN sorts above +inf; two non-constant
-  floats compare in IEEE total order (``-0.0 < 0.0``), a float and a constant with ``-0.0 = 0.0``
-  (what pylance returns). Not reproduced: the sign of NaN (arrow-rs sorts ``-NaN`` below -inf;
-  Arrow's compute functions cannot see a NaN's sign bit);
+* floats compare as arrow-rs does: a NaN is ordered by its sign bit, ``-NaN`` below -inf and
+  ``NaN`` above +inf, equal to a NaN of its own sign only (``x > 0`` never selects ``-NaN``,
+  ``x < 0`` does); two non-constant floats compare in IEEE total order (``-0.0 < 0.0``), a float
+  and a constant with ``-0.0 = 0.0`` (what pylance returns). Arrow's kernels cannot see a NaN's
+  sign bit, so a small registered kernel (:data:`NAN_RANK_FUNCTION`) ranks them;
 * ``%`` is the truncated remainder (sign of the dividend), ``/`` of two integers truncates;
 * a literal compared with a column takes the column's type when that cast is lossless
   (``int8_col = 5``, ``ts_col > timestamp '2024-01-01 00:00:00'``, ``large_string_col = 'x'``);
@@ -35,6 +36,7 @@ user's words, never sqlglot's or Arrow's (a filter is often typed by a person, a
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +50,7 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
+from lance_ops.encoding.statistics import nan_signs
 from lance_ops.errors import (
     FieldNotFoundError,
     PredicateError,
@@ -754,17 +757,67 @@ def _paren(tr: _Translator, node: exp.Paren) -> _Value:
 # ---------------------------------------------------------------- comparisons
 
 
+NAN_RANK_FUNCTION = "lance_ops_nan_rank"
+
+
+def _nan_rank_kernel(context: Any, values: pa.Array | pa.Scalar) -> pa.Array | pa.Scalar:
+    """-1 for a NaN with its sign bit set, 1 for any other NaN, 0 for a number, null for null."""
+    if isinstance(values, pa.Scalar):
+        return pa.scalar(_nan_rank_kernel(context, pa.array([values], values.type))[0].as_py(), pa.int8())
+    positive, negative = nan_signs(values)
+    rank = positive.astype(np.int8) - negative.astype(np.int8)
+    return pa.array(rank, pa.int8(), mask=None if not values.null_count else ~np.asarray(values.is_valid()))
+
+
+def _register_nan_rank() -> None:
+    try:
+        pc.get_function(NAN_RANK_FUNCTION)
+    except KeyError:
+        pc.register_scalar_function(
+            _nan_rank_kernel,
+            NAN_RANK_FUNCTION,
+            {"summary": "NaN rank by sign bit", "description": "-1: -NaN, 1: NaN, 0: number"},
+            {"values": pa.float64()},
+            pa.int8(),
+        )
+
+
+_register_nan_rank()
+
+
+def _nan_rank(x: pc.Expression) -> pc.Expression:
+    """``x``'s place among NaNs: -1 (``-NaN``, below every number), 1 (``NaN``, above), 0 (a number)."""
+    return pc.Expression._call(NAN_RANK_FUNCTION, [x.cast(pa.float64())])
+
+
 def _nan_eq(x: pc.Expression, y: pc.Expression) -> pc.Expression:
     # if_else yields NULL when its condition is NULL, so the result is NULL exactly when x or y is.
-    return pc.if_else(pc.is_nan(x), pc.is_nan(y), pc.if_else(pc.is_nan(y), False, pc.equal(x, y)))
+    rx, ry = _nan_rank(x), _nan_rank(y)
+    return pc.if_else(pc.equal(rx, ry), pc.if_else(pc.equal(rx, 0), pc.equal(x, y), True), False)
 
 
 def _nan_lt(x: pc.Expression, y: pc.Expression) -> pc.Expression:
-    return pc.if_else(
-        pc.is_nan(x),
-        pc.if_else(pc.is_valid(y), False, _NULL_BOOL),
-        pc.if_else(pc.is_nan(y), True, pc.less(x, y)),
-    )
+    rx, ry = _nan_rank(x), _nan_rank(y)
+    return pc.if_else(pc.equal(rx, ry), pc.if_else(pc.equal(rx, 0), pc.less(x, y), False), pc.less(rx, ry))
+
+
+def _number_literal(value: _Value) -> bool:
+    """Whether ``value`` is a float literal holding a number (not NaN, not null)."""
+    literal = value.literal
+    return literal is not None and literal.is_valid and not math.isnan(literal.as_py())
+
+
+def _against_number(number: pc.Expression) -> _Order:
+    """``=`` / ``<`` of a float against the constant ``number`` (not NaN): Arrow's kernels, with a
+    NaN on the other side placed by its sign (one rank per row of that side only)."""
+
+    def lt(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+        # IEEE ``<`` is FALSE for NaN: a -NaN lies below the number, a NaN above it
+        if y.equals(number):
+            return pc.or_kleene(pc.less(x, y), pc.less(_nan_rank(x), 0))
+        return pc.or_kleene(pc.less(x, y), pc.greater(_nan_rank(y), 0))
+
+    return _Order(pc.equal, lt)  # a NaN never equals a number
 
 
 def _both_zero(x: pc.Expression, y: pc.Expression) -> pc.Expression:
@@ -829,6 +882,9 @@ def compare(
     if pa.types.is_floating(left.type) and pa.types.is_floating(right.type):
         constant = left.literal is not None or right.literal is not None
         order = _FLOAT_CONSTANT if constant else _FLOAT_TOTAL
+        for side in (left, right):
+            if _number_literal(side):
+                order = _against_number(side.expr)
     symbol = using or _OPERATOR_SYMBOLS[op]
     return tr.typed(
         _OPERATORS[op](order, left.expr, right.expr),

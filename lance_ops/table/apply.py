@@ -8,8 +8,8 @@ writer version, transaction file, feature flags, fragment order).
 
 Rules (pylance 14 behaviour, fact sheet sections 3.4 and 6.6):
 
-* fragment ids 0 in Append / Overwrite / Update are assigned ``max_fragment_id + 1, ...`` (Merge
-  and Rewrite fragments carry their ids: existing ones, or ids reserved by ReserveFragments);
+* fragment ids 0 in Append / Overwrite / Update / Rewrite are assigned ``max_fragment_id + 1, ...``
+  (Merge fragments carry their ids; compaction's Rewrite carries ids reserved by ReserveFragments);
   ``max_fragment_id`` never decreases (not even on Overwrite or Restore);
 * with stable row ids, fragments lacking a row-id sequence get ``Range(next_row_id, +rows)`` and
   created-at / last-updated-at sequences of the new version; ``next_row_id`` grows accordingly;
@@ -214,6 +214,13 @@ def _(op: ReserveFragments, base: Manifest, ctx: ApplyContext) -> Manifest:
 def _(op: Rewrite, base: Manifest, ctx: ApplyContext) -> Manifest:
     old_ids = {f.id for g in op.groups for f in g.old_fragments}
     new = [f for g in op.groups for f in g.new_fragments]
+    # id 0 means "assign at commit" here too, as in pylance (compaction reserves its ids instead)
+    next_id = 0 if base.max_fragment_id is None else base.max_fragment_id + 1
+    next_id = max([next_id, *(f.id + 1 for f in new)])
+    for index, fragment in enumerate(new):
+        if fragment.id == 0:
+            new[index] = fragment.with_id(next_id)
+            next_id += 1
     content = replace(
         base,
         fragments=(*(f for f in base.fragments if f.id not in old_ids), *new),

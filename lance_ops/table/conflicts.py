@@ -256,5 +256,6 @@ def check_conflict(ours: Transaction, theirs: Transaction, their_version: int) -
         f"{theirs.operation.name} committed concurrently as version {their_version}"
     )
     if result == RETRY:
-        raise RetryableCommitConflictError(f"Retryable commit conflict: {message}")
+        # pylance's words, which callers match: "Commit conflict for version N"
+        raise RetryableCommitConflictError(f"Commit conflict for version {their_version}: {message}")
     raise CommitConflictError(f"Incompatible transaction: {message}")

@@ -32,8 +32,8 @@ from typing import Any, overload
 import numpy as np
 
 from lance_ops._proto import table_pb2
-from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedFeatureError
-from lance_ops.table.naming import deletion_file_name
+from lance_ops.errors import CorruptFileError, InvalidArgumentError, LanceOpsError, UnsupportedFeatureError
+from lance_ops.table.naming import DELETIONS_DIR, deletion_file_name
 from lance_ops.table.paths import check_base_path, check_relative_path, check_relative_paths
 from lance_ops.table.schema import LanceSchema
 
@@ -243,8 +243,27 @@ class DeletionFile:
     num_deleted_rows: int = 0
     base_id: int | None = None
 
+    def __post_init__(self) -> None:
+        # pylance's lance.fragment.DeletionFile(read_version=, id=, file_type="array" | "bitmap", ...)
+        if isinstance(self.file_type, str):
+            kind = _DELETION_KINDS.get(self.file_type.lower(), self.file_type.upper())
+            if kind not in DeletionFileType.__members__:
+                raise InvalidArgumentError(
+                    f"deletion file type must be 'array' or 'bitmap', not {self.file_type!r}"
+                )
+            object.__setattr__(self, "file_type", DeletionFileType[kind])
+
     def file_name(self, fragment_id: int) -> str:
         return deletion_file_name(fragment_id, self.read_version, self.id, self.file_type.extension)
+
+    def path(self, fragment_id: int, base_uri: str | None = None) -> str:
+        """``_deletions/{file_name}``, below ``base_uri`` when given (pylance's ``path``)."""
+        relative = f"{DELETIONS_DIR}/{self.file_name(fragment_id)}"
+        return relative if base_uri is None else f"{base_uri.strip('/')}/{relative}"
+
+    def asdict(self) -> dict[str, Any]:
+        """pylance's ``asdict``: the JSON form."""
+        return self.to_dict()
 
     @classmethod
     def from_pb(cls, pb: table_pb2.DeletionFile) -> DeletionFile:
@@ -342,6 +361,12 @@ class DataFragment:
 
     def with_id(self, fragment_id: int) -> DataFragment:
         return replace(self, id=fragment_id)
+
+    @property
+    def row_id_meta(self) -> RowSequence:
+        """pylance's name for the stable row-id sequence (:attr:`row_ids`: inline protobuf bytes or
+        an external file); None without stable row ids."""
+        return self.row_ids
 
     @classmethod
     def from_pb(cls, pb: table_pb2.DataFragment) -> DataFragment:

@@ -206,7 +206,7 @@ class LanceSchema:
         added = LanceSchema.from_arrow(new, start_id=self.max_field_id + 1)
         clash = set(self.names) & set(added.names)
         if clash:
-            raise SchemaChangeError(f"column(s) {sorted(clash)} already exist")
+            raise SchemaChangeError(f"Column {sorted(clash)[0]} already exists in the dataset")
         return replace(self, fields=(*self.fields, *added.fields))
 
     def without_expressions(self) -> LanceSchema:

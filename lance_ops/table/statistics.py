@@ -34,7 +34,12 @@ import pyarrow as pa
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError
 from lance_ops.file import LanceFileWriter, open_file
-from lance_ops.file.page_statistics import FLOAT_MAX_COVERS_NAN
+from lance_ops.file.page_statistics import (
+    FLOAT_MAX_COVERS_NAN,
+    FLOAT_MAX_IGNORES_NAN,
+    nan_counts_from_json,
+    nan_counts_json,
+)
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.naming import child_uri
@@ -65,9 +70,11 @@ class FragmentStatistics:
     """The statistics of one fragment: per field id, one row per zone, plus a distinct sketch.
 
     Zones are :attr:`zone_rows` rows long (statistics files) unless ``page_rows`` gives a field's
-    own zone lengths (the pages of a data file carrying page statistics). ``nan_aware`` holds the
-    fields whose float maxima are ``+inf`` where a zone has NaN (see
-    :mod:`lance_ops.encoding.statistics`); other writers' maxima ignore NaN.
+    own zone lengths (the pages of a data file carrying page statistics). Float bounds ignore NaN
+    (the format's rule); ``nan_counts`` gives, per float field, the NaN values of each zone by sign
+    (``(2, zones)``: positive, negative) where the writer kept them. ``nan_aware`` holds the fields
+    of files written before the counts were kept, whose float maxima are ``+inf`` where a zone has
+    NaN (see :mod:`lance_ops.fragment.pruning`).
     """
 
     fragment_id: int
@@ -78,6 +85,7 @@ class FragmentStatistics:
     sketches: Mapping[int, DistinctSketch] = field(default_factory=dict)
     page_rows: Mapping[int, np.ndarray] = field(default_factory=dict)
     nan_aware: frozenset[int] = frozenset()
+    nan_counts: Mapping[int, np.ndarray] = field(default_factory=dict)
 
     @property
     def zone_lengths(self) -> np.ndarray:
@@ -99,6 +107,7 @@ class FragmentStatistics:
             {i: s for i, s in self.sketches.items() if i in keep},
             {i: r for i, r in self.page_rows.items() if i in keep},
             self.nan_aware & keep,
+            {i: c for i, c in self.nan_counts.items() if i in keep},
         )
 
     def fresh_for(self, fragment: DataFragment) -> FragmentStatistics | None:
@@ -120,6 +129,7 @@ class FragmentStatistics:
             {**self.sketches, **newer.sketches},
             {**older.page_rows, **newer.page_rows},
             older.nan_aware | newer.nan_aware,
+            {**older.nan_counts, **newer.nan_counts},
         )
 
 
@@ -178,6 +188,7 @@ def write_statistics_file(storage: StorageContext, entries: Sequence[FragmentSta
                 "first_zone": first_zone,
                 "sources": {str(i): p for i, p in entry.sources.items()},
                 "sketches": sketches,
+                "nan_counts": nan_counts_json(entry.nan_counts),
             }
         )
         first_zone += count
@@ -193,7 +204,7 @@ def write_statistics_file(storage: StorageContext, entries: Sequence[FragmentSta
         writer.write_batch(pa.table(columns, schema=schema))
         writer.add_global_buffer(bytes(sketch_blob))
         writer.add_schema_metadata(
-            FILE_METADATA_KEY, json.dumps({"fragments": described, "float_max": FLOAT_MAX_COVERS_NAN})
+            FILE_METADATA_KEY, json.dumps({"fragments": described, "float_max": FLOAT_MAX_IGNORES_NAN})
         )
     return name
 
@@ -223,9 +234,17 @@ def _read_statistics_file(storage: StorageContext, name: str) -> list[FragmentSt
             for k, (offset, size) in entry["sketches"].items()
         }
         nan_aware = frozenset(columns) if described.get("float_max") == FLOAT_MAX_COVERS_NAN else frozenset()
+        try:
+            nan_counts = nan_counts_from_json(entry.get("nan_counts", {}))
+        except (ValueError, TypeError) as exc:
+            raise CorruptFileError(path, f"NaN counts of fragment {entry['id']} are malformed") from exc
+        if any(c.shape[1] != count for c in nan_counts.values()):
+            raise CorruptFileError(
+                path, f"NaN counts of fragment {entry['id']} do not cover its {count} zones"
+            )
         out.append(
             FragmentStatistics(
-                int(entry["id"]), physical, zone_rows, columns, sources, sketches, {}, nan_aware
+                int(entry["id"]), physical, zone_rows, columns, sources, sketches, {}, nan_aware, nan_counts
             )
         )
     return out

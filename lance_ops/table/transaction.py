@@ -484,15 +484,39 @@ OPERATIONS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Transaction:
-    """One commit's change: ``operation`` built on ``read_version``."""
+    """One commit's change: ``operation`` built on ``read_version``.
+
+    Made as pylance's ``lance.Transaction(read_version, operation, uuid=, transaction_properties=)``
+    too: ``transaction_properties`` is another name for ``properties``; ``uuid`` defaults to a
+    fresh one.
+    """
 
     read_version: int
     operation: Operation
-    uuid: str = field(default_factory=lambda: str(uuid_module.uuid4()))
-    properties: Mapping[str, str] = field(default_factory=dict)
-    tag: str = ""
+    uuid: str
+    properties: Mapping[str, str]
+    tag: str
+
+    def __init__(
+        self,
+        read_version: int,
+        operation: Operation,
+        uuid: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        tag: str = "",
+        *,
+        transaction_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        if properties is not None and transaction_properties is not None:
+            raise TypeError("give properties or transaction_properties, not both")
+        chosen = properties if properties is not None else transaction_properties
+        object.__setattr__(self, "read_version", read_version)
+        object.__setattr__(self, "operation", operation)
+        object.__setattr__(self, "uuid", uuid or str(uuid_module.uuid4()))
+        object.__setattr__(self, "properties", dict(chosen or {}))
+        object.__setattr__(self, "tag", tag)
 
     @property
     def file_name(self) -> str:
@@ -502,6 +526,11 @@ class Transaction:
     @property
     def commit_message(self) -> str | None:
         return self.properties.get(COMMIT_MESSAGE_KEY)
+
+    @property
+    def transaction_properties(self) -> Mapping[str, str]:
+        """pylance's name for :attr:`properties`."""
+        return self.properties
 
     @classmethod
     def from_pb(cls, pb: transaction_pb2.Transaction) -> Transaction:

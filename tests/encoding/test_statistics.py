@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import struct
 
 import datasketches
 import numpy as np
@@ -13,7 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lance_ops.encoding.sketch import DistinctSketch
-from lance_ops.encoding.statistics import merge_statistics, page_statistics, supports_statistics
+from lance_ops.encoding.statistics import (
+    merge_statistics,
+    page_nan_counts,
+    page_statistics,
+    supports_statistics,
+)
+
+NEG_NAN = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
+
+
+def _negative(value: float) -> bool:
+    return struct.pack("<d", value)[0:8] != struct.pack("<d", abs(value))
 
 
 def _split(n: int, cuts: list[int]) -> list[int]:
@@ -87,7 +99,7 @@ FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
 
 @settings(max_examples=300, deadline=None)
 @given(
-    values=st.lists(st.none() | FLOATS | st.sampled_from([0.0, -0.0, math.nan]), max_size=30),
+    values=st.lists(st.none() | FLOATS | st.sampled_from([0.0, -0.0, math.nan, NEG_NAN]), max_size=30),
     cuts=st.lists(st.integers(0, 30), max_size=3),
     type_=st.sampled_from([pa.float32(), pa.float64()]),
 )
@@ -98,16 +110,20 @@ def test_float_bounds(values: list[float | None], cuts: list[int], type_: pa.Dat
             for v in values
         ]
     lengths = _split(len(values), cuts)
-    stats = page_statistics(pa.array(values, type_), lengths).to_pylist()
-    for page, row in zip(_pages(values, lengths), stats, strict=True):
+    array = pa.array(values, type_)
+    stats = page_statistics(array, lengths).to_pylist()
+    nans = page_nan_counts(array, lengths)
+    for k, (page, row) in enumerate(zip(_pages(values, lengths), stats, strict=True)):
         present = [v for v in page if v is not None and not math.isnan(v)]
+        nan = [v for v in page if v is not None and math.isnan(v)]
+        assert list(nans[:, k]) == [sum(not _negative(v) for v in nan), sum(_negative(v) for v in nan)]
         assert row["null_count"] == sum(v is None for v in page)
         low, high = row["min_value"], row["max_value"]
         if not present:
             assert (low, high) == (-math.inf, math.inf)
             continue
-        has_nan = any(v is not None and math.isnan(v) for v in page)
-        assert low == min(present) and high == (math.inf if has_nan else max(present))
+        # the format's rule: NaN is ignored for min and max
+        assert low == min(present) and high == max(present)
         if low == 0:
             assert math.copysign(1, low) == -1
         if high == 0:
@@ -120,9 +136,25 @@ def test_float16_and_nan_only_page() -> None:
     assert (stats[0]["min_value"], stats[0]["max_value"]) == (-math.inf, math.inf)
     assert stats[1]["min_value"] == 0 and math.copysign(1, stats[1]["min_value"]) == -1
     assert stats[1]["max_value"] == 1.5
-    # NaN beside numbers: the max becomes +inf, the bound that says NaN may be present
+    # NaN beside numbers is ignored; the NaN counts by sign are kept beside the bounds
     with_nan = page_statistics(array, [3]).to_pylist()[0]
-    assert (with_nan["min_value"], with_nan["max_value"]) == (-0.0, math.inf)
+    assert (with_nan["min_value"], with_nan["max_value"]) == (-0.0, 1.5)
+    assert page_nan_counts(array, [3]).tolist() == [[1], [0]]
+    raw = np.array([np.nan, -np.nan, np.nan, 2.0], np.float16)
+    negative = pa.array(raw, mask=np.array([False, False, True, False]))
+    assert page_nan_counts(negative, [1, 3]).tolist() == [[1, 0], [0, 1]]
+
+
+def test_nan_counts_of_sliced_chunked_and_nullable_arrays() -> None:
+    values = pa.array([NEG_NAN, None, math.nan, 1.0, math.nan, NEG_NAN], pa.float64())
+    chunked = pa.chunked_array([values.slice(0, 2), values.slice(2)])
+    assert page_nan_counts(chunked, [3, 3]).tolist() == [[1, 1], [1, 1]]
+    assert page_nan_counts(values.slice(1, 4), [4]).tolist() == [[2], [0]]
+    assert page_nan_counts(pa.array([], pa.float32()), [0]).tolist() == [[0], [0]]
+    with pytest.raises(TypeError):
+        page_nan_counts(pa.array([1, 2]), [2])
+    with pytest.raises(ValueError):
+        page_nan_counts(values, [2])
 
 
 @settings(max_examples=300, deadline=None)

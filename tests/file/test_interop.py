@@ -195,7 +195,9 @@ def test_multi_page_both_ways(tmp_path: Path, version: str) -> None:
         tmp_path / "ours.lance", table, version, batch_rows=1000, data_cache_bytes=128, max_page_bytes=8192
     )
     pages = [len(c.pages) for c in LanceFileReader(ours).metadata().columns]
-    assert min(pages) >= 3 and pages[table.schema.names.index("dec256")] > 3  # flushes, then a split
+    assert min(pages) >= 3  # one page per flush at least
+    if version == "2.0":  # 2.0 also cuts a flush by max_page_bytes (2.1+ do not, as pylance)
+        assert pages[table.schema.names.index("dec256")] > 3
     _pylance_reads(ours, table)
     _we_read(ours, table)
     theirs = _write_theirs(tmp_path / "theirs.lance", table, version, batch_rows=400, data_cache_bytes=512)

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import lance_ops
+from jobs import datasource
 from jobs.datasource import LanceWriter, filter_to_sql
 from jobs.pipeline import demo_frame, write_lance
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema, spark_type
@@ -275,18 +276,72 @@ FILTER_CONDITIONS = [
 ]
 
 
-# Filter pushdown hands a SQL predicate to ``LanceFragment.to_table(filter=...)``.
 @pytest.mark.spark
-@pytest.mark.parametrize("pushdown", ["true", "false"])
-def test_filters(spark: SparkSession, tmp_path: Path, pushdown: str) -> None:
+def test_filters(spark: SparkSession, tmp_path: Path) -> None:
     uri = str(tmp_path / "filter.lance")
     source = demo_frame(spark, 300, partitions=2)
     write_lance(source, uri)
     for condition in FILTER_CONDITIONS:
-        read = spark.read.format("lance").option("filter_pushdown", pushdown).load(uri)
+        read = spark.read.format("lance").load(uri)
         got = _sorted_rows(read.filter(condition))
         assert got == _sorted_rows(source.filter(condition)), condition
         assert got["id"], condition
+
+
+@pytest.mark.spark
+def test_filter_pushdown_is_refused_where_spark_reuses_pushed_readers(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``filter_pushdown`` would let a second query of one DataFrame run the first one's pushed
+    reader (Spark 4.3, ``PythonDataSourceV2.readInfo``): it fails with a clear error instead, at
+    ``load()`` or, with a user schema, at the first query; ``filter`` is the safe path."""
+    uri = str(tmp_path / "pushdown.lance")
+    source = demo_frame(spark, 300, partitions=2)
+    write_lance(source, uri)
+    reader = spark.read.format("lance").option("filter_pushdown", "true")
+    with pytest.raises(Exception, match=r"filter_pushdown' is refused on Spark .*option\('filter'"):
+        reader.load(uri)
+    typed = reader.schema("id BIGINT, category STRING").load(uri)
+    with pytest.raises(Exception, match=r"filter_pushdown' is refused"):
+        typed.filter("id < 10").count()
+    # The case that went wrong with pushdown: one DataFrame, a filtered query, then an unfiltered one.
+    safe = spark.read.format("lance").option("filter", "id >= 100").load(uri)
+    assert safe.filter("id < 150").count() == 50
+    assert safe.count() == 200
+    assert spark.read.format("lance").option("filter_pushdown", "false").load(uri).count() == 300
+
+
+@pytest.mark.spark
+def test_spark_still_keeps_pushed_readers_on_the_source(spark: SparkSession) -> None:
+    """The premise of the refusal, checked on the installed jar: the provider holds the read info.
+    When this fails, Spark scopes it per scan: add the version to PUSHDOWN_SAFE_SPARK_VERSIONS after
+    checking reuse with pushdown on (test above)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    cls = jvm.java.lang.Class.forName(
+        "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
+    )
+    assert "readInfo" in {f.getName() for f in cls.getDeclaredFields()}
+    assert spark.version not in datasource.PUSHDOWN_SAFE_SPARK_VERSIONS
+
+
+def test_filtering_reader_where_pushdown_is_safe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a Spark release listed as safe the option gives the filtering reader, whose pushed
+    predicate Lance evaluates (planned and read here in-process, as a Spark worker would)."""
+    uri = str(tmp_path / "pushed.lance")
+    table = pa.table({"id": range(100), "category": ["alpha", "beta"] * 50})
+    lance_ops.write_dataset(table, uri, max_rows_per_file=30)
+    with pytest.raises(UnsupportedFeatureError, match="filter_pushdown"):
+        datasource.filter_pushdown({"filter_pushdown": "true"}, "4.3.0")
+    monkeypatch.setattr(datasource, "PUSHDOWN_SAFE_SPARK_VERSIONS", frozenset({"9.9.9"}))
+    assert datasource.filter_pushdown({"filter_pushdown": "true"}, "9.9.9")
+    assert not datasource.filter_pushdown({}, "4.3.0")
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("category", T.StringType())])
+    reader = datasource.LanceFilteringReader(uri, 1, schema, {}, 16)
+    kept = list(reader.pushFilters([sds.GreaterThanOrEqual(("id",), 40), sds.EqualTo(("category",), "beta")]))
+    assert kept == []
+    got = pa.Table.from_batches([b for p in reader.partitions() for b in reader.read(p)]).to_pydict()
+    assert got["id"] == [i for i in range(40, 100) if i % 2 == 1]
 
 
 @pytest.mark.spark

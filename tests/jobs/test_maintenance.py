@@ -88,6 +88,27 @@ def test_rebuild_statistics_equals_the_library(spark: SparkSession, tmp_path: Pa
     assert summary["fragments_with_statistics"] == summary["num_fragments"] == 5
 
 
+def test_rebuild_statistics_keeps_nan_counts_as_the_library(spark: SparkSession, tmp_path: Path) -> None:
+    """Float zones' NaN counts by sign travel from the executors and equal the library's."""
+    uri, other = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    ids = np.arange(200)
+    x = np.where(ids % 7 == 3, np.nan, np.where(ids % 11 == 5, -np.nan, ids * 0.5))
+    table = pa.table({"id": ids, "x": pa.array(x, mask=ids % 4 == 0)})
+    lance_ops.write_dataset(table, uri, max_rows_per_file=50, page_statistics=False)
+    shutil.copytree(uri, other)
+    jobs.rebuild_statistics(spark, uri)
+    lance_ops.dataset(other).stats.rebuild()
+    mine = load_statistics(uri, lance_ops.dataset(uri).manifest)
+    library = load_statistics(other, lance_ops.dataset(other).manifest)
+    field_id = lance_ops.dataset(uri).lance_schema.field("x").id
+    counts = {f: s.nan_counts[field_id].tolist() for f, s in mine.items()}
+    assert counts == {f: s.nan_counts[field_id].tolist() for f, s in library.items()}
+    assert all(c[0][0] and c[1][0] for c in counts.values())  # both signs in every fragment
+    ds = lance_ops.dataset(uri)
+    for where in ("x > 90", "x < 1", "x >= 0"):
+        assert ds.count_rows(where) == lance.dataset(uri).count_rows(where), where
+
+
 def test_rebuild_statistics_only_what_is_missing(
     spark: SparkSession, tmp_path: Path, main_session: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -35,19 +35,20 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
-def _snapshot(uri: str) -> dict[int, pa.Table]:
-    ds = lance_ops.dataset(uri)
+def _snapshot(uri: str | lance_ops.LanceDataset) -> dict[int, pa.Table]:
+    ds = lance_ops.dataset(uri) if isinstance(uri, str) else uri
     return {v["version"]: ds.checkout_version(v["version"]).to_table() for v in ds.versions()}
 
 
-def _build(uri: str, lance=None) -> None:  # type: ignore[no-untyped-def]
-    """Versions 1-5: create, append, delete, overwrite, append (by us, or by pylance if given)."""
+def _build(uri: str, lance=None):  # type: ignore[no-untyped-def]
+    """Versions 1-5: create, append, delete, overwrite, append (by us, or by pylance if given),
+    all through the first write's handle (a memory:// dataset lives in that handle's store)."""
     lib = lance or lance_ops
-    lib.write_dataset(_table(10), uri)
-    lib.write_dataset(_table(5, 10), uri, mode="append")
-    lib.dataset(uri).delete("id < 3")
-    lib.write_dataset(_table(7, 100), uri, mode="overwrite")
-    lib.write_dataset(_table(2, 200), uri, mode="append")
+    ds = lib.write_dataset(_table(10), uri)
+    ds = lib.write_dataset(_table(5, 10), ds, mode="append")
+    ds.delete("id < 3")
+    ds = lib.write_dataset(_table(7, 100), ds, mode="overwrite")
+    return lib.write_dataset(_table(2, 200), ds, mode="append")
 
 
 def _referenced(uri: str) -> set[str]:
@@ -97,15 +98,13 @@ def _referenced_latest(uri: str) -> set[str]:
 
 def test_memory_store(tmp_path: Path) -> None:
     uri = f"memory://cleanup/{tmp_path.name}"
-    _build(uri)
-    before = _snapshot(uri)
-    lance_ops.dataset(uri).tags.create("two", 2)
-    dry = lance_ops.dataset(uri).cleanup_old_versions(
-        older_than=ZERO, error_if_tagged_old_versions=False, dry_run=True
-    )
-    stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
+    ds = _build(uri)
+    before = _snapshot(ds)
+    ds.tags.create("two", 2)
+    dry = ds.cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False, dry_run=True)
+    stats = ds.cleanup_old_versions(older_than=ZERO, error_if_tagged_old_versions=False)
     assert dry.paths == stats.paths and stats.old_versions == 3
-    assert _snapshot(uri) == {2: before[2], 5: before[5]}
+    assert _snapshot(ds) == {2: before[2], 5: before[5]}
 
 
 def test_default_keeps_recent_versions(tmp_path: Path) -> None:

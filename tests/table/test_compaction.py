@@ -409,11 +409,16 @@ def test_tasks_execute_in_other_processes(tmp_path) -> None:  # type: ignore[no-
 
 @pytest.mark.interop
 def test_output_split_by_bytes_keeps_row_ids(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """Files are cut by the bytes they flushed (~8 MiB pages): wide rows, so a cap of 200 bytes splits."""
     uri = str(tmp_path / "d")
-    ds = build(uri, [10, 7, 10, 3], stable=True, deletes=["id % 3 = 1"])
+    wide = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(3000 * 1024, dtype=np.int64)), 1024)
+    data = pa.table({"id": pa.array(range(3000), pa.int64()), "v": wide})
+    lance_ops.write_dataset(data, uri, max_rows_per_file=1000, enable_stable_row_ids=True)
+    ds = lance_ops.dataset(uri)
+    ds.delete("id % 3 = 1")
     expected = ds.to_table(with_row_id=True)
-    ds.optimize.compact_files(target_rows_per_fragment=100, max_bytes_per_file=200, batch_size=4)
-    assert len(ds.manifest.fragments) > 2
+    ds.optimize.compact_files(target_rows_per_fragment=5000, max_bytes_per_file=200, batch_size=128)
+    assert len(ds.manifest.fragments) > 1
     assert ds.to_table(with_row_id=True).equals(expected)
     assert lance_module.dataset(uri).to_table(with_row_id=True).equals(expected)
     ids = expected["_rowid"].to_pylist()[::2]

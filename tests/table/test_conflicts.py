@@ -188,5 +188,5 @@ def test_check_conflict_raises_typed_errors() -> None:
     with pytest.raises(CommitConflictError, match="Incompatible") as info:
         conflicts.check_conflict(append, Transaction(1, THEIRS[Overwrite]), 2)
     assert not isinstance(info.value, RetryableCommitConflictError)
-    with pytest.raises(RetryableCommitConflictError, match="Retryable"):
+    with pytest.raises(RetryableCommitConflictError, match="Commit conflict for version 2"):
         conflicts.check_conflict(Transaction(1, OURS[Overwrite]), Transaction(1, THEIRS[Overwrite]), 2)

@@ -8,6 +8,7 @@ import os
 import pickle
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -204,12 +205,35 @@ def test_input_kinds_and_all_null_column(tmp_path: Path) -> None:
     assert lance_ops.write_dataset(frame, _uri(tmp_path, "df")).to_table().to_pandas().equals(frame)
 
 
-def test_memory_store_round_trip() -> None:
+def _memory_story(lib: Any, uri: str) -> list[Any]:
+    """What a memory:// dataset shows through ``lib`` (lance_ops or pylance): its handle keeps its
+    store; opening the URI again finds nothing; a second create there starts afresh."""
+    seen: list[Any] = []
+    ds = lib.write_dataset(table(9), uri, max_rows_per_file=4)
+    ds = lib.write_dataset(table(2, 9), ds, mode="append")
+    seen += [ds.version, ds.count_rows(), ds.checkout_version(1).count_rows(), len(ds.versions())]
+    ds.delete("id < 2")
+    seen += [ds.version, ds.to_table().column("id").to_pylist()]
+    try:
+        lib.dataset(uri)
+    except ValueError as exc:  # pylance's (and lance_ops' DatasetNotFoundError is one)
+        seen.append(f"not found: {type(exc).__name__ in ('ValueError', 'DatasetNotFoundError')}")
+    again = lib.write_dataset(table(3), uri)  # mode="create" on the same name: a new store
+    seen += [again.version, again.count_rows(), len(again.versions())]
+    appended = lib.write_dataset(table(1), uri, mode="append")  # appending to nothing creates
+    seen += [appended.version, appended.count_rows()]
+    return seen
+
+
+@pytest.mark.interop
+def test_memory_datasets_behave_as_pylance() -> None:
+    lance = pytest.importorskip("lance")
     uri = "memory://table-tests/ds"
-    lance_ops.write_dataset(table(9), uri, max_rows_per_file=4)
-    lance_ops.write_dataset(table(2, 9), uri, mode="append")
-    ds = lance_ops.dataset(uri)
-    assert ds.version == 2 and ds.to_table() == table(11)
+    ours = _memory_story(lance_ops, uri)
+    assert ours == [2, 11, 9, 2, 3, list(range(2, 11)), "not found: True", 1, 3, 1, 1, 1]
+    assert ours == _memory_story(lance, uri)
+    with pytest.raises(DatasetNotFoundError):
+        lance_ops.dataset(uri)
 
 
 def test_spark_style_write_then_commit(tmp_path: Path) -> None:
@@ -340,7 +364,9 @@ def test_stable_row_ids_big_values_and_pylance_maintenance(tmp_path: Path, lance
     lance_ops.write_dataset(
         big, uri, mode="append", enable_stable_row_ids=True, max_rows_per_file=2, progress=seen.append
     )
-    assert [e.fragment.physical_rows for e in seen if e.fragment is not None and e.fragment.files] == [2, 1]
+    assert [
+        e.fragment.physical_rows for e in seen if e.fragment is not None and e.fragment.physical_rows
+    ] == [2, 1]
     more = pa.table({"id": pa.array([3, 4], pa.int64()), "blob": ["z", "w" * 50_000]})
     lance_ops.write_dataset(more, uri, mode="append")
     theirs = lance_module.dataset(uri)

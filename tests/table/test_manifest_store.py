@@ -299,7 +299,8 @@ def test_conditional_put_stores_lose_no_commit(tmp_path: Path, kind: str) -> Non
     """Object stores without a manifest store commit by conditional put (PutIfAbsentCommitHandler):
     racing appenders (threads) all land, each version exactly once."""
     uri = f"memory://commit-race/{tmp_path.name}" if kind == "memory" else f"local://{tmp_path / 'ds'}"
-    lance_ops.write_dataset(_table(10), uri)
+    # a memory:// dataset lives in the store of the handle that created it: the threads share it
+    created = lance_ops.write_dataset(_table(10), uri)
     workers, appends = 4, 4
     barrier = threading.Barrier(workers)
     errors: list[BaseException] = []
@@ -308,7 +309,7 @@ def test_conditional_put_stores_lose_no_commit(tmp_path: Path, kind: str) -> Non
         barrier.wait()
         try:
             for i in range(appends):
-                lance_ops.write_dataset(_table(10, worker * 1000 + i * 10), uri, mode="append")
+                lance_ops.write_dataset(_table(10, worker * 1000 + i * 10), created, mode="append")
         except BaseException as exc:  # noqa: BLE001 (reported below)
             errors.append(exc)
 
@@ -318,7 +319,7 @@ def test_conditional_put_stores_lose_no_commit(tmp_path: Path, kind: str) -> Non
     for thread in threads:
         thread.join()
     assert errors == []
-    ds = lance_ops.dataset(uri)
+    ds = created.checkout_version(1 + workers * appends)
     assert [v["version"] for v in ds.versions()] == list(range(1, 2 + workers * appends))
     expected = list(range(10)) + [w * 1000 + k for w in range(1, workers + 1) for k in range(appends * 10)]
     assert sorted(ds.to_table().column("id").to_pylist()) == sorted(expected)

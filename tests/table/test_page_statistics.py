@@ -93,9 +93,14 @@ def test_files_carry_page_statistics_of_every_page(ours: str) -> None:
         (data_file,) = fragment.metadata.files
         reader = ds._files.open_file(data_file)
         found = reader.column_statistics()
-        assert found is not None and found.float_max_covers_nan
+        assert found is not None and not found.float_max_covers_nan
         assert set(found.columns) == set(STATS_COLUMNS)
         start = fragment.id * ROWS_PER_FILE
+        f_stats = found.columns["f"]
+        assert f_stats.nan_counts is not None and f_stats.nan_counts.shape == (2, len(f_stats.page_rows))
+        floats = data.column("f").slice(start, fragment.physical_rows)
+        assert int(f_stats.nan_counts.sum()) == int(pc.sum(pc.is_nan(floats)).as_py())
+        assert all(column.nan_counts is None for name, column in found.columns.items() if name != "f")
         for name, column in found.columns.items():
             if fragment.physical_rows == ROWS_PER_FILE and name != "b":
                 assert len(column.page_rows) > 1, name  # small pages: several per column
@@ -400,6 +405,29 @@ def test_reader_ignores_statistics_it_does_not_know(tmp_path: Path) -> None:
     found = LanceFileReader(path).column_statistics()
     assert found is not None and list(found.columns) == ["x"]
     assert found.columns["x"].statistics.to_pylist() == [{"null_count": 0, "min_value": 1, "max_value": 5}]
+
+
+@pytest.mark.parametrize(
+    "nan_counts",
+    [{"0": [[1, 2]]}, {"0": [[1], [-1]]}, {"0": "x"}, {"0": [[1], [0], [0]]}, {"0": [[0, 0], [0, 0]]}],
+    ids=["one-row", "negative", "not-a-list", "three-rows", "wrong-page-count"],
+)
+def test_malformed_nan_counts_are_corrupt(tmp_path: Path, nan_counts: Any) -> None:
+    """NaN counts that are not two rows of counts, one per page, make the file's statistics corrupt."""
+    import json
+
+    from lance_ops.errors import CorruptFileError
+    from lance_ops.file.writer import _lance_file_bytes
+
+    path = str(tmp_path / "x.lance")
+    stats = pa.table({"0": pa.array([{"null_count": 0, "min_value": 1.0, "max_value": 2.0}])})
+    with LanceFileWriter(path, pa.schema([("x", pa.float64())]), page_statistics=False) as writer:
+        writer.write_batch(pa.table({"x": [1.0, 2.0, math.nan]}))
+        buffer = writer.add_global_buffer(_lance_file_bytes(stats))
+        text = {"statistics": buffer, "sketches": 0, "sketch_ranges": {}, "float_max": "ignores-nan"}
+        writer.add_schema_metadata(PAGE_STATISTICS_KEY, json.dumps({**text, "nan_counts": nan_counts}))
+    with pytest.raises(CorruptFileError):
+        LanceFileReader(path).column_statistics()
 
 
 def test_files_without_rows_or_with_copied_metadata(tmp_path: Path) -> None:

@@ -263,7 +263,7 @@ def test_delete_with_statistics(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "where",
     [
-        "f > 1e308",  # NaN sorts above every number: float zones are never pruned by their max
+        "f > 1e308",  # NaN sorts above every number: zones holding NaN are kept by their NaN count
         "f >= 1e300 AND id > 100",
         "f = -0.0",
         "f < -1e308",
