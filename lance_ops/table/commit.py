@@ -223,7 +223,7 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
     else:
         match = [e for e in entries if e.version == version]
         if not match:
-            raise VersionNotFoundError(f"dataset {root} has no version {version}")
+            raise VersionNotFoundError(f"Not found: version {version} of dataset {root}")
         entry = match[0]
     return load_entry(store, root, entry)
 
