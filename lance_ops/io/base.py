@@ -380,6 +380,11 @@ class ObjectStore(ABC):
     def delete(self, path: str) -> None:
         """Remove the file at ``path``; deleting a missing file is not an error."""
 
+    def remove_directories(self, dir_path: str) -> None:
+        """Remove the directory ``dir_path`` and the directories below it, once their files are
+        deleted, where the store has directories (local disks); object stores have none to remove."""
+        return
+
     def join(self, base: str, *parts: str) -> str:
         """Store path of ``parts`` below ``base`` ('/'-separated)."""
         return posixpath.join(base, *(part.strip("/") for part in parts if part.strip("/")))
