@@ -198,9 +198,10 @@ class LegacyFileReader(LanceFileReader):
         columns: Sequence[str] | None = None,
         store: ObjectStore | None = None,
         size: int | None = None,
+        contents: memoryview | None = None,
     ) -> None:
-        """``size`` is accepted as :class:`LanceFileReader` takes it; legacy files are opened by
-        their own tail reads, which ask the store for the size."""
+        """``size`` and ``contents`` are accepted as :class:`LanceFileReader` takes them; legacy
+        files are opened by their own tail reads, which ask the store for the size."""
         opened = self.__dict__.pop("_opened", None)
         if opened is None:
             store, store_path = open_path(path, storage_options, store)

@@ -193,7 +193,8 @@ class LanceFileReader:
     ``size``: the file's size in bytes when the caller knows it (a manifest records it), which saves
     the request asking the store. A file the store reads whole
     (:attr:`~lance_ops.io.ObjectStore.whole_file_read_size`: small files on remote stores) is read in
-    one request when opened, and every later read is served from that buffer.
+    one request when opened, and every later read is served from that buffer. ``contents``: the
+    whole file, when the caller has read it already (a scan fetches small files together).
     """
 
     # Set by __new__ for __init__: the store, the path and the tail bytes already read.
@@ -207,13 +208,16 @@ class LanceFileReader:
         columns: Sequence[str] | None = None,
         store: ObjectStore | None = None,
         size: int | None = None,
+        contents: memoryview | None = None,
     ) -> LanceFileReader:
         """The one place the file version picks a reader: legacy (0.1) files get a LegacyFileReader."""
         if cls is not LanceFileReader:
             return super().__new__(cls)
         store, store_path = open_path(path, storage_options, store)
         # The tail is read once, here: its last bytes pick the reader, and __init__ parses it.
-        tail_bytes = read_tail_bytes(store, store_path, size)
+        tail_bytes = (
+            (len(contents), contents) if contents is not None else read_tail_bytes(store, store_path, size)
+        )
         if footer_version(store_path, tail_bytes[1]) is FileVersion.V0_1:
             # Imported here: lance_ops.file.legacy_v0_1 subclasses this class.
             from lance_ops.file.legacy_v0_1 import LegacyFileReader
@@ -231,11 +235,16 @@ class LanceFileReader:
         columns: Sequence[str] | None = None,
         store: ObjectStore | None = None,
         size: int | None = None,
+        contents: memoryview | None = None,
     ) -> None:
         opened = self.__dict__.pop("_opened", None)
         if opened is None:
             store, store_path = open_path(path, storage_options, store)
-            tail_bytes = read_tail_bytes(store, store_path, size)
+            tail_bytes = (
+                (len(contents), contents)
+                if contents is not None
+                else read_tail_bytes(store, store_path, size)
+            )
         else:
             store, store_path, tail_bytes = opened
         self._store: ObjectStore = store
