@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -74,7 +74,7 @@ def scan_batches(
         raise ValueError("limit and offset must be non-negative")
     remaining = np.inf if limit is None else limit
     skip = offset
-    chosen = files.fragments() if fragments is None else fragments
+    chosen: Iterable[FragmentReader] = files.fragments() if fragments is None else fragments
     predicate = options.predicate
     if limit is None and not offset and (predicate is None or not predicate.bounds):
         # Every fragment will be read (none skipped by a limit, an offset or statistics).
