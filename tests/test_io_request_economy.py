@@ -48,24 +48,37 @@ class _Counting(MemoryFileSystem):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.calls: list[str] = []
-        self._piping = False
+        self._inner = False
 
     def pipe_file(self, path: str, value: bytes, *args: Any, **kwargs: Any) -> None:
         self.calls.append("pipe")
-        self._piping = True  # fsspec's pipe_file opens a file itself: not a call of ours
+        self._inner = True  # fsspec's pipe_file opens a file itself: not a call of ours
         try:
             super().pipe_file(path, value, *args, **kwargs)
         finally:
-            self._piping = False
+            self._inner = False
 
     def _open(self, path: str, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
-        if not self._piping:
+        if not self._inner:
             self.calls.append(f"open {mode}")
         return super()._open(path, mode, *args, **kwargs)
 
     def cat_ranges(self, paths: list[str], *args: Any, **kwargs: Any) -> list[bytes]:
         self.calls.append(f"ranges {len(paths)}")
         return super().cat_ranges(paths, *args, **kwargs)
+
+    def cat(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(f"cat {len(path)}")  # several files at once (one call, concurrent on s3fs)
+        self._inner = True
+        try:
+            return super().cat(path, *args, **kwargs)
+        finally:
+            self._inner = False
+
+    def cat_file(self, path: str, *args: Any, **kwargs: Any) -> bytes:
+        if not self._inner:
+            self.calls.append("get" if kwargs.get("start") is None else "range")
+        return super().cat_file(path, *args, **kwargs)
 
 
 def test_small_file_written_in_one_put_and_read_in_one_request() -> None:
@@ -80,7 +93,7 @@ def test_small_file_written_in_one_put_and_read_in_one_request() -> None:
     reader = LanceFileReader("/ds/small.lance", store=store, size=size)
     assert reader.read_all().to_table().equals(table)
     assert reader.take_rows([5, 900]).to_table().column("id").to_pylist() == [5, 900]
-    assert fs.calls == ["ranges 1"]
+    assert fs.calls == ["get"]  # one plain read of the whole file
 
 
 def test_larger_output_streams() -> None:
@@ -124,14 +137,14 @@ def test_scan_and_take_fetch_small_remote_files_together(tmp_path: Any) -> None:
     files, fs, table = _remote_copy(tmp_path, fragments=5)
     options = ScanOptions(columns=("id", "name"))
     assert pa.Table.from_batches(list(scan_batches(files, options))).equals(table)
-    assert fs.calls == ["ranges 5"]  # every data file in one call, none again while reading
+    assert fs.calls == ["cat 5"]  # every data file in one call, none again while reading
     fs.calls.clear()
     assert pa.Table.from_batches(list(scan_batches(files, options))).equals(table)
     assert fs.calls == []  # the handle keeps what it read
 
     files, fs, table = _remote_copy(tmp_path / "again", fragments=5)
     assert take(files, np.array([3, 170, 20]), ("id",)).column("id").to_pylist() == [3, 170, 20]
-    assert fs.calls == ["ranges 2"]  # the two fragments holding those rows
+    assert fs.calls == ["cat 2"]  # the two fragments holding those rows
     fs.calls.clear()
     # A limited scan reads only what it needs, one file at a time.
     assert pa.Table.from_batches(list(scan_batches(files, options, limit=10))).num_rows == 10

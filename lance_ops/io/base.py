@@ -333,9 +333,9 @@ class ObjectStore(ABC):
 
     def read_files(self, files: Sequence[tuple[str, int]]) -> list[memoryview]:
         """The whole of each ``(path, size)`` in ``files``, in order: small files a reader is about
-        to open (their sizes known from the manifest). One after another here; a store that can
-        issue requests concurrently (remote ones) overrides this."""
-        return [self.read_range(path, 0, size) for path, size in files]
+        to open (``size``: what the manifest records; a file may turn out longer or shorter). One
+        after another here; a store that can issue requests concurrently (remote ones) overrides this."""
+        return [memoryview(self.read(path)) for path, _ in files]
 
     def open_ranges(self, path: str) -> RangeReader:
         """A :class:`RangeReader` of ``path``, for a caller that reads that one file many times.

@@ -8,8 +8,9 @@ async filesystems (s3fs, gcsfs, adlfs) serve concurrently.
 Small files are read whole: a reader opening a file of at most :data:`REMOTE_WHOLE_READ_SIZE`
 bytes fetches it in one request and serves its footer, metadata and page reads from that buffer
 (:attr:`~lance_ops.io.base.ObjectStore.whole_file_read_size`). A scan or take about to open many
-such files fetches them together (:meth:`FsspecStore.read_files`: one ``cat_ranges`` call, whose
-requests s3fs sends concurrently), as pylance reads its files concurrently.
+such files fetches them together (:meth:`FsspecStore.read_files`: one ``cat`` call, whose
+requests s3fs sends concurrently), as pylance reads its files concurrently. Whole reads are plain
+GETs with no range (and no size asked first), as pylance's.
 
 Writes:
 
@@ -253,13 +254,15 @@ class FsspecStore(ObjectStore):
         return [memoryview(blob) for blob in self._call(f"read {len(spans)} ranges of {path}", attempt)]
 
     def read_files(self, files: Sequence[tuple[str, int]]) -> list[memoryview]:
-        """All of ``files`` in one ``cat_ranges`` call, which async drivers (s3fs) send concurrently."""
+        """All of ``files`` in one ``cat`` call (plain GETs, no size asked first), which async
+        drivers (s3fs) send concurrently."""
         if len(files) < 2:
-            return super().read_files(files)
+            return [memoryview(self.read(path)) for path, _ in files]
+        paths = [path for path, _ in files]
 
         def attempt() -> list[bytes]:
-            paths = [path for path, _ in files]
-            blobs = self.fs.cat_ranges(paths, [0] * len(files), [size for _, size in files], on_error="raise")
+            found = self.fs.cat(paths, on_error="raise", **self._whole_read)
+            blobs = [found[path] for path in paths]
             for (path, size), blob in zip(files, blobs, strict=True):
                 if len(blob) < size:
                     self._check_short(path, [(0, size)], [blob])
