@@ -36,7 +36,11 @@ for path in "${files[@]}"; do
         git -C "$repo" show "$ref:$path" >"$target.tmp"
         source="git $repo $ref ($(git -C "$repo" rev-parse "$ref^{commit}"))"
     else
-        curl -fsSL "https://raw.githubusercontent.com/lancedb/lance/$ref/$path" -o "$target.tmp"
+        if ! curl -fsSL "https://raw.githubusercontent.com/lancedb/lance/$ref/$path" -o "$target.tmp"; then
+            rm -f "$target.tmp"
+            echo "could not download $path at $ref; give a local clone with --repo PATH" >&2
+            exit 1
+        fi
         source="github lancedb/lance $ref"
     fi
     mv "$target.tmp" "$target"
