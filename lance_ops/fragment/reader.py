@@ -260,6 +260,8 @@ class VersionFiles:
         after another as each is opened. Files already open, of unknown size or too large to read
         whole, and any this finds missing or of another size than recorded, are left to
         :meth:`open_file` (which reports the latter)."""
+        if not self.store.whole_file_read_size and not self.manifest.base_paths:
+            return  # nothing here is read whole (local disk, memory)
         wanted = {self.schema.get_field_index(c) for c in columns} - {-1}
         pending: dict[int, tuple[ObjectStore, list[tuple[DataFile, str, str]]]] = {}
         for fragment in fragments:
