@@ -4,9 +4,10 @@ Loaded with ``-p tests.s3.pylance_alias`` in a pytest subprocess started by
 ``tests/s3/test_pylance_own_s3_ddb.py`` (never in the main test process, where ``lance`` is the real
 pylance, the oracle). Before the upstream file is collected:
 
-* ``lance``, ``lance.file`` and ``lance.fragment`` in ``sys.modules`` are lance_ops' modules, so the
-  file's ``import lance`` / ``from lance.file import ...`` / ``from lance.fragment import ...`` get
-  lance_ops (the file itself is not changed);
+* ``lance``, ``lance.file`` and ``lance.fragment`` in ``sys.modules`` answer with lance_ops,
+  ``lance_ops.file`` and ``lance_ops.fragment`` (plus ``lance_ops.LanceFragment`` in
+  ``lance.fragment``, where pylance has it), so the file's ``import lance`` / ``from lance.file
+  import ...`` / ``from lance.fragment import ...`` get lance_ops (the file itself is not changed);
 * its ``CONFIG`` dict (storage options and endpoints, which the file hard-codes for a local S3
   emulator at port 4566) gets the endpoints of the moto server named by ``LANCE_OPS_S3_ENDPOINT``
   (every other key is kept: the file's own credentials, region and ``allow_http``);
@@ -34,9 +35,26 @@ import lance_ops.fragment
 ENDPOINT_VARIABLE = "LANCE_OPS_S3_ENDPOINT"
 ENDPOINT_KEYS = ("aws_endpoint", "dynamodb_endpoint")
 
-sys.modules["lance"] = lance_ops
+
+class _Alias(types.ModuleType):
+    """A module answering with ``target``'s attributes, plus ``extra`` ones of its own."""
+
+    def __init__(self, name: str, target: types.ModuleType, **extra: Any) -> None:
+        super().__init__(name, target.__doc__)
+        self._target = target
+        self.__dict__.update(extra)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+# pylance's ``lance.fragment`` also holds ``LanceFragment``, which lance_ops keeps at its top level
+# (its fragment layer sits below the dataset layer that defines it): the alias adds it.
+FRAGMENT = _Alias("lance.fragment", lance_ops.fragment, LanceFragment=lance_ops.LanceFragment)
+LANCE = _Alias("lance", lance_ops, file=lance_ops.file, fragment=FRAGMENT)
+sys.modules["lance"] = LANCE
 sys.modules["lance.file"] = lance_ops.file
-sys.modules["lance.fragment"] = lance_ops.fragment
+sys.modules["lance.fragment"] = FRAGMENT
 
 # Run by the real pylance in a clean interpreter: every dataset under the bucket, every version,
 # its row count (from the manifest) and its rows, keyed by dataset key and version. Rows are
@@ -122,7 +140,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if module is not None:
             modules[module.__name__] = module
     for module in modules.values():
-        assert module.lance is lance_ops, "the upstream file did not get lance_ops as `lance`"
+        assert module.lance is LANCE, "the upstream file did not get lance_ops as `lance`"
         config = getattr(module, "CONFIG", None)
         if isinstance(config, dict):
             config.update({key: endpoint for key in ENDPOINT_KEYS if key in config})
