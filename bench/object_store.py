@@ -3,18 +3,24 @@
 A moto S3 server is started on loopback with the counting proxy of ``tests/s3/proxy.py`` in front;
 both libraries reach the server through the proxy (``aws_endpoint``), which counts requests by
 operation. pylance writes the data straight to the server (not counted): one dataset of
-``--fragments`` fragments of ``--rows`` rows each (int64 id, string name, float64 value), and one
-copy per system for the compaction. Then, per system, counted:
+``--fragments`` fragments of ``--rows`` rows each (int64 id, string name, float64 value), and
+copies for the compactions (one per system and run, and one per system for a warm-up). Then, per
+system, counted:
 
 * ``open+count``: open the dataset and ``count_rows()``;
 * ``scan``: ``to_table()`` of a dataset opened (and scanned) before: what a warm handle costs;
 * ``take100``: ``take()`` of 100 random row indices (sorted), on that warm handle;
 * ``open+scan``, ``open+take100``: the same on a dataset opened just before (no file read yet);
-* ``compact``: ``optimize.compact_files()`` of the system's own copy (all fragments into one),
-  after an unmeasured compaction of another copy, so that one-time costs of the first compaction in
-  a process (imports, compiled kernels loaded from numba's cache) are not counted.
+* ``compact``: ``optimize.compact_files()`` of a fresh copy (all fragments into one), opened just
+  before (not counted), after an unmeasured compaction of another copy, so that one-time costs of
+  the first compaction in a process (imports, compiled kernels loaded from numba's cache) are not
+  counted.
 
-Each operation is run ``--repeat`` times; the fewest requests and the best time count.
+``--latency-ms`` has the proxy delay every request, standing for the round trip of a real object
+store (loopback has almost none, so there the server's own work per request dominates).
+
+Each operation is run ``--repeat`` times per system, the systems taking turns (alternating which
+goes first); the median time and the fewest requests are reported.
 
     .venv/bin/python bench/object_store.py
     .venv/bin/python bench/object_store.py --fragments 20 --rows 5000
@@ -23,6 +29,7 @@ Each operation is run ``--repeat`` times; the fewest requests and the best time 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import uuid
@@ -96,57 +103,66 @@ def create_bucket(endpoint: str) -> str:
     return bucket
 
 
-def measure(proxy: FaultProxy, fn: Callable[[], Any], repeat: int = 1) -> Measured:
-    """Requests through ``proxy`` and seconds of ``fn()``: fewest requests, best time of ``repeat``."""
-    best: Measured | None = None
-    for _ in range(repeat):
-        proxy.reset_counts()
-        started = time.perf_counter()
-        fn()
-        seconds = time.perf_counter() - started
-        counts = proxy.snapshot()
-        run = Measured(counts, seconds)
-        if best is None:
-            best = run
-        else:
-            fewer = counts if run.total < best.total else best.requests
-            best = Measured(fewer, min(seconds, best.seconds))
-    assert best is not None
-    return best
+def measure(proxy: FaultProxy, fn: Callable[[], Any]) -> Measured:
+    """Requests through ``proxy`` and seconds of one run of ``fn()``."""
+    proxy.reset_counts()
+    started = time.perf_counter()
+    fn()
+    seconds = time.perf_counter() - started
+    return Measured(proxy.snapshot(), seconds)
+
+
+def summarize(runs: list[Measured]) -> Measured:
+    """The median time of ``runs`` and the requests of their fewest."""
+    fewest = min(runs, key=lambda run: run.total)
+    return Measured(fewest.requests, float(np.median([run.seconds for run in runs])))
 
 
 def run_workloads(
     proxy: FaultProxy, server: str, fragments: int, rows: int, repeat: int = 1
 ) -> dict[str, dict[str, Measured]]:
-    """Every operation of :data:`OPERATIONS` for both systems: ``{operation: {system: Measured}}``."""
+    """Every operation of :data:`OPERATIONS` for both systems, ``repeat`` runs each, the systems
+    interleaved (alternating which goes first), so that load on a shared machine falls on both
+    alike: ``{operation: {system: Measured}}`` (median time)."""
     bucket = create_bucket(server)
     direct = storage_options(server)
     counted = storage_options(proxy.endpoint)
     shared = f"s3://{bucket}/shared.lance"
     write_fragmented(shared, direct, fragments, rows)
     indices = sorted(np.random.default_rng(0).choice(fragments * rows, 100, replace=False).tolist())
-    results: dict[str, dict[str, Measured]] = {op: {} for op in OPERATIONS}
+    opened = {name: module.dataset(shared, storage_options=counted) for name, module in SYSTEMS.items()}
+    workloads: dict[str, Callable[[str, Any, int], Callable[[], Any]]] = {
+        "open+count": lambda name, m, _: lambda: m.dataset(shared, storage_options=counted).count_rows(),
+        "scan": lambda name, m, _: opened[name].to_table,
+        "take100": lambda name, m, _: lambda: opened[name].take(indices),
+        "open+scan": lambda name, m, _: lambda: m.dataset(shared, storage_options=counted).to_table(),
+        "open+take100": lambda name, m, _: lambda: m.dataset(shared, storage_options=counted).take(indices),
+    }
+    for name in SYSTEMS:
+        opened[name].to_table()  # the warm handles have read the files once
+    # Compaction: a fresh copy per system and run, and one unmeasured warm-up per system.
+    copies = {
+        (name, run): f"s3://{bucket}/compact-{name}-{run}.lance"
+        for name in SYSTEMS
+        for run in range(-1, repeat)
+    }
+    for uri in copies.values():
+        write_fragmented(uri, direct, fragments, rows)
     for name, module in SYSTEMS.items():
-        opened = module.dataset(shared, storage_options=counted)
-        results["open+count"][name] = measure(
-            proxy, lambda m=module: m.dataset(shared, storage_options=counted).count_rows(), repeat
-        )
-        results["scan"][name] = measure(proxy, lambda d=opened: d.to_table(), repeat)
-        results["take100"][name] = measure(proxy, lambda d=opened: d.take(indices), repeat)
-        results["open+scan"][name] = measure(
-            proxy, lambda m=module: m.dataset(shared, storage_options=counted).to_table(), repeat
-        )
-        results["open+take100"][name] = measure(
-            proxy, lambda m=module: m.dataset(shared, storage_options=counted).take(indices), repeat
-        )
-        warmup = f"s3://{bucket}/warmup-{name}.lance"
-        copy = f"s3://{bucket}/compact-{name}.lance"
-        write_fragmented(warmup, direct, fragments, rows)
-        write_fragmented(copy, direct, fragments, rows)
-        module.dataset(warmup, storage_options=direct).optimize.compact_files()
-        target = module.dataset(copy, storage_options=counted)
-        results["compact"][name] = measure(proxy, lambda d=target: d.optimize.compact_files())
-    return results
+        module.dataset(copies[name, -1], storage_options=direct).optimize.compact_files()
+
+    def compaction(name: str, module: Any, run: int) -> Callable[[], Any]:
+        target = module.dataset(copies[name, run], storage_options=counted)
+        return target.optimize.compact_files
+
+    workloads["compact"] = compaction
+    runs: dict[str, dict[str, list[Measured]]] = {op: {name: [] for name in SYSTEMS} for op in OPERATIONS}
+    for op in OPERATIONS:
+        for run in range(repeat):
+            order = list(SYSTEMS.items()) if run % 2 == 0 else list(reversed(SYSTEMS.items()))
+            for name, module in order:
+                runs[op][name].append(measure(proxy, workloads[op](name, module, run)))
+    return {op: {name: summarize(r) for name, r in by_system.items()} for op, by_system in runs.items()}
 
 
 def _counts(requests: dict[str, int]) -> str:
@@ -176,16 +192,26 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fragments", type=int, default=10)
     parser.add_argument("--rows", type=int, default=1000, help="rows per fragment")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="delay the proxy adds to every request, standing for a real store's round trip",
+    )
     args = parser.parse_args(argv)
     process, server = _start_server()
     try:
-        with running_proxy(server, max_seconds=900) as proxy:
+        with running_proxy(server, max_seconds=1800, latency=args.latency_ms / 1000) as proxy:
             results = run_workloads(proxy, server, args.fragments, args.rows, args.repeat)
     finally:
         process.terminate()
         process.wait(timeout=10)
-    print(f"{args.fragments} fragments x {args.rows} rows; moto S3 on loopback, through the counting proxy\n")
+    print(
+        f"{args.fragments} fragments x {args.rows} rows; moto S3 on loopback, through the counting proxy; "
+        f"{args.latency_ms:g} ms added per request; median of {args.repeat} interleaved runs; "
+        f"load average {os.getloadavg()[0]:.1f} at the end\n"
+    )
     print(report(results))
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
@@ -38,7 +37,6 @@ from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import take, take_columns, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io.context import StorageContext
-from lance_ops.io.local import LocalStore
 from lance_ops.ops import changes as changes_op
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
@@ -933,8 +931,7 @@ class LanceDataset:
             raise DatasetNotFoundError(f"no dataset to drop at {base_uri}")
         for info in found:
             storage.store.delete(info.path)
-        if isinstance(storage.store, LocalStore):  # object stores have no directories to leave behind
-            shutil.rmtree(storage.root, ignore_errors=True)
+        storage.store.remove_directories(storage.root)
 
     # ------------------------------------------------------------------ commits
 

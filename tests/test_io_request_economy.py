@@ -1,20 +1,29 @@
 """Request economy of remote stores, without a server: small files are read whole once and written
-in one ``pipe_file``; larger ones stream (fsspec's memory filesystem stands in for S3)."""
+in one ``pipe_file``; larger ones stream; a scan or take fetches the small files it needs together
+(fsspec's memory filesystem stands in for S3)."""
 
 from __future__ import annotations
 
 import pickle
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
+import lance_ops
+from lance_ops.errors import MissingFileError
 from lance_ops.file.reader import LanceFileReader
 from lance_ops.file.writer import LanceFileWriter
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.reader import VersionFiles
+from lance_ops.fragment.scan import scan_batches, take
 from lance_ops.io.base import BufferedRanges, RangeReader
+from lance_ops.io.context import StorageContext
 from lance_ops.io.fsspec_store import FsspecOutput, FsspecStore
 from lance_ops.io.memory import MemoryStore
+from lance_ops.table.commit import load_manifest
 
 
 def test_buffered_ranges_answer_as_the_store() -> None:
@@ -39,24 +48,37 @@ class _Counting(MemoryFileSystem):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.calls: list[str] = []
-        self._piping = False
+        self._inner = False
 
     def pipe_file(self, path: str, value: bytes, *args: Any, **kwargs: Any) -> None:
         self.calls.append("pipe")
-        self._piping = True  # fsspec's pipe_file opens a file itself: not a call of ours
+        self._inner = True  # fsspec's pipe_file opens a file itself: not a call of ours
         try:
             super().pipe_file(path, value, *args, **kwargs)
         finally:
-            self._piping = False
+            self._inner = False
 
     def _open(self, path: str, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
-        if not self._piping:
+        if not self._inner:
             self.calls.append(f"open {mode}")
         return super()._open(path, mode, *args, **kwargs)
 
     def cat_ranges(self, paths: list[str], *args: Any, **kwargs: Any) -> list[bytes]:
         self.calls.append(f"ranges {len(paths)}")
         return super().cat_ranges(paths, *args, **kwargs)
+
+    def cat(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(f"cat {len(path)}")  # several files at once (one call, concurrent on s3fs)
+        self._inner = True
+        try:
+            return super().cat(path, *args, **kwargs)
+        finally:
+            self._inner = False
+
+    def cat_file(self, path: str, *args: Any, **kwargs: Any) -> bytes:
+        if not self._inner:
+            self.calls.append("get" if kwargs.get("start") is None else "range")
+        return super().cat_file(path, *args, **kwargs)
 
 
 def test_small_file_written_in_one_put_and_read_in_one_request() -> None:
@@ -71,7 +93,7 @@ def test_small_file_written_in_one_put_and_read_in_one_request() -> None:
     reader = LanceFileReader("/ds/small.lance", store=store, size=size)
     assert reader.read_all().to_table().equals(table)
     assert reader.take_rows([5, 900]).to_table().column("id").to_pylist() == [5, 900]
-    assert fs.calls == ["ranges 1"]
+    assert fs.calls == ["get"]  # one plain read of the whole file
 
 
 def test_larger_output_streams() -> None:
@@ -86,3 +108,52 @@ def test_larger_output_streams() -> None:
     aborted.write(b"x")
     aborted.abort()
     assert not fs.exists("/gone")
+
+
+def _remote_copy(tmp_path: Any, fragments: int) -> tuple[VersionFiles, _Counting, pa.Table]:
+    """A dataset of ``fragments`` small fragments written by lance_ops (and read by pylance), copied
+    onto the counting filesystem, opened there as a remote store would be."""
+    import lance
+
+    table = pa.table(
+        {"id": pa.array(range(40 * fragments), pa.int64()), "name": [f"n{i}" for i in range(40 * fragments)]}
+    )
+    local = tmp_path / "ds.lance"
+    lance_ops.write_dataset(table, str(local), max_rows_per_file=40)
+    assert lance.dataset(str(local)).to_table().equals(table)
+    fs = _Counting(skip_instance_cache=True)
+    for path in local.rglob("*"):
+        if path.is_file():
+            fs.pipe_file(f"/ds/{path.relative_to(local).as_posix()}", path.read_bytes())
+    fs.calls.clear()
+    store = FsspecStore(fs)
+    storage = StorageContext(store, "/ds", "counting:///ds")
+    files = VersionFiles(storage, load_manifest(store, "/ds").manifest)
+    fs.calls.clear()
+    return files, fs, table
+
+
+def test_scan_and_take_fetch_small_remote_files_together(tmp_path: Any) -> None:
+    files, fs, table = _remote_copy(tmp_path, fragments=5)
+    options = ScanOptions(columns=("id", "name"))
+    assert pa.Table.from_batches(list(scan_batches(files, options))).equals(table)
+    assert fs.calls == ["cat 5"]  # every data file in one call, none again while reading
+    fs.calls.clear()
+    assert pa.Table.from_batches(list(scan_batches(files, options))).equals(table)
+    assert fs.calls == []  # the handle keeps what it read
+
+    files, fs, table = _remote_copy(tmp_path / "again", fragments=5)
+    assert take(files, np.array([3, 170, 20]), ("id",)).column("id").to_pylist() == [3, 170, 20]
+    assert fs.calls == ["cat 2"]  # the two fragments holding those rows
+    fs.calls.clear()
+    # A limited scan reads only what it needs, one file at a time.
+    assert pa.Table.from_batches(list(scan_batches(files, options, limit=10))).num_rows == 10
+    assert fs.calls == []  # fragment 0 is open already
+
+
+def test_prefetch_leaves_a_missing_file_to_be_named(tmp_path: Any) -> None:
+    files, fs, _ = _remote_copy(tmp_path, fragments=3)
+    victim = files.manifest.fragments[1].files[0].path
+    fs.rm_file(f"/ds/data/{victim}")
+    with pytest.raises(MissingFileError, match=victim):
+        list(scan_batches(files, ScanOptions(columns=("id",))))

@@ -257,7 +257,9 @@ class LanceFileReader(metaclass=_OpensAnyVersion):
 
     ``size``: the file's size in bytes when the caller knows it (a manifest records it), which saves
     the request asking the store. ``tail_bytes``: what :func:`~lance_ops.file.format.read_tail_bytes`
-    returned, when the caller (:func:`open_file`) has read the tail already.
+    returned, when the caller (:func:`open_file`) has read the tail already. A file the store
+    reads whole (:attr:`~lance_ops.io.ObjectStore.whole_file_read_size`: small files on remote
+    stores) is read in one request when opened, and every later read is served from that buffer.
     """
 
     path: str
@@ -631,15 +633,21 @@ def open_file(
     columns: Sequence[str] | None = None,
     store: ObjectStore | None = None,
     size: int | None = None,
+    contents: memoryview | None = None,
 ) -> FileReader:
     """Open the Lance file at ``path`` with the reader of its version: the one place the version
     picks a reader. The tail is read once, here: its last eight bytes give the version (v1 and
-    v2 footers both end ``u16 major | u16 minor | b"LANC"``), and the reader parses it."""
+    v2 footers both end ``u16 major | u16 minor | b"LANC"``), and the reader parses it.
+    ``contents``: the whole file, when the caller has read it already (a scan fetches small files
+    together); nothing more is read from the store."""
     # Imported here: lance_ops.file.legacy_v0_1 subclasses LanceFileReader.
     from lance_ops.file.legacy_v0_1 import LegacyFileReader
 
     store, store_path = open_path(path, storage_options, store)
-    tail_bytes = read_tail_bytes(store, store_path, size)
+    if contents is not None:
+        tail_bytes = (len(contents), contents)
+    else:
+        tail_bytes = read_tail_bytes(store, store_path, size)
     legacy = footer_version(store_path, tail_bytes[1]) is FileVersion.V0_1
     reader_type: type[LanceFileReader] = LegacyFileReader if legacy else V2FileReader
     return reader_type(store_path, store=store, columns=columns, tail_bytes=tail_bytes)

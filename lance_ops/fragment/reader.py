@@ -246,10 +246,48 @@ class VersionFiles:
         if reader is None:
             with referenced_file(uri, "data file"):
                 reader = open_lance_file(path, store=store, size=data_file.file_size_bytes or None)
+        self._keep_reader(uri, reader)
+        return reader
+
+    def _keep_reader(self, uri: str, reader: FileReader) -> None:
         self._readers[uri] = reader
         while len(self._readers) > _READER_CACHE_SIZE:
             self._readers.popitem(last=False)
-        return reader
+
+    def prefetch(self, fragments: Sequence[FragmentReader], columns: Sequence[str]) -> None:
+        """Open the readers of the data files of ``fragments`` holding ``columns``, fetching the
+        files together where the store reads them whole (small files on remote stores:
+        :meth:`~lance_ops.io.ObjectStore.read_files`, concurrent requests) rather than one request
+        after another as each is opened. Files already open, of unknown size or too large to read
+        whole, and any this finds missing or of another size than recorded, are left to
+        :meth:`open_file` (which reports the latter)."""
+        if not self.store.whole_file_read_size and not self.manifest.base_paths:
+            return  # nothing here is read whole (local disk, memory)
+        wanted = {self.schema.get_field_index(c) for c in columns} - {-1}
+        pending: dict[int, tuple[ObjectStore, list[tuple[DataFile, str, str]]]] = {}
+        for fragment in fragments:
+            for data_file in fragment.metadata.files:
+                size = data_file.file_size_bytes
+                if not size or not wanted & {self.top_level_of.get(i) for i in data_file.fields}:
+                    continue
+                uri, store, path = self._file_location(data_file)
+                if uri not in self._readers and size <= store.whole_file_read_size:
+                    pending.setdefault(id(store), (store, []))[1].append((data_file, uri, path))
+        for store, files in pending.values():
+            if len(files) < 2:
+                continue
+            try:
+                contents = store.read_files(
+                    [(path, data_file.file_size_bytes) for data_file, _, path in files]
+                )
+            except FileNotFoundError:
+                continue  # open_file names the missing one
+            for (data_file, uri, path), blob in zip(files, contents, strict=True):
+                if len(blob) != data_file.file_size_bytes:
+                    continue  # not the size the manifest says: open_file reports it
+                with referenced_file(uri, "data file"):
+                    reader = open_lance_file(path, store=store, size=data_file.file_size_bytes, contents=blob)
+                self._keep_reader(uri, reader)
 
     def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, FileColumn]:
         """Dataset top-level field index -> the file column holding it."""

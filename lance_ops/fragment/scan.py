@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +13,20 @@ from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 
 TAKE_VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS)
+# Fragments whose small remote files are fetched together ahead of reading them
+# (:meth:`VersionFiles.prefetch`); at most this many fragments' readers are opened ahead.
+PREFETCH_FRAGMENTS = 64
+
+
+def prefetched(
+    files: VersionFiles, fragments: Sequence[FragmentReader], columns: Sequence[str]
+) -> Iterator[FragmentReader]:
+    """``fragments`` in order, the files of the next :data:`PREFETCH_FRAGMENTS` fetched together
+    before the first of them is read."""
+    for start in range(0, len(fragments), PREFETCH_FRAGMENTS):
+        window = fragments[start : start + PREFETCH_FRAGMENTS]
+        files.prefetch(window, columns)
+        yield from window
 
 
 def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[str, ...]:
@@ -67,7 +81,13 @@ def scan_batches(
     remaining = np.inf if limit is None else limit
     skip = offset
     pending = _Batcher(size)
-    for fragment in files.fragments() if fragments is None else fragments:
+    chosen: Iterable[FragmentReader] = files.fragments() if fragments is None else fragments
+    predicate = options.predicate
+    if limit is None and not offset and (predicate is None or not predicate.bounds):
+        # Every fragment will be read (none skipped by a limit, an offset or statistics).
+        read = [*options.columns, *(predicate.columns if predicate is not None else ())]
+        chosen = prefetched(files, list(chosen), read)
+    for fragment in chosen:
         if remaining <= 0:
             break
         live = None
@@ -145,9 +165,11 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
     owner = np.searchsorted(starts, unique, side="right") - 1
     parts = []
     bounds = np.flatnonzero(np.diff(owner, prepend=-1, append=-1))
-    for first, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+    touched = [files.fragment_at(int(owner[first])) for first in bounds[:-1].tolist()]
+    for fragment, first, end in zip(
+        prefetched(files, touched, columns), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True
+    ):
         index = int(owner[first])
-        fragment = files.fragment_at(index)
         local = unique[first:end] - starts[index]
         offsets = fragment.live_offsets()[local] if fragment.metadata.deletion_file else local
         parts.append(_read(fragment, columns, offsets))

@@ -306,6 +306,9 @@ class ObjectStore(ABC):
     #: reader serves all its reads from that buffer. Stores where a request costs more than the bytes
     #: (remote ones) set it; 0 (local disk, memory) keeps the tail read and ranged reads as they are.
     whole_file_read_size: int = 0
+    #: Whether commits keep ``_versions/latest_version_hint.json`` up to date. pylance 14 writes it
+    #: on local disks but not on object stores (one PUT per commit there, and nothing trusts it).
+    keeps_version_hint: bool = True
 
     @abstractmethod
     def read(self, path: str) -> bytes:
@@ -327,6 +330,12 @@ class ObjectStore(ABC):
     def _read_spans(self, path: str, spans: list[tuple[int, int]]) -> list[memoryview]:
         """Read coalesced spans; stores able to share a handle or go concurrent override this."""
         return [self.read_range(path, start, length) for start, length in spans]
+
+    def read_files(self, files: Sequence[tuple[str, int]]) -> list[memoryview]:
+        """The whole of each ``(path, size)`` in ``files``, in order: small files a reader is about
+        to open (``size``: what the manifest records; a file may turn out longer or shorter). One
+        after another here; a store that can issue requests concurrently (remote ones) overrides this."""
+        return [memoryview(self.read(path)) for path, _ in files]
 
     def open_ranges(self, path: str) -> RangeReader:
         """A :class:`RangeReader` of ``path``, for a caller that reads that one file many times.
@@ -379,6 +388,11 @@ class ObjectStore(ABC):
     @abstractmethod
     def delete(self, path: str) -> None:
         """Remove the file at ``path``; deleting a missing file is not an error."""
+
+    def remove_directories(self, dir_path: str) -> None:
+        """Remove the directory ``dir_path`` and the directories below it, once their files are
+        deleted, where the store has directories (local disks); object stores have none to remove."""
+        return
 
     def join(self, base: str, *parts: str) -> str:
         """Store path of ``parts`` below ``base`` ('/'-separated)."""

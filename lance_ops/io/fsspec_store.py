@@ -7,7 +7,10 @@ async filesystems (s3fs, gcsfs, adlfs) serve concurrently.
 
 Small files are read whole: a reader opening a file of at most :data:`REMOTE_WHOLE_READ_SIZE`
 bytes fetches it in one request and serves its footer, metadata and page reads from that buffer
-(:attr:`~lance_ops.io.base.ObjectStore.whole_file_read_size`).
+(:attr:`~lance_ops.io.base.ObjectStore.whole_file_read_size`). A scan or take about to open many
+such files fetches them together (:meth:`FsspecStore.read_files`: one ``cat`` call, whose
+requests s3fs sends concurrently), as pylance reads its files concurrently. Whole reads are plain
+GETs with no range (and no size asked first), as pylance's.
 
 Writes:
 
@@ -187,6 +190,7 @@ class FsspecStore(ObjectStore):
         self._made_dirs: set[str] = set()
         protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
         self._flat = bool(protocols & _FLAT_PROTOCOLS)
+        self.keeps_version_hint = not self._flat
         # s3fs asks for the size (a HEAD) before a whole read, to split a large one into concurrent
         # ranges; the files read whole here (manifests, transactions, deletion files) are small.
         accepts = inspect.signature(getattr(fs, "_cat_file", fs.cat_file)).parameters
@@ -248,6 +252,23 @@ class FsspecStore(ObjectStore):
             return blobs
 
         return [memoryview(blob) for blob in self._call(f"read {len(spans)} ranges of {path}", attempt)]
+
+    def read_files(self, files: Sequence[tuple[str, int]]) -> list[memoryview]:
+        """All of ``files`` in one ``cat`` call (plain GETs, no size asked first), which async
+        drivers (s3fs) send concurrently."""
+        if len(files) < 2:
+            return [memoryview(self.read(path)) for path, _ in files]
+        paths = [path for path, _ in files]
+
+        def attempt() -> list[bytes]:
+            found = self.fs.cat(paths, on_error="raise", **self._whole_read)
+            blobs = [found[path] for path in paths]
+            for (path, size), blob in zip(files, blobs, strict=True):
+                if len(blob) < size:
+                    self._check_short(path, [(0, size)], [blob])
+            return blobs
+
+        return [memoryview(blob) for blob in self._call(f"read {len(files)} files", attempt)]
 
     def size(self, path: str) -> int:
         self.fs.invalidate_cache(path)

@@ -20,6 +20,7 @@ import builtins
 import functools
 import itertools
 import os
+import shutil
 import threading
 import uuid
 import weakref
@@ -233,6 +234,9 @@ class LocalStore(ObjectStore):
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+    def remove_directories(self, dir_path: str) -> None:
+        shutil.rmtree(dir_path, ignore_errors=True)
 
     def join(self, base: str, *parts: str) -> str:
         return os.path.join(base, *(part.strip("/") for part in parts if part.strip("/")))

@@ -72,6 +72,15 @@ class MemoryStore(ObjectStore):
         # directory -> file name -> entry; a directory exists while it holds files.
         self._tree: dict[str, dict[str, _Entry]] = {}
 
+    def __getstate__(self) -> dict[str, dict[str, _Entry]]:
+        """Pickled (e.g. inside a reader sent to another process), a store is a copy of its files."""
+        with self._lock:
+            return {directory: dict(files) for directory, files in self._tree.items()}
+
+    def __setstate__(self, tree: dict[str, dict[str, _Entry]]) -> None:
+        self._lock = threading.Lock()
+        self._tree = tree
+
     def _get(self, path: str) -> _Entry:
         directory, name = _split(path)
         with self._lock:

@@ -10,7 +10,13 @@ from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops import auto_cleanup
-from lance_ops.table.commit import NewDatasetSettings, commit_handler, commit_recorded, list_versions
+from lance_ops.table.commit import (
+    NewDatasetSettings,
+    VersionEntry,
+    commit_handler,
+    commit_recorded,
+    list_versions,
+)
 from lance_ops.table.dynamodb_store import manifest_store_for_uri
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore
@@ -49,16 +55,20 @@ def _fragments_version(operation: Operation) -> str:
     return str(FileVersion.parse("stable"))
 
 
-def transaction_for(operation: Operation, storage: StorageContext, options: CommitOptions) -> Transaction:
-    """``operation`` as a transaction on ``options.read_version`` (default: the latest version)."""
+def transaction_for(
+    operation: Operation, storage: StorageContext, options: CommitOptions
+) -> tuple[Transaction, list[VersionEntry] | None]:
+    """``operation`` as a transaction on ``options.read_version`` (default: the latest version),
+    and the listing of versions that found the latest (None when the version was given)."""
     read_version = options.read_version
+    entries = None
     if read_version is None:
         entries = list_versions(storage.store, storage.root)
         read_version = entries[-1].version if entries else 0
     properties = dict(options.transaction_properties or {})
     if options.commit_message is not None:
         properties[COMMIT_MESSAGE_KEY] = options.commit_message
-    return Transaction(read_version=read_version, operation=operation, properties=properties)
+    return Transaction(read_version=read_version, operation=operation, properties=properties), entries
 
 
 def commit(
@@ -78,8 +88,10 @@ def commit(
     if options.detached:
         raise UnsupportedFeatureError("detached commits are not supported")
     storage = StorageContext.of(location, options.storage_options)
-    transaction = (
-        operation if isinstance(operation, Transaction) else transaction_for(operation, storage, options)
+    transaction, listed = (
+        (operation, None)
+        if isinstance(operation, Transaction)
+        else transaction_for(operation, storage, options)
     )
     settings = NewDatasetSettings(
         data_storage_version=(
@@ -101,6 +113,8 @@ def commit(
         max_retries=options.max_retries,
         settings=settings,
         conflict_check=options.conflict_check,
+        # An external store's handler repairs unfinished versions before listing: it lists itself.
+        listed=listed if manifest_store is None else None,
     )
     auto_cleanup.after_commit(storage.store, storage.root, committed.manifest)
     return committed.manifest, committed.transaction

@@ -72,6 +72,7 @@ from lance_ops.errors import (
 )
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
 from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
+from lance_ops.fragment.scan import prefetched
 from lance_ops.fragment.writer import write_new_fragments
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
@@ -559,7 +560,7 @@ def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int)
     """Live rows of ``readers`` in order. Each fragment is decoded whole (a contiguous read is much
     cheaper than a take of the surviving offsets) and its deleted rows are filtered out."""
     columns = tuple(schema.names)
-    for reader in readers:
+    for reader in prefetched(readers[0].files, readers, columns) if readers else ():
         live = _live_mask(reader) if len(reader.deleted) else None
         for start in range(0, reader.physical_rows, READ_AHEAD_ROWS):
             stop = min(start + READ_AHEAD_ROWS, reader.physical_rows)

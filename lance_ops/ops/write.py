@@ -61,7 +61,7 @@ def write(
     check_fill_missing(fill_missing)
     entries = list_versions(storage.store, storage.root)
     if entries and mode == "create":
-        raise DatasetAlreadyExistsError(f"a dataset already exists at {storage.uri}")
+        raise DatasetAlreadyExistsError(f"Dataset already exists: {storage.uri}")
     read_version = entries[-1].version if entries else 0
     manifest = load_entry(storage.store, storage.root, entries[-1]).manifest if entries else None
     version = commit_options.data_storage_version

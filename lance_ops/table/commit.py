@@ -19,8 +19,13 @@ A commit of transaction ``T`` (built on ``T.read_version``) does, as pylance 14 
    ``.txn`` file and raises), frame it with ``T`` inline, and *claim* its name with the commit
    handler, an atomic create-if-absent;
 4. on success replace ``_versions/latest_version_hint.json`` with ``{"version":N}`` (never trusted
-   on read); if another writer claimed that version first, back off and go to 2, at most
-   ``max_retries`` times.
+   on read; not on object stores, where pylance 14 keeps none); if another writer claimed that
+   version first, back off and go to 2, at most ``max_retries`` times.
+
+Requests: a listing of ``_versions/`` and the latest manifest per attempt (a caller that has just
+listed passes its listing for the first attempt; a manifest read for its transaction is not read
+again as the base), the ``.txn`` and the claim, and a listing after a won claim (see
+:func:`_claimed_late`).
 
 Commit handlers are chosen by storage capability (:func:`commit_handler`):
 :class:`ExternalManifestCommitHandler` when an external manifest store is given (the commit point is
@@ -223,7 +228,7 @@ def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> 
     else:
         match = [e for e in entries if e.version == version]
         if not match:
-            raise VersionNotFoundError(f"dataset {root} has no version {version}")
+            raise VersionNotFoundError(f"Not found: version {version} of dataset {root}")
         entry = match[0]
     return load_entry(store, root, entry)
 
@@ -253,8 +258,9 @@ def load_transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> T
 
 
 def write_version_hint(store: ObjectStore, root: str, version: int) -> None:
-    """Replace ``latest_version_hint.json`` (skipped when ``LANCE_USE_VERSION_HINT`` is 0/false)."""
-    if os.environ.get("LANCE_USE_VERSION_HINT", "").lower() in ("0", "false"):
+    """Replace ``latest_version_hint.json`` (skipped when ``LANCE_USE_VERSION_HINT`` is 0/false,
+    and on stores that keep no hint: object stores, as pylance)."""
+    if not store.keeps_version_hint or os.environ.get("LANCE_USE_VERSION_HINT", "").lower() in ("0", "false"):
         return
     hint = json.dumps({"version": version}, separators=(",", ":")).encode()
     store.write(store.join(root, VERSIONS_DIR, VERSION_HINT_FILE), hint)
@@ -273,8 +279,9 @@ def empty_manifest(settings: NewDatasetSettings) -> Manifest:
     )
 
 
-def _their_transaction(store: ObjectStore, root: str, entry: VersionEntry) -> Transaction:
-    loaded = _read_manifest(store, root, entry)
+def _their_transaction(
+    store: ObjectStore, root: str, loaded: LoadedManifest, entry: VersionEntry
+) -> Transaction:
     theirs = load_transaction(store, root, loaded)
     if theirs is None:
         # A version without any transaction is treated as an Overwrite (as pylance does).
@@ -383,19 +390,22 @@ def commit_recorded(
     settings: NewDatasetSettings | None = None,
     writer_version: WriterVersion = WRITER_VERSION,
     conflict_check: Callable[[Transaction, int], None] | None = None,
+    listed: list[VersionEntry] | None = None,
 ) -> Committed:
     """Commit ``transaction`` to the dataset at ``root``; returns the new version's manifest and
     the transaction recorded in it (rebased over concurrent commits where that applies).
 
     ``settings`` apply when the commit creates the dataset; ``conflict_check(theirs, version)``
-    is also asked about every concurrent commit (it raises to refuse). Raises :class:`CommitConflictError`
-    for an incompatible concurrent commit, :class:`RetryableCommitConflictError` for a retryable
-    one or when every attempt lost the race for the next version.
+    is also asked about every concurrent commit (it raises to refuse). ``listed``: the versions the
+    caller has just listed (:func:`list_versions`), used for the first attempt instead of listing
+    again. Raises :class:`CommitConflictError` for an incompatible concurrent commit,
+    :class:`RetryableCommitConflictError` for a retryable one or when every attempt lost the race
+    for the next version.
     """
     handler = handler or PutIfAbsentCommitHandler()
     settings = settings or NewDatasetSettings()
     handler.prepare(store, root)
-    entries = list_versions(store, root)
+    entries = list_versions(store, root) if listed is None else listed
     if not entries and not isinstance(transaction.operation, Overwrite):
         raise DatasetNotFoundError(f"no Lance dataset at {root} to commit a {transaction.operation.name} to")
     payload = transaction.serialize()
@@ -403,12 +413,21 @@ def commit_recorded(
     written = transaction
     checked: set[int] = set()
     null_counts: NullCountCache = {}
+    # Manifests read in the current attempt, by name (a claimed manifest does not change).
+    read: dict[str, LoadedManifest] = {}
+
+    def manifest_of(entry: VersionEntry) -> LoadedManifest:
+        if entry.name not in read:
+            read[entry.name] = _read_manifest(store, root, entry)
+        return read[entry.name]
+
     for attempt in range(max_retries + 1):
         if attempt:
             exponent = min(attempt + 2, _MAX_BACKOFF_EXPONENT)
             time.sleep(random.randrange(2**exponent) * _SLOT_SECONDS)
             handler.prepare(store, root)
             entries = list_versions(store, root)
+        read.clear()
         if entries:
             latest = entries[-1]
             if transaction.read_version > latest.version:
@@ -418,7 +437,7 @@ def commit_recorded(
             for entry in entries:
                 if entry.version > transaction.read_version and entry.version not in checked:
                     try:
-                        theirs = _their_transaction(store, root, entry)
+                        theirs = _their_transaction(store, root, manifest_of(entry), entry)
                     except FileNotFoundError as exc:
                         raise RetryableCommitConflictError(
                             f"version {entry.version} of {root} was removed (by a cleanup) before this "
@@ -440,7 +459,7 @@ def commit_recorded(
                     store.delete(store.join(root, TRANSACTIONS_DIR, written.file_name))
                 written = transaction
             try:
-                loaded = _read_manifest(store, root, latest)
+                loaded = manifest_of(latest)
             except FileNotFoundError:
                 continue  # a cleanup removed it after a newer version landed: list again
             base = loaded.manifest

@@ -16,6 +16,10 @@ Every request is counted by operation (:func:`operation`): ``GET`` (whole object
 ``HEAD``, ``LIST``, ``PUT``, ``PUT if-none-match``, ``PUT part``, ``POST multipart``, ``DELETE``,
 ``DELETE batch``, and ``OTHER``. Faulted requests are counted too (the server may not have seen them).
 
+``latency`` (seconds, default 0) delays every request before it is forwarded, standing for the
+round trip of a real object store (loopback has almost none); the benchmark uses it to show what
+concurrent requests save.
+
 Bounded: the proxy listens on 127.0.0.1 only, at a free port, and shuts itself down after
 ``max_seconds``; a fault with a rate stops after ``limit`` injections.
 """
@@ -28,6 +32,7 @@ import random
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -114,8 +119,9 @@ class Fault:
 class FaultProxy:
     """The proxy server: ``endpoint`` is its URL; :meth:`inject` adds faults; ``counts`` tallies."""
 
-    def __init__(self, upstream: str, max_seconds: float = 600.0) -> None:
+    def __init__(self, upstream: str, max_seconds: float = 600.0, latency: float = 0.0) -> None:
         target = urlsplit(upstream)
+        self.latency = latency
         if target.hostname not in ("127.0.0.1", "localhost"):
             raise ValueError("the proxy only forwards to a loopback server")
         self.upstream = (target.hostname, target.port or 80)
@@ -254,6 +260,8 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             lowered = {k.lower(): v for k, v in self.headers.items()}
             op = operation(self.command, self.path, lowered)
             fault = proxy._decide(op, urlsplit(self.path).path)
+            if proxy.latency:
+                time.sleep(proxy.latency)
             if fault is None:
                 self._send(*self._forward(body), cut=False)
                 return
@@ -284,9 +292,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def running_proxy(upstream: str, max_seconds: float = 600.0) -> Iterator[FaultProxy]:
+def running_proxy(upstream: str, max_seconds: float = 600.0, latency: float = 0.0) -> Iterator[FaultProxy]:
     """A started :class:`FaultProxy` in front of ``upstream``, stopped on exit."""
-    proxy = FaultProxy(upstream, max_seconds).start()
+    proxy = FaultProxy(upstream, max_seconds, latency).start()
     try:
         yield proxy
     finally:
