@@ -124,7 +124,9 @@ class LanceBaseOperator(BaseOperator):
         raise NotImplementedError
 
     def spark(self) -> SparkSession:
-        """The Spark session of the ``spark`` engine (with the ``lance`` data source registered)."""
+        """The Spark session of the ``spark`` engine (:func:`jobs.session.get_spark`: an existing
+        session of the process, else one on ``spark_master``, ``local[*]`` unless ``spark-submit``
+        launched the process), with the ``lance`` data source registered."""
         from jobs.session import get_spark
 
         return get_spark(f"lance-ops-airflow-{self.task_id}", self.spark_master, self.spark_config)
@@ -224,7 +226,8 @@ class LanceCleanupOperator(LanceBaseOperator):
         self.max_listed_paths = max_listed_paths
 
     def run(self, target: LanceTarget, properties: dict[str, str], context: Context) -> dict[str, Any]:
-        first_run = context.get("prev_start_date_success") is None
+        # A lazy proxy: falsy (not ``is None``) when no earlier run of the DAG succeeded.
+        first_run = not context.get("prev_start_date_success")
         dry = _params_dry_run(context) or (first_run if self.plan_only is None else self.plan_only)
         if dry and self.plan_only is None and first_run:
             self.log.info("first run of %s: cleanup is a dry run (nothing is removed)", context["ti"].dag_id)

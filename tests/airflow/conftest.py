@@ -11,6 +11,7 @@ nothing but Airflow reads, so the other tests of a worker are not affected.
 from __future__ import annotations
 
 import atexit
+import datetime as dt
 import os
 import shutil
 import tempfile
@@ -102,13 +103,17 @@ def write_dag_file(name: str, config: Path, **options: Any) -> Path:
     return path
 
 
-def run_dag(dag_file: Path, dag_id: str, **conf: Any) -> DagRun:
-    """One ``dag.test()`` run of ``dag_id`` from ``dag_file`` with run configuration ``conf``."""
+def run_dag(dag_file: Path, dag_id: str, logical_date: dt.datetime | None = None, **conf: Any) -> DagRun:
+    """One ``dag.test()`` run of ``dag_id`` from ``dag_file`` with run configuration ``conf`` (at
+    ``logical_date``, default now)."""
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=str(dag_file))
     assert not bag.import_errors, bag.import_errors
-    return bag.dags[dag_id].test(run_conf=dict(conf))
+    dag = bag.dags[dag_id]
+    if logical_date is None:
+        return dag.test(run_conf=dict(conf))
+    return dag.test(run_conf=dict(conf), logical_date=logical_date)
 
 
 def states(run: DagRun) -> dict[str, str]:
