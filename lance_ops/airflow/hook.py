@@ -156,3 +156,32 @@ class LanceHook(BaseHook):
         except Exception as exc:  # the UI shows the reason
             return False, f"{type(exc).__name__}: {exc}"
         return True, f"version {ds.version} of {ds.uri}"
+
+
+class LanceLocation:
+    """The dataset arguments every Lance operator, sensor and trigger takes: ``uri`` and/or
+    ``lance_conn_id`` and ``storage_options``, kept as written (``${NAME}`` unresolved) until
+    :meth:`lance_target` resolves them where the dataset is opened."""
+
+    uri: str | None
+    lance_conn_id: str | None
+    storage_options: dict[str, str]
+
+    def set_location(
+        self,
+        owner: str,
+        uri: str | None,
+        lance_conn_id: str | None,
+        storage_options: Mapping[str, str] | None,
+    ) -> None:
+        if uri is None and lance_conn_id is None:
+            raise ValueError(f"{owner}: pass uri or lance_conn_id")
+        self.uri = uri
+        self.lance_conn_id = lance_conn_id
+        self.storage_options = dict(storage_options or {})
+
+    def lance_location(self) -> dict[str, Any]:
+        return {"uri": self.uri, "lance_conn_id": self.lance_conn_id, "storage_options": self.storage_options}
+
+    def lance_target(self) -> LanceTarget:
+        return LanceHook(self.lance_conn_id, uri=self.uri, storage_options=self.storage_options).target()

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from lance_ops.airflow.hook import LanceHook, LanceTarget
+from lance_ops.airflow.hook import LanceLocation, LanceTarget
 from lance_ops.datasets_config import IngestSource
 from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
 from lance_ops.errors import (
@@ -79,7 +79,7 @@ def _params_dry_run(context: Context) -> bool:
     return bool(params.get(DRY_RUN_PARAM, False))
 
 
-class LanceBaseOperator(BaseOperator):
+class LanceBaseOperator(LanceLocation, BaseOperator):
     """What every Lance operator shares: the dataset, the engine, the properties and the metrics."""
 
     template_fields: Sequence[str] = ("uri", "lance_conn_id", "storage_options")
@@ -97,19 +97,15 @@ class LanceBaseOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if uri is None and lance_conn_id is None:
-            raise ValueError(f"{self.task_id}: pass uri or lance_conn_id")
+        self.set_location(self.task_id, uri, lance_conn_id, storage_options)
         if engine not in ENGINES:
             raise ValueError(f"{self.task_id}: engine must be one of {ENGINES}, got {engine!r}")
-        self.uri = uri
-        self.lance_conn_id = lance_conn_id
-        self.storage_options = dict(storage_options or {})
         self.engine = engine
         self.spark_master = spark_master
         self.spark_config = dict(spark_config or {})
 
     def execute(self, context: Context) -> dict[str, Any]:
-        target = LanceHook(self.lance_conn_id, uri=self.uri, storage_options=self.storage_options).target()
+        target = self.lance_target()
         try:
             metrics = self.run(target, airflow_transaction_properties(context), context)
         except FAIL_FAST as exc:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
-from lance_ops.airflow.hook import LanceHook, LanceTarget
+from lance_ops.airflow.hook import LanceLocation, LanceTarget
 from lance_ops.airflow.triggers import (
     LanceMaintenanceDueTrigger,
     LanceNewVersionTrigger,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class _LanceSensor(BaseSensorOperator):
+class _LanceSensor(LanceLocation, BaseSensorOperator):
     template_fields: Sequence[str] = ("uri", "lance_conn_id", "storage_options")
     ui_color = "#d7ecfb"
 
@@ -45,18 +45,8 @@ class _LanceSensor(BaseSensorOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if uri is None and lance_conn_id is None:
-            raise ValueError(f"{self.task_id}: pass uri or lance_conn_id")
-        self.uri = uri
-        self.lance_conn_id = lance_conn_id
-        self.storage_options = dict(storage_options or {})
+        self.set_location(self.task_id, uri, lance_conn_id, storage_options)
         self.deferrable = deferrable
-
-    def _target(self) -> LanceTarget:
-        return LanceHook(self.lance_conn_id, uri=self.uri, storage_options=self.storage_options).target()
-
-    def _location(self) -> dict[str, Any]:
-        return {"uri": self.uri, "lance_conn_id": self.lance_conn_id, "storage_options": self.storage_options}
 
     def _defer_timeout(self) -> dt.timedelta | None:
         return dt.timedelta(seconds=self.timeout) if self.timeout else None
@@ -88,7 +78,7 @@ class LanceMaintenanceDueSensor(_LanceSensor):
         )
 
     def poke(self, context: Context) -> PokeReturnValue:
-        state = maintenance_state(self._target(), self.policy)
+        state = maintenance_state(self.lance_target(), self.policy)
         self.log.info(
             "%s version %s: due=%s %s", state["uri"], state["version"], state["due"], state["reasons"]
         )
@@ -97,11 +87,11 @@ class LanceMaintenanceDueSensor(_LanceSensor):
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
-        state = maintenance_state(self._target(), self.policy)
+        state = maintenance_state(self.lance_target(), self.policy)
         if state["due"]:
             return state
         trigger = LanceMaintenanceDueTrigger(
-            **self._location(), policy=asdict(self.policy), poll_interval=self.poke_interval
+            **self.lance_location(), policy=asdict(self.policy), poll_interval=self.poke_interval
         )
         self.defer(trigger=trigger, method_name="execute_complete", timeout=self._defer_timeout())
 
@@ -122,7 +112,7 @@ class LanceNewVersionSensor(_LanceSensor):
         return int(self.after_version)  # type: ignore[arg-type]
 
     def poke(self, context: Context) -> PokeReturnValue:
-        target = self._target()
+        target = self.lance_target()
         seen = self._baseline(target)
         version = latest_version(target)
         done = version is not None and version > seen
@@ -133,12 +123,12 @@ class LanceNewVersionSensor(_LanceSensor):
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
-        target = self._target()
+        target = self.lance_target()
         seen = self._baseline(target)
         version = latest_version(target)
         if version is not None and version > seen:
             return {"uri": target.uri, "version": version, "previous": seen}
         trigger = LanceNewVersionTrigger(
-            **self._location(), after_version=seen, poll_interval=self.poke_interval
+            **self.lance_location(), after_version=seen, poll_interval=self.poke_interval
         )
         self.defer(trigger=trigger, method_name="execute_complete", timeout=self._defer_timeout())

@@ -22,7 +22,7 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
-from lance_ops.airflow.hook import LanceHook, LanceTarget
+from lance_ops.airflow.hook import LanceLocation, LanceTarget
 from lance_ops.datasets_config import CompactionPolicy
 from lance_ops.fragmentation import Fragmentation
 
@@ -52,27 +52,16 @@ def latest_version(target: LanceTarget) -> int | None:
     return None if ds is None else ds.version
 
 
-class _LanceTrigger:
-    """The location arguments both triggers share, and how they reach the dataset."""
-
-    def _location(
-        self, uri: str | None, lance_conn_id: str | None, storage_options: Mapping[str, str] | None
-    ) -> None:
-        self.uri = uri
-        self.lance_conn_id = lance_conn_id
-        self.storage_options = dict(storage_options or {})
+class _LanceTrigger(LanceLocation):
+    """How both triggers show and reach their dataset."""
 
     def __repr__(self) -> str:  # the option names only: a literal value may be a secret
         names = ", ".join(sorted(self.storage_options))
         where = f"uri={self.uri!r} lance_conn_id={self.lance_conn_id!r}"
         return f"<{type(self).__qualname__} {where} options=<{names}>>"
 
-    def _location_kwargs(self) -> dict[str, Any]:
-        return {"uri": self.uri, "lance_conn_id": self.lance_conn_id, "storage_options": self.storage_options}
-
     async def _target(self) -> LanceTarget:
-        hook = LanceHook(self.lance_conn_id, uri=self.uri, storage_options=self.storage_options)
-        target: LanceTarget = await sync_to_async(hook.target)()
+        target: LanceTarget = await sync_to_async(self.lance_target)()
         return target
 
 
@@ -90,12 +79,12 @@ class LanceMaintenanceDueTrigger(_LanceTrigger, BaseTrigger):
         poll_interval: float = 60.0,
     ) -> None:
         super().__init__()
-        self._location(uri, lance_conn_id, storage_options)
+        self.set_location(type(self).__name__, uri, lance_conn_id, storage_options)
         self.policy = dict(policy or asdict(CompactionPolicy()))
         self.poll_interval = poll_interval
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        kwargs = {**self._location_kwargs(), "policy": self.policy, "poll_interval": self.poll_interval}
+        kwargs = {**self.lance_location(), "policy": self.policy, "poll_interval": self.poll_interval}
         return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -125,13 +114,13 @@ class LanceNewVersionTrigger(_LanceTrigger, BaseEventTrigger):
         poll_interval: float = 60.0,
     ) -> None:
         super().__init__()
-        self._location(uri, lance_conn_id, storage_options)
+        self.set_location(type(self).__name__, uri, lance_conn_id, storage_options)
         self.after_version = after_version
         self.poll_interval = poll_interval
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         kwargs = {
-            **self._location_kwargs(),
+            **self.lance_location(),
             "after_version": self.after_version,
             "poll_interval": self.poll_interval,
         }
