@@ -11,7 +11,16 @@ import lance
 import pyarrow as pa
 import pytest
 
-from tests.airflow.conftest import DAGS_FOLDER, run_dag, states, xcom
+from tests.airflow.conftest import (
+    DAGS_FOLDER,
+    datasets_file,
+    entry,
+    fragmented_dataset,
+    run_dag,
+    states,
+    write_dag_file,
+    xcom,
+)
 
 pytestmark = [pytest.mark.airflow, pytest.mark.interop]
 
@@ -68,3 +77,16 @@ def test_tag_delete_add_columns_restore(
         assert properties["airflow.run_id"] == run.run_id
         committed[properties["airflow.task_id"]] = type(transaction.operation).__name__
     assert committed == {"delete": "Delete", "add_columns": "Merge", "restore": "Restore"}
+
+
+def test_event_dag_compacts_when_due_and_skips_when_not(workdir: Path, airflow_db: None) -> None:
+    uri = fragmented_dataset(workdir / "busy.lance", fragments=10)
+    dag_file = write_dag_file("busy", datasets_file(workdir, entry("busy", uri)))
+    run = run_dag(dag_file, "lance_busy_events")
+    assert states(run) == {"maintenance_due": "success", "compaction": "success"}
+    assert xcom(run, "maintenance_due")["fragments"] == 10
+    assert xcom(run, "compaction")["fragments_removed"] == 10
+    assert len(lance.dataset(uri).get_fragments()) == 1
+    # Within the policy now: the sensor skips (soft fail) and compaction with it.
+    run = run_dag(dag_file, "lance_busy_events")
+    assert states(run) == {"maintenance_due": "skipped", "compaction": "skipped"}
