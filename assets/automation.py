@@ -24,7 +24,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets import maintenance
-from assets.checks import Fragmentation, latest_recorded_version
+from assets.checks import latest_recorded_version
 from assets.config import DatasetConfig
 from assets.lance_assets import (
     DATA_VERSION_TAG,
@@ -36,6 +36,7 @@ from assets.lance_assets import (
     resource_key,
 )
 from assets.maintenance_assets import MAINTENANCE_ORDER, maintenance_key
+from lance_ops.fragmentation import Fragmentation
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition

@@ -10,6 +10,6 @@ stamp=.venv/.lance-ops-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[spark,dagster,test,report,s3]"
+  .venv/bin/python -m pip install --quiet -e ".[spark,dagster,airflow,test,report,s3]"
   echo "$want" > "$stamp"
 fi

@@ -33,6 +33,8 @@ LAYERS = {
     "lance_ops.cli": 7,
     "jobs": 8,
     "assets": 9,
+    # The Airflow provider runs the Spark jobs (engine="spark"), like the Dagster assets.
+    "lance_ops.airflow": 9,
 }
 
 
@@ -52,6 +54,10 @@ FORBIDDEN = {
     "lance_ops.schema": ("lance_ops._proto",),
     "jobs": ("lance", "lance_ops._proto"),
     "assets": ("lance", "lance_ops._proto"),
+    # Airflow and Dagster are two orchestrators over one library: neither imports the other.
+    "lance_ops.airflow": ("lance", "lance_ops._proto", "assets", "dagster"),
+    "lance_ops.datasets_config": ("dagster", "airflow"),
+    "lance_ops.fragmentation": ("dagster", "airflow"),
 }
 
 

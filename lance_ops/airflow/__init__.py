@@ -1,0 +1,43 @@
+"""The Airflow provider of lance-ops (extra ``airflow``): the same maintenance as the Dagster assets,
+orchestrated by Airflow 3 from the same datasets file. See docs/airflow.md.
+
+* :class:`LanceHook` and the ``lance`` connection type (:mod:`lance_ops.airflow.hook`);
+* operators, one per maintenance operation (:mod:`lance_ops.airflow.operators`);
+* :class:`~lance_ops.airflow.sensors.LanceMaintenanceDueSensor`,
+  :class:`~lance_ops.airflow.sensors.LanceNewVersionSensor` and their triggers
+  (:mod:`lance_ops.airflow.triggers`; the new-version one is an event trigger for ``AssetWatcher``);
+* :func:`dags_from_config`, the DAGs of every dataset in ``lance_datasets.yaml``
+  (``dags/lance_maintenance.py`` is the DAG file exposing them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lance_ops.airflow.dags import dags_from_config
+from lance_ops.airflow.hook import LanceHook
+
+__all__ = ["LanceHook", "dags_from_config", "get_provider_info"]
+
+
+def get_provider_info() -> dict[str, Any]:
+    """What the ``apache_airflow_provider`` entry point tells Airflow's providers manager."""
+    modules = {
+        "operators": ["lance_ops.airflow.operators"],
+        "sensors": ["lance_ops.airflow.sensors"],
+        "triggers": ["lance_ops.airflow.triggers"],
+        "hooks": ["lance_ops.airflow.hook"],
+    }
+    return {
+        "package-name": "lance-ops",
+        "name": "Lance",
+        "description": "Maintenance of Lance datasets (compaction, cleanup, statistics, encodings, "
+        "tags) with lance-ops: hook, operators, sensors, triggers and a DAG factory.",
+        "integrations": [
+            {"integration-name": "Lance", "external-doc-url": "https://lancedb.github.io/lance/"}
+        ],
+        **{kind: [{"integration-name": "Lance", "python-modules": names}] for kind, names in modules.items()},
+        "connection-types": [
+            {"connection-type": "lance", "hook-class-name": "lance_ops.airflow.hook.LanceHook"}
+        ],
+    }

@@ -1,0 +1,85 @@
+"""The Spark engine under ``dag.test()``: the ingest DAG writes a day and replaces it on a re-run;
+the maintenance DAG's first run compacts, profiles and computes statistics on Spark (the test's
+session), stamps every commit, and its cleanup is a dry run (the DAG's first run)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import lance
+import pytest
+from pyspark.sql import SparkSession
+
+from tests.airflow.conftest import (
+    datasets_file,
+    entry,
+    fragmented_dataset,
+    run_dag,
+    states,
+    write_dag_file,
+    xcom,
+)
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.interop]
+
+
+def test_ingest_dag_writes_a_day_and_replaces_it(
+    workdir: Path, airflow_db: None, spark: SparkSession
+) -> None:
+    uri = workdir / "daily.lance"
+    ingest = {"kind": "demo", "start_date": "2026-11-01", "rows_per_partition": 40}
+    config = datasets_file(workdir, {**entry("daily", uri), "ingest": ingest})
+    dag_file = write_dag_file("daily", config)
+    day = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    first = run_dag(dag_file, "lance_daily_ingest", logical_date=day)
+    assert states(first) == {"ingest": "success"}
+    assert xcom(first, "ingest") | {"uri": None} == {
+        "uri": None,
+        "engine": "spark",
+        "partition": "2026-11-01",
+        "version_before": None,
+        "version": 1,
+        "rows": 40,
+    }
+    rows = lance.dataset(uri).to_table().sort_by("id")
+    again = run_dag(dag_file, "lance_daily_ingest", logical_date=day)
+    assert states(again) == {"ingest": "success"}
+    ds = lance.dataset(uri)
+    assert ds.version == 2 and ds.to_table().sort_by("id").equals(rows)
+    transaction = ds.read_transaction(2)
+    assert type(transaction.operation).__name__ == "Update"
+    assert transaction.transaction_properties["airflow.run_id"] == again.run_id
+    assert transaction.transaction_properties["airflow.task_id"] == "ingest"
+
+
+def test_maintenance_on_spark_first_run(workdir: Path, airflow_db: None, spark: SparkSession) -> None:
+    uri = fragmented_dataset(workdir / "sparky.lance", fragments=10)  # Spark tasks are slow on 2 cores
+    config = datasets_file(workdir, entry("sparky", uri))
+    dag_file = write_dag_file("sparky", config, engine="spark")
+    before = lance.dataset(uri).to_table(with_row_id=True).sort_by("id")
+    first_version = lance.dataset(uri).version
+    jobs_before = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+
+    run = run_dag(dag_file, "lance_sparky_maintenance")
+    assert set(states(run).values()) == {"success"}, states(run)
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) > jobs_before
+    compaction = xcom(run, "compaction")
+    assert compaction["engine"] == "spark" and compaction["fragments_removed"] == 10
+    ds = lance.dataset(uri)
+    assert len(ds.get_fragments()) < 10
+    assert ds.to_table(with_row_id=True).sort_by("id").equals(before)
+    # The DAG's first run: cleanup only lists; every version is still there.
+    cleanup = xcom(run, "cleanup")
+    assert cleanup["dry_run"] and cleanup["old_versions"] > 0 and cleanup["data_files_removed"] == 10
+    versions = [v["version"] for v in ds.versions()]
+    assert versions == list(range(1, ds.version + 1))
+    # Every commit of the run carries the Airflow task try that made it.
+    tasks = []
+    for version in range(first_version + 1, ds.version + 1):
+        properties = ds.read_transaction(version).transaction_properties
+        assert properties["airflow.dag_id"] == "lance_sparky_maintenance"
+        assert properties["airflow.run_id"] == run.run_id and properties["airflow.try_number"] == "1"
+        tasks.append(properties["airflow.task_id"])
+    assert tasks[0] == "encodings" and "compaction" in tasks
+    assert tasks == sorted(tasks, key=["encodings", "compaction", "statistics"].index)
