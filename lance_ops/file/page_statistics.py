@@ -144,9 +144,10 @@ class PageStatisticsCollector:
         Safe beside :meth:`add` on another thread; one field's sketch takes one call at a time.
         """
         sketch = self._sketches.get(index)
+        if sketch is None:
+            return
         for array in arrays:
-            if sketch is not None:
-                sketch.update(array if array.type == self._types[index] else array.view(self._types[index]))
+            sketch.update(array if array.type == self._types[index] else array.view(self._types[index]))
 
     def discard(self, index: int) -> None:
         """Write no statistics for field ``index`` (its pages did not come from :meth:`add`)."""
