@@ -162,11 +162,12 @@ class PageStatisticsCollector:
     def wants(self, index: int) -> bool:
         return index in self._parts
 
-    def add(self, index: int, array: pa.Array, page_rows: Sequence[int]) -> None:
+    def add(self, index: int, array: pa.Array, page_rows: Sequence[int], sketch: bool = True) -> None:
         """Statistics of the pages (``page_rows`` rows each) ``array`` of field ``index`` was cut into.
 
         Pages that do not hold exactly the rows of ``array`` (an encoder keeping rows for later)
-        leave the field without statistics.
+        leave the field without statistics. ``sketch=False``: the rows reach the field's distinct
+        sketch by :meth:`update_sketch` instead (the writer runs it beside the encoding).
         """
         if sum(page_rows) != len(array):
             self.discard(index)
@@ -174,9 +175,21 @@ class PageStatisticsCollector:
         if array.type != self._types[index]:
             array = array.view(self._types[index])
         self._parts[index].append(page_statistics(array, page_rows))
-        self._sketches[index].update(array)
+        if sketch:
+            self._sketches[index].update(array)
         if index in self._nans:
             self._nans[index].append(page_nan_counts(array, page_rows))
+
+    def update_sketch(self, index: int, arrays: Sequence[pa.Array]) -> None:
+        """Add rows of field ``index`` to its distinct sketch (nothing once the field is discarded).
+
+        Safe beside :meth:`add` on another thread; one field's sketch takes one call at a time.
+        """
+        sketch = self._sketches.get(index)
+        if sketch is None:
+            return
+        for array in arrays:
+            sketch.update(array if array.type == self._types[index] else array.view(self._types[index]))
 
     def discard(self, index: int) -> None:
         """Write no statistics for field ``index`` (its pages did not come from :meth:`add`)."""

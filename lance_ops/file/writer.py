@@ -31,10 +31,10 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -227,15 +227,34 @@ class LanceFileWriter:
         an encoder writes external buffers (blobs), whose positions follow call order; pages are
         still written in field order, so the bytes of the file do not depend on the threads.
         """
+        sketches = self._sketch_tasks(states)
         external = any(s.encoder.writes_external for s in states)
         big = sum(s.pending_bytes for s in states) >= ENCODE_THREADS_MIN_BYTES
-        if len(states) < 2 or not big or external or self._codec.cuts_pages:
+        if len(states) + len(sketches) < 2 or not big or external or self._codec.cuts_pages:
+            for task, _ in sketches:
+                task()
             for state in states:
                 yield state, self._encode_pending(state)
             return
-        tasks = [partial(self._encode_pending, state) for state in states]
-        encoded = run_tasks(tasks, costs=[state.pending_bytes for state in states])
-        yield from zip(states, encoded, strict=True)
+        # The distinct sketches are tasks of their own, run beside the fields' encoding.
+        tasks: list[Callable[[], _Encoded | None]] = [partial(self._encode_pending, s) for s in states]
+        tasks += [task for task, _ in sketches]
+        costs = [float(s.pending_bytes) for s in states] + [cost for _, cost in sketches]
+        results = run_tasks(tasks, costs=costs)
+        yield from zip(states, cast(list[_Encoded], results[: len(states)]), strict=True)
+
+    def _sketch_tasks(self, states: list[_FieldState]) -> list[tuple[Callable[[], None], float]]:
+        """One task per field with statistics adding its buffered rows to the field's distinct
+        sketch (:meth:`_encode_slice` takes the page statistics but leaves the sketch to these),
+        with its cost for the task queue (hashing is cheaper than encoding per byte)."""
+        statistics = self._statistics
+        if statistics is None:
+            return []
+        return [
+            (partial(statistics.update_sketch, index, list(state.pending)), state.pending_bytes / 4)
+            for index, state in ((self._fields.index(s), s) for s in states)
+            if state.pending and statistics.wants(index)
+        ]
 
     def _encode_pending(self, state: _FieldState) -> _Encoded:
         """Encode (and take statistics of) the field's buffered rows: ``(rows, pages)`` per slice."""
@@ -262,7 +281,7 @@ class LanceFileWriter:
         encoded = state.encoder.encode(array, self.write_external)
         index = self._fields.index(state)
         if self._statistics is not None and self._statistics.wants(index):
-            self._statistics.add(index, array, [page.num_rows for page in encoded[0]])
+            self._statistics.add(index, array, [page.num_rows for page in encoded[0]], sketch=False)
         return len(array), encoded
 
     def _store_encoded(self, state: _FieldState, encoded: _Encoded) -> None:

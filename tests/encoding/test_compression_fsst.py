@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
@@ -425,3 +425,50 @@ def test_pylance_reads_our_fsst_binary_with_escapes(tmp_path) -> None:
         tmp_path, pa.array(values, pa.binary()), FsstCompressor(), variable_block(values), "2.2"
     )
     assert got.to_pylist() == values
+
+
+# --- edge shapes through the writer, read by pylance --------------------------------------------------
+
+_EDGE_ROWS = st.sampled_from([0, 1, 1023, 1024, 1025])
+_EDGE_KIND = st.sampled_from(["words", "empty", "null", "huge", "mixed"])
+
+
+def _edge_values(kind: str, rows: int, seed: int) -> list[str | None]:
+    rng = np.random.default_rng(seed)
+    vocabulary = ["lance", "fsst", "the", "of", "ÿé", ""]
+    words = [" ".join(rng.choice(vocabulary, 4)) for _ in range(rows)]
+    if kind == "words":
+        return list(words)
+    if kind == "empty":
+        return [""] * rows
+    if kind == "null":
+        return [None] * rows
+    if kind == "huge":  # values past 32 KiB, the rest short
+        return [w * (40_000 // max(1, len(w))) if i % 97 == 0 else w for i, w in enumerate(words)]
+    return [None if i % 7 == 0 else "" if i % 5 == 0 else w for i, w in enumerate(words)]
+
+
+@pytest.mark.interop
+@settings(max_examples=12)
+@given(kind=_EDGE_KIND, rows=_EDGE_ROWS, seed=st.integers(0, 2**16), large=st.booleans())
+def test_writer_fsst_edge_shapes_read_by_pylance(
+    tmp_path_factory: pytest.TempPathFactory, kind: str, rows: int, seed: int, large: bool
+) -> None:
+    """Strings the writer codes with FSST (asked for by field metadata) in edge shapes: empty and
+    all-null columns, values over 32 KiB, 1023/1024/1025 rows; pylance and we read them back.
+    (Pages of only empty strings or nulls, and the pages holding the >32 KiB values, are written
+    without FSST by the strategy; they stay in as the writer's edge cases.)"""
+    from lance.file import LanceFileReader as PylanceReader
+
+    from lance_ops.file import LanceFileReader, LanceFileWriter
+
+    values = _edge_values(kind, rows, seed)
+    field = pa.field(
+        "s", pa.large_string() if large else pa.string(), metadata={"lance-encoding:compression": "fsst"}
+    )
+    table = pa.table({"s": pa.array(values, field.type)}, schema=pa.schema([field]))
+    path = str(tmp_path_factory.mktemp("fsst") / "edge.lance")
+    with LanceFileWriter(path, table.schema, version="2.2") as writer:
+        writer.write_batch(table)
+    assert PylanceReader(path).read_all().to_table().column("s").to_pylist() == values
+    assert LanceFileReader(path).read_all().to_table().column("s").to_pylist() == values

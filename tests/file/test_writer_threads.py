@@ -197,3 +197,31 @@ def test_blob_fields_stay_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     with LanceFileWriter(tmp_path / "s.lance", plain, version="2.2", page_statistics=False) as writer:
         writer.write_batch(table.cast(plain))
     assert len(submitted) == 2  # a small flush stays in the caller
+
+
+def test_sketch_tasks_beside_encoding_match_one_sketch_of_the_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The distinct sketches fed by their own pool tasks, flush by flush, hold what one sketch fed
+    each whole column holds (same serialised registers, same estimate); pylance reads the file."""
+    from lance.file import LanceFileReader as PylanceReader
+
+    from lance_ops.encoding.sketch import DistinctSketch
+    from lance_ops.file import parallel
+    from lance_ops.file import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "ENCODE_THREADS_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "WORKER_THREADS", 2)
+    batches = [_batch(i * 3000, 3000) for i in range(5)]
+    path = tmp_path / "s.lance"
+    with LanceFileWriter(path, SCHEMA, version="2.2", data_cache_bytes=20_000) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    expected = pa.Table.from_batches(batches)
+    sketches = LanceFileReader(path).column_sketches()
+    assert set(sketches) == {"id", "twice", "label"}
+    for name, sketch in sketches.items():
+        whole = DistinctSketch().update(expected.column(name))
+        assert sketch.estimate() == whole.estimate(), name
+        assert sketch.bounds() == whole.bounds(), name
+    assert PylanceReader(str(path)).read_all().to_table().equals(expected)

@@ -373,8 +373,10 @@ def _shred_node(
     total = int(counts.sum())
     order = np.zeros(total, np.uint16)
     order[group_start] = np.where(walk.order == 0, ordinal, walk.order)
-    within = np.arange(total, dtype=np.int64) - np.repeat(group_start, counts)
-    idx = np.where(np.repeat(expand, counts), np.repeat(starts, counts) + within, -1)
+    # Item j of group g is starts[g] + (j - group_start[g]) when g expands, -1 (one item) if not:
+    # one repeat of the per-group shift instead of three repeats and a select.
+    shift = np.where(expand, starts - group_start, -1 - group_start)
+    idx = np.arange(total, dtype=np.int64) + np.repeat(shift, counts)
     child = _Walk(order, np.repeat(mark, counts), idx, hidden)
     _shred_node(array.values, child_field(field), child, [*path, True], num_rows, out)
 

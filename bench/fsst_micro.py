@@ -1,0 +1,81 @@
+"""FSST encoder micro-benchmark: MB/s per core of table construction and coding (not a test).
+
+Codes the ``name`` column of bench/datagen.py's ``mixed`` table (4-24 random characters) and,
+with ``--words``, a 4-word text column, and reports CPU seconds of the calling thread
+(``time.thread_time``: a loaded machine inflates wall time, not the CPU a single thread spends),
+the median of ``--repeats`` runs, as MB/s of input per core, for the symbol table alone and for
+the whole ``fsst_encode`` (table + coding). Run from the repository root:
+
+    PYTHONPATH=. .venv/bin/python bench/fsst_micro.py --rows 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from datagen import make_table  # noqa: E402
+
+from lance_ops.encoding.compression import fsst  # noqa: E402
+from lance_ops.encoding.data import VariableWidthBlock  # noqa: E402
+
+WORDS = np.array("the of and to in a is that for it as was with be by on not he this are".split())
+
+
+def word_column(rows: int, seed: int = 0) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    picks = WORDS[rng.integers(0, len(WORDS), (rows, 4))]
+    return pa.array([" ".join(row) for row in picks.tolist()])
+
+
+def block(array: pa.Array) -> VariableWidthBlock:
+    offsets = np.frombuffer(array.buffers()[1], np.int32)[: len(array) + 1].astype(np.int64)
+    data = np.frombuffer(array.buffers()[2], np.uint8)
+    return VariableWidthBlock(offsets, data, len(array))
+
+
+def cpu(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeats):
+        start = time.thread_time()
+        fn()
+        times.append(time.thread_time() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--words", action="store_true", help="also a 4-word text column")
+    args = parser.parse_args()
+    columns = {"name (4-24 random chars)": make_table("mixed", args.rows).column("name").combine_chunks()}
+    if args.words:
+        columns["text (4 words)"] = word_column(args.rows)
+    for label, array in columns.items():
+        values = block(array)
+        size = int(values.offsets[-1]) / 1e6
+        fsst.fsst_encode(values)  # compile / warm
+        table_s = cpu(lambda v=values: fsst.build_symbol_table(v.data, v.offsets), args.repeats)
+        total_s = cpu(lambda v=values: fsst.fsst_encode(v), args.repeats)
+        coded, _ = fsst.fsst_encode(values)
+        ratio = int(coded.offsets[-1]) / 1e6 / size
+        print(
+            f"{label}: {size:.1f} MB, table {table_s * 1e3:.1f} ms, encode {total_s * 1e3:.1f} ms CPU "
+            f"-> {size / total_s:.0f} MB/s per core (coding alone {size / (total_s - table_s):.0f} MB/s), "
+            f"coded/raw {ratio:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
