@@ -211,3 +211,8 @@ class ConditionalPutUnsupportedError(StorageError, UnsupportedFeatureError):
     """The store cannot create an object atomically (no exclusive create / conditional put), so two
     writers committing at once could both believe they won. Commit through an external manifest
     store (``manifest_store=lance_ops.SqliteManifestStore(path)``) instead."""
+
+
+class ClusterKeyError(SchemaError, OSError):
+    """A clustering key (``cluster_by`` or the ``lance-ops.cluster-by`` config) names a column that
+    does not exist, or one whose values cannot be ordered (lists, structs, maps, blobs)."""
