@@ -14,8 +14,8 @@ Ordering:
 * ``zorder``: every key is mapped to an unsigned 64-bit order-preserving form (integers: sign bit
   flipped; floats: IEEE total order; dates / times / timestamps / durations: their integer; strings
   and binaries: the first 8 bytes, big-endian, so only that prefix orders; booleans: 0/1; nulls
-  first), shifted to start at 0, and the top ``64 // len(keys)`` significant bits of each key are
-  interleaved into one 64-bit Morton code.
+  first), shifted to start at 0 and scaled so that its ``64 // len(keys)`` most significant bits
+  span the key's range; those bits of every key are interleaved into one 64-bit Morton code.
 
 Bounded memory: only the key columns of the group (and one int64 rank per row) are held. When the
 group's data (its data files' bytes) exceeds ``cluster_memory_bytes``, the rows are range-partitioned
@@ -58,6 +58,7 @@ CLUSTER_MODES = ("sort", "zorder")
 CONFIG_CLUSTER_BY = "lance-ops.cluster-by"
 CONFIG_CLUSTER_MODE = "lance-ops.cluster-mode"
 DEFAULT_CLUSTER_MEMORY_BYTES = 256 * 1024 * 1024
+MAX_SPILL_BUCKETS = 256
 _RANK = "__lance_ops_cluster_rank"
 _SIGN = np.uint64(1 << 63)
 
@@ -167,7 +168,8 @@ def zorder_values(keys: pa.Table) -> np.ndarray:
         if len(values):
             values = values - values.min()
         top = int(values.max()).bit_length() if len(values) else 0
-        parts.append(values >> np.uint64(max(0, top - per)))
+        # the top ``per`` significant bits, widened to ``per`` bits so every key weighs the same
+        parts.append(values >> np.uint64(top - per) if top > per else values << np.uint64(per - top))
     z = np.zeros(keys.num_rows, dtype=np.uint64)
     one = np.uint64(1)
     for bit in range(per - 1, -1, -1):
@@ -250,7 +252,8 @@ def ordered_batches(
     if data_bytes <= budget:
         table = pa.Table.from_batches(list(_scan(readers, schema, batch_size)), schema=schema)
         return iter(table.take(pa.array(order)).to_batches(max_chunksize=batch_size)), order
-    buckets = -(-data_bytes // budget)
+    # open spill writers are bounded too: at most MAX_SPILL_BUCKETS, and at least 1024 rows each
+    buckets = max(2, min(-(-data_bytes // budget), MAX_SPILL_BUCKETS, len(order) // 1024))
     return _spilled(readers, schema, order, buckets, batch_size), order
 
 
