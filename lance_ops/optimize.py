@@ -63,7 +63,9 @@ class Compaction:
         ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | None = None
     ) -> CompactionPlan:
         """The tasks compacting version ``ds.version`` (nothing is written)."""
-        return ops.plan(ds.manifest, _options(ds, options))
+        resolved = _options(ds, options)
+        the_plan = ops.plan(ds.manifest, resolved)
+        return clustering.plan(ds.handle.files, the_plan) if resolved.cluster_by else the_plan
 
     @staticmethod
     def execute(
