@@ -27,6 +27,7 @@ from pydantic import Field
 
 import jobs
 from assets import maintenance
+from assets.checks import clustering_depths
 from assets.config import DatasetConfig
 from assets.lance_assets import (
     dagster_progress,
@@ -161,6 +162,7 @@ def compaction_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 **planned,
                 **done,
                 "lance/bytes_reclaimed": before_bytes - after_bytes,
+                **{f"lance/clustering/{k}/overlap_depth": d for k, d in clustering_depths(after)},
                 "lance/seconds": seconds,
                 "lance/dry_run": False,
                 "lance/noop": False,
