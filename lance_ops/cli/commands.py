@@ -502,6 +502,8 @@ def _show_compaction_plan(plan: CompactionPlan) -> None:
 )
 @click.option("--deletion-threshold", type=click.FloatRange(0, 1), help="Deleted fraction that triggers it.")
 @click.option("--num-threads", type=click.IntRange(min=1), help="Tasks run at the same time.")
+@click.option("--cluster-by", help="Comma-separated keys ordering the rows (default: lance-ops.cluster-by).")
+@click.option("--cluster-mode", type=click.Choice(["sort", "zorder"]), help="How --cluster-by orders rows.")
 @click.option("--dry-run", is_flag=True, help="Show the plan; write nothing.")
 @common
 def compact(
@@ -511,6 +513,8 @@ def compact(
     materialize_deletions: bool | None,
     deletion_threshold: float | None,
     num_threads: int | None,
+    cluster_by: str | None,
+    cluster_mode: str | None,
     dry_run: bool,
     as_json: bool,
     storage_options: dict[str, str] | None,
@@ -523,6 +527,8 @@ def compact(
         "materialize_deletions": materialize_deletions,
         "materialize_deletions_threshold": deletion_threshold,
         "num_threads": num_threads,
+        "cluster_by": None if cluster_by is None else [k.strip() for k in cluster_by.split(",") if k.strip()],
+        "cluster_mode": cluster_mode,
     }
     if dry_run:
         plan = ds.optimize.compact_files(**options, dry_run=True)
