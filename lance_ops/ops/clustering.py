@@ -296,7 +296,9 @@ def moved_sequences(
 ) -> list[DataFragment]:
     """``new`` with the row ids and versions of the rows they received: the live rows' ids and
     per-row versions in arrival order, permuted by ``order``, cut into the new fragments."""
-    ids, created, updated = [], [], []
+    ids: list[np.ndarray] = []
+    created: list[np.ndarray] = []
+    updated: list[np.ndarray] = []
     for reader in readers:
         meta = reader.metadata
         live = np.ones(reader.physical_rows, dtype=bool)

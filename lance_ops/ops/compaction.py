@@ -104,6 +104,9 @@ class CompactionOptions:
     are left alone and bound the groups around them. ``data_storage_version`` is the version of the
     files written (default: the dataset's; another V2 version marks the dataset with feature flag
     0x100, mixed file versions, as pylance does; the dataset's own default is unchanged).
+    ``cluster_by`` / ``cluster_mode`` / ``cluster_memory_bytes`` (lance_ops, L20) rewrite the rows in
+    key order (:mod:`lance_ops.ops.clustering`; default keys: config ``lance-ops.cluster-by``);
+    ``purge`` makes every fragment with a deletion file a candidate whatever the threshold.
     ``compaction_mode``
     ``"try_binary_copy"`` re-encodes (the fallback pylance takes when a copy is not possible);
     ``"force_binary_copy"`` is refused
