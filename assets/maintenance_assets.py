@@ -39,6 +39,7 @@ from assets.lance_assets import (
     version_result,
 )
 from lance_ops.dataset import LanceDataset
+from lance_ops.fragmentation import clustering_depths
 from lance_ops.ops.compaction import CompactionMetrics
 
 
@@ -162,6 +163,7 @@ def compaction_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 **planned,
                 **done,
                 "lance/bytes_reclaimed": before_bytes - after_bytes,
+                **{f"lance/clustering/{k}/overlap_depth": d for k, d in clustering_depths(after)},
                 "lance/seconds": seconds,
                 "lance/dry_run": False,
                 "lance/noop": False,

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
 from jobs.common import commit_options, driver_log, latest, on_executors, run_main
+from lance_ops.ops import clustering
 from lance_ops.ops.compaction import (
     CompactionMetrics,
     CompactionOptions,
@@ -82,6 +83,8 @@ def compact(
     files = latest(uri, storage_options, manifest_store)
     options = CompactionOptions.resolve(files.manifest.config, **compaction_options)
     the_plan = plan(files.manifest, options)
+    if options.cluster_by:  # one group of every fragment, sorted on one executor (lance_ops.ops.clustering)
+        the_plan = clustering.plan(files, the_plan)
     if dry_run:
         return plan_frame(spark, the_plan)
     store_options = dict(storage_options or {})

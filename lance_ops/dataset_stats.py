@@ -188,6 +188,46 @@ class LanceStats:
                 return None
         return total
 
+    def clustering(self, name: str) -> dict[str, Any]:
+        """How well the fragments are clustered on column ``name`` (:mod:`lance_ops.ops.clustering`).
+
+        Each fragment's ``[min, max]`` comes from its statistics, or from reading the column where
+        it has none. ``average_overlap_depth`` is the mean, over fragments with values, of how many
+        fragments' ranges meet its range (itself included): 1.0 when the ranges are disjoint, the
+        number of fragments when every range spans the data. ``max_overlap_depth`` is the most
+        ranges covering one value.
+        """
+        field_id, _ = self._field(name)
+        bounds: list[tuple[Any, Any]] = []
+        for fragment, entry in self._fresh(field_id):
+            row = None if entry is None else self._merged(entry, field_id).to_pylist()[0]
+            if row is None or row["min_value"] is None:
+                values = fragment.read((name,), fragment.live_offsets())[name]
+                found = pc.min_max(values).as_py()
+                row = {"min_value": found["min"], "max_value": found["max"]}
+            if row["min_value"] is not None and row["max_value"] is not None:
+                bounds.append((row["min_value"], row["max_value"]))
+        lows = np.array([b[0] for b in bounds], dtype=object)
+        highs = np.array([b[1] for b in bounds], dtype=object)
+        count = len(bounds)
+        result: dict[str, Any] = {"column": name, "fragments": count}
+        if not count:
+            return {**result, "average_overlap_depth": 0.0, "max_overlap_depth": 0}
+        sorted_lows, sorted_highs = np.sort(lows), np.sort(highs)
+        # ranges meeting [lo, hi]: all but those starting after hi and those ending before lo
+        after = count - np.searchsorted(sorted_lows, highs, side="right")
+        before = np.searchsorted(sorted_highs, lows, side="left")
+        depth = count - after - before
+        # most ranges covering one value: at each range start, starts so far minus ends before it
+        covering = np.searchsorted(sorted_lows, sorted_lows, side="right") - np.searchsorted(
+            sorted_highs, sorted_lows, side="left"
+        )
+        return {
+            **result,
+            "average_overlap_depth": float(depth.mean()),
+            "max_overlap_depth": int(covering.max()),
+        }
+
     def rebuild(
         self,
         columns: Sequence[str] | None = None,

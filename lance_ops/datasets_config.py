@@ -124,6 +124,8 @@ class CompactionPolicy:
     small_file_rows: int = 1024
     max_deleted_ratio: float = 0.1
     commit_every: int | None = None
+    # the sensor requests compaction past this average overlap depth of a clustering key (L20)
+    max_overlap_depth: float | None = None
 
 
 @dataclass(frozen=True)
@@ -434,6 +436,7 @@ def _maintenance(s: _Section) -> MaintenancePolicy:
         small_file_rows=c.get("small_file_rows", int, 1024, check=_positive),
         max_deleted_ratio=c.get("max_deleted_ratio", float, 0.1, check=_ratio),
         commit_every=c.get("commit_every", int, None, check=_positive),
+        max_overlap_depth=c.get("max_overlap_depth", float, None, check=_positive),
     )
     k = s.section("cleanup")
     k.check_known(tuple(CleanupPolicy.__dataclass_fields__))

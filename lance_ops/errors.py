@@ -266,3 +266,8 @@ class DeferredRemapError(UnsupportedFeatureError, OSError):
 class MergeInsertError(LanceOpsError, ValueError, OSError):
     """A merge insert refused on its data: a target row matched by several source rows, or a
     matched row under ``when_matched_fail``. Also an ``OSError``, as pylance raises it."""
+
+
+class ClusterKeyError(SchemaError, OSError):
+    """A clustering key (``cluster_by`` or the ``lance-ops.cluster-by`` config) names a column that
+    does not exist, or one whose values cannot be ordered (lists, structs, maps, blobs)."""

@@ -20,6 +20,7 @@ from typing import Any, Literal, overload
 
 from lance_ops.dataset import LanceDataset
 from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.ops import clustering
 from lance_ops.ops import compaction as ops
 from lance_ops.ops import indices as indices_op
 from lance_ops.ops.auto_cleanup import INTERVAL_KEY, OLDER_THAN_KEY
@@ -67,7 +68,9 @@ class Compaction:
         ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | None = None
     ) -> CompactionPlan:
         """The tasks compacting version ``ds.version`` (nothing is written)."""
-        return ops.plan(ds.manifest, _options(ds, options))
+        resolved = _options(ds, options)
+        the_plan = ops.plan(ds.manifest, resolved)
+        return clustering.plan(ds.handle.files, the_plan) if resolved.cluster_by else the_plan
 
     @staticmethod
     def execute(
@@ -126,6 +129,10 @@ class DatasetOptimizer:
         max_source_bytes: int | None = ...,
         excluded_fragment_ids: Sequence[int] | None = ...,
         data_storage_version: str | None = ...,
+        cluster_by: Sequence[str] | None = ...,
+        cluster_mode: str | None = ...,
+        cluster_memory_bytes: int | None = ...,
+        purge: bool | None = ...,
         dry_run: Literal[False] = ...,
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
@@ -151,6 +158,10 @@ class DatasetOptimizer:
         max_source_bytes: int | None = ...,
         excluded_fragment_ids: Sequence[int] | None = ...,
         data_storage_version: str | None = ...,
+        cluster_by: Sequence[str] | None = ...,
+        cluster_mode: str | None = ...,
+        cluster_memory_bytes: int | None = ...,
+        purge: bool | None = ...,
         dry_run: Literal[True],
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
@@ -175,6 +186,10 @@ class DatasetOptimizer:
         max_source_bytes: int | None = None,
         excluded_fragment_ids: Sequence[int] | None = None,
         data_storage_version: str | None = None,
+        cluster_by: Sequence[str] | None = None,
+        cluster_mode: str | None = None,
+        cluster_memory_bytes: int | None = None,
+        purge: bool | None = None,
         dry_run: bool = False,
         commit_every: int | None = None,
         progress: ProgressCallback | None = None,
@@ -184,6 +199,10 @@ class DatasetOptimizer:
 
         The options are pylance 14's, with its defaults (:class:`CompactionOptions`). Unset options
         come from the manifest config ``lance.compaction.<name>``, then the defaults.
+        ``cluster_by`` / ``cluster_mode`` ("sort" or "zorder"; default: the config keys
+        ``lance-ops.cluster-by`` / ``lance-ops.cluster-mode``) rewrite every fragment with its rows in
+        key order unless already so (:mod:`lance_ops.ops.clustering`); ``purge=True`` rewrites every
+        fragment with a deletion file, whatever the threshold.
         ``dry_run=True`` returns the :class:`CompactionPlan` (groups with their fragments, live rows,
         deleted rows to materialise and bytes) and writes nothing. ``commit_every=N`` commits every
         N finished groups, so an interrupted run keeps them. Otherwise returns the metrics and
@@ -208,9 +227,14 @@ class DatasetOptimizer:
             max_source_bytes=max_source_bytes,
             excluded_fragment_ids=None if excluded_fragment_ids is None else tuple(excluded_fragment_ids),
             data_storage_version=data_storage_version,
+            cluster_by=None if cluster_by is None else tuple(cluster_by),
+            cluster_mode=cluster_mode,
+            cluster_memory_bytes=cluster_memory_bytes,
+            purge=purge,
         )
         if dry_run:
-            return ops.plan(self._ds.manifest, options)
+            the_plan = ops.plan(self._ds.manifest, options)
+            return clustering.plan(self._ds.handle.files, the_plan) if options.cluster_by else the_plan
         commit_options = _commit_options(self._ds, transaction_properties)
         outcome = ops.compact(self._ds.handle.files, options, commit_options, commit_every, progress)
         return _adopt(self._ds, outcome)

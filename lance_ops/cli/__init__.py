@@ -8,6 +8,7 @@
     lance-ops add-column URI NAME=SQL...      new columns from SQL expressions
     lance-ops compact URI [--dry-run]         merge small fragments, materialise deletions
     lance-ops cleanup URI [--dry-run] [--older-than 7d]   remove old versions and their files
+    lance-ops purge URI                       rewrite fragments with deletions, remove old files
     lance-ops stats URI [--rebuild]           column statistics
     lance-ops profile URI [--store]           the encoding plan the data calls for
     lance-ops report URI -o report.html       one self-contained page of plots

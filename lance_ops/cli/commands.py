@@ -502,6 +502,8 @@ def _show_compaction_plan(plan: CompactionPlan) -> None:
 )
 @click.option("--deletion-threshold", type=click.FloatRange(0, 1), help="Deleted fraction that triggers it.")
 @click.option("--num-threads", type=click.IntRange(min=1), help="Tasks run at the same time.")
+@click.option("--cluster-by", help="Comma-separated keys ordering the rows (default: lance-ops.cluster-by).")
+@click.option("--cluster-mode", type=click.Choice(["sort", "zorder"]), help="How --cluster-by orders rows.")
 @click.option("--dry-run", is_flag=True, help="Show the plan; write nothing.")
 @common
 def compact(
@@ -511,6 +513,8 @@ def compact(
     materialize_deletions: bool | None,
     deletion_threshold: float | None,
     num_threads: int | None,
+    cluster_by: str | None,
+    cluster_mode: str | None,
     dry_run: bool,
     as_json: bool,
     storage_options: dict[str, str] | None,
@@ -523,6 +527,8 @@ def compact(
         "materialize_deletions": materialize_deletions,
         "materialize_deletions_threshold": deletion_threshold,
         "num_threads": num_threads,
+        "cluster_by": None if cluster_by is None else [k.strip() for k in cluster_by.split(",") if k.strip()],
+        "cluster_mode": cluster_mode,
     }
     if dry_run:
         plan = ds.optimize.compact_files(**options, dry_run=True)
@@ -619,6 +625,57 @@ def cleanup(
         [
             f"{verb} {stats.old_versions} version(s) and {len(stats.paths)} file(s), "
             f"{human_bytes(stats.bytes_removed)}{' (dry run)' if dry_run else ''}"
+        ]
+    )
+
+
+@cli.command()
+@click.argument("uri")
+@click.option(
+    "--older-than",
+    type=Duration(),
+    help="Then remove versions older than this (default 0s: all but the newest).",
+)
+@click.option("--allow-tagged", is_flag=True, help="Skip tagged old versions instead of failing.")
+@common
+def purge(
+    uri: str,
+    older_than: dt.timedelta | None,
+    allow_tagged: bool,
+    as_json: bool,
+    storage_options: dict[str, str] | None,
+) -> None:
+    """Physically remove deleted rows: rewrite every fragment with deletions, then clean up old files."""
+    ds = _open(uri, storage_options)
+    plan = ds.optimize.compact_files(purge=True, dry_run=True)
+    purged = [t for t in plan.tasks if t.num_deleted_rows]
+    with ProgressBar() as bar:
+        metrics = ds.optimize.compact_files(purge=True, progress=bar)
+        stats = ds.cleanup_old_versions(
+            older_than if older_than is not None else dt.timedelta(0),
+            error_if_tagged_old_versions=not allow_tagged,
+            progress=bar,
+        )
+    result = {
+        "version": ds.version,
+        "deleted_rows_purged": sum(t.num_deleted_rows for t in purged),
+        "fragments_rewritten": metrics.fragments_removed,
+        "fragments_added": metrics.fragments_added,
+        "old_versions_removed": stats.old_versions,
+        "data_files_removed": stats.data_files_removed,
+        "deletion_files_removed": stats.deletion_files_removed,
+        "bytes_removed": stats.bytes_removed,
+    }
+    if as_json:
+        emit_json(result)
+        return
+    lines(
+        [
+            f"purged {result['deleted_rows_purged']} deleted row(s) from "
+            f"{metrics.fragments_removed} fragment(s) "
+            f"(version {ds.version}); removed {stats.old_versions} old version(s), "
+            f"{stats.data_files_removed} data file(s), {stats.deletion_files_removed} deletion file(s), "
+            f"{human_bytes(stats.bytes_removed)}"
         ]
     )
 

@@ -75,6 +75,7 @@ from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFi
 from lance_ops.fragment.scan import prefetched
 from lance_ops.fragment.writer import write_new_fragments
 from lance_ops.io.context import Location, StorageContext
+from lance_ops.ops import clustering
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.index_remap import (
     GroupMove,
@@ -120,6 +121,9 @@ class CompactionOptions:
     are left alone and bound the groups around them. ``data_storage_version`` is the version of the
     files written (default: the dataset's; another V2 version marks the dataset with feature flag
     0x100, mixed file versions, as pylance does; the dataset's own default is unchanged).
+    ``cluster_by`` / ``cluster_mode`` / ``cluster_memory_bytes`` (lance_ops, L20) rewrite the rows in
+    key order (:mod:`lance_ops.ops.clustering`; default keys: config ``lance-ops.cluster-by``);
+    ``purge`` makes every fragment with a deletion file a candidate whatever the threshold.
     ``compaction_mode``
     ``"try_binary_copy"`` re-encodes (the fallback pylance takes when a copy is not possible);
     ``"force_binary_copy"`` is refused
@@ -145,6 +149,11 @@ class CompactionOptions:
     max_source_bytes: int | None = None
     excluded_fragment_ids: tuple[int, ...] = ()
     data_storage_version: str | None = None
+    # L20 (lance_ops.ops.clustering): keys ordering the rewritten rows, and purge of deletions
+    cluster_by: tuple[str, ...] = ()
+    cluster_mode: str | None = None
+    cluster_memory_bytes: int | None = None
+    purge: bool = False
 
     def __post_init__(self) -> None:
         if self.target_rows_per_fragment <= 0 or self.max_rows_per_group <= 0:
@@ -167,6 +176,8 @@ class CompactionOptions:
         if self.data_storage_version is not None:
             version = _file_version(self.data_storage_version)
             object.__setattr__(self, "data_storage_version", str(version))
+        object.__setattr__(self, "cluster_by", clustering.parse_keys(self.cluster_by))
+        object.__setattr__(self, "cluster_mode", clustering.check_mode(self.cluster_mode))
 
     @classmethod
     def resolve(cls, config: Mapping[str, str], **explicit: Any) -> CompactionOptions:
@@ -182,11 +193,12 @@ class CompactionOptions:
                 value = _parse_config(f.name, text)
             if value is not None:
                 values[f.name] = value
-        return cls(**values)
+        return cls(**clustering.config_defaults(config, values))
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["excluded_fragment_ids"] = list(self.excluded_fragment_ids)
+        data["cluster_by"] = list(self.cluster_by)
         return data
 
     @classmethod
@@ -208,12 +220,14 @@ def _file_version(text: str) -> FileVersion:
 
 
 def _parse_config(name: str, text: str) -> Any:
-    if name in ("materialize_deletions", "defer_index_remap"):
+    if name in ("materialize_deletions", "defer_index_remap", "purge"):
         return text.strip().lower() in ("true", "1", "yes")
     if name == "materialize_deletions_threshold":
         return float(text)
-    if name in ("compaction_mode", "data_storage_version"):
+    if name in ("compaction_mode", "data_storage_version", "cluster_mode"):
         return text.strip()
+    if name == "cluster_by":
+        return clustering.parse_keys(text)
     if name == "excluded_fragment_ids":
         return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
     return int(text)
@@ -386,9 +400,11 @@ class RewriteResult:
     defer_index_remap: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        addrs = None
-        if self.row_addrs is not None:
+        addrs = raw = None
+        if self.row_addrs is not None and bool(np.all(np.diff(self.row_addrs.astype(np.int64)) > 0)):
             addrs = base64.b64encode(BitMap64(self.row_addrs).serialize()).decode("ascii")
+        elif self.row_addrs is not None:  # clustered: the order matters (a bitmap would sort it)
+            raw = base64.b64encode(self.row_addrs.astype("<u8").tobytes()).decode("ascii")
         return {
             "read_version": self.read_version,
             "original_fragments": [f.to_json() for f in self.original_fragments],
@@ -396,6 +412,7 @@ class RewriteResult:
             "metrics": asdict(self.metrics),
             "row_addrs": addrs,
             "defer_index_remap": self.defer_index_remap,
+            **({"row_addrs_u64": raw} if raw is not None else {}),
         }
 
     def json(self) -> str:
@@ -405,13 +422,16 @@ class RewriteResult:
     def from_json(cls, text: str) -> RewriteResult:
         data = json.loads(text)
         addrs = data.get("row_addrs")
+        raw = data.get("row_addrs_u64")
         return cls(
             read_version=data["read_version"],
             original_fragments=tuple(DataFragment.from_json(f) for f in data["original_fragments"]),
             new_fragments=tuple(DataFragment.from_json(f) for f in data["new_fragments"]),
             metrics=CompactionMetrics(**data["metrics"]),
             row_addrs=(
-                None
+                np.frombuffer(base64.b64decode(raw), dtype="<u8").astype(np.uint64)
+                if raw is not None
+                else None
                 if addrs is None
                 else np.array(BitMap64.deserialize(base64.b64decode(addrs)), dtype=np.uint64)
             ),
@@ -475,7 +495,7 @@ def _bins(manifest: Manifest, options: CompactionOptions) -> Iterator[list[DataF
             options.materialize_deletions
             and physical > 0
             and fragment.num_deleted_rows / physical > options.materialize_deletions_threshold
-        )
+        ) or (options.purge and fragment.deletion_file is not None)
         with_neighbours = physical < options.target_rows_per_fragment
         indices = covering.get(fragment.id, frozenset())
         if fragment.id in excluded or not (by_itself or with_neighbours):
@@ -663,7 +683,12 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     options = task.options
     readers = [files.fragment(f) for f in task.fragments]
     schema = files.schema
-    stream = _RowStream(_scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE))
+    batches, order = _scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE), None
+    if options.cluster_by:  # rows in key order; ``order`` is the permutation (lance_ops.ops.clustering)
+        batches, order = clustering.ordered_batches(
+            readers, schema, options, options.batch_size or DEFAULT_BATCH_SIZE
+        )
+    stream = _RowStream(batches)
     write_options = WriteOptions(
         max_rows_per_file=MAX_ROWS_PER_FRAGMENT,
         max_rows_per_group=options.max_rows_per_group,
@@ -681,11 +706,17 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     if stream.left():
         raise CorruptFileError("<compaction>", f"the fragments hold more than their {live_rows} live rows")
     if files.manifest.uses_stable_row_ids:
-        new = _moved_sequences(files, readers, new)
+        new = (
+            _moved_sequences(files, readers, new)
+            if order is None
+            else clustering.moved_sequences(files, readers, new, order)
+        )
     # with stable row ids too: pylance 14's BTREE holds row addresses
     row_addrs = np.concatenate(
         [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
     )
+    if order is not None:
+        row_addrs = row_addrs[order]
     metrics = CompactionMetrics(
         fragments_removed=len(task.fragments),
         fragments_added=len(new),
@@ -803,6 +834,8 @@ def compact(
     if commit_every is not None and commit_every <= 0:
         raise InvalidOptionError("commit_every must be positive")
     the_plan = plan(files.manifest, options)
+    if options.cluster_by:
+        the_plan = clustering.plan(files, the_plan)
     if not the_plan.tasks:
         return None
     batch = commit_every or len(the_plan.tasks)

@@ -1,0 +1,215 @@
+"""L20: clustering compaction (sort / z-order), purge, the clustering metric, config keys, bad input."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lance_ops
+from lance_ops.errors import ClusterKeyError, InvalidOptionError
+from lance_ops.ops import clustering
+from lance_ops.optimize import CompactionOptions
+from lance_ops.query.predicate import parse_predicate
+
+
+def arrival(n: int, seed: int = 0) -> pa.Table:
+    """Rows in arrival order: ``id`` ascending, ``day`` and ``x`` random, a string and a list."""
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "id": pa.array(np.arange(n), pa.int64()),
+            "day": pa.array(rng.integers(0, 365, n), pa.int32()),
+            "x": pa.array(rng.normal(size=n)),
+            "s": pa.array([f"k{v:05d}" for v in rng.integers(0, 10_000, n)]),
+            "ts": pa.array(rng.integers(0, 10**12, n), pa.timestamp("us")),
+            "tags": pa.array([[int(v)] for v in rng.integers(0, 5, n)], pa.list_(pa.int64())),
+        }
+    )
+
+
+def build(uri: str, n: int, files: int, stable: bool) -> lance_ops.LanceDataset:
+    data = arrival(n)
+    step = -(-n // files)
+    for i in range(files):
+        lance_ops.write_dataset(
+            data.slice(i * step, step), uri, mode="create" if i == 0 else "append",
+            enable_stable_row_ids=stable, max_rows_per_file=step,
+        )  # fmt: skip
+    return lance_ops.dataset(uri)
+
+
+def key_ranges(uri: str, lance_module, column: str) -> list[tuple[object, object]]:  # type: ignore[no-untyped-def]
+    out = []
+    for fragment in lance_module.dataset(uri).get_fragments():
+        found = pc.min_max(fragment.to_table(columns=[column])[column]).as_py()
+        out.append((found["min"], found["max"]))
+    return out
+
+
+def fragments_read(ds: lance_ops.LanceDataset, predicate: str) -> int:
+    """Fragments whose statistics leave any row for ``predicate`` (the ones a scan reads)."""
+    parsed = parse_predicate(predicate, ds.schema)
+    count = 0
+    for fragment in ds.handle.files.fragments():
+        offsets = np.arange(fragment.physical_rows, dtype=np.int64)
+        count += len(fragment._prune(parsed, offsets)) > 0
+    return count
+
+
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("memory", [None, 4096])
+def test_sort_keeps_rows_and_ids_and_makes_ranges_disjoint(tmp_path, lance_module, stable, memory) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, 4000, 8, stable)
+    ds.delete("id % 11 = 0")
+    before = lance_module.dataset(uri).to_table(with_row_id=True)
+    old = lance_ops.dataset(uri)
+    options = CompactionOptions(target_rows_per_fragment=500, cluster_by=("s",), cluster_memory_bytes=memory)
+    outcome = ds.optimize.compact_files_with_outcome(options)
+    assert outcome is not None
+    after = lance_module.dataset(uri).to_table(with_row_id=True)
+    assert after.num_rows == before.num_rows == 4000 - len(range(0, 4000, 11))
+    assert after["s"].to_pylist() == sorted(before["s"].to_pylist())
+    data = [c for c in before.column_names if c != "_rowid"]
+    assert after.select(data).sort_by("id").equals(before.select(data).sort_by("id"))
+    if stable:  # every row keeps its id
+        assert after.sort_by("id")["_rowid"].equals(before.sort_by("id")["_rowid"])
+    else:  # the address map sends every old row to where it went
+        old_addrs, new_addrs = outcome.row_address_map
+        assert old._take_rows(old_addrs, data).equals(ds._take_rows(new_addrs, data))
+    ranges = key_ranges(uri, lance_module, "s")
+    assert len(ranges) == 7
+    assert all(hi <= lo for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False))
+    # a second run: already clustered, nothing to do
+    assert ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["s"]).fragments_added == 0
+
+
+def test_spill_uses_several_buckets(tmp_path, lance_module, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, 6000, 6, stable=True)
+    written = []
+    real = clustering.LanceFileWriter
+
+    def counting(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        written.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(clustering, "LanceFileWriter", counting)
+    data_bytes = sum(d.file_size_bytes for f in ds.manifest.fragments for d in f.files)
+    ds.optimize.compact_files(
+        target_rows_per_fragment=1000, cluster_by=["x"], cluster_memory_bytes=data_bytes // 3 + 1
+    )
+    assert len(written) == 3
+    assert all(not os.path.exists(p) for p in written)  # the spill directory is gone
+    got = lance_module.dataset(uri).to_table()
+    assert got["x"].to_pylist() == sorted(arrival(6000)["x"].to_pylist())
+
+
+def test_zorder_improves_both_keys_and_pruning(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, 8000, 16, stable=False)  # arrival order, 16 fragments of 500 rows
+    depth = {k: ds.stats.clustering(k)["average_overlap_depth"] for k in ("day", "ts")}
+    predicate = "day < 40 AND ts < timestamp '1970-01-02 00:00:00'"
+    wide = fragments_read(ds, predicate)
+    ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day", "ts"], cluster_mode="zorder")
+    assert len(ds.get_fragments()) == 16
+    for key in ("day", "ts"):
+        assert ds.stats.clustering(key)["average_overlap_depth"] < 0.75 * depth[key], key
+    assert fragments_read(ds, predicate) < wide / 2
+    assert lance_module.dataset(uri).to_table().sort_by("id").equals(arrival(8000))
+
+
+def test_sort_prunes_a_selective_filter(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, 10_000, 10, stable=False)
+    assert fragments_read(ds, "day = 7") == 10
+    assert ds.stats.clustering("day")["average_overlap_depth"] == 10.0
+    ds.optimize.compact_files(target_rows_per_fragment=1000, cluster_by=["day"])
+    assert fragments_read(ds, "day = 7") <= 2
+    assert (
+        ds.to_table(filter="day = 7").num_rows
+        == lance_module.dataset(uri).to_table(filter="day = 7").num_rows
+    )
+
+
+def test_config_keys_apply_to_every_compaction(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, 2000, 4, stable=False)
+    ds.update_config({"lance-ops.cluster-by": "day, id", "lance-ops.cluster-mode": "sort"})
+    ds.optimize.compact_files(target_rows_per_fragment=500)
+    got = lance_module.dataset(uri).to_table()
+    assert got.equals(arrival(2000).sort_by([("day", "ascending"), ("id", "ascending")]))
+    lance_ops.write_dataset(arrival(100), uri, mode="append")  # new rows out of order
+    ds = lance_ops.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=500)
+    days = lance_module.dataset(uri).to_table()["day"].to_numpy()
+    assert np.all(np.diff(days) >= 0)
+    assert ds.optimize.compact_files(target_rows_per_fragment=500).fragments_added == 0
+
+
+def test_config_naming_dropped_column_commits_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, 1000, 4, stable=False)
+    ds.update_config({"lance-ops.cluster-by": "day"})
+    ds.drop_columns(["day"])
+    version = ds.version
+    with pytest.raises(ClusterKeyError, match="'day'"):
+        ds.optimize.compact_files(target_rows_per_fragment=500)
+    assert lance_ops.dataset(uri).version == version
+
+
+@pytest.mark.parametrize(
+    ("keys", "mode", "error", "match"),
+    [
+        (["nope"], "sort", ClusterKeyError, "'nope'"),
+        (["tags"], "sort", ClusterKeyError, "'tags'"),
+        (["day"], "hilbert", InvalidOptionError, "hilbert"),
+    ],
+)
+def test_bad_keys_commit_nothing(tmp_path, keys, mode, error, match) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, 1000, 4, stable=False)
+    version = ds.version
+    with pytest.raises(error, match=match):
+        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=keys, cluster_mode=mode)
+    assert lance_ops.dataset(uri).version == version
+
+
+def test_purge_rewrites_every_deleted_fragment_and_cleanup_removes_old_files(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, 4000, 4, stable=False)
+    ds.delete("id = 5 OR id = 3500")  # far below the 10 % threshold
+    assert ds.optimize.compact_files(target_rows_per_fragment=900).fragments_added == 0
+    metrics = ds.optimize.compact_files(target_rows_per_fragment=900, purge=True)
+    assert metrics.fragments_removed == 2 and metrics.fragments_added == 2
+    assert all(f.deletion_file is None for f in ds.manifest.fragments)
+    assert list(Path(uri).glob("_deletions/*"))  # the old versions' deletion files, until cleanup
+    ds.cleanup_old_versions(older_than=datetime.timedelta(0))
+    assert not list(Path(uri).glob("_deletions/*"))
+    live = {Path(d.path).name for f in ds.manifest.fragments for d in f.files}
+    assert {p.name for p in Path(uri, "data").iterdir()} == live
+    got = lance_module.dataset(uri).to_table()
+    assert got.num_rows == 3998 and 5 not in got["id"].to_pylist()
+    assert ds.optimize.compact_files(target_rows_per_fragment=900, purge=True).fragments_added == 0
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pa.array([3, -1, None, -(2**62), 2**62, 0], pa.int64()),
+        pa.array([0.5, -0.0, -2.5, float("inf"), -float("inf"), 1e-300], pa.float64()),
+        pa.array(["b", "", "abcdefgh", "abc", "ab"]),
+        pa.array([5, 1, 3], pa.date32()),
+        pa.array([True, False, None]),
+    ],
+)
+def test_normalized_form_keeps_order(values) -> None:  # type: ignore[no-untyped-def]
+    norm = clustering.normalized(values)
+    order = pc.sort_indices(values, sort_keys=[("", "ascending", "at_start")]).to_numpy()
+    assert np.all(np.diff(norm[order].astype(object)) >= 0)
