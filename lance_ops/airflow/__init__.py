@@ -12,12 +12,28 @@ orchestrated by Airflow 3 from the same datasets file. See docs/airflow.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lance_ops.airflow.dags import dags_from_config
-from lance_ops.airflow.hook import LanceHook
+if TYPE_CHECKING:
+    from lance_ops.airflow.dags import dags_from_config
+    from lance_ops.airflow.hook import LanceHook
 
 __all__ = ["LanceHook", "dags_from_config", "get_provider_info"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: Airflow's providers manager imports this package (the entry point's
+    # get_provider_info) while Airflow itself is being imported, so the package must not import
+    # Airflow when loaded; the hook and the DAG factory load on first use.
+    if name == "LanceHook":
+        from lance_ops.airflow.hook import LanceHook
+
+        return LanceHook
+    if name == "dags_from_config":
+        from lance_ops.airflow.dags import dags_from_config
+
+        return dags_from_config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_provider_info() -> dict[str, Any]:
