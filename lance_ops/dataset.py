@@ -630,6 +630,22 @@ class LanceDataset:
         its files stay until cleanup. :class:`~lance_ops.errors.IndexNotFoundError` if none."""
         self._adopt(*indices_op.drop_index(self._files, name, self._commit_options()))
 
+    def create_scalar_index(
+        self,
+        column: str,
+        index_type: str = "BTREE",
+        name: str | None = None,
+        *,
+        replace: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP index over every fragment and commit it
+        (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`)."""
+        from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
+
+        options = self._commit_options()
+        self._adopt(*create_scalar_index(self._files, column, index_type, name, replace, options, kwargs))
+
     @property
     def optimize(self) -> DatasetOptimizer:
         """Maintenance operations (``compact_files``), as pylance's ``ds.optimize``."""
