@@ -617,6 +617,39 @@ class LanceDataset:
         options = self._commit_options()
         self._adopt(*columns_op.alter_columns(self._files, alterations, options))
 
+    def create_index(
+        self,
+        column: str,
+        index_type: str,
+        name: str | None = None,
+        metric: str = "l2",
+        replace: bool = False,
+        num_partitions: int | None = None,
+        num_sub_vectors: int | None = None,
+        **kwargs: Any,
+    ) -> LanceDataset:
+        """Train and commit an IVF_FLAT / IVF_PQ / IVF_SQ vector index (pylance's ``create_index``;
+        ``num_bits``, ``sample_rate``, ``max_iters``, ``target_partition_size`` as keywords; see
+        :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version."""
+        from lance_ops.ops.vector_index import create_index  # noqa: PLC0415
+
+        options = self._commit_options()
+        self._adopt(
+            *create_index(
+                self._files,
+                column,
+                index_type,
+                options,
+                name=name,
+                metric=metric,
+                replace=replace,
+                num_partitions=num_partitions,
+                num_sub_vectors=num_sub_vectors,
+                **kwargs,
+            )
+        )
+        return self
+
     def describe_indices(self) -> list[indices_op.IndexDescription]:
         """Every index of this version, by name, with its segments (pylance's ``describe_indices``)."""
         return indices_op.describe_indices(self._files)
