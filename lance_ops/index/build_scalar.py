@@ -38,7 +38,8 @@ __all__ = ["BUILDABLE_SCALAR_TYPES", "build_scalar_index", "check_column_type"]
 BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP)
 _BTREE_BATCH_SIZE = 4096
 _ROWS_PER_ZONE = 8192
-# (type_url, index_version) of a new index of each kind, as pylance 14 records them.
+# (type_url, index_version) of a new index of each kind, as pylance 14 records them (a BTREE of a
+# dataset with stable row ids: version 1, without which pylance reads its row addresses as ids).
 _DETAILS = {
     BTREE: ("/lance.table.BTreeIndexDetails", 0),
     BITMAP: ("/lance.table.BitmapIndexDetails", 0),
@@ -125,6 +126,8 @@ def build_scalar_index(
     key_type = check_column_type(kind, column, value_type)
     rows_per_zone = _params(kind, params or {})
     url, version = _DETAILS[kind]
+    if kind == BTREE and manifest.uses_stable_row_ids:
+        version = 1
     detail = b"\x08" + _varint(rows_per_zone) + b"\x10\x00\x18\x01" if kind == ZONEMAP else b""
     template = IndexMetadata(
         uuid=b"\0" * 16,
