@@ -501,6 +501,7 @@ class LanceDataset:
             with_row_address=bool(with_row_address),
             batch_size=batch_size,
             fragment_ids=fragment_ids(fragments),
+            use_scalar_index=tuning.get("use_scalar_index") is not False,
         )
         return LanceScanner(self, request)
 
