@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lance_ops.errors import FieldNotFoundError, IndexExistsError, UnsupportedIndexTypeError
+from lance_ops.errors import IndexExistsError, UnsupportedIndexTypeError
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.index.build_scalar import BUILDABLE_SCALAR_TYPES, build_scalar_index
 from lance_ops.index.types import index_type_of
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.schema import LanceSchema
 from lance_ops.table.manifest import IndexMetadata, Manifest
 from lance_ops.table.transaction import CreateIndex, Transaction
 
@@ -58,9 +57,12 @@ def create_scalar_index(
         raise UnsupportedIndexTypeError(
             f"Only {supported} are supported for scalar columns. Received {index_type}"
         )
-    field = LanceSchema(files.manifest.schema).field(column)
-    if field is None:
-        raise FieldNotFoundError(f"{column} not found in schema")
+    schema = files.manifest.schema
+    field = schema.field_at(column)  # FieldNotFoundError when there is none
+    parts = column.split(".")
+    arrow = schema.to_arrow().field(parts[0])
+    for part in parts[1:]:
+        arrow = arrow.type.field(part)
     if name is None:
         name = _default_name(files, column, kind)
     existing = _segments(files.manifest, name)
@@ -69,6 +71,6 @@ def create_scalar_index(
             f"Index name '{name}' already exists, please specify a different name or use replace=True"
         )
     index = build_scalar_index(
-        files.storage, files.manifest, column, field.id(), field.to_arrow().type, kind, name, params
+        files.storage, files.manifest, column, field.id, arrow.type, kind, name, params
     )
     return commit(files.storage, CreateIndex((index,), tuple(existing)), options)
