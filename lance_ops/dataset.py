@@ -479,12 +479,18 @@ class LanceDataset:
         the scan to those fragments, in the order given. Read-ahead, ordering and other tuning
         arguments of pylance's scanner (``batch_readahead``, ``scan_in_order``, ``prefilter``,
         ``use_stats``, ...) are accepted and have no effect here: scans are sequential and in order.
-        Vector and full-text search (``nearest``, ``full_text_query``, ``index_segments``) need
-        indices, which lance-ops does not build: they raise ``NotImplementedError``.
+        ``nearest`` returns a :class:`~lance_ops.vector_search.VectorQuery` (kNN through an IVF
+        index or flat); full-text search and ``index_segments`` raise ``NotImplementedError``.
         """
+        if nearest is not None and full_text_query is None and index_segments is None:
+            from lance_ops.vector_search import VectorQuery  # noqa: PLC0415
+
+            prefilter = bool(tuning.pop("prefilter", False))
+            flags = (bool(with_row_id), bool(with_row_address), limit, offset)
+            return VectorQuery(self, nearest, columns, filter, prefilter, *flags)  # type: ignore[return-value]
         if nearest is not None or full_text_query is not None or index_segments is not None:
             raise UnsupportedFeatureError(
-                "vector and full-text search need indices, which lance-ops does not build"
+                "full-text search and index_segments are not supported by lance-ops"
             )
         requested = sorted(k for k in _SCAN_UNSUPPORTED if tuning.get(k))
         if requested:

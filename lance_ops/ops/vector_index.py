@@ -17,7 +17,6 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lance_ops.errors import (
-    FieldNotFoundError,
     IndexColumnTypeError,
     IndexExistsError,
     InvalidArgumentError,
@@ -28,7 +27,6 @@ from lance_ops.index.build_vector import BUILDABLE_TYPES, METRICS, VectorIndexPa
 from lance_ops.index.files import IndexWriter
 from lance_ops.index.optimize import column_rows
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.schema import LanceSchema
 from lance_ops.table.manifest import IndexMetadata, Manifest
 from lance_ops.table.transaction import CreateIndex, Transaction
 
@@ -109,13 +107,14 @@ def create_index(
     seed: int | None = None,
 ) -> tuple[Manifest, Transaction]:
     manifest = files.manifest
-    field = LanceSchema(manifest.schema).field(column)
-    if field is None:
-        raise FieldNotFoundError(f"{column} not found in schema")
+    field = manifest.schema.field_at(column)  # FieldNotFoundError when there is none
+    arrow = manifest.schema.to_arrow().field(column.split(".")[0])
+    for part in column.split(".")[1:]:
+        arrow = arrow.type.field(part)
     num_rows = sum(f.num_rows for f in manifest.fragments)
     params = _params(
         column,
-        field.to_arrow().type,
+        arrow.type,
         index_type,
         metric,
         num_rows,
@@ -139,7 +138,7 @@ def create_index(
     result = build_ivf(IndexWriter(files.storage), params, vectors, np.asarray(row_ids, np.uint64))
     index = IndexMetadata(
         uuid=result.uuid,
-        fields=(field.id(),),
+        fields=(field.id,),
         name=name,
         dataset_version=manifest.version,
         fragment_bitmap=BitMap(f.id for f in fragments).serialize(),
