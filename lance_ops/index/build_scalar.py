@@ -128,6 +128,8 @@ def build_scalar_index(
     url, version = _DETAILS[kind]
     if kind == BTREE and manifest.uses_stable_row_ids:
         version = 1
+    # ZoneMapIndexDetails as pylance 14 writes it: field 1 rows_per_zone, then fields 2 = 0 and
+    # 3 = 1 copied from its bytes (``08 80 40 10 00 18 01`` for the default 8192).
     detail = b"\x08" + _varint(rows_per_zone) + b"\x10\x00\x18\x01" if kind == ZONEMAP else b""
     template = IndexMetadata(
         uuid=b"\0" * 16,
