@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 import jobs
 import lance_ops
+from assets.config import DeclaredIndex
 from jobs.common import commit_options, latest
 from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
 from lance_ops.encoding.plan import EncodingPlan
@@ -26,6 +27,7 @@ from lance_ops.ops import indices as indices_op
 from lance_ops.ops import statistics as statistics_op
 from lance_ops.ops.cleanup import CleanupStats
 from lance_ops.ops.encodings import store_plan
+from lance_ops.ops.scalar_index import create_scalar_index
 from lance_ops.progress import ProgressCallback
 from lance_ops.table.manifest import SUPPORTED_READER_FLAGS, SUPPORTED_WRITER_FLAGS
 
@@ -34,6 +36,7 @@ __all__ = [
     "StatisticsOutcome",
     "cleanup",
     "create_tag",
+    "create_missing_indices",
     "index_coverage",
     "optimize_indices",
     "profile_encodings",
@@ -113,6 +116,32 @@ def index_coverage(uri: str, storage_options: Mapping[str, str] | None = None) -
         indexed, unindexed = stats["num_indexed_rows"], stats["num_unindexed_rows"]
         out[description.name] = (unindexed, indexed + unindexed)
     return out
+
+
+def create_missing_indices(
+    uri: str,
+    declared: Sequence[DeclaredIndex],
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    transaction_properties: Mapping[str, str] | None = None,
+) -> tuple[str, ...]:
+    """Build each declared index no index of that name exists for (one commit each, on the
+    driver); the names built. Run twice, the second run builds nothing."""
+    built = []
+    for index in declared:
+        ds = lance_ops.dataset(uri, storage_options=dict(storage_options or {}))
+        if any(d.name == index.index_name for d in ds.describe_indices()):
+            continue
+        options = commit_options(storage_options, None, transaction_properties)
+        files = latest(uri, storage_options)
+        if index.type.startswith("IVF_"):
+            ds.create_index(index.column, index.type, name=index.index_name, **dict(index.params))
+        else:
+            create_scalar_index(
+                files, index.column, index.type, index.index_name, False, options, index.params
+            )
+        built.append(index.index_name)
+    return tuple(built)
 
 
 @dataclass(frozen=True)

@@ -231,6 +231,14 @@ def indices_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
     def indices(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         resource = dataset_resource(context, dataset)
         options = resource.resolved_storage_options()
+        created = maintenance.create_missing_indices(
+            resource.uri,
+            dataset.maintenance.indices.declare,
+            storage_options=options,
+            transaction_properties=dagster_transaction_properties(context),
+        )
+        if created:
+            context.log.info(f"built the declared indices {list(created)} of {resource.uri}")
         before = maintenance.index_coverage(resource.uri, options)
         if before:
             outcome, seconds = timed(
@@ -257,11 +265,12 @@ def indices_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
                 "lance/indices/max_unindexed_ratio": max(
                     (u / t for u, t in after.values() if t), default=0.0
                 ),
+                "lance/indices/created": len(created),
                 "lance/indices/remapped": len(outcome.remapped),
                 "lance/indices/extended": len(outcome.extended),
                 "lance/indices/unsupported": outcome.unsupported is not None,
                 "lance/seconds": seconds,
-                "lance/noop": outcome.version is None,
+                "lance/noop": outcome.version is None and not created,
             },
         )
 

@@ -567,8 +567,8 @@ class LanceDataset:
         ``use_stats``, ...) are accepted and have no effect here: scans are sequential and in order.
         Batches hold ``batch_size`` rows (default ``LANCE_DEFAULT_BATCH_SIZE`` or 8192) but for
         each fragment's last, or with ``strict_batch_size`` the scan's last, as in pylance.
-        Vector and full-text search (``nearest``, ``full_text_query``, ``index_segments``) need
-        indices, which lance-ops does not build: they raise ``NotImplementedError``.
+        ``nearest`` returns a :class:`~lance_ops.vector_search.VectorQuery` (kNN through an IVF
+        index or flat); full-text search and ``index_segments`` raise ``NotImplementedError``.
         """
         if self._default_scan_options:
             given = {
@@ -587,9 +587,15 @@ class LanceDataset:
                 tuning, nearest=nearest, full_text_query=full_text_query, index_segments=index_segments
             )
             return LanceDataset.scanner(self._without_scan_defaults(), **merged)
+        if nearest is not None and full_text_query is None and index_segments is None:
+            from lance_ops.vector_search import VectorQuery  # noqa: PLC0415
+
+            prefilter = bool(tuning.pop("prefilter", False))
+            flags = (bool(with_row_id), bool(with_row_address), limit, offset)
+            return VectorQuery(self, nearest, columns, filter, prefilter, *flags)  # type: ignore[return-value]
         if nearest is not None or full_text_query is not None or index_segments is not None:
             raise UnsupportedFeatureError(
-                "vector and full-text search need indices, which lance-ops does not build"
+                "full-text search and index_segments are not supported by lance-ops"
             )
         requested = sorted(k for k in _SCAN_UNSUPPORTED if tuning.get(k))
         if requested:
@@ -607,6 +613,7 @@ class LanceDataset:
             batch_size=batch_size,
             fragment_ids=fragment_ids(fragments),
             strict_batch_size=bool(strict_batch_size),
+            use_scalar_index=tuning.get("use_scalar_index") is not False,
         )
         return LanceScanner(self, request)
 
@@ -790,6 +797,39 @@ class LanceDataset:
         options = self._commit_options()
         self._adopt(*columns_op.alter_columns(self._files, alterations, options))
 
+    def create_index(
+        self,
+        column: str,
+        index_type: str,
+        name: str | None = None,
+        metric: str = "l2",
+        replace: bool = False,
+        num_partitions: int | None = None,
+        num_sub_vectors: int | None = None,
+        **kwargs: Any,
+    ) -> LanceDataset:
+        """Train and commit an IVF_FLAT / IVF_PQ / IVF_SQ vector index (pylance's ``create_index``;
+        ``num_bits``, ``sample_rate``, ``max_iters``, ``target_partition_size`` as keywords; see
+        :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version."""
+        from lance_ops.ops.vector_index import create_index  # noqa: PLC0415
+
+        options = self._commit_options()
+        self._adopt(
+            *create_index(
+                self._files,
+                column,
+                index_type,
+                options,
+                name=name,
+                metric=metric,
+                replace=replace,
+                num_partitions=num_partitions,
+                num_sub_vectors=num_sub_vectors,
+                **kwargs,
+            )
+        )
+        return self
+
     def describe_indices(self) -> list[indices_op.IndexDescription]:
         """Every index of this version, by name, with its segments (pylance's ``describe_indices``)."""
         return indices_op.describe_indices(self._files)
@@ -802,6 +842,22 @@ class LanceDataset:
         """Drop the index ``name`` (every segment) by committing a ``CreateIndex`` that removes it;
         its files stay until cleanup. :class:`~lance_ops.errors.IndexNotFoundError` if none."""
         self._adopt(*indices_op.drop_index(self._files, name, self._commit_options()))
+
+    def create_scalar_index(
+        self,
+        column: str,
+        index_type: str = "BTREE",
+        name: str | None = None,
+        *,
+        replace: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP index over every fragment and commit it
+        (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`)."""
+        from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
+
+        options = self._commit_options()
+        self._adopt(*create_scalar_index(self._files, column, index_type, name, replace, options, kwargs))
 
     @property
     def optimize(self) -> DatasetOptimizer:

@@ -148,11 +148,28 @@ class StatisticsPolicy:
 
 
 @dataclass(frozen=True)
+class DeclaredIndex:
+    """An index the dataset should have (``maintenance.indices.declare`` entries): built by the
+    ``indices`` step when no index of its name (default ``<column>_idx``) exists."""
+
+    column: str
+    type: str
+    name: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def index_name(self) -> str:
+        return self.name or f"{self.column.replace('.', '_')}_idx"
+
+
+@dataclass(frozen=True)
 class IndicesPolicy:
     """The share of live rows an index may leave unindexed before the ``indices_coverage`` check
-    fails (the ``indices`` maintenance step adds appended fragments to the indices)."""
+    fails (the ``indices`` maintenance step adds appended fragments to the indices), and the
+    indices declared (built when missing)."""
 
     max_unindexed_ratio: float = 0.1
+    declare: tuple[DeclaredIndex, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -464,7 +481,27 @@ def _maintenance(s: _Section) -> MaintenancePolicy:
 
 def _indices(s: _Section) -> IndicesPolicy:
     s.check_known(tuple(IndicesPolicy.__dataclass_fields__))
-    return IndicesPolicy(max_unindexed_ratio=s.get("max_unindexed_ratio", float, 0.1, check=_ratio))
+    raw = s.get("declare", list, [])
+    declared = []
+    for i, item in enumerate(raw):
+        entry = _Section(s.path, s.entry, f"{s.prefix}.declare[{i}]", item)
+        entry.check_known(("column", "type", "name", "params"))
+        kind = entry.get("type", str).upper()
+        if kind not in _INDEX_TYPES:
+            raise entry.error("type", f"must be one of {', '.join(_INDEX_TYPES)}, got {kind!r}")
+        params = entry.get("params", dict, {})
+        declared.append(
+            DeclaredIndex(entry.get("column", str), kind, entry.get("name", str, None), dict(params))
+        )
+    names = [d.index_name for d in declared]
+    if len(set(names)) != len(names):
+        raise s.error("declare", f"declares the index names {names} more than once")
+    return IndicesPolicy(
+        max_unindexed_ratio=s.get("max_unindexed_ratio", float, 0.1, check=_ratio), declare=tuple(declared)
+    )
+
+
+_INDEX_TYPES = ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "IVF_FLAT", "IVF_PQ", "IVF_SQ")
 
 
 def _dataset(path: str, index: int, raw: Any, base: Path) -> DatasetConfig:

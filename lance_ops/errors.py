@@ -238,6 +238,22 @@ class UnsupportedIndexTypeError(UnsupportedFeatureError):
         return type(self), (str(self), self.index)
 
 
+class IndexColumnTypeError(InvalidArgumentError, TypeError):
+    """An index type that does not fit the column's type (pylance raises ``TypeError``);
+    ``column`` names the column. Nothing is committed."""
+
+    def __init__(self, message: str, column: str = "") -> None:
+        super().__init__(message)
+        self.column = column
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.column)
+
+
+class IndexExistsError(LanceOpsError, ValueError, RuntimeError):
+    """``replace=False`` and an index of that name exists (pylance raises ``RuntimeError``)."""
+
+
 class IndexCorruptError(CorruptFileError):
     """An index's files are missing, truncated or do not hold what its type needs (a column, a
     metadata key). ``path`` is the index file, the message names the index."""

@@ -32,6 +32,7 @@ from lance_ops.fragment import ScanOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader
 from lance_ops.fragment.scan import scan_batches
+from lance_ops.index.scalar_query import IndexUse, prune_fragments
 from lance_ops.query.predicate import BoundExpression, Predicate, parse_expression, parse_predicate
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class ScanRequest:
     batch_size: int | None = None
     fragment_ids: tuple[int, ...] | None = None
     strict_batch_size: bool = False
+    use_scalar_index: bool = True
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ class LanceScanner:
         )
 
     @cached_property
-    def _fragments(self) -> list[FragmentReader]:
+    def _scanned_fragments(self) -> list[FragmentReader]:
         fragments = self._files.fragments()
         wanted = self._request.fragment_ids
         if wanted is None:
@@ -191,6 +193,23 @@ class LanceScanner:
                 f"fragments {missing} are not in version {self._ds.version} of the dataset"
             )
         return [by_id[i] for i in wanted]
+
+    @cached_property
+    def _index_pruning(self) -> tuple[set[int] | None, list[IndexUse]]:
+        """Fragments the filter's scalar indices leave to scan (None: all), and those indices."""
+        if self._predicate is None or not self._request.use_scalar_index:
+            return None, []
+        fragments = self._scanned_fragments
+        kept, used = prune_fragments(
+            self._files.storage, self._files.manifest, self._predicate, [f.id for f in fragments]
+        )
+        return (kept if used else None), used
+
+    @property
+    def _fragments(self) -> list[FragmentReader]:
+        kept, _ = self._index_pruning
+        fragments = self._scanned_fragments
+        return fragments if kept is None else [f for f in fragments if f.id in kept]
 
     @cached_property
     def _live_starts(self) -> dict[int, int]:
@@ -321,6 +340,11 @@ class LanceScanner:
             )
             lines.append(f"  Filter: {request.filter}" + (f" (pruning on: {bounds})" if bounds else ""))
         fragments = self._fragments
+        lines += [
+            f"    ScalarIndexQuery: query=[{u.condition}]@{u.name}({u.kind}), "
+            f"fragments={len(fragments)}/{len(self._scanned_fragments)}"
+            for u in self._index_pruning[1]
+        ]
         filtered = () if self._predicate is None else self._predicate.columns
         read = [*options.columns, *(c for c in filtered if c not in options.columns)]
         lines.append(

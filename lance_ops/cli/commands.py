@@ -384,6 +384,111 @@ def tags_delete(uri: str, name: str, as_json: bool, storage_options: dict[str, s
     _done(as_json, {"tag": name, "action": "delete"}, f"deleted tag {name}")
 
 
+# --- indices -------------------------------------------------------------------------------------
+
+
+@cli.group(no_args_is_help=False)
+def index() -> None:
+    """List, create, optimize and drop indices."""
+
+
+def _param_value(text: str) -> Any:
+    """A ``--param`` value: an integer or float when it reads as one, else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+@index.command("list")
+@click.argument("uri")
+@common
+def index_list(uri: str, as_json: bool, storage_options: dict[str, str] | None) -> None:
+    """List the indices of a dataset (one row per index, by name)."""
+    rows = [
+        {
+            "name": d.name,
+            "type": d.index_type,
+            "columns": ",".join(d.field_names),
+            "segments": d.num_segments,
+            "rows_indexed": d.num_rows_indexed,
+        }
+        for d in _open(uri, storage_options).describe_indices()
+    ]
+    if as_json:
+        emit_json(rows)
+    else:
+        table(rows, ["name", "type", "columns", "segments", "rows_indexed"])
+
+
+@index.command("create")
+@click.argument("uri")
+@click.argument("column")
+@click.argument("index_type", metavar="TYPE")
+@click.option("--name", default=None, help="Index name (default <column>_idx).")
+@click.option("--no-replace", is_flag=True, help="Fail if an index of that name exists.")
+@click.option("--param", "params", multiple=True, type=KeyValue(), help="Build parameter KEY=VALUE.")
+@common
+def index_create(
+    uri: str,
+    column: str,
+    index_type: str,
+    name: str | None,
+    no_replace: bool,
+    params: Sequence[tuple[str, str]],
+    as_json: bool,
+    storage_options: dict[str, str] | None,
+) -> None:
+    """Build a TYPE index (BTREE, BITMAP, LABEL_LIST, ZONEMAP; IVF_* for vectors) on COLUMN."""
+    ds = _open(uri, storage_options)
+    kwargs = {k: _param_value(v) for k, v in params}
+    before = {i["uuid"] for i in ds.list_indices()}
+    if index_type.upper().startswith("IVF_"):
+        ds.create_index(column, index_type.upper(), name=name, replace=not no_replace, **kwargs)
+    else:
+        ds.create_scalar_index(column, index_type, name=name, replace=not no_replace, **kwargs)
+    built = next(i["name"] for i in ds.list_indices() if i["uuid"] not in before)
+    result = {"index": built, "type": index_type.upper(), "column": column, "version": ds.version}
+    _done(as_json, result, f"created {index_type.upper()} index {built} on {column} (version {ds.version})")
+
+
+@index.command("optimize")
+@click.argument("uri")
+@click.option("--index", "names", multiple=True, help="Only this index (repeatable).")
+@click.option("--merge", "num_indices_to_merge", default=1, show_default=True, type=int)
+@common
+def index_optimize(
+    uri: str,
+    names: Sequence[str],
+    num_indices_to_merge: int,
+    as_json: bool,
+    storage_options: dict[str, str] | None,
+) -> None:
+    """Add unindexed fragments to the indices (and remap indices a deferred compaction left)."""
+    ds = _open(uri, storage_options)
+    report = ds.optimize.optimize_indices(list(names) or None, num_indices_to_merge)
+    result = {"extended": list(report.extended), "remapped": list(report.remapped), "version": ds.version}
+    _done(
+        as_json,
+        result,
+        f"extended {len(report.extended)} and remapped {len(report.remapped)} index(es) "
+        f"(version {ds.version})",
+    )
+
+
+@index.command("drop")
+@click.argument("uri")
+@click.argument("name")
+@common
+def index_drop(uri: str, name: str, as_json: bool, storage_options: dict[str, str] | None) -> None:
+    """Drop the index NAME (its files stay until cleanup)."""
+    ds = _open(uri, storage_options)
+    ds.drop_index(name)
+    _done(as_json, {"index": name, "action": "drop", "version": ds.version}, f"dropped index {name}")
+
+
 # --- changes -------------------------------------------------------------------------------------
 
 

@@ -155,15 +155,16 @@ def merge_bitmap(
     new_values: pa.Array,
     new_ids: np.ndarray,
     label_list: bool,
+    base: IndexFileData | None = None,
 ) -> RemapResult:
     """One segment over the rows of the segments ``merged`` and the rows ``new_ids`` (values
     ``new_values``); ``merged`` empty: a delta segment of the new rows only. ``template`` gives
-    the file's schema and metadata.
+    the file's schema and metadata (``base``, an empty file, for a new index).
 
     LABEL_LIST values are lists: each item is a key of its row, a null list goes to the null rows.
     """
     layout = BITMAP_LAYOUT
-    data = read_index_file(ctx, template, layout.file)
+    data = base if base is not None else read_index_file(ctx, template, layout.file)
     key_type = data.schema.field(layout.keys).type
     new_ids = np.asarray(new_ids, dtype=np.uint64)
     nulls = _nulls_buffer(data, template, layout)

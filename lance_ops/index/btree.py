@@ -117,11 +117,13 @@ def merge_btree(
     merged: Sequence[IndexMetadata],
     new_values: pa.Array,
     new_ids: np.ndarray,
+    base: tuple[IndexFileData, IndexFileData, int] | None = None,
 ) -> RemapResult:
     """One segment over the rows of the segments ``merged`` and ``new_values`` at ``new_ids``
     (``merged`` empty: a delta segment of the new rows only), with ``template``'s file schemas and
-    page size. pylance's optimize_indices does the same: sort everything by value again."""
-    pages, lookup, batch_size = _read(ctx, template)
+    page size (or those of ``base``, empty page and lookup files and the page size, for a new
+    index). pylance's optimize_indices does the same: sort everything by value again."""
+    pages, lookup, batch_size = base if base is not None else _read(ctx, template)
     value_type = pages.schema.field("values").type
     try:
         parts = [pa.table({"values": new_values.cast(value_type), "ids": pa.array(new_ids, pa.uint64())})]

@@ -39,7 +39,7 @@ from lance_ops.index.zonemap import extend_zonemap
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
-__all__ = ["EXTENDABLE_TYPES", "update_index"]
+__all__ = ["EXTENDABLE_TYPES", "column_rows", "update_index"]
 
 EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, *VECTOR_TYPES)
 _ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
@@ -59,7 +59,7 @@ def _column_path(manifest: Manifest, index: IndexMetadata) -> str:
     return ".".join(reversed(parts))
 
 
-def _new_rows(
+def column_rows(
     ctx: StorageContext, manifest: Manifest, fragments: Sequence[DataFragment], column: str, id_column: str
 ) -> tuple[pa.Array, np.ndarray]:
     """The column's values in ``fragments`` (live rows) and their row ids or addresses."""
@@ -137,7 +137,7 @@ def update_index(
             f"{kind} index {template.name!r} cannot be extended by lance_ops", template.name
         )
     id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP) else _ROW_ID
-    values, ids = _new_rows(ctx, manifest, fragments, _column_path(manifest, template), id_column)
+    values, ids = column_rows(ctx, manifest, fragments, _column_path(manifest, template), id_column)
     if kind == BTREE:
         result = merge_btree(ctx, template, merged, values, ids)
     elif kind == ZONEMAP:

@@ -106,10 +106,12 @@ def extend_zonemap(
     merged: Sequence[IndexMetadata],
     values: pa.Array,
     addrs: np.ndarray,
+    base: tuple[IndexFileData, int, int | None] | None = None,
 ) -> RemapResult:
     """One segment with the zones of the segments ``merged`` and of the new rows ``values`` at
-    row addresses ``addrs`` (``merged`` empty: a delta segment of the new zones only)."""
-    data, rows_per_zone, nulls = _read(ctx, template)
+    row addresses ``addrs`` (``merged`` empty: a delta segment of the new zones only; ``base``:
+    the empty file, zone size and null-buffer position of a new index instead of the template's)."""
+    data, rows_per_zone, nulls = base if base is not None else _read(ctx, template)
     order = np.argsort(addrs, kind="stable")
     values, addrs = values.take(pa.array(order)), np.asarray(addrs, dtype=np.uint64)[order]
     parts, null_rows = [], [addrs[np.asarray(values.is_null(), dtype=bool)]]

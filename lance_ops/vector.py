@@ -1,0 +1,51 @@
+"""``vec_to_table`` (pylance's ``lance.vector.vec_to_table``): vectors as a table with a
+``fixed_size_list<float32>[dim]`` column."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_ops.errors import InvalidArgumentError
+
+__all__ = ["vec_to_table"]
+
+
+def _vectors(values: Sequence[Any] | np.ndarray, ndim: int | None, check_ndim: bool) -> pa.FixedSizeListArray:
+    rows = [np.asarray(v, dtype=np.float32).reshape(-1) for v in values]
+    lengths = {len(r) for r in rows}
+    if check_ndim and len(lengths) > 1:
+        raise InvalidArgumentError(f"vectors of different lengths {sorted(lengths)}")
+    shape = np.shape(values) if isinstance(values, np.ndarray) else ()
+    inferred = lengths.pop() if lengths else (shape[1] if len(shape) == 2 else 0)
+    dim = ndim if ndim is not None else inferred
+    if check_ndim and rows and len(rows[0]) != dim:
+        raise InvalidArgumentError(f"vectors of length {len(rows[0])}, expected ndim={dim}")
+    flat = np.concatenate(rows) if rows else np.empty(0, np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), dim)
+
+
+def vec_to_table(
+    data: dict[Any, Any] | list[Any] | np.ndarray,
+    names: str | Sequence[str] | None = None,
+    ndim: int | None = None,
+    check_ndim: bool = True,
+) -> pa.Table:
+    """A dict becomes columns ``id`` (its keys) and ``vector``; a list or a 2-d array one column
+    ``vector`` (``names`` renames them)."""
+    if isinstance(data, dict):
+        names = list(names) if names is not None else ["id", "vector"]
+        if len(names) != 2:
+            raise InvalidArgumentError("If data is a dict, names must be a list or tuple of 2 strings")
+        arrays = [pa.array(list(data.keys())), _vectors(list(data.values()), ndim, check_ndim)]
+    elif isinstance(data, (list, np.ndarray)):
+        names = [names] if isinstance(names, str) else list(names or ["vector"])
+        if len(names) != 1:
+            raise InvalidArgumentError(f"names cannot be more than 1 got {len(names)}")
+        arrays = [_vectors(data, ndim, check_ndim)]
+    else:
+        raise NotImplementedError(f"data must be dict, list, or ndarray, got {type(data)} instead")
+    return pa.Table.from_arrays(arrays, names=names)

@@ -1,0 +1,262 @@
+"""k-nearest-neighbour search: ``scanner(nearest={...})``, through an IVF index when one covers the
+column (and its metric), else an exact flat search.
+
+``nearest`` holds ``column``, ``q``, ``k`` (10), ``nprobes`` (20, at most the partitions),
+``refine_factor``, ``metric`` (the index's; ``l2`` without one) and ``use_index`` (True).
+
+With an index, each segment's ``nprobes`` centroids nearest the query are probed and the rows of
+those partitions scored from the stored codes (IVF_FLAT exactly, IVF_SQ / IVF_PQ from the decoded
+approximations); fragments no segment covers are searched flat; rows deleted since the index was
+built are left out. ``refine_factor`` takes ``k * refine_factor`` candidates and re-scores them with
+the exact vectors. ``_distance`` is pylance 14's: squared l2, ``1 - cos`` for cosine, ``1 - q.v``
+for dot. Ties go to the smaller row id.
+
+``filter`` with ``prefilter=False`` (the default) applies after the top ``k`` are chosen (fewer than
+``k`` rows may come back), with ``prefilter=True`` before, as pylance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.index.build_vector import vector_matrix
+from lance_ops.index.ivf import _centroids, _code_matrix, _decode, _read_storage
+from lance_ops.index.types import VECTOR_TYPES, index_type_of
+from lance_ops.schema import LanceSchema
+from lance_ops.table.manifest import IndexMetadata
+
+if TYPE_CHECKING:
+    from lance_ops.dataset import LanceDataset
+
+__all__ = ["VectorQuery"]
+
+_DEFAULT_NPROBES = 20
+
+
+@dataclass(frozen=True)
+class _Nearest:
+    column: str
+    q: np.ndarray
+    k: int
+    nprobes: int | None
+    refine_factor: int | None
+    metric: str | None
+    use_index: bool
+
+
+def _parse(nearest: Any) -> _Nearest:
+    if not isinstance(nearest, dict) or "column" not in nearest or "q" not in nearest:
+        raise InvalidArgumentError("nearest must be a dict with at least 'column' and 'q'")
+    q = np.asarray(nearest["q"], dtype=np.float32).reshape(-1)
+    metric = nearest.get("metric")
+    metric = None if metric is None else {"euclidean": "l2"}.get(str(metric).lower(), str(metric).lower())
+    if metric not in (None, "l2", "cosine", "dot"):
+        raise InvalidArgumentError(f"nearest on {nearest['column']!r}: unknown metric {nearest['metric']!r}")
+    k = int(nearest.get("k") or 10)
+    refine = nearest.get("refine_factor")
+    return _Nearest(
+        str(nearest["column"]),
+        q,
+        k,
+        None if nearest.get("nprobes") is None else int(nearest["nprobes"]),
+        None if refine is None else int(refine),
+        metric,
+        bool(nearest.get("use_index", True)),
+    )
+
+
+def _top(ids: np.ndarray, dists: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``count`` smallest distances (ties: smaller row id first), in order."""
+    order = np.lexsort((ids, dists))[:count]
+    return ids[order], dists[order]
+
+
+def _flat_distance(vectors: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
+    if metric == "l2":
+        diff = vectors - q[None, :]
+        return (diff * diff).sum(1)
+    if metric == "cosine":
+        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(q)
+        return 1.0 - (vectors @ q) / np.where(norms == 0, 1.0, norms)
+    return 1.0 - vectors @ q
+
+
+class VectorQuery:
+    """A nearest-neighbour scan of one dataset version (``to_table``, ``explain_plan``)."""
+
+    def __init__(
+        self,
+        ds: LanceDataset,
+        nearest: Any,
+        columns: Any,
+        filter: Any,
+        prefilter: bool,
+        with_row_id: bool,
+        with_row_address: bool,
+        limit: int | None,
+        offset: int | None,
+    ) -> None:
+        self._ds = ds
+        self._n = _parse(nearest)
+        if columns is not None and not isinstance(columns, (list, tuple)):
+            raise UnsupportedFeatureError("nearest scans take a list of column names")
+        if with_row_address:
+            raise UnsupportedFeatureError("nearest scans do not return _rowaddr in lance_ops")
+        self._columns = None if columns is None else list(columns)
+        self._filter = filter
+        self._prefilter = prefilter
+        self._with_row_id = with_row_id
+        self._limit, self._offset = limit, offset
+        field = LanceSchema(ds.manifest.schema).field(self._n.column)
+        if field is None:
+            raise InvalidArgumentError(f"nearest: column {self._n.column!r} is not in the schema")
+        dtype = field.to_arrow().type
+        if not pa.types.is_fixed_size_list(dtype) or not pa.types.is_floating(dtype.value_type):
+            raise InvalidArgumentError(
+                f"nearest: column {self._n.column!r} of type {dtype} is not a vector column"
+            )
+        if dtype.list_size != self._n.q.size:
+            raise InvalidArgumentError(
+                f"nearest: query of dimension {self._n.q.size} for column {self._n.column!r} of dimension "
+                f"{dtype.list_size}"
+            )
+        self._field_id = field.id()
+        self._segments, self._kind, self._index_metric = self._index()
+        self.metric = self._n.metric or self._index_metric or "l2"
+        if self._segments and self.metric != self._index_metric:
+            self._segments = []
+
+    def _index(self) -> tuple[list[IndexMetadata], str | None, str | None]:
+        if not self._n.use_index:
+            return [], None, None
+        ctx = self._ds.storage
+        for name in dict.fromkeys(i.name for i in self._ds.manifest.indices):
+            segments = [i for i in self._ds.manifest.indices if i.name == name]
+            if segments[0].fields[:1] != (self._field_id,):
+                continue
+            kind = index_type_of(segments[0], ctx)
+            if kind in VECTOR_TYPES:
+                return segments, kind, _centroids(ctx, segments[0])[1]
+        return [], None, None
+
+    # ------------------------------------------------------------------ search
+
+    def _row_ids(self, filter: Any) -> np.ndarray:
+        table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)
+        return np.asarray(table.column("_rowid"), dtype=np.uint64)
+
+    def _probe(self, segment: IndexMetadata) -> tuple[np.ndarray, np.ndarray]:
+        """Row ids and approximate distances of the probed partitions of one segment."""
+        ctx = self._ds.storage
+        kind = self._kind or ""
+        storage = _read_storage(ctx, segment, kind)
+        centroids, metric = _centroids(ctx, segment)
+        q = self._n.q
+        if metric == "cosine":
+            q = q / (np.linalg.norm(q) or 1.0)
+        centre = _flat_distance(centroids, q, "dot" if metric == "dot" else "l2")  # the same order
+        nprobes = min(self._n.nprobes or _DEFAULT_NPROBES, len(centroids))
+        probed = np.argsort(centre, kind="stable")[:nprobes]
+        partition = np.repeat(np.arange(storage.lengths.size), storage.lengths)
+        rows = np.flatnonzero(np.isin(partition, probed))
+        ids = np.asarray(storage.data.table.column("_rowid").combine_chunks(), dtype=np.uint64)[rows]
+        codes = _code_matrix(storage)[rows]
+        pq_residual = kind.endswith("PQ") and metric != "dot"
+        base = (
+            centroids[partition[rows]]
+            if pq_residual
+            else np.zeros((len(rows), centroids.shape[1]), np.float32)
+        )
+        vectors = _decode(storage, kind, codes, base)
+        if metric == "l2":
+            return ids, _flat_distance(vectors, q, "l2")
+        return ids, 1.0 - vectors @ q
+
+    def _candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Row ids and distances of the index's candidates (live rows of the probed partitions)
+        and of the rows of the fragments no segment covers (exact); whether there are such."""
+        covered = BitMap()
+        ids, dists = [np.empty(0, np.uint64)], [np.empty(0, np.float32)]
+        for segment in self._segments:
+            covered |= BitMap.deserialize(segment.fragment_bitmap) if segment.fragment_bitmap else BitMap()
+            segment_ids, segment_dists = self._probe(segment)
+            ids.append(segment_ids)
+            dists.append(segment_dists)
+        index_ids, index_dists = np.concatenate(ids), np.concatenate(dists).astype(np.float32)
+        if self._segments:
+            keep = np.isin(index_ids, self._row_ids(None))
+            index_ids, index_dists = index_ids[keep], index_dists[keep]
+        flat_fragments = [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
+        flat_ids, flat_dists = np.empty(0, np.uint64), np.empty(0, np.float32)
+        if flat_fragments:
+            table = self._ds.to_table(columns=[self._n.column], with_row_id=True, fragments=flat_fragments)
+            row_ids = np.asarray(table.column("_rowid"), dtype=np.uint64)
+            column = table.column(self._n.column).combine_chunks()
+            vectors, flat_ids = vector_matrix(column, row_ids, self._n.column)
+            flat_dists = _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
+        return index_ids, index_dists, flat_ids, flat_dists, bool(flat_fragments)
+
+    def _exact(self, ids: np.ndarray) -> np.ndarray:
+        if not len(ids):
+            return np.empty(0, np.float32)
+        table = self._ds._take_rows(ids, [self._n.column])
+        values = table.column(self._n.column).combine_chunks()
+        vectors = np.asarray(values.flatten().cast(pa.float32()), np.float32).reshape(len(ids), -1)
+        return _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
+
+    def to_table(self) -> pa.Table:
+        index_ids, index_dists, flat_ids, flat_dists, unindexed = self._candidates()
+        if self._filter is not None and self._prefilter:
+            passing = self._row_ids(self._filter)
+            keep, flat_keep = np.isin(index_ids, passing), np.isin(flat_ids, passing)
+            index_ids, index_dists = index_ids[keep], index_dists[keep]
+            flat_ids, flat_dists = flat_ids[flat_keep], flat_dists[flat_keep]
+        k = self._n.k
+        # pylance re-scores the index's top k * refine_factor with the exact vectors, and its top
+        # k when unindexed fragments are searched alongside (their distances are exact)
+        refine = self._n.refine_factor or (1 if unindexed else 0)
+        if refine and self._segments and not (self._kind or "").endswith("FLAT"):
+            index_ids, _ = _top(index_ids, index_dists, k * refine)
+            index_dists = self._exact(index_ids)
+        ids, dists = _top(np.concatenate([index_ids, flat_ids]), np.concatenate([index_dists, flat_dists]), k)
+        if self._filter is not None and not self._prefilter:
+            keep = np.isin(ids, self._row_ids(self._filter))
+            ids, dists = ids[keep], dists[keep]
+        start = self._offset or 0
+        stop = None if self._limit is None else start + self._limit
+        ids, dists = ids[start:stop], dists[start:stop]
+        columns = self._columns if self._columns is not None else self._ds.schema.names
+        table = (
+            self._ds._take_rows(ids, columns) if columns else pa.table({"_": pa.nulls(len(ids))}).drop(["_"])
+        )
+        table = table.append_column("_distance", pa.array(dists, pa.float32()))
+        if self._with_row_id:
+            table = table.append_column("_rowid", pa.array(ids, pa.uint64()))
+        return table
+
+    def to_batches(self) -> Any:
+        return iter(self.to_table().to_batches())
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        n = self._n
+        lines = [f"Take: columns={self._columns or self._ds.schema.names}"]
+        if self._filter is not None:
+            lines.append(f"  Filter: {self._filter} ({'prefilter' if self._prefilter else 'postfilter'})")
+        lines.append(f"  TopK: k={n.k}, refine_factor={n.refine_factor}")
+        if self._segments:
+            name = self._segments[0].name
+            lines.append(
+                f"    ANNSubIndex: name={name}, type={self._kind}, metric={self.metric}, "
+                f"deltas={len(self._segments)}"
+            )
+            lines.append(f"      ANNIvfPartition: nprobes={n.nprobes or _DEFAULT_NPROBES}")
+            lines.append("    KNNVectorDistance (unindexed fragments): metric=" + self.metric)
+        else:
+            lines.append(f"    KNNVectorDistance: metric={self.metric}")
+        return "\n".join(lines) + "\n"

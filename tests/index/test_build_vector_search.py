@@ -1,0 +1,123 @@
+"""L18: lance_ops' own kNN search (``to_table(nearest=...)``) against pylance's on the same dataset.
+
+The datasets carry an IVF index, fragments appended after it (searched flat) and deleted rows.
+IVF_FLAT and refined searches return pylance's rows and ``_distance``; IVF_PQ / IVF_SQ without
+refinement are compared by recall against brute force, with pylance's recall on the same index.
+Every dataset is written by lance_ops or pylance and read by both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_ops
+from lance_ops.errors import InvalidArgumentError
+
+N, DIM = 4000, 16
+
+
+def _data(n: int = N, seed: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(20, DIM)) * 3
+    return (centres[rng.integers(0, 20, n)] + rng.normal(size=(n, DIM))).astype(np.float32)
+
+
+def _table(x: np.ndarray, start: int = 0) -> pa.Table:
+    ids = np.arange(start, start + len(x))
+    return pa.table({"id": pa.array(ids), "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), DIM)})
+
+
+def _dataset(path: Path, kind: str | None, metric: str = "l2", **params: int) -> np.ndarray:
+    """Indexed rows 0..N-1 (lance_ops builds the index), 500 appended rows, every 7th row deleted."""
+    x = _data(N + 500)
+    lance.write_dataset(_table(x[:N]), path, max_rows_per_file=1500)
+    if kind is not None:
+        lance_ops.dataset(str(path)).create_index("vec", kind, metric=metric, num_partitions=8, **params)
+    lance.write_dataset(_table(x[N:], N), path, mode="append")
+    lance_ops.dataset(str(path)).delete("id % 7 = 1")
+    return x
+
+
+def _both(path: Path, **kwargs: object) -> tuple[pa.Table, pa.Table]:
+    return (
+        lance.dataset(path).to_table(columns=["id"], with_row_id=True, **kwargs),
+        lance_ops.dataset(str(path)).to_table(columns=["id"], with_row_id=True, **kwargs),
+    )
+
+
+def _assert_same(theirs: pa.Table, ours: pa.Table) -> None:
+    assert ours.schema == theirs.schema
+    assert ours.column("_rowid").to_pylist() == theirs.column("_rowid").to_pylist()
+    np.testing.assert_allclose(
+        ours.column("_distance").to_numpy(), theirs.column("_distance").to_numpy(), atol=1e-4
+    )
+
+
+QUERIES = [(8, None, None, False), (2, None, None, False), (3, 4, None, False), (8, None, "id > 2000", False)]
+QUERIES += [(8, None, "id > 2000", True), (1, None, "id < 300", True)]
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+def test_ivf_flat_and_flat_search_equal_pylances(tmp_path: Path, metric: str) -> None:
+    for kind in ("IVF_FLAT", None):
+        path = tmp_path / str(kind)
+        x = _dataset(path, kind, metric)
+        for nprobes, refine, flt, prefilter in QUERIES:
+            for i in range(0, 300, 37):
+                nearest = {
+                    "column": "vec",
+                    "q": x[i] + 0.05,
+                    "k": 10,
+                    "nprobes": nprobes,
+                    "refine_factor": refine,
+                }
+                if kind is None:
+                    nearest["metric"] = metric
+                _assert_same(*_both(path, nearest=nearest, filter=flt, prefilter=prefilter))
+
+
+@pytest.mark.parametrize(("kind", "params"), [("IVF_PQ", {"num_sub_vectors": 8}), ("IVF_SQ", {})])
+def test_quantized_search_refined_equals_pylance_and_recall_matches(
+    tmp_path: Path, kind: str, params: dict[str, int]
+) -> None:
+    x = _dataset(tmp_path, kind, **params)
+    live = np.flatnonzero(np.arange(len(x)) % 7 != 1)
+    hits = {"ours": 0, "theirs": 0}
+    for i in range(0, 600, 7):
+        q = x[i] + 0.3
+        refined = {"column": "vec", "q": q, "k": 10, "nprobes": 3, "refine_factor": 5}
+        _assert_same(*_both(tmp_path, nearest=refined))
+        truth = live[np.argsort(((x[live] - q) ** 2).sum(1), kind="stable")[:10]]
+        theirs, ours = _both(tmp_path, nearest={"column": "vec", "q": q, "k": 10, "nprobes": 3})
+        hits["theirs"] += len(set(theirs.column("id").to_pylist()) & set(truth.tolist()))
+        hits["ours"] += len(set(ours.column("id").to_pylist()) & set(truth.tolist()))
+    assert hits["ours"] >= hits["theirs"] - 0.02 * 10 * 86, hits
+
+
+def test_default_columns_limit_and_plan(tmp_path: Path) -> None:
+    x = _dataset(tmp_path, "IVF_FLAT")
+    ours = lance_ops.dataset(str(tmp_path))
+    nearest = {"column": "vec", "q": x[10], "k": 5}
+    table = ours.to_table(nearest=nearest)
+    assert table.schema.names == ["id", "vec", "_distance"]
+    assert table.column("id").to_pylist()[0] == 10
+    assert ours.to_table(nearest=nearest, limit=2).num_rows == 2
+    assert "ANNSubIndex: name=vec_idx" in ours.scanner(nearest=nearest).explain_plan()
+    flat = ours.scanner(nearest={**nearest, "use_index": False}).explain_plan()
+    assert "ANNSubIndex" not in flat and "KNNVectorDistance" in flat
+
+
+def test_bad_queries(tmp_path: Path) -> None:
+    _dataset(tmp_path, None)
+    ds = lance_ops.dataset(str(tmp_path))
+    with pytest.raises(InvalidArgumentError, match="dimension"):
+        ds.to_table(nearest={"column": "vec", "q": np.zeros(3)})
+    with pytest.raises(InvalidArgumentError, match="'id'"):
+        ds.to_table(nearest={"column": "id", "q": np.zeros(DIM)})
+    with pytest.raises(InvalidArgumentError, match="metric"):
+        ds.to_table(nearest={"column": "vec", "q": np.zeros(DIM), "metric": "manhattan"})

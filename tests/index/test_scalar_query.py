@@ -1,0 +1,83 @@
+"""L18: lance_ops scans prune fragments through scalar indices; rows always equal a full scan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lance_ops
+
+
+def _table(start: int, n: int) -> pa.Table:
+    ids = np.arange(start, start + n)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "cat": pa.array([None if k % 13 == 0 else f"c{k // 250}" for k in ids], pa.string()),
+            "x": pa.array([float("nan") if k % 97 == 0 else k / 3 for k in ids], pa.float64()),
+        }
+    )
+
+
+def _ids(ds: lance_ops.LanceDataset, flt: str, use: bool) -> list[int]:
+    return sorted(ds.to_table(columns=["id"], filter=flt, use_scalar_index=use)["id"].to_pylist())
+
+
+@pytest.mark.parametrize(("column", "kind"), [("id", "BTREE"), ("cat", "BITMAP"), ("id", "ZONEMAP")])
+def test_indexed_scan_prunes_and_equals_full_scan(tmp_path: Path, column: str, kind: str) -> None:
+    ds = lance_ops.write_dataset(_table(0, 1000), str(tmp_path / "ds"), max_rows_per_file=250)
+    ds.create_scalar_index(column, kind, rows_per_zone=64) if kind == "ZONEMAP" else ds.create_scalar_index(
+        column, kind
+    )
+    ds.delete("id % 7 = 1")
+    lance_ops.write_dataset(_table(1000, 100), str(tmp_path / "ds"), mode="append")  # not indexed
+    ds = lance_ops.dataset(str(tmp_path / "ds"))
+    flt = "id = 300" if column == "id" else "cat = 'c1'"
+    plan = ds.scanner(filter=flt).explain_plan()
+    assert f"@{column}_idx" in plan
+    assert "fragments=2/5" in plan  # fragment 1 (rows 250..499) and the unindexed fragment 4
+    assert _ids(ds, flt, True) == _ids(ds, flt, False) != []
+    assert "ScalarIndexQuery" not in ds.scanner(filter=flt, use_scalar_index=False).explain_plan()
+    assert ds.count_rows(flt) == len(_ids(ds, flt, False))
+    theirs = lance.dataset(str(tmp_path / "ds"))
+    assert sorted(theirs.to_table(columns=["id"], filter=flt)["id"].to_pylist()) == _ids(ds, flt, True)
+
+
+_FILTERS = st.one_of(
+    st.builds(
+        lambda op, v: f"id {op} {v}", st.sampled_from(["=", "<", "<=", ">", ">="]), st.integers(-5, 1105)
+    ),
+    st.builds(
+        lambda vs: f"id IN ({', '.join(map(str, vs))})",
+        st.lists(st.integers(0, 1100), min_size=1, max_size=4),
+    ),
+    st.builds(lambda v: f"cat = 'c{v}'", st.integers(0, 5)),
+    st.builds(
+        lambda op, v: f"x {op} {v}", st.sampled_from(["<", ">", "="]), st.floats(-10, 400, allow_nan=False)
+    ),
+    st.sampled_from(["cat IS NULL", "cat IS NOT NULL", "x IS NULL", "id BETWEEN 240 AND 260 AND cat = 'c0'"]),
+)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> lance_ops.LanceDataset:
+    path = tmp_path_factory.mktemp("q") / "ds"
+    ds = lance_ops.write_dataset(_table(0, 1025), str(path), max_rows_per_file=256)
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_scalar_index("cat", "BITMAP")
+    ds.create_scalar_index("x", "ZONEMAP", rows_per_zone=100)
+    ds.delete("id % 5 = 2 or (id >= 300 and id < 520)")
+    lance_ops.write_dataset(_table(1025, 80), str(path), mode="append")
+    return lance_ops.dataset(str(path))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flt=_FILTERS)
+def test_property_indexed_equals_full_scan(indexed: lance_ops.LanceDataset, flt: str) -> None:
+    assert _ids(indexed, flt, True) == _ids(indexed, flt, False)
