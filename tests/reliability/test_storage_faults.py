@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.errors import CommitConflictError, LanceOpsError, StorageError
+from lance_ops.errors import CommitConflictError, LanceOpsError, RetryableCommitConflictError, StorageError
 from lance_ops.io import RetryPolicy, is_transient
 from lance_ops.io.retry import ShortReadError
 from tests.reliability.faulty_fs import Fault, install
@@ -134,7 +134,10 @@ def test_failed_tag_writes_leave_old_state(faulty, tmp_path):
 
 
 def test_conflicts_are_not_storage_errors():
-    assert not issubclass(CommitConflictError, OSError)
+    # A conflict is an OSError as pylance raises it, but never a storage failure nor retried as one.
+    assert not issubclass(CommitConflictError, StorageError)
+    assert not is_transient(CommitConflictError("Commit conflict for version 3"))
+    assert not is_transient(RetryableCommitConflictError("Commit conflict for version 3"))
 
 
 @pytest.mark.parametrize(

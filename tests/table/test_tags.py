@@ -200,7 +200,7 @@ def test_bad_references_raise_typed_errors(tmp_path: Path) -> None:
     before = (tmp_path / "ds/_refs/tags/t.json").read_bytes()
     with pytest.raises(RefError, match="already exists"):
         ds.tags.create("t", 2)
-    with pytest.raises(VersionNotFoundError, match="no version 99"):
+    with pytest.raises(VersionNotFoundError, match="version 99 of dataset"):
         ds.tags.create("u", 99)
     with pytest.raises(VersionNotFoundError):  # the version is checked before the name, as in pylance
         ds.tags.create("t", 99)
