@@ -25,6 +25,7 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.fragment.scan import take_columns, take_rows
 from lance_ops.index.build_vector import vector_matrix
 from lance_ops.index.ivf import _centroids, _code_matrix, _decode, _read_storage
 from lance_ops.index.types import VECTOR_TYPES, index_type_of
@@ -205,7 +206,7 @@ class VectorQuery:
     def _exact(self, ids: np.ndarray) -> np.ndarray:
         if not len(ids):
             return np.empty(0, np.float32)
-        table = self._ds._take_rows(ids, [self._n.column])
+        table = _rows(self._ds, ids, [self._n.column])
         values = table.column(self._n.column).combine_chunks()
         vectors = np.asarray(values.flatten().cast(pa.float32()), np.float32).reshape(len(ids), -1)
         return _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
@@ -232,9 +233,7 @@ class VectorQuery:
         stop = None if self._limit is None else start + self._limit
         ids, dists = ids[start:stop], dists[start:stop]
         columns = self._columns if self._columns is not None else self._ds.schema.names
-        table = (
-            self._ds._take_rows(ids, columns) if columns else pa.table({"_": pa.nulls(len(ids))}).drop(["_"])
-        )
+        table = _rows(self._ds, ids, columns) if columns else pa.table({"_": pa.nulls(len(ids))}).drop(["_"])
         table = table.append_column("_distance", pa.array(dists, pa.float32()))
         if self._with_row_id:
             table = table.append_column("_rowid", pa.array(ids, pa.uint64()))
@@ -260,3 +259,9 @@ class VectorQuery:
         else:
             lines.append(f"    KNNVectorDistance: metric={self.metric}")
         return "\n".join(lines) + "\n"
+
+
+def _rows(ds: LanceDataset, row_ids: np.ndarray, columns: list[str]) -> pa.Table:
+    """Rows of ``ds`` by row id, in the order given (deleted or unknown ids skipped, as pylance)."""
+    files = ds.handle.files
+    return take_rows(files, np.asarray(row_ids, dtype=np.uint64), take_columns(files, columns))
