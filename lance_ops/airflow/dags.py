@@ -6,13 +6,15 @@ no Dagster import). For each dataset ``<name>``:
 
 * ``lance_<name>_maintenance``: encodings -> compaction -> indices -> statistics -> cleanup (the
   Dagster maintenance job's order and policy; ``indices`` builds the declared indices and catches
-  every index up, a no-op on a dataset without indices) on the policy's cron in its time zone. The run configuration
-  ``{"dry_run": true}`` makes compaction and cleanup plan only; cleanup is a dry run on the DAG's
-  first run in any case (see :class:`~lance_ops.airflow.operators.LanceCleanupOperator`).
+  every index up, a no-op on a dataset without indices) on the policy's cron in its time zone.
+  The run configuration ``{"dry_run": true}`` makes compaction and cleanup plan only (and indices
+  only measure); cleanup is a dry run on the DAG's first run in any case (see
+  :class:`~lance_ops.airflow.operators.LanceCleanupOperator`).
 * ``lance_<name>_ingest`` (datasets with an ``ingest`` source): one run per day from
   ``start_date`` with catchup, each writing its day with ``replace_where`` (a re-run or a backfill
-  replaces the day), or with ``mode: upsert`` merging it in by the source's ``keys``. ``end_offset: 0`` runs a day once it is over; ``end_offset`` >= 1 runs it at
-  its start (today's partition is available, as in the Dagster partitions).
+  replaces the day), or with ``mode: upsert`` merging it in by the source's ``keys``.
+  ``end_offset: 0`` runs a day once it is over; ``end_offset`` >= 1 runs it at its start (today's
+  partition is available, as in the Dagster partitions).
 * ``lance_<name>_events``: scheduled on an asset whose ``AssetWatcher`` runs
   :class:`~lance_ops.airflow.triggers.LanceNewVersionTrigger`, so it runs when anyone commits a
   new version; it checks the compaction thresholds (the Dagster compaction sensor's) and compacts
@@ -68,7 +70,8 @@ def maintenance_dag(config: DatasetConfig, engine: Engine = "local", spark_maste
     where = _location(config, engine, spark_master)
     with DAG(
         dag_id=f"lance_{config.name}_maintenance",
-        description=f"Maintenance of {config.name}: encoding profile, compaction, indices, statistics, cleanup.",
+        description=f"Maintenance of {config.name}: encoding profile, compaction, indices, statistics, "
+        "cleanup.",
         schedule=CronTriggerTimetable(policy.cron, timezone=policy.timezone),
         start_date=EPOCH,
         catchup=False,

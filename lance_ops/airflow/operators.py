@@ -52,9 +52,8 @@ from lance_ops.errors import (
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import encodings as encodings_op
-from lance_ops.ops import indices as indices_op
-from lance_ops.ops.scalar_index import create_scalar_index
 from lance_ops.ops import statistics as statistics_op
+from lance_ops.ops.scalar_index import create_scalar_index
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -602,6 +601,7 @@ class LanceUpsertOperator(LanceBaseOperator):
     def _table(self) -> pa.Table:
         if self.source_function is not None:
             return self.source_function()
+        assert self.source is not None
         if self.source_format == "lance":
             import lance_ops
 
