@@ -41,6 +41,7 @@ def test_ingest_dag_writes_a_day_and_replaces_it(
         "version_before": None,
         "version": 1,
         "rows": 40,
+        "mode": "replace",
     }
     rows = lance.dataset(uri).to_table().sort_by("id")
     again = run_dag(dag_file, "lance_daily_ingest", logical_date=day)
@@ -51,6 +52,27 @@ def test_ingest_dag_writes_a_day_and_replaces_it(
     assert type(transaction.operation).__name__ == "Update"
     assert transaction.transaction_properties["airflow.run_id"] == again.run_id
     assert transaction.transaction_properties["airflow.task_id"] == "ingest"
+    # Declared ``mode: upsert`` now: the day's rows merge in by their keys (all matched: updated).
+    datasets_file(workdir, {**entry("daily", uri), "ingest": {**ingest, "mode": "upsert", "keys": ["id"]}})
+    upsert = run_dag(dag_file, "lance_daily_ingest", logical_date=day)
+    assert states(upsert) == {"ingest": "success"}
+    metrics = xcom(upsert, "ingest")
+    assert (metrics["mode"], metrics["version_before"], metrics["version"], metrics["rows"]) == (
+        "upsert",
+        2,
+        3,
+        40,
+    )
+    assert (metrics["num_updated_rows"], metrics["num_inserted_rows"], metrics["num_deleted_rows"]) == (
+        40,
+        0,
+        0,
+    )
+    ds = lance.dataset(uri)
+    assert ds.version == 3 and ds.to_table().sort_by("id").equals(rows)
+    transaction = ds.read_transaction(3)
+    assert type(transaction.operation).__name__ == "Update"
+    assert transaction.transaction_properties["airflow.run_id"] == upsert.run_id
 
 
 def test_maintenance_on_spark_first_run(workdir: Path, airflow_db: None, spark: SparkSession) -> None:
