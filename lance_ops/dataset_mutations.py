@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -77,13 +77,20 @@ class MergeInsertBuilder:
         describe it with its metrics (rows inserted / updated / deleted, files and bytes written)."""
         return merge_op.analyze(self._dataset.handle.files, self._plan, data_obj, schema)
 
-    def execute(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict[str, int]:
+    def execute(
+        self,
+        data_obj: Any,
+        *,
+        schema: pa.Schema | None = None,
+        transaction_properties: Mapping[str, str] | None = None,
+    ) -> dict[str, int]:
         """Run the merge on this version of the dataset with ``data_obj`` (anything
         ``write_dataset`` takes) as the source; commits one ``Update`` and makes the dataset that
-        version. Returns ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``."""
+        version. Returns ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``.
+        ``transaction_properties`` (an extension over pylance) are recorded in the transaction."""
         ds = self._dataset
         committed = merge_op.merge_insert(
-            ds.handle.files, self._plan, data_obj, schema, ds.handle.commit_options(None)
+            ds.handle.files, self._plan, data_obj, schema, ds.handle.commit_options(transaction_properties)
         )
         ds.handle.adopt(committed.manifest, committed.transaction)
         return committed.result

@@ -4,14 +4,17 @@ The file is the one the Dagster definitions read, parsed by the same code
 (:mod:`lance_ops.datasets_config`: same validation, same :class:`DatasetsConfigError` messages,
 no Dagster import). For each dataset ``<name>``:
 
-* ``lance_<name>_maintenance``: encodings -> compaction -> statistics -> cleanup (the Dagster
-  maintenance job's order and policy) on the policy's cron in its time zone. The run configuration
-  ``{"dry_run": true}`` makes compaction and cleanup plan only; cleanup is a dry run on the DAG's
-  first run in any case (see :class:`~lance_ops.airflow.operators.LanceCleanupOperator`).
+* ``lance_<name>_maintenance``: encodings -> compaction -> indices -> statistics -> cleanup (the
+  Dagster maintenance job's order and policy; ``indices`` builds the declared indices and catches
+  every index up, a no-op on a dataset without indices) on the policy's cron in its time zone.
+  The run configuration ``{"dry_run": true}`` makes compaction and cleanup plan only (and indices
+  only measure); cleanup is a dry run on the DAG's first run in any case (see
+  :class:`~lance_ops.airflow.operators.LanceCleanupOperator`).
 * ``lance_<name>_ingest`` (datasets with an ``ingest`` source): one run per day from
   ``start_date`` with catchup, each writing its day with ``replace_where`` (a re-run or a backfill
-  replaces the day). ``end_offset: 0`` runs a day once it is over; ``end_offset`` >= 1 runs it at
-  its start (today's partition is available, as in the Dagster partitions).
+  replaces the day), or with ``mode: upsert`` merging it in by the source's ``keys``.
+  ``end_offset: 0`` runs a day once it is over; ``end_offset`` >= 1 runs it at its start (today's
+  partition is available, as in the Dagster partitions).
 * ``lance_<name>_events``: scheduled on an asset whose ``AssetWatcher`` runs
   :class:`~lance_ops.airflow.triggers.LanceNewVersionTrigger`, so it runs when anyone commits a
   new version; it checks the compaction thresholds (the Dagster compaction sensor's) and compacts
@@ -35,6 +38,7 @@ from lance_ops.airflow.operators import (
     LanceCleanupOperator,
     LanceCompactOperator,
     LanceIngestOperator,
+    LanceOptimizeIndicesOperator,
     LanceProfileEncodingsOperator,
     LanceStatisticsOperator,
 )
@@ -66,7 +70,8 @@ def maintenance_dag(config: DatasetConfig, engine: Engine = "local", spark_maste
     where = _location(config, engine, spark_master)
     with DAG(
         dag_id=f"lance_{config.name}_maintenance",
-        description=f"Maintenance of {config.name}: encoding profile, compaction, statistics, cleanup.",
+        description=f"Maintenance of {config.name}: encoding profile, compaction, indices, statistics, "
+        "cleanup.",
         schedule=CronTriggerTimetable(policy.cron, timezone=policy.timezone),
         start_date=EPOCH,
         catchup=False,
@@ -86,6 +91,7 @@ def maintenance_dag(config: DatasetConfig, engine: Engine = "local", spark_maste
             commit_every=policy.compaction.commit_every,
             **where,
         )
+        indices = LanceOptimizeIndicesOperator(task_id="indices", declare=policy.indices.declare, **where)
         statistics = LanceStatisticsOperator(
             task_id="statistics",
             columns=None if policy.statistics.columns is None else list(policy.statistics.columns),
@@ -97,7 +103,7 @@ def maintenance_dag(config: DatasetConfig, engine: Engine = "local", spark_maste
             retain_versions=policy.cleanup.retain_versions,
             **where,
         )
-        encodings >> compaction >> statistics >> cleanup
+        encodings >> compaction >> indices >> statistics >> cleanup
     return dag
 
 
@@ -113,8 +119,12 @@ def ingest_dag(config: DatasetConfig, spark_master: str | None = None) -> DAG:
     )
     with DAG(
         dag_id=f"lance_{config.name}_ingest",
-        description=f"Daily rows of {config.name} ({source.kind} source), replace_where on "
-        f"{source.partition_column}: re-running a day replaces it.",
+        description=(
+            f"Daily rows of {config.name} ({source.kind} source), replace_where on "
+            f"{source.partition_column}: re-running a day replaces it."
+            if source.mode == "replace"
+            else f"Daily rows of {config.name} ({source.kind} source), upserted by {list(source.keys)}."
+        ),
         schedule=schedule,
         start_date=start,
         catchup=True,

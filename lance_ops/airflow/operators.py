@@ -20,15 +20,16 @@ A dataset that is not there, a bad predicate or argument (errors no retry can fi
 at once (:class:`~airflow.sdk.exceptions.AirflowFailException`) with one line naming the dataset
 and the reason; storage errors propagate, so the task's retries apply.
 
-Not here yet: clustering keys for compaction (L20), optimize indices (L15) and upsert (L16); they
-join when those operations land.
+Compaction takes the clustering keys (``cluster_by``, ``cluster_mode``, ``purge``);
+:class:`LanceOptimizeIndicesOperator` builds declared indices and catches the indices up with
+compaction and appends; :class:`LanceUpsertOperator` merges a source into the dataset by its keys.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,7 +37,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from lance_ops.airflow.hook import LanceLocation, LanceTarget
-from lance_ops.datasets_config import IngestSource
+from lance_ops.datasets_config import DeclaredIndex, IngestSource
 from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
 from lance_ops.errors import (
     CleanupError,
@@ -45,20 +46,34 @@ from lance_ops.errors import (
     PredicateError,
     RefError,
     SchemaError,
+    UnsupportedFeatureError,
+    UnsupportedIndexTypeError,
 )
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import encodings as encodings_op
 from lance_ops.ops import statistics as statistics_op
+from lance_ops.ops.scalar_index import create_scalar_index
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from airflow.sdk import Context
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lance_ops.dataset import LanceDataset
 
 Engine = Literal["local", "spark"]
 ENGINES = ("local", "spark")
 # Errors that no retry fixes: the task fails at once, with one line.
-FAIL_FAST = (DatasetNotFoundError, SchemaError, InvalidArgumentError, PredicateError, RefError, CleanupError)
+FAIL_FAST = (
+    DatasetNotFoundError,
+    SchemaError,
+    InvalidArgumentError,
+    PredicateError,
+    RefError,
+    CleanupError,
+    UnsupportedFeatureError,
+)
 # The run configuration key of the factory's DAGs that makes every maintenance step plan only.
 DRY_RUN_PARAM = "dry_run"
 
@@ -133,7 +148,9 @@ class LanceCompactOperator(LanceBaseOperator):
     commit; ``commit_every=N`` commits every N groups, so an interrupted run keeps them).
 
     The plan is made and logged first; ``dry_run`` (or the run configuration ``{"dry_run": true}``)
-    stops there. ``compaction_options`` are pylance's ``compact_files`` options."""
+    stops there. ``compaction_options`` are pylance's ``compact_files`` options; ``cluster_by``
+    (with ``cluster_mode`` ``"sort"`` or ``"zorder"``) rewrites the fragments in the order of those
+    columns, ``purge`` drops rows no version keeps (see ``compact_files``)."""
 
     template_fields: Sequence[str] = (*LanceBaseOperator.template_fields, "target_rows_per_fragment")
 
@@ -144,10 +161,16 @@ class LanceCompactOperator(LanceBaseOperator):
         commit_every: int | None = None,
         dry_run: bool = False,
         compaction_options: Mapping[str, Any] | None = None,
+        cluster_by: Sequence[str] | None = None,
+        cluster_mode: Literal["sort", "zorder"] | None = None,
+        purge: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.target_rows_per_fragment = target_rows_per_fragment
+        self.cluster_by = None if cluster_by is None else list(cluster_by)
+        self.cluster_mode = cluster_mode
+        self.purge = purge
         self.commit_every = commit_every
         self.plan_only = dry_run  # BaseOperator.dry_run is a method
         self.compaction_options = dict(compaction_options or {})
@@ -157,6 +180,9 @@ class LanceCompactOperator(LanceBaseOperator):
         options = dict(self.compaction_options)
         if self.target_rows_per_fragment is not None:
             options["target_rows_per_fragment"] = int(self.target_rows_per_fragment)
+        for name in ("cluster_by", "cluster_mode", "purge"):
+            if getattr(self, name) is not None:
+                options[name] = getattr(self, name)
         plan = ds.optimize.compact_files(dry_run=True, **options)
         before = {"version_before": ds.version, "fragments_before": len(ds.manifest.fragments)}
         planned = {
@@ -422,6 +448,207 @@ class LanceProfileEncodingsOperator(LanceBaseOperator):
         }
 
 
+def index_coverage(ds: LanceDataset) -> dict[str, tuple[int, int]]:
+    """Index name -> (unindexed live rows, live rows) of ``ds`` (system indices left out), as
+    ``ds.stats.index_stats`` counts them."""
+    out = {}
+    for description in ds.describe_indices():
+        if description.name.startswith("__lance_"):
+            continue
+        stats = ds.stats.index_stats(description.name)
+        indexed, unindexed = stats["num_indexed_rows"], stats["num_unindexed_rows"]
+        out[description.name] = (unindexed, indexed + unindexed)
+    return out
+
+
+class LanceOptimizeIndicesOperator(LanceBaseOperator):
+    """Catch the indices up (``ds.optimize.optimize_indices``; :func:`jobs.optimize_indices` with
+    the ``spark`` engine): indices a deferred compaction left behind are remapped, appended
+    fragments are added (``index_names``: only those; ``num_indices_to_merge`` as pylance's). First
+    each index of ``declare`` (:class:`~lance_ops.datasets_config.DeclaredIndex`) no index of its
+    name exists for is built. One commit each, stamped; nothing when the indices are current. An
+    index type no codec extends yet is reported (``unsupported``), not raised. The run
+    configuration ``{"dry_run": true}`` only measures the coverage."""
+
+    def __init__(
+        self,
+        *,
+        index_names: Sequence[str] | None = None,
+        num_indices_to_merge: int = 1,
+        declare: Sequence[DeclaredIndex] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.index_names = None if index_names is None else list(index_names)
+        self.num_indices_to_merge = num_indices_to_merge
+        self.declare = tuple(declare)
+
+    def run(self, target: LanceTarget, properties: dict[str, str], context: Context) -> dict[str, Any]:
+        ds = target.open()
+        dry = _params_dry_run(context)
+        created = [] if dry else self._create_declared(target, properties)
+        before = index_coverage(target.open())
+        remapped: tuple[str, ...] = ()
+        extended: tuple[str, ...] = ()
+        unsupported = None
+        if before and not dry:
+            try:
+                if self.engine == "spark":
+                    import jobs
+
+                    report = jobs.optimize_indices(
+                        self.spark(),
+                        target.uri,
+                        self.index_names,
+                        self.num_indices_to_merge,
+                        target.storage_options,
+                        transaction_properties=properties,
+                        manifest_store=target.manifest_store,
+                    )
+                else:
+                    report = target.open().optimize.optimize_indices(
+                        self.index_names, self.num_indices_to_merge, transaction_properties=properties
+                    )
+                remapped, extended = report.remapped, report.extended
+            except UnsupportedIndexTypeError as exc:
+                unsupported = str(exc)
+                self.log.warning("indices of %s not fully optimized: %s", target.uri, exc)
+        after_ds = target.open()
+        after = index_coverage(after_ds) if not dry else before
+        return {
+            "version_before": ds.version,
+            "version": after_ds.version,
+            "indices": len(after),
+            "created": created,
+            "remapped": list(remapped),
+            "extended": list(extended),
+            "unindexed_rows_before": sum(u for u, _ in before.values()),
+            "unindexed_rows": sum(u for u, _ in after.values()),
+            "max_unindexed_ratio": max((u / t for u, t in after.values() if t), default=0.0),
+            "unsupported": unsupported,
+            "dry_run": dry,
+            "noop": after_ds.version == ds.version,
+        }
+
+    def _create_declared(self, target: LanceTarget, properties: dict[str, str]) -> list[str]:
+        built = []
+        for index in self.declare:
+            ds = target.open()
+            if any(d.name == index.index_name for d in ds.describe_indices()):
+                continue
+            if index.type.startswith("IVF_"):
+                ds.create_index(index.column, index.type, name=index.index_name, **dict(index.params))
+            else:
+                handle = ds.handle
+                create_scalar_index(
+                    handle.files,
+                    index.column,
+                    index.type,
+                    index.index_name,
+                    False,
+                    handle.commit_options(properties),
+                    index.params,
+                )
+            built.append(index.index_name)
+        return built
+
+
+# The ``when_*`` choices of an upsert (jobs.merge_insert's names; None: no such clause).
+WHEN_MATCHED = ("update_all", "delete", "fail", None)
+WHEN_NOT_MATCHED = ("insert_all", None)
+WHEN_NOT_MATCHED_BY_SOURCE = ("delete", None)
+
+
+class LanceUpsertOperator(LanceBaseOperator):
+    """Merge ``source`` into the dataset by the key columns ``on`` (``ds.merge_insert(on)``; with
+    the ``spark`` engine :func:`jobs.merge_insert`): one ``Update`` commit, stamped. ``source`` is
+    a path (templated) of ``source_format`` (``parquet`` or ``lance``) or a callable returning an
+    Arrow table; ``when_matched`` ``"update_all"``/``"delete"``/``"fail"``/None,
+    ``when_not_matched`` ``"insert_all"``/None, ``when_not_matched_by_source`` ``"delete"``/None.
+    The metrics are pylance's result counts."""
+
+    template_fields: Sequence[str] = (*LanceBaseOperator.template_fields, "source")
+
+    def __init__(
+        self,
+        *,
+        on: str | Sequence[str],
+        source: str | Callable[[], pa.Table],
+        source_format: Literal["parquet", "lance"] = "parquet",
+        when_matched: str | None = "update_all",
+        when_not_matched: str | None = "insert_all",
+        when_not_matched_by_source: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        for name, value, choices in (
+            ("when_matched", when_matched, WHEN_MATCHED),
+            ("when_not_matched", when_not_matched, WHEN_NOT_MATCHED),
+            ("when_not_matched_by_source", when_not_matched_by_source, WHEN_NOT_MATCHED_BY_SOURCE),
+            ("source_format", source_format, ("parquet", "lance")),
+        ):
+            if value not in choices:
+                raise ValueError(f"{self.task_id}: {name} must be one of {choices}, got {value!r}")
+        self.on = [on] if isinstance(on, str) else list(on)
+        # A callable in a templated field would be called by Airflow's templating: kept apart.
+        self.source = None if callable(source) else source
+        self.source_function = source if callable(source) else None
+        self.source_format = source_format
+        self.when_matched = when_matched
+        self.when_not_matched = when_not_matched
+        self.when_not_matched_by_source = when_not_matched_by_source
+
+    def _table(self) -> pa.Table:
+        if self.source_function is not None:
+            return self.source_function()
+        assert self.source is not None
+        if self.source_format == "lance":
+            import lance_ops
+
+            return lance_ops.dataset(self.source).to_table()
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.source)
+
+    def _frame(self, spark: SparkSession) -> DataFrame:
+        if self.source_function is not None:
+            return spark.createDataFrame(self.source_function())
+        return spark.read.format(self.source_format).load(self.source)
+
+    def run(self, target: LanceTarget, properties: dict[str, str], context: Context) -> dict[str, Any]:
+        ds = target.open()
+        if self.engine == "spark":
+            import jobs
+
+            spark = self.spark()
+            result = jobs.merge_insert(
+                spark,
+                target.uri,
+                self._frame(spark),
+                self.on,
+                self.when_matched,
+                self.when_not_matched,
+                self.when_not_matched_by_source,
+                storage_options=target.storage_options,
+                transaction_properties=properties,
+                manifest_store=target.manifest_store,
+            ).result
+        else:
+            builder = ds.merge_insert(self.on)
+            if self.when_matched == "update_all":
+                builder.when_matched_update_all()
+            elif self.when_matched == "delete":
+                builder.when_matched_delete()
+            elif self.when_matched == "fail":
+                builder.when_matched_fail()
+            if self.when_not_matched == "insert_all":
+                builder.when_not_matched_insert_all()
+            if self.when_not_matched_by_source == "delete":
+                builder.when_not_matched_by_source_delete()
+            result = builder.execute(self._table(), transaction_properties=properties)
+        return {"version_before": ds.version, "version": target.open().version, **result}
+
+
 class LanceTagOperator(LanceBaseOperator):
     """Point tag ``tag`` at ``version`` (default: the latest), creating or moving it. Tags are
     refs, not transactions: nothing is committed, so there are no properties to stamp."""
@@ -466,7 +693,9 @@ class LanceIngestOperator(LanceBaseOperator):
     """Write one day of a declared ingest source (``partition``, ``YYYY-MM-DD``, templated; the
     run's ``{{ ds }}`` by default) into the dataset through the ``lance`` Spark data source: the
     first write creates the dataset, later ones replace that day's rows (``replace_where`` on the
-    source's ``partition_column``), so re-running or backfilling a day replaces it. One ``Update``
+    source's ``partition_column``), so re-running or backfilling a day replaces it; with the
+    source's ``mode: upsert`` they merge the day's rows in by its ``keys`` instead
+    (:func:`jobs.merge_insert`: matched rows updated, the others inserted). One ``Update``
     (or the creating ``Overwrite``/``Append``) per day, stamped with the task's properties. The
     sources are Spark reads, so the engine is always ``spark``."""
 
@@ -489,14 +718,27 @@ class LanceIngestOperator(LanceBaseOperator):
         if target.storage_options:
             options["storage_options"] = json.dumps(dict(target.storage_options))
         existing = target.open_or_none()
+        result: dict[str, int] = {}
+        column = self.source.partition_column
         if existing is None:
             jobs.save(df, target.uri, "append", **options)
         else:
-            column = self.source.partition_column
             if column not in existing.schema.names:
                 raise SchemaError(
                     f"partition column {column!r} is not in the dataset ({existing.schema.names})"
                 )
+        if existing is not None and self.source.mode == "upsert":
+            self.log.info("upserting %s by %s", day, list(self.source.keys))
+            result = jobs.merge_insert(
+                self.spark(),
+                target.uri,
+                df,
+                list(self.source.keys),
+                storage_options=target.storage_options,
+                transaction_properties=properties,
+                manifest_store=target.manifest_store,
+            ).result
+        elif existing is not None:
             start = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
             field = existing.schema.field(column)
             where = partition_predicate(column, field.type, start, start + dt.timedelta(days=1))
@@ -515,4 +757,6 @@ class LanceIngestOperator(LanceBaseOperator):
             "version_before": None if existing is None else existing.version,
             "version": after.version,
             "rows": after.count_rows(),
+            "mode": self.source.mode,
+            **result,
         }

@@ -71,6 +71,8 @@ def test_maintenance_dag_dry_run_then_compacts_cleans_and_stamps(
     assert compaction["fragments_removed"] == 30 and compaction["engine"] == "local"
     assert compaction["version"] > first_version and not compaction["dry_run"]
     statistics = xcom(run, "statistics")
+    indices = xcom(run, "indices")  # no index: nothing to catch up, nothing committed
+    assert indices["indices"] == 0 and indices["noop"] and indices["version"] == compaction["version"]
     cleanup = xcom(run, "cleanup")
     assert not cleanup["dry_run"] and cleanup["data_files_removed"] == cleanup["deletion_files_removed"] == 30
     # Old versions are gone (cleanup keeps the newest only); no file of the 30 fragments is left.
@@ -101,6 +103,7 @@ def test_maintenance_dag_dry_run_then_compacts_cleans_and_stamps(
     assert states(run) == {
         "encodings": "failed",
         "compaction": "upstream_failed",
+        "indices": "upstream_failed",
         "statistics": "upstream_failed",
         "cleanup": "upstream_failed",
     }

@@ -40,6 +40,7 @@ def test_dag_file_loads_in_airflow_dagbag(monkeypatch: pytest.MonkeyPatch) -> No
     assert [t.task_id for t in maintenance.topological_sort()] == [
         "encodings",
         "compaction",
+        "indices",
         "statistics",
         "cleanup",
     ]

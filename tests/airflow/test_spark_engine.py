@@ -1,6 +1,7 @@
 """The Spark engine under ``dag.test()``: the ingest DAG writes a day and replaces it on a re-run;
 the maintenance DAG's first run compacts, profiles and computes statistics on Spark (the test's
-session), stamps every commit, and its cleanup is a dry run (the DAG's first run)."""
+session), stamps every commit, and its cleanup is a dry run (the DAG's first run); the
+optimize-indices and upsert operators run their Spark jobs on a dataset pylance indexed."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import datetime as dt
 from pathlib import Path
 
 import lance
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 from tests.airflow.conftest import (
+    DAGS_FOLDER,
     datasets_file,
     entry,
     fragmented_dataset,
@@ -41,6 +45,7 @@ def test_ingest_dag_writes_a_day_and_replaces_it(
         "version_before": None,
         "version": 1,
         "rows": 40,
+        "mode": "replace",
     }
     rows = lance.dataset(uri).to_table().sort_by("id")
     again = run_dag(dag_file, "lance_daily_ingest", logical_date=day)
@@ -51,6 +56,27 @@ def test_ingest_dag_writes_a_day_and_replaces_it(
     assert type(transaction.operation).__name__ == "Update"
     assert transaction.transaction_properties["airflow.run_id"] == again.run_id
     assert transaction.transaction_properties["airflow.task_id"] == "ingest"
+    # Declared ``mode: upsert`` now: the day's rows merge in by their keys (all matched: updated).
+    datasets_file(workdir, {**entry("daily", uri), "ingest": {**ingest, "mode": "upsert", "keys": ["id"]}})
+    upsert = run_dag(dag_file, "lance_daily_ingest", logical_date=day)
+    assert states(upsert) == {"ingest": "success"}
+    metrics = xcom(upsert, "ingest")
+    assert (metrics["mode"], metrics["version_before"], metrics["version"], metrics["rows"]) == (
+        "upsert",
+        2,
+        3,
+        40,
+    )
+    assert (metrics["num_updated_rows"], metrics["num_inserted_rows"], metrics["num_deleted_rows"]) == (
+        40,
+        0,
+        0,
+    )
+    ds = lance.dataset(uri)
+    assert ds.version == 3 and ds.to_table().sort_by("id").equals(rows)
+    transaction = ds.read_transaction(3)
+    assert type(transaction.operation).__name__ == "Update"
+    assert transaction.transaction_properties["airflow.run_id"] == upsert.run_id
 
 
 def test_maintenance_on_spark_first_run(workdir: Path, airflow_db: None, spark: SparkSession) -> None:
@@ -83,3 +109,51 @@ def test_maintenance_on_spark_first_run(workdir: Path, airflow_db: None, spark: 
         tasks.append(properties["airflow.task_id"])
     assert tasks[0] == "encodings" and "compaction" in tasks
     assert tasks == sorted(tasks, key=["encodings", "compaction", "statistics"].index)
+
+
+SPARK_DAG = """
+import datetime as dt
+
+from airflow.sdk import DAG
+
+from lance_ops.airflow.operators import LanceOptimizeIndicesOperator, LanceUpsertOperator
+
+with DAG("lance_spark_upsert", schedule=None, start_date=dt.datetime(2026, 1, 1)) as dag:
+    where = {"uri": URI, "engine": "spark"}
+    indices = LanceOptimizeIndicesOperator(task_id="indices", **where)
+    upsert = LanceUpsertOperator(task_id="upsert", on="id", source="{{ params.source }}", **where)
+    indices >> upsert
+"""
+
+
+def test_optimize_indices_and_upsert_on_spark(workdir: Path, airflow_db: None, spark: SparkSession) -> None:
+    uri = workdir / "keyed.lance"
+    lance.write_dataset(
+        pa.table({"id": pa.array(range(20), pa.int64()), "v": pa.array(range(20), pa.int64())}), uri
+    )
+    lance.dataset(uri).create_scalar_index("id", "BTREE")
+    more = pa.table({"id": pa.array(range(20, 30), pa.int64()), "v": pa.array(range(20, 30), pa.int64())})
+    lance.write_dataset(more, uri, mode="append")
+    source = workdir / "changes.parquet"
+    pq.write_table(
+        pa.table({"id": pa.array([5, 40], pa.int64()), "v": pa.array([-5, -40], pa.int64())}), source
+    )
+    dag_file = DAGS_FOLDER / "spark_upsert.py"
+    dag_file.write_text(SPARK_DAG.replace("URI", repr(str(uri))))
+
+    run = run_dag(dag_file, "lance_spark_upsert", source=str(source))
+    assert set(states(run).values()) == {"success"}, states(run)
+    indices = xcom(run, "indices")
+    assert indices["engine"] == "spark" and indices["extended"] == ["id_idx"]
+    assert (indices["unindexed_rows_before"], indices["unindexed_rows"]) == (10, 0)
+    upsert = xcom(run, "upsert")
+    assert (upsert["num_updated_rows"], upsert["num_inserted_rows"], upsert["num_deleted_rows"]) == (1, 1, 0)
+    ds = lance.dataset(uri)
+    assert ds.version == 5
+    assert lance.dataset(uri, version=4).stats.index_stats("id_idx")["num_unindexed_rows"] == 0
+    table = ds.to_table().sort_by("id")
+    assert table.column("id").to_pylist() == [*range(30), 40]
+    assert table.column("v").to_pylist() == [*range(5), -5, *range(6, 30), -40]
+    for version, task in ((4, "indices"), (5, "upsert")):
+        properties = ds.read_transaction(version).transaction_properties
+        assert (properties["airflow.task_id"], properties["airflow.run_id"]) == (task, run.run_id)
