@@ -29,7 +29,7 @@ from lance_ops.index import bitmap, btree, zonemap
 from lance_ops.index.files import IndexFileData
 from lance_ops.index.optimize import column_rows
 from lance_ops.index.treemap import encode_row_address_map
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP
+from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP, encode_varint
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata, Manifest
 
@@ -88,15 +88,6 @@ def _empty(schema: pa.Schema, buffers: tuple[bytes, ...] = ()) -> IndexFileData:
     return IndexFileData(schema.empty_table(), "2.2", buffers)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def _params(kind: str, params: Mapping[str, Any]) -> int:
     """The one build parameter taken (ZONEMAP ``rows_per_zone``); others are refused."""
     allowed = {"rows_per_zone"} if kind == ZONEMAP else set()
@@ -130,7 +121,7 @@ def build_scalar_index(
         version = 1
     # ZoneMapIndexDetails as pylance 14 writes it: field 1 rows_per_zone, then fields 2 = 0 and
     # 3 = 1 copied from its bytes (``08 80 40 10 00 18 01`` for the default 8192).
-    detail = b"\x08" + _varint(rows_per_zone) + b"\x10\x00\x18\x01" if kind == ZONEMAP else b""
+    detail = b"\x08" + encode_varint(rows_per_zone) + b"\x10\x00\x18\x01" if kind == ZONEMAP else b""
     template = IndexMetadata(
         uuid=b"\0" * 16,
         fields=(field_id,),

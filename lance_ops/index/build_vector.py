@@ -25,6 +25,7 @@ from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.ivf import INDEX_FILE, ROW_ID, STORAGE_FILE, _transpose_partitions
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_of
+from lance_ops.index.types import encode_varint
 from lance_ops.table.manifest import IndexFile, IndexMetadata
 
 __all__ = ["BUILDABLE_TYPES", "METRICS", "VectorIndexParams", "build_ivf", "vector_matrix"]
@@ -120,13 +121,7 @@ def _sample(data: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray
 def _details(params: VectorIndexParams) -> bytes:
     """``VectorIndexDetails``: metric (1), PQ (4) / SQ (5) / flat (8) parameters, build params (9)."""
 
-    def varint(value: int) -> bytes:
-        out = bytearray()
-        while True:
-            byte, value = value & 0x7F, value >> 7
-            out.append(byte | (0x80 if value else 0))
-            if not value:
-                return bytes(out)
+    varint = encode_varint
 
     def field(number: int, payload: bytes) -> bytes:
         return varint(number << 3 | 2) + varint(len(payload)) + payload

@@ -96,6 +96,16 @@ def index_dir(ctx: StorageContext, index: IndexMetadata) -> str:
     return ctx.path("_indices", uuid_text(index))
 
 
+def encode_varint(value: int) -> bytes:
+    """A protobuf base-128 varint (the index details pylance records are written field by field)."""
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:
