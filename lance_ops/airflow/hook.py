@@ -175,7 +175,7 @@ class LanceLocation:
         storage_options: Mapping[str, str] | None,
     ) -> None:
         if uri is None and lance_conn_id is None:
-            raise ValueError(f"{owner}: pass uri or lance_conn_id")
+            raise InvalidArgumentError(f"{owner}: pass uri or lance_conn_id")
         self.uri = uri
         self.lance_conn_id = lance_conn_id
         self.storage_options = dict(storage_options or {})

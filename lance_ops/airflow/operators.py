@@ -114,7 +114,7 @@ class LanceBaseOperator(LanceLocation, BaseOperator):
         super().__init__(**kwargs)
         self.set_location(self.task_id, uri, lance_conn_id, storage_options)
         if engine not in ENGINES:
-            raise ValueError(f"{self.task_id}: engine must be one of {ENGINES}, got {engine!r}")
+            raise InvalidArgumentError(f"{self.task_id}: engine must be one of {ENGINES}, got {engine!r}")
         self.engine = engine
         self.spark_master = spark_master
         self.spark_config = dict(spark_config or {})
@@ -588,7 +588,7 @@ class LanceUpsertOperator(LanceBaseOperator):
             ("source_format", source_format, ("parquet", "lance")),
         ):
             if value not in choices:
-                raise ValueError(f"{self.task_id}: {name} must be one of {choices}, got {value!r}")
+                raise InvalidArgumentError(f"{self.task_id}: {name} must be one of {choices}, got {value!r}")
         self.on = [on] if isinstance(on, str) else list(on)
         # A callable in a templated field would be called by Airflow's templating: kept apart.
         self.source = None if callable(source) else source
@@ -703,7 +703,7 @@ class LanceIngestOperator(LanceBaseOperator):
 
     def __init__(self, *, source: IngestSource, partition: str = "{{ ds }}", **kwargs: Any) -> None:
         if kwargs.setdefault("engine", "spark") != "spark":
-            raise ValueError("ingest reads its source with Spark: engine must be 'spark'")
+            raise InvalidArgumentError("ingest reads its source with Spark: engine must be 'spark'")
         super().__init__(**kwargs)
         self.source = source
         self.partition = partition

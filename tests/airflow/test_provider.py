@@ -20,7 +20,7 @@ import lance_ops
 from lance_ops.airflow import LanceHook, get_provider_info
 from lance_ops.airflow.sensors import LanceMaintenanceDueSensor, LanceNewVersionSensor
 from lance_ops.airflow.triggers import LanceMaintenanceDueTrigger, LanceNewVersionTrigger
-from lance_ops.datasets_config import DatasetsConfigError, load_datasets
+from lance_ops.datasets_config import DatasetsConfigError, IngestSource, load_datasets
 from tests.airflow.conftest import POLICY, datasets_file, entry, fragmented_dataset
 
 pytestmark = pytest.mark.airflow
@@ -164,3 +164,19 @@ def test_sensors_and_triggers_before_and_after(tmp_path: Path) -> None:
     assert isinstance(deferred.value.trigger, LanceMaintenanceDueTrigger)
     assert deferred.value.trigger.serialize()[1]["policy"]["max_fragments"] == THRESHOLDS["max_fragments"]
     assert deferred.value.method_name == "execute_complete"
+
+
+def test_bad_operator_arguments_are_typed_errors(tmp_path: Path) -> None:
+    from lance_ops.airflow.operators import LanceCompactOperator, LanceIngestOperator, LanceUpsertOperator
+    from lance_ops.errors import InvalidArgumentError
+
+    uri = str(tmp_path / "ds.lance")
+    with pytest.raises(InvalidArgumentError, match="engine must be one of"):
+        LanceCompactOperator(task_id="compact", uri=uri, engine="dask")
+    with pytest.raises(InvalidArgumentError, match="pass uri or lance_conn_id"):
+        LanceCompactOperator(task_id="compact")
+    with pytest.raises(InvalidArgumentError, match="when_matched must be one of"):
+        LanceUpsertOperator(task_id="upsert", uri=uri, on=["id"], source="x.parquet", when_matched="merge")
+    with pytest.raises(InvalidArgumentError, match="engine must be 'spark'"):
+        source = IngestSource(kind="demo", start_date="2026-11-01")
+        LanceIngestOperator(task_id="ingest", uri=uri, engine="local", source=source)
