@@ -1119,8 +1119,8 @@ def write_dataset(
     ``uri`` may be an open dataset (its location is written to, through its manifest store).
     ``auto_cleanup_options`` (``{"interval": N, "older_than_seconds": S}``) turns on automatic
     cleanup for a new dataset
-    (:mod:`lance_ops.ops.auto_cleanup`). ``use_legacy_format=True`` asks for 0.1 files, which
-    lance-ops reads but does not write (``NotImplementedError``). ``page_statistics=False`` writes
+    (:mod:`lance_ops.ops.auto_cleanup`). ``use_legacy_format=True`` is pylance's older spelling of
+    ``data_storage_version="legacy"`` (0.1 files). ``page_statistics=False`` writes
     data files without page statistics (default: with them, unless an append's dataset config sets
     ``lance-ops.page-statistics`` to ``false``). ``compression="auto"`` writes smaller data files
     that pylance still reads (``LanceFileWriter``'s option; also ``"zstd"``, ``"lz4"``, ``"fsst"``,
@@ -1144,8 +1144,8 @@ def write_dataset(
         uri = uri.uri
     uri = os.fspath(uri)
     manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
-    if use_legacy_format:
-        raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files; use data_storage_version")
+    if use_legacy_format:  # pylance's deprecated spelling of data_storage_version="legacy"
+        data_storage_version = "legacy"
     auto_cleanup = None if auto_cleanup_options is None else AutoCleanup.from_options(auto_cleanup_options)
     write_options = WriteOptions(
         max_rows_per_file=max_rows_per_file,

@@ -239,7 +239,7 @@ class LanceFragment:
         :class:`~lance_ops.progress.ProgressEvent`\\ s.
         """
         if use_legacy_format:
-            raise UnsupportedFeatureError("lance-ops does not write legacy (0.1) files")
+            data_storage_version = "legacy"
         reader = to_reader(data, schema)
         callback = as_callback(progress, begin_with_files=True)
         written = write_fragments(

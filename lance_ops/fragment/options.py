@@ -38,7 +38,7 @@ class ScanOptions:
 class WriteOptions:
     """How data files are written: file limits, file format version and storage options.
 
-    ``max_rows_per_group`` only applies to legacy files, which this implementation does not write.
+    ``max_rows_per_group`` (rows per batch) only applies to legacy (0.1) files.
     ``encoding_plan`` (the dataset's, :mod:`lance_ops.encoding.plan`) sets per-column encodings.
     ``page_statistics``: whether data files carry page statistics and sketches
     (:mod:`lance_ops.file.page_statistics`); None follows the dataset's

@@ -36,6 +36,7 @@ from lance_ops.errors import (
     UnsupportedFeatureError,
 )
 from lance_ops.file import LanceFileWriter
+from lance_ops.file.legacy_v0_1 import LEGACY_FOOTER_VERSION, LegacyFileWriter
 from lance_ops.file.writer import as_table
 from lance_ops.fragment.conform import Conform
 from lance_ops.fragment.options import (
@@ -207,9 +208,11 @@ class _FileSink:
         self.storage, self.schema, self.options = storage, schema, options
         self.progress = progress or Tracker(None, WRITE, None, "rows")
         self.version = FileVersion.parse(options.data_storage_version)
-        if self.version is FileVersion.V0_1:
+        if self.version is FileVersion.V0_1 and any(f.logical_type.startswith("dict:") for f in fields):
+            # pylance reads a legacy dataset's dictionaries from its manifest file, not the data files
             raise UnsupportedFeatureError(
-                "legacy (0.1) datasets are read-only: writing 0.1 data files is not supported"
+                "dictionary columns in legacy (0.1) datasets are not supported: pylance keeps their "
+                "values in the manifest file, which lance-ops does not write"
             )
         self.blob_v2 = [contains_blob_v2(field) for field in schema]
         if any(self.blob_v2) and self.version.value < FileVersion.V2_2.value:
@@ -227,7 +230,7 @@ class _FileSink:
         self._top_ids = [top.get(name) for name in schema.names]
         self._nulls: dict[int, int] = {}
         self.written: list[tuple[DataFile, int]] = []
-        self._writer: LanceFileWriter | None = None
+        self._writer: LanceFileWriter | LegacyFileWriter | None = None
         self._blobs: BlobV2Writer | None = None
         self._name = ""
         self._rows = 0
@@ -280,6 +283,17 @@ class _FileSink:
     def _open(self) -> None:
         self._name = data_file_name()
         plan = self.options.encoding_plan
+        writer: LanceFileWriter | LegacyFileWriter
+        if self.version is FileVersion.V0_1:
+            self._writer = LegacyFileWriter(
+                self.storage.path(DATA_DIR, self._name),
+                self.file_schema,
+                max_rows_per_group=self.options.max_rows_per_group,
+                lance_fields=self.file_fields.to_pb(),
+                store=self.storage.store,
+            )
+            self._opened()
+            return
         writer = LanceFileWriter(
             self.storage.path(DATA_DIR, self._name),
             self.file_schema if plan is None else plan.apply(self.file_schema),
@@ -297,6 +311,9 @@ class _FileSink:
                 lambda buffer: writer.write_external([buffer.data])[0],
                 self.storage,
             )
+        self._opened()
+
+    def _opened(self) -> None:
         self._rows = 0
         self._nulls = {}
         # As pylance's begin: the fragment names the data file it is about to write, no rows yet.
@@ -304,12 +321,15 @@ class _FileSink:
         self.progress.advance(0, f"writing {DATA_DIR}/{self._name}", opened)
 
     def _data_file(self, size: int) -> DataFile:
+        legacy = self.version is FileVersion.V0_1
+        major, minor = LEGACY_FOOTER_VERSION if legacy else self.version.value
         return DataFile(
             path=self._name,
             fields=self.field_ids,
-            column_indices=tuple(range(len(self.field_ids))),
-            file_major_version=self.version.major,
-            file_minor_version=self.version.minor,
+            # pylance lists no column indices for 0.1 files, and their footer version (0.2)
+            column_indices=() if legacy else tuple(range(len(self.field_ids))),
+            file_major_version=major,
+            file_minor_version=minor,
             file_size_bytes=size,
             null_counts=dict(self._nulls),
         )
@@ -413,8 +433,8 @@ def write_fragments(
     ``"overwrite"`` number the schema afresh. ``fields`` (the target dataset's schema with ids, e.g.
     ``LanceDataset.lance_schema`` read once on a driver) skips reading the manifest: the data is
     cast to ``schema`` (or, without one, the schema of ``fields``) and written with those ids as
-    ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` only applies to
-    legacy files, which this implementation does not write. ``encoding_plan`` (the dataset's plan,
+    ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` (rows per batch)
+    only applies to legacy (0.1) files. ``encoding_plan`` (the dataset's plan,
     handed to every executor) fixes per-column encodings. ``progress`` is a callback of
     :class:`~lance_ops.progress.ProgressEvent` or a :class:`~lance_ops.progress.FragmentWriteProgress`.
     ``page_statistics=False`` leaves page statistics out of the data files (the driver decides,

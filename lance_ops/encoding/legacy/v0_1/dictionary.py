@@ -2,7 +2,7 @@
 
 The page holds the keys, plain-encoded in the dictionary's index type (see :mod:`.plain`). The
 values are stored once per file, where the schema's ``Field.dictionary`` says: ``offset`` is the
-position of a plain page (integer values) or of a var-binary positions array (string / binary
+position of a plain page (fixed-width values: integers, floats, ...) or of a var-binary positions array (string / binary
 values, empty ones read as null), ``length`` the number of values. Keys of null rows are not
 marked: they read as whatever key was written under them.
 
@@ -24,13 +24,14 @@ from lance_ops.errors import UnsupportedFeatureError
 
 def decode_dictionary_values(value_type: pa.DataType, offset: int, length: int, fetch: Fetch) -> pa.Array:
     """The dictionary of a field, stored at ``offset`` with ``length`` values."""
-    if pa.types.is_integer(value_type):
-        (values,) = decode_plain(value_type, [(offset, 0, length)], fetch)
-        return values
     if is_var_binary(value_type):
         (values,) = decode_binary(value_type, True, [(offset, 0, length)], fetch)
         return values
-    raise UnsupportedFeatureError(f"legacy dictionaries of {value_type} are not supported")
+    try:
+        (values,) = decode_plain(value_type, [(offset, 0, length)], fetch)
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(f"legacy dictionaries of {value_type} are not supported") from exc
+    return values
 
 
 def decode_dictionary(
