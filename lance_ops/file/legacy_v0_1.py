@@ -28,7 +28,6 @@ import pyarrow as pa
 from lance_ops._proto import file_legacy_pb2 as pbl
 from lance_ops._proto import file_pb2 as pb
 from lance_ops._proto import table_pb2
-
 from lance_ops.encoding.api import FieldDecoder, FileVersion
 from lance_ops.encoding.legacy.v0_1 import LegacyField, LegacyFieldDecoder, layout_of
 from lance_ops.encoding.legacy.v0_1.container import (
@@ -308,7 +307,7 @@ class LegacyFileWriter:
                 )
             if self._pending_rows:
                 self._flush(self._pending_rows)
-            page_table_position = self._write(self._page_table().data.cast("B"))
+            page_table_position = self._write(self._page_table().tobytes())
             fields = [pb.Field.FromString(field.SerializeToString()) for field in self._fields]
             for field in fields:
                 values = self._dictionaries.values.get(field.id)
@@ -322,6 +321,9 @@ class LegacyFileWriter:
                 writer_version=table_pb2.Manifest.WriterVersion(library="lance", version="14.0.2"),
                 data_format=table_pb2.Manifest.DataStorageFormat(file_format="lance", version="0.1"),
             )
+            if not self._out.tell():
+                # a file without rows: position 0 would read as "no embedded schema"
+                self._write(b"\0")
             manifest_position = self._write_message(manifest)
             metadata = pbl.Metadata(
                 manifest_position=manifest_position,

@@ -142,7 +142,10 @@ class LanceFileWriter:
         self._lance_fields: list[pb.Field] = []
         self._write_statistics = page_statistics
         if self.version is FileVersion.V0_1:
-            raise UnsupportedFeatureError("legacy (0.1) files are read-only: writing them is not supported")
+            raise UnsupportedFeatureError(
+                "LanceFileWriter writes 2.x files; legacy (0.1) files are written with "
+                "lance_ops.file.legacy_v0_1.LegacyFileWriter (as pylance, which keeps a separate v1 writer)"
+            )
         if self.version not in WRITABLE_VERSIONS:
             raise UnsupportedFeatureError(f"writing {self.version} files is not supported; use 2.0 - 2.2")
         self._codec = codec_for(self.version)

@@ -211,11 +211,6 @@ def _file_version(text: str) -> FileVersion:
         version = FileVersion.parse(text)
     except UnsupportedFeatureError as exc:
         raise InvalidOptionError(f"unknown data_storage_version {text!r}") from exc
-    if version is FileVersion.V0_1:
-        raise InvalidOptionError(
-            "data_storage_version 0.1 (legacy): V1 and V2 storage versions cannot be mixed, and 0.1 "
-            "files are not written"
-        )
     return version
 
 

@@ -1,6 +1,6 @@
 """Legacy (0.1) files and datasets: golden data written by pylance 14 (``tests/data/datagen_legacy01.py``)
 read with ``read_all`` / ``read_range`` / ``take_rows`` and through ``lance_ops.dataset``; live
-pylance-written legacy datasets of generated data; read-only refusals; corrupt tails.
+pylance-written legacy datasets of generated data; refused writes; corrupt tails.
 
 The legacy datasets under ``tests/data/datasets/legacy01_*`` are also read at every version by
 ``tests/test_golden.py`` (content, take, versions).
@@ -198,16 +198,18 @@ def test_dataset_scan_filter_take_count(legacy_dataset: Path) -> None:
     _assert_same(scanned, expected, "batches")
 
 
-def test_writing_legacy_is_read_only(legacy_dataset: Path, tmp_path: Path) -> None:
+def test_writing_legacy_dictionaries_is_refused(legacy_dataset: Path, tmp_path: Path) -> None:
+    """Legacy datasets are written (tests/file/test_legacy_write.py) except their dictionary
+    columns, whose values pylance keeps in the manifest file: refused, nothing committed."""
     data = lance_ops.dataset(str(legacy_dataset)).head(3)
-    with pytest.raises(UnsupportedFeatureError, match="read-only"):
-        lance_ops.write_dataset(data, str(legacy_dataset), mode="append")
-    with pytest.raises(UnsupportedFeatureError, match="read-only"):
-        lance_ops.write_dataset(data, str(legacy_dataset), mode="overwrite")
-    with pytest.raises(UnsupportedFeatureError, match="read-only"):
+    assert any(pa.types.is_dictionary(t) for t in data.schema.types)
+    for mode in ("append", "overwrite"):
+        with pytest.raises(UnsupportedFeatureError, match="dictionary columns in legacy"):
+            lance_ops.write_dataset(data, str(legacy_dataset), mode=mode)
+    with pytest.raises(UnsupportedFeatureError, match="dictionary columns in legacy"):
         lance_ops.write_dataset(data, str(tmp_path / "new.lance"), data_storage_version="legacy")
     for version in ("0.1", "legacy"):
-        with pytest.raises(UnsupportedFeatureError, match="read-only"):
+        with pytest.raises(UnsupportedFeatureError, match="LegacyFileWriter"):
             LanceFileWriter(str(tmp_path / "x.lance"), data.schema, version=version)
     assert not (tmp_path / "x.lance").exists()
     assert (

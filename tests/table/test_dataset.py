@@ -322,7 +322,11 @@ def test_errors_are_typed(tmp_path: Path) -> None:
     with pytest.raises(SchemaError):
         lance_ops.write_dataset(pa.table({"other": [1]}), uri, mode="append")
     with pytest.raises(UnsupportedFeatureError):
-        lance_ops.write_dataset(table(1), _uri(tmp_path, "legacy"), data_storage_version="legacy")
+        lance_ops.write_dataset(  # legacy files hold no maps
+            pa.table({"m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int32()))}),
+            _uri(tmp_path, "legacy"),
+            data_storage_version="legacy",
+        )
     with pytest.raises(ValueError, match="mode"):
         lance_ops.write_dataset(table(1), uri, mode="upsert")
     with pytest.raises(ValueError, match="no such column"):

@@ -2,9 +2,9 @@
 
 The page holds the keys, plain-encoded in the dictionary's index type (see :mod:`.plain`). The
 values are stored once per file, where the schema's ``Field.dictionary`` says: ``offset`` is the
-position of a plain page (fixed-width values: integers, floats, ...) or of a var-binary positions array (string / binary
-values, empty ones read as null), ``length`` the number of values. Keys of null rows are not
-marked: they read as whatever key was written under them.
+position of a plain page (fixed-width values: integers, floats, ...) or of a var-binary positions
+array (string / binary values, empty ones read as null), ``length`` the number of values. Keys
+of null rows are not marked: they read as whatever key was written under them.
 
 Example: ``dictionary<int8, string>`` ``["b", "a", "b"]`` is keys ``01 00 01`` in each batch's
 page, and values ``"a", "b"`` stored once after the data.

@@ -19,7 +19,7 @@ layout             what is written (pylance 14's bytes for pyarrow-built arrays)
 ``list``           ``n + 1`` offsets (int32; int64 for large lists) from 0 into the item's
                    page of the same batch; null lists are written empty
 ``struct``         nothing (entry ``(0, 0)``); no validity
-``null``           nothing (entry ``(0, n)``)
+``null``           nothing (entry ``(current position, n)``)
 =================  ======================================================================
 
 Types a 0.1 file cannot hold (maps, empty structs, fixed-size lists of variable-width values)
@@ -116,7 +116,7 @@ def encode_field(
     """Write the pages of ``array`` (one batch of field ``node``, storage type) and record them."""
     layout = layout_of(node.data_type)
     if layout == "null":
-        entries[node.id] = (0, len(array))
+        entries[node.id] = (write(b""), len(array))
     elif layout == "struct":
         entries[node.id] = (0, 0)
         for index, child in enumerate(node.children):
@@ -127,7 +127,7 @@ def encode_field(
         lengths = pc.list_value_length(array).fill_null(0).to_numpy(zero_copy_only=False)
         offsets = np.zeros(len(array) + 1, dtype=np.int64 if large else np.int32)
         np.cumsum(lengths, out=offsets[1:])
-        entries[node.id] = (write(offsets.data.cast("B")), len(offsets))
+        entries[node.id] = (write(offsets.tobytes()), len(offsets))
         encode_field(child, array.flatten(), write, entries, dictionaries)
     elif layout == "dictionary":
         keys = dictionaries.keys(node.id, array)
@@ -149,10 +149,10 @@ def write_var_binary(array: pa.Array, write: Write) -> int:
     first, last = int(offsets[0]), int(offsets[-1])
     start = write(b"" if data is None else memoryview(data)[first:last])
     positions = offsets - first + start
-    return write(positions.data.cast("B"))
+    return write(positions.tobytes())
 
 
-def plain_bytes(array: pa.Array) -> memoryview:
+def plain_bytes(array: pa.Array) -> bytes | memoryview:
     """The bytes of a plain page of ``array``: its fixed-width values from its first one."""
     data_type = array.type
     if pa.types.is_fixed_size_list(data_type):
@@ -163,7 +163,7 @@ def plain_bytes(array: pa.Array) -> memoryview:
         if buffer is None:
             return memoryview(b"")
         bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")
-        return np.packbits(bits[array.offset : array.offset + len(array)], bitorder="little").data.cast("B")
+        return np.packbits(bits[array.offset : array.offset + len(array)], bitorder="little").tobytes()
     width = data_type.bit_width // 8
     if buffer is None:
         return memoryview(b"")
