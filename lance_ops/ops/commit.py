@@ -103,6 +103,9 @@ def commit(
         naming=(
             ManifestNamingScheme.V1 if options.enable_v2_manifest_paths is False else ManifestNamingScheme.V2
         ),
+        overwrite_version=(
+            str(FileVersion.parse(options.data_storage_version)) if options.data_storage_version else None
+        ),
     )
     manifest_store = options.manifest_store or manifest_store_for_uri(storage.uri, storage.storage_options)
     committed = commit_recorded(

@@ -182,11 +182,14 @@ class Committed:
 
 @dataclass(frozen=True)
 class NewDatasetSettings:
-    """Settings that only matter for the commit creating a dataset."""
+    """Settings that only matter for the commit creating a dataset; and ``overwrite_version``,
+    the data file version an ``Overwrite`` gives an existing dataset when the writer asked for one
+    (pylance's rule; None keeps the dataset's)."""
 
     data_storage_version: str = "2.2"
     enable_stable_row_ids: bool = False
     naming: ManifestNamingScheme = ManifestNamingScheme.V2
+    overwrite_version: str | None = None
 
 
 def list_versions(store: ObjectStore, root: str) -> list[VersionEntry]:
@@ -473,6 +476,8 @@ def commit_recorded(
                 f"no Lance dataset at {root} to commit a {transaction.operation.name} to"
             )
         version = base.version + 1
+        if isinstance(transaction.operation, Overwrite) and settings.overwrite_version is not None:
+            base = replace(base, data_format=DataStorageFormat("lance", settings.overwrite_version))
 
         def load_version(v: int) -> Manifest:
             return load_manifest(store, root, v).manifest

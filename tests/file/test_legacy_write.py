@@ -260,3 +260,23 @@ def test_lance_file_writer_points_to_the_legacy_writer(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="LegacyFileWriter"):
         LanceFileWriter(str(tmp_path / "x.lance"), pa.schema([("a", pa.int32())]), version="legacy")
     assert not (tmp_path / "x.lance").exists()
+
+
+def test_overwrite_with_a_requested_version_switches_the_dataset(tmp_path: Path) -> None:
+    """As pylance: an overwrite that names a file version gives the dataset that version (also
+    with no rows); appends then follow the dataset, whatever they ask for."""
+    uri = str(tmp_path / "s.lance")
+    table = pa.table({"a": pa.array(range(10), pa.int64())})
+    lance_ops.write_dataset(table, uri)
+    lance_ops.write_dataset(table, uri, mode="overwrite", data_storage_version="legacy")
+    assert lance.dataset(uri).data_storage_version == "0.1"
+    lance_ops.write_dataset(table, uri, mode="append", data_storage_version="stable")
+    files = [f.metadata.files[0] for f in lance.dataset(uri).get_fragments()]
+    assert [(f.file_major_version, f.file_minor_version) for f in files] == [(0, 2), (0, 2)]
+    lance_ops.write_dataset([], uri, schema=table.schema, mode="overwrite", data_storage_version="2.0")
+    assert lance.dataset(uri).data_storage_version == "2.0"
+    lance_ops.write_dataset(table, uri, mode="append", data_storage_version="legacy")
+    assert lance.dataset(uri).get_fragments()[0].metadata.files[0].file_major_version == 2
+    lance_ops.write_dataset(table, uri, mode="overwrite")  # no version asked: the dataset's
+    assert lance.dataset(uri).data_storage_version == "2.0"
+    assert lance.dataset(uri).to_table().equals(table)
