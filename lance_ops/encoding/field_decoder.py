@@ -16,8 +16,9 @@ import pyarrow as pa
 
 from lance_ops.encoding.api import Fetch, FieldDecoder, FileVersion, PageInfo
 from lance_ops.encoding.columns import check_structural, leaf_fields
+from lance_ops.encoding.structural import empty_struct
 from lance_ops.encoding.structural.page import PageReader, page_reader
-from lance_ops.encoding.structural.repdef import DecodedLeaf, concat_leaves, unshred
+from lance_ops.encoding.structural.repdef import DecodedLeaf, concat_leaves, is_leaf_field, unshred
 from lance_ops.errors import CorruptFileError, LanceOpsError
 
 
@@ -29,6 +30,7 @@ class StructuralFieldDecoder(FieldDecoder):
         self.field = field
         self.version = version
         self.leaves = leaf_fields(field)
+        self._depths = _leaf_depths(field, 0)
         if len(columns) != len(self.leaves):
             raise CorruptFileError(
                 "<file>", f"field {field.name!r} needs {len(self.leaves)} columns, got {len(columns)}"
@@ -52,6 +54,8 @@ class StructuralFieldDecoder(FieldDecoder):
         return self._readers[key]
 
     def _read_column(self, fetch: Fetch, col: int, rows: np.ndarray) -> DecodedLeaf:
+        if empty_struct.is_empty_struct(self.leaves[col].type):  # nothing stored but rows
+            return empty_struct.decoded(len(rows), self._depths[col])
         firsts, ends = self._bounds[col]
         if len(firsts) == 1:
             # One page (small files): no page lookup; rows are sorted, so the ends bound them all.
@@ -93,6 +97,19 @@ class StructuralFieldDecoder(FieldDecoder):
                 "<file>", f"field {self.field.name!r}: levels do not rebuild: {exc}"
             ) from exc
         return out if order is None else out.take(pa.array(order.reshape(-1)))
+
+
+def _leaf_depths(field: pa.Field, depth: int) -> list[int]:
+    """Layers above each leaf of ``field`` (as :func:`leaf_fields` lists them); a map counts as
+    a list of structs."""
+    dtype = field.type
+    if is_leaf_field(field):
+        return [depth]
+    if pa.types.is_struct(dtype):
+        return [d for i in range(dtype.num_fields) for d in _leaf_depths(dtype.field(i), depth + 1)]
+    if pa.types.is_map(dtype):
+        return _leaf_depths(dtype.key_field, depth + 2) + _leaf_depths(dtype.item_field, depth + 2)
+    return _leaf_depths(dtype.value_field, depth + 1)
 
 
 def make_field_decoder(

@@ -48,7 +48,7 @@ from lance_ops.encoding.options import (
     flag_set,
     is_blob_field,
 )
-from lance_ops.encoding.structural import blob, constant, fullzip, miniblock
+from lance_ops.encoding.structural import blob, constant, empty_struct, fullzip, miniblock
 from lance_ops.encoding.structural.repdef import ShreddedLeaf, count_leaves, is_leaf_field, shred
 from lance_ops.encoding.structural.values import to_block
 from lance_ops.errors import LanceOpsError, SchemaError, UnsupportedFeatureError
@@ -261,9 +261,11 @@ class StructuralFieldEncoder(FieldEncoder):
             [
                 blob.encode_page(leaf, self.version, external)
                 if options.blob
+                else empty_struct.encode_page(leaf, field.name)
+                if empty_struct.is_empty_struct(field.type)
                 else encode_leaf_page(leaf, options, self.version)
             ]
-            for leaf, options in zip(leaves, self.options, strict=True)
+            for leaf, options, field in zip(leaves, self.options, self.leaves, strict=True)
         ]
 
 

@@ -205,11 +205,10 @@ class ShreddedLeaf:
 
 def is_leaf_type(dtype: pa.DataType) -> bool:
     """Leaf = anything but a struct, (large) list or map; a primitive FSL (also one of nulls,
-    which pylance stores as item-validity bytes only) is a leaf."""
+    which pylance stores as item-validity bytes only) and an empty struct
+    (:mod:`.empty_struct`) are leaves."""
     if pa.types.is_struct(dtype):
-        if dtype.num_fields == 0:
-            raise UnsupportedFeatureError("empty structs are not supported")
-        return False
+        return dtype.num_fields == 0
     if pa.types.is_fixed_size_list(dtype):
         inner = dtype.value_type
         while pa.types.is_fixed_size_list(inner):
