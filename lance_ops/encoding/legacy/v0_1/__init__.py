@@ -1,4 +1,4 @@
-"""Decoders for legacy Lance 0.1 (v1) data files: read-only.
+"""Decoders (and the page encoder, :mod:`.encoder`) for legacy Lance 0.1 (v1) data files.
 
 A v1 file is a sequence of batches; every field (nested ones included) has one page per batch,
 located through the file's page table (see :mod:`.container`). Pages use plain,

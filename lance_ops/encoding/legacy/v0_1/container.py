@@ -28,7 +28,8 @@ the page table at 12 is ``(0, 3)``, and ``Metadata`` has ``batch_offsets [0, 3]`
 Like the rest of the codec this does no I/O of its own: it parses the file's last bytes, already
 read by the file layer, and reads anything before them through a :data:`Fetch`. The pages are
 decoded by :mod:`.decoder`; the file layer's reader is :mod:`lance_ops.file.legacy_v0_1`.
-Writing legacy files is not supported: they are read-only here.
+Writing: pages by :mod:`.encoder`, the container by
+:class:`lance_ops.file.legacy_v0_1.LegacyFileWriter`.
 """
 
 from __future__ import annotations
