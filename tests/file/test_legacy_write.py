@@ -88,6 +88,10 @@ def _edge_table(rows: int) -> pa.Table:
             "v": pa.array([[float(i), 1.0] for i in range(rows)], pa.list_(pa.float32(), 2)),
             "all_null": pa.nulls(rows, pa.float64()),
             "nothing": pa.nulls(rows),
+            "ls": pa.array(
+                [[{"a": i, "b": None if i % 2 else "x"}] * (i % 3) if i % 5 else None for i in range(rows)],
+                pa.list_(pa.struct([("a", pa.int32()), ("b", pa.string())])),
+            ),
             "big": pa.array(
                 [b"\x01" * 40000 if i % 500 == 0 else b"b" for i in range(rows)], pa.large_binary()
             ),
@@ -280,3 +284,19 @@ def test_overwrite_with_a_requested_version_switches_the_dataset(tmp_path: Path)
     lance_ops.write_dataset(table, uri, mode="overwrite")  # no version asked: the dataset's
     assert lance.dataset(uri).data_storage_version == "2.0"
     assert lance.dataset(uri).to_table().equals(table)
+
+
+def test_extension_types_and_file_limits(tmp_path: Path) -> None:
+    """Extension columns are written as their storage (fixed-size lists, fixed-size binary) with
+    their names in the field metadata; files roll over at max_rows_per_file."""
+    tensors = pa.FixedShapeTensorArray.from_numpy_ndarray(np.arange(24, dtype=np.float32).reshape(6, 2, 2))
+    uuids = pa.array([bytes(range(16))] * 6, pa.binary(16)).cast(pa.uuid())
+    table = pa.table({"t": tensors, "u": uuids, "i": pa.array(range(6))})
+    uri = str(tmp_path / "ext.lance")
+    lance_ops.write_dataset(
+        table, uri, data_storage_version="legacy", max_rows_per_file=4, max_rows_per_group=3
+    )
+    theirs = lance.dataset(uri)
+    assert len(theirs.get_fragments()) == 2
+    assert theirs.to_table().equals(table)
+    assert lance_ops.dataset(uri).to_table().equals(table)
