@@ -34,7 +34,6 @@ from lance_ops.errors import (
     InvalidArgumentError,
     SchemaError,
     TakeIndexError,
-    UnsupportedFeatureError,
     WriteSchemaError,
 )
 from lance_ops.fragment import FragmentMetadata, FragmentReader, WriteOptions, write_fragments
