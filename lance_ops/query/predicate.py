@@ -9,6 +9,12 @@ escapes inside strings) and a dispatch table keyed by sqlglot node class turns t
       -> And(EQ(Mod(Column id, 10), 0), Like(Column name, 'a%'))
       -> and_kleene(equal(subtract(id, multiply(divide(id, 10), 10)), 0), match_like(name, 'a%'))
 
+A filter is also read into the expression tree of :mod:`lance_ops.query.expressions` (SQL through
+:mod:`~lance_ops.query.parser`, an Arrow expression through its Substrait form,
+:mod:`~lance_ops.query.substrait`); the pruning bounds are a visitor over that tree
+(:mod:`~lance_ops.query.visitors`), and an Arrow filter's tree is translated here as SQL is, so it
+selects what pylance selects. An Arrow expression with no Substrait form is evaluated as given.
+
 Semantics follow pylance where Arrow's kernels differ from DataFusion's:
 
 * three-valued logic: AND/OR/NOT are Kleene, comparisons with NULL are NULL, ``x IN (.., NULL)``
@@ -47,33 +53,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from lance_ops.encoding.statistics import nan_signs
 from lance_ops.errors import (
     FieldNotFoundError,
+    LanceOpsError,
     PredicateError,
     PredicateTypeError,
     UnsupportedFeatureError,
     UnsupportedSQLError,
 )
+from lance_ops.query import expressions as ex
+from lance_ops.query.parser import LanceSQL, from_sqlglot, to_sqlglot
+from lance_ops.query.parser import arrow_type as _arrow_type
+from lance_ops.query.substrait import from_arrow
+from lance_ops.query.visitors import Bound, bounds
 
 __all__ = ["VIRTUAL_COLUMNS", "Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
 
 # Columns every dataset can filter on without storing them (pylance's ``_rowid`` / ``_rowaddr``):
 # a filter naming one reads it alongside the data (a dataset column of that name wins).
 VIRTUAL_COLUMNS = {"_rowid": pa.uint64(), "_rowaddr": pa.uint64()}
-
-
-class LanceSQL(Spark):
-    """Spark's grammar with Lance's string literals: quotes double to escape, backslash is literal."""
-
-    class Tokenizer(Spark.Tokenizer):
-        STRING_ESCAPES = ["'"]
-
-    class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
-        LOG_DEFAULTS_TO_LN = False  # DataFusion's log(x) is base 10
 
 
 @dataclass(frozen=True)
@@ -89,22 +90,10 @@ class BoundExpression:
 
 
 @dataclass(frozen=True)
-class Bound:
-    """A condition every selected row meets, on one top-level column: what statistics can prune with.
-
-    ``op`` is ``eq``, ``lt``, ``le``, ``gt``, ``ge`` (one value), ``in`` (the values), ``null`` or
-    ``not_null`` (no value); values have the column's type and are never null or NaN.
-    """
-
-    column: str
-    op: str
-    values: tuple[pa.Scalar, ...] = ()
-
-
-@dataclass(frozen=True)
 class Predicate:
     """A bound filter: the Arrow expression, the top-level columns it reads, and the simple
-    conditions (:class:`Bound`) its top-level ``AND`` implies (empty for Arrow expressions)."""
+    conditions (:class:`Bound`) its top-level ``AND`` implies (none for an Arrow expression with no
+    Substrait form)."""
 
     expression: pc.Expression
     columns: tuple[str, ...]
@@ -116,29 +105,57 @@ class Predicate:
 
 
 def _bind(
-    expression: str | pc.Expression, schema: pa.Schema, column_typed_literals: bool = False
-) -> tuple[_Translator, _Value, tuple[str, ...], exp.Expr | None]:
+    expression: str | pc.Expression,
+    schema: pa.Schema,
+    column_typed_literals: bool = False,
+    condition: bool = False,
+) -> tuple[_Translator, _Value, tuple[str, ...], exp.Expr | None, ex.Expr | None]:
     """Translate ``expression`` against ``schema``: the translator, the value, the top-level columns
-    it reads and, for SQL, the parse tree."""
+    it reads, the sqlglot tree (SQL only) and the expression tree (SQL, or an Arrow ``condition``
+    that :func:`~lance_ops.query.substrait.from_arrow` can read; None otherwise)."""
     virtual = [pa.field(n, t) for n, t in VIRTUAL_COLUMNS.items() if schema.get_field_index(n) < 0]
     bound_schema = pa.schema([*schema, *virtual], metadata=schema.metadata)
     translator = _Translator(bound_schema, column_typed_literals)
     if isinstance(expression, pc.Expression):
+        converted = _arrow_condition(expression, translator) if condition else None
+        if converted is not None:
+            # an Arrow filter reads every column (as before it was walked), and the virtual ones it names
+            tree, value = converted
+            columns = (*schema.names, *(f.name for f in virtual if f.name in translator.columns))
+            return translator, value, columns, None, tree
         value = translator.typed(expression, str(expression))
-        named = {f.name for f in virtual if re.search(rf"\b{f.name}\b", str(expression))}
-        return (
-            translator,
-            value,
-            tuple(n for n in bound_schema.names if n in schema.names or n in named),
-            None,
-        )
+        return translator, value, _opaque_columns(expression, schema, virtual), None, None
     if isinstance(expression, str):
-        tree = _parse(expression)
-        value = translator.translate(tree)
-        return translator, value, tuple(n for n in bound_schema.names if n in translator.columns), tree
+        sql_tree = _parse(expression)
+        value = translator.translate(sql_tree)
+        columns = tuple(n for n in bound_schema.names if n in translator.columns)
+        return translator, value, columns, sql_tree, from_sqlglot(sql_tree, fold=translator.fold)
     raise PredicateTypeError(
         f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(expression).__name__}"
     )
+
+
+def _arrow_condition(expression: pc.Expression, translator: _Translator) -> tuple[ex.Expr, _Value] | None:
+    """The tree of an Arrow condition and its translation, when it has a tree that translates to
+    a boolean: it is then evaluated as pylance evaluates it (DataFusion's NaN ordering, for one)."""
+    try:
+        tree = from_arrow(expression, translator.schema)
+        value = translator.translate(to_sqlglot(tree))
+    except LanceOpsError:
+        return None
+    return (tree, value) if pa.types.is_boolean(value.type) else None
+
+
+def _opaque_columns(expression: pc.Expression, schema: pa.Schema, virtual: list[pa.Field]) -> tuple[str, ...]:
+    """The columns an Arrow expression that is not walked may read: all of them, and the virtual
+    ones when it does not bind without them."""
+    if not virtual:
+        return tuple(schema.names)
+    try:
+        _Translator(schema).typed(expression, str(expression))
+    except FieldNotFoundError:
+        return (*schema.names, *(f.name for f in virtual))
+    return tuple(schema.names)
 
 
 def parse_expression(
@@ -150,7 +167,7 @@ def parse_expression(
     type when it fits (``int32_col + 1`` is int32), as pylance types new-column expressions;
     filters keep DataFusion's promotion (``int32_col + 2147483647`` is int64).
     """
-    translator, value, columns, tree = _bind(expression, schema, column_typed_literals)
+    translator, value, columns, tree, _ = _bind(expression, schema, column_typed_literals)
     nullable = True if tree is None else _nullable(tree, translator)
     return BoundExpression(value.expr, value.type, columns, nullable)
 
@@ -182,234 +199,43 @@ def _nullable(node: exp.Expr, tr: _Translator) -> bool:
 
 def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predicate:
     """Bind a SQL filter (or an Arrow expression) to ``schema``."""
-    translator, value, columns, tree = _bind(predicate, schema)
+    translator, value, columns, _, tree = _bind(predicate, schema, condition=True)
     if not pa.types.is_boolean(value.type):
         text = str(predicate)
         raise PredicateError(f"the predicate {text!r} returns {value.type}, not a boolean condition")
-    if tree is None:
-        bounds = tuple(_arrow_bounds(value.expr, schema))
-    else:
-        found = (b for node in _conjuncts(tree) for b in _bounds(translator, node))
-        bounds = tuple(b for b in found if schema.get_field_index(b.column) >= 0)
-    return Predicate(value.expr, columns, bounds)
+    found = (
+        ()
+        if tree is None
+        else bounds(tree, lambda c: _prunable(schema, c), lambda n, c: _bound_value(schema, n, c))
+    )
+    return Predicate(value.expr, columns, tuple(found))
 
 
-# ---------------------------------------------------------------- bounds (for statistics pruning)
-
-_FLIPPED = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
-_BOUND_OPS: dict[type[exp.Expr], str] = {
-    exp.EQ: "eq",
-    exp.LT: "lt",
-    exp.LTE: "le",
-    exp.GT: "gt",
-    exp.GTE: "ge",
-}
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+def _prunable(schema: pa.Schema, node: ex.Column) -> str | None:
+    """The stored top-level column ``node`` names (matched case-insensitively when unique, as the
+    translator does) when statistics hold values of its type (None otherwise)."""
+    name = node.path[0]
+    if schema.get_field_index(name) < 0:
+        folded = [n for n in schema.names if n.lower() == name.lower()]
+        if len(folded) != 1:
+            return None
+        name = folded[0]
+    kinds = ("int", "float", "string", "binary", "temporal", "bool")
+    return name if _kind(schema.field(name).type) in kinds else None
 
 
-def _plain_column(tr: _Translator, node: exp.Expr) -> str | None:
-    """The top-level column a bare column reference names (None for anything else)."""
-    if isinstance(node, exp.Column) and len(node.parts) == 1:
-        name = tr._top_level(node.parts[0].name, node)
-        return (
-            name
-            if _kind(tr.schema.field(name).type) in ("int", "float", "string", "binary", "temporal", "bool")
-            else None
-        )
-    return None
-
-
-def _bound_value(tr: _Translator, column: str, node: exp.Expr) -> pa.Scalar | None:
+def _bound_value(schema: pa.Schema, node: ex.Expr, column: str) -> pa.Scalar | None:
     """``node`` as a non-null, non-NaN literal of the column's type (None when it is not one)."""
-    type_ = tr.schema.field(column).type
-    _, value = _unify(_Value(pc.field(column), type_), tr.translate(node))
+    if not isinstance(node, ex.Literal):
+        return None
+    type_ = schema.field(column).type
+    _, value = _unify(_Value(pc.field(column), type_), _constant(node.value))
     literal = value.literal
     if literal is None or value.type != type_ or not literal.is_valid:
         return None
     if pa.types.is_floating(type_) and literal.as_py() != literal.as_py():
         return None
     return literal
-
-
-def _bounds(tr: _Translator, node: exp.Expr) -> list[Bound]:
-    """The bounds one conjunct implies (none when it is not a simple column condition)."""
-    if type(node) in _BOUND_OPS:
-        op = _BOUND_OPS[type(node)]
-        left, right = node.this, node.expression
-        column = _plain_column(tr, left)
-        if column is None:
-            column, left, right, op = _plain_column(tr, right), right, left, _FLIPPED[op]
-        value = None if column is None else _bound_value(tr, column, right)
-        return [] if column is None or value is None else [Bound(column, op, (value,))]
-    column = _plain_column(tr, node.this) if isinstance(node, exp.Between | exp.In | exp.Is) else None
-    if isinstance(node, exp.Between) and column is not None:
-        low, high = (_bound_value(tr, column, node.args[k]) for k in ("low", "high"))
-        return [Bound(column, op, (v,)) for op, v in (("ge", low), ("le", high)) if v is not None]
-    if isinstance(node, exp.In) and column is not None and not node.args.get("query"):
-        values = [_bound_value(tr, column, item) for item in node.expressions]
-        present = [v for v in values if v is not None]
-        return [Bound(column, "in", tuple(present))] if len(present) == len(values) else []
-    if isinstance(node, exp.Is) and column is not None and isinstance(node.expression, exp.Null):
-        return [Bound(column, "null")]
-    if (
-        isinstance(node, exp.Not)
-        and isinstance(node.this, exp.Is)
-        and isinstance(node.this.expression, exp.Null)
-    ):
-        column = _plain_column(tr, node.this.this)
-        return [] if column is None else [Bound(column, "not_null")]
-    return []
-
-
-# ------------------------------------------------ bounds of Arrow expressions (for statistics pruning)
-#
-# pyarrow does not expose an expression's tree, only its text: ``(x > 5)``, ``((x > 5) and (s ==
-# "a"))``, ``is_null(x, {nan_is_null=false})``, ``is_in(x, {value_set=int64:[...], ...})``. A
-# conjunct of the top-level ``and`` yields a bound only when the same expression rebuilt from the
-# parsed column, operator and literal prints exactly the same text, so nothing is guessed about
-# its structure. The text does not show a literal's type: a float literal may be a float32 or
-# float16 value printed by its shortest digits, so each such literal stands for every value it may
-# be, and bounds use the loosest (``x > v`` -> ``x > min``; ``x = v`` -> ``x IN (candidates)``).
-
-_ARROW_OPERATORS: dict[str, tuple[str, Callable[[pc.Expression, Any], pc.Expression]]] = {
-    "==": ("eq", lambda x, y: x == y),
-    "<": ("lt", lambda x, y: x < y),
-    "<=": ("le", lambda x, y: x <= y),
-    ">": ("gt", lambda x, y: x > y),
-    ">=": ("ge", lambda x, y: x >= y),
-}
-
-
-def _arrow_conjuncts(text: str) -> list[str]:
-    """The operands of the top-level ``and`` of a printed Arrow expression (itself when none)."""
-    depth, quoted, escaped = 0, False, False
-    if not (text.startswith("(") and text.endswith(")")):
-        return [text]
-    for i, char in enumerate(text):
-        if quoted:
-            escaped, quoted = (not escaped and char == "\\"), quoted and (escaped or char != '"')
-            continue
-        if char == '"':
-            quoted = True
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0 and i != len(text) - 1:
-                return [text]  # the first parenthesis closes early: not one wrapped expression
-        elif depth == 1 and text.startswith(" and ", i):
-            return _arrow_conjuncts(text[1:i]) + _arrow_conjuncts(text[i + 5 : -1])
-    return [text]
-
-
-def _arrow_literal(text: str, type_: pa.DataType) -> list[Any] | None:
-    """The Python values a printed literal compared with a column of ``type_`` may stand for."""
-    kind = _kind(type_)
-    if kind in ("int", "float") and not pa.types.is_decimal(type_):
-        try:
-            value: Any = int(text) if text.lstrip("-").isdigit() and text != "-0" else float(text)
-        except ValueError:
-            return None
-        if value != value:
-            return None
-        with np.errstate(over="ignore"):
-            narrow = {float(np.float32(value)), float(np.float16(value))} - {value}
-        return [value, *sorted(v for v in narrow if v == v)]
-    if (
-        kind == "string"
-        and len(text) >= 2
-        and text[0] == text[-1] == '"'
-        and not {'"', "\\"} & set(text[1:-1])
-    ):
-        return [text[1:-1]]
-    if kind == "bool" and text in ("true", "false"):
-        return [text == "true"]
-    return None
-
-
-def _typed(values: Sequence[Any], type_: pa.DataType) -> tuple[pa.Scalar, ...] | None:
-    """``values`` as scalars of ``type_`` (None unless every cast is lossless)."""
-    out = []
-    for value in values:
-        given = pa.scalar(value)
-        try:
-            cast = given.cast(type_)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
-            return None
-        if cast.cast(given.type) != given:
-            return None
-        out.append(cast)
-    return tuple(out)
-
-
-def _comparison_bounds(column: str, op: str, values: tuple[pa.Scalar, ...]) -> list[Bound]:
-    if len(values) == 1 or op == "eq":
-        return [Bound(column, "in" if len(values) > 1 else op, values)]
-    loosest = (
-        min(values, key=lambda v: v.as_py()) if op in ("gt", "ge") else max(values, key=lambda v: v.as_py())
-    )
-    return [Bound(column, op, (loosest,))]
-
-
-def _arrow_conjunct_bounds(text: str, schema: pa.Schema) -> list[Bound]:
-    for column in schema.names:
-        type_ = schema.field(column).type
-        field = pc.field(column)
-        if text == str(field.is_null()):
-            return [Bound(column, "null")]
-        if text in (str(field.is_valid()), str(~field.is_null())):
-            return [Bound(column, "not_null")]
-        if text.startswith(f"is_in({column}, {{value_set="):
-            return _is_in_bounds(text, column, type_)
-        for symbol, (op, make) in _ARROW_OPERATORS.items():
-            for prefix, suffix, flipped in (
-                (f"({column} {symbol} ", ")", False),
-                ("(", f" {symbol} {column})", True),
-            ):
-                if not (text.startswith(prefix) and text.endswith(suffix)) or len(text) <= len(
-                    prefix + suffix
-                ):
-                    continue
-                literal = text[len(prefix) : len(text) - len(suffix)]
-                candidates = _arrow_literal(literal, type_)
-                if candidates is None:
-                    continue
-                scalar = pa.scalar(candidates[0])
-                rebuilt = make(pc.scalar(scalar), field) if flipped else make(field, pc.scalar(scalar))
-                values = _typed(candidates, type_)
-                if str(rebuilt) == text and values is not None:
-                    return _comparison_bounds(column, _FLIPPED[op] if flipped else op, values)
-    return []
-
-
-def _is_in_bounds(text: str, column: str, type_: pa.DataType) -> list[Bound]:
-    """``is_in(column, {value_set=T:[v, ...], null_matching_behavior=MATCH})``: an ``in`` bound."""
-    start, end = text.find(":[\n"), text.rfind("\n], null_matching_behavior=MATCH})")
-    if start < 0 or end < start:
-        return []
-    items = [item.strip() for item in text[start + 3 : end].split(",\n")]
-    parsed = [_arrow_literal(item, type_) for item in items]
-    if any(p is None for p in parsed):
-        return []
-    candidates = [values for values in parsed if values is not None]
-    if str(pc.field(column).isin([values[0] for values in candidates])) != text:
-        return []
-    typed = _typed([v for values in candidates for v in values], type_)
-    return [] if typed is None else [Bound(column, "in", typed)]
-
-
-def _arrow_bounds(expression: pc.Expression, schema: pa.Schema) -> list[Bound]:
-    """The bounds an Arrow expression's top-level ``and`` implies (see above)."""
-    names = [n for n in schema.names if _kind(schema.field(n).type) in ("int", "float", "string", "bool")]
-    narrowed = pa.schema([schema.field(n) for n in names])
-    return [b for text in _arrow_conjuncts(str(expression)) for b in _arrow_conjunct_bounds(text, narrowed)]
 
 
 def _parse(sql: str) -> exp.Expr:
@@ -670,6 +496,13 @@ class _Translator:
         raise FieldNotFoundError(
             f"the filter names unknown column {_sql(node)!r}; the schema has {self.schema.names}"
         )
+
+    def fold(self, node: exp.Expr) -> pa.Scalar | None:
+        """A constant sub-expression's value (None when it is not a constant this translates)."""
+        try:
+            return self.translate(node).literal
+        except (LanceOpsError, pa.ArrowException):
+            return None
 
     def pattern(self, node: exp.Expr, what: str) -> str:
         """A string literal argument (LIKE patterns, regular expressions, affixes)."""
@@ -1008,40 +841,6 @@ def _neg(tr: _Translator, node: exp.Neg) -> _Value:
 
 
 # ---------------------------------------------------------------- casts and temporal literals
-
-_SQL_TYPES: dict[exp.DType, pa.DataType] = {
-    exp.DType.BOOLEAN: pa.bool_(),
-    exp.DType.TINYINT: pa.int8(),
-    exp.DType.SMALLINT: pa.int16(),
-    exp.DType.INT: pa.int32(),
-    exp.DType.BIGINT: pa.int64(),
-    exp.DType.UTINYINT: pa.uint8(),
-    exp.DType.USMALLINT: pa.uint16(),
-    exp.DType.UINT: pa.uint32(),
-    exp.DType.UBIGINT: pa.uint64(),
-    exp.DType.FLOAT: pa.float32(),
-    exp.DType.DOUBLE: pa.float64(),
-    exp.DType.TEXT: pa.string(),
-    exp.DType.VARCHAR: pa.string(),
-    exp.DType.CHAR: pa.string(),
-    exp.DType.BINARY: pa.binary(),
-    exp.DType.VARBINARY: pa.binary(),
-    exp.DType.DATE: pa.date32(),
-    exp.DType.TIMESTAMP: pa.timestamp("ns"),
-    exp.DType.TIMESTAMPTZ: pa.timestamp("ns"),
-    exp.DType.TIMESTAMPNTZ: pa.timestamp("ns"),
-    exp.DType.DATETIME: pa.timestamp("ns"),
-}
-
-
-def _arrow_type(node: exp.DataType) -> pa.DataType:
-    if node.this == exp.DType.DECIMAL and len(node.expressions) == 2:
-        precision, scale = (int(p.this.name) for p in node.expressions)
-        return pa.decimal128(precision, scale)
-    target = _SQL_TYPES.get(node.this)
-    if target is None:
-        raise UnsupportedFeatureError(f"unsupported type in a filter CAST: {_sql(node)}")
-    return target
 
 
 def _temporal_literal(text: str, target: pa.DataType) -> pa.Scalar:

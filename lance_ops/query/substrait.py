@@ -1,0 +1,263 @@
+"""A ``pyarrow.compute.Expression`` -> the expression tree, through its Substrait form.
+
+pyarrow shows an expression's structure only one way: ``Expression.to_substrait(schema)``, the
+Substrait ``ExtendedExpression`` message pylance itself hands to DataFusion. This module walks that
+message's protobuf wire format (field numbers of substrait ``algebra.proto`` /
+``extended_expression.proto``; no Substrait package needed) into
+:mod:`lance_ops.query.expressions` nodes::
+
+    pc.field("x") > 0      ->  scalar_function "gt" (field 0, fp64 literal 0.0)
+                           ->  Compare('gt', Column(('x',)), Literal(0.0))
+
+Literals and cast targets are not decoded by hand: each is wrapped in a one-literal message that
+``pyarrow.substrait.deserialize_expressions`` reads back and Arrow evaluates, so every type keeps
+the exact value and type pyarrow wrote. :class:`NotConvertible` is raised for what the tree does
+not model (an Arrow function with no Substrait mapping, ``if_else``, functions outside
+:data:`FUNCTIONS`); the caller then evaluates the Arrow expression as it is, without pruning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.query import expressions as ex
+
+__all__ = ["FUNCTIONS", "NotConvertible", "from_arrow"]
+
+
+class NotConvertible(UnsupportedFeatureError):
+    """An Arrow expression the tree cannot hold (it is then evaluated by Arrow as given)."""
+
+
+# Substrait function name -> how it becomes a tree node.
+_COMPARE = {"equal": "eq", "not_equal": "ne", "lt": "lt", "lte": "le", "gt": "gt", "gte": "ge"}
+_ARITHMETIC = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+# Functions kept as calls, by their SQL name (the SQL translator gives them DataFusion's meaning).
+_CALLS = {"is_nan": "is_nan", "abs": "abs", "coalesce": "coalesce"}
+FUNCTIONS = frozenset(
+    {*_COMPARE, *_ARITHMETIC, *_CALLS, "and", "or", "not", "is_null", "is_not_null", "negate"}
+)
+
+
+# ---------------------------------------------------------------- protobuf wire format
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = data[i]
+        i += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return result, i
+
+
+def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """``(field number, value)`` of a message: an int for varints, bytes for everything else."""
+    i = 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        number, wire = key >> 3, key & 7
+        value: int | bytes
+        if wire == 0:
+            value, i = _varint(data, i)
+        elif wire == 1:
+            value, i = data[i : i + 8], i + 8
+        elif wire == 5:
+            value, i = data[i : i + 4], i + 4
+        elif wire == 2:
+            size, i = _varint(data, i)
+            value, i = data[i : i + size], i + size
+        else:
+            raise NotConvertible(f"unexpected protobuf wire type {wire}")
+        yield number, value
+
+
+def _message(data: bytes) -> dict[int, list[int | bytes]]:
+    out: dict[int, list[int | bytes]] = {}
+    for number, value in _fields(data):
+        out.setdefault(number, []).append(value)
+    return out
+
+
+def _one(message: dict[int, list[int | bytes]], number: int) -> bytes:
+    value = message.get(number, [b""])[-1]
+    return value if isinstance(value, bytes) else b""
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+
+
+# ---------------------------------------------------------------- the walk
+
+
+@dataclass(frozen=True)
+class _Slot(ex.Expr):
+    """A literal not yet evaluated: its index among the message's literals."""
+
+    index: int
+
+
+class _Walker:
+    def __init__(self, schema: pa.Schema, functions: dict[int, str]) -> None:
+        self.schema = schema
+        self.functions = functions
+        self.literals: list[bytes] = []  # Literal messages, evaluated together at the end
+
+    def literal(self, data: bytes) -> _Slot:
+        self.literals.append(data)
+        return _Slot(len(self.literals) - 1)
+
+    def expression(self, data: bytes) -> ex.Expr:
+        message = _message(data)
+        if 1 in message:
+            return self.literal(_one(message, 1))
+        if 2 in message:
+            return self.reference(_message(_one(message, 2)))
+        if 3 in message:
+            return self.function(_message(_one(message, 3)))
+        if 8 in message:  # SingularOrList: value IN (options)
+            body = _message(_one(message, 8))
+            options = tuple(self.expression(o) for o in body.get(2, []) if isinstance(o, bytes))
+            return ex.In(self.expression(_one(body, 1)), options)
+        if 11 in message:  # Cast: type 1, input 2
+            body = _message(_one(message, 11))
+            # a typed null literal (Literal.null = 29) names the target type
+            target = self.literal(_field(29, _one(body, 1)))
+            return ex.Call("__cast__", (self.expression(_one(body, 2)), target))
+        raise NotConvertible(f"Substrait expression kind {sorted(message)} is not supported")
+
+    def reference(self, message: dict[int, list[int | bytes]]) -> ex.Expr:
+        if 4 not in message or 1 not in message:  # only direct references from the root
+            raise NotConvertible("only direct field references are supported")
+        path: list[str] = []
+        type_: pa.DataType = pa.struct(list(self.schema))
+        segment = _message(_one(message, 1))
+        while segment:
+            if 2 not in segment or not pa.types.is_struct(type_):
+                raise NotConvertible("only struct field references are supported")
+            struct_field = _message(_one(segment, 2))
+            index = struct_field.get(1, [0])[-1]
+            if not isinstance(index, int) or index >= type_.num_fields:
+                raise NotConvertible("a field reference outside the schema")
+            child = type_.field(index)
+            path.append(child.name)
+            type_ = child.type
+            segment = _message(_one(struct_field, 2)) if 2 in struct_field else {}
+        return ex.Column(tuple(path))
+
+    def function(self, message: dict[int, list[int | bytes]]) -> ex.Expr:
+        anchor = message.get(1, [0])[-1]
+        name = self.functions.get(anchor if isinstance(anchor, int) else -1, "")
+        if name not in FUNCTIONS:
+            raise NotConvertible(f"Substrait function {name!r} is not supported")
+        for option in message.get(5, []):
+            # arithmetic states its overflow behaviour; any other option changes the meaning
+            if _one(_message(option if isinstance(option, bytes) else b""), 1) != b"overflow":
+                raise NotConvertible(f"Substrait function {name!r} with options is not supported")
+        args = []
+        for argument in message.get(4, []):
+            value = _message(argument if isinstance(argument, bytes) else b"")
+            if 3 not in value:
+                raise NotConvertible(f"Substrait function {name!r} takes a non-value argument")
+            args.append(self.expression(_one(value, 3)))
+        return _node(name, args)
+
+
+def _node(name: str, args: list[ex.Expr]) -> ex.Expr:
+    unary = {"not", "is_null", "is_not_null", "negate", "is_nan", "abs"}
+    if (len(args) != 1) if name in unary else (name != "coalesce" and len(args) < 2):
+        raise NotConvertible(f"Substrait function {name!r} with {len(args)} arguments")
+    if name in _COMPARE:
+        return ex.Compare(_COMPARE[name], *args[:2]) if len(args) == 2 else _too_many(name)
+    if name in _ARITHMETIC:
+        return ex.Arithmetic(_ARITHMETIC[name], *args[:2]) if len(args) == 2 else _too_many(name)
+    if name in ("and", "or"):
+        kind = ex.And if name == "and" else ex.Or
+        result = args[0]
+        for arg in args[1:]:
+            result = kind(result, arg)
+        return result
+    if name == "not":
+        return ex.Not(args[0])
+    if name == "is_null":
+        return ex.IsNull(args[0])
+    if name == "is_not_null":
+        return ex.Not(ex.IsNull(args[0]))
+    if name == "negate":
+        return ex.Neg(args[0])
+    return ex.Call(_CALLS[name], tuple(args))
+
+
+def _too_many(name: str) -> ex.Expr:
+    raise NotConvertible(f"Substrait function {name!r} with more than two arguments")
+
+
+def _evaluate(literals: list[bytes], original: bytes) -> list[pa.Scalar]:
+    """Each Literal message's value, read back by pyarrow and evaluated by Arrow (the ``original``
+    message's schema and extension declarations come along: types may refer to them)."""
+    import pyarrow.dataset as pads
+    import pyarrow.substrait as pas
+
+    if not literals:
+        return []
+    context = b"".join(_field(n, v) for n, v in _fields(original) if n != 3 and isinstance(v, bytes))
+    names = [f"v{i}" for i in range(len(literals))]
+    message = b"".join(
+        _field(3, _field(1, _field(1, literal)) + _field(3, name.encode()))
+        for name, literal in zip(names, literals, strict=True)
+    )
+    try:
+        decoded = pas.deserialize_expressions(context + message).expressions
+        row = pads.dataset(pa.table({"_": [0]})).to_table(columns={n: decoded[n] for n in names})
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise NotConvertible(f"a literal pyarrow cannot read back: {exc}") from exc
+    return [row.column(i)[0] for i in range(len(literals))]
+
+
+def from_arrow(expression: pc.Expression, schema: pa.Schema) -> ex.Expr:
+    """The tree of ``expression``, whose fields are resolved against ``schema``."""
+    try:
+        data = bytes(expression.to_substrait(schema))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise NotConvertible(f"the Arrow expression has no Substrait form: {exc}") from exc
+    message = _message(data)
+    functions: dict[int, str] = {}
+    for declaration in message.get(2, []):
+        function = _message(_one(_message(declaration if isinstance(declaration, bytes) else b""), 3))
+        anchor, name = function.get(2, [0])[-1], _one(function, 3)
+        if isinstance(anchor, int):
+            functions[anchor] = name.decode().split(":")[0]
+    references = [r for r in message.get(3, []) if isinstance(r, bytes)]
+    if len(references) != 1:
+        raise NotConvertible("expected one expression in the Substrait message")
+    walker = _Walker(schema, functions)
+    tree = walker.expression(_one(_message(references[0]), 1))
+    values = _evaluate(walker.literals, data)
+
+    def fill(node: ex.Expr) -> ex.Expr:
+        if isinstance(node, _Slot):
+            return ex.Literal(values[node.index])
+        if isinstance(node, ex.Call) and node.name == "__cast__":
+            value, target = node.args
+            assert isinstance(target, ex.Literal)
+            return ex.Cast(value, target.value.type)
+        return node
+
+    return ex.transform(tree, fill)
