@@ -24,7 +24,15 @@ from sqlglot.dialects.spark import Spark
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.query import expressions as ex
 
-__all__ = ["SQL_TYPES", "LanceSQL", "NotRepresentable", "arrow_type", "from_sqlglot", "to_sqlglot"]
+__all__ = [
+    "SQL_TYPES",
+    "LanceSQL",
+    "NotRepresentable",
+    "arrow_type",
+    "from_sqlglot",
+    "sql_text",
+    "to_sqlglot",
+]
 
 
 class LanceSQL(Spark):
@@ -78,8 +86,13 @@ def arrow_type(node: exp.DataType) -> pa.DataType:
         return pa.decimal128(precision, scale)
     target = SQL_TYPES.get(node.this)
     if target is None:
-        raise UnsupportedFeatureError(f"unsupported type in a filter CAST: {node.sql(dialect=LanceSQL)}")
+        raise UnsupportedFeatureError(f"unsupported type in a filter CAST: {sql_text(node)}")
     return target
+
+
+def sql_text(node: exp.Expr) -> str:
+    """A sqlglot node as Lance SQL text (how errors quote the part of a filter they are about)."""
+    return node.sql(dialect=LanceSQL)
 
 
 def _sql_type(type_: pa.DataType) -> exp.DataType:

@@ -41,11 +41,10 @@ user's words, never sqlglot's or Arrow's (a filter is often typed by a person, a
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,9 +64,19 @@ from lance_ops.errors import (
     UnsupportedSQLError,
 )
 from lance_ops.query import expressions as ex
-from lance_ops.query.parser import LanceSQL, from_sqlglot, to_sqlglot
+from lance_ops.query.parser import LanceSQL, from_sqlglot, sql_text, to_sqlglot
 from lance_ops.query.parser import arrow_type as _arrow_type
 from lance_ops.query.substrait import from_arrow
+from lance_ops.query.values import (
+    NULL_BOOL,
+    Value,
+    constant,
+    promote,
+    retype,
+    temporal_literal,
+    type_kind,
+    unify,
+)
 from lance_ops.query.visitors import Bound, bounds
 
 __all__ = ["VIRTUAL_COLUMNS", "Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
@@ -109,7 +118,7 @@ def _bind(
     schema: pa.Schema,
     column_typed_literals: bool = False,
     condition: bool = False,
-) -> tuple[_Translator, _Value, tuple[str, ...], exp.Expr | None, ex.Expr | None]:
+) -> tuple[_Translator, Value, tuple[str, ...], exp.Expr | None, ex.Expr | None]:
     """Translate ``expression`` against ``schema``: the translator, the value, the top-level columns
     it reads, the sqlglot tree (SQL only) and the expression tree (SQL, or an Arrow ``condition``
     that :func:`~lance_ops.query.substrait.from_arrow` can read; None otherwise)."""
@@ -135,7 +144,7 @@ def _bind(
     )
 
 
-def _arrow_condition(expression: pc.Expression, translator: _Translator) -> tuple[ex.Expr, _Value] | None:
+def _arrow_condition(expression: pc.Expression, translator: _Translator) -> tuple[ex.Expr, Value] | None:
     """The tree of an Arrow condition and its translation, when it has a tree that translates to
     a boolean: it is then evaluated as pylance evaluates it (DataFusion's NaN ordering, for one)."""
     try:
@@ -221,7 +230,7 @@ def _prunable(schema: pa.Schema, node: ex.Column) -> str | None:
             return None
         name = folded[0]
     kinds = ("int", "float", "string", "binary", "temporal", "bool")
-    return name if _kind(schema.field(name).type) in kinds else None
+    return name if type_kind(schema.field(name).type) in kinds else None
 
 
 def _bound_value(schema: pa.Schema, node: ex.Expr, column: str) -> pa.Scalar | None:
@@ -229,7 +238,7 @@ def _bound_value(schema: pa.Schema, node: ex.Expr, column: str) -> pa.Scalar | N
     if not isinstance(node, ex.Literal):
         return None
     type_ = schema.field(column).type
-    _, value = _unify(_Value(pc.field(column), type_), _constant(node.value))
+    _, value = unify(Value(pc.field(column), type_), constant(node.value))
     literal = value.literal
     if literal is None or value.type != type_ or not literal.is_valid:
         return None
@@ -287,17 +296,6 @@ def _syntax_problem(error: ParseError | TokenError) -> str:
     return f"syntax error near {token!r} ({where} {column - len(token) + 1}): {problem}"
 
 
-@dataclass(frozen=True)
-class _Value:
-    """A translated operand: its expression, its Arrow type, its value when it is a constant, and
-    the SQL it was translated from (for error messages; None for values built along the way)."""
-
-    expr: pc.Expression
-    type: pa.DataType
-    literal: pa.Scalar | None = None
-    node: exp.Expr | None = field(default=None, compare=False, repr=False)
-
-
 # How a literal's type is named to the user: the family, not Arrow's width (``5`` is an integer).
 _LITERAL_KINDS = {
     "int": "integer",
@@ -308,7 +306,7 @@ _LITERAL_KINDS = {
 }
 
 
-def _describe(value: _Value) -> str:
+def _describe(value: Value) -> str:
     """An operand in the user's words: ``column 'note' (string)``, ``5 (integer)``, ``'x' + 1 (string)``."""
     node = value.node
     while isinstance(node, exp.Paren):
@@ -317,114 +315,17 @@ def _describe(value: _Value) -> str:
         return f"column {'.'.join(p.name for p in node.parts)!r} ({value.type})"
     if pa.types.is_null(value.type):
         return "NULL"
-    text = _sql(node) if node is not None else str(value.literal) if value.literal is not None else "a value"
-    kind = _LITERAL_KINDS.get(_kind(value.type)) if value.literal is not None else None
+    text = (
+        sql_text(node) if node is not None else str(value.literal) if value.literal is not None else "a value"
+    )
+    kind = _LITERAL_KINDS.get(type_kind(value.type)) if value.literal is not None else None
     return f"{text} ({kind or value.type})"
 
 
-def _listed(values: Sequence[_Value]) -> str:
+def _listed(values: Sequence[Value]) -> str:
     """Operands described and joined: ``A and B`` or ``A, B, C``."""
     described = [_describe(v) for v in values]
     return " and ".join(described) if len(described) <= 2 else ", ".join(described)
-
-
-def _constant(scalar: pa.Scalar) -> _Value:
-    return _Value(pc.scalar(scalar), scalar.type, scalar)
-
-
-# Not ``pa.scalar(None, ...)``: converting a Python object makes pyarrow import pandas (0.15 s), and
-# this runs when the module is imported.
-_NULL_BOOL = pa.nulls(1, pa.bool_())[0]
-
-
-def _kind(type_: pa.DataType) -> str:
-    """Coarse type family deciding whether a literal may be cast to a column's type."""
-    if pa.types.is_integer(type_):
-        return "int"
-    if pa.types.is_floating(type_) or pa.types.is_decimal(type_):
-        return "float"
-    if pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_):
-        return "string"
-    if pa.types.is_binary(type_) or pa.types.is_large_binary(type_) or pa.types.is_binary_view(type_):
-        return "binary"
-    if pa.types.is_temporal(type_):
-        return "temporal"
-    if pa.types.is_boolean(type_):
-        return "bool"
-    if pa.types.is_null(type_):
-        return "null"
-    return "other"
-
-
-# Literal kind -> column kinds it may be cast to (a string also goes to what it spells: '2', '2024-01-01').
-_RETYPE = {
-    "int": {"int", "float"},
-    "float": {"float"},
-    "string": {"string", "binary", "int", "float", "temporal", "bool"},
-    "temporal": {"temporal"},
-    "bool": {"bool"},
-}
-
-
-def _retype(value: _Value, target: pa.DataType) -> _Value:
-    """``value`` cast to ``target`` when it is a literal and the cast is lossless."""
-    if value.literal is None or value.type == target:
-        return value
-    if pa.types.is_null(value.type):
-        return _constant(pa.scalar(None, target))
-    if _kind(target) not in _RETYPE.get(_kind(value.type), set()):
-        return value
-    try:
-        return _constant(value.literal.cast(target, safe=True))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return value
-
-
-def _common_numeric(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
-    """DataFusion's result type for two different numeric types (None: not both int/float)."""
-    if a == b or {_kind(a), _kind(b)} - {"int", "float"} or pa.types.is_decimal(a) or pa.types.is_decimal(b):
-        return None
-    if pa.types.is_floating(a) or pa.types.is_floating(b):
-        return pa.float64()
-    if pa.types.is_unsigned_integer(a) and pa.types.is_unsigned_integer(b):
-        return a if a.bit_width > b.bit_width else b
-    return pa.int64()
-
-
-def _as(value: _Value, target: pa.DataType) -> _Value:
-    if value.type == target:
-        return value
-    if value.literal is not None:
-        return _constant(value.literal.cast(target))
-    return _Value(value.expr.cast(target), target)
-
-
-def _promote(left: _Value, right: _Value) -> tuple[_Value, _Value]:
-    """Cast two numeric operands to their common type explicitly.
-
-    Arrow's binder would otherwise narrow an integer literal to the column's type
-    (``int32_col + 2147483647`` overflowing in int32).
-    """
-    common = _common_numeric(left.type, right.type)
-    if common is None:
-        return left, right
-    try:
-        return _as(left, common), _as(right, common)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise PredicateError(f"cannot convert {left.type} and {right.type} to {common}: {exc}") from exc
-
-
-def _unify(left: _Value, right: _Value) -> tuple[_Value, _Value]:
-    """Give a literal operand the type of the other (non-literal) operand when possible."""
-    if left.literal is not None and right.literal is None:
-        return _retype(left, right.type), right
-    if right.literal is not None and left.literal is None:
-        return left, _retype(right, left.type)
-    if pa.types.is_null(left.type):
-        return _retype(left, right.type), right
-    if pa.types.is_null(right.type):
-        return left, _retype(right, left.type)
-    return left, right
 
 
 class _Translator:
@@ -440,15 +341,15 @@ class _Translator:
         self.columns: set[str] = set()
         self._probe = pads.dataset(schema.empty_table())
 
-    def translate(self, node: exp.Expr) -> _Value:
+    def translate(self, node: exp.Expr) -> Value:
         """``node`` as a value that remembers it came from ``node`` (unless it names a deeper one)."""
         handler = _HANDLERS.get(type(node))
         if handler is None:
-            raise UnsupportedSQLError(f"unsupported SQL in a filter: {_sql(node)}")
+            raise UnsupportedSQLError(f"unsupported SQL in a filter: {sql_text(node)}")
         value = handler(self, node)
         return value if value.node is not None else replace(value, node=node)
 
-    def typed(self, expr: pc.Expression, where: str, mismatch: Callable[[], str] | None = None) -> _Value:
+    def typed(self, expr: pc.Expression, where: str, mismatch: Callable[[], str] | None = None) -> Value:
         """``expr`` with its result type (binding it also checks that the operand types combine).
 
         ``mismatch`` words the error when Arrow has no kernel for the operand types (naming the
@@ -464,11 +365,11 @@ class _Translator:
             if mismatch is not None and _NO_KERNEL in str(exc):
                 raise PredicateError(mismatch()) from exc
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
-        return _Value(expr, type_)
+        return Value(expr, type_)
 
-    def call(self, node: exp.Expr, expr: pc.Expression) -> _Value:
+    def call(self, node: exp.Expr, expr: pc.Expression) -> Value:
         """``expr`` computing ``node`` from its operands, typed; an operand type mismatch names them."""
-        return self.typed(expr, _sql(node), lambda: self._mismatch(node))
+        return self.typed(expr, sql_text(node), lambda: self._mismatch(node))
 
     def _mismatch(self, node: exp.Expr) -> str:
         """``cannot apply '+' to column 'note' (string) and 1 (integer)``: re-translates the operands
@@ -476,7 +377,7 @@ class _Translator:
         operands = [self.translate(child) for child in node.iter_expressions() if type(child) in _HANDLERS]
         return f"cannot apply {_operator(node)!r} to {_listed(operands)}"
 
-    def column(self, node: exp.Column) -> _Value:
+    def column(self, node: exp.Column) -> Value:
         parts = [p.name for p in node.parts]
         top = self._top_level(parts[0], node)
         type_ = self.schema.field(top).type
@@ -485,7 +386,7 @@ class _Translator:
                 raise FieldNotFoundError(f"no such field {'.'.join(parts)!r} in the dataset schema")
             type_ = type_.field(name).type
         self.columns.add(top)
-        return _Value(pc.field(top, *parts[1:]), type_)
+        return Value(pc.field(top, *parts[1:]), type_)
 
     def _top_level(self, name: str, node: exp.Column) -> str:
         if self.schema.get_field_index(name) >= 0:
@@ -494,7 +395,7 @@ class _Translator:
         if len(folded) == 1:
             return folded[0]
         raise FieldNotFoundError(
-            f"the filter names unknown column {_sql(node)!r}; the schema has {self.schema.names}"
+            f"the filter names unknown column {sql_text(node)!r}; the schema has {self.schema.names}"
         )
 
     def fold(self, node: exp.Expr) -> pa.Scalar | None:
@@ -508,12 +409,8 @@ class _Translator:
         """A string literal argument (LIKE patterns, regular expressions, affixes)."""
         value = self.translate(node)
         if value.literal is None or not isinstance(value.literal.as_py(), str):
-            raise UnsupportedFeatureError(f"the {what} must be a string literal, not {_sql(node)}")
+            raise UnsupportedFeatureError(f"the {what} must be a string literal, not {sql_text(node)}")
         return value.literal.as_py()
-
-
-def _sql(node: exp.Expr) -> str:
-    return node.sql(dialect=LanceSQL)
 
 
 # Arrow's words when a function has no kernel for its argument types.
@@ -558,32 +455,32 @@ def _operator(node: exp.Expr) -> str:
     return str(node.this) if isinstance(node, exp.Anonymous) else _operator_of(type(node))
 
 
-Handler = Callable[[_Translator, Any], _Value]
+Handler = Callable[[_Translator, Any], Value]
 
 # ---------------------------------------------------------------- literals and columns
 
 
-def _number(tr: _Translator, node: exp.Literal) -> _Value:
+def _number(tr: _Translator, node: exp.Literal) -> Value:
     if node.is_string:
-        return _constant(pa.scalar(node.this, pa.string()))
+        return constant(pa.scalar(node.this, pa.string()))
     text = node.this
     try:
-        return _constant(pa.scalar(int(text)))
+        return constant(pa.scalar(int(text)))
     except ValueError:
-        return _constant(pa.scalar(float(text), pa.float64()))
+        return constant(pa.scalar(float(text), pa.float64()))
     except (OverflowError, pa.ArrowInvalid) as exc:
         raise PredicateError(f"integer literal out of range: {text}") from exc
 
 
-def _boolean(tr: _Translator, node: exp.Boolean) -> _Value:
-    return _constant(pa.scalar(bool(node.this), pa.bool_()))
+def _boolean(tr: _Translator, node: exp.Boolean) -> Value:
+    return constant(pa.scalar(bool(node.this), pa.bool_()))
 
 
-def _null(tr: _Translator, node: exp.Null) -> _Value:
-    return _constant(pa.scalar(None))
+def _null(tr: _Translator, node: exp.Null) -> Value:
+    return constant(pa.scalar(None))
 
 
-def _paren(tr: _Translator, node: exp.Paren) -> _Value:
+def _paren(tr: _Translator, node: exp.Paren) -> Value:
     return tr.translate(node.this)
 
 
@@ -634,7 +531,7 @@ def _nan_lt(x: pc.Expression, y: pc.Expression) -> pc.Expression:
     return pc.if_else(pc.equal(rx, ry), pc.if_else(pc.equal(rx, 0), pc.less(x, y), False), pc.less(rx, ry))
 
 
-def _number_literal(value: _Value) -> bool:
+def _number_literal(value: Value) -> bool:
     """Whether ``value`` is a float literal holding a number (not NaN, not null)."""
     literal = value.literal
     return literal is not None and literal.is_valid and not math.isnan(literal.as_py())
@@ -702,19 +599,19 @@ _OPERATOR_SYMBOLS = {"eq": "=", "ne": "<>", "lt": "<", "gt": ">", "le": "<=", "g
 
 
 def compare(
-    tr: _Translator, op: str, left: _Value, right: _Value, where: str, using: str | None = None
-) -> _Value:
+    tr: _Translator, op: str, left: Value, right: Value, where: str, using: str | None = None
+) -> Value:
     """``left op right`` with pylance's semantics; ``using`` names the operator the user wrote
     (``BETWEEN``, ``IN``; default: ``op``'s symbol) when the operand types cannot be compared."""
     given = left, right
-    left, right = _unify(left, right)
+    left, right = unify(left, right)
     if pa.types.is_null(left.type) or pa.types.is_null(right.type):
-        return _constant(_NULL_BOOL)
-    left, right = _promote(left, right)
+        return constant(NULL_BOOL)
+    left, right = promote(left, right)
     order = _ARROW
     if pa.types.is_floating(left.type) and pa.types.is_floating(right.type):
-        constant = left.literal is not None or right.literal is not None
-        order = _FLOAT_CONSTANT if constant else _FLOAT_TOTAL
+        against_constant = left.literal is not None or right.literal is not None
+        order = _FLOAT_CONSTANT if against_constant else _FLOAT_TOTAL
         for side in (left, right):
             if _number_literal(side):
                 order = _against_number(side.expr)
@@ -727,32 +624,34 @@ def compare(
 
 
 def _comparison(op: str) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> _Value:
-        return compare(tr, op, tr.translate(node.this), tr.translate(node.expression), _sql(node))
+    def handle(tr: _Translator, node: exp.Binary) -> Value:
+        return compare(tr, op, tr.translate(node.this), tr.translate(node.expression), sql_text(node))
 
     return handle
 
 
-def _between(tr: _Translator, node: exp.Between) -> _Value:
-    value, where = tr.translate(node.this), _sql(node)
+def _between(tr: _Translator, node: exp.Between) -> Value:
+    value, where = tr.translate(node.this), sql_text(node)
     low = compare(tr, "ge", value, tr.translate(node.args["low"]), where, "BETWEEN")
     high = compare(tr, "le", value, tr.translate(node.args["high"]), where, "BETWEEN")
     return tr.call(node, pc.and_kleene(low.expr, high.expr))
 
 
-def _in(tr: _Translator, node: exp.In) -> _Value:
+def _in(tr: _Translator, node: exp.In) -> Value:
     if any(node.args.get(key) for key in ("query", "unnest", "field")):
-        raise UnsupportedFeatureError(f"only IN (value, ...) lists are supported in filters: {_sql(node)}")
+        raise UnsupportedFeatureError(
+            f"only IN (value, ...) lists are supported in filters: {sql_text(node)}"
+        )
     value = tr.translate(node.this)
-    items = [_unify(value, tr.translate(item))[1] for item in node.expressions]
-    where = _sql(node)
+    items = [unify(value, tr.translate(item))[1] for item in node.expressions]
+    where = sql_text(node)
     set_lookup = (
         items
-        and _kind(value.type) not in ("float", "null")
+        and type_kind(value.type) not in ("float", "null")
         and all(i.literal is not None and i.type in (value.type, pa.null()) for i in items)
     )
     if not set_lookup:
-        result = compare(tr, "eq", value, items[0], where, "IN") if items else _constant(pa.scalar(False))
+        result = compare(tr, "eq", value, items[0], where, "IN") if items else constant(pa.scalar(False))
         for item in items[1:]:
             equal = compare(tr, "eq", value, item, where, "IN")
             result = tr.call(node, pc.or_kleene(result.expr, equal.expr))
@@ -762,51 +661,51 @@ def _in(tr: _Translator, node: exp.In) -> _Value:
         value.expr, value_set=pa.array([s.as_py() for s in present], value.type), skip_nulls=True
     )
     if len(present) < len(items):
-        return tr.call(node, pc.if_else(found, pa.scalar(True), _NULL_BOOL))
-    return tr.call(node, pc.if_else(pc.is_null(value.expr), _NULL_BOOL, found))
+        return tr.call(node, pc.if_else(found, pa.scalar(True), NULL_BOOL))
+    return tr.call(node, pc.if_else(pc.is_null(value.expr), NULL_BOOL, found))
 
 
-def _is(tr: _Translator, node: exp.Is) -> _Value:
+def _is(tr: _Translator, node: exp.Is) -> Value:
     value, target = tr.translate(node.this), node.expression
     if isinstance(target, exp.Null):
         return tr.call(node, pc.is_null(value.expr))
     if isinstance(target, exp.Boolean):
         truth = value.expr if target.this else pc.invert(value.expr)
         return tr.call(node, pc.coalesce(truth, pa.scalar(False)))
-    raise UnsupportedFeatureError(f"unsupported IS test in a filter: {_sql(node)}")
+    raise UnsupportedFeatureError(f"unsupported IS test in a filter: {sql_text(node)}")
 
 
 # ---------------------------------------------------------------- logic
 
 
 def _logic(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> _Value:
+    def handle(tr: _Translator, node: exp.Binary) -> Value:
         left, right = tr.translate(node.this), tr.translate(node.expression)
-        left, right = (_retype(v, pa.bool_()) for v in (left, right))
+        left, right = (retype(v, pa.bool_()) for v in (left, right))
         return tr.call(node, kernel(left.expr, right.expr))
 
     return handle
 
 
-def _not(tr: _Translator, node: exp.Not) -> _Value:
-    return tr.call(node, pc.invert(_retype(tr.translate(node.this), pa.bool_()).expr))
+def _not(tr: _Translator, node: exp.Not) -> Value:
+    return tr.call(node, pc.invert(retype(tr.translate(node.this), pa.bool_()).expr))
 
 
 # ---------------------------------------------------------------- arithmetic
 
 
-def _operands(tr: _Translator, node: exp.Binary) -> tuple[_Value, _Value]:
+def _operands(tr: _Translator, node: exp.Binary) -> tuple[Value, Value]:
     """Arithmetic operands: only NULL literals are retyped, so ``int32_col + 2147483647`` is int64
     (with ``column_typed_literals`` a number that fits takes the other operand's numeric type)."""
     left, right = tr.translate(node.this), tr.translate(node.expression)
-    numbers = {_kind(left.type), _kind(right.type)} <= {"int", "float"}
+    numbers = {type_kind(left.type), type_kind(right.type)} <= {"int", "float"}
     if tr.column_typed_literals and numbers and (_is_number(node.this) or _is_number(node.expression)):
-        left, right = _unify(left, right)
+        left, right = unify(left, right)
     if pa.types.is_null(left.type):
-        left = _retype(left, right.type)
+        left = retype(left, right.type)
     if pa.types.is_null(right.type):
-        right = _retype(right, left.type)
-    return _promote(left, right)
+        right = retype(right, left.type)
+    return promote(left, right)
 
 
 def _is_number(node: exp.Expr) -> bool:
@@ -817,14 +716,14 @@ def _is_number(node: exp.Expr) -> bool:
 
 
 def _arithmetic(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> _Value:
+    def handle(tr: _Translator, node: exp.Binary) -> Value:
         left, right = _operands(tr, node)
         return tr.call(node, kernel(left.expr, right.expr))
 
     return handle
 
 
-def _mod(tr: _Translator, node: exp.Mod) -> _Value:
+def _mod(tr: _Translator, node: exp.Mod) -> Value:
     """Truncated remainder ``x - trunc(x / y) * y`` (SQL's ``%``: the sign follows the dividend)."""
     x, y = _operands(tr, node)
     quotient = pc.divide(x.expr, y.expr)
@@ -833,63 +732,47 @@ def _mod(tr: _Translator, node: exp.Mod) -> _Value:
     return tr.call(node, pc.subtract(x.expr, pc.multiply(quotient, y.expr)))
 
 
-def _neg(tr: _Translator, node: exp.Neg) -> _Value:
+def _neg(tr: _Translator, node: exp.Neg) -> Value:
     value = tr.translate(node.this)
     if value.literal is not None and value.literal.is_valid:
-        return _constant(pc.negate(value.literal))
+        return constant(pc.negate(value.literal))
     return tr.call(node, pc.negate(value.expr))
 
 
 # ---------------------------------------------------------------- casts and temporal literals
 
 
-def _temporal_literal(text: str, target: pa.DataType) -> pa.Scalar:
-    """``timestamp '...'`` / ``date '...'``: ISO text; an explicit offset is converted to UTC."""
-    try:
-        if pa.types.is_date(target):
-            return pa.scalar(dt.date.fromisoformat(text.strip()), target)
-        try:
-            return pa.scalar(text.strip(), pa.string()).cast(target)
-        except pa.ArrowInvalid:
-            moment = dt.datetime.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise PredicateError(f"invalid {target} literal {text!r}") from exc
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
-    return pa.scalar(moment, target)
-
-
-def _cast(tr: _Translator, node: exp.Cast) -> _Value:
+def _cast(tr: _Translator, node: exp.Cast) -> Value:
     target = _arrow_type(node.to)
     value = tr.translate(node.this)
     if value.literal is None:
         return tr.call(node, value.expr.cast(target))
     if pa.types.is_temporal(target) and isinstance(value.literal.as_py(), str):
-        return _constant(_temporal_literal(value.literal.as_py(), target))
+        return constant(temporal_literal(value.literal.as_py(), target))
     try:
-        return _constant(value.literal.cast(target))
+        return constant(value.literal.cast(target))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise PredicateError(f"cannot evaluate {_sql(node)}: {exc}") from exc
+        raise PredicateError(f"cannot evaluate {sql_text(node)}: {exc}") from exc
 
 
 # ---------------------------------------------------------------- functions
 
 
 def _unary(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Func) -> _Value:
+    def handle(tr: _Translator, node: exp.Func) -> Value:
         return tr.call(node, kernel(tr.translate(node.this).expr))
 
     return handle
 
 
-def _length(tr: _Translator, node: exp.Length) -> _Value:
+def _length(tr: _Translator, node: exp.Length) -> Value:
     value = tr.translate(node.this)
-    kernel = pc.binary_length if _kind(value.type) == "binary" else pc.utf8_length
+    kernel = pc.binary_length if type_kind(value.type) == "binary" else pc.utf8_length
     return tr.call(node, kernel(value.expr))
 
 
 def _affix(kernel: Callable[..., pc.Expression], what: str) -> Handler:
-    def handle(tr: _Translator, node: exp.Func) -> _Value:
+    def handle(tr: _Translator, node: exp.Func) -> Value:
         pattern = tr.pattern(node.expression, what)
         return tr.call(node, kernel(tr.translate(node.this).expr, pattern=pattern))
 
@@ -897,7 +780,7 @@ def _affix(kernel: Callable[..., pc.Expression], what: str) -> Handler:
 
 
 def _like(ignore_case: bool) -> Handler:
-    def handle(tr: _Translator, node: exp.Like) -> _Value:
+    def handle(tr: _Translator, node: exp.Like) -> Value:
         pattern = tr.pattern(node.expression, "LIKE pattern")
         result = pc.match_like(tr.translate(node.this).expr, pattern=pattern, ignore_case=ignore_case)
         return tr.call(node, pc.invert(result) if node.args.get("negate") else result)
@@ -905,42 +788,42 @@ def _like(ignore_case: bool) -> Handler:
     return handle
 
 
-def _escape(tr: _Translator, node: exp.Escape) -> _Value:
+def _escape(tr: _Translator, node: exp.Escape) -> Value:
     """``LIKE ... ESCAPE '\\'`` is what LIKE does anyway; other escape characters are not supported."""
     if tr.pattern(node.expression, "ESCAPE character") != "\\":
-        raise UnsupportedFeatureError(f"only ESCAPE '\\' is supported in filters: {_sql(node)}")
+        raise UnsupportedFeatureError(f"only ESCAPE '\\' is supported in filters: {sql_text(node)}")
     return tr.translate(node.this)
 
 
-def _regexp(tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]) -> _Value:
+def _regexp(tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]) -> Value:
     if not args or len(args) > 2:
-        raise PredicateError(f"a regular-expression match takes a string and a pattern: {_sql(node)}")
+        raise PredicateError(f"a regular-expression match takes a string and a pattern: {sql_text(node)}")
     flags = tr.pattern(args[1], "regular-expression flag") if len(args) == 2 else ""
     if set(flags) - {"i"}:
-        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {_sql(node)}")
+        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {sql_text(node)}")
     pattern = tr.pattern(args[0], "regular expression")
     return tr.call(
         node, pc.match_substring_regex(tr.translate(subject).expr, pattern=pattern, ignore_case="i" in flags)
     )
 
 
-def _regexp_like(tr: _Translator, node: exp.RegexpLike) -> _Value:
+def _regexp_like(tr: _Translator, node: exp.RegexpLike) -> Value:
     flag = node.args.get("flag")
     return _regexp(tr, node, node.this, [node.expression, *([flag] if flag else [])])
 
 
-def _coalesce(tr: _Translator, node: exp.Coalesce) -> _Value:
+def _coalesce(tr: _Translator, node: exp.Coalesce) -> Value:
     values = [tr.translate(node.this), *(tr.translate(e) for e in node.expressions)]
     column = next((v for v in values if v.literal is None), values[0])
-    return tr.call(node, pc.coalesce(*(_retype(v, column.type).expr for v in values)))
+    return tr.call(node, pc.coalesce(*(retype(v, column.type).expr for v in values)))
 
 
-def _concat_pipe(tr: _Translator, node: exp.DPipe) -> _Value:
+def _concat_pipe(tr: _Translator, node: exp.DPipe) -> Value:
     left, right = tr.translate(node.this), tr.translate(node.expression)
     return tr.call(node, pc.binary_join_element_wise(left.expr, right.expr, ""))
 
 
-def _concat(tr: _Translator, node: exp.Concat) -> _Value:
+def _concat(tr: _Translator, node: exp.Concat) -> Value:
     """``concat(a, b, ...)``: NULL arguments count as empty strings (DataFusion's rule)."""
     parts = [tr.translate(e).expr for e in node.expressions]
     return tr.call(
@@ -948,29 +831,29 @@ def _concat(tr: _Translator, node: exp.Concat) -> _Value:
     )
 
 
-def _octet_length(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> _Value:
+def _octet_length(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> Value:
     if len(args) != 1:
-        raise PredicateError(f"octet_length takes one argument: {_sql(node)}")
+        raise PredicateError(f"octet_length takes one argument: {sql_text(node)}")
     return tr.call(node, pc.binary_length(tr.translate(args[0]).expr))
 
 
-def _regexp_match(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> _Value:
+def _regexp_match(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> Value:
     """DataFusion's ``regexp_match`` in a filter is coerced to "has a match", as pylance does."""
     if not args:
-        raise PredicateError(f"regexp_match takes a string and a pattern: {_sql(node)}")
+        raise PredicateError(f"regexp_match takes a string and a pattern: {sql_text(node)}")
     return _regexp(tr, node, args[0], args[1:])
 
 
-_ANONYMOUS: dict[str, Callable[[_Translator, exp.Anonymous, Sequence[exp.Expr]], _Value]] = {
+_ANONYMOUS: dict[str, Callable[[_Translator, exp.Anonymous, Sequence[exp.Expr]], Value]] = {
     "octet_length": _octet_length,
     "regexp_match": _regexp_match,
 }
 
 
-def _anonymous(tr: _Translator, node: exp.Anonymous) -> _Value:
+def _anonymous(tr: _Translator, node: exp.Anonymous) -> Value:
     handler = _ANONYMOUS.get(str(node.this).lower())
     if handler is None:
-        raise UnsupportedSQLError(f"unsupported function in a filter: {_sql(node)}")
+        raise UnsupportedSQLError(f"unsupported function in a filter: {sql_text(node)}")
     return handler(tr, node, node.expressions)
 
 
