@@ -18,12 +18,12 @@ not model (an Arrow function with no Substrait mapping, ``if_else``, functions o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_ops.encoding.protowire import fields, length_delimited
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.query import expressions as ex
 
@@ -44,64 +44,19 @@ FUNCTIONS = frozenset(
 )
 
 
-# ---------------------------------------------------------------- protobuf wire format
-
-
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[i]
-        i += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return result, i
-
-
-def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
-    """``(field number, value)`` of a message: an int for varints, bytes for everything else."""
-    i = 0
-    while i < len(data):
-        key, i = _varint(data, i)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == 0:
-            value, i = _varint(data, i)
-        elif wire == 1:
-            value, i = data[i : i + 8], i + 8
-        elif wire == 5:
-            value, i = data[i : i + 4], i + 4
-        elif wire == 2:
-            size, i = _varint(data, i)
-            value, i = data[i : i + size], i + size
-        else:
-            raise NotConvertible(f"unexpected protobuf wire type {wire}")
-        yield number, value
-
-
 def _message(data: bytes) -> dict[int, list[int | bytes]]:
     out: dict[int, list[int | bytes]] = {}
-    for number, value in _fields(data):
-        out.setdefault(number, []).append(value)
+    try:
+        for number, value in fields(data):
+            out.setdefault(number, []).append(value)
+    except ValueError as exc:
+        raise NotConvertible(f"malformed Substrait message: {exc}") from exc
     return out
 
 
 def _one(message: dict[int, list[int | bytes]], number: int) -> bytes:
     value = message.get(number, [b""])[-1]
     return value if isinstance(value, bytes) else b""
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
 
 
 # ---------------------------------------------------------------- the walk
@@ -139,7 +94,7 @@ class _Walker:
         if 11 in message:  # Cast: type 1, input 2
             body = _message(_one(message, 11))
             # a typed null literal (Literal.null = 29) names the target type
-            target = self.literal(_field(29, _one(body, 1)))
+            target = self.literal(length_delimited(29, _one(body, 1)))
             return ex.Call("__cast__", (self.expression(_one(body, 2)), target))
         raise NotConvertible(f"Substrait expression kind {sorted(message)} is not supported")
 
@@ -217,10 +172,12 @@ def _evaluate(literals: list[bytes], original: bytes) -> list[pa.Scalar]:
 
     if not literals:
         return []
-    context = b"".join(_field(n, v) for n, v in _fields(original) if n != 3 and isinstance(v, bytes))
+    context = b"".join(length_delimited(n, v) for n, v in fields(original) if n != 3 and isinstance(v, bytes))
     names = [f"v{i}" for i in range(len(literals))]
     message = b"".join(
-        _field(3, _field(1, _field(1, literal)) + _field(3, name.encode()))
+        length_delimited(
+            3, length_delimited(1, length_delimited(1, literal)) + length_delimited(3, name.encode())
+        )
         for name, literal in zip(names, literals, strict=True)
     )
     try:
