@@ -64,6 +64,7 @@ from lance_ops.errors import (
     UnsupportedSQLError,
 )
 from lance_ops.query import expressions as ex
+from lance_ops.query import visitors
 from lance_ops.query.parser import LanceSQL, from_sqlglot, sql_text, to_sqlglot
 from lance_ops.query.parser import arrow_type as _arrow_type
 from lance_ops.query.substrait import from_arrow
@@ -130,8 +131,14 @@ def _bind(
         if converted is not None:
             # an Arrow filter reads every column (as before it was walked), and the virtual ones it names
             tree, value = converted
-            columns = (*schema.names, *(f.name for f in virtual if f.name in translator.columns))
-            return translator, value, columns, None, tree
+            named = {path[0] for path in visitors.columns(tree)}
+            return (
+                translator,
+                value,
+                (*schema.names, *(f.name for f in virtual if f.name in named)),
+                None,
+                tree,
+            )
         value = translator.typed(expression, str(expression))
         return translator, value, _opaque_columns(expression, schema, virtual), None, None
     if isinstance(expression, str):
@@ -157,14 +164,14 @@ def _arrow_condition(expression: pc.Expression, translator: _Translator) -> tupl
 
 def _opaque_columns(expression: pc.Expression, schema: pa.Schema, virtual: list[pa.Field]) -> tuple[str, ...]:
     """The columns an Arrow expression that is not walked may read: all of them, and the virtual
-    ones when it does not bind without them."""
-    if not virtual:
-        return tuple(schema.names)
-    try:
-        _Translator(schema).typed(expression, str(expression))
-    except FieldNotFoundError:
-        return (*schema.names, *(f.name for f in virtual))
-    return tuple(schema.names)
+    ones it needs (the fewest it binds with: none, one, or all of them)."""
+    for extra in ([], *([f] for f in virtual)):
+        try:
+            _Translator(pa.schema([*schema, *extra])).typed(expression, str(expression))
+        except FieldNotFoundError:
+            continue
+        return (*schema.names, *(f.name for f in extra))
+    return (*schema.names, *(f.name for f in virtual))
 
 
 def parse_expression(

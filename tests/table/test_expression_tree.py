@@ -313,3 +313,13 @@ def test_arrow_filters_pruned_equal_unpruned_equal_pylance(
     assert _ids(ours, condition | pc.scalar(False)) == expected, str(condition)
     whole = parse_predicate(condition, table.schema).filter(table)
     assert sorted(whole.column("id").to_pylist()) == expected
+
+
+def test_arrow_filters_on_virtual_columns() -> None:
+    schema = pa.schema([("x", pa.float64()), ("i", pa.int32())])
+    walked = parse_predicate((pc.field("_rowid") < pa.scalar(3, pa.uint64())) & (pc.field("i") > 1), schema)
+    assert walked.columns == ("x", "i", "_rowid")
+    assert walked.bounds == (Bound("i", "gt", (pa.scalar(1, pa.int32()),)),)  # none on _rowid
+    opaque = parse_predicate(pc.field("_rowaddr") < 3, schema)  # a safe cast: no Substrait form
+    assert opaque.columns == ("x", "i", "_rowaddr") and opaque.bounds == ()
+    assert parse_predicate(pc.field("x") > 1, schema).columns == ("x", "i")
