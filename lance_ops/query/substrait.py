@@ -62,6 +62,9 @@ def _one(message: dict[int, list[int | bytes]], number: int) -> bytes:
 # ---------------------------------------------------------------- the walk
 
 
+_CAST = "lance_ops.cast"  # a placeholder Call's name, no SQL function's
+
+
 @dataclass(frozen=True)
 class _Slot(ex.Expr):
     """A literal not yet evaluated: its index among the message's literals."""
@@ -93,9 +96,10 @@ class _Walker:
             return ex.In(self.expression(_one(body, 1)), options)
         if 11 in message:  # Cast: type 1, input 2
             body = _message(_one(message, 11))
-            # a typed null literal (Literal.null = 29) names the target type
+            # a typed null literal (Literal.null = 29) carries the target type until literals are
+            # evaluated; from_arrow then turns this placeholder call into a Cast
             target = self.literal(length_delimited(29, _one(body, 1)))
-            return ex.Call("__cast__", (self.expression(_one(body, 2)), target))
+            return ex.Call(_CAST, (self.expression(_one(body, 2)), target))
         raise NotConvertible(f"Substrait expression kind {sorted(message)} is not supported")
 
     def reference(self, message: dict[int, list[int | bytes]]) -> ex.Expr:
@@ -135,14 +139,17 @@ class _Walker:
         return _node(name, args)
 
 
+_UNARY = {"not", "is_null", "is_not_null", "negate", "is_nan", "abs"}
+
+
 def _node(name: str, args: list[ex.Expr]) -> ex.Expr:
-    unary = {"not", "is_null", "is_not_null", "negate", "is_nan", "abs"}
-    if (len(args) != 1) if name in unary else (name != "coalesce" and len(args) < 2):
+    binary = name in _COMPARE or name in _ARITHMETIC
+    if not args or (name in _UNARY and len(args) != 1) or (binary and len(args) != 2):
         raise NotConvertible(f"Substrait function {name!r} with {len(args)} arguments")
     if name in _COMPARE:
-        return ex.Compare(_COMPARE[name], *args[:2]) if len(args) == 2 else _too_many(name)
+        return ex.Compare(_COMPARE[name], args[0], args[1])
     if name in _ARITHMETIC:
-        return ex.Arithmetic(_ARITHMETIC[name], *args[:2]) if len(args) == 2 else _too_many(name)
+        return ex.Arithmetic(_ARITHMETIC[name], args[0], args[1])
     if name in ("and", "or"):
         kind = ex.And if name == "and" else ex.Or
         result = args[0]
@@ -158,10 +165,6 @@ def _node(name: str, args: list[ex.Expr]) -> ex.Expr:
     if name == "negate":
         return ex.Neg(args[0])
     return ex.Call(_CALLS[name], tuple(args))
-
-
-def _too_many(name: str) -> ex.Expr:
-    raise NotConvertible(f"Substrait function {name!r} with more than two arguments")
 
 
 def _evaluate(literals: list[bytes], original: bytes) -> list[pa.Scalar]:
@@ -211,7 +214,7 @@ def from_arrow(expression: pc.Expression, schema: pa.Schema) -> ex.Expr:
     def fill(node: ex.Expr) -> ex.Expr:
         if isinstance(node, _Slot):
             return ex.Literal(values[node.index])
-        if isinstance(node, ex.Call) and node.name == "__cast__":
+        if isinstance(node, ex.Call) and node.name == _CAST:
             value, target = node.args
             assert isinstance(target, ex.Literal)
             return ex.Cast(value, target.value.type)

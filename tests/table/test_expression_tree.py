@@ -137,6 +137,10 @@ _SCHEMA = pa.schema(
             pc.field("t") > pa.scalar(5, pa.timestamp("us")),
             ex.Compare("gt", _column("t"), _lit(5, pa.timestamp("us"))),
         ),
+        (
+            pc.field("x").cast(pa.float32(), safe=False) > 1,
+            ex.Compare("gt", ex.Cast(_column("x"), pa.float32()), _lit(1.0, pa.float32())),
+        ),
         (pc.is_nan(pc.field("x")) | (pc.field("x") * 2 > 1), None),
     ],
     ids=str,
