@@ -24,12 +24,13 @@ from typing import Any
 import pyarrow as pa
 from pyroaring import BitMap
 
+from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_ops.index import bitmap, btree, zonemap
 from lance_ops.index.files import IndexFileData
 from lance_ops.index.optimize import column_rows
 from lance_ops.index.treemap import encode_row_address_map
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP, encode_varint
+from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata, Manifest
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.ivf import INDEX_FILE, ROW_ID, STORAGE_FILE, _transpose_partitions
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_of
-from lance_ops.index.types import encode_varint
 from lance_ops.table.manifest import IndexFile, IndexMetadata
 
 __all__ = ["BUILDABLE_TYPES", "METRICS", "VectorIndexParams", "build_ivf", "vector_matrix"]

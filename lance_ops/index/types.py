@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 
+from lance_ops.encoding.protowire import fields
 from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.file import LanceFileReader
 from lance_ops.io.context import StorageContext
@@ -96,51 +97,9 @@ def index_dir(ctx: StorageContext, index: IndexMetadata) -> str:
     return ctx.path("_indices", uuid_text(index))
 
 
-def encode_varint(value: int) -> bytes:
-    """A protobuf base-128 varint (the index details pylance records are written field by field)."""
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ValueError("truncated varint")
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        shift += 7
-        if not byte & 0x80:
-            return value, pos
-
-
 def _top_level_fields(data: bytes) -> set[int]:
     """Field numbers present at the top level of a protobuf message (contents are skipped)."""
-    fields: set[int] = set()
-    pos = 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        wire = key & 7
-        if wire == 0:
-            _, pos = _varint(data, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            pos += length
-        elif wire == 5:
-            pos += 4
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-        if pos > len(data):
-            raise ValueError("field runs past the end")
-        fields.add(key >> 3)
-    return fields
+    return {number for number, _ in fields(data)}
 
 
 def _vector_type_from_details(value: bytes) -> str | None:

@@ -9,6 +9,12 @@ escapes inside strings) and a dispatch table keyed by sqlglot node class turns t
       -> And(EQ(Mod(Column id, 10), 0), Like(Column name, 'a%'))
       -> and_kleene(equal(subtract(id, multiply(divide(id, 10), 10)), 0), match_like(name, 'a%'))
 
+A filter is also read into the expression tree of :mod:`lance_ops.query.expressions` (SQL through
+:mod:`~lance_ops.query.parser`, an Arrow expression through its Substrait form,
+:mod:`~lance_ops.query.substrait`); the pruning bounds are a visitor over that tree
+(:mod:`~lance_ops.query.visitors`), and an Arrow filter's tree is translated here as SQL is, so it
+selects what pylance selects. An Arrow expression with no Substrait form is evaluated as given.
+
 Semantics follow pylance where Arrow's kernels differ from DataFusion's:
 
 * three-valued logic: AND/OR/NOT are Kleene, comparisons with NULL are NULL, ``x IN (.., NULL)``
@@ -35,11 +41,10 @@ user's words, never sqlglot's or Arrow's (a filter is often typed by a person, a
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -47,33 +52,39 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from lance_ops.encoding.statistics import nan_signs
 from lance_ops.errors import (
     FieldNotFoundError,
+    LanceOpsError,
     PredicateError,
     PredicateTypeError,
     UnsupportedFeatureError,
     UnsupportedSQLError,
 )
+from lance_ops.query import expressions as ex
+from lance_ops.query import visitors
+from lance_ops.query.parser import LanceSQL, from_sqlglot, sql_text, to_sqlglot
+from lance_ops.query.parser import arrow_type as _arrow_type
+from lance_ops.query.substrait import from_arrow
+from lance_ops.query.values import (
+    NULL_BOOL,
+    Value,
+    constant,
+    promote,
+    retype,
+    temporal_literal,
+    type_kind,
+    unify,
+)
+from lance_ops.query.visitors import Bound, bounds
 
 __all__ = ["VIRTUAL_COLUMNS", "Bound", "BoundExpression", "Predicate", "parse_expression", "parse_predicate"]
 
 # Columns every dataset can filter on without storing them (pylance's ``_rowid`` / ``_rowaddr``):
 # a filter naming one reads it alongside the data (a dataset column of that name wins).
 VIRTUAL_COLUMNS = {"_rowid": pa.uint64(), "_rowaddr": pa.uint64()}
-
-
-class LanceSQL(Spark):
-    """Spark's grammar with Lance's string literals: quotes double to escape, backslash is literal."""
-
-    class Tokenizer(Spark.Tokenizer):
-        STRING_ESCAPES = ["'"]
-
-    class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
-        LOG_DEFAULTS_TO_LN = False  # DataFusion's log(x) is base 10
 
 
 @dataclass(frozen=True)
@@ -89,22 +100,10 @@ class BoundExpression:
 
 
 @dataclass(frozen=True)
-class Bound:
-    """A condition every selected row meets, on one top-level column: what statistics can prune with.
-
-    ``op`` is ``eq``, ``lt``, ``le``, ``gt``, ``ge`` (one value), ``in`` (the values), ``null`` or
-    ``not_null`` (no value); values have the column's type and are never null or NaN.
-    """
-
-    column: str
-    op: str
-    values: tuple[pa.Scalar, ...] = ()
-
-
-@dataclass(frozen=True)
 class Predicate:
     """A bound filter: the Arrow expression, the top-level columns it reads, and the simple
-    conditions (:class:`Bound`) its top-level ``AND`` implies (empty for Arrow expressions)."""
+    conditions (:class:`Bound`) its top-level ``AND`` implies (none for an Arrow expression with no
+    Substrait form)."""
 
     expression: pc.Expression
     columns: tuple[str, ...]
@@ -116,29 +115,63 @@ class Predicate:
 
 
 def _bind(
-    expression: str | pc.Expression, schema: pa.Schema, column_typed_literals: bool = False
-) -> tuple[_Translator, _Value, tuple[str, ...], exp.Expr | None]:
+    expression: str | pc.Expression,
+    schema: pa.Schema,
+    column_typed_literals: bool = False,
+    condition: bool = False,
+) -> tuple[_Translator, Value, tuple[str, ...], exp.Expr | None, ex.Expr | None]:
     """Translate ``expression`` against ``schema``: the translator, the value, the top-level columns
-    it reads and, for SQL, the parse tree."""
+    it reads, the sqlglot tree (SQL only) and the expression tree (SQL, or an Arrow ``condition``
+    that :func:`~lance_ops.query.substrait.from_arrow` can read; None otherwise)."""
     virtual = [pa.field(n, t) for n, t in VIRTUAL_COLUMNS.items() if schema.get_field_index(n) < 0]
     bound_schema = pa.schema([*schema, *virtual], metadata=schema.metadata)
     translator = _Translator(bound_schema, column_typed_literals)
     if isinstance(expression, pc.Expression):
+        converted = _arrow_condition(expression, translator) if condition else None
+        if converted is not None:
+            # an Arrow filter reads every column (as before it was walked), and the virtual ones it names
+            tree, value = converted
+            named = {path[0] for path in visitors.columns(tree)}
+            return (
+                translator,
+                value,
+                (*schema.names, *(f.name for f in virtual if f.name in named)),
+                None,
+                tree,
+            )
         value = translator.typed(expression, str(expression))
-        named = {f.name for f in virtual if re.search(rf"\b{f.name}\b", str(expression))}
-        return (
-            translator,
-            value,
-            tuple(n for n in bound_schema.names if n in schema.names or n in named),
-            None,
-        )
+        return translator, value, _opaque_columns(expression, schema, virtual), None, None
     if isinstance(expression, str):
-        tree = _parse(expression)
-        value = translator.translate(tree)
-        return translator, value, tuple(n for n in bound_schema.names if n in translator.columns), tree
+        sql_tree = _parse(expression)
+        value = translator.translate(sql_tree)
+        columns = tuple(n for n in bound_schema.names if n in translator.columns)
+        return translator, value, columns, sql_tree, from_sqlglot(sql_tree, fold=translator.fold)
     raise PredicateTypeError(
         f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(expression).__name__}"
     )
+
+
+def _arrow_condition(expression: pc.Expression, translator: _Translator) -> tuple[ex.Expr, Value] | None:
+    """The tree of an Arrow condition and its translation, when it has a tree that translates to
+    a boolean: it is then evaluated as pylance evaluates it (DataFusion's NaN ordering, for one)."""
+    try:
+        tree = from_arrow(expression, translator.schema)
+        value = translator.translate(to_sqlglot(tree))
+    except LanceOpsError:
+        return None
+    return (tree, value) if pa.types.is_boolean(value.type) else None
+
+
+def _opaque_columns(expression: pc.Expression, schema: pa.Schema, virtual: list[pa.Field]) -> tuple[str, ...]:
+    """The columns an Arrow expression that is not walked may read: all of them, and the virtual
+    ones it needs (the fewest it binds with: none, one, or all of them)."""
+    for extra in ([], *([f] for f in virtual)):
+        try:
+            _Translator(pa.schema([*schema, *extra])).typed(expression, str(expression))
+        except FieldNotFoundError:
+            continue
+        return (*schema.names, *(f.name for f in extra))
+    return (*schema.names, *(f.name for f in virtual))
 
 
 def parse_expression(
@@ -150,7 +183,7 @@ def parse_expression(
     type when it fits (``int32_col + 1`` is int32), as pylance types new-column expressions;
     filters keep DataFusion's promotion (``int32_col + 2147483647`` is int64).
     """
-    translator, value, columns, tree = _bind(expression, schema, column_typed_literals)
+    translator, value, columns, tree, _ = _bind(expression, schema, column_typed_literals)
     nullable = True if tree is None else _nullable(tree, translator)
     return BoundExpression(value.expr, value.type, columns, nullable)
 
@@ -182,234 +215,43 @@ def _nullable(node: exp.Expr, tr: _Translator) -> bool:
 
 def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predicate:
     """Bind a SQL filter (or an Arrow expression) to ``schema``."""
-    translator, value, columns, tree = _bind(predicate, schema)
+    translator, value, columns, _, tree = _bind(predicate, schema, condition=True)
     if not pa.types.is_boolean(value.type):
         text = str(predicate)
         raise PredicateError(f"the predicate {text!r} returns {value.type}, not a boolean condition")
-    if tree is None:
-        bounds = tuple(_arrow_bounds(value.expr, schema))
-    else:
-        found = (b for node in _conjuncts(tree) for b in _bounds(translator, node))
-        bounds = tuple(b for b in found if schema.get_field_index(b.column) >= 0)
-    return Predicate(value.expr, columns, bounds)
+    found = (
+        ()
+        if tree is None
+        else bounds(tree, lambda c: _prunable(schema, c), lambda n, c: _bound_value(schema, n, c))
+    )
+    return Predicate(value.expr, columns, tuple(found))
 
 
-# ---------------------------------------------------------------- bounds (for statistics pruning)
-
-_FLIPPED = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
-_BOUND_OPS: dict[type[exp.Expr], str] = {
-    exp.EQ: "eq",
-    exp.LT: "lt",
-    exp.LTE: "le",
-    exp.GT: "gt",
-    exp.GTE: "ge",
-}
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+def _prunable(schema: pa.Schema, node: ex.Column) -> str | None:
+    """The stored top-level column ``node`` names (matched case-insensitively when unique, as the
+    translator does) when statistics hold values of its type (None otherwise)."""
+    name = node.path[0]
+    if schema.get_field_index(name) < 0:
+        folded = [n for n in schema.names if n.lower() == name.lower()]
+        if len(folded) != 1:
+            return None
+        name = folded[0]
+    kinds = ("int", "float", "string", "binary", "temporal", "bool")
+    return name if type_kind(schema.field(name).type) in kinds else None
 
 
-def _plain_column(tr: _Translator, node: exp.Expr) -> str | None:
-    """The top-level column a bare column reference names (None for anything else)."""
-    if isinstance(node, exp.Column) and len(node.parts) == 1:
-        name = tr._top_level(node.parts[0].name, node)
-        return (
-            name
-            if _kind(tr.schema.field(name).type) in ("int", "float", "string", "binary", "temporal", "bool")
-            else None
-        )
-    return None
-
-
-def _bound_value(tr: _Translator, column: str, node: exp.Expr) -> pa.Scalar | None:
+def _bound_value(schema: pa.Schema, node: ex.Expr, column: str) -> pa.Scalar | None:
     """``node`` as a non-null, non-NaN literal of the column's type (None when it is not one)."""
-    type_ = tr.schema.field(column).type
-    _, value = _unify(_Value(pc.field(column), type_), tr.translate(node))
+    if not isinstance(node, ex.Literal):
+        return None
+    type_ = schema.field(column).type
+    _, value = unify(Value(pc.field(column), type_), constant(node.value))
     literal = value.literal
     if literal is None or value.type != type_ or not literal.is_valid:
         return None
     if pa.types.is_floating(type_) and literal.as_py() != literal.as_py():
         return None
     return literal
-
-
-def _bounds(tr: _Translator, node: exp.Expr) -> list[Bound]:
-    """The bounds one conjunct implies (none when it is not a simple column condition)."""
-    if type(node) in _BOUND_OPS:
-        op = _BOUND_OPS[type(node)]
-        left, right = node.this, node.expression
-        column = _plain_column(tr, left)
-        if column is None:
-            column, left, right, op = _plain_column(tr, right), right, left, _FLIPPED[op]
-        value = None if column is None else _bound_value(tr, column, right)
-        return [] if column is None or value is None else [Bound(column, op, (value,))]
-    column = _plain_column(tr, node.this) if isinstance(node, exp.Between | exp.In | exp.Is) else None
-    if isinstance(node, exp.Between) and column is not None:
-        low, high = (_bound_value(tr, column, node.args[k]) for k in ("low", "high"))
-        return [Bound(column, op, (v,)) for op, v in (("ge", low), ("le", high)) if v is not None]
-    if isinstance(node, exp.In) and column is not None and not node.args.get("query"):
-        values = [_bound_value(tr, column, item) for item in node.expressions]
-        present = [v for v in values if v is not None]
-        return [Bound(column, "in", tuple(present))] if len(present) == len(values) else []
-    if isinstance(node, exp.Is) and column is not None and isinstance(node.expression, exp.Null):
-        return [Bound(column, "null")]
-    if (
-        isinstance(node, exp.Not)
-        and isinstance(node.this, exp.Is)
-        and isinstance(node.this.expression, exp.Null)
-    ):
-        column = _plain_column(tr, node.this.this)
-        return [] if column is None else [Bound(column, "not_null")]
-    return []
-
-
-# ------------------------------------------------ bounds of Arrow expressions (for statistics pruning)
-#
-# pyarrow does not expose an expression's tree, only its text: ``(x > 5)``, ``((x > 5) and (s ==
-# "a"))``, ``is_null(x, {nan_is_null=false})``, ``is_in(x, {value_set=int64:[...], ...})``. A
-# conjunct of the top-level ``and`` yields a bound only when the same expression rebuilt from the
-# parsed column, operator and literal prints exactly the same text, so nothing is guessed about
-# its structure. The text does not show a literal's type: a float literal may be a float32 or
-# float16 value printed by its shortest digits, so each such literal stands for every value it may
-# be, and bounds use the loosest (``x > v`` -> ``x > min``; ``x = v`` -> ``x IN (candidates)``).
-
-_ARROW_OPERATORS: dict[str, tuple[str, Callable[[pc.Expression, Any], pc.Expression]]] = {
-    "==": ("eq", lambda x, y: x == y),
-    "<": ("lt", lambda x, y: x < y),
-    "<=": ("le", lambda x, y: x <= y),
-    ">": ("gt", lambda x, y: x > y),
-    ">=": ("ge", lambda x, y: x >= y),
-}
-
-
-def _arrow_conjuncts(text: str) -> list[str]:
-    """The operands of the top-level ``and`` of a printed Arrow expression (itself when none)."""
-    depth, quoted, escaped = 0, False, False
-    if not (text.startswith("(") and text.endswith(")")):
-        return [text]
-    for i, char in enumerate(text):
-        if quoted:
-            escaped, quoted = (not escaped and char == "\\"), quoted and (escaped or char != '"')
-            continue
-        if char == '"':
-            quoted = True
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0 and i != len(text) - 1:
-                return [text]  # the first parenthesis closes early: not one wrapped expression
-        elif depth == 1 and text.startswith(" and ", i):
-            return _arrow_conjuncts(text[1:i]) + _arrow_conjuncts(text[i + 5 : -1])
-    return [text]
-
-
-def _arrow_literal(text: str, type_: pa.DataType) -> list[Any] | None:
-    """The Python values a printed literal compared with a column of ``type_`` may stand for."""
-    kind = _kind(type_)
-    if kind in ("int", "float") and not pa.types.is_decimal(type_):
-        try:
-            value: Any = int(text) if text.lstrip("-").isdigit() and text != "-0" else float(text)
-        except ValueError:
-            return None
-        if value != value:
-            return None
-        with np.errstate(over="ignore"):
-            narrow = {float(np.float32(value)), float(np.float16(value))} - {value}
-        return [value, *sorted(v for v in narrow if v == v)]
-    if (
-        kind == "string"
-        and len(text) >= 2
-        and text[0] == text[-1] == '"'
-        and not {'"', "\\"} & set(text[1:-1])
-    ):
-        return [text[1:-1]]
-    if kind == "bool" and text in ("true", "false"):
-        return [text == "true"]
-    return None
-
-
-def _typed(values: Sequence[Any], type_: pa.DataType) -> tuple[pa.Scalar, ...] | None:
-    """``values`` as scalars of ``type_`` (None unless every cast is lossless)."""
-    out = []
-    for value in values:
-        given = pa.scalar(value)
-        try:
-            cast = given.cast(type_)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
-            return None
-        if cast.cast(given.type) != given:
-            return None
-        out.append(cast)
-    return tuple(out)
-
-
-def _comparison_bounds(column: str, op: str, values: tuple[pa.Scalar, ...]) -> list[Bound]:
-    if len(values) == 1 or op == "eq":
-        return [Bound(column, "in" if len(values) > 1 else op, values)]
-    loosest = (
-        min(values, key=lambda v: v.as_py()) if op in ("gt", "ge") else max(values, key=lambda v: v.as_py())
-    )
-    return [Bound(column, op, (loosest,))]
-
-
-def _arrow_conjunct_bounds(text: str, schema: pa.Schema) -> list[Bound]:
-    for column in schema.names:
-        type_ = schema.field(column).type
-        field = pc.field(column)
-        if text == str(field.is_null()):
-            return [Bound(column, "null")]
-        if text in (str(field.is_valid()), str(~field.is_null())):
-            return [Bound(column, "not_null")]
-        if text.startswith(f"is_in({column}, {{value_set="):
-            return _is_in_bounds(text, column, type_)
-        for symbol, (op, make) in _ARROW_OPERATORS.items():
-            for prefix, suffix, flipped in (
-                (f"({column} {symbol} ", ")", False),
-                ("(", f" {symbol} {column})", True),
-            ):
-                if not (text.startswith(prefix) and text.endswith(suffix)) or len(text) <= len(
-                    prefix + suffix
-                ):
-                    continue
-                literal = text[len(prefix) : len(text) - len(suffix)]
-                candidates = _arrow_literal(literal, type_)
-                if candidates is None:
-                    continue
-                scalar = pa.scalar(candidates[0])
-                rebuilt = make(pc.scalar(scalar), field) if flipped else make(field, pc.scalar(scalar))
-                values = _typed(candidates, type_)
-                if str(rebuilt) == text and values is not None:
-                    return _comparison_bounds(column, _FLIPPED[op] if flipped else op, values)
-    return []
-
-
-def _is_in_bounds(text: str, column: str, type_: pa.DataType) -> list[Bound]:
-    """``is_in(column, {value_set=T:[v, ...], null_matching_behavior=MATCH})``: an ``in`` bound."""
-    start, end = text.find(":[\n"), text.rfind("\n], null_matching_behavior=MATCH})")
-    if start < 0 or end < start:
-        return []
-    items = [item.strip() for item in text[start + 3 : end].split(",\n")]
-    parsed = [_arrow_literal(item, type_) for item in items]
-    if any(p is None for p in parsed):
-        return []
-    candidates = [values for values in parsed if values is not None]
-    if str(pc.field(column).isin([values[0] for values in candidates])) != text:
-        return []
-    typed = _typed([v for values in candidates for v in values], type_)
-    return [] if typed is None else [Bound(column, "in", typed)]
-
-
-def _arrow_bounds(expression: pc.Expression, schema: pa.Schema) -> list[Bound]:
-    """The bounds an Arrow expression's top-level ``and`` implies (see above)."""
-    names = [n for n in schema.names if _kind(schema.field(n).type) in ("int", "float", "string", "bool")]
-    narrowed = pa.schema([schema.field(n) for n in names])
-    return [b for text in _arrow_conjuncts(str(expression)) for b in _arrow_conjunct_bounds(text, narrowed)]
 
 
 def _parse(sql: str) -> exp.Expr:
@@ -461,17 +303,6 @@ def _syntax_problem(error: ParseError | TokenError) -> str:
     return f"syntax error near {token!r} ({where} {column - len(token) + 1}): {problem}"
 
 
-@dataclass(frozen=True)
-class _Value:
-    """A translated operand: its expression, its Arrow type, its value when it is a constant, and
-    the SQL it was translated from (for error messages; None for values built along the way)."""
-
-    expr: pc.Expression
-    type: pa.DataType
-    literal: pa.Scalar | None = None
-    node: exp.Expr | None = field(default=None, compare=False, repr=False)
-
-
 # How a literal's type is named to the user: the family, not Arrow's width (``5`` is an integer).
 _LITERAL_KINDS = {
     "int": "integer",
@@ -482,7 +313,7 @@ _LITERAL_KINDS = {
 }
 
 
-def _describe(value: _Value) -> str:
+def _describe(value: Value) -> str:
     """An operand in the user's words: ``column 'note' (string)``, ``5 (integer)``, ``'x' + 1 (string)``."""
     node = value.node
     while isinstance(node, exp.Paren):
@@ -491,114 +322,17 @@ def _describe(value: _Value) -> str:
         return f"column {'.'.join(p.name for p in node.parts)!r} ({value.type})"
     if pa.types.is_null(value.type):
         return "NULL"
-    text = _sql(node) if node is not None else str(value.literal) if value.literal is not None else "a value"
-    kind = _LITERAL_KINDS.get(_kind(value.type)) if value.literal is not None else None
+    text = (
+        sql_text(node) if node is not None else str(value.literal) if value.literal is not None else "a value"
+    )
+    kind = _LITERAL_KINDS.get(type_kind(value.type)) if value.literal is not None else None
     return f"{text} ({kind or value.type})"
 
 
-def _listed(values: Sequence[_Value]) -> str:
+def _listed(values: Sequence[Value]) -> str:
     """Operands described and joined: ``A and B`` or ``A, B, C``."""
     described = [_describe(v) for v in values]
     return " and ".join(described) if len(described) <= 2 else ", ".join(described)
-
-
-def _constant(scalar: pa.Scalar) -> _Value:
-    return _Value(pc.scalar(scalar), scalar.type, scalar)
-
-
-# Not ``pa.scalar(None, ...)``: converting a Python object makes pyarrow import pandas (0.15 s), and
-# this runs when the module is imported.
-_NULL_BOOL = pa.nulls(1, pa.bool_())[0]
-
-
-def _kind(type_: pa.DataType) -> str:
-    """Coarse type family deciding whether a literal may be cast to a column's type."""
-    if pa.types.is_integer(type_):
-        return "int"
-    if pa.types.is_floating(type_) or pa.types.is_decimal(type_):
-        return "float"
-    if pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_):
-        return "string"
-    if pa.types.is_binary(type_) or pa.types.is_large_binary(type_) or pa.types.is_binary_view(type_):
-        return "binary"
-    if pa.types.is_temporal(type_):
-        return "temporal"
-    if pa.types.is_boolean(type_):
-        return "bool"
-    if pa.types.is_null(type_):
-        return "null"
-    return "other"
-
-
-# Literal kind -> column kinds it may be cast to (a string also goes to what it spells: '2', '2024-01-01').
-_RETYPE = {
-    "int": {"int", "float"},
-    "float": {"float"},
-    "string": {"string", "binary", "int", "float", "temporal", "bool"},
-    "temporal": {"temporal"},
-    "bool": {"bool"},
-}
-
-
-def _retype(value: _Value, target: pa.DataType) -> _Value:
-    """``value`` cast to ``target`` when it is a literal and the cast is lossless."""
-    if value.literal is None or value.type == target:
-        return value
-    if pa.types.is_null(value.type):
-        return _constant(pa.scalar(None, target))
-    if _kind(target) not in _RETYPE.get(_kind(value.type), set()):
-        return value
-    try:
-        return _constant(value.literal.cast(target, safe=True))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return value
-
-
-def _common_numeric(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
-    """DataFusion's result type for two different numeric types (None: not both int/float)."""
-    if a == b or {_kind(a), _kind(b)} - {"int", "float"} or pa.types.is_decimal(a) or pa.types.is_decimal(b):
-        return None
-    if pa.types.is_floating(a) or pa.types.is_floating(b):
-        return pa.float64()
-    if pa.types.is_unsigned_integer(a) and pa.types.is_unsigned_integer(b):
-        return a if a.bit_width > b.bit_width else b
-    return pa.int64()
-
-
-def _as(value: _Value, target: pa.DataType) -> _Value:
-    if value.type == target:
-        return value
-    if value.literal is not None:
-        return _constant(value.literal.cast(target))
-    return _Value(value.expr.cast(target), target)
-
-
-def _promote(left: _Value, right: _Value) -> tuple[_Value, _Value]:
-    """Cast two numeric operands to their common type explicitly.
-
-    Arrow's binder would otherwise narrow an integer literal to the column's type
-    (``int32_col + 2147483647`` overflowing in int32).
-    """
-    common = _common_numeric(left.type, right.type)
-    if common is None:
-        return left, right
-    try:
-        return _as(left, common), _as(right, common)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise PredicateError(f"cannot convert {left.type} and {right.type} to {common}: {exc}") from exc
-
-
-def _unify(left: _Value, right: _Value) -> tuple[_Value, _Value]:
-    """Give a literal operand the type of the other (non-literal) operand when possible."""
-    if left.literal is not None and right.literal is None:
-        return _retype(left, right.type), right
-    if right.literal is not None and left.literal is None:
-        return left, _retype(right, left.type)
-    if pa.types.is_null(left.type):
-        return _retype(left, right.type), right
-    if pa.types.is_null(right.type):
-        return left, _retype(right, left.type)
-    return left, right
 
 
 class _Translator:
@@ -614,15 +348,15 @@ class _Translator:
         self.columns: set[str] = set()
         self._probe = pads.dataset(schema.empty_table())
 
-    def translate(self, node: exp.Expr) -> _Value:
+    def translate(self, node: exp.Expr) -> Value:
         """``node`` as a value that remembers it came from ``node`` (unless it names a deeper one)."""
         handler = _HANDLERS.get(type(node))
         if handler is None:
-            raise UnsupportedSQLError(f"unsupported SQL in a filter: {_sql(node)}")
+            raise UnsupportedSQLError(f"unsupported SQL in a filter: {sql_text(node)}")
         value = handler(self, node)
         return value if value.node is not None else replace(value, node=node)
 
-    def typed(self, expr: pc.Expression, where: str, mismatch: Callable[[], str] | None = None) -> _Value:
+    def typed(self, expr: pc.Expression, where: str, mismatch: Callable[[], str] | None = None) -> Value:
         """``expr`` with its result type (binding it also checks that the operand types combine).
 
         ``mismatch`` words the error when Arrow has no kernel for the operand types (naming the
@@ -638,11 +372,11 @@ class _Translator:
             if mismatch is not None and _NO_KERNEL in str(exc):
                 raise PredicateError(mismatch()) from exc
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
-        return _Value(expr, type_)
+        return Value(expr, type_)
 
-    def call(self, node: exp.Expr, expr: pc.Expression) -> _Value:
+    def call(self, node: exp.Expr, expr: pc.Expression) -> Value:
         """``expr`` computing ``node`` from its operands, typed; an operand type mismatch names them."""
-        return self.typed(expr, _sql(node), lambda: self._mismatch(node))
+        return self.typed(expr, sql_text(node), lambda: self._mismatch(node))
 
     def _mismatch(self, node: exp.Expr) -> str:
         """``cannot apply '+' to column 'note' (string) and 1 (integer)``: re-translates the operands
@@ -650,7 +384,7 @@ class _Translator:
         operands = [self.translate(child) for child in node.iter_expressions() if type(child) in _HANDLERS]
         return f"cannot apply {_operator(node)!r} to {_listed(operands)}"
 
-    def column(self, node: exp.Column) -> _Value:
+    def column(self, node: exp.Column) -> Value:
         parts = [p.name for p in node.parts]
         top = self._top_level(parts[0], node)
         type_ = self.schema.field(top).type
@@ -659,7 +393,7 @@ class _Translator:
                 raise FieldNotFoundError(f"no such field {'.'.join(parts)!r} in the dataset schema")
             type_ = type_.field(name).type
         self.columns.add(top)
-        return _Value(pc.field(top, *parts[1:]), type_)
+        return Value(pc.field(top, *parts[1:]), type_)
 
     def _top_level(self, name: str, node: exp.Column) -> str:
         if self.schema.get_field_index(name) >= 0:
@@ -668,19 +402,22 @@ class _Translator:
         if len(folded) == 1:
             return folded[0]
         raise FieldNotFoundError(
-            f"the filter names unknown column {_sql(node)!r}; the schema has {self.schema.names}"
+            f"the filter names unknown column {sql_text(node)!r}; the schema has {self.schema.names}"
         )
+
+    def fold(self, node: exp.Expr) -> pa.Scalar | None:
+        """A constant sub-expression's value (None when it is not a constant this translates)."""
+        try:
+            return self.translate(node).literal
+        except (LanceOpsError, pa.ArrowException):
+            return None
 
     def pattern(self, node: exp.Expr, what: str) -> str:
         """A string literal argument (LIKE patterns, regular expressions, affixes)."""
         value = self.translate(node)
         if value.literal is None or not isinstance(value.literal.as_py(), str):
-            raise UnsupportedFeatureError(f"the {what} must be a string literal, not {_sql(node)}")
+            raise UnsupportedFeatureError(f"the {what} must be a string literal, not {sql_text(node)}")
         return value.literal.as_py()
-
-
-def _sql(node: exp.Expr) -> str:
-    return node.sql(dialect=LanceSQL)
 
 
 # Arrow's words when a function has no kernel for its argument types.
@@ -725,32 +462,32 @@ def _operator(node: exp.Expr) -> str:
     return str(node.this) if isinstance(node, exp.Anonymous) else _operator_of(type(node))
 
 
-Handler = Callable[[_Translator, Any], _Value]
+Handler = Callable[[_Translator, Any], Value]
 
 # ---------------------------------------------------------------- literals and columns
 
 
-def _number(tr: _Translator, node: exp.Literal) -> _Value:
+def _number(tr: _Translator, node: exp.Literal) -> Value:
     if node.is_string:
-        return _constant(pa.scalar(node.this, pa.string()))
+        return constant(pa.scalar(node.this, pa.string()))
     text = node.this
     try:
-        return _constant(pa.scalar(int(text)))
+        return constant(pa.scalar(int(text)))
     except ValueError:
-        return _constant(pa.scalar(float(text), pa.float64()))
+        return constant(pa.scalar(float(text), pa.float64()))
     except (OverflowError, pa.ArrowInvalid) as exc:
         raise PredicateError(f"integer literal out of range: {text}") from exc
 
 
-def _boolean(tr: _Translator, node: exp.Boolean) -> _Value:
-    return _constant(pa.scalar(bool(node.this), pa.bool_()))
+def _boolean(tr: _Translator, node: exp.Boolean) -> Value:
+    return constant(pa.scalar(bool(node.this), pa.bool_()))
 
 
-def _null(tr: _Translator, node: exp.Null) -> _Value:
-    return _constant(pa.scalar(None))
+def _null(tr: _Translator, node: exp.Null) -> Value:
+    return constant(pa.scalar(None))
 
 
-def _paren(tr: _Translator, node: exp.Paren) -> _Value:
+def _paren(tr: _Translator, node: exp.Paren) -> Value:
     return tr.translate(node.this)
 
 
@@ -801,7 +538,7 @@ def _nan_lt(x: pc.Expression, y: pc.Expression) -> pc.Expression:
     return pc.if_else(pc.equal(rx, ry), pc.if_else(pc.equal(rx, 0), pc.less(x, y), False), pc.less(rx, ry))
 
 
-def _number_literal(value: _Value) -> bool:
+def _number_literal(value: Value) -> bool:
     """Whether ``value`` is a float literal holding a number (not NaN, not null)."""
     literal = value.literal
     return literal is not None and literal.is_valid and not math.isnan(literal.as_py())
@@ -869,19 +606,19 @@ _OPERATOR_SYMBOLS = {"eq": "=", "ne": "<>", "lt": "<", "gt": ">", "le": "<=", "g
 
 
 def compare(
-    tr: _Translator, op: str, left: _Value, right: _Value, where: str, using: str | None = None
-) -> _Value:
+    tr: _Translator, op: str, left: Value, right: Value, where: str, using: str | None = None
+) -> Value:
     """``left op right`` with pylance's semantics; ``using`` names the operator the user wrote
     (``BETWEEN``, ``IN``; default: ``op``'s symbol) when the operand types cannot be compared."""
     given = left, right
-    left, right = _unify(left, right)
+    left, right = unify(left, right)
     if pa.types.is_null(left.type) or pa.types.is_null(right.type):
-        return _constant(_NULL_BOOL)
-    left, right = _promote(left, right)
+        return constant(NULL_BOOL)
+    left, right = promote(left, right)
     order = _ARROW
     if pa.types.is_floating(left.type) and pa.types.is_floating(right.type):
-        constant = left.literal is not None or right.literal is not None
-        order = _FLOAT_CONSTANT if constant else _FLOAT_TOTAL
+        against_constant = left.literal is not None or right.literal is not None
+        order = _FLOAT_CONSTANT if against_constant else _FLOAT_TOTAL
         for side in (left, right):
             if _number_literal(side):
                 order = _against_number(side.expr)
@@ -894,32 +631,34 @@ def compare(
 
 
 def _comparison(op: str) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> _Value:
-        return compare(tr, op, tr.translate(node.this), tr.translate(node.expression), _sql(node))
+    def handle(tr: _Translator, node: exp.Binary) -> Value:
+        return compare(tr, op, tr.translate(node.this), tr.translate(node.expression), sql_text(node))
 
     return handle
 
 
-def _between(tr: _Translator, node: exp.Between) -> _Value:
-    value, where = tr.translate(node.this), _sql(node)
+def _between(tr: _Translator, node: exp.Between) -> Value:
+    value, where = tr.translate(node.this), sql_text(node)
     low = compare(tr, "ge", value, tr.translate(node.args["low"]), where, "BETWEEN")
     high = compare(tr, "le", value, tr.translate(node.args["high"]), where, "BETWEEN")
     return tr.call(node, pc.and_kleene(low.expr, high.expr))
 
 
-def _in(tr: _Translator, node: exp.In) -> _Value:
+def _in(tr: _Translator, node: exp.In) -> Value:
     if any(node.args.get(key) for key in ("query", "unnest", "field")):
-        raise UnsupportedFeatureError(f"only IN (value, ...) lists are supported in filters: {_sql(node)}")
+        raise UnsupportedFeatureError(
+            f"only IN (value, ...) lists are supported in filters: {sql_text(node)}"
+        )
     value = tr.translate(node.this)
-    items = [_unify(value, tr.translate(item))[1] for item in node.expressions]
-    where = _sql(node)
+    items = [unify(value, tr.translate(item))[1] for item in node.expressions]
+    where = sql_text(node)
     set_lookup = (
         items
-        and _kind(value.type) not in ("float", "null")
+        and type_kind(value.type) not in ("float", "null")
         and all(i.literal is not None and i.type in (value.type, pa.null()) for i in items)
     )
     if not set_lookup:
-        result = compare(tr, "eq", value, items[0], where, "IN") if items else _constant(pa.scalar(False))
+        result = compare(tr, "eq", value, items[0], where, "IN") if items else constant(pa.scalar(False))
         for item in items[1:]:
             equal = compare(tr, "eq", value, item, where, "IN")
             result = tr.call(node, pc.or_kleene(result.expr, equal.expr))
@@ -929,51 +668,51 @@ def _in(tr: _Translator, node: exp.In) -> _Value:
         value.expr, value_set=pa.array([s.as_py() for s in present], value.type), skip_nulls=True
     )
     if len(present) < len(items):
-        return tr.call(node, pc.if_else(found, pa.scalar(True), _NULL_BOOL))
-    return tr.call(node, pc.if_else(pc.is_null(value.expr), _NULL_BOOL, found))
+        return tr.call(node, pc.if_else(found, pa.scalar(True), NULL_BOOL))
+    return tr.call(node, pc.if_else(pc.is_null(value.expr), NULL_BOOL, found))
 
 
-def _is(tr: _Translator, node: exp.Is) -> _Value:
+def _is(tr: _Translator, node: exp.Is) -> Value:
     value, target = tr.translate(node.this), node.expression
     if isinstance(target, exp.Null):
         return tr.call(node, pc.is_null(value.expr))
     if isinstance(target, exp.Boolean):
         truth = value.expr if target.this else pc.invert(value.expr)
         return tr.call(node, pc.coalesce(truth, pa.scalar(False)))
-    raise UnsupportedFeatureError(f"unsupported IS test in a filter: {_sql(node)}")
+    raise UnsupportedFeatureError(f"unsupported IS test in a filter: {sql_text(node)}")
 
 
 # ---------------------------------------------------------------- logic
 
 
 def _logic(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> _Value:
+    def handle(tr: _Translator, node: exp.Binary) -> Value:
         left, right = tr.translate(node.this), tr.translate(node.expression)
-        left, right = (_retype(v, pa.bool_()) for v in (left, right))
+        left, right = (retype(v, pa.bool_()) for v in (left, right))
         return tr.call(node, kernel(left.expr, right.expr))
 
     return handle
 
 
-def _not(tr: _Translator, node: exp.Not) -> _Value:
-    return tr.call(node, pc.invert(_retype(tr.translate(node.this), pa.bool_()).expr))
+def _not(tr: _Translator, node: exp.Not) -> Value:
+    return tr.call(node, pc.invert(retype(tr.translate(node.this), pa.bool_()).expr))
 
 
 # ---------------------------------------------------------------- arithmetic
 
 
-def _operands(tr: _Translator, node: exp.Binary) -> tuple[_Value, _Value]:
+def _operands(tr: _Translator, node: exp.Binary) -> tuple[Value, Value]:
     """Arithmetic operands: only NULL literals are retyped, so ``int32_col + 2147483647`` is int64
     (with ``column_typed_literals`` a number that fits takes the other operand's numeric type)."""
     left, right = tr.translate(node.this), tr.translate(node.expression)
-    numbers = {_kind(left.type), _kind(right.type)} <= {"int", "float"}
+    numbers = {type_kind(left.type), type_kind(right.type)} <= {"int", "float"}
     if tr.column_typed_literals and numbers and (_is_number(node.this) or _is_number(node.expression)):
-        left, right = _unify(left, right)
+        left, right = unify(left, right)
     if pa.types.is_null(left.type):
-        left = _retype(left, right.type)
+        left = retype(left, right.type)
     if pa.types.is_null(right.type):
-        right = _retype(right, left.type)
-    return _promote(left, right)
+        right = retype(right, left.type)
+    return promote(left, right)
 
 
 def _is_number(node: exp.Expr) -> bool:
@@ -984,14 +723,14 @@ def _is_number(node: exp.Expr) -> bool:
 
 
 def _arithmetic(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> _Value:
+    def handle(tr: _Translator, node: exp.Binary) -> Value:
         left, right = _operands(tr, node)
         return tr.call(node, kernel(left.expr, right.expr))
 
     return handle
 
 
-def _mod(tr: _Translator, node: exp.Mod) -> _Value:
+def _mod(tr: _Translator, node: exp.Mod) -> Value:
     """Truncated remainder ``x - trunc(x / y) * y`` (SQL's ``%``: the sign follows the dividend)."""
     x, y = _operands(tr, node)
     quotient = pc.divide(x.expr, y.expr)
@@ -1000,97 +739,47 @@ def _mod(tr: _Translator, node: exp.Mod) -> _Value:
     return tr.call(node, pc.subtract(x.expr, pc.multiply(quotient, y.expr)))
 
 
-def _neg(tr: _Translator, node: exp.Neg) -> _Value:
+def _neg(tr: _Translator, node: exp.Neg) -> Value:
     value = tr.translate(node.this)
     if value.literal is not None and value.literal.is_valid:
-        return _constant(pc.negate(value.literal))
+        return constant(pc.negate(value.literal))
     return tr.call(node, pc.negate(value.expr))
 
 
 # ---------------------------------------------------------------- casts and temporal literals
 
-_SQL_TYPES: dict[exp.DType, pa.DataType] = {
-    exp.DType.BOOLEAN: pa.bool_(),
-    exp.DType.TINYINT: pa.int8(),
-    exp.DType.SMALLINT: pa.int16(),
-    exp.DType.INT: pa.int32(),
-    exp.DType.BIGINT: pa.int64(),
-    exp.DType.UTINYINT: pa.uint8(),
-    exp.DType.USMALLINT: pa.uint16(),
-    exp.DType.UINT: pa.uint32(),
-    exp.DType.UBIGINT: pa.uint64(),
-    exp.DType.FLOAT: pa.float32(),
-    exp.DType.DOUBLE: pa.float64(),
-    exp.DType.TEXT: pa.string(),
-    exp.DType.VARCHAR: pa.string(),
-    exp.DType.CHAR: pa.string(),
-    exp.DType.BINARY: pa.binary(),
-    exp.DType.VARBINARY: pa.binary(),
-    exp.DType.DATE: pa.date32(),
-    exp.DType.TIMESTAMP: pa.timestamp("ns"),
-    exp.DType.TIMESTAMPTZ: pa.timestamp("ns"),
-    exp.DType.TIMESTAMPNTZ: pa.timestamp("ns"),
-    exp.DType.DATETIME: pa.timestamp("ns"),
-}
 
-
-def _arrow_type(node: exp.DataType) -> pa.DataType:
-    if node.this == exp.DType.DECIMAL and len(node.expressions) == 2:
-        precision, scale = (int(p.this.name) for p in node.expressions)
-        return pa.decimal128(precision, scale)
-    target = _SQL_TYPES.get(node.this)
-    if target is None:
-        raise UnsupportedFeatureError(f"unsupported type in a filter CAST: {_sql(node)}")
-    return target
-
-
-def _temporal_literal(text: str, target: pa.DataType) -> pa.Scalar:
-    """``timestamp '...'`` / ``date '...'``: ISO text; an explicit offset is converted to UTC."""
-    try:
-        if pa.types.is_date(target):
-            return pa.scalar(dt.date.fromisoformat(text.strip()), target)
-        try:
-            return pa.scalar(text.strip(), pa.string()).cast(target)
-        except pa.ArrowInvalid:
-            moment = dt.datetime.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise PredicateError(f"invalid {target} literal {text!r}") from exc
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
-    return pa.scalar(moment, target)
-
-
-def _cast(tr: _Translator, node: exp.Cast) -> _Value:
+def _cast(tr: _Translator, node: exp.Cast) -> Value:
     target = _arrow_type(node.to)
     value = tr.translate(node.this)
     if value.literal is None:
         return tr.call(node, value.expr.cast(target))
     if pa.types.is_temporal(target) and isinstance(value.literal.as_py(), str):
-        return _constant(_temporal_literal(value.literal.as_py(), target))
+        return constant(temporal_literal(value.literal.as_py(), target))
     try:
-        return _constant(value.literal.cast(target))
+        return constant(value.literal.cast(target))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise PredicateError(f"cannot evaluate {_sql(node)}: {exc}") from exc
+        raise PredicateError(f"cannot evaluate {sql_text(node)}: {exc}") from exc
 
 
 # ---------------------------------------------------------------- functions
 
 
 def _unary(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Func) -> _Value:
+    def handle(tr: _Translator, node: exp.Func) -> Value:
         return tr.call(node, kernel(tr.translate(node.this).expr))
 
     return handle
 
 
-def _length(tr: _Translator, node: exp.Length) -> _Value:
+def _length(tr: _Translator, node: exp.Length) -> Value:
     value = tr.translate(node.this)
-    kernel = pc.binary_length if _kind(value.type) == "binary" else pc.utf8_length
+    kernel = pc.binary_length if type_kind(value.type) == "binary" else pc.utf8_length
     return tr.call(node, kernel(value.expr))
 
 
 def _affix(kernel: Callable[..., pc.Expression], what: str) -> Handler:
-    def handle(tr: _Translator, node: exp.Func) -> _Value:
+    def handle(tr: _Translator, node: exp.Func) -> Value:
         pattern = tr.pattern(node.expression, what)
         return tr.call(node, kernel(tr.translate(node.this).expr, pattern=pattern))
 
@@ -1098,7 +787,7 @@ def _affix(kernel: Callable[..., pc.Expression], what: str) -> Handler:
 
 
 def _like(ignore_case: bool) -> Handler:
-    def handle(tr: _Translator, node: exp.Like) -> _Value:
+    def handle(tr: _Translator, node: exp.Like) -> Value:
         pattern = tr.pattern(node.expression, "LIKE pattern")
         result = pc.match_like(tr.translate(node.this).expr, pattern=pattern, ignore_case=ignore_case)
         return tr.call(node, pc.invert(result) if node.args.get("negate") else result)
@@ -1106,42 +795,42 @@ def _like(ignore_case: bool) -> Handler:
     return handle
 
 
-def _escape(tr: _Translator, node: exp.Escape) -> _Value:
+def _escape(tr: _Translator, node: exp.Escape) -> Value:
     """``LIKE ... ESCAPE '\\'`` is what LIKE does anyway; other escape characters are not supported."""
     if tr.pattern(node.expression, "ESCAPE character") != "\\":
-        raise UnsupportedFeatureError(f"only ESCAPE '\\' is supported in filters: {_sql(node)}")
+        raise UnsupportedFeatureError(f"only ESCAPE '\\' is supported in filters: {sql_text(node)}")
     return tr.translate(node.this)
 
 
-def _regexp(tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]) -> _Value:
+def _regexp(tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]) -> Value:
     if not args or len(args) > 2:
-        raise PredicateError(f"a regular-expression match takes a string and a pattern: {_sql(node)}")
+        raise PredicateError(f"a regular-expression match takes a string and a pattern: {sql_text(node)}")
     flags = tr.pattern(args[1], "regular-expression flag") if len(args) == 2 else ""
     if set(flags) - {"i"}:
-        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {_sql(node)}")
+        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {sql_text(node)}")
     pattern = tr.pattern(args[0], "regular expression")
     return tr.call(
         node, pc.match_substring_regex(tr.translate(subject).expr, pattern=pattern, ignore_case="i" in flags)
     )
 
 
-def _regexp_like(tr: _Translator, node: exp.RegexpLike) -> _Value:
+def _regexp_like(tr: _Translator, node: exp.RegexpLike) -> Value:
     flag = node.args.get("flag")
     return _regexp(tr, node, node.this, [node.expression, *([flag] if flag else [])])
 
 
-def _coalesce(tr: _Translator, node: exp.Coalesce) -> _Value:
+def _coalesce(tr: _Translator, node: exp.Coalesce) -> Value:
     values = [tr.translate(node.this), *(tr.translate(e) for e in node.expressions)]
     column = next((v for v in values if v.literal is None), values[0])
-    return tr.call(node, pc.coalesce(*(_retype(v, column.type).expr for v in values)))
+    return tr.call(node, pc.coalesce(*(retype(v, column.type).expr for v in values)))
 
 
-def _concat_pipe(tr: _Translator, node: exp.DPipe) -> _Value:
+def _concat_pipe(tr: _Translator, node: exp.DPipe) -> Value:
     left, right = tr.translate(node.this), tr.translate(node.expression)
     return tr.call(node, pc.binary_join_element_wise(left.expr, right.expr, ""))
 
 
-def _concat(tr: _Translator, node: exp.Concat) -> _Value:
+def _concat(tr: _Translator, node: exp.Concat) -> Value:
     """``concat(a, b, ...)``: NULL arguments count as empty strings (DataFusion's rule)."""
     parts = [tr.translate(e).expr for e in node.expressions]
     return tr.call(
@@ -1149,29 +838,29 @@ def _concat(tr: _Translator, node: exp.Concat) -> _Value:
     )
 
 
-def _octet_length(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> _Value:
+def _octet_length(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> Value:
     if len(args) != 1:
-        raise PredicateError(f"octet_length takes one argument: {_sql(node)}")
+        raise PredicateError(f"octet_length takes one argument: {sql_text(node)}")
     return tr.call(node, pc.binary_length(tr.translate(args[0]).expr))
 
 
-def _regexp_match(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> _Value:
+def _regexp_match(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> Value:
     """DataFusion's ``regexp_match`` in a filter is coerced to "has a match", as pylance does."""
     if not args:
-        raise PredicateError(f"regexp_match takes a string and a pattern: {_sql(node)}")
+        raise PredicateError(f"regexp_match takes a string and a pattern: {sql_text(node)}")
     return _regexp(tr, node, args[0], args[1:])
 
 
-_ANONYMOUS: dict[str, Callable[[_Translator, exp.Anonymous, Sequence[exp.Expr]], _Value]] = {
+_ANONYMOUS: dict[str, Callable[[_Translator, exp.Anonymous, Sequence[exp.Expr]], Value]] = {
     "octet_length": _octet_length,
     "regexp_match": _regexp_match,
 }
 
 
-def _anonymous(tr: _Translator, node: exp.Anonymous) -> _Value:
+def _anonymous(tr: _Translator, node: exp.Anonymous) -> Value:
     handler = _ANONYMOUS.get(str(node.this).lower())
     if handler is None:
-        raise UnsupportedSQLError(f"unsupported function in a filter: {_sql(node)}")
+        raise UnsupportedSQLError(f"unsupported function in a filter: {sql_text(node)}")
     return handler(tr, node, node.expressions)
 
 
