@@ -27,12 +27,12 @@ from typing import Any
 
 from pyroaring import BitMap
 
-from lance_ops.errors import IndexNotFoundError, UnsupportedIndexTypeError
+from lance_ops.errors import CommitConflictError, IndexNotFoundError, UnsupportedIndexTypeError
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.index.optimize import update_index
 from lance_ops.index.types import index_type_of, pylance_type_name, uuid_text
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.ops.index_remap import check_index_files, remap_with_codec
+from lance_ops.ops.index_remap import check_index_files, discard, remap_all
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import FRAG_REUSE_INDEX_NAME, is_system, is_zone_map
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
@@ -237,11 +237,10 @@ def remap_deferred(
     new_indices: list[IndexMetadata] = []
     removed: list[IndexMetadata] = []
     still: list[str] = []
-    for index in behind:
-        old, new = details.mapping_since(0)
-        keep = new != frag_reuse.DROPPED
-        deleted = old[~keep]
-        result = remap_with_codec(files.storage, index, old[keep], new[keep], deleted)
+    old, new = details.mapping_since(0)
+    keep = new != frag_reuse.DROPPED
+    results = remap_all(files.storage, behind, old[keep], new[keep], old[~keep]) if behind else []
+    for index, result in zip(behind, results, strict=True):
         if result is None:
             still.append(index.name)
             continue
@@ -263,7 +262,11 @@ def remap_deferred(
     removed.append(reuse)
     if left.versions:
         new_indices.append(frag_reuse.reuse_index(left, reuse.dataset_version))
-    committed = commit(files.storage, CreateIndex(tuple(new_indices), tuple(removed)), options)
+    try:
+        committed = commit(files.storage, CreateIndex(tuple(new_indices), tuple(removed)), options)
+    except CommitConflictError:  # surely not committed: the remapped files are nobody's
+        discard(files.storage, results)
+        raise
     report = RemapReport(
         tuple(i.name for i in new_indices if i.name != FRAG_REUSE_INDEX_NAME),
         tuple(still),
