@@ -26,8 +26,9 @@ Remap drops removed rows and renumbers the rest partition by partition (``index.
 HNSW graphs refer to storage positions: unchanged when no row is removed (``index.idx`` copied),
 else the removed nodes are taken out of the graphs (:mod:`lance_ops.index.hnsw`).
 
-Extension (optimize after an append; l2, cosine and dot) assigns each new vector to its centroid and encodes
-it with the existing codebook / bounds, as pylance's delta segments do; ``index.idx`` is copied.
+Extension (optimize after an append; l2, cosine and dot) assigns each new vector to its centroid
+and encodes it with the existing codebook / bounds, as pylance's delta segments do; ``index.idx``
+is copied, or for HNSW holds new graphs built in the index's metric.
 """
 
 from __future__ import annotations
@@ -339,11 +340,6 @@ def extend_ivf(
     index shares; ``index.idx`` is copied from it."""
     storage = _read_storage(ctx, template, kind)
     centroids, metric = _centroids(ctx, template)
-    if "HNSW" in kind and metric != "l2":
-        raise UnsupportedIndexTypeError(
-            f"{kind} index {template.name!r}: extending a {metric!r} HNSW index is not supported (only l2)",
-            template.name,
-        )
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[1] != centroids.shape[1]:
         raise IndexCorruptError(
@@ -366,17 +362,19 @@ def extend_ivf(
     codes_in_order = np.concatenate(codes)[order]
     writer = IndexWriter(ctx)
     if "HNSW" in kind:
-        graph_vectors = _decode(storage, kind, codes_in_order, centroids[partition[order]])
-        _write_new_graphs(writer, ctx, template, graph_vectors, lengths)
+        # PQ codes of dot indices encode the vectors themselves, of l2 / cosine ones the residuals
+        offsets = 0.0 if metric == "dot" else centroids[partition[order]]
+        graph_vectors = _decode(storage, kind, codes_in_order, offsets)
+        _write_new_graphs(writer, ctx, template, graph_vectors, lengths, metric)
     else:
         writer.copy(ctx, template, INDEX_FILE)
     _write_storage(writer, storage, row_id[order], codes_in_order, lengths)
     return writer.result(template)
 
 
-def _decode(storage: _Storage, kind: str, codes: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """Approximate float vectors of storage rows (an l2 index's): FLAT as stored, SQ at the middle
-    of each code's bucket, PQ as centroid + codewords."""
+def _decode(storage: _Storage, kind: str, codes: np.ndarray, centroids: np.ndarray | float) -> np.ndarray:
+    """Approximate float vectors of storage rows: FLAT as stored, SQ at the middle of each code's
+    bucket, PQ as ``centroids`` (each row's, or 0 where PQ encodes the vectors) + codewords."""
     quantizer = _quantizer(kind)
     if quantizer == "FLAT":
         return codes.astype(np.float32)
@@ -396,13 +394,15 @@ def _write_new_graphs(
     template: IndexMetadata,
     vectors: np.ndarray,
     lengths: np.ndarray,
+    metric: str,
 ) -> None:
-    """``index.idx`` with new HNSW graphs over ``vectors`` and ``template``'s model and parameters."""
+    """``index.idx`` with new HNSW graphs over ``vectors`` in ``metric`` and ``template``'s model
+    and parameters."""
     data, position, ivf, old_meta = _read_graphs(ctx, template)
     if not old_meta or not isinstance(old_meta[0].get("params"), dict):
         raise _corrupt(template, INDEX_FILE, "lance:hnsw holds no HNSW parameters")
     seed = int.from_bytes(writer.uuid[:8], "little")
-    table, meta, graph_lengths = build_graphs(vectors, lengths, old_meta[0]["params"], seed)
+    table, meta, graph_lengths = build_graphs(vectors, lengths, old_meta[0]["params"], seed, metric)
     _write_graph_file(writer, data, position, ivf, table, meta, graph_lengths)
 
 
