@@ -168,9 +168,13 @@ def address_mapping(moves: Sequence[GroupMove]) -> AddressMap:
     old = np.concatenate(olds) if olds else np.zeros(0, np.uint64)
     new = np.concatenate(news) if news else np.zeros(0, np.uint64)
     order = np.argsort(old, kind="stable")
-    all_old = np.concatenate(every) if every else np.zeros(0, np.uint64)
-    deleted = np.setdiff1d(all_old, old)
-    return old[order], new[order], deleted
+    old, new = old[order], new[order]
+    # every old address, sorted (a fragment's are already ascending); the deleted ones are those
+    # no survivor takes (both sorted and unique: a search, not numpy's hashing setdiff1d)
+    all_old = np.sort(np.concatenate(every)) if every else np.zeros(0, np.uint64)
+    survived = np.zeros(all_old.size, dtype=bool)
+    survived[np.searchsorted(all_old, old)] = True
+    return old, new, all_old[~survived]
 
 
 def _addresses(fragment: DataFragment) -> np.ndarray:
