@@ -30,6 +30,7 @@ from pyroaring import BitMap
 from lance_ops.errors import CommitConflictError, IndexNotFoundError, UnsupportedIndexTypeError
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.index.optimize import update_index
+from lance_ops.index.stats import segment_details
 from lance_ops.index.types import index_type_of, pylance_type_name, uuid_text
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.index_remap import check_index_files, discard, remap_all
@@ -168,19 +169,23 @@ def list_indices(files: VersionFiles) -> list[dict[str, Any]]:
 
 
 def index_stats(files: VersionFiles, name: str) -> dict[str, Any]:
-    """The keys of pylance's ``ds.stats.index_stats(name)`` that the manifest answers (the per-type
-    ``indices`` / ``segments`` details read from the index files are not reported)."""
+    """pylance's ``ds.stats.index_stats(name)``: coverage from the manifest, and per segment the
+    details its type reports (``indices`` and ``segments``, the same list;
+    :mod:`lance_ops.index.stats`)."""
     manifest = files.manifest
     segments = segments_of(manifest, name)
     covered = [_covered(manifest, s) for s in segments]
     indexed = BitMap.union(*covered) & BitMap(f.id for f in manifest.fragments)
     unindexed = [f for f in manifest.fragments if f.id not in indexed]
     stamps = [s.created_at for s in segments if s.created_at is not None]
+    details = [segment_details(files.storage, s) for s in segments]
     return {
         "index_type": type_name(files, segments[0]),
         "name": name,
         "num_indices": len(segments),
         "num_segments": len(segments),
+        "indices": details,
+        "segments": [dict(d) for d in details],
         "num_indexed_fragments": len(indexed),
         "num_indexed_rows": _live_rows(manifest, indexed),
         "num_unindexed_fragments": len(unindexed),
