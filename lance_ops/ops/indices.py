@@ -168,24 +168,24 @@ def list_indices(files: VersionFiles) -> list[dict[str, Any]]:
     ]
 
 
-def index_stats(files: VersionFiles, name: str) -> dict[str, Any]:
+def index_stats(files: VersionFiles, name: str, details: bool = True) -> dict[str, Any]:
     """pylance's ``ds.stats.index_stats(name)``: coverage from the manifest, and per segment the
     details its type reports (``indices`` and ``segments``, the same list;
-    :mod:`lance_ops.index.stats`)."""
+    :mod:`lance_ops.index.stats`), read from the index files unless ``details=False`` (coverage
+    only, from the manifest alone)."""
     manifest = files.manifest
     segments = segments_of(manifest, name)
     covered = [_covered(manifest, s) for s in segments]
     indexed = BitMap.union(*covered) & BitMap(f.id for f in manifest.fragments)
     unindexed = [f for f in manifest.fragments if f.id not in indexed]
     stamps = [s.created_at for s in segments if s.created_at is not None]
-    details = [segment_details(files.storage, s) for s in segments]
+    listed = [segment_details(files.storage, s) for s in segments] if details else []
     return {
         "index_type": type_name(files, segments[0]),
         "name": name,
         "num_indices": len(segments),
         "num_segments": len(segments),
-        "indices": details,
-        "segments": [dict(d) for d in details],
+        **({"indices": listed, "segments": [dict(d) for d in listed]} if details else {}),
         "num_indexed_fragments": len(indexed),
         "num_indexed_rows": _live_rows(manifest, indexed),
         "num_unindexed_fragments": len(unindexed),
