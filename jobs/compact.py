@@ -119,10 +119,10 @@ def executor_remapper(spark: SparkSession, uri: str, storage_options: Mapping[st
             for _, new_uuid in items:
                 remove_index_directory(storage, new_uuid)
             raise
-        failed = [(index, r) for index, r in zip(indices, results, strict=True) if isinstance(r, tuple)]
+        failed = [r for r in results if isinstance(r, tuple)]
         if failed:
             discard(storage, [r for r in results if isinstance(r, RewrittenIndex)])
-            index, (path, reason) = failed[0]
+            path, reason = failed[0]
             raise IndexCorruptError(path, reason)
         return [r for r in results if not isinstance(r, tuple)]
 
