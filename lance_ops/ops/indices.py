@@ -29,6 +29,7 @@ from pyroaring import BitMap
 
 from lance_ops.errors import CommitConflictError, IndexNotFoundError, UnsupportedIndexTypeError
 from lance_ops.fragment.reader import VersionFiles
+from lance_ops.index.files import new_index_directory, remove_index_directory
 from lance_ops.index.optimize import update_index
 from lance_ops.index.stats import segment_details
 from lance_ops.index.types import index_type_of, pylance_type_name, uuid_text
@@ -326,15 +327,29 @@ def optimize_indices(
         return OptimizeReport(remap_report.remapped, (), before), committed
     new_indices: list[IndexMetadata] = []
     removed: list[IndexMetadata] = []
-    for name, fragments in todo.items():
-        segments = segments_of(manifest, name)
-        updated = _extend(files, segments, fragments, num_indices_to_merge)
-        old_uuids = {s.uuid for s in segments}
-        new_uuids = {s.uuid for s in updated}
-        new_indices.extend(s for s in updated if s.uuid not in old_uuids)
-        removed.extend(s for s in segments if s.uuid not in new_uuids)
-    committed = commit(files.storage, CreateIndex(tuple(new_indices), tuple(removed)), options)
+    try:
+        for name, fragments in todo.items():
+            segments = segments_of(manifest, name)
+            with new_index_directory(files.storage):  # a failed extension leaves no directory
+                updated = _extend(files, segments, fragments, num_indices_to_merge)
+            old_uuids = {s.uuid for s in segments}
+            new_uuids = {s.uuid for s in updated}
+            new_indices.extend(s for s in updated if s.uuid not in old_uuids)
+            removed.extend(s for s in segments if s.uuid not in new_uuids)
+    except BaseException:  # the indices extended before this one are not committed either
+        _remove(files, new_indices)
+        raise
+    try:
+        committed = commit(files.storage, CreateIndex(tuple(new_indices), tuple(removed)), options)
+    except CommitConflictError:  # surely not committed: the new files are nobody's
+        _remove(files, new_indices)
+        raise
     return OptimizeReport(remap_report.remapped, tuple(todo), before), committed
+
+
+def _remove(files: VersionFiles, indices: Sequence[IndexMetadata]) -> None:
+    for index in indices:
+        remove_index_directory(files.storage, index.uuid)
 
 
 def _extend(

@@ -389,6 +389,23 @@ def test_optimize_indices_after_append_as_pylance(tmp_path, built, lance_module,
     assert lance_ops.dataset(ours).version == version
 
 
+def test_optimize_indices_with_a_corrupt_index_leaves_nothing_behind(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """The vector index is extended after the scalar ones: its failure removes their new segments
+    too, commits nothing, and names it."""
+    uri = _copy(built(False), tmp_path / "d")
+    lance_module.write_dataset(_table(ROWS, ROWS + 200, seed=5), uri, mode="append", max_rows_per_file=100)
+    ds = lance_ops.dataset(uri)
+    vec = next(i for i in ds.manifest.indices if i.name == "vec_idx")
+    aux = Path(uri) / "_indices" / str(uuid.UUID(bytes=vec.uuid)) / "auxiliary.idx"
+    aux.write_bytes(aux.read_bytes()[:-64] + b"\x07" * 64)
+    directories = sorted((Path(uri) / "_indices").iterdir())
+    with pytest.raises(IndexCorruptError, match="vec_idx"):
+        ds.optimize.optimize_indices()
+    assert lance_ops.dataset(uri).version == ds.version
+    assert sorted((Path(uri) / "_indices").iterdir()) == directories
+    assert lance_module.dataset(uri).stats.index_stats("id_idx")["num_unindexed_rows"] == 200
+
+
 def test_optimize_indices_names_the_index_it_cannot_extend(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
     uri = _copy(built(False), tmp_path / "d")
     _add_unknown_index(uri)
