@@ -148,7 +148,8 @@ def remove_index_directory(ctx: StorageContext, uuid: bytes) -> None:
 def new_index_directory(ctx: StorageContext, uuid: bytes | None = None) -> Iterator[None]:
     """Index writers created in this block (this thread) are tracked: the first takes ``uuid``
     when given, and if the block raises, every directory they started is removed before the
-    error goes on."""
+    error goes on (blocks nest: an inner block that succeeds hands its directories to the outer)."""
+    outer = _CLAIM.get()
     claim = _Claim(uuid)
     token = _CLAIM.set(claim)
     try:
@@ -157,6 +158,9 @@ def new_index_directory(ctx: StorageContext, uuid: bytes | None = None) -> Itera
         for started in claim.started:
             remove_index_directory(ctx, started)
         raise
+    else:
+        if outer is not None:  # an enclosing block answers for them from now on
+            outer.started.extend(claim.started)
     finally:
         _CLAIM.reset(token)
 
