@@ -37,13 +37,13 @@ def every_type(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def names(path: Path) -> list[str]:
+def names() -> list[str]:
     return [*SCALARS, *(f"v_{kind.lower()}" for kind in VECTOR_PARAMS)]
 
 
 def assert_stats_equal(path: Path) -> None:
     ours, theirs = lance_ops.dataset(str(path)), lance.dataset(str(path))
-    for name in names(path):
+    for name in names():
         mine: dict[str, Any] = ours.stats.index_stats(name)
         expected: dict[str, Any] = theirs.stats.index_stats(name)
         assert set(mine) == set(expected), name
@@ -67,7 +67,7 @@ def test_after_our_compaction_and_optimize(every_type: Path, tmp_path: Path) -> 
     lance_ops.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=1 << 20)
     assert_stats_equal(path)
     lance.write_dataset(make_table(300, start=3000, seed=7), path, mode="append")
-    lance_ops.dataset(str(path)).optimize.optimize_indices(index_names=names(path), num_indices_to_merge=0)
+    lance_ops.dataset(str(path)).optimize.optimize_indices(index_names=names(), num_indices_to_merge=0)
     assert_stats_equal(path)
     stats = lance.dataset(str(path)).stats.index_stats("v_ivf_pq")
     assert stats["num_indices"] == 2 and stats["num_unindexed_rows"] == 0
