@@ -112,7 +112,7 @@ def index_coverage(uri: str, storage_options: Mapping[str, str] | None = None) -
     for description in indices_op.describe_indices(files):
         if description.name.startswith("__lance_"):
             continue
-        stats = indices_op.index_stats(files, description.name)
+        stats = indices_op.index_stats(files, description.name, details=False)
         indexed, unindexed = stats["num_indexed_rows"], stats["num_unindexed_rows"]
         out[description.name] = (unindexed, indexed + unindexed)
     return out

@@ -7,16 +7,27 @@ as pylance does: explicit values, else the dataset's ``lance.compaction.*`` conf
 each task travels to an executor in its JSON form, which opens the plan's version, rewrites its
 fragments (:meth:`CompactionTask.execute`) and returns the :class:`RewriteResult` as JSON; the driver
 commits them with :func:`lance_ops.ops.compaction.commit_compaction` (``ReserveFragments`` then one
-``Rewrite``, as pylance's ``Compaction.commit``). ``commit_every=N`` runs and commits the tasks N at a
-time, so a long compaction keeps its progress; ``dry_run=True`` returns the plan as a DataFrame and
-writes nothing. A failed task fails its group before that group's commit. A plan with no task (a
-dataset already compacted, or empty) is a clean no-op: zero metrics, a log line, no new version.
+``Rewrite``, as pylance's ``Compaction.commit``).
+
+Indexed datasets: each task computes, where it rewrote the rows, its part of the old -> new row
+address mapping (its surviving old addresses in new row order, shipped back as a roaring bitmap);
+before the commit the indices to remap are rewritten on the executors, one Spark task per index,
+each from the union of those parts (an index's files interleave rows of every fragment, so they
+cannot be rewritten task by task: :mod:`lance_ops.ops.index_remap`). The driver only commits the
+``Rewrite`` with their ``rewritten_indices``. A remap that fails removes every directory the remap
+wrote and raises :class:`~lance_ops.errors.IndexCorruptError` naming the index; nothing is committed.
+
+``commit_every=N`` runs and commits the tasks N at a time, so a long compaction keeps its progress;
+``dry_run=True`` returns the plan as a DataFrame and writes nothing. A failed task fails its group
+before that group's commit. A plan with no task (a dataset already compacted, or empty) is a clean
+no-op: zero metrics, a log line, no new version.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -25,6 +36,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
 from jobs.common import commit_options, driver_log, latest, on_executors, run_main
+from lance_ops.errors import IndexCorruptError
+from lance_ops.index.files import remove_index_directory
+from lance_ops.io.context import StorageContext
 from lance_ops.ops import clustering
 from lance_ops.ops.compaction import (
     CompactionMetrics,
@@ -35,8 +49,19 @@ from lance_ops.ops.compaction import (
     commit_compaction,
     plan,
 )
+from lance_ops.ops.index_remap import (
+    GroupMove,
+    IndexRemapper,
+    address_mapping,
+    decode_moves,
+    discard,
+    encode_moves,
+    remap_with_codec,
+)
 from lance_ops.progress import COMPACT, ProgressCallback, Tracker
+from lance_ops.table.manifest import IndexMetadata, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore
+from lance_ops.table.transaction import RewrittenIndex
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +84,49 @@ def plan_frame(spark: SparkSession, the_plan: CompactionPlan) -> DataFrame:
         for n, s in enumerate(the_plan.summary())
     ]
     return spark.createDataFrame(rows, PLAN_SCHEMA)
+
+
+def executor_remapper(spark: SparkSession, uri: str, storage_options: Mapping[str, str]) -> IndexRemapper:
+    """An :data:`~lance_ops.ops.index_remap.IndexRemapper` rewriting each index in its own Spark task.
+
+    The moves travel as one compact text (:func:`~lance_ops.ops.index_remap.encode_moves`); each
+    task rebuilds the address mapping and remaps its index into a directory named by a uuid the
+    driver chose, so that whatever fails, the driver knows every directory to remove."""
+    options = dict(storage_options)
+
+    def remap(
+        storage: StorageContext,
+        manifest: Manifest,
+        indices: Sequence[IndexMetadata],
+        moves: Sequence[GroupMove],
+    ) -> list[RewrittenIndex | None]:
+        payload = encode_moves(moves)
+        items = [(index, uuid.uuid4().bytes) for index in indices]
+
+        def task(item: tuple[IndexMetadata, bytes]) -> RewrittenIndex | None | tuple[str, str]:
+            index, new_uuid = item
+            context = StorageContext.of(uri, options)
+            try:
+                return remap_with_codec(
+                    context, index, *address_mapping(decode_moves(payload)), uuid=new_uuid
+                )
+            except IndexCorruptError as exc:  # typed on the driver, not as a Spark task failure
+                return (exc.path, exc.reason)
+
+        try:
+            results = on_executors(spark, items, task)
+        except BaseException:
+            for _, new_uuid in items:
+                remove_index_directory(storage, new_uuid)
+            raise
+        failed = [r for r in results if isinstance(r, tuple)]
+        if failed:
+            discard(storage, [r for r in results if isinstance(r, RewrittenIndex)])
+            path, reason = failed[0]
+            raise IndexCorruptError(path, reason)
+        return [r for r in results if not isinstance(r, tuple)]
+
+    return remap
 
 
 def compact(
@@ -108,7 +176,8 @@ def compact(
     for start in range(0, len(tasks), group):
         finished = on_executors(spark, tasks[start : start + group], task, tracker)
         results = [RewriteResult.from_json(r) for r in finished]
-        metrics = metrics + commit_compaction(uri, results, commit).metrics
+        remapper = executor_remapper(spark, uri, store_options)
+        metrics = metrics + commit_compaction(uri, results, commit, remapper).metrics
     return metrics
 
 

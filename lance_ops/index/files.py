@@ -7,13 +7,20 @@ index's parameters. A rewritten index keeps those byte for byte unless its codec
 
 Errors name the index: a file that is missing or does not decode raises
 :class:`~lance_ops.errors.IndexCorruptError`.
+
+A remap that fails half way leaves nothing behind: inside :func:`new_index_directory` every
+directory an :class:`IndexWriter` starts is removed again when the block raises (and the first
+writer takes the uuid the caller chose, so a caller that loses the whole block, e.g. a failed
+Spark task, still knows which directory to remove with :func:`remove_index_directory`).
 """
 
 from __future__ import annotations
 
 import uuid as uuid_module
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -22,7 +29,15 @@ from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexFile, IndexMetadata
 
-__all__ = ["IndexFileData", "IndexWriter", "RemapResult", "index_file_names", "read_index_file"]
+__all__ = [
+    "IndexFileData",
+    "IndexWriter",
+    "RemapResult",
+    "index_file_names",
+    "new_index_directory",
+    "read_index_file",
+    "remove_index_directory",
+]
 
 
 @dataclass(frozen=True)
@@ -110,12 +125,59 @@ def read_index_file(ctx: StorageContext, index: IndexMetadata, name: str) -> Ind
     return IndexFileData(table, str(reader.version), buffers)
 
 
+@dataclass
+class _Claim:
+    """The directories writers started inside one :func:`new_index_directory` block."""
+
+    preset: bytes | None
+    started: list[bytes] = field(default_factory=list)
+
+
+_CLAIM: ContextVar[_Claim | None] = ContextVar("lance_ops_index_claim", default=None)
+
+
+def remove_index_directory(ctx: StorageContext, uuid: bytes) -> None:
+    """Delete ``_indices/<uuid>`` and its files (nothing to do when it does not exist)."""
+    directory = ctx.path("_indices", str(uuid_module.UUID(bytes=uuid)))
+    for info in ctx.store.walk(directory):
+        ctx.store.delete(info.path)
+    ctx.store.remove_directories(directory)
+
+
+@contextmanager
+def new_index_directory(ctx: StorageContext, uuid: bytes | None = None) -> Iterator[None]:
+    """Index writers created in this block (this thread) are tracked: the first takes ``uuid``
+    when given, and if the block raises, every directory they started is removed before the
+    error goes on (blocks nest: an inner block that succeeds hands its directories to the outer)."""
+    outer = _CLAIM.get()
+    claim = _Claim(uuid)
+    token = _CLAIM.set(claim)
+    try:
+        yield
+    except BaseException:
+        for started in claim.started:
+            remove_index_directory(ctx, started)
+        raise
+    else:
+        if outer is not None:  # an enclosing block answers for them from now on
+            outer.started.extend(claim.started)
+    finally:
+        _CLAIM.reset(token)
+
+
 class IndexWriter:
-    """Writes the files of a new index directory (a fresh uuid4) and collects their sizes."""
+    """Writes the files of a new index directory (a fresh uuid4, or the one
+    :func:`new_index_directory` chose) and collects their sizes."""
 
     def __init__(self, ctx: StorageContext) -> None:
         self._ctx = ctx
-        self.uuid = uuid_module.uuid4().bytes
+        claim = _CLAIM.get()
+        if claim is not None and claim.preset is not None and not claim.started:
+            self.uuid = claim.preset
+        else:
+            self.uuid = uuid_module.uuid4().bytes
+        if claim is not None:
+            claim.started.append(self.uuid)
         self._files: list[IndexFile] = []
 
     def path(self, name: str) -> str:

@@ -6,7 +6,7 @@ rows ``[level_offsets[l], level_offsets[l + 1])``)::
 
     __vector_id  uint32            the node: its position in the partition's storage rows
     __neighbors  list<uint32>      its neighbours on that level (storage positions)
-    _distance    list<float>       the distances to them (squared l2 for l2 indices)
+    _distance    list<float>       the distances to them (squared l2; cosine: 1 - cos; dot: 1 - x.y)
 
 Level 0 lists every node of the partition in order; higher levels list fewer. e.g. a partition of
 3 nodes with node 1 also on level 1: rows ``(0, [1, 2])``, ``(1, [0])``, ``(2, [0])``, ``(1, [])``,
@@ -190,19 +190,30 @@ def _repair(
 # --- building graphs (extension over appended rows) ----------------------------------------------
 
 
-def _knn(points: np.ndarray, k: int, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Edges ``(from, to, squared l2)`` from every point to its ``k`` nearest others (exact,
-    chunked brute force: quadratic in the number of points)."""
+def _distances(block: np.ndarray, points: np.ndarray, metric: str) -> np.ndarray:
+    """``[len(block), len(points)]`` distances as pylance stores them in its graphs: squared l2;
+    for cosine (vectors stored normalized) ``1 - cos``, half the squared l2; for dot ``1 - x.y``."""
+    if metric == "dot":
+        return (1.0 - block @ points.T).astype(np.float32)
+    norms = (points * points).sum(1)
+    squared = np.maximum((block * block).sum(1)[:, None] - 2.0 * block @ points.T + norms[None, :], 0.0)
+    return squared * 0.5 if metric == "cosine" else squared
+
+
+def _knn(
+    points: np.ndarray, k: int, metric: str = "l2", chunk: int = 2048
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edges ``(from, to, distance)`` from every point to its ``k`` nearest others in ``metric``
+    (exact, chunked brute force: quadratic in the number of points)."""
     n = len(points)
     k = min(k, n - 1)
     if k <= 0:
         empty = np.empty(0, np.int64)
         return empty, empty, np.empty(0, np.float32)
-    norms = (points * points).sum(1)
     sources, targets, distances = [], [], []
     for start in range(0, n, chunk):
         block = points[start : start + chunk]
-        d = np.maximum(norms[start : start + chunk, None] - 2.0 * block @ points.T + norms[None, :], 0.0)
+        d = _distances(block, points, metric)
         d[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf
         nearest = np.argpartition(d, k - 1, axis=1)[:, :k]
         sources.append(np.repeat(np.arange(start, start + len(block)), k))
@@ -234,7 +245,7 @@ def _symmetric(
 
 
 def _connected(
-    src: np.ndarray, dst: np.ndarray, dist: np.ndarray, points: np.ndarray
+    src: np.ndarray, dst: np.ndarray, dist: np.ndarray, points: np.ndarray, metric: str = "l2"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The edges plus one edge pair joining each connected component to the first node's, so a
     search from any node reaches every node (a k-nearest-neighbour graph of clustered points may
@@ -252,7 +263,7 @@ def _connected(
     roots = np.flatnonzero((label == np.arange(n)) & (np.arange(n) != 0))
     if not roots.size:
         return src, dst, dist
-    joins = ((points[roots] - points[0]) ** 2).sum(1).astype(np.float32)
+    joins = _distances(points[roots], points[:1], metric)[:, 0].astype(np.float32)
     zeros = np.zeros(roots.size, np.int64)
     src = np.concatenate([src, roots, zeros])
     dst = np.concatenate([dst, zeros, roots])
@@ -262,11 +273,12 @@ def _connected(
 
 
 def build_graphs(
-    vectors: np.ndarray, lengths: np.ndarray, params: dict[str, Any], seed: int
+    vectors: np.ndarray, lengths: np.ndarray, params: dict[str, Any], seed: int, metric: str = "l2"
 ) -> tuple[pa.Table, list[dict[str, Any]], np.ndarray]:
     """HNSW graphs over ``vectors`` (storage order, partition after partition; ``lengths`` rows
     each) with pylance's parameters ``params`` (``m``, ``max_level``): ``(rows, per-partition
-    metadata, rows per partition)``.
+    metadata, rows per partition)``. Neighbours and stored distances are in ``metric`` (``l2``,
+    ``cosine`` on the normalized vectors a cosine index stores, or ``dot``; see :func:`_distances`).
 
     Levels are drawn as HNSW draws them (level >= l with probability ``m ** -l``); on each level a
     node is linked to its nearest nodes of that level (``2 * m`` on level 0, ``m`` above) and to the
@@ -289,7 +301,7 @@ def build_graphs(
         for level in range(max_level):
             nodes = np.flatnonzero(levels >= level)
             k = 2 * m if level == 0 else m
-            src, dst, dist = _connected(*_symmetric(*_knn(points[nodes], k)), points[nodes])
+            src, dst, dist = _connected(*_symmetric(*_knn(points[nodes], k, metric)), points[nodes], metric)
             counts = np.bincount(src, minlength=nodes.size)
             ids.append(nodes)
             neighbour_lists.append((counts, nodes[dst]))

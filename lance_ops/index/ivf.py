@@ -26,8 +26,9 @@ Remap drops removed rows and renumbers the rest partition by partition (``index.
 HNSW graphs refer to storage positions: unchanged when no row is removed (``index.idx`` copied),
 else the removed nodes are taken out of the graphs (:mod:`lance_ops.index.hnsw`).
 
-Extension (optimize after an append; l2, cosine and dot) assigns each new vector to its centroid and encodes
-it with the existing codebook / bounds, as pylance's delta segments do; ``index.idx`` is copied.
+Extension (optimize after an append; l2, cosine and dot) assigns each new vector to its centroid
+and encodes it with the existing codebook / bounds, as pylance's delta segments do; ``index.idx``
+is copied, or for HNSW holds new graphs built in the index's metric.
 """
 
 from __future__ import annotations
@@ -131,15 +132,19 @@ def _transpose_partitions(flat: np.ndarray, lengths: np.ndarray, width: int, to_
     ``o * width + j * n + k`` when transposed, ``(o + k) * width + j`` when not.
     """
     rows = int(lengths.sum())
-    partition = np.repeat(np.arange(lengths.size), lengths)
-    starts = np.cumsum(lengths) - lengths
-    local = np.arange(rows) - starts[partition]
-    j = np.arange(width)
-    transposed_at = (starts[partition] * width + local)[:, None] + j[None, :] * lengths[partition][:, None]
+    starts = (np.cumsum(lengths) - lengths).tolist()
+    flat = flat.reshape(-1)
+    # one block copy per partition (a few thousand at most), each a [width, n] <-> [n, width] view
     if to_rows:
-        return flat[transposed_at]
+        out = np.empty((rows, width), dtype=flat.dtype)
+        for start, n in zip(starts, lengths.tolist(), strict=True):
+            out[start : start + n] = flat[start * width : (start + n) * width].reshape(width, n).T
+        return out
     out = np.empty(rows * width, dtype=flat.dtype)
-    out[transposed_at] = flat.reshape(rows, width)
+    for start, n in zip(starts, lengths.tolist(), strict=True):
+        out[start * width : (start + n) * width].reshape(width, n)[...] = (
+            flat[start * width : (start + n) * width].reshape(n, width).T
+        )
     return out
 
 
@@ -260,14 +265,22 @@ def _centroids(ctx: StorageContext, index: IndexMetadata) -> tuple[np.ndarray, s
     return centroids, metric
 
 
-def _nearest(vectors: np.ndarray, points: np.ndarray, dot: bool = False, chunk: int = 65536) -> np.ndarray:
+def _nearest(vectors: np.ndarray, points: np.ndarray, dot: bool = False, chunk: int = 8192) -> np.ndarray:
     """Index of the nearest of ``points`` for each of ``vectors`` (squared l2, or with ``dot`` the
-    largest inner product), in chunks."""
-    norms = 0.0 if dot else (points * points).sum(1)[None, :]
-    parts = [
-        (norms - 2.0 * vectors[i : i + chunk] @ points.T).argmin(1) for i in range(0, len(vectors), chunk)
-    ]
-    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+    largest inner product), in cache-sized chunks computed in place (``|p|^2 - 2 v.p``: the same
+    float32 values, so the same choices, as the plain expression)."""
+    transposed = np.ascontiguousarray(points.T)
+    norms = (points * points).sum(1)
+    out = np.empty(len(vectors), np.int64)
+    for i in range(0, len(vectors), chunk):
+        products = np.ascontiguousarray(vectors[i : i + chunk]) @ transposed
+        if dot:
+            out[i : i + chunk] = products.argmax(1)
+        else:
+            products *= -2.0
+            products += norms
+            out[i : i + chunk] = products.argmin(1)
+    return out
 
 
 def _assign(
@@ -339,11 +352,6 @@ def extend_ivf(
     index shares; ``index.idx`` is copied from it."""
     storage = _read_storage(ctx, template, kind)
     centroids, metric = _centroids(ctx, template)
-    if "HNSW" in kind and metric != "l2":
-        raise UnsupportedIndexTypeError(
-            f"{kind} index {template.name!r}: extending a {metric!r} HNSW index is not supported (only l2)",
-            template.name,
-        )
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[1] != centroids.shape[1]:
         raise IndexCorruptError(
@@ -366,17 +374,19 @@ def extend_ivf(
     codes_in_order = np.concatenate(codes)[order]
     writer = IndexWriter(ctx)
     if "HNSW" in kind:
-        graph_vectors = _decode(storage, kind, codes_in_order, centroids[partition[order]])
-        _write_new_graphs(writer, ctx, template, graph_vectors, lengths)
+        # PQ codes of dot indices encode the vectors themselves, of l2 / cosine ones the residuals
+        offsets = 0.0 if metric == "dot" else centroids[partition[order]]
+        graph_vectors = _decode(storage, kind, codes_in_order, offsets)
+        _write_new_graphs(writer, ctx, template, graph_vectors, lengths, metric)
     else:
         writer.copy(ctx, template, INDEX_FILE)
     _write_storage(writer, storage, row_id[order], codes_in_order, lengths)
     return writer.result(template)
 
 
-def _decode(storage: _Storage, kind: str, codes: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """Approximate float vectors of storage rows (an l2 index's): FLAT as stored, SQ at the middle
-    of each code's bucket, PQ as centroid + codewords."""
+def _decode(storage: _Storage, kind: str, codes: np.ndarray, centroids: np.ndarray | float) -> np.ndarray:
+    """Approximate float vectors of storage rows: FLAT as stored, SQ at the middle of each code's
+    bucket, PQ as ``centroids`` (each row's, or 0 where PQ encodes the vectors) + codewords."""
     quantizer = _quantizer(kind)
     if quantizer == "FLAT":
         return codes.astype(np.float32)
@@ -396,13 +406,15 @@ def _write_new_graphs(
     template: IndexMetadata,
     vectors: np.ndarray,
     lengths: np.ndarray,
+    metric: str,
 ) -> None:
-    """``index.idx`` with new HNSW graphs over ``vectors`` and ``template``'s model and parameters."""
+    """``index.idx`` with new HNSW graphs over ``vectors`` in ``metric`` and ``template``'s model
+    and parameters."""
     data, position, ivf, old_meta = _read_graphs(ctx, template)
     if not old_meta or not isinstance(old_meta[0].get("params"), dict):
         raise _corrupt(template, INDEX_FILE, "lance:hnsw holds no HNSW parameters")
     seed = int.from_bytes(writer.uuid[:8], "little")
-    table, meta, graph_lengths = build_graphs(vectors, lengths, old_meta[0]["params"], seed)
+    table, meta, graph_lengths = build_graphs(vectors, lengths, old_meta[0]["params"], seed, metric)
     _write_graph_file(writer, data, position, ivf, table, meta, graph_lengths)
 
 

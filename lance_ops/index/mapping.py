@@ -26,6 +26,12 @@ def _u64(values: np.ndarray | None) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(values if values is not None else (), dtype=np.uint64).ravel())
 
 
+def _any_in(values: np.ndarray, sorted_values: np.ndarray) -> bool:
+    """Whether any of ``values`` is in ``sorted_values`` (ascending)."""
+    at = np.minimum(np.searchsorted(sorted_values, values), sorted_values.size - 1)
+    return bool((sorted_values[at] == values).any())
+
+
 @dataclass(frozen=True)
 class RowAddressMapping:
     """Surviving old addresses (sorted) with their new addresses, and the old addresses removed."""
@@ -35,12 +41,14 @@ class RowAddressMapping:
     removed: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
 
     def __post_init__(self) -> None:
-        old, new, removed = _u64(self.old_addrs), _u64(self.new_addrs), np.unique(_u64(self.removed))
+        old, new, removed = _u64(self.old_addrs), _u64(self.new_addrs), _u64(self.removed)
+        if removed.size > 1 and not bool(np.all(removed[1:] > removed[:-1])):
+            removed = np.unique(removed)
         if old.shape != new.shape:
             raise InvalidArgumentError(f"old_addrs ({old.size}) and new_addrs ({new.size}) differ in length")
         if old.size > 1 and not bool(np.all(old[1:] > old[:-1])):
             raise InvalidArgumentError("old_addrs must be sorted ascending without repeats")
-        if removed.size and old.size and np.isin(removed, old, assume_unique=True).any():
+        if removed.size and old.size and _any_in(removed, old):
             raise InvalidArgumentError("an address is both moved and removed")
         object.__setattr__(self, "old_addrs", old)
         object.__setattr__(self, "new_addrs", new)
@@ -57,7 +65,7 @@ class RowAddressMapping:
 
     def removes_any(self, addrs: np.ndarray) -> bool:
         """Whether any of ``addrs`` is removed by this mapping."""
-        return bool(self.removed.size) and bool(np.isin(_u64(addrs), self.removed).any())
+        return bool(self.removed.size) and _any_in(_u64(addrs), self.removed)
 
     def apply(self, addrs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(new addresses of the kept rows, kept mask)`` for ``addrs`` (any order, repeats allowed)."""

@@ -18,6 +18,7 @@ others          :class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the 
 ==============  ==================================================================
 
 The caller falls back to the Fragment Reuse Index where this raises UnsupportedIndexTypeError.
+A remap that raises removes the directory it had started (nothing half written is left behind).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 from lance_ops.errors import UnsupportedIndexTypeError
 from lance_ops.index.bitmap import NGRAM_LAYOUT, remap_bitmap
 from lance_ops.index.btree import remap_btree
-from lance_ops.index.files import RemapResult
+from lance_ops.index.files import RemapResult, new_index_directory
 from lance_ops.index.inverted import remap_inverted
 from lance_ops.index.ivf import remap_ivf
 from lance_ops.index.mapping import RowAddressMapping
@@ -47,11 +48,19 @@ __all__ = ["REMAPPABLE_TYPES", "RemapResult", "RowAddressMapping", "remap_index"
 REMAPPABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, NGRAM, INVERTED, *VECTOR_TYPES)
 
 
-def remap_index(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping) -> RemapResult | None:
-    """``index`` rewritten under ``mapping`` into a new directory, or ``None`` for a type pylance
-    keeps as it is (ZONEMAP). Raises UnsupportedIndexTypeError (type not remappable, or an
-    INVERTED index losing rows) and
-    IndexCorruptError (missing or undecodable files), both naming the index."""
+def remap_index(
+    ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping, uuid: bytes | None = None
+) -> RemapResult | None:
+    """``index`` rewritten under ``mapping`` into a new directory (named ``uuid`` when given, else
+    a fresh uuid), or ``None`` for a type pylance keeps as it is (ZONEMAP). Raises
+    UnsupportedIndexTypeError (type not remappable, or an INVERTED index losing rows) and
+    IndexCorruptError (missing or undecodable files), both naming the index; either way the new
+    directory is removed again."""
+    with new_index_directory(ctx, uuid):
+        return _remap(ctx, index, mapping)
+
+
+def _remap(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping) -> RemapResult | None:
     kind = index_type_of(index, ctx)
     if kind == ZONEMAP:
         return None

@@ -65,6 +65,7 @@ from pyroaring import BitMap64
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
+    CommitConflictError,
     CorruptFileError,
     InvalidArgumentError,
     InvalidOptionError,
@@ -80,9 +81,11 @@ from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.index_remap import (
     GroupMove,
     IndexChanges,
+    IndexRemapper,
     changes_for_rewrite,
     check_index_files,
     covering,
+    discard,
     refuse_deferred_with_stable_ids,
 )
 from lance_ops.progress import COMPACT, ProgressCallback, Tracker
@@ -727,11 +730,16 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
 
 
 def commit_compaction(
-    location: Location, results: Sequence[RewriteResult], options: CommitOptions
+    location: Location,
+    results: Sequence[RewriteResult],
+    options: CommitOptions,
+    remapper: IndexRemapper | None = None,
 ) -> CompactionOutcome:
     """Commit finished tasks: reserve the new fragment ids, then one ``Rewrite`` on the plan's version.
 
     ``location`` is the dataset's storage context, or its URI (opened with ``options.storage_options``).
+    ``remapper`` rewrites the files of the indices to remap (default: here, one after the other;
+    the Spark job remaps on its executors); rewritten files that end up not committed are removed.
 
     Raises :class:`~lance_ops.errors.RetryableCommitConflictError` when a fragment being compacted
     was changed since the plan's read version (updated, rewritten, or deleted from without stable
@@ -756,12 +764,21 @@ def commit_compaction(
         # unless another writer reserves first (then they are rewritten again).
         first = 0 if latest.max_fragment_id is None else latest.max_fragment_id + 1
         moves, _ = _moves(results, first)
-        changes = changes_for_rewrite(storage, latest, moves, defer=defer, reuse_version=latest.version + 1)
-    reserved, _ = commit(storage, ReserveFragments(count), replace(options, read_version=None))
+        changes = changes_for_rewrite(
+            storage, latest, moves, defer=defer, reuse_version=latest.version + 1, remapper=remapper
+        )
+    try:
+        reserved, _ = commit(storage, ReserveFragments(count), replace(options, read_version=None))
+    except CommitConflictError:  # surely not committed (after an I/O error it might be)
+        discard(storage, changes.rewritten)
+        raise
     assert reserved.max_fragment_id is not None
     moves, groups = _moves(results, reserved.max_fragment_id - count + 1)
     if covered and (reserved.max_fragment_id != first + count - 1 or reserved.version != latest.version + 1):
-        changes = changes_for_rewrite(storage, reserved, moves, defer=defer, reuse_version=reserved.version)
+        discard(storage, changes.rewritten)  # written for the ids another writer reserved first
+        changes = changes_for_rewrite(
+            storage, reserved, moves, defer=defer, reuse_version=reserved.version, remapper=remapper
+        )
     old_addrs: list[np.ndarray] = []
     new_addrs: list[np.ndarray] = []
     if not latest.uses_stable_row_ids:
@@ -772,7 +789,11 @@ def commit_compaction(
                 row_addresses(f.id, np.arange(f.physical_rows, dtype=np.int64)) for f in move.new
             )
     operation = Rewrite(tuple(groups), changes.rewritten, changes.frag_reuse_index)
-    manifest, transaction = commit(storage, operation, replace(options, read_version=versions.pop()))
+    try:
+        manifest, transaction = commit(storage, operation, replace(options, read_version=versions.pop()))
+    except CommitConflictError:  # surely not committed: the rewritten files are nobody's
+        discard(storage, changes.rewritten)
+        raise
     metrics = sum((r.metrics for r in results), CompactionMetrics())
     address_map = None
     if old_addrs:

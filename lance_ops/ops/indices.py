@@ -27,12 +27,14 @@ from typing import Any
 
 from pyroaring import BitMap
 
-from lance_ops.errors import IndexNotFoundError, UnsupportedIndexTypeError
+from lance_ops.errors import CommitConflictError, IndexNotFoundError, UnsupportedIndexTypeError
 from lance_ops.fragment.reader import VersionFiles
+from lance_ops.index.files import new_index_directory, remove_index_directory
 from lance_ops.index.optimize import update_index
+from lance_ops.index.stats import segment_details
 from lance_ops.index.types import index_type_of, pylance_type_name, uuid_text
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.ops.index_remap import check_index_files, remap_with_codec
+from lance_ops.ops.index_remap import check_index_files, discard, remap_all
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import FRAG_REUSE_INDEX_NAME, is_system, is_zone_map
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
@@ -167,20 +169,24 @@ def list_indices(files: VersionFiles) -> list[dict[str, Any]]:
     ]
 
 
-def index_stats(files: VersionFiles, name: str) -> dict[str, Any]:
-    """The keys of pylance's ``ds.stats.index_stats(name)`` that the manifest answers (the per-type
-    ``indices`` / ``segments`` details read from the index files are not reported)."""
+def index_stats(files: VersionFiles, name: str, details: bool = True) -> dict[str, Any]:
+    """pylance's ``ds.stats.index_stats(name)``: coverage from the manifest, and per segment the
+    details its type reports (``indices`` and ``segments``, the same list;
+    :mod:`lance_ops.index.stats`), read from the index files unless ``details=False`` (coverage
+    only, from the manifest alone)."""
     manifest = files.manifest
     segments = segments_of(manifest, name)
     covered = [_covered(manifest, s) for s in segments]
     indexed = BitMap.union(*covered) & BitMap(f.id for f in manifest.fragments)
     unindexed = [f for f in manifest.fragments if f.id not in indexed]
     stamps = [s.created_at for s in segments if s.created_at is not None]
+    listed = [segment_details(files.storage, s) for s in segments] if details else []
     return {
         "index_type": type_name(files, segments[0]),
         "name": name,
         "num_indices": len(segments),
         "num_segments": len(segments),
+        **({"indices": listed, "segments": [dict(d) for d in listed]} if details else {}),
         "num_indexed_fragments": len(indexed),
         "num_indexed_rows": _live_rows(manifest, indexed),
         "num_unindexed_fragments": len(unindexed),
@@ -237,11 +243,10 @@ def remap_deferred(
     new_indices: list[IndexMetadata] = []
     removed: list[IndexMetadata] = []
     still: list[str] = []
-    for index in behind:
-        old, new = details.mapping_since(0)
-        keep = new != frag_reuse.DROPPED
-        deleted = old[~keep]
-        result = remap_with_codec(files.storage, index, old[keep], new[keep], deleted)
+    old, new = details.mapping_since(0)
+    keep = new != frag_reuse.DROPPED
+    results = remap_all(files.storage, behind, old[keep], new[keep], old[~keep]) if behind else []
+    for index, result in zip(behind, results, strict=True):
         if result is None:
             still.append(index.name)
             continue
@@ -263,7 +268,11 @@ def remap_deferred(
     removed.append(reuse)
     if left.versions:
         new_indices.append(frag_reuse.reuse_index(left, reuse.dataset_version))
-    committed = commit(files.storage, CreateIndex(tuple(new_indices), tuple(removed)), options)
+    try:
+        committed = commit(files.storage, CreateIndex(tuple(new_indices), tuple(removed)), options)
+    except CommitConflictError:  # surely not committed: the remapped files are nobody's
+        discard(files.storage, results)
+        raise
     report = RemapReport(
         tuple(i.name for i in new_indices if i.name != FRAG_REUSE_INDEX_NAME),
         tuple(still),
@@ -318,15 +327,29 @@ def optimize_indices(
         return OptimizeReport(remap_report.remapped, (), before), committed
     new_indices: list[IndexMetadata] = []
     removed: list[IndexMetadata] = []
-    for name, fragments in todo.items():
-        segments = segments_of(manifest, name)
-        updated = _extend(files, segments, fragments, num_indices_to_merge)
-        old_uuids = {s.uuid for s in segments}
-        new_uuids = {s.uuid for s in updated}
-        new_indices.extend(s for s in updated if s.uuid not in old_uuids)
-        removed.extend(s for s in segments if s.uuid not in new_uuids)
-    committed = commit(files.storage, CreateIndex(tuple(new_indices), tuple(removed)), options)
+    try:
+        for name, fragments in todo.items():
+            segments = segments_of(manifest, name)
+            with new_index_directory(files.storage):  # a failed extension leaves no directory
+                updated = _extend(files, segments, fragments, num_indices_to_merge)
+            old_uuids = {s.uuid for s in segments}
+            new_uuids = {s.uuid for s in updated}
+            new_indices.extend(s for s in updated if s.uuid not in old_uuids)
+            removed.extend(s for s in segments if s.uuid not in new_uuids)
+    except BaseException:  # the indices extended before this one are not committed either
+        _remove(files, new_indices)
+        raise
+    try:
+        committed = commit(files.storage, CreateIndex(tuple(new_indices), tuple(removed)), options)
+    except CommitConflictError:  # surely not committed: the new files are nobody's
+        _remove(files, new_indices)
+        raise
     return OptimizeReport(remap_report.remapped, tuple(todo), before), committed
+
+
+def _remove(files: VersionFiles, indices: Sequence[IndexMetadata]) -> None:
+    for index in indices:
+        remove_index_directory(files.storage, index.uuid)
 
 
 def _extend(

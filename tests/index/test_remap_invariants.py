@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import uuid
 from pathlib import Path
 
 import lance
@@ -19,6 +20,7 @@ from pyroaring import BitMap, BitMap64
 import lance_ops
 from lance_ops.errors import IndexCorruptError, InvalidArgumentError
 from lance_ops.file import LanceFileReader, LanceFileWriter
+from lance_ops.index.files import IndexWriter, new_index_directory
 from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.index.remap import remap_index
 from lance_ops.index.treemap import (
@@ -28,6 +30,7 @@ from lance_ops.index.treemap import (
     encode_row_address_map,
 )
 from lance_ops.index.types import uuid_text
+from lance_ops.io.context import StorageContext
 from tests.index.conftest import build_all
 from tests.index.helpers import commit_indices, scalar_answers
 
@@ -117,8 +120,8 @@ def test_missing_and_corrupt_files(every_index: Path, tmp_path: Path) -> None:
     bitmaps.write_bytes(b"garbage" * 10)
     with pytest.raises(IndexCorruptError, match="cat_idx"):
         remap_index(ours.storage, by_name["cat_idx"], RowAddressMapping.identity())
-    # a failed remap may leave a partial directory of its own, never touches the old ones
-    assert set(index_dirs) <= {p.name for p in (path / "_indices").iterdir()}
+    # a failed remap leaves no directory of its own behind and never touches the old ones
+    assert index_dirs == sorted(p.name for p in (path / "_indices").iterdir())
     # a valid Lance file whose row sets are cut short
     tags = path / "_indices" / uuid_text(by_name["tags_idx"]) / "bitmap_page_lookup.lance"
     reader = LanceFileReader(str(tags))
@@ -183,3 +186,22 @@ def test_row_set_codecs_round_trip(addrs: list[int]) -> None:
         size = int.from_bytes(data[8:12], "little")
         first = [a & 0xFFFFFFFF for a in sorted(addrs) if a >> 32 == fragments[0]]
         assert BitMap.deserialize(data[12 : 12 + size]) == BitMap(first)
+
+
+def test_new_index_directories_removed_when_a_block_fails(tmp_path: Path) -> None:
+    """Directories started in a failed block go, nested blocks' too; a block that succeeds keeps
+    them (and its first writer takes the uuid asked for)."""
+    ctx = StorageContext.of(str(tmp_path))
+    table = pa.table({"a": [1, 2]})
+    chosen = bytes(range(16))
+    with new_index_directory(ctx, chosen):
+        IndexWriter(ctx).write("kept.lance", table)
+    kept = sorted(p.name for p in (tmp_path / "_indices").iterdir())
+    assert kept == [str(uuid.UUID(bytes=chosen))]
+    with pytest.raises(RuntimeError, match="boom"):
+        with new_index_directory(ctx):
+            with new_index_directory(ctx):
+                IndexWriter(ctx).write("inner.lance", table)
+            IndexWriter(ctx).write("outer.lance", table)
+            raise RuntimeError("boom")
+    assert sorted(p.name for p in (tmp_path / "_indices").iterdir()) == kept

@@ -16,6 +16,7 @@ from lance_ops.errors import UnsupportedIndexTypeError
 from lance_ops.file import LanceFileReader
 from lance_ops.index.remap import remap_index
 from lance_ops.index.types import uuid_text
+from lance_ops.ops.compaction import CompactionOptions
 from tests.index.conftest import DELETE, build_scalar
 from tests.index.helpers import compact_deferred, remap_all, scalar_answers
 
@@ -188,3 +189,37 @@ def test_one_row_left(tmp_path: Path) -> None:
         indexed, scanned, plan = scalar_answers(ours, predicate)
         assert "ScalarIndexQuery" in plan
         assert indexed.equals(scanned), predicate
+
+
+def test_text_indices_through_our_compaction_with_removed_rows(
+    deleted: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """lance_ops' own compaction of rows with deletions: the NGRAM index is remapped (removed rows
+    leave its posting lists); the INVERTED index cannot lose documents yet, so it is deferred through
+    the Fragment Reuse Index with a log line naming it. pylance's full-text and contains() answers
+    equal those after its own compaction of a twin, before and after our optimize_indices."""
+    ours_path, twin_path = tmp_path / "ours", tmp_path / "twin"
+    shutil.copytree(deleted, ours_path)
+    shutil.copytree(deleted, twin_path)
+    with caplog.at_level("INFO", logger="lance_ops.ops.index_remap"):
+        outcome = lance_ops.dataset(str(ours_path)).optimize.compact_files_with_outcome(
+            CompactionOptions(target_rows_per_fragment=1 << 20)
+        )
+    assert outcome is not None
+    assert "txt_ng" in outcome.indices.remapped and outcome.indices.deferred == ("txt_idx",)
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("txt_idx" in m and "fragment reuse index" in m for m in logged), logged
+    lance.dataset(str(twin_path)).optimize.compact_files(target_rows_per_fragment=1 << 20)
+    twin = lance.dataset(str(twin_path))
+    for step in ("compacted", "optimized"):
+        ours = lance.dataset(str(ours_path))
+        assert "MatchQuery: column=txt" in ours.scanner(full_text_query="world").explain_plan(True), step
+        assert ours.to_table(full_text_query="world").num_rows == ours.count_rows() == twin.count_rows()
+        for query in ("world", "hello", "3", "nothing"):
+            mine = ours.to_table(full_text_query=query, columns=["id"]).sort_by("id")
+            theirs = twin.to_table(full_text_query=query, columns=["id"]).sort_by("id")
+            assert mine["id"].equals(theirs["id"]), (step, query)
+        for predicate in PREDICATES["txt_ng"]:
+            indexed, scanned, plan = scalar_answers(ours, predicate)
+            assert indexed.equals(scanned) and "txt_ng" in plan, (step, predicate)
+        lance_ops.dataset(str(ours_path)).optimize.optimize_indices()

@@ -290,20 +290,36 @@ def test_drop_index_as_pylance(tmp_path, built, lance_module) -> None:  # type: 
         ds.optimize.optimize_indices(index_names=["id_idx"])
 
 
-@pytest.mark.parametrize("damage", ["missing", "truncated"])
-def test_damaged_index_file_is_a_typed_error_and_nothing_is_committed(tmp_path, built, damage) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("name", "file", "damage"),
+    [
+        ("id_idx", "page_data.lance", "missing"),
+        ("id_idx", "page_data.lance", "truncated"),
+        # remapped after the scalar indices: their new directories are removed again
+        ("vec_idx", "auxiliary.idx", "truncated"),
+        ("vec_idx", "auxiliary.idx", "garbage"),
+    ],
+)
+def test_damaged_index_file_is_a_typed_error_and_nothing_is_committed(  # type: ignore[no-untyped-def]
+    tmp_path, built, lance_module, name, file, damage
+) -> None:
     uri = _copy(built(False), tmp_path / "d")
     ds = lance_ops.dataset(uri)
-    btree = next(i for i in ds.manifest.indices if i.name == "id_idx")
-    page = Path(uri) / "_indices" / str(uuid.UUID(bytes=btree.uuid)) / "page_data.lance"
+    index = next(i for i in ds.manifest.indices if i.name == name)
+    page = Path(uri) / "_indices" / str(uuid.UUID(bytes=index.uuid)) / file
     if damage == "missing":
         page.unlink()
-    else:
+    elif damage == "truncated":
         page.write_bytes(page.read_bytes()[:100])
+    else:
+        page.write_bytes(page.read_bytes()[:-64] + b"\x07" * 64)
     version = ds.version
-    with pytest.raises(IndexCorruptError, match="id_idx"):
+    directories = sorted((Path(uri) / "_indices").iterdir())
+    with pytest.raises(IndexCorruptError, match=name):
         ds.optimize.compact_files(target_rows_per_fragment=250)
     assert lance_ops.dataset(uri).version == version
+    assert sorted((Path(uri) / "_indices").iterdir()) == directories  # nothing half written is left
+    assert lance_module.dataset(uri).count_rows() == ROWS - ROWS // 10
 
 
 def test_other_operations_keep_indices_right(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
@@ -371,6 +387,23 @@ def test_optimize_indices_after_append_as_pylance(tmp_path, built, lance_module,
     version = ds.version
     assert ds.optimize.optimize_indices().extended == ()  # run twice: nothing to do, no commit
     assert lance_ops.dataset(ours).version == version
+
+
+def test_optimize_indices_with_a_corrupt_index_leaves_nothing_behind(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """The vector index is extended after the scalar ones: its failure removes their new segments
+    too, commits nothing, and names it."""
+    uri = _copy(built(False), tmp_path / "d")
+    lance_module.write_dataset(_table(ROWS, ROWS + 200, seed=5), uri, mode="append", max_rows_per_file=100)
+    ds = lance_ops.dataset(uri)
+    vec = next(i for i in ds.manifest.indices if i.name == "vec_idx")
+    aux = Path(uri) / "_indices" / str(uuid.UUID(bytes=vec.uuid)) / "auxiliary.idx"
+    aux.write_bytes(aux.read_bytes()[:-64] + b"\x07" * 64)
+    directories = sorted((Path(uri) / "_indices").iterdir())
+    with pytest.raises(IndexCorruptError, match="vec_idx"):
+        ds.optimize.optimize_indices()
+    assert lance_ops.dataset(uri).version == ds.version
+    assert sorted((Path(uri) / "_indices").iterdir()) == directories
+    assert lance_module.dataset(uri).stats.index_stats("id_idx")["num_unindexed_rows"] == 200
 
 
 def test_optimize_indices_names_the_index_it_cannot_extend(tmp_path, built, lance_module) -> None:  # type: ignore[no-untyped-def]
