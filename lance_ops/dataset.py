@@ -749,11 +749,14 @@ class LanceDataset:
             changes_op.delta(self._storage, self.version, compared_against, begin_version, end_version)
         )
 
-    def changes(self, start_version: int, end_version: int | None = None) -> pa.Table:
+    def changes(
+        self, start_version: int, end_version: int | None = None, *, keys: Sequence[str] | None = None
+    ) -> pa.Table:
         """Changed rows of commits ``start_version..end_version`` (default: this version) with
-        ``_change_type`` and ``_commit_version`` (Delta's change data feed)."""
+        ``_change_type`` and ``_commit_version`` (Delta's change data feed); ``keys`` (columns
+        identifying a row) pair updates into pre/post images without stable row ids."""
         end = self.version if end_version is None else end_version
-        return changes_op.changes(self._storage, start_version, end)
+        return changes_op.changes(self._storage, start_version, end, keys)
 
     def add_columns(
         self,

@@ -27,6 +27,7 @@ followed through the row ids instead of retrying (:mod:`lance_ops.table.rewrite_
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -48,6 +49,7 @@ from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
+from lance_ops.ops.changes import MERGE_KEYS_PROPERTY
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.delete import FragmentDeletion
 from lance_ops.ops.update import (
@@ -58,6 +60,7 @@ from lance_ops.ops.update import (
     Committed,
     RowRewrite,
     run_with_retries,
+    with_properties,
 )
 from lance_ops.query.predicate import Bound, Predicate, parse_predicate
 from lance_ops.table.commit import load_manifest
@@ -431,8 +434,9 @@ def commit_merge(
     """Commit what ``attempt`` prepares on ``files`` (again on the latest version after a retryable
     conflict), with the check that refuses keys a concurrent commit inserted."""
     check = _new_key_check(files, plan, source) if plan.insert_not_matched else None
+    recorded = with_properties(options, {MERGE_KEYS_PROPERTY: json.dumps(list(plan.on))})
     return run_with_retries(
-        files, attempt, replace(options, conflict_check=check), plan.conflict_retries, plan.retry_timeout
+        files, attempt, replace(recorded, conflict_check=check), plan.conflict_retries, plan.retry_timeout
     )
 
 
