@@ -199,6 +199,8 @@ class _Merge:
         self.keys = source.select(list(plan.on)).append_column(
             _SOURCE_INDEX, pa.array(np.arange(source.num_rows, dtype=np.int64))
         )
+        key = source.column(plan.on[0]) if len(plan.on) == 1 else None
+        self.unique_single_key = key is not None and pc.count_distinct(key, mode="all").as_py() == len(key)
         self.matched = np.zeros(source.num_rows, dtype=bool)
         self.outcome = _Outcome()
         self.rewrite = RowRewrite(files)
@@ -240,14 +242,8 @@ class _Merge:
     def _fragment(self, fragment: FragmentReader, target: pa.Table) -> Iterator[pa.RecordBatch]:
         """The fragment's updated rows (its deletions are recorded once it is done)."""
         plan = self.plan
-        target = target.append_column(_TARGET_INDEX, pa.array(np.arange(target.num_rows, dtype=np.int64)))
-        pairs = target.select([*plan.on, _TARGET_INDEX]).join(
-            self.keys, list(plan.on), join_type="inner", use_threads=False
-        )
-        t_index = pairs.column(_TARGET_INDEX).to_numpy()
-        s_index = pairs.column(_SOURCE_INDEX).to_numpy()
-        order = np.argsort(t_index, kind="stable")
-        t_index, s_index = t_index[order], s_index[order]
+        t_index, s_index = self._pairs(target)
+        t_index_all = t_index
         self._refuse_ambiguous(target, t_index)
         if len(t_index) and plan.when_matched == "fail":
             first = target.slice(int(t_index[0]), 1).select(list(plan.on)).to_pylist()[0]
@@ -272,12 +268,34 @@ class _Merge:
                 yield from rows.to_batches()
         if plan.delete_not_matched_by_source:
             unmatched = np.ones(target.num_rows, dtype=bool)
-            unmatched[pairs.column(_TARGET_INDEX).to_numpy()] = False
+            unmatched[t_index_all] = False
             if self.by_source is not None:
                 unmatched &= _evaluate(target, self.by_source)
             doomed.append(offsets[unmatched])
             self.outcome.deleted += int(unmatched.sum())
         self.rewrite.delete(fragment, np.concatenate(doomed))
+
+    def _pairs(self, target: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """Matching (target row, source row) indices, ordered by target row. One key column with
+        unique source keys is a hash lookup of each target key in the source's (``index_in``);
+        otherwise an Arrow hash join (composite keys, or duplicates to refuse as ambiguous)."""
+        on = list(self.plan.on)
+        if self.unique_single_key:
+            try:  # a null key matches nothing, as in the join
+                found = pc.index_in(target.column(on[0]), value_set=self.keys.column(on[0]), skip_nulls=True)
+            except pa.ArrowNotImplementedError:
+                self.unique_single_key = False  # no lookup kernel for the key type: join
+            else:
+                t_index = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+                return t_index.astype(np.int64), found.drop_null().to_numpy().astype(np.int64)
+        numbered = target.select(on).append_column(
+            _TARGET_INDEX, pa.array(np.arange(target.num_rows, dtype=np.int64))
+        )
+        pairs = numbered.join(self.keys, on, join_type="inner", use_threads=False)
+        t_index = pairs.column(_TARGET_INDEX).to_numpy()
+        s_index = pairs.column(_SOURCE_INDEX).to_numpy()
+        order = np.argsort(t_index, kind="stable")
+        return t_index[order], s_index[order]
 
     def _refuse_ambiguous(self, target: pa.Table, t_index: np.ndarray) -> None:
         repeated = t_index[1:][t_index[1:] == t_index[:-1]]
