@@ -206,12 +206,19 @@ class _Merge:
         self.rewrite = RowRewrite(files)
         self.carried: list[np.ndarray] = []
 
-    def run(self, fragments: Iterable[FragmentReader] | None = None, insert: bool = True) -> Attempt:
+    def run(
+        self,
+        fragments: Iterable[FragmentReader] | None = None,
+        insert: bool = True,
+        batches: Iterator[pa.RecordBatch] | None = None,
+    ) -> Attempt:
         """Merge ``fragments`` (default: all of the version) and, with ``insert``, write the source
-        rows that matched nothing (here or in :attr:`matched` as given)."""
+        rows that matched nothing (here or in :attr:`matched` as given); ``batches``: the rows to
+        write instead (:meth:`run_rows`)."""
         chosen = self.files.fragments() if fragments is None else fragments
+        written = self._batches(chosen, insert) if batches is None else batches
         try:
-            self.rewrite.write(self._batches(chosen, insert), lambda: _concat(self.carried))
+            self.rewrite.write(written, lambda: _concat(self.carried))
         except BaseException:
             self.rewrite.discard()
             raise
@@ -234,13 +241,40 @@ class _Merge:
             parts = [t for t in fragment.scan(scan, live) if t.num_rows]
             if parts:
                 yield from self._fragment(fragment, pa.concat_tables(parts).combine_chunks())
-        if insert and self.plan.insert_not_matched:
+        if insert:
+            yield from self._inserted()
+
+    def _inserted(self) -> Iterator[pa.RecordBatch]:
+        """The source rows nothing matched (when the plan inserts them)."""
+        if self.plan.insert_not_matched:
             inserted = self.source.filter(pa.array(~self.matched))
             self.outcome.inserted = inserted.num_rows
             yield from self._shaped(inserted, None).to_batches()
 
+    def run_rows(self, target: pa.Table) -> tuple[Attempt, np.ndarray]:
+        """Merge ``target`` — rows of any fragments of the version with ``_rowaddr`` (and ``_rowid``
+        with stable row ids), holding every target row whose key is in the source — and write the
+        updated and inserted rows. Deletes nothing: returns the row addresses to delete with the
+        attempt (a distributed merge deletes them per fragment on the driver)."""
+        doomed = [np.zeros(0, np.uint64)]
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            if target.num_rows:
+                yield from self._matched(target, doomed)
+            yield from self._inserted()
+
+        prepared = self.run((), insert=False, batches=batches())
+        return prepared, np.concatenate(doomed)
+
     def _fragment(self, fragment: FragmentReader, target: pa.Table) -> Iterator[pa.RecordBatch]:
         """The fragment's updated rows (its deletions are recorded once it is done)."""
+        doomed = [np.zeros(0, np.uint64)]
+        yield from self._matched(target, doomed)
+        addresses = np.concatenate(doomed)
+        self.rewrite.delete(fragment, (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64))
+
+    def _matched(self, target: pa.Table, doomed: list[np.ndarray]) -> Iterator[pa.RecordBatch]:
+        """The updated rows of ``target``; the addresses of its rows to delete go to ``doomed``."""
         plan = self.plan
         t_index, s_index = self._pairs(target)
         t_index_all = t_index
@@ -251,13 +285,12 @@ class _Merge:
                 f"Merge insert failed: found matching row with key values: {_describe(first)}"
             )
         self.matched[s_index] = True
-        offsets = (target.column(ROW_ADDRESS).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        doomed = [np.zeros(0, np.int64)]
+        addresses = target.column(ROW_ADDRESS).to_numpy()
         if plan.when_matched in ("update", "delete") and len(t_index):
             if self.condition is not None:
                 keep = self._condition_mask(target, t_index, s_index)
                 t_index, s_index = t_index[keep], s_index[keep]
-            doomed.append(offsets[t_index])
+            doomed.append(addresses[t_index])
             if plan.when_matched == "delete":
                 self.outcome.deleted += len(t_index)
             else:
@@ -271,9 +304,8 @@ class _Merge:
             unmatched[t_index_all] = False
             if self.by_source is not None:
                 unmatched &= _evaluate(target, self.by_source)
-            doomed.append(offsets[unmatched])
+            doomed.append(addresses[unmatched])
             self.outcome.deleted += int(unmatched.sum())
-        self.rewrite.delete(fragment, np.concatenate(doomed))
 
     def _pairs(self, target: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         """Matching (target row, source row) indices, ordered by target row. One key column with
