@@ -457,6 +457,78 @@ def insert_unmatched(
     return _part(merge.run((), insert=True), matched)
 
 
+def target_columns(files: VersionFiles, plan: MergeInsertPlan, source_schema: pa.Schema) -> tuple[str, ...]:
+    """The target columns a merge with a source of ``source_schema`` reads (keys, the columns an
+    update keeps from the target, those its conditions name)."""
+    return _Merge(files, plan, source_schema.empty_table()).read_columns
+
+
+def merge_rows(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, target: pa.Table
+) -> tuple[MergePart, np.ndarray]:
+    """Merge ``source`` (shaped by :func:`read_source`) with ``target`` — rows of the version
+    ``files`` reads, with :func:`target_columns`, ``_rowaddr`` and (stable row ids) ``_rowid``,
+    including every target row with a key of ``source`` and, when the plan deletes by source,
+    every row the merge must look at — writing the updated and inserted rows. Returns the part
+    (no deletions) and the addresses of the target rows to delete."""
+    merge = _Merge(files, plan, source)
+    prepared, addresses = merge.run_rows(target)
+    return _part(prepared, np.flatnonzero(merge.matched)), addresses
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser over uint64 words (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _key_words(array: pa.Array) -> np.ndarray:
+    """One uint64 per value of a key column, equal for equal values of the column's type (nulls,
+    which match nothing, hash as 0)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    type_ = array.type
+    if pa.types.is_dictionary(type_):
+        return _key_words(array.dictionary_decode())
+    if pa.types.is_temporal(type_) and not pa.types.is_interval(type_):
+        width = type_.bit_width
+        return _key_words(array.view(pa.int32() if width == 32 else pa.int64()))
+    if pa.types.is_boolean(type_):
+        array = pc.cast(array, pa.int64())
+        type_ = array.type
+    if pa.types.is_integer(type_):
+        words = pc.fill_null(array.cast(pa.int64(), safe=False), 0).to_numpy(zero_copy_only=False)
+        return words.view(np.uint64)
+    if pa.types.is_floating(type_):
+        doubles = pc.fill_null(array.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        return np.where(doubles == 0, 0.0, doubles).view(np.uint64)  # -0.0 equals 0.0
+    if pa.types.is_decimal(type_):
+        array = array.cast(pa.string())
+    binary = pc.fill_null(array.cast(pa.large_binary()), b"")
+    _, offsets_buffer, data_buffer = binary.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[binary.offset :][: len(binary) + 1]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer else np.zeros(0, np.uint8)
+    from lance_ops.encoding.sketch import _murmur3
+
+    return _murmur3(data, offsets)[0]
+
+
+def key_partitions(table: pa.Table, on: Sequence[str], partitions: int) -> np.ndarray:
+    """The partition (``0 .. partitions - 1``) of each row by a hash of its key columns ``on``:
+    the same key gives the same partition in every process, for the source and the target alike
+    (both carry the dataset's column types)."""
+    hashed = np.zeros(table.num_rows, np.uint64)
+    for name in on:
+        with np.errstate(over="ignore"):
+            hashed = _mix(hashed * _GOLDEN + _key_words(table.column(name)))
+    return (hashed % np.uint64(partitions)).astype(np.int64)
+
+
 def _part(prepared: Attempt, matched: np.ndarray) -> MergePart:
     rewrite = prepared.rewrite
     return MergePart(tuple(rewrite.deletions), tuple(rewrite.new_fragments), matched, prepared.result)
