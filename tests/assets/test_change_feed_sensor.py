@@ -178,3 +178,35 @@ def test_change_range_refuses_other_runs() -> None:
     with pytest.raises(dg.Failure, match="unknown change-feed mode"):
         change_range({START: "1", END: "2", MODE: "sometimes"})
     assert change_range(ChangeRange(2, 3, INCREMENTAL).tags()) == ChangeRange(2, 3, INCREMENTAL)
+
+
+def test_definitions_wire_a_change_feed_job(tmp_path: Path, instance: dg.DagsterInstance) -> None:
+    """``build_definitions(change_feed_jobs=)`` adds the job and its sensor, bound to the dataset's
+    resource; an unknown dataset name is refused."""
+    import lance
+    from dagster_pyspark import PySparkResource
+
+    from assets.definitions import build_definitions
+    from lance_ops.errors import InvalidArgumentError
+    from tests.assets.conftest import dataset_entry, write_datasets_file
+
+    @dg.op
+    def noop() -> None:
+        pass
+
+    @dg.job(name="sales_feed_consumer")
+    def consumer() -> None:
+        noop()
+
+    path = write_datasets_file(tmp_path, dataset_entry())
+    defs = build_definitions(path, PySparkResource(spark_config={}), change_feed_jobs={"sales": consumer})
+    repo = defs.get_repository_def()
+    sensor = repo.get_sensor_def("sales_change_feed_sensor")
+    assert sensor.job_name == "sales_feed_consumer" and repo.has_job("sales_feed_consumer")
+    uri = str(tmp_path / "sales.lance")
+    lance.write_dataset(table([1, 2]), uri)  # written by pylance, read by the sensor
+    resources = {"lance_sales": repo.get_top_level_resources()["lance_sales"]}
+    data = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=resources))
+    assert data.cursor == "1" and only_request(data).tags["lance/changes.insert"] == "2"
+    with pytest.raises(InvalidArgumentError, match="nope"):
+        build_definitions(path, PySparkResource(spark_config={}), change_feed_jobs={"nope": consumer})
