@@ -44,9 +44,10 @@ from pyspark.sql import DataFrame, SparkSession
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from lance_ops.errors import InvalidArgumentError
 from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.reader import VersionFiles
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
 from lance_ops.ops import merge_insert as merge_op
-from lance_ops.ops.update import Attempt, Committed
+from lance_ops.ops.commit import CommitOptions
+from lance_ops.ops.update import Attempt, Committed, RowRewrite
 from lance_ops.progress import ProgressCallback, Tracker
 from lance_ops.table.manifest_store import ExternalManifestStore
 
@@ -191,7 +192,7 @@ def _copartitioned(
     files: VersionFiles,
     partitions: int,
     store_options: dict[str, str],
-    options: Any,
+    options: CommitOptions,
     progress: ProgressCallback | None,
 ) -> Committed:
     """The merge as a shuffle join of target and source by key hash (see the module docstring)."""
@@ -200,7 +201,6 @@ def _copartitioned(
     shape = merge_op.read_source(_source_table(df.limit(0), files), None, plan, files.schema)
     keys = merge_op.read_source(_source_table(df.select(*on), files), None, plan, files.schema)
     dataset_schema = files.schema
-    source_df = df
 
     def attempt(version: VersionFiles) -> Attempt:
         pinned_version = version.manifest.version
@@ -238,7 +238,7 @@ def _copartitioned(
         context = spark.sparkContext
         fragment_ids = [f.id for f in version.manifest.fragments]
         target_rdd = context.parallelize(fragment_ids, max(1, len(fragment_ids))).flatMap(target_task)
-        source_rdd = source_df.mapInArrow(source_task, "key INT, payload BINARY").rdd.map(
+        source_rdd = df.mapInArrow(source_task, "key INT, payload BINARY").rdd.map(
             lambda row: (row["key"], (_SOURCE, bytes(row["payload"])))
         )
         shuffled = target_rdd.union(source_rdd).partitionBy(partitions, lambda key: key)
@@ -254,8 +254,6 @@ def _copartitioned(
 
 
 def _target_schema(files: VersionFiles, columns: Sequence[str], stable: bool) -> pa.Schema:
-    from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
-
     fields = [files.schema.field(c) for c in columns]
     if stable:
         fields.append(pa.field(ROW_ID, pa.uint64()))
@@ -265,8 +263,6 @@ def _target_schema(files: VersionFiles, columns: Sequence[str], stable: bool) ->
 
 def _driver_deletions(version: VersionFiles, addresses: np.ndarray) -> merge_op.MergePart:
     """One deletion file per fragment the tasks' row ``addresses`` fall in, written by the driver."""
-    from lance_ops.ops.update import RowRewrite
-
     rewrite = RowRewrite(version)
     fragment_of = addresses >> np.uint64(32)
     touched = set(np.unique(fragment_of).tolist())
