@@ -22,9 +22,10 @@ Two ways to join, chosen by the source's size (``strategy="auto"``: broadcast up
   joins them (:func:`lance_ops.ops.merge_insert.merge_rows`), writes the updated and inserted rows
   as new fragments and returns them with the row addresses to delete. The driver writes one
   deletion file per touched fragment from those addresses. Only the source's key columns reach
-  the driver (for the check against keys a concurrent commit inserted). Every target row is read
-  and shuffled (its key and the columns an update keeps), without the statistics pruning of the
-  broadcast path: the price of a source too large to broadcast.
+  the driver (for the check against keys a concurrent commit inserted); they are broadcast so that
+  the target tasks prune pages by the keys' range and shuffle only the rows whose key the source
+  has (the key, ``_rowaddr`` and the columns an update keeps). A plan that deletes by source needs
+  every target row and shuffles them all.
 
 Either way the driver commits everything as one ``Update``; after a retryable conflict the whole
 merge runs again on the latest version, as the library's does. A failed task fails the job before
@@ -201,6 +202,11 @@ def _copartitioned(
     shape = merge_op.read_source(_source_table(df.limit(0), files), None, plan, files.schema)
     keys = merge_op.read_source(_source_table(df.select(*on), files), None, plan, files.schema)
     dataset_schema = files.schema
+    # Unless the plan deletes by source, only target rows with a source key take part: the tasks
+    # prune pages by the keys' range and send on only rows whose key the source has.
+    every_row = plan.delete_not_matched_by_source
+    bounds = None if every_row else merge_op.key_bounds(keys, on)
+    shared_keys = None if every_row else spark.sparkContext.broadcast(keys)
 
     def attempt(version: VersionFiles) -> Attempt:
         pinned_version = version.manifest.version
@@ -211,7 +217,12 @@ def _copartitioned(
         def target_task(fragment_id: int) -> Iterator[tuple[int, tuple[int, bytes]]]:
             pinned = open_version(uri, pinned_version, store_options)
             (fragment,) = [f for f in pinned.fragments() if f.id == fragment_id]
-            for table in fragment.scan(scan):
+            live = None if every_row else merge_op.candidate_offsets(fragment, bounds)
+            if live is not None and not len(live):
+                return
+            for table in fragment.scan(scan, live):
+                if shared_keys is not None:
+                    table = merge_op.rows_with_keys(table, shared_keys.value, on)
                 for key, part in _split(table, on, partitions):
                     yield key, (_TARGET, _ipc(part))
 
@@ -250,7 +261,11 @@ def _copartitioned(
         parts.append(_driver_deletions(version, addresses))
         return merge_op.combine(version, shape, parts)
 
-    return merge_op.commit_merge(files, plan, keys, attempt, options)
+    try:
+        return merge_op.commit_merge(files, plan, keys, attempt, options)
+    finally:
+        if shared_keys is not None:
+            shared_keys.unpersist()
 
 
 def _target_schema(files: VersionFiles, columns: Sequence[str], stable: bool) -> pa.Schema:

@@ -476,6 +476,16 @@ def merge_rows(
     return _part(prepared, np.flatnonzero(merge.matched)), addresses
 
 
+def rows_with_keys(table: pa.Table, keys: pa.Table, on: Sequence[str]) -> pa.Table:
+    """The rows of ``table`` whose key (columns ``on``) is one of ``keys``' (a null key matches
+    nothing); a semi join, in no particular order."""
+    names = list(on)
+    if len(names) == 1:
+        found = pc.is_in(table.column(names[0]), value_set=keys.column(names[0]), skip_nulls=True)
+        return table.filter(pc.fill_null(found, False))
+    return table.join(keys.select(names).group_by(names).aggregate([]), names, join_type="left semi")
+
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
