@@ -7,11 +7,14 @@ and versions jobs, its schedule and its two sensors, and a ``lance_<name>`` reso
 ``pyspark`` resource; runs execute in one process (``in_process_executor``), so the steps of a run
 share one Spark session; the automation sensor (running by default) applies the dataset asset's
 ``eager`` condition. A bad file fails the load with :class:`assets.config.DatasetsConfigError`.
+``change_feed_jobs`` (``{dataset name: job}``) adds each job with a ``<name>_change_feed_sensor``
+(:mod:`assets.change_feed`) starting it for every new range of versions of that dataset.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -25,11 +28,13 @@ from assets.automation import (
     versions_job,
     versions_sensor,
 )
+from assets.change_feed import change_feed_sensor
 from assets.checks import dataset_checks
 from assets.config import DatasetConfig, load_datasets
 from assets.lance_assets import dataset_asset, ingest_asset, resource_key
 from assets.maintenance_assets import maintenance_assets
 from assets.resources import LanceDatasetResource, spark_resource
+from lance_ops.errors import InvalidArgumentError
 
 
 def dataset_definitions(config: DatasetConfig) -> dg.Definitions:
@@ -53,15 +58,24 @@ def dataset_definitions(config: DatasetConfig) -> dg.Definitions:
 
 
 def build_definitions(
-    path: str | os.PathLike[str] | None = None, pyspark: PySparkResource | None = None
+    path: str | os.PathLike[str] | None = None,
+    pyspark: PySparkResource | None = None,
+    change_feed_jobs: Mapping[str, dg.JobDefinition] | None = None,
 ) -> dg.Definitions:
     """The Definitions of every dataset the file at ``path`` (default: the datasets file) declares;
-    ``pyspark`` replaces the default Spark resource (:func:`assets.resources.spark_resource`)."""
+    ``pyspark`` replaces the default Spark resource (:func:`assets.resources.spark_resource`);
+    ``change_feed_jobs`` are started by change-feed sensors of the datasets they are keyed by."""
     datasets = load_datasets(path).datasets
     spark = {"pyspark": pyspark if pyspark is not None else spark_resource()}
+    by_name = {d.name: d for d in datasets}
+    jobs = dict(change_feed_jobs or {})
+    unknown = sorted(set(jobs) - set(by_name))
+    if unknown:
+        raise InvalidArgumentError(f"change_feed_jobs name datasets the file does not declare: {unknown}")
     shared = dg.Definitions(
         resources=spark,
-        sensors=[automation_sensor()],
+        jobs=list(jobs.values()),
+        sensors=[automation_sensor(), *(change_feed_sensor(by_name[n], job) for n, job in jobs.items())],
         # Every step of a run in one process: the run's steps share its one Spark session (a
         # process per step would start a JVM per step, tripling a maintenance run's wall time).
         executor=dg.in_process_executor,

@@ -4,23 +4,39 @@
         [--when-matched update_all|delete|fail|none] [--when-not-matched insert_all|none]
         [--when-not-matched-by-source delete|none] [--by-source-condition SQL]
 
-The source DataFrame is collected once on the driver (as Arrow, columns cast to the dataset's
-types) and broadcast: an upsert's source is the small side of the join, as pylance also keeps it in
-memory. Each Spark task opens the pinned version, merges one target fragment with it
-(:func:`lance_ops.ops.merge_insert.merge_fragment`: the fragment's rows are pruned by its page
-statistics with the source's key range, hash-joined, its deletion file and the updated rows
-written) and returns what it wrote and which source rows it matched; one more task writes the
-source rows nothing matched (the inserts). The driver commits everything as one ``Update``; after a
-retryable conflict the whole merge runs again on the latest version, as the library's does. A
-failed task fails the job before the commit: what the other tasks wrote is referenced by no
-version and removed by cleanup.
+Two ways to join, chosen by the source's size (``strategy="auto"``: broadcast up to
+``broadcast_rows`` source rows, co-partitioned above):
+
+* **broadcast**: the source DataFrame is collected once on the driver (as Arrow, columns cast to
+  the dataset's types) and broadcast. Each Spark task opens the pinned version and merges one
+  target fragment with it (:func:`lance_ops.ops.merge_insert.merge_fragment`: the fragment's rows
+  pruned by its page statistics with the source's key range, hash-joined, its deletion file and
+  the updated rows written) and returns what it wrote and which source rows it matched; one more
+  task writes the source rows nothing matched (the inserts).
+* **co-partitioned**: both sides are hash-partitioned by key into ``partitions`` partitions
+  (:func:`lance_ops.ops.merge_insert.key_partitions`, the same hash in every process). One task per
+  target fragment reads the columns the merge needs with ``_rowaddr`` (``_rowid`` with stable row
+  ids) and sends each partition its share; the source is split the same way inside Spark
+  (``mapInArrow``) without passing through the driver. Spark shuffles both (Arrow IPC slices) so
+  that partition ``p`` holds exactly the target and source rows of hash ``p``; a task per partition
+  joins them (:func:`lance_ops.ops.merge_insert.merge_rows`), writes the updated and inserted rows
+  as new fragments and returns them with the row addresses to delete. The driver writes one
+  deletion file per touched fragment from those addresses. Only the source's key columns reach
+  the driver (for the check against keys a concurrent commit inserted); they are broadcast so that
+  the target tasks prune pages by the keys' range and shuffle only the rows whose key the source
+  has (the key, ``_rowaddr`` and the columns an update keeps). A plan that deletes by source needs
+  every target row and shuffles them all.
+
+Either way the driver commits everything as one ``Update``; after a retryable conflict the whole
+merge runs again on the latest version, as the library's does. A failed task fails the job before
+the commit: what the other tasks wrote is referenced by no version and removed by cleanup.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -28,9 +44,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from lance_ops.errors import InvalidArgumentError
-from lance_ops.fragment.reader import VersionFiles
+from lance_ops.fragment.options import ScanOptions
+from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
 from lance_ops.ops import merge_insert as merge_op
-from lance_ops.ops.update import Attempt, Committed
+from lance_ops.ops.commit import CommitOptions
+from lance_ops.ops.update import Attempt, Committed, RowRewrite
 from lance_ops.progress import ProgressCallback, Tracker
 from lance_ops.table.manifest_store import ExternalManifestStore
 
@@ -38,6 +56,9 @@ WHEN_MATCHED = {"update_all": "update", "delete": "delete", "fail": "fail", None
 WHEN_NOT_MATCHED = {"insert_all": True, None: False, "none": False}
 WHEN_NOT_MATCHED_BY_SOURCE = {"delete": True, None: False, "none": False}
 OPERATION = "merge_insert"
+BROADCAST_ROWS = 1_000_000
+STRATEGIES = ("auto", "broadcast", "copartitioned")
+_TARGET, _SOURCE = 0, 1
 
 
 def _choice(table: Mapping[Any, Any], value: Any, what: str) -> Any:
@@ -49,8 +70,11 @@ def _choice(table: Mapping[Any, Any], value: Any, what: str) -> Any:
 def _source_table(df: DataFrame, files: VersionFiles) -> pa.Table:
     """The DataFrame as Arrow with its columns cast to the dataset's types (Spark's types are
     coarser: strings may come back large, decimals and timestamps in Spark's units)."""
-    table = df.toArrow()
-    schema = files.schema
+    return _cast_to(df.toArrow(), files.schema)
+
+
+def _cast_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with the columns ``schema`` has cast to its types."""
     columns = [
         table.column(n).cast(schema.field(n).type) if schema.get_field_index(n) >= 0 else table.column(n)
         for n in table.column_names
@@ -78,10 +102,16 @@ def merge_insert(
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    strategy: Literal["auto", "broadcast", "copartitioned"] = "auto",
+    broadcast_rows: int = BROADCAST_ROWS,
+    partitions: int | None = None,
 ) -> Committed:
     """Upsert ``df`` into the latest version of ``uri`` keyed on ``on`` in one commit, as
     ``ds.merge_insert(on)`` with the given ``when_*`` clauses; the result is the library's
-    (``committed.result`` holds pylance's counts). Bad input raises before any task runs."""
+    (``committed.result`` holds pylance's counts). Bad input raises before any task runs.
+    ``strategy``: ``broadcast`` the source, join ``copartitioned`` by key hash into ``partitions``
+    partitions (default: Spark's default parallelism), or ``auto``: broadcast up to
+    ``broadcast_rows`` source rows (counting the DataFrame first)."""
     plan = merge_op.MergeInsertPlan(
         on=(on,) if isinstance(on, str) else tuple(on),
         when_matched=_choice(WHEN_MATCHED, when_matched, "when_matched"),
@@ -92,11 +122,19 @@ def merge_insert(
         ),
         by_source_condition=by_source_condition,
     )
+    if strategy not in STRATEGIES:
+        raise InvalidArgumentError(f"strategy must be one of {list(STRATEGIES)}, not {strategy!r}")
     files = latest(uri, storage_options, manifest_store)
     plan.check(files.schema)
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
+    store_options = dict(storage_options or {})
+    if strategy == "copartitioned" or (strategy == "auto" and df.count() > broadcast_rows):
+        count = partitions or spark.sparkContext.defaultParallelism
+        if count < 1:
+            raise InvalidArgumentError(f"partitions must be >= 1, not {count}")
+        return _copartitioned(spark, uri, df, plan, files, count, store_options, options, progress)
     source = merge_op.read_source(_source_table(df, files), None, plan, files.schema)
     shared = spark.sparkContext.broadcast(source)
-    store_options = dict(storage_options or {})
 
     def attempt(version: VersionFiles) -> Attempt:
         pinned_version = version.manifest.version
@@ -117,11 +155,138 @@ def merge_insert(
             parts += on_executors(spark, [matched], insert_task, tracker)
         return merge_op.combine(version, source, parts)
 
-    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     try:
         return merge_op.commit_merge(files, plan, source, attempt, options)
     finally:
         shared.unpersist()
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _from_ipc(payloads: Iterable[bytes], schema: pa.Schema) -> pa.Table:
+    tables = [pa.ipc.open_stream(p).read_all() for p in payloads]
+    return pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
+
+
+def _split(table: pa.Table, on: Sequence[str], partitions: int) -> Iterator[tuple[int, pa.Table]]:
+    """``table``'s rows grouped by their key partition."""
+    if not table.num_rows:
+        return
+    keys = merge_op.key_partitions(table, on, partitions)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    bounds = np.flatnonzero(np.diff(sorted_keys)) + 1
+    for chunk in np.split(order, bounds):
+        yield int(keys[chunk[0]]), table.take(pa.array(chunk))
+
+
+def _copartitioned(
+    spark: SparkSession,
+    uri: str,
+    df: DataFrame,
+    plan: merge_op.MergeInsertPlan,
+    files: VersionFiles,
+    partitions: int,
+    store_options: dict[str, str],
+    options: CommitOptions,
+    progress: ProgressCallback | None,
+) -> Committed:
+    """The merge as a shuffle join of target and source by key hash (see the module docstring)."""
+    on = list(plan.on)
+    # Bad input is refused on the driver, before any task: an empty source of the same shape.
+    shape = merge_op.read_source(_source_table(df.limit(0), files), None, plan, files.schema)
+    keys = merge_op.read_source(_source_table(df.select(*on), files), None, plan, files.schema)
+    dataset_schema = files.schema
+    # Unless the plan deletes by source, only target rows with a source key take part: the tasks
+    # prune pages by the keys' range and send on only rows whose key the source has.
+    every_row = plan.delete_not_matched_by_source
+    bounds = None if every_row else merge_op.key_bounds(keys, on)
+    shared_keys = None if every_row else spark.sparkContext.broadcast(keys)
+
+    def attempt(version: VersionFiles) -> Attempt:
+        pinned_version = version.manifest.version
+        stable = version.manifest.uses_stable_row_ids
+        read_columns = merge_op.target_columns(version, plan, shape.schema)
+        scan = ScanOptions(columns=read_columns, with_row_id=stable, with_row_address=True)
+
+        def target_task(fragment_id: int) -> Iterator[tuple[int, tuple[int, bytes]]]:
+            pinned = open_version(uri, pinned_version, store_options)
+            (fragment,) = [f for f in pinned.fragments() if f.id == fragment_id]
+            live = None if every_row else merge_op.candidate_offsets(fragment, bounds)
+            if live is not None and not len(live):
+                return
+            for table in fragment.scan(scan, live):
+                if shared_keys is not None:
+                    table = merge_op.rows_with_keys(table, shared_keys.value, on)
+                for key, part in _split(table, on, partitions):
+                    yield key, (_TARGET, _ipc(part))
+
+        def source_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                table = _cast_to(pa.Table.from_batches([batch]), dataset_schema)
+                for key, part in _split(table, on, partitions):
+                    yield pa.record_batch(
+                        {"key": pa.array([key], pa.int32()), "payload": pa.array([_ipc(part)], pa.binary())}
+                    )
+
+        def merge_task(index: int, items: Iterable[tuple[int, tuple[int, bytes]]]) -> Iterator[Any]:
+            sides: dict[int, list[bytes]] = {_TARGET: [], _SOURCE: []}
+            for _, (side, payload) in items:
+                sides[side].append(payload)
+            if not sides[_SOURCE] and not plan.delete_not_matched_by_source:
+                return  # target rows no source row can match: nothing to do
+            pinned = open_version(uri, pinned_version, store_options)
+            source = merge_op.read_source(_from_ipc(sides[_SOURCE], shape.schema), None, plan, pinned.schema)
+            target_schema = _target_schema(pinned, read_columns, stable)
+            target = _from_ipc(sides[_TARGET], target_schema)
+            yield merge_op.merge_rows(pinned, plan, source, target)
+
+        context = spark.sparkContext
+        fragment_ids = [f.id for f in version.manifest.fragments]
+        target_rdd = context.parallelize(fragment_ids, max(1, len(fragment_ids))).flatMap(target_task)
+        source_rdd = df.mapInArrow(source_task, "key INT, payload BINARY").rdd.map(
+            lambda row: (row["key"], (_SOURCE, bytes(row["payload"])))
+        )
+        shuffled = target_rdd.union(source_rdd).partitionBy(partitions, lambda key: key)
+        tracker = Tracker.start(progress, OPERATION, 1, "jobs")
+        results = shuffled.mapPartitionsWithIndex(merge_task).collect()
+        tracker.advance(1)
+        parts = [part for part, _ in results]
+        addresses = np.concatenate([np.zeros(0, np.uint64), *(a for _, a in results)])
+        parts.append(_driver_deletions(version, addresses))
+        return merge_op.combine(version, shape, parts)
+
+    try:
+        return merge_op.commit_merge(files, plan, keys, attempt, options)
+    finally:
+        if shared_keys is not None:
+            shared_keys.unpersist()
+
+
+def _target_schema(files: VersionFiles, columns: Sequence[str], stable: bool) -> pa.Schema:
+    fields = [files.schema.field(c) for c in columns]
+    if stable:
+        fields.append(pa.field(ROW_ID, pa.uint64()))
+    fields.append(pa.field(ROW_ADDRESS, pa.uint64()))
+    return pa.schema(fields)
+
+
+def _driver_deletions(version: VersionFiles, addresses: np.ndarray) -> merge_op.MergePart:
+    """One deletion file per fragment the tasks' row ``addresses`` fall in, written by the driver."""
+    rewrite = RowRewrite(version)
+    fragment_of = addresses >> np.uint64(32)
+    touched = set(np.unique(fragment_of).tolist())
+    for fragment in version.fragments():
+        if fragment.id in touched:
+            offsets = (addresses[fragment_of == fragment.id] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            rewrite.delete(fragment, offsets)
+    zeros = dict.fromkeys(("num_inserted_rows", "num_updated_rows", "num_deleted_rows"), 0)
+    return merge_op.MergePart(tuple(rewrite.deletions), (), np.zeros(0, np.int64), zeros)
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> dict[str, Any]:

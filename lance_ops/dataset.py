@@ -138,6 +138,16 @@ def _schema_of(schema: SchemaLike) -> LanceSchema:
 MapEdit = UpdateMap
 
 
+class _OperationFactory(type):
+    """Metaclass of a factory class whose calls return instances of ``made``: ``isinstance(x,
+    Factory)`` is ``isinstance(x, Factory.made)``."""
+
+    made: type
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        return isinstance(instance, cls.made)
+
+
 class LanceOperation:
     """Factories for the operations :meth:`LanceDataset.commit` accepts (pylance's names).
 
@@ -186,32 +196,38 @@ class LanceOperation:
             raise UnsupportedFeatureError("rewritten_indices: lance-ops does not build indices")
         return Rewrite(tuple(RewriteGroup(tuple(old), tuple(new)) for old, new in groups))
 
-    @staticmethod
-    def Update(  # noqa: N802
-        removed_fragment_ids: Iterable[int] = (),
-        updated_fragments: Iterable[FragmentMetadata] = (),
-        new_fragments: Iterable[FragmentMetadata] = (),
-        fields_modified: Iterable[int] = (),
-        fields_for_preserving_frag_bitmap: Iterable[int] = (),
-        update_mode: str = "",
-    ) -> Update:
-        """Rows rewritten: fragments removed, updated in place (``update_columns``) or added.
+    class Update(metaclass=_OperationFactory):  # noqa: N801
+        """``LanceOperation.Update(...)`` makes a :class:`lance_ops.table.transaction.Update`, and
+        ``isinstance(op, LanceOperation.Update)`` holds for one, as with pylance's dataclass."""
 
-        ``update_mode`` is ``"rewrite_rows"`` (the default) or ``"rewrite_columns"``.
-        """
-        modes = {"": 0, "rewrite_rows": 0, "rewrite_columns": 1}
-        if update_mode not in modes:
-            raise InvalidArgumentError(
-                f"update_mode must be 'rewrite_rows' or 'rewrite_columns', not {update_mode!r}"
+        made = Update
+
+        def __new__(  # type: ignore[misc]
+            cls,
+            removed_fragment_ids: Iterable[int] = (),
+            updated_fragments: Iterable[FragmentMetadata] = (),
+            new_fragments: Iterable[FragmentMetadata] = (),
+            fields_modified: Iterable[int] = (),
+            fields_for_preserving_frag_bitmap: Iterable[int] = (),
+            update_mode: str = "",
+        ) -> Update:
+            """Rows rewritten: fragments removed, updated in place (``update_columns``) or added.
+
+            ``update_mode`` is ``"rewrite_rows"`` (the default) or ``"rewrite_columns"``.
+            """
+            modes = {"": 0, "rewrite_rows": 0, "rewrite_columns": 1}
+            if update_mode not in modes:
+                raise InvalidArgumentError(
+                    f"update_mode must be 'rewrite_rows' or 'rewrite_columns', not {update_mode!r}"
+                )
+            return Update(
+                tuple(removed_fragment_ids),
+                tuple(updated_fragments),
+                tuple(new_fragments),
+                tuple(fields_modified),
+                tuple(fields_for_preserving_frag_bitmap),
+                modes[update_mode],
             )
-        return Update(
-            tuple(removed_fragment_ids),
-            tuple(updated_fragments),
-            tuple(new_fragments),
-            tuple(fields_modified),
-            tuple(fields_for_preserving_frag_bitmap),
-            modes[update_mode],
-        )
 
     @staticmethod
     def Restore(version: int) -> Restore:  # noqa: N802
@@ -749,11 +765,14 @@ class LanceDataset:
             changes_op.delta(self._storage, self.version, compared_against, begin_version, end_version)
         )
 
-    def changes(self, start_version: int, end_version: int | None = None) -> pa.Table:
+    def changes(
+        self, start_version: int, end_version: int | None = None, *, keys: Sequence[str] | None = None
+    ) -> pa.Table:
         """Changed rows of commits ``start_version..end_version`` (default: this version) with
-        ``_change_type`` and ``_commit_version`` (Delta's change data feed)."""
+        ``_change_type`` and ``_commit_version`` (Delta's change data feed); ``keys`` (columns
+        identifying a row) pair updates into pre/post images without stable row ids."""
         end = self.version if end_version is None else end_version
-        return changes_op.changes(self._storage, start_version, end)
+        return changes_op.changes(self._storage, start_version, end, keys)
 
     def add_columns(
         self,
@@ -1019,7 +1038,10 @@ class LanceDataset:
             manifest_store = base_uri.manifest_store
         uri = base_uri.uri if isinstance(base_uri, LanceDataset) else os.fspath(base_uri)
         manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
-        storage = StorageContext.open(uri, storage_options)
+        if isinstance(base_uri, LanceDataset) and storage_options is None:
+            storage = base_uri._storage  # its store: a memory:// dataset's uri alone names no store
+        else:
+            storage = StorageContext.open(uri, storage_options)
         options = commit_op.CommitOptions(
             read_version=read_version,
             storage_options=storage_options,

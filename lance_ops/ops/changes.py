@@ -11,8 +11,16 @@ in ``begin`` and not in ``end``; only fragments that differ between the two vers
 only fragments that are new, removed or carry a new deletion file:
 
 * rows removed by the commit are ``delete`` rows, rows it added are ``insert`` rows;
-* with stable row ids a removed row whose id comes back in the same commit is an ``update_preimage``
-  and its new copy an ``update_postimage`` (without stable ids an update reads as delete + insert);
+* a removed row that comes back in the same commit is an ``update_preimage`` and its new copy an
+  ``update_postimage``. With stable row ids the pairs are exact (same row id). Without them only an
+  ``Update`` commit pairs rows, and only where the commit says how: by key when the caller names
+  the key columns (``keys``) or the commit records them (lance-ops' ``merge_insert`` sets the
+  transaction property ``lance_ops.merge_insert.on``: JSON list of the ``on`` columns), or by
+  position when lance-ops' ``update`` wrote it (property ``lance_ops.update.rows = in_order``: the
+  k-th removed row, in fragment / offset order, became the k-th added row). Anything else without
+  stable row ids — pylance's ``update`` / ``merge_insert`` unless ``keys`` is given, appends,
+  deletes, overwrites, restores — reads as delete + insert, since nothing in the files ties an
+  added row to a removed one;
 * compactions (``Rewrite``) move rows without changing them and report nothing; column-level
   commits (``Merge``/``Project``/``DataReplacement``: added, altered or dropped columns) and
   metadata-only commits report nothing either.
@@ -22,7 +30,8 @@ Each row carries ``_change_type`` and ``_commit_version``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +43,14 @@ from lance_ops.io.context import StorageContext
 from lance_ops.table.commit import load_manifest, load_transaction
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.rowids import decode_versions, load_sequence
-from lance_ops.table.transaction import DataReplacement, Merge, Project, Rewrite, Transaction
+from lance_ops.table.transaction import (
+    DataReplacement,
+    Merge,
+    Project,
+    Rewrite,
+    Transaction,
+    Update,
+)
 
 ROW_ID = "_rowid"
 CREATED_AT = "_row_created_at_version"
@@ -42,6 +58,10 @@ LAST_UPDATED_AT = "_row_last_updated_at_version"
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
 READ_ROWS = 8192
+# Transaction properties lance-ops records so that a feed without stable row ids can pair updates.
+MERGE_KEYS_PROPERTY = "lance_ops.merge_insert.on"
+UPDATE_ROWS_PROPERTY = "lance_ops.update.rows"
+IN_ORDER = "in_order"
 
 # Commits that change columns or nothing but metadata: no row changes in the feed.
 _NO_ROW_CHANGES = (Rewrite, Merge, Project, DataReplacement)
@@ -160,8 +180,12 @@ def delta(
 # ------------------------------------------------------------------ change data feed
 
 
-def changes(storage: StorageContext, start_version: int, end_version: int) -> pa.Table:
-    """The row changes of commits ``start_version .. end_version`` (see the module docstring)."""
+def changes(
+    storage: StorageContext, start_version: int, end_version: int, keys: Sequence[str] | None = None
+) -> pa.Table:
+    """The row changes of commits ``start_version .. end_version`` (see the module docstring);
+    ``keys``: the columns that identify a row, pairing the rows of ``Update`` commits without
+    stable row ids."""
     if start_version < 1 or end_version < start_version:
         raise InvalidArgumentError(
             f"changes needs 1 <= start_version <= end_version, not {start_version}..{end_version}"
@@ -174,7 +198,7 @@ def changes(storage: StorageContext, start_version: int, end_version: int) -> pa
         after = loaded.manifest
         transaction = load_transaction(store, root, loaded)
         if transaction is None or not isinstance(transaction.operation, _NO_ROW_CHANGES):
-            tables.append(_commit_changes(storage, before, after))
+            tables.append(_commit_changes(storage, before, after, _pairing(transaction, keys)))
         before = after
     schema = _manifest(storage, end_version).schema.to_arrow()
     out = [_conformed(t, schema) for t in tables if t.num_rows]
@@ -200,15 +224,74 @@ def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
-def _commit_changes(storage: StorageContext, before: Manifest | None, after: Manifest) -> pa.Table:
+def _pairing(transaction: Transaction | None, keys: Sequence[str] | None) -> tuple[str, ...] | str | None:
+    """How an ``Update`` commit's removed and added rows pair without stable row ids: key columns,
+    ``IN_ORDER`` (by position) or None (they do not)."""
+    if transaction is None or not isinstance(transaction.operation, Update):
+        return None
+    if keys:
+        return tuple(keys)
+    properties = transaction.transaction_properties or {}
+    recorded = properties.get(MERGE_KEYS_PROPERTY)
+    if recorded:
+        try:
+            columns = json.loads(recorded)
+        except ValueError:
+            return None
+        if isinstance(columns, list) and columns and all(isinstance(c, str) for c in columns):
+            return tuple(columns)
+        return None
+    return IN_ORDER if properties.get(UPDATE_ROWS_PROPERTY) == IN_ORDER else None
+
+
+def _paired(
+    removed: pa.Table | None,
+    removed_ids: np.ndarray,
+    added: pa.Table | None,
+    added_ids: np.ndarray,
+    stable: bool,
+    pairing: tuple[str, ...] | str | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which removed and which added rows are the two images of one update."""
+    if stable:
+        return np.isin(removed_ids, added_ids), np.isin(added_ids, removed_ids)
+    none_old, none_new = np.zeros(len(removed_ids), bool), np.zeros(len(added_ids), bool)
+    if removed is None or added is None or pairing is None:
+        return none_old, none_new
+    if pairing == IN_ORDER:
+        if removed.num_rows != added.num_rows:
+            return none_old, none_new
+        return ~none_old, ~none_new
+    on = list(pairing)
+    if any(c not in removed.column_names or c not in added.column_names for c in on):
+        return none_old, none_new
+    return _key_in(removed, added, on), _key_in(added, removed, on)
+
+
+def _key_in(table: pa.Table, other: pa.Table, on: list[str]) -> np.ndarray:
+    """Rows of ``table`` whose key (``on``) some row of ``other`` has (a vectorised semi join)."""
+    index = "__lance_ops_row"
+    left = table.select(on).append_column(index, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    right = other.select(on).group_by(on).aggregate([])
+    found = left.join(right, on, join_type="left semi").column(index).to_numpy()
+    mask = np.zeros(table.num_rows, bool)
+    mask[found] = True
+    return mask
+
+
+def _commit_changes(
+    storage: StorageContext,
+    before: Manifest | None,
+    after: Manifest,
+    pairing: tuple[str, ...] | str | None = None,
+) -> pa.Table:
     """Rows removed and added between ``before`` (None: nothing) and ``after``."""
     old = {} if before is None else {f.id: f for f in before.fragments}
     new = {f.id: f for f in after.fragments}
     removed, removed_ids = _rows_between(storage, before, old, new, dropped=True)
     added, added_ids = _rows_between(storage, after, new, old, dropped=False)
     stable = after.uses_stable_row_ids and before is not None and before.uses_stable_row_ids
-    paired_old = np.isin(removed_ids, added_ids) if stable else np.zeros(len(removed_ids), bool)
-    paired_new = np.isin(added_ids, removed_ids) if stable else np.zeros(len(added_ids), bool)
+    paired_old, paired_new = _paired(removed, removed_ids, added, added_ids, stable, pairing)
     parts = []
     if removed is not None:
         kinds = np.where(paired_old, "update_preimage", "delete")

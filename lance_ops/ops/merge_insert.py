@@ -27,6 +27,7 @@ followed through the row ids instead of retrying (:mod:`lance_ops.table.rewrite_
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -48,6 +49,7 @@ from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
+from lance_ops.ops.changes import MERGE_KEYS_PROPERTY
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.delete import FragmentDeletion
 from lance_ops.ops.update import (
@@ -58,6 +60,7 @@ from lance_ops.ops.update import (
     Committed,
     RowRewrite,
     run_with_retries,
+    with_properties,
 )
 from lance_ops.query.predicate import Bound, Predicate, parse_predicate
 from lance_ops.table.commit import load_manifest
@@ -196,17 +199,26 @@ class _Merge:
         self.keys = source.select(list(plan.on)).append_column(
             _SOURCE_INDEX, pa.array(np.arange(source.num_rows, dtype=np.int64))
         )
+        key = source.column(plan.on[0]) if len(plan.on) == 1 else None
+        self.unique_single_key = key is not None and pc.count_distinct(key, mode="all").as_py() == len(key)
         self.matched = np.zeros(source.num_rows, dtype=bool)
         self.outcome = _Outcome()
         self.rewrite = RowRewrite(files)
         self.carried: list[np.ndarray] = []
 
-    def run(self, fragments: Iterable[FragmentReader] | None = None, insert: bool = True) -> Attempt:
+    def run(
+        self,
+        fragments: Iterable[FragmentReader] | None = None,
+        insert: bool = True,
+        batches: Iterator[pa.RecordBatch] | None = None,
+    ) -> Attempt:
         """Merge ``fragments`` (default: all of the version) and, with ``insert``, write the source
-        rows that matched nothing (here or in :attr:`matched` as given)."""
+        rows that matched nothing (here or in :attr:`matched` as given); ``batches``: the rows to
+        write instead (:meth:`run_rows`)."""
         chosen = self.files.fragments() if fragments is None else fragments
+        written = self._batches(chosen, insert) if batches is None else batches
         try:
-            self.rewrite.write(self._batches(chosen, insert), lambda: _concat(self.carried))
+            self.rewrite.write(written, lambda: _concat(self.carried))
         except BaseException:
             self.rewrite.discard()
             raise
@@ -229,22 +241,43 @@ class _Merge:
             parts = [t for t in fragment.scan(scan, live) if t.num_rows]
             if parts:
                 yield from self._fragment(fragment, pa.concat_tables(parts).combine_chunks())
-        if insert and self.plan.insert_not_matched:
+        if insert:
+            yield from self._inserted()
+
+    def _inserted(self) -> Iterator[pa.RecordBatch]:
+        """The source rows nothing matched (when the plan inserts them)."""
+        if self.plan.insert_not_matched:
             inserted = self.source.filter(pa.array(~self.matched))
             self.outcome.inserted = inserted.num_rows
             yield from self._shaped(inserted, None).to_batches()
 
+    def run_rows(self, target: pa.Table) -> tuple[Attempt, np.ndarray]:
+        """Merge ``target`` — rows of any fragments of the version with ``_rowaddr`` (and ``_rowid``
+        with stable row ids), holding every target row whose key is in the source — and write the
+        updated and inserted rows. Deletes nothing: returns the row addresses to delete with the
+        attempt (a distributed merge deletes them per fragment on the driver)."""
+        doomed = [np.zeros(0, np.uint64)]
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            if target.num_rows:
+                yield from self._matched(target, doomed)
+            yield from self._inserted()
+
+        prepared = self.run((), insert=False, batches=batches())
+        return prepared, np.concatenate(doomed)
+
     def _fragment(self, fragment: FragmentReader, target: pa.Table) -> Iterator[pa.RecordBatch]:
         """The fragment's updated rows (its deletions are recorded once it is done)."""
+        doomed = [np.zeros(0, np.uint64)]
+        yield from self._matched(target, doomed)
+        addresses = np.concatenate(doomed)
+        self.rewrite.delete(fragment, (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64))
+
+    def _matched(self, target: pa.Table, doomed: list[np.ndarray]) -> Iterator[pa.RecordBatch]:
+        """The updated rows of ``target``; the addresses of its rows to delete go to ``doomed``."""
         plan = self.plan
-        target = target.append_column(_TARGET_INDEX, pa.array(np.arange(target.num_rows, dtype=np.int64)))
-        pairs = target.select([*plan.on, _TARGET_INDEX]).join(
-            self.keys, list(plan.on), join_type="inner", use_threads=False
-        )
-        t_index = pairs.column(_TARGET_INDEX).to_numpy()
-        s_index = pairs.column(_SOURCE_INDEX).to_numpy()
-        order = np.argsort(t_index, kind="stable")
-        t_index, s_index = t_index[order], s_index[order]
+        t_index, s_index = self._pairs(target)
+        t_index_all = t_index
         self._refuse_ambiguous(target, t_index)
         if len(t_index) and plan.when_matched == "fail":
             first = target.slice(int(t_index[0]), 1).select(list(plan.on)).to_pylist()[0]
@@ -252,13 +285,12 @@ class _Merge:
                 f"Merge insert failed: found matching row with key values: {_describe(first)}"
             )
         self.matched[s_index] = True
-        offsets = (target.column(ROW_ADDRESS).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        doomed = [np.zeros(0, np.int64)]
+        addresses = target.column(ROW_ADDRESS).to_numpy()
         if plan.when_matched in ("update", "delete") and len(t_index):
             if self.condition is not None:
                 keep = self._condition_mask(target, t_index, s_index)
                 t_index, s_index = t_index[keep], s_index[keep]
-            doomed.append(offsets[t_index])
+            doomed.append(addresses[t_index])
             if plan.when_matched == "delete":
                 self.outcome.deleted += len(t_index)
             else:
@@ -269,12 +301,33 @@ class _Merge:
                 yield from rows.to_batches()
         if plan.delete_not_matched_by_source:
             unmatched = np.ones(target.num_rows, dtype=bool)
-            unmatched[pairs.column(_TARGET_INDEX).to_numpy()] = False
+            unmatched[t_index_all] = False
             if self.by_source is not None:
                 unmatched &= _evaluate(target, self.by_source)
-            doomed.append(offsets[unmatched])
+            doomed.append(addresses[unmatched])
             self.outcome.deleted += int(unmatched.sum())
-        self.rewrite.delete(fragment, np.concatenate(doomed))
+
+    def _pairs(self, target: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """Matching (target row, source row) indices, ordered by target row. One key column with
+        unique source keys is a hash lookup of each target key in the source's (``index_in``);
+        otherwise an Arrow hash join (composite keys, or duplicates to refuse as ambiguous)."""
+        on = list(self.plan.on)
+        if self.unique_single_key:
+            try:  # a null key matches nothing, as in the join
+                found = pc.index_in(target.column(on[0]), value_set=self.keys.column(on[0]), skip_nulls=True)
+            except pa.ArrowNotImplementedError:
+                self.unique_single_key = False  # no lookup kernel for the key type: join
+            else:
+                t_index = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+                return t_index.astype(np.int64), found.drop_null().to_numpy().astype(np.int64)
+        numbered = target.select(on).append_column(
+            _TARGET_INDEX, pa.array(np.arange(target.num_rows, dtype=np.int64))
+        )
+        pairs = numbered.join(self.keys, on, join_type="inner", use_threads=False)
+        t_index = pairs.column(_TARGET_INDEX).to_numpy()
+        s_index = pairs.column(_SOURCE_INDEX).to_numpy()
+        order = np.argsort(t_index, kind="stable")
+        return t_index[order], s_index[order]
 
     def _refuse_ambiguous(self, target: pa.Table, t_index: np.ndarray) -> None:
         repeated = t_index[1:][t_index[1:] == t_index[:-1]]
@@ -404,6 +457,88 @@ def insert_unmatched(
     return _part(merge.run((), insert=True), matched)
 
 
+def target_columns(files: VersionFiles, plan: MergeInsertPlan, source_schema: pa.Schema) -> tuple[str, ...]:
+    """The target columns a merge with a source of ``source_schema`` reads (keys, the columns an
+    update keeps from the target, those its conditions name)."""
+    return _Merge(files, plan, source_schema.empty_table()).read_columns
+
+
+def merge_rows(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, target: pa.Table
+) -> tuple[MergePart, np.ndarray]:
+    """Merge ``source`` (shaped by :func:`read_source`) with ``target`` — rows of the version
+    ``files`` reads, with :func:`target_columns`, ``_rowaddr`` and (stable row ids) ``_rowid``,
+    including every target row with a key of ``source`` and, when the plan deletes by source,
+    every row the merge must look at — writing the updated and inserted rows. Returns the part
+    (no deletions) and the addresses of the target rows to delete."""
+    merge = _Merge(files, plan, source)
+    prepared, addresses = merge.run_rows(target)
+    return _part(prepared, np.flatnonzero(merge.matched)), addresses
+
+
+def rows_with_keys(table: pa.Table, keys: pa.Table, on: Sequence[str]) -> pa.Table:
+    """The rows of ``table`` whose key (columns ``on``) is one of ``keys``' (a null key matches
+    nothing); a semi join, in no particular order."""
+    names = list(on)
+    if len(names) == 1:
+        found = pc.is_in(table.column(names[0]), value_set=keys.column(names[0]), skip_nulls=True)
+        return table.filter(pc.fill_null(found, False))
+    return table.join(keys.select(names).group_by(names).aggregate([]), names, join_type="left semi")
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser over uint64 words (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _key_words(array: pa.Array) -> np.ndarray:
+    """One uint64 per value of a key column, equal for equal values of the column's type (nulls,
+    which match nothing, hash as 0)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    type_ = array.type
+    if pa.types.is_dictionary(type_):
+        return _key_words(array.dictionary_decode())
+    if pa.types.is_temporal(type_) and not pa.types.is_interval(type_):
+        width = type_.bit_width
+        return _key_words(array.view(pa.int32() if width == 32 else pa.int64()))
+    if pa.types.is_boolean(type_):
+        array = pc.cast(array, pa.int64())
+        type_ = array.type
+    if pa.types.is_integer(type_):
+        words = pc.fill_null(array.cast(pa.int64(), safe=False), 0).to_numpy(zero_copy_only=False)
+        return words.view(np.uint64)
+    if pa.types.is_floating(type_):
+        doubles = pc.fill_null(array.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        return np.where(doubles == 0, 0.0, doubles).view(np.uint64)  # -0.0 equals 0.0
+    if pa.types.is_decimal(type_):
+        array = array.cast(pa.string())
+    binary = pc.fill_null(array.cast(pa.large_binary()), b"")
+    _, offsets_buffer, data_buffer = binary.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[binary.offset :][: len(binary) + 1]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer else np.zeros(0, np.uint8)
+    from lance_ops.encoding.sketch import _murmur3
+
+    return _murmur3(data, offsets)[0]
+
+
+def key_partitions(table: pa.Table, on: Sequence[str], partitions: int) -> np.ndarray:
+    """The partition (``0 .. partitions - 1``) of each row by a hash of its key columns ``on``:
+    the same key gives the same partition in every process, for the source and the target alike
+    (both carry the dataset's column types)."""
+    hashed = np.zeros(table.num_rows, np.uint64)
+    for name in on:
+        with np.errstate(over="ignore"):
+            hashed = _mix(hashed * _GOLDEN + _key_words(table.column(name)))
+    return (hashed % np.uint64(partitions)).astype(np.int64)
+
+
 def _part(prepared: Attempt, matched: np.ndarray) -> MergePart:
     rewrite = prepared.rewrite
     return MergePart(tuple(rewrite.deletions), tuple(rewrite.new_fragments), matched, prepared.result)
@@ -431,8 +566,9 @@ def commit_merge(
     """Commit what ``attempt`` prepares on ``files`` (again on the latest version after a retryable
     conflict), with the check that refuses keys a concurrent commit inserted."""
     check = _new_key_check(files, plan, source) if plan.insert_not_matched else None
+    recorded = with_properties(options, {MERGE_KEYS_PROPERTY: json.dumps(list(plan.on))})
     return run_with_retries(
-        files, attempt, replace(options, conflict_check=check), plan.conflict_retries, plan.retry_timeout
+        files, attempt, replace(recorded, conflict_check=check), plan.conflict_retries, plan.retry_timeout
     )
 
 

@@ -31,6 +31,7 @@ from lance_ops.fragment.conform import evaluate_expressions
 from lance_ops.fragment.options import WriteOptions
 from lance_ops.fragment.reader import ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import write_new_fragments
+from lance_ops.ops.changes import IN_ORDER, UPDATE_ROWS_PROPERTY
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.delete import FragmentDeletion, delete_offsets
 from lance_ops.query.predicate import Predicate, parse_expression, parse_predicate
@@ -222,7 +223,13 @@ def update(
             raise
         return Attempt(rewrite, rewrite.operation(preserved), {"num_rows_updated": counted[0]})
 
-    return run_with_retries(files, attempt, options, conflict_retries, retry_timeout)
+    recorded = with_properties(options, {UPDATE_ROWS_PROPERTY: IN_ORDER})
+    return run_with_retries(files, attempt, recorded, conflict_retries, retry_timeout)
+
+
+def with_properties(options: CommitOptions, extra: Mapping[str, str]) -> CommitOptions:
+    """``options`` whose transaction properties also hold ``extra`` (the caller's win)."""
+    return replace(options, transaction_properties={**extra, **(options.transaction_properties or {})})
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:

@@ -35,15 +35,22 @@ def _twins(tmp_path: Path, stable: bool) -> tuple[str, str]:
     return uri, other
 
 
+@pytest.mark.parametrize("strategy", ["broadcast", "copartitioned"])
 @pytest.mark.parametrize("stable", [False, True], ids=["addresses", "stable"])
 @pytest.mark.parametrize(
     ("matched", "not_matched", "by_source"),
-    [("update_all", "insert_all", None), ("delete", None, None), (None, "insert_all", "delete")],
-    ids=["upsert", "matched-delete", "insert-and-prune"],
+    [
+        ("update_all", "insert_all", None),
+        ("delete", None, None),
+        (None, "insert_all", "delete"),
+        ("update_all", None, "delete"),
+    ],
+    ids=["upsert", "matched-delete", "insert-and-prune", "update-and-prune"],
 )
 def test_spark_upsert_equals_the_library(
     spark: SparkSession,
     tmp_path: Path,
+    strategy: str,
     stable: bool,
     matched: str | None,
     not_matched: str | None,
@@ -52,7 +59,9 @@ def test_spark_upsert_equals_the_library(
     uri, other = _twins(tmp_path, stable)
     source = _rows([3, 30, 31, 77, 200, 201], 1.0)
     df = spark.createDataFrame(source.to_pandas()).repartition(3)
-    committed = jobs.merge_insert(spark, uri, df, "id", matched, not_matched, by_source)
+    committed = jobs.merge_insert(
+        spark, uri, df, "id", matched, not_matched, by_source, strategy=strategy, partitions=3
+    )
     builder = lance_ops.dataset(other).merge_insert("id")
     if matched == "update_all":
         builder = builder.when_matched_update_all()
@@ -78,12 +87,47 @@ def test_spark_upsert_equals_the_library(
     assert got == expected
 
 
-def test_failed_task_commits_nothing(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["broadcast", "copartitioned"])
+def test_failed_task_commits_nothing(spark: SparkSession, tmp_path: Path, strategy: str) -> None:
     uri, _ = _twins(tmp_path, False)
     df = spark.createDataFrame(_rows([5, 500], 1.0).to_pandas())
     with pytest.raises(Exception, match="found matching row"):
-        jobs.merge_insert(spark, uri, df, "id", "fail", "insert_all")
+        jobs.merge_insert(spark, uri, df, "id", "fail", "insert_all", strategy=strategy, partitions=2)
+    duplicated = spark.createDataFrame(_rows([7, 7], 1.0).to_pandas())
+    with pytest.raises(Exception, match="Ambiguous merge inserts"):
+        jobs.merge_insert(spark, uri, duplicated, "id", strategy=strategy, partitions=2)
     assert lance.dataset(uri).version == 1
+
+
+def test_copartitioned_composite_keys_condition_and_auto_choice(spark: SparkSession, tmp_path: Path) -> None:
+    """Composite string/int keys and a matched condition, co-partitioned (chosen by ``auto`` past
+    ``broadcast_rows``), equal the library's merge; pylance reads the result."""
+    uri, other = _twins(tmp_path, False)
+    source = _rows([4, 5, 6, 300], 1.0)
+    source = source.set_column(2, "s", pa.array(["x4", "other", "x6", "x300"]))
+    source = source.set_column(1, "v", pa.array([1.0, 1.0, -1.0, 1.0]))
+    df = spark.createDataFrame(source.to_pandas())
+    condition = "source.v > target.v"
+    committed = jobs.merge_insert(
+        spark, uri, df, ["s", "id"], matched_condition=condition, broadcast_rows=2, partitions=4
+    )
+    library = (
+        lance_ops.dataset(other)
+        .merge_insert(["s", "id"])
+        .when_matched_update_all(condition)
+        .when_not_matched_insert_all()
+        .execute(source)
+    )
+    assert (
+        committed.result == library == {"num_inserted_rows": 2, "num_updated_rows": 1, "num_deleted_rows": 0}
+    )
+    expected = lance.dataset(other).to_table().sort_by([("id", "ascending"), ("s", "ascending")])
+    assert lance.dataset(uri).to_table().sort_by([("id", "ascending"), ("s", "ascending")]) == expected
+    with pytest.raises(InvalidArgumentError, match="strategy"):
+        jobs.merge_insert(spark, uri, df, "id", strategy="shuffle")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="partitions"):
+        jobs.merge_insert(spark, uri, df, "id", strategy="copartitioned", partitions=-1)
+    assert lance.dataset(uri).version == 2
 
 
 def test_bad_input_runs_no_task(spark: SparkSession, tmp_path: Path) -> None:

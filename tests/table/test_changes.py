@@ -114,17 +114,89 @@ def test_changes_known_history_stable(tmp_path: Path) -> None:
 
 
 def test_changes_without_stable_ids_and_overwrite(tmp_path: Path) -> None:
+    import lance
+
     ds = lance_ops.write_dataset(rows(3), str(tmp_path / "ds"))
-    ds.update({"v": "-v"}, where="id = 2")
+    ds.update({"v": "-v"}, where="id = 2")  # lance-ops' update records its in-order pairing
     ds.insert(rows(1, 7), mode="overwrite")
     assert _changes(ds.changes(2)) == [
-        (2, "delete", 2, 2.0),
-        (2, "insert", 2, -2.0),
+        (2, "update_postimage", 2, -2.0),
+        (2, "update_preimage", 2, 2.0),
         (3, "delete", 0, 0.0),
         (3, "delete", 1, 1.0),
         (3, "delete", 2, -2.0),
         (3, "insert", 7, 7.0),
     ]
+    assert lance.dataset(str(tmp_path / "ds")).to_table().to_pydict() == rows(1, 7).to_pydict()
+
+
+# v2: update of ids 1, 4 (two fragments); v3: upsert updating 5 and 2 (source order differs from
+# the target's), inserting 9 and deleting 0 (not matched by source, id < 1); v4: delete of id 3.
+def _pairing_history(ds: Any) -> None:
+    ds.update({"v": "v + 100"}, where="id = 1 OR id = 4")
+    ds.merge_insert(
+        "id"
+    ).when_matched_update_all().when_not_matched_insert_all().when_not_matched_by_source_delete(
+        "id < 1"
+    ).execute(
+        pa.table({"id": pa.array([5, 9, 2], pa.int64()), "v": [55.0, 99.0, 22.0], "s": ["a", "b", "c"]})
+    )
+    ds.delete("id = 3")
+
+
+PAIRED = [
+    (2, "update_postimage", 1, 101.0),
+    (2, "update_postimage", 4, 104.0),
+    (2, "update_preimage", 1, 1.0),
+    (2, "update_preimage", 4, 4.0),
+    (3, "delete", 0, 0.0),
+    (3, "insert", 9, 99.0),
+    (3, "update_postimage", 2, 22.0),
+    (3, "update_postimage", 5, 55.0),
+    (3, "update_preimage", 2, 2.0),
+    (3, "update_preimage", 5, 5.0),
+    (4, "delete", 3, 3.0),
+]
+
+
+def _unpaired(expected: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    kinds = {"update_preimage": "delete", "update_postimage": "insert"}
+    return sorted((v, kinds.get(k, k), i, x) for v, k, i, x in expected)
+
+
+@pytest.mark.parametrize("writer", ["lance_ops", "pylance"])
+@pytest.mark.parametrize("stable", [True, False], ids=["stable", "addresses"])
+def test_changes_pairs_updates_with_and_without_stable_ids(
+    lance_module: Any, tmp_path: Path, writer: str, stable: bool
+) -> None:
+    """Exact pre/post images: by row id with stable ids; without them by the pairing lance-ops'
+    update / merge_insert record, or by the ``keys`` the caller names (pylance records nothing)."""
+    import lance
+
+    uri = str(tmp_path / "ds")
+    module = lance_module if writer == "pylance" else lance_ops
+    _pairing_history(module.write_dataset(rows(6), uri, max_rows_per_file=3, enable_stable_row_ids=stable))
+    ours = lance_ops.dataset(uri)
+    recorded = stable or writer == "lance_ops"
+    assert _changes(ours.changes(2)) == (PAIRED if recorded else _unpaired(PAIRED))
+    assert _changes(ours.changes(2, keys=["id"])) == PAIRED
+    # Keys whose values the upsert changed (s) pair nothing; stable row ids pair regardless.
+    wrong_keys = PAIRED if stable else _unpaired(PAIRED)
+    assert _changes(ours.changes(3, 3, keys=["id", "s"])) == [r for r in wrong_keys if r[0] == 3]
+    assert sorted(lance.dataset(uri).to_table().column("id").to_pylist()) == [1, 2, 4, 5, 9]
+    if writer == "lance_ops":
+        properties = lance.dataset(uri).read_transaction(3).transaction_properties
+        assert properties == {"lance_ops.merge_insert.on": '["id"]'}
+        assert lance.dataset(uri).read_transaction(2).transaction_properties == {
+            "lance_ops.update.rows": "in_order"
+        }
+
+
+def test_changes_keys_that_are_not_columns_pair_nothing(tmp_path: Path) -> None:
+    ds = lance_ops.write_dataset(rows(3), str(tmp_path / "ds"))
+    ds.merge_insert("id").when_matched_update_all().execute(rows(1, 1))
+    assert [r[1] for r in _changes(ds.changes(2, keys=["nope"]))] == ["delete", "insert"]
+    assert [r[1] for r in _changes(ds.changes(2))] == ["update_postimage", "update_preimage"]
 
 
 def test_changes_across_a_schema_change_and_bad_range(tmp_path: Path) -> None:

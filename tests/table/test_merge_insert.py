@@ -13,6 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import FieldNotFoundError, InvalidArgumentError, MergeInsertError, WriteSchemaError
@@ -438,3 +440,30 @@ def test_explain_and_analyze_plan(tmp_path: Path) -> None:
     assert _files(ds.uri) == before and lance_ops.dataset(ds.uri).version == 1
     pruning = ds.merge_insert("id").when_not_matched_by_source_delete("id > 3").explain_plan()
     assert "when_not_matched_by_source=DeleteIf(id > 3)" in pruning and "every live row" in pruning
+
+
+@given(
+    ids=st.lists(st.one_of(st.none(), st.integers(-(2**40), 2**40)), max_size=40),
+    names=st.lists(st.text(max_size=6), max_size=40),
+    cut=st.integers(0, 40),
+)
+@settings(max_examples=40, deadline=None)
+def test_key_partitions_depend_on_values_only(ids: list[int | None], names: list[str], cut: int) -> None:
+    """The partition of a key is the same wherever the row stands (slices, chunks, types the
+    distributed merge gives both sides alike), and ``rows_with_keys`` is a semi join."""
+    n = min(len(ids), len(names))
+    table = pa.table({"id": pa.array(ids[:n], pa.int64()), "s": pa.array(names[:n], pa.string())})
+    for on in (["id"], ["s"], ["id", "s"]):
+        whole = merge_op.key_partitions(table, on, 5)
+        assert ((whole >= 0) & (whole < 5)).all()
+        split = min(cut, n)
+        parts = [table.slice(0, split), table.slice(split)]
+        pieces = [merge_op.key_partitions(p, on, 5) for p in parts]
+        assert list(whole) == [*pieces[0], *pieces[1]]
+        chunked = pa.concat_tables(parts)  # two chunks per column
+        assert list(merge_op.key_partitions(chunked, on, 5)) == list(whole)
+        keys = table.slice(0, split)
+        got = merge_op.rows_with_keys(table, keys, on).select(on).to_pylist()
+        wanted = {tuple(r[c] for c in on) for r in keys.select(on).to_pylist() if None not in r.values()}
+        expected = [r for r in table.select(on).to_pylist() if tuple(r[c] for c in on) in wanted]
+        assert sorted(map(str, got)) == sorted(map(str, expected))

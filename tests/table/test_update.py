@@ -146,3 +146,39 @@ def test_update_reads_a_pylance_history(lance_module: Any, tmp_path: Path) -> No
     assert table.column("s").to_pylist()[:4] == ["a", "s1", "s2", "ours"]
     assert table.column("v").to_pylist()[:3] == [0.5, 2.0, 4.0]
     assert table.column("_rowid").to_pylist() == [*range(9), 10]
+
+
+def test_update_with_array_literals_matches_pylance(lance_module: Any, tmp_path: Path) -> None:
+    """``[1.0, 2.0]`` sets fixed-size-list and list columns, as pylance's update does; an array of
+    non-constants or the wrong length is refused with nothing committed."""
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(range(8), pa.float32()), 2)
+    lists = pa.array([[1], [2], [3], [4]], pa.list_(pa.int64()))
+    data = pa.table({"id": pa.array(range(4), pa.int64()), "vec": vectors, "l": lists})
+    uris = {"pylance": str(tmp_path / "theirs"), "lance_ops": str(tmp_path / "ours")}
+    lance_module.write_dataset(data, uris["pylance"])
+    lance_ops.write_dataset(data, uris["lance_ops"])
+    updates = {"vec": "[42.0, 43.0]", "l": "[7, 8, 9]"}
+    theirs = lance_module.dataset(uris["pylance"]).update(updates, where="id >= 2")
+    ours_ds = lance_ops.dataset(uris["lance_ops"])
+    assert ours_ds.update(updates, where="id >= 2") == theirs
+    expected = lance_module.dataset(uris["pylance"]).to_table().sort_by("id")
+    assert lance_module.dataset(uris["lance_ops"]).to_table().sort_by("id") == expected
+    version = ours_ds.version
+    with pytest.raises(lance_ops.errors.UnsupportedSQLError, match="constant elements"):
+        ours_ds.update({"vec": "[id, 1.0]"})
+    with pytest.raises(InvalidArgumentError):
+        ours_ds.update({"vec": "[1.0, 2.0, 3.0]"})
+    assert lance_ops.dataset(uris["lance_ops"]).version == version
+
+
+def test_uncommitted_merge_commits_on_a_memory_dataset() -> None:
+    """pylance's pattern: ``execute_uncommitted`` then ``LanceDataset.commit(dataset, txn)`` on a
+    memory:// dataset (the dataset's own store, not a path named by its uri)."""
+    ds = lance_ops.write_dataset(pa.table({"id": range(4), "flag": [False] * 4}), "memory://l16-commit")
+    builder = ds.merge_insert("id").when_matched_update_all()
+    transaction, stats = builder.execute_uncommitted(pa.table({"id": [1], "flag": [True]}))
+    assert isinstance(transaction.operation, lance_ops.LanceOperation.Update)
+    assert not isinstance(transaction, lance_ops.LanceOperation.Update)
+    assert stats == {"num_inserted_rows": 0, "num_updated_rows": 1, "num_deleted_rows": 0}
+    committed = lance_ops.LanceDataset.commit(ds, transaction)
+    assert committed.to_table().sort_by("id").column("flag").to_pylist() == [False, True, False, False]
