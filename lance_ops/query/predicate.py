@@ -491,16 +491,16 @@ def _paren(tr: _Translator, node: exp.Paren) -> Value:
     return tr.translate(node.this)
 
 
-def _array(tr: _Translator, node: exp.Array) -> _Value:
+def _array(tr: _Translator, node: exp.Array) -> Value:
     """``[1.0, 2.0]``: a list constant of constant elements (an update casts it to the column's
     list or fixed-size-list type, as pylance's ``update({"vec": "[1.0, 2.0]"})`` does)."""
     items = [tr.translate(e) for e in node.expressions]
     if not items or any(v.literal is None for v in items):
-        raise UnsupportedSQLError(f"an array literal needs constant elements: {_sql(node)}")
+        raise UnsupportedSQLError(f"an array literal needs constant elements: {sql_text(node)}")
     try:
-        return _constant(pa.scalar([v.literal.as_py() for v in items if v.literal is not None]))
+        return constant(pa.scalar([v.literal.as_py() for v in items if v.literal is not None]))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise PredicateError(f"array literal of mixed types: {_sql(node)}") from exc
+        raise PredicateError(f"array literal of mixed types: {sql_text(node)}") from exc
 
 
 # ---------------------------------------------------------------- comparisons
