@@ -678,6 +678,30 @@ class _RowStream:
                 yield batch
 
 
+def write_rows(
+    files: VersionFiles, options: CompactionOptions, batches: Iterator[pa.RecordBatch], live_rows: int
+) -> list[DataFragment]:
+    """``batches`` (exactly ``live_rows`` rows of the dataset's schema) written as the new fragments
+    of a task (:func:`output_row_counts`), with the dataset's write settings; nothing committed."""
+    stream = _RowStream(batches)
+    write_options = WriteOptions(
+        max_rows_per_file=MAX_ROWS_PER_FRAGMENT,
+        max_rows_per_group=options.max_rows_per_group,
+        max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
+        data_storage_version=options.data_storage_version or files.manifest.data_storage_version,
+        # The dataset's encoding plan, like every other writer of the dataset.
+        encoding_plan=EncodingPlan.from_config(files.manifest.config),
+    ).for_dataset(files.manifest.config)
+    new: list[DataFragment] = []
+    for rows in output_row_counts(live_rows, options.target_rows_per_fragment):
+        reader = pa.RecordBatchReader.from_batches(files.schema, stream.take(rows))
+        chunk_options = replace(write_options, max_rows_per_file=rows)
+        new.extend(write_new_fragments(reader, files.storage, files.lance_schema, chunk_options))
+    if stream.left():
+        raise CorruptFileError("<compaction>", f"the fragments hold more than their {live_rows} live rows")
+    return new
+
+
 def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     """Rewrite the fragments of ``task`` (from the version ``files`` reads) into new fragments."""
     options = task.options
@@ -688,23 +712,8 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         batches, order = clustering.ordered_batches(
             readers, schema, options, options.batch_size or DEFAULT_BATCH_SIZE
         )
-    stream = _RowStream(batches)
-    write_options = WriteOptions(
-        max_rows_per_file=MAX_ROWS_PER_FRAGMENT,
-        max_rows_per_group=options.max_rows_per_group,
-        max_bytes_per_file=options.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-        data_storage_version=options.data_storage_version or files.manifest.data_storage_version,
-        # The dataset's encoding plan, like every other writer of the dataset.
-        encoding_plan=EncodingPlan.from_config(files.manifest.config),
-    ).for_dataset(files.manifest.config)
     live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
-    new: list[DataFragment] = []
-    for rows in output_row_counts(live_rows, options.target_rows_per_fragment):
-        reader = pa.RecordBatchReader.from_batches(schema, stream.take(rows))
-        chunk_options = replace(write_options, max_rows_per_file=rows)
-        new.extend(write_new_fragments(reader, files.storage, files.lance_schema, chunk_options))
-    if stream.left():
-        raise CorruptFileError("<compaction>", f"the fragments hold more than their {live_rows} live rows")
+    new = write_rows(files, options, batches, live_rows)
     if files.manifest.uses_stable_row_ids:
         new = (
             _moved_sequences(files, readers, new)
