@@ -121,8 +121,9 @@ class CompactionOptions:
     are left alone and bound the groups around them. ``data_storage_version`` is the version of the
     files written (default: the dataset's; another V2 version marks the dataset with feature flag
     0x100, mixed file versions, as pylance does; the dataset's own default is unchanged).
-    ``cluster_by`` / ``cluster_mode`` / ``cluster_memory_bytes`` (lance_ops, L20) rewrite the rows in
-    key order (:mod:`lance_ops.ops.clustering`; default keys: config ``lance-ops.cluster-by``);
+    ``cluster_by`` / ``cluster_mode`` / ``cluster_memory_bytes`` / ``cluster_spill_location`` /
+    ``cluster_incremental`` (lance_ops, L20) rewrite the rows in key order
+    (:mod:`lance_ops.ops.clustering`; defaults: config ``lance-ops.cluster-*``);
     ``purge`` makes every fragment with a deletion file a candidate whatever the threshold.
     ``compaction_mode``
     ``"try_binary_copy"`` re-encodes (the fallback pylance takes when a copy is not possible);
@@ -153,6 +154,8 @@ class CompactionOptions:
     cluster_by: tuple[str, ...] = ()
     cluster_mode: str | None = None
     cluster_memory_bytes: int | None = None
+    cluster_spill_location: str | None = None
+    cluster_incremental: bool = False
     purge: bool = False
 
     def __post_init__(self) -> None:
@@ -220,11 +223,11 @@ def _file_version(text: str) -> FileVersion:
 
 
 def _parse_config(name: str, text: str) -> Any:
-    if name in ("materialize_deletions", "defer_index_remap", "purge"):
+    if name in ("materialize_deletions", "defer_index_remap", "purge", "cluster_incremental"):
         return text.strip().lower() in ("true", "1", "yes")
     if name == "materialize_deletions_threshold":
         return float(text)
-    if name in ("compaction_mode", "data_storage_version", "cluster_mode"):
+    if name in ("compaction_mode", "data_storage_version", "cluster_mode", "cluster_spill_location"):
         return text.strip()
     if name == "cluster_by":
         return clustering.parse_keys(text)
@@ -710,7 +713,7 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     batches, order = _scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE), None
     if options.cluster_by:  # rows in key order; ``order`` is the permutation (lance_ops.ops.clustering)
         batches, order = clustering.ordered_batches(
-            readers, schema, options, options.batch_size or DEFAULT_BATCH_SIZE
+            files, readers, options, options.batch_size or DEFAULT_BATCH_SIZE
         )
     live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
     new = write_rows(files, options, batches, live_rows)
@@ -771,11 +774,13 @@ def commit_compaction(
         first = 0 if latest.max_fragment_id is None else latest.max_fragment_id + 1
         moves, _ = _moves(results, first)
         changes = changes_for_rewrite(storage, latest, moves, defer=defer, reuse_version=latest.version + 1)
+        clustering.refuse_deferred_permutation(results, changes.deferred)
     reserved, _ = commit(storage, ReserveFragments(count), replace(options, read_version=None))
     assert reserved.max_fragment_id is not None
     moves, groups = _moves(results, reserved.max_fragment_id - count + 1)
     if covered and (reserved.max_fragment_id != first + count - 1 or reserved.version != latest.version + 1):
         changes = changes_for_rewrite(storage, reserved, moves, defer=defer, reuse_version=reserved.version)
+        clustering.refuse_deferred_permutation(results, changes.deferred)
     old_addrs: list[np.ndarray] = []
     new_addrs: list[np.ndarray] = []
     if not latest.uses_stable_row_ids:
