@@ -213,3 +213,91 @@ def test_normalized_form_keeps_order(values) -> None:  # type: ignore[no-untyped
     norm = clustering.normalized(values)
     order = pc.sort_indices(values, sort_keys=[("", "ascending", "at_start")]).to_numpy()
     assert np.all(np.diff(norm[order].astype(object)) >= 0)
+
+
+# ------------------------------------------------------------------------------ indices (L20 follow-up)
+
+
+def with_vectors(uri: str, n: int, files: int, stable: bool) -> lance_ops.LanceDataset:
+    """``build`` plus a 16-dim vector column (pylance-written, so pylance's index trainers take it)."""
+    data = arrival(n).drop_columns(["tags"])
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(n, 16)).astype(np.float32)
+    data = data.append_column("vec", pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 16))
+    step = -(-n // files)
+    for i in range(files):
+        lance_ops.write_dataset(
+            data.slice(i * step, step), uri, mode="create" if i == 0 else "append",
+            enable_stable_row_ids=stable, max_rows_per_file=step,
+        )  # fmt: skip
+    return lance_ops.dataset(uri)
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_clustering_keeps_pylance_btree_and_ivf_pq_right(tmp_path, lance_module, stable) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = with_vectors(uri, 3000, 6, stable)
+    ds.delete("id % 17 = 0")
+    theirs = lance_module.dataset(uri)
+    theirs.create_scalar_index("id", "BTREE")
+    theirs.create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    ds = lance_ops.dataset(uri)
+    outcome = ds.optimize.compact_files_with_outcome(
+        CompactionOptions(target_rows_per_fragment=500, cluster_by=("day",), cluster_memory_bytes=20_000)
+    )
+    assert outcome is not None
+    assert set(outcome.indices.remapped) | set(outcome.indices.moved) == {"id_idx", "vec_idx"}
+    assert not outcome.indices.deferred
+    theirs = lance_module.dataset(uri)
+    # both indices cover every row of the new fragments (nothing is left to a flat scan)
+    assert {i.name: i.num_rows_indexed for i in theirs.describe_indices()} == {
+        "id_idx": theirs.count_rows(),
+        "vec_idx": theirs.count_rows(),
+    }
+    assert theirs.to_table()["day"].to_pylist() == sorted(theirs.to_table()["day"].to_pylist())
+    for predicate in ("id >= 1000 AND id < 1300", "id = 2999", "id IN (1, 17, 34, 35)"):
+        indexed = theirs.to_table(filter=predicate, columns=["id", "day"])
+        plain = theirs.to_table(filter=predicate, columns=["id", "day"], use_scalar_index=False)
+        assert indexed.sort_by("id").equals(plain.sort_by("id")), predicate
+    assert "ScalarIndexQuery" in theirs.scanner(filter="id = 2999").explain_plan()
+    table = theirs.to_table(columns=["id", "vec"])
+    for row in range(0, table.num_rows, 290):  # a row's own vector finds that row through the index
+        query = np.asarray(table["vec"][row].as_py(), dtype=np.float32)
+        found = theirs.to_table(
+            nearest={"column": "vec", "q": query, "k": 1, "nprobes": 4, "refine_factor": 50}, columns=["id"]
+        )
+        assert found["id"].to_pylist() == [table["id"][row].as_py()]
+    plan = theirs.scanner(nearest={"column": "vec", "q": query, "k": 1}).explain_plan()
+    assert "ANN" in plan
+
+
+def test_clustering_refuses_what_it_would_leave_stale(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.errors import ClusterIndexError
+
+    uri = str(tmp_path / "d")
+    build(uri, 2000, 4, stable=False).delete("id % 9 = 0")
+    lance_module.dataset(uri).create_scalar_index("s", "INVERTED")
+    ds = lance_ops.dataset(uri)
+    version = ds.version
+    with pytest.raises(ClusterIndexError, match="INVERTED index 's_idx'") as caught:
+        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
+    assert caught.value.index == "s_idx"
+    lance_module.dataset(uri).drop_index("s_idx")
+    lance_module.dataset(uri).create_scalar_index("id", "BTREE")
+    ds = lance_ops.dataset(uri)
+    version = ds.version
+    with pytest.raises(ClusterIndexError, match="'id_idx'.*deferred remap"):
+        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"], defer_index_remap=True)
+    lance_ops.write_dataset(arrival(300, seed=3), uri, mode="append")  # not covered by the index
+    ds = lance_ops.dataset(uri)
+    version = ds.version
+    with pytest.raises(ClusterIndexError, match="'id_idx' covers only some"):
+        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
+    assert lance_ops.dataset(uri).version == version
+    lance_module.dataset(uri).optimize.optimize_indices()  # the index takes the new fragment in
+    lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
+    theirs = lance_module.dataset(uri)
+    indexed = theirs.to_table(filter="id < 400", columns=["id", "day"])
+    assert indexed.sort_by("id").equals(
+        theirs.to_table(filter="id < 400", columns=["id", "day"], use_scalar_index=False).sort_by("id")
+    )
