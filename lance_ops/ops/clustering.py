@@ -68,6 +68,7 @@ CONFIG_SPILL_LOCATION = "lance-ops.cluster-spill-location"
 CONFIG_INCREMENTAL = "lance-ops.cluster-incremental"
 DEFAULT_CLUSTER_MEMORY_BYTES = 256 * 1024 * 1024
 MAX_SPILL_BUCKETS = 256
+SPILL_CACHE_MIN_BYTES = 256 * 1024
 SAMPLE_ROWS = 100_000  # key rows sampled for the split points
 _POSITION = "__lance_ops_cluster_position"
 _U64_MAX = 2**64 - 1
@@ -566,6 +567,9 @@ def _spilled(
     store, directory = spill_location(files, options)
     paths = [store.join(directory, f"range-{r}.lance") for r in range(layout.ranges)]
     writers: dict[int, LanceFileWriter] = {}
+    budget = options.cluster_memory_bytes or DEFAULT_CLUSTER_MEMORY_BYTES
+    # what the open spill writers hold, in all: about half the budget
+    cache = max(SPILL_CACHE_MIN_BYTES, budget // (2 * layout.ranges * len(spill_schema)))
     try:
         position = 0
         for batch in _scan(readers, schema, batch_size):
@@ -575,7 +579,9 @@ def _spilled(
             with_position = pa.RecordBatch.from_arrays([*batch.columns, positions], schema=spill_schema)
             for r in np.unique(where).tolist():
                 if r not in writers:
-                    writers[r] = LanceFileWriter(paths[r], spill_schema, store=store)
+                    writers[r] = LanceFileWriter(
+                        paths[r], spill_schema, store=store, data_cache_bytes=cache, page_statistics=False
+                    )
                 writers[r].write_batch(with_position.filter(pa.array(where == r)))
         for writer in writers.values():
             writer.close()
