@@ -30,9 +30,9 @@ from functools import reduce
 from pyspark.sql import SparkSession
 
 from jobs.common import on_executors
+from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.ops import clustering
 from lance_ops.ops.commit import CommitOptions
-from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.ops.compaction import (
     CompactionMetrics,
     CompactionTask,
