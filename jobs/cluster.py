@@ -17,6 +17,9 @@
    task, committed as one ``Rewrite`` (indices remapped as any compaction's: L15). A clustering is
    one rewrite group of every fragment, so ``commit_every`` does not split it.
 
+An incremental plan (``cluster_incremental``) brings its own split points: steps 1-2 are skipped and
+each of its ranges is a task.
+
 The rows come out in exactly the order of the in-process clustering (``compact_files(cluster_by=)``)
 whatever the split points, since a range holds every row of its routing keys; only where the new
 fragments are cut differs (per range here).
@@ -74,13 +77,16 @@ def cluster(
         readers = [files.fragment(DataFragment.from_json(f)) for f in data["fragments"]]
         return clustering.survey(readers, files.schema, keys, batch_size, live, seed=data["seed"]).json()
 
-    found = reduce(
-        clustering.Survey.merge, [clustering.Survey.from_json(s) for s in on_executors(spark, chunks, survey)]
-    )
-    budget = options.cluster_memory_bytes or clustering.DEFAULT_CLUSTER_MEMORY_BYTES
-    wanted = max(parallelism, clustering.range_count(task.num_bytes, live, budget))
-    ranges = max(1, min(wanted, live // (2 * options.target_rows_per_fragment)))
-    layout = clustering.Layout.build(found, mode, keys, ranges)
+    if task.cluster_splits is not None:  # an incremental plan: its ranges are the ones to rewrite
+        layout = clustering.Layout(mode, keys, splits=task.cluster_splits)
+    else:
+        found = reduce(
+            clustering.Survey.merge, [clustering.Survey.from_json(s) for s in on_executors(spark, chunks, survey)]
+        )
+        budget = options.cluster_memory_bytes or clustering.DEFAULT_CLUSTER_MEMORY_BYTES
+        wanted = max(parallelism, clustering.range_count(task.num_bytes, live, budget))
+        ranges = max(1, min(wanted, live // (2 * options.target_rows_per_fragment)))
+        layout = clustering.Layout.build(found, mode, keys, ranges)
 
     def write_range(index: int) -> str:
         files = open_version(uri, version, storage_options)

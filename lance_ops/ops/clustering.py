@@ -484,6 +484,9 @@ def plan(files: VersionFiles, the_plan: CompactionPlan) -> CompactionPlan:
     fragments = tuple(f for f in manifest.fragments if f.id not in excluded and f.num_rows > 0)
     if not fragments and not the_plan.tasks:
         return the_plan
+    gone = tuple(f for f in manifest.fragments if f.id not in excluded and f.num_rows == 0)
+    if options.cluster_incremental:
+        return incremental_plan(files, the_plan, fragments, gone)
     check_indices(files, fragments, options)
     if not the_plan.tasks:
         readers = [files.fragment(f) for f in fragments]
@@ -496,9 +499,73 @@ def plan(files: VersionFiles, the_plan: CompactionPlan) -> CompactionPlan:
             )
         if in_order(readers, files.schema, layout, batch_size):
             return the_plan
-    gone = tuple(f for f in manifest.fragments if f.id not in excluded and f.num_rows == 0)
     task = CompactionTask(manifest.version, fragments + gone, options)
     return replace(the_plan, tasks=(task,))
+
+
+def incremental_plan(
+    files: VersionFiles,
+    the_plan: CompactionPlan,
+    fragments: Sequence[DataFragment],
+    gone: Sequence[DataFragment],
+) -> CompactionPlan:
+    """The incremental clustering plan (``cluster_incremental``, sort mode only).
+
+    The rule: each fragment's range is the lowest and highest routing key of its live rows (the
+    first key's order-preserving form). Taking the fragments by ascending id (older first), a
+    fragment is *clustered* when its range overlaps none of the clustered fragments before it
+    (ranges that only touch do not overlap); the others are *new*. Each new row is routed to the
+    clustered fragment whose range it falls in, the ranges being extended down to the next one's
+    lowest key (the first taking everything below it). The task rewrites the new fragments and
+    the clustered ones that receive a row (or have deletions to materialise: above the threshold,
+    or any with ``purge``), each such range sorted and written as fragments of its own; every other
+    fragment is left alone. No clustered fragment yet: the whole set is clustered. So a night
+    after appends rewrites only the ranges the new rows fall into, and the ranges stay disjoint
+    (overlap depth about 1)."""
+    from lance_ops.ops.compaction import CompactionTask
+
+    options = the_plan.options
+    if (options.cluster_mode or "sort") != "sort":
+        raise InvalidOptionError(
+            "cluster_incremental needs cluster_mode='sort' (z-order ranges are not kept)"
+        )
+    layout = Layout("sort", options.cluster_by)
+    first = key_schema(files.schema, options.cluster_by[:1])
+    batch_size = options.batch_size or 8192
+    routed: dict[int, np.ndarray] = {}
+    for fragment in fragments:
+        reader = files.fragment(fragment)
+        batches = key_batches([reader], files.schema, first.names, batch_size)
+        keys = pa.Table.from_batches(list(batches), schema=first)
+        routed[fragment.id] = layout.routing(keys)
+    clustered: list[tuple[int, int, DataFragment]] = []
+    new: list[DataFragment] = []
+    for fragment in sorted(fragments, key=lambda f: f.id):
+        lo, hi = int(routed[fragment.id].min()), int(routed[fragment.id].max())
+        if all(not (lo < b and a < hi) for a, b, _ in clustered):
+            clustered.append((lo, hi, fragment))
+        else:
+            new.append(fragment)
+    if not clustered or not new and not any(_deleting(f, options) for _, _, f in clustered):
+        if not clustered:
+            return plan(files, replace(the_plan, options=replace(options, cluster_incremental=False)))
+        return replace(the_plan, tasks=())
+    clustered.sort(key=lambda item: item[0])
+    bounds = np.array([lo for lo, _, _ in clustered[1:]], dtype=np.uint64)
+    hit = {int(i) for f in new for i in np.unique(np.searchsorted(bounds, routed[f.id], side="right"))}
+    affected = [f for n, (_, _, f) in enumerate(clustered) if n in hit or _deleting(f, options)]
+    splits = sorted({int(routed[f.id].min()) for f in affected})
+    rewrite = tuple(affected) + tuple(new)
+    check_indices(files, rewrite, options)
+    task = CompactionTask(files.manifest.version, rewrite + tuple(gone), options, tuple(splits[1:]))
+    return replace(the_plan, tasks=(task,))
+
+
+def _deleting(fragment: DataFragment, options: CompactionOptions) -> bool:
+    if fragment.deletion_file is None or not fragment.physical_rows:
+        return False
+    share = fragment.num_deleted_rows / fragment.physical_rows
+    return options.purge or options.materialize_deletions and share > options.materialize_deletions_threshold
 
 
 # --------------------------------------------------------------------------------------- execution
@@ -610,38 +677,64 @@ def execute_range(files: VersionFiles, task: CompactionTask, layout: Layout, ind
     ``row_addrs`` are the old addresses of the range's rows in their new order, and with stable
     row ids the new fragments carry those rows' ids. The results of every range, concatenated in
     range order, are what :func:`lance_ops.ops.compaction.execute_task` returns for ``task``."""
+    return execute_ranges(files, task, layout, [index])[0]
+
+
+def execute_ranges(
+    files: VersionFiles, task: CompactionTask, layout: Layout, indices: Sequence[int]
+) -> list[RewriteResult]:
+    """:func:`execute_range` of each of ``indices`` (the keys read once; one range in memory at a time)."""
     from lance_ops.ops.compaction import CompactionMetrics, RewriteResult, write_rows
 
     options = task.options
     schema = files.schema
     batch_size = options.batch_size or 8192
     readers = [files.fragment(f) for f in task.fragments]
-    parts: list[pa.Table] = []
-    positions: list[np.ndarray] = []
-    start = 0
+    lives = [r.live_offsets().astype(np.int64) for r in readers]
+    where = []
     for reader in readers:
-        live = reader.live_offsets().astype(np.int64)
-        keys = pa.Table.from_batches(list(key_batches([reader], schema, layout.keys, batch_size)),
-                                     schema=key_schema(schema, layout.keys))  # fmt: skip
-        mine = np.flatnonzero(layout.range_of(keys) == index)
-        if len(mine):
-            parts.append(reader.read(tuple(schema.names), live[mine]))
-            positions.append(mine + start)
-        start += len(live)
-    table = pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
-    permutation = layout.order(table.select(list(layout.keys)))
-    order = np.concatenate(positions)[permutation] if positions else np.zeros(0, np.int64)
-    rows = table.take(pa.array(permutation))
-    del table
-    new = write_rows(files, options, iter(rows.to_batches(max_chunksize=batch_size)), rows.num_rows)
-    del rows
-    if files.manifest.uses_stable_row_ids:
-        new = moved_sequences(files, readers, new, order)
+        keys = pa.Table.from_batches(
+            list(key_batches([reader], schema, layout.keys, batch_size)),
+            schema=key_schema(schema, layout.keys),
+        )
+        where.append(layout.range_of(keys))
+    starts = np.cumsum([0] + [len(live) for live in lives])
     addresses = np.concatenate(
-        [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
+        [row_addresses(r.id, live) for r, live in zip(readers, lives, strict=True)]
+        or [np.zeros(0, np.uint64)]
     )
-    metrics = CompactionMetrics(fragments_added=len(new), files_added=sum(len(f.files) for f in new))
-    return RewriteResult(task.read_version, task.fragments, tuple(new), metrics, addresses[order])
+    results = []
+    for index in indices:
+        parts: list[pa.Table] = []
+        positions: list[np.ndarray] = []
+        for n, reader in enumerate(readers):
+            mine = np.flatnonzero(where[n] == index)
+            if len(mine):
+                parts.append(reader.read(tuple(schema.names), lives[n][mine]).cast(schema))
+                positions.append(mine + starts[n])
+        table = pa.concat_tables(parts) if parts else schema.empty_table()
+        permutation = layout.order(table.select(list(layout.keys)))
+        order = np.concatenate(positions)[permutation] if positions else np.zeros(0, np.int64)
+        rows = table.take(pa.array(permutation))
+        del table, parts
+        new = write_rows(files, options, iter(rows.to_batches(max_chunksize=batch_size)), rows.num_rows)
+        del rows
+        if files.manifest.uses_stable_row_ids:
+            new = moved_sequences(files, readers, new, order)
+        metrics = CompactionMetrics(fragments_added=len(new), files_added=sum(len(f.files) for f in new))
+        results.append(
+            RewriteResult(task.read_version, task.fragments, tuple(new), metrics, addresses[order])
+        )
+    return results
+
+
+def execute_split_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
+    """An incremental clustering task (its ``cluster_splits`` from :func:`plan`): every range
+    sorted and written as fragments of its own, so that none spans the key range of a fragment
+    left alone."""
+    assert task.cluster_splits is not None
+    layout = Layout("sort", task.options.cluster_by, splits=task.cluster_splits)
+    return merge_ranges(task, execute_ranges(files, task, layout, range(layout.ranges)))
 
 
 def merge_ranges(task: CompactionTask, results: Sequence[RewriteResult]) -> RewriteResult:

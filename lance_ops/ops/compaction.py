@@ -263,11 +263,15 @@ class DatasetLike(Protocol):
 
 @dataclass(frozen=True)
 class CompactionTask:
-    """One group of adjacent fragments of version ``read_version`` to rewrite together."""
+    """One group of adjacent fragments of version ``read_version`` to rewrite together.
+
+    ``cluster_splits`` (an incremental clustering, :mod:`lance_ops.ops.clustering`): the routing
+    keys cutting the group's sorted rows into ranges written as separate fragments."""
 
     read_version: int
     fragments: tuple[DataFragment, ...]
     options: CompactionOptions
+    cluster_splits: tuple[int, ...] | None = None
 
     @property
     def fragment_ids(self) -> tuple[int, ...]:
@@ -298,18 +302,22 @@ class CompactionTask:
         return execute_task(open_version(dataset.uri, self.read_version, options), self)
 
     def to_json(self) -> dict[str, Any]:
+        splits = {} if self.cluster_splits is None else {"cluster_splits": list(self.cluster_splits)}
         return {
             "read_version": self.read_version,
             "fragments": [f.to_json() for f in self.fragments],
             "options": self.options.to_json(),
+            **splits,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CompactionTask:
+        splits = data.get("cluster_splits")
         return cls(
             read_version=data["read_version"],
             fragments=tuple(DataFragment.from_json(f) for f in data["fragments"]),
             options=CompactionOptions.from_json(data["options"]),
+            cluster_splits=None if splits is None else tuple(int(v) for v in splits),
         )
 
     def json(self) -> str:
@@ -707,6 +715,8 @@ def write_rows(
 
 def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     """Rewrite the fragments of ``task`` (from the version ``files`` reads) into new fragments."""
+    if task.cluster_splits is not None:  # incremental clustering: ranges written apart
+        return clustering.execute_split_task(files, task)
     options = task.options
     readers = [files.fragment(f) for f in task.fragments]
     schema = files.schema

@@ -301,3 +301,71 @@ def test_clustering_refuses_what_it_would_leave_stale(tmp_path, lance_module) ->
     assert indexed.sort_by("id").equals(
         theirs.to_table(filter="id < 400", columns=["id", "day"], use_scalar_index=False).sort_by("id")
     )
+
+
+# ------------------------------------------------------------------------------------- incremental
+
+
+def nightly(n: int, lo: int, hi: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {"id": pa.array(rng.integers(0, 2**40, n)), "k": pa.array(rng.integers(lo, hi, n), pa.int32())}
+    )
+
+
+def disjoint(uri: str, lance_module) -> bool:  # type: ignore[no-untyped-def]
+    ranges = sorted(key_ranges(uri, lance_module, "k"))
+    return all(hi <= lo for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False))
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_incremental_clustering_rewrites_only_the_ranges_new_rows_fall_in(
+    tmp_path, lance_module, stable
+) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    day1 = nightly(4000, 0, 10_000, seed=1)
+    lance_ops.write_dataset(day1, uri, max_rows_per_file=1000, enable_stable_row_ids=stable)
+    ds = lance_ops.dataset(uri)
+    ds.update_config({"lance-ops.cluster-by": "k", "lance-ops.cluster-incremental": "true"})
+    # night 1: nothing is clustered yet (one fragment's range holds everything): all of it is
+    ds.optimize.compact_files(target_rows_per_fragment=1000)
+    assert len(ds.get_fragments()) == 4 and disjoint(uri, lance_module)
+    assert ds.stats.clustering("k")["average_overlap_depth"] <= 1.0
+    night1 = {f.id: f.files for f in ds.manifest.fragments}
+    before = lance_module.dataset(uri).to_table(with_row_id=stable)
+    # day 2: rows in a narrow band of keys, appended as two fragments
+    day2 = nightly(200, 6000, 6300, seed=2)  # inside one range (night 1 cut near 2600, 5100, 7600)
+    lance_ops.write_dataset(day2, uri, mode="append", max_rows_per_file=100)
+    ds = lance_ops.dataset(uri)
+    assert ds.stats.clustering("k")["average_overlap_depth"] > 1.0
+    metrics = ds.optimize.compact_files(target_rows_per_fragment=1000)
+    assert metrics.fragments_removed == 3  # the two new fragments and the one range they fall in
+    after = {f.id: f.files for f in ds.manifest.fragments}
+    assert sum(1 for i, files in after.items() if night1.get(i) == files) == 3  # left alone
+    assert disjoint(uri, lance_module)
+    assert ds.stats.clustering("k")["average_overlap_depth"] <= 1.0
+    got = lance_module.dataset(uri).to_table(with_row_id=stable)
+    assert (
+        got.sort_by([("id", "ascending"), ("k", "ascending")])
+        .select(["id", "k"])
+        .equals(pa.concat_tables([day1, day2]).sort_by([("id", "ascending"), ("k", "ascending")]))
+    )
+    if stable:  # the rows clustered on night 1 kept their ids
+        old = before.sort_by("_rowid")
+        assert got.filter(pc.is_in(got["_rowid"], old["_rowid"])).sort_by("_rowid").equals(old)
+    # nothing new: nothing to do
+    assert lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000).fragments_added == 0
+    # day 3: rows everywhere; every range receives some and is rewritten, still disjoint
+    lance_ops.write_dataset(nightly(300, 0, 10_000, seed=3), uri, mode="append")
+    ds = lance_ops.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=1000)
+    assert disjoint(uri, lance_module) and lance_module.dataset(uri).count_rows() == 4500
+
+
+def test_incremental_clustering_needs_sort(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(nightly(100, 0, 10, seed=1), uri)
+    lance_ops.write_dataset(nightly(100, 0, 10, seed=2), uri, mode="append")
+    ds = lance_ops.dataset(uri)
+    with pytest.raises(InvalidOptionError, match="cluster_incremental"):
+        ds.optimize.compact_files(cluster_by=["k", "id"], cluster_mode="zorder", cluster_incremental=True)
