@@ -80,9 +80,8 @@ def cluster(
     if task.cluster_splits is not None:  # an incremental plan: its ranges are the ones to rewrite
         layout = clustering.Layout(mode, keys, splits=task.cluster_splits)
     else:
-        found = reduce(
-            clustering.Survey.merge, [clustering.Survey.from_json(s) for s in on_executors(spark, chunks, survey)]
-        )
+        surveys = [clustering.Survey.from_json(s) for s in on_executors(spark, chunks, survey)]
+        found = reduce(clustering.Survey.merge, surveys)
         budget = options.cluster_memory_bytes or clustering.DEFAULT_CLUSTER_MEMORY_BYTES
         wanted = max(parallelism, clustering.range_count(task.num_bytes, live, budget))
         ranges = max(1, min(wanted, live // (2 * options.target_rows_per_fragment)))
