@@ -664,9 +664,9 @@ def _spilled(
             yield from sorted_rows.cast(schema).to_batches(max_chunksize=batch_size)
             del sorted_rows
     finally:
-        for path in paths:
-            if store.exists(path):
-                store.delete(path)
+        for r in writers:
+            if store.exists(paths[r]):
+                store.delete(paths[r])
         with contextlib.suppress(OSError):
             store.remove_directories(directory)
 

@@ -52,3 +52,23 @@ def test_spark_clustering_equals_in_process(spark: SparkSession, tmp_path: Path,
     # a second run: already clustered
     again = jobs.compact(spark, distributed, target_rows_per_fragment=300, cluster_by=keys, cluster_mode=mode)
     assert again.fragments_added == 0
+
+
+def test_spark_incremental_clustering_equals_in_process(spark: SparkSession, tmp_path: Path) -> None:
+    from tests.table.test_clustering import nightly
+
+    uris = str(tmp_path / "local"), str(tmp_path / "spark")
+    for uri in uris:
+        lance_ops.write_dataset(nightly(3000, 0, 10_000, seed=1), uri, max_rows_per_file=1000)
+        lance_ops.dataset(uri).update_config(
+            {"lance-ops.cluster-by": "k", "lance-ops.cluster-incremental": "true"}
+        )
+        lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000)
+        lance_ops.write_dataset(nightly(150, 0, 10_000, seed=2), uri, mode="append", max_rows_per_file=50)
+    local, distributed = uris
+    want = lance_ops.dataset(local).optimize.compact_files(target_rows_per_fragment=1000)
+    got = jobs.compact(spark, distributed, target_rows_per_fragment=1000)
+    assert got == want and got.fragments_removed == 6  # 3 ranges, 3 new fragments
+    assert lance.dataset(distributed).to_table().equals(lance.dataset(local).to_table())
+    ranges = sorted(key_ranges(distributed, lance, "k"))
+    assert all(hi <= lo for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False))
