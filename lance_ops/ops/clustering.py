@@ -17,10 +17,27 @@ Ordering:
   first), shifted to start at 0 and scaled so that its ``64 // len(keys)`` most significant bits
   span the key's range; those bits of every key are interleaved into one 64-bit Morton code.
 
-Bounded memory: only the key columns of the group (and one int64 rank per row) are held. When the
-group's data (its data files' bytes) exceeds ``cluster_memory_bytes``, the rows are range-partitioned
-by rank into buckets of about that size, each spilled to a Lance file in a local temporary
-directory, then each bucket is read back, sorted and streamed to the writer in turn.
+Bounded memory (:func:`ordered_batches`): when the group's data files exceed
+``cluster_memory_bytes`` it is a range-partitioned external sort. A first pass over the key columns
+(:class:`Survey`) keeps each key's lowest / highest normalized value and a uniform sample of about
+``SAMPLE_ROWS`` key rows; the :class:`Layout` built from it cuts a *routing key* (z-order: the
+Morton code; sort: the first key's normalized form, nulls highest; non-decreasing in clustering
+order, so equal routing keys share a range) at the sample's quantiles. A second pass routes every
+row, with its arrival position, into one spill file per range (Lance files below
+:func:`spill_location`: the local temporary directory, or ``cluster_spill_location`` / config
+``lance-ops.cluster-spill-location``, e.g. an ``s3://`` prefix for workers without disk); then
+each range is read back, sorted stably and streamed to the writer in turn. Whatever the split
+points, the ranges concatenated are the rows sorted as one set. Memory: one range, the open spill
+writers' caches (about half the budget) and 8 bytes per row (the permutation).
+
+Spark (``jobs/cluster.py``) runs the same layout: surveys on the executors, split points on the
+driver, one task per range (:func:`execute_range`), one Rewrite of the concatenated ranges.
+
+Indices over the clustered fragments are kept right (:func:`check_indices`) or the clustering is
+refused with :class:`~lance_ops.errors.ClusterIndexError` naming the index.
+
+Incremental mode (``cluster_incremental`` / ``lance-ops.cluster-incremental``, sort only): see
+:func:`incremental_plan` for the rule.
 
 Config: ``lance-ops.cluster-by`` (comma-separated columns) and ``lance-ops.cluster-mode`` apply to
 every compaction that does not name keys itself.
