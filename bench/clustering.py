@@ -59,6 +59,7 @@ def hwm():
         return next(int(line.split()[1]) for line in lines if line.startswith("VmHWM:")) * 1024
 
 uri, what, rows_per_fragment = sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+budget = int(sys.argv[5]) or None
 ds = lance.dataset(uri) if what is None else lance_ops.dataset(uri)
 base = hwm()
 started = time.perf_counter()
@@ -66,15 +67,18 @@ if what is None:
     ds.optimize.compact_files(target_rows_per_fragment=10**12)
 else:
     keys, mode = what
-    ds.optimize.compact_files(target_rows_per_fragment=rows_per_fragment, cluster_by=keys, cluster_mode=mode)
+    ds.optimize.compact_files(
+        target_rows_per_fragment=rows_per_fragment, cluster_by=keys, cluster_mode=mode,
+        cluster_memory_bytes=budget,
+    )
 print(json.dumps({"seconds": time.perf_counter() - started, "grew": hwm() - base}))
 """
 
 
-def in_child(uri: str, spec: object, rows_per_fragment: int) -> dict[str, float]:
+def in_child(uri: str, spec: object, rows_per_fragment: int, budget: int = 0) -> dict[str, float]:
     """Time and peak-RSS growth of one compaction (``spec`` None: pylance's plain one) in a child."""
     root = str(Path(__file__).resolve().parents[1])
-    args = [sys.executable, "-c", CHILD, root, uri, json.dumps(spec), str(rows_per_fragment)]
+    args = [sys.executable, "-c", CHILD, root, uri, json.dumps(spec), str(rows_per_fragment), str(budget)]
     done = subprocess.run(args, capture_output=True, text=True, check=True, env=dict(os.environ))
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -96,6 +100,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--fragments", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cluster-memory-bytes", type=int, default=0, help="0: the default budget (256 MiB)")
+    parser.add_argument(
+        "--layouts", default="|".join(LAYOUTS), help="separated by '|', of: " + " ".join(LAYOUTS)
+    )
     args = parser.parse_args(argv)
     per_fragment = -(-args.rows // args.fragments)
     lo = args.rows // 2
@@ -118,12 +126,13 @@ def main(argv: list[str] | None = None) -> None:
             "| overlap depth |"
         )
         print("|---|---|---|---|---|---|---|---|")
-        for name, spec in LAYOUTS.items():
+        for name in args.layouts.split("|"):
+            spec = LAYOUTS[name]
             uri = str(base / name.replace("(", "_").replace(")", "").replace(",", "_"))
             shutil.copytree(source, uri)
             seconds, rss = 0.0, 0.0
             if spec is not None:
-                done = in_child(uri, spec, per_fragment)
+                done = in_child(uri, spec, per_fragment, args.cluster_memory_bytes)
                 seconds, rss = done["seconds"], done["grew"] / 2**20
             memory = f"{rss:.0f}" if spec is not None else "—"
             for predicate in filters:
