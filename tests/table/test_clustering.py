@@ -33,8 +33,9 @@ def arrival(n: int, seed: int = 0) -> pa.Table:
     )
 
 
-def build(uri: str, n: int, files: int, stable: bool) -> lance_ops.LanceDataset:
-    data = arrival(n)
+def build(uri: str, n: int, files: int, stable: bool, data: pa.Table | None = None) -> lance_ops.LanceDataset:
+    """``data`` (default: ``arrival(n)``) written as ``files`` fragments, one append each."""
+    data = arrival(n) if data is None else data
     step = -(-n // files)
     for i in range(files):
         lance_ops.write_dataset(
@@ -224,13 +225,7 @@ def with_vectors(uri: str, n: int, files: int, stable: bool) -> lance_ops.LanceD
     rng = np.random.default_rng(1)
     vectors = rng.normal(size=(n, 16)).astype(np.float32)
     data = data.append_column("vec", pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 16))
-    step = -(-n // files)
-    for i in range(files):
-        lance_ops.write_dataset(
-            data.slice(i * step, step), uri, mode="create" if i == 0 else "append",
-            enable_stable_row_ids=stable, max_rows_per_file=step,
-        )  # fmt: skip
-    return lance_ops.dataset(uri)
+    return build(uri, n, files, stable, data)
 
 
 @pytest.mark.parametrize("stable", [False, True])
