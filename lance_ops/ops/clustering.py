@@ -304,8 +304,10 @@ class Layout:
         column = keys.column(0).combine_chunks()
         if pa.types.is_dictionary(column.type):
             column = column.dictionary_decode()
-        if pa.types.is_floating(column.type) and len(column):  # NaN sorts after numbers, before nulls
+        if pa.types.is_floating(column.type) and len(column):
+            # one NaN (sorted after numbers, before nulls) and one zero (-0.0 sorts equal to 0.0)
             column = pc.if_else(pc.is_nan(column), pa.scalar(float("nan"), column.type), column)
+            column = pc.if_else(pc.equal(column, 0), pa.scalar(0.0, column.type), column)
         out = normalized(column)
         if column.null_count:
             out = np.where(column.is_null().to_numpy(zero_copy_only=False), np.uint64(_U64_MAX), out)

@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import ClusterKeyError, InvalidOptionError
@@ -364,3 +366,35 @@ def test_incremental_clustering_needs_sort(tmp_path) -> None:  # type: ignore[no
     ds = lance_ops.dataset(uri)
     with pytest.raises(InvalidOptionError, match="cluster_incremental"):
         ds.optimize.compact_files(cluster_by=["k", "id"], cluster_mode="zorder", cluster_incremental=True)
+
+
+# ------------------------------------------------------------------- range partitioning (property)
+
+
+@given(
+    values=st.lists(
+        st.one_of(st.none(), st.floats(allow_nan=True, width=64), st.integers(-(2**62), 2**62)), max_size=1025
+    ),
+    words=st.lists(st.one_of(st.none(), st.text(max_size=12)), min_size=1025, max_size=1025),
+    mode=st.sampled_from(["sort", "zorder"]),
+    ranges=st.integers(1, 9),
+    seed=st.integers(0, 3),
+)
+@example(values=[0.0, -0.0, 0.0, -0.0] * 8, words=["a"] * 1025, mode="sort", ranges=4, seed=0)
+@example(
+    values=[float("nan"), 1.0, None, -float("nan")] * 8, words=["b"] * 1025, mode="sort", ranges=3, seed=1
+)
+def test_ranges_concatenated_are_the_rows_sorted_as_one_set(values, words, mode, ranges, seed) -> None:  # type: ignore[no-untyped-def]
+    """Whatever the sample (hence the split points), sorting each range and concatenating them in
+    range order gives the stable sort of the whole set: the routing key never decreases."""
+    floats = [None if v is None else float(v) for v in values]
+    keys = pa.table({"f": pa.array(floats, pa.float64()), "s": pa.array(words[: len(values)], pa.string())})
+    survey = clustering.Survey.of(keys.to_batches(), keys.schema, 0.3, seed)
+    layout = clustering.Layout.build(survey, mode, ("f", "s"), ranges)
+    whole = clustering.Layout.build(survey, mode, ("f", "s")).order(keys)
+    where = layout.range_of(keys)
+    pieces = []
+    for r in range(layout.ranges):
+        rows = np.flatnonzero(where == r)
+        pieces.append(rows[layout.order(keys.take(pa.array(rows, pa.int64())))])
+    assert np.array_equal(np.concatenate(pieces) if pieces else np.zeros(0, np.int64), whole)
