@@ -35,6 +35,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
+from jobs.cluster import cluster
 from jobs.common import commit_options, driver_log, latest, on_executors, run_main
 from lance_ops.errors import IndexCorruptError
 from lance_ops.index.files import remove_index_directory
@@ -151,11 +152,14 @@ def compact(
     files = latest(uri, storage_options, manifest_store)
     options = CompactionOptions.resolve(files.manifest.config, **compaction_options)
     the_plan = plan(files.manifest, options)
-    if options.cluster_by:  # one group of every fragment, sorted on one executor (lance_ops.ops.clustering)
+    if options.cluster_by:  # one group of every fragment (lance_ops.ops.clustering)
         the_plan = clustering.plan(files, the_plan)
     if dry_run:
         return plan_frame(spark, the_plan)
     store_options = dict(storage_options or {})
+    if options.cluster_by and the_plan.tasks:  # range-partitioned sort on the executors (jobs.cluster)
+        commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
+        return cluster(spark, uri, the_plan.tasks[0], store_options, commit, progress)
 
     def task(text: str) -> str:
         return CompactionTask.from_json(text).execute(uri, store_options).json()

@@ -287,3 +287,17 @@ class MergeInsertError(LanceOpsError, ValueError, OSError):
 class ClusterKeyError(SchemaError, OSError):
     """A clustering key (``cluster_by`` or the ``lance-ops.cluster-by`` config) names a column that
     does not exist, or one whose values cannot be ordered (lists, structs, maps, blobs)."""
+
+
+class ClusterIndexError(UnsupportedFeatureError, OSError):
+    """A clustering compaction refused because an index over the fragments to cluster could not be
+    kept right: its type cannot be remapped, it covers only some of those fragments, or it waits
+    for a deferred remap (a Fragment Reuse Index cannot express a permutation). ``index`` names it.
+    Nothing is committed."""
+
+    def __init__(self, message: str, index: str = "") -> None:
+        super().__init__(message)
+        self.index = index
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.index)

@@ -132,6 +132,8 @@ class DatasetOptimizer:
         cluster_by: Sequence[str] | None = ...,
         cluster_mode: str | None = ...,
         cluster_memory_bytes: int | None = ...,
+        cluster_spill_location: str | None = ...,
+        cluster_incremental: bool | None = ...,
         purge: bool | None = ...,
         dry_run: Literal[False] = ...,
         commit_every: int | None = ...,
@@ -161,6 +163,8 @@ class DatasetOptimizer:
         cluster_by: Sequence[str] | None = ...,
         cluster_mode: str | None = ...,
         cluster_memory_bytes: int | None = ...,
+        cluster_spill_location: str | None = ...,
+        cluster_incremental: bool | None = ...,
         purge: bool | None = ...,
         dry_run: Literal[True],
         commit_every: int | None = ...,
@@ -189,6 +193,8 @@ class DatasetOptimizer:
         cluster_by: Sequence[str] | None = None,
         cluster_mode: str | None = None,
         cluster_memory_bytes: int | None = None,
+        cluster_spill_location: str | None = None,
+        cluster_incremental: bool | None = None,
         purge: bool | None = None,
         dry_run: bool = False,
         commit_every: int | None = None,
@@ -201,7 +207,10 @@ class DatasetOptimizer:
         come from the manifest config ``lance.compaction.<name>``, then the defaults.
         ``cluster_by`` / ``cluster_mode`` ("sort" or "zorder"; default: the config keys
         ``lance-ops.cluster-by`` / ``lance-ops.cluster-mode``) rewrite every fragment with its rows in
-        key order unless already so (:mod:`lance_ops.ops.clustering`); ``purge=True`` rewrites every
+        key order unless already so (:mod:`lance_ops.ops.clustering`: ``cluster_memory_bytes`` bounds
+        the external sort, which spills below ``cluster_spill_location``, a local path or object-store
+        URI, default the local temporary directory; ``cluster_incremental=True`` rewrites only the
+        fragments that new rows overlap); ``purge=True`` rewrites every
         fragment with a deletion file, whatever the threshold.
         ``dry_run=True`` returns the :class:`CompactionPlan` (groups with their fragments, live rows,
         deleted rows to materialise and bytes) and writes nothing. ``commit_every=N`` commits every
@@ -230,6 +239,8 @@ class DatasetOptimizer:
             cluster_by=None if cluster_by is None else tuple(cluster_by),
             cluster_mode=cluster_mode,
             cluster_memory_bytes=cluster_memory_bytes,
+            cluster_spill_location=cluster_spill_location,
+            cluster_incremental=cluster_incremental,
             purge=purge,
         )
         if dry_run:

@@ -17,10 +17,27 @@ Ordering:
   first), shifted to start at 0 and scaled so that its ``64 // len(keys)`` most significant bits
   span the key's range; those bits of every key are interleaved into one 64-bit Morton code.
 
-Bounded memory: only the key columns of the group (and one int64 rank per row) are held. When the
-group's data (its data files' bytes) exceeds ``cluster_memory_bytes``, the rows are range-partitioned
-by rank into buckets of about that size, each spilled to a Lance file in a local temporary
-directory, then each bucket is read back, sorted and streamed to the writer in turn.
+Bounded memory (:func:`ordered_batches`): when the group's data files exceed
+``cluster_memory_bytes`` it is a range-partitioned external sort. A first pass over the key columns
+(:class:`Survey`) keeps each key's lowest / highest normalized value and a uniform sample of about
+``SAMPLE_ROWS`` key rows; the :class:`Layout` built from it cuts a *routing key* (z-order: the
+Morton code; sort: the first key's normalized form, nulls highest; non-decreasing in clustering
+order, so equal routing keys share a range) at the sample's quantiles. A second pass routes every
+row, with its arrival position, into one spill file per range (Lance files below
+:func:`spill_location`: the local temporary directory, or ``cluster_spill_location`` / config
+``lance-ops.cluster-spill-location``, e.g. an ``s3://`` prefix for workers without disk); then
+each range is read back, sorted stably and streamed to the writer in turn. Whatever the split
+points, the ranges concatenated are the rows sorted as one set. Memory: one range, the open spill
+writers' caches (about half the budget) and 8 bytes per row (the permutation).
+
+Spark (``jobs/cluster.py``) runs the same layout: surveys on the executors, split points on the
+driver, one task per range (:func:`execute_range`), one Rewrite of the concatenated ranges.
+
+Indices over the clustered fragments are kept right (:func:`check_indices`) or the clustering is
+refused with :class:`~lance_ops.errors.ClusterIndexError` naming the index.
+
+Incremental mode (``cluster_incremental`` / ``lance-ops.cluster-incremental``, sort only): see
+:func:`incremental_plan` for the rule.
 
 Config: ``lance-ops.cluster-by`` (comma-separated columns) and ``lance-ops.cluster-mode`` apply to
 every compaction that does not name keys itself.
@@ -28,19 +45,25 @@ every compaction that does not name keys itself.
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyroaring import BitMap
 
-from lance_ops.errors import ClusterKeyError, InvalidOptionError, UnsupportedFeatureError
+from lance_ops.errors import ClusterIndexError, ClusterKeyError, InvalidOptionError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.file.schema import BLOB_KEY
+from lance_ops.fragment.reader import row_addresses
 from lance_ops.table.rowids import (
     decode_row_id_segments,
     decode_versions,
@@ -51,15 +74,21 @@ from lance_ops.table.rowids import (
 
 if TYPE_CHECKING:
     from lance_ops.fragment.reader import FragmentReader, VersionFiles
-    from lance_ops.ops.compaction import CompactionOptions, CompactionPlan
+    from lance_ops.io import ObjectStore
+    from lance_ops.ops.compaction import CompactionOptions, CompactionPlan, CompactionTask, RewriteResult
     from lance_ops.table.manifest import DataFragment, Manifest
 
 CLUSTER_MODES = ("sort", "zorder")
 CONFIG_CLUSTER_BY = "lance-ops.cluster-by"
 CONFIG_CLUSTER_MODE = "lance-ops.cluster-mode"
+CONFIG_SPILL_LOCATION = "lance-ops.cluster-spill-location"
+CONFIG_INCREMENTAL = "lance-ops.cluster-incremental"
 DEFAULT_CLUSTER_MEMORY_BYTES = 256 * 1024 * 1024
 MAX_SPILL_BUCKETS = 256
-_RANK = "__lance_ops_cluster_rank"
+SPILL_CACHE_MIN_BYTES = 256 * 1024
+SAMPLE_ROWS = 100_000  # key rows sampled for the split points
+_POSITION = "__lance_ops_cluster_position"
+_U64_MAX = 2**64 - 1
 _SIGN = np.uint64(1 << 63)
 
 
@@ -83,11 +112,16 @@ def parse_keys(keys: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def config_defaults(config: Mapping[str, str], values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with ``cluster_by`` / ``cluster_mode`` from the dataset config where not given."""
+    """``values`` with the clustering options from the dataset config (``lance-ops.cluster-by``,
+    ``-mode``, ``-spill-location``, ``-incremental``) where not given."""
     if not values.get("cluster_by") and config.get(CONFIG_CLUSTER_BY):
         values["cluster_by"] = parse_keys(config[CONFIG_CLUSTER_BY])
     if values.get("cluster_mode") is None and config.get(CONFIG_CLUSTER_MODE):
         values["cluster_mode"] = config[CONFIG_CLUSTER_MODE]
+    if values.get("cluster_spill_location") is None and config.get(CONFIG_SPILL_LOCATION):
+        values["cluster_spill_location"] = config[CONFIG_SPILL_LOCATION].strip()
+    if values.get("cluster_incremental") is None and config.get(CONFIG_INCREMENTAL):
+        values["cluster_incremental"] = config[CONFIG_INCREMENTAL].strip().lower() in ("true", "1", "yes")
     return values
 
 
@@ -158,57 +192,308 @@ def normalized(values: pa.Array) -> np.ndarray:
     return out
 
 
-def zorder_values(keys: pa.Table) -> np.ndarray:
-    """Morton codes of the rows of ``keys`` (one uint64 per row)."""
-    count = keys.num_columns
-    per = 64 // count
-    parts = []
-    for column in keys.columns:
-        values = normalized(column.combine_chunks())
-        if len(values):
-            values = values - values.min()
-        top = int(values.max()).bit_length() if len(values) else 0
-        # the top ``per`` significant bits, widened to ``per`` bits so every key weighs the same
-        parts.append(values >> np.uint64(top - per) if top > per else values << np.uint64(per - top))
-    z = np.zeros(keys.num_rows, dtype=np.uint64)
-    one = np.uint64(1)
-    for bit in range(per - 1, -1, -1):
-        for values in parts:
-            z = (z << one) | ((values >> np.uint64(bit)) & one)
-    return z
+@dataclass(frozen=True)
+class Survey:
+    """One pass over the key columns: the live row count, every key's lowest and highest
+    normalized value (z-order needs them to scale its keys) and a uniform sample of key rows."""
+
+    count: int
+    lows: tuple[int, ...]
+    highs: tuple[int, ...]
+    sample: pa.Table
+
+    @classmethod
+    def of(cls, batches: Iterable[pa.RecordBatch], schema: pa.Schema, rate: float, seed: int = 0) -> Survey:
+        """The survey of ``batches`` (key columns), keeping each row in the sample with
+        probability ``rate`` (a seeded draw: the same input gives the same sample)."""
+        rng = np.random.default_rng(seed)
+        width = len(schema)
+        lows, highs = [_U64_MAX] * width, [0] * width
+        count = 0
+        kept: list[pa.RecordBatch] = []
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            count += batch.num_rows
+            for k, column in enumerate(batch.columns):
+                values = normalized(column)
+                lows[k] = min(lows[k], int(values.min()))
+                highs[k] = max(highs[k], int(values.max()))
+            if rate >= 1:
+                kept.append(batch)
+            elif rate > 0:
+                kept.append(batch.filter(pa.array(rng.random(batch.num_rows) < rate)))
+        if not count:
+            lows = [0] * width
+        return cls(count, tuple(lows), tuple(highs), pa.Table.from_batches(kept, schema=schema))
+
+    def merge(self, other: Survey) -> Survey:
+        if not other.count:
+            return self
+        if not self.count:
+            return other
+        return Survey(
+            self.count + other.count,
+            tuple(map(min, self.lows, other.lows)),
+            tuple(map(max, self.highs, other.highs)),
+            pa.concat_tables([self.sample, other.sample]),
+        )
+
+    def json(self) -> str:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self.sample.schema) as writer:
+            writer.write_table(self.sample)
+        sample = base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
+        return json.dumps({"count": self.count, "lows": self.lows, "highs": self.highs, "sample": sample})
+
+    @classmethod
+    def from_json(cls, text: str) -> Survey:
+        data = json.loads(text)
+        sample = pa.ipc.open_stream(base64.b64decode(data["sample"])).read_all()
+        return cls(data["count"], tuple(data["lows"]), tuple(data["highs"]), sample)
 
 
-def row_order(keys: pa.Table, mode: str) -> np.ndarray:
-    """The permutation (int64) putting the rows of ``keys`` in clustering order (stable)."""
-    if keys.num_rows == 0:
-        return np.zeros(0, dtype=np.int64)
-    if mode == "zorder":
-        return np.argsort(zorder_values(keys), kind="stable").astype(np.int64)
-    columns = [c.combine_chunks() for c in keys.columns]
-    table = pa.table(
-        [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in columns],
-        names=keys.column_names,
-    )
-    order = pc.sort_indices(table, sort_keys=[(n, "ascending", "at_end") for n in table.column_names])
-    return order.to_numpy().astype(np.int64)
+@dataclass(frozen=True)
+class Layout:
+    """How rows are ordered and range-partitioned: the clustering order, and a *routing key* (one
+    uint64 per row, non-decreasing in that order) cut by ``splits`` into ranges.
+
+    ``sort``: the order is lexicographic on the keys, nulls last; the routing key is the first
+    key's normalized form (nulls highest). Rows with equal routing keys always share a range.
+    ``zorder``: the routing key is the Morton code itself, and the order sorts it. Its scaling
+    (``lows`` / ``shifts``, one per key) comes from the survey of every row being clustered, so
+    that each range computes the codes the whole set would.
+
+    Range ``r`` holds the routing keys in ``[splits[r - 1], splits[r])``. Within a range rows are
+    sorted stably from arrival order, so the ranges, concatenated in order, are the rows sorted as
+    one set (whatever the split points).
+    """
+
+    mode: str
+    keys: tuple[str, ...]
+    lows: tuple[int, ...] = ()
+    shifts: tuple[int, ...] = ()
+    splits: tuple[int, ...] = ()
+
+    @property
+    def ranges(self) -> int:
+        return len(self.splits) + 1
+
+    @classmethod
+    def build(cls, survey: Survey, mode: str, keys: Sequence[str], ranges: int = 1) -> Layout:
+        """The layout for the rows ``survey`` describes, cut into at most ``ranges`` ranges of about
+        equal rows (split points: quantiles of the sampled routing keys, without repeats)."""
+        layout = cls(mode, tuple(keys))
+        if mode == "zorder":
+            per = 64 // len(keys)
+            shifts = tuple(
+                (hi - lo).bit_length() - per for lo, hi in zip(survey.lows, survey.highs, strict=True)
+            )
+            layout = replace(layout, lows=survey.lows, shifts=shifts)
+        if ranges <= 1 or survey.sample.num_rows == 0:
+            return layout
+        routed = np.sort(layout.routing(survey.sample))
+        cuts = routed[(np.arange(1, ranges) * len(routed)) // ranges]
+        splits = np.unique(cuts[cuts > routed[0]])
+        return replace(layout, splits=tuple(int(v) for v in splits))
+
+    def routing(self, keys: pa.Table) -> np.ndarray:
+        """The routing key of every row of ``keys`` (uint64)."""
+        if self.mode == "zorder":
+            return self._zorder(keys)
+        column = keys.column(0).combine_chunks()
+        if pa.types.is_dictionary(column.type):
+            column = column.dictionary_decode()
+        if pa.types.is_floating(column.type) and len(column):
+            # one NaN (sorted after numbers, before nulls) and one zero (-0.0 sorts equal to 0.0)
+            column = pc.if_else(pc.is_nan(column), pa.scalar(float("nan"), column.type), column)
+            column = pc.if_else(pc.equal(column, 0), pa.scalar(0.0, column.type), column)
+        out = normalized(column)
+        if column.null_count:
+            out = np.where(column.is_null().to_numpy(zero_copy_only=False), np.uint64(_U64_MAX), out)
+        return out
+
+    def _zorder(self, keys: pa.Table) -> np.ndarray:
+        per = 64 // len(self.keys)
+        one = np.uint64(1)
+        parts = []
+        for column, low, shift in zip(keys.columns, self.lows, self.shifts, strict=True):
+            values = normalized(column.combine_chunks()) - np.uint64(low)
+            # the top ``per`` significant bits, widened to ``per`` bits so every key weighs the same
+            parts.append(values >> np.uint64(shift) if shift > 0 else values << np.uint64(-shift))
+        z = np.zeros(keys.num_rows, dtype=np.uint64)
+        for bit in range(per - 1, -1, -1):
+            for values in parts:
+                z = (z << one) | ((values >> np.uint64(bit)) & one)
+        return z
+
+    def range_of(self, keys: pa.Table) -> np.ndarray:
+        """The range (int64) of every row of ``keys``."""
+        if not self.splits:
+            return np.zeros(keys.num_rows, dtype=np.int64)
+        bounds = np.array(self.splits, dtype=np.uint64)
+        return np.searchsorted(bounds, self.routing(keys), side="right").astype(np.int64)
+
+    def order(self, keys: pa.Table) -> np.ndarray:
+        """The stable permutation (int64) putting the rows of ``keys`` in clustering order."""
+        if keys.num_rows == 0:
+            return np.zeros(0, dtype=np.int64)
+        if self.mode == "zorder":
+            return np.argsort(self._zorder(keys), kind="stable").astype(np.int64)
+        columns = [c.combine_chunks() for c in keys.columns]
+        table = pa.table(
+            [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in columns],
+            names=keys.column_names,
+        )
+        order = pc.sort_indices(table, sort_keys=[(n, "ascending", "at_end") for n in table.column_names])
+        return order.to_numpy().astype(np.int64)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Layout:
+        return cls(
+            str(data["mode"]),
+            *(tuple(data[k]) for k in ("keys", "lows", "shifts", "splits")),
+        )
+
+
+def key_batches(
+    readers: Sequence[FragmentReader], schema: pa.Schema, keys: Sequence[str], batch_size: int
+) -> Iterator[pa.RecordBatch]:
+    """The key columns of the live rows of ``readers``, in arrival order."""
+    from lance_ops.ops.compaction import _scan
+
+    return _scan(readers, key_schema(schema, keys), batch_size)
+
+
+def key_schema(schema: pa.Schema, keys: Sequence[str]) -> pa.Schema:
+    return pa.schema([schema.field(k) for k in keys])
+
+
+def survey(
+    readers: Sequence[FragmentReader],
+    schema: pa.Schema,
+    keys: Sequence[str],
+    batch_size: int,
+    live_rows: int,
+    seed: int = 0,
+) -> Survey:
+    """The :class:`Survey` of the live rows of ``readers`` (of ``live_rows`` in all the fragments
+    being clustered: the sample rate is the same in every part), sampling about ``SAMPLE_ROWS``."""
+    rate = min(1.0, SAMPLE_ROWS / max(live_rows, 1))
+    return Survey.of(key_batches(readers, schema, keys, batch_size), key_schema(schema, keys), rate, seed)
+
+
+def range_count(data_bytes: int, live_rows: int, budget: int) -> int:
+    """Ranges an external sort of ``data_bytes`` needs for ``budget`` bytes per range: 1 when it
+    fits, else enough (at most ``MAX_SPILL_BUCKETS`` spill files, at least 1024 rows each)."""
+    if data_bytes <= budget:
+        return 1
+    return int(max(2, min(-(-data_bytes // budget), MAX_SPILL_BUCKETS, live_rows // 1024)))
+
+
+# ----------------------------------------------------------------------------------------- indices
+
+
+def check_indices(files: VersionFiles, fragments: Sequence[DataFragment], options: CompactionOptions) -> None:
+    """:class:`ClusterIndexError` naming the first index over ``fragments`` that a clustering
+    would leave wrong. With stable row ids an index holding row ids keeps its files (the ids move
+    with the rows); any other index is remapped with the old -> new row addresses (a permutation
+    is just such a mapping), and a type that cannot be remapped only loses the fragments when row
+    ids are stable (the new fragments are scanned unindexed until it is optimized). Refused: an
+    index covering only some of the fragments (their rows would mix), ``defer_index_remap`` or an
+    index behind a deferred remap, and without stable row ids a type the codecs cannot remap (an
+    INVERTED index loses rows when deleted rows are purged): a Fragment Reuse Index maps rows in
+    order, and cannot express a permutation. Zone maps are left as compaction leaves them."""
+    from lance_ops.index.remap import REMAPPABLE_TYPES
+    from lance_ops.index.types import INVERTED, index_type_of
+    from lance_ops.ops.index_remap import covering
+    from lance_ops.table import frag_reuse
+    from lance_ops.table.indices import holds_row_ids, is_zone_map
+
+    manifest = files.manifest
+    stable = manifest.uses_stable_row_ids
+    ids = BitMap(f.id for f in fragments)
+    deletions = any(f.deletion_file is not None for f in fragments)
+    for index in covering(manifest, fragments):
+        if is_zone_map(index):
+            continue
+        name = index.name
+        missing = ids - frag_reuse.effective_fragment_ids(manifest, index)
+        if missing:
+            raise ClusterIndexError(
+                f"index {name!r} covers only some of the fragments to cluster (not {list(missing)}): "
+                "optimize the index (optimize_indices) before clustering",
+                name,
+            )
+        if stable and holds_row_ids(index):
+            continue
+        if options.defer_index_remap or frag_reuse.is_behind(manifest, index):
+            raise ClusterIndexError(
+                f"index {name!r}: a clustering permutes rows, which a deferred remap (Fragment Reuse "
+                "Index) cannot express; cluster without defer_index_remap, after remapping the index",
+                name,
+            )
+        kind = index_type_of(index, files.storage)
+        remappable = kind in REMAPPABLE_TYPES and not (kind == INVERTED and deletions)
+        if not remappable and not stable:
+            raise ClusterIndexError(
+                f"{kind} index {name!r} cannot be remapped by lance_ops"
+                + (" when deleted rows leave it" if kind == INVERTED else "")
+                + "; drop it or cluster after it is rebuilt",
+                name,
+            )
+
+
+def keeps_order(result: RewriteResult) -> bool:
+    """Whether ``result`` keeps its rows in order (every old fragment's surviving rows in turn, in
+    the order of ``original_fragments``): what a Fragment Reuse Index can record."""
+    if result.row_addrs is None or len(result.row_addrs) < 2:
+        return True
+    addrs = result.row_addrs.astype(np.uint64)
+    position = {f.id: n for n, f in enumerate(result.original_fragments)}
+    ids = (addrs >> np.uint64(32)).astype(np.int64)
+    unique, inverse = np.unique(ids, return_inverse=True)
+    ranks = np.array([position.get(int(i), -1) for i in unique], dtype=np.int64)[inverse]
+    keys = (ranks << 32) | (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return bool(np.all(np.diff(keys) > 0))
+
+
+def refuse_deferred_permutation(results: Sequence[RewriteResult], deferred: Sequence[str]) -> None:
+    """:class:`ClusterIndexError` when an index would be deferred to the Fragment Reuse Index for
+    results that permute rows (a clustering): the reuse index would map the rows wrongly."""
+    if deferred and not all(keeps_order(r) for r in results):
+        raise ClusterIndexError(
+            f"index {deferred[0]!r} would be deferred through the Fragment Reuse Index, which cannot "
+            "express the clustering's permutation of rows; nothing committed",
+            deferred[0],
+        )
 
 
 # ---------------------------------------------------------------------------------------- planning
 
 
-def _key_table(
-    readers: Sequence[FragmentReader], schema: pa.Schema, keys: Sequence[str], batch_size: int
-) -> pa.Table:
-    from lance_ops.ops.compaction import _scan
-
-    schema = pa.schema([schema.field(k) for k in keys])
-    return pa.Table.from_batches(list(_scan(readers, schema, batch_size)), schema=schema)
+def in_order(readers: Sequence[FragmentReader], schema: pa.Schema, layout: Layout, batch_size: int) -> bool:
+    """Whether the live rows of ``readers`` already are in clustering order (one pass over the
+    keys, each batch checked with the last row of the one before)."""
+    previous: pa.Table | None = None
+    for batch in key_batches(readers, schema, layout.keys, batch_size):
+        table = pa.Table.from_batches([batch])
+        if previous is not None:
+            table = pa.concat_tables([previous, table])
+        order = layout.order(table)
+        if not bool(np.all(order == np.arange(len(order)))):
+            return False
+        previous = table.slice(table.num_rows - 1)
+    return True
 
 
 def plan(files: VersionFiles, the_plan: CompactionPlan) -> CompactionPlan:
     """The clustering plan: one task of every fragment not excluded, or ``the_plan`` unchanged when
     the fragments are already in key order and ``the_plan`` has nothing to do."""
-    from lance_ops.ops.compaction import CompactionTask, _index_sets
+    from lance_ops.ops.compaction import CompactionTask
 
     options = the_plan.options
     mode = options.cluster_mode or "sort"
@@ -218,77 +503,275 @@ def plan(files: VersionFiles, the_plan: CompactionPlan) -> CompactionPlan:
     fragments = tuple(f for f in manifest.fragments if f.id not in excluded and f.num_rows > 0)
     if not fragments and not the_plan.tasks:
         return the_plan
-    covered = _index_sets(manifest)
-    if any(f.id in covered for f in fragments):
-        raise UnsupportedFeatureError(
-            "clustering fragments covered by an index is not supported (indices would need remapping)"
-        )
+    gone = tuple(f for f in manifest.fragments if f.id not in excluded and f.num_rows == 0)
+    if options.cluster_incremental:
+        return incremental_plan(files, the_plan, fragments, gone)
+    check_indices(files, fragments, options)
     if not the_plan.tasks:
         readers = [files.fragment(f) for f in fragments]
-        keys = _key_table(readers, files.schema, options.cluster_by, options.batch_size or 8192)
-        order = row_order(keys, mode)
-        if bool(np.all(order == np.arange(len(order)))):
+        batch_size = options.batch_size or 8192
+        layout = Layout(mode, options.cluster_by)
+        if mode == "zorder":
+            live = sum(f.num_rows for f in fragments)
+            layout = Layout.build(
+                survey(readers, files.schema, options.cluster_by, batch_size, live), mode, layout.keys
+            )
+        if in_order(readers, files.schema, layout, batch_size):
             return the_plan
-    gone = tuple(f for f in manifest.fragments if f.id not in excluded and f.num_rows == 0)
     task = CompactionTask(manifest.version, fragments + gone, options)
     return replace(the_plan, tasks=(task,))
+
+
+def incremental_plan(
+    files: VersionFiles,
+    the_plan: CompactionPlan,
+    fragments: Sequence[DataFragment],
+    gone: Sequence[DataFragment],
+) -> CompactionPlan:
+    """The incremental clustering plan (``cluster_incremental``, sort mode only).
+
+    The rule: each fragment's range is the lowest and highest routing key of its live rows (the
+    first key's order-preserving form). Taking the fragments by ascending id (older first), a
+    fragment is *clustered* when its range overlaps none of the clustered fragments before it
+    (ranges that only touch do not overlap); the others are *new*. Each new row is routed to the
+    clustered fragment whose range it falls in, the ranges being extended down to the next one's
+    lowest key (the first taking everything below it). The task rewrites the new fragments and
+    the clustered ones that receive a row (or have deletions to materialise: above the threshold,
+    or any with ``purge``), each such range sorted and written as fragments of its own; every other
+    fragment is left alone. No clustered fragment yet: the whole set is clustered. So a night
+    after appends rewrites only the ranges the new rows fall into, and the ranges stay disjoint
+    (overlap depth about 1)."""
+    from lance_ops.ops.compaction import CompactionTask
+
+    options = the_plan.options
+    if (options.cluster_mode or "sort") != "sort":
+        raise InvalidOptionError(
+            "cluster_incremental needs cluster_mode='sort' (z-order ranges are not kept)"
+        )
+    layout = Layout("sort", options.cluster_by)
+    first = key_schema(files.schema, options.cluster_by[:1])
+    batch_size = options.batch_size or 8192
+    routed: dict[int, np.ndarray] = {}
+    for fragment in fragments:
+        reader = files.fragment(fragment)
+        batches = key_batches([reader], files.schema, first.names, batch_size)
+        keys = pa.Table.from_batches(list(batches), schema=first)
+        routed[fragment.id] = layout.routing(keys)
+    clustered: list[tuple[int, int, DataFragment]] = []
+    new: list[DataFragment] = []
+    for fragment in sorted(fragments, key=lambda f: f.id):
+        lo, hi = int(routed[fragment.id].min()), int(routed[fragment.id].max())
+        if all(not (lo < b and a < hi) for a, b, _ in clustered):
+            clustered.append((lo, hi, fragment))
+        else:
+            new.append(fragment)
+    if not clustered or not new and not any(_deleting(f, options) for _, _, f in clustered):
+        if not clustered:
+            return plan(files, replace(the_plan, options=replace(options, cluster_incremental=False)))
+        return replace(the_plan, tasks=())
+    clustered.sort(key=lambda item: item[0])
+    bounds = np.array([lo for lo, _, _ in clustered[1:]], dtype=np.uint64)
+    hit = {int(i) for f in new for i in np.unique(np.searchsorted(bounds, routed[f.id], side="right"))}
+    affected = [f for n, (_, _, f) in enumerate(clustered) if n in hit or _deleting(f, options)]
+    splits = sorted({int(routed[f.id].min()) for f in affected})
+    rewrite = tuple(affected) + tuple(new)
+    check_indices(files, rewrite, options)
+    task = CompactionTask(files.manifest.version, rewrite + tuple(gone), options, tuple(splits[1:]))
+    return replace(the_plan, tasks=(task,))
+
+
+def _deleting(fragment: DataFragment, options: CompactionOptions) -> bool:
+    if fragment.deletion_file is None or not fragment.physical_rows:
+        return False
+    share = fragment.num_deleted_rows / fragment.physical_rows
+    return options.purge or options.materialize_deletions and share > options.materialize_deletions_threshold
 
 
 # --------------------------------------------------------------------------------------- execution
 
 
 def ordered_batches(
-    readers: Sequence[FragmentReader], schema: pa.Schema, options: CompactionOptions, batch_size: int
+    files: VersionFiles, readers: Sequence[FragmentReader], options: CompactionOptions, batch_size: int
 ) -> tuple[Iterator[pa.RecordBatch], np.ndarray]:
     """The live rows of ``readers`` in clustering order, and the permutation: the ``n``-th row out
-    is the ``order[n]``-th live row in arrival order."""
+    is the ``order[n]``-th live row in arrival order. ``order`` is filled as the batches are
+    consumed (complete once they are).
+
+    When the data files of ``readers`` exceed ``cluster_memory_bytes``, this is a range-partitioned
+    external sort: the keys are surveyed (a sample gives the split points), the rows routed into
+    one spill file per range (Lance files under :func:`spill_location`), then each range read back,
+    sorted in memory and streamed out in turn. Otherwise the rows are sorted in memory."""
     from lance_ops.ops.compaction import _scan
 
+    schema = files.schema
     mode = options.cluster_mode or "sort"
     check_keys(schema, options.cluster_by, mode)
-    order = row_order(_key_table(readers, schema, options.cluster_by, batch_size), mode)
+    live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
+    order = np.empty(live_rows, dtype=np.int64)
     data_bytes = sum(d.file_size_bytes or 0 for r in readers for d in r.metadata.files)
     budget = options.cluster_memory_bytes or DEFAULT_CLUSTER_MEMORY_BYTES
-    if data_bytes <= budget:
+    ranges = range_count(data_bytes, live_rows, budget)
+    if ranges == 1:
         table = pa.Table.from_batches(list(_scan(readers, schema, batch_size)), schema=schema)
+        keys = table.select(list(options.cluster_by))
+        found = Survey.of(keys.to_batches(), keys.schema, 0.0)
+        order[:] = Layout.build(found, mode, options.cluster_by).order(keys)
         return iter(table.take(pa.array(order)).to_batches(max_chunksize=batch_size)), order
-    # open spill writers are bounded too: at most MAX_SPILL_BUCKETS, and at least 1024 rows each
-    buckets = max(2, min(-(-data_bytes // budget), MAX_SPILL_BUCKETS, len(order) // 1024))
-    return _spilled(readers, schema, order, buckets, batch_size), order
+    found = survey(readers, schema, options.cluster_by, batch_size, live_rows)
+    layout = Layout.build(found, mode, options.cluster_by, ranges)
+    return _spilled(files, readers, layout, options, order, batch_size), order
+
+
+def spill_location(files: VersionFiles, options: CompactionOptions) -> tuple[ObjectStore, str]:
+    """A fresh directory for the spill files of one clustering: below ``cluster_spill_location``
+    (a local path or an object-store URI, reached with the dataset's storage options; config
+    ``lance-ops.cluster-spill-location``), else below the local temporary directory (``TMPDIR``;
+    on a Spark executor its first ``SPARK_LOCAL_DIRS`` entry)."""
+    base = options.cluster_spill_location
+    if not base:
+        local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
+        base = local if local and os.path.isdir(local) else tempfile.gettempdir()
+    store, root = files.storage.locate(str(base))
+    return store, store.join(root, f"lance-ops-cluster-{uuid.uuid4().hex}")
 
 
 def _spilled(
-    readers: Sequence[FragmentReader], schema: pa.Schema, order: np.ndarray, buckets: int, batch_size: int
+    files: VersionFiles,
+    readers: Sequence[FragmentReader],
+    layout: Layout,
+    options: CompactionOptions,
+    order: np.ndarray,
+    batch_size: int,
 ) -> Iterator[pa.RecordBatch]:
-    """External sort: rows range-partitioned by rank into ``buckets`` Lance files, each then sorted."""
+    """External sort: rows routed into one spill file per range (with their arrival position),
+    then each range sorted in memory; ``order`` receives the positions as ranges are sorted."""
     from lance_ops.ops.compaction import _scan
 
-    count = len(order)
-    rank = np.empty(count, dtype=np.int64)
-    rank[order] = np.arange(count, dtype=np.int64)
-    bucket_of = rank * buckets // max(count, 1)
-    spill_schema = schema.append(pa.field(_RANK, pa.int64()))
-    with tempfile.TemporaryDirectory(prefix="lance-ops-cluster-") as tmp:
-        paths = [os.path.join(tmp, f"bucket-{b}.lance") for b in range(buckets)]
-        writers: dict[int, LanceFileWriter] = {}
+    schema = files.schema
+    keys = list(layout.keys)
+    spill_schema = schema.append(pa.field(_POSITION, pa.int64()))
+    store, directory = spill_location(files, options)
+    paths = [store.join(directory, f"range-{r}.lance") for r in range(layout.ranges)]
+    writers: dict[int, LanceFileWriter] = {}
+    budget = options.cluster_memory_bytes or DEFAULT_CLUSTER_MEMORY_BYTES
+    # what the open spill writers hold, in all: about half the budget
+    cache = max(SPILL_CACHE_MIN_BYTES, budget // (2 * layout.ranges * len(spill_schema)))
+    try:
         position = 0
         for batch in _scan(readers, schema, batch_size):
-            ranks = rank[position : position + batch.num_rows]
-            where = bucket_of[position : position + batch.num_rows]
+            where = layout.range_of(pa.Table.from_batches([batch.select(keys)]))
+            positions = pa.array(np.arange(position, position + batch.num_rows, dtype=np.int64))
             position += batch.num_rows
-            with_rank = pa.RecordBatch.from_arrays([*batch.columns, pa.array(ranks)], schema=spill_schema)
-            for b in np.unique(where).tolist():
-                if b not in writers:
-                    writers[b] = LanceFileWriter(paths[b], spill_schema)
-                writers[b].write_batch(with_rank.filter(pa.array(where == b)))
+            with_position = pa.RecordBatch.from_arrays([*batch.columns, positions], schema=spill_schema)
+            for r in np.unique(where).tolist():
+                if r not in writers:
+                    writers[r] = LanceFileWriter(
+                        paths[r], spill_schema, store=store, data_cache_bytes=cache, page_statistics=False
+                    )
+                writers[r].write_batch(with_position.filter(pa.array(where == r)))
         for writer in writers.values():
             writer.close()
-        for b in sorted(writers):
-            table = LanceFileReader(paths[b]).read_all().to_table()
-            sorted_rows = table.take(pc.sort_indices(table[_RANK])).drop_columns([_RANK])
+        done = 0
+        for r in sorted(writers):
+            table = LanceFileReader(paths[r], store=store).read_all().to_table()
+            store.delete(paths[r])
+            permutation = layout.order(table.select(keys))
+            order[done : done + len(permutation)] = table[_POSITION].to_numpy()[permutation]
+            done += len(permutation)
+            sorted_rows = table.take(pa.array(permutation)).drop_columns([_POSITION])
             del table
             yield from sorted_rows.cast(schema).to_batches(max_chunksize=batch_size)
             del sorted_rows
+    finally:
+        for r in writers:
+            if store.exists(paths[r]):
+                store.delete(paths[r])
+        with contextlib.suppress(OSError):
+            store.remove_directories(directory)
+
+
+def execute_range(files: VersionFiles, task: CompactionTask, layout: Layout, index: int) -> RewriteResult:
+    """Range ``index`` of ``layout`` over the fragments of ``task``, rewritten (nothing committed):
+    its rows found by their keys, read, sorted and written as new fragments. The result's
+    ``row_addrs`` are the old addresses of the range's rows in their new order, and with stable
+    row ids the new fragments carry those rows' ids. The results of every range, concatenated in
+    range order, are what :func:`lance_ops.ops.compaction.execute_task` returns for ``task``."""
+    return execute_ranges(files, task, layout, [index])[0]
+
+
+def execute_ranges(
+    files: VersionFiles, task: CompactionTask, layout: Layout, indices: Sequence[int]
+) -> list[RewriteResult]:
+    """:func:`execute_range` of each of ``indices`` (the keys read once; one range in memory at a time)."""
+    from lance_ops.ops.compaction import CompactionMetrics, RewriteResult, write_rows
+
+    options = task.options
+    schema = files.schema
+    batch_size = options.batch_size or 8192
+    readers = [files.fragment(f) for f in task.fragments]
+    lives = [r.live_offsets().astype(np.int64) for r in readers]
+    where = []
+    for reader in readers:
+        keys = pa.Table.from_batches(
+            list(key_batches([reader], schema, layout.keys, batch_size)),
+            schema=key_schema(schema, layout.keys),
+        )
+        where.append(layout.range_of(keys))
+    starts = np.cumsum([0] + [len(live) for live in lives])
+    addresses = np.concatenate(
+        [row_addresses(r.id, live) for r, live in zip(readers, lives, strict=True)]
+        or [np.zeros(0, np.uint64)]
+    )
+    results = []
+    for index in indices:
+        parts: list[pa.Table] = []
+        positions: list[np.ndarray] = []
+        for n, reader in enumerate(readers):
+            mine = np.flatnonzero(where[n] == index)
+            if len(mine):
+                parts.append(reader.read(tuple(schema.names), lives[n][mine]).cast(schema))
+                positions.append(mine + starts[n])
+        table = pa.concat_tables(parts) if parts else schema.empty_table()
+        permutation = layout.order(table.select(list(layout.keys)))
+        order = np.concatenate(positions)[permutation] if positions else np.zeros(0, np.int64)
+        rows = table.take(pa.array(permutation))
+        del table, parts
+        new = write_rows(files, options, iter(rows.to_batches(max_chunksize=batch_size)), rows.num_rows)
+        del rows
+        if files.manifest.uses_stable_row_ids:
+            new = moved_sequences(files, readers, new, order)
+        metrics = CompactionMetrics(fragments_added=len(new), files_added=sum(len(f.files) for f in new))
+        results.append(
+            RewriteResult(task.read_version, task.fragments, tuple(new), metrics, addresses[order])
+        )
+    return results
+
+
+def execute_split_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
+    """An incremental clustering task (its ``cluster_splits`` from :func:`plan`): every range
+    sorted and written as fragments of its own, so that none spans the key range of a fragment
+    left alone."""
+    assert task.cluster_splits is not None
+    layout = Layout("sort", task.options.cluster_by, splits=task.cluster_splits)
+    return merge_ranges(task, execute_ranges(files, task, layout, range(layout.ranges)))
+
+
+def merge_ranges(task: CompactionTask, results: Sequence[RewriteResult]) -> RewriteResult:
+    """The results of every range of ``task`` (in range order) as the one result of ``task``."""
+    from lance_ops.ops.compaction import CompactionMetrics, RewriteResult
+
+    new = tuple(f for r in results for f in r.new_fragments)
+    metrics = CompactionMetrics(
+        fragments_removed=len(task.fragments),
+        fragments_added=len(new),
+        files_removed=sum(len(f.files) + (f.deletion_file is not None) for f in task.fragments),
+        files_added=sum(len(f.files) for f in new),
+    )
+    parts = [r.row_addrs for r in results if r.row_addrs is not None]
+    addresses = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    return RewriteResult(
+        task.read_version, task.fragments, new, metrics, addresses, task.options.defer_index_remap
+    )
 
 
 def moved_sequences(

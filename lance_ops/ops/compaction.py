@@ -65,6 +65,7 @@ from pyroaring import BitMap64
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
+    ClusterIndexError,
     CommitConflictError,
     CorruptFileError,
     InvalidArgumentError,
@@ -124,8 +125,9 @@ class CompactionOptions:
     are left alone and bound the groups around them. ``data_storage_version`` is the version of the
     files written (default: the dataset's; another V2 version marks the dataset with feature flag
     0x100, mixed file versions, as pylance does; the dataset's own default is unchanged).
-    ``cluster_by`` / ``cluster_mode`` / ``cluster_memory_bytes`` (lance_ops, L20) rewrite the rows in
-    key order (:mod:`lance_ops.ops.clustering`; default keys: config ``lance-ops.cluster-by``);
+    ``cluster_by`` / ``cluster_mode`` / ``cluster_memory_bytes`` / ``cluster_spill_location`` /
+    ``cluster_incremental`` (lance_ops, L20) rewrite the rows in key order
+    (:mod:`lance_ops.ops.clustering`; defaults: config ``lance-ops.cluster-*``);
     ``purge`` makes every fragment with a deletion file a candidate whatever the threshold.
     ``compaction_mode``
     ``"try_binary_copy"`` re-encodes (the fallback pylance takes when a copy is not possible);
@@ -156,6 +158,8 @@ class CompactionOptions:
     cluster_by: tuple[str, ...] = ()
     cluster_mode: str | None = None
     cluster_memory_bytes: int | None = None
+    cluster_spill_location: str | None = None
+    cluster_incremental: bool = False
     purge: bool = False
 
     def __post_init__(self) -> None:
@@ -218,11 +222,11 @@ def _file_version(text: str) -> FileVersion:
 
 
 def _parse_config(name: str, text: str) -> Any:
-    if name in ("materialize_deletions", "defer_index_remap", "purge"):
+    if name in ("materialize_deletions", "defer_index_remap", "purge", "cluster_incremental"):
         return text.strip().lower() in ("true", "1", "yes")
     if name == "materialize_deletions_threshold":
         return float(text)
-    if name in ("compaction_mode", "data_storage_version", "cluster_mode"):
+    if name in ("compaction_mode", "data_storage_version", "cluster_mode", "cluster_spill_location"):
         return text.strip()
     if name == "cluster_by":
         return clustering.parse_keys(text)
@@ -258,11 +262,15 @@ class DatasetLike(Protocol):
 
 @dataclass(frozen=True)
 class CompactionTask:
-    """One group of adjacent fragments of version ``read_version`` to rewrite together."""
+    """One group of adjacent fragments of version ``read_version`` to rewrite together.
+
+    ``cluster_splits`` (an incremental clustering, :mod:`lance_ops.ops.clustering`): the routing
+    keys cutting the group's sorted rows into ranges written as separate fragments."""
 
     read_version: int
     fragments: tuple[DataFragment, ...]
     options: CompactionOptions
+    cluster_splits: tuple[int, ...] | None = None
 
     @property
     def fragment_ids(self) -> tuple[int, ...]:
@@ -293,18 +301,22 @@ class CompactionTask:
         return execute_task(open_version(dataset.uri, self.read_version, options), self)
 
     def to_json(self) -> dict[str, Any]:
+        splits = {} if self.cluster_splits is None else {"cluster_splits": list(self.cluster_splits)}
         return {
             "read_version": self.read_version,
             "fragments": [f.to_json() for f in self.fragments],
             "options": self.options.to_json(),
+            **splits,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CompactionTask:
+        splits = data.get("cluster_splits")
         return cls(
             read_version=data["read_version"],
             fragments=tuple(DataFragment.from_json(f) for f in data["fragments"]),
             options=CompactionOptions.from_json(data["options"]),
+            cluster_splits=None if splits is None else tuple(int(v) for v in splits),
         )
 
     def json(self) -> str:
@@ -676,16 +688,11 @@ class _RowStream:
                 yield batch
 
 
-def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
-    """Rewrite the fragments of ``task`` (from the version ``files`` reads) into new fragments."""
-    options = task.options
-    readers = [files.fragment(f) for f in task.fragments]
-    schema = files.schema
-    batches, order = _scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE), None
-    if options.cluster_by:  # rows in key order; ``order`` is the permutation (lance_ops.ops.clustering)
-        batches, order = clustering.ordered_batches(
-            readers, schema, options, options.batch_size or DEFAULT_BATCH_SIZE
-        )
+def write_rows(
+    files: VersionFiles, options: CompactionOptions, batches: Iterator[pa.RecordBatch], live_rows: int
+) -> list[DataFragment]:
+    """``batches`` (exactly ``live_rows`` rows of the dataset's schema) written as the new fragments
+    of a task (:func:`output_row_counts`), with the dataset's write settings; nothing committed."""
     stream = _RowStream(batches)
     write_options = WriteOptions(
         max_rows_per_file=MAX_ROWS_PER_FRAGMENT,
@@ -695,14 +702,30 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         # The dataset's encoding plan, like every other writer of the dataset.
         encoding_plan=EncodingPlan.from_config(files.manifest.config),
     ).for_dataset(files.manifest.config)
-    live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
     new: list[DataFragment] = []
     for rows in output_row_counts(live_rows, options.target_rows_per_fragment):
-        reader = pa.RecordBatchReader.from_batches(schema, stream.take(rows))
+        reader = pa.RecordBatchReader.from_batches(files.schema, stream.take(rows))
         chunk_options = replace(write_options, max_rows_per_file=rows)
         new.extend(write_new_fragments(reader, files.storage, files.lance_schema, chunk_options))
     if stream.left():
         raise CorruptFileError("<compaction>", f"the fragments hold more than their {live_rows} live rows")
+    return new
+
+
+def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
+    """Rewrite the fragments of ``task`` (from the version ``files`` reads) into new fragments."""
+    if task.cluster_splits is not None:  # incremental clustering: ranges written apart
+        return clustering.execute_split_task(files, task)
+    options = task.options
+    readers = [files.fragment(f) for f in task.fragments]
+    schema = files.schema
+    batches, order = _scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE), None
+    if options.cluster_by:  # rows in key order; ``order`` is the permutation (lance_ops.ops.clustering)
+        batches, order = clustering.ordered_batches(
+            files, readers, options, options.batch_size or DEFAULT_BATCH_SIZE
+        )
+    live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
+    new = write_rows(files, options, batches, live_rows)
     if files.manifest.uses_stable_row_ids:
         new = (
             _moved_sequences(files, readers, new)
@@ -727,6 +750,18 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
 
 
 # ------------------------------------------------------------------------------------------ commit
+
+
+def _refuse_deferred_permutation(
+    storage: StorageContext, results: Sequence[RewriteResult], changes: IndexChanges
+) -> None:
+    """A clustering's permutation cannot go through the Fragment Reuse Index: refuse it, removing
+    the index directories already rewritten for it (nothing is committed)."""
+    try:
+        clustering.refuse_deferred_permutation(results, changes.deferred)
+    except ClusterIndexError:
+        discard(storage, changes.rewritten)
+        raise
 
 
 def commit_compaction(
@@ -767,6 +802,7 @@ def commit_compaction(
         changes = changes_for_rewrite(
             storage, latest, moves, defer=defer, reuse_version=latest.version + 1, remapper=remapper
         )
+        _refuse_deferred_permutation(storage, results, changes)
     try:
         reserved, _ = commit(storage, ReserveFragments(count), replace(options, read_version=None))
     except CommitConflictError:  # surely not committed (after an I/O error it might be)
@@ -779,6 +815,7 @@ def commit_compaction(
         changes = changes_for_rewrite(
             storage, reserved, moves, defer=defer, reuse_version=reserved.version, remapper=remapper
         )
+        _refuse_deferred_permutation(storage, results, changes)
     old_addrs: list[np.ndarray] = []
     new_addrs: list[np.ndarray] = []
     if not latest.uses_stable_row_ids:

@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import ClusterKeyError, InvalidOptionError
@@ -33,8 +35,9 @@ def arrival(n: int, seed: int = 0) -> pa.Table:
     )
 
 
-def build(uri: str, n: int, files: int, stable: bool) -> lance_ops.LanceDataset:
-    data = arrival(n)
+def build(uri: str, n: int, files: int, stable: bool, data: pa.Table | None = None) -> lance_ops.LanceDataset:
+    """``data`` (default: ``arrival(n)``) written as ``files`` fragments, one append each."""
+    data = arrival(n) if data is None else data
     step = -(-n // files)
     for i in range(files):
         lance_ops.write_dataset(
@@ -213,3 +216,185 @@ def test_normalized_form_keeps_order(values) -> None:  # type: ignore[no-untyped
     norm = clustering.normalized(values)
     order = pc.sort_indices(values, sort_keys=[("", "ascending", "at_start")]).to_numpy()
     assert np.all(np.diff(norm[order].astype(object)) >= 0)
+
+
+# ------------------------------------------------------------------------------ indices (L20 follow-up)
+
+
+def with_vectors(uri: str, n: int, files: int, stable: bool) -> lance_ops.LanceDataset:
+    """``build`` plus a 16-dim vector column (pylance-written, so pylance's index trainers take it)."""
+    data = arrival(n).drop_columns(["tags"])
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(n, 16)).astype(np.float32)
+    data = data.append_column("vec", pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 16))
+    return build(uri, n, files, stable, data)
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_clustering_keeps_pylance_btree_and_ivf_pq_right(tmp_path, lance_module, stable) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = with_vectors(uri, 3000, 6, stable)
+    ds.delete("id % 17 = 0")
+    theirs = lance_module.dataset(uri)
+    theirs.create_scalar_index("id", "BTREE")
+    theirs.create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    ds = lance_ops.dataset(uri)
+    outcome = ds.optimize.compact_files_with_outcome(
+        CompactionOptions(target_rows_per_fragment=500, cluster_by=("day",), cluster_memory_bytes=20_000)
+    )
+    assert outcome is not None
+    assert set(outcome.indices.remapped) | set(outcome.indices.moved) == {"id_idx", "vec_idx"}
+    assert not outcome.indices.deferred
+    theirs = lance_module.dataset(uri)
+    # both indices cover every row of the new fragments (nothing is left to a flat scan)
+    assert {i.name: i.num_rows_indexed for i in theirs.describe_indices()} == {
+        "id_idx": theirs.count_rows(),
+        "vec_idx": theirs.count_rows(),
+    }
+    assert theirs.to_table()["day"].to_pylist() == sorted(theirs.to_table()["day"].to_pylist())
+    for predicate in ("id >= 1000 AND id < 1300", "id = 2999", "id IN (1, 17, 34, 35)"):
+        indexed = theirs.to_table(filter=predicate, columns=["id", "day"])
+        plain = theirs.to_table(filter=predicate, columns=["id", "day"], use_scalar_index=False)
+        assert indexed.sort_by("id").equals(plain.sort_by("id")), predicate
+    assert "ScalarIndexQuery" in theirs.scanner(filter="id = 2999").explain_plan()
+    table = theirs.to_table(columns=["id", "vec"])
+    for row in range(0, table.num_rows, 290):  # a row's own vector finds that row through the index
+        query = np.asarray(table["vec"][row].as_py(), dtype=np.float32)
+        found = theirs.to_table(
+            nearest={"column": "vec", "q": query, "k": 1, "nprobes": 4, "refine_factor": 50}, columns=["id"]
+        )
+        assert found["id"].to_pylist() == [table["id"][row].as_py()]
+    plan = theirs.scanner(nearest={"column": "vec", "q": query, "k": 1}).explain_plan()
+    assert "ANN" in plan
+
+
+def test_clustering_refuses_what_it_would_leave_stale(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    from lance_ops.errors import ClusterIndexError
+
+    uri = str(tmp_path / "d")
+    build(uri, 2000, 4, stable=False).delete("id % 9 = 0")
+    lance_module.dataset(uri).create_scalar_index("s", "INVERTED")
+    ds = lance_ops.dataset(uri)
+    version = ds.version
+    with pytest.raises(ClusterIndexError, match="INVERTED index 's_idx'") as caught:
+        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
+    assert caught.value.index == "s_idx"
+    lance_module.dataset(uri).drop_index("s_idx")
+    lance_module.dataset(uri).create_scalar_index("id", "BTREE")
+    ds = lance_ops.dataset(uri)
+    version = ds.version
+    with pytest.raises(ClusterIndexError, match="'id_idx'.*deferred remap"):
+        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"], defer_index_remap=True)
+    lance_ops.write_dataset(arrival(300, seed=3), uri, mode="append")  # not covered by the index
+    ds = lance_ops.dataset(uri)
+    version = ds.version
+    with pytest.raises(ClusterIndexError, match="'id_idx' covers only some"):
+        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
+    assert lance_ops.dataset(uri).version == version
+    lance_module.dataset(uri).optimize.optimize_indices()  # the index takes the new fragment in
+    lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
+    theirs = lance_module.dataset(uri)
+    indexed = theirs.to_table(filter="id < 400", columns=["id", "day"])
+    assert indexed.sort_by("id").equals(
+        theirs.to_table(filter="id < 400", columns=["id", "day"], use_scalar_index=False).sort_by("id")
+    )
+
+
+# ------------------------------------------------------------------------------------- incremental
+
+
+def nightly(n: int, lo: int, hi: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {"id": pa.array(rng.integers(0, 2**40, n)), "k": pa.array(rng.integers(lo, hi, n), pa.int32())}
+    )
+
+
+def disjoint(uri: str, lance_module) -> bool:  # type: ignore[no-untyped-def]
+    ranges = sorted(key_ranges(uri, lance_module, "k"))
+    return all(hi <= lo for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False))
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_incremental_clustering_rewrites_only_the_ranges_new_rows_fall_in(
+    tmp_path, lance_module, stable
+) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    day1 = nightly(4000, 0, 10_000, seed=1)
+    lance_ops.write_dataset(day1, uri, max_rows_per_file=1000, enable_stable_row_ids=stable)
+    ds = lance_ops.dataset(uri)
+    ds.update_config({"lance-ops.cluster-by": "k", "lance-ops.cluster-incremental": "true"})
+    # night 1: nothing is clustered yet (one fragment's range holds everything): all of it is
+    ds.optimize.compact_files(target_rows_per_fragment=1000)
+    assert len(ds.get_fragments()) == 4 and disjoint(uri, lance_module)
+    assert ds.stats.clustering("k")["average_overlap_depth"] <= 1.0
+    night1 = {f.id: f.files for f in ds.manifest.fragments}
+    before = lance_module.dataset(uri).to_table(with_row_id=stable)
+    # day 2: rows in a narrow band of keys, appended as two fragments
+    day2 = nightly(200, 6000, 6300, seed=2)  # inside one range (night 1 cut near 2600, 5100, 7600)
+    lance_ops.write_dataset(day2, uri, mode="append", max_rows_per_file=100)
+    ds = lance_ops.dataset(uri)
+    assert ds.stats.clustering("k")["average_overlap_depth"] > 1.0
+    metrics = ds.optimize.compact_files(target_rows_per_fragment=1000)
+    assert metrics.fragments_removed == 3  # the two new fragments and the one range they fall in
+    after = {f.id: f.files for f in ds.manifest.fragments}
+    assert sum(1 for i, files in after.items() if night1.get(i) == files) == 3  # left alone
+    assert disjoint(uri, lance_module)
+    assert ds.stats.clustering("k")["average_overlap_depth"] <= 1.0
+    got = lance_module.dataset(uri).to_table(with_row_id=stable)
+    assert (
+        got.sort_by([("id", "ascending"), ("k", "ascending")])
+        .select(["id", "k"])
+        .equals(pa.concat_tables([day1, day2]).sort_by([("id", "ascending"), ("k", "ascending")]))
+    )
+    if stable:  # the rows clustered on night 1 kept their ids
+        old = before.sort_by("_rowid")
+        assert got.filter(pc.is_in(got["_rowid"], old["_rowid"])).sort_by("_rowid").equals(old)
+    # nothing new: nothing to do
+    assert lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000).fragments_added == 0
+    # day 3: rows everywhere; every range receives some and is rewritten, still disjoint
+    lance_ops.write_dataset(nightly(300, 0, 10_000, seed=3), uri, mode="append")
+    ds = lance_ops.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=1000)
+    assert disjoint(uri, lance_module) and lance_module.dataset(uri).count_rows() == 4500
+
+
+def test_incremental_clustering_needs_sort(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    lance_ops.write_dataset(nightly(100, 0, 10, seed=1), uri)
+    lance_ops.write_dataset(nightly(100, 0, 10, seed=2), uri, mode="append")
+    ds = lance_ops.dataset(uri)
+    with pytest.raises(InvalidOptionError, match="cluster_incremental"):
+        ds.optimize.compact_files(cluster_by=["k", "id"], cluster_mode="zorder", cluster_incremental=True)
+
+
+# ------------------------------------------------------------------- range partitioning (property)
+
+
+@given(
+    values=st.lists(
+        st.one_of(st.none(), st.floats(allow_nan=True, width=64), st.integers(-(2**62), 2**62)), max_size=1025
+    ),
+    words=st.lists(st.one_of(st.none(), st.text(max_size=12)), min_size=1025, max_size=1025),
+    mode=st.sampled_from(["sort", "zorder"]),
+    ranges=st.integers(1, 9),
+    seed=st.integers(0, 3),
+)
+@example(values=[0.0, -0.0, 0.0, -0.0] * 8, words=["a"] * 1025, mode="sort", ranges=4, seed=0)
+@example(
+    values=[float("nan"), 1.0, None, -float("nan")] * 8, words=["b"] * 1025, mode="sort", ranges=3, seed=1
+)
+def test_ranges_concatenated_are_the_rows_sorted_as_one_set(values, words, mode, ranges, seed) -> None:  # type: ignore[no-untyped-def]
+    """Whatever the sample (hence the split points), sorting each range and concatenating them in
+    range order gives the stable sort of the whole set: the routing key never decreases."""
+    floats = [None if v is None else float(v) for v in values]
+    keys = pa.table({"f": pa.array(floats, pa.float64()), "s": pa.array(words[: len(values)], pa.string())})
+    survey = clustering.Survey.of(keys.to_batches(), keys.schema, 0.3, seed)
+    layout = clustering.Layout.build(survey, mode, ("f", "s"), ranges)
+    whole = clustering.Layout.build(survey, mode, ("f", "s")).order(keys)
+    where = layout.range_of(keys)
+    pieces = []
+    for r in range(layout.ranges):
+        rows = np.flatnonzero(where == r)
+        pieces.append(rows[layout.order(keys.take(pa.array(rows, pa.int64())))])
+    assert np.array_equal(np.concatenate(pieces) if pieces else np.zeros(0, np.int64), whole)
