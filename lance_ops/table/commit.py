@@ -54,6 +54,7 @@ from lance_ops.errors import (
     CorruptFileError,
     DatasetNotFoundError,
     RetryableCommitConflictError,
+    UnsupportedFeatureError,
     VersionNotFoundError,
     WriteSchemaError,
 )
@@ -61,6 +62,7 @@ from lance_ops.io import ObjectStore
 from lance_ops.table.apply import build_manifest
 from lance_ops.table.conflicts import RETRY, check_conflict, verdict
 from lance_ops.table.deletion import can_rebase, rebase_delete
+from lance_ops.table.legacy_dictionaries import with_legacy_dictionaries
 from lance_ops.table.manifest import (
     FLAG_STABLE_ROW_IDS,
     DataStorageFormat,
@@ -491,8 +493,9 @@ def commit_recorded(
             load_version=load_version,
         )
         try:
+            manifest = with_legacy_dictionaries(store, root, manifest)
             check_new_fragments(store, root, base, manifest, transaction.operation, null_counts)
-        except WriteSchemaError:
+        except (WriteSchemaError, UnsupportedFeatureError):
             store.delete(store.join(root, TRANSACTIONS_DIR, written.file_name))
             raise
         data = encode_manifest_file(manifest, payload)
