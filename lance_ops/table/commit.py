@@ -83,7 +83,7 @@ from lance_ops.table.naming import (
 from lance_ops.table.rewrite_rebase import as_delete, can_carry, can_follow, carry_delete, follow_rewrite
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction, Update
-from lance_ops.table.write_guard import NullCountCache, check_new_fragments
+from lance_ops.table.write_guard import NullCountCache, check_file_families, check_new_fragments
 
 # pylance 14 gates compatibility work-arounds on the writer's semantic version (manifests without
 # one, or from old versions, get e.g. their physical row counts recomputed). We therefore declare
@@ -493,6 +493,7 @@ def commit_recorded(
             load_version=load_version,
         )
         try:
+            check_file_families(manifest)
             manifest = with_legacy_dictionaries(store, root, manifest)
             check_new_fragments(store, root, base, manifest, transaction.operation, null_counts)
         except (WriteSchemaError, UnsupportedFeatureError):

@@ -5,7 +5,8 @@ there; each data file also stores the dictionary its keys were written against. 
 carries a dictionary field without its values (the first write of a dataset, whose writer
 collected the dictionary while writing the files; a schema rebuilt from messages) takes them from
 its data files: the longest dictionary found, since the files of one write share one dictionary
-that only grows (every other file's is a prefix of it).
+that only grows (every other file's is a prefix of it; files written against unrelated
+dictionaries, e.g. a dictionary column added fragment by fragment, are refused).
 """
 
 from __future__ import annotations
@@ -55,8 +56,17 @@ def with_legacy_dictionaries(store: ObjectStore, root: str, manifest: Manifest) 
                 continue
             for field_id in wanted:
                 values = reader.dictionary_values(field_id)
-                if values is not None and len(values) > len(found.get(field_id, ())):
-                    found[field_id] = values
+                if values is None:
+                    continue
+                known = found.setdefault(field_id, values)
+                shorter, longer = sorted((known, values), key=len)
+                if not longer.slice(0, len(shorter)).equals(shorter):
+                    name = next(f.name for f in manifest.schema.fields if f.id == field_id)
+                    raise UnsupportedFeatureError(
+                        f"legacy (0.1) dictionary column {name!r}: its data files were written against "
+                        "different dictionaries, which one manifest cannot hold"
+                    )
+                found[field_id] = longer
     unfound = sorted(f.name for f in manifest.schema.fields if f.id in missing and f.id not in found)
     if unfound:
         raise UnsupportedFeatureError(
