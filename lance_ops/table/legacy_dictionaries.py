@@ -56,7 +56,7 @@ def with_legacy_dictionaries(store: ObjectStore, root: str, manifest: Manifest) 
                 continue
             for field_id in wanted:
                 values = reader.dictionary_values(field_id)
-                if values is None:
+                if values is None or not len(values):
                     continue
                 known = found.setdefault(field_id, values)
                 shorter, longer = sorted((known, values), key=len)
