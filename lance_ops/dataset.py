@@ -12,7 +12,7 @@ import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from functools import cached_property
+from functools import cached_property, wraps
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypedDict
 
@@ -27,6 +27,7 @@ from lance_ops.dataset_stats import LanceStats
 from lance_ops.encoding.options import check_writer_compression
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
+    ArgumentTypeError,
     CorruptFileError,
     DatasetNotFoundError,
     InvalidArgumentError,
@@ -1105,6 +1106,21 @@ def dataset(
     return ds
 
 
+def _accepts_data_obj(write: Callable[..., LanceDataset]) -> Callable[..., LanceDataset]:
+    """pylance names ``write_dataset``'s first parameter ``data_obj``: take that keyword as well."""
+
+    @wraps(write)
+    def wrapper(*args: Any, **kwargs: Any) -> LanceDataset:
+        if "data_obj" in kwargs:
+            if args or "data" in kwargs:
+                raise ArgumentTypeError("write_dataset() got its data twice (data and data_obj)")
+            args = (kwargs.pop("data_obj"),)
+        return write(*args, **kwargs)
+
+    return wrapper
+
+
+@_accepts_data_obj
 def write_dataset(
     data: Any,
     uri: str | os.PathLike[str] | LanceDataset,

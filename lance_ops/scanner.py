@@ -89,8 +89,10 @@ class LanceScanner:
     """A scan of one dataset version, with pylance's ``LanceScanner`` methods."""
 
     def __init__(self, ds: LanceDataset, request: ScanRequest) -> None:
-        if (request.offset or 0) < 0 or (request.limit or 0) < 0:
-            raise InvalidArgumentError("limit and offset must be non-negative")
+        if (request.limit or 0) < 0:  # pylance's words, limit first
+            raise InvalidArgumentError("Limit must be non-negative")
+        if (request.offset or 0) < 0:
+            raise InvalidArgumentError("Offset must be non-negative")
         if request.batch_size is not None and request.batch_size <= 0:
             raise InvalidArgumentError("batch_size must be positive")
         self._ds = ds

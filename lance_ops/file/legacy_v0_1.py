@@ -40,6 +40,7 @@ from lance_ops.encoding.legacy.v0_1.container import (
     read_legacy_tail,
     statistics_tail,
 )
+from lance_ops.encoding.legacy.v0_1.dictionary import decode_dictionary_values
 from lance_ops.encoding.legacy.v0_1.encoder import (
     DictionaryCollector,
     check_legacy_type,
@@ -110,6 +111,15 @@ class LegacyFileReader(LanceFileReader):
             out.append(node)
             pending.extend(node.children)
         return out
+
+    def dictionary_values(self, field_id: int) -> pa.Array | None:
+        """The values this file stores for dictionary field ``field_id`` (None when it has none)."""
+        for node in self._all_fields():
+            if node.id == field_id and node.dictionary is not None:
+                offset, length = node.dictionary
+                value_type = node.data_type.value_type
+                return decode_dictionary_values(value_type, offset, length, self._fetch)
+        return None
 
     def _decoder(self, field_index: int) -> FieldDecoder:
         decoder = self._decoders.get(field_index)
@@ -193,7 +203,9 @@ class LegacyFileWriter:
 
     ``path`` / ``store`` / ``storage_options`` / ``lance_fields`` / ``schema`` as for
     :class:`~lance_ops.file.writer.LanceFileWriter`; ``max_rows_per_group`` rows make one batch
-    (the last may be shorter). Types a 0.1 file cannot hold raise
+    (the last may be shorter). ``dictionaries`` (shared by the files of one dataset write) holds
+    the dictionary of each dictionary field; by default the file collects its own. Types a 0.1
+    file cannot hold raise
     :class:`~lance_ops.errors.UnsupportedFeatureError` before anything is written. Rows are
     buffered until a batch is full, so at most one batch is held in memory.
     """
@@ -207,6 +219,7 @@ class LegacyFileWriter:
         storage_options: Mapping[str, str] | None = None,
         lance_fields: Sequence[pb.Field] | None = None,
         store: ObjectStore | None = None,
+        dictionaries: DictionaryCollector | None = None,
     ) -> None:
         if max_rows_per_group <= 0:
             raise ValueError("max_rows_per_group must be positive")
@@ -225,7 +238,7 @@ class LegacyFileWriter:
         self._pending_rows = 0
         self._batch_offsets = [0]
         self._entries: list[dict[int, tuple[int, int]]] = []
-        self._dictionaries = DictionaryCollector()
+        self._dictionaries = DictionaryCollector() if dictionaries is None else dictionaries
         self._bytes_written = 0
         self._closed = False
 

@@ -73,8 +73,10 @@ def scan_batches(
     ``limit`` count rows that pass the predicate (as in pylance); without one, skipped fragments
     are not read at all.
     """
-    if offset < 0 or (limit or 0) < 0:
-        raise ValueError("limit and offset must be non-negative")
+    if (limit or 0) < 0:
+        raise ValueError("Limit must be non-negative")
+    if offset < 0:
+        raise ValueError("Offset must be non-negative")
     size = options.batch_size
     if size <= 0:
         raise ValueError(f"batch_size must be positive, got {size}")

@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_ops.encoding.api import FileVersion
+from lance_ops.encoding.legacy.v0_1.encoder import DictionaryCollector
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
     ArgumentTypeError,
@@ -208,12 +209,11 @@ class _FileSink:
         self.storage, self.schema, self.options = storage, schema, options
         self.progress = progress or Tracker(None, WRITE, None, "rows")
         self.version = FileVersion.parse(options.data_storage_version)
-        if self.version is FileVersion.V0_1 and any(f.logical_type.startswith("dict:") for f in fields):
-            # pylance reads a legacy dataset's dictionaries from its manifest file, not the data files
-            raise UnsupportedFeatureError(
-                "dictionary columns in legacy (0.1) datasets are not supported: pylance keeps their "
-                "values in the manifest file, which lance-ops does not write"
-            )
+        # Every file of a legacy write shares the dataset's dictionaries (pylance reads them from
+        # the manifest file): an existing dataset's are fixed, a new one's collected here.
+        self._dictionaries = DictionaryCollector(
+            {f.id: (f.name, f.dictionary_values) for f in fields if f.dictionary_values is not None}
+        )
         self.blob_v2 = [contains_blob_v2(field) for field in schema]
         if any(self.blob_v2) and self.version.value < FileVersion.V2_2.value:
             raise UnsupportedFeatureError(f"lance.blob.v2 columns need Lance 2.2 files, not {self.version}")
@@ -291,6 +291,7 @@ class _FileSink:
                 max_rows_per_group=self.options.max_rows_per_group,
                 lance_fields=self.file_fields.to_pb(),
                 store=self.storage.store,
+                dictionaries=self._dictionaries,
             )
             self._opened()
             return

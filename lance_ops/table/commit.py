@@ -54,6 +54,7 @@ from lance_ops.errors import (
     CorruptFileError,
     DatasetNotFoundError,
     RetryableCommitConflictError,
+    UnsupportedFeatureError,
     VersionNotFoundError,
     WriteSchemaError,
 )
@@ -61,6 +62,7 @@ from lance_ops.io import ObjectStore
 from lance_ops.table.apply import build_manifest
 from lance_ops.table.conflicts import RETRY, check_conflict, verdict
 from lance_ops.table.deletion import can_rebase, rebase_delete
+from lance_ops.table.legacy_dictionaries import with_legacy_dictionaries
 from lance_ops.table.manifest import (
     FLAG_STABLE_ROW_IDS,
     DataStorageFormat,
@@ -81,7 +83,7 @@ from lance_ops.table.naming import (
 from lance_ops.table.rewrite_rebase import as_delete, can_carry, can_follow, carry_delete, follow_rewrite
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import Delete, Overwrite, Rewrite, Transaction, Update
-from lance_ops.table.write_guard import NullCountCache, check_new_fragments
+from lance_ops.table.write_guard import NullCountCache, check_file_families, check_new_fragments
 
 # pylance 14 gates compatibility work-arounds on the writer's semantic version (manifests without
 # one, or from old versions, get e.g. their physical row counts recomputed). We therefore declare
@@ -491,8 +493,10 @@ def commit_recorded(
             load_version=load_version,
         )
         try:
+            check_file_families(manifest)
+            manifest = with_legacy_dictionaries(store, root, manifest)
             check_new_fragments(store, root, base, manifest, transaction.operation, null_counts)
-        except WriteSchemaError:
+        except (WriteSchemaError, UnsupportedFeatureError):
             store.delete(store.join(root, TRANSACTIONS_DIR, written.file_name))
             raise
         data = encode_manifest_file(manifest, payload)

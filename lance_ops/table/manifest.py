@@ -3,7 +3,8 @@
 A manifest file is a run of length-prefixed protobuf sections followed by a 16-byte footer
 (all integers little-endian)::
 
-    0             [u32 len][IndexSection]        only when the version has indices
+    0             dictionary values              legacy (0.1) datasets' dictionary columns only
+                  [u32 len][IndexSection]        only when the version has indices
                   [u32 len][Transaction]         inline copy of the commit's transaction
     manifest_pos  [u32 len][Manifest]            always last
     size - 16     i64 manifest_pos               offset of the Manifest's length prefix
@@ -13,6 +14,12 @@ A manifest file is a run of length-prefixed protobuf sections followed by a 16-b
 A section's position (``Manifest.index_section``, the inline transaction position) is the offset
 of its length prefix. pylance 14 stores the inline transaction position in field 23 and still reads
 the older field 21; we read 23, then 21, and write 23.
+
+A legacy (0.1) dataset's dictionary columns keep their values at the start of every manifest file,
+laid out as in a 0.1 data file (a plain page, or var-binary bytes and their absolute positions);
+``Field.dictionary`` gives the position (of the positions array for strings) and the number of
+values. pylance reads them from there, not from the data files, and rewrites them with each
+version. They travel as :attr:`LanceField.dictionary_values`.
 
 Every class here is a frozen dataclass with ``from_pb`` / ``to_pb``: these conversions are the only
 code of the table layer that touches the generated protobuf modules (the schema is a
@@ -32,10 +39,13 @@ from typing import Any, overload
 import numpy as np
 
 from lance_ops._proto import table_pb2
+from lance_ops.encoding.legacy.v0_1.dictionary import decode_dictionary_values
+from lance_ops.encoding.legacy.v0_1.encoder import dictionary_values_bytes
 from lance_ops.errors import CorruptFileError, InvalidArgumentError, LanceOpsError, UnsupportedFeatureError
+from lance_ops.file.schema import arrow_type
 from lance_ops.table.naming import DELETIONS_DIR, deletion_file_name
 from lance_ops.table.paths import check_base_path, check_relative_path, check_relative_paths
-from lance_ops.table.schema import LanceSchema
+from lance_ops.table.schema import LanceField, LanceSchema
 
 MAGIC = b"LANC"
 FOOTER = struct.Struct("<qhh4s")
@@ -805,6 +815,55 @@ class Manifest:
         return pb
 
 
+def _with_dictionary_positions(manifest: Manifest, parts: list[bytes]) -> tuple[Manifest, int]:
+    """Append the bytes of ``manifest``'s dictionary values to ``parts`` (from position 0) and
+    return it with ``Field.dictionary`` locating them, and the position after them."""
+    if not any(f.dictionary_values is not None for f in manifest.schema.fields):
+        return manifest, 0
+    written: list[bytes] = []
+    position = 0
+
+    def write(data: bytes | memoryview) -> int:
+        nonlocal position
+        start = position
+        written.append(bytes(data))
+        position += len(data)
+        return start
+
+    fields = []
+    for f in manifest.schema.fields:
+        if f.dictionary_values is not None:
+            f = replace(
+                f, dictionary=(dictionary_values_bytes(f.dictionary_values, write), len(f.dictionary_values))
+            )
+        fields.append(f)
+    parts.extend(written)
+    return replace(manifest, schema=replace(manifest.schema, fields=tuple(fields))), position
+
+
+def _read_dictionaries(manifest: Manifest, data: bytes, path: str) -> Manifest:
+    """``manifest`` with the dictionary values of a legacy dataset's fields read from ``data``."""
+    if manifest.data_storage_version != "0.1" or not any(f.dictionary for f in manifest.schema.fields):
+        return manifest
+    view = memoryview(data)
+
+    def fetch(ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        for start, size in ranges:
+            if start < 0 or start + size > len(data):
+                raise CorruptFileError(path, f"dictionary values at {start} run past the manifest file")
+        return [view[start : start + size] for start, size in ranges]
+
+    def with_values(f: LanceField) -> LanceField:
+        if not f.dictionary or not f.logical_type.startswith("dict:"):
+            return f
+        offset, length = f.dictionary
+        value_type = arrow_type(f.logical_type).value_type
+        return replace(f, dictionary_values=decode_dictionary_values(value_type, offset, length, fetch))
+
+    fields = tuple(with_values(f) for f in manifest.schema.fields)
+    return replace(manifest, schema=replace(manifest.schema, fields=fields))
+
+
 def _section(payload: bytes) -> bytes:
     return _LEN.pack(len(payload)) + payload
 
@@ -817,6 +876,7 @@ def encode_manifest_file(manifest: Manifest, transaction: bytes | None = None) -
     """
     parts: list[bytes] = []
     position = 0
+    manifest, position = _with_dictionary_positions(manifest, parts)
     index_section = None
     if manifest.indices:
         index_section = position
@@ -868,7 +928,7 @@ def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None
             section = table_pb2.IndexSection()
             section.ParseFromString(_read_section(data, pb.index_section, path, "index section"))
             indices = tuple(IndexMetadata.from_pb(i) for i in section.indices)
-        manifest = Manifest.from_pb(pb, indices, path)
+        manifest = _read_dictionaries(Manifest.from_pb(pb, indices, path), data, path)
     except CorruptFileError as exc:
         raise exc.located(path) from exc
     except LanceOpsError:

@@ -50,6 +50,9 @@ class LanceField:
     unenforced_primary_key: bool = False
     unenforced_primary_key_position: int = 0
     unenforced_clustering_key_position: int = 0
+    # A legacy (0.1) dataset's dictionary values, kept in its manifest file (``dictionary`` locates
+    # them there); see :func:`lance_ops.table.manifest.encode_manifest_file`.
+    dictionary_values: pa.Array | None = field(default=None, compare=False, hash=False, repr=False)
 
     @classmethod
     def from_pb(cls, pb: file_pb2.Field) -> LanceField:

@@ -19,6 +19,9 @@ file's page statistics (its tail and one global buffer; never its columns), keye
 field ids, which writers here and pylance's set to the dataset's. Files with neither, legacy files
 and files under other base paths are not read. ``Restore`` is not checked: it brings back content
 committed before.
+
+:func:`check_file_families` also refuses a version whose data files mix legacy (0.x) and V2 files,
+or are not of its data storage version's family, as pylance 14 refuses it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from lance_ops.table.naming import DATA_DIR
 from lance_ops.table.schema import LanceField, LanceSchema
 from lance_ops.table.transaction import Append, DataReplacement, Merge, Operation, Overwrite, Rewrite, Update
 
-__all__ = ["NullCountCache", "check_new_fragments"]
+__all__ = ["NullCountCache", "check_file_families", "check_new_fragments"]
 
 # Operations that bring new data files into a version.
 _ADDING_FILES = (Append, Overwrite, Update, Rewrite, Merge, DataReplacement)
@@ -44,6 +47,23 @@ NullCountCache = MutableMapping[str, Mapping[int, int] | None]
 
 def _files_of(manifest: Manifest) -> set[tuple[int | None, str]]:
     return {(f.base_id, f.path) for fragment in manifest.fragments for f in fragment.files}
+
+
+def check_file_families(manifest: Manifest) -> None:
+    """Raise :class:`WriteSchemaError` when ``manifest`` mixes legacy (0.x) and V2 data files, or
+    holds files of the other family than its data storage version: pylance 14 refuses to commit
+    such a version, in these words."""
+    files = [(fragment.id, f) for fragment in manifest.fragments for f in fragment.files]
+    if len({f.file_major_version >= 2 for _, f in files}) > 1:
+        raise WriteSchemaError("Invalid user input: Dataset snapshot mixes V1 and V2 data files")
+    default = manifest.data_storage_version
+    for fragment_id, f in files[:1]:
+        if (f.file_major_version >= 2) != default.startswith("2."):
+            raise WriteSchemaError(
+                f"Invalid user input: Data file '{f.path}' in fragment {fragment_id} has version "
+                f"{f.file_version}, but the manifest default is {default}; V1 and V2 storage versions "
+                "cannot be mixed"
+            )
 
 
 def _required(schema: LanceSchema) -> list[tuple[LanceField, frozenset[int]]]:

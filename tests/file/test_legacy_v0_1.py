@@ -13,6 +13,7 @@ import shutil
 import struct
 from pathlib import Path
 
+import lance
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -198,24 +199,26 @@ def test_dataset_scan_filter_take_count(legacy_dataset: Path) -> None:
     _assert_same(scanned, expected, "batches")
 
 
-def test_writing_legacy_dictionaries_is_refused(legacy_dataset: Path, tmp_path: Path) -> None:
-    """Legacy datasets are written (tests/file/test_legacy_write.py) except their dictionary
-    columns, whose values pylance keeps in the manifest file: refused, nothing committed."""
-    data = lance_ops.dataset(str(legacy_dataset)).head(3)
+def test_writing_to_pylance_legacy_dictionary_dataset(legacy_dataset: Path, tmp_path: Path) -> None:
+    """pylance's legacy dataset with dictionary columns (their values in its manifest file) takes
+    our appends and overwrites, and its rows make a new legacy dataset; pylance reads every one
+    (tests/file/test_legacy_dictionaries.py has the rest)."""
+    uri = str(legacy_dataset)
+    data = lance_ops.dataset(uri).head(3)
     assert any(pa.types.is_dictionary(t) for t in data.schema.types)
-    for mode in ("append", "overwrite"):
-        with pytest.raises(UnsupportedFeatureError, match="dictionary columns in legacy"):
-            lance_ops.write_dataset(data, str(legacy_dataset), mode=mode)
-    with pytest.raises(UnsupportedFeatureError, match="dictionary columns in legacy"):
-        lance_ops.write_dataset(data, str(tmp_path / "new.lance"), data_storage_version="legacy")
+    before = lance.dataset(uri).to_table()
+    lance_ops.write_dataset(data, uri, mode="append")
+    assert lance.dataset(uri).to_table() == pa.concat_tables([before, data])
+    lance_ops.write_dataset(data, uri, mode="overwrite")
+    lance_ops.write_dataset(data, str(tmp_path / "new.lance"), data_storage_version="legacy")
+    for written in (uri, str(tmp_path / "new.lance")):
+        assert lance.dataset(written).data_storage_version == "0.1"
+        assert lance.dataset(written).to_table() == data
+        assert lance_ops.dataset(written).to_table() == data
     for version in ("0.1", "legacy"):
         with pytest.raises(UnsupportedFeatureError, match="LegacyFileWriter"):
             LanceFileWriter(str(tmp_path / "x.lance"), data.schema, version=version)
     assert not (tmp_path / "x.lance").exists()
-    assert (
-        lance_ops.dataset(str(legacy_dataset)).version
-        == lance_ops.dataset(str(DATASETS_DIR / "legacy01_basic.lance")).version
-    )
 
 
 # --------------------------------------------------------------------------- corrupt tails

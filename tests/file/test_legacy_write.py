@@ -241,9 +241,9 @@ def test_refuses_what_legacy_cannot_hold(column: pa.Array, tmp_path: Path) -> No
     assert not (tmp_path / "x.lance").exists()
 
 
-def test_dictionaries_in_files_but_not_in_datasets(tmp_path: Path) -> None:
-    """pylance keeps a legacy dataset's dictionaries in its manifest file: refused for datasets.
-    A file alone grows one dictionary across batches with different dictionaries."""
+def test_a_file_grows_one_dictionary_across_batches(tmp_path: Path) -> None:
+    """A file alone grows one dictionary across batches with different dictionaries (datasets:
+    tests/file/test_legacy_dictionaries.py)."""
     first = pa.array(["b", "a", None]).dictionary_encode()
     second = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["c", "b"]))
     schema = pa.schema([("d", first.type)])
@@ -253,10 +253,6 @@ def test_dictionaries_in_files_but_not_in_datasets(tmp_path: Path) -> None:
         writer.write_batch(pa.table({"d": second}))
     read = LanceFileReader(path).read_all().to_table().column("d")
     assert read.to_pylist() == ["b", "a", "b", "c", "b"]  # the null key was written as key 0
-    with pytest.raises(UnsupportedFeatureError, match="dictionary columns in legacy"):
-        lance_ops.write_dataset(
-            pa.table({"d": first}), str(tmp_path / "x.lance"), data_storage_version="legacy"
-        )
 
 
 def test_lance_file_writer_points_to_the_legacy_writer(tmp_path: Path) -> None:

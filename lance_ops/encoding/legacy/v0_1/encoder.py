@@ -29,7 +29,7 @@ pylance refuses them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from lance_ops.encoding.legacy.v0_1.binary import is_var_binary
 from lance_ops.encoding.legacy.v0_1.decoder import LegacyField, layout_of
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import UnsupportedFeatureError, WriteSchemaError
 
 # Writes bytes at the end of the file; returns the position they start at.
 Write = Callable[[bytes | memoryview], int]
@@ -81,10 +81,16 @@ def check_legacy_type(name: str, data_type: pa.DataType) -> None:
 
 class DictionaryCollector:
     """The dictionary of each dictionary field of a file: the first batch's, grown by later
-    batches that bring other values (their keys are remapped onto it)."""
+    batches that bring other values (their keys are remapped onto it).
 
-    def __init__(self) -> None:
-        self.values: dict[int, pa.Array] = {}
+    ``fixed`` holds a legacy dataset's dictionaries by field id (with the field's name): batches of
+    those fields must bring the same values (or the first of them, whose keys stay valid), else
+    :class:`WriteSchemaError`, as pylance refuses an append with another dictionary. One collector
+    may serve every file of a write, so that they share one dictionary."""
+
+    def __init__(self, fixed: Mapping[int, tuple[str, pa.Array]] | None = None) -> None:
+        self.fixed = dict(fixed or {})
+        self.values: dict[int, pa.Array] = {fid: values for fid, (_, values) in self.fixed.items()}
 
     def keys(self, field_id: int, array: pa.DictionaryArray) -> pa.Array:
         """``array``'s keys against the file's dictionary of ``field_id`` (nulls keep key 0)."""
@@ -95,6 +101,14 @@ class DictionaryCollector:
             return array.indices
         if known.equals(dictionary):
             return array.indices
+        if field_id in self.fixed:
+            if len(dictionary) <= len(known) and known.slice(0, len(dictionary)).equals(dictionary):
+                return array.indices
+            name = self.fixed[field_id][0]
+            raise WriteSchemaError(
+                f"Append with different schema: dictionary for `{name}` did not match expected dictionary",
+                (name,),
+            )
         found = pc.index_in(dictionary, value_set=known)
         missing = dictionary.filter(pc.is_null(found))
         if len(missing):
