@@ -21,7 +21,7 @@ from lance_ops.io import ObjectStore
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.commit import LoadedManifest, load_manifest, load_manifests, load_transaction
-from lance_ops.table.manifest import Manifest
+from lance_ops.table.manifest import Manifest, fragment_file_totals, fragment_row_counts
 from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Restore, Transaction
 
 __all__ = ["HISTORY_SCHEMA", "history", "restore", "summary", "version_as_of", "versions"]
@@ -46,16 +46,17 @@ HISTORY_SCHEMA = pa.schema(
 
 def summary(manifest: Manifest) -> dict[str, str]:
     """pylance's per-version summary (``versions()[i]["metadata"]``; values are decimal strings)."""
-    files = [d for f in manifest.fragments for d in f.files]
-    deletions = [f.deletion_file for f in manifest.fragments if f.deletion_file is not None]
+    # From the manifest's counts, without converting its fragments (see FragmentList).
+    physical, deleted, has_deletion = fragment_row_counts(manifest.fragments)
+    files, size = fragment_file_totals(manifest.fragments)
     return {
-        "total_data_file_rows": str(sum(f.physical_rows for f in manifest.fragments)),
-        "total_data_files": str(len(files)),
-        "total_deletion_file_rows": str(sum(d.num_deleted_rows for d in deletions)),
-        "total_deletion_files": str(len(deletions)),
-        "total_files_size": str(sum(d.file_size_bytes for d in files)),
+        "total_data_file_rows": str(int(physical.sum())),
+        "total_data_files": str(files),
+        "total_deletion_file_rows": str(int(deleted.sum())),
+        "total_deletion_files": str(int(has_deletion.sum())),
+        "total_files_size": str(size),
         "total_fragments": str(len(manifest.fragments)),
-        "total_rows": str(manifest.num_rows),
+        "total_rows": str(int(physical.sum() - deleted.sum())),
     }
 
 

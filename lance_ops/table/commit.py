@@ -45,7 +45,7 @@ import os
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
@@ -191,16 +191,20 @@ class NewDatasetSettings:
 
 def list_versions(store: ObjectStore, root: str) -> list[VersionEntry]:
     """Main-line versions, ascending. Mixed naming schemes are refused, as pylance does."""
+    directory = store.join(root, VERSIONS_DIR)
+    return version_entries((info.path.rsplit("/", 1)[-1] for info in store.list(directory)), directory)
+
+
+def version_entries(names: Iterable[str], directory: str) -> list[VersionEntry]:
+    """The main-line versions among the file ``names`` of the ``_versions/`` directory, ascending
+    (see :func:`list_versions`; for callers that listed the directory themselves)."""
     entries = []
-    for info in store.list(store.join(root, VERSIONS_DIR)):
-        name = info.path.rsplit("/", 1)[-1]
+    for name in names:
         parsed = ManifestNamingScheme.parse(name)
         if parsed is not None:
             entries.append(VersionEntry(parsed[1], name, parsed[0]))
     if len({e.scheme for e in entries}) > 1:
-        raise CorruptFileError(
-            store.join(root, VERSIONS_DIR), "found multiple manifest naming schemes in the same directory"
-        )
+        raise CorruptFileError(directory, "found multiple manifest naming schemes in the same directory")
     return sorted(entries, key=lambda e: e.version)
 
 
@@ -239,7 +243,14 @@ def load_manifests(store: ObjectStore, root: str, *, skip_missing: bool = False)
     ``skip_missing`` passes over a listed manifest that is gone when it is read (a concurrent
     cleanup removed it) instead of raising ``FileNotFoundError``.
     """
-    for entry in list_versions(store, root):
+    yield from load_entries(store, root, list_versions(store, root), skip_missing=skip_missing)
+
+
+def load_entries(
+    store: ObjectStore, root: str, entries: Iterable[VersionEntry], *, skip_missing: bool = False
+) -> Iterator[LoadedManifest]:
+    """The manifests of versions already listed, in order (see :func:`load_manifests`)."""
+    for entry in entries:
         try:
             yield load_entry(store, root, entry)
         except FileNotFoundError:

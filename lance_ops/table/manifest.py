@@ -33,7 +33,7 @@ import numpy as np
 
 from lance_ops._proto import table_pb2
 from lance_ops.errors import CorruptFileError, InvalidArgumentError, LanceOpsError, UnsupportedFeatureError
-from lance_ops.table.naming import DELETIONS_DIR, deletion_file_name
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, deletion_file_name
 from lance_ops.table.paths import check_base_path, check_relative_path, check_relative_paths
 from lance_ops.table.schema import LanceSchema
 
@@ -557,6 +557,61 @@ class FragmentList(Sequence[DataFragment]):
         for index in np.flatnonzero(has_deletion).tolist():
             deleted[index] = pbs[index].deletion_file.num_deleted_rows
         return physical, deleted, has_deletion
+
+    def root_files(self) -> list[str]:
+        """See :func:`fragment_root_files` (read from the protobuf; nothing is converted)."""
+        paths: list[str] = []
+        for p in self._pbs:
+            paths.extend(f"{DATA_DIR}/{f.path}" for f in p.files if not f.HasField("base_id"))
+            if p.HasField("deletion_file"):
+                d = p.deletion_file
+                if not d.HasField("base_id"):
+                    name = deletion_file_name(
+                        p.id, d.read_version, d.id, DeletionFileType(d.file_type).extension
+                    )
+                    paths.append(f"{DELETIONS_DIR}/{name}")
+            for _, oneof, _, external in _SEQUENCES:
+                if p.WhichOneof(oneof) == external:
+                    paths.append(getattr(p, external).path)
+        return paths
+
+    def file_totals(self) -> tuple[int, int]:
+        """See :func:`fragment_file_totals` (read from the protobuf; nothing is converted)."""
+        count = size = 0
+        for p in self._pbs:
+            files = p.files
+            count += len(files)
+            size += sum(f.file_size_bytes for f in files)
+        return count, size
+
+
+def fragment_root_files(fragments: Sequence[DataFragment]) -> list[str]:
+    """Paths relative to the dataset root of the files ``fragments`` keep there (not under another
+    base): ``data/{file}``, ``_deletions/{deletion file}`` and external row-id / version sequences,
+    without converting a :class:`FragmentList`'s fragments."""
+    if isinstance(fragments, FragmentList):
+        return fragments.root_files()
+    paths: list[str] = []
+    for fragment in fragments:
+        paths.extend(f"{DATA_DIR}/{d.path}" for d in fragment.files if d.base_id is None)
+        deletion = fragment.deletion_file
+        if deletion is not None and deletion.base_id is None:
+            paths.append(f"{DELETIONS_DIR}/{deletion.file_name(fragment.id)}")
+        paths.extend(
+            seq.path
+            for seq in (fragment.row_ids, fragment.last_updated_at_versions, fragment.created_at_versions)
+            if isinstance(seq, ExternalFile)
+        )
+    return paths
+
+
+def fragment_file_totals(fragments: Sequence[DataFragment]) -> tuple[int, int]:
+    """The number of data files of ``fragments`` and the sum of their ``file_size_bytes``, without
+    converting a :class:`FragmentList`'s fragments."""
+    if isinstance(fragments, FragmentList):
+        return fragments.file_totals()
+    files = [d for f in fragments for d in f.files]
+    return len(files), sum(d.file_size_bytes for d in files)
 
 
 def fragment_id_array(fragments: Sequence[DataFragment]) -> np.ndarray:
