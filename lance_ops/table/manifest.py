@@ -577,12 +577,22 @@ class FragmentList(Sequence[DataFragment]):
 
     def file_totals(self) -> tuple[int, int]:
         """See :func:`fragment_file_totals` (read from the protobuf; nothing is converted)."""
-        count = size = 0
-        for p in self._pbs:
-            files = p.files
-            count += len(files)
-            size += sum(f.file_size_bytes for f in files)
-        return count, size
+        return fragment_pb_totals(self._pbs)[3:]
+
+
+def fragment_pb_totals(pbs: Iterable[table_pb2.DataFragment]) -> tuple[int, int, int, int, int]:
+    """Totals over fragment protobufs: physical rows, deleted rows (deletion files'
+    ``num_deleted_rows``), deletion files, data files, data files' ``file_size_bytes``."""
+    rows = deleted = deletions = files = size = 0
+    for p in pbs:
+        rows += p.physical_rows
+        if p.HasField("deletion_file"):
+            deletions += 1
+            deleted += p.deletion_file.num_deleted_rows
+        for f in p.files:
+            files += 1
+            size += f.file_size_bytes
+    return rows, deleted, deletions, files, size
 
 
 def fragment_root_files(fragments: Sequence[DataFragment]) -> list[str]:
@@ -892,7 +902,7 @@ def encode_manifest_file(manifest: Manifest, transaction: bytes | None = None) -
     return b"".join(parts)
 
 
-def _read_section(data: bytes, position: int, path: str, what: str) -> bytes:
+def read_section(data: bytes, position: int, path: str, what: str) -> bytes:
     if position < 0 or position + 4 > len(data) - FOOTER.size:
         raise CorruptFileError(path, f"{what} position {position} is outside the manifest file")
     (length,) = _LEN.unpack_from(data, position)
@@ -902,14 +912,15 @@ def _read_section(data: bytes, position: int, path: str, what: str) -> bytes:
     return data[position + 4 : end]
 
 
-def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None]:
-    """Parse a manifest file; returns the manifest (with indices) and the inline transaction bytes."""
+def decode_manifest_pb(data: bytes, path: str) -> table_pb2.Manifest:
+    """The manifest protobuf of a manifest file, its framing checked (nothing else is decoded: for
+    readers that need a few fields of many versions, such as ``versions()``)."""
     if len(data) < FOOTER.size + 4:
         raise CorruptFileError(path, f"manifest file of {len(data)} bytes is too short")
     manifest_pos, _major, _minor, magic = FOOTER.unpack_from(data, len(data) - FOOTER.size)
     if magic != MAGIC:
         raise CorruptFileError(path, f"bad manifest magic {magic!r}")
-    payload = _read_section(data, manifest_pos, path, "manifest")
+    payload = read_section(data, manifest_pos, path, "manifest")
     if manifest_pos + 4 + len(payload) != len(data) - FOOTER.size:
         raise CorruptFileError(path, "manifest section does not end at the footer")
     pb = table_pb2.Manifest()
@@ -917,11 +928,17 @@ def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None
         pb.ParseFromString(payload)
     except Exception as exc:  # protobuf raises its own DecodeError
         raise CorruptFileError(path, f"undecodable manifest: {exc}") from exc
+    return pb
+
+
+def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None]:
+    """Parse a manifest file; returns the manifest (with indices) and the inline transaction bytes."""
+    pb = decode_manifest_pb(data, path)
     indices: tuple[IndexMetadata, ...] = ()
     try:
         if pb.HasField("index_section"):
             section = table_pb2.IndexSection()
-            section.ParseFromString(_read_section(data, pb.index_section, path, "index section"))
+            section.ParseFromString(read_section(data, pb.index_section, path, "index section"))
             indices = tuple(IndexMetadata.from_pb(i) for i in section.indices)
         manifest = Manifest.from_pb(pb, indices, path)
     except CorruptFileError as exc:
@@ -932,5 +949,5 @@ def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None
         raise CorruptFileError(path, f"invalid manifest: {exc}") from exc
     transaction = None
     if manifest.transaction_section is not None:
-        transaction = _read_section(data, manifest.transaction_section, path, "transaction section")
+        transaction = read_section(data, manifest.transaction_section, path, "transaction section")
     return manifest, transaction
