@@ -47,12 +47,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from lance_ops._proto import table_pb2
 from lance_ops.errors import CleanupError, TaggedVersionsError
 from lance_ops.io import FileInfo, ObjectStore
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import CLEANUP, ProgressCallback, Tracker
-from lance_ops.table.commit import VersionEntry, list_versions, load_entries, load_manifest, version_entries
-from lance_ops.table.manifest import Manifest, fragment_root_files
+from lance_ops.table.commit import (
+    VersionEntry,
+    list_versions,
+    load_manifest,
+    load_manifest_pbs,
+    version_entries,
+)
+from lance_ops.table.manifest import Manifest, fragment_pb_root_files, fragment_root_files, index_uuids_pb
 from lance_ops.table.naming import (
     DATA_DIR,
     DELETIONS_DIR,
@@ -211,11 +218,14 @@ class CleanupPolicy:
         )
 
     def is_old(self, manifest: Manifest) -> bool:
-        if manifest.timestamp_ns >= self.before_ns:
+        return self.is_old_version(manifest.version, manifest.timestamp_ns)
+
+    def is_old_version(self, version: int, timestamp_ns: int) -> bool:
+        if timestamp_ns >= self.before_ns:
             return False
-        if self.versions is not None and manifest.version not in self.versions:
+        if self.versions is not None and version not in self.versions:
             return False
-        return self.before_version is None or manifest.version < self.before_version
+        return self.before_version is None or version < self.before_version
 
 
 def _ns(delta: dt.timedelta) -> int:
@@ -231,10 +241,19 @@ class _References:
 
     def add(self, manifest: Manifest) -> None:
         self.paths.update(fragment_root_files(manifest.fragments))  # no fragment converted
-        if manifest.transaction_file:
-            self.paths.add(f"{TRANSACTIONS_DIR}/{manifest.transaction_file}")
-        self.paths.update(f"{STATS_DIR}/{name}" for name in statistics_files(manifest))
+        self._add_common(manifest.transaction_file, manifest)
         self.index_uuids.update(str(uuid.UUID(bytes=index.uuid)) for index in manifest.indices)
+
+    def add_pb(self, pb: table_pb2.Manifest, data: bytes, path: str) -> None:
+        """:meth:`add` of a manifest protobuf read from the file bytes ``data`` (nothing else decoded)."""
+        self.paths.update(fragment_pb_root_files(pb.fragments))
+        self._add_common(pb.transaction_file, pb)
+        self.index_uuids.update(str(uuid.UUID(bytes=value)) for value in index_uuids_pb(pb, data, path))
+
+    def _add_common(self, transaction_file: str, manifest: Manifest | table_pb2.Manifest) -> None:
+        if transaction_file:
+            self.paths.add(f"{TRANSACTIONS_DIR}/{transaction_file}")
+        self.paths.update(f"{STATS_DIR}/{name}" for name in statistics_files(manifest))
 
     def holds(self, relative: str) -> bool:
         """Whether ``relative`` (a path below the root) belongs to a referenced file or index."""
@@ -377,18 +396,20 @@ def _plan(store: ObjectStore, root: str, current_version: int, policy: CleanupPo
     old: list[_OldVersion] = []
     tagged_old = []
     known = set()
-    # One manifest at a time (another cleanup may remove a listed one: skipped).
-    for entry in load_entries(store, root, listed, skip_missing=True):
-        manifest = entry.manifest
-        known.add(manifest.version)
-        candidate = manifest.version < min(current_version, latest) and policy.is_old(manifest)
-        if candidate and manifest.version in tagged:
-            tagged_old.append(manifest.version)
-        if candidate and manifest.version not in tagged:
-            old.append(_OldVersion(manifest.version, entry.path, entry.size))
-            removed.add(manifest)
+    # One manifest at a time, only its protobuf decoded (another cleanup may remove a listed one:
+    # skipped).
+    for path, data, pb in load_manifest_pbs(store, root, listed, skip_missing=True):
+        version = pb.version
+        known.add(version)
+        stamp = pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos
+        candidate = version < min(current_version, latest) and policy.is_old_version(version, stamp)
+        if candidate and version in tagged:
+            tagged_old.append(version)
+        if candidate and version not in tagged:
+            old.append(_OldVersion(version, path, len(data)))
+            removed.add_pb(pb, data, path)
         else:
-            retained.add(manifest)
+            retained.add_pb(pb, data, path)
     if tagged_old and policy.error_if_tagged_old_versions:
         raise _tagged_error(tags, tagged_old)
     files = _plan_files(store, root, retained, removed, policy, now_ns)

@@ -11,9 +11,6 @@ properties, and the version's size (rows, deleted rows, fragments, data files, b
 from __future__ import annotations
 
 import datetime as dt
-from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -24,17 +21,15 @@ from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError, Vers
 from lance_ops.io import ObjectStore
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.table.commit import list_versions, load_manifest
+from lance_ops.table.commit import load_manifest, load_manifest_pbs
 from lance_ops.table.manifest import (
     Manifest,
-    check_reader_flags,
-    decode_manifest_pb,
     fragment_file_totals,
     fragment_pb_totals,
     fragment_row_counts,
     read_section,
 )
-from lance_ops.table.naming import TRANSACTIONS_DIR, VERSIONS_DIR
+from lance_ops.table.naming import TRANSACTIONS_DIR
 from lance_ops.table.paths import check_relative_path
 from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Restore, Transaction
 
@@ -90,8 +85,8 @@ def _local_datetime(ns: int) -> dt.datetime:
 def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:
     """pylance's ``versions()``: ``{"version", "timestamp" (naive local datetime), "metadata"}`` each.
 
-    Only each manifest's protobuf is decoded (see :func:`_manifest_pbs`): the version, the
-    timestamp and the counts of :func:`summary` come straight from it.
+    Only each manifest's protobuf is decoded (:func:`~lance_ops.table.commit.load_manifest_pbs`):
+    the version, the timestamp and the counts of :func:`summary` come straight from it.
     """
     return [
         {
@@ -99,45 +94,12 @@ def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:
             "timestamp": _local_datetime(_timestamp_ns(pb)),
             "metadata": _summary(fragment_pb_totals(pb.fragments), len(pb.fragments)),
         }
-        for _, _, pb in _manifest_pbs(store, root)
+        for _, _, pb in load_manifest_pbs(store, root)
     ]
-
-
-def _manifest_pbs(store: ObjectStore, root: str) -> Iterator[tuple[str, bytes, table_pb2.Manifest]]:
-    """``(path, file bytes, manifest protobuf)`` of every main-line version, ascending (one listing;
-    :data:`READ_AHEAD` files read ahead). An undecodable manifest or one needing reader features
-    this library lacks raises, as opening that version does; its data-file paths are not checked
-    (nothing is read through them here)."""
-    directory = store.join(root, VERSIONS_DIR)
-    paths = [store.join(directory, entry.name) for entry in list_versions(store, root)]
-    for path, data in zip(paths, _read_ahead(store, paths), strict=True):
-        pb = decode_manifest_pb(data, path)
-        check_reader_flags(pb.reader_feature_flags, path)
-        yield path, data, pb
 
 
 def _timestamp_ns(pb: table_pb2.Manifest) -> int:
     return pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos
-
-
-# Manifests read ahead of the one being decoded (object stores: requests in flight).
-READ_AHEAD = 16
-
-
-def _read_ahead(store: ObjectStore, paths: list[str]) -> Iterator[bytes]:
-    """The bytes of ``paths`` in order; up to :data:`READ_AHEAD` reads in flight on threads
-    (decoding stays on the caller's thread; memory holds at most that many files)."""
-    if len(paths) < 2:
-        yield from (store.read(path) for path in paths)
-        return
-    with ThreadPoolExecutor(max_workers=min(READ_AHEAD, len(paths))) as pool:
-        pending: deque[Future[bytes]] = deque()
-        for path in paths:
-            pending.append(pool.submit(store.read, path))
-            if len(pending) >= READ_AHEAD:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
 
 
 def version_as_of(store: ObjectStore, root: str, asof: dt.datetime | str) -> int:
@@ -209,7 +171,7 @@ def _row(store: ObjectStore, root: str, path: str, data: bytes, pb: table_pb2.Ma
 
 def history(store: ObjectStore, root: str) -> pa.Table:
     """One row per version, oldest first (columns: :data:`HISTORY_SCHEMA`)."""
-    rows = [_row(store, root, path, data, pb) for path, data, pb in _manifest_pbs(store, root)]
+    rows = [_row(store, root, path, data, pb) for path, data, pb in load_manifest_pbs(store, root)]
     return pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
 
 

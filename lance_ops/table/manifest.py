@@ -560,24 +560,44 @@ class FragmentList(Sequence[DataFragment]):
 
     def root_files(self) -> list[str]:
         """See :func:`fragment_root_files` (read from the protobuf; nothing is converted)."""
-        paths: list[str] = []
-        for p in self._pbs:
-            paths.extend(f"{DATA_DIR}/{f.path}" for f in p.files if not f.HasField("base_id"))
-            if p.HasField("deletion_file"):
-                d = p.deletion_file
-                if not d.HasField("base_id"):
-                    name = deletion_file_name(
-                        p.id, d.read_version, d.id, DeletionFileType(d.file_type).extension
-                    )
-                    paths.append(f"{DELETIONS_DIR}/{name}")
-            for _, oneof, _, external in _SEQUENCES:
-                if p.WhichOneof(oneof) == external:
-                    paths.append(getattr(p, external).path)
-        return paths
+        return fragment_pb_root_files(self._pbs)
 
     def file_totals(self) -> tuple[int, int]:
         """See :func:`fragment_file_totals` (read from the protobuf; nothing is converted)."""
         return fragment_pb_totals(self._pbs)[3:]
+
+
+def fragment_pb_root_files(pbs: Iterable[table_pb2.DataFragment]) -> list[str]:
+    """:func:`fragment_root_files` of fragment protobufs."""
+    paths: list[str] = []
+    for p in pbs:
+        paths.extend(f"{DATA_DIR}/{f.path}" for f in p.files if not f.HasField("base_id"))
+        if p.HasField("deletion_file"):
+            d = p.deletion_file
+            if not d.HasField("base_id"):
+                kind = DeletionFileType(d.file_type)
+                paths.append(
+                    f"{DELETIONS_DIR}/{deletion_file_name(p.id, d.read_version, d.id, kind.extension)}"
+                )
+        for _, oneof, _, external in _SEQUENCES:
+            if p.WhichOneof(oneof) == external:
+                paths.append(getattr(p, external).path)
+    return paths
+
+
+def index_uuids_pb(pb: table_pb2.Manifest, data: bytes, path: str) -> list[bytes]:
+    """The uuids of the indices of the manifest protobuf ``pb`` read from the file bytes ``data``
+    (its index section), without decoding the rest of the indices' metadata."""
+    if not pb.HasField("index_section"):
+        return []
+    section = table_pb2.IndexSection()
+    try:
+        section.ParseFromString(read_section(data, pb.index_section, path, "index section"))
+    except CorruptFileError:
+        raise
+    except Exception as exc:  # protobuf's DecodeError: damaged bytes
+        raise CorruptFileError(path, f"invalid manifest: {exc}") from exc
+    return [index.uuid.uuid for index in section.indices]
 
 
 def fragment_pb_totals(pbs: Iterable[table_pb2.DataFragment]) -> tuple[int, int, int, int, int]:

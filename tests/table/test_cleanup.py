@@ -607,15 +607,15 @@ def test_a_manifest_removed_by_a_concurrent_cleanup_is_passed_over(
     uri = str(tmp_path / "ds")
     _build(uri)
     before = _snapshot(uri)
-    read = table_commit.load_entry
+    read = table_commit._read_or_none
     victim = tmp_path / "ds/_versions" / ManifestNamingScheme.V2.manifest_name(2)
 
-    def vanish_then_read(store, root, entry):  # type: ignore[no-untyped-def]
-        if entry.version == 2 and victim.exists():
+    def vanish_then_read(store, path):  # type: ignore[no-untyped-def]
+        if path.endswith(victim.name) and victim.exists():
             victim.unlink()
-        return read(store, root, entry)
+        return read(store, path)
 
-    monkeypatch.setattr(table_commit, "load_entry", vanish_then_read)
+    monkeypatch.setattr(table_commit, "_read_or_none", vanish_then_read)
     stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
     assert stats.old_versions == 3
     monkeypatch.undo()
