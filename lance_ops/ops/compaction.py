@@ -679,7 +679,7 @@ def _cut_stream(spans: Iterator[_Span], sizes: Sequence[int]) -> Iterator[tuple[
             carry = None
             if span is None:
                 raise CorruptFileError(
-                    "<compaction>", f"the row sequences hold fewer rows than {list(sizes)}"
+                    "<compaction>", f"the row sequences hold too few rows for {list(sizes)}"
                 )
             count = len(values(span))
             if not count:
