@@ -47,7 +47,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from lance_ops._proto import table_pb2
 from lance_ops.errors import CleanupError, TaggedVersionsError
 from lance_ops.io import FileInfo, ObjectStore
 from lance_ops.ops.tags import Tags
@@ -59,7 +58,13 @@ from lance_ops.table.commit import (
     load_manifest_pbs,
     version_entries,
 )
-from lance_ops.table.manifest import Manifest, fragment_pb_root_files, fragment_root_files, index_uuids_pb
+from lance_ops.table.manifest import (
+    Manifest,
+    ManifestPb,
+    fragment_pb_root_files,
+    fragment_root_files,
+    index_uuids_pb,
+)
 from lance_ops.table.naming import (
     DATA_DIR,
     DELETIONS_DIR,
@@ -244,13 +249,13 @@ class _References:
         self._add_common(manifest.transaction_file, manifest)
         self.index_uuids.update(str(uuid.UUID(bytes=index.uuid)) for index in manifest.indices)
 
-    def add_pb(self, pb: table_pb2.Manifest, data: bytes, path: str) -> None:
+    def add_pb(self, pb: ManifestPb, data: bytes, path: str) -> None:
         """:meth:`add` of a manifest protobuf read from the file bytes ``data`` (nothing else decoded)."""
         self.paths.update(fragment_pb_root_files(pb.fragments))
         self._add_common(pb.transaction_file, pb)
         self.index_uuids.update(str(uuid.UUID(bytes=value)) for value in index_uuids_pb(pb, data, path))
 
-    def _add_common(self, transaction_file: str, manifest: Manifest | table_pb2.Manifest) -> None:
+    def _add_common(self, transaction_file: str, manifest: Manifest | ManifestPb) -> None:
         if transaction_file:
             self.paths.add(f"{TRANSACTIONS_DIR}/{transaction_file}")
         self.paths.update(f"{STATS_DIR}/{name}" for name in statistics_files(manifest))

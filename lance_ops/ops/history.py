@@ -16,7 +16,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_ops._proto import table_pb2
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError, VersionNotFoundError
 from lance_ops.io import ObjectStore
 from lance_ops.io.context import Location, StorageContext
@@ -24,6 +23,7 @@ from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.commit import load_manifest, load_manifest_pbs
 from lance_ops.table.manifest import (
     Manifest,
+    ManifestPb,
     fragment_file_totals,
     fragment_pb_totals,
     fragment_row_counts,
@@ -98,7 +98,7 @@ def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:
     ]
 
 
-def _timestamp_ns(pb: table_pb2.Manifest) -> int:
+def _timestamp_ns(pb: ManifestPb) -> int:
     return pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos
 
 
@@ -126,9 +126,7 @@ def version_as_of(store: ObjectStore, root: str, asof: dt.datetime | str) -> int
     return max(found)
 
 
-def _transaction(
-    store: ObjectStore, root: str, path: str, data: bytes, pb: table_pb2.Manifest
-) -> Transaction | None:
+def _transaction(store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb) -> Transaction | None:
     """The version's transaction (as :func:`load_transaction` finds it); None when absent or of an
     operation this library cannot decode."""
     if pb.HasField("transaction_section_position"):
@@ -149,7 +147,7 @@ def _transaction(
     return None
 
 
-def _row(store: ObjectStore, root: str, path: str, data: bytes, pb: table_pb2.Manifest) -> dict[str, Any]:
+def _row(store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb) -> dict[str, Any]:
     rows, deleted, deletions, files, size = fragment_pb_totals(pb.fragments)
     transaction = _transaction(store, root, path, data, pb)
     properties = dict(transaction.properties) if transaction is not None else {}

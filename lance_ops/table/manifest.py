@@ -932,6 +932,10 @@ def read_section(data: bytes, position: int, path: str, what: str) -> bytes:
     return data[position + 4 : end]
 
 
+# The decoded manifest protobuf, for modules above this layer that read a few of its fields.
+ManifestPb = table_pb2.Manifest
+
+
 def decode_manifest_pb(data: bytes, path: str) -> table_pb2.Manifest:
     """The manifest protobuf of a manifest file, its framing checked (nothing else is decoded: for
     readers that need a few fields of many versions, such as ``versions()``)."""
