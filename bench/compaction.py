@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 from datagen import TABLES, make_table
+from rss import peak_mb
 from run import NOTES_MARKER, RESULTS_PATH, environment
 
 import lance_ops
@@ -84,19 +84,6 @@ def layout(path: str) -> list[tuple[object, ...]]:
     ]
 
 
-def _peak_mb() -> float:
-    """This process's peak resident set (MB): ``VmHWM``, which starts afresh at ``exec`` (a child's
-    ``ru_maxrss`` starts at its parent's peak when it was forked), else ``ru_maxrss``."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
 def child(system: str, path: str) -> dict[str, float]:
     """One compaction in this (child) process: wall seconds, peak RSS before and after (MB)."""
     if system == "pylance":
@@ -105,10 +92,10 @@ def child(system: str, path: str) -> dict[str, float]:
         ds = lance.dataset(path)
     else:
         ds = lance_ops.dataset(path)
-    before = _peak_mb()
+    before = peak_mb()
     start = time.perf_counter()
     ds.optimize.compact_files()
-    return {"seconds": time.perf_counter() - start, "before_mb": before, "peak_mb": _peak_mb()}
+    return {"seconds": time.perf_counter() - start, "before_mb": before, "peak_mb": peak_mb()}
 
 
 def run_child(system: str, path: str) -> dict[str, float]:

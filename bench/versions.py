@@ -38,6 +38,8 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from rss import peak_mb  # noqa: E402
+
 import lance_ops  # noqa: E402
 from lance_ops.table.manifest import decode_manifest_file, encode_manifest_file  # noqa: E402
 from lance_ops.table.naming import VERSIONS_DIR, ManifestNamingScheme  # noqa: E402
@@ -74,14 +76,6 @@ def best(repeats: int, run: Callable[[], object]) -> float:
     return min(times)
 
 
-def _peak_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def child(system: str, path: str) -> dict[str, float]:
     """One cleanup in this (child) process: wall seconds, peak RSS before and after (MB)."""
     if system == "pylance":
@@ -90,12 +84,12 @@ def child(system: str, path: str) -> dict[str, float]:
         ds = lance.dataset(path)
     else:
         ds = lance_ops.dataset(path)
-    before = _peak_mb()
+    before = peak_mb()
     start = time.perf_counter()
     ds.cleanup_old_versions(older_than=dt.timedelta(0))
     seconds = time.perf_counter() - start
     left = len(os.listdir(os.path.join(path, VERSIONS_DIR)))
-    return {"seconds": seconds, "before_mb": before, "peak_mb": _peak_mb(), "left": left}
+    return {"seconds": seconds, "before_mb": before, "peak_mb": peak_mb(), "left": left}
 
 
 def cleanup(system: str, source: str, workdir: str, repeats: int) -> tuple[float, float]:
