@@ -2,8 +2,7 @@
 
 Every measurement runs in a child process of its own, which reports its wall time and its peak
 resident set (``VmHWM``, see ``bench/rss.py``), and the peak it had reached before the measured work
-began (imports,
-an open dataset): the difference is what the work itself held at its worst. The rows come from a
+began (imports, an open dataset): the difference is what the work itself held at its worst. The rows come from a
 generator of ``--batch-rows`` record batches of ``bench/datagen.py``'s mixed table (wrapped in a
 ``RecordBatchReader``), so no system ever sees the whole table at once; the ``stream`` line is that
 generator alone, the floor under every write.
