@@ -9,6 +9,11 @@ row order, ``_rowid``, fragment row counts and the row id / version sequences' b
 
     .venv/bin/python bench/compaction.py                          # 100 x 10,000 rows, 10 % deleted
     .venv/bin/python bench/compaction.py --fragments 20 --markdown
+    .venv/bin/python bench/compaction.py --fragments 1000 --rows-per-fragment 10000 --memory  # 10M rows
+
+``--memory`` runs every compaction in a child process of its own, which reports its wall time, its
+peak resident set (``ru_maxrss``) and the peak before the compaction began (imports, the opened
+dataset): the difference (``held``) is what the compaction itself held at its worst.
 
 ``--markdown`` replaces the compaction section of RESULTS.md (kept across ``run.py --markdown`` runs,
 being below its notes marker).
@@ -17,8 +22,10 @@ being below its notes marker).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 from datagen import TABLES, make_table
+from rss import peak_mb
 from run import NOTES_MARKER, RESULTS_PATH, environment
 
 import lance_ops
@@ -47,8 +55,9 @@ def prepare(path: str, args: argparse.Namespace) -> None:
         enable_stable_row_ids=args.stable_row_ids,
         data_storage_version="2.2",
     )
-    doomed = np.random.default_rng(args.seed).choice(rows, int(rows * args.deleted), replace=False)
-    lance.dataset(path).delete(f"row IN ({', '.join(map(str, np.sort(doomed)))})")
+    doomed = np.sort(np.random.default_rng(args.seed).choice(rows, int(rows * args.deleted), replace=False))
+    for start in range(0, len(doomed), 100_000):  # IN lists of at most 100,000 values
+        lance.dataset(path).delete(f"row IN ({', '.join(map(str, doomed[start : start + 100_000]))})")
 
 
 def compact_ops(path: str) -> object:
@@ -75,21 +84,56 @@ def layout(path: str) -> list[tuple[object, ...]]:
     ]
 
 
+def child(system: str, path: str) -> dict[str, float]:
+    """One compaction in this (child) process: wall seconds, peak RSS before and after (MB)."""
+    if system == "pylance":
+        import lance
+
+        ds = lance.dataset(path)
+    else:
+        ds = lance_ops.dataset(path)
+    before = peak_mb()
+    start = time.perf_counter()
+    ds.optimize.compact_files()
+    return {"seconds": time.perf_counter() - start, "before_mb": before, "peak_mb": peak_mb()}
+
+
+def run_child(system: str, path: str) -> dict[str, float]:
+    args = [sys.executable, __file__, "--child", system, path]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
+    if done.returncode:
+        raise RuntimeError(f"{system} compaction: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def timed(
-    source: str, workdir: Path, name: str, repeats: int, run: Callable[[str], object]
-) -> tuple[float, str]:
-    best, target = float("inf"), ""
+    source: str, workdir: Path, name: str, repeats: int, run: Callable[[str], object], memory: bool = False
+) -> tuple[float, str, float]:
+    """Best time of ``repeats`` compactions of fresh copies, the last copy, and the largest peak RSS
+    held by a compaction (MB; 0 unless ``memory``: then each runs in a child process)."""
+    best, target, held = float("inf"), "", 0.0
     for attempt in range(repeats):
         target = str(workdir / f"{name}-{attempt}")
         shutil.copytree(source, target)
-        start = time.perf_counter()
-        metrics = run(target)
-        best = min(best, time.perf_counter() - start)
-        print(f"  {name} #{attempt}: {time.perf_counter() - start:.3f} s {metrics}", file=sys.stderr)
-    return best, target
+        if memory:
+            result = run_child(name, target)
+            seconds, held = result["seconds"], max(held, result["peak_mb"] - result["before_mb"])
+            metrics: object = result
+        else:
+            start = time.perf_counter()
+            metrics = run(target)
+            seconds = time.perf_counter() - start
+        best = min(best, seconds)
+        print(f"  {name} #{attempt}: {seconds:.3f} s {metrics}", file=sys.stderr, flush=True)
+        if attempt + 1 < repeats:
+            shutil.rmtree(target)
+    return best, target, held
 
 
-def report(args: argparse.Namespace, ops: float, pylance: float, same: bool) -> str:
+def report(
+    args: argparse.Namespace, ops: float, pylance: float, same: bool, held: tuple[float, float] = (0.0, 0.0)
+) -> str:
     rows = args.fragments * args.rows_per_fragment
     return "\n".join(
         [
@@ -101,13 +145,20 @@ def report(args: argparse.Namespace, ops: float, pylance: float, same: bool) -> 
             f"`bench/compaction.py`: {args.fragments} fragments x {args.rows_per_fragment:,} rows "
             f"({rows:,} rows, table `{args.table}` plus an int64 `row`), {args.deleted:.0%} of rows deleted "
             f"at random, stable row ids {'on' if args.stable_row_ids else 'off'}; "
-            f"`compact_files()` with default options; best of {args.repeats}.",
+            f"`compact_files()` with default options; best of {args.repeats}"
+            + (
+                "; each compaction in a child process, `held` = its peak RSS minus the peak before it"
+                " began (largest of the repeats)."
+                if args.memory
+                else "."
+            ),
             "",
-            "| system | compact (s) |",
-            "| --- | --- |",
-            f"| lance_ops | {ops:.3f} |",
-            f"| pylance | {pylance:.3f} |",
-            f"| ratio lance_ops / pylance | {ops / pylance:.2f} |",
+            "| system | compact (s) |" + (" held (MB) |" if args.memory else ""),
+            "| --- | --- |" + (" --- |" if args.memory else ""),
+            f"| lance_ops | {ops:.3f} |" + (f" {held[0]:.0f} |" if args.memory else ""),
+            f"| pylance | {pylance:.3f} |" + (f" {held[1]:.0f} |" if args.memory else ""),
+            f"| ratio lance_ops / pylance | {ops / pylance:.2f} |"
+            + (f" {held[0] - held[1]:+.0f} MB |" if args.memory else ""),
             "",
             f"Results identical (rows, order, `_rowid`, fragment row counts, row id and version "
             f"sequences byte for byte): {'yes' if same else 'NO'}. Load average at "
@@ -139,22 +190,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-stable-row-ids", dest="stable_row_ids", action="store_false")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory", action="store_true", help="compact in child processes, report peak RSS")
     parser.add_argument("--markdown", action="store_true", help=f"also update {RESULTS_PATH.name}")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--child"]:
+        print(json.dumps(child(argv[1], argv[2])))
+        return 0
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="lance-ops-compaction-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="lance-ops-compaction-", dir=os.environ.get("BENCH_TMP")) as tmp:
         workdir = Path(tmp)
         source = str(workdir / "source")
         prepare(source, args)
-        ops, ops_path = timed(source, workdir, "lance_ops", args.repeats, compact_ops)
-        pylance, pylance_path = timed(source, workdir, "pylance", args.repeats, compact_pylance)
+        ops, ops_path, ops_held = timed(source, workdir, "lance_ops", args.repeats, compact_ops, args.memory)
+        pylance, pylance_path, pylance_held = timed(
+            source, workdir, "pylance", args.repeats, compact_pylance, args.memory
+        )
         same = read_back(ops_path).equals(read_back(pylance_path)) and layout(ops_path) == layout(
             pylance_path
         )
-    section = report(args, ops, pylance, same)
+    section = report(args, ops, pylance, same, (ops_held, pylance_held))
     print(section)
     if args.markdown:
         write_markdown(section)

@@ -7,14 +7,16 @@ very same bytes). Then, for lance_ops and pylance, best of ``--repeats``:
 
 * ``open``: opening the latest version (``dataset(uri)``);
 * ``count``: ``count_rows()`` without a filter (metadata only);
+* ``versions``: ``versions()`` (two versions: the template's and the append of the copies);
 * ``take``: ``take`` of 100 random rows spread over the whole dataset;
+* ``take_open``: the same take on a freshly opened dataset (open included);
 * ``take_local``: ``take`` of 100 rows inside one fragment;
 * ``filter``: ``count_rows(filter=...)`` matching rows of a single fragment.
 
 The point is scaling: ``open``/``count`` should grow with the manifest only, ``take_local`` should
 not grow at all. Run on demand (not a test)::
 
-    .venv/bin/python bench/fragments.py [--fragments 100 1000 10000] [--markdown]
+    .venv/bin/python bench/fragments.py [--fragments 100 1000 10000 100000] [--markdown]
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from lance_ops.ops.commit import CommitOptions, commit  # noqa: E402
 from lance_ops.table.transaction import Append  # noqa: E402
 
 RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS-fragments.md"
-METRICS = ("open", "count", "take", "take_local", "filter")
+METRICS = ("open", "count", "versions", "take", "take_open", "take_local", "filter")
 NOTES = "<!-- notes: kept across --markdown runs -->"
 
 
@@ -78,7 +80,9 @@ def measure(module: object, uri: str, fragments: int, rows: int, repeats: int) -
     return {
         "open": best(repeats, lambda: open_dataset(uri)),
         "count": best(repeats, lambda: open_dataset(uri).count_rows()),
+        "versions": best(repeats, lambda: open_dataset(uri).versions()),
         "take": best(repeats, lambda: ds.take(spread)),
+        "take_open": best(repeats, lambda: open_dataset(uri).take(spread)),
         "take_local": best(repeats, lambda: ds.take(local)),
         "filter": best(repeats, lambda: ds.count_rows(filter="value < 0.001")),
     }
@@ -113,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import lance  # the oracle, only in benchmarks and tests
 
     results: dict[int, dict[str, dict[str, float]]] = {}
-    with tempfile.TemporaryDirectory() as workdir:
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as workdir:
         for fragments in args.fragments:
             uri = os.path.join(workdir, f"d{fragments}")
             build(uri, fragments, args.rows)

@@ -1,8 +1,8 @@
 """Peak memory of writing the mixed table from a stream and scanning it back, beside pylance and Parquet.
 
 Every measurement runs in a child process of its own, which reports its wall time and its peak
-resident set (``ru_maxrss``), and the peak it had reached before the measured work began (imports,
-an open dataset): the difference is what the work itself held at its worst. The rows come from a
+resident set (``VmHWM``, see ``bench/rss.py``), and the peak it had reached before the measured work
+began (imports, an open dataset): the difference is what the work itself held at its worst. The rows come from a
 generator of ``--batch-rows`` record batches of ``bench/datagen.py``'s mixed table (wrapped in a
 ``RecordBatchReader``), so no system ever sees the whole table at once; the ``stream`` line is that
 generator alone, the floor under every write.
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -31,13 +30,11 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from rss import peak_mb
+
 RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
 SYSTEMS = ("stream", "lance_ops", "pylance", "parquet")
 BEGIN, END = "<!-- memory: begin -->", "<!-- memory: end -->"
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def batches(rows: int, batch_rows: int) -> Iterator[object]:
@@ -75,7 +72,7 @@ def child(system: str, op: str, path: str, rows: int, batch_rows: int) -> dict[s
         else:
             ds = (lance if system == "pylance" else lance_ops).dataset(path)
             stream = ds.to_batches()
-    before = _peak_mb()
+    before = peak_mb()
     start = time.perf_counter()
     if op == "write":
         reader = pa.RecordBatchReader.from_batches(schema, batches(rows, batch_rows))
@@ -96,7 +93,7 @@ def child(system: str, op: str, path: str, rows: int, batch_rows: int) -> dict[s
     seconds = time.perf_counter() - start
     if count != rows:
         raise SystemExit(f"{system} {op}: {count} rows, expected {rows}")
-    return {"seconds": seconds, "before_mb": before, "peak_mb": _peak_mb()}
+    return {"seconds": seconds, "before_mb": before, "peak_mb": peak_mb()}
 
 
 def run_child(system: str, op: str, path: str, rows: int, batch_rows: int) -> dict[str, float]:
@@ -121,7 +118,7 @@ def render(results: list[dict[str, object]], batch_rows: int, loads: list[str]) 
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; mixed table from a generator of"
         f" {batch_rows:,}-row batches; one child process per line; {os.cpu_count()} CPUs;"
         f" load average (1/5/15 min) at the start of each row count: {'; '.join(loads)}."
-        " `peak` is the child's ru_maxrss, `held` = peak"
+        " `peak` is the child's VmHWM, `held` = peak"
         " minus the peak before the measured work (imports, an open dataset).",
         "",
         "| rows | op | system | time (s) | peak RSS (MB) | held (MB) | size (MB) |",

@@ -919,7 +919,7 @@ class LanceDataset:
         policy = cleanup_op.CleanupPolicy.parse(
             older_than,
             retain_versions,
-            self.latest_version,
+            self.latest_version if retain_versions is not None else self.version,  # one listing less
             delete_unverified=delete_unverified,
             error_if_tagged_old_versions=error_if_tagged_old_versions,
             dry_run=dry_run,
@@ -948,7 +948,7 @@ class LanceDataset:
         policy = cleanup_op.CleanupPolicy.parse(
             older_than,
             retain_versions,
-            self.latest_version,
+            self.latest_version if retain_versions is not None else self.version,  # one listing less
             delete_unverified=delete_unverified,
             error_if_tagged_old_versions=error_if_tagged_old_versions,
             dry_run=True,

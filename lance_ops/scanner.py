@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
 from lance_ops.errors import InvalidArgumentError, LanceOpsError, SchemaError
 from lance_ops.fragment import ScanOptions
@@ -261,6 +260,8 @@ class LanceScanner:
                 pa.field(ROW_OFFSET, pa.uint64()), pa.array(self._row_offsets(addresses))
             )
         expressions = {o.name: o.expression.expression for o in self._outputs if o.expression is not None}
+        import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
+
         computed = pads.dataset(table).to_table(columns=expressions) if expressions else None
         arrays = []
         for output in self._outputs:

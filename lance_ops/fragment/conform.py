@@ -35,7 +35,6 @@ from functools import cached_property
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
 from lance_ops.errors import InvalidArgumentError, LanceOpsError, WriteSchemaError
 from lance_ops.query.predicate import parse_expression
@@ -61,6 +60,8 @@ def evaluate_expressions(
     batch: pa.RecordBatch, expressions: Mapping[str, pc.Expression], schema: pa.Schema
 ) -> list[pa.Array]:
     """The arrays of bound ``expressions`` (one per field of ``schema``, same order) over ``batch``."""
+    import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
+
     table = pads.dataset(pa.Table.from_batches([batch])).to_table(columns=dict(expressions))
     return [c.combine_chunks().cast(f.type) for c, f in zip(table.columns, schema, strict=True)]
 

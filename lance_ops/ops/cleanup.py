@@ -43,7 +43,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -51,8 +51,20 @@ from lance_ops.errors import CleanupError, TaggedVersionsError
 from lance_ops.io import FileInfo, ObjectStore
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import CLEANUP, ProgressCallback, Tracker
-from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_manifests
-from lance_ops.table.manifest import ExternalFile, Manifest
+from lance_ops.table.commit import (
+    VersionEntry,
+    list_versions,
+    load_manifest,
+    load_manifest_pbs,
+    version_entries,
+)
+from lance_ops.table.manifest import (
+    Manifest,
+    ManifestPb,
+    fragment_pb_root_files,
+    fragment_root_files,
+    index_uuids_pb,
+)
 from lance_ops.table.naming import (
     DATA_DIR,
     DELETIONS_DIR,
@@ -211,11 +223,14 @@ class CleanupPolicy:
         )
 
     def is_old(self, manifest: Manifest) -> bool:
-        if manifest.timestamp_ns >= self.before_ns:
+        return self.is_old_version(manifest.version, manifest.timestamp_ns)
+
+    def is_old_version(self, version: int, timestamp_ns: int) -> bool:
+        if timestamp_ns >= self.before_ns:
             return False
-        if self.versions is not None and manifest.version not in self.versions:
+        if self.versions is not None and version not in self.versions:
             return False
-        return self.before_version is None or manifest.version < self.before_version
+        return self.before_version is None or version < self.before_version
 
 
 def _ns(delta: dt.timedelta) -> int:
@@ -230,20 +245,20 @@ class _References:
     index_uuids: set[str] = field(default_factory=set)
 
     def add(self, manifest: Manifest) -> None:
-        for fragment in manifest.fragments:
-            self.paths.update(f"{DATA_DIR}/{d.path}" for d in fragment.files if d.base_id is None)
-            deletion = fragment.deletion_file
-            if deletion is not None and deletion.base_id is None:
-                self.paths.add(f"{DELETIONS_DIR}/{deletion.file_name(fragment.id)}")
-            self.paths.update(
-                seq.path
-                for seq in (fragment.row_ids, fragment.last_updated_at_versions, fragment.created_at_versions)
-                if isinstance(seq, ExternalFile)
-            )
-        if manifest.transaction_file:
-            self.paths.add(f"{TRANSACTIONS_DIR}/{manifest.transaction_file}")
-        self.paths.update(f"{STATS_DIR}/{name}" for name in statistics_files(manifest))
+        self.paths.update(fragment_root_files(manifest.fragments))  # no fragment converted
+        self._add_common(manifest.transaction_file, manifest)
         self.index_uuids.update(str(uuid.UUID(bytes=index.uuid)) for index in manifest.indices)
+
+    def add_pb(self, pb: ManifestPb, data: bytes, path: str) -> None:
+        """:meth:`add` of a manifest protobuf read from the file bytes ``data`` (nothing else decoded)."""
+        self.paths.update(fragment_pb_root_files(pb.fragments))
+        self._add_common(pb.transaction_file, pb)
+        self.index_uuids.update(str(uuid.UUID(bytes=value)) for value in index_uuids_pb(pb, data, path))
+
+    def _add_common(self, transaction_file: str, manifest: Manifest | ManifestPb) -> None:
+        if transaction_file:
+            self.paths.add(f"{TRANSACTIONS_DIR}/{transaction_file}")
+        self.paths.update(f"{STATS_DIR}/{name}" for name in statistics_files(manifest))
 
     def holds(self, relative: str) -> bool:
         """Whether ``relative`` (a path below the root) belongs to a referenced file or index."""
@@ -256,10 +271,11 @@ class _References:
         return relative in self.paths
 
 
-def _relative(store: ObjectStore, root: str, path: str) -> str:
-    """``path`` relative to the dataset root, '/'-separated (as manifests name files)."""
+def _relative(store: ObjectStore, root: str) -> Callable[[str], str]:
+    """A function of a path below ``root`` giving it relative to the root, '/'-separated (as
+    manifests name files)."""
     prefix = store.join(root, "x")[:-1]  # the root with the store's separator appended
-    return path[len(prefix) :] if path.startswith(prefix) else path
+    return lambda path: path[len(prefix) :] if path.startswith(prefix) else path
 
 
 def _kind(relative: str) -> _Kind:
@@ -277,9 +293,10 @@ def _plan_files(
     """``(relative path, info)`` of every file below the swept directories that is to be removed."""
     young_after = (now_ns - _ns(UNVERIFIED_THRESHOLD)) / 1e9
     plan = []
+    relative_to_root = _relative(store, root)
     for kind in _Kind:
         for info in store.walk(store.join(root, kind.value)):
-            relative = _relative(store, root, info.path)
+            relative = relative_to_root(info.path)
             if retained.holds(relative):
                 continue
             verified = removed.holds(relative)
@@ -297,18 +314,26 @@ def _staged_version(name: str) -> int | None:
     return None if parsed is None else parsed[1]
 
 
+def _versions_dir(store: ObjectStore, root: str) -> tuple[list[VersionEntry], list[FileInfo]]:
+    """One listing of ``_versions/``: its main-line versions (as :func:`list_versions`) and the
+    files directly in it."""
+    directory = store.join(root, VERSIONS_DIR)
+    relative = _relative(store, root)
+    files = [info for info in store.walk(directory) if relative(info.path).count("/") == 1]
+    return version_entries((info.path.rsplit("/", 1)[-1] for info in files), directory), files
+
+
 def _plan_versions_dir(
-    store: ObjectStore, root: str, latest: int, policy: CleanupPolicy, now_ns: int
+    store: ObjectStore, root: str, files: Iterable[FileInfo], latest: int, policy: CleanupPolicy, now_ns: int
 ) -> list[tuple[str, FileInfo]]:
-    """Leftovers of killed committers in ``_versions/`` that are to be removed (see module doc)."""
+    """Leftovers of killed committers among the ``files`` of ``_versions/`` that are to be removed
+    (see module doc)."""
     young_after = (now_ns - _ns(UNVERIFIED_THRESHOLD)) / 1e9
     plan = []
-    for info in store.walk(store.join(root, VERSIONS_DIR)):
-        relative = _relative(store, root, info.path)
-        parts = relative.split("/")
-        if len(parts) != 2:
-            continue
-        name = parts[1]
+    relative_to_root = _relative(store, root)
+    for info in files:
+        relative = relative_to_root(info.path)
+        name = relative.split("/")[1]
         staged = _staged_version(name)
         leftover = name.startswith(".") or "#" in name or staged is not None
         if not leftover or (staged is not None and staged > latest):
@@ -329,17 +354,28 @@ def _tagged_error(tags: Tags, tagged_old: Iterable[int]) -> TaggedVersionsError:
 
 
 @dataclass(frozen=True)
+class _OldVersion:
+    """A version to remove: its number and its manifest file (path, bytes); the manifest itself is
+    not kept, so planning holds one manifest at a time however many versions there are."""
+
+    version: int
+    path: str
+    size: int
+
+
+@dataclass(frozen=True)
 class _Plan:
     """What a cleanup removes: the old versions' manifests, the swept files (relative path, info),
     the ``_versions/`` leftovers, and the references of the removed versions (for verification)."""
 
-    old: tuple[LoadedManifest, ...]
+    old: tuple[_OldVersion, ...]
     files: tuple[tuple[str, FileInfo], ...]
     leftovers: tuple[tuple[str, FileInfo], ...]
     removed: _References
 
     def stats(self, store: ObjectStore, root: str, dry_run: bool) -> CleanupStats:
-        manifests = [(_relative(store, root, entry.path), entry.size) for entry in self.old]
+        relative = _relative(store, root)
+        manifests = [(relative(entry.path), entry.size) for entry in self.old]
         manifests += [(relative, info.size) for relative, info in self.leftovers]
         files = self.files
         return CleanupStats(
@@ -359,27 +395,32 @@ def _plan(store: ObjectStore, root: str, current_version: int, policy: CleanupPo
     now_ns = time.time_ns()
     tags = Tags(store, root)
     tagged = {tag.version for tag in tags.contents().values()}
-    loaded = list(load_manifests(store, root, skip_missing=True))  # another cleanup may run
-    latest = loaded[-1].manifest.version if loaded else 0
+    listed, versions_files = _versions_dir(store, root)
+    latest = listed[-1].version if listed else 0
     retained, removed = _References(), _References()
-    old: list[LoadedManifest] = []
+    old: list[_OldVersion] = []
     tagged_old = []
-    for entry in loaded:
-        manifest = entry.manifest
-        candidate = manifest.version < min(current_version, latest) and policy.is_old(manifest)
-        if candidate and manifest.version in tagged:
-            tagged_old.append(manifest.version)
-        if candidate and manifest.version not in tagged:
-            old.append(entry)
-            removed.add(manifest)
+    known = set()
+    # One manifest at a time, only its protobuf decoded (another cleanup may remove a listed one:
+    # skipped).
+    for path, data, pb in load_manifest_pbs(store, root, listed, skip_missing=True):
+        version = pb.version
+        known.add(version)
+        stamp = pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos
+        candidate = version < min(current_version, latest) and policy.is_old_version(version, stamp)
+        if candidate and version in tagged:
+            tagged_old.append(version)
+        if candidate and version not in tagged:
+            old.append(_OldVersion(version, path, len(data)))
+            removed.add_pb(pb, data, path)
         else:
-            retained.add(manifest)
+            retained.add_pb(pb, data, path)
     if tagged_old and policy.error_if_tagged_old_versions:
         raise _tagged_error(tags, tagged_old)
     files = _plan_files(store, root, retained, removed, policy, now_ns)
-    leftovers = _plan_versions_dir(store, root, latest, policy, now_ns)
-    # Versions committed since the listing above keep what they reference.
-    known = {entry.manifest.version for entry in loaded}
+    leftovers = _plan_versions_dir(store, root, versions_files, latest, policy, now_ns)
+    # Versions committed since the listing above keep what they reference (``_versions/`` is
+    # listed a second time for them, after planning).
     newer = [e.version for e in list_versions(store, root) if e.version not in known]
     for version in newer:
         try:
@@ -388,9 +429,12 @@ def _plan(store: ObjectStore, root: str, current_version: int, policy: CleanupPo
             continue
     # Versions tagged since the tags were read are kept with their files.
     late = {tag.version for tag in tags.contents().values()} - tagged
-    for entry in [e for e in old if e.manifest.version in late]:
+    for entry in [e for e in old if e.version in late]:
         old.remove(entry)
-        retained.add(entry.manifest)
+        try:
+            retained.add(load_manifest(store, root, entry.version).manifest)
+        except FileNotFoundError:  # another cleanup removed it meanwhile: nothing left to keep
+            continue
     files = [(relative, info) for relative, info in files if not retained.holds(relative)]
     return _Plan(tuple(old), tuple(files), tuple(leftovers), removed)
 
@@ -414,6 +458,7 @@ def cleanup_old_versions(
     failed = 0
     doomed = [entry.path for entry in plan.old] + [info.path for _, info in plan.leftovers + plan.files]
     tracker = Tracker.start(progress, CLEANUP, len(doomed), "files")
+    relative = _relative(store, root)
     interval = 0.0 if policy.delete_rate_limit is None else 1.0 / policy.delete_rate_limit
     next_at = time.monotonic()
     for path in doomed:
@@ -424,7 +469,7 @@ def cleanup_old_versions(
             store.delete(path)
         except OSError:
             failed += 1
-        tracker.advance(1, f"removed {_relative(store, root, path)}")
+        tracker.advance(1, f"removed {relative(path)}")
     return replace(stats, failed_deletes=failed)
 
 

@@ -56,7 +56,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -613,41 +613,96 @@ def _moved_sequences(
 
     Each source fragment's segments (and version runs) lose their deleted rows, segment by segment;
     then they are cut into the new fragments' row counts (:func:`rechunk_row_ids`,
-    :func:`rechunk_versions`).
+    :func:`rechunk_versions`, one new fragment at a time). The source fragments are read as the
+    cut goes, so the expanded ids and versions of at most one new fragment (plus one source
+    fragment) are held at once, however many rows the task moves.
     """
-    segments: list[np.ndarray] = []
-    created: VersionRuns = []
-    updated: VersionRuns = []
+    sizes = [f.physical_rows for f in new]
+    ids = (
+        rechunk_row_ids(spans, [size]) for size, spans in _cut_stream(_row_id_spans(files, readers), sizes)
+    )
+    created, updated = (
+        (
+            rechunk_versions(list(pieces), [size])
+            for size, pieces in _cut_stream(_version_runs(files, readers, attr), sizes)
+        )
+        for attr in ("created_at_versions", "last_updated_at_versions")
+    )
+    return [
+        replace(fragment, row_ids=i, created_at_versions=c, last_updated_at_versions=u)
+        for fragment, (i,), (c,), (u,) in zip(new, ids, created, updated, strict=True)
+    ]
+
+
+def _row_id_spans(files: VersionFiles, readers: Sequence[FragmentReader]) -> Iterator[np.ndarray]:
+    """The live row ids of ``readers``, in order, segment by segment (deleted rows removed)."""
     for reader in readers:
         meta, live = reader.metadata, _live_mask(reader)
         if meta.row_ids is None:
             raise UnsupportedFeatureError(f"fragment {meta.id} has no row id sequence")
         position = 0
         for segment in decode_row_id_segments(load_sequence(files.store, files.root, meta.row_ids)):
-            segments.append(segment[live[position : position + len(segment)]])
+            yield segment[live[position : position + len(segment)]]
             position += len(segment)
         if position != reader.physical_rows:
             raise CorruptFileError(
                 f"fragment {meta.id}", f"row id sequence holds {position} ids for {reader.physical_rows} rows"
             )
-        for out, value in ((created, meta.created_at_versions), (updated, meta.last_updated_at_versions)):
-            runs: VersionRuns = (
-                [(np.arange(reader.physical_rows, dtype=np.uint64), 1)]
-                if value is None
-                else decode_version_runs(load_sequence(files.store, files.root, value), reader.physical_rows)
-            )
-            out.extend(mask_version_runs(runs, live))
-    sizes = [f.physical_rows for f in new]
-    return [
-        replace(fragment, row_ids=ids, created_at_versions=made, last_updated_at_versions=changed)
-        for fragment, ids, made, changed in zip(
-            new,
-            rechunk_row_ids(segments, sizes),
-            rechunk_versions(created, sizes),
-            rechunk_versions(updated, sizes),
-            strict=True,
+
+
+def _version_runs(
+    files: VersionFiles, readers: Sequence[FragmentReader], attr: str
+) -> Iterator[tuple[np.ndarray, int]]:
+    """The live rows' version runs of ``readers`` (``attr``: created / last updated), in order."""
+    for reader in readers:
+        value = getattr(reader.metadata, attr)
+        runs: VersionRuns = (
+            [(np.arange(reader.physical_rows, dtype=np.uint64), 1)]
+            if value is None
+            else decode_version_runs(load_sequence(files.store, files.root, value), reader.physical_rows)
         )
-    ]
+        yield from mask_version_runs(runs, _live_mask(reader))
+
+
+_Span = TypeVar("_Span", np.ndarray, tuple[np.ndarray, int])
+
+
+def _cut_stream(spans: Iterator[_Span], sizes: Sequence[int]) -> Iterator[tuple[int, list[_Span]]]:
+    """Per chunk of ``sizes`` rows, ``(size, the non-empty pieces of spans it takes)`` in order (a
+    span is an array, or an ``(array, tag)`` pair cut on its array); raises
+    :class:`CorruptFileError` when the spans hold fewer or more rows than the chunks."""
+
+    def values(span: _Span) -> np.ndarray:
+        return span[0] if isinstance(span, tuple) else span
+
+    def piece(span: _Span, start: int, stop: int | None = None) -> _Span:
+        if isinstance(span, tuple):
+            return (span[0][start:stop], span[1])  # type: ignore[return-value]
+        return span[start:stop]  # type: ignore[return-value]
+
+    carry: _Span | None = None
+    for size in sizes:
+        pieces: list[_Span] = []
+        remaining = size
+        while remaining > 0:
+            span = carry if carry is not None else next(spans, None)
+            carry = None
+            if span is None:
+                raise CorruptFileError(
+                    "<compaction>", f"the row sequences hold too few rows for {list(sizes)}"
+                )
+            count = len(values(span))
+            if not count:
+                continue
+            if count > remaining:
+                carry = piece(span, remaining)
+                span = piece(span, 0, remaining)
+                count = remaining
+            pieces.append(span)
+            remaining -= count
+        yield size, pieces
+    if carry is not None or any(len(values(span)) for span in spans):
+        raise CorruptFileError("<compaction>", f"the row sequences hold too many rows for {list(sizes)}")
 
 
 def output_row_counts(live_rows: int, target_rows_per_fragment: int) -> list[int]:

@@ -20,8 +20,17 @@ from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError, Vers
 from lance_ops.io import ObjectStore
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.table.commit import LoadedManifest, load_manifest, load_manifests, load_transaction
-from lance_ops.table.manifest import Manifest
+from lance_ops.table.commit import load_manifest, load_manifest_pbs
+from lance_ops.table.manifest import (
+    Manifest,
+    ManifestPb,
+    fragment_file_totals,
+    fragment_pb_totals,
+    fragment_row_counts,
+    read_section,
+)
+from lance_ops.table.naming import TRANSACTIONS_DIR
+from lance_ops.table.paths import check_relative_path
 from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Restore, Transaction
 
 __all__ = ["HISTORY_SCHEMA", "history", "restore", "summary", "version_as_of", "versions"]
@@ -46,16 +55,23 @@ HISTORY_SCHEMA = pa.schema(
 
 def summary(manifest: Manifest) -> dict[str, str]:
     """pylance's per-version summary (``versions()[i]["metadata"]``; values are decimal strings)."""
-    files = [d for f in manifest.fragments for d in f.files]
-    deletions = [f.deletion_file for f in manifest.fragments if f.deletion_file is not None]
+    # From the manifest's counts, without converting its fragments (see FragmentList).
+    physical, deleted, has_deletion = fragment_row_counts(manifest.fragments)
+    files, size = fragment_file_totals(manifest.fragments)
+    totals = (int(physical.sum()), int(deleted.sum()), int(has_deletion.sum()), files, size)
+    return _summary(totals, len(manifest.fragments))
+
+
+def _summary(totals: tuple[int, int, int, int, int], fragments: int) -> dict[str, str]:
+    rows, deleted, deletions, files, size = totals
     return {
-        "total_data_file_rows": str(sum(f.physical_rows for f in manifest.fragments)),
-        "total_data_files": str(len(files)),
-        "total_deletion_file_rows": str(sum(d.num_deleted_rows for d in deletions)),
-        "total_deletion_files": str(len(deletions)),
-        "total_files_size": str(sum(d.file_size_bytes for d in files)),
-        "total_fragments": str(len(manifest.fragments)),
-        "total_rows": str(manifest.num_rows),
+        "total_data_file_rows": str(rows),
+        "total_data_files": str(files),
+        "total_deletion_file_rows": str(deleted),
+        "total_deletion_files": str(deletions),
+        "total_files_size": str(size),
+        "total_fragments": str(fragments),
+        "total_rows": str(rows - deleted),
     }
 
 
@@ -67,15 +83,23 @@ def _local_datetime(ns: int) -> dt.datetime:
 
 
 def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:
-    """pylance's ``versions()``: ``{"version", "timestamp" (naive local datetime), "metadata"}`` each."""
+    """pylance's ``versions()``: ``{"version", "timestamp" (naive local datetime), "metadata"}`` each.
+
+    Only each manifest's protobuf is decoded (:func:`~lance_ops.table.commit.load_manifest_pbs`):
+    the version, the timestamp and the counts of :func:`summary` come straight from it.
+    """
     return [
         {
-            "version": loaded.manifest.version,
-            "timestamp": _local_datetime(loaded.manifest.timestamp_ns),
-            "metadata": summary(loaded.manifest),
+            "version": pb.version,
+            "timestamp": _local_datetime(_timestamp_ns(pb)),
+            "metadata": _summary(fragment_pb_totals(pb.fragments), len(pb.fragments)),
         }
-        for loaded in load_manifests(store, root)
+        for _, _, pb in load_manifest_pbs(store, root)
     ]
+
+
+def _timestamp_ns(pb: ManifestPb) -> int:
+    return pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos
 
 
 def version_as_of(store: ObjectStore, root: str, asof: dt.datetime | str) -> int:
@@ -102,38 +126,50 @@ def version_as_of(store: ObjectStore, root: str, asof: dt.datetime | str) -> int
     return max(found)
 
 
-def _transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:
-    """The version's transaction; None when absent or of an operation this library cannot decode."""
+def _transaction(store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb) -> Transaction | None:
+    """The version's transaction (as :func:`load_transaction` finds it); None when absent or of an
+    operation this library cannot decode."""
+    if pb.HasField("transaction_section_position"):
+        section: int | None = pb.transaction_section_position
+    elif pb.HasField("transaction_section"):
+        section = pb.transaction_section
+    else:
+        section = None
     try:
-        return load_transaction(store, root, loaded)
+        if section is not None:
+            return Transaction.deserialize(read_section(data, section, path, "transaction section"), path)
+        if pb.transaction_file:
+            name = check_relative_path(pb.transaction_file, "transaction")
+            txn = store.join(root, TRANSACTIONS_DIR, name)
+            return Transaction.deserialize(store.read(txn), txn)
     except UnsupportedFeatureError:
         return None
+    return None
 
 
-def _row(store: ObjectStore, root: str, loaded: LoadedManifest) -> dict[str, Any]:
-    manifest = loaded.manifest
-    counts = summary(manifest)
-    transaction = _transaction(store, root, loaded)
+def _row(store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb) -> dict[str, Any]:
+    rows, deleted, deletions, files, size = fragment_pb_totals(pb.fragments)
+    transaction = _transaction(store, root, path, data, pb)
     properties = dict(transaction.properties) if transaction is not None else {}
     return {
-        "version": manifest.version,
-        "timestamp": manifest.timestamp_ns,
+        "version": pb.version,
+        "timestamp": _timestamp_ns(pb),
         "operation": None if transaction is None else transaction.operation.name,
         "read_version": None if transaction is None else transaction.read_version,
         "commit_message": properties.get(COMMIT_MESSAGE_KEY),
         "transaction_properties": list(properties.items()),
-        "rows": manifest.num_rows,
-        "deleted_rows": int(counts["total_deletion_file_rows"]),
-        "fragments": len(manifest.fragments),
-        "data_files": int(counts["total_data_files"]),
-        "deletion_files": int(counts["total_deletion_files"]),
-        "bytes": int(counts["total_files_size"]),
+        "rows": rows - deleted,
+        "deleted_rows": deleted,
+        "fragments": len(pb.fragments),
+        "data_files": files,
+        "deletion_files": deletions,
+        "bytes": size,
     }
 
 
 def history(store: ObjectStore, root: str) -> pa.Table:
     """One row per version, oldest first (columns: :data:`HISTORY_SCHEMA`)."""
-    rows = [_row(store, root, loaded) for loaded in load_manifests(store, root)]
+    rows = [_row(store, root, path, data, pb) for path, data, pb in load_manifest_pbs(store, root)]
     return pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
 
 

@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
 from lance_ops.errors import (
     FieldNotFoundError,
@@ -362,6 +361,8 @@ class _Merge:
 
 def _evaluate(table: pa.Table, predicate: Predicate) -> np.ndarray:
     """Where ``predicate`` is TRUE over ``table`` (NULL counts as FALSE)."""
+    import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
+
     result = pads.dataset(table).to_table(columns={"m": predicate.expression}).column("m")
     return np.asarray(pc.fill_null(result, False).to_numpy(zero_copy_only=False), dtype=bool)
 

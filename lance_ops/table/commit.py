@@ -45,10 +45,13 @@ import os
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
+from lance_ops._proto import table_pb2
 from lance_ops.errors import (
     CommitConflictError,
     CorruptFileError,
@@ -71,6 +74,7 @@ from lance_ops.table.manifest import (
     check_reader_flags,
     check_writer_flags,
     decode_manifest_file,
+    decode_manifest_pb,
     encode_manifest_file,
 )
 from lance_ops.table.manifest_store import ExternalManifestStore, repair, stage_and_claim
@@ -196,16 +200,20 @@ class NewDatasetSettings:
 
 def list_versions(store: ObjectStore, root: str) -> list[VersionEntry]:
     """Main-line versions, ascending. Mixed naming schemes are refused, as pylance does."""
+    directory = store.join(root, VERSIONS_DIR)
+    return version_entries((info.path.rsplit("/", 1)[-1] for info in store.list(directory)), directory)
+
+
+def version_entries(names: Iterable[str], directory: str) -> list[VersionEntry]:
+    """The main-line versions among the file ``names`` of the ``_versions/`` directory, ascending
+    (see :func:`list_versions`; for callers that listed the directory themselves)."""
     entries = []
-    for info in store.list(store.join(root, VERSIONS_DIR)):
-        name = info.path.rsplit("/", 1)[-1]
+    for name in names:
         parsed = ManifestNamingScheme.parse(name)
         if parsed is not None:
             entries.append(VersionEntry(parsed[1], name, parsed[0]))
     if len({e.scheme for e in entries}) > 1:
-        raise CorruptFileError(
-            store.join(root, VERSIONS_DIR), "found multiple manifest naming schemes in the same directory"
-        )
+        raise CorruptFileError(directory, "found multiple manifest naming schemes in the same directory")
     return sorted(entries, key=lambda e: e.version)
 
 
@@ -244,12 +252,75 @@ def load_manifests(store: ObjectStore, root: str, *, skip_missing: bool = False)
     ``skip_missing`` passes over a listed manifest that is gone when it is read (a concurrent
     cleanup removed it) instead of raising ``FileNotFoundError``.
     """
-    for entry in list_versions(store, root):
+    yield from load_entries(store, root, list_versions(store, root), skip_missing=skip_missing)
+
+
+def load_entries(
+    store: ObjectStore, root: str, entries: Iterable[VersionEntry], *, skip_missing: bool = False
+) -> Iterator[LoadedManifest]:
+    """The manifests of versions already listed, in order (see :func:`load_manifests`)."""
+    for entry in entries:
         try:
             yield load_entry(store, root, entry)
         except FileNotFoundError:
             if not skip_missing:
                 raise
+
+
+# Manifests read ahead of the one being decoded by load_manifest_pbs (object stores: requests in flight).
+READ_AHEAD = 16
+
+
+def load_manifest_pbs(
+    store: ObjectStore,
+    root: str,
+    entries: Iterable[VersionEntry] | None = None,
+    *,
+    skip_missing: bool = False,
+) -> Iterator[tuple[str, bytes, table_pb2.Manifest]]:
+    """``(path, file bytes, manifest protobuf)`` of every main-line version (or of ``entries``
+    already listed), ascending; :data:`READ_AHEAD` files are read ahead on threads, each decoded
+    on the caller's thread and dropped once the next is asked for.
+
+    For readers of a few fields of many versions (``versions()``, ``history()``, cleanup): only
+    the protobuf is decoded. An undecodable manifest or one needing reader features this library
+    lacks raises, as opening that version does; its paths are not checked here (the caller checks
+    any path it reads or writes through). ``skip_missing`` as in :func:`load_manifests`.
+    """
+    directory = store.join(root, VERSIONS_DIR)
+    listed = list_versions(store, root) if entries is None else entries
+    paths = [store.join(directory, entry.name) for entry in listed]
+    for path, data in zip(paths, _read_ahead(store, paths), strict=True):
+        if data is None:
+            if not skip_missing:
+                raise FileNotFoundError(path)
+            continue
+        pb = decode_manifest_pb(data, path)
+        check_reader_flags(pb.reader_feature_flags, path)
+        yield path, data, pb
+
+
+def _read_or_none(store: ObjectStore, path: str) -> bytes | None:
+    try:
+        return store.read(path)
+    except FileNotFoundError:
+        return None
+
+
+def _read_ahead(store: ObjectStore, paths: list[str]) -> Iterator[bytes | None]:
+    """The bytes of ``paths`` in order (None for a missing file); up to :data:`READ_AHEAD` reads in
+    flight on threads, so memory holds at most that many files."""
+    if len(paths) < 2:
+        yield from (_read_or_none(store, path) for path in paths)
+        return
+    with ThreadPoolExecutor(max_workers=min(READ_AHEAD, len(paths))) as pool:
+        pending: deque[Future[bytes | None]] = deque()
+        for path in paths:
+            pending.append(pool.submit(_read_or_none, store, path))
+            if len(pending) >= READ_AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def load_transaction(store: ObjectStore, root: str, loaded: LoadedManifest) -> Transaction | None:

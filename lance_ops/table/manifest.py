@@ -43,7 +43,7 @@ from lance_ops.encoding.legacy.v0_1.dictionary import decode_dictionary_values
 from lance_ops.encoding.legacy.v0_1.encoder import dictionary_values_bytes
 from lance_ops.errors import CorruptFileError, InvalidArgumentError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.file.schema import arrow_type
-from lance_ops.table.naming import DELETIONS_DIR, deletion_file_name
+from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, deletion_file_name
 from lance_ops.table.paths import check_base_path, check_relative_path, check_relative_paths
 from lance_ops.table.schema import LanceField, LanceSchema
 
@@ -568,6 +568,91 @@ class FragmentList(Sequence[DataFragment]):
             deleted[index] = pbs[index].deletion_file.num_deleted_rows
         return physical, deleted, has_deletion
 
+    def root_files(self) -> list[str]:
+        """See :func:`fragment_root_files` (read from the protobuf; nothing is converted)."""
+        return fragment_pb_root_files(self._pbs)
+
+    def file_totals(self) -> tuple[int, int]:
+        """See :func:`fragment_file_totals` (read from the protobuf; nothing is converted)."""
+        return fragment_pb_totals(self._pbs)[3:]
+
+
+def fragment_pb_root_files(pbs: Iterable[table_pb2.DataFragment]) -> list[str]:
+    """:func:`fragment_root_files` of fragment protobufs."""
+    paths: list[str] = []
+    for p in pbs:
+        paths.extend(f"{DATA_DIR}/{f.path}" for f in p.files if not f.HasField("base_id"))
+        if p.HasField("deletion_file"):
+            d = p.deletion_file
+            if not d.HasField("base_id"):
+                kind = DeletionFileType(d.file_type)
+                paths.append(
+                    f"{DELETIONS_DIR}/{deletion_file_name(p.id, d.read_version, d.id, kind.extension)}"
+                )
+        for _, oneof, _, external in _SEQUENCES:
+            if p.WhichOneof(oneof) == external:
+                paths.append(getattr(p, external).path)
+    return paths
+
+
+def index_uuids_pb(pb: table_pb2.Manifest, data: bytes, path: str) -> list[bytes]:
+    """The uuids of the indices of the manifest protobuf ``pb`` read from the file bytes ``data``
+    (its index section), without decoding the rest of the indices' metadata."""
+    if not pb.HasField("index_section"):
+        return []
+    section = table_pb2.IndexSection()
+    try:
+        section.ParseFromString(read_section(data, pb.index_section, path, "index section"))
+    except CorruptFileError:
+        raise
+    except Exception as exc:  # protobuf's DecodeError: damaged bytes
+        raise CorruptFileError(path, f"invalid manifest: {exc}") from exc
+    return [index.uuid.uuid for index in section.indices]
+
+
+def fragment_pb_totals(pbs: Iterable[table_pb2.DataFragment]) -> tuple[int, int, int, int, int]:
+    """Totals over fragment protobufs: physical rows, deleted rows (deletion files'
+    ``num_deleted_rows``), deletion files, data files, data files' ``file_size_bytes``."""
+    rows = deleted = deletions = files = size = 0
+    for p in pbs:
+        rows += p.physical_rows
+        if p.HasField("deletion_file"):
+            deletions += 1
+            deleted += p.deletion_file.num_deleted_rows
+        for f in p.files:
+            files += 1
+            size += f.file_size_bytes
+    return rows, deleted, deletions, files, size
+
+
+def fragment_root_files(fragments: Sequence[DataFragment]) -> list[str]:
+    """Paths relative to the dataset root of the files ``fragments`` keep there (not under another
+    base): ``data/{file}``, ``_deletions/{deletion file}`` and external row-id / version sequences,
+    without converting a :class:`FragmentList`'s fragments."""
+    if isinstance(fragments, FragmentList):
+        return fragments.root_files()
+    paths: list[str] = []
+    for fragment in fragments:
+        paths.extend(f"{DATA_DIR}/{d.path}" for d in fragment.files if d.base_id is None)
+        deletion = fragment.deletion_file
+        if deletion is not None and deletion.base_id is None:
+            paths.append(f"{DELETIONS_DIR}/{deletion.file_name(fragment.id)}")
+        paths.extend(
+            seq.path
+            for seq in (fragment.row_ids, fragment.last_updated_at_versions, fragment.created_at_versions)
+            if isinstance(seq, ExternalFile)
+        )
+    return paths
+
+
+def fragment_file_totals(fragments: Sequence[DataFragment]) -> tuple[int, int]:
+    """The number of data files of ``fragments`` and the sum of their ``file_size_bytes``, without
+    converting a :class:`FragmentList`'s fragments."""
+    if isinstance(fragments, FragmentList):
+        return fragments.file_totals()
+    files = [d for f in fragments for d in f.files]
+    return len(files), sum(d.file_size_bytes for d in files)
+
 
 def fragment_id_array(fragments: Sequence[DataFragment]) -> np.ndarray:
     """The fragments' ids (int64), without converting a :class:`FragmentList`'s fragments."""
@@ -897,7 +982,7 @@ def encode_manifest_file(manifest: Manifest, transaction: bytes | None = None) -
     return b"".join(parts)
 
 
-def _read_section(data: bytes, position: int, path: str, what: str) -> bytes:
+def read_section(data: bytes, position: int, path: str, what: str) -> bytes:
     if position < 0 or position + 4 > len(data) - FOOTER.size:
         raise CorruptFileError(path, f"{what} position {position} is outside the manifest file")
     (length,) = _LEN.unpack_from(data, position)
@@ -907,14 +992,19 @@ def _read_section(data: bytes, position: int, path: str, what: str) -> bytes:
     return data[position + 4 : end]
 
 
-def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None]:
-    """Parse a manifest file; returns the manifest (with indices) and the inline transaction bytes."""
+# The decoded manifest protobuf, for modules above this layer that read a few of its fields.
+ManifestPb = table_pb2.Manifest
+
+
+def decode_manifest_pb(data: bytes, path: str) -> table_pb2.Manifest:
+    """The manifest protobuf of a manifest file, its framing checked (nothing else is decoded: for
+    readers that need a few fields of many versions, such as ``versions()``)."""
     if len(data) < FOOTER.size + 4:
         raise CorruptFileError(path, f"manifest file of {len(data)} bytes is too short")
     manifest_pos, _major, _minor, magic = FOOTER.unpack_from(data, len(data) - FOOTER.size)
     if magic != MAGIC:
         raise CorruptFileError(path, f"bad manifest magic {magic!r}")
-    payload = _read_section(data, manifest_pos, path, "manifest")
+    payload = read_section(data, manifest_pos, path, "manifest")
     if manifest_pos + 4 + len(payload) != len(data) - FOOTER.size:
         raise CorruptFileError(path, "manifest section does not end at the footer")
     pb = table_pb2.Manifest()
@@ -922,11 +1012,17 @@ def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None
         pb.ParseFromString(payload)
     except Exception as exc:  # protobuf raises its own DecodeError
         raise CorruptFileError(path, f"undecodable manifest: {exc}") from exc
+    return pb
+
+
+def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None]:
+    """Parse a manifest file; returns the manifest (with indices) and the inline transaction bytes."""
+    pb = decode_manifest_pb(data, path)
     indices: tuple[IndexMetadata, ...] = ()
     try:
         if pb.HasField("index_section"):
             section = table_pb2.IndexSection()
-            section.ParseFromString(_read_section(data, pb.index_section, path, "index section"))
+            section.ParseFromString(read_section(data, pb.index_section, path, "index section"))
             indices = tuple(IndexMetadata.from_pb(i) for i in section.indices)
         manifest = _read_dictionaries(Manifest.from_pb(pb, indices, path), data, path)
     except CorruptFileError as exc:
@@ -937,5 +1033,5 @@ def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None
         raise CorruptFileError(path, f"invalid manifest: {exc}") from exc
     transaction = None
     if manifest.transaction_section is not None:
-        transaction = _read_section(data, manifest.transaction_section, path, "transaction section")
+        transaction = read_section(data, manifest.transaction_section, path, "transaction section")
     return manifest, transaction

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from lance_ops._proto import table_pb2
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError
 from lance_ops.file import LanceFileWriter, open_file
@@ -138,8 +139,8 @@ def field_source(fragment: DataFragment, field_id: int) -> str | None:
     return next((f.path for f in fragment.files if field_id in f.fields), None)
 
 
-def statistics_files(manifest: Manifest) -> list[str]:
-    """Names of the statistics files a version lists (oldest first)."""
+def statistics_files(manifest: Manifest | table_pb2.Manifest) -> list[str]:
+    """Names of the statistics files a version lists (oldest first; of its protobuf too)."""
     text = manifest.config.get(CONFIG_KEY)
     if not text:
         return []

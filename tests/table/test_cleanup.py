@@ -91,6 +91,43 @@ def test_removes_old_versions_and_only_their_files(tmp_path: Path) -> None:
     assert stats.bytes_removed > 0 and len(stats.paths) == 4 + 2 + 1 + 4
 
 
+def test_each_directory_is_listed_once_and_manifests_are_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning lists every swept directory once (``_versions/`` and the tags a second time after
+    planning, for versions committed or tagged meanwhile) and keeps no decoded manifest of the
+    versions it removes."""
+    from lance_ops.io.local import LocalStore
+
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    ds = lance_ops.dataset(uri)
+    listed: list[str] = []
+    for name in ("list", "walk"):
+        real = getattr(LocalStore, name)
+
+        def counting(self, path, _real=real):  # type: ignore[no-untyped-def]
+            listed.append(os.path.relpath(path, uri))
+            return _real(self, path)
+
+        monkeypatch.setattr(LocalStore, name, counting)
+    plan = cleanup_op._plan(
+        ds._storage.store, ds._storage.root, ds.version, cleanup_op.CleanupPolicy.parse(ZERO, None, 5)
+    )
+    # _versions/ and the tags a second time after planning: what was committed or tagged meanwhile
+    twice = ["_versions", "_versions", "_refs/tags", "_refs/tags"]
+    assert sorted(listed) == sorted([*twice, *(kind.value for kind in cleanup_op._Kind)])
+    assert [old.version for old in plan.old] == [1, 2, 3, 4]
+    assert all(
+        not isinstance(value, lance_ops.table.manifest.Manifest)
+        for old in plan.old
+        for value in vars(old).values()
+    )
+    listed.clear()
+    stats = ds.cleanup_old_versions(older_than=ZERO)
+    assert stats.old_versions == 4 and listed.count("_versions") == 2
+
+
 def _referenced_latest(uri: str) -> set[str]:
     manifest = lance_ops.dataset(uri).manifest
     return {f"{DATA_DIR}/{d.path}" for f in manifest.fragments for d in f.files}
@@ -570,15 +607,15 @@ def test_a_manifest_removed_by_a_concurrent_cleanup_is_passed_over(
     uri = str(tmp_path / "ds")
     _build(uri)
     before = _snapshot(uri)
-    read = table_commit.load_entry
+    read = table_commit._read_or_none
     victim = tmp_path / "ds/_versions" / ManifestNamingScheme.V2.manifest_name(2)
 
-    def vanish_then_read(store, root, entry):  # type: ignore[no-untyped-def]
-        if entry.version == 2 and victim.exists():
+    def vanish_then_read(store, path):  # type: ignore[no-untyped-def]
+        if path.endswith(victim.name) and victim.exists():
             victim.unlink()
-        return read(store, root, entry)
+        return read(store, path)
 
-    monkeypatch.setattr(table_commit, "load_entry", vanish_then_read)
+    monkeypatch.setattr(table_commit, "_read_or_none", vanish_then_read)
     stats = lance_ops.dataset(uri).cleanup_old_versions(older_than=ZERO)
     assert stats.old_versions == 3
     monkeypatch.undo()

@@ -28,7 +28,9 @@ from lance_ops.table.manifest import (
     _section,
     decode_manifest_file,
     encode_manifest_file,
+    fragment_file_totals,
     fragment_id_array,
+    fragment_root_files,
     fragment_row_counts,
 )
 from lance_ops.table.paths import check_relative_path, check_relative_paths
@@ -88,6 +90,36 @@ def test_counts_and_ids_without_conversion_equal_the_dataclasses() -> None:
     np.testing.assert_array_equal(fragment_id_array(decoded), [3, 7, 8, 9])
     np.testing.assert_array_equal(fragment_id_array(fragments), [3, 7, 8, 9])
     assert _decoded(fragments).num_rows == 5 + 9 - 4 + 6
+
+
+def test_root_files_and_file_totals_without_conversion_equal_the_dataclasses() -> None:
+    fragments = (
+        *_fragments(),
+        DataFragment(
+            10,
+            (DataFile("d.lance", (0,), (0,), 2, 1, 7), DataFile("e.lance", (1,), (0,), 2, 1, 5, base_id=2)),
+            3,
+            DeletionFile(DeletionFileType.BITMAP, 4, 5, 1, base_id=2),
+            row_ids=ExternalFile("_rowids/r", 0, 8),
+            last_updated_at_versions=ExternalFile("_rowids/u", 8, 4),
+        ),
+    )
+    decoded = _decoded(fragments).fragments
+    files, totals = fragment_root_files(decoded), fragment_file_totals(decoded)
+    assert decoded._items == [None] * 5  # type: ignore[attr-defined]
+    assert files == fragment_root_files(fragments) and totals == fragment_file_totals(fragments)
+    assert files == [
+        "data/a.lance",
+        "data/b.lance",
+        "_deletions/7-2-1.arrow",
+        "_rowids/x",
+        "data/c.lance",
+        "_deletions/9-2-2.bin",
+        "data/d.lance",  # e.lance and the deletion file live under base 2
+        "_rowids/r",
+        "_rowids/u",
+    ]
+    assert totals == (5, 10 + 10 + 10 + 7 + 5)
 
 
 def test_an_unknown_deletion_file_type_in_any_fragment_is_refused_on_decode() -> None:
