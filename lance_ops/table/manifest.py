@@ -928,7 +928,8 @@ def _with_dictionary_positions(manifest: Manifest, parts: list[bytes]) -> tuple[
 
 def _read_dictionaries(manifest: Manifest, data: bytes, path: str) -> Manifest:
     """``manifest`` with the dictionary values of a legacy dataset's fields read from ``data``."""
-    if manifest.data_storage_version != "0.1" or not any(f.dictionary for f in manifest.schema.fields):
+    # the schema first: the storage version may look at the first fragment, decoding it
+    if not any(f.dictionary for f in manifest.schema.fields) or manifest.data_storage_version != "0.1":
         return manifest
     view = memoryview(data)
 
