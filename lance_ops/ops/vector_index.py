@@ -11,8 +11,9 @@ the index (pylance's ``filter_nan=True``). Nothing is committed on any error.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
@@ -23,14 +24,20 @@ from lance_ops.errors import (
     UnsupportedIndexTypeError,
 )
 from lance_ops.fragment.reader import VersionFiles
-from lance_ops.index.build_vector import BUILDABLE_TYPES, METRICS, VectorIndexParams, build_ivf, vector_matrix
-from lance_ops.index.files import IndexWriter
+from lance_ops.index.build_vector import BUILDABLE_TYPES, METRICS, VectorIndexParams, build_ivf
+from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.optimize import column_rows
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.table.manifest import IndexMetadata, Manifest
+from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 from lance_ops.table.transaction import CreateIndex, Transaction
 
-__all__ = ["create_index", "default_num_partitions"]
+__all__ = [
+    "VectorIndexPlan",
+    "commit_vector_index",
+    "create_index",
+    "default_num_partitions",
+    "plan_vector_index",
+]
 
 _METRIC_ALIASES = {"euclidean": "l2", "cos": "cosine"}
 
@@ -89,11 +96,21 @@ def _params(
     )
 
 
-def create_index(
+@dataclass(frozen=True)
+class VectorIndexPlan:
+    """A checked ``create_index`` call: the parameters, the column's field id, the index name and
+    the segments of that name the commit replaces."""
+
+    params: VectorIndexParams
+    field_id: int
+    name: str
+    existing: tuple[IndexMetadata, ...]
+
+
+def plan_vector_index(
     files: VersionFiles,
     column: str,
     index_type: str,
-    options: CommitOptions,
     *,
     name: str | None = None,
     metric: str = "l2",
@@ -105,7 +122,8 @@ def create_index(
     max_iters: int = 50,
     target_partition_size: int | None = None,
     seed: int | None = None,
-) -> tuple[Manifest, Transaction]:
+) -> VectorIndexPlan:
+    """Check a ``create_index`` call against ``files``' version (the errors of ``create_index``)."""
     manifest = files.manifest
     field = manifest.schema.field_at(column)  # FieldNotFoundError when there is none
     arrow = manifest.schema.to_arrow().field(column.split(".")[0])
@@ -127,18 +145,44 @@ def create_index(
         seed,
     )
     name = name or f"{column.replace('.', '_')}_idx"
-    existing = [i for i in manifest.indices if i.name == name]
+    existing = tuple(i for i in manifest.indices if i.name == name)
     if existing and not replace:
         raise IndexExistsError(
             f"Index name '{name}' already exists, please specify a different name or use replace=True"
         )
-    fragments = list(manifest.fragments)
-    values, ids = column_rows(files.storage, manifest, fragments, column, "_rowid")
-    vectors, row_ids = vector_matrix(values, ids, column)
-    result = build_ivf(IndexWriter(files.storage), params, vectors, np.asarray(row_ids, np.uint64))
-    index = IndexMetadata(
+    return VectorIndexPlan(params, field.id, name, existing)
+
+
+def create_index(
+    files: VersionFiles, column: str, index_type: str, options: CommitOptions, **kwargs: Any
+) -> tuple[Manifest, Transaction]:
+    """Build the index in this process and commit it (keyword arguments: :func:`plan_vector_index`)."""
+    plan = plan_vector_index(files, column, index_type, **kwargs)
+    fragments = list(files.manifest.fragments)
+    values, ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
+    result = build_ivf(IndexWriter(files.storage), plan.params, values, ids)
+    return commit_vector_index(files, plan, fragments, result, options)
+
+
+def commit_vector_index(
+    files: VersionFiles,
+    plan: VectorIndexPlan,
+    fragments: list[DataFragment],
+    result: RemapResult,
+    options: CommitOptions,
+) -> tuple[Manifest, Transaction]:
+    """Commit the index files ``result`` over ``fragments`` as one ``CreateIndex``."""
+    index = new_index(files.manifest, plan.field_id, plan.name, fragments, result)
+    return commit(files.storage, CreateIndex((index,), plan.existing), options)
+
+
+def new_index(
+    manifest: Manifest, field_id: int, name: str, fragments: list[DataFragment], result: RemapResult
+) -> IndexMetadata:
+    """The manifest entry of a new index over ``fragments`` written as ``result``."""
+    return IndexMetadata(
         uuid=result.uuid,
-        fields=(field.id,),
+        fields=(field_id,),
         name=name,
         dataset_version=manifest.version,
         fragment_bitmap=BitMap(f.id for f in fragments).serialize(),
@@ -147,4 +191,3 @@ def create_index(
         created_at=int(time.time() * 1000),
         files=result.files,
     )
-    return commit(files.storage, CreateIndex((index,), tuple(existing)), options)
