@@ -17,6 +17,8 @@ for dot. Ties go to the smaller row id.
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +26,28 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import (
+    CorruptFileError,
+    IndexCorruptError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
+from lance_ops.file import LanceFileReader
 from lance_ops.fragment.scan import take_columns, take_rows
 from lance_ops.index.build_vector import vector_matrix
-from lance_ops.index.ivf import _centroids, _code_matrix, _decode, _read_storage
+from lance_ops.index.files import IndexFileData
+from lance_ops.index.ivf import (
+    _CODE_COLUMNS,
+    ROW_ID,
+    STORAGE_FILE,
+    _centroids,
+    _code_matrix,
+    _decode,
+    _ivf_of,
+    _Storage,
+)
 from lance_ops.index.types import VECTOR_TYPES, index_type_of
+from lance_ops.io.context import StorageContext
 from lance_ops.schema import LanceSchema
 from lance_ops.table.manifest import IndexMetadata
 
@@ -153,10 +172,10 @@ class VectorQuery:
         return np.asarray(table.column("_rowid"), dtype=np.uint64)
 
     def _probe(self, segment: IndexMetadata) -> tuple[np.ndarray, np.ndarray]:
-        """Row ids and approximate distances of the probed partitions of one segment."""
+        """Row ids and approximate distances of the probed partitions of one segment (only
+        their rows are read from the index's storage file)."""
         ctx = self._ds.storage
         kind = self._kind or ""
-        storage = _read_storage(ctx, segment, kind)
         centroids, metric = _centroids(ctx, segment)
         q = self._n.q
         if metric == "cosine":
@@ -164,15 +183,14 @@ class VectorQuery:
         centre = _flat_distance(centroids, q, "dot" if metric == "dot" else "l2")  # the same order
         nprobes = min(self._n.nprobes or _DEFAULT_NPROBES, len(centroids))
         probed = np.argsort(centre, kind="stable")[:nprobes]
-        partition = np.repeat(np.arange(storage.lengths.size), storage.lengths)
-        rows = np.flatnonzero(np.isin(partition, probed))
-        ids = np.asarray(storage.data.table.column("_rowid").combine_chunks(), dtype=np.uint64)[rows]
-        codes = _code_matrix(storage)[rows]
+        storage, partition = _probed_storage(ctx, segment, kind, probed)
+        ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
+        codes = _code_matrix(storage)
         pq_residual = kind.endswith("PQ") and metric != "dot"
         base = (
-            centroids[partition[rows]]
+            centroids[partition]
             if pq_residual
-            else np.zeros((len(rows), centroids.shape[1]), np.float32)
+            else np.zeros((len(partition), centroids.shape[1]), np.float32)
         )
         vectors = _decode(storage, kind, codes, base)
         if metric == "l2":
@@ -259,6 +277,52 @@ class VectorQuery:
         else:
             lines.append(f"    KNNVectorDistance: metric={self.metric}")
         return "\n".join(lines) + "\n"
+
+
+def _probed_storage(
+    ctx: StorageContext, segment: IndexMetadata, kind: str, probed: np.ndarray
+) -> tuple[_Storage, np.ndarray]:
+    """The storage rows of partitions ``probed`` (read by row range, adjacent partitions in one
+    read, from the partition offsets / lengths of the file's IVF message) as a storage of just
+    those partitions, in partition order, and each row's partition."""
+    path = ctx.path("_indices", str(uuid.UUID(bytes=segment.uuid)), STORAGE_FILE)
+    size = next((f.size_bytes for f in segment.files if f.path == STORAGE_FILE), None)
+    code_column = _CODE_COLUMNS[kind.rsplit("_", 1)[1]]
+    try:
+        reader = LanceFileReader(path, store=ctx.store, size=size or None)
+        count = len(reader.metadata().global_buffers)
+        buffers = tuple(reader.read_global_buffer(i) for i in range(1, count))
+        header = IndexFileData(reader.schema.empty_table(), str(reader.version), buffers)
+        position, ivf = _ivf_of(header, segment, STORAGE_FILE)
+        lengths = np.asarray(ivf.lengths, dtype=np.int64)
+        offsets = np.cumsum(lengths) - lengths
+        if int(lengths.sum()) != int(reader.num_rows) or list(offsets) != list(ivf.offsets):
+            raise IndexCorruptError(path, f"index {segment.name!r}: partitions do not cover the rows")
+        params = json.loads(json.loads(header.meta("storage_metadata", segment, STORAGE_FILE))[0])
+        chosen = np.sort(np.asarray(probed, dtype=np.int64))
+        chosen = chosen[lengths[chosen] > 0]
+        # runs of adjacent partitions: one row range each
+        breaks = np.flatnonzero(np.diff(chosen) != 1) + 1
+        tables = [
+            reader.read_range(int(offsets[run[0]]), int(lengths[run].sum()), [ROW_ID, code_column]).to_table()
+            for run in np.split(chosen, breaks)
+            if run.size
+        ]
+    except FileNotFoundError as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: file {STORAGE_FILE} is missing") from exc
+    except CorruptFileError as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: {exc.reason}") from exc
+    except (ValueError, IndexError, TypeError) as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: undecodable storage: {exc}") from exc
+    schema = header.schema
+    table = (
+        pa.concat_tables([t.select([ROW_ID, code_column]) for t in tables])
+        if tables
+        else schema.empty_table().select([ROW_ID, code_column])
+    )
+    data = IndexFileData(table.replace_schema_metadata(schema.metadata), header.version, buffers)
+    storage = _Storage(data, position, ivf, lengths[chosen], params, code_column)
+    return storage, np.repeat(chosen, lengths[chosen])
 
 
 def _rows(ds: LanceDataset, row_ids: np.ndarray, columns: list[str]) -> pa.Table:
