@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_ops.index.files import IndexWriter, RemapResult
+from lance_ops.index.hnsw import build_graphs
 from lance_ops.index.ivf import INDEX_FILE, ROW_ID, STORAGE_FILE, _transpose_partitions
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_of
 from lance_ops.index.types import encode_varint
@@ -31,6 +32,7 @@ from lance_ops.table.manifest import IndexFile, IndexMetadata
 
 __all__ = [
     "BUILDABLE_TYPES",
+    "HNSW_DEFAULTS",
     "METRICS",
     "TrainedIvf",
     "VectorIndexParams",
@@ -43,7 +45,9 @@ __all__ = [
     "write_ivf",
 ]
 
-BUILDABLE_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+BUILDABLE_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
+# pylance 14's HNSW defaults, in the order its ``lance:hnsw`` JSON lists them
+HNSW_DEFAULTS = {"max_level": 7, "m": 20, "ef_construction": 150, "prefetch_distance": 2}
 METRICS = ("l2", "cosine", "dot")
 _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
 _CHUNK = 16384
@@ -63,6 +67,11 @@ class VectorIndexParams:
     sample_rate: int = 256
     max_iters: int = 50
     seed: int | None = None
+    hnsw: tuple[tuple[str, int], ...] = ()  # IVF_HNSW_*: the graph parameters (HNSW_DEFAULTS' keys)
+
+    @property
+    def is_hnsw(self) -> bool:
+        return "HNSW" in self.index_type
 
 
 def vector_matrix(values: pa.Array, ids: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -132,6 +141,10 @@ def _details(params: VectorIndexParams) -> bytes:
     out = b""
     if _METRIC_CODES[params.metric]:
         out += varint(1 << 3) + varint(_METRIC_CODES[params.metric])
+    if params.is_hnsw:
+        hnsw = dict(params.hnsw)
+        numbers = b"\x08" + varint(hnsw["m"]) + b"\x10" + varint(hnsw["ef_construction"])
+        out += field(3, numbers + b"\x18" + varint(hnsw["max_level"]))
     quantizer = params.index_type.rsplit("_", 1)[1]
     if quantizer == "PQ":
         out += field(4, b"\x08" + varint(params.num_bits) + b"\x10" + varint(params.num_sub_vectors or 0))
@@ -144,6 +157,8 @@ def _details(params: VectorIndexParams) -> bytes:
         build[f"lance.{quantizer.lower()}.sample_rate"] = params.sample_rate
     if quantizer == "PQ":
         build["lance.pq.max_iters"] = params.max_iters
+    if params.is_hnsw:
+        build["lance.hnsw.prefetch_distance"] = dict(params.hnsw)["prefetch_distance"]
     for key, value in build.items():
         out += field(9, field(1, key.encode()) + field(2, str(value).encode()))
     return out
@@ -288,6 +303,7 @@ def write_ivf(
     lengths = np.bincount(partition, minlength=p.num_partitions)
     buffers = [_ivf_message(lengths)]
     codes = codes[order]
+    graph_codes = codes  # rows in storage order, before PQ's transposition
     if quantizer == "FLAT":
         storage_params: dict[str, object] = {"dim": dim}
         code_type, nullable = pa.float32(), False
@@ -328,20 +344,23 @@ def write_ivf(
         [pa.array(row_ids[order], pa.uint64()), pa.FixedSizeListArray.from_arrays(values, width)],
         schema=storage_schema,
     )
-    index_schema = pa.schema(
-        [pa.field("__flat_marker", pa.uint64(), nullable=False)],
-        metadata=_metadata(
-            {
-                "lance:flat": json.dumps([""] * p.num_partitions, separators=(",", ":")),
-                "lance:ivf": "1",
-                "lance:index": json.dumps(
-                    {"type": p.index_type, "distance_type": p.metric}, separators=(",", ":")
-                ),
-            }
-        ),
-    )
-    ivf_model = _ivf_message(np.zeros(p.num_partitions, np.int64), model.centroids, model.loss)
-    writer.write(INDEX_FILE, index_schema.empty_table(), global_buffers=[ivf_model])
+    if p.is_hnsw:
+        _write_hnsw(writer, model, lengths, graph_codes)
+    else:
+        index_schema = pa.schema(
+            [pa.field("__flat_marker", pa.uint64(), nullable=False)],
+            metadata=_metadata(
+                {
+                    "lance:flat": json.dumps([""] * p.num_partitions, separators=(",", ":")),
+                    "lance:ivf": "1",
+                    "lance:index": json.dumps(
+                        {"type": p.index_type, "distance_type": p.metric}, separators=(",", ":")
+                    ),
+                }
+            ),
+        )
+        ivf_model = _ivf_message(np.zeros(p.num_partitions, np.int64), model.centroids, model.loss)
+        writer.write(INDEX_FILE, index_schema.empty_table(), global_buffers=[ivf_model])
     writer.write(STORAGE_FILE, storage, global_buffers=buffers)
     shape = IndexMetadata(
         uuid=writer.uuid,
@@ -353,6 +372,45 @@ def write_ivf(
         files=(IndexFile(STORAGE_FILE, 0), IndexFile(INDEX_FILE, 0)),
     )
     return writer.result(shape)
+
+
+def _decoded(model: TrainedIvf, lengths: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The vectors the stored codes (rows in storage order) stand for: FLAT as stored, SQ at the
+    middle of each code's bucket, PQ centroid + codewords (the HNSW graphs are built on these)."""
+    if model.bounds is not None:
+        start, end = model.bounds
+        return (start + (codes.astype(np.float32) + 0.5) * ((end - start) / 255.0)).astype(np.float32)
+    if model.codebooks is None:
+        return np.asarray(codes, np.float32)
+    m = len(model.codebooks)
+    parts = [model.codebooks[j][codes[:, j].astype(np.int64)] for j in range(m)]
+    partition = np.repeat(np.arange(lengths.size), lengths)
+    return (np.concatenate(parts, axis=1) + model.centroids[partition]).astype(np.float32)
+
+
+def _write_hnsw(writer: IndexWriter, model: TrainedIvf, lengths: np.ndarray, codes: np.ndarray) -> None:
+    """``index.idx`` of an IVF_HNSW_* index: one graph per partition over the decoded storage
+    rows (:func:`lance_ops.index.hnsw.build_graphs`), the model in its IVF message."""
+    p = model.params
+    params = dict(p.hnsw)
+    seed = p.seed if p.seed is not None else int.from_bytes(writer.uuid[:8], "little")
+    table, meta, graph_lengths = build_graphs(_decoded(model, lengths, codes), lengths, params, seed)
+    compact = (",", ":")
+    metadata = {
+        "lance:hnsw": json.dumps([json.dumps(m, separators=compact) for m in meta], separators=compact),
+        "lance:ivf": "1",
+        "lance:index": json.dumps({"type": p.index_type, "distance_type": p.metric}, separators=compact),
+    }
+    schema = pa.schema(
+        [
+            pa.field("__vector_id", pa.uint32()),
+            pa.field("__neighbors", pa.list_(pa.uint32())),
+            pa.field("_distance", pa.list_(pa.float32())),
+        ],
+        metadata=_metadata(metadata),
+    )
+    ivf_model = _ivf_message(graph_lengths, model.centroids, model.loss)
+    writer.write(INDEX_FILE, table.cast(schema), global_buffers=[ivf_model])
 
 
 def build_ivf(

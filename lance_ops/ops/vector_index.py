@@ -1,11 +1,15 @@
-"""``create_index``: train and write an IVF_FLAT / IVF_PQ / IVF_SQ index over every fragment and
-commit it as pylance 14 does (one ``CreateIndex`` whose ``fragment_bitmap`` is every fragment;
-an existing index of that name is removed by it, or refused with ``replace=False``).
+"""``create_index``: train and write an IVF_FLAT / IVF_PQ / IVF_SQ / IVF_HNSW_FLAT / IVF_HNSW_PQ /
+IVF_HNSW_SQ index over every fragment and commit it as pylance 14 does (one ``CreateIndex`` whose
+``fragment_bitmap`` is every fragment; an existing index of that name is removed by it, or refused
+with ``replace=False``).
 
 pylance 14's defaults: ``name`` ``<column>_idx``, metric ``l2``, ``num_partitions`` rows // 8192
 (1 .. 4096), ``sample_rate`` 256, ``max_iters`` 50, ``num_bits`` 8; IVF_PQ needs
 ``num_sub_vectors`` dividing the dimension. Null vectors and vectors with a NaN are left out of
-the index (pylance's ``filter_nan=True``). Nothing is committed on any error.
+the index (pylance's ``filter_nan=True``). IVF_HNSW_* (metric l2 only here) take ``m`` (20),
+``ef_construction`` (150) and ``max_level`` (7); their graphs are built by exact nearest-neighbour
+search within each partition (:func:`lance_ops.index.hnsw.build_graphs`: quadratic in a
+partition's rows, so keep partitions to some thousands of rows). Nothing is committed on any error.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from lance_ops.errors import (
     UnsupportedIndexTypeError,
 )
 from lance_ops.fragment.reader import VersionFiles
-from lance_ops.index.build_vector import BUILDABLE_TYPES, METRICS, VectorIndexParams, build_ivf
+from lance_ops.index.build_vector import BUILDABLE_TYPES, HNSW_DEFAULTS, METRICS, VectorIndexParams, build_ivf
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.optimize import column_rows
 from lance_ops.ops.commit import CommitOptions, commit
@@ -60,6 +64,7 @@ def _params(
     max_iters: int,
     target_partition_size: int | None,
     seed: int | None,
+    hnsw: dict[str, int | None] | None = None,
 ) -> VectorIndexParams:
     kind = str(index_type).upper()
     if kind not in BUILDABLE_TYPES:
@@ -74,9 +79,23 @@ def _params(
     if metric_name not in METRICS:
         raise InvalidArgumentError(f"column {column!r}: unknown metric {metric!r} (l2, cosine or dot)")
     dim = dtype.list_size
-    if kind == "IVF_PQ":
+    graph: tuple[tuple[str, int], ...] = ()
+    if "HNSW" in kind:
+        if metric_name != "l2":
+            raise UnsupportedIndexTypeError(
+                f"column {column!r}: lance_ops builds {kind} with metric l2 only, not {metric_name!r}"
+            )
+        chosen = {k: v for k, v in (hnsw or {}).items() if v is not None}
+        values = {**HNSW_DEFAULTS, **chosen}
+        if (
+            any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values.values())
+            or values["m"] < 2
+        ):
+            raise InvalidArgumentError(f"column {column!r}: bad HNSW parameters {chosen}")
+        graph = tuple(values.items())
+    if kind.endswith("_PQ"):
         if num_sub_vectors is None:
-            raise InvalidArgumentError(f"column {column!r}: num_sub_vectors is required for IVF_PQ")
+            raise InvalidArgumentError(f"column {column!r}: num_sub_vectors is required for {kind}")
         if num_sub_vectors <= 0 or dim % num_sub_vectors:
             raise InvalidArgumentError(
                 f"column {column!r}: dimension ({dim}) must be divisible by "
@@ -92,7 +111,16 @@ def _params(
             f"column {column!r}: num_partitions, sample_rate and max_iters must be positive"
         )
     return VectorIndexParams(
-        column, kind, metric_name, int(partitions), num_sub_vectors, num_bits, sample_rate, max_iters, seed
+        column,
+        kind,
+        metric_name,
+        int(partitions),
+        num_sub_vectors,
+        num_bits,
+        sample_rate,
+        max_iters,
+        seed,
+        graph,
     )
 
 
@@ -122,8 +150,12 @@ def plan_vector_index(
     max_iters: int = 50,
     target_partition_size: int | None = None,
     seed: int | None = None,
+    m: int | None = None,
+    ef_construction: int | None = None,
+    max_level: int | None = None,
 ) -> VectorIndexPlan:
-    """Check a ``create_index`` call against ``files``' version (the errors of ``create_index``)."""
+    """Check a ``create_index`` call against ``files``' version (the errors of ``create_index``);
+    ``m`` / ``ef_construction`` / ``max_level`` are the graph parameters of IVF_HNSW_*."""
     manifest = files.manifest
     field = manifest.schema.field_at(column)  # FieldNotFoundError when there is none
     arrow = manifest.schema.to_arrow().field(column.split(".")[0])
@@ -143,6 +175,7 @@ def plan_vector_index(
         max_iters,
         target_partition_size,
         seed,
+        {"m": m, "ef_construction": ef_construction, "max_level": max_level},
     )
     name = name or f"{column.replace('.', '_')}_idx"
     existing = tuple(i for i in manifest.indices if i.name == name)
