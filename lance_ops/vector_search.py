@@ -42,6 +42,7 @@ from lance_ops.index.ivf import (
     STORAGE_FILE,
     _centroids,
     _code_matrix,
+    _codebook,
     _decode,
     _ivf_of,
     _Storage,
@@ -93,8 +94,39 @@ def _parse(nearest: Any) -> _Nearest:
 
 def _top(ids: np.ndarray, dists: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``count`` smallest distances (ties: smaller row id first), in order."""
+    if 0 < count < len(dists):
+        # every row within the count-th smallest distance (ties included), then sorted
+        threshold = np.partition(dists, count - 1)[count - 1]
+        near = np.flatnonzero(dists <= threshold)
+        ids, dists = ids[near], dists[near]
     order = np.lexsort((ids, dists))[:count]
     return ids[order], dists[order]
+
+
+def _pq_distances(
+    codebook: np.ndarray,
+    codes: np.ndarray,
+    partition: np.ndarray,
+    centroids: np.ndarray,
+    q: np.ndarray,
+    metric: str,
+) -> np.ndarray:
+    """Distances of PQ-coded rows to ``q`` by table lookup (``codebook`` ``[m, 2**bits, sub]``,
+    ``codes`` ``[rows, m]``): l2 and cosine indices code the residual to the row's centroid, dot
+    indices the vector. One ``[m, 2**bits]`` table per probed partition (l2) or one in all."""
+    m, k, sub = codebook.shape
+    codes = codes.astype(np.int64)
+    column = np.arange(m)[None, :] * k + codes  # flat position in an [m, k] table
+    if metric == "l2":
+        probed, local = np.unique(partition, return_inverse=True)
+        rest = (q[None, :] - centroids[probed]).reshape(len(probed), m, 1, sub)
+        tables = ((rest - codebook[None]) ** 2).sum(-1).reshape(len(probed), m * k)
+        return tables[local[:, None], column].sum(1)
+    table = (codebook * q.reshape(m, 1, sub)).sum(-1).reshape(m * k)
+    dot = table[column].sum(1)
+    if metric == "cosine":
+        dot = dot + centroids[partition] @ q
+    return 1.0 - dot
 
 
 def _flat_distance(vectors: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
@@ -162,10 +194,28 @@ class VectorQuery:
                 continue
             kind = index_type_of(segments[0], ctx)
             if kind in VECTOR_TYPES:
-                return segments, kind, _centroids(ctx, segments[0])[1]
+                return segments, kind, _model(ctx, segments[0])[1]
         return [], None, None
 
     # ------------------------------------------------------------------ search
+
+    def _live(self, ids: np.ndarray) -> np.ndarray:
+        """Which of the index's row ids are rows of this version (not deleted since the build):
+        from the fragments and their deletion files alone, when row ids are row addresses."""
+        if self._ds.manifest.uses_stable_row_ids:
+            return np.isin(ids, self._row_ids(None))
+        fragments = {f.id: f for f in self._ds.handle.files.fragments()}
+        owner = (ids >> np.uint64(32)).astype(np.int64)
+        offset = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        keep = np.zeros(len(ids), dtype=bool)
+        for fragment_id in np.unique(owner).tolist():
+            reader = fragments.get(fragment_id)
+            if reader is None:
+                continue
+            mine = owner == fragment_id
+            deleted = reader.deleted
+            keep[mine] = ~np.isin(offset[mine], deleted) if len(deleted) else True
+        return keep
 
     def _row_ids(self, filter: Any) -> np.ndarray:
         table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)
@@ -176,7 +226,7 @@ class VectorQuery:
         their rows are read from the index's storage file)."""
         ctx = self._ds.storage
         kind = self._kind or ""
-        centroids, metric = _centroids(ctx, segment)
+        centroids, metric = _model(ctx, segment)
         q = self._n.q
         if metric == "cosine":
             q = q / (np.linalg.norm(q) or 1.0)
@@ -186,13 +236,9 @@ class VectorQuery:
         storage, partition = _probed_storage(ctx, segment, kind, probed)
         ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
         codes = _code_matrix(storage)
-        pq_residual = kind.endswith("PQ") and metric != "dot"
-        base = (
-            centroids[partition]
-            if pq_residual
-            else np.zeros((len(partition), centroids.shape[1]), np.float32)
-        )
-        vectors = _decode(storage, kind, codes, base)
+        if kind.endswith("PQ"):
+            return ids, _pq_distances(_codebook(storage), codes, partition, centroids, q, metric)
+        vectors = _decode(storage, kind, codes, np.zeros((len(partition), centroids.shape[1]), np.float32))
         if metric == "l2":
             return ids, _flat_distance(vectors, q, "l2")
         return ids, 1.0 - vectors @ q
@@ -209,7 +255,7 @@ class VectorQuery:
             dists.append(segment_dists)
         index_ids, index_dists = np.concatenate(ids), np.concatenate(dists).astype(np.float32)
         if self._segments:
-            keep = np.isin(index_ids, self._row_ids(None))
+            keep = self._live(index_ids)
             index_ids, index_dists = index_ids[keep], index_dists[keep]
         flat_fragments = [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
         flat_ids, flat_dists = np.empty(0, np.uint64), np.empty(0, np.float32)
@@ -277,6 +323,21 @@ class VectorQuery:
         else:
             lines.append(f"    KNNVectorDistance: metric={self.metric}")
         return "\n".join(lines) + "\n"
+
+
+# Index files never change under a uuid: the IVF models searched last are kept (a few, small).
+_MODELS: dict[tuple[str, bytes], tuple[np.ndarray, str]] = {}
+_MODELS_KEPT = 8
+
+
+def _model(ctx: StorageContext, segment: IndexMetadata) -> tuple[np.ndarray, str]:
+    """The segment's centroids and metric (:func:`lance_ops.index.ivf._centroids`), cached."""
+    key = (ctx.root, segment.uuid)
+    if key not in _MODELS:
+        if len(_MODELS) >= _MODELS_KEPT:
+            _MODELS.pop(next(iter(_MODELS)))
+        _MODELS[key] = _centroids(ctx, segment)
+    return _MODELS[key]
 
 
 def _probed_storage(
