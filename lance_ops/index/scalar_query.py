@@ -23,6 +23,7 @@ at row 17 of fragment 1: fragment 1 reads its row 17 only, fragment 2 is scanned
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +35,10 @@ import sqlglot
 from pyroaring import BitMap
 from sqlglot import exp
 
+from lance_ops.file import LanceFileReader
 from lance_ops.index.bitmap import BITMAP_LAYOUT
-from lance_ops.index.btree import PAGES
-from lance_ops.index.files import read_index_file
+from lance_ops.index.btree import LOOKUP, PAGES
+from lance_ops.index.files import IndexFileData, read_index_file
 from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP, index_type_of
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.io.context import StorageContext
@@ -75,11 +77,77 @@ def _matches(values: pa.Array, bound: Bound) -> np.ndarray:
     return out
 
 
+def _btree_pages(lookup: pa.Table, bound: Bound) -> np.ndarray:
+    """Pages of a BTREE (rows of its lookup: ``min`` / ``max`` the first / last value, null when
+    unknown) that may hold rows ``bound`` selects; a page ending in NaN may always."""
+    low, high = lookup.column("min").combine_chunks(), lookup.column("max").combine_chunks()
+    if bound.op == "null":
+        return np.asarray(lookup.column("null_count"), dtype=np.int64) > 0
+    if bound.op == "not_null":
+        return np.asarray(high.is_valid(), dtype=bool)
+
+    def cmp(fn: Any, side: pa.Array, value: pa.Scalar, unknown: bool) -> np.ndarray:
+        return np.asarray(fn(side, value.cast(side.type)).fill_null(unknown), dtype=bool)
+
+    if bound.op in ("eq", "in"):
+        keep = np.zeros(len(lookup), dtype=bool)
+        for v in bound.values:
+            keep |= cmp(pc.less_equal, low, v, True) & cmp(pc.greater_equal, high, v, False)
+    elif bound.op in ("lt", "le"):
+        keep = cmp(pc.less if bound.op == "lt" else pc.less_equal, low, bound.values[0], True)
+        keep &= np.asarray(high.is_valid(), dtype=bool) | np.asarray(low.is_valid(), dtype=bool)
+    else:
+        keep = cmp(pc.greater if bound.op == "gt" else pc.greater_equal, high, bound.values[0], False)
+    if pa.types.is_floating(high.type):
+        keep |= np.asarray(pc.is_nan(high).fill_null(False), dtype=bool)
+    return keep
+
+
 def _btree(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
-    table = read_index_file(ctx, index, PAGES).table
+    """Row addresses of the BTREE's rows ``bound`` may select: the lookup file gives the pages that
+    may hold them, and only those pages of the data file are read."""
+    lookup = _cached(ctx, index, LOOKUP).table
+    try:
+        batch_size = int((lookup.schema.metadata or {})[b"batch_size"])
+    except (KeyError, ValueError):
+        batch_size = 0
+    if batch_size <= 0:  # not a layout we know: read every page
+        table = _cached(ctx, index, PAGES).table
+    else:
+        pages = np.flatnonzero(_btree_pages(lookup, bound))
+        if not pages.size:
+            return np.empty(0, np.uint64)
+        path = ctx.path("_indices", str(uuid.UUID(bytes=index.uuid)), PAGES)
+        size = next((f.size_bytes for f in index.files if f.path == PAGES), None)
+        reader = LanceFileReader(path, store=ctx.store, size=size or None)
+        rows = int(reader.num_rows)
+        breaks = np.flatnonzero(np.diff(pages) != 1) + 1
+        parts = []
+        for run in np.split(pages, breaks):
+            start = int(run[0]) * batch_size
+            stop = min((int(run[-1]) + 1) * batch_size, rows)
+            if stop > start:
+                parts.append(reader.read_range(start, stop - start, ["values", "ids"]).to_table())
+        if not parts:
+            return np.empty(0, np.uint64)
+        table = pa.concat_tables(parts)
     values = table.column("values").combine_chunks()
     ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
     return ids[_matches(values, bound)]
+
+
+# Index files never change under a uuid: small lookups read last are kept.
+_FILES: dict[tuple[str, bytes, str], IndexFileData] = {}
+_FILES_KEPT = 16
+
+
+def _cached(ctx: StorageContext, index: IndexMetadata, name: str) -> IndexFileData:
+    key = (ctx.root, index.uuid, name)
+    if key not in _FILES:
+        if len(_FILES) >= _FILES_KEPT:
+            _FILES.pop(next(iter(_FILES)))
+        _FILES[key] = read_index_file(ctx, index, name)
+    return _FILES[key]
 
 
 def _sets(table: pa.Table, hit: Callable[[pa.Array], np.ndarray], union: bool) -> np.ndarray:
@@ -100,12 +168,12 @@ def _sets(table: pa.Table, hit: Callable[[pa.Array], np.ndarray], union: bool) -
 
 
 def _bitmap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
-    table = read_index_file(ctx, index, BITMAP_LAYOUT.file).table
+    table = _cached(ctx, index, BITMAP_LAYOUT.file).table
     return _sets(table, lambda keys: _matches(keys, bound), union=True)
 
 
 def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
-    zones = read_index_file(ctx, index, ZONEMAP_FILE).table
+    zones = _cached(ctx, index, ZONEMAP_FILE).table
     low, high = zones.column("min").combine_chunks(), zones.column("max").combine_chunks()
     nulls = np.asarray(zones.column("null_count"), dtype=np.int64)
     nans = np.asarray(zones.column("nan_count"), dtype=np.int64)
@@ -214,7 +282,7 @@ _LABEL_FUNCTIONS = {
 
 def _labels(ctx: StorageContext, index: IndexMetadata, condition: LabelCondition) -> np.ndarray | None:
     """Rows holding the labels (None when a value does not fit the key type: left to the scan)."""
-    table = read_index_file(ctx, index, BITMAP_LAYOUT.file).table
+    table = _cached(ctx, index, BITMAP_LAYOUT.file).table
     key_type = table.schema.field("keys").type
     try:
         wanted = pa.array(list(condition.values)).cast(key_type)

@@ -176,3 +176,57 @@ def test_point_filter_reads_only_the_indexed_rows(
     plan = ds.scanner(filter=flt, columns=["id"]).explain_plan()
     assert f"@{column}_idx({kind})" in plan and "IndexedTake: rows=" in plan and "fragments=1/2" in plan
     assert lance.dataset(path).to_table(filter=flt, columns=["id"])["id"].to_pylist() == scanned
+
+
+@pytest.fixture(scope="module")
+def paged(tmp_path_factory: pytest.TempPathFactory) -> lance_ops.LanceDataset:
+    """BTREEs of several 4096-row pages, nulls first and NaN last in the float one."""
+    path = tmp_path_factory.mktemp("p") / "ds"
+    rng = np.random.default_rng(4)
+    n = 20000
+    f = rng.integers(0, 3000, n).astype(np.float64)
+    f[rng.random(n) < 0.05] = np.nan
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n), pa.int64()),
+            "k": pa.array(rng.integers(0, 5000, n), pa.int64(), mask=rng.random(n) < 0.1),
+            "f": pa.array(f, pa.float64(), mask=rng.random(n) < 0.1),
+        }
+    )
+    ds = lance_ops.write_dataset(table, str(path), max_rows_per_file=7000)
+    ds.create_scalar_index("k", "BTREE")
+    ds.create_scalar_index("f", "BTREE")
+    ds.delete("id % 9 = 4")
+    return lance_ops.dataset(str(path))
+
+
+_PAGED = st.one_of(
+    st.builds(
+        lambda c, op, v: f"{c} {op} {v}",
+        st.sampled_from(["k", "f"]),
+        st.sampled_from(["=", "<", "<=", ">", ">="]),
+        st.integers(-3, 5003),
+    ),
+    st.builds(
+        lambda vs: f"k IN ({', '.join(map(str, vs))})", st.lists(st.integers(0, 5000), min_size=1, max_size=5)
+    ),
+    st.sampled_from(
+        ["k IS NULL", "f IS NULL", "k IS NOT NULL", "f IS NOT NULL", "f > 2999", "k BETWEEN 10 AND 12"]
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flt=_PAGED)
+def test_property_btree_pages_equal_full_scan(paged: lance_ops.LanceDataset, flt: str) -> None:
+    assert _ids(paged, flt, True) == _ids(paged, flt, False)
+
+
+def test_btree_pages_agree_with_pylance(paged: lance_ops.LanceDataset) -> None:
+    theirs = lance.dataset(paged.uri)
+    for flt in ("k = 17", "f > 2990", "f IS NULL", "k < 40"):
+        assert (
+            "k_idx" in paged.scanner(filter=flt).explain_plan()
+            or "f_idx" in paged.scanner(filter=flt).explain_plan()
+        )
+        assert sorted(theirs.to_table(columns=["id"], filter=flt)["id"].to_pylist()) == _ids(paged, flt, True)
