@@ -7,12 +7,13 @@ The driver pins the latest version and checks the call as ``create_index`` /
 ``create_scalar_index`` would (:func:`lance_ops.ops.vector_index.plan_vector_index`,
 :func:`lance_ops.ops.scalar_index.plan_scalar_index`: same errors, nothing committed).
 
-Vector indices (IVF_FLAT / IVF_PQ / IVF_SQ): the driver draws the same samples as the in-process
+Vector indices (IVF_FLAT / IVF_PQ / IVF_SQ / IVF_HNSW_*): the driver draws the same samples as the in-process
 build (:func:`lance_ops.index.build_vector.train_ivf`, positions among the live rows taken from
 the pinned version) and trains the IVF centroids and the PQ codebooks / SQ bounds there; the model
 travels to one Spark task per fragment, which assigns and encodes that fragment's vectors and
 ships back an Arrow IPC payload of ``row id, partition, code``; the driver lays the rows out and
-writes the two index files (:func:`~lance_ops.index.build_vector.write_ivf`).
+writes the two index files (:func:`~lance_ops.index.build_vector.write_ivf`; IVF_HNSW_*: the
+graphs are built there, from the codes).
 
 Scalar indices (BTREE / BITMAP / LABEL_LIST / ZONEMAP): each task reads its fragment's keys and
 row ids or addresses (BTREE: sorted by key) and ships them back as Arrow IPC; the driver merges
