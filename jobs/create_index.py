@@ -16,9 +16,9 @@ writes the two index files (:func:`~lance_ops.index.build_vector.write_ivf`; IVF
 graphs are built there, from the codes).
 
 Scalar indices (BTREE / BITMAP / LABEL_LIST / ZONEMAP): each task reads its fragment's keys and
-row ids or addresses (BTREE: sorted by key) and ships them back as Arrow IPC; the driver merges
-the runs and writes the index files. (ZONEMAP ships keys too, not zone statistics: the zone rows
-are computed by the driver from them.)
+row ids or addresses and ships them back as Arrow IPC; the driver concatenates them in fragment
+order and writes the index files (sorting the keys, as the in-process build does). ZONEMAP
+ships keys too, not zone statistics: the zone rows are computed by the driver from them.
 
 Given the same parameters (and ``seed``) the files equal those of the in-process build. The
 driver commits one ``CreateIndex`` over every fragment of the pinned version; a failed task fails

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
@@ -160,20 +159,17 @@ def plan_scalar_build(
 def scalar_rows(
     ctx: StorageContext, manifest: Manifest, fragments: Sequence[DataFragment], build: ScalarBuild
 ) -> pa.Table:
-    """``keys`` / ``ids`` of the live rows of ``fragments`` an index of ``build`` holds (BTREE:
-    sorted by key, so that a distributed build ships sorted runs)."""
+    """``keys`` / ``ids`` of the live rows of ``fragments`` an index of ``build`` holds (the
+    writer sorts them, so runs from several tasks may come in any order)."""
     values, ids = column_rows(ctx, manifest, fragments, build.column, build.id_column)
-    table = pa.table({"keys": values, "ids": pa.array(ids, pa.uint64())})
-    if build.kind == BTREE:
-        table = table.take(pc.sort_indices(table, [("keys", "ascending", "at_end"), ("ids", "ascending")]))
-    return table
+    return pa.table({"keys": values, "ids": pa.array(ids, pa.uint64())})
 
 
 def write_scalar_index(
     ctx: StorageContext, manifest: Manifest, build: ScalarBuild, rows: pa.Table
 ) -> IndexMetadata:
     """Write the index files of ``build`` over ``rows`` (from :func:`scalar_rows`, fragment after
-    fragment; BTREE runs in any order) and return the manifest entry over every fragment."""
+    fragment) and return the manifest entry over every fragment."""
     kind, key_type, rows_per_zone, template = build.kind, build.key_type, build.rows_per_zone, build.template
     values = rows.column("keys").combine_chunks()
     ids = np.asarray(rows.column("ids").combine_chunks(), dtype=np.uint64)
