@@ -103,6 +103,22 @@ def _top(ids: np.ndarray, dists: np.ndarray, count: int) -> tuple[np.ndarray, np
     return ids[order], dists[order]
 
 
+def _row_codes(storage: _Storage) -> np.ndarray:
+    """The storage's codes as ``[rows, width]`` (PQ codes stored transposed per partition are
+    turned back one partition block at a time)."""
+    if not storage.transposed:
+        return _code_matrix(storage)
+    column = storage.data.table.column(storage.code_column).combine_chunks()
+    width = column.type.list_size
+    flat = np.asarray(column.flatten()).reshape(-1)
+    out = np.empty((len(column), width), flat.dtype)
+    start = 0
+    for n in storage.lengths.tolist():
+        out[start : start + n] = flat[start * width : (start + n) * width].reshape(width, n).T
+        start += n
+    return out
+
+
 def _pq_distances(
     codebook: np.ndarray,
     codes: np.ndarray,
@@ -115,13 +131,16 @@ def _pq_distances(
     ``codes`` ``[rows, m]``): l2 and cosine indices code the residual to the row's centroid, dot
     indices the vector. One ``[m, 2**bits]`` table per probed partition (l2) or one in all."""
     m, k, sub = codebook.shape
-    codes = codes.astype(np.int64)
     column = np.arange(m)[None, :] * k + codes  # flat position in an [m, k] table
     if metric == "l2":
-        probed, local = np.unique(partition, return_inverse=True)
-        rest = (q[None, :] - centroids[probed]).reshape(len(probed), m, 1, sub)
-        tables = ((rest - codebook[None]) ** 2).sum(-1).reshape(len(probed), m * k)
-        return tables[local[:, None], column].sum(1)
+        # rows come partition after partition: one table per run of a partition
+        out = np.empty(len(codes), np.float32)
+        cuts = np.flatnonzero(np.diff(partition)) + 1
+        for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(codes)], strict=True):
+            rest = (q - centroids[partition[start]]).reshape(m, 1, sub)
+            table = ((rest - codebook) ** 2).sum(-1).reshape(m * k)
+            out[start:stop] = table[column[start:stop]].sum(1)
+        return out
     table = (codebook * q.reshape(m, 1, sub)).sum(-1).reshape(m * k)
     dot = table[column].sum(1)
     if metric == "cosine":
@@ -235,7 +254,7 @@ class VectorQuery:
         probed = np.argsort(centre, kind="stable")[:nprobes]
         storage, partition = _probed_storage(ctx, segment, kind, probed)
         ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
-        codes = _code_matrix(storage)
+        codes = _row_codes(storage)
         if kind.endswith("PQ"):
             return ids, _pq_distances(_codebook(storage), codes, partition, centroids, q, metric)
         vectors = _decode(storage, kind, codes, np.zeros((len(partition), centroids.shape[1]), np.float32))
