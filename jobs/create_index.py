@@ -38,7 +38,15 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from jobs.common import (
+    commit_options,
+    driver_log,
+    latest,
+    on_executors,
+    open_version,
+    run_main,
+    storage_option,
+)
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.fragment.scan import take, take_columns
 from lance_ops.index.build_scalar import BUILDABLE_SCALAR_TYPES, ScalarBuild, scalar_rows, write_scalar_index
@@ -238,9 +246,7 @@ def create_index(
 def _parameter(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--param``; the value is read as JSON when it parses (numbers, booleans),
     else kept as text (e.g. ``metric=cosine``)."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    key, value = storage_option(text)
     try:
         return key, json.loads(value)
     except json.JSONDecodeError:
