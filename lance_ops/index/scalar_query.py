@@ -47,7 +47,7 @@ from lance_ops.table import frag_reuse
 from lance_ops.table.indices import fragment_ids, is_system
 from lance_ops.table.manifest import IndexMetadata, Manifest
 
-__all__ = ["IndexUse", "LabelCondition", "RowSelection", "label_conditions", "prune_fragments", "select_rows"]
+__all__ = ["IndexUse", "LabelCondition", "RowSelection", "label_conditions", "select_rows"]
 
 _COMPARE = {"eq": pc.equal, "lt": pc.less, "le": pc.less_equal, "gt": pc.greater, "ge": pc.greater_equal}
 
@@ -396,12 +396,3 @@ def select_rows(
                 text = f"{condition.column} {condition.op} [{values}]"
             used.append(IndexUse(segments[0].name, kind, text))
     return RowSelection(keep, rows, used)
-
-
-def prune_fragments(
-    ctx: StorageContext, manifest: Manifest, predicate: Predicate, candidates_in: Sequence[int]
-) -> tuple[set[int], list[IndexUse]]:
-    """The fragment ids among ``candidates_in`` that may hold rows ``predicate`` selects, and the indices
-    that said so (``candidates_in`` unchanged and no index when none applies)."""
-    selection = select_rows(ctx, manifest, predicate, candidates_in)
-    return selection.fragments, selection.used
