@@ -2,10 +2,10 @@
 
 ``register(spark)`` makes ``spark.read/write.format("lance")`` available in a session;
 ``jobs.delete``, ``jobs.merge_insert``, ``jobs.add_columns``, ``jobs.compact``,
-``jobs.rebuild_statistics`` and ``jobs.profile_encodings`` are the distributed maintenance jobs
-(executors do the data work, the driver commits), ``jobs.cleanup``, ``jobs.optimize_indices`` and
-the ``jobs.tags`` helpers run on the driver; each is also ``python -m jobs.<name> --uri ...`` (see
-docs/spark.md);
+``jobs.rebuild_statistics``, ``jobs.create_index`` and ``jobs.profile_encodings`` are the
+distributed maintenance jobs (executors do the data work, the driver commits), ``jobs.cleanup``,
+``jobs.optimize_indices`` and the ``jobs.tags`` helpers run on the driver; each is also
+``python -m jobs.<name> --uri ...`` (see docs/spark.md);
 ``jobs.save`` writes a DataFrame in any save mode; ``python -m jobs.pipeline`` is the main job.
 """
 
@@ -19,6 +19,7 @@ from jobs import tags
 from jobs.add_columns import add_columns
 from jobs.cleanup import cleanup
 from jobs.compact import compact
+from jobs.create_index import create_index
 from jobs.datasource import FILTER_PUSHDOWN_CONF, LanceDataSource, save
 from jobs.delete import delete
 from jobs.merge_insert import merge_insert
@@ -40,6 +41,7 @@ __all__ = [
     "add_columns",
     "cleanup",
     "compact",
+    "create_index",
     "delete",
     "merge_insert",
     "optimize_indices",

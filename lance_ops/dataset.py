@@ -828,8 +828,9 @@ class LanceDataset:
         num_sub_vectors: int | None = None,
         **kwargs: Any,
     ) -> LanceDataset:
-        """Train and commit an IVF_FLAT / IVF_PQ / IVF_SQ vector index (pylance's ``create_index``;
-        ``num_bits``, ``sample_rate``, ``max_iters``, ``target_partition_size`` as keywords; see
+        """Train and commit an IVF_FLAT / IVF_PQ / IVF_SQ / IVF_HNSW_* vector index (pylance's
+        ``create_index``; ``num_bits``, ``sample_rate``, ``max_iters``, ``target_partition_size``,
+        ``seed``, and ``m`` / ``ef_construction`` / ``max_level`` for HNSW as keywords; see
         :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version."""
         from lance_ops.ops.vector_index import create_index  # noqa: PLC0415
 

@@ -30,8 +30,8 @@ from lance_ops.errors import InvalidArgumentError, LanceOpsError, SchemaError
 from lance_ops.fragment import ScanOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader
-from lance_ops.fragment.scan import scan_batches
-from lance_ops.index.scalar_query import IndexUse, prune_fragments
+from lance_ops.fragment.scan import scan_batches, selected_rows
+from lance_ops.index.scalar_query import RowSelection, select_rows
 from lance_ops.query.predicate import BoundExpression, Predicate, parse_expression, parse_predicate
 
 if TYPE_CHECKING:
@@ -196,21 +196,30 @@ class LanceScanner:
         return [by_id[i] for i in wanted]
 
     @cached_property
-    def _index_pruning(self) -> tuple[set[int] | None, list[IndexUse]]:
-        """Fragments the filter's scalar indices leave to scan (None: all), and those indices."""
+    def _index_selection(self) -> RowSelection | None:
+        """Fragments and rows the filter's scalar indices leave to scan, and those indices (None:
+        no index used)."""
         if self._predicate is None or not self._request.use_scalar_index:
-            return None, []
+            return None
         fragments = self._scanned_fragments
-        kept, used = prune_fragments(
-            self._files.storage, self._files.manifest, self._predicate, [f.id for f in fragments]
+        selection = select_rows(
+            self._files.storage,
+            self._files.manifest,
+            self._predicate,
+            [f.id for f in fragments],
+            self._request.filter,
         )
-        return (kept if used else None), used
+        return selection if selection.used else None
 
     @property
     def _fragments(self) -> list[FragmentReader]:
-        kept, _ = self._index_pruning
+        selection = self._index_selection
         fragments = self._scanned_fragments
-        return fragments if kept is None else [f for f in fragments if f.id in kept]
+        return fragments if selection is None else [f for f in fragments if f.id in selection.fragments]
+
+    @property
+    def _index_rows(self) -> dict[int, np.ndarray] | None:
+        return None if self._index_selection is None else self._index_selection.rows
 
     @cached_property
     def _live_starts(self) -> dict[int, int]:
@@ -301,6 +310,7 @@ class LanceScanner:
             request.offset or 0,
             self._fragments,
             request.strict_batch_size,
+            self._index_rows,
         )
         return (self._output_batch(b) for b in batches)
 
@@ -325,7 +335,15 @@ class LanceScanner:
             raise InvalidArgumentError(
                 "count_rows cannot use limit / offset; apply them to the count instead"
             )
-        return sum(f.count(self._predicate) for f in self._fragments)
+        rows = self._index_rows or {}
+        if self._predicate is None or not rows:
+            return sum(f.count(self._predicate) for f in self._fragments)
+        options = ScanOptions(predicate=self._predicate)
+        return sum(
+            t.num_rows
+            for f in self._fragments
+            for t in f.scan(options, selected_rows(f, rows[f.id]) if f.id in rows else None)
+        )
 
     def explain_plan(self, verbose: bool = False) -> str:
         """How this scan runs, one step a line from the output down to the fragments (lance-ops' own text)."""
@@ -343,11 +361,16 @@ class LanceScanner:
             )
             lines.append(f"  Filter: {request.filter}" + (f" (pruning on: {bounds})" if bounds else ""))
         fragments = self._fragments
-        lines += [
-            f"    ScalarIndexQuery: query=[{u.condition}]@{u.name}({u.kind}), "
-            f"fragments={len(fragments)}/{len(self._scanned_fragments)}"
-            for u in self._index_pruning[1]
-        ]
+        selection = self._index_selection
+        if selection is not None:
+            lines += [
+                f"    ScalarIndexQuery: query=[{u.condition}]@{u.name}({u.kind}), "
+                f"fragments={len(fragments)}/{len(self._scanned_fragments)}"
+                for u in selection.used
+            ]
+            if selection.rows:
+                rows = sum(len(r) for r in selection.rows.values())
+                lines.append(f"    IndexedTake: rows={rows} in {len(selection.rows)} fragments")
         filtered = () if self._predicate is None else self._predicate.columns
         read = [*options.columns, *(c for c in filtered if c not in options.columns)]
         lines.append(

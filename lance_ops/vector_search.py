@@ -17,6 +17,8 @@ for dot. Ties go to the smaller row id.
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +26,29 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import (
+    CorruptFileError,
+    IndexCorruptError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
+from lance_ops.file import LanceFileReader
 from lance_ops.fragment.scan import take_columns, take_rows
 from lance_ops.index.build_vector import vector_matrix
-from lance_ops.index.ivf import _centroids, _code_matrix, _decode, _read_storage
+from lance_ops.index.files import IndexFileData
+from lance_ops.index.ivf import (
+    _CODE_COLUMNS,
+    ROW_ID,
+    STORAGE_FILE,
+    _centroids,
+    _code_matrix,
+    _codebook,
+    _decode,
+    _ivf_of,
+    _Storage,
+)
 from lance_ops.index.types import VECTOR_TYPES, index_type_of
+from lance_ops.io.context import StorageContext
 from lance_ops.schema import LanceSchema
 from lance_ops.table.manifest import IndexMetadata
 
@@ -74,8 +94,58 @@ def _parse(nearest: Any) -> _Nearest:
 
 def _top(ids: np.ndarray, dists: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``count`` smallest distances (ties: smaller row id first), in order."""
+    if 0 < count < len(dists):
+        # every row within the count-th smallest distance (ties included), then sorted
+        threshold = np.partition(dists, count - 1)[count - 1]
+        near = np.flatnonzero(dists <= threshold)
+        ids, dists = ids[near], dists[near]
     order = np.lexsort((ids, dists))[:count]
     return ids[order], dists[order]
+
+
+def _row_codes(storage: _Storage) -> np.ndarray:
+    """The storage's codes as ``[rows, width]`` (PQ codes stored transposed per partition are
+    turned back one partition block at a time)."""
+    if not storage.transposed:
+        return _code_matrix(storage)
+    column = storage.data.table.column(storage.code_column).combine_chunks()
+    width = column.type.list_size
+    flat = np.asarray(column.flatten()).reshape(-1)
+    out = np.empty((len(column), width), flat.dtype)
+    start = 0
+    for n in storage.lengths.tolist():
+        out[start : start + n] = flat[start * width : (start + n) * width].reshape(width, n).T
+        start += n
+    return out
+
+
+def _pq_distances(
+    codebook: np.ndarray,
+    codes: np.ndarray,
+    partition: np.ndarray,
+    centroids: np.ndarray,
+    q: np.ndarray,
+    metric: str,
+) -> np.ndarray:
+    """Distances of PQ-coded rows to ``q`` by table lookup (``codebook`` ``[m, 2**bits, sub]``,
+    ``codes`` ``[rows, m]``): l2 and cosine indices code the residual to the row's centroid, dot
+    indices the vector. One ``[m, 2**bits]`` table per probed partition (l2) or one in all."""
+    m, k, sub = codebook.shape
+    column = np.arange(m)[None, :] * k + codes  # flat position in an [m, k] table
+    if metric == "l2":
+        # rows come partition after partition: one table per run of a partition
+        out = np.empty(len(codes), np.float32)
+        cuts = np.flatnonzero(np.diff(partition)) + 1
+        for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(codes)], strict=True):
+            rest = (q - centroids[partition[start]]).reshape(m, 1, sub)
+            table = ((rest - codebook) ** 2).sum(-1).reshape(m * k)
+            out[start:stop] = table[column[start:stop]].sum(1)
+        return out
+    table = (codebook * q.reshape(m, 1, sub)).sum(-1).reshape(m * k)
+    dot = table[column].sum(1)
+    if metric == "cosine":
+        dot = dot + centroids[partition] @ q
+    return 1.0 - dot
 
 
 def _flat_distance(vectors: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
@@ -143,38 +213,51 @@ class VectorQuery:
                 continue
             kind = index_type_of(segments[0], ctx)
             if kind in VECTOR_TYPES:
-                return segments, kind, _centroids(ctx, segments[0])[1]
+                return segments, kind, _model(ctx, segments[0])[1]
         return [], None, None
 
     # ------------------------------------------------------------------ search
+
+    def _live(self, ids: np.ndarray) -> np.ndarray:
+        """Which of the index's row ids are rows of this version (not deleted since the build):
+        from the fragments and their deletion files alone, when row ids are row addresses."""
+        if self._ds.manifest.uses_stable_row_ids:
+            return np.isin(ids, self._row_ids(None))
+        fragments = {f.id: f for f in self._ds.handle.files.fragments()}
+        owner = (ids >> np.uint64(32)).astype(np.int64)
+        offset = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        keep = np.zeros(len(ids), dtype=bool)
+        for fragment_id in np.unique(owner).tolist():
+            reader = fragments.get(fragment_id)
+            if reader is None:
+                continue
+            mine = owner == fragment_id
+            deleted = reader.deleted
+            keep[mine] = ~np.isin(offset[mine], deleted) if len(deleted) else True
+        return keep
 
     def _row_ids(self, filter: Any) -> np.ndarray:
         table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)
         return np.asarray(table.column("_rowid"), dtype=np.uint64)
 
     def _probe(self, segment: IndexMetadata) -> tuple[np.ndarray, np.ndarray]:
-        """Row ids and approximate distances of the probed partitions of one segment."""
+        """Row ids and approximate distances of the probed partitions of one segment (only
+        their rows are read from the index's storage file)."""
         ctx = self._ds.storage
         kind = self._kind or ""
-        storage = _read_storage(ctx, segment, kind)
-        centroids, metric = _centroids(ctx, segment)
+        centroids, metric = _model(ctx, segment)
         q = self._n.q
         if metric == "cosine":
             q = q / (np.linalg.norm(q) or 1.0)
         centre = _flat_distance(centroids, q, "dot" if metric == "dot" else "l2")  # the same order
         nprobes = min(self._n.nprobes or _DEFAULT_NPROBES, len(centroids))
         probed = np.argsort(centre, kind="stable")[:nprobes]
-        partition = np.repeat(np.arange(storage.lengths.size), storage.lengths)
-        rows = np.flatnonzero(np.isin(partition, probed))
-        ids = np.asarray(storage.data.table.column("_rowid").combine_chunks(), dtype=np.uint64)[rows]
-        codes = _code_matrix(storage)[rows]
-        pq_residual = kind.endswith("PQ") and metric != "dot"
-        base = (
-            centroids[partition[rows]]
-            if pq_residual
-            else np.zeros((len(rows), centroids.shape[1]), np.float32)
-        )
-        vectors = _decode(storage, kind, codes, base)
+        storage, partition = _probed_storage(ctx, segment, kind, probed)
+        ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
+        codes = _row_codes(storage)
+        if kind.endswith("PQ"):
+            return ids, _pq_distances(_codebook(storage), codes, partition, centroids, q, metric)
+        vectors = _decode(storage, kind, codes, np.zeros((len(partition), centroids.shape[1]), np.float32))
         if metric == "l2":
             return ids, _flat_distance(vectors, q, "l2")
         return ids, 1.0 - vectors @ q
@@ -191,7 +274,7 @@ class VectorQuery:
             dists.append(segment_dists)
         index_ids, index_dists = np.concatenate(ids), np.concatenate(dists).astype(np.float32)
         if self._segments:
-            keep = np.isin(index_ids, self._row_ids(None))
+            keep = self._live(index_ids)
             index_ids, index_dists = index_ids[keep], index_dists[keep]
         flat_fragments = [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
         flat_ids, flat_dists = np.empty(0, np.uint64), np.empty(0, np.float32)
@@ -259,6 +342,67 @@ class VectorQuery:
         else:
             lines.append(f"    KNNVectorDistance: metric={self.metric}")
         return "\n".join(lines) + "\n"
+
+
+# Index files never change under a uuid: the IVF models searched last are kept (a few, small).
+_MODELS: dict[tuple[str, bytes], tuple[np.ndarray, str]] = {}
+_MODELS_KEPT = 8
+
+
+def _model(ctx: StorageContext, segment: IndexMetadata) -> tuple[np.ndarray, str]:
+    """The segment's centroids and metric (:func:`lance_ops.index.ivf._centroids`), cached."""
+    key = (ctx.root, segment.uuid)
+    if key not in _MODELS:
+        if len(_MODELS) >= _MODELS_KEPT:
+            _MODELS.pop(next(iter(_MODELS)))
+        _MODELS[key] = _centroids(ctx, segment)
+    return _MODELS[key]
+
+
+def _probed_storage(
+    ctx: StorageContext, segment: IndexMetadata, kind: str, probed: np.ndarray
+) -> tuple[_Storage, np.ndarray]:
+    """The storage rows of partitions ``probed`` (read by row range, adjacent partitions in one
+    read, from the partition offsets / lengths of the file's IVF message) as a storage of just
+    those partitions, in partition order, and each row's partition."""
+    path = ctx.path("_indices", str(uuid.UUID(bytes=segment.uuid)), STORAGE_FILE)
+    size = next((f.size_bytes for f in segment.files if f.path == STORAGE_FILE), None)
+    code_column = _CODE_COLUMNS[kind.rsplit("_", 1)[1]]
+    try:
+        reader = LanceFileReader(path, store=ctx.store, size=size or None)
+        count = len(reader.metadata().global_buffers)
+        buffers = tuple(reader.read_global_buffer(i) for i in range(1, count))
+        header = IndexFileData(reader.schema.empty_table(), str(reader.version), buffers)
+        position, ivf = _ivf_of(header, segment, STORAGE_FILE)
+        lengths = np.asarray(ivf.lengths, dtype=np.int64)
+        offsets = np.cumsum(lengths) - lengths
+        if int(lengths.sum()) != int(reader.num_rows) or list(offsets) != list(ivf.offsets):
+            raise IndexCorruptError(path, f"index {segment.name!r}: partitions do not cover the rows")
+        params = json.loads(json.loads(header.meta("storage_metadata", segment, STORAGE_FILE))[0])
+        chosen = np.sort(np.asarray(probed, dtype=np.int64))
+        chosen = chosen[lengths[chosen] > 0]
+        # runs of adjacent partitions: one row range each
+        breaks = np.flatnonzero(np.diff(chosen) != 1) + 1
+        tables = [
+            reader.read_range(int(offsets[run[0]]), int(lengths[run].sum()), [ROW_ID, code_column]).to_table()
+            for run in np.split(chosen, breaks)
+            if run.size
+        ]
+    except FileNotFoundError as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: file {STORAGE_FILE} is missing") from exc
+    except CorruptFileError as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: {exc.reason}") from exc
+    except (ValueError, IndexError, TypeError) as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: undecodable storage: {exc}") from exc
+    schema = header.schema
+    table = (
+        pa.concat_tables([t.select([ROW_ID, code_column]) for t in tables])
+        if tables
+        else schema.empty_table().select([ROW_ID, code_column])
+    )
+    data = IndexFileData(table.replace_schema_metadata(schema.metadata), header.version, buffers)
+    storage = _Storage(data, position, ivf, lengths[chosen], params, code_column)
+    return storage, np.repeat(chosen, lengths[chosen])
 
 
 def _rows(ds: LanceDataset, row_ids: np.ndarray, columns: list[str]) -> pa.Table:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +64,7 @@ def scan_batches(
     offset: int = 0,
     fragments: Sequence[FragmentReader] | None = None,
     strict_batch_size: bool = False,
+    rows: Mapping[int, np.ndarray] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows in fragment order as record batches of ``options.batch_size`` rows.
 
@@ -71,7 +72,8 @@ def scan_batches(
     run on across fragments, and only the scan's last batch may be shorter. Fragments
     (``fragments``, default all of the version) are read one batch at a time. ``offset`` and
     ``limit`` count rows that pass the predicate (as in pylance); without one, skipped fragments
-    are not read at all.
+    are not read at all. ``rows`` (fragment id -> physical offsets, ascending, e.g. what a scalar
+    index selects) narrows a filtered scan of those fragments to those rows.
     """
     if (limit or 0) < 0:
         raise ValueError("Limit must be non-negative")
@@ -101,6 +103,8 @@ def scan_batches(
             live = fragment.live_offsets()
             live = live[skip:] if remaining == np.inf else live[skip : skip + int(remaining)]
             skip = 0
+        elif rows is not None and fragment.id in rows:
+            live = selected_rows(fragment, rows[fragment.id])
         for table in fragment.scan(options, live):
             if skip >= table.num_rows:
                 skip -= table.num_rows
@@ -114,6 +118,15 @@ def scan_batches(
         if not strict_batch_size:
             yield from pending.flush()
     yield from pending.flush()
+
+
+def selected_rows(fragment: FragmentReader, offsets: np.ndarray) -> np.ndarray | None:
+    """The live ones of ``offsets`` to read from ``fragment``, or None (read every live row) when
+    they are more than half its rows: a range read beats a take then."""
+    if 2 * len(offsets) > fragment.physical_rows:
+        return None
+    deleted = fragment.deleted
+    return offsets if not len(deleted) else offsets[~np.isin(offsets, deleted)]
 
 
 class _Batcher:

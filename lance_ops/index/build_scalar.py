@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
@@ -32,9 +33,16 @@ from lance_ops.index.optimize import column_rows
 from lance_ops.index.treemap import encode_row_address_map
 from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP
 from lance_ops.io.context import StorageContext
-from lance_ops.table.manifest import IndexMetadata, Manifest
+from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
-__all__ = ["BUILDABLE_SCALAR_TYPES", "build_scalar_index", "check_column_type"]
+__all__ = [
+    "BUILDABLE_SCALAR_TYPES",
+    "ScalarBuild",
+    "check_column_type",
+    "plan_scalar_build",
+    "scalar_rows",
+    "write_scalar_index",
+]
 
 BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP)
 _BTREE_BATCH_SIZE = 4096
@@ -101,8 +109,24 @@ def _params(kind: str, params: Mapping[str, Any]) -> int:
     return rows
 
 
-def build_scalar_index(
-    ctx: StorageContext,
+@dataclass(frozen=True)
+class ScalarBuild:
+    """A checked scalar build: the column, its index type and key type, the zone size (ZONEMAP)
+    and the manifest entry the files are written for."""
+
+    column: str
+    kind: str
+    key_type: pa.DataType
+    rows_per_zone: int
+    template: IndexMetadata
+
+    @property
+    def id_column(self) -> str:
+        """``_rowaddr`` (BTREE, ZONEMAP) or ``_rowid`` (BITMAP, LABEL_LIST) keys the rows."""
+        return "_rowaddr" if self.kind in (BTREE, ZONEMAP) else "_rowid"
+
+
+def plan_scalar_build(
     manifest: Manifest,
     column: str,
     field_id: int,
@@ -110,9 +134,8 @@ def build_scalar_index(
     kind: str,
     name: str,
     params: Mapping[str, Any] | None = None,
-) -> IndexMetadata:
-    """Write the files of a new ``kind`` index named ``name`` over every fragment of ``manifest``
-    and return its manifest entry (``dataset_version`` = the version indexed)."""
+) -> ScalarBuild:
+    """Check the column type and parameters of a new ``kind`` index named ``name``."""
     if kind not in BUILDABLE_SCALAR_TYPES:
         raise InvalidArgumentError(f"lance_ops builds scalar indices of types {BUILDABLE_SCALAR_TYPES}")
     key_type = check_column_type(kind, column, value_type)
@@ -131,10 +154,26 @@ def build_scalar_index(
         details=(url, detail),
         index_version=version,
     )
-    by_address = kind in (BTREE, ZONEMAP)
-    values, ids = column_rows(
-        ctx, manifest, manifest.fragments, column, "_rowaddr" if by_address else "_rowid"
-    )
+    return ScalarBuild(column, kind, key_type, rows_per_zone, template)
+
+
+def scalar_rows(
+    ctx: StorageContext, manifest: Manifest, fragments: Sequence[DataFragment], build: ScalarBuild
+) -> pa.Table:
+    """``keys`` / ``ids`` of the live rows of ``fragments`` an index of ``build`` holds (the
+    writer sorts them, so runs from several tasks may come in any order)."""
+    values, ids = column_rows(ctx, manifest, fragments, build.column, build.id_column)
+    return pa.table({"keys": values, "ids": pa.array(ids, pa.uint64())})
+
+
+def write_scalar_index(
+    ctx: StorageContext, manifest: Manifest, build: ScalarBuild, rows: pa.Table
+) -> IndexMetadata:
+    """Write the index files of ``build`` over ``rows`` (from :func:`scalar_rows`, fragment after
+    fragment) and return the manifest entry over every fragment."""
+    kind, key_type, rows_per_zone, template = build.kind, build.key_type, build.rows_per_zone, build.template
+    values = rows.column("keys").combine_chunks()
+    ids = np.asarray(rows.column("ids").combine_chunks(), dtype=np.uint64)
     if kind == BTREE:
         pages = pa.schema([pa.field("values", key_type), pa.field("ids", pa.uint64(), nullable=False)])
         lookup = pa.schema(
@@ -174,3 +213,4 @@ def build_scalar_index(
         )
     fragments = BitMap(f.id for f in manifest.fragments).serialize()
     return replace(result.metadata_for(template, fragments), created_at=int(time.time() * 1000))
+

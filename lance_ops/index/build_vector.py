@@ -16,6 +16,7 @@ sums by ``bincount``; no loop runs per vector.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,13 +25,29 @@ import pyarrow as pa
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_ops.index.files import IndexWriter, RemapResult
+from lance_ops.index.hnsw import build_graphs
 from lance_ops.index.ivf import INDEX_FILE, ROW_ID, STORAGE_FILE, _transpose_partitions
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_of
 from lance_ops.table.manifest import IndexFile, IndexMetadata
 
-__all__ = ["BUILDABLE_TYPES", "METRICS", "VectorIndexParams", "build_ivf", "vector_matrix"]
+__all__ = [
+    "BUILDABLE_TYPES",
+    "HNSW_DEFAULTS",
+    "METRICS",
+    "TrainedIvf",
+    "VectorIndexParams",
+    "as_matrix",
+    "build_ivf",
+    "encode_ivf",
+    "prepare",
+    "train_ivf",
+    "vector_matrix",
+    "write_ivf",
+]
 
-BUILDABLE_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+BUILDABLE_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
+# pylance 14's HNSW defaults, in the order its ``lance:hnsw`` JSON lists them
+HNSW_DEFAULTS = {"max_level": 7, "m": 20, "ef_construction": 150, "prefetch_distance": 2}
 METRICS = ("l2", "cosine", "dot")
 _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
 _CHUNK = 16384
@@ -50,23 +67,18 @@ class VectorIndexParams:
     sample_rate: int = 256
     max_iters: int = 50
     seed: int | None = None
+    hnsw: tuple[tuple[str, int], ...] = ()  # IVF_HNSW_*: the graph parameters (HNSW_DEFAULTS' keys)
+
+    @property
+    def is_hnsw(self) -> bool:
+        return "HNSW" in self.index_type
 
 
 def vector_matrix(values: pa.Array, ids: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
     """``[n, dim]`` float32 vectors of the rows to index and their ids: null vectors and vectors
     holding a NaN or infinity are left out (as pylance's ``filter_nan=True``)."""
-    if not pa.types.is_fixed_size_list(values.type) or not pa.types.is_floating(values.type.value_type):
-        raise IndexColumnTypeError(
-            f"column {column!r} of type {values.type} is not a vector column (fixed_size_list of float)",
-            column,
-        )
-    dim = values.type.list_size
-    valid = np.asarray(values.is_valid(), dtype=bool)
-    flat = np.asarray(values.flatten().cast(pa.float32()).fill_null(np.nan), dtype=np.float32)
-    # flatten() leaves out the null lists' slots
-    matrix = np.full((len(values), dim), np.nan, np.float32)
-    matrix[valid] = flat.reshape(-1, dim)
-    keep = valid & np.isfinite(matrix).all(axis=1)
+    matrix = as_matrix(values, column)
+    keep = np.isfinite(matrix).all(axis=1)
     return matrix[keep], ids[keep]
 
 
@@ -129,6 +141,10 @@ def _details(params: VectorIndexParams) -> bytes:
     out = b""
     if _METRIC_CODES[params.metric]:
         out += varint(1 << 3) + varint(_METRIC_CODES[params.metric])
+    if params.is_hnsw:
+        hnsw = dict(params.hnsw)
+        numbers = b"\x08" + varint(hnsw["m"]) + b"\x10" + varint(hnsw["ef_construction"])
+        out += field(3, numbers + b"\x18" + varint(hnsw["max_level"]))
     quantizer = params.index_type.rsplit("_", 1)[1]
     if quantizer == "PQ":
         out += field(4, b"\x08" + varint(params.num_bits) + b"\x10" + varint(params.num_sub_vectors or 0))
@@ -141,6 +157,8 @@ def _details(params: VectorIndexParams) -> bytes:
         build[f"lance.{quantizer.lower()}.sample_rate"] = params.sample_rate
     if quantizer == "PQ":
         build["lance.pq.max_iters"] = params.max_iters
+    if params.is_hnsw:
+        build["lance.hnsw.prefetch_distance"] = dict(params.hnsw)["prefetch_distance"]
     for key, value in build.items():
         out += field(9, field(1, key.encode()) + field(2, str(value).encode()))
     return out
@@ -163,58 +181,142 @@ def _metadata(pairs: dict[str, str]) -> dict[bytes, bytes]:
     return {k.encode(): v.encode() for k, v in pairs.items()}
 
 
-def build_ivf(
-    writer: IndexWriter, params: VectorIndexParams, vectors: np.ndarray, row_ids: np.ndarray
-) -> RemapResult:
-    """Train the model on ``vectors`` (``[n, dim]`` float32, the rows to index) and write the
-    index files of ``writer``; returns the files, details and index version for the manifest."""
-    p = params
-    n, dim = vectors.shape
-    if n < p.num_partitions:
-        raise InvalidArgumentError(
-            f"column {p.column!r}: {n} vectors are too few to train {p.num_partitions} partitions"
+@dataclass(frozen=True)
+class TrainedIvf:
+    """The model of one build: centroids (and k-means loss), and PQ codebooks ``[m, 2**bits,
+    dim / m]`` or SQ bounds. Picklable, so Spark executors encode with it."""
+
+    params: VectorIndexParams
+    dim: int
+    centroids: np.ndarray
+    loss: float
+    codebooks: np.ndarray | None = None
+    bounds: tuple[float, float] | None = None
+
+
+def sample_positions(total: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Positions (ascending) of the sample among ``total`` live rows: every row when there are at
+    most ``size``, else ``size`` of them drawn without replacement."""
+    if total <= size:
+        return np.arange(total, dtype=np.int64)
+    return np.sort(rng.choice(total, size, replace=False)).astype(np.int64)
+
+
+def as_matrix(values: pa.Array, column: str) -> np.ndarray:
+    """``[n, dim]`` float32 of every row of a vector column, null vectors as rows of NaN."""
+    if not pa.types.is_fixed_size_list(values.type) or not pa.types.is_floating(values.type.value_type):
+        raise IndexColumnTypeError(
+            f"column {column!r} of type {values.type} is not a vector column (fixed_size_list of float)",
+            column,
         )
-    rng = np.random.default_rng(p.seed)
-    if p.metric == "cosine":
+    dim = values.type.list_size
+    valid = np.asarray(values.is_valid(), dtype=bool)
+    flat = np.asarray(values.flatten().cast(pa.float32()).fill_null(np.nan), dtype=np.float32)
+    matrix = np.full((len(values), dim), np.nan, np.float32)
+    matrix[valid] = flat.reshape(-1, dim)  # flatten() leaves out the null lists' slots
+    return matrix
+
+
+def prepare(params: VectorIndexParams, matrix: np.ndarray) -> np.ndarray:
+    """The vectors an index of ``params`` works on: finite rows only, normalized for cosine."""
+    vectors = matrix[np.isfinite(matrix).all(axis=1)]
+    if params.metric == "cosine":
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms == 0, 1.0, norms)
+    return vectors
+
+
+def train_ivf(
+    params: VectorIndexParams, total_rows: int, dim: int, fetch: Callable[[np.ndarray], np.ndarray]
+) -> TrainedIvf:
+    """Train the model on samples of the ``total_rows`` live rows: ``fetch(positions)`` returns
+    those rows' vectors as :func:`as_matrix` does (null / NaN rows are dropped from the sample).
+    The IVF sample is ``num_partitions * sample_rate`` rows, the PQ / SQ one ``2**num_bits *
+    sample_rate``, drawn in that order from one generator seeded with ``params.seed``: the same
+    model whoever fetches the rows (in process, or the Spark driver)."""
+    p = params
+    rng = np.random.default_rng(p.seed)
+    sample = prepare(p, fetch(sample_positions(total_rows, p.num_partitions * p.sample_rate, rng)))
+    if len(sample) < p.num_partitions:
+        raise InvalidArgumentError(
+            f"column {p.column!r}: {len(sample)} vectors are too few to train {p.num_partitions} partitions"
+        )
     dot = p.metric == "dot"
+    centroids, loss = kmeans(sample, p.num_partitions, p.max_iters, rng, dot)
     quantizer = p.index_type.rsplit("_", 1)[1]
-    centroids, loss = kmeans(
-        _sample(vectors, p.num_partitions * p.sample_rate, rng), p.num_partitions, p.max_iters, rng, dot
-    )
-    partition, _ = _distances(vectors, centroids, dot)
-    order = np.lexsort((row_ids, partition))
-    lengths = np.bincount(partition, minlength=p.num_partitions)
-    buffers = [_ivf_message(lengths)]
     if quantizer == "FLAT":
-        storage_params: dict[str, object] = {"dim": dim}
-        codes, code_type, nullable = vectors[order], pa.float32(), False
-    elif quantizer == "SQ":
-        start, end = float(vectors.min()), float(vectors.max())
-        scale = 255.0 / (end - start) if end > start else 0.0
-        codes = np.clip(np.floor((vectors[order] - start) * scale), 0, 255).astype(np.uint8)
-        storage_params = {"dim": dim, "num_bits": p.num_bits, "bounds": {"start": start, "end": end}}
-        code_type, nullable = pa.uint8(), True
-    else:
-        m, k = int(p.num_sub_vectors or 0), 2**p.num_bits
-        residuals = vectors if dot else vectors - centroids[partition]
-        sample = _sample(residuals, k * p.sample_rate, rng)
-        sub = dim // m
-        books = [
-            kmeans(np.ascontiguousarray(sample[:, j * sub : (j + 1) * sub]), k, p.max_iters, rng)[0]
+        return TrainedIvf(p, dim, centroids, loss)
+    k = 2**p.num_bits
+    second = prepare(p, fetch(sample_positions(total_rows, k * p.sample_rate, rng)))
+    if quantizer == "SQ":
+        return TrainedIvf(p, dim, centroids, loss, bounds=(float(second.min()), float(second.max())))
+    residuals = second if dot else second - centroids[_distances(second, centroids, dot)[0]]
+    m = int(p.num_sub_vectors or 0)
+    sub = dim // m
+    books = np.stack(
+        [
+            kmeans(np.ascontiguousarray(residuals[:, j * sub : (j + 1) * sub]), k, p.max_iters, rng)[0]
             for j in range(m)
         ]
-        ordered = residuals[order]
-        flat_codes = np.stack(
+    )
+    return TrainedIvf(p, dim, centroids, loss, codebooks=books)
+
+
+def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each of ``vectors`` (from :func:`prepare`)'s partition (uint32) and code row: the vector
+    (FLAT, float32), its SQ bytes or its PQ codes (uint8 ``[n, num_sub_vectors]``)."""
+    p = model.params
+    dot = p.metric == "dot"
+    partition, _ = _distances(vectors, model.centroids, dot)
+    if model.bounds is not None:
+        start, end = model.bounds
+        scale = 255.0 / (end - start) if end > start else 0.0
+        codes = np.clip(np.floor((vectors - start) * scale), 0, 255).astype(np.uint8)
+    elif model.codebooks is not None:
+        residuals = vectors if dot else vectors - model.centroids[partition]
+        m = len(model.codebooks)
+        sub = model.dim // m
+        codes = np.stack(
             [
-                _distances(np.ascontiguousarray(ordered[:, j * sub : (j + 1) * sub]), books[j], False)[0]
+                _distances(
+                    np.ascontiguousarray(residuals[:, j * sub : (j + 1) * sub]), model.codebooks[j], False
+                )[0]
                 for j in range(m)
             ],
             axis=1,
         ).astype(np.uint8)
-        codes = _transpose_partitions(flat_codes.reshape(-1), lengths, m, to_rows=False).reshape(-1, m)
-        tensor = Tensor(data_type=2, shape=[k, dim], data=np.stack(books).astype("<f4").tobytes())
+    else:
+        codes = np.asarray(vectors, np.float32)
+    return partition.astype(np.uint32), codes
+
+
+def write_ivf(
+    writer: IndexWriter, model: TrainedIvf, row_ids: np.ndarray, partition: np.ndarray, codes: np.ndarray
+) -> RemapResult:
+    """Write the two index files of ``writer`` for rows ``row_ids`` encoded by :func:`encode_ivf`
+    (any row order: rows are laid out partition after partition, by row id within one)."""
+    p, dim = model.params, model.dim
+    quantizer = p.index_type.rsplit("_", 1)[1]
+    row_ids = np.asarray(row_ids, np.uint64)
+    partition = np.asarray(partition, np.int64)
+    order = np.lexsort((row_ids, partition))
+    lengths = np.bincount(partition, minlength=p.num_partitions)
+    buffers = [_ivf_message(lengths)]
+    codes = codes[order]
+    graph_codes = codes  # rows in storage order, before PQ's transposition
+    if quantizer == "FLAT":
+        storage_params: dict[str, object] = {"dim": dim}
+        code_type, nullable = pa.float32(), False
+    elif quantizer == "SQ":
+        assert model.bounds is not None
+        start, end = model.bounds
+        storage_params = {"dim": dim, "num_bits": p.num_bits, "bounds": {"start": start, "end": end}}
+        code_type, nullable = pa.uint8(), True
+    else:
+        assert model.codebooks is not None
+        m, k = model.codebooks.shape[:2]
+        codes = _transpose_partitions(codes.reshape(-1), lengths, m, to_rows=False).reshape(-1, m)
+        tensor = Tensor(data_type=2, shape=[k, dim], data=model.codebooks.astype("<f4").tobytes())
         buffers.append(tensor.SerializeToString())
         storage_params = {
             "codebook_position": 2,
@@ -242,20 +344,23 @@ def build_ivf(
         [pa.array(row_ids[order], pa.uint64()), pa.FixedSizeListArray.from_arrays(values, width)],
         schema=storage_schema,
     )
-    index_schema = pa.schema(
-        [pa.field("__flat_marker", pa.uint64(), nullable=False)],
-        metadata=_metadata(
-            {
-                "lance:flat": json.dumps([""] * p.num_partitions, separators=(",", ":")),
-                "lance:ivf": "1",
-                "lance:index": json.dumps(
-                    {"type": p.index_type, "distance_type": p.metric}, separators=(",", ":")
-                ),
-            }
-        ),
-    )
-    model = _ivf_message(np.zeros(p.num_partitions, np.int64), centroids, loss)
-    writer.write(INDEX_FILE, index_schema.empty_table(), global_buffers=[model])
+    if p.is_hnsw:
+        _write_hnsw(writer, model, lengths, graph_codes)
+    else:
+        index_schema = pa.schema(
+            [pa.field("__flat_marker", pa.uint64(), nullable=False)],
+            metadata=_metadata(
+                {
+                    "lance:flat": json.dumps([""] * p.num_partitions, separators=(",", ":")),
+                    "lance:ivf": "1",
+                    "lance:index": json.dumps(
+                        {"type": p.index_type, "distance_type": p.metric}, separators=(",", ":")
+                    ),
+                }
+            ),
+        )
+        ivf_model = _ivf_message(np.zeros(p.num_partitions, np.int64), model.centroids, model.loss)
+        writer.write(INDEX_FILE, index_schema.empty_table(), global_buffers=[ivf_model])
     writer.write(STORAGE_FILE, storage, global_buffers=buffers)
     shape = IndexMetadata(
         uuid=writer.uuid,
@@ -267,3 +372,54 @@ def build_ivf(
         files=(IndexFile(STORAGE_FILE, 0), IndexFile(INDEX_FILE, 0)),
     )
     return writer.result(shape)
+
+
+def _decoded(model: TrainedIvf, lengths: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The vectors the stored codes (rows in storage order) stand for: FLAT as stored, SQ at the
+    middle of each code's bucket, PQ centroid + codewords (the HNSW graphs are built on these)."""
+    if model.bounds is not None:
+        start, end = model.bounds
+        return (start + (codes.astype(np.float32) + 0.5) * ((end - start) / 255.0)).astype(np.float32)
+    if model.codebooks is None:
+        return np.asarray(codes, np.float32)
+    m = len(model.codebooks)
+    parts = [model.codebooks[j][codes[:, j].astype(np.int64)] for j in range(m)]
+    partition = np.repeat(np.arange(lengths.size), lengths)
+    return (np.concatenate(parts, axis=1) + model.centroids[partition]).astype(np.float32)
+
+
+def _write_hnsw(writer: IndexWriter, model: TrainedIvf, lengths: np.ndarray, codes: np.ndarray) -> None:
+    """``index.idx`` of an IVF_HNSW_* index: one graph per partition over the decoded storage
+    rows (:func:`lance_ops.index.hnsw.build_graphs`), the model in its IVF message."""
+    p = model.params
+    params = dict(p.hnsw)
+    seed = p.seed if p.seed is not None else int.from_bytes(writer.uuid[:8], "little")
+    table, meta, graph_lengths = build_graphs(_decoded(model, lengths, codes), lengths, params, seed)
+    compact = (",", ":")
+    metadata = {
+        "lance:hnsw": json.dumps([json.dumps(m, separators=compact) for m in meta], separators=compact),
+        "lance:ivf": "1",
+        "lance:index": json.dumps({"type": p.index_type, "distance_type": p.metric}, separators=compact),
+    }
+    schema = pa.schema(
+        [
+            pa.field("__vector_id", pa.uint32()),
+            pa.field("__neighbors", pa.list_(pa.uint32())),
+            pa.field("_distance", pa.list_(pa.float32())),
+        ],
+        metadata=_metadata(metadata),
+    )
+    ivf_model = _ivf_message(graph_lengths, model.centroids, model.loss)
+    writer.write(INDEX_FILE, table.cast(schema), global_buffers=[ivf_model])
+
+
+def build_ivf(
+    writer: IndexWriter, params: VectorIndexParams, values: pa.Array, row_ids: np.ndarray
+) -> RemapResult:
+    """Train on the live rows ``values`` (a vector column, nulls and NaNs left out) at
+    ``row_ids``, encode them all and write the index files of ``writer``."""
+    matrix = as_matrix(values, params.column)
+    model = train_ivf(params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
+    keep = np.isfinite(matrix).all(axis=1)
+    partition, codes = encode_ivf(model, prepare(params, matrix[keep]))
+    return write_ivf(writer, model, np.asarray(row_ids, np.uint64)[keep], partition, codes)

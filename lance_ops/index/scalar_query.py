@@ -1,43 +1,53 @@
-"""Scans that prune fragments through scalar indices (``use_scalar_index=True``, the default).
+"""Scans that read through scalar indices (``use_scalar_index=True``, the default).
 
 Each simple condition of the filter's top-level ``AND`` (a :class:`~lance_ops.query.predicate.Bound`:
 ``=``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS NULL``, ``IS NOT NULL`` on a column) that a
-BTREE, BITMAP or ZONEMAP index of that column answers gives the fragments its index covers that
-may hold a matching row: BTREE pages and BITMAP keys give the rows' addresses, ZONEMAP zones their
-min / max / null / NaN counts. Fragments the index does not cover are always scanned. The filter is
-then applied to the rows of the fragments kept, as in a full scan, so the rows returned are always
-those of a full scan (a NaN counts as a possible match of every comparison).
+BTREE, BITMAP or ZONEMAP index of that column answers, and each ``array_has_any`` /
+``array_has_all`` / ``array_has`` (``array_contains``) conjunct on a list column with a LABEL_LIST
+index, gives the rows of the fragments that index covers that may match: BTREE pages and BITMAP /
+LABEL_LIST keys give the rows' addresses, ZONEMAP zones (min / max / null / NaN counts) the row
+ranges of the zones kept. Several conditions intersect their rows. Fragments no index answers for
+are scanned whole; a covered fragment with no candidate row is not read at all, the others read
+only their candidate rows (:func:`select_rows`; a fragment with more than half its rows selected
+is read whole, a range read being cheaper than a take). The whole filter is then applied to the
+rows read, as in a full scan, so the rows returned are always those of a full scan (a NaN counts
+as a possible match of every comparison; a condition the index answers only in part, or the
+rest of the filter, is decided there).
 
-Left to a full scan: LABEL_LIST (its ``array_has_*`` filters are not simple conditions), BITMAP
-indices of datasets with stable row ids (their row ids are not addresses), and indices a deferred
-compaction left behind (their addresses are old).
+Left to a full scan: BITMAP and LABEL_LIST indices of datasets with stable row ids (their row ids
+are not addresses), and indices a deferred compaction left behind (their addresses are old).
 
 e.g. ``id = 5`` with a BTREE ``id_idx`` covering fragments {0, 1} of {0, 1, 2}, the value 5 being
-in fragment 1: fragments {1, 2} are scanned.
+at row 17 of fragment 1: fragment 1 reads its row 17 only, fragment 2 is scanned, fragment 0 skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import sqlglot
 from pyroaring import BitMap
+from sqlglot import exp
 
+from lance_ops.file import LanceFileReader
 from lance_ops.index.bitmap import BITMAP_LAYOUT
-from lance_ops.index.btree import PAGES
-from lance_ops.index.files import read_index_file
-from lance_ops.index.types import BITMAP, BTREE, ZONEMAP, index_type_of
+from lance_ops.index.btree import LOOKUP, PAGES
+from lance_ops.index.files import IndexFileData, read_index_file
+from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP, index_type_of
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.io.context import StorageContext
-from lance_ops.query.predicate import Bound, Predicate
+from lance_ops.query.predicate import Bound, LanceSQL, Predicate
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import fragment_ids, is_system
 from lance_ops.table.manifest import IndexMetadata, Manifest
 
-__all__ = ["IndexUse", "prune_fragments"]
+__all__ = ["IndexUse", "LabelCondition", "RowSelection", "label_conditions", "select_rows"]
 
 _COMPARE = {"eq": pc.equal, "lt": pc.less, "le": pc.less_equal, "gt": pc.greater, "ge": pc.greater_equal}
 
@@ -67,30 +77,103 @@ def _matches(values: pa.Array, bound: Bound) -> np.ndarray:
     return out
 
 
-def _fragments_of(addresses: np.ndarray) -> set[int]:
-    return set(np.unique(np.asarray(addresses, dtype=np.uint64) >> np.uint64(32)).tolist())
+def _btree_pages(lookup: pa.Table, bound: Bound) -> np.ndarray:
+    """Pages of a BTREE (rows of its lookup: ``min`` / ``max`` the first / last value, null when
+    unknown) that may hold rows ``bound`` selects; a page ending in NaN may always."""
+    low, high = lookup.column("min").combine_chunks(), lookup.column("max").combine_chunks()
+    if bound.op == "null":
+        return np.asarray(lookup.column("null_count"), dtype=np.int64) > 0
+    if bound.op == "not_null":
+        return np.asarray(high.is_valid(), dtype=bool)
+
+    def cmp(fn: Any, side: pa.Array, value: pa.Scalar, unknown: bool) -> np.ndarray:
+        return np.asarray(fn(side, value.cast(side.type)).fill_null(unknown), dtype=bool)
+
+    if bound.op in ("eq", "in"):
+        keep = np.zeros(len(lookup), dtype=bool)
+        for v in bound.values:
+            keep |= cmp(pc.less_equal, low, v, True) & cmp(pc.greater_equal, high, v, False)
+    elif bound.op in ("lt", "le"):
+        keep = cmp(pc.less if bound.op == "lt" else pc.less_equal, low, bound.values[0], True)
+        keep &= np.asarray(high.is_valid(), dtype=bool) | np.asarray(low.is_valid(), dtype=bool)
+    else:
+        keep = cmp(pc.greater if bound.op == "gt" else pc.greater_equal, high, bound.values[0], False)
+    if pa.types.is_floating(high.type):
+        keep |= np.asarray(pc.is_nan(high).fill_null(False), dtype=bool)
+    return keep
 
 
-def _btree(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> set[int]:
-    table = read_index_file(ctx, index, PAGES).table
+def _btree(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
+    """Row addresses of the BTREE's rows ``bound`` may select: the lookup file gives the pages that
+    may hold them, and only those pages of the data file are read."""
+    lookup = _cached(ctx, index, LOOKUP).table
+    try:
+        batch_size = int((lookup.schema.metadata or {})[b"batch_size"])
+    except (KeyError, ValueError):
+        batch_size = 0
+    if batch_size <= 0:  # not a layout we know: read every page
+        table = _cached(ctx, index, PAGES).table
+    else:
+        pages = np.flatnonzero(_btree_pages(lookup, bound))
+        if not pages.size:
+            return np.empty(0, np.uint64)
+        path = ctx.path("_indices", str(uuid.UUID(bytes=index.uuid)), PAGES)
+        size = next((f.size_bytes for f in index.files if f.path == PAGES), None)
+        reader = LanceFileReader(path, store=ctx.store, size=size or None)
+        rows = int(reader.num_rows)
+        breaks = np.flatnonzero(np.diff(pages) != 1) + 1
+        parts = []
+        for run in np.split(pages, breaks):
+            start = int(run[0]) * batch_size
+            stop = min((int(run[-1]) + 1) * batch_size, rows)
+            if stop > start:
+                parts.append(reader.read_range(start, stop - start, ["values", "ids"]).to_table())
+        if not parts:
+            return np.empty(0, np.uint64)
+        table = pa.concat_tables(parts)
     values = table.column("values").combine_chunks()
     ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
-    return _fragments_of(ids[_matches(values, bound)])
+    return ids[_matches(values, bound)]
 
 
-def _bitmap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> set[int]:
-    table = read_index_file(ctx, index, BITMAP_LAYOUT.file).table
+# Index files never change under a uuid: small lookups read last are kept.
+_FILES: dict[tuple[str, bytes, str], IndexFileData] = {}
+_FILES_KEPT = 16
+
+
+def _cached(ctx: StorageContext, index: IndexMetadata, name: str) -> IndexFileData:
+    key = (ctx.root, index.uuid, name)
+    if key not in _FILES:
+        if len(_FILES) >= _FILES_KEPT:
+            _FILES.pop(next(iter(_FILES)))
+        _FILES[key] = read_index_file(ctx, index, name)
+    return _FILES[key]
+
+
+def _sets(table: pa.Table, hit: Callable[[pa.Array], np.ndarray], union: bool) -> np.ndarray:
+    """Row addresses of the keys ``hit`` selects in a BITMAP / LABEL_LIST file's ``table``: their
+    union, or their intersection (no key: none)."""
     keys = table.column("keys").combine_chunks()
-    blobs = table.column("bitmaps").to_pylist()
-    found: set[int] = set()
-    for position in np.flatnonzero(_matches(keys, bound)):
-        if blobs[position]:
-            found |= _fragments_of(BITMAP_LAYOUT.decode(blobs[position]))
-    return found
+    positions = np.flatnonzero(hit(keys))
+    if not positions.size:
+        return np.empty(0, np.uint64)
+    blobs = table.column("bitmaps").take(pa.array(positions)).to_pylist()
+    sets = [BITMAP_LAYOUT.decode(b) if b else np.empty(0, np.uint64) for b in blobs]
+    if union:
+        return np.unique(np.concatenate(sets).astype(np.uint64))
+    out = np.asarray(sets[0], np.uint64)
+    for other in sets[1:]:
+        out = np.intersect1d(out, np.asarray(other, np.uint64))
+    return out
 
 
-def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> set[int]:
-    zones = read_index_file(ctx, index, ZONEMAP_FILE).table
+def _bitmap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
+    table = _cached(ctx, index, BITMAP_LAYOUT.file).table
+    return _sets(table, lambda keys: _matches(keys, bound), union=True)
+
+
+def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
+    zones = _cached(ctx, index, ZONEMAP_FILE).table
     low, high = zones.column("min").combine_chunks(), zones.column("max").combine_chunks()
     nulls = np.asarray(zones.column("null_count"), dtype=np.int64)
     nans = np.asarray(zones.column("nan_count"), dtype=np.int64)
@@ -114,10 +197,104 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> set[int
         else:
             keep = cmp(pc.greater if bound.op == "gt" else pc.greater_equal, high, values[0])
         keep |= nans > 0
-    return set(np.asarray(zones.column("fragment_id"), dtype=np.int64)[keep].tolist())
+    fragment = np.asarray(zones.column("fragment_id"), dtype=np.uint64)[keep]
+    start = np.asarray(zones.column("zone_start"), dtype=np.int64)[keep]
+    count = length[keep]
+    # every offset of every zone kept: the zone's start repeated, plus 0, 1, ... within the zone
+    first = np.repeat(np.cumsum(count) - count, count)
+    offsets = np.repeat(start, count) + (np.arange(int(count.sum())) - first)
+    return (np.repeat(fragment, count) << np.uint64(32)) | offsets.astype(np.uint64)
 
 
 _LOOKUP = {BTREE: _btree, BITMAP: _bitmap, ZONEMAP: _zonemap}
+
+
+@dataclass(frozen=True)
+class LabelCondition:
+    """A LABEL_LIST-answerable conjunct: ``column`` holds any (``all_=False``) or all of ``values``."""
+
+    column: str
+    values: tuple[Any, ...]
+    all_: bool
+
+    def __str__(self) -> str:
+        return f"{self.column} has {'all' if self.all_ else 'any'} of {list(self.values)}"
+
+
+def _literal(node: exp.Expr) -> Any:
+    if not isinstance(node, exp.Literal):
+        raise ValueError("not a literal")
+    if node.is_string:
+        return node.this
+    text = str(node.this)
+    return float(text) if any(c in text for c in ".eE") else int(text)
+
+
+def label_conditions(filter: Any, schema: pa.Schema) -> list[LabelCondition]:
+    """The ``array_has_any`` / ``array_has_all`` / ``array_has`` conjuncts of a SQL ``filter``'s
+    top-level ``AND`` on a top-level list column with literal values (none for anything else)."""
+    if not isinstance(filter, str):
+        return []
+    try:
+        tree = sqlglot.parse_one(filter, dialect=LanceSQL)
+    except sqlglot.errors.SqlglotError:
+        return []
+    conjuncts, found = [tree], []
+    while conjuncts:
+        node = conjuncts.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            conjuncts += [node.this, node.expression]
+            continue
+        if isinstance(node, exp.ArrayContains):
+            args, all_ = [node.this, node.expression], False
+        elif isinstance(node, exp.ArrayContainsAll):
+            args, all_ = [node.this, node.expression], True
+        elif isinstance(node, exp.Anonymous) and str(node.this).lower() in _LABEL_FUNCTIONS:
+            args, all_ = list(node.expressions), _LABEL_FUNCTIONS[str(node.this).lower()]
+        else:
+            continue
+        if len(args) != 2 or not isinstance(args[0], exp.Column) or len(args[0].parts) != 1:
+            continue
+        column = args[0].parts[0].name
+        if schema.get_field_index(column) < 0:
+            continue
+        items = args[1].expressions if isinstance(args[1], exp.Array) else [args[1]]
+        try:
+            values = tuple(_literal(item) for item in items)
+        except ValueError:
+            continue
+        if values:
+            found.append(LabelCondition(column, values, all_))
+    return found
+
+
+_LABEL_FUNCTIONS = {
+    "array_has_any": False,
+    "list_has_any": False,
+    "array_has_all": True,
+    "list_has_all": True,
+    "array_has": False,
+    "list_has": False,
+}
+
+
+def _labels(ctx: StorageContext, index: IndexMetadata, condition: LabelCondition) -> np.ndarray | None:
+    """Rows holding the labels (None when a value does not fit the key type: left to the scan)."""
+    table = _cached(ctx, index, BITMAP_LAYOUT.file).table
+    key_type = table.schema.field("keys").type
+    try:
+        wanted = pa.array(list(condition.values)).cast(key_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+    def hit(keys: pa.Array) -> np.ndarray:
+        return np.asarray(pc.is_in(keys, value_set=wanted).fill_null(False), bool)
+
+    if condition.all_ and int(hit(table.column("keys").combine_chunks()).sum()) < len(pc.unique(wanted)):
+        return np.empty(0, np.uint64)  # a label no row has
+    return _sets(table, hit, union=not condition.all_)
 
 
 def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, list[IndexMetadata]]]:
@@ -138,34 +315,84 @@ def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, lis
             kind = index_type_of(first, ctx)
         except Exception:  # noqa: BLE001 - an index of a type we do not read is simply not used
             continue
-        if kind not in _LOOKUP or any(frag_reuse.is_behind(manifest, s) for s in segments):
+        if kind not in (*_LOOKUP, LABEL_LIST) or any(frag_reuse.is_behind(manifest, s) for s in segments):
             continue
-        if kind == BITMAP and manifest.uses_stable_row_ids:
+        if kind in (BITMAP, LABEL_LIST) and manifest.uses_stable_row_ids:
             continue
         out[field.name] = (kind, segments)
     return out
 
 
-def prune_fragments(
-    ctx: StorageContext, manifest: Manifest, predicate: Predicate, candidates_in: Sequence[int]
-) -> tuple[set[int], list[IndexUse]]:
-    """The fragment ids among ``candidates_in`` that may hold rows ``predicate`` selects, and the indices
-    that said so (``candidates_in`` unchanged and no index when none applies)."""
+@dataclass(frozen=True)
+class RowSelection:
+    """What the indices leave a scan to read: the fragments, and for some of them the physical
+    offsets (ascending) of the only rows that may match; and the indices used."""
+
+    fragments: set[int]
+    rows: dict[int, np.ndarray] = field(default_factory=dict)
+    used: list[IndexUse] = field(default_factory=list)
+
+
+def _by_fragment(addresses: np.ndarray) -> dict[int, np.ndarray]:
+    addresses = np.unique(np.asarray(addresses, dtype=np.uint64))
+    fragment = (addresses >> np.uint64(32)).astype(np.int64)
+    offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    ids, starts = np.unique(fragment, return_index=True)
+    ends = np.r_[starts[1:], len(fragment)][: len(starts)]
+    return {int(f): offsets[a:b] for f, a, b in zip(ids, starts, ends, strict=True)}
+
+
+def select_rows(
+    ctx: StorageContext,
+    manifest: Manifest,
+    predicate: Predicate,
+    candidates_in: Sequence[int],
+    filter: Any = None,
+) -> RowSelection:
+    """The fragments among ``candidates_in`` that may hold rows ``predicate`` (the SQL ``filter``,
+    for LABEL_LIST conditions) selects, the rows of those the indices answered for, and the
+    indices used (``candidates_in`` unchanged and no index when none applies)."""
     keep = set(candidates_in)
-    if not predicate.bounds or not manifest.indices:
-        return keep, []
+    labels = label_conditions(filter, manifest.schema.to_arrow())
+    if not (predicate.bounds or labels) or not manifest.indices:
+        return RowSelection(keep)
     usable = _usable(ctx, manifest)
     used: list[IndexUse] = []
-    for bound in predicate.bounds:
-        if bound.column not in usable:
-            continue
-        kind, segments = usable[bound.column]
+    rows: dict[int, np.ndarray] = {}
+    conditions: list[tuple[str, Bound | LabelCondition]] = [
+        (b.column, b) for b in predicate.bounds if b.column in usable and usable[b.column][0] != LABEL_LIST
+    ] + [(c.column, c) for c in labels if c.column in usable and usable[c.column][0] == LABEL_LIST]
+    for column, condition in conditions:
+        kind, segments = usable[column]
         covered = BitMap()
-        candidates: set[int] = set()
+        found = []
         for segment in segments:
             covered |= fragment_ids(segment)
-            candidates |= _LOOKUP[kind](ctx, segment, bound)
-        keep = {f for f in keep if f not in covered or f in candidates}
-        values = ", ".join(str(v.as_py()) for v in bound.values)
-        used.append(IndexUse(segments[0].name, kind, f"{bound.column} {bound.op} [{values}]"))
-    return keep, used
+            if isinstance(condition, LabelCondition):
+                hit = _labels(ctx, segment, condition)
+                if hit is None:
+                    break
+            else:
+                hit = _LOOKUP[kind](ctx, segment, condition)
+            found.append(hit)
+        else:
+            matched = _by_fragment(np.concatenate(found) if found else np.empty(0, np.uint64))
+            for fragment in [f for f in keep if f in covered]:
+                offsets = matched.get(fragment)
+                if offsets is None or not offsets.size:
+                    keep.discard(fragment)
+                    rows.pop(fragment, None)
+                else:
+                    rows[fragment] = (
+                        offsets if fragment not in rows else np.intersect1d(rows[fragment], offsets)
+                    )
+                    if not rows[fragment].size:
+                        keep.discard(fragment)
+                        del rows[fragment]
+            if isinstance(condition, LabelCondition):
+                text = str(condition)
+            else:
+                values = ", ".join(str(v.as_py()) for v in condition.values)
+                text = f"{condition.column} {condition.op} [{values}]"
+            used.append(IndexUse(segments[0].name, kind, text))
+    return RowSelection(keep, rows, used)

@@ -14,13 +14,19 @@ from typing import Any
 
 from lance_ops.errors import IndexExistsError, UnsupportedIndexTypeError
 from lance_ops.fragment.reader import VersionFiles
-from lance_ops.index.build_scalar import BUILDABLE_SCALAR_TYPES, build_scalar_index
+from lance_ops.index.build_scalar import (
+    BUILDABLE_SCALAR_TYPES,
+    ScalarBuild,
+    plan_scalar_build,
+    scalar_rows,
+    write_scalar_index,
+)
 from lance_ops.index.types import index_type_of
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.manifest import IndexMetadata, Manifest
 from lance_ops.table.transaction import CreateIndex, Transaction
 
-__all__ = ["create_scalar_index"]
+__all__ = ["create_scalar_index", "plan_scalar_index"]
 
 _PYLANCE_SCALAR = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER")
 
@@ -40,15 +46,15 @@ def _default_name(files: VersionFiles, column: str, kind: str) -> str:
         n += 1
 
 
-def create_scalar_index(
+def plan_scalar_index(
     files: VersionFiles,
     column: str,
     index_type: str,
     name: str | None,
     replace: bool,
-    options: CommitOptions,
     params: Mapping[str, Any] | None = None,
-) -> tuple[Manifest, Transaction]:
+) -> tuple[ScalarBuild, tuple[IndexMetadata, ...]]:
+    """Check a ``create_scalar_index`` call: the build, and the segments its commit replaces."""
     kind = str(index_type).upper()
     if kind not in BUILDABLE_SCALAR_TYPES:
         if kind in _PYLANCE_SCALAR:
@@ -65,12 +71,26 @@ def create_scalar_index(
         arrow = arrow.type.field(part)
     if name is None:
         name = _default_name(files, column, kind)
-    existing = _segments(files.manifest, name)
+    existing = tuple(_segments(files.manifest, name))
     if existing and not replace:
         raise IndexExistsError(
             f"Index name '{name}' already exists, please specify a different name or use replace=True"
         )
-    index = build_scalar_index(
-        files.storage, files.manifest, column, field.id, arrow.type, kind, name, params
-    )
-    return commit(files.storage, CreateIndex((index,), tuple(existing)), options)
+    build = plan_scalar_build(files.manifest, column, field.id, arrow.type, kind, name, params)
+    return build, existing
+
+
+def create_scalar_index(
+    files: VersionFiles,
+    column: str,
+    index_type: str,
+    name: str | None,
+    replace: bool,
+    options: CommitOptions,
+    params: Mapping[str, Any] | None = None,
+) -> tuple[Manifest, Transaction]:
+    build, existing = plan_scalar_index(files, column, index_type, name, replace, params)
+    manifest = files.manifest
+    rows = scalar_rows(files.storage, manifest, manifest.fragments, build)
+    index = write_scalar_index(files.storage, manifest, build, rows)
+    return commit(files.storage, CreateIndex((index,), existing), options)

@@ -1,18 +1,23 @@
-"""``create_index``: train and write an IVF_FLAT / IVF_PQ / IVF_SQ index over every fragment and
-commit it as pylance 14 does (one ``CreateIndex`` whose ``fragment_bitmap`` is every fragment;
-an existing index of that name is removed by it, or refused with ``replace=False``).
+"""``create_index``: train and write an IVF_FLAT / IVF_PQ / IVF_SQ / IVF_HNSW_FLAT / IVF_HNSW_PQ /
+IVF_HNSW_SQ index over every fragment and commit it as pylance 14 does (one ``CreateIndex`` whose
+``fragment_bitmap`` is every fragment; an existing index of that name is removed by it, or refused
+with ``replace=False``).
 
 pylance 14's defaults: ``name`` ``<column>_idx``, metric ``l2``, ``num_partitions`` rows // 8192
 (1 .. 4096), ``sample_rate`` 256, ``max_iters`` 50, ``num_bits`` 8; IVF_PQ needs
 ``num_sub_vectors`` dividing the dimension. Null vectors and vectors with a NaN are left out of
-the index (pylance's ``filter_nan=True``). Nothing is committed on any error.
+the index (pylance's ``filter_nan=True``). IVF_HNSW_* (metric l2 only here) take ``m`` (20),
+``ef_construction`` (150) and ``max_level`` (7); their graphs are built by exact nearest-neighbour
+search within each partition (:func:`lance_ops.index.hnsw.build_graphs`: quadratic in a
+partition's rows, so keep partitions to some thousands of rows). Nothing is committed on any error.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
@@ -23,14 +28,20 @@ from lance_ops.errors import (
     UnsupportedIndexTypeError,
 )
 from lance_ops.fragment.reader import VersionFiles
-from lance_ops.index.build_vector import BUILDABLE_TYPES, METRICS, VectorIndexParams, build_ivf, vector_matrix
-from lance_ops.index.files import IndexWriter
+from lance_ops.index.build_vector import BUILDABLE_TYPES, HNSW_DEFAULTS, METRICS, VectorIndexParams, build_ivf
+from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.optimize import column_rows
 from lance_ops.ops.commit import CommitOptions, commit
-from lance_ops.table.manifest import IndexMetadata, Manifest
+from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 from lance_ops.table.transaction import CreateIndex, Transaction
 
-__all__ = ["create_index", "default_num_partitions"]
+__all__ = [
+    "VectorIndexPlan",
+    "commit_vector_index",
+    "create_index",
+    "default_num_partitions",
+    "plan_vector_index",
+]
 
 _METRIC_ALIASES = {"euclidean": "l2", "cos": "cosine"}
 
@@ -53,6 +64,7 @@ def _params(
     max_iters: int,
     target_partition_size: int | None,
     seed: int | None,
+    hnsw: dict[str, int | None] | None = None,
 ) -> VectorIndexParams:
     kind = str(index_type).upper()
     if kind not in BUILDABLE_TYPES:
@@ -67,9 +79,23 @@ def _params(
     if metric_name not in METRICS:
         raise InvalidArgumentError(f"column {column!r}: unknown metric {metric!r} (l2, cosine or dot)")
     dim = dtype.list_size
-    if kind == "IVF_PQ":
+    graph: tuple[tuple[str, int], ...] = ()
+    if "HNSW" in kind:
+        if metric_name != "l2":
+            raise UnsupportedIndexTypeError(
+                f"column {column!r}: lance_ops builds {kind} with metric l2 only, not {metric_name!r}"
+            )
+        chosen = {k: v for k, v in (hnsw or {}).items() if v is not None}
+        values = {**HNSW_DEFAULTS, **chosen}
+        if (
+            any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values.values())
+            or values["m"] < 2
+        ):
+            raise InvalidArgumentError(f"column {column!r}: bad HNSW parameters {chosen}")
+        graph = tuple(values.items())
+    if kind.endswith("_PQ"):
         if num_sub_vectors is None:
-            raise InvalidArgumentError(f"column {column!r}: num_sub_vectors is required for IVF_PQ")
+            raise InvalidArgumentError(f"column {column!r}: num_sub_vectors is required for {kind}")
         if num_sub_vectors <= 0 or dim % num_sub_vectors:
             raise InvalidArgumentError(
                 f"column {column!r}: dimension ({dim}) must be divisible by "
@@ -85,15 +111,34 @@ def _params(
             f"column {column!r}: num_partitions, sample_rate and max_iters must be positive"
         )
     return VectorIndexParams(
-        column, kind, metric_name, int(partitions), num_sub_vectors, num_bits, sample_rate, max_iters, seed
+        column,
+        kind,
+        metric_name,
+        int(partitions),
+        num_sub_vectors,
+        num_bits,
+        sample_rate,
+        max_iters,
+        seed,
+        graph,
     )
 
 
-def create_index(
+@dataclass(frozen=True)
+class VectorIndexPlan:
+    """A checked ``create_index`` call: the parameters, the column's field id, the index name and
+    the segments of that name the commit replaces."""
+
+    params: VectorIndexParams
+    field_id: int
+    name: str
+    existing: tuple[IndexMetadata, ...]
+
+
+def plan_vector_index(
     files: VersionFiles,
     column: str,
     index_type: str,
-    options: CommitOptions,
     *,
     name: str | None = None,
     metric: str = "l2",
@@ -105,7 +150,12 @@ def create_index(
     max_iters: int = 50,
     target_partition_size: int | None = None,
     seed: int | None = None,
-) -> tuple[Manifest, Transaction]:
+    m: int | None = None,
+    ef_construction: int | None = None,
+    max_level: int | None = None,
+) -> VectorIndexPlan:
+    """Check a ``create_index`` call against ``files``' version (the errors of ``create_index``);
+    ``m`` / ``ef_construction`` / ``max_level`` are the graph parameters of IVF_HNSW_*."""
     manifest = files.manifest
     field = manifest.schema.field_at(column)  # FieldNotFoundError when there is none
     arrow = manifest.schema.to_arrow().field(column.split(".")[0])
@@ -125,20 +175,47 @@ def create_index(
         max_iters,
         target_partition_size,
         seed,
+        {"m": m, "ef_construction": ef_construction, "max_level": max_level},
     )
     name = name or f"{column.replace('.', '_')}_idx"
-    existing = [i for i in manifest.indices if i.name == name]
+    existing = tuple(i for i in manifest.indices if i.name == name)
     if existing and not replace:
         raise IndexExistsError(
             f"Index name '{name}' already exists, please specify a different name or use replace=True"
         )
-    fragments = list(manifest.fragments)
-    values, ids = column_rows(files.storage, manifest, fragments, column, "_rowid")
-    vectors, row_ids = vector_matrix(values, ids, column)
-    result = build_ivf(IndexWriter(files.storage), params, vectors, np.asarray(row_ids, np.uint64))
-    index = IndexMetadata(
+    return VectorIndexPlan(params, field.id, name, existing)
+
+
+def create_index(
+    files: VersionFiles, column: str, index_type: str, options: CommitOptions, **kwargs: Any
+) -> tuple[Manifest, Transaction]:
+    """Build the index in this process and commit it (keyword arguments: :func:`plan_vector_index`)."""
+    plan = plan_vector_index(files, column, index_type, **kwargs)
+    fragments = list(files.manifest.fragments)
+    values, ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
+    result = build_ivf(IndexWriter(files.storage), plan.params, values, ids)
+    return commit_vector_index(files, plan, fragments, result, options)
+
+
+def commit_vector_index(
+    files: VersionFiles,
+    plan: VectorIndexPlan,
+    fragments: list[DataFragment],
+    result: RemapResult,
+    options: CommitOptions,
+) -> tuple[Manifest, Transaction]:
+    """Commit the index files ``result`` over ``fragments`` as one ``CreateIndex``."""
+    index = new_index(files.manifest, plan.field_id, plan.name, fragments, result)
+    return commit(files.storage, CreateIndex((index,), plan.existing), options)
+
+
+def new_index(
+    manifest: Manifest, field_id: int, name: str, fragments: list[DataFragment], result: RemapResult
+) -> IndexMetadata:
+    """The manifest entry of a new index over ``fragments`` written as ``result``."""
+    return IndexMetadata(
         uuid=result.uuid,
-        fields=(field.id,),
+        fields=(field_id,),
         name=name,
         dataset_version=manifest.version,
         fragment_bitmap=BitMap(f.id for f in fragments).serialize(),
@@ -147,4 +224,3 @@ def create_index(
         created_at=int(time.time() * 1000),
         files=result.files,
     )
-    return commit(files.storage, CreateIndex((index,), tuple(existing)), options)

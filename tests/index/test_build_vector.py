@@ -9,6 +9,7 @@ files have the schema and metadata of pylance's, both libraries extend our index
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import lance
@@ -292,3 +293,73 @@ def test_default_partitions_and_kmeans_loss() -> None:
     assert np.allclose(one[0], x.mean(0), atol=1e-4)
     assert loss < loss_one / 5
     assert centroids.shape == (CLUSTERS, DIM)
+
+
+HNSW_CASES = [("IVF_HNSW_SQ", {}), ("IVF_HNSW_PQ", {"num_sub_vectors": 8}), ("IVF_HNSW_FLAT", {})]
+
+
+@pytest.mark.parametrize(("kind", "params"), HNSW_CASES, ids=[k for k, _ in HNSW_CASES])
+def test_hnsw_index_pylance_searches_with_its_own_recall(
+    tmp_path: Path, kind: str, params: dict[str, int]
+) -> None:
+    """pylance's HNSW construction is randomized: recall is compared, not bytes."""
+    x = _data()
+    q = _queries(x, 100)
+    recalls = {}
+    for who in ("ours", "theirs"):
+        path = tmp_path / who
+        lance.write_dataset(_table(x), path, max_rows_per_file=2500)
+        if who == "ours":
+            lance_ops.dataset(str(path)).create_index("vec", kind, num_partitions=4, seed=7, **params)
+        else:
+            lance.dataset(path).create_index("vec", kind, num_partitions=4, **params)
+        ds = lance.dataset(path)
+        info = _indices(ds)["vec_idx"]
+        assert (info["type"], info["fields"], info["fragments"]) == (kind, ["vec"], [0, 1, 2])
+        plan = ds.scanner(nearest={"column": "vec", "q": q[0], "k": 10}).explain_plan()
+        assert "ANNSubIndex" in plan and "vec_idx" in plan
+        recalls[who] = _recall(ds, x, q, "l2", nprobes=2)
+    assert recalls["ours"] >= recalls["theirs"] - 0.02, recalls
+    # the graph file: pylance's schema and metadata keys
+    ours = lance_ops.dataset(str(tmp_path / "ours"))
+    (index,) = ours.manifest.indices
+    graph = LanceFileReader(
+        str(tmp_path / "ours" / "_indices" / str(uuid.UUID(bytes=index.uuid)) / "index.idx")
+    )
+    assert graph.schema.names == ["__vector_id", "__neighbors", "_distance"]
+    meta = [json.loads(m) for m in json.loads(graph.schema.metadata[b"lance:hnsw"])]
+    assert len(meta) == 4 and meta[0]["params"] == {
+        "max_level": 7,
+        "m": 20,
+        "ef_construction": 150,
+        "prefetch_distance": 2,
+    }
+    # lance_ops searches it too, and both libraries extend it after an append
+    got = ours.to_table(columns=["id"], nearest={"column": "vec", "q": x[11], "k": 3, "nprobes": 4})
+    assert 11 in got["id"].to_pylist()
+    lance.write_dataset(_table(_data(300, seed=5), N), tmp_path / "ours", mode="append")
+    lance_ops.dataset(str(tmp_path / "ours")).optimize.optimize_indices()
+    ds = lance.dataset(tmp_path / "ours")
+    assert ds.stats.index_stats("vec_idx")["num_unindexed_rows"] == 0
+    assert (
+        11
+        in ds.to_table(columns=["id"], nearest={"column": "vec", "q": x[11], "k": 3, "nprobes": 4})[
+            "id"
+        ].to_pylist()
+    )
+
+
+def test_hnsw_bad_parameters(tmp_path: Path) -> None:
+    lance.write_dataset(_table(_data(500)), tmp_path)
+    ds = lance_ops.dataset(str(tmp_path))
+    with pytest.raises(UnsupportedIndexTypeError, match="vec"):
+        ds.create_index("vec", "IVF_HNSW_SQ", metric="cosine", num_partitions=2)
+    with pytest.raises(InvalidArgumentError, match="HNSW"):
+        ds.create_index("vec", "IVF_HNSW_SQ", num_partitions=2, m=0)
+    with pytest.raises(InvalidArgumentError, match="num_sub_vectors"):
+        ds.create_index("vec", "IVF_HNSW_PQ", num_partitions=2)
+    assert lance.dataset(str(tmp_path)).describe_indices() == []
+    ds.create_index("vec", "IVF_HNSW_FLAT", num_partitions=2, m=8, ef_construction=50, max_level=3)
+    theirs = lance.dataset(str(tmp_path))
+    assert _indices(theirs)["vec_idx"]["type"] == "IVF_HNSW_FLAT"
+    assert len(theirs.to_table(nearest={"column": "vec", "q": _data(1)[0], "k": 5})) == 5

@@ -121,3 +121,35 @@ def test_bad_queries(tmp_path: Path) -> None:
         ds.to_table(nearest={"column": "id", "q": np.zeros(DIM)})
     with pytest.raises(InvalidArgumentError, match="metric"):
         ds.to_table(nearest={"column": "vec", "q": np.zeros(DIM), "metric": "manhattan"})
+
+
+# (PQ codes are small: whole pages of the storage file are read, so the saving is smaller)
+@pytest.mark.parametrize(
+    ("kind", "params", "saving"), [("IVF_FLAT", {}, 4), ("IVF_PQ", {"num_sub_vectors": 4}, 2)]
+)
+def test_search_reads_only_the_probed_partitions(
+    tmp_path: Path,
+    recorded_reads: list[tuple[str, int, int]],
+    kind: str,
+    params: dict[str, int],
+    saving: int,
+) -> None:
+    x = _data(40000)
+    path = tmp_path / "ds"
+    lance_ops.write_dataset(_table(x), str(path))
+    lance_ops.dataset(str(path)).create_index("vec", kind, num_partitions=16, seed=1, **params)
+    ds = lance_ops.dataset(str(path))
+
+    def storage_bytes(nprobes: int) -> tuple[list[int], int]:
+        recorded_reads.clear()
+        got = ds.to_table(columns=["id"], nearest={"column": "vec", "q": x[7], "k": 10, "nprobes": nprobes})
+        return got["id"].to_pylist(), sum(n for p, _, n in recorded_reads if p.endswith("auxiliary.idx"))
+
+    one, one_bytes = storage_bytes(1)
+    every, every_bytes = storage_bytes(16)
+    assert 7 in one and 7 in every
+    assert one_bytes * saving < every_bytes, (one_bytes, every_bytes)
+    theirs = lance.dataset(str(path)).to_table(
+        columns=["id"], nearest={"column": "vec", "q": x[7], "k": 10, "nprobes": 16, "refine_factor": 50}
+    )
+    assert theirs["id"][0].as_py() == 7

@@ -81,3 +81,152 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> lance_ops.LanceDataset:
 @given(flt=_FILTERS)
 def test_property_indexed_equals_full_scan(indexed: lance_ops.LanceDataset, flt: str) -> None:
     assert _ids(indexed, flt, True) == _ids(indexed, flt, False)
+
+
+def _labelled(start: int, n: int) -> pa.Table:
+    table = _table(start, n)
+    ids = np.arange(start, start + n)
+    tags = [
+        None if k % 17 == 0 else [f"t{k % 5}", f"t{k % 3}"] + (["rare"] if k % 101 == 0 else []) for k in ids
+    ]
+    return table.append_column("tags", pa.array(tags, pa.list_(pa.string())))
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory: pytest.TempPathFactory) -> lance_ops.LanceDataset:
+    path = tmp_path_factory.mktemp("l") / "ds"
+    ds = lance_ops.write_dataset(_labelled(0, 1025), str(path), max_rows_per_file=256)
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_scalar_index("cat", "BITMAP")
+    ds.create_scalar_index("tags", "LABEL_LIST")
+    ds.create_scalar_index("x", "ZONEMAP", rows_per_zone=50)
+    ds.delete("id % 5 = 2 or (id >= 300 and id < 520)")
+    lance_ops.write_dataset(_labelled(1025, 80), str(path), mode="append")
+    return lance_ops.dataset(str(path))
+
+
+_LABEL_FILTERS = st.one_of(
+    st.builds(
+        lambda fn, vs: f"{fn}(tags, [{', '.join(repr(v) for v in vs)}])",
+        st.sampled_from(["array_has_any", "array_has_all"]),
+        st.lists(st.sampled_from(["t0", "t1", "t2", "t4", "rare", "none"]), min_size=1, max_size=3),
+    ),
+    st.builds(lambda v: f"array_has(tags, '{v}')", st.sampled_from(["t0", "rare", "none"])),
+)
+# a conjunct no index answers, and indexed ones combined
+_REST = st.sampled_from(
+    ["", " AND id % 3 = 0", " AND cat = 'c2'", " AND id < 700", " AND x > 100.5", " OR id = 4"]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=st.one_of(_FILTERS, _LABEL_FILTERS), rest=_REST)
+def test_property_row_level_answers_equal_full_scan(
+    labelled: lance_ops.LanceDataset, first: str, rest: str
+) -> None:
+    flt = first + rest
+    assert _ids(labelled, flt, True) == _ids(labelled, flt, False)
+    assert labelled.count_rows(flt) == len(_ids(labelled, flt, False))
+
+
+def test_label_list_answers_rows_and_pylance_agrees(labelled: lance_ops.LanceDataset) -> None:
+    flt = "array_has_any(tags, ['rare']) AND id > 100"
+    plan = labelled.scanner(filter=flt).explain_plan()
+    assert "@tags_idx(LABEL_LIST)" in plan and "@id_idx(BTREE)" in plan
+    expected = [
+        k for k in range(101, 1105, 101) if k % 17 and not (k % 5 == 2 or 300 <= k < 520) and k < 1025
+    ]
+    assert "IndexedTake: rows=" in plan
+    assert _ids(labelled, flt, True) == expected
+    theirs = lance.dataset(labelled.uri)
+    assert "tags_idx" in theirs.scanner(filter=flt).explain_plan()
+    assert sorted(theirs.to_table(columns=["id"], filter=flt)["id"].to_pylist()) == expected
+
+
+@pytest.mark.parametrize(
+    ("flt", "kind"), [("id = 700", "BTREE"), ("cat = 'c3'", "BITMAP"), ("x > 395.1", "ZONEMAP")]
+)
+def test_point_filter_reads_only_the_indexed_rows(
+    tmp_path: Path, recorded_reads: list[tuple[str, int, int]], flt: str, kind: str
+) -> None:
+    n = 20000
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n), pa.int64()),
+            "cat": pa.array([f"c{k // 250}" for k in range(n)]),
+            "x": pa.array(np.arange(n) / 50.0),
+            "payload": pa.array([f"{k:08d}" * 16 for k in range(n)]),
+        }
+    )
+    path = str(tmp_path / "ds")
+    ds = lance_ops.write_dataset(table, path, max_rows_per_file=10000)
+    column = flt.split()[0]
+    ds.create_scalar_index(column, kind, **({"rows_per_zone": 100} if kind == "ZONEMAP" else {}))
+    ds = lance_ops.dataset(path)
+
+    def data_bytes(use: bool) -> tuple[list[int], int]:
+        recorded_reads.clear()
+        got = ds.to_table(columns=["id", "payload"], filter=flt, use_scalar_index=use)["id"].to_pylist()
+        return got, sum(length for p, _, length in recorded_reads if "/data/" in p)
+
+    indexed, indexed_bytes = data_bytes(True)
+    scanned, scanned_bytes = data_bytes(False)
+    assert indexed == scanned != []
+    assert indexed_bytes * 5 < scanned_bytes, (indexed_bytes, scanned_bytes)
+    plan = ds.scanner(filter=flt, columns=["id"]).explain_plan()
+    assert f"@{column}_idx({kind})" in plan and "IndexedTake: rows=" in plan and "fragments=1/2" in plan
+    assert lance.dataset(path).to_table(filter=flt, columns=["id"])["id"].to_pylist() == scanned
+
+
+@pytest.fixture(scope="module")
+def paged(tmp_path_factory: pytest.TempPathFactory) -> lance_ops.LanceDataset:
+    """BTREEs of several 4096-row pages, nulls first and NaN last in the float one."""
+    path = tmp_path_factory.mktemp("p") / "ds"
+    rng = np.random.default_rng(4)
+    n = 20000
+    f = rng.integers(0, 3000, n).astype(np.float64)
+    f[rng.random(n) < 0.05] = np.nan
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n), pa.int64()),
+            "k": pa.array(rng.integers(0, 5000, n), pa.int64(), mask=rng.random(n) < 0.1),
+            "f": pa.array(f, pa.float64(), mask=rng.random(n) < 0.1),
+        }
+    )
+    ds = lance_ops.write_dataset(table, str(path), max_rows_per_file=7000)
+    ds.create_scalar_index("k", "BTREE")
+    ds.create_scalar_index("f", "BTREE")
+    ds.delete("id % 9 = 4")
+    return lance_ops.dataset(str(path))
+
+
+_PAGED = st.one_of(
+    st.builds(
+        lambda c, op, v: f"{c} {op} {v}",
+        st.sampled_from(["k", "f"]),
+        st.sampled_from(["=", "<", "<=", ">", ">="]),
+        st.integers(-3, 5003),
+    ),
+    st.builds(
+        lambda vs: f"k IN ({', '.join(map(str, vs))})", st.lists(st.integers(0, 5000), min_size=1, max_size=5)
+    ),
+    st.sampled_from(
+        ["k IS NULL", "f IS NULL", "k IS NOT NULL", "f IS NOT NULL", "f > 2999", "k BETWEEN 10 AND 12"]
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flt=_PAGED)
+def test_property_btree_pages_equal_full_scan(paged: lance_ops.LanceDataset, flt: str) -> None:
+    assert _ids(paged, flt, True) == _ids(paged, flt, False)
+
+
+def test_btree_pages_agree_with_pylance(paged: lance_ops.LanceDataset) -> None:
+    theirs = lance.dataset(paged.uri)
+    for flt in ("k = 17", "f > 2990", "f IS NULL", "k < 40"):
+        assert (
+            "k_idx" in paged.scanner(filter=flt).explain_plan()
+            or "f_idx" in paged.scanner(filter=flt).explain_plan()
+        )
+        assert sorted(theirs.to_table(columns=["id"], filter=flt)["id"].to_pylist()) == _ids(paged, flt, True)
