@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -32,10 +32,12 @@ from lance_ops.ops.compaction import (
     CompactionPlan,
     CompactionTask,
     RewriteResult,
-    commit_compaction,
+    TaskRunner,
+    check_commit_every,
     plan,
 )
-from lance_ops.progress import COMPACT, ProgressCallback, Tracker
+from lance_ops.ops.compaction import compact as run_compaction
+from lance_ops.progress import ProgressCallback, Tracker
 from lance_ops.table.manifest_store import ExternalManifestStore
 
 log = logging.getLogger(__name__)
@@ -77,39 +79,51 @@ def compact(
 
     ``progress`` hears of every finished task (:mod:`lance_ops.progress`, operation ``compact``);
     ``manifest_store`` (e.g. :class:`~lance_ops.SqliteManifestStore`) is the external store to
-    commit through."""
-    if commit_every is not None and commit_every <= 0:
-        raise ValueError("commit_every must be positive")
+    commit through. The plan / execute / commit loop is :func:`lance_ops.ops.compaction.compact`'s,
+    with the tasks of each group run on the executors."""
+    check_commit_every(commit_every)
     files = latest(uri, storage_options, manifest_store)
     options = CompactionOptions.resolve(files.manifest.config, **compaction_options)
-    the_plan = plan(files.manifest, options)
-    if options.cluster_by:  # one group of every fragment, sorted on one executor (lance_ops.ops.clustering)
-        the_plan = clustering.plan(files, the_plan)
     if dry_run:
+        the_plan = plan(files.manifest, options)
+        if (
+            options.cluster_by
+        ):  # one group of every fragment, sorted on one executor (lance_ops.ops.clustering)
+            the_plan = clustering.plan(files, the_plan)
         return plan_frame(spark, the_plan)
+    commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
+    outcome = run_compaction(
+        files, options, commit, commit_every, progress, spark_runner(spark, uri, storage_options)
+    )
+    if outcome is None:
+        log.info(
+            "nothing to compact in %s: version %d has %d fragment(s), none to merge or rewrite",
+            uri,
+            files.manifest.version,
+            len(files.manifest.fragments),
+        )
+        return CompactionMetrics()
+    return outcome.metrics
+
+
+def spark_runner(spark: SparkSession, uri: str, storage_options: Mapping[str, str] | None) -> TaskRunner:
+    """Each group of tasks run as one Spark job, a task per executor task; each travels in its JSON
+    form and opens the plan's version of ``uri`` itself. A failed task fails its whole group."""
     store_options = dict(storage_options or {})
 
     def task(text: str) -> str:
         return CompactionTask.from_json(text).execute(uri, store_options).json()
 
-    metrics = CompactionMetrics()
-    tasks = [t.json() for t in the_plan.tasks]
-    if not tasks:
-        log.info(
-            "nothing to compact in %s: version %d has %d fragment(s), none to merge or rewrite",
-            uri,
-            the_plan.read_version,
-            len(files.manifest.fragments),
-        )
-        return metrics
-    commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
-    group = commit_every or len(tasks)
-    tracker = Tracker.start(progress, COMPACT, len(tasks), "tasks")
-    for start in range(0, len(tasks), group):
-        finished = on_executors(spark, tasks[start : start + group], task, tracker)
-        results = [RewriteResult.from_json(r) for r in finished]
-        metrics = metrics + commit_compaction(uri, results, commit).metrics
-    return metrics
+    def run(
+        tasks: Sequence[CompactionTask], group: int, tracker: Tracker
+    ) -> Iterator[tuple[int, RewriteResult]]:
+        texts = [t.json() for t in tasks]
+        for start in range(0, len(texts), group):
+            finished = on_executors(spark, texts[start : start + group], task, tracker)
+            for n, result in enumerate(finished, start):
+                yield n, RewriteResult.from_json(result)
+
+    return run
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> Any:
