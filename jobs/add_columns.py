@@ -36,7 +36,6 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from jobs.types import spark_arrow_schema
 from lance_ops.errors import SchemaError
-from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
 from lance_ops.ops.columns import (
     NewColumns,
     column_compute,
@@ -46,9 +45,8 @@ from lance_ops.ops.columns import (
     write_fragment_columns,
     write_fragment_values,
 )
+from lance_ops.ops.engine import ROW_ADDRESS, ROW_ID, DataFile, ExternalManifestStore, Manifest
 from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
-from lance_ops.table.manifest import DataFile, Manifest
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 FRAGMENT_KEY = "_lance_fragment"
 _WRITTEN = StructType(

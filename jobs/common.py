@@ -15,11 +15,10 @@ from pyspark.sql import SparkSession
 
 import lance_ops
 from jobs.session import get_spark
-from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import open_version
+from lance_ops.ops.engine import ExternalManifestStore, VersionFiles
 from lance_ops.progress import ProgressEvent, Tracker
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 T = TypeVar("T")
 R = TypeVar("R")

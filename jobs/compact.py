@@ -37,8 +37,8 @@ from lance_ops.ops.compaction import (
     plan,
 )
 from lance_ops.ops.compaction import compact as run_compaction
+from lance_ops.ops.engine import ExternalManifestStore
 from lance_ops.progress import ProgressCallback, Tracker
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 log = logging.getLogger(__name__)
 

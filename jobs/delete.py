@@ -21,9 +21,8 @@ from pyspark.sql import SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from lance_ops.ops.delete import DeleteResult, FragmentDeletion, commit_delete, delete_in_fragment
+from lance_ops.ops.engine import ExternalManifestStore, parse_predicate
 from lance_ops.progress import DELETE, ProgressCallback, Tracker
-from lance_ops.query.predicate import parse_predicate
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 
 def delete(

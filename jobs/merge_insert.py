@@ -28,11 +28,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from lance_ops.errors import InvalidArgumentError
-from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops import merge_insert as merge_op
+from lance_ops.ops.engine import ExternalManifestStore, VersionFiles
 from lance_ops.ops.update import Attempt, Committed
 from lance_ops.progress import ProgressCallback, Tracker
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 WHEN_MATCHED = {"update_all": "update", "delete": "delete", "fail": "fail", None: None, "none": None}
 WHEN_NOT_MATCHED = {"insert_all": True, None: False, "none": False}

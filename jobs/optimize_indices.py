@@ -20,9 +20,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from jobs.common import commit_options, latest, run_main
+from lance_ops.ops.engine import ExternalManifestStore
 from lance_ops.ops.indices import OptimizeReport
 from lance_ops.ops.indices import optimize_indices as optimize_op
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 
 def optimize_indices(

@@ -37,13 +37,11 @@ import lance_ops
 from jobs.common import commit_options, run_main
 from jobs.datasource import FORMAT_NAME
 from jobs.types import conform_batch, spark_arrow_schema
-from lance_ops.encoding.plan import CONFIG_KEY, EncodingPlan
-from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import DatasetNotFoundError
-from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops.compaction import open_version
 from lance_ops.ops.encodings import ColumnProfile, DataProfile, is_profiled, profile_data, store_plan
-from lance_ops.table.manifest_store import ExternalManifestStore
+from lance_ops.ops.engine import ENCODING_PLAN_KEY as CONFIG_KEY
+from lance_ops.ops.engine import DistinctSketch, EncodingPlan, ExternalManifestStore, VersionFiles
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from lance_ops.ops.engine import ExternalManifestStore, FragmentStatistics
 from lance_ops.ops.statistics import RebuildResult, commit_statistics, fragment_statistics, pending_statistics
 from lance_ops.progress import STATISTICS, ProgressCallback, Tracker
-from lance_ops.table.manifest_store import ExternalManifestStore
-from lance_ops.table.statistics import FragmentStatistics
 
 
 def rebuild_statistics(
