@@ -102,9 +102,12 @@ def commit_options(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
 ) -> CommitOptions:
-    """Commit options of a job's single transaction (through ``manifest_store`` when given)."""
-    return CommitOptions(
+    """Commit options of a job's single transaction (through ``manifest_store`` when given): the
+    job's keyword forms joined with its ``commit=`` object (:meth:`CommitOptions.of`)."""
+    return CommitOptions.of(
+        commit,
         manifest_store=manifest_store,
         storage_options=storage_options,
         commit_message=commit_message,

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
 from jobs.common import commit_options, driver_log, latest, on_executors, run_main
+from lance_ops import CommitOptions
 from lance_ops.ops import clustering
 from lance_ops.ops.compaction import (
     CompactionMetrics,
@@ -73,6 +74,7 @@ def compact(
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
     **compaction_options: Any,
 ) -> DataFrame | CompactionMetrics:
     """Compact the latest version of ``uri``; returns the metrics (or, with ``dry_run``, the plan).
@@ -82,18 +84,19 @@ def compact(
     commit through. The plan / execute / commit loop is :func:`lance_ops.ops.compaction.compact`'s,
     with the tasks of each group run on the executors."""
     check_commit_every(commit_every)
+    committing = commit_options(
+        storage_options, commit_message, transaction_properties, manifest_store, commit
+    )
+    storage_options, manifest_store = committing.storage_options, committing.manifest_store
     files = latest(uri, storage_options, manifest_store)
     options = CompactionOptions.resolve(files.manifest.config, **compaction_options)
     if dry_run:
         the_plan = plan(files.manifest, options)
-        if (
-            options.cluster_by
-        ):  # one group of every fragment, sorted on one executor (lance_ops.ops.clustering)
+        if options.cluster_by:  # one group of every fragment, sorted on one executor
             the_plan = clustering.plan(files, the_plan)
         return plan_frame(spark, the_plan)
-    commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     outcome = run_compaction(
-        files, options, commit, commit_every, progress, spark_runner(spark, uri, storage_options)
+        files, options, committing, commit_every, progress, spark_runner(spark, uri, storage_options)
     )
     if outcome is None:
         log.info(

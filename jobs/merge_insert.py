@@ -27,6 +27,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from lance_ops import CommitOptions
 from lance_ops.errors import InvalidArgumentError
 from lance_ops.ops import merge_insert as merge_op
 from lance_ops.ops.engine import ExternalManifestStore, VersionFiles
@@ -77,10 +78,13 @@ def merge_insert(
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
 ) -> Committed:
     """Upsert ``df`` into the latest version of ``uri`` keyed on ``on`` in one commit, as
     ``ds.merge_insert(on)`` with the given ``when_*`` clauses; the result is the library's
     (``committed.result`` holds pylance's counts). Bad input raises before any task runs."""
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store, commit)
+    storage_options, manifest_store = options.storage_options, options.manifest_store
     plan = merge_op.MergeInsertPlan(
         on=(on,) if isinstance(on, str) else tuple(on),
         when_matched=_choice(WHEN_MATCHED, when_matched, "when_matched"),
@@ -116,7 +120,6 @@ def merge_insert(
             parts += on_executors(spark, [matched], insert_task, tracker)
         return merge_op.combine(version, source, parts)
 
-    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     try:
         return merge_op.commit_merge(files, plan, source, attempt, options)
     finally:
