@@ -525,7 +525,7 @@ class LanceWriter(DataSourceArrowWriter):
         # An append writes files with the dataset's field ids and format, read here once so the tasks
         # never load the manifest.
         append_to = None if self.overwrite else existing
-        self._append_fields = None if append_to is None else append_to.lance_schema
+        self._append_fields = None if append_to is None else append_to.manifest.schema
         self._file_version = (
             self.data_storage_version if append_to is None else append_to.data_storage_version
         )

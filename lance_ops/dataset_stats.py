@@ -138,7 +138,7 @@ class LanceStats:
         type_ = schema.field(name).type
         if not supports_statistics(type_):
             raise SchemaError(f"column {name!r} of type {type_} has no statistics")
-        return self._ds.lance_schema.field(name).id, type_
+        return self._ds.manifest.schema.field(name).id, type_
 
     def _fresh(self, field_id: int) -> list[tuple[FragmentReader, FragmentStatistics | None]]:
         """Per fragment, its statistics (data files' own or a statistics file's) if they cover the field."""

@@ -58,3 +58,22 @@ def test_data_stats_of_an_empty_dataset(tmp_path: Path) -> None:
     uri = str(tmp_path / "empty.lance")
     lance_ops.write_dataset(_table(0), uri)
     assert _sizes(lance_ops.dataset(uri).stats.data_stats()) == _sizes(lance.dataset(uri).stats.data_stats())
+
+
+def test_lance_schema_is_pylances(tmp_path: Path) -> None:
+    """``ds.lance_schema`` answers pylance's calls (``fields()`` of top-level fields with ``id()``,
+    ``name()``, ``children()``; ``field(path)``) with pylance's ids; the table layer's schema is
+    ``ds.manifest.schema``."""
+    uri = str(tmp_path / "ds.lance")
+    lance_ops.write_dataset(_table(10), uri)
+    lance_ops.dataset(uri).drop_columns(["s"])
+    lance_ops.dataset(uri).add_columns({"b": "a + 1"})
+    ours, theirs = lance_ops.dataset(uri).lance_schema, lance.dataset(uri).lance_schema
+
+    def tree(fields: list) -> list:  # type: ignore[type-arg]
+        return [(f.name(), f.id(), tree(f.children())) for f in fields]
+
+    assert tree(ours.fields()) == tree(theirs.fields())
+    assert ours.field("st.q").id() == theirs.field("st.q").id()
+    assert ours.to_pyarrow() == theirs.to_pyarrow()
+    assert ours.to_internal() == lance_ops.dataset(uri).manifest.schema
