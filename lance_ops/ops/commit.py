@@ -8,12 +8,13 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lance_ops.encoding.api import FileVersion
-from lance_ops.errors import InvalidArgumentError, InvalidOptionError, UnsupportedFeatureError
+from lance_ops.errors import InvalidArgumentError, InvalidOptionError
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops import auto_cleanup
 from lance_ops.table.commit import (
     NewDatasetSettings,
     VersionEntry,
+    commit_detached,
     commit_handler,
     commit_recorded,
     list_versions,
@@ -113,16 +114,18 @@ def commit(
     operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
     of a version, for stores without an atomic create; an ``s3+ddb://`` URI commits through its
     DynamoDB table unless another ``manifest_store`` is given. A commit may be followed by the automatic
-    cleanup the dataset's config asks for (:mod:`lance_ops.ops.auto_cleanup`).
+    cleanup the dataset's config asks for (:mod:`lance_ops.ops.auto_cleanup`). ``detached=True``
+    writes a version outside the main line (:func:`lance_ops.table.commit.commit_detached`).
     """
-    if options.detached:
-        raise UnsupportedFeatureError("detached commits are not supported")
     storage = StorageContext.of(location, options.storage_options)
     transaction, listed = (
         (operation, None)
         if isinstance(operation, Transaction)
         else transaction_for(operation, storage, options)
     )
+    if options.detached:
+        detached = commit_detached(storage.store, storage.root, transaction, max_retries=options.max_retries)
+        return detached.manifest, detached.transaction
     settings = NewDatasetSettings(
         data_storage_version=(
             str(FileVersion.parse(options.data_storage_version))
