@@ -53,8 +53,8 @@ from lance_ops.errors import (
     CommitConflictError,
     CorruptFileError,
     DatasetNotFoundError,
+    DetachedCommitError,
     RetryableCommitConflictError,
-    UnsupportedFeatureError,
     VersionNotFoundError,
     WriteSchemaError,
 )
@@ -413,7 +413,7 @@ def commit_detached(
     """
     entries = list_versions(store, root)
     if entries and entries[-1].scheme is ManifestNamingScheme.V1:
-        raise UnsupportedFeatureError("detached commits cannot be used with v1 manifest paths")
+        raise DetachedCommitError("detached commits cannot be used with v1 manifest paths")
     base = load_manifest(store, root, transaction.read_version)
     check_writer_flags(base.manifest.writer_feature_flags, base.path)
     payload = transaction.serialize()

@@ -75,5 +75,6 @@ def test_lance_schema_is_pylances(tmp_path: Path) -> None:
 
     assert tree(ours.fields()) == tree(theirs.fields())
     assert ours.field("st.q").id() == theirs.field("st.q").id()
+    assert ours.field("a").metadata == theirs.field("a").metadata == {}
     assert ours.to_pyarrow() == theirs.to_pyarrow()
     assert ours.to_internal() == lance_ops.dataset(uri).manifest.schema
