@@ -19,17 +19,20 @@ import jobs
 import lance_ops
 from assets.config import DeclaredIndex
 from jobs.common import commit_options, latest
-from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
-from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import UnsupportedIndexTypeError
 from lance_ops.ops import history as history_op
 from lance_ops.ops import indices as indices_op
 from lance_ops.ops import statistics as statistics_op
 from lance_ops.ops.cleanup import CleanupStats
 from lance_ops.ops.encodings import store_plan
+from lance_ops.ops.engine import (
+    ENCODING_PLAN_KEY,
+    SUPPORTED_READER_FLAGS,
+    SUPPORTED_WRITER_FLAGS,
+    EncodingPlan,
+)
 from lance_ops.ops.scalar_index import create_scalar_index
 from lance_ops.progress import ProgressCallback
-from lance_ops.table.manifest import SUPPORTED_READER_FLAGS, SUPPORTED_WRITER_FLAGS
 
 __all__ = [
     "EncodingOutcome",

@@ -35,8 +35,8 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from jobs.types import spark_arrow_schema
+from lance_ops import CommitOptions
 from lance_ops.errors import SchemaError
-from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
 from lance_ops.ops.columns import (
     NewColumns,
     column_compute,
@@ -46,9 +46,8 @@ from lance_ops.ops.columns import (
     write_fragment_columns,
     write_fragment_values,
 )
+from lance_ops.ops.engine import ROW_ADDRESS, ROW_ID, DataFile, ExternalManifestStore, Manifest
 from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
-from lance_ops.table.manifest import DataFile, Manifest
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 FRAGMENT_KEY = "_lance_fragment"
 _WRITTEN = StructType(
@@ -68,12 +67,15 @@ def add_columns(
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
 ) -> Manifest:
     """Add columns to the latest version of ``uri`` in one ``Merge``; returns the manifest written.
 
     ``progress`` hears of every finished per-fragment task (:mod:`lance_ops.progress`);
     ``manifest_store`` (e.g. :class:`~lance_ops.SqliteManifestStore`) is the external store to commit
     through."""
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store, commit)
+    storage_options, manifest_store = options.storage_options, options.manifest_store
     files = latest(uri, storage_options, manifest_store)
     version = files.manifest.version
     store_options = dict(storage_options or {})
@@ -91,7 +93,6 @@ def add_columns(
 
         tracker = Tracker.start(progress, ADD_COLUMNS, len(files.manifest.fragments), "tasks")
         written = dict(on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker))
-    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     manifest, _ = commit_new_columns(files, new.fields, written, options)
     return manifest
 

@@ -22,8 +22,8 @@ from pyspark.sql import SparkSession
 import lance_ops
 from jobs.common import driver_log, run_main
 from lance_ops.ops.cleanup import CleanupStats
+from lance_ops.ops.engine import ExternalManifestStore
 from lance_ops.progress import ProgressCallback
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 

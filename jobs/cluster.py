@@ -33,7 +33,6 @@ from functools import reduce
 from pyspark.sql import SparkSession
 
 from jobs.common import on_executors
-from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.ops import clustering
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import (
@@ -43,8 +42,8 @@ from lance_ops.ops.compaction import (
     commit_compaction,
     open_version,
 )
+from lance_ops.ops.engine import DEFAULT_BATCH_SIZE, DataFragment
 from lance_ops.progress import COMPACT, ProgressCallback, Tracker
-from lance_ops.table.manifest import DataFragment
 
 
 def cluster(

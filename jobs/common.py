@@ -15,11 +15,10 @@ from pyspark.sql import SparkSession
 
 import lance_ops
 from jobs.session import get_spark
-from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import open_version
+from lance_ops.ops.engine import ExternalManifestStore, VersionFiles
 from lance_ops.progress import ProgressEvent, Tracker
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -103,9 +102,12 @@ def commit_options(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
 ) -> CommitOptions:
-    """Commit options of a job's single transaction (through ``manifest_store`` when given)."""
-    return CommitOptions(
+    """Commit options of a job's single transaction (through ``manifest_store`` when given): the
+    job's keyword forms joined with its ``commit=`` object (:meth:`CommitOptions.of`)."""
+    return CommitOptions.of(
+        commit,
         manifest_store=manifest_store,
         storage_options=storage_options,
         commit_message=commit_message,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -37,9 +37,8 @@ from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
 from jobs.cluster import cluster
 from jobs.common import commit_options, driver_log, latest, on_executors, run_main
+from lance_ops import CommitOptions
 from lance_ops.errors import IndexCorruptError
-from lance_ops.index.files import remove_index_directory
-from lance_ops.io.context import StorageContext
 from lance_ops.ops import clustering
 from lance_ops.ops.compaction import (
     CompactionMetrics,
@@ -47,8 +46,18 @@ from lance_ops.ops.compaction import (
     CompactionPlan,
     CompactionTask,
     RewriteResult,
-    commit_compaction,
+    TaskRunner,
+    check_commit_every,
     plan,
+)
+from lance_ops.ops.compaction import compact as run_compaction
+from lance_ops.ops.engine import (
+    ExternalManifestStore,
+    IndexMetadata,
+    Manifest,
+    RewrittenIndex,
+    StorageContext,
+    remove_index_directory,
 )
 from lance_ops.ops.index_remap import (
     GroupMove,
@@ -59,10 +68,7 @@ from lance_ops.ops.index_remap import (
     encode_moves,
     remap_with_codec,
 )
-from lance_ops.progress import COMPACT, ProgressCallback, Tracker
-from lance_ops.table.manifest import IndexMetadata, Manifest
-from lance_ops.table.manifest_store import ExternalManifestStore
-from lance_ops.table.transaction import RewrittenIndex
+from lance_ops.progress import ProgressCallback, Tracker
 
 log = logging.getLogger(__name__)
 
@@ -140,49 +146,68 @@ def compact(
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
     **compaction_options: Any,
 ) -> DataFrame | CompactionMetrics:
     """Compact the latest version of ``uri``; returns the metrics (or, with ``dry_run``, the plan).
 
     ``progress`` hears of every finished task (:mod:`lance_ops.progress`, operation ``compact``);
     ``manifest_store`` (e.g. :class:`~lance_ops.SqliteManifestStore`) is the external store to
-    commit through."""
-    if commit_every is not None and commit_every <= 0:
-        raise ValueError("commit_every must be positive")
+    commit through. The plan / execute / commit loop is :func:`lance_ops.ops.compaction.compact`'s,
+    with the tasks of each group run on the executors."""
+    check_commit_every(commit_every)
+    committing = commit_options(
+        storage_options, commit_message, transaction_properties, manifest_store, commit
+    )
+    storage_options, manifest_store = committing.storage_options, committing.manifest_store
     files = latest(uri, storage_options, manifest_store)
     options = CompactionOptions.resolve(files.manifest.config, **compaction_options)
-    the_plan = plan(files.manifest, options)
-    if options.cluster_by:  # one group of every fragment (lance_ops.ops.clustering)
-        the_plan = clustering.plan(files, the_plan)
-    if dry_run:
-        return plan_frame(spark, the_plan)
+    if dry_run or options.cluster_by:
+        the_plan = plan(files.manifest, options)
+        if options.cluster_by:  # one group of every fragment (lance_ops.ops.clustering)
+            the_plan = clustering.plan(files, the_plan)
+        if dry_run:
+            return plan_frame(spark, the_plan)
+        if the_plan.tasks:  # range-partitioned sort on the executors (jobs.cluster)
+            return cluster(spark, uri, the_plan.tasks[0], dict(storage_options or {}), committing, progress)
+    outcome = run_compaction(
+        files,
+        options,
+        committing,
+        commit_every,
+        progress,
+        spark_runner(spark, uri, storage_options),
+        executor_remapper(spark, uri, dict(storage_options or {})),
+    )
+    if outcome is None:
+        log.info(
+            "nothing to compact in %s: version %d has %d fragment(s), none to merge or rewrite",
+            uri,
+            files.manifest.version,
+            len(files.manifest.fragments),
+        )
+        return CompactionMetrics()
+    return outcome.metrics
+
+
+def spark_runner(spark: SparkSession, uri: str, storage_options: Mapping[str, str] | None) -> TaskRunner:
+    """Each group of tasks run as one Spark job, a task per executor task; each travels in its JSON
+    form and opens the plan's version of ``uri`` itself. A failed task fails its whole group."""
     store_options = dict(storage_options or {})
-    if options.cluster_by and the_plan.tasks:  # range-partitioned sort on the executors (jobs.cluster)
-        commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
-        return cluster(spark, uri, the_plan.tasks[0], store_options, commit, progress)
 
     def task(text: str) -> str:
         return CompactionTask.from_json(text).execute(uri, store_options).json()
 
-    metrics = CompactionMetrics()
-    tasks = [t.json() for t in the_plan.tasks]
-    if not tasks:
-        log.info(
-            "nothing to compact in %s: version %d has %d fragment(s), none to merge or rewrite",
-            uri,
-            the_plan.read_version,
-            len(files.manifest.fragments),
-        )
-        return metrics
-    commit = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
-    group = commit_every or len(tasks)
-    tracker = Tracker.start(progress, COMPACT, len(tasks), "tasks")
-    for start in range(0, len(tasks), group):
-        finished = on_executors(spark, tasks[start : start + group], task, tracker)
-        results = [RewriteResult.from_json(r) for r in finished]
-        remapper = executor_remapper(spark, uri, store_options)
-        metrics = metrics + commit_compaction(uri, results, commit, remapper).metrics
-    return metrics
+    def run(
+        tasks: Sequence[CompactionTask], group: int, tracker: Tracker
+    ) -> Iterator[tuple[int, RewriteResult]]:
+        texts = [t.json() for t in tasks]
+        for start in range(0, len(texts), group):
+            finished = on_executors(spark, texts[start : start + group], task, tracker)
+            for n, result in enumerate(finished, start):
+                yield n, RewriteResult.from_json(result)
+
+    return run
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> Any:

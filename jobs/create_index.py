@@ -47,19 +47,32 @@ from jobs.common import (
     run_main,
     storage_option,
 )
-from lance_ops.fragment.reader import VersionFiles
-from lance_ops.fragment.scan import take, take_columns
-from lance_ops.index.build_scalar import BUILDABLE_SCALAR_TYPES, ScalarBuild, scalar_rows, write_scalar_index
-from lance_ops.index.build_vector import TrainedIvf, as_matrix, encode_ivf, prepare, train_ivf, write_ivf
-from lance_ops.index.files import IndexWriter, RemapResult
-from lance_ops.index.optimize import column_rows
 from lance_ops.ops.commit import commit
+from lance_ops.ops.engine import (
+    BUILDABLE_SCALAR_TYPES,
+    CreateIndex,
+    DataFragment,
+    ExternalManifestStore,
+    IndexMetadata,
+    IndexWriter,
+    RemapResult,
+    ScalarBuild,
+    TrainedIvf,
+    VersionFiles,
+    as_matrix,
+    column_rows,
+    encode_ivf,
+    prepare,
+    scalar_rows,
+    take,
+    take_columns,
+    train_ivf,
+    write_ivf,
+    write_scalar_index,
+)
 from lance_ops.ops.scalar_index import plan_scalar_index
 from lance_ops.ops.vector_index import VectorIndexPlan, commit_vector_index, plan_vector_index
 from lance_ops.progress import ProgressCallback, Tracker
-from lance_ops.table.manifest import DataFragment, IndexMetadata
-from lance_ops.table.manifest_store import ExternalManifestStore
-from lance_ops.table.transaction import CreateIndex
 
 __all__ = ["IndexBuildResult", "create_index", "main"]
 

@@ -122,26 +122,35 @@ import lance_ops
 from jobs.change_feed import OPTION as CHANGE_FEED_OPTION
 from jobs.change_feed import ChangeFeedReader, change_feed_schema, version_range
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
-from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
-from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
     DatasetAlreadyExistsError,
     DatasetNotFoundError,
     SchemaError,
     UnsupportedFeatureError,
 )
-from lance_ops.fragment import FragmentMetadata, write_fragments
-from lance_ops.fragment.conform import Conform, ConformPlan, check_fill_missing
-from lance_ops.fragment.options import ScanOptions, WriteOptions
-from lance_ops.fragment.pruning import row_mask
-from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
 from lance_ops.ops.compaction import open_version
+from lance_ops.ops.engine import ENCODING_PLAN_KEY as PLAN_CONFIG_KEY
+from lance_ops.ops.engine import (
+    ROW_ADDRESS,
+    ROW_ID,
+    Conform,
+    ConformPlan,
+    DataFragment,
+    EncodingPlan,
+    FragmentMetadata,
+    LanceSchema,
+    Operation,
+    Predicate,
+    ScanOptions,
+    SqliteManifestStore,
+    VersionFiles,
+    WriteOptions,
+    check_fill_missing,
+    parse_predicate,
+    row_mask,
+    write_fragments,
+)
 from lance_ops.ops.write import replace_rows
-from lance_ops.query.predicate import Predicate, parse_predicate
-from lance_ops.table.manifest import DataFragment
-from lance_ops.table.manifest_store import SqliteManifestStore
-from lance_ops.table.schema import LanceSchema
-from lance_ops.table.transaction import Operation
 
 log = logging.getLogger(__name__)
 
@@ -516,7 +525,7 @@ class LanceWriter(DataSourceArrowWriter):
         # An append writes files with the dataset's field ids and format, read here once so the tasks
         # never load the manifest.
         append_to = None if self.overwrite else existing
-        self._append_fields = None if append_to is None else append_to.lance_schema
+        self._append_fields = None if append_to is None else append_to.manifest.schema
         self._file_version = (
             self.data_storage_version if append_to is None else append_to.data_storage_version
         )

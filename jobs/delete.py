@@ -20,10 +20,10 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from lance_ops import CommitOptions
 from lance_ops.ops.delete import DeleteResult, FragmentDeletion, commit_delete, delete_in_fragment
+from lance_ops.ops.engine import ExternalManifestStore, parse_predicate
 from lance_ops.progress import DELETE, ProgressCallback, Tracker
-from lance_ops.query.predicate import parse_predicate
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 
 def delete(
@@ -35,10 +35,13 @@ def delete(
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
 ) -> DeleteResult:
     """Delete the rows ``predicate`` selects from the latest version of ``uri`` in one commit;
     ``progress`` hears of every finished task (:mod:`lance_ops.progress`); ``manifest_store``
     (e.g. :class:`~lance_ops.SqliteManifestStore`) is the external store to commit through."""
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store, commit)
+    storage_options, manifest_store = options.storage_options, options.manifest_store
     files = latest(uri, storage_options, manifest_store)
     parse_predicate(predicate, files.schema)
     version = files.manifest.version
@@ -51,7 +54,6 @@ def delete(
 
     tracker = Tracker.start(progress, DELETE, len(files.manifest.fragments), "tasks")
     found = on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker)
-    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     return commit_delete(files, [d for d in found if d is not None], predicate, options)
 
 

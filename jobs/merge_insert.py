@@ -43,14 +43,12 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from lance_ops import CommitOptions
 from lance_ops.errors import InvalidArgumentError
-from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
 from lance_ops.ops import merge_insert as merge_op
-from lance_ops.ops.commit import CommitOptions
+from lance_ops.ops.engine import ROW_ADDRESS, ROW_ID, ExternalManifestStore, ScanOptions, VersionFiles
 from lance_ops.ops.update import Attempt, Committed, RowRewrite
 from lance_ops.progress import ProgressCallback, Tracker
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 WHEN_MATCHED = {"update_all": "update", "delete": "delete", "fail": "fail", None: None, "none": None}
 WHEN_NOT_MATCHED = {"insert_all": True, None: False, "none": False}
@@ -105,6 +103,7 @@ def merge_insert(
     strategy: Literal["auto", "broadcast", "copartitioned"] = "auto",
     broadcast_rows: int = BROADCAST_ROWS,
     partitions: int | None = None,
+    commit: CommitOptions | None = None,
 ) -> Committed:
     """Upsert ``df`` into the latest version of ``uri`` keyed on ``on`` in one commit, as
     ``ds.merge_insert(on)`` with the given ``when_*`` clauses; the result is the library's
@@ -112,6 +111,8 @@ def merge_insert(
     ``strategy``: ``broadcast`` the source, join ``copartitioned`` by key hash into ``partitions``
     partitions (default: Spark's default parallelism), or ``auto``: broadcast up to
     ``broadcast_rows`` source rows (counting the DataFrame first)."""
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store, commit)
+    storage_options, manifest_store = options.storage_options, options.manifest_store
     plan = merge_op.MergeInsertPlan(
         on=(on,) if isinstance(on, str) else tuple(on),
         when_matched=_choice(WHEN_MATCHED, when_matched, "when_matched"),
@@ -126,7 +127,6 @@ def merge_insert(
         raise InvalidArgumentError(f"strategy must be one of {list(STRATEGIES)}, not {strategy!r}")
     files = latest(uri, storage_options, manifest_store)
     plan.check(files.schema)
-    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     store_options = dict(storage_options or {})
     if strategy == "copartitioned" or (strategy == "auto" and df.count() > broadcast_rows):
         count = partitions or spark.sparkContext.defaultParallelism

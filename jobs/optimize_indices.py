@@ -20,9 +20,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from jobs.common import commit_options, latest, run_main
+from lance_ops import CommitOptions
+from lance_ops.ops.engine import ExternalManifestStore
 from lance_ops.ops.indices import OptimizeReport
 from lance_ops.ops.indices import optimize_indices as optimize_op
-from lance_ops.table.manifest_store import ExternalManifestStore
 
 
 def optimize_indices(
@@ -34,11 +35,13 @@ def optimize_indices(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
 ) -> OptimizeReport:
     """Bring the indices of the latest version of ``uri`` up to date; returns what was done."""
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store, commit)
+    storage_options, manifest_store = options.storage_options, options.manifest_store
     del spark  # the driver does the work; the session is the jobs' common signature
     files = latest(uri, storage_options, manifest_store)
-    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     report, _ = optimize_op(files, options, index_names, num_indices_to_merge)
     return report
 

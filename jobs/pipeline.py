@@ -52,9 +52,9 @@ from pyspark.sql import functions as F
 import jobs
 import lance_ops
 from jobs.session import get_spark
-from lance_ops.encoding.plan import CONFIG_KEY as PLAN_CONFIG_KEY
-from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import DatasetNotFoundError
+from lance_ops.ops.engine import ENCODING_PLAN_KEY as PLAN_CONFIG_KEY
+from lance_ops.ops.engine import EncodingPlan
 
 DEFAULT_URI = str(Path(__file__).resolve().parent.parent / "data" / "demo.lance")
 CATEGORIES = ("alpha", "beta", "gamma", "delta")

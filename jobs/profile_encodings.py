@@ -37,13 +37,12 @@ import lance_ops
 from jobs.common import commit_options, run_main
 from jobs.datasource import FORMAT_NAME
 from jobs.types import conform_batch, spark_arrow_schema
-from lance_ops.encoding.plan import CONFIG_KEY, EncodingPlan
-from lance_ops.encoding.sketch import DistinctSketch
+from lance_ops import CommitOptions
 from lance_ops.errors import DatasetNotFoundError
-from lance_ops.fragment.reader import VersionFiles
 from lance_ops.ops.compaction import open_version
 from lance_ops.ops.encodings import ColumnProfile, DataProfile, is_profiled, profile_data, store_plan
-from lance_ops.table.manifest_store import ExternalManifestStore
+from lance_ops.ops.engine import ENCODING_PLAN_KEY as CONFIG_KEY
+from lance_ops.ops.engine import DistinctSketch, EncodingPlan, ExternalManifestStore, VersionFiles
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +103,7 @@ def profile_encodings(
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
 ) -> EncodingPlan:
     """The encoding plan of ``source`` (a dataset URI or a DataFrame), profiled on executors.
 
@@ -113,6 +113,8 @@ def profile_encodings(
     ``columns`` limits the profile (and the plan) to those columns. ``manifest_store`` (e.g.
     :class:`~lance_ops.SqliteManifestStore`) is the external store to commit through.
     """
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store, commit)
+    storage_options, manifest_store = options.storage_options, options.manifest_store
     store_options = dict(storage_options or {})
     if isinstance(source, str):
         target = source
@@ -144,7 +146,6 @@ def profile_encodings(
         if files.manifest.config.get(CONFIG_KEY) == plan.to_json():
             log.info("encoding plan of %s unchanged: nothing committed", target)
             return plan
-        options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
         store_plan(files, plan, options)
     return plan
 

@@ -21,10 +21,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from lance_ops import CommitOptions
+from lance_ops.ops.engine import ExternalManifestStore, FragmentStatistics
 from lance_ops.ops.statistics import RebuildResult, commit_statistics, fragment_statistics, pending_statistics
 from lance_ops.progress import STATISTICS, ProgressCallback, Tracker
-from lance_ops.table.manifest_store import ExternalManifestStore
-from lance_ops.table.statistics import FragmentStatistics
 
 
 def rebuild_statistics(
@@ -37,11 +37,14 @@ def rebuild_statistics(
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
     manifest_store: ExternalManifestStore | None = None,
+    commit: CommitOptions | None = None,
 ) -> RebuildResult:
     """Compute the statistics the latest version of ``uri`` lacks (all with ``force``) on executors
     and commit them in one transaction; nothing is committed when every fragment is up to date.
     ``progress`` hears of every finished task (:mod:`lance_ops.progress`); ``manifest_store``
     (e.g. :class:`~lance_ops.SqliteManifestStore`) is the external store to commit through."""
+    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store, commit)
+    storage_options, manifest_store = options.storage_options, options.manifest_store
     files = latest(uri, storage_options, manifest_store)
     pending = pending_statistics(files, columns, force)
     version = files.manifest.version
@@ -55,7 +58,6 @@ def rebuild_statistics(
 
     tracker = Tracker.start(progress, STATISTICS, len(pending), "tasks")
     computed = on_executors(spark, sorted(pending.items()), task, tracker)
-    options = commit_options(storage_options, commit_message, transaction_properties, manifest_store)
     return commit_statistics(files, computed, options)
 
 

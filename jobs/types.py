@@ -48,7 +48,7 @@ from pyspark.sql.types import (
 )
 
 from lance_ops.errors import UnsupportedFeatureError
-from lance_ops.fragment.conform import Conform
+from lance_ops.ops.engine import Conform
 
 # Spark's widest decimal; wider Arrow decimals cannot be planned.
 MAX_SPARK_DECIMAL_PRECISION = 38

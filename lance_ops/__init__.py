@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from lance_ops.dataset_fragment import LanceFragment
     from lance_ops.fragment import FragmentMetadata
     from lance_ops.ops.cleanup import CleanupStats
+    from lance_ops.ops.commit import CommitOptions
+    from lance_ops.ops.compaction import CompactionOptions
     from lance_ops.scanner import LanceScanner
     from lance_ops.table.manifest_store import SqliteManifestStore
     from lance_ops.table.transaction import Transaction
@@ -43,6 +45,8 @@ _EXPORTS = {
     "LanceFragment": "lance_ops.dataset_fragment",
     "FragmentMetadata": "lance_ops.fragment",
     "CleanupStats": "lance_ops.ops.cleanup",
+    "CommitOptions": "lance_ops.ops.commit",
+    "CompactionOptions": "lance_ops.ops.compaction",
     "LanceScanner": "lance_ops.scanner",
     "SqliteManifestStore": "lance_ops.table.manifest_store",
     "Transaction": "lance_ops.table.transaction",
@@ -51,6 +55,8 @@ _EXPORTS = {
 __all__ = [
     "BatchUDF",
     "CleanupStats",
+    "CommitOptions",
+    "CompactionOptions",
     "FragmentMetadata",
     "LanceDataset",
     "LanceFragment",

@@ -153,7 +153,7 @@ class LanceOperation:
     """Factories for the operations :meth:`LanceDataset.commit` accepts (pylance's names).
 
     Schemas may be Arrow schemas (numbered 0, 1, 2, ... in pre-order) or a :class:`LanceSchema`
-    (``LanceDataset.lance_schema``) when ids must be kept.
+    (``LanceDataset.manifest.schema``) when ids must be kept.
     """
 
     @staticmethod
@@ -416,9 +416,10 @@ class LanceDataset:
         return self._files.schema
 
     @property
-    def lance_schema(self) -> LanceSchema:
-        """The Lance schema (fields with ids) of this version."""
-        return self._manifest.schema
+    def lance_schema(self) -> PublicLanceSchema:
+        """pylance's Lance schema of this version (``fields()``, ``field(path)``, field ids); the
+        table layer's schema, which manifests and operations hold, is ``ds.manifest.schema``."""
+        return PublicLanceSchema(self._manifest.schema)
 
     @property
     def data_storage_version(self) -> str:

@@ -16,6 +16,7 @@ deleted rows and by reading the column where it has (or, with ``read=False``, No
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +35,9 @@ from lance_ops.table.statistics import FragmentStatistics
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
     from lance_ops.fragment.reader import FragmentReader
+    from lance_ops.table.manifest import DataFile
 
-__all__ = ["LanceStats"]
+__all__ = ["DataStatistics", "FieldStatistics", "LanceStats"]
 
 DEFAULT_MAX_ROWS_PER_GROUP = 1024
 
@@ -62,6 +64,38 @@ def _python_value(scalar: pa.Scalar) -> Any:
     return value if exact else scalar
 
 
+@dataclass(frozen=True)
+class FieldStatistics:
+    """Bytes of one field's pages on disk, over the version's data files (pylance's)."""
+
+    id: int
+    bytes_on_disk: int
+
+
+@dataclass(frozen=True)
+class DataStatistics:
+    """``ds.stats.data_stats()``: one :class:`FieldStatistics` per field id of the schema, nested
+    fields included, in schema order (pylance's ``lance.dataset.DataStatistics``)."""
+
+    fields: list[FieldStatistics]
+
+
+def _add_file_sizes(sizes: dict[int, int], data_file: DataFile, columns: Sequence[int]) -> None:
+    """Add a data file's column sizes to their fields. A column that starts no field (a field
+    spanning several columns) counts for the field before it; fields no longer in the schema
+    are left out."""
+    starts = {
+        column: field for field, column in zip(data_file.fields, data_file.column_indices, strict=False)
+    }
+    if not data_file.column_indices:  # files written before column indices: one column per field
+        starts = dict(enumerate(data_file.fields))
+    current = 0
+    for column, size in enumerate(columns):
+        current = starts.get(column, current)
+        if current in sizes:
+            sizes[current] += size
+
+
 class LanceStats:
     """Statistics about one version of a dataset (``ds.stats``)."""
 
@@ -77,6 +111,19 @@ class LanceStats:
             "num_small_files": sum(f.physical_rows < max_rows_per_group for f in fragments),
         }
 
+    def data_stats(self) -> DataStatistics:
+        """Bytes on disk of every field's pages (buffers of the column metadata's pages, as
+        pylance counts them); 0 for every field of legacy (0.1) files, which pylance does not
+        measure either."""
+        files = self._ds.handle.files
+        sizes = dict.fromkeys((f.id for f in files.lance_schema.fields), 0)
+        for fragment in files.manifest.fragments:
+            for data_file in fragment.files:
+                if data_file.file_major_version >= 2:
+                    columns = files.open_file(data_file).file_statistics().columns
+                    _add_file_sizes(sizes, data_file, [c.size_bytes for c in columns])
+        return DataStatistics([FieldStatistics(field_id, size) for field_id, size in sizes.items()])
+
     def index_stats(self, index_name: str) -> dict[str, Any]:
         """Coverage of the index ``index_name`` (pylance's keys: type, segments, indexed and
         unindexed fragments and rows); :class:`~lance_ops.errors.IndexNotFoundError` if none."""
@@ -91,7 +138,7 @@ class LanceStats:
         type_ = schema.field(name).type
         if not supports_statistics(type_):
             raise SchemaError(f"column {name!r} of type {type_} has no statistics")
-        return self._ds.lance_schema.field(name).id, type_
+        return self._ds.manifest.schema.field(name).id, type_
 
     def _fresh(self, field_id: int) -> list[tuple[FragmentReader, FragmentStatistics | None]]:
         """Per fragment, its statistics (data files' own or a statistics file's) if they cover the field."""

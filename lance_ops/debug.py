@@ -73,7 +73,7 @@ def format_fragment(fragment: DataFragment | Any, dataset: LanceDataset) -> str:
     """A fragment's metadata (``FragmentMetadata`` or a ``LanceFragment``): its data files with the
     part of ``dataset``'s schema each stores and its file version, its deletion file and rows."""
     metadata: DataFragment = getattr(fragment, "metadata", fragment)
-    schema = dataset.lance_schema
+    schema = dataset.manifest.schema
     files: list[str] = []
     for data_file in metadata.files:
         files += _block("DataFile", _data_file_lines(data_file, schema))
@@ -89,7 +89,7 @@ def format_fragment(fragment: DataFragment | Any, dataset: LanceDataset) -> str:
 
 def format_schema(dataset: LanceDataset) -> str:
     """The dataset's Lance schema: every field with its id, parent, type and nullability."""
-    return "\n".join(_block("Schema", _schema_lines(dataset.lance_schema))) + "\n"
+    return "\n".join(_block("Schema", _schema_lines(dataset.manifest.schema))) + "\n"
 
 
 def format_manifest(dataset: LanceDataset) -> str:
@@ -100,7 +100,7 @@ def format_manifest(dataset: LanceDataset) -> str:
         f"data_storage_version: {manifest.data_storage_version}",
         f"uses_stable_row_ids: {str(manifest.uses_stable_row_ids).lower()}",
         f"config: {dict(manifest.config)}",
-        *_block("schema:", _schema_lines(dataset.lance_schema)),
+        *_block("schema:", _schema_lines(dataset.manifest.schema)),
     ]
     for fragment in manifest.fragments:
         lines += format_fragment(fragment, dataset).rstrip("\n").splitlines()

@@ -274,6 +274,11 @@ class IndexNotFoundError(LanceOpsError, KeyError, RuntimeError):
         return type(self), (str(self), self.index)
 
 
+class DetachedCommitError(UnsupportedFeatureError, OSError):
+    """A detached commit the dataset cannot take (one named with V1 manifest paths). Also an
+    ``OSError``, as pylance's "Not supported" error."""
+
+
 class DeferredRemapError(UnsupportedFeatureError, OSError):
     """``defer_index_remap=True`` on a dataset with stable row ids: pylance 14 refuses it
     (``OSError``), since a Fragment Reuse Index records row addresses, not row ids."""

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 from lance_ops.dataset import LanceDataset
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.ops import clustering
 from lance_ops.ops import compaction as ops
 from lance_ops.ops import indices as indices_op
@@ -39,6 +39,7 @@ from lance_ops.progress import ProgressCallback
 
 __all__ = [
     "Compaction",
+    "CompactionKeywords",
     "CompactionMetrics",
     "CompactionOptions",
     "CompactionOutcome",
@@ -58,6 +59,35 @@ def _commit_options(
     ds: LanceDataset, transaction_properties: Mapping[str, str] | None = None
 ) -> CommitOptions:
     return ds.handle.commit_options(transaction_properties)
+
+
+class CompactionKeywords(TypedDict, total=False):
+    """The keyword form of :class:`CompactionOptions` that ``compact_files`` takes (pylance 14's
+    keywords, then lance_ops's); None leaves an option to the config, then the default. Its
+    overloads name them through this one type (tests check it against the options and the
+    signature)."""
+
+    target_rows_per_fragment: int | None
+    max_rows_per_group: int | None
+    max_bytes_per_file: int | None
+    materialize_deletions: bool | None
+    materialize_deletions_threshold: float | None
+    defer_index_remap: bool | None
+    num_threads: int | None
+    batch_size: int | None
+    compaction_mode: str | None
+    binary_copy_read_batch_bytes: int | None
+    max_source_fragments: int | None
+    max_source_rows: int | None
+    max_source_bytes: int | None
+    excluded_fragment_ids: Sequence[int] | None
+    data_storage_version: str | None
+    cluster_by: Sequence[str] | None
+    cluster_mode: str | None
+    cluster_memory_bytes: int | None
+    cluster_spill_location: str | None
+    cluster_incremental: bool | None
+    purge: bool | None
 
 
 class Compaction:
@@ -114,62 +144,24 @@ class DatasetOptimizer:
     def compact_files(
         self,
         *,
-        target_rows_per_fragment: int | None = ...,
-        max_rows_per_group: int | None = ...,
-        max_bytes_per_file: int | None = ...,
-        materialize_deletions: bool | None = ...,
-        materialize_deletions_threshold: float | None = ...,
-        defer_index_remap: bool | None = ...,
-        num_threads: int | None = ...,
-        batch_size: int | None = ...,
-        compaction_mode: str | None = ...,
-        binary_copy_read_batch_bytes: int | None = ...,
-        max_source_fragments: int | None = ...,
-        max_source_rows: int | None = ...,
-        max_source_bytes: int | None = ...,
-        excluded_fragment_ids: Sequence[int] | None = ...,
-        data_storage_version: str | None = ...,
-        cluster_by: Sequence[str] | None = ...,
-        cluster_mode: str | None = ...,
-        cluster_memory_bytes: int | None = ...,
-        cluster_spill_location: str | None = ...,
-        cluster_incremental: bool | None = ...,
-        purge: bool | None = ...,
+        options: CompactionOptions | None = ...,
         dry_run: Literal[False] = ...,
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
         transaction_properties: Mapping[str, str] | None = ...,
+        **keywords: Unpack[CompactionKeywords],
     ) -> CompactionMetrics: ...
 
     @overload
     def compact_files(
         self,
         *,
-        target_rows_per_fragment: int | None = ...,
-        max_rows_per_group: int | None = ...,
-        max_bytes_per_file: int | None = ...,
-        materialize_deletions: bool | None = ...,
-        materialize_deletions_threshold: float | None = ...,
-        defer_index_remap: bool | None = ...,
-        num_threads: int | None = ...,
-        batch_size: int | None = ...,
-        compaction_mode: str | None = ...,
-        binary_copy_read_batch_bytes: int | None = ...,
-        max_source_fragments: int | None = ...,
-        max_source_rows: int | None = ...,
-        max_source_bytes: int | None = ...,
-        excluded_fragment_ids: Sequence[int] | None = ...,
-        data_storage_version: str | None = ...,
-        cluster_by: Sequence[str] | None = ...,
-        cluster_mode: str | None = ...,
-        cluster_memory_bytes: int | None = ...,
-        cluster_spill_location: str | None = ...,
-        cluster_incremental: bool | None = ...,
-        purge: bool | None = ...,
+        options: CompactionOptions | None = ...,
         dry_run: Literal[True],
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
         transaction_properties: Mapping[str, str] | None = ...,
+        **keywords: Unpack[CompactionKeywords],
     ) -> CompactionPlan: ...
 
     def compact_files(
@@ -196,6 +188,7 @@ class DatasetOptimizer:
         cluster_spill_location: str | None = None,
         cluster_incremental: bool | None = None,
         purge: bool | None = None,
+        options: CompactionOptions | None = None,
         dry_run: bool = False,
         commit_every: int | None = None,
         progress: ProgressCallback | None = None,
@@ -203,8 +196,10 @@ class DatasetOptimizer:
     ) -> CompactionMetrics | CompactionPlan:
         """Merge small adjacent fragments and materialise deletions (pylance's ``compact_files``).
 
-        The options are pylance 14's, with its defaults (:class:`CompactionOptions`). Unset options
-        come from the manifest config ``lance.compaction.<name>``, then the defaults.
+        The compaction options are pylance 14's keywords, with its defaults
+        (:class:`CompactionOptions`; :class:`CompactionKeywords` lists them), or one
+        ``options=CompactionOptions(...)`` object instead. Unset keyword options come from the
+        manifest config ``lance.compaction.<name>``, then the defaults.
         ``cluster_by`` / ``cluster_mode`` ("sort" or "zorder"; default: the config keys
         ``lance-ops.cluster-by`` / ``lance-ops.cluster-mode``) rewrite every fragment with its rows in
         key order unless already so (:mod:`lance_ops.ops.clustering`: ``cluster_memory_bytes`` bounds
@@ -219,35 +214,19 @@ class DatasetOptimizer:
         (:mod:`lance_ops.progress`). ``transaction_properties`` (an extension over pylance) are
         recorded in every transaction the compaction commits.
         """
-        options = CompactionOptions.resolve(
-            self._ds.manifest.config,
-            target_rows_per_fragment=target_rows_per_fragment,
-            max_rows_per_group=max_rows_per_group,
-            max_bytes_per_file=max_bytes_per_file,
-            materialize_deletions=materialize_deletions,
-            materialize_deletions_threshold=materialize_deletions_threshold,
-            defer_index_remap=defer_index_remap,
-            num_threads=num_threads,
-            batch_size=batch_size,
-            compaction_mode=compaction_mode,
-            binary_copy_read_batch_bytes=binary_copy_read_batch_bytes,
-            max_source_fragments=max_source_fragments,
-            max_source_rows=max_source_rows,
-            max_source_bytes=max_source_bytes,
-            excluded_fragment_ids=None if excluded_fragment_ids is None else tuple(excluded_fragment_ids),
-            data_storage_version=data_storage_version,
-            cluster_by=None if cluster_by is None else tuple(cluster_by),
-            cluster_mode=cluster_mode,
-            cluster_memory_bytes=cluster_memory_bytes,
-            cluster_spill_location=cluster_spill_location,
-            cluster_incremental=cluster_incremental,
-            purge=purge,
-        )
+        # pylance's explicit keywords (its signature, kept for callers and introspection) are the
+        # keyword form of CompactionOptions: gathered by name, then resolved in one place.
+        keywords = {
+            name: value for name, value in locals().items() if name in CompactionKeywords.__annotations__
+        }
+        if options is not None and any(value is not None for value in keywords.values()):
+            raise InvalidArgumentError("compact_files takes options= or compaction keywords, not both")
+        resolved = _options(self._ds, options if options is not None else keywords)
         if dry_run:
-            the_plan = ops.plan(self._ds.manifest, options)
-            return clustering.plan(self._ds.handle.files, the_plan) if options.cluster_by else the_plan
+            the_plan = ops.plan(self._ds.manifest, resolved)
+            return clustering.plan(self._ds.handle.files, the_plan) if resolved.cluster_by else the_plan
         commit_options = _commit_options(self._ds, transaction_properties)
-        outcome = ops.compact(self._ds.handle.files, options, commit_options, commit_every, progress)
+        outcome = ops.compact(self._ds.handle.files, resolved, commit_options, commit_every, progress)
         return _adopt(self._ds, outcome)
 
     def optimize_indices(

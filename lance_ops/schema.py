@@ -5,7 +5,7 @@ ids follow fields across versions (renames keep them, new columns get fresh ones
 :class:`LanceSchema` and :class:`LanceField` wrap the table layer's frozen dataclasses
 (:mod:`lance_ops.table.schema`) with pylance's method names: ``fields()``, ``field(path)``,
 ``field_case_insensitive(path)``, ``from_pyarrow`` / ``to_pyarrow`` and, on fields, ``id()``,
-``name()``, ``children()``, ``metadata()``, ``to_arrow()``. Operations built with
+``name()``, ``children()``, ``to_arrow()`` and the ``metadata`` property. Operations built with
 :class:`~lance_ops.LanceOperation` accept either form.
 """
 
@@ -36,7 +36,9 @@ class LanceField:
     def children(self) -> list[LanceField]:
         return [LanceField(self._schema, f) for f in self._schema.fields if f.parent_id == self._field.id]
 
+    @property
     def metadata(self) -> dict[str, str]:
+        """The field's metadata (a property, as pylance's; its other accessors are methods)."""
         return {k: v.decode() if isinstance(v, bytes) else v for k, v in self._field.metadata.items()}
 
     def to_arrow(self) -> pa.Field:

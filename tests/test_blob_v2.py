@@ -158,7 +158,7 @@ def test_same_bytes_as_pylance(tmp_path: Path, case: str) -> None:
     # pylance writes no page statistics: without ours, the data files match it byte for byte
     lance_ops.write_dataset(table, str(ours), data_storage_version="2.2", page_statistics=False, **options)
     mine, reference = lance_ops.dataset(str(ours)), lance_ops.dataset(str(theirs))
-    assert mine.lance_schema.to_pb() == reference.lance_schema.to_pb()
+    assert mine.manifest.schema.to_pb() == reference.manifest.schema.to_pb()
     assert [[f.fields for f in fr.metadata.files] for fr in mine.get_fragments()] == [
         [f.fields for f in fr.metadata.files] for fr in reference.get_fragments()
     ]
@@ -174,7 +174,7 @@ def test_2_1_keeps_blob_pages_like_pylance(tmp_path: Path) -> None:
     lance.write_dataset(table, str(tmp_path / "theirs"), data_storage_version="2.1")
     lance_ops.write_dataset(table, str(tmp_path / "ours"), data_storage_version="2.1")
     ours = lance_ops.dataset(str(tmp_path / "ours"))
-    assert ours.lance_schema.to_pb() == lance_ops.dataset(str(tmp_path / "theirs")).lance_schema.to_pb()
+    assert ours.manifest.schema.to_pb() == lance_ops.dataset(str(tmp_path / "theirs")).manifest.schema.to_pb()
     assert ours.schema.field("b").type == pa.large_binary()
     assert not list((tmp_path / "ours" / "data").glob("*/*.blob"))
     # like pylance, blob v2 data cannot go into a 2.1 dataset
@@ -488,8 +488,8 @@ def test_blobs_in_structs(tmp_path: Path) -> None:
     lance.write_dataset(first, str(theirs), data_storage_version="2.2")
     lance_ops.write_dataset(first, str(ours), data_storage_version="2.2")
     assert (
-        lance_ops.dataset(str(ours)).lance_schema.to_pb()
-        == lance_ops.dataset(str(theirs)).lance_schema.to_pb()
+        lance_ops.dataset(str(ours)).manifest.schema.to_pb()
+        == lance_ops.dataset(str(theirs)).manifest.schema.to_pb()
     )
     assert data_tree(ours) == data_tree(theirs)
     assert [f.metadata.files[0].fields for f in lance_ops.dataset(str(ours)).get_fragments()] == [
@@ -517,7 +517,7 @@ def test_schema_keeps_nullability_and_metadata(tmp_path: Path) -> None:
     lance.write_dataset(table, str(tmp_path / "theirs"), data_storage_version="2.2")
     lance_ops.write_dataset(table, str(tmp_path / "ours"), data_storage_version="2.2")
     ours = lance_ops.dataset(str(tmp_path / "ours"))
-    assert ours.lance_schema.to_pb() == lance_ops.dataset(str(tmp_path / "theirs")).lance_schema.to_pb()
+    assert ours.manifest.schema.to_pb() == lance_ops.dataset(str(tmp_path / "theirs")).manifest.schema.to_pb()
     assert not ours.schema.field("b").nullable
 
 

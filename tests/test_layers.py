@@ -61,12 +61,32 @@ FORBIDDEN = {
 }
 
 
+# The front ends (Spark jobs, Dagster assets, the Airflow provider) reach the library through its
+# public layers only: the dataset API (``lance_ops``, ``lance_ops.dataset*``), the ops modules and
+# ``lance_ops.ops.engine`` (what a distributed engine needs below the dataset API), plus the
+# cross-cutting ``errors`` / ``progress`` and the shared config modules. The layers under ops are
+# theirs to rearrange.
+FRONT_ENDS = ("jobs", "assets", "lance_ops.airflow")
+BELOW_THE_PUBLIC_API = (
+    "lance_ops._proto",
+    "lance_ops.io",
+    "lance_ops.encoding",
+    "lance_ops.file",
+    "lance_ops.table",
+    "lance_ops.query",
+    "lance_ops.fragment",
+    "lance_ops.index",
+)
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
 def forbidden(importer: str, target: str) -> bool:
     return any(
-        (importer == source or importer.startswith(source + "."))
-        and any(target == t or target.startswith(t + ".") for t in targets)
-        for source, targets in FORBIDDEN.items()
-    )
+        _within(importer, (source,)) and _within(target, targets) for source, targets in FORBIDDEN.items()
+    ) or (_within(importer, FRONT_ENDS) and _within(target, BELOW_THE_PUBLIC_API))
 
 
 def layer(module: str) -> int | None:
@@ -139,6 +159,40 @@ def test_the_checker_sees_upward_imports(tmp_path: Path) -> None:
     assert not forbidden("lance_ops.file.reader", "lance_ops.io") and not forbidden(
         "lance_ops.x", "lance_ops.y"
     )
+
+
+def test_front_ends_reach_down_through_the_public_api() -> None:
+    """The front-end rule on imports as ``imports`` reports them: internals below ops are refused,
+    the public layers are not (``lance_ops.fragmentation`` is not ``lance_ops.fragment``)."""
+    refused = [
+        ("jobs.datasource", "lance_ops.fragment.reader.VersionFiles"),
+        ("jobs.profile_encodings", "lance_ops.encoding.sketch.DistinctSketch"),
+        ("assets.maintenance", "lance_ops.table.manifest.SUPPORTED_READER_FLAGS"),
+        ("lance_ops.airflow.hook", "lance_ops.table.manifest_store.SqliteManifestStore"),
+        ("jobs.delete", "lance_ops.query.predicate.parse_predicate"),
+        ("assets.checks", "lance_ops.fragment"),  # from lance_ops import fragment
+    ]
+    allowed = [
+        ("jobs.datasource", "lance_ops.ops.engine.VersionFiles"),
+        ("jobs.compact", "lance_ops.ops.compaction.CompactionOptions"),
+        ("assets.checks", "lance_ops.fragmentation.Fragmentation"),
+        ("lance_ops.airflow.hook", "lance_ops.dataset.LanceDataset"),
+        ("assets.resources", "lance_ops.errors.DatasetNotFoundError"),
+        ("lance_ops.ops.engine", "lance_ops.fragment.reader.VersionFiles"),  # ops may reach down
+    ]
+    assert all(forbidden(importer, target) for importer, target in refused)
+    assert not any(forbidden(importer, target) for importer, target in allowed)
+    # a synthetic job module importing an internal is reported by the same check the suite runs
+    module = REPO / "jobs" / "_synthetic_violation.py"
+    source = "from lance_ops.table.manifest import Manifest\nfrom lance_ops.ops.engine import Manifest as M\n"
+    tree = ast.parse(source)
+    found = [
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert [t for t in found if forbidden(module_name(module), t)] == ["lance_ops.table.manifest.Manifest"]
 
 
 # The writing side of the 2.1 / 2.2 codec: reading a file must not load it (lance-encoding keeps

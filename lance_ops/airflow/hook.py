@@ -31,7 +31,7 @@ import lance_ops
 from lance_ops.dataset import LanceDataset
 from lance_ops.datasets_config import resolve_storage_options
 from lance_ops.errors import DatasetNotFoundError, InvalidArgumentError
-from lance_ops.table.manifest_store import ExternalManifestStore, SqliteManifestStore
+from lance_ops.ops.engine import ExternalManifestStore, SqliteManifestStore
 
 # Words in an option's name that mark its value as a secret (masked in Airflow's logs).
 SECRET_WORDS = ("secret", "password", "token", "credential", "session", "private", "sas", "account_key")

@@ -38,7 +38,6 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from lance_ops.airflow.hook import LanceLocation, LanceTarget
 from lance_ops.datasets_config import DeclaredIndex, IngestSource
-from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
 from lance_ops.errors import (
     CleanupError,
     DatasetNotFoundError,
@@ -53,6 +52,7 @@ from lance_ops.ops import columns as columns_op
 from lance_ops.ops import delete as delete_op
 from lance_ops.ops import encodings as encodings_op
 from lance_ops.ops import statistics as statistics_op
+from lance_ops.ops.engine import ENCODING_PLAN_KEY
 from lance_ops.ops.scalar_index import create_scalar_index
 
 if TYPE_CHECKING:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from lance_ops.encoding.api import FileVersion
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import InvalidArgumentError, InvalidOptionError
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops import auto_cleanup
 from lance_ops.table.commit import (
     NewDatasetSettings,
     VersionEntry,
+    commit_detached,
     commit_handler,
     commit_recorded,
     list_versions,
@@ -30,6 +32,9 @@ class CommitOptions:
     external manifest store, the transaction's properties, and the settings that only matter when
     the commit creates the dataset. ``storage_options`` only serve a commit given the dataset's
     URI (an entry point); a commit given the dataset's storage context uses the context's.
+
+    Public as ``lance_ops.CommitOptions`` (delta-rs's ``CommitProperties`` is the model): the Spark
+    jobs take ``commit=CommitOptions(...)`` beside their keyword forms (:meth:`of` joins the two).
     """
 
     read_version: int | None = None
@@ -45,6 +50,32 @@ class CommitOptions:
     manifest_store: ExternalManifestStore | None = field(default=None, hash=False)
     new_dataset_config: Mapping[str, str] | None = field(default=None, hash=False)
     conflict_check: Callable[[Transaction, int], None] | None = field(default=None, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise InvalidOptionError(f"max_retries must not be negative, not {self.max_retries}")
+        if self.read_version is not None and self.read_version < 0:
+            raise InvalidOptionError(f"read_version must be a version number, not {self.read_version}")
+
+    @classmethod
+    def of(cls, commit: CommitOptions | None = None, **keywords: Any) -> CommitOptions:
+        """``commit`` with the keyword forms (pylance's ``storage_options=``, ``commit_message=``,
+        ...) given beside it filled in; keywords left None are not given. A field given both ways
+        with different values is refused (:class:`~lance_ops.errors.InvalidArgumentError`)."""
+        base = commit or cls()
+        given = {name: value for name, value in keywords.items() if value is not None}
+        unknown = set(given) - {f.name for f in fields(cls)}
+        if unknown:
+            raise TypeError(f"unknown commit options {sorted(unknown)}")
+        default = cls()
+        twice = sorted(
+            name
+            for name, value in given.items()
+            if getattr(base, name) not in (getattr(default, name), value)
+        )
+        if twice:
+            raise InvalidArgumentError(f"commit options given both as keywords and in commit=: {twice}")
+        return replace(base, **given) if given else base
 
 
 def _fragments_version(operation: Operation) -> str:
@@ -83,16 +114,18 @@ def commit(
     operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
     of a version, for stores without an atomic create; an ``s3+ddb://`` URI commits through its
     DynamoDB table unless another ``manifest_store`` is given. A commit may be followed by the automatic
-    cleanup the dataset's config asks for (:mod:`lance_ops.ops.auto_cleanup`).
+    cleanup the dataset's config asks for (:mod:`lance_ops.ops.auto_cleanup`). ``detached=True``
+    writes a version outside the main line (:func:`lance_ops.table.commit.commit_detached`).
     """
-    if options.detached:
-        raise UnsupportedFeatureError("detached commits are not supported")
     storage = StorageContext.of(location, options.storage_options)
     transaction, listed = (
         (operation, None)
         if isinstance(operation, Transaction)
         else transaction_for(operation, storage, options)
     )
+    if options.detached:
+        detached = commit_detached(storage.store, storage.root, transaction, max_retries=options.max_retries)
+        return detached.manifest, detached.transaction
     settings = NewDatasetSettings(
         data_storage_version=(
             str(FileVersion.parse(options.data_storage_version))

@@ -925,56 +925,101 @@ def _merge(outcomes: Sequence[CompactionOutcome]) -> CompactionOutcome:
     )
 
 
+class TaskRunner(Protocol):
+    """Runs compaction tasks somewhere and yields ``(plan index, result)`` as each finishes.
+
+    ``group`` is the number of results :func:`compact` commits together (``commit_every``, else
+    every task); ``tracker`` is advanced by one per finished task. A failed task raises, after the
+    results already finished have been yielded: those are committed by whole groups first. The
+    default runs the tasks in threads of this process (:func:`local_runner`); the Spark job runs
+    each group as one Spark job on its executors (:mod:`jobs.compact`).
+    """
+
+    def __call__(
+        self, tasks: Sequence[CompactionTask], group: int, tracker: Tracker
+    ) -> Iterator[tuple[int, RewriteResult]]: ...
+
+
+def local_runner(files: VersionFiles, num_threads: int | None = None) -> TaskRunner:
+    """Tasks executed ``num_threads`` (default: the CPU count) at a time in this process, against
+    the version ``files`` holds; results are yielded in the order they finish."""
+
+    def run(
+        tasks: Sequence[CompactionTask], group: int, tracker: Tracker
+    ) -> Iterator[tuple[int, RewriteResult]]:
+        failure: BaseException | None = None
+        with ThreadPoolExecutor(max_workers=num_threads or os.cpu_count() or 1) as pool:
+            order: dict[Future[RewriteResult], int] = {
+                pool.submit(execute_task, VersionFiles(files.storage, files.manifest), task): n
+                for n, task in enumerate(tasks)
+            }
+            pending = set(order)
+            try:
+                while pending and failure is None:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        try:
+                            result = future.result()
+                        except BaseException as exc:  # raised once the others finished are yielded
+                            failure = failure or exc
+                            continue
+                        tracker.advance(1, _done_message(result))
+                        yield order[future], result
+            finally:
+                for future in pending:
+                    future.cancel()
+        if failure is not None:
+            raise failure
+
+    return run
+
+
+def check_commit_every(commit_every: int | None) -> None:
+    if commit_every is not None and commit_every <= 0:
+        raise InvalidOptionError("commit_every must be positive")
+
+
 def compact(
     files: VersionFiles,
     options: CompactionOptions,
     commit_options: CommitOptions,
     commit_every: int | None = None,
     progress: ProgressCallback | None = None,
+    runner: TaskRunner | None = None,
+    remapper: IndexRemapper | None = None,
 ) -> CompactionOutcome | None:
-    """Plan, execute (``options.num_threads`` tasks at a time) and commit; None when nothing to do.
+    """Plan, execute and commit; None when there is nothing to do.
 
-    ``progress`` hears of every task finished (:mod:`lance_ops.progress`).
+    ``runner`` executes the tasks (default: ``options.num_threads`` at a time in this process,
+    :func:`local_runner`), ``remapper`` rewrites the indices the tasks' rows move under (default:
+    in this process, :func:`~lance_ops.ops.index_remap.remap_indices`); ``progress`` hears of every
+    task finished (:mod:`lance_ops.progress`).
 
     ``commit_every=N`` commits every N finished tasks (partial progress); otherwise all results are
     committed together at the end. A failing task stops the run: what was committed stays.
     """
-    if commit_every is not None and commit_every <= 0:
-        raise InvalidOptionError("commit_every must be positive")
+    check_commit_every(commit_every)
     the_plan = plan(files.manifest, options)
     if options.cluster_by:
         the_plan = clustering.plan(files, the_plan)
     if not the_plan.tasks:
         return None
-    batch = commit_every or len(the_plan.tasks)
+    run = runner or local_runner(files, options.num_threads)
+    group = commit_every or len(the_plan.tasks)
     tracker = Tracker.start(progress, COMPACT, len(the_plan.tasks), "tasks")
-    threads = options.num_threads or os.cpu_count() or 1
     outcomes: list[CompactionOutcome] = []
     finished: list[tuple[int, RewriteResult]] = []
-    failure: BaseException | None = None
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        order: dict[Future[RewriteResult], int] = {
-            pool.submit(execute_task, VersionFiles(files.storage, files.manifest), task): n
-            for n, task in enumerate(the_plan.tasks)
-        }
-        pending = set(order)
-        try:
-            while pending and failure is None:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    try:
-                        finished.append((order[future], result := future.result()))
-                        tracker.advance(1, _done_message(result))
-                    except BaseException as exc:  # re-raised below, after committing what finished
-                        failure = failure or exc
-                last = not pending and failure is None
-                while len(finished) >= batch or (finished and last):
-                    # new fragment ids follow plan order (as pylance's), whatever order tasks finish in
-                    chunk, finished = sorted(finished[:batch], key=lambda item: item[0]), finished[batch:]
-                    outcomes.append(commit_compaction(files.storage, [r for _, r in chunk], commit_options))
-        finally:
-            for future in pending:
-                future.cancel()
-    if failure is not None:
-        raise failure
+
+    def commit_first(count: int) -> None:
+        nonlocal finished
+        # new fragment ids follow plan order (as pylance's), whatever order tasks finish in
+        chunk, finished = sorted(finished[:count], key=lambda item: item[0]), finished[count:]
+        outcomes.append(commit_compaction(files.storage, [r for _, r in chunk], commit_options, remapper))
+
+    for item in run(the_plan.tasks, group, tracker):
+        finished.append(item)
+        if len(finished) >= group:
+            commit_first(group)
+    if finished:
+        commit_first(len(finished))
     return _merge(outcomes)

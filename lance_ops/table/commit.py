@@ -56,6 +56,7 @@ from lance_ops.errors import (
     CommitConflictError,
     CorruptFileError,
     DatasetNotFoundError,
+    DetachedCommitError,
     RetryableCommitConflictError,
     UnsupportedFeatureError,
     VersionNotFoundError,
@@ -79,6 +80,7 @@ from lance_ops.table.manifest import (
 )
 from lance_ops.table.manifest_store import ExternalManifestStore, repair, stage_and_claim
 from lance_ops.table.naming import (
+    DETACHED_VERSION_BIT,
     TRANSACTIONS_DIR,
     VERSION_HINT_FILE,
     VERSIONS_DIR,
@@ -231,8 +233,20 @@ def load_entry(store: ObjectStore, root: str, entry: VersionEntry) -> LoadedMani
     return loaded
 
 
+def _detached_entry(version: int) -> VersionEntry:
+    """Where a detached version's manifest is (``_versions/d{version}.manifest``, whatever the
+    dataset's naming scheme, as pylance writes it)."""
+    return VersionEntry(version, ManifestNamingScheme.V2.manifest_name(version), ManifestNamingScheme.V2)
+
+
 def load_manifest(store: ObjectStore, root: str, version: int | None = None) -> LoadedManifest:
-    """The manifest of ``version`` (latest when None). Raises :class:`DatasetNotFoundError`."""
+    """The manifest of ``version`` (latest when None; a detached version is read by its number,
+    it is never listed). Raises :class:`DatasetNotFoundError`."""
+    if version is not None and version & DETACHED_VERSION_BIT:
+        try:
+            return load_entry(store, root, _detached_entry(version))
+        except FileNotFoundError as exc:
+            raise VersionNotFoundError(f"Not found: detached version {version} of dataset {root}") from exc
     entries = list_versions(store, root)
     if not entries:
         raise DatasetNotFoundError(f"no Lance dataset at {root}")
@@ -454,6 +468,51 @@ def commit_transaction(
         settings=settings,
         writer_version=writer_version,
     ).manifest
+
+
+def commit_detached(
+    store: ObjectStore,
+    root: str,
+    transaction: Transaction,
+    *,
+    max_retries: int = 20,
+    writer_version: WriterVersion = WRITER_VERSION,
+) -> Committed:
+    """Commit ``transaction`` as a detached version, as pylance's ``commit(detached=True)``.
+
+    The new manifest is ``transaction`` applied to its read version (main-line or detached; nothing
+    is rebased: a detached version has no successor to race with), numbered by a random u64 with
+    the top bit set and written as ``_versions/d{version}.manifest`` with put-if-absent (a taken
+    number draws again). Listings skip ``d`` names, so the version never becomes the latest and
+    is reached only by its number (``checkout_version``); no version hint is written. Datasets
+    named with V1 manifest paths are refused, as pylance refuses them.
+    """
+    entries = list_versions(store, root)
+    if entries and entries[-1].scheme is ManifestNamingScheme.V1:
+        raise DetachedCommitError("detached commits cannot be used with v1 manifest paths")
+    base = load_manifest(store, root, transaction.read_version)
+    check_writer_flags(base.manifest.writer_feature_flags, base.path)
+    payload = transaction.serialize()
+    store.write(store.join(root, TRANSACTIONS_DIR, transaction.file_name), payload)
+    handler = PutIfAbsentCommitHandler()
+    for _ in range(max_retries + 1):
+        version = random.getrandbits(64) | DETACHED_VERSION_BIT
+        manifest = build_manifest(
+            base.manifest,
+            transaction,
+            version=version,
+            timestamp_ns=time.time_ns(),
+            writer_version=writer_version,
+            load_version=lambda v: load_manifest(store, root, v).manifest,
+        )
+        check_new_fragments(store, root, base.manifest, manifest, transaction.operation, {})
+        data = encode_manifest_file(manifest, payload)
+        path = store.join(root, VERSIONS_DIR, _detached_entry(version).name)
+        if handler.claim(store, path, data, version):
+            return Committed(decode_manifest_file(data, path)[0], transaction)
+    raise RetryableCommitConflictError(
+        f"no free detached version number for {root} after {max_retries} tries"
+    )
 
 
 def commit_recorded(

@@ -195,7 +195,7 @@ def test_lance_fields_store_a_datasets_field_messages(tmp_path: Path) -> None:
     uri = str(tmp_path / "ds")
     dataset = lance.write_dataset(table, uri, data_storage_version="2.1")
     dataset.add_columns({"b": "a * 2"})
-    manifest_fields = [f.SerializeToString() for f in lance_ops.dataset(uri).lance_schema.to_pb()]
+    manifest_fields = [f.SerializeToString() for f in lance_ops.dataset(uri).manifest.schema.to_pb()]
     data_files = sorted((tmp_path / "ds" / "data").glob("*.lance"), key=lambda p: len(_file_fields(p)))
     added, first = (_file_fields(p) for p in data_files)
     assert [f.id for f in added] == [5]  # the dataset's id, not 0

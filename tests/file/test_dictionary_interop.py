@@ -343,7 +343,7 @@ def test_write_dataset_with_dictionary_read_by_pylance(tmp_path: Path) -> None:
     want = first["d"].to_pylist() + second["d"].to_pylist()
     assert theirs.to_table().column("d").to_pylist() == want
     assert lance_ops.dataset(uri).to_table().column("d").to_pylist() == want
-    assert lance_ops.dataset(uri).lance_schema.fields[1].dictionary is not None
+    assert lance_ops.dataset(uri).manifest.schema.fields[1].dictionary is not None
     # pylance appends to our dataset and we read its fragment back.
     lance.write_dataset(second, uri, mode="append")
     assert lance_ops.dataset(uri).to_table().column("d").to_pylist() == want + second["d"].to_pylist()

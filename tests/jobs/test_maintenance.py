@@ -100,7 +100,7 @@ def test_rebuild_statistics_keeps_nan_counts_as_the_library(spark: SparkSession,
     lance_ops.dataset(other).stats.rebuild()
     mine = load_statistics(uri, lance_ops.dataset(uri).manifest)
     library = load_statistics(other, lance_ops.dataset(other).manifest)
-    field_id = lance_ops.dataset(uri).lance_schema.field("x").id
+    field_id = lance_ops.dataset(uri).manifest.schema.field("x").id
     counts = {f: s.nan_counts[field_id].tolist() for f, s in mine.items()}
     assert counts == {f: s.nan_counts[field_id].tolist() for f, s in library.items()}
     assert all(c[0][0] and c[1][0] for c in counts.values())  # both signs in every fragment

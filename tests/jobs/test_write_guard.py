@@ -174,7 +174,7 @@ def test_commit_refuses_executor_fragments_with_nulls(spark: SparkSession, tmp_p
     data = pa.table(
         {"id": [1, 2], "day": [9, 9], "score": [1.0, 2.0], "score_x10_v5": [None, 20.0]}, schema=relaxed
     )
-    fragments = write_fragments(data, uri, schema=relaxed, fields=ds.lance_schema)
+    fragments = write_fragments(data, uri, schema=relaxed, fields=ds.manifest.schema)
     with pytest.raises(WriteSchemaError, match="holds 1 null"):
         lance_ops.LanceDataset.commit(
             uri, lance_ops.LanceOperation.Append(fragments), read_version=ds.version

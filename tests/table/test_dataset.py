@@ -263,10 +263,10 @@ def test_write_fragments_with_explicit_fields_skips_the_manifest(
     lance_ops.write_dataset(table(4), uri, data_storage_version="2.1")
     ds = lance_ops.dataset(uri)
     shifted = dataclasses.replace(
-        ds.lance_schema,
+        ds.manifest.schema,
         fields=tuple(
             dataclasses.replace(f, id=f.id + 10, parent_id=f.parent_id + 10 if f.parent_id >= 0 else -1)
-            for f in ds.lance_schema
+            for f in ds.manifest.schema
         ),
     )
 
@@ -281,7 +281,7 @@ def test_write_fragments_with_explicit_fields_skips_the_manifest(
     assert (data_file.file_major_version, data_file.file_minor_version) == (2, 1)
     with pytest.raises(AssertionError, match="read the manifest"):
         write_fragments(data, uri)
-    (same_ids,) = write_fragments(data, uri, fields=ds.lance_schema, data_storage_version="2.1")
+    (same_ids,) = write_fragments(data, uri, fields=ds.manifest.schema, data_storage_version="2.1")
     ds = LanceDataset.commit(uri, LanceOperation.Append([same_ids]), read_version=1)
     assert ds.to_table() == table(7)
 

@@ -96,7 +96,7 @@ def test_profile_of_a_dataset_reuses_statistics_and_is_stored(tmp_path: Path) ->
     fragments = write_fragments(
         table.slice(0, 1000),
         ds.uri,
-        fields=ds.lance_schema,
+        fields=ds.manifest.schema,
         encoding_plan=EncodingPlan({"s": ColumnPlan(dictionary=False)}),
     )
     assert len(fragments) == 1

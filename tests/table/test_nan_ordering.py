@@ -139,7 +139,7 @@ def test_nan_counts_prune_where_bounds_alone_could_not(tmp_path: Path, lance: An
 def _kept_fragments(ds: lance_ops.LanceDataset, where: str) -> list[int]:
     """Fragments whose statistics say ``where`` may select a row."""
     predicate = parse_predicate(where, ds.schema)
-    ids = {b.column: ds.lance_schema.field(b.column).id for b in predicate.bounds}
+    ids = {b.column: ds.manifest.schema.field(b.column).id for b in predicate.bounds}
     kept = []
     for fragment in ds._files.fragments():
         stats = fragment.statistics()
@@ -161,7 +161,7 @@ def old_rule(tmp_path: Path) -> str:
 def test_older_rule_datasets_stay_readable_and_prune_exactly(old_rule: str, lance: Any) -> None:
     ds = lance_ops.dataset(old_rule)
     fragments = ds._files.fragments()
-    field_id = ds.lance_schema.field("x").id
+    field_id = ds.manifest.schema.field("x").id
     stats = [f.statistics() for f in fragments]
     # data files (fragments 0-6) and a statistics file (7-8) of the older rule, no NaN counts
     assert all(s is not None and field_id in s.nan_aware and not s.nan_counts for s in stats)
@@ -191,7 +191,7 @@ def test_statistics_files_keep_nan_counts(tmp_path: Path, lance: Any) -> None:
     lance.write_dataset(pa.table({"i": pa.array(range(6)), "x": pa.array(values)}), uri, max_rows_per_file=2)
     ds = lance_ops.dataset(uri)
     assert ds.stats.rebuild().fragment_ids == (0, 1, 2)
-    field_id = ds.lance_schema.field("x").id
+    field_id = ds.manifest.schema.field("x").id
     counts = [f.statistics().nan_counts[field_id].tolist() for f in ds._files.fragments()]  # type: ignore[union-attr]
     assert counts == [[[1], [0]], [[0], [1]], [[0], [0]]]
     assert _kept_fragments(ds, "x > 5") == [0, 2] and _kept_fragments(ds, "x < -5") == [1]
@@ -212,7 +212,7 @@ def test_statistics_file_with_nan_counts_of_other_zones_is_corrupt(tmp_path: Pat
     uri = str(tmp_path / "ds")
     lance.write_dataset(pa.table({"x": pa.array([1.0, NAN, NEG_NAN])}), uri)
     ds = lance_ops.dataset(uri)
-    field_id = ds.lance_schema.field("x").id
+    field_id = ds.manifest.schema.field("x").id
     (fragment,) = ds._files.fragments()
     good = fragment_statistics(fragment, {field_id: "x"})
     assert good.nan_counts[field_id].tolist() == [[1], [1]]

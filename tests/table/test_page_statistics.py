@@ -77,7 +77,7 @@ def _check(ds: lance_ops.LanceDataset, where: str | pc.Expression, full: pa.Tabl
 
 def _covered(ds: lance_ops.LanceDataset) -> list[set[str]]:
     """Per fragment, the columns its own data files give statistics for (those with page lengths)."""
-    names = {f.id: f.name for f in ds.lance_schema.fields}
+    names = {f.id: f.name for f in ds.manifest.schema.fields}
     out = []
     for fragment in ds._files.fragments():
         stats = fragment.statistics()

@@ -233,7 +233,7 @@ def test_row_ids_through_merge_add_column(tmp_path, lance_module) -> None:  # ty
     ds.delete("id % 5 = 2")
     ds = lance_ops.dataset(uri)
     before = ds.to_table(with_row_id=True)
-    schema = ds.lance_schema.with_new_fields([pa.field("extra", pa.int64())])
+    schema = ds.manifest.schema.with_new_fields([pa.field("extra", pa.int64())])
     new_field = schema.project(["extra"])
     fragments = []
     for fragment in ds.manifest.fragments:

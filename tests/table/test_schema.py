@@ -59,7 +59,7 @@ def test_fields_are_frozen_domain_objects() -> None:
 def test_a_new_data_file_for_existing_fragments_adds_a_column(tmp_path: Path, version: str) -> None:
     uri = str(tmp_path / "t.lance")
     ds = lance_ops.write_dataset(table(10), uri, max_rows_per_file=6, data_storage_version=version)
-    new_schema = ds.lance_schema.with_new_fields([pa.field("y", pa.float64())])
+    new_schema = ds.manifest.schema.with_new_fields([pa.field("y", pa.float64())])
     added = new_schema.project(["y"])
     options = WriteOptions(data_storage_version=ds.data_storage_version)
     fragments = []
@@ -79,7 +79,7 @@ def test_a_new_data_file_for_existing_fragments_adds_a_column(tmp_path: Path, ve
 def test_a_data_file_with_the_wrong_row_count_is_refused(tmp_path: Path) -> None:
     uri = str(tmp_path / "t.lance")
     ds = lance_ops.write_dataset(table(4), uri)
-    added = ds.lance_schema.with_new_fields([pa.field("y", pa.int64())]).project(["y"])
+    added = ds.manifest.schema.with_new_fields([pa.field("y", pa.int64())]).project(["y"])
     options = WriteOptions(data_storage_version=ds.data_storage_version)
     for rows in (3, 5):
         with pytest.raises(SchemaError, match="4 rows"):
@@ -91,7 +91,7 @@ def test_a_data_file_with_the_wrong_row_count_is_refused(tmp_path: Path) -> None
 def test_pylance_reads_the_added_column(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
     uri = str(tmp_path / "t.lance")
     ds = lance_ops.write_dataset(table(7), uri, max_rows_per_file=4)
-    new_schema = ds.lance_schema.with_new_fields([pa.field("y", pa.string())])
+    new_schema = ds.manifest.schema.with_new_fields([pa.field("y", pa.string())])
     options = WriteOptions(data_storage_version=ds.data_storage_version)
     fragments = []
     for fragment in ds.get_fragments():

@@ -110,7 +110,7 @@ def test_pylance_reads_statistics_files(stats_dataset: tuple[str, int, int], lan
     ds = lance_ops.dataset(uri, version=after)
     (name,) = statistics_files(ds.manifest)
     table = LanceFileReader(str(Path(uri) / STATS_DIR / name)).read_all().to_table()
-    ids = {f.name: f.id for f in ds.lance_schema.fields}
+    ids = {f.name: f.id for f in ds.manifest.schema.fields}
     assert sorted(table.column_names, key=int) == sorted(
         (str(ids[c]) for c in ["id", "f", "d", "s", "t", "b"]), key=int
     )

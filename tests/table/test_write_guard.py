@@ -54,7 +54,7 @@ def _unchanged(uri: str, version: int, lance_module: Any) -> None:
 
 
 def test_sql_column_records_its_expression(with_expression: str, lance_module: Any) -> None:
-    field = lance_ops.dataset(with_expression).lance_schema.field("score_x10_v5")
+    field = lance_ops.dataset(with_expression).manifest.schema.field("score_x10_v5")
     assert field.expression == "score * 10" and not field.nullable
     theirs = lance_module.dataset(with_expression)
     assert theirs.schema.field("score_x10_v5").metadata == {EXPRESSION_KEY.encode(): b"score * 10"}
@@ -63,11 +63,11 @@ def test_sql_column_records_its_expression(with_expression: str, lance_module: A
     plain = _rows(10, 2).append_column("score_x10_v5", pa.array([50.0, 55.0]))
     lance_module.write_dataset(plain, with_expression, mode="append")
     ours = lance_ops.dataset(with_expression)
-    assert ours.lance_schema.field("score_x10_v5").expression == "score * 10"
+    assert ours.manifest.schema.field("score_x10_v5").expression == "score * 10"
     assert ours.to_table().column("score_x10_v5").to_pylist()[-2:] == [50.0, 55.0]
     # the expression follows the column through a rename
     ours.alter_columns({"path": "score_x10_v5", "name": "scaled"})
-    assert lance_ops.dataset(with_expression).lance_schema.field("scaled").expression == "score * 10"
+    assert lance_ops.dataset(with_expression).manifest.schema.field("scaled").expression == "score * 10"
     assert lance_module.dataset(with_expression).to_table().num_rows == 12
 
 
@@ -175,8 +175,10 @@ def test_nested_non_nullable_children(tmp_path: Path, lance_module: Any) -> None
 def test_write_fragments_with_fields_conforms(with_expression: str, lance_module: Any) -> None:
     ds = lance_ops.dataset(with_expression)
     with pytest.raises(WriteSchemaError, match="lacks column"):
-        write_fragments(_rows(10, 2), with_expression, fields=ds.lance_schema)
-    fragments = write_fragments(_rows(10, 2), with_expression, fields=ds.lance_schema, fill_missing="compute")
+        write_fragments(_rows(10, 2), with_expression, fields=ds.manifest.schema)
+    fragments = write_fragments(
+        _rows(10, 2), with_expression, fields=ds.manifest.schema, fill_missing="compute"
+    )
     lance_ops.LanceDataset.commit(
         with_expression, lance_ops.LanceOperation.Append(fragments), read_version=ds.version
     )
@@ -189,7 +191,7 @@ def test_write_fragments_with_fields_conforms(with_expression: str, lance_module
 def test_commit_guard_refuses_nulls_in_hand_made_fragments(with_expression: str, lance_module: Any) -> None:
     ds = lance_ops.dataset(with_expression)
     version = ds.version
-    lance = ds.lance_schema
+    lance = ds.manifest.schema
     # executor-style: data typed nullable, written with the dataset's field ids
     nullable = pa.schema([f.with_nullable(True) for f in ds.schema])
     data = _rows(10, 3).append_column("score_x10_v5", pa.array([1.0, None, None]))
@@ -227,10 +229,10 @@ def test_commit_guard_reads_page_statistics_of_foreign_files(with_expression: st
     with LanceFileWriter(
         f"{with_expression}/data/{name}",
         pa.schema([f.with_nullable(True) for f in ds.schema]),
-        lance_fields=ds.lance_schema.to_pb(),
+        lance_fields=ds.manifest.schema.to_pb(),
     ) as writer:
         writer.write_batch(data)
-    ids = ds.lance_schema.leaf_ids
+    ids = ds.manifest.schema.leaf_ids
     data_file = DataFile(name, ids, tuple(range(len(ids))), 2, 2)
     fragment = DataFragment(id=0, files=(data_file,), physical_rows=2)
     with pytest.raises(WriteSchemaError, match="holds 1 null"):
@@ -245,7 +247,7 @@ def test_compaction_and_deletions_pass_the_guard(with_expression: str, lance_mod
     ds.delete("id % 3 = 0")
     # a column added to fragments with deleted rows stores them as nulls: within the deleted rows
     ds.add_columns({"twice": "id * 2"})
-    assert not ds.lance_schema.field("twice").nullable
+    assert not ds.manifest.schema.field("twice").nullable
     ds.optimize.compact_files(target_rows_per_fragment=100)
     theirs = lance_module.dataset(with_expression).to_table()
     assert theirs.column("twice").to_pylist() == [i * 2 for i in range(10) if i % 3]
@@ -257,7 +259,7 @@ def test_pylance_added_column(tmp_path: Path, lance_module: Any) -> None:
     uri = str(tmp_path / "theirs.lance")
     lance_module.write_dataset(_rows(0, 4), uri)
     lance_module.dataset(uri).add_columns({"plus": "id + 1"})
-    assert lance_ops.dataset(uri).lance_schema.field("plus").expression is None
+    assert lance_ops.dataset(uri).manifest.schema.field("plus").expression is None
     with pytest.raises(WriteSchemaError, match="'plus' is not nullable and records no expression"):
         lance_ops.write_dataset(_rows(4, 2), uri, mode="append", fill_missing="compute")
     _unchanged(uri, 2, lance_module)
