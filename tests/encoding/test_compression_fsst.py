@@ -18,6 +18,8 @@ from lance_ops.encoding.compression.fsst import (
     SymbolTable,
     _decode_block,
     _encode,
+    _HashedLookup,
+    build_symbol_table,
     fsst_decode,
     fsst_encode,
 )
@@ -265,11 +267,26 @@ def test_encode_matches_reference(values: list[bytes], symbols: list[bytes]) -> 
     data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
     keys, lengths = _keys(symbols)
     expected, tokens = _reference_encode(values, symbols)
-    for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
-        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes)
-        assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
-    _, _, pos, match = _encode(data, offs, keys, lengths, record=True)
-    assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
+    # the hashed kernels (lanes 4: four interleaved lanes, else one) when the table fits their
+    # buckets, and the general kernel (any table) must code alike
+    for general in (False, True):
+        for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
+            coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes, general=general)
+            assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+        _, _, pos, match = _encode(data, offs, keys, lengths, record=True, general=general)
+        assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
+
+
+def test_hashed_kernel_takes_built_tables() -> None:
+    # tables built from data keep at most BUCKET long symbols per hash bucket: the fast kernels
+    values = [f"w{i * 7919 % 100003} the of and {i % 17}".encode() for i in range(20_000)]
+    block = variable_block(values)
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = build_symbol_table(data, offs)
+    assert _HashedLookup(keys, lengths).usable and len(keys) > 100
+    fast = _encode(data, offs, keys, lengths)
+    general = _encode(data, offs, keys, lengths, general=True)
+    assert np.array_equal(fast[0], general[0]) and np.array_equal(fast[1], general[1])
 
 
 def test_encode_lanes_on_a_larger_page() -> None:

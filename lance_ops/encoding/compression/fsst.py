@@ -211,7 +211,8 @@ def _gram(padded: np.ndarray, size: int, k: int) -> np.ndarray:
     return key
 
 
-LANES = 4  # strings coded in turns by the coding kernel (its lookups are latency bound)
+LANES = 4  # strings coded in turns by the coding kernels (their lookups are latency bound)
+HASHED_LANES = 4  # fixed in _fsst_kernels.encode_hashed_lanes
 
 
 class _Lookup:
@@ -243,6 +244,60 @@ class _Lookup:
         self.info = long_start[:-1] | long_start[1:] << np.uint32(8) | short << np.uint32(16)
 
 
+# as _fsst_kernels.HASH_BITS, HASH_MULT, BUCKET (here, so that building a table does not load numba)
+HASH_BITS = 9
+HASH_MULT = np.uint64(0x9E3779B1)
+BUCKET = 8
+
+
+def _slot(keys: np.ndarray) -> np.ndarray:
+    """Hash slot of each symbol's first three bytes (as ``_fsst_kernels._token`` computes it)."""
+    low = np.asarray(keys, np.uint64) & np.uint64(0xFFFFFF)
+    return ((low * HASH_MULT) >> np.uint64(24)) & np.uint64((1 << HASH_BITS) - 1)
+
+
+def _rank(grouped: np.ndarray) -> np.ndarray:
+    """For sorted values, each one's place among its equals (0, 1, ...)."""
+    if len(grouped) == 0:
+        return np.zeros(0, np.int64)
+    start = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
+    return np.arange(len(grouped)) - np.repeat(start, np.diff(np.append(start, len(grouped))))
+
+
+def _pack(codes: np.ndarray, taken: np.ndarray | int, written: np.ndarray | int) -> np.ndarray:
+    """Kernel entries: code | input bytes << 8 | output bytes << 12."""
+    return (
+        np.asarray(codes, np.int64) | np.asarray(taken, np.int64) << 8 | np.asarray(written, np.int64) << 12
+    )
+
+
+class _HashedLookup:
+    """The fast coding kernel's view of a table holding at most one symbol of 3..8 bytes per
+    hash slot (``usable`` says whether it does): ``slots`` (key, entry) per slot (entry 0 when
+    empty), ``short`` the best match of at most two bytes for every two-byte value, then of one
+    byte for every byte, an escape (code 255, one byte in, two out) when none."""
+
+    def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
+        keys = np.asarray(keys, np.uint64)
+        lengths = np.asarray(lengths, np.int64)
+        codes = np.arange(len(keys), dtype=np.int64)
+        long = np.flatnonzero(lengths >= 3)
+        slot = _slot(keys[long]).astype(np.int64)
+        long, slot = long[np.lexsort((-lengths[long], slot))], np.sort(slot)  # longest first
+        place = slot * BUCKET + _rank(slot)
+        self.usable = len(slot) == 0 or int(_rank(slot).max()) < BUCKET
+        self.slots = np.zeros(2 * BUCKET << HASH_BITS, np.uint64)
+        if self.usable:
+            self.slots[2 * place] = keys[long]
+            self.slots[2 * place + 1] = _pack(codes[long], lengths[long], 1).astype(np.uint64)
+        single = np.full(256, ESCAPE | 1 << 8 | 2 << 12, np.int64)
+        one = lengths == 1
+        single[keys[one].astype(np.int64)] = _pack(codes[one], 1, 1)
+        self.short = np.concatenate((single[np.arange(0x10000) & 0xFF], single)).astype(np.uint16)
+        two = lengths == 2
+        self.short[keys[two].astype(np.int64)] = _pack(codes[two], 2, 1)
+
+
 def _lanes(offs: np.ndarray, lanes: int) -> np.ndarray:
     """String indices splitting the strings into ``lanes`` runs of about equal bytes."""
     cuts = np.searchsorted(offs, np.arange(1, lanes) * int(offs[-1]) // lanes)
@@ -256,17 +311,47 @@ def _encode(
     lengths: np.ndarray,
     record: bool = False,
     lanes: int = LANES,
+    general: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Greedy longest-match coding of every string (``lanes``: see ``_fsst_kernels.encode``).
+
+    Tables with at most one symbol of 3..8 bytes per hash slot (those :func:`build_symbol_table`
+    makes) go to the hashed kernels (four lanes, or one with ``record`` or ``lanes != 4``);
+    others, or any with ``general``, to the general kernel, which lists the long symbols by
+    their first two bytes. Both code every string the same way.
 
     Returns (coded bytes, coded offsets, token start positions, token match lengths with 0 for
     an escaped byte); the token arrays are filled only when ``record`` is set.
     """
     from lance_ops.encoding.compression import _fsst_kernels
 
-    lookup = _Lookup(keys, lengths)
     data = np.ascontiguousarray(data, dtype=np.uint8)
     offs = np.ascontiguousarray(offs, dtype=np.int64)
+    hashed = _HashedLookup(keys, lengths)
+    if hashed.usable and not general:
+        out = np.empty(2 * len(data) + 1, dtype=np.uint8)
+        out_offs = np.empty(len(offs), dtype=np.int64)
+        if record or lanes != HASHED_LANES:
+            tok_pos = np.empty(len(data) if record else 0, dtype=np.int64)
+            tok_len = np.empty(len(data) if record else 0, dtype=np.int64)
+            count = _fsst_kernels.encode_hashed(
+                data, offs, hashed.short, hashed.slots, out, out_offs, tok_pos, tok_len
+            )
+            size = int(out_offs[-1])
+            return (
+                out[:size].copy(),
+                out_offs,
+                tok_pos[: count if record else 0],
+                tok_len[: count if record else 0],
+            )
+        splits = _lanes(offs, HASHED_LANES)
+        lane_ends = np.empty(HASHED_LANES, dtype=np.int64)
+        _fsst_kernels.encode_hashed_lanes(
+            data, offs, splits, hashed.short, hashed.slots, out, out_offs, lane_ends
+        )
+        coded = _join_lanes(out, out_offs, offs, splits, lane_ends)
+        return coded, out_offs, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lookup = _Lookup(keys, lengths)
     out = np.empty(2 * len(data), dtype=np.uint8)
     out_offs = np.empty(len(offs), dtype=np.int64)
     tok_pos = np.empty(len(data) if record else 0, dtype=np.int64)
@@ -288,7 +373,15 @@ def _encode(
         tok_pos,
         tok_len,
     )
-    # join the lanes' outputs: lane k wrote 2 × offs[splits[k]] .. lane_ends[k] of ``out``
+    coded = _join_lanes(out, out_offs, offs, splits, lane_ends)
+    return coded, out_offs, tok_pos[: count if record else 0], tok_len[: count if record else 0]
+
+
+def _join_lanes(
+    out: np.ndarray, out_offs: np.ndarray, offs: np.ndarray, splits: np.ndarray, lane_ends: np.ndarray
+) -> np.ndarray:
+    """The lanes' outputs joined (lane k wrote ``2 × offs[splits[k]] .. lane_ends[k]`` of
+    ``out``), with ``out_offs`` moved to match and its last entry set."""
     lane_starts = 2 * offs[splits[:-1]]
     sizes = lane_ends - lane_starts
     coded = np.empty(int(sizes.sum()), dtype=np.uint8)
@@ -298,7 +391,7 @@ def _encode(
         out_offs[first:stop] += at - start
         at += int(size)
     out_offs[-1] = at
-    return coded, out_offs, tok_pos[: count if record else 0], tok_len[: count if record else 0]
+    return coded
 
 
 class _Sampler:
@@ -331,16 +424,35 @@ class _Sampler:
 
 
 def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge duplicate (key, length) candidates, keep the 255 with the largest total gain."""
+    """Merge duplicate (key, length) candidates, keep the 255 with the largest total gain (ties
+    by key, then length), at most ``BUCKET`` of 3..8 bytes per hash slot (the best), so that the
+    hashed coding kernels apply."""
     if len(keys) == 0:
         return keys, lengths
-    order = np.lexsort((lengths, keys))
-    keys, lengths, gains = keys[order], lengths[order], gains[order]
-    first = np.flatnonzero(np.concatenate(([True], (keys[1:] != keys[:-1]) | (lengths[1:] != lengths[:-1]))))
-    total = np.add.reduceat(gains, first)
-    keep = np.argsort(-total, kind="stable")[:MAX_SYMBOLS]
-    keep = keep[total[keep] > 0]
-    return keys[first[keep]], lengths[first[keep]].astype(np.int64)
+    from lance_ops.encoding.compression import _fsst_kernels
+
+    keys, lengths, total = _fsst_kernels.merge_gains(
+        np.ascontiguousarray(keys, np.uint64),
+        np.ascontiguousarray(lengths, np.int64),
+        np.ascontiguousarray(gains, np.float64),
+    )
+    positive = total > 0
+    keys, lengths, total = keys[positive], lengths[positive], total[positive]
+    limit = 4 * MAX_SYMBOLS  # only the best few are sorted; more when the slot limit drops many
+    while True:
+        pick = np.arange(len(total))
+        if len(total) > limit:
+            bar = np.partition(total, len(total) - limit)[len(total) - limit]
+            pick = np.flatnonzero(total >= bar)  # every tie at the bar
+        order = pick[np.lexsort((lengths[pick], keys[pick], -total[pick]))]
+        slot = np.where(lengths[order] >= 3, _slot(keys[order]).astype(np.int64), -1 - np.arange(len(order)))
+        by_slot = np.argsort(slot, kind="stable")
+        rank = np.empty(len(slot), np.int64)
+        rank[by_slot] = _rank(slot[by_slot])
+        keep = order[rank < BUCKET][:MAX_SYMBOLS]
+        if len(keep) == MAX_SYMBOLS or len(pick) == len(total):
+            return keys[keep], lengths[keep]
+        limit *= 4
 
 
 def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
