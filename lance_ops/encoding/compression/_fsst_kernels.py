@@ -371,15 +371,16 @@ def encode_hashed_lanes(
             r0 = e0 - i0
             a0 = np.int64(w0 & np.uint64(0xFFFF)) if r0 >= 2 else 0x10000 + np.int64(w0 & np.uint64(0xFF))
             x0 = np.int64(short[a0])
+            f0 = False
             b0 = 2 * BUCKET * np.int64((((w0 & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
             for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
                 y0 = np.int64(slots[b0 + 2 * j + 1])
                 n0 = (y0 >> 8) & 0xF
                 if n0 == 0:
                     break
-                if n0 <= r0 and ((w0 ^ slots[b0 + 2 * j]) << np.uint64(8 * (8 - n0))) == np.uint64(0):
-                    x0 = y0
-                    break
+                hit0 = (n0 <= r0) & (((w0 ^ slots[b0 + 2 * j]) << np.uint64(8 * (8 - n0))) == np.uint64(0))
+                x0 = y0 if hit0 & (f0 == 0) else x0
+                f0 |= hit0
             out[o0] = x0 & 0xFF
             out[o0 + 1] = w0 & np.uint64(0xFF)
             i0 += (x0 >> 8) & 0xF
@@ -395,15 +396,16 @@ def encode_hashed_lanes(
             r1 = e1 - i1
             a1 = np.int64(w1 & np.uint64(0xFFFF)) if r1 >= 2 else 0x10000 + np.int64(w1 & np.uint64(0xFF))
             x1 = np.int64(short[a1])
+            f1 = False
             b1 = 2 * BUCKET * np.int64((((w1 & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
             for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
                 y1 = np.int64(slots[b1 + 2 * j + 1])
                 n1 = (y1 >> 8) & 0xF
                 if n1 == 0:
                     break
-                if n1 <= r1 and ((w1 ^ slots[b1 + 2 * j]) << np.uint64(8 * (8 - n1))) == np.uint64(0):
-                    x1 = y1
-                    break
+                hit1 = (n1 <= r1) & (((w1 ^ slots[b1 + 2 * j]) << np.uint64(8 * (8 - n1))) == np.uint64(0))
+                x1 = y1 if hit1 & (f1 == 0) else x1
+                f1 |= hit1
             out[o1] = x1 & 0xFF
             out[o1 + 1] = w1 & np.uint64(0xFF)
             i1 += (x1 >> 8) & 0xF
@@ -419,15 +421,16 @@ def encode_hashed_lanes(
             r2 = e2 - i2
             a2 = np.int64(w2 & np.uint64(0xFFFF)) if r2 >= 2 else 0x10000 + np.int64(w2 & np.uint64(0xFF))
             x2 = np.int64(short[a2])
+            f2 = False
             b2 = 2 * BUCKET * np.int64((((w2 & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
             for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
                 y2 = np.int64(slots[b2 + 2 * j + 1])
                 n2 = (y2 >> 8) & 0xF
                 if n2 == 0:
                     break
-                if n2 <= r2 and ((w2 ^ slots[b2 + 2 * j]) << np.uint64(8 * (8 - n2))) == np.uint64(0):
-                    x2 = y2
-                    break
+                hit2 = (n2 <= r2) & (((w2 ^ slots[b2 + 2 * j]) << np.uint64(8 * (8 - n2))) == np.uint64(0))
+                x2 = y2 if hit2 & (f2 == 0) else x2
+                f2 |= hit2
             out[o2] = x2 & 0xFF
             out[o2 + 1] = w2 & np.uint64(0xFF)
             i2 += (x2 >> 8) & 0xF
@@ -443,15 +446,16 @@ def encode_hashed_lanes(
             r3 = e3 - i3
             a3 = np.int64(w3 & np.uint64(0xFFFF)) if r3 >= 2 else 0x10000 + np.int64(w3 & np.uint64(0xFF))
             x3 = np.int64(short[a3])
+            f3 = False
             b3 = 2 * BUCKET * np.int64((((w3 & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
             for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
                 y3 = np.int64(slots[b3 + 2 * j + 1])
                 n3 = (y3 >> 8) & 0xF
                 if n3 == 0:
                     break
-                if n3 <= r3 and ((w3 ^ slots[b3 + 2 * j]) << np.uint64(8 * (8 - n3))) == np.uint64(0):
-                    x3 = y3
-                    break
+                hit3 = (n3 <= r3) & (((w3 ^ slots[b3 + 2 * j]) << np.uint64(8 * (8 - n3))) == np.uint64(0))
+                x3 = y3 if hit3 & (f3 == 0) else x3
+                f3 |= hit3
             out[o3] = x3 & 0xFF
             out[o3 + 1] = w3 & np.uint64(0xFF)
             i3 += (x3 >> 8) & 0xF
