@@ -12,6 +12,10 @@ escapes), with the checks for an escape ending a string and for bad offsets made
 decoding loop itself. Coding reads the 8 bytes at a position with one unaligned load. Both
 intrinsics take the host's byte order as little-endian, as the format code does throughout.
 
+Tables built by ``fsst.build_symbol_table`` are coded by :func:`encode_hashed_lanes` (and
+:func:`encode_hashed` for one lane or recorded tokens), whose lookup is described there; other
+tables by :func:`encode`.
+
 Lookup structure used by :func:`encode` (built by ``fsst._Lookup``), one uint32 per value p
 of the next two bytes (so one cache line serves both lookups): bits 0..7 and 8..15 give the
 range of ``cand_*`` holding the symbols of three or more bytes starting with p (longest
@@ -299,7 +303,7 @@ def encode_hashed(
         out_offs[s] = o
         end = np.int64(offs[s + 1])
         while i < end:
-            word = _word_at(data, i)
+            word = _word_at(data, i)  # type: ignore[arg-type]
             rem = end - i
             at = (
                 np.int64(word & np.uint64(0xFFFF)) if rem >= 2 else 0x10000 + np.int64(word & np.uint64(0xFF))
@@ -321,7 +325,7 @@ def encode_hashed(
                 tok_pos[t] = i
                 tok_len[t] = n if (entry >> 12) == 1 else 0
                 t += 1
-            o += entry >> 12
+            o += int(entry >> 12)
             i += n
     out_offs[len(offs) - 1] = o
     return t if record else o
@@ -367,7 +371,7 @@ def encode_hashed_lanes(
             out_offs[s0] = o0
             e0 = np.int64(offs[s0 + 1])
         else:
-            w0 = _load_unaligned(data, i0) if i0 + 8 <= size else _load8(data, i0)
+            w0 = _load_unaligned(data, i0) if i0 + 8 <= size else _load8(data, i0)  # type: ignore[call-arg, arg-type]
             r0 = e0 - i0
             a0 = np.int64(w0 & np.uint64(0xFFFF)) if r0 >= 2 else 0x10000 + np.int64(w0 & np.uint64(0xFF))
             x0 = np.int64(short[a0])
@@ -392,7 +396,7 @@ def encode_hashed_lanes(
             out_offs[s1] = o1
             e1 = np.int64(offs[s1 + 1])
         else:
-            w1 = _load_unaligned(data, i1) if i1 + 8 <= size else _load8(data, i1)
+            w1 = _load_unaligned(data, i1) if i1 + 8 <= size else _load8(data, i1)  # type: ignore[call-arg, arg-type]
             r1 = e1 - i1
             a1 = np.int64(w1 & np.uint64(0xFFFF)) if r1 >= 2 else 0x10000 + np.int64(w1 & np.uint64(0xFF))
             x1 = np.int64(short[a1])
@@ -417,7 +421,7 @@ def encode_hashed_lanes(
             out_offs[s2] = o2
             e2 = np.int64(offs[s2 + 1])
         else:
-            w2 = _load_unaligned(data, i2) if i2 + 8 <= size else _load8(data, i2)
+            w2 = _load_unaligned(data, i2) if i2 + 8 <= size else _load8(data, i2)  # type: ignore[call-arg, arg-type]
             r2 = e2 - i2
             a2 = np.int64(w2 & np.uint64(0xFFFF)) if r2 >= 2 else 0x10000 + np.int64(w2 & np.uint64(0xFF))
             x2 = np.int64(short[a2])
@@ -442,7 +446,7 @@ def encode_hashed_lanes(
             out_offs[s3] = o3
             e3 = np.int64(offs[s3 + 1])
         else:
-            w3 = _load_unaligned(data, i3) if i3 + 8 <= size else _load8(data, i3)
+            w3 = _load_unaligned(data, i3) if i3 + 8 <= size else _load8(data, i3)  # type: ignore[call-arg, arg-type]
             r3 = e3 - i3
             a3 = np.int64(w3 & np.uint64(0xFFFF)) if r3 >= 2 else 0x10000 + np.int64(w3 & np.uint64(0xFF))
             x3 = np.int64(short[a3])

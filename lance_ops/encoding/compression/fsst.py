@@ -21,8 +21,12 @@ any other code c < n stands for the first ``len[c]`` bytes of symbol c. Example 
 
 Coding and decoding are byte loops compiled with numba (``_fsst_kernels``): a token's length
 decides where the next one starts, so numpy could only take one array pass per token step.
-Greedy longest match: symbols of 3..8 bytes are looked up by their first two bytes, then a
-65 536-entry table gives the best match of at most two bytes.
+Greedy longest match: symbols of 3..8 bytes are looked up in a bucket chosen by a hash of
+their first three bytes (the FSST paper's scheme, with buckets of up to 8 symbols instead of
+one, which kept the 4-word text column's size within 3 %), then a 65 536-entry table gives
+the best match of at most two bytes; four strings are coded in turns. Tables built here keep
+to the buckets; a table given by the caller that does not goes to the general kernel, which
+lists the long symbols by their first two bytes (same output).
 
 The encoder builds a table from ~16 KiB samples of strings (each cut to 256 bytes): it starts
 from the substrings of length 1..8 with the highest ``count × length`` in one sample, then
@@ -31,7 +35,8 @@ the escaped bytes and the joins of adjacent tokens (the Boncz–Neumann–Leis s
 simplified form). Scoring on unseen strings keeps symbols that generalise: long runs that
 only occur in the strings they came from give way to bytes and short joins, so e.g. 2 000
 strings ``"{i} " × 90`` code to 60 % of their size instead of falling back to raw. A last
-round on a fresh sample keeps only the symbols it used.
+round on a fresh sample keeps only the symbols it used. Candidates are merged by a numba hash
+table, and only the best ~1 000 are sorted.
 """
 
 from __future__ import annotations
