@@ -278,6 +278,13 @@ def test_encode_matches_reference(values: list[bytes], symbols: list[bytes]) -> 
 
 
 def test_hashed_kernel_takes_built_tables() -> None:
+    from lance_ops.encoding.compression import _fsst_kernels, fsst
+
+    assert (fsst.HASH_BITS, int(fsst.HASH_MULT), fsst.BUCKET) == (
+        _fsst_kernels.HASH_BITS,
+        _fsst_kernels.HASH_MULT,
+        _fsst_kernels.BUCKET,
+    )
     # tables built from data keep at most BUCKET long symbols per hash bucket: the fast kernels
     values = [f"w{i * 7919 % 100003} the of and {i % 17}".encode() for i in range(20_000)]
     block = variable_block(values)

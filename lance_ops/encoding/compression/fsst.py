@@ -249,7 +249,8 @@ class _Lookup:
         self.info = long_start[:-1] | long_start[1:] << np.uint32(8) | short << np.uint32(16)
 
 
-# as _fsst_kernels.HASH_BITS, HASH_MULT, BUCKET (here, so that building a table does not load numba)
+# the hashed kernels' compile-time constants, repeated so that importing this module does not load
+# numba (tests/encoding/test_compression_fsst.py checks they agree)
 HASH_BITS = 9
 HASH_MULT = np.uint64(0x9E3779B1)
 BUCKET = 8
