@@ -265,7 +265,7 @@ def decode(
     return o
 
 
-# --- coding with a hashed table (one symbol of three or more bytes per hash slot) -----------------
+# --- coding with a hashed table (up to BUCKET symbols of 3..8 bytes per hash bucket) --------------
 
 HASH_BITS = 9  # 512 buckets ...
 BUCKET = 8  # ... of up to 8 symbols of 3..8 bytes (fsst._top keeps tables within this)

@@ -257,7 +257,7 @@ BUCKET = 8
 
 
 def _slot(keys: np.ndarray) -> np.ndarray:
-    """Hash slot of each symbol's first three bytes (as ``_fsst_kernels._token`` computes it)."""
+    """Hash bucket of each symbol's first three bytes (as the hashed kernels compute it)."""
     low = np.asarray(keys, np.uint64) & np.uint64(0xFFFFFF)
     return ((low * HASH_MULT) >> np.uint64(24)) & np.uint64((1 << HASH_BITS) - 1)
 
@@ -278,10 +278,11 @@ def _pack(codes: np.ndarray, taken: np.ndarray | int, written: np.ndarray | int)
 
 
 class _HashedLookup:
-    """The fast coding kernel's view of a table holding at most one symbol of 3..8 bytes per
-    hash slot (``usable`` says whether it does): ``slots`` (key, entry) per slot (entry 0 when
-    empty), ``short`` the best match of at most two bytes for every two-byte value, then of one
-    byte for every byte, an escape (code 255, one byte in, two out) when none."""
+    """The hashed kernels' view of a table holding at most ``BUCKET`` symbols of 3..8 bytes per
+    hash bucket (``usable`` says whether it does): ``slots``, ``BUCKET`` (key, entry) pairs per
+    bucket, longest symbol first (entry 0 after the last); ``short`` the best match of at most
+    two bytes for every two-byte value, then of one byte for every byte, an escape (code 255,
+    one byte in, two out) when none. Entries as ``_pack`` makes them."""
 
     def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
         keys = np.asarray(keys, np.uint64)
@@ -321,10 +322,10 @@ def _encode(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Greedy longest-match coding of every string (``lanes``: see ``_fsst_kernels.encode``).
 
-    Tables with at most one symbol of 3..8 bytes per hash slot (those :func:`build_symbol_table`
-    makes) go to the hashed kernels (four lanes, or one with ``record`` or ``lanes != 4``);
-    others, or any with ``general``, to the general kernel, which lists the long symbols by
-    their first two bytes. Both code every string the same way.
+    Tables with at most ``BUCKET`` symbols of 3..8 bytes per hash bucket (as
+    :func:`build_symbol_table` makes them) go to the hashed kernels (four lanes, or one with
+    ``record`` or ``lanes != 4``); others, or any with ``general``, to the general kernel,
+    which lists the long symbols by their first two bytes. Both code every string the same way.
 
     Returns (coded bytes, coded offsets, token start positions, token match lengths with 0 for
     an escaped byte); the token arrays are filled only when ``record`` is set.
@@ -431,7 +432,7 @@ class _Sampler:
 
 def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Merge duplicate (key, length) candidates, keep the 255 with the largest total gain (ties
-    by key, then length), at most ``BUCKET`` of 3..8 bytes per hash slot (the best), so that the
+    by key, then length), at most ``BUCKET`` of 3..8 bytes per hash bucket (the best), so that the
     hashed coding kernels apply."""
     if len(keys) == 0:
         return keys, lengths
@@ -444,7 +445,7 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
     )
     positive = total > 0
     keys, lengths, total = keys[positive], lengths[positive], total[positive]
-    limit = 4 * MAX_SYMBOLS  # only the best few are sorted; more when the slot limit drops many
+    limit = 4 * MAX_SYMBOLS  # only the best few are sorted; more when the bucket limit drops many
     while True:
         pick = np.arange(len(total))
         if len(total) > limit:
