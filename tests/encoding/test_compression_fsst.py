@@ -18,6 +18,8 @@ from lance_ops.encoding.compression.fsst import (
     SymbolTable,
     _decode_block,
     _encode,
+    _HashedLookup,
+    build_symbol_table,
     fsst_decode,
     fsst_encode,
 )
@@ -265,11 +267,33 @@ def test_encode_matches_reference(values: list[bytes], symbols: list[bytes]) -> 
     data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
     keys, lengths = _keys(symbols)
     expected, tokens = _reference_encode(values, symbols)
-    for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
-        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes)
-        assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
-    _, _, pos, match = _encode(data, offs, keys, lengths, record=True)
-    assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
+    # the hashed kernels (lanes 4: four interleaved lanes, else one) when the table fits their
+    # buckets, and the general kernel (any table) must code alike
+    for general in (False, True):
+        for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
+            coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes, general=general)
+            assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+        _, _, pos, match = _encode(data, offs, keys, lengths, record=True, general=general)
+        assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
+
+
+def test_hashed_kernel_takes_built_tables() -> None:
+    from lance_ops.encoding.compression import _fsst_kernels, fsst
+
+    assert (fsst.HASH_BITS, int(fsst.HASH_MULT), fsst.BUCKET) == (
+        _fsst_kernels.HASH_BITS,
+        _fsst_kernels.HASH_MULT,
+        _fsst_kernels.BUCKET,
+    )
+    # tables built from data keep at most BUCKET long symbols per hash bucket: the fast kernels
+    values = [f"w{i * 7919 % 100003} the of and {i % 17}".encode() for i in range(20_000)]
+    block = variable_block(values)
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = build_symbol_table(data, offs)
+    assert _HashedLookup(keys, lengths).usable and len(keys) > 100
+    fast = _encode(data, offs, keys, lengths)
+    general = _encode(data, offs, keys, lengths, general=True)
+    assert np.array_equal(fast[0], general[0]) and np.array_equal(fast[1], general[1])
 
 
 def test_encode_lanes_on_a_larger_page() -> None:
@@ -472,3 +496,41 @@ def test_writer_fsst_edge_shapes_read_by_pylance(
         writer.write_batch(table)
     assert PylanceReader(path).read_all().to_table().column("s").to_pylist() == values
     assert LanceFileReader(path).read_all().to_table().column("s").to_pylist() == values
+
+
+_EDGE_BYTES = st.one_of(
+    st.none(),
+    st.just(b""),
+    st.binary(min_size=1, max_size=1),
+    st.just(bytes(range(256))),
+    st.lists(st.sampled_from([b"the ", b"\xff", b"\x00", b"abc", b"thermal"]), max_size=9).map(b"".join),
+    st.binary(max_size=24),
+)
+
+
+@pytest.mark.interop
+@settings(max_examples=15, deadline=None)
+@given(values=st.lists(_EDGE_BYTES, max_size=300), huge=st.booleans(), seed=st.integers(0, 2**16))
+def test_our_fsst_bytes_read_by_pylance(
+    tmp_path_factory: pytest.TempPathFactory, values: list[bytes | None], huge: bool, seed: int
+) -> None:
+    """Binary values through our encoder (FSST asked for): empty, one byte, all 256 byte values,
+    the escape byte, many nulls, a value over 32 KiB; pylance and we read the same values."""
+    from lance.file import LanceFileReader as PylanceReader
+
+    from lance_ops.file import LanceFileReader, LanceFileWriter
+
+    if huge:
+        values = [*values, np.random.default_rng(seed).integers(0, 256, 40_000, dtype=np.uint8).tobytes()]
+    meta = {"lance-encoding:compression": "fsst", "lance-encoding:dictionary": "never"}
+    field = pa.field("b", pa.binary(), metadata=meta)
+    table = pa.table({"b": pa.array(values, pa.binary())}, schema=pa.schema([field]))
+    path = str(tmp_path_factory.mktemp("fsst") / "bytes.lance")
+    with LanceFileWriter(path, table.schema, version="2.2") as writer:
+        writer.write_batch(table)
+    if not huge and len({v for v in values if v}) > 1:  # strings to code: an FSST page
+        (page,) = read_pages(path)
+        kind = page.layout.WhichOneof("layout")
+        assert getattr(page.layout, kind).value_compression.WhichOneof("compression") == "fsst"
+    assert PylanceReader(path).read_all().to_table().column("b").to_pylist() == values
+    assert LanceFileReader(path).read_all().to_table().column("b").to_pylist() == values

@@ -12,6 +12,10 @@ escapes), with the checks for an escape ending a string and for bad offsets made
 decoding loop itself. Coding reads the 8 bytes at a position with one unaligned load. Both
 intrinsics take the host's byte order as little-endian, as the format code does throughout.
 
+Tables built by ``fsst.build_symbol_table`` are coded by :func:`encode_hashed_lanes` (and
+:func:`encode_hashed` for one lane or recorded tokens), whose lookup is described there; other
+tables by :func:`encode`.
+
 Lookup structure used by :func:`encode` (built by ``fsst._Lookup``), one uint32 per value p
 of the next two bytes (so one cache line serves both lookups): bits 0..7 and 8..15 give the
 range of ``cand_*`` holding the symbols of three or more bytes starting with p (longest
@@ -259,3 +263,261 @@ def decode(
                 i += 2
     out_offs[len(offs) - 1] = o
     return o
+
+
+# --- coding with a hashed table (up to BUCKET symbols of 3..8 bytes per hash bucket) --------------
+
+HASH_BITS = 9  # 512 buckets ...
+BUCKET = 8  # ... of up to 8 symbols of 3..8 bytes (fsst._top keeps tables within this)
+HASH_MULT = 0x9E3779B1
+
+
+@njit(cache=True, nogil=True)
+def encode_hashed(
+    data: np.ndarray,
+    offs: np.ndarray,
+    short: np.ndarray,
+    slots: np.ndarray,
+    out: np.ndarray,
+    out_offs: np.ndarray,
+    tok_pos: np.ndarray,
+    tok_len: np.ndarray,
+) -> int:
+    """Greedy longest-match coding for tables with at most ``BUCKET`` symbols of 3..8 bytes per
+    hash bucket of their first three bytes. ``slots`` holds each bucket's (key, entry) pairs,
+    longest symbol first, entry 0 after the last; the first that matches is the longest match,
+    else the ``short`` entry of the next two bytes (65 536 entries), or of the next byte at a
+    string's last one (256 more). Entries pack code (bits 0..7), input bytes (8..11) and output
+    bytes (12..15: 2 for an escape, whose second byte is the input byte). ``out`` needs
+    ``2 × len(data) + 1`` bytes; ``out_offs`` gets every string's start and the end. Returns
+    the output size; with a non-empty ``tok_pos``, the tokens are recorded as in
+    :func:`encode` and the return value is their number."""
+    record = len(tok_pos) > 0
+    LOW3 = np.uint64(0xFFFFFF)
+    MULT = np.uint64(HASH_MULT)
+    SLOT_MASK = np.uint64((1 << HASH_BITS) - 1)
+    o = 0
+    t = 0
+    i = np.int64(offs[0])
+    for s in range(len(offs) - 1):
+        out_offs[s] = o
+        end = np.int64(offs[s + 1])
+        while i < end:
+            word = _word_at(data, i)  # type: ignore[arg-type]
+            rem = end - i
+            at = (
+                np.int64(word & np.uint64(0xFFFF)) if rem >= 2 else 0x10000 + np.int64(word & np.uint64(0xFF))
+            )
+            entry = np.int64(short[at])
+            bucket = 2 * BUCKET * np.int64((((word & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
+            for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
+                info = np.int64(slots[bucket + 2 * j + 1])
+                n = (info >> 8) & 0xF
+                if n == 0:
+                    break
+                if n <= rem and ((word ^ slots[bucket + 2 * j]) << np.uint64(8 * (8 - n))) == np.uint64(0):
+                    entry = info
+                    break
+            n = (entry >> 8) & 0xF
+            out[o] = entry & 0xFF
+            out[o + 1] = word & np.uint64(0xFF)
+            if record:
+                tok_pos[t] = i
+                tok_len[t] = n if (entry >> 12) == 1 else 0
+                t += 1
+            o += int(entry >> 12)
+            i += n
+    out_offs[len(offs) - 1] = o
+    return t if record else o
+
+
+@njit(cache=True, nogil=True)
+def encode_hashed_lanes(
+    data: np.ndarray,
+    offs: np.ndarray,
+    lanes: np.ndarray,
+    short: np.ndarray,
+    slots: np.ndarray,
+    out: np.ndarray,
+    out_offs: np.ndarray,
+    lane_ends: np.ndarray,
+) -> None:
+    """:func:`encode_hashed` in four lanes of strings, ``lanes[k] .. lanes[k + 1]``, coded in
+    turns (a token's lookups wait on the previous token's length; four independent chains
+    keep the core busy). Lane k writes from ``2 × offs[lanes[k]]`` to ``lane_ends[k]``, with
+    ``out_offs`` as in :func:`encode` (the caller joins the lanes). ``out`` needs
+    ``2 × len(data) + 1`` bytes. The four lanes' steps are written out (helpers taking the
+    arrays are neither inlined by LLVM nor free of reference counting when numba inlines them);
+    the turns stop when a lane runs out of strings and :func:`encode_hashed` codes the rest."""
+    LOW3 = np.uint64(0xFFFFFF)
+    MULT = np.uint64(HASH_MULT)
+    SLOT_MASK = np.uint64((1 << HASH_BITS) - 1)
+    size = len(data)
+    s0, s1, s2, s3 = lanes[0] - 1, lanes[1] - 1, lanes[2] - 1, lanes[3] - 1
+    t0, t1, t2, t3 = lanes[1] - 1, lanes[2] - 1, lanes[3] - 1, lanes[4] - 1
+    i0, i1, i2, i3 = (
+        np.int64(offs[lanes[0]]),
+        np.int64(offs[lanes[1]]),
+        np.int64(offs[lanes[2]]),
+        np.int64(offs[lanes[3]]),
+    )
+    e0, e1, e2, e3 = i0, i1, i2, i3
+    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    while True:
+        if i0 == e0:
+            s0 += 1
+            if s0 > t0:
+                break
+            out_offs[s0] = o0
+            e0 = np.int64(offs[s0 + 1])
+        else:
+            w0 = _load_unaligned(data, i0) if i0 + 8 <= size else _load8(data, i0)  # type: ignore[call-arg, arg-type]
+            r0 = e0 - i0
+            a0 = np.int64(w0 & np.uint64(0xFFFF)) if r0 >= 2 else 0x10000 + np.int64(w0 & np.uint64(0xFF))
+            x0 = np.int64(short[a0])
+            f0 = False
+            b0 = 2 * BUCKET * np.int64((((w0 & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
+            for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
+                y0 = np.int64(slots[b0 + 2 * j + 1])
+                n0 = (y0 >> 8) & 0xF
+                if n0 == 0:
+                    break
+                hit0 = (n0 <= r0) & (((w0 ^ slots[b0 + 2 * j]) << np.uint64(8 * (8 - n0))) == np.uint64(0))
+                x0 = y0 if hit0 & (f0 == 0) else x0
+                f0 |= hit0
+            out[o0] = x0 & 0xFF
+            out[o0 + 1] = w0 & np.uint64(0xFF)
+            i0 += (x0 >> 8) & 0xF
+            o0 += x0 >> 12
+        if i1 == e1:
+            s1 += 1
+            if s1 > t1:
+                break
+            out_offs[s1] = o1
+            e1 = np.int64(offs[s1 + 1])
+        else:
+            w1 = _load_unaligned(data, i1) if i1 + 8 <= size else _load8(data, i1)  # type: ignore[call-arg, arg-type]
+            r1 = e1 - i1
+            a1 = np.int64(w1 & np.uint64(0xFFFF)) if r1 >= 2 else 0x10000 + np.int64(w1 & np.uint64(0xFF))
+            x1 = np.int64(short[a1])
+            f1 = False
+            b1 = 2 * BUCKET * np.int64((((w1 & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
+            for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
+                y1 = np.int64(slots[b1 + 2 * j + 1])
+                n1 = (y1 >> 8) & 0xF
+                if n1 == 0:
+                    break
+                hit1 = (n1 <= r1) & (((w1 ^ slots[b1 + 2 * j]) << np.uint64(8 * (8 - n1))) == np.uint64(0))
+                x1 = y1 if hit1 & (f1 == 0) else x1
+                f1 |= hit1
+            out[o1] = x1 & 0xFF
+            out[o1 + 1] = w1 & np.uint64(0xFF)
+            i1 += (x1 >> 8) & 0xF
+            o1 += x1 >> 12
+        if i2 == e2:
+            s2 += 1
+            if s2 > t2:
+                break
+            out_offs[s2] = o2
+            e2 = np.int64(offs[s2 + 1])
+        else:
+            w2 = _load_unaligned(data, i2) if i2 + 8 <= size else _load8(data, i2)  # type: ignore[call-arg, arg-type]
+            r2 = e2 - i2
+            a2 = np.int64(w2 & np.uint64(0xFFFF)) if r2 >= 2 else 0x10000 + np.int64(w2 & np.uint64(0xFF))
+            x2 = np.int64(short[a2])
+            f2 = False
+            b2 = 2 * BUCKET * np.int64((((w2 & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
+            for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
+                y2 = np.int64(slots[b2 + 2 * j + 1])
+                n2 = (y2 >> 8) & 0xF
+                if n2 == 0:
+                    break
+                hit2 = (n2 <= r2) & (((w2 ^ slots[b2 + 2 * j]) << np.uint64(8 * (8 - n2))) == np.uint64(0))
+                x2 = y2 if hit2 & (f2 == 0) else x2
+                f2 |= hit2
+            out[o2] = x2 & 0xFF
+            out[o2 + 1] = w2 & np.uint64(0xFF)
+            i2 += (x2 >> 8) & 0xF
+            o2 += x2 >> 12
+        if i3 == e3:
+            s3 += 1
+            if s3 > t3:
+                break
+            out_offs[s3] = o3
+            e3 = np.int64(offs[s3 + 1])
+        else:
+            w3 = _load_unaligned(data, i3) if i3 + 8 <= size else _load8(data, i3)  # type: ignore[call-arg, arg-type]
+            r3 = e3 - i3
+            a3 = np.int64(w3 & np.uint64(0xFFFF)) if r3 >= 2 else 0x10000 + np.int64(w3 & np.uint64(0xFF))
+            x3 = np.int64(short[a3])
+            f3 = False
+            b3 = 2 * BUCKET * np.int64((((w3 & LOW3) * MULT) >> np.uint64(24)) & SLOT_MASK)
+            for j in range(BUCKET):  # longest first; empty entries (length 0) after the last
+                y3 = np.int64(slots[b3 + 2 * j + 1])
+                n3 = (y3 >> 8) & 0xF
+                if n3 == 0:
+                    break
+                hit3 = (n3 <= r3) & (((w3 ^ slots[b3 + 2 * j]) << np.uint64(8 * (8 - n3))) == np.uint64(0))
+                x3 = y3 if hit3 & (f3 == 0) else x3
+                f3 |= hit3
+            out[o3] = x3 & 0xFF
+            out[o3 + 1] = w3 & np.uint64(0xFF)
+            i3 += (x3 >> 8) & 0xF
+            o3 += x3 >> 12
+    # finish each lane from where it stopped (a lane that broke out is past its last string)
+    state = np.array([[s0, i0, e0, o0], [s1, i1, e1, o1], [s2, i2, e2, o2], [s3, i3, e3, o3]])
+    none = np.empty(0, np.int64)
+    for k in range(4):
+        s, i, e, o = state[k, 0], state[k, 1], state[k, 2], state[k, 3]
+        last = lanes[k + 1] - 1
+        if s <= last and i < e:  # the rest of string s
+            rest = np.empty(2, np.int64)
+            rest[0], rest[1] = i, e
+            o += encode_hashed(data, rest, short, slots, out[o:], np.empty(2, np.int64), none, none)
+        if s < last:  # the strings after it
+            sub_offs = offs[s + 1 : last + 2]
+            sub_out = np.empty(len(sub_offs), np.int64)
+            size = encode_hashed(data, sub_offs, short, slots, out[o:], sub_out, none, none)
+            out_offs[s + 1 : last + 1] = sub_out[:-1] + o
+            o += size
+        lane_ends[k] = o
+
+
+# --- symbol table building ------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def merge_gains(
+    keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (key, length) pairs, in order of first appearance, with their summed gains
+    (an open-addressing hash table instead of a sort of every candidate)."""
+    n = len(keys)
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    where = np.full(size, -1, np.int64)
+    out_keys = np.empty(n, np.uint64)
+    out_lengths = np.empty(n, np.int64)
+    out_gains = np.zeros(n, np.float64)
+    count = 0
+    for i in range(n):
+        key = keys[i]
+        length = lengths[i]
+        h = np.int64(((key ^ np.uint64(length)) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & (
+            size - 1
+        )
+        while True:
+            at = where[h]
+            if at < 0:
+                where[h] = count
+                out_keys[count] = key
+                out_lengths[count] = length
+                out_gains[count] = gains[i]
+                count += 1
+                break
+            if out_keys[at] == key and out_lengths[at] == length:
+                out_gains[at] += gains[i]
+                break
+            h = (h + 1) & (size - 1)
+    return out_keys[:count], out_lengths[:count], out_gains[:count]

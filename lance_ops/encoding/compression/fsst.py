@@ -21,8 +21,12 @@ any other code c < n stands for the first ``len[c]`` bytes of symbol c. Example 
 
 Coding and decoding are byte loops compiled with numba (``_fsst_kernels``): a token's length
 decides where the next one starts, so numpy could only take one array pass per token step.
-Greedy longest match: symbols of 3..8 bytes are looked up by their first two bytes, then a
-65 536-entry table gives the best match of at most two bytes.
+Greedy longest match: symbols of 3..8 bytes are looked up in a bucket chosen by a hash of
+their first three bytes (the FSST paper's scheme, with buckets of up to 8 symbols instead of
+one, which kept the 4-word text column's size within 3 %), then a 65 536-entry table gives
+the best match of at most two bytes; four strings are coded in turns. Tables built here keep
+to the buckets; a table given by the caller that does not goes to the general kernel, which
+lists the long symbols by their first two bytes (same output).
 
 The encoder builds a table from ~16 KiB samples of strings (each cut to 256 bytes): it starts
 from the substrings of length 1..8 with the highest ``count × length`` in one sample, then
@@ -31,7 +35,8 @@ the escaped bytes and the joins of adjacent tokens (the Boncz–Neumann–Leis s
 simplified form). Scoring on unseen strings keeps symbols that generalise: long runs that
 only occur in the strings they came from give way to bytes and short joins, so e.g. 2 000
 strings ``"{i} " × 90`` code to 60 % of their size instead of falling back to raw. A last
-round on a fresh sample keeps only the symbols it used.
+round on a fresh sample keeps only the symbols it used. Candidates are merged by a numba hash
+table, and only the best ~1 000 are sorted.
 """
 
 from __future__ import annotations
@@ -211,7 +216,8 @@ def _gram(padded: np.ndarray, size: int, k: int) -> np.ndarray:
     return key
 
 
-LANES = 4  # strings coded in turns by the coding kernel (its lookups are latency bound)
+LANES = 4  # strings coded in turns by the coding kernels (their lookups are latency bound)
+HASHED_LANES = 4  # fixed in _fsst_kernels.encode_hashed_lanes
 
 
 class _Lookup:
@@ -243,6 +249,62 @@ class _Lookup:
         self.info = long_start[:-1] | long_start[1:] << np.uint32(8) | short << np.uint32(16)
 
 
+# the hashed kernels' compile-time constants, repeated so that importing this module does not load
+# numba (tests/encoding/test_compression_fsst.py checks they agree)
+HASH_BITS = 9
+HASH_MULT = np.uint64(0x9E3779B1)
+BUCKET = 8
+
+
+def _slot(keys: np.ndarray) -> np.ndarray:
+    """Hash bucket of each symbol's first three bytes (as the hashed kernels compute it)."""
+    low = np.asarray(keys, np.uint64) & np.uint64(0xFFFFFF)
+    return ((low * HASH_MULT) >> np.uint64(24)) & np.uint64((1 << HASH_BITS) - 1)
+
+
+def _rank(grouped: np.ndarray) -> np.ndarray:
+    """For sorted values, each one's place among its equals (0, 1, ...)."""
+    if len(grouped) == 0:
+        return np.zeros(0, np.int64)
+    start = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
+    return np.arange(len(grouped)) - np.repeat(start, np.diff(np.append(start, len(grouped))))
+
+
+def _pack(codes: np.ndarray, taken: np.ndarray | int, written: np.ndarray | int) -> np.ndarray:
+    """Kernel entries: code | input bytes << 8 | output bytes << 12."""
+    return (
+        np.asarray(codes, np.int64) | np.asarray(taken, np.int64) << 8 | np.asarray(written, np.int64) << 12
+    )
+
+
+class _HashedLookup:
+    """The hashed kernels' view of a table holding at most ``BUCKET`` symbols of 3..8 bytes per
+    hash bucket (``usable`` says whether it does): ``slots``, ``BUCKET`` (key, entry) pairs per
+    bucket, longest symbol first (entry 0 after the last); ``short`` the best match of at most
+    two bytes for every two-byte value, then of one byte for every byte, an escape (code 255,
+    one byte in, two out) when none. Entries as ``_pack`` makes them."""
+
+    def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
+        keys = np.asarray(keys, np.uint64)
+        lengths = np.asarray(lengths, np.int64)
+        codes = np.arange(len(keys), dtype=np.int64)
+        long = np.flatnonzero(lengths >= 3)
+        slot = _slot(keys[long]).astype(np.int64)
+        long, slot = long[np.lexsort((-lengths[long], slot))], np.sort(slot)  # longest first
+        place = slot * BUCKET + _rank(slot)
+        self.usable = len(slot) == 0 or int(_rank(slot).max()) < BUCKET
+        self.slots = np.zeros(2 * BUCKET << HASH_BITS, np.uint64)
+        if self.usable:
+            self.slots[2 * place] = keys[long]
+            self.slots[2 * place + 1] = _pack(codes[long], lengths[long], 1).astype(np.uint64)
+        single = np.full(256, ESCAPE | 1 << 8 | 2 << 12, np.int64)
+        one = lengths == 1
+        single[keys[one].astype(np.int64)] = _pack(codes[one], 1, 1)
+        self.short = np.concatenate((single[np.arange(0x10000) & 0xFF], single)).astype(np.uint16)
+        two = lengths == 2
+        self.short[keys[two].astype(np.int64)] = _pack(codes[two], 2, 1)
+
+
 def _lanes(offs: np.ndarray, lanes: int) -> np.ndarray:
     """String indices splitting the strings into ``lanes`` runs of about equal bytes."""
     cuts = np.searchsorted(offs, np.arange(1, lanes) * int(offs[-1]) // lanes)
@@ -256,17 +318,47 @@ def _encode(
     lengths: np.ndarray,
     record: bool = False,
     lanes: int = LANES,
+    general: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Greedy longest-match coding of every string (``lanes``: see ``_fsst_kernels.encode``).
+
+    Tables with at most ``BUCKET`` symbols of 3..8 bytes per hash bucket (as
+    :func:`build_symbol_table` makes them) go to the hashed kernels (four lanes, or one with
+    ``record`` or ``lanes != 4``); others, or any with ``general``, to the general kernel,
+    which lists the long symbols by their first two bytes. Both code every string the same way.
 
     Returns (coded bytes, coded offsets, token start positions, token match lengths with 0 for
     an escaped byte); the token arrays are filled only when ``record`` is set.
     """
     from lance_ops.encoding.compression import _fsst_kernels
 
-    lookup = _Lookup(keys, lengths)
     data = np.ascontiguousarray(data, dtype=np.uint8)
     offs = np.ascontiguousarray(offs, dtype=np.int64)
+    hashed = _HashedLookup(keys, lengths)
+    if hashed.usable and not general:
+        out = np.empty(2 * len(data) + 1, dtype=np.uint8)
+        out_offs = np.empty(len(offs), dtype=np.int64)
+        if record or lanes != HASHED_LANES:
+            tok_pos = np.empty(len(data) if record else 0, dtype=np.int64)
+            tok_len = np.empty(len(data) if record else 0, dtype=np.int64)
+            count = _fsst_kernels.encode_hashed(
+                data, offs, hashed.short, hashed.slots, out, out_offs, tok_pos, tok_len
+            )
+            size = int(out_offs[-1])
+            return (
+                out[:size].copy(),
+                out_offs,
+                tok_pos[: count if record else 0],
+                tok_len[: count if record else 0],
+            )
+        splits = _lanes(offs, HASHED_LANES)
+        lane_ends = np.empty(HASHED_LANES, dtype=np.int64)
+        _fsst_kernels.encode_hashed_lanes(
+            data, offs, splits, hashed.short, hashed.slots, out, out_offs, lane_ends
+        )
+        coded = _join_lanes(out, out_offs, offs, splits, lane_ends)
+        return coded, out_offs, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lookup = _Lookup(keys, lengths)
     out = np.empty(2 * len(data), dtype=np.uint8)
     out_offs = np.empty(len(offs), dtype=np.int64)
     tok_pos = np.empty(len(data) if record else 0, dtype=np.int64)
@@ -288,7 +380,15 @@ def _encode(
         tok_pos,
         tok_len,
     )
-    # join the lanes' outputs: lane k wrote 2 × offs[splits[k]] .. lane_ends[k] of ``out``
+    coded = _join_lanes(out, out_offs, offs, splits, lane_ends)
+    return coded, out_offs, tok_pos[: count if record else 0], tok_len[: count if record else 0]
+
+
+def _join_lanes(
+    out: np.ndarray, out_offs: np.ndarray, offs: np.ndarray, splits: np.ndarray, lane_ends: np.ndarray
+) -> np.ndarray:
+    """The lanes' outputs joined (lane k wrote ``2 × offs[splits[k]] .. lane_ends[k]`` of
+    ``out``), with ``out_offs`` moved to match and its last entry set."""
     lane_starts = 2 * offs[splits[:-1]]
     sizes = lane_ends - lane_starts
     coded = np.empty(int(sizes.sum()), dtype=np.uint8)
@@ -298,7 +398,7 @@ def _encode(
         out_offs[first:stop] += at - start
         at += int(size)
     out_offs[-1] = at
-    return coded, out_offs, tok_pos[: count if record else 0], tok_len[: count if record else 0]
+    return coded
 
 
 class _Sampler:
@@ -331,16 +431,35 @@ class _Sampler:
 
 
 def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge duplicate (key, length) candidates, keep the 255 with the largest total gain."""
+    """Merge duplicate (key, length) candidates, keep the 255 with the largest total gain (ties
+    by key, then length), at most ``BUCKET`` of 3..8 bytes per hash bucket (the best), so that the
+    hashed coding kernels apply."""
     if len(keys) == 0:
         return keys, lengths
-    order = np.lexsort((lengths, keys))
-    keys, lengths, gains = keys[order], lengths[order], gains[order]
-    first = np.flatnonzero(np.concatenate(([True], (keys[1:] != keys[:-1]) | (lengths[1:] != lengths[:-1]))))
-    total = np.add.reduceat(gains, first)
-    keep = np.argsort(-total, kind="stable")[:MAX_SYMBOLS]
-    keep = keep[total[keep] > 0]
-    return keys[first[keep]], lengths[first[keep]].astype(np.int64)
+    from lance_ops.encoding.compression import _fsst_kernels
+
+    keys, lengths, total = _fsst_kernels.merge_gains(
+        np.ascontiguousarray(keys, np.uint64),
+        np.ascontiguousarray(lengths, np.int64),
+        np.ascontiguousarray(gains, np.float64),
+    )
+    positive = total > 0
+    keys, lengths, total = keys[positive], lengths[positive], total[positive]
+    limit = 4 * MAX_SYMBOLS  # only the best few are sorted; more when the bucket limit drops many
+    while True:
+        pick = np.arange(len(total))
+        if len(total) > limit:
+            bar = np.partition(total, len(total) - limit)[len(total) - limit]
+            pick = np.flatnonzero(total >= bar)  # every tie at the bar
+        order = pick[np.lexsort((lengths[pick], keys[pick], -total[pick]))]
+        slot = np.where(lengths[order] >= 3, _slot(keys[order]).astype(np.int64), -1 - np.arange(len(order)))
+        by_slot = np.argsort(slot, kind="stable")
+        rank = np.empty(len(slot), np.int64)
+        rank[by_slot] = _rank(slot[by_slot])
+        keep = order[rank < BUCKET][:MAX_SYMBOLS]
+        if len(keep) == MAX_SYMBOLS or len(pick) == len(total):
+            return keys[keep], lengths[keep]
+        limit *= 4
 
 
 def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
