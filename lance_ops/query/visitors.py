@@ -2,7 +2,7 @@
 simple conditions (:class:`Bound`) statistics and scalar indices can prune with.
 
 The Arrow expression is the fourth derivation: :mod:`lance_ops.query.predicate` translates the
-sqlglot form of the tree (:func:`lance_ops.query.parser.to_sqlglot`) with DataFusion's semantics.
+tree with DataFusion's semantics.
 """
 
 from __future__ import annotations
