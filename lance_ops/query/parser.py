@@ -7,9 +7,9 @@ named by its lower-case SQL name over its operands as written. Every node keeps 
 is the only module that reads SQL: the rest of the library sees the tree.
 
 :func:`to_sqlglot` writes a tree back as sqlglot nodes (every operand that is not a leaf is
-parenthesised, so no precedence is lost); their SQL text in Lance's dialect is
-:func:`lance_ops.query.visitors.to_sql`. A literal SQL cannot spell exactly (a float16, a timestamp
-with a time zone) raises :class:`NotRepresentable`.
+parenthesised, so no precedence is lost); :func:`to_sql` is their SQL text in Lance's dialect.
+A literal SQL cannot spell exactly (a float16, a timestamp with a time zone) raises
+:class:`NotRepresentable`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ __all__ = [
     "is_construct",
     "parse",
     "sql_text",
+    "to_sql",
     "to_sqlglot",
 ]
 
@@ -385,6 +386,11 @@ def _column(path: tuple[str, ...]) -> exp.Expr:
         raise NotRepresentable(f"a field {len(path)} levels deep: {'.'.join(path)}")
     parts = [exp.to_identifier(p, quoted=True) for p in reversed(path)]
     return exp.Column(**dict(zip(("this", "table", "db", "catalog"), parts, strict=False)))
+
+
+def to_sql(node: ex.Expr) -> str:
+    """The tree as Lance SQL text (parsing it gives the same tree back)."""
+    return sql_text(to_sqlglot(node))
 
 
 def to_sqlglot(node: ex.Expr) -> exp.Expr:

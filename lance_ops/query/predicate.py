@@ -418,9 +418,7 @@ def _operator(node: ex.Expr) -> str:
     if isinstance(node, ex.Call):
         if node.name in _CALL_SYMBOLS:
             return _CALL_SYMBOLS[node.name]
-        if is_construct(node.name) or node.source is None:
-            return node.name.upper()
-        return node.source.split("(", 1)[0].strip()  # a function SQL does not know, as written
+        return node.name.upper() if is_construct(node.name) else node.name
     return _NODE_SYMBOLS.get(type(node), type(node).__name__.upper())
 
 
