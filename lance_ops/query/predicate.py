@@ -195,7 +195,7 @@ def _nullable(node: ex.Expr, tr: _Translator) -> bool:
     only when every argument is; casts as their operand; ``AND`` / ``OR`` and functions always;
     other operators when an operand is."""
     if isinstance(node, ex.Column):
-        field = tr.schema.field(tr._top_level(node))
+        field = tr.schema.field(tr.top_level(node))
         nullable = field.nullable
         for name in node.path[1:]:
             field = field.type.field(name)
@@ -350,7 +350,7 @@ class _Translator:
         return f"cannot apply {_operator(node)!r} to {_listed(operands)}"
 
     def column(self, node: ex.Column) -> Value:
-        top = self._top_level(node)
+        top = self.top_level(node)
         type_ = self.schema.field(top).type
         for name in node.path[1:]:
             if not pa.types.is_struct(type_) or type_.get_field_index(name) < 0:
@@ -359,7 +359,7 @@ class _Translator:
         self.columns.add(top)
         return Value(pc.field(top, *node.path[1:]), type_)
 
-    def _top_level(self, node: ex.Column) -> str:
+    def top_level(self, node: ex.Column) -> str:
         name = node.path[0]
         if self.schema.get_field_index(name) >= 0:
             return name
