@@ -141,6 +141,27 @@ def test_imports_point_down(path: Path) -> None:
     assert not upward, f"{module_name(path)} (layer {mine}) imports from above: {upward}"
 
 
+# SQL text is read in one place: the parser turns it into the expression tree, and everything
+# else (the Arrow filter, pruning bounds, SQL text, nullability) is a visitor over that tree.
+SQL_READERS = {"lance_ops.query.parser"}
+
+
+def _imports_sqlglot(path: Path) -> list[str]:
+    return [f"line {line}: {t}" for line, t in imports(path) if t == "sqlglot" or t.startswith("sqlglot.")]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(REPO)))
+def test_only_the_parser_imports_sqlglot(path: Path) -> None:
+    if module_name(path) in SQL_READERS:
+        return
+    assert not _imports_sqlglot(path), f"{module_name(path)} reads SQL itself: use lance_ops.query.parser"
+
+
+def test_the_sqlglot_check_sees_the_parser() -> None:
+    """The parser does import sqlglot: the check above can fail."""
+    assert _imports_sqlglot(REPO / "lance_ops" / "query" / "parser.py")
+
+
 def test_the_checker_sees_upward_imports(tmp_path: Path) -> None:
     assert layer("lance_ops.ops.delete") == 5 and layer("lance_ops.fragment.reader") == 4
     assert layer("jobs.pipeline") > layer("lance_ops.cli")  # type: ignore[operator]

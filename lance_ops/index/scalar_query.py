@@ -31,10 +31,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
 from pyroaring import BitMap
-from sqlglot import exp
 
+from lance_ops.errors import PredicateError
 from lance_ops.file import LanceFileReader
 from lance_ops.index.bitmap import BITMAP_LAYOUT
 from lance_ops.index.btree import LOOKUP, PAGES
@@ -42,7 +41,9 @@ from lance_ops.index.files import IndexFileData, read_index_file
 from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP, index_type_of
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.io.context import StorageContext
-from lance_ops.query.predicate import Bound, LanceSQL, Predicate
+from lance_ops.query import expressions as ex
+from lance_ops.query.parser import parse
+from lance_ops.query.predicate import Bound, Predicate
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import fragment_ids, is_system
 from lance_ops.table.manifest import IndexMetadata, Manifest
@@ -221,56 +222,35 @@ class LabelCondition:
         return f"{self.column} has {'all' if self.all_ else 'any'} of {list(self.values)}"
 
 
-def _literal(node: exp.Expr) -> Any:
-    if not isinstance(node, exp.Literal):
-        raise ValueError("not a literal")
-    if node.is_string:
-        return node.this
-    text = str(node.this)
-    return float(text) if any(c in text for c in ".eE") else int(text)
-
-
 def label_conditions(filter: Any, schema: pa.Schema) -> list[LabelCondition]:
     """The ``array_has_any`` / ``array_has_all`` / ``array_has`` conjuncts of a SQL ``filter``'s
     top-level ``AND`` on a top-level list column with literal values (none for anything else)."""
     if not isinstance(filter, str):
         return []
     try:
-        tree = sqlglot.parse_one(filter, dialect=LanceSQL)
-    except sqlglot.errors.SqlglotError:
+        tree = parse(filter)
+    except PredicateError:
         return []
-    conjuncts, found = [tree], []
-    while conjuncts:
-        node = conjuncts.pop()
-        while isinstance(node, exp.Paren):
-            node = node.this
-        if isinstance(node, exp.And):
-            conjuncts += [node.this, node.expression]
+    found = []
+    for node in ex.conjuncts(tree):
+        if not isinstance(node, ex.Call) or node.name not in _LABEL_FUNCTIONS or len(node.args) != 2:
             continue
-        if isinstance(node, exp.ArrayContains):
-            args, all_ = [node.this, node.expression], False
-        elif isinstance(node, exp.ArrayContainsAll):
-            args, all_ = [node.this, node.expression], True
-        elif isinstance(node, exp.Anonymous) and str(node.this).lower() in _LABEL_FUNCTIONS:
-            args, all_ = list(node.expressions), _LABEL_FUNCTIONS[str(node.this).lower()]
-        else:
+        column, items = node.args
+        if not isinstance(column, ex.Column) or len(column.path) != 1:
             continue
-        if len(args) != 2 or not isinstance(args[0], exp.Column) or len(args[0].parts) != 1:
+        if schema.get_field_index(column.path[0]) < 0:
             continue
-        column = args[0].parts[0].name
-        if schema.get_field_index(column) < 0:
+        elements = items.args if isinstance(items, ex.Call) and items.name == "array" else (items,)
+        if not elements or not all(isinstance(e, ex.Literal) for e in elements):
             continue
-        items = args[1].expressions if isinstance(args[1], exp.Array) else [args[1]]
-        try:
-            values = tuple(_literal(item) for item in items)
-        except ValueError:
-            continue
-        if values:
-            found.append(LabelCondition(column, values, all_))
+        values = tuple(e.value.as_py() for e in elements if isinstance(e, ex.Literal))
+        found.append(LabelCondition(column.path[0], values, _LABEL_FUNCTIONS[node.name]))
     return found
 
 
-_LABEL_FUNCTIONS = {
+_LABEL_FUNCTIONS = {  # the tree's names (sqlglot's spellings of array_has / array_has_all)
+    "array_contains": False,
+    "array_contains_all": True,
     "array_has_any": False,
     "list_has_any": False,
     "array_has_all": True,

@@ -1,8 +1,9 @@
-"""DataFusion scalar functions and literals for filters and SQL expressions (pylance 14's set).
+"""DataFusion's scalar functions for filters and SQL expressions (pylance 14's set), over the calls
+of the expression tree.
 
-Each entry maps a sqlglot node class (or, for functions sqlglot does not know, the lower-case
-function name) to a handler building an Arrow expression from the translated arguments, with
-DataFusion's semantics where Arrow's kernels differ:
+Each entry maps a call's name (as :mod:`lance_ops.query.parser` names it: the lower-case SQL name,
+``ltrim`` / ``lpad`` as written) to a handler building an Arrow expression from the call's argument
+nodes, with DataFusion's semantics where Arrow's kernels differ:
 
 * constants: ``CURRENT_DATE``, ``now()`` / ``CURRENT_TIMESTAMP`` (UTC, fixed when the filter is
   bound), ``pi()``, binary literals ``X'4142'``;
@@ -10,15 +11,18 @@ DataFusion's semantics where Arrow's kernels differ:
   ``array_length``, ``cardinality``, ``array_position``, ``array_empty`` / ``empty`` and 1-based
   subscripts ``tags[1]`` (out of range -> NULL, negative counts from the end); Arrow has no kernels
   for these, so they are vectorised scalar UDFs registered with Arrow once per element type;
-* strings: ``btrim`` / ``ltrim`` / ``rtrim``, ``replace``, ``strpos`` / ``instr``, ``left``,
+* strings: ``lower`` / ``upper``, ``length``, ``starts_with`` / ``ends_with`` / ``contains``,
+  ``LIKE ... ESCAPE '\\'``, ``regexp_like`` / ``regexp_match``, ``||`` / ``concat``, ``octet_length``,
+  ``btrim`` / ``ltrim`` / ``rtrim``, ``replace``, ``strpos`` / ``instr``, ``left``,
   ``right``, ``reverse``, ``lpad`` / ``rpad`` (truncating to the width, as DataFusion does),
   ``repeat``, ``initcap``, ``concat_ws`` (NULLs skipped), ``regexp_replace`` (first match unless
   flag ``g``), ``regexp_count``, ``bit_length``, ``split_part``;
-* numbers: ``round(x[, digits])`` (half away from zero), ``sqrt``, ``power`` / ``pow``, ``exp``,
-  ``ln``, ``log`` (base 10 with one argument, ``log(base, x)``), ``log10``, ``log2``, ``signum``,
-  ``sin`` / ``cos`` / ``tan`` / ``asin`` / ``acos`` / ``atan``, ``degrees``, ``radians``, ``iszero``;
-* conditionals: ``greatest`` / ``least`` (NULLs ignored), ``nullif``, ``nvl2``,
-  ``IS [NOT] DISTINCT FROM``;
+* numbers: ``abs``, ``isnan``, ``round(x[, digits])`` (half away from zero), ``sqrt``, ``power`` /
+  ``pow``, ``exp``, ``ln``, ``log`` (base 10 with one argument, ``log(base, x)``), ``log10``,
+  ``log2``, ``signum``, ``sin`` / ``cos`` / ``tan`` / ``asin`` / ``acos`` / ``atan``, ``degrees``,
+  ``radians``, ``iszero``;
+* conditionals: ``coalesce``, ``greatest`` / ``least`` (NULLs ignored), ``nullif``, ``nvl2``,
+  ``IS [NOT] DISTINCT FROM``, ``IS [NOT] TRUE`` / ``FALSE``;
 * dates: ``date_trunc(unit, t)``, ``date_part(part, t)``, ``to_date(text)``.
 
 Functions pylance refuses in filters (``substr``, ``trim``, ``floor``, ``ceil``, ``CASE``,
@@ -29,45 +33,80 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp
 
 from lance_ops.errors import PredicateError, UnsupportedFeatureError, UnsupportedSQLError
+from lance_ops.query import expressions as ex
 from lance_ops.query import predicate as p
-from lance_ops.query.parser import sql_text
-from lance_ops.query.values import Value, as_type, constant, promote, retype, temporal_literal, unify
+from lance_ops.query.values import (
+    Value,
+    as_type,
+    constant,
+    promote,
+    retype,
+    temporal_literal,
+    type_kind,
+    unify,
+)
 
-__all__ = ["ANONYMOUS", "HANDLERS"]
+__all__ = ["FUNCTIONS"]
 
-Handler = Callable[[Any, Any], "Value"]
-Anonymous = Callable[[Any, exp.Expr, Sequence[exp.Expr]], "Value"]
+# A handler: (the translator, the call node) -> the call's value.
+Handler = Callable[[Any, ex.Call], Value]
+
+
+def _text(node: ex.Expr) -> str:
+    return p.sql_text(node)
+
+
+def _arity(node: ex.Call, *counts: int) -> tuple[ex.Expr, ...]:
+    """The call's arguments, when there are as many as one of ``counts``."""
+    if len(node.args) not in counts:
+        raise PredicateError(f"wrong number of arguments: {_text(node)}")
+    return node.args
+
+
+def _literal(tr: Any, node: ex.Expr, what: str) -> Any:
+    value = tr.translate(node)
+    if value.literal is None:
+        raise UnsupportedFeatureError(f"the {what} must be a literal, not {_text(node)}")
+    return value.literal.as_py()
+
+
+def _unary(kernel: Callable[..., pc.Expression]) -> Handler:
+    def handle(tr: Any, node: ex.Call) -> Value:
+        # the first argument only: initcap's parsed form carries its default delimiters after it
+        return tr.call(node, kernel(tr.translate(node.args[0]).expr))
+
+    return handle
 
 
 # ---------------------------------------------------------------- constants
 
 
-def _current_date(tr: Any, node: exp.Expr) -> Value:
+def _current_date(tr: Any, node: ex.Call) -> Value:
     return constant(pa.scalar(dt.datetime.now(dt.UTC).date(), pa.date32()))
 
 
-def _now(tr: Any, node: exp.Expr, args: Sequence[exp.Expr] = ()) -> Value:
+def _now(tr: Any, node: ex.Call) -> Value:
     moment = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     return constant(pa.scalar(moment, pa.timestamp("ns")))
 
 
-def _hex_string(tr: Any, node: exp.HexString) -> Value:
+def _hex_string(tr: Any, node: ex.Call) -> Value:
+    (digits,) = _arity(node, 1)
     try:
-        return constant(pa.scalar(bytes.fromhex(str(node.this)), pa.binary()))
+        return constant(pa.scalar(bytes.fromhex(str(_literal(tr, digits, "hex digits"))), pa.binary()))
     except ValueError as exc:
-        raise PredicateError(f"invalid binary literal {sql_text(node)}") from exc
+        raise PredicateError(f"invalid binary literal {_text(node)}") from exc
 
 
-def _pi(tr: Any, node: exp.Expr) -> Value:
+def _pi(tr: Any, node: ex.Call) -> Value:
     return constant(pa.scalar(math.pi, pa.float64()))
 
 
@@ -147,200 +186,227 @@ def _udf(name: str, list_type: pa.DataType, second: pa.DataType) -> str:
     return registered
 
 
-def _list_arg(tr: Any, node: exp.Expr, value: Value) -> Value:
+def _list_arg(tr: Any, node: ex.Expr, value: Value) -> Value:
     if not (pa.types.is_list(value.type) or pa.types.is_large_list(value.type)):
-        raise PredicateError(f"{sql_text(node)} needs a list column, not {value.type}")
+        raise PredicateError(f"{_text(node)} needs a list column, not {value.type}")
     return value
 
 
-def _element(tr: Any, node: exp.Expr, lists: Value, item: exp.Expr) -> Value:
+def _element(tr: Any, node: ex.Expr, lists: Value, item: ex.Expr) -> Value:
     value = retype(tr.translate(item), lists.type.value_type)
     if value.type != lists.type.value_type:
-        raise PredicateError(f"{sql_text(node)}: {value.type} values cannot be looked up in {lists.type}")
+        raise PredicateError(f"{_text(node)}: {value.type} values cannot be looked up in {lists.type}")
     return value
 
 
-def _list_call(tr: Any, node: exp.Expr, name: str, lists: Value, second: Value) -> Value:
+def _list_call(tr: Any, node: ex.Expr, name: str, lists: Value, second: Value) -> Value:
     function = _udf(name, lists.type, second.type)
     return tr.call(node, pc.Expression._call(function, [lists.expr, second.expr]))
 
 
-def _array_has_node(tr: Any, node: exp.Expr, list_node: exp.Expr, item: exp.Expr) -> Value:
+def _array_has_node(tr: Any, node: ex.Call, list_node: ex.Expr, item: ex.Expr) -> Value:
     lists = _list_arg(tr, node, tr.translate(list_node))
     return _list_call(tr, node, "array_has", lists, _element(tr, node, lists, item))
 
 
-def _array_contains(tr: Any, node: exp.ArrayContains) -> Value:
-    return _array_has_node(tr, node, node.this, node.expression)
+def _array_has_call(tr: Any, node: ex.Call) -> Value:
+    return _array_has_node(tr, node, *_arity(node, 2))
 
 
-def _items(node: exp.Expr) -> list[exp.Expr]:
-    if not isinstance(node, exp.Array):
-        raise UnsupportedFeatureError(f"the values must be a list literal ([...]): {sql_text(node)}")
-    return list(node.expressions)
+def _items(node: ex.Expr) -> tuple[ex.Expr, ...]:
+    if not (isinstance(node, ex.Call) and node.name == "array"):
+        raise UnsupportedFeatureError(f"the values must be a list literal ([...]): {_text(node)}")
+    return node.args
 
 
-def _any_or_all(tr: Any, node: exp.Expr, list_node: exp.Expr, values: exp.Expr, combine: Any) -> Value:
-    items = _items(values)
-    if not items:
-        return constant(pa.scalar(combine is pc.and_kleene))
-    result = _array_has_node(tr, node, list_node, items[0]).expr
-    for item in items[1:]:
-        result = combine(result, _array_has_node(tr, node, list_node, item).expr)
-    return tr.call(node, result)
+def _any_or_all(combine: Callable[..., pc.Expression]) -> Handler:
+    def handle(tr: Any, node: ex.Call) -> Value:
+        list_node, values = _arity(node, 2)
+        items = _items(values)
+        if not items:
+            return constant(pa.scalar(combine is pc.and_kleene))
+        result = _array_has_node(tr, node, list_node, items[0]).expr
+        for item in items[1:]:
+            result = combine(result, _array_has_node(tr, node, list_node, item).expr)
+        return tr.call(node, result)
+
+    return handle
 
 
-def _array_contains_all(tr: Any, node: exp.ArrayContainsAll) -> Value:
-    return _any_or_all(tr, node, node.this, node.expression, pc.and_kleene)
-
-
-def _array_has_any(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    _arity(node, args, 2)
-    return _any_or_all(tr, node, args[0], args[1], pc.or_kleene)
-
-
-def _array_has_all(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    _arity(node, args, 2)
-    return _any_or_all(tr, node, args[0], args[1], pc.and_kleene)
-
-
-def _array_has_call(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    _arity(node, args, 2)
-    return _array_has_node(tr, node, args[0], args[1])
-
-
-def _array_size(tr: Any, node: exp.ArraySize) -> Value:
-    lists = _list_arg(tr, node, tr.translate(node.this))
+def _cardinality(tr: Any, node: ex.Call) -> Value:
+    (argument,) = _arity(node, 1)
+    lists = _list_arg(tr, node, tr.translate(argument))
     return tr.call(node, pc.list_value_length(lists.expr).cast(pa.uint64()))
 
 
-def _cardinality(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    _arity(node, args, 1)
-    lists = _list_arg(tr, node, tr.translate(args[0]))
-    return tr.call(node, pc.list_value_length(lists.expr).cast(pa.uint64()))
-
-
-def _array_empty(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    _arity(node, args, 1)
-    lists = _list_arg(tr, node, tr.translate(args[0]))
+def _array_empty(tr: Any, node: ex.Call) -> Value:
+    (argument,) = _arity(node, 1)
+    lists = _list_arg(tr, node, tr.translate(argument))
     return tr.call(node, pc.equal(pc.list_value_length(lists.expr), 0))
 
 
-def _array_position_node(tr: Any, node: exp.ArrayPosition) -> Value:
-    lists = _list_arg(tr, node, tr.translate(node.this))
-    return _list_call(tr, node, "array_position", lists, _element(tr, node, lists, node.expression))
+def _array_position_call(tr: Any, node: ex.Call) -> Value:
+    list_node, item = _arity(node, 2)
+    lists = _list_arg(tr, node, tr.translate(list_node))
+    return _list_call(tr, node, "array_position", lists, _element(tr, node, lists, item))
 
 
-def _bracket(tr: Any, node: exp.Bracket) -> Value:
-    value = tr.translate(node.this)
-    if len(node.expressions) != 1:
-        raise UnsupportedFeatureError(f"only single subscripts are supported: {sql_text(node)}")
+def _bracket(tr: Any, node: ex.Call) -> Value:
+    subject, *subscripts = node.args
+    value = tr.translate(subject)
+    if len(subscripts) != 1:
+        raise UnsupportedFeatureError(f"only single subscripts are supported: {_text(node)}")
     if pa.types.is_struct(value.type):
-        name = tr.pattern(node.expressions[0], "field name")
+        name = tr.pattern(subscripts[0], "field name")
         return tr.call(node, pc.struct_field(value.expr, name))
     lists = _list_arg(tr, node, value)
-    index = retype(tr.translate(node.expressions[0]), pa.int64())
+    index = retype(tr.translate(subscripts[0]), pa.int64())
     if not pa.types.is_integer(index.type):
-        raise PredicateError(f"a list subscript must be an integer: {sql_text(node)}")
+        raise PredicateError(f"a list subscript must be an integer: {_text(node)}")
     return _list_call(tr, node, "list_get", lists, as_type(index, pa.int64()))
 
 
 # ---------------------------------------------------------------- strings
 
 
-def _arity(node: exp.Expr, args: Sequence[Any], *counts: int) -> None:
-    if len(args) not in counts:
-        raise PredicateError(f"wrong number of arguments: {sql_text(node)}")
+def _length(tr: Any, node: ex.Call) -> Value:
+    (argument,) = _arity(node, 1)
+    value = tr.translate(argument)
+    kernel = pc.binary_length if type_kind(value.type) == "binary" else pc.utf8_length
+    return tr.call(node, kernel(value.expr))
 
 
-def _literal(tr: Any, node: exp.Expr, what: str) -> Any:
-    value = tr.translate(node)
-    if value.literal is None:
-        raise UnsupportedFeatureError(f"the {what} must be a literal, not {sql_text(node)}")
-    return value.literal.as_py()
+def _octet_length(tr: Any, node: ex.Call) -> Value:
+    if len(node.args) != 1:
+        raise PredicateError(f"octet_length takes one argument: {_text(node)}")
+    return tr.call(node, pc.binary_length(tr.translate(node.args[0]).expr))
 
 
-def _trim(tr: Any, node: exp.Trim) -> Value:
-    position = str(node.args.get("position") or "BOTH").upper()
-    kernels = {
-        "LEADING": ("utf8_ltrim", "utf8_ltrim_whitespace"),
-        "TRAILING": ("utf8_rtrim", "utf8_rtrim_whitespace"),
-    }
-    if position not in kernels:
+def _affix(kernel: Callable[..., pc.Expression], what: str) -> Handler:
+    def handle(tr: Any, node: ex.Call) -> Value:
+        subject, affix = _arity(node, 2)
+        pattern = tr.pattern(affix, what)
+        return tr.call(node, kernel(tr.translate(subject).expr, pattern=pattern))
+
+    return handle
+
+
+def _escape(tr: Any, node: ex.Call) -> Value:
+    """``LIKE ... ESCAPE '\\'`` is what LIKE does anyway; other escape characters are not supported."""
+    like, character = _arity(node, 2)
+    if tr.pattern(character, "ESCAPE character") != "\\":
+        raise UnsupportedFeatureError(f"only ESCAPE '\\' is supported in filters: {_text(node)}")
+    return tr.translate(like)
+
+
+def _regexp(tr: Any, node: ex.Call, subject: ex.Expr, args: tuple[ex.Expr, ...]) -> Value:
+    if not args or len(args) > 2:
+        raise PredicateError(f"a regular-expression match takes a string and a pattern: {_text(node)}")
+    flags = tr.pattern(args[1], "regular-expression flag") if len(args) == 2 else ""
+    if set(flags) - {"i"}:
+        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {_text(node)}")
+    pattern = tr.pattern(args[0], "regular expression")
+    return tr.call(
+        node, pc.match_substring_regex(tr.translate(subject).expr, pattern=pattern, ignore_case="i" in flags)
+    )
+
+
+def _regexp_like(tr: Any, node: ex.Call) -> Value:
+    """``regexp_like``, and DataFusion's ``regexp_match`` coerced to "has a match" in a filter, as
+    pylance does."""
+    if not node.args:
+        raise PredicateError(f"{node.name} takes a string and a pattern: {_text(node)}")
+    return _regexp(tr, node, node.args[0], node.args[1:])
+
+
+def _concat_pipe(tr: Any, node: ex.Call) -> Value:
+    left, right = (tr.translate(a) for a in _arity(node, 2))
+    return tr.call(node, pc.binary_join_element_wise(left.expr, right.expr, ""))
+
+
+def _concat(tr: Any, node: ex.Call) -> Value:
+    """``concat(a, b, ...)``: NULL arguments count as empty strings (DataFusion's rule)."""
+    parts = [tr.translate(e).expr for e in node.args]
+    return tr.call(
+        node, pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
+    )
+
+
+_TRIM_KERNELS = {
+    "ltrim": ("utf8_ltrim", "utf8_ltrim_whitespace"),
+    "rtrim": ("utf8_rtrim", "utf8_rtrim_whitespace"),
+    "btrim": ("utf8_trim", "utf8_trim_whitespace"),
+}
+
+
+def _trim(tr: Any, node: ex.Call) -> Value:
+    if node.name == "trim":
         # Plain TRIM(...) is refused by pylance; btrim is the spelling it accepts.
-        raise UnsupportedSQLError(f"unsupported SQL in a filter: {sql_text(node)}")
-    return _trim_with(tr, node, node.this, node.expression, kernels[position])
-
-
-def _trim_with(
-    tr: Any, node: exp.Expr, subject: exp.Expr, characters: exp.Expr | None, kernels: tuple[str, str]
-) -> Value:
+        raise UnsupportedSQLError(f"unsupported SQL in a filter: {_text(node)}")
+    subject, *characters = _arity(node, 1, 2)
+    kernels = _TRIM_KERNELS[node.name]
     value = tr.translate(subject).expr
-    if characters is None:
+    if not characters:
         return tr.call(node, pc.Expression._call(kernels[1], [value]))
-    chars = tr.pattern(characters, "trim characters")
+    chars = tr.pattern(characters[0], "trim characters")
     return tr.call(node, pc.Expression._call(kernels[0], [value], pc.TrimOptions(chars)))
 
 
-def _btrim(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    _arity(node, args, 1, 2)
-    return _trim_with(
-        tr, node, args[0], args[1] if len(args) == 2 else None, ("utf8_trim", "utf8_trim_whitespace")
-    )
+def _replace(tr: Any, node: ex.Call) -> Value:
+    subject, search, replacement = _arity(node, 3)
+    pattern = tr.pattern(search, "search string")
+    replacement_text = tr.pattern(replacement, "replacement")
+    return tr.call(node, pc.replace_substring(tr.translate(subject).expr, pattern, replacement_text))
 
 
-def _replace(tr: Any, node: exp.Replace) -> Value:
-    pattern = tr.pattern(node.expression, "search string")
-    replacement = tr.pattern(node.args["replacement"], "replacement")
-    return tr.call(node, pc.replace_substring(tr.translate(node.this).expr, pattern, replacement))
-
-
-def _strpos(tr: Any, node: exp.StrPosition) -> Value:
-    if node.args.get("position") is not None:
-        raise UnsupportedFeatureError(f"strpos with a start position is not supported: {sql_text(node)}")
-    needle = tr.pattern(node.args["substr"], "substring")
-    found = pc.find_substring(tr.translate(node.this).expr, needle)
+def _strpos(tr: Any, node: ex.Call) -> Value:
+    if len(node.args) > 2:
+        raise UnsupportedFeatureError(f"strpos with a start position is not supported: {_text(node)}")
+    subject, substring = _arity(node, 2)
+    needle = tr.pattern(substring, "substring")
+    found = pc.find_substring(tr.translate(subject).expr, needle)
     return tr.call(node, pc.add(found.cast(pa.int64()), 1))
 
 
-def _slice(tr: Any, node: exp.Expr, from_left: bool) -> Value:
+def _slice(tr: Any, node: ex.Call) -> Value:
     """``left(s, n)`` / ``right(s, n)``; a negative ``n`` drops that many characters from the other end."""
-    count = _literal(tr, node.expression, "length")
+    subject, length = _arity(node, 2)
+    count = _literal(tr, length, "length")
     if not isinstance(count, int):
-        raise PredicateError(f"the length must be an integer: {sql_text(node)}")
-    value = tr.translate(node.this).expr
-    if from_left:
+        raise PredicateError(f"the length must be an integer: {_text(node)}")
+    value = tr.translate(subject).expr
+    if node.name == "left":
         return tr.call(node, pc.utf8_slice_codeunits(value, 0, count))
-    start = -count if count > 0 else -count
     return tr.call(
-        node, pc.utf8_slice_codeunits(value, start) if count else pc.utf8_slice_codeunits(value, 0, 0)
+        node, pc.utf8_slice_codeunits(value, -count) if count else pc.utf8_slice_codeunits(value, 0, 0)
     )
 
 
-def _pad(tr: Any, node: exp.Pad) -> Value:
-    width = _literal(tr, node.expression, "width")
-    fill = node.args.get("fill_pattern")
-    padding = " " if fill is None else tr.pattern(fill, "padding")
+def _pad(tr: Any, node: ex.Call) -> Value:
+    subject, width_node, *fill = _arity(node, 2, 3)
+    width = _literal(tr, width_node, "width")
+    padding = tr.pattern(fill[0], "padding") if fill else " "
     if len(padding) != 1:
-        raise UnsupportedFeatureError(f"only one-character padding is supported: {sql_text(node)}")
-    kernel = pc.utf8_lpad if node.args.get("is_left") else pc.utf8_rpad
-    padded = kernel(tr.translate(node.this).expr, width=width, padding=padding)
+        raise UnsupportedFeatureError(f"only one-character padding is supported: {_text(node)}")
+    kernel = pc.utf8_lpad if node.name == "lpad" else pc.utf8_rpad
+    padded = kernel(tr.translate(subject).expr, width=width, padding=padding)
     return tr.call(node, pc.utf8_slice_codeunits(padded, 0, width))
 
 
-def _repeat(tr: Any, node: exp.Repeat) -> Value:
-    times = as_type(tr.translate(node.args["times"]), pa.int64())
-    return tr.call(node, pc.binary_repeat(tr.translate(node.this).expr, times.expr))
+def _repeat(tr: Any, node: ex.Call) -> Value:
+    subject, count = _arity(node, 2)
+    times = as_type(tr.translate(count), pa.int64())
+    return tr.call(node, pc.binary_repeat(tr.translate(subject).expr, times.expr))
 
 
-def _concat_ws(tr: Any, node: exp.ConcatWs) -> Value:
+def _concat_ws(tr: Any, node: ex.Call) -> Value:
     """``concat_ws(sep, a, b, ...)``: NULL arguments are skipped (folded pairwise: Arrow's own
     null-skipping join drops whole rows when a value is NULL)."""
-    separator, *parts = node.expressions
+    separator, *parts = node.args
     sep = tr.pattern(separator, "separator")
     values = [tr.translate(e).expr for e in parts]
     if not values:
-        raise PredicateError(f"concat_ws needs values to join: {sql_text(node)}")
+        raise PredicateError(f"concat_ws needs values to join: {_text(node)}")
     joined = values[0]
     for value in values[1:]:
         both = pc.binary_join_element_wise(joined, value, sep)
@@ -348,37 +414,40 @@ def _concat_ws(tr: Any, node: exp.ConcatWs) -> Value:
     return tr.call(node, joined)
 
 
-def _regexp_replace(tr: Any, node: exp.RegexpReplace) -> Value:
-    pattern = tr.pattern(node.expression, "regular expression")
-    replacement = tr.pattern(node.args["replacement"], "replacement")
-    modifiers = node.args.get("modifiers")
-    flags = "" if modifiers is None else tr.pattern(modifiers, "flags")
+def _regexp_replace(tr: Any, node: ex.Call) -> Value:
+    subject, search, replacement, *modifiers = _arity(node, 3, 4)
+    pattern = tr.pattern(search, "regular expression")
+    replacement_text = tr.pattern(replacement, "replacement")
+    flags = tr.pattern(modifiers[0], "flags") if modifiers else ""
     if set(flags) - {"g"}:
-        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {sql_text(node)}")
+        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {_text(node)}")
     limit = None if "g" in flags else 1
     return tr.call(
         node,
         pc.replace_substring_regex(
-            tr.translate(node.this).expr, pattern, replacement, max_replacements=limit
+            tr.translate(subject).expr, pattern, replacement_text, max_replacements=limit
         ),
     )
 
 
-def _regexp_count(tr: Any, node: exp.RegexpCount) -> Value:
-    pattern = tr.pattern(node.expression, "regular expression")
-    return tr.call(node, pc.count_substring_regex(tr.translate(node.this).expr, pattern).cast(pa.int64()))
+def _regexp_count(tr: Any, node: ex.Call) -> Value:
+    subject, search = node.args[:2]
+    pattern = tr.pattern(search, "regular expression")
+    return tr.call(node, pc.count_substring_regex(tr.translate(subject).expr, pattern).cast(pa.int64()))
 
 
-def _bit_length(tr: Any, node: exp.BitLength) -> Value:
-    return tr.call(node, pc.multiply(pc.binary_length(tr.translate(node.this).expr).cast(pa.int64()), 8))
+def _bit_length(tr: Any, node: ex.Call) -> Value:
+    (argument,) = _arity(node, 1)
+    return tr.call(node, pc.multiply(pc.binary_length(tr.translate(argument).expr).cast(pa.int64()), 8))
 
 
-def _split_part(tr: Any, node: exp.SplitPart) -> Value:
-    delimiter = tr.pattern(node.args["delimiter"], "delimiter")
-    index = _literal(tr, node.args["part_index"], "part number")
+def _split_part(tr: Any, node: ex.Call) -> Value:
+    subject, delimiter_node, index_node = _arity(node, 3)
+    delimiter = tr.pattern(delimiter_node, "delimiter")
+    index = _literal(tr, index_node, "part number")
     if not isinstance(index, int) or index == 0:
-        raise PredicateError(f"split_part's part number must be a non-zero integer: {sql_text(node)}")
-    value = tr.translate(node.this)
+        raise PredicateError(f"split_part's part number must be a non-zero integer: {_text(node)}")
+    value = tr.translate(subject)
     parts = pc.split_pattern(value.expr, delimiter)
     lists = Value(parts, pa.list_(value.type))
     got = _list_call(tr, node, "list_get", lists, constant(pa.scalar(index, pa.int64())))
@@ -388,60 +457,63 @@ def _split_part(tr: Any, node: exp.SplitPart) -> Value:
 # ---------------------------------------------------------------- numbers
 
 
-def _float(tr: Any, node: exp.Expr) -> pc.Expression:
+def _float(tr: Any, node: ex.Expr) -> pc.Expression:
     return as_type(tr.translate(node), pa.float64()).expr
 
 
 def _math(kernel: Callable[[pc.Expression], pc.Expression]) -> Handler:
-    def handle(tr: Any, node: exp.Func) -> Value:
-        return tr.call(node, kernel(_float(tr, node.this)))
+    def handle(tr: Any, node: ex.Call) -> Value:
+        (argument,) = _arity(node, 1)
+        return tr.call(node, kernel(_float(tr, argument)))
 
     return handle
 
 
-def _round(tr: Any, node: exp.Round) -> Value:
+def _round(tr: Any, node: ex.Call) -> Value:
     """``round(x[, digits])``: halves round away from zero, as in DataFusion."""
-    digits = node.args.get("decimals")
-    ndigits = 0 if digits is None else _literal(tr, digits, "number of digits")
-    return tr.call(node, pc.round(_float(tr, node.this), ndigits=ndigits, round_mode="half_towards_infinity"))
+    subject, *digits = _arity(node, 1, 2)
+    ndigits = _literal(tr, digits[0], "number of digits") if digits else 0
+    return tr.call(node, pc.round(_float(tr, subject), ndigits=ndigits, round_mode="half_towards_infinity"))
 
 
-def _pow(tr: Any, node: exp.Pow) -> Value:
-    base, exponent = tr.translate(node.this), tr.translate(node.expression)
+def _pow(tr: Any, node: ex.Call) -> Value:
+    base_node, exponent_node = _arity(node, 2)
+    base, exponent = tr.translate(base_node), tr.translate(exponent_node)
     if pa.types.is_integer(base.type) and pa.types.is_integer(exponent.type):
         return tr.call(node, pc.power(as_type(base, pa.int64()).expr, as_type(exponent, pa.int64()).expr))
-    return tr.call(node, pc.power(_float(tr, node.this), _float(tr, node.expression)))
+    return tr.call(node, pc.power(_float(tr, base_node), _float(tr, exponent_node)))
 
 
-def _log(tr: Any, node: exp.Log) -> Value:
-    if node.expression is None:
-        return tr.call(node, pc.log10(_float(tr, node.this)))
-    return tr.call(node, pc.logb(_float(tr, node.expression), _float(tr, node.this)))
+def _log(tr: Any, node: ex.Call) -> Value:
+    """``log(x)`` is base 10 (DataFusion's), ``log(base, x)``."""
+    args = _arity(node, 1, 2)
+    if len(args) == 1:
+        return tr.call(node, pc.log10(_float(tr, args[0])))
+    return tr.call(node, pc.logb(_float(tr, args[1]), _float(tr, args[0])))
 
 
-def _log_named(kernel: Callable[[pc.Expression], pc.Expression]) -> Anonymous:
-    def handle(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-        _arity(node, args, 1)
-        return tr.call(node, kernel(_float(tr, args[0])))
-
-    return handle
+def _sign(tr: Any, node: ex.Call) -> Value:
+    (argument,) = _arity(node, 1)
+    return tr.call(node, pc.sign(tr.translate(argument).expr))
 
 
-def _sign(tr: Any, node: exp.Sign) -> Value:
-    return tr.call(node, pc.sign(tr.translate(node.this).expr))
-
-
-def _iszero(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    _arity(node, args, 1)
-    return tr.call(node, pc.equal(_float(tr, args[0]), 0.0))
+def _iszero(tr: Any, node: ex.Call) -> Value:
+    (argument,) = _arity(node, 1)
+    return tr.call(node, pc.equal(_float(tr, argument), 0.0))
 
 
 # ---------------------------------------------------------------- conditionals
 
 
+def _coalesce(tr: Any, node: ex.Call) -> Value:
+    values = [tr.translate(e) for e in node.args]
+    column = next((v for v in values if v.literal is None), values[0])
+    return tr.call(node, pc.coalesce(*(retype(v, column.type).expr for v in values)))
+
+
 def _extremum(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: Any, node: exp.Func) -> Value:
-        values = [tr.translate(node.this), *(tr.translate(e) for e in node.expressions)]
+    def handle(tr: Any, node: ex.Call) -> Value:
+        values = [tr.translate(e) for e in node.args]
         column = next((v for v in values if v.literal is None), values[0])
         values = [retype(v, column.type) for v in values]
         common = values[0]
@@ -452,27 +524,40 @@ def _extremum(kernel: Callable[..., pc.Expression]) -> Handler:
     return handle
 
 
-def _nullif(tr: Any, node: exp.Nullif) -> Value:
-    value, other = unify(tr.translate(node.this), tr.translate(node.expression))
-    equal = p.compare(tr, "eq", value, other, sql_text(node))
+def _nullif(tr: Any, node: ex.Call) -> Value:
+    value, other = unify(*(tr.translate(a) for a in _arity(node, 2)))
+    equal = p.compare(tr, "eq", value, other, _text(node))
     return tr.call(node, pc.if_else(pc.coalesce(equal.expr, False), pa.scalar(None, value.type), value.expr))
 
 
-def _nvl2(tr: Any, node: exp.Nvl2) -> Value:
-    test = tr.translate(node.this)
-    when_set, otherwise = unify(tr.translate(node.args["true"]), tr.translate(node.args["false"]))
+def _nvl2(tr: Any, node: ex.Call) -> Value:
+    test_node, when_set_node, otherwise_node = _arity(node, 3)
+    test = tr.translate(test_node)
+    when_set, otherwise = unify(tr.translate(when_set_node), tr.translate(otherwise_node))
     return tr.call(node, pc.if_else(pc.is_valid(test.expr), when_set.expr, otherwise.expr))
 
 
-def _distinct(negate: bool) -> Handler:
-    def handle(tr: Any, node: exp.Binary) -> Value:
-        left, right = tr.translate(node.this), tr.translate(node.expression)
-        equal = p.compare(tr, "eq", left, right, sql_text(node)).expr
-        both_null = pc.and_kleene(pc.is_null(left.expr), pc.is_null(right.expr))
-        same = pc.if_else(pc.is_null(equal), both_null, equal)
-        return tr.call(node, pc.invert(same) if negate else same)
+def _distinct(tr: Any, node: ex.Call) -> Value:
+    left, right = (tr.translate(a) for a in _arity(node, 2))
+    equal = p.compare(tr, "eq", left, right, _text(node)).expr
+    both_null = pc.and_kleene(pc.is_null(left.expr), pc.is_null(right.expr))
+    same = pc.if_else(pc.is_null(equal), both_null, equal)
+    return tr.call(node, pc.invert(same) if node.name == "nullsafeneq" else same)
 
-    return handle
+
+def _is(tr: Any, node: ex.Call) -> Value:
+    """``x IS [NOT] TRUE`` / ``FALSE`` (``IS NULL`` is a node of its own)."""
+    subject, target = _arity(node, 2)
+    if isinstance(target, ex.Literal) and pa.types.is_boolean(target.value.type):
+        value = tr.translate(subject)
+        truth = value.expr if target.value.as_py() else pc.invert(value.expr)
+        return tr.call(node, pc.coalesce(truth, pa.scalar(False)))
+    raise UnsupportedFeatureError(f"unsupported IS test in a filter: {_text(node)}")
+
+
+def _in_other(tr: Any, node: ex.Call) -> Value:
+    """``IN`` over a subquery or ``UNNEST`` (a list of values is an :class:`~ex.In` node)."""
+    raise UnsupportedFeatureError(f"only IN (value, ...) lists are supported in filters: {_text(node)}")
 
 
 # ---------------------------------------------------------------- dates
@@ -491,13 +576,17 @@ _TRUNC_UNITS = {
 }
 
 
-def _date_trunc(tr: Any, node: exp.TimestampTrunc) -> Value:
-    unit = str(
-        node.args["unit"].name if isinstance(node.args["unit"], exp.Expr) else node.args["unit"]
-    ).lower()
+def _date_trunc(tr: Any, node: ex.Call) -> Value:
+    subject, unit_node = node.args[:2]
+    if isinstance(unit_node, ex.Literal):
+        unit = str(unit_node.value.as_py()).lower()
+    elif isinstance(unit_node, ex.Column):
+        unit = unit_node.path[-1].lower()
+    else:
+        unit = _text(unit_node).lower()
     if unit not in _TRUNC_UNITS:
-        raise PredicateError(f"unsupported date_trunc unit {unit!r}: {sql_text(node)}")
-    value = tr.translate(node.this)
+        raise PredicateError(f"unsupported date_trunc unit {unit!r}: {_text(node)}")
+    value = tr.translate(subject)
     return tr.call(node, pc.floor_temporal(value.expr, unit=unit))
 
 
@@ -517,85 +606,122 @@ _PARTS: dict[str, Callable[[pc.Expression], pc.Expression]] = {
 }
 
 
-def _date_part(tr: Any, node: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    _arity(node, args, 2)
-    part = str(_literal(tr, args[0], "date part")).lower()
+def _date_part(tr: Any, node: ex.Call) -> Value:
+    part_node, subject = _arity(node, 2)
+    part = str(_literal(tr, part_node, "date part")).lower()
     if part not in _PARTS:
-        raise PredicateError(f"unsupported date_part {part!r}: {sql_text(node)}")
-    return tr.call(node, _PARTS[part](tr.translate(args[1]).expr).cast(pa.int32()))
+        raise PredicateError(f"unsupported date_part {part!r}: {_text(node)}")
+    return tr.call(node, _PARTS[part](tr.translate(subject).expr).cast(pa.int32()))
 
 
-def _to_date(tr: Any, node: exp.TsOrDsToDate) -> Value:
-    if node.args.get("format") is not None:
-        raise UnsupportedFeatureError(f"to_date with a format is not supported: {sql_text(node)}")
-    value = tr.translate(node.this)
+def _to_date(tr: Any, node: ex.Call) -> Value:
+    if len(node.args) > 1:
+        raise UnsupportedFeatureError(f"to_date with a format is not supported: {_text(node)}")
+    (subject,) = _arity(node, 1)
+    value = tr.translate(subject)
     if value.literal is not None and isinstance(value.literal.as_py(), str):
         return constant(temporal_literal(value.literal.as_py(), pa.date32()))
     return tr.call(node, value.expr.cast(pa.date32()))
 
 
-HANDLERS: dict[type[exp.Expr], Handler] = {
-    exp.CurrentDate: _current_date,
-    exp.CurrentTimestamp: _now,
-    exp.HexString: _hex_string,
-    exp.Pi: _pi,
-    exp.ArrayContains: _array_contains,
-    exp.ArrayContainsAll: _array_contains_all,
-    exp.ArraySize: _array_size,
-    exp.ArrayPosition: _array_position_node,
-    exp.Bracket: _bracket,
-    exp.Trim: _trim,
-    exp.Replace: _replace,
-    exp.StrPosition: _strpos,
-    exp.Left: lambda tr, node: _slice(tr, node, True),
-    exp.Right: lambda tr, node: _slice(tr, node, False),
-    exp.Reverse: lambda tr, node: tr.call(node, pc.utf8_reverse(tr.translate(node.this).expr)),
-    exp.Pad: _pad,
-    exp.Repeat: _repeat,
-    exp.Initcap: lambda tr, node: tr.call(node, pc.utf8_title(tr.translate(node.this).expr)),
-    exp.ConcatWs: _concat_ws,
-    exp.RegexpReplace: _regexp_replace,
-    exp.RegexpCount: _regexp_count,
-    exp.BitLength: _bit_length,
-    exp.SplitPart: _split_part,
-    exp.Round: _round,
-    exp.Sqrt: _math(pc.sqrt),
-    exp.Exp: _math(pc.exp),
-    exp.Ln: _math(pc.ln),
-    exp.Log: _log,
-    exp.Pow: _pow,
-    exp.Sign: _sign,
-    exp.Sin: _math(pc.sin),
-    exp.Cos: _math(pc.cos),
-    exp.Tan: _math(pc.tan),
-    exp.Asin: _math(pc.asin),
-    exp.Acos: _math(pc.acos),
-    exp.Atan: _math(pc.atan),
-    exp.Degrees: _math(lambda v: pc.multiply(v, 180.0 / math.pi)),
-    exp.Radians: _math(lambda v: pc.multiply(v, math.pi / 180.0)),
-    exp.Greatest: _extremum(pc.max_element_wise),
-    exp.Least: _extremum(pc.min_element_wise),
-    exp.Nullif: _nullif,
-    exp.Nvl2: _nvl2,
-    exp.NullSafeEQ: _distinct(negate=False),
-    exp.NullSafeNEQ: _distinct(negate=True),
-    exp.TimestampTrunc: _date_trunc,
-    exp.TsOrDsToDate: _to_date,
-}
+def _array_literal(tr: Any, node: ex.Call) -> Value:
+    """``[1.0, 2.0]``: a list constant of constant elements (an update casts it to the column's
+    list or fixed-size-list type, as pylance's ``update({"vec": "[1.0, 2.0]"})`` does)."""
+    items = [tr.translate(e) for e in node.args]
+    if not items or any(v.literal is None for v in items):
+        raise UnsupportedSQLError(f"an array literal needs constant elements: {_text(node)}")
+    try:
+        return constant(pa.scalar([v.literal.as_py() for v in items if v.literal is not None]))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise PredicateError(f"array literal of mixed types: {_text(node)}") from exc
 
-ANONYMOUS: dict[str, Anonymous] = {
+
+FUNCTIONS: dict[str, Handler] = {
+    # constants
+    "current_date": _current_date,
+    "current_timestamp": _now,
     "now": _now,
-    "array_has_any": _array_has_any,
-    "list_has_any": _array_has_any,
-    "array_has_all": _array_has_all,
-    "list_has_all": _array_has_all,
+    "hexstring": _hex_string,
+    "pi": _pi,
+    # lists
+    "array": _array_literal,
+    "array_contains": _array_has_call,
     "list_has": _array_has_call,
+    "array_contains_all": _any_or_all(pc.and_kleene),
+    "array_has_all": _any_or_all(pc.and_kleene),
+    "list_has_all": _any_or_all(pc.and_kleene),
+    "array_has_any": _any_or_all(pc.or_kleene),
+    "list_has_any": _any_or_all(pc.or_kleene),
+    "array_size": _cardinality,
     "cardinality": _cardinality,
     "array_empty": _array_empty,
     "empty": _array_empty,
-    "btrim": _btrim,
-    "log10": _log_named(pc.log10),
-    "log2": _log_named(pc.log2),
+    "array_position": _array_position_call,
+    "bracket": _bracket,
+    # strings
+    "lower": _unary(pc.utf8_lower),
+    "upper": _unary(pc.utf8_upper),
+    "length": _length,
+    "octet_length": _octet_length,
+    "starts_with": _affix(pc.starts_with, "prefix"),
+    "ends_with": _affix(pc.ends_with, "suffix"),
+    "contains": _affix(pc.match_substring, "substring"),
+    "escape": _escape,
+    "regexp_like": _regexp_like,
+    "regexp_match": _regexp_like,
+    "dpipe": _concat_pipe,
+    "concat": _concat,
+    "trim": _trim,
+    "ltrim": _trim,
+    "rtrim": _trim,
+    "btrim": _trim,
+    "replace": _replace,
+    "str_position": _strpos,
+    "left": _slice,
+    "right": _slice,
+    "reverse": _unary(pc.utf8_reverse),
+    "lpad": _pad,
+    "rpad": _pad,
+    "repeat": _repeat,
+    "initcap": _unary(pc.utf8_title),
+    "concat_ws": _concat_ws,
+    "regexp_replace": _regexp_replace,
+    "regexp_count": _regexp_count,
+    "bit_length": _bit_length,
+    "split_part": _split_part,
+    # numbers
+    "abs": _unary(pc.abs),
+    "is_nan": _unary(pc.is_nan),
+    "round": _round,
+    "sqrt": _math(pc.sqrt),
+    "exp": _math(pc.exp),
+    "ln": _math(pc.ln),
+    "log": _log,
+    "log10": _math(pc.log10),
+    "log2": _math(pc.log2),
+    "power": _pow,
+    "sign": _sign,
+    "sin": _math(pc.sin),
+    "cos": _math(pc.cos),
+    "tan": _math(pc.tan),
+    "asin": _math(pc.asin),
+    "acos": _math(pc.acos),
+    "atan": _math(pc.atan),
+    "degrees": _math(lambda v: pc.multiply(v, 180.0 / math.pi)),
+    "radians": _math(lambda v: pc.multiply(v, math.pi / 180.0)),
     "iszero": _iszero,
+    # conditionals
+    "coalesce": _coalesce,
+    "greatest": _extremum(pc.max_element_wise),
+    "least": _extremum(pc.min_element_wise),
+    "nullif": _nullif,
+    "nvl2": _nvl2,
+    "nullsafeeq": _distinct,
+    "nullsafeneq": _distinct,
+    "is": _is,
+    "in": _in_other,
+    # dates
+    "timestamp_trunc": _date_trunc,
     "date_part": _date_part,
+    "ts_or_ds_to_date": _to_date,
 }

@@ -11,14 +11,15 @@ A filter given as SQL text (:mod:`lance_ops.query.parser`) or as a ``pyarrow.com
 Nodes hold operands as they were written: a literal keeps the type it was written with (``5`` is
 int64, ``1.5`` float64, an Arrow literal its own type); typing against a schema happens when the
 tree is bound. Negated forms are a :class:`Not` around the positive one (``x NOT IN (..)`` is
-``Not(In(..))``), as sqlglot and Substrait both write them.
+``Not(In(..))``), as sqlglot and Substrait both write them. A node parsed from SQL keeps the text
+it was parsed from (``source``), so errors quote the filter in the user's words.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import pyarrow as pa
@@ -50,10 +51,15 @@ COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge":
 ARITHMETIC = ("+", "-", "*", "/", "%")
 
 
+@dataclass(frozen=True)
 class Expr:
-    """Base of every node (frozen dataclasses compared by value)."""
+    """Base of every node (frozen dataclasses compared by value).
 
-    __slots__ = ()
+    ``source`` is the SQL text the node was parsed from, as errors quote it (None for a node
+    built otherwise); it takes no part in comparing nodes.
+    """
+
+    source: str | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
 @dataclass(frozen=True)

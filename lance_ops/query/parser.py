@@ -1,27 +1,31 @@
 """SQL <-> the expression tree of :mod:`lance_ops.query.expressions`, through sqlglot's syntax tree.
 
-:func:`from_sqlglot` reads a parsed filter into the tree: operators, ``IN``, ``BETWEEN``, ``IS NULL``,
-``LIKE``, casts and arithmetic become their own nodes; any other construct (a function, a subscript)
-becomes a :class:`~lance_ops.query.expressions.Call` named by its lower-case SQL name over its
-operands. With ``fold``, a constant sub-expression (``now()``, ``DATE '2024-01-01'``, ``-5``) is
-replaced by the literal ``fold`` evaluates it to, so later visitors see plain values.
+:func:`parse` reads SQL text into the tree (:func:`from_sqlglot` a parsed sqlglot node): operators,
+``IN``, ``BETWEEN``, ``IS NULL``, ``LIKE``, casts and arithmetic become their own nodes; any other
+construct (a function, a subscript, ``||``) becomes a :class:`~lance_ops.query.expressions.Call`
+named by its lower-case SQL name over its operands as written. Every node keeps its SQL text. This
+is the only module that reads SQL: the rest of the library sees the tree.
 
 :func:`to_sqlglot` writes a tree back as sqlglot nodes (every operand that is not a leaf is
-parenthesised, so no precedence is lost); their SQL text in Lance's dialect is
-:func:`lance_ops.query.visitors.to_sql`. A literal SQL cannot spell exactly (a float16, a timestamp
-with a time zone) raises :class:`NotRepresentable`.
+parenthesised, so no precedence is lost); :func:`to_sql` is their SQL text in Lance's dialect.
+A literal SQL cannot spell exactly (a float16, a timestamp with a time zone) raises
+:class:`NotRepresentable`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import re
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
+import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError, TokenError
 
-from lance_ops.errors import UnsupportedFeatureError
+from lance_ops.errors import PredicateError, UnsupportedFeatureError
 from lance_ops.query import expressions as ex
 
 __all__ = [
@@ -30,7 +34,10 @@ __all__ = [
     "NotRepresentable",
     "arrow_type",
     "from_sqlglot",
+    "is_construct",
+    "parse",
     "sql_text",
+    "to_sql",
     "to_sqlglot",
 ]
 
@@ -123,43 +130,71 @@ _ARITHMETIC: dict[type[exp.Expr], str] = {
 _SQL_COMPARISONS = {op: kind for kind, op in _COMPARISONS.items()}
 _SQL_ARITHMETIC = {op: kind for kind, op in _ARITHMETIC.items()}
 
-Fold = Callable[[exp.Expr], pa.Scalar | None]
+
+def parse(sql: str) -> ex.Expr:
+    """The tree of a SQL filter or expression; text that does not parse raises
+    :class:`~lance_ops.errors.PredicateError` saying what is wrong and where."""
+    try:
+        node = sqlglot.parse_one(sql, dialect=LanceSQL)
+    except (ParseError, TokenError) as exc:
+        raise PredicateError(f"cannot parse predicate {sql!r}: {_syntax_problem(exc)}") from exc
+    if node is None:
+        raise PredicateError(f"cannot parse predicate {sql!r}: it is empty")
+    return from_sqlglot(node)
 
 
 def _literal(node: exp.Literal) -> ex.Literal:
     if node.is_string:
         return ex.Literal(pa.scalar(node.this, pa.string()))
+    text = node.this
     try:
-        return ex.Literal(pa.scalar(int(node.this), pa.int64()))
+        return ex.Literal(pa.scalar(int(text)))
     except ValueError:
-        return ex.Literal(pa.scalar(float(node.this), pa.float64()))
+        return ex.Literal(pa.scalar(float(text), pa.float64()))
+    except (OverflowError, pa.ArrowInvalid) as exc:
+        raise PredicateError(f"integer literal out of range: {text}") from exc
 
 
-def _has_column(node: exp.Expr) -> bool:
-    return any(isinstance(n, exp.Column) for n in node.walk())
+# Functions whose sqlglot form keeps part of what was written outside its operands: the tree's
+# call is named and argued as written (``lpad(s, 3)``, ``ltrim(s)``, ``regexp_replace(s, p, r, flags)``).
+_TRIMS = {None: "trim", "BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}
 
 
-def from_sqlglot(node: exp.Expr, fold: Fold | None = None) -> ex.Expr:
-    """The tree of a parsed SQL expression (see the module docstring for ``fold``)."""
+def _call(node: exp.Expr) -> ex.Expr:
+    """A construct with no node of its own, as a call of its lower-case SQL name."""
+    if isinstance(node, exp.Pad):
+        name = "lpad" if node.args.get("is_left") else "rpad"
+        return ex.Call(name, tuple(from_sqlglot(a) for a in node.iter_expressions()))
+    if isinstance(node, exp.Trim):
+        position = node.args.get("position")
+        operands = [node.this, *([node.expression] if node.expression is not None else [])]
+        name = _TRIMS.get(str(position).upper() if position else None, "trim")
+        return ex.Call(name, tuple(from_sqlglot(a) for a in operands))
+    if isinstance(node, exp.RegexpReplace):
+        modifiers = node.args.get("modifiers")
+        operands = [node.this, node.expression, node.args["replacement"], *([modifiers] if modifiers else [])]
+        return ex.Call("regexp_replace", tuple(from_sqlglot(a) for a in operands))
+    if isinstance(node, exp.HexString):
+        return ex.Call("hexstring", (ex.Literal(pa.scalar(str(node.this), pa.string())),))
+    return ex.Call(_name(node), tuple(from_sqlglot(child) for child in node.iter_expressions()))
+
+
+def from_sqlglot(node: exp.Expr) -> ex.Expr:
+    """The tree of a parsed SQL expression, each node keeping its SQL text (``source``)."""
     while isinstance(node, exp.Paren):
         node = node.this
-    if (
-        fold is not None
-        and not isinstance(node, exp.Literal | exp.Null | exp.Boolean)
-        and not _has_column(node)
-    ):
-        value = fold(node)
-        if value is not None:
-            return ex.Literal(value)
+    return replace(_tree(node), source=sql_text(node))
 
-    def tree(child: exp.Expr) -> ex.Expr:
-        return from_sqlglot(child, fold)
 
+def _tree(node: exp.Expr) -> ex.Expr:
+    tree = from_sqlglot
     kind = type(node)
     if isinstance(node, exp.Column):
         return ex.Column(tuple(p.name for p in node.parts))
     if isinstance(node, exp.Literal):
         return _literal(node)
+    if kind is exp.Var:
+        return ex.Literal(pa.scalar(node.name, pa.string()))
     if kind is exp.Boolean:
         return ex.Literal(pa.scalar(bool(node.this), pa.bool_()))
     if kind is exp.Null:
@@ -186,12 +221,30 @@ def from_sqlglot(node: exp.Expr, fold: Fold | None = None) -> ex.Expr:
         like = ex.Like(tree(node.this), tree(node.expression), ignore_case=kind is exp.ILike)
         return ex.Not(like) if node.args.get("negate") else like
     if isinstance(node, exp.Cast):  # TryCast included
+        return ex.Cast(tree(node.this), arrow_type(node.to))
+    return _call(node)
+
+
+@functools.cache
+def _constructs() -> frozenset[str]:
+    found: set[str] = set()
+    pending: list[type] = [exp.Expr]
+    while pending:
+        kind = pending.pop()
+        pending.extend(kind.__subclasses__())
+        if kind is exp.Anonymous:
+            continue
         try:
-            return ex.Cast(tree(node.this), arrow_type(node.to))
-        except UnsupportedFeatureError:
-            pass
-    operands = tuple(tree(child) for child in node.iter_expressions())
-    return ex.Call(_name(node), operands)
+            found.add(kind.sql_name().lower() if issubclass(kind, exp.Func) else kind.__name__.lower())
+        except NotImplementedError:  # an abstract function class
+            continue
+    return frozenset(found)
+
+
+def is_construct(name: str) -> bool:
+    """Whether a call of this name stands for SQL the grammar knows (``CASE``, ``EXTRACT``,
+    ``substr``), not a function it does not (errors word the two differently)."""
+    return name in _constructs()
 
 
 def _name(node: exp.Expr) -> str:
@@ -200,6 +253,80 @@ def _name(node: exp.Expr) -> str:
     if isinstance(node, exp.Func):
         return node.sql_name().lower()
     return type(node).__name__.lower()
+
+
+# sqlglot's descriptions of what went wrong, as a person would say it.
+_MISSING_ARGUMENT = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+_ARGUMENT_ROLES = {
+    "this": "left operand",
+    "expression": "right operand",
+    "low": "lower bound",
+    "high": "upper bound",
+}
+_UNEXPECTED = {"Invalid expression / Unexpected token": "unexpected {token!r}", "Expecting )": "missing ')'"}
+
+
+def _syntax_problem(error: ParseError | TokenError) -> str:
+    """``syntax error near '=' (column 6): '=' is missing its right operand``: what is wrong with the
+    text and where, without sqlglot's class names.
+
+    A :class:`TokenError` says only how far it read (an unclosed quote, usually); a
+    :class:`ParseError` names the token that stopped the parser and its (1-based, last) column.
+    """
+    if isinstance(error, TokenError):
+        return "syntax error: a quote is not closed, or a character is not SQL"
+    if not error.errors:
+        return "it is empty"
+    detail = error.errors[0]
+    description, token = str(detail.get("description", "")), str(detail.get("highlight", ""))
+    missing = _MISSING_ARGUMENT.fullmatch(description)
+    if missing is not None:
+        role = _ARGUMENT_ROLES.get(missing.group(1), "an argument")
+        kind = getattr(exp, missing.group(2), None)
+        name = _operator_of(kind) if isinstance(kind, type) else missing.group(2).upper()
+        problem = f"{name!r} is missing its {role}"
+    else:
+        problem = _UNEXPECTED.get(description, description).format(token=token)
+    column, line = detail.get("col"), detail.get("line")
+    if not token or not isinstance(column, int):
+        return f"syntax error: {problem}"
+    where = f"line {line}, column" if isinstance(line, int) and line > 1 else "column"
+    return f"syntax error near {token!r} ({where} {column - len(token) + 1}): {problem}"
+
+
+def _operator_of(kind: type) -> str:
+    """The SQL a sqlglot node class stands for: an operator symbol or keyword, or a function's name."""
+    symbol = _SQL_SYMBOLS.get(kind)
+    if symbol is not None:
+        return symbol
+    if issubclass(kind, exp.Func):
+        return kind.sql_name()
+    return kind.__name__.upper()
+
+
+_SQL_SYMBOLS: dict[type, str] = {
+    exp.EQ: "=",
+    exp.NEQ: "<>",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.Add: "+",
+    exp.Sub: "-",
+    exp.Mul: "*",
+    exp.Div: "/",
+    exp.Mod: "%",
+    exp.Neg: "-",
+    exp.DPipe: "||",
+    exp.And: "AND",
+    exp.Or: "OR",
+    exp.Not: "NOT",
+    exp.Between: "BETWEEN",
+    exp.In: "IN",
+    exp.Is: "IS",
+    exp.Like: "LIKE",
+    exp.ILike: "ILIKE",
+}
 
 
 # ---------------------------------------------------------------- tree -> sqlglot
@@ -259,6 +386,11 @@ def _column(path: tuple[str, ...]) -> exp.Expr:
         raise NotRepresentable(f"a field {len(path)} levels deep: {'.'.join(path)}")
     parts = [exp.to_identifier(p, quoted=True) for p in reversed(path)]
     return exp.Column(**dict(zip(("this", "table", "db", "catalog"), parts, strict=False)))
+
+
+def to_sql(node: ex.Expr) -> str:
+    """The tree as Lance SQL text (parsing it gives the same tree back)."""
+    return sql_text(to_sqlglot(node))
 
 
 def to_sqlglot(node: ex.Expr) -> exp.Expr:

@@ -1,19 +1,21 @@
 """Filter predicates: SQL text (or a ``pyarrow.compute.Expression``) -> a bound Arrow expression.
 
-pylance filters are DataFusion SQL. Here sqlglot parses the text (a Spark-flavoured dialect:
-backtick identifiers, ``'...'`` and ``"..."`` string literals as Lance reads them, no backslash
-escapes inside strings) and a dispatch table keyed by sqlglot node class turns the tree into a
-``pyarrow.compute.Expression`` that Arrow's dataset machinery evaluates batch by batch::
+pylance filters are DataFusion SQL. The parser (:mod:`~lance_ops.query.parser`, a Spark-flavoured
+dialect: backtick identifiers, ``'...'`` and ``"..."`` string literals as Lance reads them, no
+backslash escapes inside strings) reads the text into the expression tree of
+:mod:`lance_ops.query.expressions`; an Arrow expression is read into the same tree through its
+Substrait form (:mod:`~lance_ops.query.substrait`). The translator here is the tree's Arrow
+visitor: a dispatch table keyed by node class (calls by name, :mod:`~lance_ops.query._functions`)
+builds a ``pyarrow.compute.Expression`` that Arrow's dataset machinery evaluates batch by batch::
 
     "id % 10 = 0 AND name LIKE 'a%'"
-      -> And(EQ(Mod(Column id, 10), 0), Like(Column name, 'a%'))
+      -> And(Compare('eq', Arithmetic('%', Column id, 10), 0), Like(Column name, 'a%'))
       -> and_kleene(equal(subtract(id, multiply(divide(id, 10), 10)), 0), match_like(name, 'a%'))
 
-A filter is also read into the expression tree of :mod:`lance_ops.query.expressions` (SQL through
-:mod:`~lance_ops.query.parser`, an Arrow expression through its Substrait form,
-:mod:`~lance_ops.query.substrait`); the pruning bounds are a visitor over that tree
-(:mod:`~lance_ops.query.visitors`), and an Arrow filter's tree is translated here as SQL is, so it
-selects what pylance selects. An Arrow expression with no Substrait form is evaluated as given.
+The pruning bounds are another visitor over the same tree (:mod:`~lance_ops.query.visitors`), run
+once constant sub-expressions are folded to literals; an Arrow filter's tree is translated as SQL's
+is, so it selects what pylance selects. An Arrow expression with no Substrait form is evaluated as
+given.
 
 Semantics follow pylance where Arrow's kernels differ from DataFusion's:
 
@@ -42,7 +44,6 @@ user's words, never sqlglot's or Arrow's (a filter is often typed by a person, a
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -50,9 +51,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
 from lance_ops.encoding.statistics import nan_signs
 from lance_ops.errors import (
@@ -65,8 +63,7 @@ from lance_ops.errors import (
 )
 from lance_ops.query import expressions as ex
 from lance_ops.query import visitors
-from lance_ops.query.parser import LanceSQL, from_sqlglot, sql_text, to_sqlglot
-from lance_ops.query.parser import arrow_type as _arrow_type
+from lance_ops.query.parser import is_construct, parse
 from lance_ops.query.substrait import from_arrow
 from lance_ops.query.values import (
     NULL_BOOL,
@@ -119,10 +116,10 @@ def _bind(
     schema: pa.Schema,
     column_typed_literals: bool = False,
     condition: bool = False,
-) -> tuple[_Translator, Value, tuple[str, ...], exp.Expr | None, ex.Expr | None]:
+) -> tuple[_Translator, Value, tuple[str, ...], ex.Expr | None]:
     """Translate ``expression`` against ``schema``: the translator, the value, the top-level columns
-    it reads, the sqlglot tree (SQL only) and the expression tree (SQL, or an Arrow ``condition``
-    that :func:`~lance_ops.query.substrait.from_arrow` can read; None otherwise)."""
+    it reads and the expression tree (SQL, or an Arrow ``condition`` that
+    :func:`~lance_ops.query.substrait.from_arrow` can read; None otherwise)."""
     virtual = [pa.field(n, t) for n, t in VIRTUAL_COLUMNS.items() if schema.get_field_index(n) < 0]
     bound_schema = pa.schema([*schema, *virtual], metadata=schema.metadata)
     translator = _Translator(bound_schema, column_typed_literals)
@@ -136,16 +133,15 @@ def _bind(
                 translator,
                 value,
                 (*schema.names, *(f.name for f in virtual if f.name in named)),
-                None,
                 tree,
             )
         value = translator.typed(expression, str(expression))
-        return translator, value, _opaque_columns(expression, schema, virtual), None, None
+        return translator, value, _opaque_columns(expression, schema, virtual), None
     if isinstance(expression, str):
-        sql_tree = _parse(expression)
-        value = translator.translate(sql_tree)
+        tree = parse(expression)
+        value = translator.translate(tree)
         columns = tuple(n for n in bound_schema.names if n in translator.columns)
-        return translator, value, columns, sql_tree, from_sqlglot(sql_tree, fold=translator.fold)
+        return translator, value, columns, tree
     raise PredicateTypeError(
         f"a filter is a SQL string or a pyarrow.compute.Expression, not {type(expression).__name__}"
     )
@@ -156,7 +152,8 @@ def _arrow_condition(expression: pc.Expression, translator: _Translator) -> tupl
     a boolean: it is then evaluated as pylance evaluates it (DataFusion's NaN ordering, for one)."""
     try:
         tree = from_arrow(expression, translator.schema)
-        value = translator.translate(to_sqlglot(tree))
+        visitors.to_sql(tree)  # a tree SQL cannot spell (a float16 literal) is evaluated as given
+        value = translator.translate(tree)
     except LanceOpsError:
         return None
     return (tree, value) if pa.types.is_boolean(value.type) else None
@@ -183,46 +180,54 @@ def parse_expression(
     type when it fits (``int32_col + 1`` is int32), as pylance types new-column expressions;
     filters keep DataFusion's promotion (``int32_col + 2147483647`` is int64).
     """
-    translator, value, columns, tree, _ = _bind(expression, schema, column_typed_literals)
+    translator, value, columns, tree = _bind(expression, schema, column_typed_literals)
     nullable = True if tree is None else _nullable(tree, translator)
     return BoundExpression(value.expr, value.type, columns, nullable)
 
 
-def _nullable(node: exp.Expr, tr: _Translator) -> bool:
+# Calls standing for SQL operators, not functions: nullable when an operand is (functions always are).
+_OPERATOR_CALLS = {"bracket", "dpipe", "escape", "hexstring", "nullsafeeq", "nullsafeneq"}
+
+
+def _nullable(node: ex.Expr, tr: _Translator) -> bool:
     """Whether DataFusion would mark ``node``'s result nullable: a column as its field (and struct
-    ancestors), literals never, NULL always; ``IS [NOT] NULL`` never; ``coalesce`` only when every
-    argument is; casts as their operand; other functions always; operators when an operand is."""
-    if isinstance(node, exp.Column):
-        parts = [p.name for p in node.parts]
-        field = tr.schema.field(tr._top_level(parts[0], node))
+    ancestors), literals never, NULL always; ``IS [NOT] NULL`` / ``IS TRUE`` never; ``coalesce``
+    only when every argument is; casts as their operand; ``AND`` / ``OR`` and functions always;
+    other operators when an operand is."""
+    if isinstance(node, ex.Column):
+        field = tr.schema.field(tr.top_level(node))
         nullable = field.nullable
-        for name in parts[1:]:
+        for name in node.path[1:]:
             field = field.type.field(name)
             nullable = nullable or field.nullable
         return nullable
-    if isinstance(node, exp.Null):
-        return True
-    if isinstance(node, exp.Literal | exp.Boolean | exp.Is):
+    if isinstance(node, ex.Literal):
+        return pa.types.is_null(node.value.type)
+    if isinstance(node, ex.IsNull) or (isinstance(node, ex.Call) and node.name == "is"):
         return False
-    if isinstance(node, exp.Coalesce):
-        return all(_nullable(child, tr) for child in node.iter_expressions())
-    if isinstance(node, exp.Cast):
-        return _nullable(node.this, tr)
-    if isinstance(node, exp.Func):
+    if isinstance(node, ex.Call) and node.name == "coalesce":
+        return all(_nullable(child, tr) for child in node.args)
+    if isinstance(node, ex.Cast):
+        return _nullable(node.value, tr)
+    if isinstance(node, ex.And | ex.Or) or (isinstance(node, ex.Call) and node.name not in _OPERATOR_CALLS):
         return True
-    return any(_nullable(child, tr) for child in node.iter_expressions())
+    return any(_nullable(child, tr) for child in ex.children(node))
 
 
 def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predicate:
     """Bind a SQL filter (or an Arrow expression) to ``schema``."""
-    translator, value, columns, _, tree = _bind(predicate, schema, condition=True)
+    translator, value, columns, tree = _bind(predicate, schema, condition=True)
     if not pa.types.is_boolean(value.type):
         text = str(predicate)
         raise PredicateError(f"the predicate {text!r} returns {value.type}, not a boolean condition")
     found = (
         ()
         if tree is None
-        else bounds(tree, lambda c: _prunable(schema, c), lambda n, c: _bound_value(schema, n, c))
+        else bounds(
+            ex.transform(tree, translator.fold),
+            lambda c: _prunable(schema, c),
+            lambda n, c: _bound_value(schema, n, c),
+        )
     )
     return Predicate(value.expr, columns, tuple(found))
 
@@ -254,55 +259,6 @@ def _bound_value(schema: pa.Schema, node: ex.Expr, column: str) -> pa.Scalar | N
     return literal
 
 
-def _parse(sql: str) -> exp.Expr:
-    try:
-        tree = sqlglot.parse_one(sql, dialect=LanceSQL)
-    except (ParseError, TokenError) as exc:
-        raise PredicateError(f"cannot parse predicate {sql!r}: {_syntax_problem(exc)}") from exc
-    if tree is None:
-        raise PredicateError(f"cannot parse predicate {sql!r}: it is empty")
-    return tree
-
-
-# sqlglot's descriptions of what went wrong, as a person would say it.
-_MISSING_ARGUMENT = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
-_ARGUMENT_ROLES = {
-    "this": "left operand",
-    "expression": "right operand",
-    "low": "lower bound",
-    "high": "upper bound",
-}
-_UNEXPECTED = {"Invalid expression / Unexpected token": "unexpected {token!r}", "Expecting )": "missing ')'"}
-
-
-def _syntax_problem(error: ParseError | TokenError) -> str:
-    """``syntax error near '=' (column 6): '=' is missing its right operand``: what is wrong with the
-    text and where, without sqlglot's class names.
-
-    A :class:`TokenError` says only how far it read (an unclosed quote, usually); a
-    :class:`ParseError` names the token that stopped the parser and its (1-based, last) column.
-    """
-    if isinstance(error, TokenError):
-        return "syntax error: a quote is not closed, or a character is not SQL"
-    if not error.errors:
-        return "it is empty"
-    detail = error.errors[0]
-    description, token = str(detail.get("description", "")), str(detail.get("highlight", ""))
-    missing = _MISSING_ARGUMENT.fullmatch(description)
-    if missing is not None:
-        role = _ARGUMENT_ROLES.get(missing.group(1), "an argument")
-        kind = getattr(exp, missing.group(2), None)
-        name = _operator_of(kind) if isinstance(kind, type) else missing.group(2).upper()
-        problem = f"{name!r} is missing its {role}"
-    else:
-        problem = _UNEXPECTED.get(description, description).format(token=token)
-    column, line = detail.get("col"), detail.get("line")
-    if not token or not isinstance(column, int):
-        return f"syntax error: {problem}"
-    where = f"line {line}, column" if isinstance(line, int) and line > 1 else "column"
-    return f"syntax error near {token!r} ({where} {column - len(token) + 1}): {problem}"
-
-
 # How a literal's type is named to the user: the family, not Arrow's width (``5`` is an integer).
 _LITERAL_KINDS = {
     "int": "integer",
@@ -316,10 +272,8 @@ _LITERAL_KINDS = {
 def _describe(value: Value) -> str:
     """An operand in the user's words: ``column 'note' (string)``, ``5 (integer)``, ``'x' + 1 (string)``."""
     node = value.node
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.Column):
-        return f"column {'.'.join(p.name for p in node.parts)!r} ({value.type})"
+    if isinstance(node, ex.Column):
+        return f"column {'.'.join(node.path)!r} ({value.type})"
     if pa.types.is_null(value.type):
         return "NULL"
     text = (
@@ -335,8 +289,19 @@ def _listed(values: Sequence[Value]) -> str:
     return " and ".join(described) if len(described) <= 2 else ", ".join(described)
 
 
+def sql_text(node: ex.Expr) -> str:
+    """How errors quote a node: the SQL it was parsed from, or (built otherwise) its SQL text."""
+    if node.source is not None:
+        return node.source
+    try:
+        return visitors.to_sql(node)
+    except LanceOpsError:
+        return repr(node)
+
+
 class _Translator:
-    """Walks a sqlglot tree through :data:`_HANDLERS`, checking columns against the schema."""
+    """The Arrow visitor: walks an expression tree through :data:`_HANDLERS` (a call through
+    :data:`FUNCTIONS`, by name), checking columns against the schema."""
 
     def __init__(self, schema: pa.Schema, column_typed_literals: bool = False) -> None:
         # Imported here, not with the module: pyarrow.dataset loads pandas, and importing this
@@ -348,7 +313,7 @@ class _Translator:
         self.columns: set[str] = set()
         self._probe = pads.dataset(schema.empty_table())
 
-    def translate(self, node: exp.Expr) -> Value:
+    def translate(self, node: ex.Expr) -> Value:
         """``node`` as a value that remembers it came from ``node`` (unless it names a deeper one)."""
         handler = _HANDLERS.get(type(node))
         if handler is None:
@@ -374,28 +339,28 @@ class _Translator:
             raise PredicateError(f"cannot evaluate {where}: {exc}") from exc
         return Value(expr, type_)
 
-    def call(self, node: exp.Expr, expr: pc.Expression) -> Value:
+    def call(self, node: ex.Expr, expr: pc.Expression) -> Value:
         """``expr`` computing ``node`` from its operands, typed; an operand type mismatch names them."""
         return self.typed(expr, sql_text(node), lambda: self._mismatch(node))
 
-    def _mismatch(self, node: exp.Expr) -> str:
+    def _mismatch(self, node: ex.Expr) -> str:
         """``cannot apply '+' to column 'note' (string) and 1 (integer)``: re-translates the operands
         (they translated once already, so they do again) to describe them."""
-        operands = [self.translate(child) for child in node.iter_expressions() if type(child) in _HANDLERS]
+        operands = [self.translate(child) for child in ex.children(node)]
         return f"cannot apply {_operator(node)!r} to {_listed(operands)}"
 
-    def column(self, node: exp.Column) -> Value:
-        parts = [p.name for p in node.parts]
-        top = self._top_level(parts[0], node)
+    def column(self, node: ex.Column) -> Value:
+        top = self.top_level(node)
         type_ = self.schema.field(top).type
-        for name in parts[1:]:
+        for name in node.path[1:]:
             if not pa.types.is_struct(type_) or type_.get_field_index(name) < 0:
-                raise FieldNotFoundError(f"no such field {'.'.join(parts)!r} in the dataset schema")
+                raise FieldNotFoundError(f"no such field {'.'.join(node.path)!r} in the dataset schema")
             type_ = type_.field(name).type
         self.columns.add(top)
-        return Value(pc.field(top, *parts[1:]), type_)
+        return Value(pc.field(top, *node.path[1:]), type_)
 
-    def _top_level(self, name: str, node: exp.Column) -> str:
+    def top_level(self, node: ex.Column) -> str:
+        name = node.path[0]
         if self.schema.get_field_index(name) >= 0:
             return name
         folded = [n for n in self.schema.names if n.lower() == name.lower()]
@@ -405,14 +370,18 @@ class _Translator:
             f"the filter names unknown column {sql_text(node)!r}; the schema has {self.schema.names}"
         )
 
-    def fold(self, node: exp.Expr) -> pa.Scalar | None:
-        """A constant sub-expression's value (None when it is not a constant this translates)."""
+    def fold(self, node: ex.Expr) -> ex.Expr:
+        """A constant sub-expression as the literal it evaluates to (``now()``, ``DATE '2024-01-01'``,
+        ``-5``), so the bounds visitor sees plain values; any other node as it is."""
+        if isinstance(node, ex.Literal) or visitors.columns(node):
+            return node
         try:
-            return self.translate(node).literal
+            value = self.translate(node).literal
         except (LanceOpsError, pa.ArrowException):
-            return None
+            return node
+        return node if value is None else ex.Literal(value, source=node.source)
 
-    def pattern(self, node: exp.Expr, what: str) -> str:
+    def pattern(self, node: ex.Expr, what: str) -> str:
         """A string literal argument (LIKE patterns, regular expressions, affixes)."""
         value = self.translate(node)
         if value.literal is None or not isinstance(value.literal.as_py(), str):
@@ -423,84 +392,43 @@ class _Translator:
 # Arrow's words when a function has no kernel for its argument types.
 _NO_KERNEL = "has no kernel matching input types"
 
-_SYMBOLS: dict[type[exp.Expr], str] = {
-    exp.EQ: "=",
-    exp.NEQ: "<>",
-    exp.LT: "<",
-    exp.LTE: "<=",
-    exp.GT: ">",
-    exp.GTE: ">=",
-    exp.Add: "+",
-    exp.Sub: "-",
-    exp.Mul: "*",
-    exp.Div: "/",
-    exp.Mod: "%",
-    exp.Neg: "-",
-    exp.DPipe: "||",
-    exp.And: "AND",
-    exp.Or: "OR",
-    exp.Not: "NOT",
-    exp.Between: "BETWEEN",
-    exp.In: "IN",
-    exp.Is: "IS",
-    exp.Like: "LIKE",
-    exp.ILike: "ILIKE",
+_OPERATOR_SYMBOLS = {"eq": "=", "ne": "<>", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
+# Calls standing for operators and keywords, by the name the parser gives them.
+_CALL_SYMBOLS = {"dpipe": "||", "is": "IS"}
+_NODE_SYMBOLS: dict[type[ex.Expr], str] = {
+    ex.And: "AND",
+    ex.Or: "OR",
+    ex.Not: "NOT",
+    ex.Neg: "-",
+    ex.Between: "BETWEEN",
+    ex.In: "IN",
+    ex.IsNull: "IS",
+    ex.Cast: "CAST",
 }
 
 
-def _operator_of(kind: type) -> str:
-    """The SQL a node class stands for: an operator symbol or keyword, or a function's name."""
-    if kind in _SYMBOLS:
-        return _SYMBOLS[kind]
-    if isinstance(kind, type) and issubclass(kind, exp.Func):
-        return kind.sql_name()
-    return kind.__name__.upper()
-
-
-def _operator(node: exp.Expr) -> str:
+def _operator(node: ex.Expr) -> str:
     """The operator or function ``node`` applies, as written (``+``, ``LOWER``, ``my_udf``)."""
-    return str(node.this) if isinstance(node, exp.Anonymous) else _operator_of(type(node))
+    if isinstance(node, ex.Compare):
+        return _OPERATOR_SYMBOLS[node.op]
+    if isinstance(node, ex.Arithmetic):
+        return node.op
+    if isinstance(node, ex.Like):
+        return "ILIKE" if node.ignore_case else "LIKE"
+    if isinstance(node, ex.Call):
+        if node.name in _CALL_SYMBOLS:
+            return _CALL_SYMBOLS[node.name]
+        return node.name.upper() if is_construct(node.name) else node.name
+    return _NODE_SYMBOLS.get(type(node), type(node).__name__.upper())
 
 
 Handler = Callable[[_Translator, Any], Value]
 
-# ---------------------------------------------------------------- literals and columns
+# ---------------------------------------------------------------- literals
 
 
-def _number(tr: _Translator, node: exp.Literal) -> Value:
-    if node.is_string:
-        return constant(pa.scalar(node.this, pa.string()))
-    text = node.this
-    try:
-        return constant(pa.scalar(int(text)))
-    except ValueError:
-        return constant(pa.scalar(float(text), pa.float64()))
-    except (OverflowError, pa.ArrowInvalid) as exc:
-        raise PredicateError(f"integer literal out of range: {text}") from exc
-
-
-def _boolean(tr: _Translator, node: exp.Boolean) -> Value:
-    return constant(pa.scalar(bool(node.this), pa.bool_()))
-
-
-def _null(tr: _Translator, node: exp.Null) -> Value:
-    return constant(pa.scalar(None))
-
-
-def _paren(tr: _Translator, node: exp.Paren) -> Value:
-    return tr.translate(node.this)
-
-
-def _array(tr: _Translator, node: exp.Array) -> Value:
-    """``[1.0, 2.0]``: a list constant of constant elements (an update casts it to the column's
-    list or fixed-size-list type, as pylance's ``update({"vec": "[1.0, 2.0]"})`` does)."""
-    items = [tr.translate(e) for e in node.expressions]
-    if not items or any(v.literal is None for v in items):
-        raise UnsupportedSQLError(f"an array literal needs constant elements: {sql_text(node)}")
-    try:
-        return constant(pa.scalar([v.literal.as_py() for v in items if v.literal is not None]))
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise PredicateError(f"array literal of mixed types: {sql_text(node)}") from exc
+def _literal(tr: _Translator, node: ex.Literal) -> Value:
+    return constant(node.value)
 
 
 # ---------------------------------------------------------------- comparisons
@@ -614,9 +542,6 @@ _OPERATORS: dict[str, Callable[[_Order, pc.Expression, pc.Expression], pc.Expres
 }
 
 
-_OPERATOR_SYMBOLS = {"eq": "=", "ne": "<>", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
-
-
 def compare(
     tr: _Translator, op: str, left: Value, right: Value, where: str, using: str | None = None
 ) -> Value:
@@ -642,27 +567,20 @@ def compare(
     )
 
 
-def _comparison(op: str) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> Value:
-        return compare(tr, op, tr.translate(node.this), tr.translate(node.expression), sql_text(node))
-
-    return handle
+def _comparison(tr: _Translator, node: ex.Compare) -> Value:
+    return compare(tr, node.op, tr.translate(node.left), tr.translate(node.right), sql_text(node))
 
 
-def _between(tr: _Translator, node: exp.Between) -> Value:
-    value, where = tr.translate(node.this), sql_text(node)
-    low = compare(tr, "ge", value, tr.translate(node.args["low"]), where, "BETWEEN")
-    high = compare(tr, "le", value, tr.translate(node.args["high"]), where, "BETWEEN")
+def _between(tr: _Translator, node: ex.Between) -> Value:
+    value, where = tr.translate(node.value), sql_text(node)
+    low = compare(tr, "ge", value, tr.translate(node.low), where, "BETWEEN")
+    high = compare(tr, "le", value, tr.translate(node.high), where, "BETWEEN")
     return tr.call(node, pc.and_kleene(low.expr, high.expr))
 
 
-def _in(tr: _Translator, node: exp.In) -> Value:
-    if any(node.args.get(key) for key in ("query", "unnest", "field")):
-        raise UnsupportedFeatureError(
-            f"only IN (value, ...) lists are supported in filters: {sql_text(node)}"
-        )
-    value = tr.translate(node.this)
-    items = [unify(value, tr.translate(item))[1] for item in node.expressions]
+def _in(tr: _Translator, node: ex.In) -> Value:
+    value = tr.translate(node.value)
+    items = [unify(value, tr.translate(item))[1] for item in node.items]
     where = sql_text(node)
     set_lookup = (
         items
@@ -684,41 +602,36 @@ def _in(tr: _Translator, node: exp.In) -> Value:
     return tr.call(node, pc.if_else(pc.is_null(value.expr), NULL_BOOL, found))
 
 
-def _is(tr: _Translator, node: exp.Is) -> Value:
-    value, target = tr.translate(node.this), node.expression
-    if isinstance(target, exp.Null):
-        return tr.call(node, pc.is_null(value.expr))
-    if isinstance(target, exp.Boolean):
-        truth = value.expr if target.this else pc.invert(value.expr)
-        return tr.call(node, pc.coalesce(truth, pa.scalar(False)))
-    raise UnsupportedFeatureError(f"unsupported IS test in a filter: {sql_text(node)}")
+def _is_null(tr: _Translator, node: ex.IsNull) -> Value:
+    return tr.call(node, pc.is_null(tr.translate(node.value).expr))
 
 
 # ---------------------------------------------------------------- logic
 
 
 def _logic(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> Value:
-        left, right = tr.translate(node.this), tr.translate(node.expression)
+    def handle(tr: _Translator, node: ex.And | ex.Or) -> Value:
+        left, right = tr.translate(node.left), tr.translate(node.right)
         left, right = (retype(v, pa.bool_()) for v in (left, right))
         return tr.call(node, kernel(left.expr, right.expr))
 
     return handle
 
 
-def _not(tr: _Translator, node: exp.Not) -> Value:
-    return tr.call(node, pc.invert(retype(tr.translate(node.this), pa.bool_()).expr))
+def _not(tr: _Translator, node: ex.Not) -> Value:
+    return tr.call(node, pc.invert(retype(tr.translate(node.operand), pa.bool_()).expr))
 
 
 # ---------------------------------------------------------------- arithmetic
 
 
-def _operands(tr: _Translator, node: exp.Binary) -> tuple[Value, Value]:
+def _operands(tr: _Translator, node: ex.Arithmetic | ex.Call) -> tuple[Value, Value]:
     """Arithmetic operands: only NULL literals are retyped, so ``int32_col + 2147483647`` is int64
     (with ``column_typed_literals`` a number that fits takes the other operand's numeric type)."""
-    left, right = tr.translate(node.this), tr.translate(node.expression)
+    this, other = (node.left, node.right) if isinstance(node, ex.Arithmetic) else node.args
+    left, right = tr.translate(this), tr.translate(other)
     numbers = {type_kind(left.type), type_kind(right.type)} <= {"int", "float"}
-    if tr.column_typed_literals and numbers and (_is_number(node.this) or _is_number(node.expression)):
+    if tr.column_typed_literals and numbers and (_is_number(this) or _is_number(other)):
         left, right = unify(left, right)
     if pa.types.is_null(left.type):
         left = retype(left, right.type)
@@ -727,32 +640,36 @@ def _operands(tr: _Translator, node: exp.Binary) -> tuple[Value, Value]:
     return promote(left, right)
 
 
-def _is_number(node: exp.Expr) -> bool:
-    """A number written in the SQL text (``2``, ``-2.5``, ``(2)``), not a computed one (a cast)."""
-    while isinstance(node, exp.Paren | exp.Neg):
-        node = node.this
-    return isinstance(node, exp.Literal) and not node.is_string
+def _is_number(node: ex.Expr) -> bool:
+    """A number as SQL writes one (``2``, ``-2.5``), not a computed one (a cast)."""
+    while isinstance(node, ex.Neg):
+        node = node.value
+    if not isinstance(node, ex.Literal) or node.value.type not in (pa.int64(), pa.uint64(), pa.float64()):
+        return False
+    return node.value.is_valid and math.isfinite(node.value.as_py())
 
 
-def _arithmetic(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Binary) -> Value:
-        left, right = _operands(tr, node)
-        return tr.call(node, kernel(left.expr, right.expr))
+_ARITHMETIC: dict[str, Callable[..., pc.Expression]] = {
+    "+": pc.add,
+    "-": pc.subtract,
+    "*": pc.multiply,
+    "/": pc.divide,
+}
 
-    return handle
 
-
-def _mod(tr: _Translator, node: exp.Mod) -> Value:
-    """Truncated remainder ``x - trunc(x / y) * y`` (SQL's ``%``: the sign follows the dividend)."""
-    x, y = _operands(tr, node)
-    quotient = pc.divide(x.expr, y.expr)
-    if not (pa.types.is_integer(x.type) and pa.types.is_integer(y.type)):
+def _arithmetic(tr: _Translator, node: ex.Arithmetic) -> Value:
+    left, right = _operands(tr, node)
+    if node.op != "%":
+        return tr.call(node, _ARITHMETIC[node.op](left.expr, right.expr))
+    # truncated remainder x - trunc(x / y) * y (SQL's %: the sign follows the dividend)
+    quotient = pc.divide(left.expr, right.expr)
+    if not (pa.types.is_integer(left.type) and pa.types.is_integer(right.type)):
         quotient = pc.trunc(quotient)
-    return tr.call(node, pc.subtract(x.expr, pc.multiply(quotient, y.expr)))
+    return tr.call(node, pc.subtract(left.expr, pc.multiply(quotient, right.expr)))
 
 
-def _neg(tr: _Translator, node: exp.Neg) -> Value:
-    value = tr.translate(node.this)
+def _neg(tr: _Translator, node: ex.Neg) -> Value:
+    value = tr.translate(node.value)
     if value.literal is not None and value.literal.is_valid:
         return constant(pc.negate(value.literal))
     return tr.call(node, pc.negate(value.expr))
@@ -761,9 +678,9 @@ def _neg(tr: _Translator, node: exp.Neg) -> Value:
 # ---------------------------------------------------------------- casts and temporal literals
 
 
-def _cast(tr: _Translator, node: exp.Cast) -> Value:
-    target = _arrow_type(node.to)
-    value = tr.translate(node.this)
+def _cast(tr: _Translator, node: ex.Cast) -> Value:
+    target = node.to
+    value = tr.translate(node.value)
     if value.literal is None:
         return tr.call(node, value.expr.cast(target))
     if pa.types.is_temporal(target) and isinstance(value.literal.as_py(), str):
@@ -774,155 +691,43 @@ def _cast(tr: _Translator, node: exp.Cast) -> Value:
         raise PredicateError(f"cannot evaluate {sql_text(node)}: {exc}") from exc
 
 
-# ---------------------------------------------------------------- functions
+# ---------------------------------------------------------------- LIKE
 
 
-def _unary(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: exp.Func) -> Value:
-        return tr.call(node, kernel(tr.translate(node.this).expr))
-
-    return handle
-
-
-def _length(tr: _Translator, node: exp.Length) -> Value:
-    value = tr.translate(node.this)
-    kernel = pc.binary_length if type_kind(value.type) == "binary" else pc.utf8_length
-    return tr.call(node, kernel(value.expr))
-
-
-def _affix(kernel: Callable[..., pc.Expression], what: str) -> Handler:
-    def handle(tr: _Translator, node: exp.Func) -> Value:
-        pattern = tr.pattern(node.expression, what)
-        return tr.call(node, kernel(tr.translate(node.this).expr, pattern=pattern))
-
-    return handle
-
-
-def _like(ignore_case: bool) -> Handler:
-    def handle(tr: _Translator, node: exp.Like) -> Value:
-        pattern = tr.pattern(node.expression, "LIKE pattern")
-        result = pc.match_like(tr.translate(node.this).expr, pattern=pattern, ignore_case=ignore_case)
-        return tr.call(node, pc.invert(result) if node.args.get("negate") else result)
-
-    return handle
-
-
-def _escape(tr: _Translator, node: exp.Escape) -> Value:
-    """``LIKE ... ESCAPE '\\'`` is what LIKE does anyway; other escape characters are not supported."""
-    if tr.pattern(node.expression, "ESCAPE character") != "\\":
-        raise UnsupportedFeatureError(f"only ESCAPE '\\' is supported in filters: {sql_text(node)}")
-    return tr.translate(node.this)
-
-
-def _regexp(tr: _Translator, node: exp.Expr, subject: exp.Expr, args: Sequence[exp.Expr]) -> Value:
-    if not args or len(args) > 2:
-        raise PredicateError(f"a regular-expression match takes a string and a pattern: {sql_text(node)}")
-    flags = tr.pattern(args[1], "regular-expression flag") if len(args) == 2 else ""
-    if set(flags) - {"i"}:
-        raise UnsupportedFeatureError(f"unsupported regular-expression flags {flags!r}: {sql_text(node)}")
-    pattern = tr.pattern(args[0], "regular expression")
+def _like(tr: _Translator, node: ex.Like) -> Value:
+    pattern = tr.pattern(node.pattern, "LIKE pattern")
     return tr.call(
-        node, pc.match_substring_regex(tr.translate(subject).expr, pattern=pattern, ignore_case="i" in flags)
+        node, pc.match_like(tr.translate(node.value).expr, pattern=pattern, ignore_case=node.ignore_case)
     )
 
 
-def _regexp_like(tr: _Translator, node: exp.RegexpLike) -> Value:
-    flag = node.args.get("flag")
-    return _regexp(tr, node, node.this, [node.expression, *([flag] if flag else [])])
-
-
-def _coalesce(tr: _Translator, node: exp.Coalesce) -> Value:
-    values = [tr.translate(node.this), *(tr.translate(e) for e in node.expressions)]
-    column = next((v for v in values if v.literal is None), values[0])
-    return tr.call(node, pc.coalesce(*(retype(v, column.type).expr for v in values)))
-
-
-def _concat_pipe(tr: _Translator, node: exp.DPipe) -> Value:
-    left, right = tr.translate(node.this), tr.translate(node.expression)
-    return tr.call(node, pc.binary_join_element_wise(left.expr, right.expr, ""))
-
-
-def _concat(tr: _Translator, node: exp.Concat) -> Value:
-    """``concat(a, b, ...)``: NULL arguments count as empty strings (DataFusion's rule)."""
-    parts = [tr.translate(e).expr for e in node.expressions]
-    return tr.call(
-        node, pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
-    )
-
-
-def _octet_length(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> Value:
-    if len(args) != 1:
-        raise PredicateError(f"octet_length takes one argument: {sql_text(node)}")
-    return tr.call(node, pc.binary_length(tr.translate(args[0]).expr))
-
-
-def _regexp_match(tr: _Translator, node: exp.Anonymous, args: Sequence[exp.Expr]) -> Value:
-    """DataFusion's ``regexp_match`` in a filter is coerced to "has a match", as pylance does."""
-    if not args:
-        raise PredicateError(f"regexp_match takes a string and a pattern: {sql_text(node)}")
-    return _regexp(tr, node, args[0], args[1:])
-
-
-_ANONYMOUS: dict[str, Callable[[_Translator, exp.Anonymous, Sequence[exp.Expr]], Value]] = {
-    "octet_length": _octet_length,
-    "regexp_match": _regexp_match,
-}
-
-
-def _anonymous(tr: _Translator, node: exp.Anonymous) -> Value:
-    handler = _ANONYMOUS.get(str(node.this).lower())
+def _call(tr: _Translator, node: ex.Call) -> Value:
+    handler = FUNCTIONS.get(node.name)
     if handler is None:
+        if is_construct(node.name):
+            raise UnsupportedSQLError(f"unsupported SQL in a filter: {sql_text(node)}")
         raise UnsupportedSQLError(f"unsupported function in a filter: {sql_text(node)}")
-    return handler(tr, node, node.expressions)
+    return handler(tr, node)
 
 
-_HANDLERS: dict[type[exp.Expr], Handler] = {
-    exp.Column: _Translator.column,
-    exp.Literal: _number,
-    exp.Boolean: _boolean,
-    exp.Null: _null,
-    exp.Paren: _paren,
-    exp.Array: _array,
-    exp.EQ: _comparison("eq"),
-    exp.NEQ: _comparison("ne"),
-    exp.LT: _comparison("lt"),
-    exp.LTE: _comparison("le"),
-    exp.GT: _comparison("gt"),
-    exp.GTE: _comparison("ge"),
-    exp.Between: _between,
-    exp.In: _in,
-    exp.Is: _is,
-    exp.And: _logic(pc.and_kleene),
-    exp.Or: _logic(pc.or_kleene),
-    exp.Not: _not,
-    exp.Add: _arithmetic(pc.add),
-    exp.Sub: _arithmetic(pc.subtract),
-    exp.Mul: _arithmetic(pc.multiply),
-    exp.Div: _arithmetic(pc.divide),
-    exp.Mod: _mod,
-    exp.Neg: _neg,
-    exp.Cast: _cast,
-    exp.TryCast: _cast,
-    exp.Like: _like(ignore_case=False),
-    exp.ILike: _like(ignore_case=True),
-    exp.Escape: _escape,
-    exp.Lower: _unary(pc.utf8_lower),
-    exp.Upper: _unary(pc.utf8_upper),
-    exp.Abs: _unary(pc.abs),
-    exp.IsNan: _unary(pc.is_nan),
-    exp.Length: _length,
-    exp.StartsWith: _affix(pc.starts_with, "prefix"),
-    exp.EndsWith: _affix(pc.ends_with, "suffix"),
-    exp.Contains: _affix(pc.match_substring, "substring"),
-    exp.RegexpLike: _regexp_like,
-    exp.Coalesce: _coalesce,
-    exp.DPipe: _concat_pipe,
-    exp.Concat: _concat,
-    exp.Anonymous: _anonymous,
+_HANDLERS: dict[type[ex.Expr], Handler] = {
+    ex.Column: _Translator.column,
+    ex.Literal: _literal,
+    ex.Compare: _comparison,
+    ex.Between: _between,
+    ex.In: _in,
+    ex.IsNull: _is_null,
+    ex.And: _logic(pc.and_kleene),
+    ex.Or: _logic(pc.or_kleene),
+    ex.Not: _not,
+    ex.Arithmetic: _arithmetic,
+    ex.Neg: _neg,
+    ex.Cast: _cast,
+    ex.Like: _like,
+    ex.Call: _call,
 }
 
-# DataFusion's scalar functions and literals, kept in their own module (it builds on the helpers above).
+# DataFusion's scalar functions, by name, in their own module (it builds on the helpers above).
 from lance_ops.query import _functions  # noqa: E402
 
-_HANDLERS.update(_functions.HANDLERS)
-_ANONYMOUS.update(_functions.ANONYMOUS)
+FUNCTIONS = _functions.FUNCTIONS

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp
 
 from lance_ops.errors import PredicateError
+from lance_ops.query import expressions as ex
 
 __all__ = [
     "NULL_BOOL",
@@ -35,12 +35,12 @@ __all__ = [
 @dataclass(frozen=True)
 class Value:
     """A translated operand: its expression, its Arrow type, its value when it is a constant, and
-    the SQL it was translated from (for error messages; None for values built along the way)."""
+    the tree node it was translated from (for error messages; None for values built along the way)."""
 
     expr: pc.Expression
     type: pa.DataType
     literal: pa.Scalar | None = None
-    node: exp.Expr | None = field(default=None, compare=False, repr=False)
+    node: ex.Expr | None = field(default=None, compare=False, repr=False)
 
 
 def constant(scalar: pa.Scalar) -> Value:

@@ -2,7 +2,7 @@
 simple conditions (:class:`Bound`) statistics and scalar indices can prune with.
 
 The Arrow expression is the fourth derivation: :mod:`lance_ops.query.predicate` translates the
-sqlglot form of the tree (:func:`lance_ops.query.parser.to_sqlglot`) with DataFusion's semantics.
+tree with DataFusion's semantics.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lance_ops.query import expressions as ex
-from lance_ops.query.parser import LanceSQL, to_sqlglot
+from lance_ops.query.parser import to_sql
 
 __all__ = ["Bound", "bounds", "columns", "to_sql"]
 
@@ -29,11 +29,6 @@ class Bound:
     column: str
     op: str
     values: tuple[pa.Scalar, ...] = ()
-
-
-def to_sql(node: ex.Expr) -> str:
-    """The tree as Lance SQL text (parsing it gives the same tree back)."""
-    return to_sqlglot(node).sql(dialect=LanceSQL)
 
 
 def columns(node: ex.Expr) -> list[tuple[str, ...]]:

@@ -8,6 +8,7 @@ ordering included; pruning by statistics never drops a row the filter selects.
 
 from __future__ import annotations
 
+import datetime
 import math
 import struct
 from pathlib import Path
@@ -21,9 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_ops
+from lance_ops.errors import PredicateError, UnsupportedSQLError
 from lance_ops.query import expressions as ex
-from lance_ops.query.parser import LanceSQL, from_sqlglot
-from lance_ops.query.predicate import parse_predicate
+from lance_ops.query.parser import LanceSQL, from_sqlglot, parse
+from lance_ops.query.predicate import FUNCTIONS, parse_predicate, sql_text
 from lance_ops.query.substrait import NotConvertible, from_arrow
 from lance_ops.query.visitors import Bound, bounds, columns, to_sql
 
@@ -327,3 +329,122 @@ def test_arrow_filters_on_virtual_columns() -> None:
     opaque = parse_predicate(pc.field("_rowaddr") < 3, schema)  # a safe cast: no Substrait form
     assert opaque.columns == ("x", "i", "_rowaddr") and opaque.bounds == ()
     assert parse_predicate(pc.field("x") > 1, schema).columns == ("x", "i")
+
+
+# ---------------------------------------------------------------- one tree, one translator
+
+# Each spelling the translator supports, as the parser names its call (a sqlglot upgrade that
+# renames a construct would leave the handler unreachable: this catches it).
+_FUNCTION_SPELLINGS = [
+    "current_date",
+    "now()",
+    "CURRENT_TIMESTAMP",
+    "X'41'",
+    "pi()",
+    "array_has(t, 1)",
+    "array_contains(t, 1)",
+    "list_has(t, 1)",
+    "array_has_all(t, [1, 2])",
+    "array_has_any(t, [1])",
+    "array_length(t)",
+    "cardinality(t)",
+    "array_empty(t)",
+    "array_position(t, 1)",
+    "t[1]",
+    "lower(s)",
+    "upper(s)",
+    "length(s)",
+    "octet_length(s)",
+    "starts_with(s, 'a')",
+    "ends_with(s, 'a')",
+    "contains(s, 'a')",
+    "s LIKE 'a' ESCAPE '\\'",
+    "regexp_like(s, 'a')",
+    "regexp_match(s, 'a')",
+    "s || s",
+    "concat(s, s)",
+    "btrim(s)",
+    "ltrim(s)",
+    "rtrim(s, 'x')",
+    "replace(s, 'a', 'b')",
+    "strpos(s, 'a')",
+    "left(s, 1)",
+    "right(s, 1)",
+    "reverse(s)",
+    "lpad(s, 3)",
+    "rpad(s, 3, 'x')",
+    "repeat(s, 2)",
+    "initcap(s)",
+    "concat_ws(',', s, s)",
+    "regexp_replace(s, 'a', 'b')",
+    "regexp_count(s, 'a')",
+    "bit_length(s)",
+    "split_part(s, ',', 1)",
+    "abs(x)",
+    "isnan(x)",
+    "round(x, 1)",
+    "sqrt(x)",
+    "power(x, 2)",
+    "exp(x)",
+    "ln(x)",
+    "log(x)",
+    "log10(x)",
+    "log2(x)",
+    "signum(x)",
+    "sin(x)",
+    "degrees(x)",
+    "iszero(x)",
+    "coalesce(x, 1)",
+    "greatest(x, 1)",
+    "least(x, 1)",
+    "nullif(x, 1)",
+    "nvl2(x, 1, 2)",
+    "x IS NOT DISTINCT FROM 1",
+    "x IS DISTINCT FROM 1",
+    "x IS TRUE",
+    "date_trunc('day', d)",
+    "date_part('year', d)",
+    "to_date(s)",
+]
+
+
+def _calls(node: ex.Expr) -> list[ex.Call]:
+    found = [node] if isinstance(node, ex.Call) else []
+    return found + [c for child in ex.children(node) for c in _calls(child)]
+
+
+@pytest.mark.parametrize("sql", _FUNCTION_SPELLINGS)
+def test_every_function_spelling_reaches_its_handler(sql: str) -> None:
+    calls = _calls(parse(sql))
+    assert calls, sql
+    assert all(c.name in FUNCTIONS or c.name == "array" for c in calls), [c.name for c in calls]
+
+
+def test_parsed_nodes_keep_their_sql_text_which_errors_quote() -> None:
+    tree = parse("(x > 1) AND lower(s) = 'a'")
+    assert isinstance(tree, ex.And) and tree.right.source == "LOWER(s) = 'a'"
+    assert tree.left.source == "x > 1"  # parentheses are the parser's, not a node
+    assert tree == ex.And(ex.Compare("gt", _column("x"), _lit(1)), tree.right)  # source is not compared
+    built = ex.Compare("gt", _column("x"), _lit(1))
+    assert sql_text(tree.right) == "LOWER(s) = 'a'" and sql_text(built) == "`x` > 1"
+    schema = pa.schema([("x", pa.float64()), ("s", pa.string())])
+    with pytest.raises(PredicateError, match=r"cannot apply 'LOWER' to column 'x' \(double\)"):
+        parse_predicate("LOWER(x) = 'a'", schema)
+    with pytest.raises(PredicateError, match=r"cannot apply 'btrim' to column 'x' \(double\)"):
+        parse_predicate("btrim(x) = 'a'", schema)  # a function sqlglot does not know, named as written
+    with pytest.raises(UnsupportedSQLError, match=r"unsupported function in a filter: MY_UDF\(x\)"):
+        parse_predicate("my_udf(x) > 1", schema)
+    with pytest.raises(UnsupportedSQLError, match=r"unsupported SQL in a filter: SUBSTRING\(s, 1\)"):
+        parse_predicate("substr(s, 1) = 'a'", schema)
+
+
+def test_bounds_see_folded_constants() -> None:
+    """Constant sub-expressions are folded once the tree is translated: the bounds hold values."""
+    schema = pa.schema([("x", pa.int64()), ("d", pa.date32())])
+    sql = "x > -5 AND d >= DATE '2024-01-02' AND x IN (CAST('2' AS BIGINT), -(3))"
+    found = parse_predicate(sql, schema).bounds
+    assert found == (
+        Bound("x", "gt", (pa.scalar(-5, pa.int64()),)),
+        Bound("d", "ge", (pa.scalar(datetime.date(2024, 1, 2), pa.date32()),)),
+        Bound("x", "in", (pa.scalar(2, pa.int64()), pa.scalar(-3, pa.int64()))),
+    )
