@@ -18,7 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap64
+from pyspark.sql import SparkSession
 
+import jobs
 import lance_ops
 from lance_ops.errors import IndexColumnTypeError
 from lance_ops.file import LanceFileReader
@@ -39,15 +41,17 @@ TEXTS = [
 ]
 
 
-def _file(uri: str, name: str = "text_idx") -> pa.Table:
+def _file(uri: str, name: str = "text_idx", segment: int = 0) -> pa.Table:
     ds = lance_ops.dataset(uri)
-    (index,) = [i for i in ds.manifest.indices if i.name == name]
+    index = sorted((i for i in ds.manifest.indices if i.name == name), key=lambda i: i.dataset_version)[
+        segment
+    ]
     path = Path(uri) / "_indices" / str(uuid.UUID(bytes=index.uuid)) / NGRAM_FILE
     return LanceFileReader(str(path)).read_all().to_table()
 
 
-def _postings(uri: str) -> dict[int, list[int]]:
-    table = _file(uri)
+def _postings(uri: str, segment: int = 0) -> dict[int, list[int]]:
+    table = _file(uri, segment=segment)
     return {
         t: sorted(BitMap64.deserialize(b))
         for t, b in zip(table["tokens"].to_pylist(), table["posting_list"].to_pylist(), strict=True)
@@ -164,6 +168,28 @@ def test_history_continues_both_ways(tmp_path: Path) -> None:
         assert _contains_rows(ds, needle, True) == _contains_rows(ds, needle, False), needle
 
 
+@pytest.mark.parametrize("merge", [0, 1])
+def test_optimize_after_append_equals_pylance(tmp_path: Path, merge: int) -> None:
+    """optimize_indices after an append (rows deleted before it): one merged segment or a delta
+    segment, each holding what pylance's own optimize of a twin holds."""
+    base = str(tmp_path / "base")
+    lance.write_dataset(_table(900), base, max_rows_per_file=400).create_scalar_index("text", "NGRAM")
+    more = _table(400).set_column(0, "id", pa.array(np.arange(900, 1300), pa.int64()))
+    lance.write_dataset(more, base, mode="append").delete("id % 9 = 4")
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    shutil.copytree(base, ours)
+    shutil.copytree(base, theirs)
+    lance_ops.dataset(ours).optimize.optimize_indices(num_indices_to_merge=merge)
+    lance.dataset(theirs).optimize.optimize_indices(num_indices_to_merge=merge)
+    ds = lance.dataset(ours)
+    assert ds.stats.index_stats("text_idx")["num_unindexed_rows"] == 0
+    assert len(ds.describe_indices()[0].segments) == (2 if merge == 0 else 1)
+    for segment in range(2 if merge == 0 else 1):
+        assert _postings(ours, segment) == _postings(theirs, segment)
+    for needle in NEEDLES:
+        assert _contains_rows(ds, needle, True) == _contains_rows(ds, needle, False), needle
+
+
 def test_large_string_column(tmp_path: Path) -> None:
     table = _table(300)
     table = table.set_column(1, "text", table["text"].cast(pa.large_string()))
@@ -180,3 +206,18 @@ def test_non_string_column_commits_nothing(tmp_path: Path, column: str) -> None:
     assert info.value.column == column and column in str(info.value)
     assert lance_ops.dataset(path).version == 1
     assert lance.dataset(path).describe_indices() == []
+
+
+@pytest.mark.spark
+def test_spark_build_equals_in_process(spark: SparkSession, tmp_path: Path) -> None:
+    """jobs.create_index(..., "NGRAM"): the executors ship their fragments' texts and row ids, the
+    driver writes the same file as the in-process build; pylance uses it."""
+    local, spark_uri = _twins(tmp_path, _table(1500), max_rows_per_file=400)  # "ours" has our build
+    shutil.rmtree(spark_uri)
+    lance.write_dataset(_table(1500), spark_uri, max_rows_per_file=400).delete("id % 7 = 2")
+    result = jobs.create_index(spark, spark_uri, "text", "NGRAM")
+    assert (result.name, result.tasks) == ("text_idx", 4)
+    assert _file(spark_uri).equals(_file(local))
+    ds = lance.dataset(spark_uri)
+    for needle in NEEDLES:
+        assert _contains_rows(ds, needle, True) == _contains_rows(ds, needle, False), needle
