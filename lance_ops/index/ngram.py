@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_ops.errors import IndexColumnTypeError
-from lance_ops.index.files import IndexWriter, RemapResult
-from lance_ops.index.treemap import encode_bitmap64
+from lance_ops.errors import IndexColumnTypeError, IndexCorruptError
+from lance_ops.index.files import IndexWriter, RemapResult, read_index_file
+from lance_ops.index.treemap import decode_bitmap64, encode_bitmap64
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata
 
@@ -175,10 +176,31 @@ def ngram_postings(tokens: np.ndarray, ids: np.ndarray) -> pa.Table:
 
 
 def write_ngram(
-    ctx: StorageContext, template: IndexMetadata, values: pa.Array, ids: np.ndarray
+    ctx: StorageContext,
+    template: IndexMetadata,
+    values: pa.Array,
+    ids: np.ndarray,
+    merged: Sequence[IndexMetadata] = (),
 ) -> RemapResult:
-    """Write a new NGRAM index of ``values`` (keyed by ``ids``: row ids) as ``template``."""
+    """Write an NGRAM index of ``values`` (keyed by ``ids``: row ids) as ``template``, holding
+    the (token, row) pairs of the segments ``merged`` too (optimize after an append; their sets
+    are kept as they are, deleted rows included, as for BITMAP)."""
+    token_parts, id_parts = [], []
     tokens, owners = ngram_tokens(values, ids)
+    token_parts.append(tokens)
+    id_parts.append(owners)
+    for segment in merged:
+        data = read_index_file(ctx, segment, NGRAM_FILE)
+        keys = np.asarray(data.column("tokens", segment, NGRAM_FILE).combine_chunks().fill_null(0), np.uint32)
+        blobs = data.column("posting_list", segment, NGRAM_FILE).to_pylist()
+        try:
+            sets = [decode_bitmap64(b) for b in blobs]
+        except (ValueError, OverflowError) as exc:
+            raise IndexCorruptError(
+                NGRAM_FILE, f"index {segment.name!r}: undecodable row set: {exc}"
+            ) from exc
+        token_parts.append(np.repeat(keys, [s.size for s in sets]))
+        id_parts.append(np.concatenate(sets) if sets else np.empty(0, np.uint64))
     writer = IndexWriter(ctx)
-    writer.write(NGRAM_FILE, ngram_postings(tokens, owners))
+    writer.write(NGRAM_FILE, ngram_postings(np.concatenate(token_parts), np.concatenate(id_parts)))
     return writer.result(template)
