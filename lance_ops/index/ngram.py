@@ -185,10 +185,8 @@ def write_ngram(
     """Write an NGRAM index of ``values`` (keyed by ``ids``: row ids) as ``template``, holding
     the (token, row) pairs of the segments ``merged`` too (optimize after an append; their sets
     are kept as they are, deleted rows included, as for BITMAP)."""
-    token_parts, id_parts = [], []
     tokens, owners = ngram_tokens(values, ids)
-    token_parts.append(tokens)
-    id_parts.append(owners)
+    token_parts, id_parts = [tokens], [owners]
     for segment in merged:
         data = read_index_file(ctx, segment, NGRAM_FILE)
         keys = np.asarray(data.column("tokens", segment, NGRAM_FILE).combine_chunks().fill_null(0), np.uint32)
