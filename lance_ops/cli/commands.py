@@ -441,7 +441,7 @@ def index_create(
     as_json: bool,
     storage_options: dict[str, str] | None,
 ) -> None:
-    """Build a TYPE index (BTREE, BITMAP, LABEL_LIST, ZONEMAP; IVF_* for vectors) on COLUMN."""
+    """Build a TYPE index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM; IVF_* for vectors) on COLUMN."""
     ds = _open(uri, storage_options)
     kwargs = {k: _param_value(v) for k, v in params}
     before = {i["uuid"] for i in ds.list_indices()}

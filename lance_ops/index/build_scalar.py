@@ -1,4 +1,4 @@
-"""Building a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP) from scratch, as pylance 14's
+"""Building a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM) from scratch, as pylance 14's
 ``create_scalar_index`` writes it.
 
 A new index is the codecs' merge with no old segment: the rows of every fragment are read with
@@ -9,8 +9,8 @@ uint64`` and ``page_lookup.lance`` with ``batch_size`` ``"4096"``).
 
 Column types (as pylance 14 checks them): BTREE / BITMAP / ZONEMAP take integers, floats, bools,
 strings, binaries, decimals, fixed-size binaries and temporal types; LABEL_LIST takes a list or
-large list of those. Anything else is an :class:`~lance_ops.errors.IndexColumnTypeError` naming
-the column.
+large list of those; NGRAM (:mod:`lance_ops.index.ngram`) takes strings. Anything else is an
+:class:`~lance_ops.errors.IndexColumnTypeError` naming the column.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
-from lance_ops.index import bitmap, btree, zonemap
+from lance_ops.index import bitmap, btree, ngram, zonemap
 from lance_ops.index.files import IndexFileData
 from lance_ops.index.optimize import column_rows
 from lance_ops.index.treemap import encode_row_address_map
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP
+from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, NGRAM, ZONEMAP
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
@@ -44,7 +44,7 @@ __all__ = [
     "write_scalar_index",
 ]
 
-BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP)
+BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM)
 _BTREE_BATCH_SIZE = 4096
 _ROWS_PER_ZONE = 8192
 # (type_url, index_version) of a new index of each kind, as pylance 14 records them (a BTREE of a
@@ -54,6 +54,7 @@ _DETAILS = {
     BITMAP: ("/lance.table.BitmapIndexDetails", 0),
     LABEL_LIST: ("/lance.table.LabelListIndexDetails", 1),
     ZONEMAP: ("/lance.table.ZoneMapIndexDetails", 0),
+    NGRAM: ("/lance.table.NGramIndexDetails", 0),
 }
 
 
@@ -74,6 +75,8 @@ def _is_key_type(t: pa.DataType) -> bool:
 
 def check_column_type(kind: str, column: str, value_type: pa.DataType) -> pa.DataType:
     """The key type a ``kind`` index of ``column`` stores; IndexColumnTypeError when it does not fit."""
+    if kind == NGRAM:
+        return ngram.check_ngram_column(column, value_type)
     if kind == LABEL_LIST:
         if (pa.types.is_list(value_type) or pa.types.is_large_list(value_type)) and _is_key_type(
             value_type.value_type
@@ -122,7 +125,7 @@ class ScalarBuild:
 
     @property
     def id_column(self) -> str:
-        """``_rowaddr`` (BTREE, ZONEMAP) or ``_rowid`` (BITMAP, LABEL_LIST) keys the rows."""
+        """``_rowaddr`` (BTREE, ZONEMAP) or ``_rowid`` (BITMAP, LABEL_LIST, NGRAM) keys the rows."""
         return "_rowaddr" if self.kind in (BTREE, ZONEMAP) else "_rowid"
 
 
@@ -188,6 +191,8 @@ def write_scalar_index(
         result = btree.merge_btree(
             ctx, template, (), values, ids, base=(_empty(pages), _empty(lookup), _BTREE_BATCH_SIZE)
         )
+    elif kind == NGRAM:
+        result = ngram.write_ngram(ctx, template, values, ids)
     elif kind == ZONEMAP:
         schema = pa.schema(
             [pa.field("min", key_type), pa.field("max", key_type)]
@@ -213,4 +218,3 @@ def write_scalar_index(
         )
     fragments = BitMap(f.id for f in manifest.fragments).serialize()
     return replace(result.metadata_for(template, fragments), created_at=int(time.time() * 1000))
-

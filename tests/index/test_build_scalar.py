@@ -212,7 +212,8 @@ def test_names_replace_and_other_writers(tmp_path: Path) -> None:
         ("l", "ZONEMAP", IndexColumnTypeError),
         ("nope", "BTREE", FieldNotFoundError),
         ("i", "FOO", UnsupportedIndexTypeError),
-        ("i", "NGRAM", UnsupportedIndexTypeError),
+        ("i", "NGRAM", IndexColumnTypeError),
+        ("s", "INVERTED", UnsupportedIndexTypeError),
     ],
 )
 def test_bad_input_commits_nothing(tmp_path: Path, column: str, kind: str, error: type) -> None:
