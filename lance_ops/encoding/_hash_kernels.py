@@ -55,6 +55,11 @@ def _finish(h1: np.uint64, h2: np.uint64, length: int) -> tuple[np.uint64, np.ui
 @njit(cache=True, nogil=True, inline="always")
 def _word(data: np.ndarray, at: int, count: int) -> np.uint64:
     """Little-endian u64 of the ``count`` (at most 8) bytes at ``at``."""
+    if at + 8 <= len(data):  # one 8-byte load, the bytes past ``count`` masked off
+        word = _load8(data, at)
+        if count < 8:
+            word &= (np.uint64(1) << np.uint64(8 * count)) - np.uint64(1)
+        return word
     word = np.uint64(0)
     for j in range(count):
         word |= np.uint64(data[at + j]) << np.uint64(8 * j)
