@@ -14,7 +14,9 @@ h2 = (rotl(h2, 31) + h1) * 5 + 0x38495AB5``, then the tail bytes, the length and
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from lance_ops.encoding.compression._fsst_kernels import _load8
 
@@ -53,6 +55,11 @@ def _finish(h1: np.uint64, h2: np.uint64, length: int) -> tuple[np.uint64, np.ui
 @njit(cache=True, nogil=True, inline="always")
 def _word(data: np.ndarray, at: int, count: int) -> np.uint64:
     """Little-endian u64 of the ``count`` (at most 8) bytes at ``at``."""
+    if at + 8 <= len(data):  # one 8-byte load, the bytes past ``count`` masked off
+        word = _load8(data, at)
+        if count < 8:
+            word &= (np.uint64(1) << np.uint64(8 * count)) - np.uint64(1)
+        return word
     word = np.uint64(0)
     for j in range(count):
         word |= np.uint64(data[at + j]) << np.uint64(8 * j)
@@ -96,28 +103,78 @@ def murmur3_x64_128_words(words: np.ndarray, seed: int, h1_out: np.ndarray, h2_o
         h1_out[i], h2_out[i] = _finish(h1, np.uint64(seed), 8)
 
 
+@intrinsic
+def _ctlz64(typingctx, x):  # type: ignore[no-untyped-def]
+    """Leading zero bits of a uint64 (64 for zero): LLVM's ``ctlz``, one instruction on x86-64."""
+    sig = types.uint64(types.uint64)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    return sig, codegen
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _leading_zeros(x: np.uint64) -> int:
-    if x == 0:
-        return 64
-    n = 0
-    for width in (32, 16, 8, 4, 2, 1):
-        if x >> np.uint64(64 - width) == 0:
-            n += width
-            x <<= np.uint64(width)
-    return n
+def _coupon_value(h2: np.uint64) -> int:
+    """A hash's register value: one plus the leading zeros of its second half, at most 63."""
+    return min(int(_ctlz64(h2)), 62) + 1  # type: ignore[call-arg]
 
 
 @njit(cache=True, nogil=True)
 def best_coupons(
-    h1: np.ndarray, h2: np.ndarray, lg_k: int, best_value: np.ndarray, best_index: np.ndarray
-) -> None:
-    """Per HLL register slot (``h1``'s low ``lg_k`` bits), the largest register value (one plus the
-    leading zeros of ``h2``, at most 63) and the first hash reaching it; 0 / -1 for empty slots."""
+    h1: np.ndarray,
+    h2: np.ndarray,
+    keep: np.ndarray,
+    lg_k: int,
+    best_value: np.ndarray,
+    best_index: np.ndarray,
+) -> int:
+    """Per HLL register slot (``h1``'s low ``lg_k`` bits), the largest register value and the first
+    hash reaching it (0 / -1 for empty slots); returns the number of slots reached. Only hashes
+    ``keep`` marks count (an empty ``keep``: all)."""
     mask = np.uint64((1 << lg_k) - 1)
+    reached = 0
+    every = len(keep) == 0
     for i in range(len(h1)):
+        if not every and not keep[i]:
+            continue
         slot = int(h1[i] & mask)
-        value = min(_leading_zeros(h2[i]), 62) + 1
-        if value > best_value[slot]:
+        value = _coupon_value(h2[i])
+        current = best_value[slot]
+        if value > current:
+            if current == 0:
+                reached += 1
             best_value[slot] = value
             best_index[slot] = i
+    return reached
+
+
+@njit(cache=True, nogil=True)
+def first_of_each_coupon(
+    h1: np.ndarray, h2: np.ndarray, keep: np.ndarray, lg_table: int
+) -> tuple[np.ndarray, bool]:
+    """The index of the first hash of each distinct coupon (the library's register value above the
+    hash's 26-bit slot address), in order, among the hashes ``keep`` marks (empty: all); and
+    False instead when the distinct coupons would fill more than half of a ``2**lg_table``-slot
+    table (the caller then deduplicates otherwise)."""
+    size = 1 << lg_table
+    mask = size - 1
+    keys = np.zeros(size, dtype=np.uint32)  # coupons are never 0 (their value is at least 1)
+    found = np.empty(size // 2, dtype=np.int64)
+    count = 0
+    every = len(keep) == 0
+    for i in range(len(h1)):
+        if not every and not keep[i]:
+            continue
+        value = np.uint64(_coupon_value(h2[i]))
+        coupon = np.uint32((value << np.uint64(26)) | (h1[i] & np.uint64(0x3FFFFFF)))
+        at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
+        while keys[at] != 0 and keys[at] != coupon:
+            at = (at + 1) & mask
+        if keys[at] == 0:
+            if count == size // 2:
+                return found[:0], False
+            keys[at] = coupon
+            found[count] = i
+            count += 1
+    return found[:count], True

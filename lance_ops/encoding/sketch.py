@@ -8,12 +8,14 @@ the sketch, as ints (integer-like types by their storage), floats or strings (bi
 
 Feeding a sketch is one library call per value, so values are first cut down: DataSketches'
 hash (MurmurHash3 x64-128, seed 9001, of the value's bytes as the library hashes them) is
-computed for all of them at once (numpy for 8-byte values, a compiled loop for strings), and only
-when the values reach enough register slots to put the sketch in HLL mode, only one value with
-the largest register value per slot is fed (a register keeps its largest value; the slot is the
-hash's low ``lg_k`` bits, the value one plus the leading zeros of its second half). The sketch
-ends up exactly as if it had been fed every value (tested), at a cost of a few thousand library
-calls at most.
+computed for all of them at once (compiled loops: :mod:`lance_ops.encoding._hash_kernels`), and
+one value per distinct coupon (the hash's 26-bit slot address and register value, all the library
+keeps of a value) is kept; when the values reach enough register slots to put the sketch in HLL
+mode, only one value with the largest register value per slot (a register keeps its largest
+value). The kept values are reduced again together and reach the library only when the sketch
+is read (estimate, merge, serialise): a few thousand library calls per sketch, not per update.
+The sketch ends up in exactly the state (mode, registers or coupons) it would have if fed every
+value (tested); only the HIP accumulator, which the estimates here never read, depends on order.
 """
 
 from __future__ import annotations
@@ -66,49 +68,62 @@ def _hll_mode_slots(lg_k: int) -> int:
     return (1 << lg_k) // 4
 
 
-def _hashes(array: pa.Array) -> tuple[pa.Array, tuple[np.ndarray, np.ndarray]] | None:
-    """The library's hashes of the non-null values of ``array`` (None: no vectorised hash for the type).
+_Hashed = tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]
 
-    Returned with the values they hash: empty strings, which the library ignores, are dropped.
+
+def _hashes(array: pa.Array) -> _Hashed | None:
+    """The library's hashes of the values of ``array`` (None: no vectorised hash for the type).
+
+    Returned as ``(values, h1, h2, keep)``: hash *i* is of ``values[i]``, and ``keep`` (bool; empty:
+    all) marks the values the library counts (not null; strings not empty, which it ignores).
     """
     type_ = array.type
+    everything = np.zeros(0, dtype=np.bool_)
     if pt.is_floating(type_):
+        array = array.drop_null()
         doubles = array.to_numpy(zero_copy_only=False).astype(np.float64)
         words = np.where(doubles == 0, 0.0, doubles).view(np.uint64)
-        return array, _fixed_width_hashes(np.where(np.isnan(doubles), _CANONICAL_NAN, words))
+        return array, *_fixed_width_hashes(np.where(np.isnan(doubles), _CANONICAL_NAN, words)), everything
     if pt.is_integer(type_) or pt.is_temporal(type_) and not pt.is_interval(type_):
-        return array, _fixed_width_hashes(_int64_values(array).view(np.uint64))
+        array = array.drop_null()
+        return array, *_fixed_width_hashes(_int64_values(array).view(np.uint64)), everything
     if pt.is_string(type_) or pt.is_large_string(type_):
-        lengths = pc.binary_length(array)
-        if len(array) and pc.min(lengths).as_py() == 0:
-            array = array.filter(pc.greater(lengths, 0))
         offset_type = np.int64 if pt.is_large_string(type_) else np.int32
         _, offsets_buffer, data_buffer = array.buffers()
         offsets = np.frombuffer(offsets_buffer, dtype=offset_type)[array.offset :][: len(array) + 1]
+        offsets = offsets.astype(np.int64)
         data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer else np.zeros(0, dtype=np.uint8)
-        return array, _murmur3(data, offsets.astype(np.int64))
+        keep = np.diff(offsets) > 0
+        if array.null_count:
+            keep &= array.is_valid().to_numpy(zero_copy_only=False)
+        return array, *_murmur3(data, offsets), everything if keep.all() else keep
     return None
 
 
 def _representatives(array: pa.Array, lg_k: int) -> pa.Array:
-    """Values of ``array`` (non-null) that leave a sketch's registers exactly as all of them would.
+    """Values of ``array`` (non-null) that leave a sketch exactly as all of them would.
 
-    When the values reach many register slots (the sketch is then certainly in HLL mode, where a
-    register keeps only its largest value), one value with the largest register value per slot;
-    otherwise, and for types without a vectorised hash, the distinct values.
+    The library keeps a value only as its coupon (the hash's 26-bit slot address and register
+    value), so one value per distinct coupon changes nothing; and when the values reach many
+    register slots (the sketch is then certainly in HLL mode, where a register keeps only its
+    largest value), one value with the largest register value per slot. Types without a
+    vectorised hash: the distinct values.
     """
     hashed = _hashes(array)
     if hashed is None:
-        return pc.unique(array)
-    array, (h1, h2) = hashed
-    from lance_ops.encoding._hash_kernels import best_coupons
+        return pc.unique(array.drop_null())
+    array, h1, h2, keep = hashed
+    from lance_ops.encoding._hash_kernels import best_coupons, first_of_each_coupon
 
     best = np.zeros(1 << lg_k, dtype=np.uint8)
     first = np.full(1 << lg_k, -1, dtype=np.int64)
-    best_coupons(h1, h2, lg_k, best, first)
-    if np.count_nonzero(best) <= _hll_mode_slots(lg_k):
-        return pc.unique(array)  # few coupons: the sketch may keep each one, so keep every value
-    return array.take(pa.array(np.sort(first[first >= 0])))
+    if best_coupons(h1, h2, keep, lg_k, best, first) > _hll_mode_slots(lg_k):
+        return array.take(pa.array(np.sort(first[first >= 0])))
+    # Few slots: the sketch may be in list or set mode, keeping each coupon.
+    index, complete = first_of_each_coupon(h1, h2, keep, lg_k + 2)
+    if not complete:  # more distinct coupons than the table holds
+        return pc.unique(array.filter(pa.array(keep)) if len(keep) else array)
+    return array.take(pa.array(index))
 
 
 def _int64_values(array: pa.Array) -> np.ndarray:
@@ -121,16 +136,20 @@ def _int64_values(array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _sketch_values(array: pa.Array | pa.ChunkedArray, lg_k: int) -> list[int | float | str]:
-    """Values of ``array`` to feed a sketch (:func:`_representatives`) as Python values it accepts."""
+def _prepared(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``array`` as one plain (not dictionary-encoded) array."""
     if pt.is_dictionary(array.type):
         array = array.cast(array.type.value_type)
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    values = _representatives(array.drop_null(), lg_k)
+    return array
+
+
+def _python_values(values: pa.Array) -> list[int | float | str]:
+    """Non-null values as the Python values the library takes (and hashes as :func:`_hashes` does)."""
     type_ = values.type
     if pt.is_floating(type_):
-        return [float(v) for v in values.to_numpy(zero_copy_only=False).astype(np.float64)]
+        return values.to_numpy(zero_copy_only=False).astype(np.float64).tolist()  # type: ignore[no-any-return]
     if pt.is_boolean(type_):
         return [int(v) for v in values.to_pylist()]
     if pt.is_integer(type_) or pt.is_temporal(type_) and not pt.is_interval(type_):
@@ -147,24 +166,55 @@ class DistinctSketch:
 
     def __init__(self, lg_k: int = DEFAULT_LG_K) -> None:
         self._sketch = datasketches.hll_sketch(lg_k, _TARGET)
+        # Representatives not yet fed to the library (:meth:`_flush`), all of one type.
+        self._pending: list[pa.Array] = []
+        self._pending_rows = 0
 
     @property
     def lg_k(self) -> int:
         return int(self._sketch.lg_config_k)
 
     def update(self, array: pa.Array | pa.ChunkedArray) -> DistinctSketch:
-        """Add the values of ``array``; returns the sketch."""
-        for value in _sketch_values(array, self.lg_k):
-            self._sketch.update(value)
+        """Add the values of ``array``; returns the sketch.
+
+        The values are reduced to their representatives (:func:`_representatives`) and kept;
+        they reach the library (one call per value) only when the sketch is read, once per sketch
+        rather than once per update, after the kept ones are reduced again together.
+        """
+        values = _prepared(array)
+        if self._pending and values.type != self._pending[0].type:
+            self._flush()
+        representatives = _representatives(values, self.lg_k)
+        self._pending.append(representatives)
+        self._pending_rows += len(representatives)
+        if self._pending_rows > 4 << self.lg_k:
+            self._reduce()
         return self
+
+    def _reduce(self) -> None:
+        """Reduce the kept representatives together (the same registers: a union of representatives
+        of parts represents the whole)."""
+        if len(self._pending) > 1:
+            self._pending = [_representatives(pa.concat_arrays(self._pending), self.lg_k)]
+            self._pending_rows = len(self._pending[0])
+
+    def _flush(self) -> datasketches.hll_sketch:
+        """The library sketch, fed the kept representatives first."""
+        self._reduce()
+        for values in self._pending:
+            for value in _python_values(values):
+                self._sketch.update(value)
+        self._pending, self._pending_rows = [], 0
+        return self._sketch
 
     def merge(self, other: DistinctSketch) -> DistinctSketch:
         """A new sketch of both inputs."""
         union = datasketches.hll_union(self.lg_k)
-        union.update(self._sketch)
-        union.update(other._sketch)
+        union.update(self._flush())
+        union.update(other._flush())
         out = DistinctSketch.__new__(DistinctSketch)
         out._sketch = union.get_result(_TARGET)
+        out._pending, out._pending_rows = [], 0
         return out
 
     def _registers_only(self) -> datasketches.hll_sketch:
@@ -173,7 +223,7 @@ class DistinctSketch:
         Merged sketches and a sketch fed the same values in one go hold the same registers; their
         estimates must not depend on which of them a Spark partition or a rebuild produced.
         """
-        data = bytearray(self._sketch.serialize_compact())
+        data = bytearray(self._flush().serialize_compact())
         data[_FLAGS_BYTE] |= _OUT_OF_ORDER_FLAG
         return datasketches.hll_sketch.deserialize(bytes(data))
 
@@ -186,7 +236,7 @@ class DistinctSketch:
         return float(sketch.get_lower_bound(num_std_dev)), float(sketch.get_upper_bound(num_std_dev))
 
     def to_bytes(self) -> bytes:
-        return bytes(self._sketch.serialize_compact())
+        return bytes(self._flush().serialize_compact())
 
     def __reduce__(self) -> tuple[object, tuple[bytes]]:
         """Pickle as the serialised sketch, so sketches travel between Spark executors and the driver."""
@@ -196,4 +246,5 @@ class DistinctSketch:
     def from_bytes(cls, data: bytes) -> DistinctSketch:
         out = cls.__new__(cls)
         out._sketch = datasketches.hll_sketch.deserialize(data)
+        out._pending, out._pending_rows = [], 0
         return out

@@ -349,3 +349,46 @@ def test_vectorised_sketch_updates_equal_the_library(n: int) -> None:
         pa.array(ints).view(pa.timestamp("us")),
     ):
         assert DistinctSketch().update(array).estimate() == _fed_one_by_one(array).estimate(), array.type
+
+
+def _sketch_state(data: bytes) -> tuple[int, bytes | tuple[int, ...]]:
+    """A serialised HLL_8 sketch's mode and what its estimate reads: the registers in HLL mode,
+    the set of coupons in list or set mode (whose order depends on the order of the updates)."""
+    mode = data[7] & 3
+    if mode == 2:
+        return mode, data[40 : 40 + (1 << data[3])]
+    start = 8 if mode == 0 else 12
+    return mode, tuple(sorted(np.frombuffer(data[start:], dtype=np.uint32).tolist()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kind=st.sampled_from(["int64", "int32", "float64", "string", "large_string"]),
+    distinct=st.sampled_from([1, 5, 300, 385, 1023, 1024, 1025, 3000, 20_000]),
+    rows=st.integers(0, 30_000),
+    chunks=st.lists(st.integers(0, 30_000), max_size=4),
+    null_every=st.sampled_from([0, 2, 7]),
+    seed=st.integers(0, 2**16),
+)
+def test_sketch_state_equals_the_library_fed_every_value(
+    kind: str, distinct: int, rows: int, chunks: list[int], null_every: int, seed: int
+) -> None:
+    """Reduced, kept and fed late, the values leave the library's sketch in exactly the state (mode,
+    registers or coupons) feeding it every value leaves it in, whatever the updates' sizes."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, distinct, rows) * 7919 - 2**35
+    mask = None if not null_every else (np.arange(rows) % null_every == 1)
+    if kind == "float64":
+        array = pa.array(picks / 3.0, mask=mask)
+    elif kind in ("int64", "int32"):
+        array = pa.array(picks.astype(kind), mask=mask)
+    else:
+        texts = [("" if v % 11 == 0 else "é" * int(v % 19) + str(v)) for v in picks.tolist()]
+        array = pa.array(texts, getattr(pa, kind)(), mask=mask)
+    sketch = DistinctSketch()
+    for start, end in zip([0, *sorted(chunks)], [*sorted(chunks), rows + 30_001], strict=True):
+        sketch.update(array.slice(start, max(end - start, 0)))
+    expected = _fed_one_by_one(array)
+    assert _sketch_state(sketch.to_bytes()) == _sketch_state(expected.to_bytes())
+    assert sketch.estimate() == expected.estimate() and sketch.bounds() == expected.bounds()
+    assert sketch.merge(DistinctSketch()).estimate() == expected.estimate()
