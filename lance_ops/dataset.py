@@ -1037,6 +1037,7 @@ class LanceDataset:
         operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
         of a version, for stores without an atomic create.
         """
+        commit_op.check_read_version(operation, read_version)
         if isinstance(base_uri, LanceDataset) and manifest_store is None:
             manifest_store = base_uri.manifest_store
         uri = base_uri.uri if isinstance(base_uri, LanceDataset) else os.fspath(base_uri)

@@ -624,7 +624,7 @@ def test_failures_exit_1_with_one_line(tmp_path: Path) -> None:
         ("cat = 5", "cannot compare column 'cat' (string) with 5 (integer) using '='"),
         ("id IN (1, 'x')", "cannot compare column 'id' (int64) with 'x' (string) using 'IN'"),
         ("cat + 1 > 2", "cannot apply '+' to column 'cat' (string) and 1 (integer)"),
-        ("id", "the predicate 'id' returns int64, not a boolean condition"),
+        ("id", "The filter id does not return a boolean: it returns int64"),
     ],
 )
 def test_predicate_errors_in_the_users_words(uri: Path, where: str, message: str) -> None:

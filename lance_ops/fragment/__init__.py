@@ -15,13 +15,14 @@ from lance_ops.fragment.writer import (
     write_fragments,
     write_new_fragments,
 )
-from lance_ops.table.manifest import DataFile, DeletionFile
+from lance_ops.table.manifest import DataFile, DeletionFile, RowIdMeta
 
 __all__ = [
     "DataFile",
     "DeletionFile",
     "FragmentMetadata",
     "FragmentReader",
+    "RowIdMeta",
     "ScanOptions",
     "VersionFiles",
     "WriteOptions",

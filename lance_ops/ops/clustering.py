@@ -742,7 +742,7 @@ def execute_ranges(
             new = moved_sequences(files, readers, new, order)
         metrics = CompactionMetrics(fragments_added=len(new), files_added=sum(len(f.files) for f in new))
         results.append(
-            RewriteResult(task.read_version, task.fragments, tuple(new), metrics, addresses[order])
+            RewriteResult(task.read_version, tuple(task.fragments), tuple(new), metrics, addresses[order])
         )
     return results
 
@@ -770,7 +770,7 @@ def merge_ranges(task: CompactionTask, results: Sequence[RewriteResult]) -> Rewr
     parts = [r.row_addrs for r in results if r.row_addrs is not None]
     addresses = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
     return RewriteResult(
-        task.read_version, task.fragments, new, metrics, addresses, task.options.defer_index_remap
+        task.read_version, tuple(task.fragments), new, metrics, addresses, task.options.defer_index_remap
     )
 
 

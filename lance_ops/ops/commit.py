@@ -23,7 +23,7 @@ from lance_ops.table.dynamodb_store import manifest_store_for_uri
 from lance_ops.table.manifest import Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore
 from lance_ops.table.naming import ManifestNamingScheme
-from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Operation, Transaction
+from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Operation, Overwrite, Restore, Transaction
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,17 @@ def _fragments_version(operation: Operation) -> str:
         for data_file in fragment.files:
             return data_file.file_version
     return str(FileVersion.parse("stable"))
+
+
+def check_read_version(operation: Operation | Transaction, read_version: int | None) -> None:
+    """pylance's rule for ``LanceDataset.commit``: an operation other than ``Overwrite`` and
+    ``Restore`` names the version it was built on (a ``Transaction`` carries its own)."""
+    if (
+        read_version is None
+        and isinstance(operation, Operation)
+        and not isinstance(operation, Overwrite | Restore)
+    ):
+        raise InvalidArgumentError("read_version is required for all operations except Overwrite and Restore")
 
 
 def transaction_for(

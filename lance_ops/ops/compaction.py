@@ -55,7 +55,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -268,9 +268,13 @@ class CompactionTask:
     keys cutting the group's sorted rows into ranges written as separate fragments."""
 
     read_version: int
-    fragments: tuple[DataFragment, ...]
+    # a list, as pylance's ``CompactionTask.fragments`` (equal to ``[f.metadata for f in ...]``)
+    fragments: Sequence[DataFragment] = field(hash=False)
     options: CompactionOptions
     cluster_splits: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fragments", list(self.fragments))
 
     @property
     def fragment_ids(self) -> tuple[int, ...]:
@@ -314,7 +318,7 @@ class CompactionTask:
         splits = data.get("cluster_splits")
         return cls(
             read_version=data["read_version"],
-            fragments=tuple(DataFragment.from_json(f) for f in data["fragments"]),
+            fragments=[DataFragment.from_json(f) for f in data["fragments"]],
             options=CompactionOptions.from_json(data["options"]),
             cluster_splits=None if splits is None else tuple(int(v) for v in splits),
         )
@@ -385,7 +389,12 @@ class CompactionPlan:
             options=CompactionOptions.from_json(data["options"]),
         )
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # pylance's
+        return (
+            f"CompactionPlan(read_version={self.read_version}, tasks=<{self.num_tasks()} compaction tasks>)"
+        )
+
+    def __str__(self) -> str:
         return (
             f"CompactionPlan(read_version={self.read_version}, tasks={self.num_tasks()}, "
             f"fragments={self.num_fragments}, rows={self.num_rows}, "
@@ -408,6 +417,26 @@ class RewriteResult:
     metrics: CompactionMetrics
     row_addrs: np.ndarray | None = None
     defer_index_remap: bool = False
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RewriteResult):
+            return NotImplemented
+        mine, theirs = self.row_addrs, other.row_addrs
+        return (
+            (self.read_version, self.original_fragments, self.new_fragments, self.metrics)
+            == (other.read_version, other.original_fragments, other.new_fragments, other.metrics)
+            and self.defer_index_remap == other.defer_index_remap
+            and (mine is None) == (theirs is None)
+            and (mine is None or theirs is None or bool(np.array_equal(mine, theirs)))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:  # pylance's
+        return (
+            f"RewriteResult(read_version={self.read_version}, new_fragments={list(self.new_fragments)!r}, "
+            f"old_fragments={list(self.original_fragments)!r})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         addrs = raw = None
@@ -800,7 +829,7 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         files_added=sum(len(f.files) for f in new),
     )
     return RewriteResult(
-        task.read_version, task.fragments, tuple(new), metrics, row_addrs, options.defer_index_remap
+        task.read_version, tuple(task.fragments), tuple(new), metrics, row_addrs, options.defer_index_remap
     )
 
 

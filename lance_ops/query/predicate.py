@@ -219,7 +219,7 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
     translator, value, columns, tree = _bind(predicate, schema, condition=True)
     if not pa.types.is_boolean(value.type):
         text = str(predicate)
-        raise PredicateError(f"the predicate {text!r} returns {value.type}, not a boolean condition")
+        raise PredicateError(f"The filter {text} does not return a boolean: it returns {value.type}")
     found = (
         ()
         if tree is None
@@ -366,8 +366,9 @@ class _Translator:
         folded = [n for n in self.schema.names if n.lower() == name.lower()]
         if len(folded) == 1:
             return folded[0]
-        raise FieldNotFoundError(
-            f"the filter names unknown column {sql_text(node)!r}; the schema has {self.schema.names}"
+        raise FieldNotFoundError(  # pylance's words first, then which of the filter's names it is
+            f"Invalid user input: No field named {name}. Valid fields are {', '.join(self.schema.names)}"
+            f" (the filter names unknown column {sql_text(node)!r})"
         )
 
     def fold(self, node: ex.Expr) -> ex.Expr:

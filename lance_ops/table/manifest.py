@@ -32,6 +32,7 @@ from __future__ import annotations
 import enum
 import json
 import struct
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
@@ -156,6 +157,18 @@ class ExternalFile:
         return table_pb2.ExternalFile(path=self.path, offset=self.offset, size=self.size)
 
 
+class _CallablePath(str):
+    """A data file's path: a plain string that still answers pylance's deprecated ``path()``."""
+
+    __slots__ = ()
+
+    def __call__(self) -> str:
+        warnings.warn(
+            "DataFile.path() is deprecated, use DataFile.path instead", DeprecationWarning, stacklevel=2
+        )
+        return str(self)
+
+
 @dataclass(frozen=True)
 class DataFile:
     """One data file of a fragment: which field ids it stores and in which top-level column.
@@ -173,6 +186,9 @@ class DataFile:
     file_size_bytes: int = 0
     base_id: int | None = None
     null_counts: Mapping[int, int] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", _CallablePath(self.path))
 
     @property
     def file_version(self) -> str:
@@ -373,10 +389,9 @@ class DataFragment:
         return replace(self, id=fragment_id)
 
     @property
-    def row_id_meta(self) -> RowSequence:
-        """pylance's name for the stable row-id sequence (:attr:`row_ids`: inline protobuf bytes or
-        an external file); None without stable row ids."""
-        return self.row_ids
+    def row_id_meta(self) -> RowIdMeta | None:
+        """pylance's view of the stable row-id sequence (:attr:`row_ids`); None without stable row ids."""
+        return None if self.row_ids is None else RowIdMeta(self.row_ids)
 
     @classmethod
     def from_pb(cls, pb: table_pb2.DataFragment) -> DataFragment:
@@ -460,6 +475,31 @@ def _sequence_from_json(value: Mapping[str, Any] | None) -> RowSequence:
     return ExternalFile(
         path=check_relative_path(body["path"], "row-id sequence"), offset=body["offset"], size=body["size"]
     )
+
+
+@dataclass(frozen=True)
+class RowIdMeta:
+    """pylance's ``lance.fragment.RowIdMeta``: a fragment's row-id sequence (inline protobuf bytes or
+    an external file), with pylance's JSON form ``{"Inline": [bytes]}`` / ``{"External": {...}}``."""
+
+    sequence: bytes | ExternalFile
+
+    def asdict(self) -> dict[str, Any]:
+        return _sequence_to_json(self.sequence, True) or {}
+
+    def json(self) -> str:
+        return json.dumps(self.asdict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RowIdMeta:
+        sequence = _sequence_from_json(data)
+        if sequence is None:
+            raise InvalidArgumentError(f"a row id meta needs 'Inline' or 'External', not {dict(data)!r}")
+        return cls(sequence)
+
+    @classmethod
+    def from_json(cls, text: str) -> RowIdMeta:
+        return cls.from_dict(json.loads(text))
 
 
 class FragmentList(Sequence[DataFragment]):

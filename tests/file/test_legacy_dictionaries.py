@@ -231,7 +231,7 @@ def test_commits_mixing_legacy_and_v2_files_are_refused_as_pylance_refuses_them(
     with pytest.raises(OSError, match="Dataset snapshot mixes V1 and V2 data files"):
         lance.LanceDataset.commit(uri, lance.LanceOperation.Append(theirs[:1]), read_version=1)
     with pytest.raises(WriteSchemaError, match="Dataset snapshot mixes V1 and V2 data files"):
-        lance_ops.LanceDataset.commit(uri, lance_ops.LanceOperation.Append(legacy))
+        lance_ops.LanceDataset.commit(uri, lance_ops.LanceOperation.Append(legacy), read_version=1)
     words = r"has version 0.1, but the manifest default is 2.2; V1 and V2 storage versions cannot be mixed"
     with pytest.raises(OSError, match=words):
         lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(data.schema, theirs[:1]))

@@ -270,7 +270,7 @@ def test_syntax_errors_in_the_users_words(sql: str, message: str) -> None:
         ("s + 1 > 2", "cannot apply '+' to column 's' (string) and 1 (integer)"),
         ("lower(i) = 'a'", "cannot apply 'LOWER' to column 'i' (int32)"),
         ("b AND i", "cannot apply 'AND' to column 'b' (bool) and column 'i' (int32)"),
-        ("i + 1", "the predicate 'i + 1' returns int64, not a boolean condition"),
+        ("i + 1", "The filter i + 1 does not return a boolean: it returns int64"),
     ],
 )
 def test_type_errors_name_operands_operator_and_types(sql: str, message: str) -> None:
