@@ -1,0 +1,137 @@
+"""Whole-manifest facts read in one protobuf parse each, without one Python object per fragment.
+
+Two private message types mirror the manifest's fragments with only the fields needed, declared so
+that the protobuf parser itself aggregates them: the manifest's repeated ``fragments`` field is
+declared *singular* here, and protobuf merges repeated occurrences of a singular message field into
+one message, concatenating its repeated fields. So one parse (in C) yields every fragment's data
+file paths, external sequence paths, deletion file types and row counts as flat lists, and a second
+yields how many data files, deletion files and external sequences there are in all (paths are
+proto3 strings: an empty one is not on the wire, so the counts show a missing path).
+
+The lists are a *superset* view of the fragments (a field repeated inside one fragment, which no
+writer produces, appears once per occurrence here but once in the decoded fragment); callers use
+them as a fast pre-check and fall back to the per-fragment pass when anything looks off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+__all__ = ["FragmentsScan", "scan_fragments"]
+
+_F = descriptor_pb2.FieldDescriptorProto
+_EXTERNAL = {
+    "external_row_ids": 6,
+    "external_last_updated_at_versions": 8,
+    "external_created_at_versions": 10,
+}
+
+
+def _message(
+    file: descriptor_pb2.FileDescriptorProto, name: str, fields: list[tuple[str, int, int, int, str]]
+) -> None:
+    msg = file.message_type.add(name=name)
+    for field, number, kind, label, type_name in fields:
+        added = msg.field.add(name=field, number=number, type=kind, label=label)
+        if type_name:
+            added.type_name = type_name
+
+
+@cache
+def _classes() -> tuple[Any, Any]:
+    file = descriptor_pb2.FileDescriptorProto(
+        name="lance_ops_manifest_scan.proto", package="lance_ops_manifest_scan", syntax="proto3"
+    )
+    one, many = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
+    msg, string, u64, i32 = _F.TYPE_MESSAGE, _F.TYPE_STRING, _F.TYPE_UINT64, _F.TYPE_INT32
+    p = ".lance_ops_manifest_scan."
+    _message(file, "Empty", [])
+    # Every field of DataFile / DeletionFile / ExternalFile / DataFragment is declared (as repeated
+    # scalars where not needed): undeclared ones would be kept as unknown bytes, and appending those
+    # to the one merged message makes the parse several times slower.
+    _message(
+        file,
+        "Paths",
+        [("path", 1, string, many, "")]
+        + [(f"f{number}", number, u64, many, "") for number in (2, 3, 4, 5, 6, 7)],
+    )
+    _message(
+        file,
+        "Deletions",
+        [("file_type", 1, i32, many, ""), ("num_deleted_rows", 4, u64, many, "")]
+        + [(f"f{number}", number, u64, many, "") for number in (2, 3, 7)],
+    )
+    _message(
+        file,
+        "Fragments",
+        [
+            ("files", 2, msg, one, p + "Paths"),
+            ("deletion_file", 3, msg, one, p + "Deletions"),
+            ("physical_rows", 4, u64, many, ""),
+            ("id", 1, u64, many, ""),
+        ]
+        + [(f"f{number}", number, _F.TYPE_BYTES, many, "") for number in (5, 7, 9)]
+        + [(name, number, msg, one, p + "Paths") for name, number in _EXTERNAL.items()],
+    )
+    _message(
+        file,
+        "Counts",
+        [("files", 2, msg, many, p + "Empty"), ("deletion_file", 3, msg, many, p + "Empty")]
+        + [(f"f{number}", number, u64, many, "") for number in (1, 4)]
+        + [(f"f{number}", number, _F.TYPE_BYTES, many, "") for number in (5, 7, 9)]
+        + [(name, number, msg, many, p + "Empty") for name, number in _EXTERNAL.items()],
+    )
+    _message(file, "ManifestFragments", [("fragments", 2, msg, one, p + "Fragments")])
+    _message(file, "ManifestCounts", [("fragments", 2, msg, one, p + "Counts")])
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return (
+        message_factory.GetMessageClass(pool.FindMessageTypeByName(file.package + ".ManifestFragments")),
+        message_factory.GetMessageClass(pool.FindMessageTypeByName(file.package + ".ManifestCounts")),
+    )
+
+
+@dataclass(frozen=True)
+class FragmentsScan:
+    """All fragments' facts, flattened (see the module docstring for the superset caveat)."""
+
+    data_paths: list[str]
+    data_files: int
+    sequence_paths: list[str]
+    sequences: int
+    deletion_types: set[int]
+    deletion_files: int
+    deleted_rows: list[int]
+    physical_rows: list[int]
+
+    @property
+    def paths_complete(self) -> bool:
+        """Every data file and external sequence has a non-empty path on the wire."""
+        return len(self.data_paths) == self.data_files and len(self.sequence_paths) == self.sequences
+
+
+def scan_fragments(payload: bytes) -> FragmentsScan:
+    """The facts of the manifest protobuf bytes ``payload`` (raises protobuf's DecodeError on bytes
+    the full parse would refuse as well)."""
+    fragments_cls, counts_cls = _classes()
+    agg = fragments_cls.FromString(payload).fragments
+    counts = counts_cls.FromString(payload).fragments
+    sequence_paths: list[str] = []
+    sequences = 0
+    for name in _EXTERNAL:
+        sequence_paths.extend(getattr(agg, name).path)
+        sequences += len(getattr(counts, name))
+    return FragmentsScan(
+        data_paths=list(agg.files.path),
+        data_files=len(counts.files),
+        sequence_paths=sequence_paths,
+        sequences=sequences,
+        deletion_types=set(agg.deletion_file.file_type),
+        deletion_files=len(counts.deletion_file),
+        deleted_rows=list(agg.deletion_file.num_deleted_rows),
+        physical_rows=list(agg.physical_rows),
+    )
