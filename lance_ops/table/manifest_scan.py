@@ -21,7 +21,7 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["FragmentsScan", "scan_fragments"]
+__all__ = ["FragmentsScan", "TransactionHead", "scan_fragments", "transaction_head"]
 
 _F = descriptor_pb2.FieldDescriptorProto
 _EXTERNAL = {
@@ -92,6 +92,71 @@ def _classes() -> tuple[Any, Any]:
     return (
         message_factory.GetMessageClass(pool.FindMessageTypeByName(file.package + ".ManifestFragments")),
         message_factory.GetMessageClass(pool.FindMessageTypeByName(file.package + ".ManifestCounts")),
+    )
+
+
+@cache
+def _transaction_head_class() -> Any:
+    """A transaction message declaring only the fields ``history()`` reports: ``read_version``,
+    ``transaction_properties`` (a map, as in the real message), which ``operation`` member is set
+    (members as opaque bytes, never decoded) and, for ``update``, whether it merges a MemWAL."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name="lance_ops_transaction_head.proto", package="lance_ops_transaction_head", syntax="proto3"
+    )
+    string = _F.TYPE_STRING
+    _message(file, "Empty", [])
+    _message(
+        file,
+        "UpdateHead",
+        [("mem_wal_to_merge", 5, _F.TYPE_MESSAGE, _F.LABEL_OPTIONAL, ".lance_ops_transaction_head.Empty")],
+    )
+    head = file.message_type.add(name="Head")
+    head.field.add(name="read_version", number=1, type=_F.TYPE_UINT64, label=_F.LABEL_OPTIONAL)
+    entry = head.nested_type.add(name="TransactionPropertiesEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=string, label=_F.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=string, label=_F.LABEL_OPTIONAL)
+    head.field.add(
+        name="transaction_properties",
+        number=4,
+        type=_F.TYPE_MESSAGE,
+        label=_F.LABEL_REPEATED,
+        type_name=".lance_ops_transaction_head.Head.TransactionPropertiesEntry",
+    )
+    head.oneof_decl.add(name="operation")
+    from lance_ops._proto import transaction_pb2
+
+    for member in transaction_pb2.Transaction.DESCRIPTOR.oneofs_by_name["operation"].fields:
+        field = head.field.add(name=member.name, number=member.number, label=_F.LABEL_OPTIONAL, oneof_index=0)
+        if member.name == "update":
+            field.type, field.type_name = _F.TYPE_MESSAGE, ".lance_ops_transaction_head.UpdateHead"
+        else:
+            field.type = _F.TYPE_BYTES
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("lance_ops_transaction_head.Head"))
+
+
+@dataclass(frozen=True)
+class TransactionHead:
+    """What :func:`transaction_head` reads of a serialized transaction."""
+
+    operation: str | None  # the ``operation`` oneof member set (None: none this schema knows)
+    read_version: int
+    properties: dict[str, str]
+    merges_mem_wal: bool  # an ``update`` merging a MemWAL
+
+
+def transaction_head(data: bytes) -> TransactionHead:
+    """The head of the serialized ``Transaction`` ``data``, the operation's body skipped (raises
+    protobuf's DecodeError on bytes whose head does not decode)."""
+    pb = _transaction_head_class().FromString(data)
+    which = pb.WhichOneof("operation")
+    return TransactionHead(
+        operation=which,
+        read_version=pb.read_version,
+        properties=dict(pb.transaction_properties),
+        merges_mem_wal=which == "update" and pb.update.HasField("mem_wal_to_merge"),
     )
 
 

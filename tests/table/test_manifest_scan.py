@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lance_ops
-from lance_ops._proto import table_pb2
-from lance_ops.errors import CorruptFileError, UnsafePathError
+from lance_ops._proto import table_pb2, transaction_pb2
+from lance_ops.errors import CorruptFileError, UnsafePathError, UnsupportedFeatureError
 from lance_ops.table.manifest import (
     FOOTER,
     DataFile,
@@ -29,8 +29,9 @@ from lance_ops.table.manifest import (
     fragment_row_counts,
     read_section,
 )
-from lance_ops.table.manifest_scan import scan_fragments
+from lance_ops.table.manifest_scan import scan_fragments, transaction_head
 from lance_ops.table.schema import LanceSchema
+from lance_ops.table.transaction import OPERATIONS, Transaction
 
 
 def _encoded(fragments: tuple[DataFragment, ...]) -> bytes:
@@ -156,3 +157,33 @@ def test_count_rows_matches_pylance_with_deletions_and_after_our_commits(tmp_pat
     ours.delete("id < 100")
     lance_ops.write_dataset(table.slice(0, 10), uri, mode="append")
     assert lance_ops.dataset(uri).count_rows() == lance.dataset(uri).count_rows() == 3000 - 429 - 85 + 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(sorted(OPERATIONS)),
+    st.integers(0, 2**64 - 1),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=4),
+)
+def test_transaction_head_equals_the_decoded_transaction(which: str, read_version: int, props: dict) -> None:
+    pb = transaction_pb2.Transaction(read_version=read_version, uuid="u", transaction_properties=props)
+    getattr(pb, which).SetInParent()
+    data = pb.SerializeToString()
+    head = transaction_head(data)
+    full = Transaction.deserialize(data)
+    assert (head.operation, head.read_version, head.properties) == (
+        full.operation.oneof,
+        full.read_version,
+        dict(full.properties),
+    )
+    assert list(head.properties.items()) == list(full.properties.items()) and not head.merges_mem_wal
+
+
+def test_transaction_head_marks_what_the_decoder_refuses() -> None:
+    pb = transaction_pb2.Transaction(read_version=1)
+    pb.update.mem_wal_to_merge.SetInParent()
+    assert transaction_head(pb.SerializeToString()).merges_mem_wal
+    with pytest.raises(UnsupportedFeatureError):
+        Transaction.deserialize(pb.SerializeToString())
+    none = transaction_head(transaction_pb2.Transaction(read_version=2).SerializeToString())
+    assert none.operation is None and none.read_version == 2
