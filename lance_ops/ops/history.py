@@ -149,9 +149,10 @@ def _transaction_bytes(
 
 def _transaction_head(
     store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb
-) -> TransactionHead | None:
-    """The head of the version's transaction (operation, read version, properties: the operation's
-    body is not decoded); None when absent or of an operation this library cannot decode."""
+) -> tuple[str, TransactionHead] | None:
+    """The name of the version's operation and its transaction's head (read version, properties:
+    the operation's body is not decoded); None when absent or of an operation this library cannot
+    decode."""
     found = _transaction_bytes(store, root, path, data, pb)
     if found is None:
         return None
@@ -160,19 +161,21 @@ def _transaction_head(
         head = transaction_head(raw)
     except Exception as exc:  # protobuf's DecodeError
         raise CorruptFileError(where, f"undecodable transaction: {exc}") from exc
-    if head.operation not in OPERATIONS or head.merges_mem_wal:
+    operation = OPERATIONS.get(head.operation or "")
+    if operation is None or head.merges_mem_wal:
         return None  # what Transaction.deserialize refuses as unsupported
-    return head
+    return operation.__name__, head
 
 
 def _row(store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb) -> dict[str, Any]:
     rows, deleted, deletions, files, size = fragment_pb_totals(pb.fragments)
-    head = _transaction_head(store, root, path, data, pb)
+    found = _transaction_head(store, root, path, data, pb)
+    name, head = found if found is not None else (None, None)
     properties = head.properties if head is not None else {}
     return {
         "version": pb.version,
         "timestamp": _timestamp_ns(pb),
-        "operation": None if head is None else OPERATIONS[head.operation].__name__,
+        "operation": name,
         "read_version": None if head is None else head.read_version,
         "commit_message": properties.get(COMMIT_MESSAGE_KEY),
         "transaction_properties": list(properties.items()),
