@@ -482,31 +482,21 @@ class FragmentList(Sequence[DataFragment]):
     up front, in one pass, so a decoded manifest's fragments all convert.
     """
 
-    __slots__ = ("_pbs", "_items", "_source", "_scan")
+    __slots__ = ("_pbs", "_items", "_source", "_live_total")
 
     def __init__(
         self, pbs: Sequence[table_pb2.DataFragment], source: str = "<manifest>", payload: bytes | None = None
     ) -> None:
         """``payload``, the manifest protobuf's bytes ``pbs`` were parsed from, lets the up-front
-        check run on :func:`~lance_ops.table.manifest_scan.scan_fragments`' flat lists."""
+        check run on :func:`~lance_ops.table.manifest_scan.scan_fragments`' flat lists (the
+        per-fragment pass runs only when they show something it could refuse)."""
         self._pbs = pbs
         self._items: list[DataFragment | None] = [None] * len(pbs)
         self._source = source
-        self._scan = _scan_or_none(payload)
-        if not self._scan_is_safe():
+        scan = _scan_or_none(payload)
+        if scan is None or not _scan_is_safe(scan):
             self._check()
-
-    def _scan_is_safe(self) -> bool:
-        """The scan shows nothing :meth:`_check` could refuse (it lists a superset of the paths and
-        deletion file types the fragments hold, so this is conservative)."""
-        scan = self._scan
-        return (
-            scan is not None
-            and scan.paths_complete
-            and scan.deletion_types <= _DELETION_FILE_TYPES
-            and relative_paths_safe(scan.data_paths)
-            and relative_paths_safe(scan.sequence_paths)
-        )
+        self._live_total = None if scan is None else _known_live_total(scan, len(pbs))
 
     def _check(self) -> None:
         """Refuse, up front, what converting every fragment would refuse: unsafe relative paths
@@ -583,15 +573,10 @@ class FragmentList(Sequence[DataFragment]):
         return np.fromiter((p.id for p in self._pbs), np.int64, len(self._items))
 
     def known_live_total(self) -> int | None:
-        """Live rows of all fragments from the manifest's counts, when every fragment's are known
-        (``physical_rows`` and every deletion file's ``num_deleted_rows`` non-zero) and the manifest
-        was scanned; else None. Sums the scan's flat lists: no per-fragment Python."""
-        scan = self._scan
-        if scan is None or len(scan.physical_rows) != len(self._items):
-            return None
-        if len(scan.deleted_rows) != scan.deletion_files:
-            return None
-        return sum(scan.physical_rows) - sum(scan.deleted_rows)
+        """Live rows of all fragments from the manifest's counts, when the manifest was scanned and
+        every fragment's counts are known (``physical_rows`` and each deletion file's
+        ``num_deleted_rows`` non-zero); else None (no per-fragment Python either way)."""
+        return self._live_total
 
     def row_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """See :func:`fragment_row_counts` (read from the protobuf; nothing is converted)."""
@@ -610,6 +595,27 @@ class FragmentList(Sequence[DataFragment]):
     def file_totals(self) -> tuple[int, int]:
         """See :func:`fragment_file_totals` (read from the protobuf; nothing is converted)."""
         return fragment_pb_totals(self._pbs)[3:]
+
+
+def _scan_is_safe(scan: FragmentsScan) -> bool:
+    """The scan shows nothing :meth:`FragmentList._check` could refuse (it lists a superset of the
+    paths and deletion file types the fragments hold, so this is conservative)."""
+    return (
+        scan.paths_complete
+        and scan.deletion_types <= _DELETION_FILE_TYPES
+        and relative_paths_safe(scan.data_paths)
+        and relative_paths_safe(scan.sequence_paths)
+    )
+
+
+def _known_live_total(scan: FragmentsScan, fragments: int) -> int | None:
+    """See :meth:`FragmentList.known_live_total`: one non-zero ``physical_rows`` per fragment and
+    one non-zero ``num_deleted_rows`` per deletion file. (A manifest repeating such a field inside
+    one fragment, which no writer produces, could pass these counts with a wrong sum; it can only
+    skew the count, not make anything read or deleted.)"""
+    if len(scan.physical_rows) != fragments or len(scan.deleted_rows) != scan.deletion_files:
+        return None
+    return sum(scan.physical_rows) - sum(scan.deleted_rows)
 
 
 def _scan_or_none(payload: bytes | None) -> FragmentsScan | None:
