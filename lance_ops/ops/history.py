@@ -25,8 +25,8 @@ from lance_ops.table.manifest import (
     Manifest,
     ManifestPb,
     fragment_file_totals,
-    fragment_pb_totals,
     fragment_row_counts,
+    manifest_pb_totals,
     read_section,
 )
 from lance_ops.table.manifest_scan import TransactionHead, transaction_head
@@ -93,9 +93,9 @@ def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:
         {
             "version": pb.version,
             "timestamp": _local_datetime(_timestamp_ns(pb)),
-            "metadata": _summary(fragment_pb_totals(pb.fragments), len(pb.fragments)),
+            "metadata": _summary(manifest_pb_totals(pb, data, path), len(pb.fragments)),
         }
-        for _, _, pb in load_manifest_pbs(store, root)
+        for path, data, pb in load_manifest_pbs(store, root)
     ]
 
 
@@ -168,7 +168,7 @@ def _transaction_head(
 
 
 def _row(store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb) -> dict[str, Any]:
-    rows, deleted, deletions, files, size = fragment_pb_totals(pb.fragments)
+    rows, deleted, deletions, files, size = manifest_pb_totals(pb, data, path)
     found = _transaction_head(store, root, path, data, pb)
     name, head = found if found is not None else (None, None)
     properties = head.properties if head is not None else {}

@@ -675,6 +675,27 @@ def fragment_pb_totals(pbs: Iterable[table_pb2.DataFragment]) -> tuple[int, int,
     return rows, deleted, deletions, files, size
 
 
+# From this many fragments on, manifest_pb_totals sums the scan's flat lists (two C parses)
+# rather than walking the fragments in Python.
+SCAN_TOTALS_FROM = 256
+
+
+def manifest_pb_totals(pb: table_pb2.Manifest, data: bytes, path: str) -> tuple[int, int, int, int, int]:
+    """:func:`fragment_pb_totals` of the manifest protobuf ``pb`` decoded from the manifest file
+    bytes ``data``; for many fragments summed from :func:`scan_fragments`' flat lists (the same
+    totals for any manifest a writer produces: see its superset caveat)."""
+    if len(pb.fragments) < SCAN_TOTALS_FROM:
+        return fragment_pb_totals(pb.fragments)
+    scan = scan_fragments(_manifest_payload(data, path))
+    return (
+        sum(scan.physical_rows),
+        sum(scan.deleted_rows),
+        scan.deletion_files,
+        scan.data_files,
+        scan.data_bytes,
+    )
+
+
 def fragment_root_files(fragments: Sequence[DataFragment]) -> list[str]:
     """Paths relative to the dataset root of the files ``fragments`` keep there (not under another
     base): ``data/{file}``, ``_deletions/{deletion file}`` and external row-id / version sequences,
@@ -1058,7 +1079,8 @@ def decode_manifest_pb(data: bytes, path: str) -> table_pb2.Manifest:
     return _decode_manifest_payload(data, path)[0]
 
 
-def _decode_manifest_payload(data: bytes, path: str) -> tuple[table_pb2.Manifest, bytes]:
+def _manifest_payload(data: bytes, path: str) -> bytes:
+    """The manifest protobuf's bytes in the manifest file ``data``, its framing checked."""
     if len(data) < FOOTER.size + 4:
         raise CorruptFileError(path, f"manifest file of {len(data)} bytes is too short")
     manifest_pos, _major, _minor, magic = FOOTER.unpack_from(data, len(data) - FOOTER.size)
@@ -1067,6 +1089,11 @@ def _decode_manifest_payload(data: bytes, path: str) -> tuple[table_pb2.Manifest
     payload = read_section(data, manifest_pos, path, "manifest")
     if manifest_pos + 4 + len(payload) != len(data) - FOOTER.size:
         raise CorruptFileError(path, "manifest section does not end at the footer")
+    return payload
+
+
+def _decode_manifest_payload(data: bytes, path: str) -> tuple[table_pb2.Manifest, bytes]:
+    payload = _manifest_payload(data, path)
     pb = table_pb2.Manifest()
     try:
         pb.ParseFromString(payload)

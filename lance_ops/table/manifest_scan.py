@@ -172,6 +172,7 @@ class FragmentsScan:
     deletion_files: int
     deleted_rows: list[int]
     physical_rows: list[int]
+    data_bytes: int  # the data files' file_size_bytes, summed
 
     @property
     def paths_complete(self) -> bool:
@@ -199,4 +200,5 @@ def scan_fragments(payload: bytes) -> FragmentsScan:
         deletion_files=len(counts.deletion_file),
         deleted_rows=list(agg.deletion_file.num_deleted_rows),
         physical_rows=list(agg.physical_rows),
+        data_bytes=sum(agg.files.f6),
     )

@@ -17,6 +17,7 @@ from lance_ops._proto import table_pb2, transaction_pb2
 from lance_ops.errors import CorruptFileError, UnsafePathError, UnsupportedFeatureError
 from lance_ops.table.manifest import (
     FOOTER,
+    SCAN_TOTALS_FROM,
     DataFile,
     DataFragment,
     DeletionFile,
@@ -26,7 +27,9 @@ from lance_ops.table.manifest import (
     Manifest,
     decode_manifest_file,
     encode_manifest_file,
+    fragment_pb_totals,
     fragment_row_counts,
+    manifest_pb_totals,
     read_section,
 )
 from lance_ops.table.manifest_scan import scan_fragments, transaction_head
@@ -187,3 +190,21 @@ def test_transaction_head_marks_what_the_decoder_refuses() -> None:
         Transaction.deserialize(pb.SerializeToString())
     none = transaction_head(transaction_pb2.Transaction(read_version=2).SerializeToString())
     assert none.operation is None and none.read_version == 2
+
+
+def test_manifest_totals_from_the_scan_equal_the_per_fragment_walk() -> None:
+    fragments = tuple(
+        DataFragment(
+            i,
+            tuple(DataFile(f"{i}-{n}.lance", (0,), (0,), 2, 1, 10 * i + n) for n in range(i % 3)),
+            i % 5,
+            DeletionFile(DeletionFileType.BITMAP, 1, i, i % 2) if i % 4 == 0 else None,
+        )
+        for i in range(SCAN_TOTALS_FROM + 10)
+    )
+    data = _encoded(fragments)
+    pb = table_pb2.Manifest.FromString(_payload(data))
+    assert manifest_pb_totals(pb, data, "m.manifest") == fragment_pb_totals(pb.fragments)
+    small = _encoded(fragments[:5])
+    pb = table_pb2.Manifest.FromString(_payload(small))
+    assert manifest_pb_totals(pb, small, "m.manifest") == fragment_pb_totals(pb.fragments)
