@@ -1,4 +1,5 @@
-"""Whole-manifest facts read in one protobuf parse each, without one Python object per fragment.
+"""Whole-manifest facts read in one protobuf parse each, without one Python object per fragment;
+and the head of a transaction without its operation's body (:func:`transaction_head`).
 
 Two private message types mirror the manifest's fragments with only the fields needed, declared so
 that the protobuf parser itself aggregates them: the manifest's repeated ``fragments`` field is
@@ -9,8 +10,10 @@ yields how many data files, deletion files and external sequences there are in a
 proto3 strings: an empty one is not on the wire, so the counts show a missing path).
 
 The lists are a *superset* view of the fragments (a field repeated inside one fragment, which no
-writer produces, appears once per occurrence here but once in the decoded fragment); callers use
-them as a fast pre-check and fall back to the per-fragment pass when anything looks off.
+writer produces, appears once per occurrence here but once in the decoded fragment): the path
+check uses them as a conservative pre-check and falls back to the per-fragment pass when anything
+looks off; the sums (rows, deleted rows, file sizes) equal the fragments' for every manifest
+without such repeats.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from functools import cache
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from lance_ops._proto import transaction_pb2
 
 __all__ = ["FragmentsScan", "TransactionHead", "scan_fragments", "transaction_head"]
 
@@ -124,8 +129,6 @@ def _transaction_head_class() -> Any:
         type_name=".lance_ops_transaction_head.Head.TransactionPropertiesEntry",
     )
     head.oneof_decl.add(name="operation")
-    from lance_ops._proto import transaction_pb2
-
     for member in transaction_pb2.Transaction.DESCRIPTOR.oneofs_by_name["operation"].fields:
         field = head.field.add(name=member.name, number=member.number, label=_F.LABEL_OPTIONAL, oneof_index=0)
         if member.name == "update":
