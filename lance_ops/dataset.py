@@ -543,7 +543,7 @@ class LanceDataset:
     def count_rows(self, filter: Filter = None) -> int:
         """Live rows (that ``filter`` selects); without a filter from the manifest's counts alone."""
         if filter is None:
-            return int(self._files.live_counts.sum())
+            return self._files.live_total
         predicate = self._predicate(filter)
         return sum(f.count(predicate) for f in self._files.fragments())
 

@@ -38,6 +38,7 @@ from lance_ops.table.manifest import (
     BasePath,
     DataFile,
     DataFragment,
+    FragmentList,
     Manifest,
     fragment_id_array,
     fragment_row_counts,
@@ -142,6 +143,17 @@ class VersionFiles:
     def fragment_at(self, index: int) -> FragmentReader:
         """The reader of the manifest's ``index``-th fragment (only that fragment is converted)."""
         return self.fragment(self.manifest.fragments[index])
+
+    @cached_property
+    def live_total(self) -> int:
+        """Live rows of all fragments: ``live_counts.sum()``, summed from the manifest's flat counts
+        when all are known (:meth:`FragmentList.known_live_total`) without building the array."""
+        fragments = self.manifest.fragments
+        if isinstance(fragments, FragmentList):
+            total = fragments.known_live_total()
+            if total is not None:
+                return total
+        return int(self.live_counts.sum())
 
     @cached_property
     def live_counts(self) -> np.ndarray:

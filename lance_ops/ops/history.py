@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError, VersionNotFoundError
+from lance_ops.errors import CorruptFileError, InvalidArgumentError, VersionNotFoundError
 from lance_ops.io import ObjectStore
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.ops.commit import CommitOptions, commit
@@ -25,13 +25,14 @@ from lance_ops.table.manifest import (
     Manifest,
     ManifestPb,
     fragment_file_totals,
-    fragment_pb_totals,
     fragment_row_counts,
+    manifest_pb_totals,
     read_section,
 )
+from lance_ops.table.manifest_scan import TransactionHead, transaction_head
 from lance_ops.table.naming import TRANSACTIONS_DIR
 from lance_ops.table.paths import check_relative_path
-from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, Restore, Transaction
+from lance_ops.table.transaction import COMMIT_MESSAGE_KEY, OPERATIONS, Restore, Transaction
 
 __all__ = ["HISTORY_SCHEMA", "history", "restore", "summary", "version_as_of", "versions"]
 
@@ -92,9 +93,9 @@ def versions(store: ObjectStore, root: str) -> list[dict[str, Any]]:
         {
             "version": pb.version,
             "timestamp": _local_datetime(_timestamp_ns(pb)),
-            "metadata": _summary(fragment_pb_totals(pb.fragments), len(pb.fragments)),
+            "metadata": _summary(manifest_pb_totals(pb, data, path), len(pb.fragments)),
         }
-        for _, _, pb in load_manifest_pbs(store, root)
+        for path, data, pb in load_manifest_pbs(store, root)
     ]
 
 
@@ -126,36 +127,56 @@ def version_as_of(store: ObjectStore, root: str, asof: dt.datetime | str) -> int
     return max(found)
 
 
-def _transaction(store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb) -> Transaction | None:
-    """The version's transaction (as :func:`load_transaction` finds it); None when absent or of an
-    operation this library cannot decode."""
+def _transaction_bytes(
+    store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb
+) -> tuple[str, bytes] | None:
+    """Where the version's transaction is (as :func:`load_transaction` finds it) and its bytes;
+    None when it has none."""
     if pb.HasField("transaction_section_position"):
         section: int | None = pb.transaction_section_position
     elif pb.HasField("transaction_section"):
         section = pb.transaction_section
     else:
         section = None
-    try:
-        if section is not None:
-            return Transaction.deserialize(read_section(data, section, path, "transaction section"), path)
-        if pb.transaction_file:
-            name = check_relative_path(pb.transaction_file, "transaction")
-            txn = store.join(root, TRANSACTIONS_DIR, name)
-            return Transaction.deserialize(store.read(txn), txn)
-    except UnsupportedFeatureError:
-        return None
+    if section is not None:
+        return path, read_section(data, section, path, "transaction section")
+    if pb.transaction_file:
+        name = check_relative_path(pb.transaction_file, "transaction")
+        txn = store.join(root, TRANSACTIONS_DIR, name)
+        return txn, store.read(txn)
     return None
 
 
+def _transaction_head(
+    store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb
+) -> tuple[str, TransactionHead] | None:
+    """The name of the version's operation and its transaction's head (read version, properties:
+    the operation's body is not decoded); None when absent or of an operation this library cannot
+    decode."""
+    found = _transaction_bytes(store, root, path, data, pb)
+    if found is None:
+        return None
+    where, raw = found
+    try:
+        head = transaction_head(raw)
+    except Exception as exc:  # protobuf's DecodeError
+        raise CorruptFileError(where, f"undecodable transaction: {exc}") from exc
+    operation = OPERATIONS.get(head.operation or "")
+    if operation is None or head.merges_mem_wal:
+        return None  # what Transaction.deserialize refuses as unsupported
+    return operation.__name__, head
+
+
 def _row(store: ObjectStore, root: str, path: str, data: bytes, pb: ManifestPb) -> dict[str, Any]:
-    rows, deleted, deletions, files, size = fragment_pb_totals(pb.fragments)
-    transaction = _transaction(store, root, path, data, pb)
-    properties = dict(transaction.properties) if transaction is not None else {}
+    rows, deleted, deletions, files, size = manifest_pb_totals(pb, data, path)
+    found = _transaction_head(store, root, path, data, pb)
+    name, head = found if found is not None else (None, None)
+    properties = head.properties if head is not None else {}
     return {
         "version": pb.version,
         "timestamp": _timestamp_ns(pb),
-        "operation": None if transaction is None else transaction.operation.name,
-        "read_version": None if transaction is None else transaction.read_version,
+        "operation": name,
+        "read_version": None if head is None else head.read_version,
         "commit_message": properties.get(COMMIT_MESSAGE_KEY),
         "transaction_properties": list(properties.items()),
         "rows": rows - deleted,

@@ -44,8 +44,14 @@ from lance_ops.encoding.legacy.v0_1.dictionary import decode_dictionary_values
 from lance_ops.encoding.legacy.v0_1.encoder import dictionary_values_bytes
 from lance_ops.errors import CorruptFileError, InvalidArgumentError, LanceOpsError, UnsupportedFeatureError
 from lance_ops.file.schema import arrow_type
+from lance_ops.table.manifest_scan import FragmentsScan, scan_fragments
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR, deletion_file_name
-from lance_ops.table.paths import check_base_path, check_relative_path, check_relative_paths
+from lance_ops.table.paths import (
+    check_base_path,
+    check_relative_path,
+    check_relative_paths,
+    relative_paths_safe,
+)
 from lance_ops.table.schema import LanceField, LanceSchema
 
 MAGIC = b"LANC"
@@ -516,13 +522,21 @@ class FragmentList(Sequence[DataFragment]):
     up front, in one pass, so a decoded manifest's fragments all convert.
     """
 
-    __slots__ = ("_pbs", "_items", "_source")
+    __slots__ = ("_pbs", "_items", "_source", "_live_total")
 
-    def __init__(self, pbs: Sequence[table_pb2.DataFragment], source: str = "<manifest>") -> None:
+    def __init__(
+        self, pbs: Sequence[table_pb2.DataFragment], source: str = "<manifest>", payload: bytes | None = None
+    ) -> None:
+        """``payload``, the manifest protobuf's bytes ``pbs`` were parsed from, lets the up-front
+        check run on :func:`~lance_ops.table.manifest_scan.scan_fragments`' flat lists (the
+        per-fragment pass runs only when they show something it could refuse)."""
         self._pbs = pbs
         self._items: list[DataFragment | None] = [None] * len(pbs)
         self._source = source
-        self._check()
+        scan = _scan_or_none(payload)
+        if scan is None or not _scan_is_safe(scan):
+            self._check()
+        self._live_total = None if scan is None else _known_live_total(scan, len(pbs))
 
     def _check(self) -> None:
         """Refuse, up front, what converting every fragment would refuse: unsafe relative paths
@@ -598,6 +612,12 @@ class FragmentList(Sequence[DataFragment]):
         """See :func:`fragment_id_array` (read from the protobuf; nothing is converted)."""
         return np.fromiter((p.id for p in self._pbs), np.int64, len(self._items))
 
+    def known_live_total(self) -> int | None:
+        """Live rows of all fragments from the manifest's counts, when the manifest was scanned and
+        every fragment's counts are known (``physical_rows`` and each deletion file's
+        ``num_deleted_rows`` non-zero); else None (no per-fragment Python either way)."""
+        return self._live_total
+
     def row_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """See :func:`fragment_row_counts` (read from the protobuf; nothing is converted)."""
         pbs, n = self._pbs, len(self._items)
@@ -615,6 +635,36 @@ class FragmentList(Sequence[DataFragment]):
     def file_totals(self) -> tuple[int, int]:
         """See :func:`fragment_file_totals` (read from the protobuf; nothing is converted)."""
         return fragment_pb_totals(self._pbs)[3:]
+
+
+def _scan_is_safe(scan: FragmentsScan) -> bool:
+    """The scan shows nothing :meth:`FragmentList._check` could refuse (it lists a superset of the
+    paths and deletion file types the fragments hold, so this is conservative)."""
+    return (
+        scan.paths_complete
+        and scan.deletion_types <= _DELETION_FILE_TYPES
+        and relative_paths_safe(scan.data_paths)
+        and relative_paths_safe(scan.sequence_paths)
+    )
+
+
+def _known_live_total(scan: FragmentsScan, fragments: int) -> int | None:
+    """See :meth:`FragmentList.known_live_total`: one non-zero ``physical_rows`` per fragment and
+    one non-zero ``num_deleted_rows`` per deletion file. (A manifest repeating such a field inside
+    one fragment, which no writer produces, could pass these counts with a wrong sum; it can only
+    skew the count, not make anything read or deleted.)"""
+    if len(scan.physical_rows) != fragments or len(scan.deleted_rows) != scan.deletion_files:
+        return None
+    return sum(scan.physical_rows) - sum(scan.deleted_rows)
+
+
+def _scan_or_none(payload: bytes | None) -> FragmentsScan | None:
+    if payload is None:
+        return None
+    try:
+        return scan_fragments(payload)
+    except Exception:  # protobuf's DecodeError: left to the per-fragment pass to report
+        return None
 
 
 def fragment_pb_root_files(pbs: Iterable[table_pb2.DataFragment]) -> list[str]:
@@ -663,6 +713,27 @@ def fragment_pb_totals(pbs: Iterable[table_pb2.DataFragment]) -> tuple[int, int,
             files += 1
             size += f.file_size_bytes
     return rows, deleted, deletions, files, size
+
+
+# From this many fragments on, manifest_pb_totals sums the scan's flat lists (two C parses)
+# rather than walking the fragments in Python.
+SCAN_TOTALS_FROM = 256
+
+
+def manifest_pb_totals(pb: table_pb2.Manifest, data: bytes, path: str) -> tuple[int, int, int, int, int]:
+    """:func:`fragment_pb_totals` of the manifest protobuf ``pb`` decoded from the manifest file
+    bytes ``data``; for many fragments summed from :func:`scan_fragments`' flat lists (the same
+    totals for any manifest a writer produces: see its superset caveat)."""
+    if len(pb.fragments) < SCAN_TOTALS_FROM:
+        return fragment_pb_totals(pb.fragments)
+    scan = scan_fragments(_manifest_payload(data, path))
+    return (
+        sum(scan.physical_rows),
+        sum(scan.deleted_rows),
+        scan.deletion_files,
+        scan.data_files,
+        scan.data_bytes,
+    )
 
 
 def fragment_root_files(fragments: Sequence[DataFragment]) -> list[str]:
@@ -876,10 +947,15 @@ class Manifest:
 
     @classmethod
     def from_pb(
-        cls, pb: table_pb2.Manifest, indices: tuple[IndexMetadata, ...] = (), source: str = "<manifest>"
+        cls,
+        pb: table_pb2.Manifest,
+        indices: tuple[IndexMetadata, ...] = (),
+        source: str = "<manifest>",
+        payload: bytes | None = None,
     ) -> Manifest:
         """The manifest ``pb`` (its fragments are converted on first access, see :class:`FragmentList`;
-        ``source`` names the file in their errors)."""
+        ``source`` names the file in their errors; ``payload``, the bytes ``pb`` was parsed from,
+        makes the fragments' up-front check cheaper)."""
         if pb.HasField("transaction_section_position"):
             transaction_section: int | None = pb.transaction_section_position
         elif pb.HasField("transaction_section"):
@@ -888,7 +964,7 @@ class Manifest:
             transaction_section = None
         return cls(
             schema=LanceSchema.from_pb(pb.fields, pb.schema_metadata),
-            fragments=FragmentList(pb.fragments, source),
+            fragments=FragmentList(pb.fragments, source, payload),
             version=pb.version,
             timestamp_ns=pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos,
             writer_version=WriterVersion.from_pb(pb.writer_version)
@@ -1040,6 +1116,11 @@ ManifestPb = table_pb2.Manifest
 def decode_manifest_pb(data: bytes, path: str) -> table_pb2.Manifest:
     """The manifest protobuf of a manifest file, its framing checked (nothing else is decoded: for
     readers that need a few fields of many versions, such as ``versions()``)."""
+    return _decode_manifest_payload(data, path)[0]
+
+
+def _manifest_payload(data: bytes, path: str) -> bytes:
+    """The manifest protobuf's bytes in the manifest file ``data``, its framing checked."""
     if len(data) < FOOTER.size + 4:
         raise CorruptFileError(path, f"manifest file of {len(data)} bytes is too short")
     manifest_pos, _major, _minor, magic = FOOTER.unpack_from(data, len(data) - FOOTER.size)
@@ -1048,24 +1129,29 @@ def decode_manifest_pb(data: bytes, path: str) -> table_pb2.Manifest:
     payload = read_section(data, manifest_pos, path, "manifest")
     if manifest_pos + 4 + len(payload) != len(data) - FOOTER.size:
         raise CorruptFileError(path, "manifest section does not end at the footer")
+    return payload
+
+
+def _decode_manifest_payload(data: bytes, path: str) -> tuple[table_pb2.Manifest, bytes]:
+    payload = _manifest_payload(data, path)
     pb = table_pb2.Manifest()
     try:
         pb.ParseFromString(payload)
     except Exception as exc:  # protobuf raises its own DecodeError
         raise CorruptFileError(path, f"undecodable manifest: {exc}") from exc
-    return pb
+    return pb, payload
 
 
 def decode_manifest_file(data: bytes, path: str) -> tuple[Manifest, bytes | None]:
     """Parse a manifest file; returns the manifest (with indices) and the inline transaction bytes."""
-    pb = decode_manifest_pb(data, path)
+    pb, payload = _decode_manifest_payload(data, path)
     indices: tuple[IndexMetadata, ...] = ()
     try:
         if pb.HasField("index_section"):
             section = table_pb2.IndexSection()
             section.ParseFromString(read_section(data, pb.index_section, path, "index section"))
             indices = tuple(IndexMetadata.from_pb(i) for i in section.indices)
-        manifest = _read_dictionaries(Manifest.from_pb(pb, indices, path), data, path)
+        manifest = _read_dictionaries(Manifest.from_pb(pb, indices, path, payload), data, path)
     except CorruptFileError as exc:
         raise exc.located(path) from exc
     except LanceOpsError:

@@ -28,6 +28,7 @@ __all__ = [
     "check_base_scheme",
     "check_relative_path",
     "check_relative_paths",
+    "relative_paths_safe",
     "referenced_file",
     "scheme_of",
 ]
@@ -84,6 +85,15 @@ def check_relative_paths(paths: list[str], what: str) -> None:
         return
     for path in paths:
         check_relative_path(path, what)
+
+
+def relative_paths_safe(paths: list[str]) -> bool:
+    """Whether :func:`check_relative_paths` accepts every path (without raising)."""
+    try:
+        check_relative_paths(paths, "relative")
+    except UnsafePathError:
+        return False
+    return True
 
 
 def check_base_path(path: str) -> str:
