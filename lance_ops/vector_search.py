@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -430,26 +432,19 @@ def _open_segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Se
     return _Segment(centroids, metric, kind, offsets, lengths, header, codebook, reader, path, {})
 
 
-class _storage_errors:
+@contextmanager
+def _storage_errors(path: str, segment: IndexMetadata) -> Iterator[None]:
     """Turns the file reader's errors on an index storage file into :class:`IndexCorruptError`."""
-
-    def __init__(self, path: str, segment: IndexMetadata) -> None:
-        self.path, self.name = path, segment.name
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
-        if exc is None or isinstance(exc, IndexCorruptError):
-            return False
-        if isinstance(exc, FileNotFoundError):
-            missing = f"index {self.name!r}: file {STORAGE_FILE} is missing"
-            raise IndexCorruptError(self.path, missing) from exc
-        if isinstance(exc, CorruptFileError):
-            raise IndexCorruptError(self.path, f"index {self.name!r}: {exc.reason}") from exc
-        if isinstance(exc, (ValueError, IndexError, TypeError, KeyError)):
-            raise IndexCorruptError(self.path, f"index {self.name!r}: undecodable storage: {exc}") from exc
-        return False
+    try:
+        yield
+    except IndexCorruptError:
+        raise
+    except FileNotFoundError as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: file {STORAGE_FILE} is missing") from exc
+    except CorruptFileError as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: {exc.reason}") from exc
+    except (ValueError, IndexError, TypeError, KeyError) as exc:
+        raise IndexCorruptError(path, f"index {segment.name!r}: undecodable storage: {exc}") from exc
 
 
 def _partitions(

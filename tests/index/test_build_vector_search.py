@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.errors import InvalidArgumentError
+from lance_ops.errors import IndexCorruptError, InvalidArgumentError
 
 N, DIM = 4000, 16
 
@@ -194,3 +194,13 @@ def test_cached_partitions_follow_later_deletes_and_appends(tmp_path: Path) -> N
     theirs, again = _both(tmp_path, nearest=nearest)
     _assert_same(theirs, again)
     assert again["id"].to_pylist()[0] == 9000 and 14 not in again["id"].to_pylist()
+
+
+def test_missing_storage_file_is_a_typed_error(tmp_path: Path) -> None:
+    x = _data(600)
+    lance.write_dataset(_table(x), tmp_path)
+    lance_ops.dataset(str(tmp_path)).create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=4)
+    (storage,) = tmp_path.glob("_indices/*/auxiliary.idx")
+    storage.unlink()
+    with pytest.raises(IndexCorruptError, match="vec_idx"):
+        lance_ops.dataset(str(tmp_path)).to_table(nearest={"column": "vec", "q": x[0], "k": 3})
