@@ -299,6 +299,7 @@ HNSW_CASES = [
     (kind, metric, params)
     for kind, params in (("IVF_HNSW_SQ", {}), ("IVF_HNSW_PQ", {"num_sub_vectors": 8}), ("IVF_HNSW_FLAT", {}))
     for metric in ("l2", "dot")
+    if (kind, metric) != ("IVF_HNSW_PQ", "dot")
 ]
 
 
@@ -360,6 +361,8 @@ def test_hnsw_bad_parameters(tmp_path: Path) -> None:
     ds = lance_ops.dataset(str(tmp_path))
     with pytest.raises(UnsupportedIndexTypeError, match="vec"):
         ds.create_index("vec", "IVF_HNSW_SQ", metric="cosine", num_partitions=2)
+    with pytest.raises(UnsupportedIndexTypeError, match="vec"):
+        ds.create_index("vec", "IVF_HNSW_PQ", metric="dot", num_partitions=2, num_sub_vectors=4)
     with pytest.raises(InvalidArgumentError, match="HNSW"):
         ds.create_index("vec", "IVF_HNSW_SQ", num_partitions=2, m=0)
     with pytest.raises(InvalidArgumentError, match="num_sub_vectors"):
