@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +44,6 @@ from lance_ops.index.ivf import (
     ROW_ID,
     STORAGE_FILE,
     _centroids,
-    _code_matrix,
     _codebook,
     _decode,
     _ivf_of,
@@ -103,49 +105,59 @@ def _top(ids: np.ndarray, dists: np.ndarray, count: int) -> tuple[np.ndarray, np
     return ids[order], dists[order]
 
 
-def _row_codes(storage: _Storage) -> np.ndarray:
-    """The storage's codes as ``[rows, width]`` (PQ codes stored transposed per partition are
-    turned back one partition block at a time)."""
-    if not storage.transposed:
-        return _code_matrix(storage)
-    column = storage.data.table.column(storage.code_column).combine_chunks()
-    width = column.type.list_size
-    flat = np.asarray(column.flatten()).reshape(-1)
-    out = np.empty((len(column), width), flat.dtype)
-    start = 0
-    for n in storage.lengths.tolist():
-        out[start : start + n] = flat[start * width : (start + n) * width].reshape(width, n).T
-        start += n
-    return out
+def _pq_pairs(
+    codebook: np.ndarray, codes: np.ndarray, centroid: np.ndarray, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """A cached form of one partition's PQ codes (``[m, rows]`` uint8) for :func:`_pq_distances`:
+    codes of sub-vectors ``2h`` and ``2h + 1`` as one ``[m / 2, rows]`` pair code ``a * k + b``
+    (a zero sub-vector pads an odd ``m``), and for l2 each row's ``2 c.r + |r|^2`` (``r`` the
+    row's decoded residual, ``c`` the partition's centroid)."""
+    m, k, _ = codebook.shape
+    wide = codes.astype(np.uint16)
+    if m % 2:
+        wide = np.concatenate([wide, np.zeros((1, wide.shape[1]), np.uint16)])
+    pairs = np.ascontiguousarray(wide[0::2] * k + wide[1::2])
+    if metric != "l2":
+        return pairs, np.empty(0, np.float32)
+    residual = np.concatenate([codebook[j][codes[j]] for j in range(m)], axis=1)
+    extra = 2.0 * (residual @ centroid) + (residual * residual).sum(1)
+    return pairs, extra.astype(np.float32)
 
 
 def _pq_distances(
     codebook: np.ndarray,
-    codes: np.ndarray,
-    partition: np.ndarray,
+    blocks: list[tuple[np.ndarray, np.ndarray]],
+    probed: np.ndarray,
     centroids: np.ndarray,
     q: np.ndarray,
     metric: str,
 ) -> np.ndarray:
-    """Distances of PQ-coded rows to ``q`` by table lookup (``codebook`` ``[m, 2**bits, sub]``,
-    ``codes`` ``[rows, m]``): l2 and cosine indices code the residual to the row's centroid, dot
-    indices the vector. One ``[m, 2**bits]`` table per probed partition (l2) or one in all."""
+    """Distances of PQ-coded rows to ``q`` by table lookup: one ``[m, k]`` table of ``q``'s
+    sub-vectors against the codewords, its rows summed pairwise into ``[m / 2, k * k]`` so that
+    each row needs ``m / 2`` lookups (``blocks``: each probed partition's :func:`_pq_pairs`).
+
+    l2 and cosine indices code the residual ``r`` to the partition's centroid ``c``, dot indices
+    the vector: l2 is ``|q - c|^2 - 2 q.r + (2 c.r + |r|^2)``, cosine ``1 - q.c - q.r``, dot
+    ``1 - q.r``."""
     m, k, sub = codebook.shape
-    column = np.arange(m)[None, :] * k + codes  # flat position in an [m, k] table
+    counts = np.asarray([pairs.shape[1] for pairs, _ in blocks], dtype=np.int64)
+    table = (codebook * q.reshape(m, 1, sub)).sum(-1)
+    if m % 2:
+        table = np.concatenate([table, np.zeros((1, k), table.dtype)])
+    pair_table = (table[0::2, :, None] + table[1::2, None, :]).reshape(-1, k * k).astype(np.float32)
+    every = np.concatenate([pairs for pairs, _ in blocks], axis=1) if blocks else np.empty((0, 0), np.uint16)
+    out = np.zeros(int(counts.sum()), np.float32)
+    for h in range(every.shape[0]):
+        out += pair_table[h].take(every[h])
     if metric == "l2":
-        # rows come partition after partition: one table per run of a partition
-        out = np.empty(len(codes), np.float32)
-        cuts = np.flatnonzero(np.diff(partition)) + 1
-        for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(codes)], strict=True):
-            rest = (q - centroids[partition[start]]).reshape(m, 1, sub)
-            table = ((rest - codebook) ** 2).sum(-1).reshape(m * k)
-            out[start:stop] = table[column[start:stop]].sum(1)
+        centre = q[None, :] - centroids[probed]
+        out *= -2.0
+        out += np.repeat((centre * centre).sum(1).astype(np.float32), counts)
+        out += np.concatenate([extra for _, extra in blocks]) if blocks else 0.0
         return out
-    table = (codebook * q.reshape(m, 1, sub)).sum(-1).reshape(m * k)
-    dot = table[column].sum(1)
     if metric == "cosine":
-        dot = dot + centroids[partition] @ q
-    return 1.0 - dot
+        out += np.repeat((centroids[probed] @ q).astype(np.float32), counts)
+    return 1.0 - out
 
 
 def _flat_distance(vectors: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
@@ -213,7 +225,7 @@ class VectorQuery:
                 continue
             kind = index_type_of(segments[0], ctx)
             if kind in VECTOR_TYPES:
-                return segments, kind, _model(ctx, segments[0])[1]
+                return segments, kind, _segment(ctx, segments[0], kind).metric
         return [], None, None
 
     # ------------------------------------------------------------------ search
@@ -223,17 +235,17 @@ class VectorQuery:
         from the fragments and their deletion files alone, when row ids are row addresses."""
         if self._ds.manifest.uses_stable_row_ids:
             return np.isin(ids, self._row_ids(None))
-        fragments = {f.id: f for f in self._ds.handle.files.fragments()}
-        owner = (ids >> np.uint64(32)).astype(np.int64)
+        fragments = list(self._ds.handle.files.fragments())
+        owner = ids >> np.uint64(32)
         offset = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        keep = np.zeros(len(ids), dtype=bool)
-        for fragment_id in np.unique(owner).tolist():
-            reader = fragments.get(fragment_id)
-            if reader is None:
-                continue
-            mine = owner == fragment_id
+        present = np.zeros(max((f.id for f in fragments), default=-1) + 2, dtype=bool)  # last: none
+        present[[f.id for f in fragments]] = True
+        keep = present[np.minimum(owner, np.uint64(len(present) - 1)).astype(np.intp)]
+        for reader in fragments:
             deleted = reader.deleted
-            keep[mine] = ~np.isin(offset[mine], deleted) if len(deleted) else True
+            if len(deleted):
+                mine = np.flatnonzero(owner == np.uint64(reader.id))
+                keep[mine[np.isin(offset[mine], deleted)]] = False
         return keep
 
     def _row_ids(self, filter: Any) -> np.ndarray:
@@ -242,22 +254,25 @@ class VectorQuery:
 
     def _probe(self, segment: IndexMetadata) -> tuple[np.ndarray, np.ndarray]:
         """Row ids and approximate distances of the probed partitions of one segment (only
-        their rows are read from the index's storage file)."""
+        their rows are read from the index's storage file, once: they are cached)."""
         ctx = self._ds.storage
         kind = self._kind or ""
-        centroids, metric = _model(ctx, segment)
+        state = _segment(ctx, segment, kind)
+        centroids, metric = state.centroids, state.metric
         q = self._n.q
         if metric == "cosine":
             q = q / (np.linalg.norm(q) or 1.0)
         centre = _flat_distance(centroids, q, "dot" if metric == "dot" else "l2")  # the same order
         nprobes = min(self._n.nprobes or _DEFAULT_NPROBES, len(centroids))
-        probed = np.argsort(centre, kind="stable")[:nprobes]
-        storage, partition = _probed_storage(ctx, segment, kind, probed)
-        ids = np.asarray(storage.data.table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
-        codes = _row_codes(storage)
-        if kind.endswith("PQ"):
-            return ids, _pq_distances(_codebook(storage), codes, partition, centroids, q, metric)
-        vectors = _decode(storage, kind, codes, np.zeros((len(partition), centroids.shape[1]), np.float32))
+        probed = np.sort(np.argsort(centre, kind="stable")[:nprobes])
+        probed = probed[state.lengths[probed] > 0]
+        blocks = _partitions(state, (ctx.root, segment.uuid), segment, probed)
+        ids = np.concatenate([b[0] for b in blocks]) if blocks else np.empty(0, np.uint64)
+        if state.codebook is not None:
+            return ids, _pq_distances(state.codebook, [b[1:] for b in blocks], probed, centroids, q, metric)
+        width = centroids.shape[1]
+        codes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, width), np.float32)
+        vectors = _decode(state.header, kind, codes, 0.0)
         if metric == "l2":
             return ids, _flat_distance(vectors, q, "l2")
         return ids, 1.0 - vectors @ q
@@ -344,65 +359,143 @@ class VectorQuery:
         return "\n".join(lines) + "\n"
 
 
-# Index files never change under a uuid: the IVF models searched last are kept (a few, small).
-_MODELS: dict[tuple[str, bytes], tuple[np.ndarray, str]] = {}
-_MODELS_KEPT = 8
+# Index files never change under a uuid: what a search read of a segment (its IVF model, storage
+# header and the probed partitions' row ids and codes) is kept for the next one, as pylance keeps
+# index partitions in its index cache: a few segments, and partitions up to a byte budget.
+_SEGMENTS_KEPT = 8
+_PARTITION_BYTES = 256 << 20
 
 
-def _model(ctx: StorageContext, segment: IndexMetadata) -> tuple[np.ndarray, str]:
-    """The segment's centroids and metric (:func:`lance_ops.index.ivf._centroids`), cached."""
+@dataclass
+class _Segment:
+    """One segment's search state: model, storage layout, open storage reader, partition cache."""
+
+    centroids: np.ndarray
+    metric: str
+    kind: str
+    offsets: np.ndarray
+    lengths: np.ndarray
+    header: _Storage  # parameters and global buffers; no rows
+    codebook: np.ndarray | None  # PQ: [m, codewords, sub-vector dim]
+    reader: Any
+    path: str
+    # partition -> row ids, codes (PQ: :func:`_pq_pairs`' pair codes, else ``[rows, width]``) and
+    # PQ's per-row l2 term (else empty)
+    partitions: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+_SEGMENTS: OrderedDict[tuple[str, bytes], _Segment] = OrderedDict()
+_PARTITIONS: OrderedDict[tuple[str, bytes, int], int] = OrderedDict()  # least recently used first
+_partition_bytes = 0
+_NONE = np.empty(0, np.float32)
+
+
+def _segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Segment:
     key = (ctx.root, segment.uuid)
-    if key not in _MODELS:
-        if len(_MODELS) >= _MODELS_KEPT:
-            _MODELS.pop(next(iter(_MODELS)))
-        _MODELS[key] = _centroids(ctx, segment)
-    return _MODELS[key]
+    state = _SEGMENTS.get(key)
+    if state is None:
+        state = _open_segment(ctx, segment, kind)
+        while len(_SEGMENTS) >= _SEGMENTS_KEPT:
+            _drop_segment(*_SEGMENTS.popitem(last=False))
+        _SEGMENTS[key] = state
+    _SEGMENTS.move_to_end(key)
+    return state
 
 
-def _probed_storage(
-    ctx: StorageContext, segment: IndexMetadata, kind: str, probed: np.ndarray
-) -> tuple[_Storage, np.ndarray]:
-    """The storage rows of partitions ``probed`` (read by row range, adjacent partitions in one
-    read, from the partition offsets / lengths of the file's IVF message) as a storage of just
-    those partitions, in partition order, and each row's partition."""
+def _drop_segment(key: tuple[str, bytes], state: _Segment) -> None:
+    global _partition_bytes
+    for partition in state.partitions:
+        _partition_bytes -= _PARTITIONS.pop((*key, partition), 0)
+    state.partitions.clear()
+
+
+def _open_segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Segment:
     path = ctx.path("_indices", str(uuid.UUID(bytes=segment.uuid)), STORAGE_FILE)
     size = next((f.size_bytes for f in segment.files if f.path == STORAGE_FILE), None)
     code_column = _CODE_COLUMNS[kind.rsplit("_", 1)[1]]
-    try:
+    centroids, metric = _centroids(ctx, segment)
+    with _storage_errors(path, segment):
         reader = LanceFileReader(path, store=ctx.store, size=size or None)
         count = len(reader.metadata().global_buffers)
         buffers = tuple(reader.read_global_buffer(i) for i in range(1, count))
-        header = IndexFileData(reader.schema.empty_table(), str(reader.version), buffers)
-        position, ivf = _ivf_of(header, segment, STORAGE_FILE)
+        data = IndexFileData(reader.schema.empty_table(), str(reader.version), buffers)
+        position, ivf = _ivf_of(data, segment, STORAGE_FILE)
         lengths = np.asarray(ivf.lengths, dtype=np.int64)
         offsets = np.cumsum(lengths) - lengths
         if int(lengths.sum()) != int(reader.num_rows) or list(offsets) != list(ivf.offsets):
             raise IndexCorruptError(path, f"index {segment.name!r}: partitions do not cover the rows")
-        params = json.loads(json.loads(header.meta("storage_metadata", segment, STORAGE_FILE))[0])
-        chosen = np.sort(np.asarray(probed, dtype=np.int64))
-        chosen = chosen[lengths[chosen] > 0]
-        # runs of adjacent partitions: one row range each
-        breaks = np.flatnonzero(np.diff(chosen) != 1) + 1
-        tables = [
-            reader.read_range(int(offsets[run[0]]), int(lengths[run].sum()), [ROW_ID, code_column]).to_table()
-            for run in np.split(chosen, breaks)
-            if run.size
-        ]
+        if len(lengths) != len(centroids):
+            raise IndexCorruptError(path, f"index {segment.name!r}: partitions do not match the centroids")
+        params = json.loads(json.loads(data.meta("storage_metadata", segment, STORAGE_FILE))[0])
+        header = _Storage(data, position, ivf, lengths, params, code_column)
+        codebook = _codebook(header) if kind.endswith("PQ") else None
+    return _Segment(centroids, metric, kind, offsets, lengths, header, codebook, reader, path, {})
+
+
+@contextmanager
+def _storage_errors(path: str, segment: IndexMetadata) -> Iterator[None]:
+    """Turns the file reader's errors on an index storage file into :class:`IndexCorruptError`."""
+    try:
+        yield
+    except IndexCorruptError:
+        raise
     except FileNotFoundError as exc:
         raise IndexCorruptError(path, f"index {segment.name!r}: file {STORAGE_FILE} is missing") from exc
     except CorruptFileError as exc:
         raise IndexCorruptError(path, f"index {segment.name!r}: {exc.reason}") from exc
-    except (ValueError, IndexError, TypeError) as exc:
+    except (ValueError, IndexError, TypeError, KeyError) as exc:
         raise IndexCorruptError(path, f"index {segment.name!r}: undecodable storage: {exc}") from exc
-    schema = header.schema
-    table = (
-        pa.concat_tables([t.select([ROW_ID, code_column]) for t in tables])
-        if tables
-        else schema.empty_table().select([ROW_ID, code_column])
-    )
-    data = IndexFileData(table.replace_schema_metadata(schema.metadata), header.version, buffers)
-    storage = _Storage(data, position, ivf, lengths[chosen], params, code_column)
-    return storage, np.repeat(chosen, lengths[chosen])
+
+
+def _partitions(
+    state: _Segment, key: tuple[str, bytes], segment: IndexMetadata, probed: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The cache entries (:class:`_Segment`) of partitions ``probed``: from the cache, else read
+    by row range (adjacent partitions in one read)."""
+    global _partition_bytes
+    missing = [int(p) for p in probed if int(p) not in state.partitions and state.lengths[p] > 0]
+    if missing:
+        chosen = np.asarray(sorted(missing), dtype=np.int64)
+        code_column = state.header.code_column
+        transposed = state.header.transposed
+        with _storage_errors(state.path, segment):
+            for run in np.split(chosen, np.flatnonzero(np.diff(chosen) != 1) + 1):
+                table = state.reader.read_range(
+                    int(state.offsets[run[0]]), int(state.lengths[run].sum()), [ROW_ID, code_column]
+                ).to_table()
+                ids = np.asarray(table.column(ROW_ID).combine_chunks(), dtype=np.uint64)
+                column = table.column(code_column).combine_chunks()
+                width = column.type.list_size
+                flat = np.asarray(column.flatten()).reshape(-1)
+                start = 0
+                for p in run.tolist():
+                    n = int(state.lengths[p])
+                    block = flat[start * width : (start + n) * width]
+                    if state.codebook is not None:  # PQ: [m, n], as stored when transposed
+                        codes = block.reshape(width, n) if transposed else block.reshape(n, width).T
+                        pairs, extra = _pq_pairs(state.codebook, codes, state.centroids[p], state.metric)
+                        entry = (ids[start : start + n].copy(), pairs, extra)
+                    else:
+                        codes = block.reshape(width, n).T if transposed else block.reshape(n, width)
+                        entry = (ids[start : start + n].copy(), np.ascontiguousarray(codes), _NONE)
+                    state.partitions[p] = entry
+                    _PARTITIONS[(*key, p)] = sum(part.nbytes for part in entry)
+                    _partition_bytes += _PARTITIONS[(*key, p)]
+                    start += n
+    out = []
+    for p in probed.tolist():
+        if state.lengths[p] == 0:
+            continue
+        out.append(state.partitions[p])
+        _PARTITIONS.move_to_end((*key, p))
+    # evict least recently used partitions over the budget (never the ones just returned)
+    while _partition_bytes > _PARTITION_BYTES and len(_PARTITIONS) > len(out):
+        (root, index_uuid, p), nbytes = _PARTITIONS.popitem(last=False)
+        _partition_bytes -= nbytes
+        owner = _SEGMENTS.get((root, index_uuid))
+        if owner is not None:
+            owner.partitions.pop(p, None)
+    return out
 
 
 def _rows(ds: LanceDataset, row_ids: np.ndarray, columns: list[str]) -> pa.Table:

@@ -376,7 +376,8 @@ def write_ivf(
 
 def _decoded(model: TrainedIvf, lengths: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """The vectors the stored codes (rows in storage order) stand for: FLAT as stored, SQ at the
-    middle of each code's bucket, PQ centroid + codewords (the HNSW graphs are built on these)."""
+    middle of each code's bucket, PQ codewords + the row's centroid (l2, cosine: PQ codes the
+    residual) or alone (dot: it codes the vector). The HNSW graphs are built on these."""
     if model.bounds is not None:
         start, end = model.bounds
         return (start + (codes.astype(np.float32) + 0.5) * ((end - start) / 255.0)).astype(np.float32)
@@ -384,17 +385,22 @@ def _decoded(model: TrainedIvf, lengths: np.ndarray, codes: np.ndarray) -> np.nd
         return np.asarray(codes, np.float32)
     m = len(model.codebooks)
     parts = [model.codebooks[j][codes[:, j].astype(np.int64)] for j in range(m)]
+    if model.params.metric == "dot":
+        return np.concatenate(parts, axis=1).astype(np.float32)
     partition = np.repeat(np.arange(lengths.size), lengths)
     return (np.concatenate(parts, axis=1) + model.centroids[partition]).astype(np.float32)
 
 
 def _write_hnsw(writer: IndexWriter, model: TrainedIvf, lengths: np.ndarray, codes: np.ndarray) -> None:
     """``index.idx`` of an IVF_HNSW_* index: one graph per partition over the decoded storage
-    rows (:func:`lance_ops.index.hnsw.build_graphs`), the model in its IVF message."""
+    rows in the index's metric (:func:`lance_ops.index.hnsw.build_graphs`, as the delta graphs of
+    :func:`lance_ops.index.ivf.extend_ivf`), the model in its IVF message."""
     p = model.params
     params = dict(p.hnsw)
     seed = p.seed if p.seed is not None else int.from_bytes(writer.uuid[:8], "little")
-    table, meta, graph_lengths = build_graphs(_decoded(model, lengths, codes), lengths, params, seed)
+    table, meta, graph_lengths = build_graphs(
+        _decoded(model, lengths, codes), lengths, params, seed, p.metric
+    )
     compact = (",", ":")
     metadata = {
         "lance:hnsw": json.dumps([json.dumps(m, separators=compact) for m in meta], separators=compact),

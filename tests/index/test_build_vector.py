@@ -295,14 +295,20 @@ def test_default_partitions_and_kmeans_loss() -> None:
     assert centroids.shape == (CLUSTERS, DIM)
 
 
-HNSW_CASES = [("IVF_HNSW_SQ", {}), ("IVF_HNSW_PQ", {"num_sub_vectors": 8}), ("IVF_HNSW_FLAT", {})]
+HNSW_CASES = [
+    (kind, metric, params)
+    for kind, params in (("IVF_HNSW_SQ", {}), ("IVF_HNSW_PQ", {"num_sub_vectors": 8}), ("IVF_HNSW_FLAT", {}))
+    for metric in ("l2", "dot")
+    if (kind, metric) != ("IVF_HNSW_PQ", "dot")
+]
 
 
-@pytest.mark.parametrize(("kind", "params"), HNSW_CASES, ids=[k for k, _ in HNSW_CASES])
+@pytest.mark.parametrize(("kind", "metric", "params"), HNSW_CASES, ids=[f"{k}-{m}" for k, m, _ in HNSW_CASES])
 def test_hnsw_index_pylance_searches_with_its_own_recall(
-    tmp_path: Path, kind: str, params: dict[str, int]
+    tmp_path: Path, kind: str, metric: str, params: dict[str, int]
 ) -> None:
-    """pylance's HNSW construction is randomized: recall is compared, not bytes."""
+    """pylance's HNSW construction is randomized: recall is compared, not bytes. Graph
+    distances are in the index's metric, as pylance stores them."""
     x = _data()
     q = _queries(x, 100)
     recalls = {}
@@ -310,15 +316,18 @@ def test_hnsw_index_pylance_searches_with_its_own_recall(
         path = tmp_path / who
         lance.write_dataset(_table(x), path, max_rows_per_file=2500)
         if who == "ours":
-            lance_ops.dataset(str(path)).create_index("vec", kind, num_partitions=4, seed=7, **params)
+            lance_ops.dataset(str(path)).create_index(
+                "vec", kind, metric=metric, num_partitions=4, seed=7, **params
+            )
         else:
-            lance.dataset(path).create_index("vec", kind, num_partitions=4, **params)
+            lance.dataset(path).create_index("vec", kind, metric=metric, num_partitions=4, **params)
         ds = lance.dataset(path)
         info = _indices(ds)["vec_idx"]
         assert (info["type"], info["fields"], info["fragments"]) == (kind, ["vec"], [0, 1, 2])
         plan = ds.scanner(nearest={"column": "vec", "q": q[0], "k": 10}).explain_plan()
         assert "ANNSubIndex" in plan and "vec_idx" in plan
-        recalls[who] = _recall(ds, x, q, "l2", nprobes=2)
+        assert ds.stats.index_stats("vec_idx")["indices"][0]["metric_type"] == metric
+        recalls[who] = _recall(ds, x, q, metric, nprobes=2)
     assert recalls["ours"] >= recalls["theirs"] - 0.02, recalls
     # the graph file: pylance's schema and metadata keys
     ours = lance_ops.dataset(str(tmp_path / "ours"))
@@ -335,18 +344,16 @@ def test_hnsw_index_pylance_searches_with_its_own_recall(
         "prefetch_distance": 2,
     }
     # lance_ops searches it too, and both libraries extend it after an append
-    got = ours.to_table(columns=["id"], nearest={"column": "vec", "q": x[11], "k": 3, "nprobes": 4})
-    assert 11 in got["id"].to_pylist()
-    lance.write_dataset(_table(_data(300, seed=5), N), tmp_path / "ours", mode="append")
+    nearest = {"column": "vec", "q": x[11], "k": 3, "nprobes": 4}
+    got = ours.to_table(columns=["id"], nearest=nearest)
+    assert int(_brute(x, x[11:12], metric, 1)[0, 0]) in got["id"].to_pylist()
+    extra = _data(300, seed=5)
+    lance.write_dataset(_table(extra, N), tmp_path / "ours", mode="append")
     lance_ops.dataset(str(tmp_path / "ours")).optimize.optimize_indices()
     ds = lance.dataset(tmp_path / "ours")
     assert ds.stats.index_stats("vec_idx")["num_unindexed_rows"] == 0
-    assert (
-        11
-        in ds.to_table(columns=["id"], nearest={"column": "vec", "q": x[11], "k": 3, "nprobes": 4})[
-            "id"
-        ].to_pylist()
-    )
+    best = int(_brute(np.concatenate([x, extra]), x[11:12], metric, 1)[0, 0])
+    assert best in ds.to_table(columns=["id"], nearest=nearest)["id"].to_pylist()
 
 
 def test_hnsw_bad_parameters(tmp_path: Path) -> None:
@@ -354,6 +361,8 @@ def test_hnsw_bad_parameters(tmp_path: Path) -> None:
     ds = lance_ops.dataset(str(tmp_path))
     with pytest.raises(UnsupportedIndexTypeError, match="vec"):
         ds.create_index("vec", "IVF_HNSW_SQ", metric="cosine", num_partitions=2)
+    with pytest.raises(UnsupportedIndexTypeError, match="vec"):
+        ds.create_index("vec", "IVF_HNSW_PQ", metric="dot", num_partitions=2, num_sub_vectors=4)
     with pytest.raises(InvalidArgumentError, match="HNSW"):
         ds.create_index("vec", "IVF_HNSW_SQ", num_partitions=2, m=0)
     with pytest.raises(InvalidArgumentError, match="num_sub_vectors"):

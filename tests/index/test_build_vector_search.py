@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.errors import InvalidArgumentError
+from lance_ops.errors import IndexCorruptError, InvalidArgumentError
 
 N, DIM = 4000, 16
 
@@ -153,3 +153,54 @@ def test_search_reads_only_the_probed_partitions(
         columns=["id"], nearest={"column": "vec", "q": x[7], "k": 10, "nprobes": 16, "refine_factor": 50}
     )
     assert theirs["id"][0].as_py() == 7
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+@pytest.mark.parametrize("m", [1, 3, 4])
+def test_pq_table_lookup_equals_decoded_distances(metric: str, m: int) -> None:
+    """The cached pair codes and per-row terms give the distances of the decoded vectors (odd
+    sub-vector counts padded; partitions of 1, 5 and 1025 rows)."""
+    from lance_ops.vector_search import _pq_distances, _pq_pairs
+
+    rng = np.random.default_rng(m)
+    sub, k = 2, 256
+    codebook = rng.normal(size=(m, k, sub)).astype(np.float32)
+    centroids = rng.normal(size=(4, m * sub)).astype(np.float32)
+    q = rng.normal(size=m * sub).astype(np.float32)
+    probed = np.array([0, 2, 3])
+    codes = [rng.integers(0, k, (m, n)).astype(np.uint8) for n in (1, 5, 1025)]
+    blocks = [_pq_pairs(codebook, c, centroids[p], metric) for c, p in zip(codes, probed, strict=True)]
+    got = _pq_distances(codebook, blocks, probed, centroids, q, metric)
+    decoded = np.concatenate(
+        [
+            np.concatenate([codebook[j][c[j]] for j in range(m)], axis=1)
+            + (0.0 if metric == "dot" else centroids[p])
+            for c, p in zip(codes, probed, strict=True)
+        ]
+    )
+    want = ((decoded - q) ** 2).sum(1) if metric == "l2" else 1.0 - decoded @ q
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_cached_partitions_follow_later_deletes_and_appends(tmp_path: Path) -> None:
+    """The partitions cached by one search (same index uuid) serve the next versions: rows deleted
+    since are left out, appended rows are searched flat, as pylance does."""
+    x = _dataset(tmp_path, "IVF_PQ", num_sub_vectors=8)
+    nearest = {"column": "vec", "q": x[14], "k": 5, "nprobes": 8, "refine_factor": 4}
+    ours = lance_ops.dataset(str(tmp_path))
+    assert ours.to_table(columns=["id"], nearest=nearest)["id"].to_pylist()[0] == 14
+    ours.delete("id = 14")
+    lance.write_dataset(_table(x[14:15] + 0.001, 9000), tmp_path, mode="append")
+    theirs, again = _both(tmp_path, nearest=nearest)
+    _assert_same(theirs, again)
+    assert again["id"].to_pylist()[0] == 9000 and 14 not in again["id"].to_pylist()
+
+
+def test_missing_storage_file_is_a_typed_error(tmp_path: Path) -> None:
+    x = _data(600)
+    lance.write_dataset(_table(x), tmp_path)
+    lance_ops.dataset(str(tmp_path)).create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=4)
+    (storage,) = tmp_path.glob("_indices/*/auxiliary.idx")
+    storage.unlink()
+    with pytest.raises(IndexCorruptError, match="vec_idx"):
+        lance_ops.dataset(str(tmp_path)).to_table(nearest={"column": "vec", "q": x[0], "k": 3})
