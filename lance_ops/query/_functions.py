@@ -793,12 +793,23 @@ def _arrow_cast(tr: Any, node: ex.Call) -> Value:
         )
     target = arrow_type(type_value.literal.as_py())
     value = tr.translate(subject)
-    if value.literal is not None:
-        try:
-            return constant(value.literal.cast(target, safe=False))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise PredicateError(f"cannot evaluate {_text(node)}: {exc}") from exc
-    return tr.call(node, value.expr.cast(target, safe=False))
+    if value.literal is None:
+        return tr.call(node, _arrow_cast_to(value.expr, value.type, target))
+    try:
+        return constant(_arrow_cast_to(value.literal, value.type, target))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise PredicateError(f"cannot evaluate {_text(node)}: {exc}") from exc
+
+
+def _arrow_cast_to(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
+    """``value`` (an Arrow expression or scalar) cast as DataFusion casts: fractions and finer time
+    units are cut off, values out of the target's range refused."""
+    if pa.types.is_floating(source) and pa.types.is_integer(target):
+        value = pc.trunc(value)  # then the cast only checks the range
+    if pa.types.is_integer(source) and pa.types.is_decimal(target):
+        # Arrow wants a decimal wide enough for any integer first; the narrowing step is checked.
+        value = value.cast(pa.decimal128(38, target.scale))
+    return value.cast(options=pc.CastOptions(target, allow_time_truncate=True))
 
 
 FUNCTIONS: dict[str, Handler] = {

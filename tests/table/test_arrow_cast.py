@@ -67,6 +67,41 @@ def test_column_casts_match_pylance(tmp_path: Path, expression: str) -> None:
     assert ours.to_table(columns={"x": expression}) == theirs.to_table(columns={"x": expression})
 
 
+CAST_DATA = pa.table(
+    {
+        "id": [1, 300, -200],
+        "f": [1.7, -2.5, 1e12],
+        "ts": pa.array([1_000_001, 2, 3], pa.timestamp("us")),
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "arrow_cast(f, 'Int64')",
+        "arrow_cast(ts, 'Timestamp(Second, None)')",
+        "arrow_cast(id, 'Decimal128(4, 1)')",
+        "arrow_cast(id, 'Int16')",
+    ],
+)
+def test_truncating_casts_match_pylance(tmp_path: Path, expression: str) -> None:
+    """Fractions and finer time units are cut off, as DataFusion's cast does."""
+    ours, theirs = _twins(tmp_path, CAST_DATA)
+    assert ours.to_table(columns={"x": expression}) == theirs.to_table(columns={"x": expression})
+
+
+@pytest.mark.parametrize(
+    "expression", ["arrow_cast(id, 'Int8')", "arrow_cast(id, 'UInt8')", "arrow_cast(f, 'Int32')"]
+)
+def test_out_of_range_casts_refused_like_pylance(tmp_path: Path, expression: str) -> None:
+    ours, theirs = _twins(tmp_path, CAST_DATA)
+    with pytest.raises(pa.ArrowInvalid):
+        theirs.to_table(columns={"x": expression})
+    with pytest.raises(pa.ArrowInvalid):
+        ours.to_table(columns={"x": expression})
+
+
 def test_filter_with_arrow_cast(tmp_path: Path) -> None:
     ours, theirs = _twins(tmp_path, pa.table({"id": [1, 2, 3]}))
     where = "arrow_cast(id, 'Float64') > 1.5 AND arrow_cast(id, 'Utf8') != '3'"
@@ -75,7 +110,17 @@ def test_filter_with_arrow_cast(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "expression",
-    ["arrow_cast(id, 'int32')", "arrow_cast(id, 'Struct(a Int32)')", "arrow_cast(id)", "arrow_cast(id, s)"],
+    [
+        "arrow_cast(id, 'int32')",
+        "arrow_cast(id, 'Struct(a Int32)')",
+        "arrow_cast(id, 'FixedSizeList(-1, Int32)')",
+        "arrow_cast(id, 'Dictionary(Utf8, Utf8)')",
+        "arrow_cast(id, 'Int32) ')",
+        "arrow_cast(id, '')",
+        "arrow_cast(id)",
+        "arrow_cast(id, s)",
+        "arrow_cast(300, 'Int8')",
+    ],
 )
 def test_bad_arrow_cast_refused_like_pylance(tmp_path: Path, expression: str) -> None:
     ours, theirs = _twins(tmp_path, pa.table({"id": [1, 2, 3], "s": ["a", "b", "c"]}))
