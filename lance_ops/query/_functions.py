@@ -736,7 +736,7 @@ class _TypeText:
             raise self.error()
         return type_
 
-    def type_(self) -> pa.DataType:  # noqa: PLR0911 (one return per type family)
+    def type_(self) -> pa.DataType:
         name = self.take("name")
         if name in _SIMPLE_TYPES:
             return _SIMPLE_TYPES[name]
@@ -774,12 +774,13 @@ class _TypeText:
 def arrow_type(text: str) -> pa.DataType:
     """The Arrow type DataFusion's ``arrow_cast`` reads from ``text`` (``'Int32'``,
     ``'Timestamp(Microsecond, None)'``, ``'FixedSizeList(32, Float32)'``)."""
+    reader = _TypeText(text)
     try:
-        return _TypeText(text).parse()
+        return reader.parse()
+    except PredicateError:
+        raise
     except (ValueError, TypeError, pa.ArrowException) as exc:  # a bad width, precision, key type
-        if isinstance(exc, PredicateError):
-            raise
-        raise _TypeText(text).error() from exc
+        raise reader.error() from exc
 
 
 def _arrow_cast(tr: Any, node: ex.Call) -> Value:
