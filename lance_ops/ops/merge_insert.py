@@ -221,7 +221,7 @@ class _Merge:
         except BaseException:
             self.rewrite.discard()
             raise
-        preserved = [self.files.lance_schema.field(n).id for n in self.source.column_names]
+        preserved = _preserved_fields(self.files)
         return Attempt(self.rewrite, self.rewrite.operation(preserved), self.outcome.result())
 
     def _batches(self, fragments: Iterable[FragmentReader], insert: bool) -> Iterator[pa.RecordBatch]:
@@ -540,6 +540,12 @@ def key_partitions(table: pa.Table, on: Sequence[str], partitions: int) -> np.nd
     return (hashed % np.uint64(partitions)).astype(np.int64)
 
 
+def _preserved_fields(files: VersionFiles) -> list[int]:
+    """``fields_for_preserving_frag_bitmap`` of a merge: every field id of the dataset (nested ones
+    included), as pylance 14 records it whichever columns the source has."""
+    return sorted(files.lance_schema.field_ids)
+
+
 def _part(prepared: Attempt, matched: np.ndarray) -> MergePart:
     rewrite = prepared.rewrite
     return MergePart(tuple(rewrite.deletions), tuple(rewrite.new_fragments), matched, prepared.result)
@@ -552,7 +558,7 @@ def combine(files: VersionFiles, source: pa.Table, parts: Sequence[MergePart]) -
         [d for p in parts for d in p.deletions],
         [f for p in parts for f in p.new_fragments],
     )
-    preserved = [files.lance_schema.field(n).id for n in source.column_names]
+    preserved = _preserved_fields(files)
     totals = {key: sum(p.result[key] for p in parts) for key in _Outcome().result()}
     return Attempt(rewrite, rewrite.operation(preserved), totals)
 

@@ -23,7 +23,10 @@ nodes, with DataFusion's semantics where Arrow's kernels differ:
   ``radians``, ``iszero``;
 * conditionals: ``coalesce``, ``greatest`` / ``least`` (NULLs ignored), ``nullif``, ``nvl2``,
   ``IS [NOT] DISTINCT FROM``, ``IS [NOT] TRUE`` / ``FALSE``;
-* dates: ``date_trunc(unit, t)``, ``date_part(part, t)``, ``to_date(text)``.
+* dates: ``date_trunc(unit, t)``, ``date_part(part, t)``, ``to_date(text)``;
+* casts: ``arrow_cast(x, 'Type')`` with DataFusion's Arrow type names (``Int32``, ``Utf8``,
+  ``Timestamp(Microsecond, None)``, ``Timestamp(ms, "UTC")``, ``Decimal128(10, 2)``,
+  ``FixedSizeList(32, Float32)``, ``List(Int64)``, ``Dictionary(Int32, Utf8)``, ...).
 
 Functions pylance refuses in filters (``substr``, ``trim``, ``floor``, ``ceil``, ``CASE``,
 ``EXTRACT``) stay unsupported here too.
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -636,6 +640,179 @@ def _array_literal(tr: Any, node: ex.Call) -> Value:
         raise PredicateError(f"array literal of mixed types: {_text(node)}") from exc
 
 
+# ---------------------------------------------------------------- arrow_cast
+
+_SIMPLE_TYPES: dict[str, pa.DataType] = {
+    "Null": pa.null(),
+    "Boolean": pa.bool_(),
+    "Int8": pa.int8(),
+    "Int16": pa.int16(),
+    "Int32": pa.int32(),
+    "Int64": pa.int64(),
+    "UInt8": pa.uint8(),
+    "UInt16": pa.uint16(),
+    "UInt32": pa.uint32(),
+    "UInt64": pa.uint64(),
+    "Float16": pa.float16(),
+    "Float32": pa.float32(),
+    "Float64": pa.float64(),
+    "Utf8": pa.string(),
+    "LargeUtf8": pa.large_string(),
+    "Utf8View": pa.string_view(),
+    "Binary": pa.binary(),
+    "LargeBinary": pa.large_binary(),
+    "BinaryView": pa.binary_view(),
+    "Date32": pa.date32(),
+    "Date64": pa.date64(),
+}
+_UNITS = {
+    "Second": "s",
+    "Millisecond": "ms",
+    "Microsecond": "us",
+    "Nanosecond": "ns",
+    "s": "s",
+    "ms": "ms",
+    "us": "us",
+    "ns": "ns",
+}
+_TYPE_TOKEN = re.compile(r'\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(-?\d+)|"([^"]*)"|([(),]))')
+
+
+class _TypeText:
+    """A recursive-descent reader of an Arrow type name as DataFusion's ``arrow_cast`` spells it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens: list[tuple[str, str]] = []
+        position = 0
+        while position < len(text.rstrip()):
+            match = _TYPE_TOKEN.match(text, position)
+            if match is None:
+                raise self.error()
+            kind = ("name", "int", "str", "punct")[match.lastindex - 1 if match.lastindex else 0]
+            self.tokens.append((kind, match.group(match.lastindex or 0)))
+            position = match.end()
+        self.at = 0
+
+    def error(self) -> PredicateError:
+        return PredicateError(
+            f"Unsupported type '{self.text}'. "
+            "Must be a supported arrow type name such as 'Int32' or 'Timestamp(ns)'"
+        )
+
+    def take(self, kind: str, value: str | None = None) -> str:
+        if self.at >= len(self.tokens):
+            raise self.error()
+        got_kind, got = self.tokens[self.at]
+        if got_kind != kind or (value is not None and got != value):
+            raise self.error()
+        self.at += 1
+        return got
+
+    def peek(self, value: str) -> bool:
+        return self.at < len(self.tokens) and self.tokens[self.at][1] == value
+
+    def unit(self) -> str:
+        unit = _UNITS.get(self.take("name"))
+        if unit is None:
+            raise self.error()
+        return unit
+
+    def timezone(self) -> str | None:
+        if self.peek("None"):
+            self.take("name")
+            return None
+        if self.peek("Some"):
+            self.take("name")
+            self.take("punct", "(")
+            zone = self.take("str")
+            self.take("punct", ")")
+            return zone
+        return self.take("str")
+
+    def parse(self) -> pa.DataType:
+        type_ = self.type_()
+        if self.at != len(self.tokens):
+            raise self.error()
+        return type_
+
+    def type_(self) -> pa.DataType:
+        name = self.take("name")
+        if name in _SIMPLE_TYPES:
+            return _SIMPLE_TYPES[name]
+        self.take("punct", "(")
+        if name == "Timestamp":
+            unit = self.unit()
+            zone = self.timezone() if self.peek(",") and self.take("punct", ",") else None
+            result: pa.DataType = pa.timestamp(unit, zone)
+        elif name in ("Time32", "Time64", "Duration"):
+            unit = self.unit()
+            result = {"Time32": pa.time32, "Time64": pa.time64, "Duration": pa.duration}[name](unit)
+        elif name in ("Decimal128", "Decimal256"):
+            precision = int(self.take("int"))
+            self.take("punct", ",")
+            scale = int(self.take("int"))
+            result = (pa.decimal128 if name == "Decimal128" else pa.decimal256)(precision, scale)
+        elif name == "FixedSizeBinary":
+            result = pa.binary(int(self.take("int")))
+        elif name in ("List", "LargeList"):
+            result = (pa.list_ if name == "List" else pa.large_list)(self.type_())
+        elif name == "FixedSizeList":
+            size = int(self.take("int"))
+            self.take("punct", ",")
+            result = pa.list_(self.type_(), size)
+        elif name == "Dictionary":
+            key = self.type_()
+            self.take("punct", ",")
+            result = pa.dictionary(key, self.type_())
+        else:
+            raise self.error()
+        self.take("punct", ")")
+        return result
+
+
+def arrow_type(text: str) -> pa.DataType:
+    """The Arrow type DataFusion's ``arrow_cast`` reads from ``text`` (``'Int32'``,
+    ``'Timestamp(Microsecond, None)'``, ``'FixedSizeList(32, Float32)'``)."""
+    reader = _TypeText(text)
+    try:
+        return reader.parse()
+    except PredicateError:
+        raise
+    except (ValueError, TypeError, pa.ArrowException) as exc:  # a bad width, precision, key type
+        raise reader.error() from exc
+
+
+def _arrow_cast(tr: Any, node: ex.Call) -> Value:
+    if len(node.args) != 2:
+        raise PredicateError(f"Function 'arrow_cast' expects 2 arguments but received {len(node.args)}")
+    subject, type_node = node.args
+    type_value = tr.translate(type_node)
+    if type_value.literal is None or not isinstance(type_value.literal.as_py(), str):
+        raise PredicateError(
+            f"arrow_cast requires its second argument to be a constant string, got {_text(type_node)}"
+        )
+    target = arrow_type(type_value.literal.as_py())
+    value = tr.translate(subject)
+    if value.literal is None:
+        return tr.call(node, _arrow_cast_to(value.expr, value.type, target))
+    try:
+        return constant(_arrow_cast_to(value.literal, value.type, target))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise PredicateError(f"cannot evaluate {_text(node)}: {exc}") from exc
+
+
+def _arrow_cast_to(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
+    """``value`` (an Arrow expression or scalar) cast as DataFusion casts: fractions and finer time
+    units are cut off, values out of the target's range refused."""
+    if pa.types.is_floating(source) and pa.types.is_integer(target):
+        value = pc.trunc(value)  # then the cast only checks the range
+    if pa.types.is_integer(source) and pa.types.is_decimal(target):
+        # Arrow wants a decimal wide enough for any integer first; the narrowing step is checked.
+        value = value.cast(pa.decimal128(38, target.scale))
+    return value.cast(options=pc.CastOptions(target, allow_time_truncate=True))
+
+
 FUNCTIONS: dict[str, Handler] = {
     # constants
     "current_date": _current_date,
@@ -724,4 +901,6 @@ FUNCTIONS: dict[str, Handler] = {
     "timestamp_trunc": _date_trunc,
     "date_part": _date_part,
     "ts_or_ds_to_date": _to_date,
+    # casts
+    "arrow_cast": _arrow_cast,
 }
