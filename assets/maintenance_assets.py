@@ -385,11 +385,11 @@ def cleanup_asset(dataset: DatasetConfig) -> dg.AssetsDefinition:
 
 def write_report(context: dg.AssetExecutionContext, dataset: DatasetConfig, ds: LanceDataset) -> Path | None:
     """The dataset's one-page HTML report (history, column sizes and encodings, compression,
-    fragment sizes: :mod:`lance_ops.cli.report`) for its current version, written to the dataset's
+    fragment sizes: :mod:`lance_ops.report`) for its current version, written to the dataset's
     reports directory (:attr:`DatasetConfig.reports_path`: beside a local dataset unless the datasets
     file names one), which outlives the Dagster instance; the end of every maintenance run links
     it. None (and a log line) for a remote dataset without a reports directory."""
-    from lance_ops.cli.report import render
+    from lance_ops.report import render
 
     directory = dataset.reports_path
     if directory is None:

@@ -12,6 +12,7 @@ import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from functools import cached_property, wraps
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypedDict
@@ -96,6 +97,7 @@ __all__ = [
 
 # pylance's name for the transaction property holding the commit message.
 LANCE_COMMIT_MESSAGE_KEY = COMMIT_MESSAGE_KEY
+_DEFAULT_MAX_RETRIES = commit_op.CommitOptions().max_retries
 
 
 class AutoCleanupConfig(TypedDict):
@@ -888,11 +890,17 @@ class LanceDataset:
 
         return DatasetOptimizer(self)
 
-    def restore(self, *, transaction_properties: Mapping[str, str] | None = None) -> None:
+    def restore(
+        self,
+        *,
+        transaction_properties: Mapping[str, str] | None = None,
+        commit: commit_op.CommitOptions | None = None,
+    ) -> None:
         """Make this (older) version the latest again: commits ``Restore``; this object becomes it.
 
-        ``transaction_properties`` (an extension over pylance) are recorded in the transaction."""
-        options = self._commit_options(transaction_properties)
+        ``transaction_properties`` (an extension over pylance) are recorded in the transaction;
+        ``commit`` (:class:`~lance_ops.CommitOptions`) says how to commit, as the keyword does."""
+        options = self._commit_options(transaction_properties, commit)
         self._adopt(*history_op.restore(self._storage, self.version, options))
 
     def cleanup_old_versions(
@@ -962,11 +970,15 @@ class LanceDataset:
         )
 
     def _commit_options(
-        self, transaction_properties: Mapping[str, str] | None = None
+        self,
+        transaction_properties: Mapping[str, str] | None = None,
+        commit: commit_op.CommitOptions | None = None,
     ) -> commit_op.CommitOptions:
-        """How this dataset's operations commit (its storage options and manifest store), with
-        ``transaction_properties`` recorded in the transaction."""
-        return commit_op.CommitOptions(
+        """How this dataset's operations commit: ``commit`` (a caller's
+        :class:`~lance_ops.CommitOptions`) with ``transaction_properties`` joined in, through this
+        dataset's storage options and manifest store (a different store in ``commit`` is refused)."""
+        return commit_op.CommitOptions.of(
+            commit,
             storage_options=self._storage.storage_options,
             manifest_store=self._manifest_store,
             transaction_properties=transaction_properties,
@@ -1022,45 +1034,42 @@ class LanceDataset:
         storage_options: Mapping[str, str] | None = None,
         enable_v2_manifest_paths: bool | None = None,
         detached: bool = False,
-        max_retries: int = 20,
+        max_retries: int = _DEFAULT_MAX_RETRIES,
         *,
         commit_message: str | None = None,
         enable_stable_row_ids: bool | None = None,
         transaction_properties: Mapping[str, str] | None = None,
         data_storage_version: str | None = None,
         manifest_store: ExternalManifestStore | None = None,
+        commit: commit_op.CommitOptions | None = None,
     ) -> LanceDataset:
         """Commit ``operation`` (or a prepared transaction) to the dataset at ``base_uri``.
 
         ``enable_stable_row_ids``, ``enable_v2_manifest_paths`` and ``data_storage_version`` only
         matter when the commit creates the dataset (the file version defaults to that of the
         operation's data files). ``commit_lock(version)`` is a context manager guarding the claim
-        of a version, for stores without an atomic create.
+        of a version, for stores without an atomic create. ``commit``
+        (:class:`~lance_ops.CommitOptions`) gives the same settings as one object; the keywords
+        are its pylance-shaped form (a setting given both ways differently is refused).
         """
-        commit_op.check_read_version(operation, read_version)
-        if isinstance(base_uri, LanceDataset) and manifest_store is None:
-            manifest_store = base_uri.manifest_store
-        uri = base_uri.uri if isinstance(base_uri, LanceDataset) else os.fspath(base_uri)
-        manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
-        if isinstance(base_uri, LanceDataset) and storage_options is None:
-            storage = base_uri._storage  # its store: a memory:// dataset's uri alone names no store
-        else:
-            storage = StorageContext.open(uri, storage_options)
-        options = commit_op.CommitOptions(
+        options = commit_op.CommitOptions.of(
+            commit,
             read_version=read_version,
             storage_options=storage_options,
             commit_lock=commit_lock,
-            max_retries=max_retries,
+            max_retries=None if max_retries == _DEFAULT_MAX_RETRIES else max_retries,
             commit_message=commit_message,
             transaction_properties=transaction_properties,
             enable_v2_manifest_paths=enable_v2_manifest_paths,
-            enable_stable_row_ids=bool(enable_stable_row_ids),
+            enable_stable_row_ids=enable_stable_row_ids or None,
             data_storage_version=data_storage_version,
-            detached=detached,
+            detached=detached or None,
             manifest_store=manifest_store,
         )
+        commit_op.check_read_version(operation, options.read_version)
+        storage, options = _commit_target(base_uri, options)
         manifest, transaction = commit_op.commit(storage, operation, options)
-        return LanceDataset._from_manifest(storage, manifest, transaction, manifest_store)
+        return LanceDataset._from_manifest(storage, manifest, transaction, options.manifest_store)
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
@@ -1123,6 +1132,35 @@ def _accepts_data_obj(write: Callable[..., LanceDataset]) -> Callable[..., Lance
     return wrapper
 
 
+def _commit_target(
+    target: str | os.PathLike[str] | LanceDataset, options: commit_op.CommitOptions
+) -> tuple[StorageContext, commit_op.CommitOptions]:
+    """The storage to commit to and ``options`` completed: an open dataset lends its storage
+    options and manifest store unless others are given (and its own storage when no options are:
+    a memory:// dataset's uri alone names no store); an ``s3+ddb://`` URI its DynamoDB store."""
+    if isinstance(target, LanceDataset):
+        given = options
+        options = replace(
+            given,
+            storage_options=target.storage_options
+            if given.storage_options is None
+            else given.storage_options,
+            manifest_store=target.manifest_store if given.manifest_store is None else given.manifest_store,
+        )
+        uri = target.uri
+        storage = (
+            target.storage
+            if given.storage_options is None
+            else StorageContext.open(uri, options.storage_options)
+        )
+    else:
+        uri = os.fspath(target)
+        storage = StorageContext.open(uri, options.storage_options)
+    if options.manifest_store is None:
+        options = replace(options, manifest_store=manifest_store_for_uri(uri, options.storage_options))
+    return storage, options
+
+
 @_accepts_data_obj
 def write_dataset(
     data: Any,
@@ -1148,6 +1186,7 @@ def write_dataset(
     page_statistics: bool | None = None,
     compression: str | None = None,
     fill_missing: str | None = None,
+    commit: commit_op.CommitOptions | None = None,
 ) -> LanceDataset:
     """Write ``data`` as a new dataset (``create``), new rows (``append``) or a new content (``overwrite``).
 
@@ -1175,43 +1214,40 @@ def write_dataset(
     lacks: None fills nullable ones with nulls and refuses non-nullable ones; ``"compute"`` also
     computes a column added by a SQL expression (``add_columns``) from that expression; ``"null"``
     is the same without computing; ``"error"`` refuses any missing column.
+
+    ``commit`` (:class:`~lance_ops.CommitOptions`) gives how to commit as one object (storage
+    options, commit message, transaction properties, manifest store, commit lock, the new
+    dataset's settings); the keywords are its pylance-shaped form (a setting given both ways
+    differently is refused).
     """
-    opened = None
-    if isinstance(uri, LanceDataset):
-        # the dataset's own storage (a memory:// dataset lives only in the store its handle holds)
-        opened = uri.storage if storage_options is None else None
-        storage_options = storage_options if storage_options is not None else uri.storage_options
-        manifest_store = manifest_store if manifest_store is not None else uri.manifest_store
-        uri = uri.uri
-    uri = os.fspath(uri)
-    manifest_store = manifest_store or manifest_store_for_uri(uri, storage_options)
     if use_legacy_format:  # pylance's deprecated spelling of data_storage_version="legacy"
         data_storage_version = "legacy"
     auto_cleanup = None if auto_cleanup_options is None else AutoCleanup.from_options(auto_cleanup_options)
-    write_options = WriteOptions(
-        max_rows_per_file=max_rows_per_file,
-        max_rows_per_group=max_rows_per_group,
-        max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-        storage_options=storage_options,
-        encoding_plan=encoding_plan,
-        page_statistics=page_statistics,
-        compression=check_writer_compression(compression),
-    )
-    commit_options = commit_op.CommitOptions(
+    commit_options = commit_op.CommitOptions.of(
+        commit,
         storage_options=storage_options,
         commit_message=commit_message,
         transaction_properties=transaction_properties,
-        enable_v2_manifest_paths=enable_v2_manifest_paths,
-        enable_stable_row_ids=enable_stable_row_ids,
+        enable_v2_manifest_paths=None if enable_v2_manifest_paths else False,
+        enable_stable_row_ids=enable_stable_row_ids or None,
         data_storage_version=data_storage_version,
         manifest_store=manifest_store,
         commit_lock=commit_lock,
         new_dataset_config=None if auto_cleanup is None else auto_cleanup.to_config(),
     )
-    storage = opened or StorageContext.open(uri, storage_options)
-    if manifest_store is not None:
-        repair(storage.store, storage.root, manifest_store)
+    storage, commit_options = _commit_target(uri, commit_options)
+    write_options = WriteOptions(
+        max_rows_per_file=max_rows_per_file,
+        max_rows_per_group=max_rows_per_group,
+        max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
+        storage_options=commit_options.storage_options,
+        encoding_plan=encoding_plan,
+        page_statistics=page_statistics,
+        compression=check_writer_compression(compression),
+    )
+    if commit_options.manifest_store is not None:
+        repair(storage.store, storage.root, commit_options.manifest_store)
     manifest, transaction = write_op.write(
         data, storage, mode, schema, write_options, commit_options, as_callback(progress), fill_missing
     )
-    return LanceDataset._from_manifest(storage, manifest, transaction, manifest_store)
+    return LanceDataset._from_manifest(storage, manifest, transaction, commit_options.manifest_store)

@@ -14,6 +14,7 @@ import pyarrow as pa
 from lance_ops.errors import InvalidArgumentError
 from lance_ops.ops import changes as changes_op
 from lance_ops.ops import merge_insert as merge_op
+from lance_ops.ops.commit import CommitOptions
 from lance_ops.table.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -83,14 +84,20 @@ class MergeInsertBuilder:
         *,
         schema: pa.Schema | None = None,
         transaction_properties: Mapping[str, str] | None = None,
+        commit: CommitOptions | None = None,
     ) -> dict[str, int]:
         """Run the merge on this version of the dataset with ``data_obj`` (anything
         ``write_dataset`` takes) as the source; commits one ``Update`` and makes the dataset that
         version. Returns ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``.
-        ``transaction_properties`` (an extension over pylance) are recorded in the transaction."""
+        ``transaction_properties`` (an extension over pylance) are recorded in the transaction;
+        ``commit`` (:class:`~lance_ops.CommitOptions`) says how to commit, as the keyword does."""
         ds = self._dataset
         committed = merge_op.merge_insert(
-            ds.handle.files, self._plan, data_obj, schema, ds.handle.commit_options(transaction_properties)
+            ds.handle.files,
+            self._plan,
+            data_obj,
+            schema,
+            ds.handle.commit_options(transaction_properties, commit),
         )
         ds.handle.adopt(committed.manifest, committed.transaction)
         return committed.result

@@ -491,7 +491,7 @@ def test_report_renders_every_plot(uri: Path, tmp_path: Path) -> None:
 
 
 def test_report_figures_show_the_data(uri: Path) -> None:
-    from lance_ops.cli import report
+    from lance_ops import report
 
     data = report.collect(lance_ops.dataset(uri))
     assert [row["rows"] for row in data.history] == [40, 60, 80, 72]
@@ -517,7 +517,7 @@ def test_report_figures_show_the_data(uri: Path) -> None:
 def test_report_figures_read_well() -> None:
     """Plain integer ticks (no ``+2.571e4`` offset), room for the longest bar's label, and a series
     of one point drawn as a labelled bar with a note, not a lone dot."""
-    from lance_ops.cli import report
+    from lance_ops import report
 
     row = {"version": 25_710, "rows": 25_712, "fragments": 3, "bytes": 1_000_000, "deleted_rows": 0}
     history = [row, {**row, "version": 25_711, "rows": 25_716}]

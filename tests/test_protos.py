@@ -44,7 +44,7 @@ def test_worked_example_column_metadata_decodes() -> None:
 
     from lance_ops._proto import encodings_v2_0_pb2, file2_pb2, file_pb2
 
-    fd = bytes.fromhex("0a1b0a19120161" "20ffffffffffffffffff01" "2a05696e74333230013801" "1003")
+    fd = bytes.fromhex("0a1b0a1912016120ffffffffffffffffff012a05696e743332300138011003")
     desc = file_pb2.FileDescriptor.FromString(fd)
     assert desc.length == 3
     (field,) = desc.schema.fields

@@ -28,10 +28,10 @@ __all__ = ["cli", "describe_layout", "main"]
 
 
 def __getattr__(name: str) -> Any:
-    """``describe_layout`` on first use: :mod:`lance_ops.cli.inspect` reads files, and importing it
+    """``describe_layout`` on first use: :mod:`lance_ops.file.describe` reads files, and importing it
     would load the whole file layer for every ``lance-ops --help``."""
     if name == "describe_layout":
-        from lance_ops.cli.inspect import describe_layout
+        from lance_ops.file.describe import describe_layout
 
         return describe_layout
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -173,6 +173,7 @@ def inspect(
 ) -> None:
     """Describe a .lance data file or a dataset directory."""
     from lance_ops.cli import inspect as info
+    from lance_ops.file import describe
 
     if info.is_dataset(path, storage_options):
         report = info.dataset_report(_open(path, storage_options, version), pages=pages)
@@ -181,7 +182,7 @@ def inspect(
     reader = info.open_file(path, storage_options)
     if version is not None:
         raise click.UsageError("--version applies to datasets, not to single data files")
-    file_report = info.file_report(path, reader, pages=pages)
+    file_report = describe.file_report(path, reader, pages=pages)
     emit_json(file_report) if as_json else _show_file(file_report)
 
 
@@ -919,7 +920,7 @@ def report(uri: str, output: str, as_json: bool, storage_options: dict[str, str]
     """One self-contained HTML page: history, column sizes and encodings, compression, fragment sizes."""
     if importlib.util.find_spec("matplotlib") is None:
         raise UnsupportedFeatureError("the report needs matplotlib (pip install 'lance-ops[report]')")
-    from lance_ops.cli import report as report_module
+    from lance_ops import report as report_module
 
     ds = _open(uri, storage_options)
     page = report_module.render(ds)

@@ -45,8 +45,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_ops.errors import PredicateError, UnsupportedFeatureError, UnsupportedSQLError
+from lance_ops.query import arrow as p
 from lance_ops.query import expressions as ex
-from lance_ops.query import predicate as p
 from lance_ops.query.values import (
     Value,
     as_type,

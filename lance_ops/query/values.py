@@ -5,7 +5,7 @@ type and, for a constant, its value. The rules here are DataFusion's where Arrow
 compared with a column takes the column's type when that cast is lossless (:func:`unify`), two
 numbers of different types meet in DataFusion's common type (:func:`promote`), and temporal text
 literals read as ISO text (:func:`temporal_literal`). Shared by the SQL translator
-(:mod:`lance_ops.query.predicate`) and its functions (:mod:`lance_ops.query._functions`).
+(:mod:`lance_ops.query.arrow`) and its functions (:mod:`lance_ops.query._functions`).
 """
 
 from __future__ import annotations

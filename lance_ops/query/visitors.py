@@ -1,7 +1,7 @@
 """What is derived from a filter's expression tree: its SQL text, the columns it reads, and the
 simple conditions (:class:`Bound`) statistics and scalar indices can prune with.
 
-The Arrow expression is the fourth derivation: :mod:`lance_ops.query.predicate` translates the
+The Arrow expression is the fourth derivation: :mod:`lance_ops.query.arrow` translates the
 tree with DataFusion's semantics.
 """
 

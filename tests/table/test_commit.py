@@ -279,6 +279,4 @@ def test_a_version_another_writer_built_on_is_kept(pylance_ds: str, lance_module
     assert handler.raced and manifest.version == 2
     ds = lance_module.dataset(pylance_ds)
     assert [v["version"] for v in ds.versions()] == [1, 2, 3]
-    assert sorted(ds.to_table().column("id").to_pylist()) == sorted(
-        [*range(57), *range(100, 103)]
-    )
+    assert sorted(ds.to_table().column("id").to_pylist()) == sorted([*range(57), *range(100, 103)])

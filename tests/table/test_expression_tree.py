@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 import lance_ops
 from lance_ops.errors import PredicateError, UnsupportedSQLError
 from lance_ops.query import expressions as ex
+from lance_ops.query.arrow import FUNCTIONS, sql_text
 from lance_ops.query.parser import LanceSQL, from_sqlglot, parse
-from lance_ops.query.predicate import FUNCTIONS, parse_predicate, sql_text
+from lance_ops.query.predicate import parse_predicate
 from lance_ops.query.substrait import NotConvertible, from_arrow
 from lance_ops.query.visitors import Bound, bounds, columns, to_sql
 

@@ -93,3 +93,95 @@ def test_compact_files_takes_options_or_keywords_not_both(tmp_path: Path) -> Non
     with pytest.raises(TypeError, match="unexpected keyword"):
         ds.optimize.compact_files(target_rows_per_fragmnet=5)  # type: ignore[call-arg]
     assert ds.version == 2 and lance.dataset(uri).version == 2
+
+
+def _commit_trace(uri: str) -> list[tuple[str, dict[str, str]]]:
+    """Each version's operation and transaction properties (the uuid aside), as we and pylance read them."""
+    ours = lance_ops.dataset(uri)
+    theirs = lance.dataset(uri)
+    trace = []
+    for version in range(1, ours.latest_version + 1):
+        transaction = ours.read_transaction(version)
+        assert transaction is not None
+        read_back = theirs.read_transaction(version)
+        assert (
+            read_back is not None and dict(read_back.transaction_properties or {}) == transaction.properties
+        )
+        trace.append((type(transaction.operation).__name__, dict(transaction.properties)))
+    return trace
+
+
+@pytest.mark.interop
+def test_dataset_methods_take_commit_options_as_their_keywords(tmp_path: Path) -> None:
+    """write_dataset, LanceDataset.commit, insert, merge_insert(...).execute and restore commit the
+    same with ``commit=CommitOptions(...)`` as with their keyword forms; pylance reads the results."""
+    props = {"run": "r1"}
+    results = {}
+    for form in ("keywords", "object"):
+        uri = str(tmp_path / f"{form}.lance")
+        by_object = form == "object"
+
+        def how(**keywords: object) -> dict[str, object]:
+            return {"commit": lance_ops.CommitOptions(**keywords)} if by_object else keywords  # noqa: B023
+
+        first = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]})
+        ds = lance_ops.write_dataset(
+            first,
+            uri,
+            **how(commit_message="create", transaction_properties=props, enable_stable_row_ids=True),
+        )
+        ds.insert(pa.table({"id": pa.array([4], pa.int64()), "v": ["d"]}), **how(commit_message="insert"))
+        appended = lance_ops.write_dataset(
+            pa.table({"id": pa.array([5], pa.int64()), "v": ["e"]}), uri, mode="append", max_rows_per_file=1
+        )
+        transaction = appended.read_transaction(appended.version)
+        assert transaction is not None
+        lance_ops.write_dataset(pa.table({"id": pa.array([9], pa.int64()), "v": ["z"]}), uri, mode="append")
+        lance_ops.LanceDataset.commit(
+            uri,
+            transaction.operation,
+            **how(read_version=appended.version, transaction_properties={"step": "commit"}, max_retries=3),
+        )
+        ds = lance_ops.dataset(uri)
+        source = pa.table({"id": pa.array([2, 7], pa.int64()), "v": ["B", "g"]})
+        merged = (
+            ds.merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(source, **how(transaction_properties={"step": "merge"}))
+        )
+        ds.checkout_version(2).restore(**how(transaction_properties={"step": "restore"}))
+        theirs = lance.dataset(uri)
+        assert theirs.has_stable_row_ids
+        results[form] = (
+            merged,
+            _commit_trace(uri),
+            [
+                sorted(theirs.checkout_version(v).to_table().to_pylist(), key=str)
+                for v in range(1, theirs.version + 1)
+            ],
+        )
+    assert results["keywords"] == results["object"]
+    merged, trace, tables = results["object"]
+    assert merged["num_updated_rows"] == 1 and merged["num_inserted_rows"] == 1
+    assert trace[0] == ("Overwrite", {"run": "r1", "__lance_commit_message": "create"})
+    assert trace[1][1] == {"__lance_commit_message": "insert"}
+    assert [t[1].get("step") for t in trace[4:]] == ["commit", "merge", "restore"]
+    # the append of id 5 committed again on top of id 9's: ids 1-5, 9 and 5 once more
+    assert tables[-1] == tables[1] and sorted(row["id"] for row in tables[4]) == [1, 2, 3, 4, 5, 5, 9]
+
+
+def test_dataset_methods_refuse_a_setting_given_both_ways(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds.lance")
+    table = pa.table({"id": pa.array([1], pa.int64())})
+    with pytest.raises(InvalidArgumentError, match="commit_message"):
+        lance_ops.write_dataset(
+            table, uri, commit_message="a", commit=lance_ops.CommitOptions(commit_message="b")
+        )
+    ds = lance_ops.write_dataset(table, uri)
+    with pytest.raises(InvalidArgumentError, match="transaction_properties"):
+        ds.restore(
+            transaction_properties={"a": "1"},
+            commit=lance_ops.CommitOptions(transaction_properties={"a": "2"}),
+        )
+    assert ds.version == 1 and lance.dataset(uri).version == 1

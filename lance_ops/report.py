@@ -1,4 +1,4 @@
-"""``lance-ops report``: one self-contained HTML page of plots about a dataset (matplotlib, inline SVG).
+"""The dataset report: one self-contained HTML page of plots about a dataset (matplotlib, inline SVG).
 
 The page shows, for the dataset's latest (or given) version:
 
@@ -7,9 +7,11 @@ The page shows, for the dataset's latest (or given) version:
 * per column, the compression ratio: raw Arrow size of the same rows over bytes on disk;
 * the distribution of fragment sizes (rows and bytes).
 
-Every figure is built by a public function of plain data (:func:`collect` gathers it), so other
-front ends attach the same pictures: a Dagster asset can put ``png_data_uri(fig)`` in a Markdown
-metadata value. Figures use matplotlib's object API (no pyplot, no global state, no display).
+Every figure is built by a public function of plain data (:func:`~lance_ops.dataset_report.collect`
+gathers it), so every front end attaches the same pictures: ``lance-ops report`` writes the page,
+the Dagster maintenance asset writes it beside the dataset, and an asset can put
+``png_data_uri(fig)`` in a Markdown metadata value. Figures use matplotlib's object API (no
+pyplot, no global state, no display).
 Counts and sizes are labelled as plain integers with thousands separators (never an offset such
 as ``+2.571e4``), bars keep room for their labels, and a series of one point (a dataset with one
 version, fragments all of one size) is drawn as a labelled bar with a note rather than a lone dot.
@@ -23,7 +25,6 @@ import datetime as dt
 import html
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -31,8 +32,8 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
-from lance_ops.cli.inspect import column_storage
 from lance_ops.dataset import LanceDataset
+from lance_ops.dataset_report import ReportData, collect
 
 __all__ = [
     "ReportData",
@@ -49,27 +50,6 @@ __all__ = [
 
 WIDTH = 9.0  # inches; every figure is this wide so the page lines up
 HEADROOM = 1.15  # axis length over the longest bar: room for the bar's label
-
-
-@dataclass(frozen=True)
-class ReportData:
-    """What the plots show: history rows (``ds.history()``), per-column storage
-    (:func:`lance_ops.cli.inspect.column_storage`) and per-fragment ``(rows, bytes)``."""
-
-    uri: str
-    version: int
-    history: list[dict[str, Any]]
-    columns: list[dict[str, Any]]
-    fragments: list[tuple[int, int]]
-
-
-def collect(ds: LanceDataset) -> ReportData:
-    """Gather everything the report plots from one dataset version (reads every data file once)."""
-    fragments = [
-        (f.metadata.physical_rows, sum(d.file_size_bytes or 0 for d in f.data_files()))
-        for f in ds.get_fragments()
-    ]
-    return ReportData(ds.uri, ds.version, ds.history().to_pylist(), column_storage(ds), fragments)
 
 
 def _counts(axis: Axis) -> None:
