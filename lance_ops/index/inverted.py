@@ -15,6 +15,22 @@ rows therefore only rewrites the ``_rowid`` column of the docs files; every othe
 Removing rows would mean renumbering the documents inside the compressed postings and their BM25
 statistics: not supported (:class:`~lance_ops.errors.UnsupportedIndexTypeError`; the caller falls
 back to the Fragment Reuse Index).
+
+Facts for building these files and searching them (read from pylance 14's bytes and scores; the
+posting block layout is not yet confirmed against the format's source):
+
+* ``metadata.lance`` ``params``: simple tokenizer, lower case, English stemming, English stop words
+  removed, ASCII folding, tokens of at most 40 bytes; ``token_set_format`` ``fst``,
+  ``posting_block_size`` 128, ``posting_tail_codec`` ``varint_delta_v1``.
+* ``part_<p>_tokens.lance``: ``_token_fst_bytes`` (large_binary, the FST), ``_token_next_id``
+  (uint32), ``_token_total_length`` (uint64). ``part_<p>_docs.lance`` carries the schema metadata
+  ``total_tokens``.
+* A ``_posting`` block seems to open with a float32 (the block's maximum score); full 128-document
+  blocks then look bit-packed (a bit-width byte for the document numbers, one for the frequencies);
+  the tail block is varint deltas.
+* Scores are BM25 with k1 = 1.2, b = 0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5)) and the average
+  length total_tokens / N (one ``_score`` reproduced by hand); stop words do not count towards a
+  document's length; pylance orders tied scores arbitrarily.
 """
 
 from __future__ import annotations
