@@ -19,7 +19,6 @@ import os
 import struct
 import threading
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -66,7 +65,7 @@ from lance_ops.file.schema import (
     schema_to_fields,
     storage_field,
 )
-from lance_ops.file.writer import as_table
+from lance_ops.file.writer import FileWriterBase, as_table
 from lance_ops.io import ObjectStore
 from lance_ops.io.context import open_path
 
@@ -198,7 +197,7 @@ class LegacyFileReader(LanceFileReader):
         raise UnsupportedFeatureError(f"{self.path}: legacy (0.1) files do not record page sizes")
 
 
-class LegacyFileWriter:
+class LegacyFileWriter(FileWriterBase):
     """Write Arrow data to a legacy (0.1) Lance file, as pylance 14 writes a legacy dataset's.
 
     ``path`` / ``store`` / ``storage_options`` / ``lance_fields`` / ``schema`` as for
@@ -363,28 +362,3 @@ class LegacyFileWriter:
     def _write_message(self, message: Any) -> int:
         data = message.SerializeToString()
         return self._write(_SIZE_PREFIX.pack(len(data)) + data)
-
-    def abort(self) -> None:
-        """Discard the partial file."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._out.abort()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ValueError(f"{self.path}: the writer is closed")
-
-    def __enter__(self) -> LegacyFileWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()

@@ -33,7 +33,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
-from types import TracebackType
 from typing import Any, cast
 
 import pyarrow as pa
@@ -55,7 +54,8 @@ from lance_ops.file.schema import (
     schema_to_fields,
     storage_field,
 )
-from lance_ops.io import MemoryStore, ObjectStore
+from lance_ops.io import MemoryStore, ObjectStore, OutputStream
+from lance_ops.io.base import CloseOrAbort
 from lance_ops.io.context import open_path
 
 _Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
@@ -102,7 +102,28 @@ class _FieldState:
         self.rows_written = 0
 
 
-class LanceFileWriter:
+class FileWriterBase(CloseOrAbort):
+    """What every file writer shares: its path, output stream and lock, discarding a partial file
+    (:meth:`abort`), refusing use after close, and closing (or aborting) as a context manager."""
+
+    path: str
+    _out: OutputStream
+    _lock: threading.RLock
+    _closed: bool
+
+    def abort(self) -> None:
+        """Discard the partial file."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._out.abort()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self.path}: the writer is closed")
+
+
+class LanceFileWriter(FileWriterBase):
     """Write Arrow data to a Lance file.
 
     ``path`` is a local path or URI (opened with ``storage_options``), or, with ``store`` (a
@@ -382,31 +403,6 @@ class LanceFileWriter:
             nan_counts=statistics.nan_counts(),
         )
         self._extra_metadata[PAGE_STATISTICS_KEY] = location.to_json().encode()
-
-    def abort(self) -> None:
-        """Discard the partial file."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._out.abort()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ValueError(f"{self.path}: the writer is closed")
-
-    def __enter__(self) -> LanceFileWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def _lance_file_bytes(table: pa.Table) -> bytes:

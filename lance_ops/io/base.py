@@ -35,10 +35,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Self
 
 import numpy as np
 
 __all__ = [
+    "CloseOrAbort",
     "FileInfo",
     "ObjectStore",
     "OutputStream",
@@ -230,7 +232,32 @@ def serve_ranges(
     return plan.slices(read_spans(plan.spans) if len(plan.span_starts) else [])
 
 
-class OutputStream(ABC):
+class CloseOrAbort:
+    """Used as a context manager: :meth:`close` when the block ends normally, :meth:`abort` when it
+    raises, so a failed write never leaves a partial file behind."""
+
+    def close(self) -> object:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class OutputStream(CloseOrAbort, ABC):
     """A file being written. Its bytes become visible at its path, all at once, on :meth:`close`.
 
     Used as a context manager, leaving the block by an exception calls :meth:`abort` instead, so a
@@ -269,20 +296,6 @@ class OutputStream(ABC):
         if not self._closed:
             self._closed = True
             self._discard()
-
-    def __enter__(self) -> OutputStream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
     @abstractmethod
     def _write(self, data: memoryview) -> None: ...
