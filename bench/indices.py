@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from run import NOTES_MARKER, RESULTS_PATH, environment
+from run import RESULTS_PATH, environment, replace_section
 
 import lance_ops
 
@@ -182,14 +182,7 @@ def report(args: argparse.Namespace, times: dict[str, tuple[float, float]], prob
 
 
 def write_markdown(section: str) -> None:
-    text = RESULTS_PATH.read_text() if RESULTS_PATH.exists() else "# Benchmark results\n"
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
-    else:
-        if NOTES_MARKER not in text:
-            text = text.rstrip("\n") + f"\n\n{NOTES_MARKER}\n"
-        text = text.rstrip("\n") + f"\n\n{section}\n"
-    RESULTS_PATH.write_text(text)
+    replace_section(BEGIN, END, section)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -2,10 +2,10 @@
 
 Every measurement runs in a child process of its own, which reports its wall time and its peak
 resident set (``VmHWM``, see ``bench/rss.py``), and the peak it had reached before the measured work
-began (imports, an open dataset): the difference is what the work itself held at its worst. The rows come from a
-generator of ``--batch-rows`` record batches of ``bench/datagen.py``'s mixed table (wrapped in a
-``RecordBatchReader``), so no system ever sees the whole table at once; the ``stream`` line is that
-generator alone, the floor under every write.
+began (imports, an open dataset): the difference is what the work itself held at its worst. The
+rows come from a generator of ``--batch-rows`` record batches of ``bench/datagen.py``'s mixed table
+(wrapped in a ``RecordBatchReader``), so no system ever sees the whole table at once; the ``stream``
+line is that generator alone, the floor under every write.
 
 * ``write``: ``lance_ops.write_dataset`` / ``lance.write_dataset`` of the stream, or
   ``pyarrow.parquet.ParquetWriter`` (zstd) writing batch by batch;
@@ -32,8 +32,9 @@ from pathlib import Path
 
 from rss import peak_mb
 
-RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
 SYSTEMS = ("stream", "lance_ops", "pylance", "parquet")
+from run import RESULTS_PATH, replace_section  # noqa: E402
+
 BEGIN, END = "<!-- memory: begin -->", "<!-- memory: end -->"
 
 
@@ -134,13 +135,7 @@ def render(results: list[dict[str, object]], batch_rows: int, loads: list[str]) 
 
 
 def write_markdown(section: str) -> None:
-    text = RESULTS_PATH.read_text()
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + "\n" + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS_PATH.write_text(text)
+    replace_section(BEGIN, END, section)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,6 +56,19 @@ def kept_notes(path: Path = RESULTS_PATH) -> str:
     return "\n" + old[at:] if at >= 0 else ""
 
 
+def replace_section(begin: str, end: str, section: str, path: Path = RESULTS_PATH) -> None:
+    """Put ``section`` (which opens with ``begin`` and closes with ``end``) in the results file: in
+    place of the one there, else appended among the notes a new ``--markdown`` run keeps."""
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    if begin in text:
+        text = text[: text.index(begin)] + section.rstrip("\n") + text[text.index(end) + len(end) :]
+    else:
+        if NOTES_MARKER not in text:
+            text = text.rstrip("\n") + f"\n\n{NOTES_MARKER}\n"
+        text = text.rstrip("\n") + f"\n\n{section.rstrip(chr(10))}\n"
+    path.write_text(text)
+
+
 # --- systems --------------------------------------------------------------------------------------
 
 

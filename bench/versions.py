@@ -39,12 +39,12 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rss import peak_mb  # noqa: E402
+from run import RESULTS_PATH, replace_section  # noqa: E402
 
 import lance_ops  # noqa: E402
 from lance_ops.table.manifest import decode_manifest_file, encode_manifest_file  # noqa: E402
 from lance_ops.table.naming import VERSIONS_DIR, ManifestNamingScheme  # noqa: E402
 
-RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
 BEGIN, END = "<!-- versions: begin -->", "<!-- versions: end -->"
 METRICS = ("versions", "history", "cleanup")
 
@@ -167,12 +167,7 @@ def render(results: dict[int, dict[str, dict[str, float]]], fragments: int, repe
 
 
 def write_markdown(section: str) -> None:
-    text = RESULTS_PATH.read_text()
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + section.rstrip("\n") + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS_PATH.write_text(text)
+    replace_section(BEGIN, END, section)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
