@@ -21,9 +21,12 @@ remaining ``_num_tokens``; every posting list drops the removed documents and sh
 numbers down; as the partition's document count and average length changed, every token's block
 scores, ``_max_score`` and ``_impacts`` are computed again. A token left in no document is dropped
 and the later token ids shift down: the token FST is rebuilt (``_token_next_id`` and
-``_token_total_length`` follow). Positions (``with_position=True``) are not renumbered: such an
-index losing rows raises :class:`~lance_ops.errors.UnsupportedIndexTypeError` and the caller
-falls back to the Fragment Reuse Index.
+``_token_total_length`` follow). Positions (``with_position=True``) leave with their documents
+and each token's position stream is cut into blocks again. A layout that cannot be renumbered
+(posting blocks other than 128 documents, positions other than pylance 14's shared packed-delta
+stream, a token set other than an FST losing tokens) raises
+:class:`~lance_ops.errors.UnsupportedIndexTypeError` and the caller falls back to the Fragment
+Reuse Index.
 
 Facts for building these files and searching them (read from pylance 14's bytes and scores):
 
@@ -66,7 +69,9 @@ MAX_SCORE = "_max_score"
 LENGTH = "_length"
 IMPACTS = "_impacts"
 FST_BYTES = "_token_fst_bytes"
-POSITION_COLUMNS = ("_position", "_compressed_position", "_position_block_offset")
+POSITIONS = "_compressed_position"
+POSITION_OFFSETS = "_position_block_offset"
+LEGACY_POSITIONS = "_position"
 
 
 def _partitions(index: IndexMetadata, metadata: IndexFileData) -> list[int]:
@@ -110,15 +115,6 @@ def _check_renumberable(index: IndexMetadata, metadata: IndexFileData) -> None:
     if block != b"128":
         raise UnsupportedIndexTypeError(
             f"INVERTED index {index.name!r}: {block.decode()}-document posting blocks cannot be renumbered",
-            index.name,
-        )
-    try:
-        params = json.loads(metadata.metadata.get(b"params", b"{}"))
-    except ValueError as exc:
-        raise IndexCorruptError(METADATA, f"index {index.name!r}: bad params: {exc}") from exc
-    if isinstance(params, dict) and params.get("with_position"):
-        raise UnsupportedIndexTypeError(
-            f"INVERTED index {index.name!r}: removing rows from an index with positions is not supported",
             index.name,
         )
 
@@ -165,22 +161,24 @@ def _renumber(
     docs_name, invert_name = f"part_{partition}_docs.lance", f"part_{partition}_invert.lance"
     tokens_name = f"part_{partition}_tokens.lance"
     invert = read_index_file(ctx, index, invert_name)
-    if any(c in invert.table.column_names for c in POSITION_COLUMNS):
-        raise UnsupportedIndexTypeError(
-            f"INVERTED index {index.name!r}: removing rows from an index with positions is not supported",
-            index.name,
-        )
+    positions = _positions_layout(index, invert)
     codec = _tail_codec(index, invert, invert_name)
     lengths = np.asarray(docs.column(NUM_TOKENS, index, docs_name).combine_chunks(), dtype=np.uint32)[kept]
     total = _write_docs(writer, docs_name, docs, ids, kept)
     new_number = (np.cumsum(kept, dtype=np.int64) - 1).astype(np.uint32)
     columns: dict[str, list[Any]] = {POSTING: [], MAX_SCORE: [], LENGTH: [], IMPACTS: []}
+    if positions:
+        columns |= {POSITIONS: [], POSITION_OFFSETS: []}
+        streams = invert.column(POSITIONS, index, invert_name).to_pylist()
+        offsets = invert.column(POSITION_OFFSETS, index, invert_name).to_pylist()
     dropped: list[int] = []
     blocks = _list_values(invert, index, invert_name, POSTING)
     counts = np.asarray(invert.column(LENGTH, index, invert_name).combine_chunks(), dtype=np.int64)
     for token, (value, count) in enumerate(zip(blocks, counts.tolist(), strict=True)):
         try:
             doc_ids, freqs = postings.decode_posting_list(value, count, codec)
+            if positions:
+                token_positions = postings.decode_positions(streams[token], offsets[token], freqs)
         except CorruptFileError as exc:
             raise IndexCorruptError(
                 invert_name, f"index {index.name!r}: token {token}: {exc.reason}"
@@ -200,6 +198,10 @@ def _renumber(
         columns[MAX_SCORE].append(row.max_score)
         columns[LENGTH].append(row.length)
         columns[IMPACTS].append(row.impacts)
+        if positions:
+            stream, starts = postings.encode_positions(token_positions[np.repeat(alive, freqs)], freqs[alive])
+            columns[POSITIONS].append(stream)
+            columns[POSITION_OFFSETS].append(starts)
     schema = invert.schema
     arrays = []
     for field in schema:
@@ -219,6 +221,23 @@ def _renumber(
         _write_tokens(ctx, index, writer, tokens_name, dropped)
     else:
         writer.copy(ctx, index, tokens_name)
+
+
+def _positions_layout(index: IndexMetadata, invert: IndexFileData) -> bool:
+    """Whether the postings carry positions (in the shared packed-delta stream pylance 14 writes;
+    other layouts cannot be renumbered)."""
+    names = invert.table.column_names
+    if POSITIONS not in names and LEGACY_POSITIONS not in names:
+        return False
+    layout = invert.metadata.get(b"positions_layout", b"").decode()
+    codec = invert.metadata.get(b"positions_codec", b"").decode()
+    if LEGACY_POSITIONS in names or layout != "shared_stream_v2" or codec != postings.POSITIONS_PACKED_DELTA:
+        raise UnsupportedIndexTypeError(
+            f"INVERTED index {index.name!r}: positions stored as {layout or 'per document'!r} / "
+            f"{codec or 'legacy'!r} cannot be renumbered",
+            index.name,
+        )
+    return True
 
 
 def _list_values(data: IndexFileData, index: IndexMetadata, name: str, column: str) -> list[list[bytes]]:

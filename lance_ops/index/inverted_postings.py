@@ -37,6 +37,13 @@ shift) and pairs with equal codes keep the higher frequency. Each pair is
 from the previous pair's (0 before the first), ``explicit`` is 1 and one byte with the rise
 follows.
 
+Positions (``with_position=True``, ``positions_layout`` ``shared_stream_v2``, ``positions_codec``
+``packed_delta_v1``): ``_compressed_position`` holds one stream per token, the posting blocks'
+position blocks one after the other, and ``_position_block_offset`` where each starts. A position
+block lists, document after document, each document's positions as deltas (the first as is, then
+the gap from the previous one); full groups of 128 deltas are bit-packed as above (width byte,
+``16 * w`` bytes, no delta coding), the remaining deltas are varints.
+
 :func:`decode_posting_list` and :func:`encode_posting_list` are the public, stable API (the
 full-text builder and the remap use them); :func:`block_scores` and :func:`encode_impacts` are
 its parts. Bad bytes raise :class:`~lance_ops.errors.CorruptFileError` (placeholder path
@@ -64,8 +71,10 @@ __all__ = [
     "PostingRow",
     "average_length",
     "block_scores",
+    "decode_positions",
     "decode_posting_list",
     "encode_impacts",
+    "encode_positions",
     "encode_posting_list",
     "idf",
     "quantize_doc_length",
@@ -77,6 +86,7 @@ K1 = np.float32(1.2)
 B = np.float32(0.75)
 TAIL_VARINT_DELTA = "varint_delta_v1"
 TAIL_FIXED32 = "fixed32_v1"
+POSITIONS_PACKED_DELTA = "packed_delta_v1"
 _TAIL_CODECS = (TAIL_VARINT_DELTA, TAIL_FIXED32)
 _LANES = 4
 _PLACE = "<posting>"
@@ -423,3 +433,68 @@ def encode_posting_list(
         length=len(doc_ids),
         impacts=encode_impacts(doc_ids, freqs, doc_lengths),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# positions (shared stream, packed deltas)
+
+
+def _doc_starts(freqs: np.ndarray) -> np.ndarray:
+    return np.concatenate(([0], np.cumsum(freqs.astype(np.int64))))
+
+
+def decode_positions(stream: bytes, block_offsets: Sequence[int], freqs: np.ndarray) -> np.ndarray:
+    """Every document's positions (uint32), documents in posting order: document ``i``'s are
+    ``positions[s[i]:s[i + 1]]`` with ``s`` the running sum of ``freqs`` from 0."""
+    freqs = np.asarray(freqs, np.int64)
+    bounds = [*(int(o) for o in block_offsets), len(stream)]
+    if len(bounds) - 1 != -(-len(freqs) // BLOCK_SIZE) or (np.diff(bounds) < 0).any():
+        raise _corrupt(f"{len(bounds) - 1} position blocks for {len(freqs)} documents")
+    deltas = []
+    for index in range(len(bounds) - 1):
+        block = memoryview(stream)[bounds[index] : bounds[index + 1]]
+        count = int(freqs[index * BLOCK_SIZE : (index + 1) * BLOCK_SIZE].sum())
+        offset = 0
+        for _ in range(count // BLOCK_SIZE):
+            if offset >= len(block):
+                raise _corrupt("position block ends before its packed deltas")
+            group, offset = _unpack(block, offset + 1, block[offset])
+            deltas.append(group)
+        tail, offset = _read_varints(block, offset, count % BLOCK_SIZE)
+        if offset != len(block):
+            raise _corrupt(f"position block has {len(block) - offset} trailing bytes")
+        deltas.append(tail)
+    flat = np.concatenate(deltas).astype(np.int64) if deltas else np.zeros(0, np.int64)
+    starts = _doc_starts(freqs)[:-1]
+    # positions restart at each document: a running sum reset at the document starts
+    total = np.cumsum(flat)
+    base = np.repeat(total[starts] - flat[starts], freqs) if len(flat) else flat
+    positions = total - base
+    if len(positions) and positions.max() > 0xFFFFFFFF:
+        raise _corrupt("position over 32 bits")
+    return positions.astype(np.uint32)
+
+
+def encode_positions(positions: np.ndarray, freqs: np.ndarray) -> tuple[bytes, list[int]]:
+    """``_compressed_position`` and ``_position_block_offset`` of one token (see
+    :func:`decode_positions` for the arguments; each document's positions ascending)."""
+    freqs = np.asarray(freqs, np.int64)
+    positions = np.asarray(positions, np.int64)
+    starts = _doc_starts(freqs)
+    if starts[-1] != len(positions):
+        raise ValueError(f"{len(positions)} positions for frequencies summing to {int(starts[-1])}")
+    deltas = np.diff(positions, prepend=0)
+    first = starts[:-1][freqs > 0]
+    deltas[first] = positions[first]
+    if (deltas < 0).any():
+        raise ValueError("positions must ascend within a document")
+    stream = bytearray()
+    offsets: list[int] = []
+    for start in range(0, len(freqs), BLOCK_SIZE):
+        offsets.append(len(stream))
+        block = deltas[starts[start] : starts[min(start + BLOCK_SIZE, len(freqs))]]
+        full = len(block) // BLOCK_SIZE * BLOCK_SIZE
+        for group in range(0, full, BLOCK_SIZE):
+            stream += _pack(block[group : group + BLOCK_SIZE].astype(np.uint32))
+        stream += _varints(block[full:])
+    return bytes(stream), offsets

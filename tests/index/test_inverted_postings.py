@@ -107,6 +107,25 @@ def test_every_token_round_trips_to_pylance_bytes(indices: dict[str, Path], case
             assert again.impacts == row["_impacts"]
 
 
+def test_positions_round_trip_to_pylance_bytes(indices: dict[str, Path]) -> None:
+    """with_position=True: each token's position stream and block offsets decode and encode back
+    to pylance's bytes; a document's positions ascend and number its frequency."""
+    (directory,) = (indices["positions"] / "_indices").iterdir()
+    table = _read(directory / "part_0_invert.lance")
+    assert table.schema.metadata[b"positions_codec"].decode() == ip.POSITIONS_PACKED_DELTA
+    for row in table.to_pylist():
+        _, freqs = ip.decode_posting_list(row["_posting"], row["_length"])
+        positions = ip.decode_positions(row["_compressed_position"], row["_position_block_offset"], freqs)
+        assert len(positions) == int(freqs.sum())
+        starts = np.concatenate(([0], np.cumsum(freqs, dtype=np.int64)))
+        assert all(
+            (np.diff(positions[a:b].astype(np.int64)) > 0).all()
+            for a, b in zip(starts, starts[1:], strict=False)
+        )
+        stream, offsets = ip.encode_positions(positions, freqs)
+        assert stream == row["_compressed_position"] and offsets == row["_position_block_offset"]
+
+
 def test_a_token_in_every_document_covers_them_in_order(indices: dict[str, Path]) -> None:
     """The 128-document index: ``common`` is in every document, numbered 0..127 in one block."""
     (directory,) = (indices["128"] / "_indices").iterdir()
@@ -143,6 +162,18 @@ def test_encode_then_decode(data: tuple[list[int], list[int]], seed: int) -> Non
     assert np.array_equal(got_ids, ids) and np.array_equal(got_freqs, freqs)
     scores = ip.block_max_scores(row.posting)
     assert row.max_score == scores.max() and (scores > 0).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 2**20), min_size=1, max_size=300, unique=True), min_size=1, max_size=400)
+)
+def test_positions_encode_then_decode(docs: list[list[int]]) -> None:
+    freqs = np.array([len(d) for d in docs], np.uint32)
+    positions = np.concatenate([np.sort(np.array(d, np.uint32)) for d in docs])
+    stream, offsets = ip.encode_positions(positions, freqs)
+    assert len(offsets) == -(-len(docs) // 128) and offsets[0] == 0
+    assert np.array_equal(ip.decode_positions(stream, offsets, freqs), positions)
 
 
 @pytest.mark.parametrize("width", [0, 1, 7, 8, 31, 32])
@@ -183,5 +214,14 @@ def test_bad_bytes_raise_typed_errors() -> None:
         ip.decode_posting_list(row.posting, 200, tail_codec="zigzag")
     with pytest.raises(ValueError, match="ascending"):
         ip.encode_posting_list(np.array([3, 3], np.uint32), np.ones(2, np.uint32), np.ones(4))
+    stream, offsets = ip.encode_positions(
+        np.arange(300, dtype=np.uint32), np.full(200, 1, np.uint32)[:150] * 2
+    )
+    with pytest.raises(CorruptFileError, match="position blocks"):
+        ip.decode_positions(stream, offsets[:1], np.full(150, 2, np.uint32))
+    with pytest.raises(CorruptFileError):
+        ip.decode_positions(stream[:-1], offsets, np.full(150, 2, np.uint32))
+    with pytest.raises(ValueError, match="ascend"):
+        ip.encode_positions(np.array([5, 2], np.uint32), np.array([2], np.uint32))
     with pytest.raises(ValueError, match="beyond"):
         ip.encode_posting_list(np.array([9], np.uint32), np.ones(1, np.uint32), np.ones(4))

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
+from lance_ops.errors import IndexCorruptError
 from lance_ops.file import LanceFileReader
 from lance_ops.index.remap import remap_index
 from lance_ops.index.types import uuid_text
@@ -176,31 +176,20 @@ def test_deferred_then_optimize_trims_reuse_index(tmp_path: Path) -> None:
     assert lance_ops.dataset(str(ours)).version == version
 
 
-def test_positions_are_deferred_not_renumbered(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """An index with positions losing rows: refused by the remap (typed error naming it), so the
-    compaction records it in the Fragment Reuse Index with a log line; pylance answers right."""
-    source = _build(tmp_path / "src", _texts(rare=False), with_position=True)
-    ours, twin = _twins(source, tmp_path)
-    mapping, _ = compact_deferred(source)
-    ds = lance_ops.dataset(str(source))
-    (index,) = [ix for ix in ds.manifest.indices if ix.name == "txt_idx"]
-    before = sorted(p.name for p in (source / "_indices").iterdir())
-    with pytest.raises(UnsupportedIndexTypeError, match="txt_idx.*positions") as info:
-        remap_index(ds.storage, index, mapping)
-    assert info.value.index == "txt_idx"
-    assert sorted(p.name for p in (source / "_indices").iterdir()) == before
-    with caplog.at_level("INFO", logger="lance_ops.ops.index_remap"):
-        outcome = lance_ops.dataset(str(ours)).optimize.compact_files_with_outcome(
-            CompactionOptions(target_rows_per_fragment=1 << 20)
-        )
-    assert outcome is not None and outcome.indices.deferred == ("txt_idx",)
-    assert any("txt_idx" in r.getMessage() for r in caplog.records)
-    assert _frag_reuse(ours) is not None
-    mine, theirs = lance.dataset(str(ours)), lance.dataset(str(twin))
-    for query in ("hello", "3", "rare507x"):
-        a = mine.to_table(full_text_query=query, columns=["id"]).sort_by("id")
-        b = theirs.to_table(full_text_query=query, columns=["id"]).sort_by("id")
-        assert a["id"].equals(b["id"]), query
+def test_positions_renumbered_as_pylance(tmp_path: Path) -> None:
+    """An index with positions losing rows: the position streams drop the removed documents and
+    are cut into blocks again; every file equals pylance's, phrase queries answer as on the twin."""
+    ours, twin = _twins(_build(tmp_path / "src", _zipf(), with_position=True), tmp_path)
+    outcome = lance_ops.dataset(str(ours)).optimize.compact_files_with_outcome(
+        CompactionOptions(target_rows_per_fragment=1 << 20)
+    )
+    assert outcome is not None and outcome.indices.remapped == ("txt_idx",) and not outcome.indices.deferred
+    assert _frag_reuse(ours) is None
+    mine, theirs = _files(ours), _files(twin)
+    assert "_compressed_position" in mine["part_0_invert.lance"].column_names
+    for name, table in theirs.items():
+        assert mine[name].equals(table, check_metadata=True), name
+    _answers_equal(ours, twin, ("w0x", '"w0x w1x"', '"w3x w0x w0x"', "w399x"))
 
 
 def test_corrupt_postings_raise_naming_the_index(tmp_path: Path) -> None:
