@@ -173,6 +173,9 @@ def _renumber(
         offsets = invert.column(POSITION_OFFSETS, index, invert_name).to_pylist()
     dropped: list[int] = []
     blocks = _list_values(invert, index, invert_name, POSTING)
+    old_impacts = (
+        _list_values(invert, index, invert_name, IMPACTS) if IMPACTS in invert.table.column_names else None
+    )
     counts = np.asarray(invert.column(LENGTH, index, invert_name).combine_chunks(), dtype=np.int64)
     for token, (value, count) in enumerate(zip(blocks, counts.tolist(), strict=True)):
         try:
@@ -191,8 +194,14 @@ def _renumber(
         if not alive.any():
             dropped.append(token)
             continue
+        # a token that lost no document keeps its impacts but for their document numbers
         row = postings.encode_posting_list(
-            new_number[doc_ids[alive]], freqs[alive], lengths, total, tail_codec=codec
+            new_number[doc_ids[alive]],
+            freqs[alive],
+            lengths,
+            total,
+            tail_codec=codec,
+            impacts=old_impacts[token] if old_impacts is not None and alive.all() else None,
         )
         columns[POSTING].append(row.posting)
         columns[MAX_SCORE].append(row.max_score)

@@ -76,6 +76,7 @@ __all__ = [
     "encode_impacts",
     "encode_positions",
     "encode_posting_list",
+    "renumber_impacts",
     "idf",
     "quantize_doc_length",
 ]
@@ -148,6 +149,8 @@ def _read_varints(data: bytes | memoryview, offset: int, count: int) -> tuple[np
     if count == 0:
         return np.zeros(0, np.uint32), offset
     raw = np.frombuffer(data, np.uint8, len(data) - offset, offset)
+    if len(raw) >= count and int(raw[:count].max()) < 0x80:  # the usual case: one byte each
+        return raw[:count].astype(np.uint32), offset + count
     ends = np.flatnonzero(raw < 0x80)
     if len(ends) < count:
         raise _corrupt(f"posting tail holds fewer than {count} varints")
@@ -167,9 +170,11 @@ def _read_varints(data: bytes | memoryview, offset: int, count: int) -> tuple[np
 
 def _varints(values: np.ndarray) -> bytes:
     """``values`` (unsigned, below 2**35) as LEB128 varints."""
-    values = values.astype(np.uint64)
     if not len(values):
         return b""
+    if int(values.max()) < 0x80:  # the usual case: one byte each
+        return values.astype(np.uint8).tobytes()
+    values = values.astype(np.uint64)
     nbytes = np.maximum(1, (_bit_lengths(values) + 6) // 7)
     owner = np.repeat(np.arange(len(values)), nbytes)
     position = np.arange(int(nbytes.sum())) - np.repeat(np.cumsum(nbytes) - nbytes, nbytes)
@@ -335,30 +340,64 @@ def quantize_doc_length(values: np.ndarray) -> np.ndarray:
     return np.where(bits < 4, values, coded).astype(np.uint8)
 
 
+def _quantized(value: int) -> int:
+    """:func:`quantize_doc_length` of one length."""
+    bits = value.bit_length()
+    if bits < 4:
+        return value
+    shift = bits - 4
+    return ((value >> shift) & 7) | ((shift + 1) << 3)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _shortest_by_freq(freqs: np.ndarray, lengths: np.ndarray) -> list[tuple[int, int]]:
+    """(frequency, shortest length among its documents), frequencies ascending."""
+    if len(freqs) <= 16:
+        best: dict[int, int] = {}
+        for f, length in zip(freqs.tolist(), lengths.tolist(), strict=True):
+            if length < best.get(f, length + 1):
+                best[f] = length
+        return sorted(best.items())
+    order = np.lexsort((lengths, freqs))
+    f, dl = freqs[order], lengths[order]
+    first = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
+    return list(zip(f[first].tolist(), dl[first].tolist(), strict=True))
+
+
 def _impact_entry(last_doc: int, freqs: np.ndarray, lengths: np.ndarray) -> bytes:
-    order = np.argsort(freqs, kind="stable")
-    f, dl = freqs[order].astype(np.int64), lengths[order].astype(np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
-    f, dl = f[starts], np.minimum.reduceat(dl, starts)
-    # keep a pair when every higher frequency needs a longer document
-    after = np.concatenate((np.minimum.accumulate(dl[::-1])[::-1][1:], [np.iinfo(np.int64).max]))
-    keep = dl < after
-    f, codes = f[keep], quantize_doc_length(dl[keep]).astype(np.int64)
-    # equal codes: the higher frequency stays
-    last_of_code = np.concatenate((codes[1:] != codes[:-1], [True]))
-    f, codes = f[last_of_code], codes[last_of_code]
-    freq_deltas = np.diff(f, prepend=0) - 1
-    code_deltas = np.diff(codes, prepend=0)
-    explicit = code_deltas != 1
-    packed = (freq_deltas.astype(np.uint64) << np.uint64(1)) | explicit.astype(np.uint64)
-    out = bytearray(_varints(np.array([last_doc, len(f)], np.uint64)))
-    if not explicit.any():
-        out += _varints(packed)
-        return bytes(out)
-    for value, extra, delta in zip(packed.tolist(), explicit.tolist(), code_deltas.tolist(), strict=True):
-        out += _varints(np.array([value], np.uint64))
-        if extra:
-            out.append(delta)
+    pairs = _shortest_by_freq(freqs, lengths)
+    # the frontier: a pair stays when every higher frequency needs a longer document
+    frontier: list[tuple[int, int]] = []
+    shortest = None
+    for f, length in reversed(pairs):
+        if shortest is None or length < shortest:
+            frontier.append((f, length))
+            shortest = length
+    frontier.reverse()
+    # quantized lengths; equal codes: the higher frequency stays
+    codes = [_quantized(length) for _, length in frontier]
+    merged: list[tuple[int, int]] = []
+    for (f, _), code in zip(frontier, codes, strict=True):
+        if merged and merged[-1][1] == code:
+            merged[-1] = (f, code)
+        else:
+            merged.append((f, code))
+    out = bytearray(_varint(last_doc) + _varint(len(merged)))
+    previous_f = previous_code = 0
+    for f, code in merged:
+        rise = code - previous_code
+        out += _varint(((f - previous_f - 1) << 1) | (rise != 1))
+        if rise != 1:
+            out.append(rise)
+        previous_f, previous_code = f, code
     return bytes(out)
 
 
@@ -371,10 +410,31 @@ def encode_impacts(doc_ids: np.ndarray, freqs: np.ndarray, doc_lengths: np.ndarr
     for start in range(0, len(doc_ids), BLOCK_SIZE):
         stop = min(start + BLOCK_SIZE, len(doc_ids))
         entries.append(_impact_entry(int(doc_ids[stop - 1]), freqs[start:stop], lengths[start:stop]))
+    if len(entries) == 1:  # one block: its group entry is the same
+        return entries * 2
     for start in range(0, len(doc_ids), span):
         stop = min(start + span, len(doc_ids))
         groups.append(_impact_entry(int(doc_ids[stop - 1]), freqs[start:stop], lengths[start:stop]))
     return entries + groups
+
+
+def renumber_impacts(impacts: Sequence[bytes], doc_ids: np.ndarray) -> list[bytes]:
+    """``_impacts`` of a token whose documents kept their frequencies and lengths but were
+    renumbered to ``doc_ids``: only each entry's leading last-document varint changes."""
+    n = len(doc_ids)
+    blocks = -(-n // BLOCK_SIZE)
+    if len(impacts) != blocks + -(-blocks // IMPACT_GROUP_BLOCKS):
+        raise _corrupt(f"{len(impacts)} impact entries for {n} documents")
+    lasts = [min(n, (i + 1) * BLOCK_SIZE) - 1 for i in range(blocks)]
+    span = BLOCK_SIZE * IMPACT_GROUP_BLOCKS
+    lasts += [min(n, (g + 1) * span) - 1 for g in range(-(-n // span))]
+    out = []
+    for entry, last in zip(impacts, lasts, strict=True):
+        head = next((i + 1 for i, byte in enumerate(entry[:5]) if byte < 0x80), None)
+        if head is None:
+            raise _corrupt("impact entry without a last-document varint")
+        out.append(_varint(int(doc_ids[last])) + entry[head:])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,12 +467,15 @@ def encode_posting_list(
     total_tokens: int | None = None,
     *,
     tail_codec: str = TAIL_VARINT_DELTA,
+    impacts: Sequence[bytes] | None = None,
 ) -> PostingRow:
     """The ``_posting``, ``_max_score``, ``_length`` and ``_impacts`` values of one token.
 
     ``doc_ids`` ascending (uint32), ``freqs`` (>= 1) the token's count in each; ``doc_lengths``
     the ``_num_tokens`` column of the partition's docs file (every document, indexed by document
     id) and ``total_tokens`` its ``total_tokens`` metadata (default: the sum of ``doc_lengths``).
+    ``impacts``: the token's ``_impacts`` when only its document numbers changed (see
+    :func:`renumber_impacts`), else they are computed.
     """
     _check_codec(tail_codec)
     doc_ids = np.asarray(doc_ids, np.uint32)
@@ -431,7 +494,9 @@ def encode_posting_list(
         posting=_encode_blocks(doc_ids, freqs, scores, tail_codec),
         max_score=np.float32(scores.max()),
         length=len(doc_ids),
-        impacts=encode_impacts(doc_ids, freqs, doc_lengths),
+        impacts=encode_impacts(doc_ids, freqs, doc_lengths)
+        if impacts is None
+        else renumber_impacts(impacts, doc_ids),
     )
 
 
