@@ -160,6 +160,25 @@ def test_two_partitions(tmp_path: Path, delete: str) -> None:
     _answers_equal(ours, twin, ("hello", "w5x", "extra0x", "extra1x", "extra299x"))
 
 
+def test_two_rounds_on_our_own_files(tmp_path: Path) -> None:
+    """The next day: more rows deleted and compacted again, our remap reading the files it wrote
+    (and pylance its own on the twin); still the same files and answers."""
+    ours, twin = _twins(_build(tmp_path / "src", _zipf(5)), tmp_path)
+    lance_ops.dataset(str(ours)).optimize.compact_files(target_rows_per_fragment=1 << 20)
+    for path in (ours, twin):
+        lance.dataset(str(path)).delete("id % 7 = 2 or id > 2900")
+    lance.dataset(str(twin)).optimize.compact_files(target_rows_per_fragment=1 << 20)
+    lance_ops.dataset(str(ours)).optimize.compact_files(target_rows_per_fragment=1 << 20)
+    assert _frag_reuse(ours) is None
+    mine, theirs = _files(ours), _files(twin)
+    for name, table in theirs.items():
+        assert mine[name].equals(table, check_metadata=True), name
+    _answers_equal(ours, twin, ("w0x", "w1x w7x", "w300x"))
+    version = lance_ops.dataset(str(ours)).version
+    lance_ops.dataset(str(ours)).optimize.compact_files(target_rows_per_fragment=1 << 20)  # nothing to do
+    assert lance_ops.dataset(str(ours)).version == version
+
+
 def test_remap_index_directly(tmp_path: Path) -> None:
     """The remap API on pylance's deferred compaction: the reuse index replaced by our remap."""
     path = _build(tmp_path / "src", _texts(rare=False))
