@@ -14,7 +14,9 @@ import lance
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 
+import jobs
 import lance_ops
 from lance_ops.errors import IndexCorruptError
 from lance_ops.file import LanceFileReader
@@ -22,6 +24,7 @@ from lance_ops.index.remap import remap_index
 from lance_ops.index.types import uuid_text
 from lance_ops.ops.compaction import CompactionOptions
 from lance_ops.table import frag_reuse
+from lance_ops.table.transaction import Rewrite
 from tests.index.helpers import compact_deferred
 
 ROWS = 3000
@@ -269,3 +272,21 @@ def test_corrupt_postings_raise_naming_the_index(tmp_path: Path) -> None:
     with pytest.raises(IndexCorruptError, match="txt_idx"):
         remap_index(ds.storage, index, mapping)
     assert sorted(p.name for p in (path / "_indices").iterdir()) == before
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_spark_compaction_job_remaps_on_the_executors(spark: SparkSession, tmp_path: Path) -> None:
+    """The Spark compaction job: the INVERTED index losing rows is remapped in its one Rewrite
+    commit, the files equal pylance's own compaction of the twin."""
+    ours, twin = _twins(_build(tmp_path / "src", _texts(rare=False)), tmp_path)
+    before = {i.name: i.uuid for i in lance_ops.dataset(str(ours)).manifest.indices}
+    jobs.compact(spark, str(ours), target_rows_per_fragment=1 << 20)
+    operation = lance_ops.dataset(str(ours)).read_transaction().operation
+    assert isinstance(operation, Rewrite)
+    assert {r.old_id for r in operation.rewritten_indices} == {before["txt_idx"]}
+    assert _frag_reuse(ours) is None
+    mine, theirs = _files(ours), _files(twin)
+    for name, table in theirs.items():
+        assert mine[name].equals(table, check_metadata=True), name
+    _answers_equal(ours, twin)
