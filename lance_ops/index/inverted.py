@@ -106,7 +106,7 @@ def remap_inverted(ctx: StorageContext, index: IndexMetadata, mapping: RowAddres
         if kept.all():
             _write_docs(writer, f"part_{partition}_docs.lance", data, ids, None)
         else:
-            _renumber(ctx, index, writer, metadata, partition, data, ids, kept)
+            _renumber(ctx, index, writer, partition, data, ids, kept)
     return writer.result(index)
 
 
@@ -135,7 +135,7 @@ def _write_docs(
     return total
 
 
-def _tail_codec(index: IndexMetadata, data: IndexFileData, name: str) -> str:
+def _tail_codec(index: IndexMetadata, data: IndexFileData) -> str:
     codec = data.metadata.get(b"posting_tail_codec")
     if codec is None:  # indices before the tail codec was recorded: fixed 32-bit tails
         return postings.TAIL_FIXED32
@@ -151,7 +151,6 @@ def _renumber(
     ctx: StorageContext,
     index: IndexMetadata,
     writer: IndexWriter,
-    metadata: IndexFileData,
     partition: int,
     docs: IndexFileData,
     ids: np.ndarray,
@@ -162,7 +161,7 @@ def _renumber(
     tokens_name = f"part_{partition}_tokens.lance"
     invert = read_index_file(ctx, index, invert_name)
     positions = _positions_layout(index, invert)
-    codec = _tail_codec(index, invert, invert_name)
+    codec = _tail_codec(index, invert)
     lengths = np.asarray(docs.column(NUM_TOKENS, index, docs_name).combine_chunks(), dtype=np.uint32)[kept]
     total = _write_docs(writer, docs_name, docs, ids, kept)
     new_number = (np.cumsum(kept, dtype=np.int64) - 1).astype(np.uint32)

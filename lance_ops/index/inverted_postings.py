@@ -45,8 +45,9 @@ the gap from the previous one); full groups of 128 deltas are bit-packed as abov
 ``16 * w`` bytes, no delta coding), the remaining deltas are varints.
 
 :func:`decode_posting_list` and :func:`encode_posting_list` are the public, stable API (the
-full-text builder and the remap use them); :func:`block_scores` and :func:`encode_impacts` are
-its parts. Bad bytes raise :class:`~lance_ops.errors.CorruptFileError` (placeholder path
+full-text builder and the remap use them); :func:`block_scores`, :func:`encode_impacts` and
+:func:`renumber_impacts` are its parts; :func:`decode_positions` / :func:`encode_positions` the
+position streams'. Bad bytes raise :class:`~lance_ops.errors.CorruptFileError` (placeholder path
 ``"<posting>"``; callers name the file with :meth:`~lance_ops.errors.CorruptFileError.located`).
 """
 
@@ -66,10 +67,12 @@ __all__ = [
     "BLOCK_SIZE",
     "B",
     "K1",
+    "POSITIONS_PACKED_DELTA",
     "TAIL_FIXED32",
     "TAIL_VARINT_DELTA",
     "PostingRow",
     "average_length",
+    "block_max_scores",
     "block_scores",
     "decode_positions",
     "decode_posting_list",
