@@ -180,6 +180,12 @@ def test_two_rounds_on_our_own_files(tmp_path: Path) -> None:
     version = lance_ops.dataset(str(ours)).version
     lance_ops.dataset(str(ours)).optimize.compact_files(target_rows_per_fragment=1 << 20)  # nothing to do
     assert lance_ops.dataset(str(ours)).version == version
+    # pylance carries on from our files: an append indexed by its optimize_indices
+    extra = pa.table({"id": np.arange(ROWS, ROWS + 200), "txt": pa.array(_zipf(6)[:200], pa.string())})
+    for path in (ours, twin):
+        lance.dataset(str(path)).insert(extra)
+        lance.dataset(str(path)).optimize.optimize_indices()
+    _answers_equal(ours, twin, ("w0x", "w1x w7x", "w300x"))
 
 
 def test_remap_index_directly(tmp_path: Path) -> None:
