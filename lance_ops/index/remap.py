@@ -12,7 +12,8 @@ LABEL_LIST      as BITMAP, plus the null-lists row set
 NGRAM           every n-gram's posting list remapped
 IVF_FLAT/PQ/SQ  storage rows remapped, partition sizes updated, model copied
 IVF_HNSW_*      as IVF_*; graphs copied, or without removed nodes (repaired, renumbered)
-INVERTED        documents' row ids rewritten, only when no row of the index is removed
+INVERTED        documents' row ids rewritten; removed rows leave (documents renumbered,
+                scores, impacts and positions rewritten, emptied tokens dropped)
 ZONEMAP         ``None``: pylance 14 never remaps it (same uuid, same fragment list)
 others          :class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the index
 ==============  ==================================================================
@@ -53,7 +54,8 @@ def remap_index(
 ) -> RemapResult | None:
     """``index`` rewritten under ``mapping`` into a new directory (named ``uuid`` when given, else
     a fresh uuid), or ``None`` for a type pylance keeps as it is (ZONEMAP). Raises
-    UnsupportedIndexTypeError (type not remappable, or an INVERTED index losing rows) and
+    UnsupportedIndexTypeError (type not remappable, or an INVERTED index losing rows in a layout
+    that cannot be renumbered) and
     IndexCorruptError (missing or undecodable files), both naming the index; either way the new
     directory is removed again."""
     with new_index_directory(ctx, uuid):

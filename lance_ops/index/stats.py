@@ -13,7 +13,11 @@ IVF_*       ``index_type``, ``uuid``, ``uri`` (of ``index.idx``), ``metric_type`
             the codebook's place, the first partition's graph header for HNSW), ``partitions``
             (``[{"size": rows}]``), ``centroids`` (lists of floats), ``loss``,
             ``index_file_version`` (``"V3"``)
-others      ``{}`` (INVERTED, NGRAM and types we do not read report no details)
+INVERTED    ``params`` (the tokenizer, the ``params`` JSON of ``metadata.lance``), ``num_tokens`` and
+            ``num_docs`` (summed over the partitions: tokens of each ``part_<p>_tokens.lance``,
+            rows of each ``part_<p>_docs.lance``; a token in two partitions counts twice)
+NGRAM       ``num_ngrams`` (rows of ``ngram_postings.lance``)
+others      ``{}`` (types we do not read report no details)
 ==========  ========================================================================================
 
 e.g. a BTREE on ``id`` over ids 0..2999 in one page: ``{"min": "0", "max": "2999", "num_pages": 1}``.
@@ -35,7 +39,9 @@ from lance_ops.index.ivf_pb import IVF, tensor_array
 from lance_ops.index.types import (
     BITMAP,
     BTREE,
+    INVERTED,
     LABEL_LIST,
+    NGRAM,
     VECTOR_TYPES,
     ZONEMAP,
     index_dir,
@@ -71,7 +77,31 @@ def segment_details(ctx: StorageContext, index: IndexMetadata) -> dict[str, Any]
         }
     if kind in VECTOR_TYPES:
         return _vector(ctx, index, kind)
+    if kind == INVERTED:
+        return _inverted(ctx, index)
+    if kind == NGRAM:
+        return {"num_ngrams": int(_header(ctx, index, "ngram_postings.lance")[1].num_rows)}
     return {}
+
+
+def _inverted(ctx: StorageContext, index: IndexMetadata) -> dict[str, Any]:
+    metadata, _ = _header(ctx, index, "metadata.lance")
+    try:
+        params = json.loads(metadata["params"])
+        partitions = [int(p) for p in json.loads(metadata["partitions"])]
+    except (KeyError, ValueError, TypeError) as exc:
+        raise IndexCorruptError(
+            "metadata.lance", f"index {index.name!r}: undecodable metadata: {exc}"
+        ) from exc
+    num_tokens = num_docs = 0
+    for partition in partitions:
+        tokens = read_index_file(ctx, index, f"part_{partition}_tokens.lance").table
+        if "_token_next_id" in tokens.column_names and tokens.num_rows:
+            num_tokens += int(tokens.column("_token_next_id")[0].as_py())
+        else:  # the "arrow" token set: one row per token
+            num_tokens += tokens.num_rows
+        num_docs += int(_header(ctx, index, f"part_{partition}_docs.lance")[1].num_rows)
+    return {"params": params, "num_tokens": num_tokens, "num_docs": num_docs}
 
 
 def _text(value: Any, single: bool) -> str:

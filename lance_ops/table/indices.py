@@ -26,9 +26,12 @@ def is_zone_map(index: IndexMetadata) -> bool:
 
 def holds_row_ids(index: IndexMetadata) -> bool:
     """Whether pylance 14's files of this index hold row ids (stable through a compaction with
-    stable row ids): vector, bitmap and label-list indices. A BTREE holds row addresses."""
+    stable row ids): vector, bitmap, label-list and inverted (full-text) indices. A BTREE holds
+    row addresses."""
     url = index.details[0] if index.details is not None else ""
-    return url.endswith((".VectorIndexDetails", ".BitmapIndexDetails", ".LabelListIndexDetails"))
+    return url.endswith(
+        (".VectorIndexDetails", ".BitmapIndexDetails", ".LabelListIndexDetails", ".InvertedIndexDetails")
+    )
 
 
 def is_system(index: IndexMetadata) -> bool:

@@ -15,7 +15,7 @@ import pytest
 import lance_ops
 from tests.index.conftest import DELETE, VECTOR_PARAMS, build_scalar, make_table
 
-# the types whose details pylance reports; INVERTED / NGRAM have none we read (documented)
+# INVERTED / NGRAM details: tests/index/test_inverted_stats.py
 SCALARS = ("id_idx", "cat_idx", "tags_idx", "id_zm", "cat_bt")
 METRICS = {
     "IVF_FLAT": "cosine",
