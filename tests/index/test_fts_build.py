@@ -147,3 +147,32 @@ def test_bad_input_commits_nothing(
     after = lance.dataset(str(tmp_path / "ds"))
     assert after.version == 1 and lance_ops.dataset(after.uri).list_indices() == []
     assert not (tmp_path / "ds" / "_indices").exists() or not any((tmp_path / "ds" / "_indices").iterdir())
+
+
+@pytest.mark.parametrize("merge", [0, 1])
+@pytest.mark.parametrize("builder", ["pylance", "lance_ops"])
+def test_optimize_after_append(tmp_path: Path, merge: int, builder: str) -> None:
+    """Yesterday's index, today's append: lance_ops' optimize_indices gives the segments and the
+    search pylance's own optimize gives its twin; run again, nothing changes."""
+    texts, more = corpus(600), corpus(300, seed=5)
+    for name in ("ours", "theirs"):
+        write(tmp_path / name, texts)
+        (lance if builder == "pylance" or name == "theirs" else lance_ops).dataset(
+            str(tmp_path / name)
+        ).create_scalar_index("text", "INVERTED")
+        extra = pa.table({"id": pa.array(range(600, 900), pa.int64()), "text": pa.array(more, pa.string())})
+        lance.write_dataset(extra, tmp_path / name, mode="append")
+    mine = lance_ops.dataset(str(tmp_path / "ours"))
+    mine.optimize.optimize_indices(num_indices_to_merge=merge)
+    lance.dataset(str(tmp_path / "theirs")).optimize.optimize_indices(num_indices_to_merge=merge)
+    ours, theirs = lance.dataset(str(tmp_path / "ours")), lance.dataset(str(tmp_path / "theirs"))
+    segments = lambda ds: sorted(  # noqa: E731
+        (sorted(i["fragment_ids"]), i["type"]) for i in lance_ops.dataset(ds.uri).list_indices()
+    )
+    assert segments(ours) == segments(theirs)
+    assert len(segments(ours)) == (2 if merge == 0 else 1)
+    assert assert_same_search(ours, theirs) > 100
+    uuids = lambda: sorted(i["uuid"] for i in lance_ops.dataset(ours.uri).list_indices())  # noqa: E731
+    before = uuids()
+    lance_ops.dataset(str(tmp_path / "ours")).optimize.optimize_indices(num_indices_to_merge=merge)
+    assert uuids() == before
