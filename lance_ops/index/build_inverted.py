@@ -52,6 +52,7 @@ __all__ = [
     "INVERTED_INDEX_VERSION",
     "InvertedCorpus",
     "check_inverted_column",
+    "corpus_of",
     "inverted_details",
     "read_inverted_corpus",
     "segment_tokenizer",
@@ -163,7 +164,8 @@ def _pairs(
     return (keys // span).astype(np.uint32), (keys % span).astype(np.uint32), freqs.astype(np.uint32)
 
 
-def _corpus_of(values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams) -> InvertedCorpus:
+def corpus_of(values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams) -> InvertedCorpus:
+    """The documents and triples of ``values`` (keyed by ``ids``), terms numbered as they occur."""
     known: dict[str, int] = {}
     occurrences, counts, row_ids = _tokenize(values, ids, tokenizer, known)
     docs = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
@@ -301,7 +303,7 @@ def write_inverted(
     for segment in merged:
         for partition in segment_tokenizer(ctx, segment)[1]:
             corpus = _merge(corpus, read_inverted_corpus(ctx, segment, partition))
-    corpus = _merge(corpus, _corpus_of(values, ids, tokenizer))
+    corpus = _merge(corpus, corpus_of(values, ids, tokenizer))
     writer = IndexWriter(ctx)
     _write_partition(writer, corpus, 0)
     writer.write(METADATA, _metadata(tokenizer, [0]))
