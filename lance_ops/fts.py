@@ -2,7 +2,7 @@
 
 ``full_text_query`` is a string (searched in the one column an INVERTED index covers) or
 ``{"query": str, "columns": [column]}``. The query is split into terms by the index's tokenizer
-(by the default tokenizer when the column has no index); a row matches when it holds any term
+(plain words when the column has no index); a row matches when it holds any term
 (OR), and its ``_score`` (float32) is BM25 (k1 1.2, b 0.75) summed over the query's terms, a term
 given twice counting twice. Observed in pylance 14:
 
@@ -10,7 +10,9 @@ given twice counting twice. Observed in pylance 14:
   and each term's document count, summed over all segments and partitions); rows deleted since
   the build are left out, the statistics stay;
 * rows of fragments no segment covers are tokenized and scored with the index's statistics plus
-  theirs (``FlatMatchQuery``); without an index on the column every row is searched that way;
+  theirs (``FlatMatchQuery``); without an index on the column every row is searched that way,
+  split into plain words (pylance's simple tokenizer with no lower-casing, stemming, stop words
+  or folding, for the query as for the rows);
 * rows come by descending ``_score``, ties by ascending row id (pylance orders ties arbitrarily);
   ``limit`` / ``offset`` apply to that order; ``filter`` applies after them unless
   ``prefilter=True`` (then before), as in pylance.
@@ -51,6 +53,7 @@ __all__ = ["FullTextQuery"]
 # are kept for the next query (as pylance keeps index partitions in its cache).
 _CORPORA: OrderedDict[tuple[str, bytes, int], InvertedCorpus] = OrderedDict()
 _CORPORA_KEPT = 8
+_PLAIN_WORDS = {"lower_case": False, "stem": False, "remove_stop_words": False, "ascii_folding": False}
 
 
 def _cached_corpus(ctx: StorageContext, segment: IndexMetadata, partition: int) -> InvertedCorpus:
@@ -177,8 +180,8 @@ class FullTextQuery:
         self.segments = indexed.get(self.column, [])
         if self.segments:
             self.tokenizer = segment_tokenizer(ds.storage, self.segments[0])[0]
-        else:
-            self.tokenizer = tokenizer_params()
+        else:  # pylance splits unindexed text into plain words: no case, stem, stop-word or folding
+            self.tokenizer = tokenizer_params(_PLAIN_WORDS)
 
     def _indexed_columns(self) -> dict[str, list[IndexMetadata]]:
         manifest, ctx = self._ds.manifest, self._ds.storage
@@ -200,7 +203,9 @@ class FullTextQuery:
         fragments = [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
         if not fragments:
             return InvertedCorpus.empty(), False
-        table = self._ds.to_table(columns=[self.column], with_row_id=True, fragments=fragments)
+        # with a prefilter pylance reads (and counts in the statistics) only the rows passing it
+        where = self._filter if self._prefilter else None
+        table = self._ds.to_table(columns=[self.column], with_row_id=True, fragments=fragments, filter=where)
         ids = np.asarray(table.column("_rowid"), np.uint64)
         return corpus_of(table.column(self.column).combine_chunks(), ids, tokenizer), True
 
