@@ -887,8 +887,8 @@ class LanceDataset:
         replace: bool = True,
         **kwargs: Any,
     ) -> None:
-        """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM index over every fragment and commit it
-        (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`)."""
+        """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM / INVERTED index over every fragment
+        and commit it (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`)."""
         from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
 
         options = self._commit_options()
