@@ -620,7 +620,12 @@ class LanceDataset:
 
             if with_row_address:
                 raise UnsupportedFeatureError("full-text scans do not return _rowaddr in lance_ops")
+            if tuning.get("include_deleted_rows"):
+                raise InvalidArgumentError("Cannot include deleted rows in a full-text search")
             prefilter = bool(tuning.pop("prefilter", False))
+            unknown = set(tuning) - _SCAN_TUNING - _SCAN_UNSUPPORTED
+            if unknown:
+                raise TypeError(f"scanner() got unexpected keyword arguments {sorted(unknown)}")
             return FullTextQuery(  # type: ignore[return-value]
                 self, full_text_query, columns, filter, prefilter, bool(with_row_id), limit, offset
             )

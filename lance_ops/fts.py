@@ -184,15 +184,20 @@ class FullTextQuery:
             self.tokenizer = tokenizer_params(_PLAIN_WORDS)
 
     def _indexed_columns(self) -> dict[str, list[IndexMetadata]]:
+        """Dotted column path -> segments of the (first) INVERTED index on it."""
         manifest, ctx = self._ds.manifest, self._ds.storage
         by_id = {f.id: f for f in manifest.schema}
         found: dict[str, list[IndexMetadata]] = {}
         for name in dict.fromkeys(i.name for i in manifest.indices):
             segments = [i for i in manifest.indices if i.name == name]
             field = by_id.get(segments[0].fields[0]) if segments[0].fields else None
-            if field is None or field.parent_id >= 0 or index_type_of(segments[0], ctx) != INVERTED:
+            if field is None or index_type_of(segments[0], ctx) != INVERTED:
                 continue
-            found.setdefault(field.name, segments)
+            parts = [field.name]
+            while field.parent_id >= 0 and field.parent_id in by_id:
+                field = by_id[field.parent_id]
+                parts.append(field.name)
+            found.setdefault(".".join(reversed(parts)), segments)
         return found
 
     def _flat_corpus(self, tokenizer: TokenizerParams) -> tuple[InvertedCorpus, bool]:
@@ -207,7 +212,7 @@ class FullTextQuery:
         where = self._filter if self._prefilter else None
         table = self._ds.to_table(columns=[self.column], with_row_id=True, fragments=fragments, filter=where)
         ids = np.asarray(table.column("_rowid"), np.uint64)
-        return corpus_of(table.column(self.column).combine_chunks(), ids, tokenizer), True
+        return corpus_of(table.column(0).combine_chunks(), ids, tokenizer), True
 
     def _row_ids(self, filter: Any) -> np.ndarray:
         table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)

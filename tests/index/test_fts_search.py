@@ -130,3 +130,49 @@ def test_no_index_and_no_column(tmp_path: Path) -> None:
     write(tmp_path / "ds", ["hello"])
     with pytest.raises(InvalidArgumentError, match="no INVERTED index"):
         lance_ops.dataset(str(tmp_path / "ds")).to_table(full_text_query="hello")
+
+
+def test_nested_column_index_from_pylance(tmp_path: Path) -> None:
+    texts = [f"document {i} about lance" + (" lance" if i % 3 else "") for i in range(40)]
+    data = pa.table(
+        {
+            "id": pa.array(range(40), pa.int64()),
+            "data": pa.StructArray.from_arrays(
+                [pa.array(texts), pa.array([f"label_{i}" for i in range(40)])], names=["text", "label"]
+            ),
+        }
+    )
+    lance.write_dataset(data, tmp_path / "ds").create_scalar_index("data.text", "INVERTED")
+    assert assert_same(tmp_path / "ds", "lance") == 40
+    assert assert_same(tmp_path / "ds", "document", filter="data.label = 'label_5'", prefilter=True) == 1
+
+
+def test_stable_row_ids(tmp_path: Path) -> None:
+    """With stable row ids the docs file holds them; compaction moves rows, pylance still finds them."""
+    table = pa.table({"id": pa.array(range(600), pa.int64()), "text": pa.array(corpus(600), pa.string())})
+    lance.write_dataset(table, tmp_path / "ds", max_rows_per_file=200, enable_stable_row_ids=True)
+    lance.dataset(str(tmp_path / "ds")).delete("id % 7 = 1")
+    lance_ops.dataset(str(tmp_path / "ds")).create_scalar_index("text", "INVERTED")
+    assert sum(assert_same(tmp_path / "ds", q) for q in QUERIES) > 100
+    lance.dataset(str(tmp_path / "ds")).optimize.compact_files(target_rows_per_fragment=1000)
+    assert sum(assert_same(tmp_path / "ds", q) for q in QUERIES) > 100
+
+
+def test_include_deleted_rows_refused(indexed: Path) -> None:
+    with pytest.raises(ValueError, match="Cannot include deleted rows"):
+        lance_ops.dataset(str(indexed)).to_table(full_text_query="alpha", include_deleted_rows=True)
+    with pytest.raises(TypeError, match="bogus"):
+        lance_ops.dataset(str(indexed)).to_table(full_text_query="alpha", bogus=1)
+
+
+def test_compaction_remaps_our_index(tmp_path: Path) -> None:
+    """lance_ops compacts the fragments under our index (row addresses move): the remapped docs
+    file still gives pylance's and our search the same rows and scores."""
+    write(tmp_path / "ds", corpus(700))
+    lance_ops.dataset(str(tmp_path / "ds")).create_scalar_index("text", "INVERTED")
+    before = rows(lance, tmp_path / "ds", "alpha w5")
+    lance_ops.dataset(str(tmp_path / "ds")).optimize.compact_files(target_rows_per_fragment=2000)
+    assert len(lance.dataset(str(tmp_path / "ds")).get_fragments()) == 1
+    assert sum(assert_same(tmp_path / "ds", q) for q in QUERIES) > 100
+    after = rows(lance, tmp_path / "ds", "alpha w5")
+    np.testing.assert_allclose(after[1], before[1], rtol=1e-6)
