@@ -588,7 +588,7 @@ class LanceDataset:
         Batches hold ``batch_size`` rows (default ``LANCE_DEFAULT_BATCH_SIZE`` or 8192) but for
         each fragment's last, or with ``strict_batch_size`` the scan's last, as in pylance.
         ``nearest`` returns a :class:`~lance_ops.vector_search.VectorQuery` (kNN through an IVF
-        index or flat), ``full_text_query`` a :class:`~lance_ops.fts.FullTextQuery` (BM25 through an
+        index or flat), ``full_text_query`` a :class:`~lance_ops.fts.FullTextScan` (BM25 through an
         INVERTED index, flat over what it does not cover); ``index_segments`` raises
         ``NotImplementedError``.
         """
@@ -616,7 +616,7 @@ class LanceDataset:
             flags = (bool(with_row_id), bool(with_row_address), limit, offset)
             return VectorQuery(self, nearest, columns, filter, prefilter, *flags)  # type: ignore[return-value]
         if full_text_query is not None and nearest is None and index_segments is None:
-            from lance_ops.fts import FullTextQuery  # noqa: PLC0415
+            from lance_ops.fts import FullTextScan  # noqa: PLC0415
 
             if with_row_address:
                 raise UnsupportedFeatureError("full-text scans do not return _rowaddr in lance_ops")
@@ -626,7 +626,7 @@ class LanceDataset:
             unknown = set(tuning) - _SCAN_TUNING - _SCAN_UNSUPPORTED
             if unknown:
                 raise TypeError(f"scanner() got unexpected keyword arguments {sorted(unknown)}")
-            return FullTextQuery(  # type: ignore[return-value]
+            return FullTextScan(  # type: ignore[return-value]
                 self, full_text_query, columns, filter, prefilter, bool(with_row_id), limit, offset
             )
         if nearest is not None or full_text_query is not None or index_segments is not None:

@@ -37,16 +37,17 @@ from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.fragment.scan import take_columns, take_rows
 from lance_ops.index.build_inverted import InvertedCorpus, corpus_of, read_inverted_corpus, segment_tokenizer
 from lance_ops.index.inverted_postings import K1, B, average_length, idf
-from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
+from lance_ops.index.tokenizer import tokenizer_params
 from lance_ops.index.types import INVERTED, index_type_of
 from lance_ops.io.context import StorageContext
+from lance_ops.query import fulltext
 from lance_ops.schema import LanceSchema
 from lance_ops.table.manifest import IndexMetadata
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
 
-__all__ = ["FullTextQuery"]
+__all__ = ["FullTextScan"]
 
 
 # Index files never change under a uuid: the decoded partitions of the last few segments searched
@@ -67,25 +68,39 @@ def _cached_corpus(ctx: StorageContext, segment: IndexMetadata, partition: int) 
     return corpus
 
 
-def _parse(query: Any) -> tuple[str, list[str] | None]:
+def _parse(query: Any, indexed: list[str]) -> fulltext.FullTextQuery:
+    """The query as a query object: a string or ``{"query", "columns"}`` is a multi-column match
+    over the given columns (default: every column with an INVERTED index), as in pylance."""
+    if isinstance(query, fulltext.FullTextQuery):
+        return query
     if isinstance(query, str):
-        return query, None
-    if isinstance(query, Mapping):
+        text, columns = query, None
+    elif isinstance(query, Mapping):
         unknown = set(query) - {"query", "columns"}
         if unknown or not isinstance(query.get("query"), str):
             raise InvalidArgumentError(
                 f"full_text_query: a dict takes 'query' (a string) and 'columns', got {sorted(query)}"
             )
-        columns = query.get("columns")
-        if columns is not None:
-            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-                raise InvalidArgumentError("full_text_query: 'columns' must be a list of column names")
-            columns = list(columns)
-        return query["query"], columns
-    raise UnsupportedFeatureError(
-        f"full_text_query of type {type(query).__name__} is not supported by lance_ops "
-        "(a string or {'query': ..., 'columns': [...]})"
-    )
+        text, columns = query["query"], query.get("columns")
+        if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
+            raise InvalidArgumentError("full_text_query: 'columns' must be a list of column names")
+    else:
+        raise UnsupportedFeatureError(
+            f"full_text_query of type {type(query).__name__} is not supported by lance_ops "
+            "(a string, {'query': ..., 'columns': [...]} or a lance_ops.query full-text query)"
+        )
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+        raise UnsupportedFeatureError(
+            "full_text_query: a quoted phrase needs positions, which lance_ops does not index"
+        )
+    columns = list(columns) if columns is not None else indexed
+    if not columns:
+        raise InvalidArgumentError(
+            "full_text_query: no INVERTED index in the dataset; name the column with "
+            "{'query': ..., 'columns': [column]}"
+        )
+    return fulltext.MultiMatchQuery(text, columns)
 
 
 @dataclass(frozen=True)
@@ -113,13 +128,16 @@ def _corpus_stats(corpus: InvertedCorpus, terms: list[str]) -> _Stats:
     )
 
 
-def _scores(corpus: InvertedCorpus, terms: list[str], stats: _Stats) -> tuple[np.ndarray, np.ndarray]:
-    """Row ids of ``corpus``'s documents holding a query term and their BM25 scores (float32)."""
+def _scores(
+    corpus: InvertedCorpus, terms: list[str], stats: _Stats, conjunctive: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row ids of ``corpus``'s documents holding a query term (every distinct one when
+    ``conjunctive``) and their BM25 scores (float32)."""
     if not stats.docs:
         return np.empty(0, np.uint64), np.empty(0, np.float32)
     avgdl = average_length(stats.tokens, stats.docs)
     total = np.zeros(len(corpus.row_ids), np.float32)
-    hit = np.zeros(len(corpus.row_ids), bool)
+    matched = np.zeros(len(corpus.row_ids), np.int64)
     ids = {t: i for i, t in enumerate(corpus.terms)}
     for term in terms:
         if term not in ids:
@@ -130,11 +148,109 @@ def _scores(corpus: InvertedCorpus, terms: list[str], stats: _Stats) -> tuple[np
         norm = K1 * ((np.float32(1.0) - B) + (B * lengths) / avgdl)
         scale = np.float32(idf(stats.term_docs[term], stats.docs) * np.float32(K1 + np.float32(1.0)))
         total[docs] += ((f / (f + norm)).astype(np.float32) * scale).astype(np.float32)
-        hit[docs] = True
+        matched[docs] += 1
+    hit = matched > 0
+    if conjunctive:  # every distinct term (a repeated one scores twice but is needed once)
+        distinct = set(terms)
+        if not distinct <= ids.keys():
+            return _empty()
+        matched[:] = 0
+        for term in distinct:
+            matched[corpus.doc[corpus.term == ids[term]].astype(np.int64)] += 1
+        hit = matched == len(distinct)
     return corpus.row_ids[hit], total[hit]
 
 
-class FullTextQuery:
+def _union(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], how: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Combine two (row ids, scores) results: ``sum`` / ``max`` over the union of their rows."""
+    ids = np.union1d(a[0], b[0])
+    out = []
+    for part_ids, part_scores in (a, b):
+        full = np.full(len(ids), np.nan if how == "max" else 0.0, np.float32)
+        full[np.searchsorted(ids, part_ids)] = part_scores
+        out.append(full)
+    scores = np.fmax(out[0], out[1]) if how == "max" else (out[0] + out[1]).astype(np.float32)
+    return ids, scores.astype(np.float32)
+
+
+def _restrict(
+    result: tuple[np.ndarray, np.ndarray], ids: np.ndarray, keep: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    mask = np.isin(result[0], ids)
+    mask = mask if keep else ~mask
+    return result[0][mask], result[1][mask]
+
+
+def _empty() -> tuple[np.ndarray, np.ndarray]:
+    return np.empty(0, np.uint64), np.empty(0, np.float32)
+
+
+class _Column:
+    """Searching one text column: its INVERTED index segments (or none) and unindexed rows."""
+
+    def __init__(self, scan: FullTextScan, column: str, segments: list[IndexMetadata]) -> None:
+        ds = scan._ds
+        self._scan, self.column, self.segments = scan, column, segments
+        field = LanceSchema(ds.manifest.schema).field(column)
+        if field is None:
+            raise InvalidArgumentError(f"full_text_query: column {column!r} is not in the schema")
+        dtype = field.to_arrow().type
+        item = dtype.value_type if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) else dtype
+        if not (pa.types.is_string(item) or pa.types.is_large_string(item)):
+            raise InvalidArgumentError(
+                f"full_text_query: column {column!r} of type {dtype} is not a text column"
+            )
+        if segments:
+            self.tokenizer = segment_tokenizer(ds.storage, segments[0])[0]
+        else:  # pylance splits unindexed text into plain words: no case, stem, stop-word or folding
+            self.tokenizer = tokenizer_params(_PLAIN_WORDS)
+        self._loaded: tuple[list[InvertedCorpus], InvertedCorpus, np.ndarray | None] | None = None
+
+    def _load(self) -> tuple[list[InvertedCorpus], InvertedCorpus, np.ndarray | None]:
+        if self._loaded is None:
+            ctx = self._scan._ds.storage
+            parts = [
+                _cached_corpus(ctx, segment, partition)
+                for segment in self.segments
+                for partition in segment_tokenizer(ctx, segment)[1]
+            ]
+            live = self._scan._row_ids(None) if parts else None
+            self._loaded = parts, self._flat_corpus(), live
+        return self._loaded
+
+    def _flat_corpus(self) -> InvertedCorpus:
+        covered = BitMap()
+        for segment in self.segments:
+            if segment.fragment_bitmap:
+                covered |= BitMap.deserialize(segment.fragment_bitmap)
+        ds = self._scan._ds
+        fragments = [f for f in ds.get_fragments() if f.fragment_id not in covered]
+        if not fragments:
+            return InvertedCorpus.empty()
+        # with a prefilter pylance reads (and counts in the statistics) only the rows passing it
+        where = self._scan._filter if self._scan._prefilter else None
+        table = ds.to_table(columns=[self.column], with_row_id=True, fragments=fragments, filter=where)
+        ids = np.asarray(table.column("_rowid"), np.uint64)
+        return corpus_of(table.column(0).combine_chunks(), ids, self.tokenizer)
+
+    def match(self, text: str, conjunctive: bool) -> tuple[np.ndarray, np.ndarray]:
+        terms = self.tokenizer.tokenize(text)
+        parts, flat, live = self._load()
+        stats = _Stats(0, 0, dict.fromkeys(terms, 0))
+        for part in parts:
+            stats = stats + _corpus_stats(part, terms)
+        found = [_scores(part, terms, stats, conjunctive) for part in parts]
+        if live is not None:
+            ids = np.concatenate([f[0] for f in found])
+            keep = np.isin(ids, live)
+            found = [(ids[keep], np.concatenate([f[1] for f in found])[keep])]
+        found.append(_scores(flat, terms, stats + _corpus_stats(flat, terms), conjunctive))
+        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]).astype(np.float32)
+
+
+class FullTextScan:
     """A full-text scan of one dataset version (``to_table``, ``to_batches``, ``explain_plan``)."""
 
     def __init__(
@@ -149,39 +265,15 @@ class FullTextQuery:
         offset: int | None,
     ) -> None:
         self._ds = ds
-        self.text, targets = _parse(query)
         if columns is not None and not isinstance(columns, (list, tuple)):
             raise UnsupportedFeatureError("full-text scans take a list of column names")
         self._columns = None if columns is None else [c for c in columns if c != "_score"]
         self._filter, self._prefilter, self._with_row_id = filter, prefilter, with_row_id
         self._limit, self._offset = limit, offset
-        indexed = self._indexed_columns()
-        if targets is None:
-            targets = sorted(indexed)
-            if not targets:
-                raise InvalidArgumentError(
-                    "full_text_query: no INVERTED index in the dataset; name the column with "
-                    "{'query': ..., 'columns': [column]}"
-                )
-        if len(targets) != 1:
-            raise UnsupportedFeatureError(
-                f"full_text_query over several columns {targets} is not supported by lance_ops"
-            )
-        self.column = targets[0]
-        field = LanceSchema(ds.manifest.schema).field(self.column)
-        if field is None:
-            raise InvalidArgumentError(f"full_text_query: column {self.column!r} is not in the schema")
-        dtype = field.to_arrow().type
-        item = dtype.value_type if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) else dtype
-        if not (pa.types.is_string(item) or pa.types.is_large_string(item)):
-            raise InvalidArgumentError(
-                f"full_text_query: column {self.column!r} of type {dtype} is not a text column"
-            )
-        self.segments = indexed.get(self.column, [])
-        if self.segments:
-            self.tokenizer = segment_tokenizer(ds.storage, self.segments[0])[0]
-        else:  # pylance splits unindexed text into plain words: no case, stem, stop-word or folding
-            self.tokenizer = tokenizer_params(_PLAIN_WORDS)
+        self._indexed = self._indexed_columns()
+        self._searches: dict[str, _Column] = {}
+        self.query = _parse(query, sorted(self._indexed))
+        self._check(self.query)
 
     def _indexed_columns(self) -> dict[str, list[IndexMetadata]]:
         """Dotted column path -> segments of the (first) INVERTED index on it."""
@@ -200,46 +292,81 @@ class FullTextQuery:
             found.setdefault(".".join(reversed(parts)), segments)
         return found
 
-    def _flat_corpus(self, tokenizer: TokenizerParams) -> tuple[InvertedCorpus, bool]:
-        covered = BitMap()
-        for segment in self.segments:
-            if segment.fragment_bitmap:
-                covered |= BitMap.deserialize(segment.fragment_bitmap)
-        fragments = [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
-        if not fragments:
-            return InvertedCorpus.empty(), False
-        # with a prefilter pylance reads (and counts in the statistics) only the rows passing it
-        where = self._filter if self._prefilter else None
-        table = self._ds.to_table(columns=[self.column], with_row_id=True, fragments=fragments, filter=where)
-        ids = np.asarray(table.column("_rowid"), np.uint64)
-        return corpus_of(table.column(0).combine_chunks(), ids, tokenizer), True
+    def _column(self, column: str) -> _Column:
+        if column not in self._searches:
+            self._searches[column] = _Column(self, column, self._indexed.get(column, []))
+        return self._searches[column]
+
+    def _check(self, query: fulltext.FullTextQuery) -> None:
+        """Refuse what lance_ops does not search before anything is read; open the columns."""
+        if isinstance(query, fulltext.MatchQuery):
+            if query.fuzziness != 0 or query.prefix_length:
+                raise UnsupportedFeatureError("full_text_query: fuzzy matching is not supported by lance_ops")
+            if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
+                raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
+            self._column(query.column)
+        elif isinstance(query, fulltext.MultiMatchQuery):
+            if not query.columns:
+                raise InvalidArgumentError("full_text_query: MultiMatchQuery needs at least one column")
+            if query.boosts is not None and len(query.boosts) != len(query.columns):
+                raise InvalidArgumentError("full_text_query: MultiMatchQuery needs one boost per column")
+            for column in query.columns:
+                self._column(column)
+        elif isinstance(query, fulltext.BoostQuery):
+            self._check(query.positive)
+            self._check(query.negative)
+        elif isinstance(query, fulltext.BooleanQuery):
+            for _, inner in query.queries:
+                self._check(inner)
+        else:
+            raise UnsupportedFeatureError(
+                f"full_text_query {type(query).__name__} is not supported by lance_ops (phrase queries "
+                "need positions, which lance_ops does not index)"
+            )
+
+    def _evaluate(self, query: fulltext.FullTextQuery) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(query, fulltext.MatchQuery):
+            ids, scores = self._column(query.column).match(
+                query.query, query.operator == fulltext.FullTextOperator.AND
+            )
+            return ids, (scores * np.float32(query.boost)).astype(np.float32)
+        if isinstance(query, fulltext.MultiMatchQuery):
+            result = _empty()
+            for i, column in enumerate(query.columns):
+                boost = np.float32(query.boosts[i] if query.boosts is not None else 1.0)
+                ids, scores = self._column(column).match(
+                    query.query, query.operator == fulltext.FullTextOperator.AND
+                )
+                result = _union(result, (ids, (scores * boost).astype(np.float32)), "max")
+            return result
+        if isinstance(query, fulltext.BoostQuery):
+            # rows of the positive query; those the negative one matches lose negative_boost times
+            # its score
+            ids, scores = self._evaluate(query.positive)
+            union_ids, penalty = _union(
+                (ids, np.zeros(len(ids), np.float32)), self._evaluate(query.negative), "sum"
+            )
+            penalty = penalty[np.searchsorted(union_ids, ids)]
+            return ids, (scores - np.float32(query.negative_boost) * penalty).astype(np.float32)
+        assert isinstance(query, fulltext.BooleanQuery)
+        must = [self._evaluate(q) for occur, q in query.queries if occur == fulltext.Occur.MUST]
+        should = [self._evaluate(q) for occur, q in query.queries if occur == fulltext.Occur.SHOULD]
+        must_not = [self._evaluate(q) for occur, q in query.queries if occur == fulltext.Occur.MUST_NOT]
+        result = _empty()
+        for part in must + should:
+            result = _union(result, part, "sum")
+        for part in must:
+            result = _restrict(result, part[0], keep=True)
+        for part in must_not:
+            result = _restrict(result, part[0], keep=False)
+        return result
 
     def _row_ids(self, filter: Any) -> np.ndarray:
         table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)
         return np.asarray(table.column("_rowid"), dtype=np.uint64)
 
-    def _candidates(self) -> tuple[np.ndarray, np.ndarray]:
-        terms = self.tokenizer.tokenize(self.text)
-        ctx = self._ds.storage
-        parts = [
-            _cached_corpus(ctx, segment, partition)
-            for segment in self.segments
-            for partition in segment_tokenizer(ctx, segment)[1]
-        ]
-        stats = _Stats(0, 0, dict.fromkeys(terms, 0))
-        for part in parts:
-            stats = stats + _corpus_stats(part, terms)
-        flat, _ = self._flat_corpus(self.tokenizer)
-        found = [_scores(part, terms, stats) for part in parts]
-        if parts:
-            ids = np.concatenate([f[0] for f in found])
-            keep = np.isin(ids, self._row_ids(None))
-            found = [(ids[keep], np.concatenate([f[1] for f in found])[keep])]
-        found.append(_scores(flat, terms, stats + _corpus_stats(flat, terms)))
-        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]).astype(np.float32)
-
     def to_table(self) -> pa.Table:
-        ids, scores = self._candidates()
+        ids, scores = self._evaluate(self.query)
         if self._filter is not None and self._prefilter:
             keep = np.isin(ids, self._row_ids(self._filter))
             ids, scores = ids[keep], scores[keep]
@@ -273,11 +400,28 @@ class FullTextQuery:
         if self._filter is not None:
             lines.append(f"  Filter: {self._filter} ({'prefilter' if self._prefilter else 'postfilter'})")
         lines.append("  SortExec: _score DESC")
-        terms = self.tokenizer.tokenize(self.text)
-        if self.segments:
-            lines.append(
-                f"    MatchQuery: column={self.column}, index={self.segments[0].name}, "
-                f"deltas={len(self.segments)}, query={terms}"
-            )
-        lines.append(f"    FlatMatchQuery (unindexed fragments): column={self.column}, query={self.text}")
+        lines += self._plan(self.query, "    ")
         return "\n".join(lines) + "\n"
+
+    def _plan(self, query: fulltext.FullTextQuery, indent: str) -> list[str]:
+        if isinstance(query, fulltext.MatchQuery | fulltext.MultiMatchQuery):
+            columns = [query.column] if isinstance(query, fulltext.MatchQuery) else query.columns
+            lines = []
+            for column in columns:
+                search = self._column(column)
+                terms = search.tokenizer.tokenize(query.query)
+                if search.segments:
+                    lines.append(
+                        f"{indent}MatchQuery: column={column}, index={search.segments[0].name}, "
+                        f"deltas={len(search.segments)}, query={terms}"
+                    )
+                lines.append(f"{indent}FlatMatchQuery (unindexed fragments): column={column}, query={terms}")
+            return lines
+        inner = (
+            [query.positive, query.negative]
+            if isinstance(query, fulltext.BoostQuery)
+            else [q for _, q in query.queries]  # type: ignore[attr-defined]
+        )
+        return [f"{indent}{type(query).__name__}"] + [
+            line for q in inner for line in self._plan(q, indent + "  ")
+        ]

@@ -14,6 +14,7 @@ import pytest
 
 import lance_ops
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.query.fulltext import MatchQuery, MultiMatchQuery, PhraseQuery
 from tests.index.test_fts_build import QUERIES, corpus, write
 
 pytestmark = pytest.mark.interop
@@ -117,8 +118,12 @@ def test_row_ids_and_all_columns(indexed: Path) -> None:
         ({"query": "x", "columns": ["id"]}, InvalidArgumentError),
         ({"query": "x", "columns": ["nope"]}, InvalidArgumentError),
         ({"query": "x", "fuzziness": 1}, InvalidArgumentError),
-        ({"query": "x", "columns": ["text", "text2"]}, UnsupportedFeatureError),
+        ({"query": "x", "columns": ["text", "text2"]}, InvalidArgumentError),
         (42, UnsupportedFeatureError),
+        ('"quoted phrase"', UnsupportedFeatureError),
+        (PhraseQuery("a b", "text"), UnsupportedFeatureError),
+        (MatchQuery("alpha", "text", fuzziness=1), UnsupportedFeatureError),
+        (MultiMatchQuery("alpha", ["text"], boosts=[1.0, 2.0]), InvalidArgumentError),
     ],
 )
 def test_bad_queries(indexed: Path, query: object, error: type[Exception]) -> None:
