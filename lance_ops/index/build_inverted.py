@@ -18,9 +18,9 @@ take any number).
 
 Columns: ``string`` and ``large_string``, and lists of them (a row is one document: the terms of
 its strings one after the other, as pylance 14 indexes them; anything else is an
-:class:`~lance_ops.errors.IndexColumnTypeError` naming the column). The tokenizing loop is per
-document in Python (a regular expression and a memoised term map); the counting and the posting
-lists are numpy.
+:class:`~lance_ops.errors.IndexColumnTypeError` naming the column). Arrow's kernels split the
+texts, the tokenizer's filters run once per distinct token, the counting is numpy; the posting
+lists are encoded term by term (:mod:`lance_ops.index.inverted_postings`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
@@ -81,13 +82,6 @@ def check_inverted_column(column: str, value_type: pa.DataType) -> pa.DataType:
     )
 
 
-def _terms(tokenizer: TokenizerParams, value: str | list[str | None]) -> list[str]:
-    """A document's terms: a string's, or those of a list's strings one after the other."""
-    if isinstance(value, str):
-        return tokenizer.tokenize(value)
-    return [t for text in value if text is not None for t in tokenizer.tokenize(text)]
-
-
 def _field_bytes(number: int, value: int | bytes) -> bytes:
     if isinstance(value, bytes):
         return encode_varint(number << 3 | 2) + encode_varint(len(value)) + value
@@ -132,27 +126,33 @@ class InvertedCorpus:
 
 def _tokenize(
     values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams, known: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Term numbers of every term occurrence (``known`` grows with new terms) and per-document
-    counts, for the documents with at least one term."""
-    occurrences: list[int] = []
-    counts: list[int] = []
-    kept: list[int] = []
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Term numbers of every term occurrence (``known`` grows with new terms, numbered in the
+    order they first occur), the document of each, per-document counts and the row ids of the
+    documents with at least one term. Arrow splits the texts; the filters run once per distinct
+    token."""
+    texts, owner = values, None
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        texts = pc.list_flatten(values)
+        owner = np.asarray(pc.list_parent_indices(values), dtype=np.int64)
+    tokens, parents = tokenizer.split_array(texts)
+    if owner is not None:
+        parents = owner[parents]
+    encoded = pc.dictionary_encode(tokens)
     number = known.setdefault
-    for row, text in enumerate(values.to_pylist()):
-        if text is None:
-            continue
-        terms = _terms(tokenizer, text)
-        if not terms:
-            continue
-        occurrences.extend(number(t, len(known)) for t in terms)
-        counts.append(len(terms))
-        kept.append(row)
-    return (
-        np.asarray(occurrences, np.int64),
-        np.asarray(counts, np.int64),
-        np.asarray(ids, np.uint64)[np.asarray(kept, np.int64)],
+    distinct = encoded.dictionary.to_pylist()
+    term_of = np.asarray(
+        [-1 if (t := tokenizer.term(u)) is None else number(t, len(known)) for u in distinct], dtype=np.int64
     )
+    occurrences = (
+        term_of[np.asarray(encoded.indices, dtype=np.int64)] if len(tokens) else np.empty(0, np.int64)
+    )
+    keep = occurrences >= 0
+    occurrences, parents = occurrences[keep], parents[keep]
+    counts = np.bincount(parents, minlength=len(values))
+    kept = counts > 0
+    doc_of_row = np.cumsum(kept) - 1
+    return occurrences, doc_of_row[parents], counts[kept], np.asarray(ids, np.uint64)[kept]
 
 
 def _pairs(
@@ -167,8 +167,7 @@ def _pairs(
 def corpus_of(values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams) -> InvertedCorpus:
     """The documents and triples of ``values`` (keyed by ``ids``), terms numbered as they occur."""
     known: dict[str, int] = {}
-    occurrences, counts, row_ids = _tokenize(values, ids, tokenizer, known)
-    docs = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    occurrences, docs, counts, row_ids = _tokenize(values, ids, tokenizer, known)
     term, doc, freq = _pairs(occurrences, docs, len(counts))
     return InvertedCorpus(row_ids, counts.astype(np.uint32), list(known), term, doc, freq)
 

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import snowballstemmer
 
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -49,8 +51,10 @@ ENGLISH_STOP_WORDS = frozenset(
     " i'm i've i'd i'll you're you've you'd you'll he's he'd he'll she's she'd she'll it's it'd it'll"
     " we're we've we'd we'll they're they've they'd they'll that'll should've".split()
 )
-_SIMPLE = re.compile(r"[^\W_]+")
-_WHITESPACE = re.compile(r"\S+")
+# Separators (Arrow's RE2 kernels split on them): runs of what is not a letter or digit (simple),
+# or of Unicode white space (whitespace).
+_SIMPLE_RE2 = r"[^\p{L}\p{N}]+"
+_WHITESPACE_RE2 = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]+"
 _BASE_TOKENIZERS = ("simple", "whitespace", "raw")
 # keyword -> default, as pylance 14 writes them in ``params`` (key order kept)
 _DEFAULTS: dict[str, Any] = {
@@ -125,13 +129,22 @@ class TokenizerParams:
         """The ``params`` schema metadata pylance 14 writes in ``metadata.lance``."""
         return json.dumps(dict(self.values), separators=(",", ":"))
 
-    def _split(self) -> Callable[[str], list[str]]:
+    def split_array(self, texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        """The base tokens of every text of ``texts`` (strings; a null gives none), flattened, and
+        the position in ``texts`` each comes from: Arrow's kernels split them (as for
+        :meth:`tokenize` too), so no Python code runs per text or per token."""
+        texts = texts.cast(pa.large_string())
         base = self.values["base_tokenizer"]
         if base == "raw":
-            return lambda text: [text]
-        return (_SIMPLE if base == "simple" else _WHITESPACE).findall
+            valid = np.asarray(texts.is_valid(), dtype=bool)
+            return texts.filter(pa.array(valid)), np.flatnonzero(valid)
+        split = pc.split_pattern_regex(texts, _SIMPLE_RE2 if base == "simple" else _WHITESPACE_RE2)
+        tokens = pc.list_flatten(split)
+        parents = np.asarray(pc.list_parent_indices(split), dtype=np.int64)
+        keep = np.asarray(pc.greater(pc.binary_length(tokens), 0), dtype=bool)
+        return tokens.filter(pa.array(keep)), parents[keep]
 
-    def _term(self, token: str) -> str | None:
+    def term(self, token: str) -> str | None:
         """One base token through the filters (None: dropped); memoised per token."""
         try:
             return self._cache[token]
@@ -152,8 +165,8 @@ class TokenizerParams:
 
     def tokenize(self, text: str) -> list[str]:
         """The terms of ``text`` in order (repeats kept)."""
-        term = self._term
-        return [t for t in map(term, self._split()(text)) if t is not None]
+        tokens, _ = self.split_array(pa.array([text], pa.large_string()))
+        return [t for t in map(self.term, tokens.to_pylist()) if t is not None]
 
 
 def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams:

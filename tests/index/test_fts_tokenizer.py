@@ -7,10 +7,12 @@ FST writer, fed pylance's (term, id) pairs, writes pylance's bytes.
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 
 from lance_ops.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader
+from lance_ops.index.build_inverted import corpus_of
 from lance_ops.index.fst import FstReader, build_fst, crc32c_masked
 from lance_ops.index.tokenizer import tokenizer_params
 
@@ -138,3 +141,38 @@ def test_fst_wide_node_and_bad_bytes() -> None:
         FstReader(b"\x03" + b"\0" * 10)
     with pytest.raises(CorruptFileError):
         FstReader(build_fst(items)[:-1])
+
+
+_KNOWN = st.characters(categories=["L", "M", "N", "P", "S", "Z", "Cc"])
+
+
+@pytest.mark.parametrize("base", ["simple", "whitespace", "raw"])
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), st.text(_KNOWN, max_size=40)), max_size=8))
+def test_arrow_split_equals_python_split(base: str, texts: list[str | None]) -> None:
+    """Arrow's split (builds and queries) equals Python's regular expressions' on characters of
+    the Unicode version Python knows: letters and digits, or not white space, make tokens."""
+    tokenizer = tokenizer_params({"base_tokenizer": base})
+    tokens, parents = tokenizer.split_array(pa.array(texts, pa.string()))
+    got: list[list[str]] = [[] for _ in texts]
+    for token, parent in zip(tokens.to_pylist(), parents.tolist(), strict=True):
+        got[parent].append(token)
+    split = {"simple": re.compile(r"[^\W_]+").findall, "whitespace": re.compile(r"\S+").findall}.get(
+        base, lambda t: [t]
+    )
+    want = [split(t) if t is not None else [] for t in texts]
+    assert got == want
+
+
+@pytest.mark.parametrize("params", [{}, {"base_tokenizer": "whitespace", "stem": False}])
+def test_corpus_counts(params: dict) -> None:
+    tokenizer = tokenizer_params(params)
+    texts = list(CORPUS)
+    corpus = corpus_of(pa.array(texts, pa.string()), np.arange(len(texts), dtype=np.uint64) * 10, tokenizer)
+    expected = {
+        i * 10: tokenizer.tokenize(t) for i, t in enumerate(texts) if t is not None and tokenizer.tokenize(t)
+    }
+    assert corpus.row_ids.tolist() == list(expected)
+    assert corpus.lengths.tolist() == [len(v) for v in expected.values()]
+    for term, doc, freq in zip(corpus.term, corpus.doc, corpus.freq, strict=True):
+        assert expected[int(corpus.row_ids[doc])].count(corpus.terms[term]) == freq
