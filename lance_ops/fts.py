@@ -33,10 +33,24 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import (
+    CorruptFileError,
+    IndexCorruptError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
 from lance_ops.fragment.scan import take_columns, take_rows
-from lance_ops.index.build_inverted import InvertedCorpus, corpus_of, read_inverted_corpus, segment_tokenizer
-from lance_ops.index.inverted_postings import K1, B, average_length, idf
+from lance_ops.index.build_inverted import InvertedCorpus, corpus_of, segment_tokenizer
+from lance_ops.index.files import read_index_file
+from lance_ops.index.fst import FstReader
+from lance_ops.index.inverted_postings import (
+    K1,
+    TAIL_VARINT_DELTA,
+    B,
+    average_length,
+    decode_posting_list,
+    idf,
+)
 from lance_ops.index.tokenizer import tokenizer_params
 from lance_ops.index.types import INVERTED, index_type_of
 from lance_ops.io.context import StorageContext
@@ -50,22 +64,108 @@ if TYPE_CHECKING:
 __all__ = ["FullTextScan"]
 
 
-# Index files never change under a uuid: the decoded partitions of the last few segments searched
-# are kept for the next query (as pylance keeps index partitions in its cache).
-_CORPORA: OrderedDict[tuple[str, bytes, int], InvertedCorpus] = OrderedDict()
-_CORPORA_KEPT = 8
+class _Part:
+    """Documents and postings searched together: an index partition or the unindexed rows."""
+
+    row_ids: np.ndarray  # uint64, by document number
+    lengths: np.ndarray  # uint32, by document number
+    tokens: int
+
+    def term_docs(self, term: str) -> int:
+        raise NotImplementedError
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Document numbers (ascending) and frequencies of ``term`` (empty when absent)."""
+        raise NotImplementedError
+
+
+class _FlatPart(_Part):
+    def __init__(self, corpus: InvertedCorpus) -> None:
+        self._corpus = corpus
+        self.row_ids, self.lengths = corpus.row_ids, corpus.lengths
+        self.tokens = int(corpus.lengths.sum(dtype=np.uint64))
+        self._ids = {t: i for i, t in enumerate(corpus.terms)}
+        self._counts = np.bincount(corpus.term, minlength=len(corpus.terms))
+
+    def term_docs(self, term: str) -> int:
+        return int(self._counts[self._ids[term]]) if term in self._ids else 0
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        if term not in self._ids:
+            return np.empty(0, np.int64), np.empty(0, np.uint32)
+        mine = self._corpus.term == self._ids[term]
+        return self._corpus.doc[mine].astype(np.int64), self._corpus.freq[mine]
+
+
+class _IndexPart(_Part):
+    """One partition of an INVERTED segment, read once; a term's postings are decoded when a
+    query first asks for it."""
+
+    def __init__(self, ctx: StorageContext, segment: IndexMetadata, partition: int) -> None:
+        names = {k: f"part_{partition}_{k}.lance" for k in ("tokens", "docs", "invert")}
+        tokens = read_index_file(ctx, segment, names["tokens"])
+        docs = read_index_file(ctx, segment, names["docs"])
+        invert = read_index_file(ctx, segment, names["invert"])
+        self._where = (segment, names["invert"])
+        self._tail = invert.metadata.get(b"posting_tail_codec", TAIL_VARINT_DELTA.encode()).decode()
+        try:
+            self._fst = FstReader(tokens.column("_token_fst_bytes", segment, names["tokens"])[0].as_py())
+        except CorruptFileError as exc:
+            raise IndexCorruptError(names["tokens"], f"index {segment.name!r}: {exc.reason}") from exc
+        self.row_ids = np.asarray(docs.column("_rowid", segment, names["docs"]).combine_chunks(), np.uint64)
+        self.lengths = np.asarray(
+            docs.column("_num_tokens", segment, names["docs"]).combine_chunks(), np.uint32
+        )
+        total = docs.metadata.get(b"total_tokens")
+        self.tokens = int(total) if total is not None else int(self.lengths.sum(dtype=np.uint64))
+        self._lengths_by_term = np.asarray(
+            invert.column("_length", segment, names["invert"]).combine_chunks()
+        )
+        self._postings = invert.column("_posting", segment, names["invert"])
+        self._decoded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _token(self, term: str) -> int | None:
+        token = self._fst.get(term)
+        return token if token is not None and token < len(self._lengths_by_term) else None
+
+    def term_docs(self, term: str) -> int:
+        token = self._token(term)
+        return 0 if token is None else int(self._lengths_by_term[token])
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        if term not in self._decoded:
+            token = self._token(term)
+            if token is None:
+                found = np.empty(0, np.int64), np.empty(0, np.uint32)
+            else:
+                try:
+                    docs, freqs = decode_posting_list(
+                        self._postings[token], int(self._lengths_by_term[token]), self._tail
+                    )
+                except CorruptFileError as exc:
+                    segment, name = self._where
+                    raise IndexCorruptError(name, f"index {segment.name!r}: {exc.reason}") from exc
+                found = docs.astype(np.int64), freqs
+            self._decoded[term] = found
+        return self._decoded[term]
+
+
+# Index files never change under a uuid: the partitions of the last few segments searched are kept
+# for the next query (as pylance keeps index partitions in its cache).
+_PARTS: OrderedDict[tuple[str, bytes, int], _IndexPart] = OrderedDict()
+_PARTS_KEPT = 8
 _PLAIN_WORDS = {"lower_case": False, "stem": False, "remove_stop_words": False, "ascii_folding": False}
 
 
-def _cached_corpus(ctx: StorageContext, segment: IndexMetadata, partition: int) -> InvertedCorpus:
+def _cached_part(ctx: StorageContext, segment: IndexMetadata, partition: int) -> _IndexPart:
     key = (ctx.root, segment.uuid, partition)
-    corpus = _CORPORA.get(key)
-    if corpus is None:
-        corpus = _CORPORA[key] = read_inverted_corpus(ctx, segment, partition)
-        while len(_CORPORA) > _CORPORA_KEPT:
-            _CORPORA.popitem(last=False)
-    _CORPORA.move_to_end(key)
-    return corpus
+    part = _PARTS.get(key)
+    if part is None:
+        part = _PARTS[key] = _IndexPart(ctx, segment, partition)
+        while len(_PARTS) > _PARTS_KEPT:
+            _PARTS.popitem(last=False)
+    _PARTS.move_to_end(key)
+    return part
 
 
 def _parse(query: Any, indexed: list[str]) -> fulltext.FullTextQuery:
@@ -116,49 +216,37 @@ class _Stats:
         return _Stats(self.docs + other.docs, self.tokens + other.tokens, terms)
 
 
-def _corpus_stats(corpus: InvertedCorpus, terms: list[str]) -> _Stats:
-    ids = {t: i for i, t in enumerate(corpus.terms)}
-    counts = (
-        np.bincount(corpus.term, minlength=len(corpus.terms)) if len(corpus.terms) else np.zeros(0, np.int64)
-    )
-    return _Stats(
-        len(corpus.row_ids),
-        int(corpus.lengths.sum(dtype=np.uint64)),
-        {t: int(counts[ids[t]]) if t in ids else 0 for t in terms},
-    )
+def _part_stats(part: _Part, terms: list[str]) -> _Stats:
+    return _Stats(len(part.row_ids), part.tokens, {t: part.term_docs(t) for t in terms})
 
 
 def _scores(
-    corpus: InvertedCorpus, terms: list[str], stats: _Stats, conjunctive: bool = False
+    part: _Part, terms: list[str], stats: _Stats, conjunctive: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Row ids of ``corpus``'s documents holding a query term (every distinct one when
+    """Row ids of ``part``'s documents holding a query term (every distinct one when
     ``conjunctive``) and their BM25 scores (float32)."""
     if not stats.docs:
-        return np.empty(0, np.uint64), np.empty(0, np.float32)
+        return _empty()
     avgdl = average_length(stats.tokens, stats.docs)
-    total = np.zeros(len(corpus.row_ids), np.float32)
-    matched = np.zeros(len(corpus.row_ids), np.int64)
-    ids = {t: i for i, t in enumerate(corpus.terms)}
+    total = np.zeros(len(part.row_ids), np.float32)
+    matched = np.zeros(len(part.row_ids), np.int64)
     for term in terms:
-        if term not in ids:
+        docs, freqs = part.postings(term)
+        if not len(docs):
             continue
-        mine = corpus.term == ids[term]
-        docs, f = corpus.doc[mine].astype(np.int64), corpus.freq[mine].astype(np.float32)
-        lengths = corpus.lengths[docs].astype(np.float32)
+        f = freqs.astype(np.float32)
+        lengths = part.lengths[docs].astype(np.float32)
         norm = K1 * ((np.float32(1.0) - B) + (B * lengths) / avgdl)
         scale = np.float32(idf(stats.term_docs[term], stats.docs) * np.float32(K1 + np.float32(1.0)))
         total[docs] += ((f / (f + norm)).astype(np.float32) * scale).astype(np.float32)
         matched[docs] += 1
     hit = matched > 0
     if conjunctive:  # every distinct term (a repeated one scores twice but is needed once)
-        distinct = set(terms)
-        if not distinct <= ids.keys():
-            return _empty()
         matched[:] = 0
-        for term in distinct:
-            matched[corpus.doc[corpus.term == ids[term]].astype(np.int64)] += 1
-        hit = matched == len(distinct)
-    return corpus.row_ids[hit], total[hit]
+        for term in set(terms):
+            matched[part.postings(term)[0]] += 1
+        hit = matched == len(set(terms))
+    return part.row_ids[hit], total[hit]
 
 
 def _union(
@@ -206,18 +294,18 @@ class _Column:
             self.tokenizer = segment_tokenizer(ds.storage, segments[0])[0]
         else:  # pylance splits unindexed text into plain words: no case, stem, stop-word or folding
             self.tokenizer = tokenizer_params(_PLAIN_WORDS)
-        self._loaded: tuple[list[InvertedCorpus], InvertedCorpus, np.ndarray | None] | None = None
+        self._loaded: tuple[list[_IndexPart], _FlatPart, np.ndarray | None] | None = None
 
-    def _load(self) -> tuple[list[InvertedCorpus], InvertedCorpus, np.ndarray | None]:
+    def _load(self) -> tuple[list[_IndexPart], _FlatPart, np.ndarray | None]:
         if self._loaded is None:
             ctx = self._scan._ds.storage
             parts = [
-                _cached_corpus(ctx, segment, partition)
+                _cached_part(ctx, segment, partition)
                 for segment in self.segments
                 for partition in segment_tokenizer(ctx, segment)[1]
             ]
             live = self._scan._row_ids(None) if parts else None
-            self._loaded = parts, self._flat_corpus(), live
+            self._loaded = parts, _FlatPart(self._flat_corpus()), live
         return self._loaded
 
     def _flat_corpus(self) -> InvertedCorpus:
@@ -240,13 +328,13 @@ class _Column:
         parts, flat, live = self._load()
         stats = _Stats(0, 0, dict.fromkeys(terms, 0))
         for part in parts:
-            stats = stats + _corpus_stats(part, terms)
+            stats = stats + _part_stats(part, terms)
         found = [_scores(part, terms, stats, conjunctive) for part in parts]
         if live is not None:
             ids = np.concatenate([f[0] for f in found])
             keep = np.isin(ids, live)
             found = [(ids[keep], np.concatenate([f[1] for f in found])[keep])]
-        found.append(_scores(flat, terms, stats + _corpus_stats(flat, terms), conjunctive))
+        found.append(_scores(flat, terms, stats + _part_stats(flat, terms), conjunctive))
         return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]).astype(np.float32)
 
 
