@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -55,6 +56,7 @@ __all__ = [
     "check_inverted_column",
     "corpus_of",
     "inverted_details",
+    "inverted_stats",
     "read_inverted_corpus",
     "segment_tokenizer",
     "write_inverted",
@@ -258,6 +260,22 @@ def segment_tokenizer(ctx: StorageContext, index: IndexMetadata) -> tuple[Tokeni
     except (ValueError, TypeError) as exc:
         raise IndexCorruptError(METADATA, f"index {index.name!r}: bad metadata: {exc}") from exc
     return tokenizer_params(params), partitions
+
+
+def inverted_stats(ctx: StorageContext, index: IndexMetadata) -> dict[str, Any]:
+    """``index_stats`` details of an INVERTED segment, as pylance 14 lists them: the tokenizer
+    ``params``, ``num_tokens`` (distinct terms) and ``num_docs``, over its partitions."""
+    data = read_index_file(ctx, index, METADATA)
+    try:
+        params = json.loads(data.meta("params", index, METADATA))
+    except ValueError as exc:
+        raise IndexCorruptError(METADATA, f"index {index.name!r}: bad params: {exc}") from exc
+    num_tokens = num_docs = 0
+    for partition in segment_tokenizer(ctx, index)[1]:
+        tokens = read_index_file(ctx, index, f"part_{partition}_tokens.lance")
+        num_tokens += int(tokens.column("_token_next_id", index, f"part_{partition}_tokens.lance")[0].as_py())
+        num_docs += read_index_file(ctx, index, f"part_{partition}_docs.lance").table.num_rows
+    return {"params": params, "num_tokens": num_tokens, "num_docs": num_docs}
 
 
 def read_inverted_corpus(ctx: StorageContext, index: IndexMetadata, partition: int) -> InvertedCorpus:

@@ -13,7 +13,9 @@ IVF_*       ``index_type``, ``uuid``, ``uri`` (of ``index.idx``), ``metric_type`
             the codebook's place, the first partition's graph header for HNSW), ``partitions``
             (``[{"size": rows}]``), ``centroids`` (lists of floats), ``loss``,
             ``index_file_version`` (``"V3"``)
-others      ``{}`` (INVERTED, NGRAM and types we do not read report no details)
+INVERTED    ``params`` (the tokenizer), ``num_tokens`` (distinct terms), ``num_docs``
+            (:func:`lance_ops.index.build_inverted.inverted_stats`)
+others      ``{}`` (NGRAM and types we do not read report no details)
 ==========  ========================================================================================
 
 e.g. a BTREE on ``id`` over ids 0..2999 in one page: ``{"min": "0", "max": "2999", "num_pages": 1}``.
@@ -30,11 +32,13 @@ import pyarrow as pa
 
 from lance_ops.errors import CorruptFileError, IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.file import LanceFileReader
+from lance_ops.index.build_inverted import inverted_stats
 from lance_ops.index.files import read_index_file
 from lance_ops.index.ivf_pb import IVF, tensor_array
 from lance_ops.index.types import (
     BITMAP,
     BTREE,
+    INVERTED,
     LABEL_LIST,
     VECTOR_TYPES,
     ZONEMAP,
@@ -71,6 +75,8 @@ def segment_details(ctx: StorageContext, index: IndexMetadata) -> dict[str, Any]
         }
     if kind in VECTOR_TYPES:
         return _vector(ctx, index, kind)
+    if kind == INVERTED:
+        return inverted_stats(ctx, index)
     return {}
 
 

@@ -176,3 +176,17 @@ def test_optimize_after_append(tmp_path: Path, merge: int, builder: str) -> None
     before = uuids()
     lance_ops.dataset(str(tmp_path / "ours")).optimize.optimize_indices(num_indices_to_merge=merge)
     assert uuids() == before
+
+
+def test_index_stats_match_pylance(tmp_path: Path) -> None:
+    texts = corpus(400)
+    write(tmp_path / "ours", texts)
+    write(tmp_path / "theirs", texts)
+    lance_ops.dataset(str(tmp_path / "ours")).create_scalar_index("text", "INVERTED", stem=False)
+    lance.dataset(str(tmp_path / "theirs")).create_scalar_index("text", "INVERTED", stem=False)
+    keys = ("index_type", "num_indices", "indices", "segments", "num_indexed_rows", "num_unindexed_rows")
+    for path in (tmp_path / "ours", tmp_path / "theirs"):
+        want = {k: lance.dataset(str(tmp_path / "theirs")).stats.index_stats("text_idx")[k] for k in keys}
+        assert {k: lance.dataset(str(path)).stats.index_stats("text_idx")[k] for k in keys} == want
+        assert {k: lance_ops.dataset(str(path)).stats.index_stats("text_idx")[k] for k in keys} == want
+    assert want["indices"][0]["params"]["stem"] is False and 390 < want["indices"][0]["num_docs"] < 400
