@@ -1,25 +1,32 @@
 """Full-text search: ``scanner(full_text_query=...)`` over INVERTED indices, as pylance 14 answers it.
 
-``full_text_query`` is a string (searched in the one column an INVERTED index covers) or
-``{"query": str, "columns": [column]}``. The query is split into terms by the index's tokenizer
-(plain words when the column has no index); a row matches when it holds any term
-(OR), and its ``_score`` (float32) is BM25 (k1 1.2, b 0.75) summed over the query's terms, a term
-given twice counting twice. Observed in pylance 14:
+``full_text_query`` is a string or ``{"query": str, "columns": [...]}`` (a match in those columns,
+by default every column an INVERTED index covers), or one of :mod:`lance_ops.query.fulltext`'s
+objects. A match splits its text into terms with the column's index tokenizer and finds the rows
+holding any term (``operator`` AND: every distinct term); ``_score`` (float32) is BM25 (k1 1.2,
+b 0.75) summed over the query's terms, a term given twice counting twice, times ``boost``.
+Observed in pylance 14 (and checked against it by the tests):
 
-* rows the index covers are scored with the index's statistics (documents, their average length
+* rows an index covers are scored with the index's statistics (documents, their average length
   and each term's document count, summed over all segments and partitions); rows deleted since
   the build are left out, the statistics stay;
 * rows of fragments no segment covers are tokenized and scored with the index's statistics plus
-  theirs (``FlatMatchQuery``); without an index on the column every row is searched that way,
-  split into plain words (pylance's simple tokenizer with no lower-casing, stemming, stop words
-  or folding, for the query as for the rows);
+  theirs (``FlatMatchQuery``; with ``prefilter=True`` only the rows passing the filter are read
+  and counted); without an index on the column every row is searched that way, split into plain
+  words (the simple tokenizer without lower-casing, stemming, stop words or folding);
+* several columns: a row's best column score (``MultiMatchQuery``, after each column's boost);
+  ``BoostQuery``: the positive query's rows, less ``negative_boost`` times the negative query's
+  score; ``BooleanQuery``: the rows of every MUST (of any SHOULD when there is no MUST), none of a
+  MUST_NOT, scores of the MUST and SHOULD queries summed;
 * rows come by descending ``_score``, ties by ascending row id (pylance orders ties arbitrarily);
   ``limit`` / ``offset`` apply to that order; ``filter`` applies after them unless
-  ``prefilter=True`` (then before), as in pylance.
+  ``prefilter=True`` (then before).
 
-Not supported (:class:`~lance_ops.errors.UnsupportedFeatureError`): several columns in one
-query, query objects (``MatchQuery``, ``PhraseQuery``, boolean and boost queries: lance_ops does
-not import pylance's classes), fuzziness and operators, ``_rowaddr``.
+An index partition is read once (kept for the next queries, as pylance's index cache) and only
+the query terms' postings are decoded. Not supported
+(:class:`~lance_ops.errors.UnsupportedFeatureError`): ``PhraseQuery`` and quoted phrases (no
+positions are indexed), fuzziness and prefixes, ``CombinedFieldsQuery``, list-element documents,
+``_rowaddr``.
 """
 
 from __future__ import annotations
