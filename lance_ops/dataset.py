@@ -588,7 +588,9 @@ class LanceDataset:
         Batches hold ``batch_size`` rows (default ``LANCE_DEFAULT_BATCH_SIZE`` or 8192) but for
         each fragment's last, or with ``strict_batch_size`` the scan's last, as in pylance.
         ``nearest`` returns a :class:`~lance_ops.vector_search.VectorQuery` (kNN through an IVF
-        index or flat); full-text search and ``index_segments`` raise ``NotImplementedError``.
+        index or flat), ``full_text_query`` a :class:`~lance_ops.fts.FullTextScan` (BM25 through an
+        INVERTED index, flat over what it does not cover); ``index_segments`` raises
+        ``NotImplementedError``.
         """
         if self._default_scan_options:
             given = {
@@ -613,9 +615,23 @@ class LanceDataset:
             prefilter = bool(tuning.pop("prefilter", False))
             flags = (bool(with_row_id), bool(with_row_address), limit, offset)
             return VectorQuery(self, nearest, columns, filter, prefilter, *flags)  # type: ignore[return-value]
+        if full_text_query is not None and nearest is None and index_segments is None:
+            from lance_ops.fts import FullTextScan  # noqa: PLC0415
+
+            if with_row_address:
+                raise UnsupportedFeatureError("full-text scans do not return _rowaddr in lance_ops")
+            if tuning.get("include_deleted_rows"):
+                raise InvalidArgumentError("Cannot include deleted rows in a full-text search")
+            prefilter = bool(tuning.pop("prefilter", False))
+            unknown = set(tuning) - _SCAN_TUNING - _SCAN_UNSUPPORTED
+            if unknown:
+                raise TypeError(f"scanner() got unexpected keyword arguments {sorted(unknown)}")
+            return FullTextScan(  # type: ignore[return-value]
+                self, full_text_query, columns, filter, prefilter, bool(with_row_id), limit, offset
+            )
         if nearest is not None or full_text_query is not None or index_segments is not None:
             raise UnsupportedFeatureError(
-                "full-text search and index_segments are not supported by lance-ops"
+                "nearest with full_text_query, and index_segments, are not supported by lance-ops"
             )
         requested = sorted(k for k in _SCAN_UNSUPPORTED if tuning.get(k))
         if requested:
@@ -876,8 +892,8 @@ class LanceDataset:
         replace: bool = True,
         **kwargs: Any,
     ) -> None:
-        """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM index over every fragment and commit it
-        (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`)."""
+        """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM / INVERTED index over every fragment
+        and commit it (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`)."""
         from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
 
         options = self._commit_options()

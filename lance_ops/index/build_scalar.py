@@ -9,7 +9,8 @@ uint64`` and ``page_lookup.lance`` with ``batch_size`` ``"4096"``).
 
 Column types (as pylance 14 checks them): BTREE / BITMAP / ZONEMAP take integers, floats, bools,
 strings, binaries, decimals, fixed-size binaries and temporal types; LABEL_LIST takes a list or
-large list of those; NGRAM (:mod:`lance_ops.index.ngram`) takes strings. Anything else is an
+large list of those; NGRAM (:mod:`lance_ops.index.ngram`) and INVERTED
+(:mod:`lance_ops.index.build_inverted`, tokenizer keywords as parameters) take strings. Anything else is an
 :class:`~lance_ops.errors.IndexColumnTypeError` naming the column.
 """
 
@@ -27,11 +28,12 @@ from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
-from lance_ops.index import bitmap, btree, ngram, zonemap
+from lance_ops.index import bitmap, btree, build_inverted, ngram, zonemap
 from lance_ops.index.files import IndexFileData
 from lance_ops.index.optimize import column_rows
+from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
 from lance_ops.index.treemap import encode_row_address_map
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, NGRAM, ZONEMAP
+from lance_ops.index.types import BITMAP, BTREE, INVERTED, LABEL_LIST, NGRAM, ZONEMAP
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
@@ -44,7 +46,7 @@ __all__ = [
     "write_scalar_index",
 ]
 
-BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM)
+BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, INVERTED)
 _BTREE_BATCH_SIZE = 4096
 _ROWS_PER_ZONE = 8192
 # (type_url, index_version) of a new index of each kind, as pylance 14 records them (a BTREE of a
@@ -77,6 +79,8 @@ def check_column_type(kind: str, column: str, value_type: pa.DataType) -> pa.Dat
     """The key type a ``kind`` index of ``column`` stores; IndexColumnTypeError when it does not fit."""
     if kind == NGRAM:
         return ngram.check_ngram_column(column, value_type)
+    if kind == INVERTED:
+        return build_inverted.check_inverted_column(column, value_type)
     if kind == LABEL_LIST:
         if (pa.types.is_list(value_type) or pa.types.is_large_list(value_type)) and _is_key_type(
             value_type.value_type
@@ -122,6 +126,7 @@ class ScalarBuild:
     key_type: pa.DataType
     rows_per_zone: int
     template: IndexMetadata
+    tokenizer: TokenizerParams | None = None  # INVERTED
 
     @property
     def id_column(self) -> str:
@@ -142,6 +147,17 @@ def plan_scalar_build(
     if kind not in BUILDABLE_SCALAR_TYPES:
         raise InvalidArgumentError(f"lance_ops builds scalar indices of types {BUILDABLE_SCALAR_TYPES}")
     key_type = check_column_type(kind, column, value_type)
+    if kind == INVERTED:  # its keywords are the tokenizer's (lance_ops.index.tokenizer)
+        tokenizer = tokenizer_params(params)
+        template = IndexMetadata(
+            uuid=b"\0" * 16,
+            fields=(field_id,),
+            name=name,
+            dataset_version=manifest.version,
+            details=(build_inverted.INVERTED_DETAILS_URL, build_inverted.inverted_details(tokenizer)),
+            index_version=build_inverted.INVERTED_INDEX_VERSION,
+        )
+        return ScalarBuild(column, kind, key_type, _ROWS_PER_ZONE, template, tokenizer)
     rows_per_zone = _params(kind, params or {})
     url, version = _DETAILS[kind]
     if kind == BTREE and manifest.uses_stable_row_ids:
@@ -193,6 +209,9 @@ def write_scalar_index(
         )
     elif kind == NGRAM:
         result = ngram.write_ngram(ctx, template, values, ids)
+    elif kind == INVERTED:
+        assert build.tokenizer is not None
+        result = build_inverted.write_inverted(ctx, template, values, ids, build.tokenizer)
     elif kind == ZONEMAP:
         schema = pa.schema(
             [pa.field("min", key_type), pa.field("max", key_type)]

@@ -44,7 +44,6 @@ Facts for building these files and searching them (read from pylance 14's bytes 
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any
 
@@ -54,6 +53,7 @@ import pyarrow as pa
 from lance_ops.errors import CorruptFileError, IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.index import inverted_postings as postings
 from lance_ops.index.files import IndexFileData, IndexWriter, RemapResult, index_file_names, read_index_file
+from lance_ops.index.fst import FstReader, build_fst
 from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata
@@ -264,22 +264,16 @@ def _write_tokens(
         raise UnsupportedIndexTypeError(
             f"INVERTED index {index.name!r}: only an FST token set can lose tokens", index.name
         )
-    try:
-        fst = importlib.import_module("lance_ops.index.fst")
-    except ImportError as exc:
-        raise UnsupportedIndexTypeError(
-            f"INVERTED index {index.name!r}: dropping emptied tokens needs the FST writer", index.name
-        ) from exc
     value = data.column(FST_BYTES, index, name)[0].as_py()
     try:
-        items = sorted(fst.FstReader(value).items())
+        items = sorted(FstReader(value).items())
     except CorruptFileError as exc:
         raise IndexCorruptError(name, f"index {index.name!r}: {exc.reason}") from exc
     gone = set(dropped)
     shift = np.asarray(sorted(gone), np.int64)
     kept = [(key, tid - int(np.searchsorted(shift, tid))) for key, tid in items if tid not in gone]
     values = {
-        FST_BYTES: fst.build_fst(kept),
+        FST_BYTES: build_fst(kept),
         "_token_next_id": len(kept),
         "_token_total_length": sum(len(key) for key, _ in kept),
     }

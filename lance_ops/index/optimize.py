@@ -12,8 +12,9 @@ What pylance 14's ``optimize_indices(num_indices_to_merge=n)`` does to one index
 Here a merged vector segment keeps the existing model too (pylance may retrain it; either is a
 correct index). The rows added are read from the new fragments with their row ids (with stable
 row ids, BITMAP / LABEL_LIST / IVF store the stable ids, BTREE the row addresses, as pylance 14
-does; ZONEMAP zones are positional: row addresses; NGRAM its trigrams' row ids). INVERTED and
-IVF_HNSW_* are not extended:
+does; ZONEMAP zones are positional: row addresses; NGRAM its trigrams' row ids; INVERTED its
+documents' row ids, a merge decoding the merged segments' postings and writing them again with the
+new documents, :mod:`lance_ops.index.build_inverted`). IVF_HNSW_* are not extended:
 :class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the index.
 """
 
@@ -32,17 +33,27 @@ from lance_ops.fragment import VersionFiles
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.index.bitmap import merge_bitmap
 from lance_ops.index.btree import merge_btree
+from lance_ops.index.build_inverted import segment_tokenizer, write_inverted
 from lance_ops.index.files import RemapResult
 from lance_ops.index.ivf import extend_ivf
 from lance_ops.index.ngram import write_ngram
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, NGRAM, VECTOR_TYPES, ZONEMAP, index_type_of
+from lance_ops.index.types import (
+    BITMAP,
+    BTREE,
+    INVERTED,
+    LABEL_LIST,
+    NGRAM,
+    VECTOR_TYPES,
+    ZONEMAP,
+    index_type_of,
+)
 from lance_ops.index.zonemap import extend_zonemap
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
 __all__ = ["EXTENDABLE_TYPES", "column_rows", "update_index"]
 
-EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, *VECTOR_TYPES)
+EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, INVERTED, *VECTOR_TYPES)
 _ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
 
 
@@ -147,6 +158,9 @@ def update_index(
         result = merge_bitmap(ctx, template, merged, values, ids, label_list=kind == LABEL_LIST)
     elif kind == NGRAM:
         result = write_ngram(ctx, template, values, ids, merged)
+    elif kind == INVERTED:
+        tokenizer = segment_tokenizer(ctx, template)[0]
+        result = write_inverted(ctx, template, values, ids, tokenizer, merged)
     else:
         vectors, vector_ids = _vectors(values, ids, template)
         result = extend_ivf(ctx, template, merged, kind, vectors, vector_ids)

@@ -1,5 +1,5 @@
-"""``create_scalar_index``: build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM index over every
-fragment and commit it as pylance 14 does (one ``CreateIndex``; ``replace`` removes the old
+"""``create_scalar_index``: build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM / INVERTED index
+over every fragment and commit it as pylance 14 does (one ``CreateIndex``; ``replace`` removes the old
 segments).
 
 Names as pylance 14 picks them: ``name=None`` is ``<column>_idx``, or, when that name holds an index

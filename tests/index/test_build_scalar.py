@@ -213,7 +213,7 @@ def test_names_replace_and_other_writers(tmp_path: Path) -> None:
         ("nope", "BTREE", FieldNotFoundError),
         ("i", "FOO", UnsupportedIndexTypeError),
         ("i", "NGRAM", IndexColumnTypeError),
-        ("s", "INVERTED", UnsupportedIndexTypeError),
+        ("i", "INVERTED", IndexColumnTypeError),
     ],
 )
 def test_bad_input_commits_nothing(tmp_path: Path, column: str, kind: str, error: type) -> None:

@@ -119,7 +119,6 @@ def test_files_equal_pylance_compaction(tmp_path: Path, data: str) -> None:
 def test_emptied_tokens_dropped_as_pylance(tmp_path: Path) -> None:
     """ "rare7x" and "rare1007x" lose their only document: pylance drops them and renumbers the
     later tokens (the FST rebuilt); so do we."""
-    pytest.importorskip("lance_ops.index.fst")
     ours, twin = _twins(_build(tmp_path / "src", _texts(rare=True)), tmp_path)
     lance_ops.dataset(str(ours)).optimize.compact_files(target_rows_per_fragment=1 << 20)
     assert _frag_reuse(ours) is None
@@ -141,8 +140,7 @@ def test_two_partitions(tmp_path: Path, delete: str) -> None:
     renumbered on its own statistics (one left with a single document drops most of its tokens;
     one left with none keeps empty files, as pylance's)."""
     if delete.startswith("id >"):
-        pytest.importorskip("lance_ops.index.fst")
-    texts: list[str | None] = [f"hello world {i % 11} w{i % 97}x" for i in range(ROWS + 300)]
+        texts: list[str | None] = [f"hello world {i % 11} w{i % 97}x" for i in range(ROWS + 300)]
     texts[ROWS:] = [None if i == 0 else f"{t} extra{i}x" for i, t in enumerate(texts[ROWS:])]
     table = pa.table({"id": np.arange(ROWS + 300), "txt": pa.array(texts, pa.string())})
     src = tmp_path / "src"

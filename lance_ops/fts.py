@@ -1,0 +1,522 @@
+"""Full-text search: ``scanner(full_text_query=...)`` over INVERTED indices, as pylance 14 answers it.
+
+``full_text_query`` is a string or ``{"query": str, "columns": [...]}`` (a match in those columns,
+by default every column an INVERTED index covers), or one of :mod:`lance_ops.query.fulltext`'s
+objects. A match splits its text into terms with the column's index tokenizer and finds the rows
+holding any term (``operator`` AND: every distinct term); ``_score`` (float32) is BM25 (k1 1.2,
+b 0.75) summed over the query's terms, a term given twice counting twice, times ``boost``.
+Observed in pylance 14 (and checked against it by the tests):
+
+* rows an index covers are scored with the index's statistics (documents, their average length
+  and each term's document count, summed over all segments and partitions); rows deleted since
+  the build are left out, the statistics stay;
+* rows of fragments no segment covers are tokenized and scored with the index's statistics plus
+  theirs (``FlatMatchQuery``; with ``prefilter=True`` only the rows passing the filter are read
+  and counted); without an index on the column every row is searched that way, split into plain
+  words (the simple tokenizer without lower-casing, stemming, stop words or folding);
+* several columns: a row's best column score (``MultiMatchQuery``, after each column's boost);
+  ``BoostQuery``: the positive query's rows, less ``negative_boost`` times the negative query's
+  score; ``BooleanQuery``: the rows of every MUST (of any SHOULD when there is no MUST), none of a
+  MUST_NOT, scores of the MUST and SHOULD queries summed;
+* rows come by descending ``_score``, ties by ascending row id (pylance orders ties arbitrarily);
+  ``limit`` / ``offset`` apply to that order; ``filter`` applies after them unless
+  ``prefilter=True`` (then before).
+
+An index partition is read once (kept for the next queries, as pylance's index cache) and only
+the query terms' postings are decoded. Not supported
+(:class:`~lance_ops.errors.UnsupportedFeatureError`): ``PhraseQuery`` and quoted phrases (no
+positions are indexed), fuzziness and prefixes, ``CombinedFieldsQuery``, list-element documents,
+``_rowaddr``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+from lance_ops.errors import (
+    CorruptFileError,
+    IndexCorruptError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
+from lance_ops.fragment.scan import take_columns, take_rows
+from lance_ops.index.build_inverted import InvertedCorpus, corpus_of, segment_tokenizer
+from lance_ops.index.files import read_index_file
+from lance_ops.index.fst import FstReader
+from lance_ops.index.inverted_postings import (
+    K1,
+    TAIL_VARINT_DELTA,
+    B,
+    average_length,
+    decode_posting_list,
+    idf,
+)
+from lance_ops.index.tokenizer import tokenizer_params
+from lance_ops.index.types import INVERTED, index_type_of
+from lance_ops.io.context import StorageContext
+from lance_ops.query import fulltext
+from lance_ops.schema import LanceSchema
+from lance_ops.table.manifest import IndexMetadata
+
+if TYPE_CHECKING:
+    from lance_ops.dataset import LanceDataset
+
+__all__ = ["FullTextScan"]
+
+
+class _Part:
+    """Documents and postings searched together: an index partition or the unindexed rows."""
+
+    row_ids: np.ndarray  # uint64, by document number
+    lengths: np.ndarray  # uint32, by document number
+    tokens: int
+
+    def term_docs(self, term: str) -> int:
+        raise NotImplementedError
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Document numbers (ascending) and frequencies of ``term`` (empty when absent)."""
+        raise NotImplementedError
+
+
+class _FlatPart(_Part):
+    def __init__(self, corpus: InvertedCorpus) -> None:
+        self._corpus = corpus
+        self.row_ids, self.lengths = corpus.row_ids, corpus.lengths
+        self.tokens = int(corpus.lengths.sum(dtype=np.uint64))
+        self._ids = {t: i for i, t in enumerate(corpus.terms)}
+        self._counts = np.bincount(corpus.term, minlength=len(corpus.terms))
+
+    def term_docs(self, term: str) -> int:
+        return int(self._counts[self._ids[term]]) if term in self._ids else 0
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        if term not in self._ids:
+            return np.empty(0, np.int64), np.empty(0, np.uint32)
+        mine = self._corpus.term == self._ids[term]
+        return self._corpus.doc[mine].astype(np.int64), self._corpus.freq[mine]
+
+
+class _IndexPart(_Part):
+    """One partition of an INVERTED segment, read once; a term's postings are decoded when a
+    query first asks for it."""
+
+    def __init__(self, ctx: StorageContext, segment: IndexMetadata, partition: int) -> None:
+        names = {k: f"part_{partition}_{k}.lance" for k in ("tokens", "docs", "invert")}
+        tokens = read_index_file(ctx, segment, names["tokens"])
+        docs = read_index_file(ctx, segment, names["docs"])
+        invert = read_index_file(ctx, segment, names["invert"])
+        self._where = (segment, names["invert"])
+        self._tail = invert.metadata.get(b"posting_tail_codec", TAIL_VARINT_DELTA.encode()).decode()
+        try:
+            self._fst = FstReader(tokens.column("_token_fst_bytes", segment, names["tokens"])[0].as_py())
+        except CorruptFileError as exc:
+            raise IndexCorruptError(names["tokens"], f"index {segment.name!r}: {exc.reason}") from exc
+        self.row_ids = np.asarray(docs.column("_rowid", segment, names["docs"]).combine_chunks(), np.uint64)
+        self.lengths = np.asarray(
+            docs.column("_num_tokens", segment, names["docs"]).combine_chunks(), np.uint32
+        )
+        total = docs.metadata.get(b"total_tokens")
+        self.tokens = int(total) if total is not None else int(self.lengths.sum(dtype=np.uint64))
+        self._lengths_by_term = np.asarray(
+            invert.column("_length", segment, names["invert"]).combine_chunks()
+        )
+        self._postings = invert.column("_posting", segment, names["invert"])
+        self._decoded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _token(self, term: str) -> int | None:
+        token = self._fst.get(term)
+        return token if token is not None and token < len(self._lengths_by_term) else None
+
+    def term_docs(self, term: str) -> int:
+        token = self._token(term)
+        return 0 if token is None else int(self._lengths_by_term[token])
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        if term not in self._decoded:
+            token = self._token(term)
+            if token is None:
+                found = np.empty(0, np.int64), np.empty(0, np.uint32)
+            else:
+                try:
+                    docs, freqs = decode_posting_list(
+                        self._postings[token], int(self._lengths_by_term[token]), self._tail
+                    )
+                except CorruptFileError as exc:
+                    segment, name = self._where
+                    raise IndexCorruptError(name, f"index {segment.name!r}: {exc.reason}") from exc
+                found = docs.astype(np.int64), freqs
+            self._decoded[term] = found
+        return self._decoded[term]
+
+
+# Index files never change under a uuid: the partitions of the last few segments searched are kept
+# for the next query (as pylance keeps index partitions in its cache).
+_PARTS: OrderedDict[tuple[str, bytes, int], _IndexPart] = OrderedDict()
+_PARTS_KEPT = 8
+_PLAIN_WORDS = {"lower_case": False, "stem": False, "remove_stop_words": False, "ascii_folding": False}
+
+
+def _cached_part(ctx: StorageContext, segment: IndexMetadata, partition: int) -> _IndexPart:
+    key = (ctx.root, segment.uuid, partition)
+    part = _PARTS.get(key)
+    if part is None:
+        part = _PARTS[key] = _IndexPart(ctx, segment, partition)
+        while len(_PARTS) > _PARTS_KEPT:
+            _PARTS.popitem(last=False)
+    _PARTS.move_to_end(key)
+    return part
+
+
+def _parse(query: Any, indexed: list[str]) -> fulltext.FullTextQuery:
+    """The query as a query object: a string or ``{"query", "columns"}`` is a multi-column match
+    over the given columns (default: every column with an INVERTED index), as in pylance."""
+    if isinstance(query, fulltext.FullTextQuery):
+        return query
+    if isinstance(query, str):
+        text, columns = query, None
+    elif isinstance(query, Mapping):
+        unknown = set(query) - {"query", "columns"}
+        if unknown or not isinstance(query.get("query"), str):
+            raise InvalidArgumentError(
+                f"full_text_query: a dict takes 'query' (a string) and 'columns', got {sorted(query)}"
+            )
+        text, columns = query["query"], query.get("columns")
+        if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
+            raise InvalidArgumentError("full_text_query: 'columns' must be a list of column names")
+    else:
+        raise UnsupportedFeatureError(
+            f"full_text_query of type {type(query).__name__} is not supported by lance_ops "
+            "(a string, {'query': ..., 'columns': [...]} or a lance_ops.query full-text query)"
+        )
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+        raise UnsupportedFeatureError(
+            "full_text_query: a quoted phrase needs positions, which lance_ops does not index"
+        )
+    columns = list(columns) if columns is not None else indexed
+    if not columns:
+        raise InvalidArgumentError(
+            "full_text_query: no INVERTED index in the dataset; name the column with "
+            "{'query': ..., 'columns': [column]}"
+        )
+    return fulltext.MultiMatchQuery(text, columns)
+
+
+@dataclass(frozen=True)
+class _Stats:
+    """BM25 statistics: documents, their total length, and documents per query term."""
+
+    docs: int
+    tokens: int
+    term_docs: dict[str, int]
+
+    def __add__(self, other: _Stats) -> _Stats:
+        terms = {t: self.term_docs.get(t, 0) + other.term_docs.get(t, 0) for t in self.term_docs}
+        return _Stats(self.docs + other.docs, self.tokens + other.tokens, terms)
+
+
+def _part_stats(part: _Part, terms: list[str]) -> _Stats:
+    return _Stats(len(part.row_ids), part.tokens, {t: part.term_docs(t) for t in terms})
+
+
+def _scores(
+    part: _Part, terms: list[str], stats: _Stats, conjunctive: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row ids of ``part``'s documents holding a query term (every distinct one when
+    ``conjunctive``) and their BM25 scores (float32)."""
+    if not stats.docs:
+        return _empty()
+    avgdl = average_length(stats.tokens, stats.docs)
+    total = np.zeros(len(part.row_ids), np.float32)
+    matched = np.zeros(len(part.row_ids), np.int64)
+    for term in terms:
+        docs, freqs = part.postings(term)
+        if not len(docs):
+            continue
+        f = freqs.astype(np.float32)
+        lengths = part.lengths[docs].astype(np.float32)
+        norm = K1 * ((np.float32(1.0) - B) + (B * lengths) / avgdl)
+        scale = np.float32(idf(stats.term_docs[term], stats.docs) * np.float32(K1 + np.float32(1.0)))
+        total[docs] += ((f / (f + norm)).astype(np.float32) * scale).astype(np.float32)
+        matched[docs] += 1
+    hit = matched > 0
+    if conjunctive:  # every distinct term (a repeated one scores twice but is needed once)
+        matched[:] = 0
+        for term in set(terms):
+            matched[part.postings(term)[0]] += 1
+        hit = matched == len(set(terms))
+    return part.row_ids[hit], total[hit]
+
+
+def _union(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], how: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Combine two (row ids, scores) results: ``sum`` / ``max`` over the union of their rows."""
+    ids = np.union1d(a[0], b[0])
+    out = []
+    for part_ids, part_scores in (a, b):
+        full = np.full(len(ids), np.nan if how == "max" else 0.0, np.float32)
+        full[np.searchsorted(ids, part_ids)] = part_scores
+        out.append(full)
+    scores = np.fmax(out[0], out[1]) if how == "max" else (out[0] + out[1]).astype(np.float32)
+    return ids, scores.astype(np.float32)
+
+
+def _restrict(
+    result: tuple[np.ndarray, np.ndarray], ids: np.ndarray, keep: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    mask = np.isin(result[0], ids)
+    mask = mask if keep else ~mask
+    return result[0][mask], result[1][mask]
+
+
+def _empty() -> tuple[np.ndarray, np.ndarray]:
+    return np.empty(0, np.uint64), np.empty(0, np.float32)
+
+
+class _Column:
+    """Searching one text column: its INVERTED index segments (or none) and unindexed rows."""
+
+    def __init__(self, scan: FullTextScan, column: str, segments: list[IndexMetadata]) -> None:
+        ds = scan._ds
+        self._scan, self.column, self.segments = scan, column, segments
+        field = LanceSchema(ds.manifest.schema).field(column)
+        if field is None:
+            raise InvalidArgumentError(f"full_text_query: column {column!r} is not in the schema")
+        dtype = field.to_arrow().type
+        item = dtype.value_type if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) else dtype
+        if not (pa.types.is_string(item) or pa.types.is_large_string(item)):
+            raise InvalidArgumentError(
+                f"full_text_query: column {column!r} of type {dtype} is not a text column"
+            )
+        if segments:
+            self.tokenizer = segment_tokenizer(ds.storage, segments[0])[0]
+        else:  # pylance splits unindexed text into plain words: no case, stem, stop-word or folding
+            self.tokenizer = tokenizer_params(_PLAIN_WORDS)
+        self._loaded: tuple[list[_IndexPart], _FlatPart, np.ndarray | None] | None = None
+
+    def _load(self) -> tuple[list[_IndexPart], _FlatPart, np.ndarray | None]:
+        if self._loaded is None:
+            ctx = self._scan._ds.storage
+            parts = [
+                _cached_part(ctx, segment, partition)
+                for segment in self.segments
+                for partition in segment_tokenizer(ctx, segment)[1]
+            ]
+            live = self._scan._row_ids(None) if parts else None
+            self._loaded = parts, _FlatPart(self._flat_corpus()), live
+        return self._loaded
+
+    def _flat_corpus(self) -> InvertedCorpus:
+        covered = BitMap()
+        for segment in self.segments:
+            if segment.fragment_bitmap:
+                covered |= BitMap.deserialize(segment.fragment_bitmap)
+        ds = self._scan._ds
+        fragments = [f for f in ds.get_fragments() if f.fragment_id not in covered]
+        if not fragments:
+            return InvertedCorpus.empty()
+        # with a prefilter pylance reads (and counts in the statistics) only the rows passing it
+        where = self._scan._filter if self._scan._prefilter else None
+        table = ds.to_table(columns=[self.column], with_row_id=True, fragments=fragments, filter=where)
+        ids = np.asarray(table.column("_rowid"), np.uint64)
+        return corpus_of(table.column(0).combine_chunks(), ids, self.tokenizer)
+
+    def match(self, text: str, conjunctive: bool) -> tuple[np.ndarray, np.ndarray]:
+        terms = self.tokenizer.tokenize(text)
+        parts, flat, live = self._load()
+        stats = _Stats(0, 0, dict.fromkeys(terms, 0))
+        for part in parts:
+            stats = stats + _part_stats(part, terms)
+        found = [_scores(part, terms, stats, conjunctive) for part in parts]
+        if live is not None:
+            ids = np.concatenate([f[0] for f in found])
+            keep = np.isin(ids, live)
+            found = [(ids[keep], np.concatenate([f[1] for f in found])[keep])]
+        found.append(_scores(flat, terms, stats + _part_stats(flat, terms), conjunctive))
+        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]).astype(np.float32)
+
+
+class FullTextScan:
+    """A full-text scan of one dataset version (``to_table``, ``to_batches``, ``explain_plan``)."""
+
+    def __init__(
+        self,
+        ds: LanceDataset,
+        query: Any,
+        columns: Any,
+        filter: Any,
+        prefilter: bool,
+        with_row_id: bool,
+        limit: int | None,
+        offset: int | None,
+    ) -> None:
+        self._ds = ds
+        if columns is not None and not isinstance(columns, (list, tuple)):
+            raise UnsupportedFeatureError("full-text scans take a list of column names")
+        self._columns = None if columns is None else [c for c in columns if c != "_score"]
+        self._filter, self._prefilter, self._with_row_id = filter, prefilter, with_row_id
+        self._limit, self._offset = limit, offset
+        self._indexed = self._indexed_columns()
+        self._searches: dict[str, _Column] = {}
+        self.query = _parse(query, sorted(self._indexed))
+        self._check(self.query)
+
+    def _indexed_columns(self) -> dict[str, list[IndexMetadata]]:
+        """Dotted column path -> segments of the (first) INVERTED index on it."""
+        manifest, ctx = self._ds.manifest, self._ds.storage
+        by_id = {f.id: f for f in manifest.schema}
+        found: dict[str, list[IndexMetadata]] = {}
+        for name in dict.fromkeys(i.name for i in manifest.indices):
+            segments = [i for i in manifest.indices if i.name == name]
+            field = by_id.get(segments[0].fields[0]) if segments[0].fields else None
+            if field is None or index_type_of(segments[0], ctx) != INVERTED:
+                continue
+            parts = [field.name]
+            while field.parent_id >= 0 and field.parent_id in by_id:
+                field = by_id[field.parent_id]
+                parts.append(field.name)
+            found.setdefault(".".join(reversed(parts)), segments)
+        return found
+
+    def _column(self, column: str) -> _Column:
+        if column not in self._searches:
+            self._searches[column] = _Column(self, column, self._indexed.get(column, []))
+        return self._searches[column]
+
+    def _check(self, query: fulltext.FullTextQuery) -> None:
+        """Refuse what lance_ops does not search before anything is read; open the columns."""
+        if isinstance(query, fulltext.MatchQuery):
+            if query.fuzziness != 0 or query.prefix_length:
+                raise UnsupportedFeatureError("full_text_query: fuzzy matching is not supported by lance_ops")
+            if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
+                raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
+            self._column(query.column)
+        elif isinstance(query, fulltext.MultiMatchQuery):
+            if not query.columns:
+                raise InvalidArgumentError("full_text_query: MultiMatchQuery needs at least one column")
+            if query.boosts is not None and len(query.boosts) != len(query.columns):
+                raise InvalidArgumentError("full_text_query: MultiMatchQuery needs one boost per column")
+            for column in query.columns:
+                self._column(column)
+        elif isinstance(query, fulltext.BoostQuery):
+            self._check(query.positive)
+            self._check(query.negative)
+        elif isinstance(query, fulltext.BooleanQuery):
+            for _, inner in query.queries:
+                self._check(inner)
+        else:
+            raise UnsupportedFeatureError(
+                f"full_text_query {type(query).__name__} is not supported by lance_ops (phrase queries "
+                "need positions, which lance_ops does not index)"
+            )
+
+    def _evaluate(self, query: fulltext.FullTextQuery) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(query, fulltext.MatchQuery):
+            ids, scores = self._column(query.column).match(
+                query.query, query.operator == fulltext.FullTextOperator.AND
+            )
+            return ids, (scores * np.float32(query.boost)).astype(np.float32)
+        if isinstance(query, fulltext.MultiMatchQuery):
+            result = _empty()
+            for i, column in enumerate(query.columns):
+                boost = np.float32(query.boosts[i] if query.boosts is not None else 1.0)
+                ids, scores = self._column(column).match(
+                    query.query, query.operator == fulltext.FullTextOperator.AND
+                )
+                result = _union(result, (ids, (scores * boost).astype(np.float32)), "max")
+            return result
+        if isinstance(query, fulltext.BoostQuery):
+            # rows of the positive query; those the negative one matches lose negative_boost times
+            # its score
+            ids, scores = self._evaluate(query.positive)
+            union_ids, penalty = _union(
+                (ids, np.zeros(len(ids), np.float32)), self._evaluate(query.negative), "sum"
+            )
+            penalty = penalty[np.searchsorted(union_ids, ids)]
+            return ids, (scores - np.float32(query.negative_boost) * penalty).astype(np.float32)
+        assert isinstance(query, fulltext.BooleanQuery)
+        must = [self._evaluate(q) for occur, q in query.queries if occur == fulltext.Occur.MUST]
+        should = [self._evaluate(q) for occur, q in query.queries if occur == fulltext.Occur.SHOULD]
+        must_not = [self._evaluate(q) for occur, q in query.queries if occur == fulltext.Occur.MUST_NOT]
+        result = _empty()
+        for part in must + should:
+            result = _union(result, part, "sum")
+        for part in must:
+            result = _restrict(result, part[0], keep=True)
+        for part in must_not:
+            result = _restrict(result, part[0], keep=False)
+        return result
+
+    def _row_ids(self, filter: Any) -> np.ndarray:
+        table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)
+        return np.asarray(table.column("_rowid"), dtype=np.uint64)
+
+    def to_table(self) -> pa.Table:
+        ids, scores = self._evaluate(self.query)
+        if self._filter is not None and self._prefilter:
+            keep = np.isin(ids, self._row_ids(self._filter))
+            ids, scores = ids[keep], scores[keep]
+        order = np.lexsort((ids, -scores))
+        start = self._offset or 0
+        stop = None if self._limit is None else start + self._limit
+        ids, scores = ids[order][start:stop], scores[order][start:stop]
+        if self._filter is not None and not self._prefilter:
+            keep = np.isin(ids, self._row_ids(self._filter))
+            ids, scores = ids[keep], scores[keep]
+        columns = self._columns if self._columns is not None else self._ds.schema.names
+        files = self._ds.handle.files
+        table = (
+            take_rows(files, ids, take_columns(files, columns))
+            if columns
+            else pa.table({"_": pa.nulls(len(ids))}).drop(["_"])
+        )
+        table = table.append_column("_score", pa.array(scores, pa.float32()))
+        if self._with_row_id:
+            table = table.append_column("_rowid", pa.array(ids, pa.uint64()))
+        return table
+
+    def to_batches(self) -> Any:
+        return iter(self.to_table().to_batches())
+
+    def count_rows(self) -> int:
+        return self.to_table().num_rows
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        lines = [f"Take: columns={self._columns or self._ds.schema.names}"]
+        if self._filter is not None:
+            lines.append(f"  Filter: {self._filter} ({'prefilter' if self._prefilter else 'postfilter'})")
+        lines.append("  SortExec: _score DESC")
+        lines += self._plan(self.query, "    ")
+        return "\n".join(lines) + "\n"
+
+    def _plan(self, query: fulltext.FullTextQuery, indent: str) -> list[str]:
+        if isinstance(query, fulltext.MatchQuery | fulltext.MultiMatchQuery):
+            columns = [query.column] if isinstance(query, fulltext.MatchQuery) else query.columns
+            lines = []
+            for column in columns:
+                search = self._column(column)
+                terms = search.tokenizer.tokenize(query.query)
+                if search.segments:
+                    lines.append(
+                        f"{indent}MatchQuery: column={column}, index={search.segments[0].name}, "
+                        f"deltas={len(search.segments)}, query={terms}"
+                    )
+                lines.append(f"{indent}FlatMatchQuery (unindexed fragments): column={column}, query={terms}")
+            return lines
+        inner = (
+            [query.positive, query.negative]
+            if isinstance(query, fulltext.BoostQuery)
+            else [q for _, q in query.queries]  # type: ignore[attr-defined]
+        )
+        return [f"{indent}{type(query).__name__}"] + [
+            line for q in inner for line in self._plan(q, indent + "  ")
+        ]

@@ -1,0 +1,329 @@
+"""Building an INVERTED (full-text) index as pylance 14's ``create_scalar_index(column,
+"INVERTED", **tokenizer params)`` writes it, and extending one after an append.
+
+File layout in :mod:`lance_ops.index.inverted`, postings in
+:mod:`lance_ops.index.inverted_postings`, terms in :mod:`lance_ops.index.tokenizer`. One
+partition (``part_0_*``), as pylance writes for a small dataset (it may write several; readers
+take any number).
+
+* Documents are the rows whose text has at least one term (null, empty and all-stop-word rows
+  are left out, as pylance leaves them), in row order; ``_num_tokens`` counts a document's terms
+  (repeats included, stop words not) and ``total_tokens`` (docs file metadata) sums them.
+* Terms are numbered in the order they first occur; the invert file has one row per term in that
+  order, the FST maps each term to its number, ``_token_next_id`` is the number of terms and
+  ``_token_total_length`` the sum of their UTF-8 lengths.
+* Optimizing after an append (:func:`write_inverted` with ``merged`` segments) decodes the merged
+  segments back into (term, document, frequency) triples and writes one index over them and the
+  new rows (BM25 statistics and block scores depend on every document, so nothing is copied).
+
+Columns: ``string`` and ``large_string``, and lists of them (a row is one document: the terms of
+its strings one after the other, as pylance 14 indexes them; anything else is an
+:class:`~lance_ops.errors.IndexColumnTypeError` naming the column). Arrow's kernels split the
+texts, the tokenizer's filters run once per distinct token, the counting is numpy; the posting
+lists are encoded term by term (:mod:`lance_ops.index.inverted_postings`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+from lance_ops.encoding.protowire import encode_varint
+from lance_ops.errors import CorruptFileError, IndexColumnTypeError, IndexCorruptError
+from lance_ops.index.files import IndexWriter, RemapResult, read_index_file
+from lance_ops.index.fst import FstReader, build_fst
+from lance_ops.index.inverted_postings import (
+    BLOCK_SIZE,
+    TAIL_VARINT_DELTA,
+    decode_posting_list,
+    encode_posting_list,
+)
+from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
+from lance_ops.io.context import StorageContext
+from lance_ops.table.manifest import IndexMetadata
+
+__all__ = [
+    "INVERTED_DETAILS_URL",
+    "INVERTED_INDEX_VERSION",
+    "InvertedCorpus",
+    "check_inverted_column",
+    "corpus_of",
+    "inverted_details",
+    "read_inverted_corpus",
+    "segment_tokenizer",
+    "write_inverted",
+]
+
+INVERTED_DETAILS_URL = "/lance.table.InvertedIndexDetails"
+INVERTED_INDEX_VERSION = 2
+METADATA, FORMAT_VERSION = "metadata.lance", "2"
+
+
+def check_inverted_column(column: str, value_type: pa.DataType) -> pa.DataType:
+    """INVERTED indexes strings and lists of strings (as pylance 14); IndexColumnTypeError
+    otherwise."""
+    item = (
+        value_type.value_type
+        if pa.types.is_list(value_type) or pa.types.is_large_list(value_type)
+        else value_type
+    )
+    if pa.types.is_string(item) or pa.types.is_large_string(item):
+        return value_type
+    raise IndexColumnTypeError(
+        f"INVERTED index column {column} must be a string, a large string or a list of them, "
+        f"got {value_type}",
+        column,
+    )
+
+
+def _field_bytes(number: int, value: int | bytes) -> bytes:
+    if isinstance(value, bytes):
+        return encode_varint(number << 3 | 2) + encode_varint(len(value)) + value
+    return encode_varint(number << 3) + encode_varint(value)
+
+
+def inverted_details(tokenizer: TokenizerParams) -> bytes:
+    """``InvertedIndexDetails`` as pylance 14 writes it: base tokenizer, the language as a JSON
+    string, the flags set, n-gram lengths, block size 128 (field 12) and format 2 (field 15)."""
+    v = tokenizer.values
+    out = _field_bytes(1, v["base_tokenizer"].encode()) + _field_bytes(2, json.dumps(v["language"]).encode())
+    if v["with_position"]:
+        out += _field_bytes(3, 1)
+    if v["max_token_length"] is not None:
+        out += _field_bytes(4, v["max_token_length"])
+    for number, key in ((5, "lower_case"), (6, "stem"), (7, "remove_stop_words"), (8, "ascii_folding")):
+        if v[key]:
+            out += _field_bytes(number, 1)
+    out += _field_bytes(9, v["min_ngram_length"]) + _field_bytes(10, v["max_ngram_length"])
+    if v["prefix_only"]:
+        out += _field_bytes(11, 1)
+    return out + _field_bytes(12, v["block_size"]) + _field_bytes(15, int(FORMAT_VERSION))
+
+
+@dataclass(frozen=True)
+class InvertedCorpus:
+    """What an INVERTED partition holds: documents (row ids, term counts), terms (by number) and
+    the (term, document, frequency) triples sorted by term then document."""
+
+    row_ids: np.ndarray  # uint64 [D]
+    lengths: np.ndarray  # uint32 [D]
+    terms: list[str]
+    term: np.ndarray  # uint32 [P]
+    doc: np.ndarray  # uint32 [P]
+    freq: np.ndarray  # uint32 [P]
+
+    @staticmethod
+    def empty() -> InvertedCorpus:
+        z32 = np.empty(0, np.uint32)
+        return InvertedCorpus(np.empty(0, np.uint64), z32, [], z32, z32, z32)
+
+
+def _tokenize(
+    values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams, known: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Term numbers of every term occurrence (``known`` grows with new terms, numbered in the
+    order they first occur), the document of each, per-document counts and the row ids of the
+    documents with at least one term. Arrow splits the texts; the filters run once per distinct
+    token."""
+    texts, owner = values, None
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        texts = pc.list_flatten(values)
+        owner = np.asarray(pc.list_parent_indices(values), dtype=np.int64)
+    tokens, parents = tokenizer.split_array(texts)
+    if owner is not None:
+        parents = owner[parents]
+    encoded = pc.dictionary_encode(tokens)
+    number = known.setdefault
+    distinct = encoded.dictionary.to_pylist()
+    term_of = np.asarray(
+        [-1 if (t := tokenizer.term(u)) is None else number(t, len(known)) for u in distinct], dtype=np.int64
+    )
+    occurrences = (
+        term_of[np.asarray(encoded.indices, dtype=np.int64)] if len(tokens) else np.empty(0, np.int64)
+    )
+    keep = occurrences >= 0
+    occurrences, parents = occurrences[keep], parents[keep]
+    counts = np.bincount(parents, minlength=len(values))
+    kept = counts > 0
+    doc_of_row = np.cumsum(kept) - 1
+    return occurrences, doc_of_row[parents], counts[kept], np.asarray(ids, np.uint64)[kept]
+
+
+def _pairs(
+    occurrence_term: np.ndarray, occurrence_doc: np.ndarray, num_docs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term, doc, frequency) triples, sorted by term then document."""
+    span = max(num_docs, 1)
+    keys, freqs = np.unique(occurrence_term * span + occurrence_doc, return_counts=True)
+    return (keys // span).astype(np.uint32), (keys % span).astype(np.uint32), freqs.astype(np.uint32)
+
+
+def corpus_of(values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams) -> InvertedCorpus:
+    """The documents and triples of ``values`` (keyed by ``ids``), terms numbered as they occur."""
+    known: dict[str, int] = {}
+    occurrences, docs, counts, row_ids = _tokenize(values, ids, tokenizer, known)
+    term, doc, freq = _pairs(occurrences, docs, len(counts))
+    return InvertedCorpus(row_ids, counts.astype(np.uint32), list(known), term, doc, freq)
+
+
+def _metadata(tokenizer: TokenizerParams, partitions: Sequence[int]) -> pa.Table:
+    schema = pa.schema(
+        [pa.field("deleted_fragments", pa.binary(), nullable=False)],
+        metadata={
+            "partitions": json.dumps(list(partitions)),
+            "params": tokenizer.to_json(),
+            "token_set_format": "fst",
+            "posting_block_size": str(BLOCK_SIZE),
+            "format_version": FORMAT_VERSION,
+            "posting_tail_codec": TAIL_VARINT_DELTA,
+        },
+    )
+    return pa.table([pa.array([BitMap().serialize()], pa.binary())], schema=schema)
+
+
+def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int) -> None:
+    total_tokens = int(corpus.lengths.sum(dtype=np.uint64))
+    term = corpus.term
+    starts = np.flatnonzero(np.r_[True, term[1:] != term[:-1]]) if len(term) else np.empty(0, np.int64)
+    bounds = np.r_[starts, len(term)].astype(np.int64)
+    rows = [
+        encode_posting_list(corpus.doc[a:b], corpus.freq[a:b], corpus.lengths, total_tokens)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
+    blocks = pa.list_(pa.large_binary())
+    invert = pa.table(
+        [
+            pa.array([r.posting for r in rows], blocks),
+            pa.array([r.max_score for r in rows], pa.float32()),
+            pa.array([r.length for r in rows], pa.uint32()),
+            pa.array([r.impacts for r in rows], blocks),
+        ],
+        schema=pa.schema(
+            [
+                pa.field("_posting", blocks, nullable=False),
+                pa.field("_max_score", pa.float32(), nullable=False),
+                pa.field("_length", pa.uint32(), nullable=False),
+                pa.field("_impacts", blocks, nullable=False),
+            ],
+            metadata={
+                "posting_tail_codec": TAIL_VARINT_DELTA,
+                "posting_block_size": str(BLOCK_SIZE),
+                "format_version": FORMAT_VERSION,
+            },
+        ),
+    )
+    encoded = [t.encode() for t in corpus.terms]
+    order = sorted(range(len(encoded)), key=encoded.__getitem__)
+    tokens = pa.table(
+        [
+            pa.array([build_fst((encoded[i], i) for i in order)], pa.large_binary()),
+            pa.array([len(encoded)], pa.uint32()),
+            pa.array([sum(map(len, encoded))], pa.uint64()),
+        ],
+        schema=pa.schema(
+            [
+                pa.field("_token_fst_bytes", pa.large_binary(), nullable=False),
+                pa.field("_token_next_id", pa.uint32(), nullable=False),
+                pa.field("_token_total_length", pa.uint64(), nullable=False),
+            ]
+        ),
+    )
+    docs = pa.table(
+        [pa.array(corpus.row_ids, pa.uint64()), pa.array(corpus.lengths, pa.uint32())],
+        schema=pa.schema(
+            [
+                pa.field("_rowid", pa.uint64(), nullable=False),
+                pa.field("_num_tokens", pa.uint32(), nullable=False),
+            ],
+            metadata={"total_tokens": str(total_tokens)},
+        ),
+    )
+    writer.write(f"part_{partition}_invert.lance", invert)
+    writer.write(f"part_{partition}_tokens.lance", tokens)
+    writer.write(f"part_{partition}_docs.lance", docs)
+
+
+def segment_tokenizer(ctx: StorageContext, index: IndexMetadata) -> tuple[TokenizerParams, list[int]]:
+    """The tokenizer (``params``) and partition numbers of an INVERTED segment."""
+    data = read_index_file(ctx, index, METADATA)
+    try:
+        params = json.loads(data.meta("params", index, METADATA))
+        partitions = [int(p) for p in json.loads(data.meta("partitions", index, METADATA))]
+    except (ValueError, TypeError) as exc:
+        raise IndexCorruptError(METADATA, f"index {index.name!r}: bad metadata: {exc}") from exc
+    return tokenizer_params(params), partitions
+
+
+def read_inverted_corpus(ctx: StorageContext, index: IndexMetadata, partition: int) -> InvertedCorpus:
+    """Decode one partition of an INVERTED segment back into its documents and triples."""
+    names = {k: f"part_{partition}_{k}.lance" for k in ("tokens", "docs", "invert")}
+    tokens = read_index_file(ctx, index, names["tokens"])
+    docs = read_index_file(ctx, index, names["docs"])
+    invert = read_index_file(ctx, index, names["invert"])
+    tail_codec = invert.metadata.get(b"posting_tail_codec", TAIL_VARINT_DELTA.encode()).decode()
+    try:
+        fst = FstReader(tokens.column("_token_fst_bytes", index, names["tokens"])[0].as_py())
+        by_id = {value: key.decode() for key, value in fst.items()}
+        lengths = invert.column("_length", index, names["invert"]).to_pylist()
+        postings = invert.column("_posting", index, names["invert"])
+        decoded = [decode_posting_list(postings[i], n, tail_codec) for i, n in enumerate(lengths)]
+    except CorruptFileError as exc:
+        raise IndexCorruptError(names["invert"], f"index {index.name!r}: {exc.reason}") from exc
+    if sorted(by_id) != list(range(len(lengths))):
+        raise IndexCorruptError(names["tokens"], f"index {index.name!r}: token ids do not match the postings")
+    counts = np.asarray(lengths, np.int64)
+    return InvertedCorpus(
+        np.asarray(docs.column("_rowid", index, names["docs"]).combine_chunks(), np.uint64),
+        np.asarray(docs.column("_num_tokens", index, names["docs"]).combine_chunks(), np.uint32),
+        [by_id[i] for i in range(len(lengths))],
+        np.repeat(np.arange(len(lengths), dtype=np.uint32), counts),
+        np.concatenate([d for d, _ in decoded]).astype(np.uint32) if decoded else np.empty(0, np.uint32),
+        np.concatenate([f for _, f in decoded]).astype(np.uint32) if decoded else np.empty(0, np.uint32),
+    )
+
+
+def write_inverted(
+    ctx: StorageContext,
+    template: IndexMetadata,
+    values: pa.Array,
+    ids: np.ndarray,
+    tokenizer: TokenizerParams,
+    merged: Sequence[IndexMetadata] = (),
+) -> RemapResult:
+    """Write an INVERTED index of ``values`` (keyed by ``ids``: row ids) holding the documents of
+    the segments ``merged`` too (optimize after an append), with ``tokenizer``'s terms."""
+    corpus = InvertedCorpus.empty()
+    for segment in merged:
+        for partition in segment_tokenizer(ctx, segment)[1]:
+            corpus = _merge(corpus, read_inverted_corpus(ctx, segment, partition))
+    corpus = _merge(corpus, corpus_of(values, ids, tokenizer))
+    writer = IndexWriter(ctx)
+    _write_partition(writer, corpus, 0)
+    writer.write(METADATA, _metadata(tokenizer, [0]))
+    return writer.result(template)
+
+
+def _merge(a: InvertedCorpus, b: InvertedCorpus) -> InvertedCorpus:
+    """``b``'s documents after ``a``'s, its terms renumbered into ``a``'s (new ones appended)."""
+    if not len(a.row_ids):
+        return b
+    known = {t: i for i, t in enumerate(a.terms)}
+    mapping = np.asarray([known.setdefault(t, len(known)) for t in b.terms], np.int64)
+    term = np.concatenate([a.term.astype(np.int64), mapping[b.term.astype(np.int64)]])
+    doc = np.concatenate([a.doc.astype(np.int64), b.doc.astype(np.int64) + len(a.row_ids)])
+    freq = np.concatenate([a.freq, b.freq])
+    order = np.lexsort((doc, term))
+    return InvertedCorpus(
+        np.concatenate([a.row_ids, b.row_ids]),
+        np.concatenate([a.lengths, b.lengths]),
+        list(known),
+        term[order].astype(np.uint32),
+        doc[order].astype(np.uint32),
+        freq[order],
+    )

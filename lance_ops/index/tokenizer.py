@@ -1,0 +1,211 @@
+"""The text tokenizer of an INVERTED index, as pylance 14 configures it (its ``params``).
+
+A text goes through, in this order (pylance 14's pipeline):
+
+1. the base tokenizer: ``simple`` splits on every character that is not a letter or digit,
+   ``whitespace`` on white space, ``raw`` keeps the whole text as one token;
+2. tokens of ``max_token_length`` UTF-8 bytes or more are dropped (``None``: no limit);
+3. ``lower_case``;
+4. ``stem``: the Snowball stemmer of ``language`` (the ``snowballstemmer`` package; pylance's
+   English stemmer gives the same stems);
+5. ``remove_stop_words``: the stemmed token is dropped when it is a stop word (English: the
+   122 words and 27 contractions pylance 14 drops, read from its index; ``no``, ``nor``,
+   ``not`` and the negations such as ``isn't`` are kept) or one of ``custom_stop_words``;
+6. ``ascii_folding``: accented and other foldable letters become their ASCII form
+   (``"crème"`` -> ``"creme"``; the same folding as the NGRAM index).
+
+Stemming before folding matters: ``"brûlée"`` stems as ``"brûlée"`` (its vowels are not ASCII)
+and is stored as ``"brulee"``, where ``"brulee"`` typed in ASCII stems to ``"brule"``.
+
+Only what pylance 14 accepts with these meanings is taken: unknown keywords and unsupported
+values (other languages' stop words, the ``ngram``/``jieba``/``lindera`` tokenizers, positions)
+raise :class:`~lance_ops.errors.InvalidArgumentError` /
+:class:`~lance_ops.errors.UnsupportedFeatureError` naming them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import snowballstemmer
+
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.index.ngram import _fold_char
+
+__all__ = ["ENGLISH_STOP_WORDS", "TokenizerParams", "tokenizer_params"]
+
+ENGLISH_STOP_WORDS = frozenset(
+    "a about above after again against all am an and any are as at be because been before being "
+    "below between both but by can did do does doing down during each few for from further had "
+    "has have having he her here hers herself him himself his how i if in into is it its itself "
+    "just me more most my myself now of off on once only or other our ours ourselves out over "
+    "own re same she should so some such than that the their theirs them themselves then there "
+    "these they this those through to too under until up very was we were what when where which "
+    "while who whom why will with you your yours yourself yourselves"
+    " i'm i've i'd i'll you're you've you'd you'll he's he'd he'll she's she'd she'll it's it'd it'll"
+    " we're we've we'd we'll they're they've they'd they'll that'll should've".split()
+)
+# Separators (Arrow's RE2 kernels split on them): runs of what is not a letter or digit (simple),
+# or of Unicode white space (whitespace).
+_SIMPLE_RE2 = r"[^\p{L}\p{N}]+"
+_WHITESPACE_RE2 = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]+"
+_BASE_TOKENIZERS = ("simple", "whitespace", "raw")
+# keyword -> default, as pylance 14 writes them in ``params`` (key order kept)
+_DEFAULTS: dict[str, Any] = {
+    "lance_tokenizer": "text",
+    "base_tokenizer": "simple",
+    "language": "English",
+    "with_position": False,
+    "max_token_length": 40,
+    "lower_case": True,
+    "stem": True,
+    "remove_stop_words": True,
+    "custom_stop_words": None,
+    "ascii_folding": True,
+    "min_ngram_length": 3,
+    "max_ngram_length": 3,
+    "prefix_only": False,
+    "block_size": 128,
+    "split_identifiers": False,
+    "split_on_numerics": False,
+    "preserve_original": False,
+    "index_operators": False,
+}
+_BOOLS = ("with_position", "lower_case", "stem", "remove_stop_words", "ascii_folding", "prefix_only")
+# Accepted with their default value only (what lance_ops' tokenizer and files do).
+_FIXED = {
+    "lance_tokenizer": "text",
+    "with_position": False,
+    "block_size": 128,
+    "split_identifiers": False,
+    "split_on_numerics": False,
+    "preserve_original": False,
+    "index_operators": False,
+}
+_NGRAM_ONLY = ("min_ngram_length", "max_ngram_length", "prefix_only")
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_one(c: str) -> str:
+    """One character folded to ASCII, or kept when it has no ASCII form (Greek, Cyrillic, ...);
+    an upper-case letter without decomposition folds as its lower-case form, upper-cased
+    (``"Æ"`` -> ``"AE"``, ``"Ł"`` -> ``"L"``)."""
+    folded = _fold_char(c)
+    if folded == c and c.isupper():
+        lower = _fold_char(c.lower())
+        if lower != c.lower():
+            folded = lower.upper()
+    return folded if folded.isascii() else c
+
+
+def _fold(token: str) -> str:
+    return token if token.isascii() else "".join(map(_fold_one, token))
+
+
+class TokenizerParams:
+    """Checked tokenizer settings (:func:`tokenizer_params`); :meth:`tokenize` splits one text."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.values = dict(values)
+        stops = self.values["custom_stop_words"]
+        self._stops = frozenset(stops) if stops is not None else ENGLISH_STOP_WORDS
+        self._stem: Callable[[str], str] | None = (
+            snowballstemmer.stemmer("english").stemWord if self.values["stem"] else None
+        )
+        self._cache: dict[str, str | None] = {}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TokenizerParams) and self.values == other.values
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_json(self) -> str:
+        """The ``params`` schema metadata pylance 14 writes in ``metadata.lance``."""
+        return json.dumps(dict(self.values), separators=(",", ":"))
+
+    def split_array(self, texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        """The base tokens of every text of ``texts`` (strings; a null gives none), flattened, and
+        the position in ``texts`` each comes from: Arrow's kernels split them (as for
+        :meth:`tokenize` too), so no Python code runs per text or per token."""
+        texts = texts.cast(pa.large_string())
+        base = self.values["base_tokenizer"]
+        if base == "raw":
+            valid = np.asarray(texts.is_valid(), dtype=bool)
+            return texts.filter(pa.array(valid)), np.flatnonzero(valid)
+        split = pc.split_pattern_regex(texts, _SIMPLE_RE2 if base == "simple" else _WHITESPACE_RE2)
+        tokens = pc.list_flatten(split)
+        parents = np.asarray(pc.list_parent_indices(split), dtype=np.int64)
+        keep = np.asarray(pc.greater(pc.binary_length(tokens), 0), dtype=bool)
+        return tokens.filter(pa.array(keep)), parents[keep]
+
+    def term(self, token: str) -> str | None:
+        """One base token through the filters (None: dropped); memoised per token."""
+        try:
+            return self._cache[token]
+        except KeyError:
+            pass
+        values = self.values
+        result: str | None = None
+        limit = values["max_token_length"]
+        if limit is None or len(token.encode()) < limit:
+            term = token.lower() if values["lower_case"] else token
+            if self._stem is not None:
+                term = self._stem(term)
+            if not (values["remove_stop_words"] and term in self._stops):
+                result = _fold(term) if values["ascii_folding"] else term
+        if len(self._cache) < 1 << 20:
+            self._cache[token] = result
+        return result
+
+    def tokenize(self, text: str) -> list[str]:
+        """The terms of ``text`` in order (repeats kept)."""
+        tokens, _ = self.split_array(pa.array([text], pa.large_string()))
+        return [t for t in map(self.term, tokens.to_pylist()) if t is not None]
+
+
+def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams:
+    """Check ``create_scalar_index(..., "INVERTED", **params)``'s tokenizer keywords."""
+    params = dict(params or {})
+    unknown = sorted(set(params) - set(_DEFAULTS))
+    if unknown:
+        raise InvalidArgumentError(f"INVERTED index: unknown tokenizer parameters {unknown}")
+    values = {**_DEFAULTS, **params}
+    for key in _BOOLS:
+        if not isinstance(values[key], bool):
+            raise InvalidArgumentError(f"INVERTED index: {key} must be a bool, got {values[key]!r}")
+    if values["base_tokenizer"] not in _BASE_TOKENIZERS:
+        raise UnsupportedFeatureError(
+            f"INVERTED index: base_tokenizer {values['base_tokenizer']!r} is not supported by lance_ops "
+            f"(supported: {', '.join(_BASE_TOKENIZERS)})"
+        )
+    for key, fixed in _FIXED.items():
+        if values[key] != fixed:
+            raise UnsupportedFeatureError(
+                f"INVERTED index: {key}={values[key]!r} is not supported by lance_ops (only {fixed!r})"
+            )
+    for key in _NGRAM_ONLY:
+        if values[key] != _DEFAULTS[key]:
+            raise UnsupportedFeatureError(f"INVERTED index: {key} only applies to the ngram tokenizer")
+    language = values["language"]
+    if not isinstance(language, str) or language.capitalize() != "English":
+        raise UnsupportedFeatureError(
+            f"INVERTED index: language {language!r} is not supported by lance_ops (only English)"
+        )
+    values["language"] = "English"
+    limit = values["max_token_length"]
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+        raise InvalidArgumentError(
+            f"INVERTED index: max_token_length must be a positive int or None, got {limit!r}"
+        )
+    stops = values["custom_stop_words"]
+    if stops is not None:
+        if isinstance(stops, str) or not all(isinstance(w, str) for w in stops):
+            raise InvalidArgumentError("INVERTED index: custom_stop_words must be a list of strings")
+        values["custom_stop_words"] = list(stops)
+    return TokenizerParams(values)
