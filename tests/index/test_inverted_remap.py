@@ -139,8 +139,7 @@ def test_two_partitions(tmp_path: Path, delete: str) -> None:
     """pylance's optimize_indices puts appended rows in a second partition; each partition is
     renumbered on its own statistics (one left with a single document drops most of its tokens;
     one left with none keeps empty files, as pylance's)."""
-    if delete.startswith("id >"):
-        texts: list[str | None] = [f"hello world {i % 11} w{i % 97}x" for i in range(ROWS + 300)]
+    texts: list[str | None] = [f"hello world {i % 11} w{i % 97}x" for i in range(ROWS + 300)]
     texts[ROWS:] = [None if i == 0 else f"{t} extra{i}x" for i, t in enumerate(texts[ROWS:])]
     table = pa.table({"id": np.arange(ROWS + 300), "txt": pa.array(texts, pa.string())})
     src = tmp_path / "src"
