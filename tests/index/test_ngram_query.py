@@ -144,3 +144,26 @@ def test_stable_row_ids_are_scanned(tmp_path: Path) -> None:
     ds = lance_ops.dataset(str(tmp_path / "ds"))
     assert "NGRAM" not in ds.scanner(columns=["id"], filter="contains(text, 'abc')").explain_plan()
     _check(tmp_path / "ds", "abc")
+
+
+@pytest.mark.parametrize("optimizer", ["ours", "theirs"])
+def test_delta_segments_and_compaction(tmp_path: Path, optimizer: str) -> None:
+    """The day after: rows appended, the index optimized into a delta segment (by either
+    library), rows deleted, then compacted by lance_ops (the index remapped): every answer is a
+    full scan's, and the plan covers every fragment with the index's segments."""
+    path = tmp_path / "ds"
+    values = [f"w{i % 13} item{i}" if i % 9 else None for i in range(500)]
+    _dataset(path, values, "ours")
+    opener = lance_ops.dataset if optimizer == "ours" else lance.dataset
+    opener(str(path)).optimize.optimize_indices(num_indices_to_merge=0)
+    assert len(lance.dataset(path).describe_indices()[0].segments) == 2
+    ds = lance_ops.dataset(str(path))
+    for needle in ("item4", "w12", "abc", "tem1"):
+        assert len(_check(path, needle)) == 5, needle
+    plan = ds.scanner(columns=["id"], filter="contains(text, 'item4')").explain_plan()
+    assert "@text_idx(NGRAM), fragments=" in plan and "LanceRead" in plan
+    ds.delete("id % 4 = 0")
+    lance_ops.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=1 << 20)
+    for needle in ("item4", "w12", "abc"):
+        assert len(_check(path, needle)) == 5, needle  # the remapped index still answers
+    assert lance.dataset(path).count_rows() == lance_ops.dataset(str(path)).count_rows()
