@@ -236,17 +236,22 @@ class LabelCondition:
         return f"{self.column} has {'all' if self.all_ else 'any'} of {list(self.values)}"
 
 
-def label_conditions(filter: Any, schema: pa.Schema) -> list[LabelCondition]:
-    """The ``array_has_any`` / ``array_has_all`` / ``array_has`` conjuncts of a SQL ``filter``'s
-    top-level ``AND`` on a top-level list column with literal values (none for anything else)."""
+def _conjuncts(filter: Any) -> list[ex.Expr]:
+    """The top-level ``AND`` terms of a SQL ``filter`` (none when it is not SQL text or does not
+    parse: the scan then decides it)."""
     if not isinstance(filter, str):
         return []
     try:
-        tree = parse(filter)
+        return ex.conjuncts(parse(filter))
     except PredicateError:
         return []
+
+
+def label_conditions(filter: Any, schema: pa.Schema) -> list[LabelCondition]:
+    """The ``array_has_any`` / ``array_has_all`` / ``array_has`` conjuncts of a SQL ``filter``'s
+    top-level ``AND`` on a top-level list column with literal values (none for anything else)."""
     found = []
-    for node in ex.conjuncts(tree):
+    for node in _conjuncts(filter):
         if not isinstance(node, ex.Call) or node.name not in _LABEL_FUNCTIONS or len(node.args) != 2:
             continue
         column, items = node.args
@@ -316,14 +321,8 @@ def _like_parts(pattern: str) -> tuple[str, ...]:
 def text_conditions(filter: Any, schema: pa.Schema) -> list[TextCondition]:
     """The ``contains`` / ``starts_with`` / ``LIKE`` / ``ILIKE`` conjuncts of a SQL ``filter``'s
     top-level ``AND`` on a top-level column with a literal string (none for anything else)."""
-    if not isinstance(filter, str):
-        return []
-    try:
-        tree = parse(filter)
-    except PredicateError:
-        return []
     found = []
-    for node in ex.conjuncts(tree):
+    for node in _conjuncts(filter):
         if isinstance(node, ex.Call) and node.name in ("contains", "starts_with") and len(node.args) == 2:
             column, literal = node.args
         elif isinstance(node, ex.Like):
