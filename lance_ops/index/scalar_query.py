@@ -1,21 +1,25 @@
 """Scans that read through scalar indices (``use_scalar_index=True``, the default).
 
-Each simple condition of the filter's top-level ``AND`` (a :class:`~lance_ops.query.predicate.Bound`:
-``=``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS NULL``, ``IS NOT NULL`` on a column) that a
-BTREE, BITMAP or ZONEMAP index of that column answers, and each ``array_has_any`` /
-``array_has_all`` / ``array_has`` (``array_contains``) conjunct on a list column with a LABEL_LIST
-index, gives the rows of the fragments that index covers that may match: BTREE pages and BITMAP /
-LABEL_LIST keys give the rows' addresses, ZONEMAP zones (min / max / null / NaN counts) the row
-ranges of the zones kept. Several conditions intersect their rows. Fragments no index answers for
-are scanned whole; a covered fragment with no candidate row is not read at all, the others read
-only their candidate rows (:func:`select_rows`; a fragment with more than half its rows selected
-is read whole, a range read being cheaper than a take). The whole filter is then applied to the
-rows read, as in a full scan, so the rows returned are always those of a full scan (a NaN counts
-as a possible match of every comparison; a condition the index answers only in part, or the
-rest of the filter, is decided there).
+Each simple condition of the filter's top-level ``AND`` (a
+:class:`~lance_ops.query.predicate.Bound`: ``=``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS NULL``,
+``IS NOT NULL`` on a column) that a BTREE, BITMAP or ZONEMAP index of that column answers, and each
+``array_has_any`` / ``array_has_all`` / ``array_has`` (``array_contains``) conjunct on a list column
+with a LABEL_LIST index, and each ``contains(column, 'text')`` / ``starts_with(column, 'text')`` /
+``column LIKE`` (``ILIKE``) ``'pattern'`` conjunct on a string column with an NGRAM index (those
+pylance 14 answers from it), gives the rows of the fragments that index covers that may match: BTREE
+pages and BITMAP / LABEL_LIST keys give the rows' addresses, ZONEMAP zones (min / max / null / NaN
+counts) the row ranges of the zones kept, NGRAM the rows holding every trigram of the text (of each
+literal part of the pattern) as the index folds text (a superset: a text without a whole trigram,
+e.g. shorter than three characters, is not answered, left to the scan). Several conditions intersect
+their rows. Fragments no index answers for are scanned whole; a covered fragment with no candidate
+row is not read at all, the others read only their candidate rows (:func:`select_rows`; a fragment
+with more than half its rows selected is read whole, a range read being cheaper than a take). The
+whole filter is then applied to the rows read, as in a full scan, so the rows returned are always
+those of a full scan (a NaN counts as a possible match of every comparison; a condition the index
+answers only in part, or the rest of the filter, is decided there).
 
-Left to a full scan: BITMAP and LABEL_LIST indices of datasets with stable row ids (their row ids
-are not addresses), and indices a deferred compaction left behind (their addresses are old).
+Left to a full scan: BITMAP, LABEL_LIST and NGRAM indices of datasets with stable row ids (their
+row ids are not addresses), and indices a deferred compaction left behind (their addresses are old).
 
 e.g. ``id = 5`` with a BTREE ``id_idx`` covering fragments {0, 1} of {0, 1, 2}, the value 5 being
 at row 17 of fragment 1: fragment 1 reads its row 17 only, fragment 2 is scanned, fragment 0 skipped.
@@ -38,7 +42,9 @@ from lance_ops.file import LanceFileReader
 from lance_ops.index.bitmap import BITMAP_LAYOUT
 from lance_ops.index.btree import LOOKUP, PAGES
 from lance_ops.index.files import IndexFileData, read_index_file
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, ZONEMAP, index_type_of
+from lance_ops.index.ngram import NGRAM_FILE, ngram_tokens
+from lance_ops.index.treemap import decode_bitmap64
+from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, NGRAM, ZONEMAP, index_type_of
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.io.context import StorageContext
 from lance_ops.query import expressions as ex
@@ -48,7 +54,15 @@ from lance_ops.table import frag_reuse
 from lance_ops.table.indices import fragment_ids, is_system
 from lance_ops.table.manifest import IndexMetadata, Manifest
 
-__all__ = ["IndexUse", "LabelCondition", "RowSelection", "label_conditions", "select_rows"]
+__all__ = [
+    "IndexUse",
+    "LabelCondition",
+    "RowSelection",
+    "TextCondition",
+    "label_conditions",
+    "select_rows",
+    "text_conditions",
+]
 
 _COMPARE = {"eq": pc.equal, "lt": pc.less, "le": pc.less_equal, "gt": pc.greater, "ge": pc.greater_equal}
 
@@ -222,17 +236,22 @@ class LabelCondition:
         return f"{self.column} has {'all' if self.all_ else 'any'} of {list(self.values)}"
 
 
-def label_conditions(filter: Any, schema: pa.Schema) -> list[LabelCondition]:
-    """The ``array_has_any`` / ``array_has_all`` / ``array_has`` conjuncts of a SQL ``filter``'s
-    top-level ``AND`` on a top-level list column with literal values (none for anything else)."""
+def _conjuncts(filter: Any) -> list[ex.Expr]:
+    """The top-level ``AND`` terms of a SQL ``filter`` (none when it is not SQL text or does not
+    parse: the scan then decides it)."""
     if not isinstance(filter, str):
         return []
     try:
-        tree = parse(filter)
+        return ex.conjuncts(parse(filter))
     except PredicateError:
         return []
+
+
+def label_conditions(filter: Any, schema: pa.Schema) -> list[LabelCondition]:
+    """The ``array_has_any`` / ``array_has_all`` / ``array_has`` conjuncts of a SQL ``filter``'s
+    top-level ``AND`` on a top-level list column with literal values (none for anything else)."""
     found = []
-    for node in ex.conjuncts(tree):
+    for node in _conjuncts(filter):
         if not isinstance(node, ex.Call) or node.name not in _LABEL_FUNCTIONS or len(node.args) != 2:
             continue
         column, items = node.args
@@ -277,6 +296,74 @@ def _labels(ctx: StorageContext, index: IndexMetadata, condition: LabelCondition
     return _sets(table, hit, union=not condition.all_)
 
 
+@dataclass(frozen=True)
+class TextCondition:
+    """An NGRAM-answerable conjunct: ``column`` holds each of ``parts`` somewhere (the text of a
+    ``contains`` / ``starts_with``, the literal parts of a ``LIKE`` pattern); ``text`` names it."""
+
+    column: str
+    parts: tuple[str, ...]
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _like_parts(pattern: str) -> tuple[str, ...]:
+    """The literal runs of a LIKE pattern: split at ``%`` and ``_`` (and at ``\\``, whose escaped
+    character then starts a run of its own: shorter runs only ever widen the candidate rows)."""
+    parts = [pattern]
+    for wildcard in ("%", "_", "\\"):
+        parts = [p for part in parts for p in part.split(wildcard)]
+    return tuple(p for p in parts if p)
+
+
+def text_conditions(filter: Any, schema: pa.Schema) -> list[TextCondition]:
+    """The ``contains`` / ``starts_with`` / ``LIKE`` / ``ILIKE`` conjuncts of a SQL ``filter``'s
+    top-level ``AND`` on a top-level column with a literal string (none for anything else)."""
+    found = []
+    for node in _conjuncts(filter):
+        if isinstance(node, ex.Call) and node.name in ("contains", "starts_with") and len(node.args) == 2:
+            column, literal = node.args
+        elif isinstance(node, ex.Like):
+            column, literal = node.value, node.pattern
+        else:
+            continue
+        if not isinstance(column, ex.Column) or len(column.path) != 1 or not isinstance(literal, ex.Literal):
+            continue
+        value = literal.value.as_py()
+        if not isinstance(value, str) or schema.get_field_index(column.path[0]) < 0:
+            continue
+        if isinstance(node, ex.Like):
+            parts = _like_parts(value)
+            text = f"{column.path[0]} {'ILIKE' if node.ignore_case else 'LIKE'} {value!r}"
+        else:
+            parts = (value,)
+            text = f"{node.name}({column.path[0]}, {value!r})"
+        found.append(TextCondition(column.path[0], parts, text))
+    return found
+
+
+def _ngram(ctx: StorageContext, index: IndexMetadata, condition: TextCondition) -> np.ndarray | None:
+    """Rows whose value holds every trigram of the condition's parts (None when the parts have no
+    trigram the index keeps: left to the scan)."""
+    parts = pa.array(condition.parts, pa.string())
+    wanted = np.unique(ngram_tokens(parts, np.zeros(len(parts), np.uint64))[0])
+    if not wanted.size:
+        return None
+    table = _cached(ctx, index, NGRAM_FILE).table
+    tokens = np.asarray(table.column("tokens").combine_chunks().fill_null(0), np.uint32)
+    at = np.searchsorted(tokens, wanted)
+    if (at >= tokens.size).any() or (tokens[np.minimum(at, tokens.size - 1)] != wanted).any():
+        return np.empty(0, np.uint64)  # a trigram no row has
+    blobs = table.column("posting_list").take(pa.array(at)).to_pylist()
+    sets = sorted((decode_bitmap64(b) for b in blobs), key=len)
+    out = sets[0]
+    for other in sets[1:]:
+        out = np.intersect1d(out, other, assume_unique=True)
+    return out
+
+
 def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, list[IndexMetadata]]]:
     """Column name -> (type, segments) of the first index per top-level column that can answer."""
     by_id = {f.id: f for f in manifest.schema}
@@ -295,9 +382,11 @@ def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, lis
             kind = index_type_of(first, ctx)
         except Exception:  # noqa: BLE001 - an index of a type we do not read is simply not used
             continue
-        if kind not in (*_LOOKUP, LABEL_LIST) or any(frag_reuse.is_behind(manifest, s) for s in segments):
+        if kind not in (*_LOOKUP, LABEL_LIST, NGRAM) or any(
+            frag_reuse.is_behind(manifest, s) for s in segments
+        ):
             continue
-        if kind in (BITMAP, LABEL_LIST) and manifest.uses_stable_row_ids:
+        if kind in (BITMAP, LABEL_LIST, NGRAM) and manifest.uses_stable_row_ids:
             continue
         out[field.name] = (kind, segments)
     return out
@@ -330,18 +419,23 @@ def select_rows(
     filter: Any = None,
 ) -> RowSelection:
     """The fragments among ``candidates_in`` that may hold rows ``predicate`` (the SQL ``filter``,
-    for LABEL_LIST conditions) selects, the rows of those the indices answered for, and the
-    indices used (``candidates_in`` unchanged and no index when none applies)."""
+    for LABEL_LIST and NGRAM conditions) selects, the rows of those the indices answered for, and
+    the indices used (``candidates_in`` unchanged and no index when none applies)."""
     keep = set(candidates_in)
-    labels = label_conditions(filter, manifest.schema.to_arrow())
-    if not (predicate.bounds or labels) or not manifest.indices:
+    if not manifest.indices:
+        return RowSelection(keep)
+    schema = manifest.schema.to_arrow()
+    labels, texts = label_conditions(filter, schema), text_conditions(filter, schema)
+    if not (predicate.bounds or labels or texts):
         return RowSelection(keep)
     usable = _usable(ctx, manifest)
     used: list[IndexUse] = []
     rows: dict[int, np.ndarray] = {}
-    conditions: list[tuple[str, Bound | LabelCondition]] = [
-        (b.column, b) for b in predicate.bounds if b.column in usable and usable[b.column][0] != LABEL_LIST
-    ] + [(c.column, c) for c in labels if c.column in usable and usable[c.column][0] == LABEL_LIST]
+    conditions: list[tuple[str, Bound | LabelCondition | TextCondition]] = [
+        (b.column, b) for b in predicate.bounds if b.column in usable and usable[b.column][0] in _LOOKUP
+    ]
+    conditions += [(c.column, c) for c in labels if c.column in usable and usable[c.column][0] == LABEL_LIST]
+    conditions += [(c.column, c) for c in texts if c.column in usable and usable[c.column][0] == NGRAM]
     for column, condition in conditions:
         kind, segments = usable[column]
         covered = BitMap()
@@ -350,10 +444,12 @@ def select_rows(
             covered |= fragment_ids(segment)
             if isinstance(condition, LabelCondition):
                 hit = _labels(ctx, segment, condition)
-                if hit is None:
-                    break
+            elif isinstance(condition, TextCondition):
+                hit = _ngram(ctx, segment, condition)
             else:
                 hit = _LOOKUP[kind](ctx, segment, condition)
+            if hit is None:
+                break
             found.append(hit)
         else:
             matched = _by_fragment(np.concatenate(found) if found else np.empty(0, np.uint64))
@@ -369,7 +465,7 @@ def select_rows(
                     if not rows[fragment].size:
                         keep.discard(fragment)
                         del rows[fragment]
-            if isinstance(condition, LabelCondition):
+            if isinstance(condition, (LabelCondition, TextCondition)):
                 text = str(condition)
             else:
                 values = ", ".join(str(v.as_py()) for v in condition.values)

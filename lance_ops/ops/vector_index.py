@@ -6,10 +6,10 @@ with ``replace=False``).
 pylance 14's defaults: ``name`` ``<column>_idx``, metric ``l2``, ``num_partitions`` rows // 8192
 (1 .. 4096), ``sample_rate`` 256, ``max_iters`` 50, ``num_bits`` 8; IVF_PQ needs
 ``num_sub_vectors`` dividing the dimension. Null vectors and vectors with a NaN are left out of
-the index (pylance's ``filter_nan=True``). IVF_HNSW_* (metric l2, or dot but for PQ; graph distances
-are stored in the index's metric, as pylance does) take ``m`` (20), ``ef_construction``
-(150) and ``max_level`` (7); their graphs are built by exact nearest-neighbour
-search within each partition (:func:`lance_ops.index.hnsw.build_graphs`: quadratic in a
+the index (pylance's ``filter_nan=True``). IVF_HNSW_* (any metric; graph distances are stored in
+the index's metric, as pylance does) take ``m`` (20), ``ef_construction`` (150) and
+``max_level`` (7); their graphs are built with HNSW's heuristic neighbour choice over exact
+candidates within each partition (:func:`lance_ops.index.hnsw.build_graphs`: quadratic in a
 partition's rows, so keep partitions to some thousands of rows). Nothing is committed on any error.
 """
 
@@ -82,13 +82,6 @@ def _params(
     dim = dtype.list_size
     graph: tuple[tuple[str, int], ...] = ()
     if "HNSW" in kind:
-        if metric_name == "cosine" or (metric_name == "dot" and kind == "IVF_HNSW_PQ"):
-            # our exact-neighbour graphs lose ~0.02-0.04 of pylance's recall in cosine, and up to
-            # ~0.03 over PQ codes in dot (its heuristic neighbour choice keeps long edges ours
-            # lack): not offered until they match
-            raise UnsupportedIndexTypeError(
-                f"column {column!r}: lance_ops does not build {kind} with metric {metric_name!r}"
-            )
         chosen = {k: v for k, v in (hnsw or {}).items() if v is not None}
         values = {**HNSW_DEFAULTS, **chosen}
         if (

@@ -359,10 +359,6 @@ def test_hnsw_index_pylance_searches_with_its_own_recall(
 def test_hnsw_bad_parameters(tmp_path: Path) -> None:
     lance.write_dataset(_table(_data(500)), tmp_path)
     ds = lance_ops.dataset(str(tmp_path))
-    with pytest.raises(UnsupportedIndexTypeError, match="vec"):
-        ds.create_index("vec", "IVF_HNSW_SQ", metric="cosine", num_partitions=2)
-    with pytest.raises(UnsupportedIndexTypeError, match="vec"):
-        ds.create_index("vec", "IVF_HNSW_PQ", metric="dot", num_partitions=2, num_sub_vectors=4)
     with pytest.raises(InvalidArgumentError, match="HNSW"):
         ds.create_index("vec", "IVF_HNSW_SQ", num_partitions=2, m=0)
     with pytest.raises(InvalidArgumentError, match="num_sub_vectors"):

@@ -1,9 +1,11 @@
-"""drop_nodes on small hand-made HNSW graphs (the layout of lance_ops.index.hnsw's docstring)."""
+"""drop_nodes on small hand-made HNSW graphs (the layout of lance_ops.index.hnsw's docstring);
+build_graphs' heuristic neighbour choice, degree caps and reachability."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from lance_ops.index.hnsw import drop_nodes
 
@@ -99,3 +101,57 @@ def test_built_graphs_reach_every_node() -> None:
             d = part.column("_distance").to_pylist()[0]
             expected = ((points[0] - points[neighbours[0]]) ** 2).sum(1)
             np.testing.assert_allclose(d, expected, rtol=1e-4)
+
+
+def test_heuristic_keeps_a_candidate_only_if_closer_to_the_node_than_to_those_kept() -> None:
+    from lance_ops.index.hnsw import _select
+
+    # node at 0; candidates at 1, 1.5 (closer to 1 than to 0: pruned), -2 (other side: kept), 3
+    points = np.array([[0.0], [1.0], [1.5], [-2.0], [3.0]], np.float32)
+    ids = np.array([[1, 2, 3, 4]])
+    distances = ((points[ids[0]] - points[0]) ** 2).T.astype(np.float32)
+    valid = np.ones((1, 4), bool)
+    assert _select(points, ids, distances, valid, 2, "l2").tolist() == [[True, False, True, False]]
+    # a free place is filled with the closest pruned candidate
+    assert _select(points, ids, distances, valid, 3, "l2").tolist() == [[True, True, True, False]]
+    # at most k candidates: all kept, unchecked
+    assert _select(points, ids, distances, valid, 4, "l2").tolist() == [[True] * 4]
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+def test_built_levels_respect_the_caps_and_reach_every_node_from_the_entry(metric: str) -> None:
+    from lance_ops.index.hnsw import build_graphs
+
+    rng = np.random.default_rng(11)
+    centres = rng.normal(size=(6, 8)) * 4
+    vectors = (centres[rng.integers(0, 6, 600)] + rng.normal(size=(600, 8))).astype(np.float32)
+    if metric == "cosine":
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    m = 4
+    table, (meta,), _ = build_graphs(
+        vectors, np.array([600]), {"m": m, "max_level": 4, "ef_construction": 30}, 3, metric
+    )
+    ids = table.column("__vector_id").to_pylist()
+    neighbours = table.column("__neighbors").to_pylist()
+    distances = table.column("_distance").to_pylist()
+    bounds = meta["level_offsets"]
+    assert bounds[1] == 600
+    for level in range(len(bounds) - 1):
+        rows = range(bounds[level], bounds[level + 1])
+        if not rows:
+            continue
+        cap = 2 * m if level == 0 else m
+        degrees = [len(neighbours[r]) for r in rows]
+        # repair edges may pass the cap; in dot (not a metric: large vectors are everyone's
+        # nearest) many nodes are chosen by no one and get one from the closest reachable node
+        assert sorted(degrees)[len(degrees) // 2] <= cap
+        assert metric == "dot" or np.mean(degrees) <= cap
+        for r in rows:  # closest first
+            assert distances[r] == sorted(distances[r])
+        position = {ids[r]: r for r in rows}
+        seen, frontier = {meta["entry_point"]}, [meta["entry_point"]]
+        while frontier:
+            frontier = [
+                j for i in frontier for j in neighbours[position[i]] if j not in seen and not seen.add(j)
+            ]
+        assert seen == set(position), level
