@@ -410,7 +410,9 @@ class RewriteResult:
 
     ``row_addrs`` are the surviving old row addresses in the order the rows were written, i.e. the
     ``n``-th is the ``n``-th row of the new fragments (indices holding addresses are remapped with
-    them, with stable row ids too).
+    them, with stable row ids too). With stable row ids and no index covering the fragments they
+    are None (not held for every moved row: :func:`commit_compaction` computes them from the
+    original fragments if an index covers them by then).
     """
 
     read_version: int
@@ -901,12 +903,17 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
             if order is None
             else clustering.moved_sequences(files, readers, new, order)
         )
-    # with stable row ids too: pylance 14's BTREE holds row addresses
-    row_addrs = np.concatenate(
-        [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
-    )
-    if order is not None:
-        row_addrs = row_addrs[order]
+    # with stable row ids too when an index covers the rows: pylance 14's BTREE holds row
+    # addresses (without one, commit_compaction computes them if an index appeared meanwhile)
+    row_addrs = None
+    if (
+        order is not None
+        or not files.manifest.uses_stable_row_ids
+        or covering(files.manifest, task.fragments)
+    ):
+        row_addrs = _live_addresses(readers)
+        if order is not None:
+            row_addrs = row_addrs[order]
     metrics = CompactionMetrics(
         fragments_removed=len(task.fragments),
         fragments_added=len(new),
@@ -918,7 +925,29 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     )
 
 
+def _live_addresses(readers: Sequence[FragmentReader]) -> np.ndarray:
+    """The row addresses of the live rows of ``readers``, in order."""
+    return np.concatenate(
+        [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
+    )
+
+
 # ------------------------------------------------------------------------------------------ commit
+
+
+def _with_row_addrs(
+    storage: StorageContext, manifest: Manifest, results: Sequence[RewriteResult]
+) -> list[RewriteResult]:
+    """``results`` with the surviving old row addresses of every group, computed from the original
+    fragments (and their deletion files) where a task left them out (stable row ids and no index
+    covering its fragments when it ran: they are needed when one covers them now)."""
+    files = VersionFiles(storage, manifest)
+    return [
+        r
+        if r.row_addrs is not None
+        else replace(r, row_addrs=_live_addresses([files.fragment(f) for f in r.original_fragments]))
+        for r in results
+    ]
 
 
 def _refuse_deferred_permutation(
@@ -963,6 +992,7 @@ def commit_compaction(
     if covered:
         refuse_deferred_with_stable_ids(latest, defer)
         check_index_files(storage, covered)
+        results = _with_row_addrs(storage, latest, results)
         # Indices are rewritten before anything is committed (a corrupt index file fails the
         # compaction with nothing committed), for the ids the reservation will give: the next ones,
         # unless another writer reserves first (then they are rewritten again).
