@@ -634,7 +634,7 @@ def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int)
 
 
 #: Bytes of decoded batches the reading thread of a task may hold ahead of its writer.
-READ_AHEAD_BYTES = 32 * 1024 * 1024
+READ_AHEAD_BYTES = 16 * 1024 * 1024
 
 
 class _Handoff:
