@@ -928,7 +928,7 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
 def _live_addresses(readers: Sequence[FragmentReader]) -> np.ndarray:
     """The row addresses of the live rows of ``readers``, in order."""
     return np.concatenate(
-        [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
+        [row_addresses(r.id, np.flatnonzero(_live_mask(r))) for r in readers] or [np.zeros(0, np.uint64)]
     )
 
 
