@@ -904,7 +904,8 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
             else clustering.moved_sequences(files, readers, new, order)
         )
     # with stable row ids too when an index covers the rows: pylance 14's BTREE holds row
-    # addresses (without one, commit_compaction computes them if an index appeared meanwhile)
+    # addresses (otherwise they are left out; commit_compaction computes them if the version it
+    # commits on has an index covering these fragments)
     row_addrs = None
     if (
         order is not None
