@@ -53,7 +53,9 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections import deque
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol, TypeVar
@@ -408,7 +410,9 @@ class RewriteResult:
 
     ``row_addrs`` are the surviving old row addresses in the order the rows were written, i.e. the
     ``n``-th is the ``n``-th row of the new fragments (indices holding addresses are remapped with
-    them, with stable row ids too).
+    them, with stable row ids too). With stable row ids and no index covering the fragments they
+    are None (not held for every moved row: :func:`commit_compaction` computes them from the
+    original fragments if an index covers them by then).
     """
 
     read_version: int
@@ -629,6 +633,84 @@ def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int)
             yield from table.to_batches(max_chunksize=batch_size)
 
 
+#: Bytes of decoded batches the reading thread of a task may hold ahead of its writer.
+READ_AHEAD_BYTES = 16 * 1024 * 1024
+
+
+class _Handoff:
+    """Batches passed from one thread to another, at most ``budget`` bytes of them waiting (one
+    batch always fits), until the producer finishes or fails, or the consumer leaves."""
+
+    def __init__(self, budget: int) -> None:
+        self._cond = threading.Condition()
+        self._items: deque[tuple[pa.RecordBatch | BaseException | None, int]] = deque()
+        self._bytes = 0
+        self._budget = budget
+        self.closed = False
+
+    def put(self, item: pa.RecordBatch | BaseException | None, size: int = 0) -> bool:
+        """Queue ``item`` (a batch, the producer's failure, or None at the end); False when the
+        consumer has left."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.closed or not self._items or self._bytes + size <= self._budget)
+            if self.closed:
+                return False
+            self._items.append((item, size))
+            self._bytes += size
+            self._cond.notify_all()
+            return True
+
+    def get(self) -> pa.RecordBatch | BaseException | None:
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._items))
+            item, size = self._items.popleft()
+            self._bytes -= size
+            self._cond.notify_all()
+            return item
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._items.clear()
+            self._cond.notify_all()
+
+
+def _read_ahead(
+    batches: Iterator[pa.RecordBatch], budget: int = READ_AHEAD_BYTES
+) -> Generator[pa.RecordBatch, None, None]:
+    """``batches`` produced on a thread of their own, so that the source fragments are read and
+    decoded while the writer encodes what came before (at most ``budget`` bytes ahead: memory
+    stays bounded whatever the task's size). A failure of the producer is raised here, in order."""
+    handoff = _Handoff(budget)
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not handoff.put(batch, batch.nbytes):
+                    return
+            handoff.put(None)
+        except BaseException as exc:  # handed to the consumer, raised there
+            handoff.put(exc)
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=produce, name="lance-ops-compaction-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = handoff.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        handoff.close()
+        thread.join()
+
+
 def _live_mask(reader: FragmentReader) -> np.ndarray:
     live = np.ones(reader.physical_rows, dtype=bool)
     live[reader.deleted.astype(np.int64)] = False
@@ -803,25 +885,36 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     options = task.options
     readers = [files.fragment(f) for f in task.fragments]
     schema = files.schema
-    batches, order = _scan(readers, schema, options.batch_size or DEFAULT_BATCH_SIZE), None
-    if options.cluster_by:  # rows in key order; ``order`` is the permutation (lance_ops.ops.clustering)
-        batches, order = clustering.ordered_batches(
-            files, readers, options, options.batch_size or DEFAULT_BATCH_SIZE
-        )
+    batch_size = options.batch_size or DEFAULT_BATCH_SIZE
     live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
-    new = write_rows(files, options, batches, live_rows)
+    order: np.ndarray | None = None
+    if options.cluster_by:  # rows in key order; ``order`` is the permutation (lance_ops.ops.clustering)
+        batches, order = clustering.ordered_batches(files, readers, options, batch_size)
+        new = write_rows(files, options, batches, live_rows)
+    else:  # the next rows are read while the writer encodes
+        ahead = _read_ahead(_scan(readers, schema, batch_size))
+        try:
+            new = write_rows(files, options, ahead, live_rows)
+        finally:
+            ahead.close()
     if files.manifest.uses_stable_row_ids:
         new = (
             _moved_sequences(files, readers, new)
             if order is None
             else clustering.moved_sequences(files, readers, new, order)
         )
-    # with stable row ids too: pylance 14's BTREE holds row addresses
-    row_addrs = np.concatenate(
-        [row_addresses(r.id, r.live_offsets()) for r in readers] or [np.zeros(0, np.uint64)]
-    )
-    if order is not None:
-        row_addrs = row_addrs[order]
+    # with stable row ids too when an index covers the rows: pylance 14's BTREE holds row
+    # addresses (otherwise they are left out; commit_compaction computes them if the version it
+    # commits on has an index covering these fragments)
+    row_addrs = None
+    if (
+        order is not None
+        or not files.manifest.uses_stable_row_ids
+        or covering(files.manifest, task.fragments)
+    ):
+        row_addrs = _live_addresses(readers)
+        if order is not None:
+            row_addrs = row_addrs[order]
     metrics = CompactionMetrics(
         fragments_removed=len(task.fragments),
         fragments_added=len(new),
@@ -833,7 +926,29 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     )
 
 
+def _live_addresses(readers: Sequence[FragmentReader]) -> np.ndarray:
+    """The row addresses of the live rows of ``readers``, in order."""
+    return np.concatenate(
+        [row_addresses(r.id, np.flatnonzero(_live_mask(r))) for r in readers] or [np.zeros(0, np.uint64)]
+    )
+
+
 # ------------------------------------------------------------------------------------------ commit
+
+
+def _with_row_addrs(
+    storage: StorageContext, manifest: Manifest, results: Sequence[RewriteResult]
+) -> list[RewriteResult]:
+    """``results`` with the surviving old row addresses of every group, computed from the original
+    fragments (and their deletion files) where a task left them out (stable row ids and no index
+    covering its fragments when it ran: they are needed when one covers them now)."""
+    files = VersionFiles(storage, manifest)
+    return [
+        r
+        if r.row_addrs is not None
+        else replace(r, row_addrs=_live_addresses([files.fragment(f) for f in r.original_fragments]))
+        for r in results
+    ]
 
 
 def _refuse_deferred_permutation(
@@ -878,6 +993,7 @@ def commit_compaction(
     if covered:
         refuse_deferred_with_stable_ids(latest, defer)
         check_index_files(storage, covered)
+        results = _with_row_addrs(storage, latest, results)
         # Indices are rewritten before anything is committed (a corrupt index file fails the
         # compaction with nothing committed), for the ids the reservation will give: the next ones,
         # unless another writer reserves first (then they are rewritten again).

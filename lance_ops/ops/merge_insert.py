@@ -128,6 +128,17 @@ def read_source(data: Any, schema: pa.Schema | None, plan: MergeInsertPlan, targ
     return table.select([n for n in target.names if n in table.column_names]).combine_chunks()
 
 
+def all_distinct(values: pa.ChunkedArray) -> bool:
+    """Whether no two of ``values`` are equal, two nulls counting as equal (``count_distinct``
+    with ``mode="all"``). Integers without nulls are sorted and compared with their neighbours,
+    several times cheaper than building Arrow's hash set (whose first use in a process also
+    initialises its kernels)."""
+    if pa.types.is_integer(values.type) and values.null_count == 0:
+        ordered = np.sort(values.to_numpy())
+        return bool(np.all(ordered[1:] != ordered[:-1]))
+    return bool(pc.count_distinct(values, mode="all").as_py() == len(values))
+
+
 def key_bounds(source: pa.Table, on: Sequence[str]) -> tuple[Bound, ...] | None:
     """Each key's range in the source, for pruning target pages by their statistics (None: a key
     is null in every source row, so no target row can match)."""
@@ -199,7 +210,7 @@ class _Merge:
             _SOURCE_INDEX, pa.array(np.arange(source.num_rows, dtype=np.int64))
         )
         key = source.column(plan.on[0]) if len(plan.on) == 1 else None
-        self.unique_single_key = key is not None and pc.count_distinct(key, mode="all").as_py() == len(key)
+        self.unique_single_key = key is not None and all_distinct(key)
         self.matched = np.zeros(source.num_rows, dtype=bool)
         self.outcome = _Outcome()
         self.rewrite = RowRewrite(files)

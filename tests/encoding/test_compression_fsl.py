@@ -19,6 +19,7 @@ from .compression_helpers import (
     miniblock_roundtrip,
     per_value_roundtrip,
     read_pages,
+    split_chunks,
     write_column,
 )
 
@@ -96,6 +97,28 @@ def test_roundtrip(arr: pa.Array) -> None:
     ):
         decoded, stored, _ = per_value_roundtrip(FixedSizeListCompressor(), block)
         _assert_same(_flatten(decoded), _flatten(block))
+
+
+@given(arr=fsl_arrays())
+def test_chunks_decoded_together_equal_one_by_one(arr: pa.Array) -> None:
+    """``decompress_chunks`` (shapes without item validity: one buffer per chunk, the compaction
+    and scan path) equals the chunks decoded one at a time, concatenated."""
+    block = fsl_block(_without_item_nulls(arr))
+    compressed, desc = FixedSizeListCompressor().compress(block)
+    dec = decompressor_for(Context.MINIBLOCK, desc)
+    chunks = split_chunks(compressed)
+    one_by_one = [dec.decompress(bufs, n) for bufs, n in chunks]
+    together = dec.decompress_chunks([bufs[0] for bufs, _ in chunks], [n for _, n in chunks])
+    assert together.num_values == len(arr) == sum(n for _, n in chunks)
+    _assert_same(_flatten(together), _concat(one_by_one))
+    _assert_same(_flatten(together), _flatten(block))
+
+
+def _without_item_nulls(arr: pa.Array) -> pa.Array:
+    """``arr`` with the same shape and its innermost items' nulls replaced by a value."""
+    if pa.types.is_fixed_size_list(arr.type):
+        return pa.FixedSizeListArray.from_arrays(_without_item_nulls(arr.values), arr.type.list_size)
+    return arr.fill_null(False if pa.types.is_boolean(arr.type) else 0)
 
 
 @pytest.mark.parametrize(

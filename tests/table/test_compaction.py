@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.errors import RetryableCommitConflictError, UnsupportedFeatureError
+from lance_ops.errors import CorruptFileError, RetryableCommitConflictError, UnsupportedFeatureError
 from lance_ops.ops import compaction
 from lance_ops.optimize import (
     Compaction,
@@ -862,3 +864,82 @@ def test_bad_commit_arguments_are_typed(tmp_path) -> None:  # type: ignore[no-un
     with pytest.raises(InvalidArgumentError, match="different read versions"):
         Compaction.commit(ds, [first[0], later[-1]])
     assert lance_ops.dataset(uri).version == ds.version
+
+
+def _numbered_batches(count: int, produced: list[int], closed: list[bool], fail_at: int | None = None):  # type: ignore[no-untyped-def]
+    try:
+        for n in range(count):
+            if n == fail_at:
+                raise CorruptFileError("<test>", f"batch {n} is damaged")
+            produced.append(n)
+            yield pa.record_batch({"x": pa.array(np.full(1000, n, np.int64))})  # 8,000 bytes
+    finally:
+        closed.append(True)
+
+
+def test_read_ahead_keeps_order_and_a_bounded_lead() -> None:
+    produced: list[int] = []
+    closed: list[bool] = []
+    everything = compaction._read_ahead(_numbered_batches(40, [], []), budget=16_000)
+    assert [b["x"][0].as_py() for b in everything] == list(range(40))
+    ahead = compaction._read_ahead(_numbered_batches(40, produced, closed), budget=16_000)
+    assert next(ahead)["x"][0].as_py() == 0
+    time.sleep(0.3)  # the reading thread runs ahead until two batches (16,000 bytes) wait
+    assert len(produced) <= 4  # the one taken, two waiting, one blocked in the hand-over
+    ahead.close()  # the consumer leaves: the reading thread stops and closes its source
+    assert closed == [True]
+    assert len(produced) <= 4
+
+
+def test_read_ahead_raises_the_readers_failure_in_order() -> None:
+    got = []
+    with pytest.raises(CorruptFileError, match="batch 3 is damaged"):
+        for batch in compaction._read_ahead(_numbered_batches(10, [], [], fail_at=3), budget=1):
+            got.append(batch["x"][0].as_py())
+    assert got == [0, 1, 2]
+
+
+@pytest.mark.interop
+def test_damaged_source_fragment_fails_with_nothing_committed(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    ds = build(uri, [100] * 4, stable=False, deletes=["id % 7 = 0"])
+    version, rows = ds.version, ds.count_rows()
+    victim = Path(uri) / "data" / ds.manifest.fragments[2].files[0].path
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 2] + bytes(len(data) - len(data) // 2))
+    with pytest.raises(CorruptFileError):
+        ds.optimize.compact_files()
+    assert lance_ops.dataset(uri).version == version
+    assert len(lance_module.dataset(uri).get_fragments()) == 4
+    victim.write_bytes(data)  # repaired: the same compaction goes through
+    lance_ops.dataset(uri).optimize.compact_files()
+    assert lance_module.dataset(uri).count_rows() == rows
+    assert len(lance_module.dataset(uri).get_fragments()) == 1
+
+
+@pytest.mark.interop
+def test_row_addresses_left_out_without_index_are_computed_at_commit(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """With stable row ids, tasks over fragments no index covers hold no row addresses (memory
+    flat in the rows moved); a commit that needs them (an index covers the fragments) computes
+    them from the original fragments, and pylance's BTREE stays right."""
+    uri = str(tmp_path / "d")
+    build(uri, [50] * 6, stable=True, deletes=["id % 7 = 3"])
+    plain = lance_ops.dataset(uri)
+    assert all(
+        t.execute(uri).row_addrs is None
+        for t in Compaction.plan(plain, {"target_rows_per_fragment": 120}).tasks
+    )
+    lance_module.dataset(uri).create_scalar_index("id", "BTREE")
+    ds = lance_ops.dataset(uri)
+    results = [t.execute(uri) for t in Compaction.plan(ds, {"target_rows_per_fragment": 120}).tasks]
+    assert len(results) == 2 and all(r.row_addrs is not None for r in results)
+    stripped = [replace(r, row_addrs=None) for r in results]
+    assert compaction._with_row_addrs(ds._storage, ds.manifest, stripped) == results
+    Compaction.commit(ds, stripped)
+    theirs = lance_module.dataset(uri)
+    assert len(theirs.get_fragments()) == 2
+    assert theirs.stats.index_stats("id_idx")["num_unindexed_rows"] == 0
+    for predicate in ("id = 10", "id >= 40 AND id < 260", "id = 3"):
+        indexed = theirs.to_table(filter=predicate, columns=["id"])["id"].to_pylist()
+        scanned = theirs.to_table(filter=predicate, columns=["id"], use_scalar_index=False)["id"].to_pylist()
+        assert sorted(indexed) == sorted(scanned)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -525,3 +526,27 @@ def test_key_partitions_depend_on_values_only(ids: list[int | None], names: list
         wanted = {tuple(r[c] for c in on) for r in keys.select(on).to_pylist() if None not in r.values()}
         expected = [r for r in table.select(on).to_pylist() if tuple(r[c] for c in on) in wanted]
         assert sorted(map(str, got)) == sorted(map(str, expected))
+
+
+_RANGES = {pa.int64(): (-(2**63), 2**63 - 1), pa.int8(): (-(2**7), 2**7 - 1), pa.uint32(): (0, 2**32 - 1)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.none() | st.integers(-(2**63), 2**63 - 1), max_size=40)
+    | st.lists(st.integers(-3, 3), max_size=8),
+    chunks=st.integers(1, 3),
+    kind=st.sampled_from([pa.int64(), pa.int8(), pa.uint32(), pa.string()]),
+)
+def test_all_distinct_agrees_with_count_distinct(
+    values: list[int | None], chunks: int, kind: pa.DataType
+) -> None:
+    """The uniqueness check of a single source key (which picks the hash lookup over the join)."""
+    if kind == pa.string():
+        typed: list[Any] = [None if v is None else str(v) for v in values]
+    else:
+        low, high = _RANGES[kind]
+        typed = [None if v is None else min(max(v, low), high) for v in values]
+    array = pa.chunked_array([pa.array(typed[i::chunks], kind) for i in range(chunks)], kind)
+    expected = pc.count_distinct(array, mode="all").as_py() == len(array)
+    assert merge_op.all_distinct(array) == expected

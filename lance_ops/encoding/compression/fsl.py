@@ -44,6 +44,7 @@ from lance_ops.encoding.compression.base import (
     require,
     split_counts,
 )
+from lance_ops.encoding.compression.flat import FlatMiniBlockDecompressor
 from lance_ops.encoding.data import DataBlock, FixedSizeListBlock, FixedWidthBlock
 from lance_ops.errors import UnsupportedEncodingError, UnsupportedFeatureError
 
@@ -218,6 +219,19 @@ class FixedSizeListMiniBlockDecompressor(_FslReader, MiniBlockDecompressor):
         nbytes = -(-items * shape.item_bits // 8)
         require(len(data) >= nbytes, "FixedSizeList data buffer is too short")
         return _fold(shape, num_values, validity, FixedWidthBlock(data[:nbytes], shape.item_bits, items))
+
+    @guarded
+    def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
+        """Many chunks of a shape without item validity (one buffer per chunk: the flattened
+        items) decoded in one call: the leaf items as Flat chunks, then the layers folded."""
+        shape = self.shape
+        require(not shape.validity_layers, "FixedSizeList chunks with item validity have several buffers")
+        per_row = shape.items_per_row
+        leaf = FlatMiniBlockDecompressor(shape.item_bits).decompress_chunks(
+            buffers, [int(c) * per_row for c in counts]
+        )
+        assert isinstance(leaf, FixedWidthBlock)
+        return _fold(shape, int(sum(counts)), [None] * len(shape.dims), leaf)
 
 
 @register(Context.PER_VALUE, "fixed_size_list")
