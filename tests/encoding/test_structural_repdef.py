@@ -311,3 +311,30 @@ def test_top_level_lists_shred_as_the_general_walk_does(array: pa.Array) -> None
         if want is not None:
             assert got is not None and got.dtype == want.dtype and got.tolist() == want.tolist()
     assert fast.values.equals(walked.values) and fast.num_rows == walked.num_rows
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_top_level_lists_with_hidden_items_read_by_pylance(tmp_path, version: str) -> None:  # type: ignore[no-untyped-def]
+    """Null lists covering items (as ``from_buffers`` builds them), item nulls and empty lists,
+    1,025 rows sliced: pylance reads what the top-level list path writes, and it reads
+    pylance's file of the same rows."""
+    from lance.file import LanceFileReader
+    from lance.file import LanceFileWriter as PylanceWriter
+
+    from lance_ops.file import LanceFileReader as OpsReader
+    from lance_ops.file import LanceFileWriter
+
+    rng = np.random.default_rng(7)
+    offsets = np.concatenate(([0], np.cumsum(rng.integers(0, 4, 1025)))).astype(np.int32)
+    items = pa.array(
+        rng.integers(0, 99, int(offsets[-1])).astype(np.int32), mask=rng.random(offsets[-1]) < 0.2
+    )
+    lists = pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(rng.random(1025) < 0.2))
+    table = pa.table({"c": lists.slice(3, 1020)})
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    with LanceFileWriter(ours, table.schema, version=version) as writer:
+        writer.write_batch(table)
+    with PylanceWriter(theirs, table.schema, version=version) as writer:
+        writer.write_batch(table)
+    assert LanceFileReader(ours).read_all().to_table().equals(table)
+    assert OpsReader(theirs).read_all().to_table().equals(table)
