@@ -44,9 +44,9 @@ from lance_ops.encoding.compression.base import (
     flat_desc,
     gather_spans,
     guarded,
-    ranges,
     register,
     require,
+    span_mask,
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
@@ -431,8 +431,12 @@ def pack_out_of_line_slices(
     blocks = full + packed_tail
     in_blocks = full * BLOCK_VALUES + np.where(packed_tail, tail, 0)
     block_first = np.cumsum(blocks) - blocks
-    grid = np.zeros(int(blocks.sum()) * BLOCK_VALUES, dtype=dtype)
-    grid[ranges(block_first * BLOCK_VALUES, in_blocks)] = values[ranges(starts, in_blocks)]
+    packed_part = gather_spans(values, starts, in_blocks)  # each slice's blocked values, back to back
+    if bool(np.all(in_blocks == blocks * BLOCK_VALUES)):  # no padded tail block: they are the grid
+        grid = np.ascontiguousarray(packed_part)
+    else:
+        grid = np.zeros(int(blocks.sum()) * BLOCK_VALUES, dtype=dtype)
+        grid[span_mask(block_first * BLOCK_VALUES, in_blocks, len(grid))] = packed_part
     packed = fastlanes_pack(grid.reshape(-1, BLOCK_VALUES), width)
     raw_tail = np.asarray(starts, np.int64) + in_blocks
     out = []

@@ -168,10 +168,16 @@ def repetition_index(rep: np.ndarray, max_rep: int, bounds: np.ndarray) -> np.nd
     n_chunks = len(bounds)
     starts = np.concatenate(([0], bounds[:-1])).astype(np.int64)
     is_start = rep == max_rep
-    begun = np.concatenate(([0], np.cumsum(is_start, dtype=np.int64)))
-    rows = np.maximum(begun[bounds] - begun[np.minimum(starts + 1, bounds)], 0)
-    last_start = np.maximum.accumulate(np.where(is_start, np.arange(len(rep)), -1)) if len(rep) else rep
-    last = last_start[np.maximum(bounds - 1, 0)] if len(rep) else np.full(n_chunks, -1)
+    row_starts = np.flatnonzero(is_start)  # counts and last starts by binary search over these
+    rows = np.maximum(
+        np.searchsorted(row_starts, bounds) - np.searchsorted(row_starts, np.minimum(starts + 1, bounds)), 0
+    )
+    before = np.searchsorted(row_starts, np.maximum(bounds - 1, 0), side="right") - 1
+    last = (
+        np.where(before >= 0, row_starts[np.maximum(before, 0)], -1)
+        if len(row_starts)
+        else np.full(n_chunks, -1)
+    )
     hit = (bounds > starts) & (last >= starts)
     partial = np.where(hit, bounds - last, bounds - starts)
     if n_chunks:
