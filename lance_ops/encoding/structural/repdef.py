@@ -800,6 +800,9 @@ def choose_level_codec(levels: np.ndarray, version: FileVersion) -> LevelCodec:
     best = LevelCodec("flat", 16) if raw < packed else LevelCodec(kind, width)
     best_size = min(raw, packed)
     if version is FileVersion.V2_2:
+        # Runs split at 255 are at least the maximal runs: count those first (no index arrays).
+        if RLE_HEADER_BYTES + 3 * rle.run_count(levels) >= best_size:
+            return best
         rle_size = RLE_HEADER_BYTES + 3 * rle.split_run_count(levels)
         if rle_size < best_size:
             return LevelCodec("rle", 16)
