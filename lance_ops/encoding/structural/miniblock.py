@@ -41,6 +41,7 @@ from lance_ops.encoding.compression.base import (
     Context,
     MiniBlockCompressed,
     as_u8,
+    chunk_arrays,
     decompressor_for,
     ranges,
 )
@@ -117,7 +118,7 @@ def _assemble_chunks(
     array and every part lands at an offset computed for all chunks at once.
     """
     n = len(compressed.chunks)
-    value_sizes = np.array([c.buffer_sizes for c in compressed.chunks], np.int64).reshape(n, -1)
+    value_sizes, logs = chunk_arrays(compressed.chunks, len(compressed.buffers))
     level_sizes = np.array([[len(part) for part in parts] for parts in level_data.values()], np.int64)
     level_sizes = level_sizes.T.reshape(n, len(level_data))
     if not large and np.any(value_sizes > MAX_BUFFER_BYTES_V21):
@@ -152,7 +153,6 @@ def _assemble_chunks(
             part_starts[:, column].tolist(), sources.tolist(), value_sizes[:, i].tolist(), strict=True
         ):
             out[start : start + size] = data[source : source + size]
-    logs = np.array([c.log_num_values for c in compressed.chunks], np.int64)
     words = ((chunk_sizes // ALIGN - 1) << 4) | logs
     return words.astype("<u4" if large else "<u2").tobytes(), out.tobytes()
 
@@ -203,7 +203,7 @@ def encode_page(
     if not compressed.chunks:
         raise UnsupportedEncodingError("a mini-block page needs at least one value")
     large = version is not FileVersion.V2_1
-    counts = np.array([1 << c.log_num_values for c in compressed.chunks], np.int64)
+    counts = np.left_shift(1, chunk_arrays(compressed.chunks, len(compressed.buffers))[1])
     if len(counts):
         counts[-1] = compressed.num_values - int(counts[:-1].sum())
     bounds = _level_bounds(levels, counts)
