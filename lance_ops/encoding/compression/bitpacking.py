@@ -232,10 +232,17 @@ def _inline_encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     blocks = _padded_blocks(values)
     widths = _chunk_widths(blocks)
     chunk_words = 1 + widths * lanes
+    kinds = np.unique(widths)
+    if len(kinds) == 1:  # one width (the usual case): every chunk is its width word, then its words
+        width = int(kinds[0])
+        grid = np.empty((len(blocks), 1 + width * lanes), dtype=dtype)
+        grid[:, 0] = width
+        grid[:, 1:] = fastlanes_pack(blocks, width)
+        return grid.reshape(-1).view(np.uint8), chunk_words * (bits // 8)
     starts = (np.cumsum(chunk_words) - chunk_words).astype(np.int64)
     out = np.zeros(int(chunk_words.sum()), dtype=dtype)
     out[starts] = widths.astype(dtype)
-    for width in np.unique(widths):
+    for width in kinds:
         if width == 0:
             continue
         idx = np.flatnonzero(widths == width)
