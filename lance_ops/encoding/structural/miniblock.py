@@ -111,7 +111,7 @@ def _assemble_chunks(
     level_counts: np.ndarray | None,
     level_data: dict[str, list[bytes]],
     large: bool,
-) -> tuple[bytes, bytes]:
+) -> tuple[bytes, memoryview]:
     """The metadata words and the chunks back to back (layout in the module docstring).
 
     Every chunk's header has the same shape, so headers are written as one (chunks × fields)
@@ -154,7 +154,7 @@ def _assemble_chunks(
         ):
             out[start : start + size] = data[source : source + size]
     words = ((chunk_sizes // ALIGN - 1) << 4) | logs
-    return words.astype("<u4" if large else "<u2").tobytes(), out.tobytes()
+    return words.astype("<u4" if large else "<u2").tobytes(), out.data  # a view of the chunks: no copy
 
 
 def repetition_index(rep: np.ndarray, max_rep: int, bounds: np.ndarray) -> np.ndarray:
@@ -198,7 +198,7 @@ def encode_page(
     value_encoding: pb.CompressiveEncoding,
     version: FileVersion,
     dictionary: Dictionary | None = None,
-) -> tuple[list[bytes], pb.PageLayout]:
+) -> tuple[list[bytes | memoryview], pb.PageLayout]:
     """Assemble a mini-block page from compressed values and the page's levels."""
     if not compressed.chunks:
         raise UnsupportedEncodingError("a mini-block page needs at least one value")
@@ -227,7 +227,7 @@ def encode_page(
             if any(len(data) > MAX_LEVEL_BYTES for data in level_data[name]):
                 raise UnsupportedEncodingError(f"{name} levels of a chunk exceed 65 535 bytes")
     meta, blob = _assemble_chunks(compressed, bounds - level_starts if codecs else None, level_data, large)
-    buffers = [meta, blob]
+    buffers: list[bytes | memoryview] = [meta, blob]
     layout = pb.MiniBlockLayout(
         value_compression=value_encoding,
         layers=list(levels.layers),
