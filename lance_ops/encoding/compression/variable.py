@@ -167,7 +167,7 @@ class VariableCompressor(MiniBlockCompressor):
         # i < n belongs to one chunk and lands at i + (chunk's first word - its first value); the
         # k-th (closing) offsets are written per chunk after.
         dtype = np.dtype(f"<u{width}")
-        words = buffer[: total - total % width].view(dtype)
+        words = buffer.view(dtype)  # chunk sizes are whole words
         first_word = bases // width
         at = np.arange(len(offs) - 1, dtype=np.int64) + np.repeat(first_word - starts, counts)
         words[at] = (offs[:-1] + np.repeat(headers - lows, counts)).astype(dtype)

@@ -333,10 +333,11 @@ def _flat_leaf(array: pa.Array) -> ShreddedLeaf:
 
 def _top_list_leaf(array: pa.Array, field: pa.Field) -> ShreddedLeaf | None:
     """:func:`shred` of a top-level list of leaf items without walking slots, or ``None`` when
-    the general walk is needed (a map, dictionary or null-typed items). Each row is one level
-    for a null or empty list, else one level per item; rep is 1 at each row's first level; the
-    items are the child's span ``offsets[0] .. offsets[-1]`` in order less those a null list
-    covers, so item nulls map onto the levels that are not null/empty lists."""
+    the general walk is needed (a map; items that are not leaves, or dictionary or null-typed
+    items). Each row is one level for a null or empty list, else one level per item; rep is 1
+    at each row's first level; the items are the child's span ``offsets[0] .. offsets[-1]`` in
+    order less those a null list covers, so item nulls map onto the levels that are not
+    null/empty lists."""
     dtype = array.type
     if not (pa.types.is_list(dtype) or pa.types.is_large_list(dtype)) or len(array) == 0:
         return None
