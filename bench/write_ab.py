@@ -51,6 +51,8 @@ def once(i):
     shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
     return wall, cpu
 once(0)
+import lance_ops
+print("ready", lance_ops.__file__, file=sys.stderr, flush=True)
 print("ready", flush=True)
 for i, line in enumerate(sys.stdin, 1):
     print(json.dumps(once(i)), flush=True)
@@ -80,8 +82,11 @@ def main() -> None:
                 bench=str(HERE), writer=writer, table=args.table, rows=args.rows, work=directory
             )
             env = {**os.environ, "PYTHONPATH": root}
+            # cwd=root: ``python -c`` puts the working directory first on sys.path, ahead of
+            # PYTHONPATH, so a child started from this checkout would import this lance_ops.
             child = subprocess.Popen(
                 [sys.executable, "-c", code],
+                cwd=root,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,

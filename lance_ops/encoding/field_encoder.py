@@ -119,8 +119,8 @@ def encode_leaf_page(leaf: ShreddedLeaf, options: EncodingOptions, version: File
             compressed, desc = try_variable_compressor(block, dtype, options, version).compress(block)
     else:
         compressed, desc = compress_fixed(block, options)
-    buffers, layout = miniblock.encode_page(levels, compressed, desc, version)
-    return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+    chunked, layout = miniblock.encode_page(levels, compressed, desc, version)
+    return EncodedPage(tuple(chunked), layout, leaf.num_rows)
 
 
 def _has_child_nulls(leaf: ShreddedLeaf) -> bool:
@@ -152,8 +152,8 @@ def _packed_struct_page(leaf: ShreddedLeaf, options: EncodingOptions, version: F
     fixed = all(isinstance(c, FixedWidthBlock) and c.bits_per_value % 8 == 0 for c in block.children)
     if fixed and options.structural_encoding != "fullzip":
         compressed, desc = packed_struct.PackedStructCompressor().compress(block)
-        buffers, layout = miniblock.encode_page(leaf.levels, compressed, desc, version)
-        return EncodedPage(tuple(buffers), layout, leaf.num_rows)
+        chunked, layout = miniblock.encode_page(leaf.levels, compressed, desc, version)
+        return EncodedPage(tuple(chunked), layout, leaf.num_rows)
     if fixed:
         stored, desc = packed_struct.PackedStructCompressor().compress_per_value(block)
     elif version is FileVersion.V2_1:

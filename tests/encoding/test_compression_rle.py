@@ -140,3 +140,11 @@ def test_pylance_rle_def_levels_2_2(tmp_path) -> None:
         assert RleCompressor().compress_block(FixedWidthBlock.from_values(got))[0] == bytes(chunk.def_)
         levels.append(got)
     np.testing.assert_array_equal(np.concatenate(levels), (~valid).astype(np.uint16))
+
+
+@given(st.lists(st.integers(0, 3), max_size=1200), st.sampled_from([1, 100, 300]))
+def test_run_count_is_the_number_of_maximal_runs(values: list[int], stretch: int) -> None:
+    from lance_ops.encoding.compression.rle import _run_bounds, run_count, split_run_count
+
+    arr = np.repeat(np.array(values, np.uint16), stretch)
+    assert run_count(arr) == len(_run_bounds(arr)[0]) <= split_run_count(arr) == len(encode_runs(arr)[1])

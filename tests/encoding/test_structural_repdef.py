@@ -265,3 +265,76 @@ def test_top_level_leaves_shred_as_the_general_walk_does(array: pa.Array) -> Non
         assert fast.levels.defs.dtype == walked.levels.defs.dtype
         assert fast.levels.defs.tolist() == walked.levels.defs.tolist()
     assert fast.values.equals(walked.values) and fast.num_rows == walked.num_rows
+
+
+@st.composite
+def _top_lists(draw: st.DrawFn) -> pa.Array:
+    """A top-level list (or large list) of leaf items: empty, null and hidden-item lists, item
+    nulls, sliced, 0 to ~1,100 rows."""
+    item = draw(st.sampled_from([pa.int32(), pa.float64(), pa.string(), pa.bool_(), pa.list_(pa.int16(), 2)]))
+    rows = draw(st.sampled_from([0, 1, 2, 7, 1023, 1024, 1025]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(draw(st.sampled_from([0, 1])), draw(st.sampled_from([2, 3, 7])), rows)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
+    item_null_rate = draw(st.sampled_from([0.0, 0.3]))
+    total = int(offsets[-1])
+    if pa.types.is_fixed_size_list(item):
+        flat = pa.array(rng.integers(0, 100, 2 * total).astype(np.int16))
+        items = pa.FixedSizeListArray.from_arrays(flat, 2, mask=pa.array(rng.random(total) < item_null_rate))
+    else:
+        raw = rng.integers(0, 1000, total)
+        py = [str(v) if item == pa.string() else bool(v % 2) if item == pa.bool_() else int(v) for v in raw]
+        items = pa.array(py, item, mask=rng.random(total) < item_null_rate)
+    list_nulls = rng.random(rows) < draw(st.sampled_from([0.0, 0.2]))
+    if not draw(st.booleans()):  # null lists cover no items (as pyarrow builds them)
+        list_nulls &= lengths == 0
+    large = draw(st.booleans())
+    cls = pa.LargeListArray if large else pa.ListArray
+    arr = cls.from_arrays(
+        pa.array(offsets.astype(np.int64 if large else np.int32)), items, mask=pa.array(list_nulls)
+    )
+    start = draw(st.integers(0, len(arr)))
+    return arr.slice(start, draw(st.integers(0, len(arr) - start)))
+
+
+@given(_top_lists())
+def test_top_level_lists_shred_as_the_general_walk_does(array: pa.Array) -> None:
+    from lance_ops.encoding.structural.repdef import shred
+
+    (fast,) = shred(array)
+    (walked,) = _walked(array)
+    assert fast.levels.layers == walked.levels.layers
+    assert fast.levels.num_levels == walked.levels.num_levels
+    for got, want in ((fast.levels.rep, walked.levels.rep), (fast.levels.defs, walked.levels.defs)):
+        assert (got is None) == (want is None)
+        if want is not None:
+            assert got is not None and got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert fast.values.equals(walked.values) and fast.num_rows == walked.num_rows
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_top_level_lists_with_hidden_items_read_by_pylance(tmp_path, version: str) -> None:  # type: ignore[no-untyped-def]
+    """Null lists covering items (as ``from_buffers`` builds them), item nulls and empty lists,
+    1,025 rows sliced: pylance reads what the top-level list path writes, and it reads
+    pylance's file of the same rows."""
+    from lance.file import LanceFileReader
+    from lance.file import LanceFileWriter as PylanceWriter
+
+    from lance_ops.file import LanceFileReader as OpsReader
+    from lance_ops.file import LanceFileWriter
+
+    rng = np.random.default_rng(7)
+    offsets = np.concatenate(([0], np.cumsum(rng.integers(0, 4, 1025)))).astype(np.int32)
+    items = pa.array(
+        rng.integers(0, 99, int(offsets[-1])).astype(np.int32), mask=rng.random(offsets[-1]) < 0.2
+    )
+    lists = pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(rng.random(1025) < 0.2))
+    table = pa.table({"c": lists.slice(3, 1020)})
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    with LanceFileWriter(ours, table.schema, version=version) as writer:
+        writer.write_batch(table)
+    with PylanceWriter(theirs, table.schema, version=version) as writer:
+        writer.write_batch(table)
+    assert LanceFileReader(ours).read_all().to_table().equals(table)
+    assert OpsReader(theirs).read_all().to_table().equals(table)

@@ -46,10 +46,47 @@ class MiniBlockChunk:
     log_num_values: int  # log2 of the chunk's value count; 0 for the last chunk
 
 
+class ChunkTable(Sequence[MiniBlockChunk]):
+    """Chunk records held as arrays: ``sizes`` (chunks × buffers, bytes) and ``logs`` (log2 of each
+    chunk's value count, 0 for the last). A sequence of :class:`MiniBlockChunk` made on access;
+    the page writer reads the arrays, so a page of thousands of chunks makes no object per chunk."""
+
+    def __init__(self, sizes: np.ndarray, logs: np.ndarray) -> None:
+        self.sizes = sizes
+        self.logs = logs
+
+    def __len__(self) -> int:
+        return len(self.logs)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return MiniBlockChunk(tuple(self.sizes[index].tolist()), int(self.logs[index]))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ChunkTable({list(self)!r})"
+
+
+def chunk_arrays(chunks: Sequence[MiniBlockChunk], num_buffers: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(sizes, logs)`` of chunk records as arrays (chunks × ``num_buffers``, and chunks)."""
+    if isinstance(chunks, ChunkTable):
+        return chunks.sizes, chunks.logs
+    n = len(chunks)
+    sizes = np.array([c.buffer_sizes for c in chunks], np.int64).reshape(n, -1 if n else num_buffers)
+    return sizes, np.array([c.log_num_values for c in chunks], np.int64)
+
+
 @dataclass(frozen=True)
 class MiniBlockCompressed:
     buffers: tuple[np.ndarray, ...]  # uint8; buffer i = all chunks' slices of value buffer i
-    chunks: tuple[MiniBlockChunk, ...]
+    chunks: Sequence[MiniBlockChunk]  # a ChunkTable, or a tuple of records
     num_values: int
 
 
@@ -264,23 +301,24 @@ class ChunkSpans(Sequence[memoryview]):
         return self.blob[start : start + int(self.sizes[index])].data
 
 
-def chunk_descriptors(counts: Sequence[int], sizes: np.ndarray) -> tuple[MiniBlockChunk, ...]:
+def chunk_descriptors(counts: Sequence[int] | np.ndarray, sizes: np.ndarray) -> ChunkTable:
     """Chunk records for per-chunk value ``counts`` and a (chunks, buffers) array of byte ``sizes``.
 
     Every chunk but the last must hold a power-of-two count of at least two (log2 = 0 marks
     the last chunk, so readers reject a non-last chunk of one value); the last records 0.
     """
-    if len(counts) == 0:
-        return ()
-    table = zip(*np.asarray(sizes, dtype=np.int64).reshape(len(counts), -1).T.tolist(), strict=True)
-    values = np.asarray(counts, dtype=np.int64)
+    values = np.asarray(counts, dtype=np.int64).reshape(-1)
+    if len(values) == 0:
+        return ChunkTable(np.zeros((0, 0), np.int64), values)
+    table = np.asarray(sizes, dtype=np.int64).reshape(len(values), -1)
     body = values[:-1]
     bad = (body < 2) | (body & (body - 1) != 0)
     if bad.any():
         count = int(body[np.argmax(bad)])
         raise ValueError(f"non-last mini-block chunk holds {count} values (not a power of two >= 2)")
-    logs = [*(np.frexp(body)[1] - 1).tolist(), 0]  # log2 of the powers of two
-    return tuple(map(MiniBlockChunk, table, logs))
+    logs = np.zeros(len(values), np.int64)
+    logs[:-1] = np.frexp(body)[1] - 1  # log2 of the powers of two
+    return ChunkTable(table, logs)
 
 
 def fixed_chunk_values(bytes_per_value: float, max_values: int = 4096) -> int:

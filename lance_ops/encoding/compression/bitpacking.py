@@ -44,9 +44,9 @@ from lance_ops.encoding.compression.base import (
     flat_desc,
     gather_spans,
     guarded,
-    ranges,
     register,
     require,
+    span_mask,
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
@@ -232,10 +232,17 @@ def _inline_encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     blocks = _padded_blocks(values)
     widths = _chunk_widths(blocks)
     chunk_words = 1 + widths * lanes
+    kinds = np.unique(widths)
+    if len(kinds) == 1:  # one width (the usual case): every chunk is its width word, then its words
+        width = int(kinds[0])
+        grid = np.empty((len(blocks), 1 + width * lanes), dtype=dtype)
+        grid[:, 0] = width
+        grid[:, 1:] = fastlanes_pack(blocks, width)
+        return grid.reshape(-1).view(np.uint8), chunk_words * (bits // 8)
     starts = (np.cumsum(chunk_words) - chunk_words).astype(np.int64)
     out = np.zeros(int(chunk_words.sum()), dtype=dtype)
     out[starts] = widths.astype(dtype)
-    for width in np.unique(widths):
+    for width in kinds:
         if width == 0:
             continue
         idx = np.flatnonzero(widths == width)
@@ -431,8 +438,12 @@ def pack_out_of_line_slices(
     blocks = full + packed_tail
     in_blocks = full * BLOCK_VALUES + np.where(packed_tail, tail, 0)
     block_first = np.cumsum(blocks) - blocks
-    grid = np.zeros(int(blocks.sum()) * BLOCK_VALUES, dtype=dtype)
-    grid[ranges(block_first * BLOCK_VALUES, in_blocks)] = values[ranges(starts, in_blocks)]
+    packed_part = gather_spans(values, starts, in_blocks)  # each slice's blocked values, back to back
+    if bool(np.all(in_blocks == blocks * BLOCK_VALUES)):  # no padded tail block: they are the grid
+        grid = np.ascontiguousarray(packed_part)
+    else:
+        grid = np.zeros(int(blocks.sum()) * BLOCK_VALUES, dtype=dtype)
+        grid[span_mask(block_first * BLOCK_VALUES, in_blocks, len(grid))] = packed_part
     packed = fastlanes_pack(grid.reshape(-1, BLOCK_VALUES), width)
     raw_tail = np.asarray(starts, np.int64) + in_blocks
     out = []

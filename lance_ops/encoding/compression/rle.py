@@ -73,6 +73,13 @@ def _split_runs(lengths: np.ndarray) -> int:
     return int((-(-lengths // MAX_RUN)).sum())
 
 
+def run_count(values: np.ndarray) -> int:
+    """Number of maximal runs (unsplit) of ``values``, counted without listing them."""
+    if len(values) == 0:
+        return 0
+    return 1 + int(np.count_nonzero(values[1:] != values[:-1]))
+
+
 def split_run_count(values: np.ndarray) -> int:
     """Number of runs :func:`encode_runs` writes for ``values``."""
     starts, ends = _run_bounds(values)
@@ -82,7 +89,7 @@ def split_run_count(values: np.ndarray) -> int:
 def estimate_rle_size(values: np.ndarray) -> int:
     """Strategy estimate of the RLE size: ``(runs + n / 255) × (width + 1)`` bytes (§8.1)."""
     values = np.ascontiguousarray(values).reshape(-1)
-    runs = len(_run_bounds(values)[0])
+    runs = run_count(values)
     return (runs + len(values) // MAX_RUN) * (values.dtype.itemsize + 1)
 
 

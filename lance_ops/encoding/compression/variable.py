@@ -161,19 +161,25 @@ class VariableCompressor(MiniBlockCompressor):
         lows, highs = offs[starts], offs[ends]
         sizes = -(-(headers + highs - lows) // width) * width
         bases = np.cumsum(sizes) - sizes
-        buffer = np.full(int(sizes.sum()), PAD_BYTE, dtype=np.uint8)
-        # every chunk's k + 1 offsets, rebased to its own buffer, written in one scatter
-        spans = counts + 1
-        owner = np.repeat(np.arange(len(counts)), spans)
-        j = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
+        total = int(sizes.sum())
+        buffer = np.empty(total, dtype=np.uint8)
+        # Every chunk is its k + 1 offsets (rebased to the chunk), its bytes, then padding. Offset
+        # i < n belongs to one chunk and lands at i + (chunk's first word - its first value); the
+        # k-th (closing) offsets are written per chunk after.
         dtype = np.dtype(f"<u{width}")
-        buffer.view(dtype)[bases[owner] // width + j] = (
-            offs[starts[owner] + j] - lows[owner] + headers[owner]
-        ).astype(dtype)
-        for base, header, lo, hi in zip(
-            bases.tolist(), headers.tolist(), lows.tolist(), highs.tolist(), strict=True
-        ):
-            buffer[base + header : base + header + hi - lo] = data[lo:hi]
+        words = buffer.view(dtype)  # chunk sizes are whole words
+        first_word = bases // width
+        at = np.arange(len(offs) - 1, dtype=np.int64) + np.repeat(first_word - starts, counts)
+        words[at] = (offs[:-1] + np.repeat(headers - lows, counts)).astype(dtype)
+        words[first_word + counts] = (highs - lows + headers).astype(dtype)
+        # The bytes: one span per chunk, slice by slice (chunks hold a few KiB each).
+        data_at = (bases + headers).tolist()
+        for base, lo, hi in zip(data_at, lows.tolist(), highs.tolist(), strict=True):
+            buffer[base : base + hi - lo] = data[lo:hi]
+        pad_from = bases + headers + highs - lows
+        pad = bases + sizes - pad_from  # fewer than ``width`` bytes per chunk
+        for byte in range(width - 1):
+            buffer[pad_from[pad > byte] + byte] = PAD_BYTE
         chunks = chunk_descriptors(counts.tolist(), sizes)
         return MiniBlockCompressed((buffer,), chunks, block.num_values), variable_desc(width * 8)
 

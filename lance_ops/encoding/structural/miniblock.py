@@ -41,6 +41,7 @@ from lance_ops.encoding.compression.base import (
     Context,
     MiniBlockCompressed,
     as_u8,
+    chunk_arrays,
     decompressor_for,
     ranges,
 )
@@ -110,14 +111,14 @@ def _assemble_chunks(
     level_counts: np.ndarray | None,
     level_data: dict[str, list[bytes]],
     large: bool,
-) -> tuple[bytes, bytes]:
+) -> tuple[bytes, memoryview]:
     """The metadata words and the chunks back to back (layout in the module docstring).
 
     Every chunk's header has the same shape, so headers are written as one (chunks × fields)
     array and every part lands at an offset computed for all chunks at once.
     """
     n = len(compressed.chunks)
-    value_sizes = np.array([c.buffer_sizes for c in compressed.chunks], np.int64).reshape(n, -1)
+    value_sizes, logs = chunk_arrays(compressed.chunks, len(compressed.buffers))
     level_sizes = np.array([[len(part) for part in parts] for parts in level_data.values()], np.int64)
     level_sizes = level_sizes.T.reshape(n, len(level_data))
     if not large and np.any(value_sizes > MAX_BUFFER_BYTES_V21):
@@ -152,9 +153,8 @@ def _assemble_chunks(
             part_starts[:, column].tolist(), sources.tolist(), value_sizes[:, i].tolist(), strict=True
         ):
             out[start : start + size] = data[source : source + size]
-    logs = np.array([c.log_num_values for c in compressed.chunks], np.int64)
     words = ((chunk_sizes // ALIGN - 1) << 4) | logs
-    return words.astype("<u4" if large else "<u2").tobytes(), out.tobytes()
+    return words.astype("<u4" if large else "<u2").tobytes(), out.data  # a view of the chunks: no copy
 
 
 def repetition_index(rep: np.ndarray, max_rep: int, bounds: np.ndarray) -> np.ndarray:
@@ -168,10 +168,16 @@ def repetition_index(rep: np.ndarray, max_rep: int, bounds: np.ndarray) -> np.nd
     n_chunks = len(bounds)
     starts = np.concatenate(([0], bounds[:-1])).astype(np.int64)
     is_start = rep == max_rep
-    begun = np.concatenate(([0], np.cumsum(is_start, dtype=np.int64)))
-    rows = np.maximum(begun[bounds] - begun[np.minimum(starts + 1, bounds)], 0)
-    last_start = np.maximum.accumulate(np.where(is_start, np.arange(len(rep)), -1)) if len(rep) else rep
-    last = last_start[np.maximum(bounds - 1, 0)] if len(rep) else np.full(n_chunks, -1)
+    row_starts = np.flatnonzero(is_start)  # counts and last starts by binary search over these
+    rows = np.maximum(
+        np.searchsorted(row_starts, bounds) - np.searchsorted(row_starts, np.minimum(starts + 1, bounds)), 0
+    )
+    before = np.searchsorted(row_starts, np.maximum(bounds - 1, 0), side="right") - 1
+    last = (
+        np.where(before >= 0, row_starts[np.maximum(before, 0)], -1)
+        if len(row_starts)
+        else np.full(n_chunks, -1)
+    )
     hit = (bounds > starts) & (last >= starts)
     partial = np.where(hit, bounds - last, bounds - starts)
     if n_chunks:
@@ -192,12 +198,12 @@ def encode_page(
     value_encoding: pb.CompressiveEncoding,
     version: FileVersion,
     dictionary: Dictionary | None = None,
-) -> tuple[list[bytes], pb.PageLayout]:
+) -> tuple[list[bytes | memoryview], pb.PageLayout]:
     """Assemble a mini-block page from compressed values and the page's levels."""
     if not compressed.chunks:
         raise UnsupportedEncodingError("a mini-block page needs at least one value")
     large = version is not FileVersion.V2_1
-    counts = np.array([1 << c.log_num_values for c in compressed.chunks], np.int64)
+    counts = np.left_shift(1, chunk_arrays(compressed.chunks, len(compressed.buffers))[1])
     if len(counts):
         counts[-1] = compressed.num_values - int(counts[:-1].sum())
     bounds = _level_bounds(levels, counts)
@@ -221,7 +227,7 @@ def encode_page(
             if any(len(data) > MAX_LEVEL_BYTES for data in level_data[name]):
                 raise UnsupportedEncodingError(f"{name} levels of a chunk exceed 65 535 bytes")
     meta, blob = _assemble_chunks(compressed, bounds - level_starts if codecs else None, level_data, large)
-    buffers = [meta, blob]
+    buffers: list[bytes | memoryview] = [meta, blob]
     layout = pb.MiniBlockLayout(
         value_compression=value_encoding,
         layers=list(levels.layers),

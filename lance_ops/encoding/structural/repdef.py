@@ -305,6 +305,9 @@ def shred(array: pa.Array, field: pa.Field | None = None) -> list[ShreddedLeaf]:
     field = field or pa.field("", array.type)
     if is_leaf_field(field):
         return [_flat_leaf(array)]
+    leaf = _top_list_leaf(array, field)
+    if leaf is not None:
+        return [leaf]
     start = _Walk(np.ones(n, np.uint16), np.full(n, -1, np.int32), np.arange(n, dtype=np.int64))
     out: list[ShreddedLeaf] = []
     _shred_node(array, field, start, [], n, out)
@@ -326,6 +329,77 @@ def _flat_leaf(array: pa.Array) -> ShreddedLeaf:
         if valid is not None:
             defs[~valid] = code.null
     return ShreddedLeaf(Levels(layers, None, defs, len(array)), array, len(array))
+
+
+def _top_list_leaf(array: pa.Array, field: pa.Field) -> ShreddedLeaf | None:
+    """:func:`shred` of a top-level list of leaf items without walking slots, or ``None`` when
+    the general walk is needed (a map; items that are not leaves, or dictionary or null-typed
+    items). Each row is one level for a null or empty list, else one level per item; rep is 1
+    at each row's first level; the items are the child's span ``offsets[0] .. offsets[-1]`` in
+    order less those a null list covers, so item nulls map onto the levels that are not
+    null/empty lists."""
+    dtype = array.type
+    if not (pa.types.is_list(dtype) or pa.types.is_large_list(dtype)) or len(array) == 0:
+        return None
+    item_field = child_field(field)
+    item_type = item_field.type
+    if not is_leaf_field(item_field) or pa.types.is_dictionary(item_type) or pa.types.is_null(item_type):
+        return None
+    offsets = np.asarray(array.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    lengths = np.diff(offsets)
+    list_valid = _validity(array)
+    null_rows = None if list_valid is None else ~list_valid
+    first, stop = int(offsets[0]), int(offsets[-1])
+    values = array.values.slice(first, stop - first)
+    if null_rows is not None and bool(np.any(lengths[null_rows])):  # items hidden by null lists
+        assert list_valid is not None
+        values = values.filter(pa.array(np.repeat(list_valid, lengths)))
+        lengths = np.where(list_valid, lengths, 0)
+    item_valid = _validity(values)
+    empty_rows = lengths == 0
+    if null_rows is not None:
+        empty_rows &= list_valid
+    has_null = null_rows is not None and bool(null_rows.any())
+    has_empty = bool(empty_rows.any())
+    item_nulls = item_valid is not None
+    layers = tuple(reversed(_leaf_layers([True, False], [has_null, item_nulls], [has_empty, False])))
+    codes = layer_codes(layers)
+    counts = np.maximum(lengths, 1)
+    row_start = np.cumsum(counts) - counts
+    total = int(row_start[-1] + counts[-1])
+    rep = np.zeros(total, np.uint16)
+    rep[row_start] = 1
+    defs = None
+    if codes[-1].highest:
+        defs = np.zeros(total, np.uint16)
+        if item_nulls:
+            assert item_valid is not None
+            item_null = ~item_valid
+            if has_null or has_empty:
+                is_item = np.ones(total, bool)
+                is_item[row_start[lengths == 0]] = False
+                defs[np.flatnonzero(is_item)[item_null]] = codes[0].null
+            else:
+                defs[item_null] = codes[0].null
+        if has_null:
+            assert null_rows is not None
+            defs[row_start[null_rows]] = codes[1].null
+        if has_empty:
+            defs[row_start[empty_rows]] = codes[1].empty
+    return ShreddedLeaf(Levels(layers, rep, defs, total), values, len(array))
+
+
+def _leaf_layers(path: Sequence[bool], has_null: Sequence[bool], has_empty: Sequence[bool]) -> list[Layer]:
+    """Each layer's meaning (outermost first) from whether it is a list and holds a null / empty."""
+    outer: list[Layer] = []
+    for lst, null, empty in zip(path, has_null, has_empty, strict=True):
+        if not lst:
+            outer.append(NULLABLE_ITEM if null else ALL_VALID_ITEM)
+        elif null and empty:
+            outer.append(NULL_AND_EMPTY_LIST)
+        else:
+            outer.append(NULLABLE_LIST if null else EMPTYABLE_LIST if empty else ALL_VALID_LIST)
+    return outer
 
 
 def _shred_node(
@@ -405,15 +479,11 @@ def _finish_leaf(
         mark[(mark < 0) & _null_at(valid, walk.idx, live)] = 2 * depth
     # Layer meanings (outermost first) from what actually occurs in this page.
     seen = np.bincount(mark[mark >= 0], minlength=2 * (depth + 1)) > 0
-    outer: list[Layer] = []
-    for d, lst in enumerate(path):
-        has_null, has_empty = bool(seen[2 * d]) or d in hidden, bool(seen[2 * d + 1])
-        if not lst:
-            outer.append(NULLABLE_ITEM if has_null else ALL_VALID_ITEM)
-        elif has_null and has_empty:
-            outer.append(NULL_AND_EMPTY_LIST)
-        else:
-            outer.append(NULLABLE_LIST if has_null else EMPTYABLE_LIST if has_empty else ALL_VALID_LIST)
+    outer = _leaf_layers(
+        path,
+        [bool(seen[2 * d]) or d in hidden for d in range(len(path))],
+        [bool(seen[2 * d + 1]) for d in range(len(path))],
+    )
     layers = tuple(reversed(outer))
     codes = layer_codes(layers)
     table = np.zeros(2 * (depth + 1), np.uint16)
@@ -731,6 +801,9 @@ def choose_level_codec(levels: np.ndarray, version: FileVersion) -> LevelCodec:
     best = LevelCodec("flat", 16) if raw < packed else LevelCodec(kind, width)
     best_size = min(raw, packed)
     if version is FileVersion.V2_2:
+        # Runs split at 255 are at least the maximal runs: count those first (no index arrays).
+        if RLE_HEADER_BYTES + 3 * rle.run_count(levels) >= best_size:
+            return best
         rle_size = RLE_HEADER_BYTES + 3 * rle.split_run_count(levels)
         if rle_size < best_size:
             return LevelCodec("rle", 16)
