@@ -862,6 +862,11 @@ class LanceDataset:
         """One dict per index segment (pylance's ``list_indices``)."""
         return indices_op.list_indices(self._files)
 
+    @property
+    def has_index(self) -> bool:
+        """Whether this version has any index (pylance's ``has_index``)."""
+        return bool(self.describe_indices())
+
     def drop_index(self, name: str) -> None:
         """Drop the index ``name`` (every segment) by committing a ``CreateIndex`` that removes it;
         its files stay until cleanup. :class:`~lance_ops.errors.IndexNotFoundError` if none."""
