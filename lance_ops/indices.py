@@ -437,7 +437,8 @@ class IndicesBuilder:
     def _count_rows(self, fragment_ids: Sequence[int] | None) -> int:
         if fragment_ids is None:
             return int(self.dataset.count_rows())
-        return sum(self.dataset.get_fragment(i).count_rows() for i in self._fragment_ids(fragment_ids))
+        wanted = set(self._fragment_ids(fragment_ids))
+        return sum(int(f.count_rows()) for f in self.dataset.get_fragments() if f.fragment_id in wanted)
 
     def _fragment_ids(self, fragment_ids: Sequence[int]) -> list[int]:
         known = {f.id for f in self.dataset.handle.files.manifest.fragments}
