@@ -611,8 +611,16 @@ class LanceDataset:
             from lance_ops.vector_search import VectorQuery  # noqa: PLC0415
 
             prefilter = bool(tuning.pop("prefilter", False))
+            if tuning.get("include_deleted_rows"):
+                raise InvalidArgumentError("Cannot include deleted rows in a nearest-neighbour search")
+            if fragments is not None and not prefilter:
+                raise InvalidArgumentError(
+                    "This operation is not supported for fragment scan: nearest= with fragments= "
+                    "needs prefilter=True"
+                )
             flags = (bool(with_row_id), bool(with_row_address), limit, offset)
-            return VectorQuery(self, nearest, columns, filter, prefilter, *flags)  # type: ignore[return-value]
+            fast = bool(tuning.get("fast_search"))
+            return VectorQuery(self, nearest, columns, filter, prefilter, *flags, fast)  # type: ignore[return-value]
         if nearest is not None or full_text_query is not None or index_segments is not None:
             raise UnsupportedFeatureError(
                 "full-text search and index_segments are not supported by lance-ops"
@@ -822,7 +830,7 @@ class LanceDataset:
 
     def create_index(
         self,
-        column: str,
+        column: str | list[str],
         index_type: str,
         name: str | None = None,
         metric: str = "l2",
@@ -837,6 +845,10 @@ class LanceDataset:
         :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version."""
         from lance_ops.ops.vector_index import create_index  # noqa: PLC0415
 
+        if not isinstance(column, str):
+            if len(column) != 1:
+                raise InvalidArgumentError(f"create_index takes one column, got {list(column)}")
+            column = column[0]
         options = self._commit_options()
         self._adopt(
             *create_index(

@@ -29,6 +29,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,14 +49,17 @@ from lance_ops.index.build_vector import (
     write_ivf,
 )
 from lance_ops.index.files import IndexWriter
+from lance_ops.index.ivf import read_partition
 from lance_ops.index.optimize import column_rows
+from lance_ops.index.types import VECTOR_TYPES, index_type_of
+from lance_ops.ops.indices import segments_of
 from lance_ops.ops.vector_index import commit_vector_index, plan_vector_index
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
     from lance_ops.dataset_fragment import LanceFragment
 
-__all__ = ["IndexConfig", "IndicesBuilder", "IvfModel", "PqModel"]
+__all__ = ["IndexConfig", "IndexFileVersion", "IndicesBuilder", "IvfModel", "PqModel", "VectorIndexReader"]
 
 PARTITION_COLUMN = "__ivf_part_id"
 PQ_COLUMN = "__pq_code"
@@ -140,6 +144,14 @@ class PqModel:
         """``[num_subvectors, 2**num_bits, dimension / num_subvectors]`` float32."""
         flat = _matrix(self.codebook).reshape(-1)
         return flat.reshape(self.num_subvectors, len(self.codebook), self.dimension // self.num_subvectors)
+
+
+class IndexFileVersion(StrEnum):
+    """The file layout of a vector index (pylance's ``IndexFileVersion``; what
+    ``index_stats(...)["indices"][i]["index_file_version"]`` reports). lance_ops writes V3."""
+
+    LEGACY = "Legacy"
+    V3 = "V3"
 
 
 @dataclass
@@ -507,6 +519,30 @@ class IndicesBuilder:
 
     def __repr__(self) -> str:
         return f"IndicesBuilder({self.dataset!r}, {self.column[0]!r})"
+
+
+class VectorIndexReader:
+    """The partitions of a vector index (pylance's ``lance.dataset.VectorIndexReader``)."""
+
+    def __init__(self, dataset: LanceDataset, index_name: str) -> None:
+        files = dataset.handle.files
+        self.dataset = dataset
+        self.index_name = index_name
+        self._segments = segments_of(files.manifest, index_name)  # IndexNotFoundError (a KeyError)
+        self._kind = index_type_of(self._segments[0], files.storage)
+        if self._kind not in VECTOR_TYPES:
+            raise InvalidArgumentError(f"Index {index_name} is not vector index")
+        self.stats = dataset.stats.index_stats(index_name)
+
+    def num_partitions(self) -> int:
+        return int(self.stats["indices"][0]["num_partitions"])
+
+    def read_partition(self, partition_id: int, *, with_vector: bool = False) -> pa.Table:
+        """The rows of partition ``partition_id`` in every segment: ``_rowid``, and with
+        ``with_vector`` the stored codes (``__pq_code``, ``__sq_code`` or ``flat``)."""
+        storage = self.dataset.handle.files.storage
+        tables = [read_partition(storage, s, self._kind, partition_id, with_vector) for s in self._segments]
+        return pa.concat_tables(tables)
 
 
 def _distance_type(distance_type: str) -> str:

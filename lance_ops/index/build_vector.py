@@ -432,12 +432,17 @@ def _write_hnsw(writer: IndexWriter, model: TrainedIvf, lengths: np.ndarray, cod
 
 
 def build_ivf(
-    writer: IndexWriter, params: VectorIndexParams, values: pa.Array, row_ids: np.ndarray
+    writer: IndexWriter,
+    params: VectorIndexParams,
+    values: pa.Array,
+    row_ids: np.ndarray,
+    model: TrainedIvf | None = None,
 ) -> RemapResult:
     """Train on the live rows ``values`` (a vector column, nulls and NaNs left out) at
-    ``row_ids``, encode them all and write the index files of ``writer``."""
+    ``row_ids`` (unless ``model`` is given), encode them all and write the index files of ``writer``."""
     matrix = as_matrix(values, params.column)
-    model = train_ivf(params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
+    if model is None:
+        model = train_ivf(params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
     keep = np.isfinite(matrix).all(axis=1)
     partition, codes = encode_ivf(model, prepare(params, matrix[keep]))
     return write_ivf(writer, model, np.asarray(row_ids, np.uint64)[keep], partition, codes)
