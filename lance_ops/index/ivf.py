@@ -425,21 +425,14 @@ def _storage_dtype(storage: _Storage) -> np.dtype:
 def read_partition(
     ctx: StorageContext, index: IndexMetadata, kind: str, partition: int, with_codes: bool
 ) -> pa.Table:
-    """The rows of one IVF partition of a segment, as stored: ``_rowid`` and, with ``with_codes``,
-    the code column (PQ codes row by row, un-transposed)."""
+    """The rows of one IVF partition of a segment as stored, as pylance's ``read_partition``:
+    ``_rowid`` and, with ``with_codes``, the code column (PQ codes in the stored layout, transposed
+    within the partition)."""
     storage = _read_storage(ctx, index, kind)
     if not 0 <= partition < len(storage.lengths):
         raise PartitionOutOfRangeError(
             f"partition {partition} is out of range: the index has {len(storage.lengths)}"
         )
     start = int(storage.lengths[:partition].sum())
-    stop = start + int(storage.lengths[partition])
-    row_ids = storage.data.table.column(ROW_ID).combine_chunks()[start:stop]
-    if not with_codes:
-        return pa.table({ROW_ID: row_ids})
-    codes = _code_matrix(storage)[start:stop]
-    column = storage.data.table.schema.field(storage.code_column)
-    values = pa.array(np.ascontiguousarray(codes).reshape(-1), column.type.value_type)
-    return pa.table(
-        {ROW_ID: row_ids, storage.code_column: pa.FixedSizeListArray.from_arrays(values, codes.shape[1])}
-    )
+    columns = [ROW_ID, storage.code_column] if with_codes else [ROW_ID]
+    return storage.data.table.select(columns).slice(start, int(storage.lengths[partition])).combine_chunks()
