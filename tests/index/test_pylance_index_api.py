@@ -171,3 +171,49 @@ def test_bad_model_input_commits_nothing(path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="one column"):
         ds.create_index(["vec", "id"], "IVF_FLAT")
     assert ds.version == 1 and lance.dataset(str(path)).describe_indices() == []
+
+
+@pytest.mark.parametrize(
+    "flt",
+    [
+        "i = 5",
+        "i > 5",
+        "i >= 5 and i <= 9",
+        "i between 3 and 8",
+        "s = 'v1'",
+        "i is null",
+        "f < 2.5",
+        "b = true",
+        "c = 'v2'",
+        "z > 7",
+        "i = 5 and s = 'v1'",
+        "array_has_any(l, ['t1'])",
+    ],
+)
+def test_scalar_index_query_in_the_plan_as_pylance(tmp_path: Path, flt: str) -> None:
+    n = 300
+    table = pa.table(
+        {
+            "i": pa.array(np.arange(n)),
+            "s": pa.array([f"v{i % 5}" for i in range(n)]),
+            "f": pa.array(np.arange(n) / 3.0),
+            "b": pa.array([i % 2 == 0 for i in range(n)]),
+            "c": pa.array([f"v{i % 3}" for i in range(n)]),
+            "z": pa.array(np.arange(n)),
+            "l": pa.array([[f"t{i % 3}"] for i in range(n)]),
+        }
+    )
+    ours = lance_ops.write_dataset(table, tmp_path / "ds")
+    for column in "isfb":
+        ours.create_scalar_index(column, "BTREE")
+    ours.create_scalar_index("c", "BITMAP")
+    ours.create_scalar_index("z", "ZONEMAP")
+    ours.create_scalar_index("l", "LABEL_LIST")
+
+    def query(plan: str) -> str:
+        line = next(x for x in plan.splitlines() if "ScalarIndexQuery" in x)
+        return line.split("query=", 1)[1].split(", fragments=")[0].strip()
+
+    theirs = lance.dataset(str(tmp_path / "ds"))
+    assert query(ours.scanner(filter=flt).explain_plan()) == query(theirs.scanner(filter=flt).explain_plan())
+    assert ours.to_table(filter=flt) == theirs.to_table(filter=flt)
