@@ -195,7 +195,7 @@ def plan_vector_index(
         seed,
         {"m": m, "ef_construction": ef_construction, "max_level": max_level},
     )
-    name = name or f"{column.replace('.', '_')}_idx"
+    name = name or f"{column}_idx"  # pylance 14 keeps a struct path's dots
     existing = tuple(i for i in manifest.indices if i.name == name)
     if existing and not replace:
         raise IndexExistsError(

@@ -217,3 +217,37 @@ def test_scalar_index_query_in_the_plan_as_pylance(tmp_path: Path, flt: str) -> 
     theirs = lance.dataset(str(tmp_path / "ds"))
     assert query(ours.scanner(filter=flt).explain_plan()) == query(theirs.scanner(filter=flt).explain_plan())
     assert ours.to_table(filter=flt) == theirs.to_table(filter=flt)
+
+
+def test_struct_field_indices_as_pylance(tmp_path: Path) -> None:
+    """Indices on struct fields: named as pylance names them, and pylance answers from them."""
+    n = 600
+    x = np.random.default_rng(3).normal(size=(n, 8)).astype(np.float32)
+    meta = pa.StructArray.from_arrays(
+        [
+            pa.array([["en", "fr", "es"][i % 3] for i in range(n)]),
+            pa.array(np.arange(n) % 10),
+            pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), 8),
+        ],
+        ["lang", "v", "emb"],
+        mask=pa.array(np.arange(n) % 7 == 0),
+    )
+    ours = lance_ops.write_dataset(pa.table({"id": np.arange(n), "meta": meta}), tmp_path / "ds")
+    ours.create_scalar_index("meta.lang", "BTREE")
+    ours.create_scalar_index("meta.v", "BITMAP")
+    ours.create_index("meta.emb", "IVF_FLAT", num_partitions=2)
+    theirs = lance.dataset(str(tmp_path / "ds"))
+    assert sorted(i.name for i in theirs.describe_indices()) == [
+        "meta.emb_idx",
+        "meta.lang_idx",
+        "meta.v_idx",
+    ]
+    for flt in ["meta.lang = 'en'", "meta.v = 5", "meta.lang is null"]:
+        assert "ScalarIndexQuery" in theirs.scanner(filter=flt).explain_plan()
+        want = theirs.to_table(columns=["id"], filter=flt, use_scalar_index=False)
+        assert (
+            theirs.to_table(columns=["id"], filter=flt) == want == ours.to_table(columns=["id"], filter=flt)
+        )
+    q = x[1]
+    nearest = {"column": "meta.emb", "q": q, "k": 5, "nprobes": 2}
+    assert theirs.to_table(columns=["id"], nearest=nearest).column("id").to_pylist()[0] == 1
