@@ -887,16 +887,20 @@ class LanceDataset:
     def create_scalar_index(
         self,
         column: str,
-        index_type: str = "BTREE",
+        index_type: Any = "BTREE",
         name: str | None = None,
         *,
         replace: bool = True,
         **kwargs: Any,
     ) -> None:
         """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM index over every fragment and commit it
-        (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`)."""
+        (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`). ``index_type``
+        may be a :class:`lance_ops.indices.IndexConfig` (type and parameters), as in pylance."""
         from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
 
+        if not isinstance(index_type, str) and hasattr(index_type, "parameters"):
+            kwargs = {**index_type.parameters, **kwargs}
+            index_type = index_type.index_type
         options = self._commit_options()
         self._adopt(*create_scalar_index(self._files, column, index_type, name, replace, options, kwargs))
 

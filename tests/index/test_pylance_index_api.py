@@ -251,3 +251,12 @@ def test_struct_field_indices_as_pylance(tmp_path: Path) -> None:
     q = x[1]
     nearest = {"column": "meta.emb", "q": q, "k": 5, "nprobes": 2}
     assert theirs.to_table(columns=["id"], nearest=nearest).column("id").to_pylist()[0] == 1
+
+
+def test_index_config_as_the_index_type(path: Path) -> None:
+    from lance_ops.indices import IndexConfig
+
+    ds = lance_ops.dataset(str(path))
+    ds.create_scalar_index("id", IndexConfig(index_type="zonemap", parameters={"rows_per_zone": 64}))
+    stats = lance.dataset(str(path)).stats.index_stats("id_idx")
+    assert stats["index_type"] == "ZoneMap" and stats["indices"][0]["rows_per_zone"] == 64
