@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -84,10 +84,8 @@ def _read_model(
 
 
 def _matrix(values: pa.Array) -> np.ndarray:
-    """``[n, dim]`` float32 of a fixed-size-list array (a model's centroids or codebook)."""
-    return np.asarray(values.flatten().cast(pa.float32()), np.float32).reshape(
-        len(values), values.type.list_size
-    )
+    """``[n, dim]`` float32 of a model's centroids or codebook (a ``fixed_size_list`` array)."""
+    return as_matrix(values, "model")
 
 
 class IvfModel:
@@ -247,7 +245,7 @@ class IndicesBuilder:
         params = self._params(
             "IVF_PQ", metric, ivf_model.num_partitions, sample_rate, max_iters, num_subvectors
         )
-        params = VectorIndexParams(**{**params.__dict__, "num_bits": num_bits})
+        params = replace(params, num_bits=num_bits)
         sample = _sample(params, self._vectors(fragment_ids), needed)
         if len(sample) < 2**num_bits:
             raise InvalidArgumentError(

@@ -246,8 +246,7 @@ def _given_array(value: Any) -> np.ndarray:
     if isinstance(value, pa.ExtensionArray) and hasattr(value, "to_numpy_ndarray"):
         return np.asarray(value.to_numpy_ndarray(), np.float32)
     if isinstance(value, pa.FixedSizeListArray):
-        flat = np.asarray(value.flatten().cast(pa.float32()), np.float32)
-        return flat.reshape(len(value), value.type.list_size)
+        return as_matrix(value, "model")
     return np.asarray(value, np.float32)
 
 
