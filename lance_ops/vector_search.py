@@ -322,8 +322,10 @@ class VectorQuery:
     def _exact(self, ids: np.ndarray) -> np.ndarray:
         if not len(ids):
             return np.empty(0, np.float32)
-        table = _rows(self._ds, ids, [self._n.column])
-        values = table.column(self._n.column).combine_chunks()
+        top, *path = self._n.column.split(".")  # a struct field: take its top-level struct
+        values = _rows(self._ds, ids, [top]).column(top).combine_chunks()
+        for name in path:
+            values = values.flatten()[values.type.get_field_index(name)]
         vectors = np.asarray(values.flatten().cast(pa.float32()), np.float32).reshape(len(ids), -1)
         return _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
 

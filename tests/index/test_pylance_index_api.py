@@ -235,7 +235,7 @@ def test_struct_field_indices_as_pylance(tmp_path: Path) -> None:
     ours = lance_ops.write_dataset(pa.table({"id": np.arange(n), "meta": meta}), tmp_path / "ds")
     ours.create_scalar_index("meta.lang", "BTREE")
     ours.create_scalar_index("meta.v", "BITMAP")
-    ours.create_index("meta.emb", "IVF_FLAT", num_partitions=2)
+    ours.create_index("meta.emb", "IVF_PQ", num_partitions=2, num_sub_vectors=2)
     theirs = lance.dataset(str(tmp_path / "ds"))
     assert sorted(i.name for i in theirs.describe_indices()) == [
         "meta.emb_idx",
@@ -248,9 +248,9 @@ def test_struct_field_indices_as_pylance(tmp_path: Path) -> None:
         assert (
             theirs.to_table(columns=["id"], filter=flt) == want == ours.to_table(columns=["id"], filter=flt)
         )
-    q = x[1]
-    nearest = {"column": "meta.emb", "q": q, "k": 5, "nprobes": 2}
+    nearest = {"column": "meta.emb", "q": x[1], "k": 5, "nprobes": 2, "refine_factor": 10}
     assert theirs.to_table(columns=["id"], nearest=nearest).column("id").to_pylist()[0] == 1
+    assert ours.to_table(columns=["id"], nearest=nearest).column("id").to_pylist()[0] == 1
 
 
 def test_index_config_as_the_index_type(path: Path) -> None:
