@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -304,8 +305,6 @@ class IndicesBuilder:
             {"row_id": pa.array(row_ids, pa.uint64()), "partition": pa.array(partition, pa.uint32())}
         )
         if output_uri is None:
-            import tempfile  # noqa: PLC0415
-
             output_uri = os.path.join(tempfile.mkdtemp(), "partitions.lance")
         write_dataset(table, output_uri)
         return output_uri
