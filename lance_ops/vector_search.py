@@ -292,10 +292,8 @@ class VectorQuery:
     def _candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
         """Row ids and distances of the index's candidates (live rows of the probed partitions)
         and of the rows of the fragments no segment covers (exact); whether there are such."""
-        covered = BitMap()
         ids, dists = [np.empty(0, np.uint64)], [np.empty(0, np.float32)]
         for segment in self._segments:
-            covered |= BitMap.deserialize(segment.fragment_bitmap) if segment.fragment_bitmap else BitMap()
             segment_ids, segment_dists = self._probe(segment)
             ids.append(segment_ids)
             dists.append(segment_dists)
@@ -303,7 +301,7 @@ class VectorQuery:
         if self._segments:
             keep = self._live(index_ids)
             index_ids, index_dists = index_ids[keep], index_dists[keep]
-        flat_fragments = self._unindexed(covered)
+        flat_fragments = self._unindexed()
         flat_ids, flat_dists = np.empty(0, np.uint64), np.empty(0, np.float32)
         if flat_fragments:
             table = self._ds.to_table(columns=[self._n.column], with_row_id=True, fragments=flat_fragments)
@@ -313,10 +311,13 @@ class VectorQuery:
             flat_dists = _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
         return index_ids, index_dists, flat_ids, flat_dists, bool(flat_fragments)
 
-    def _unindexed(self, covered: BitMap) -> list[Any]:
+    def _unindexed(self) -> list[Any]:
         """The fragments searched flat: those no segment covers (none with ``fast_search``)."""
         if self._fast_search and self._segments:
             return []
+        covered = BitMap()
+        for segment in self._segments:
+            covered |= BitMap.deserialize(segment.fragment_bitmap) if segment.fragment_bitmap else BitMap()
         return [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
 
     def _exact(self, ids: np.ndarray) -> np.ndarray:
@@ -377,12 +378,7 @@ class VectorQuery:
                 f"      ANNIvfPartition: minimum_nprobes={n.nprobes or _DEFAULT_NPROBES}, "
                 f"maximum_nprobes={maximum}"
             )
-            covered = BitMap()
-            for segment in self._segments:
-                covered |= (
-                    BitMap.deserialize(segment.fragment_bitmap) if segment.fragment_bitmap else BitMap()
-                )
-            if self._unindexed(covered):
+            if self._unindexed():
                 lines.append("    KNNVectorDistance (unindexed fragments): metric=" + self.metric)
         else:
             lines.append(f"    KNNVectorDistance: metric={self.metric}")
