@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -873,6 +874,16 @@ class LanceDataset:
     def list_indices(self) -> list[dict[str, Any]]:
         """One dict per index segment (pylance's ``list_indices``)."""
         return indices_op.list_indices(self._files)
+
+    def index_statistics(self, index_name: str) -> dict[str, Any]:
+        """pylance's deprecated ``index_statistics``: :meth:`LanceStats.index_stats`, with the
+        ``DeprecationWarning`` pylance 14 gives."""
+        warnings.warn(
+            "LanceDataset.index_statistics() is deprecated, use LanceDataset.stats.index_stats() instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.stats.index_stats(index_name)
 
     @property
     def has_index(self) -> bool:

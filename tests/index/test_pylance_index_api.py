@@ -260,3 +260,14 @@ def test_index_config_as_the_index_type(path: Path) -> None:
     ds.create_scalar_index("id", IndexConfig(index_type="zonemap", parameters={"rows_per_zone": 64}))
     stats = lance.dataset(str(path)).stats.index_stats("id_idx")
     assert stats["index_type"] == "ZoneMap" and stats["indices"][0]["rows_per_zone"] == 64
+
+
+def test_index_statistics_is_deprecated_as_in_pylance(path: Path) -> None:
+    ds = lance_ops.dataset(str(path))
+    ds.create_scalar_index("id", "BTREE")
+    with pytest.warns(DeprecationWarning, match="index_stats"):
+        ours = ds.index_statistics("id_idx")
+    with pytest.warns(DeprecationWarning, match="index_stats"):
+        theirs = lance.dataset(str(path)).index_statistics("id_idx")
+    assert ours["index_type"] == theirs["index_type"] == "BTree"
+    assert ours["num_indexed_rows"] == theirs["num_indexed_rows"] == ROWS
