@@ -345,6 +345,13 @@ class LanceScanner:
             for t in f.scan(options, selected_rows(f, rows[f.id]) if f.id in rows else None)
         )
 
+    def index_query(self) -> str | None:
+        """Internal, not pylance API: the scalar-index part of this scan's filter as the plan shows
+        it (``[a = 1]@a_idx(BTree)``), None when no index answers it (a nearest search's prefilter
+        plan names it too)."""
+        selection = self._index_selection
+        return None if selection is None else _index_query(selection.used)
+
     def explain_plan(self, verbose: bool = False) -> str:
         """How this scan runs, one step a line from the output down to the fragments (lance-ops' own text)."""
         request, options = self._request, self._options

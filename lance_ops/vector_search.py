@@ -366,6 +366,9 @@ class VectorQuery:
         lines = [f"Take: columns={self._columns or self._ds.schema.names}"]
         if self._filter is not None:
             lines.append(f"  Filter: {self._filter} ({'prefilter' if self._prefilter else 'postfilter'})")
+            indexed = self._ds.scanner(filter=self._filter, columns=[]).index_query()
+            if indexed is not None:
+                lines.append(f"    ScalarIndexQuery: query={indexed}")
         lines.append(f"  TopK: k={n.k}, refine_factor={n.refine_factor}")
         if self._segments:
             name = self._segments[0].name

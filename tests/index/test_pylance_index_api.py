@@ -271,3 +271,19 @@ def test_index_statistics_is_deprecated_as_in_pylance(path: Path) -> None:
         theirs = lance.dataset(str(path)).index_statistics("id_idx")
     assert ours["index_type"] == theirs["index_type"] == "BTree"
     assert ours["num_indexed_rows"] == theirs["num_indexed_rows"] == ROWS
+
+
+def test_prefiltered_nearest_plan_names_the_scalar_index(path: Path) -> None:
+    ours = lance_ops.dataset(str(path))
+    ours.create_scalar_index("id", "BTREE")
+    theirs = lance.dataset(str(path))
+    q = _table(1, seed=5).column("vec")[0].values.to_numpy()
+    args = {"nearest": {"column": "vec", "q": q, "k": 5}, "filter": "id < 100", "prefilter": True}
+    for ds in (ours, theirs):
+        assert "ScalarIndexQuery: query=[id < 100]@id_idx(BTree)" in ds.scanner(**args).explain_plan()
+    assert ours.to_table(columns=["id"], **args).column("id") == theirs.to_table(
+        columns=["id"], **args
+    ).column("id")
+    assert (
+        "ScalarIndexQuery" not in ours.scanner(nearest=args["nearest"], filter="vec is null").explain_plan()
+    )
