@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -613,8 +614,16 @@ class LanceDataset:
             from lance_ops.vector_search import VectorQuery  # noqa: PLC0415
 
             prefilter = bool(tuning.pop("prefilter", False))
+            if tuning.get("include_deleted_rows"):
+                raise InvalidArgumentError("Cannot include deleted rows in a nearest-neighbour search")
+            if fragments is not None and not prefilter:
+                raise InvalidArgumentError(
+                    "This operation is not supported for fragment scan: nearest= with fragments= "
+                    "needs prefilter=True"
+                )
             flags = (bool(with_row_id), bool(with_row_address), limit, offset)
-            return VectorQuery(self, nearest, columns, filter, prefilter, *flags)  # type: ignore[return-value]
+            fast = bool(tuning.get("fast_search"))
+            return VectorQuery(self, nearest, columns, filter, prefilter, *flags, fast)  # type: ignore[return-value]
         if full_text_query is not None and nearest is None and index_segments is None:
             from lance_ops.fts import FullTextScan  # noqa: PLC0415
 
@@ -838,7 +847,7 @@ class LanceDataset:
 
     def create_index(
         self,
-        column: str,
+        column: str | list[str],
         index_type: str,
         name: str | None = None,
         metric: str = "l2",
@@ -853,6 +862,10 @@ class LanceDataset:
         :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version."""
         from lance_ops.ops.vector_index import create_index  # noqa: PLC0415
 
+        if not isinstance(column, str):
+            if len(column) != 1:
+                raise InvalidArgumentError(f"create_index takes one column, got {list(column)}")
+            column = column[0]
         options = self._commit_options()
         self._adopt(
             *create_index(
@@ -878,6 +891,21 @@ class LanceDataset:
         """One dict per index segment (pylance's ``list_indices``)."""
         return indices_op.list_indices(self._files)
 
+    def index_statistics(self, index_name: str) -> dict[str, Any]:
+        """pylance's deprecated ``index_statistics``: :meth:`LanceStats.index_stats`, with the
+        ``DeprecationWarning`` pylance 14 gives."""
+        warnings.warn(
+            "LanceDataset.index_statistics() is deprecated, use LanceDataset.stats.index_stats() instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.stats.index_stats(index_name)
+
+    @property
+    def has_index(self) -> bool:
+        """Whether this version has any index (pylance's ``has_index``)."""
+        return bool(self.describe_indices())
+
     def drop_index(self, name: str) -> None:
         """Drop the index ``name`` (every segment) by committing a ``CreateIndex`` that removes it;
         its files stay until cleanup. :class:`~lance_ops.errors.IndexNotFoundError` if none."""
@@ -886,16 +914,21 @@ class LanceDataset:
     def create_scalar_index(
         self,
         column: str,
-        index_type: str = "BTREE",
+        index_type: Any = "BTREE",
         name: str | None = None,
         *,
         replace: bool = True,
         **kwargs: Any,
     ) -> None:
         """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM / INVERTED index over every fragment
-        and commit it (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`)."""
+        and commit it (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`).
+        ``index_type`` may be a :class:`lance_ops.indices.IndexConfig` (type and parameters), as in
+        pylance."""
         from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
 
+        if not isinstance(index_type, str) and hasattr(index_type, "parameters"):
+            kwargs = {**index_type.parameters, **kwargs}
+            index_type = index_type.index_type
         options = self._commit_options()
         self._adopt(*create_scalar_index(self._files, column, index_type, name, replace, options, kwargs))
 

@@ -131,6 +131,11 @@ class TakeIndexError(LanceOpsError, IndexError, ValueError, OSError):
     """
 
 
+class PartitionOutOfRangeError(LanceOpsError, IndexError):
+    """A vector index partition number beyond the index's partitions (pylance raises
+    ``IndexError``)."""
+
+
 class DatasetAlreadyExistsError(LanceOpsError, FileExistsError):
     """``mode="create"`` was asked for a location that already holds a dataset."""
 

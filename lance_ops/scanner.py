@@ -31,7 +31,7 @@ from lance_ops.fragment import ScanOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader
 from lance_ops.fragment.scan import scan_batches, selected_rows
-from lance_ops.index.scalar_query import RowSelection, select_rows
+from lance_ops.index.scalar_query import IndexUse, RowSelection, select_rows
 from lance_ops.query.predicate import BoundExpression, Predicate, parse_expression, parse_predicate
 
 if TYPE_CHECKING:
@@ -345,6 +345,13 @@ class LanceScanner:
             for t in f.scan(options, selected_rows(f, rows[f.id]) if f.id in rows else None)
         )
 
+    def index_query(self) -> str | None:
+        """Internal, not pylance API: the scalar-index part of this scan's filter as the plan shows
+        it (``[a = 1]@a_idx(BTree)``), None when no index answers it (a nearest search's prefilter
+        plan names it too)."""
+        selection = self._index_selection
+        return None if selection is None else _index_query(selection.used)
+
     def explain_plan(self, verbose: bool = False) -> str:
         """How this scan runs, one step a line from the output down to the fragments (lance-ops' own text)."""
         request, options = self._request, self._options
@@ -363,11 +370,10 @@ class LanceScanner:
         fragments = self._fragments
         selection = self._index_selection
         if selection is not None:
-            lines += [
-                f"    ScalarIndexQuery: query=[{u.condition}]@{u.name}({u.kind}), "
+            lines.append(
+                f"    ScalarIndexQuery: query={_index_query(selection.used)}, "
                 f"fragments={len(fragments)}/{len(self._scanned_fragments)}"
-                for u in selection.used
-            ]
+            )
             if selection.rows:
                 rows = sum(len(r) for r in selection.rows.values())
                 lines.append(f"    IndexedTake: rows={rows} in {len(selection.rows)} fragments")
@@ -408,6 +414,32 @@ def default_batch_size() -> int:
 
 def _no_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_struct_array(pa.nulls(batch.num_rows, pa.struct([])))
+
+
+# How pylance's plans name the index kinds.
+_PLAN_KINDS = {
+    "BTREE": "BTree",
+    "BITMAP": "Bitmap",
+    "LABEL_LIST": "LabelList",
+    "ZONEMAP": "ZoneMap",
+    "NGRAM": "NGram",
+}
+
+
+def _index_query(used: Sequence[IndexUse]) -> str:
+    """The indices' part of a filter as pylance's plans print it: ``[a >= 1 && a <= 9]@a_idx(BTree)``
+    per index (its conditions joined by ``&&``), several indices in nested ``AND(x,y)``."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for use in used:
+        grouped.setdefault((use.name, use.kind), []).append(use.condition)
+    parts = [
+        f"[{' && '.join(conditions)}]@{name}({_PLAN_KINDS.get(kind, kind)})"
+        for (name, kind), conditions in grouped.items()
+    ]
+    query = parts[0]
+    for part in parts[1:]:
+        query = f"AND({query},{part})"
+    return query
 
 
 def fragment_ids(fragments: Iterable[Any] | None) -> tuple[int, ...] | None:

@@ -1,8 +1,11 @@
 """k-nearest-neighbour search: ``scanner(nearest={...})``, through an IVF index when one covers the
 column (and its metric), else an exact flat search.
 
-``nearest`` holds ``column``, ``q``, ``k`` (10), ``nprobes`` (20, at most the partitions),
-``refine_factor``, ``metric`` (the index's; ``l2`` without one) and ``use_index`` (True).
+``nearest`` holds ``column``, ``q``, ``k`` (10, or the scan's ``limit`` when only that is given),
+``nprobes`` (20, at most the partitions; or ``minimum_nprobes``, the number probed, and
+``maximum_nprobes``, shown in the plan: lance_ops does not probe further when a filter leaves fewer
+than ``k`` rows), ``refine_factor``, ``metric`` (the index's; ``l2`` without one) and ``use_index``
+(True). ``fast_search=True`` searches the indexed fragments only, as pylance.
 
 With an index, each segment's ``nprobes`` centroids nearest the query are probed and the rows of
 those partitions scored from the stored codes (IVF_FLAT exactly, IVF_SQ / IVF_PQ from the decoded
@@ -31,6 +34,7 @@ from pyroaring import BitMap
 
 from lance_ops.errors import (
     CorruptFileError,
+    IndexColumnTypeError,
     IndexCorruptError,
     InvalidArgumentError,
     UnsupportedFeatureError,
@@ -71,9 +75,10 @@ class _Nearest:
     refine_factor: int | None
     metric: str | None
     use_index: bool
+    maximum_nprobes: int | None = None
 
 
-def _parse(nearest: Any) -> _Nearest:
+def _parse(nearest: Any, limit: int | None = None) -> _Nearest:
     if not isinstance(nearest, dict) or "column" not in nearest or "q" not in nearest:
         raise InvalidArgumentError("nearest must be a dict with at least 'column' and 'q'")
     q = np.asarray(nearest["q"], dtype=np.float32).reshape(-1)
@@ -81,16 +86,19 @@ def _parse(nearest: Any) -> _Nearest:
     metric = None if metric is None else {"euclidean": "l2"}.get(str(metric).lower(), str(metric).lower())
     if metric not in (None, "l2", "cosine", "dot"):
         raise InvalidArgumentError(f"nearest on {nearest['column']!r}: unknown metric {nearest['metric']!r}")
-    k = int(nearest.get("k") or 10)
+    k = int(nearest.get("k") or limit or 10)
     refine = nearest.get("refine_factor")
+    nprobes = nearest.get("nprobes", nearest.get("minimum_nprobes"))
+    maximum = nearest.get("nprobes", nearest.get("maximum_nprobes"))
     return _Nearest(
         str(nearest["column"]),
         q,
         k,
-        None if nearest.get("nprobes") is None else int(nearest["nprobes"]),
+        None if nprobes is None else int(nprobes),
         None if refine is None else int(refine),
         metric,
         bool(nearest.get("use_index", True)),
+        None if maximum is None else int(maximum),
     )
 
 
@@ -184,9 +192,11 @@ class VectorQuery:
         with_row_address: bool,
         limit: int | None,
         offset: int | None,
+        fast_search: bool = False,
     ) -> None:
         self._ds = ds
-        self._n = _parse(nearest)
+        self._n = _parse(nearest, limit)
+        self._fast_search = fast_search
         if columns is not None and not isinstance(columns, (list, tuple)):
             raise UnsupportedFeatureError("nearest scans take a list of column names")
         if with_row_address:
@@ -201,13 +211,15 @@ class VectorQuery:
             raise InvalidArgumentError(f"nearest: column {self._n.column!r} is not in the schema")
         dtype = field.to_arrow().type
         if not pa.types.is_fixed_size_list(dtype) or not pa.types.is_floating(dtype.value_type):
-            raise InvalidArgumentError(
-                f"nearest: column {self._n.column!r} of type {dtype} is not a vector column"
+            raise IndexColumnTypeError(
+                f"nearest: column {self._n.column!r} must be a vector (fixed_size_list of float), "
+                f"got {dtype}",
+                self._n.column,
             )
         if dtype.list_size != self._n.q.size:
             raise InvalidArgumentError(
-                f"nearest: query of dimension {self._n.q.size} for column {self._n.column!r} of dimension "
-                f"{dtype.list_size}"
+                f"nearest: query dimension {self._n.q.size} does not match index column size "
+                f"{dtype.list_size} of column {self._n.column!r}"
             )
         self._field_id = field.id()
         self._segments, self._kind, self._index_metric = self._index()
@@ -280,10 +292,8 @@ class VectorQuery:
     def _candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
         """Row ids and distances of the index's candidates (live rows of the probed partitions)
         and of the rows of the fragments no segment covers (exact); whether there are such."""
-        covered = BitMap()
         ids, dists = [np.empty(0, np.uint64)], [np.empty(0, np.float32)]
         for segment in self._segments:
-            covered |= BitMap.deserialize(segment.fragment_bitmap) if segment.fragment_bitmap else BitMap()
             segment_ids, segment_dists = self._probe(segment)
             ids.append(segment_ids)
             dists.append(segment_dists)
@@ -291,7 +301,7 @@ class VectorQuery:
         if self._segments:
             keep = self._live(index_ids)
             index_ids, index_dists = index_ids[keep], index_dists[keep]
-        flat_fragments = [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
+        flat_fragments = self._unindexed()
         flat_ids, flat_dists = np.empty(0, np.uint64), np.empty(0, np.float32)
         if flat_fragments:
             table = self._ds.to_table(columns=[self._n.column], with_row_id=True, fragments=flat_fragments)
@@ -301,11 +311,22 @@ class VectorQuery:
             flat_dists = _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
         return index_ids, index_dists, flat_ids, flat_dists, bool(flat_fragments)
 
+    def _unindexed(self) -> list[Any]:
+        """The fragments searched flat: those no segment covers (none with ``fast_search``)."""
+        if self._fast_search and self._segments:
+            return []
+        covered = BitMap()
+        for segment in self._segments:
+            covered |= BitMap.deserialize(segment.fragment_bitmap) if segment.fragment_bitmap else BitMap()
+        return [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
+
     def _exact(self, ids: np.ndarray) -> np.ndarray:
         if not len(ids):
             return np.empty(0, np.float32)
-        table = _rows(self._ds, ids, [self._n.column])
-        values = table.column(self._n.column).combine_chunks()
+        top, *path = self._n.column.split(".")  # a struct field: take its top-level struct
+        values = _rows(self._ds, ids, [top]).column(top).combine_chunks()
+        for name in path:
+            values = values.flatten()[values.type.get_field_index(name)]
         vectors = np.asarray(values.flatten().cast(pa.float32()), np.float32).reshape(len(ids), -1)
         return _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
 
@@ -345,6 +366,9 @@ class VectorQuery:
         lines = [f"Take: columns={self._columns or self._ds.schema.names}"]
         if self._filter is not None:
             lines.append(f"  Filter: {self._filter} ({'prefilter' if self._prefilter else 'postfilter'})")
+            indexed = self._ds.scanner(filter=self._filter, columns=[]).index_query()
+            if indexed is not None:
+                lines.append(f"    ScalarIndexQuery: query={indexed}")
         lines.append(f"  TopK: k={n.k}, refine_factor={n.refine_factor}")
         if self._segments:
             name = self._segments[0].name
@@ -352,11 +376,20 @@ class VectorQuery:
                 f"    ANNSubIndex: name={name}, type={self._kind}, metric={self.metric}, "
                 f"deltas={len(self._segments)}"
             )
-            lines.append(f"      ANNIvfPartition: nprobes={n.nprobes or _DEFAULT_NPROBES}")
-            lines.append("    KNNVectorDistance (unindexed fragments): metric=" + self.metric)
+            maximum = "None" if n.maximum_nprobes is None else f"Some({n.maximum_nprobes})"
+            lines.append(
+                f"      ANNIvfPartition: minimum_nprobes={n.nprobes or _DEFAULT_NPROBES}, "
+                f"maximum_nprobes={maximum}"
+            )
+            if self._unindexed():
+                lines.append("    KNNVectorDistance (unindexed fragments): metric=" + self.metric)
         else:
             lines.append(f"    KNNVectorDistance: metric={self.metric}")
         return "\n".join(lines) + "\n"
+
+    def analyze_plan(self) -> str:
+        """The plan (:meth:`explain_plan`) and the rows the search returns."""
+        return self.explain_plan() + f"rows={self.to_table().num_rows}\n"
 
 
 # Index files never change under a uuid: what a search read of a segment (its IVF model, storage

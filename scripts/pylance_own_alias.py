@@ -41,7 +41,14 @@ class _Placeholder(types.ModuleType):
 # pylance names lance_ops keeps in another module because of its layers: ``lance.fragment``'s
 # LanceFragment is lance_ops.LanceFragment (the fragment package sits below the dataset layer).
 # ``lance.lance`` (pylance's native module) re-exports lance.optimize's Compaction.
-_ALSO_IN = {"lance.fragment": ("lance_ops.dataset_fragment",), "lance.lance": ("lance_ops.optimize",)}
+# ``lance.dataset.VectorIndexReader`` is lance_ops.indices' and ``lance.util.validate_vector_index``
+# lance_ops.vector's (lance_ops has no ``util`` module).
+_ALSO_IN = {
+    "lance.fragment": ("lance_ops.dataset_fragment",),
+    "lance.lance": ("lance_ops.optimize",),
+    "lance.dataset": ("lance_ops.indices",),
+    "lance.util": ("lance_ops.vector",),
+}
 
 
 class _Alias(types.ModuleType):

@@ -39,6 +39,7 @@ __all__ = [
     "as_matrix",
     "build_ivf",
     "encode_ivf",
+    "pq_codebooks",
     "prepare",
     "train_ivf",
     "vector_matrix",
@@ -250,16 +251,27 @@ def train_ivf(
     second = prepare(p, fetch(sample_positions(total_rows, k * p.sample_rate, rng)))
     if quantizer == "SQ":
         return TrainedIvf(p, dim, centroids, loss, bounds=(float(second.min()), float(second.max())))
-    residuals = second if dot else second - centroids[_distances(second, centroids, dot)[0]]
-    m = int(p.num_sub_vectors or 0)
-    sub = dim // m
-    books = np.stack(
+    books = pq_codebooks(p, centroids, second, rng)
+    return TrainedIvf(p, dim, centroids, loss, codebooks=books)
+
+
+def pq_codebooks(
+    params: VectorIndexParams, centroids: np.ndarray, sample: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """PQ codebooks ``[num_sub_vectors, 2**num_bits, dim / num_sub_vectors]`` trained on
+    ``sample`` (from :func:`prepare`): k-means per sub-vector over the residuals to the nearest of
+    ``centroids`` (dot: over the vectors themselves)."""
+    dot = params.metric == "dot"
+    residuals = sample if dot else sample - centroids[_distances(sample, centroids, dot)[0]]
+    m = int(params.num_sub_vectors or 0)
+    sub = sample.shape[1] // m
+    k = 2**params.num_bits
+    return np.stack(
         [
-            kmeans(np.ascontiguousarray(residuals[:, j * sub : (j + 1) * sub]), k, p.max_iters, rng)[0]
+            kmeans(np.ascontiguousarray(residuals[:, j * sub : (j + 1) * sub]), k, params.max_iters, rng)[0]
             for j in range(m)
         ]
     )
-    return TrainedIvf(p, dim, centroids, loss, codebooks=books)
 
 
 def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -420,12 +432,17 @@ def _write_hnsw(writer: IndexWriter, model: TrainedIvf, lengths: np.ndarray, cod
 
 
 def build_ivf(
-    writer: IndexWriter, params: VectorIndexParams, values: pa.Array, row_ids: np.ndarray
+    writer: IndexWriter,
+    params: VectorIndexParams,
+    values: pa.Array,
+    row_ids: np.ndarray,
+    model: TrainedIvf | None = None,
 ) -> RemapResult:
     """Train on the live rows ``values`` (a vector column, nulls and NaNs left out) at
-    ``row_ids``, encode them all and write the index files of ``writer``."""
+    ``row_ids`` (unless ``model`` is given), encode them all and write the index files of ``writer``."""
     matrix = as_matrix(values, params.column)
-    model = train_ivf(params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
+    if model is None:
+        model = train_ivf(params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
     keep = np.isfinite(matrix).all(axis=1)
     partition, codes = encode_ivf(model, prepare(params, matrix[keep]))
     return write_ivf(writer, model, np.asarray(row_ids, np.uint64)[keep], partition, codes)

@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 from google.protobuf.message import DecodeError
 
-from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
+from lance_ops.errors import IndexCorruptError, PartitionOutOfRangeError, UnsupportedIndexTypeError
 from lance_ops.index.files import IndexFileData, IndexWriter, RemapResult, read_index_file
 from lance_ops.index.hnsw import build_graphs, drop_nodes
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_array
@@ -50,7 +50,7 @@ from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata
 
-__all__ = ["extend_ivf", "remap_ivf"]
+__all__ = ["extend_ivf", "read_partition", "remap_ivf"]
 
 INDEX_FILE = "index.idx"
 STORAGE_FILE = "auxiliary.idx"
@@ -420,3 +420,19 @@ def _write_new_graphs(
 
 def _storage_dtype(storage: _Storage) -> np.dtype:
     return np.dtype(storage.data.schema.field(storage.code_column).type.value_type.to_pandas_dtype())
+
+
+def read_partition(
+    ctx: StorageContext, index: IndexMetadata, kind: str, partition: int, with_codes: bool
+) -> pa.Table:
+    """The rows of one IVF partition of a segment as stored, as pylance's ``read_partition``:
+    ``_rowid`` and, with ``with_codes``, the code column (PQ codes in the stored layout, transposed
+    within the partition)."""
+    storage = _read_storage(ctx, index, kind)
+    if not 0 <= partition < len(storage.lengths):
+        raise PartitionOutOfRangeError(
+            f"partition {partition} is out of range: the index has {len(storage.lengths)}"
+        )
+    start = int(storage.lengths[:partition].sum())
+    columns = [ROW_ID, storage.code_column] if with_codes else [ROW_ID]
+    return storage.data.table.select(columns).slice(start, int(storage.lengths[partition])).combine_chunks()

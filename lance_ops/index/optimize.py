@@ -76,15 +76,19 @@ def column_rows(
 ) -> tuple[pa.Array, np.ndarray]:
     """The column's values in ``fragments`` (live rows) and their row ids or addresses."""
     files = VersionFiles(ctx, manifest)
+    top, *path = column.split(".")  # a struct field (``meta.lang``): read its top-level struct
     options = ScanOptions(
-        columns=(column,), with_row_id=id_column == _ROW_ID, with_row_address=id_column == _ROW_ADDRESS
+        columns=(top,), with_row_id=id_column == _ROW_ID, with_row_address=id_column == _ROW_ADDRESS
     )
     tables = [table for fragment in fragments for table in files.fragment(fragment).scan(options)]
     if not tables:
-        schema = files.output_schema(options)
-        return pa.array([], schema.field(column).type), np.empty(0, np.uint64)
-    table = pa.concat_tables(tables).combine_chunks()
-    return table.column(column).combine_chunks(), np.asarray(table.column(id_column), dtype=np.uint64)
+        table = files.output_schema(options).empty_table()
+    else:
+        table = pa.concat_tables(tables).combine_chunks()
+    values = table.column(top).combine_chunks()
+    for name in path:
+        values = values.flatten()[values.type.get_field_index(name)]  # nulls of the parent kept
+    return values, np.asarray(table.column(id_column), dtype=np.uint64)
 
 
 def _vectors(values: pa.Array, ids: np.ndarray, index: IndexMetadata) -> tuple[np.ndarray, np.ndarray]:

@@ -224,6 +224,29 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndar
 _LOOKUP = {BTREE: _btree, BITMAP: _bitmap, ZONEMAP: _zonemap}
 
 
+_PLAN_OPS = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _value_text(value: pa.Scalar) -> str:
+    if pa.types.is_boolean(value.type):
+        return "true" if value.as_py() else "false"
+    if pa.types.is_temporal(value.type):
+        return str(value.value)  # type: ignore[attr-defined]  # the stored integer, as pylance prints it
+    return str(value.as_py())
+
+
+def bound_text(bound: Bound) -> str:
+    """A condition as pylance's plans print an index query: ``id >= 10``, ``name = abc`` (strings
+    unquoted), ``id IS NULL``; ``IN`` (an ``OR`` of equalities in pylance's plans) as ``id IN [1, 2]``."""
+    if bound.op == "null":
+        return f"{bound.column} IS NULL"
+    if bound.op == "not_null":
+        return f"{bound.column} IS NOT NULL"
+    if bound.op == "in":
+        return f"{bound.column} IN [{', '.join(_value_text(v) for v in bound.values)}]"
+    return f"{bound.column} {_PLAN_OPS[bound.op]} {_value_text(bound.values[0])}"
+
+
 @dataclass(frozen=True)
 class LabelCondition:
     """A LABEL_LIST-answerable conjunct: ``column`` holds any (``all_=False``) or all of ``values``."""
@@ -233,7 +256,9 @@ class LabelCondition:
     all_: bool
 
     def __str__(self) -> str:
-        return f"{self.column} has {'all' if self.all_ else 'any'} of {list(self.values)}"
+        """As pylance's plans print it: ``array_has_any(tags, List([a, b]))``."""
+        function = "array_has_all" if self.all_ else "array_has_any"
+        return f"{function}({self.column}, List([{', '.join(str(v) for v in self.values)}]))"
 
 
 def _conjuncts(filter: Any) -> list[ex.Expr]:
@@ -465,10 +490,10 @@ def select_rows(
                     if not rows[fragment].size:
                         keep.discard(fragment)
                         del rows[fragment]
-            if isinstance(condition, (LabelCondition, TextCondition)):
-                text = str(condition)
-            else:
-                values = ", ".join(str(v.as_py()) for v in condition.values)
-                text = f"{condition.column} {condition.op} [{values}]"
+            text = (
+                str(condition)
+                if isinstance(condition, (LabelCondition, TextCondition))
+                else bound_text(condition)
+            )
             used.append(IndexUse(segments[0].name, kind, text))
     return RowSelection(keep, rows, used)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,6 +42,18 @@ from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 from lance_ops.table.transaction import CreateIndex, Transaction
 
 log = logging.getLogger(__name__)
+
+
+class FragmentIds(BitMap):  # type: ignore[misc]
+    """The fragment ids of an index segment: a ``BitMap`` that also equals the ``set`` of the
+    same ids, as pylance's ``Bitmap`` does (``list_indices()[0]["fragment_ids"] == {0}``)."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AbstractSet) and not isinstance(other, BitMap):
+            return set(self) == set(other)
+        return bool(BitMap.__eq__(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -136,7 +149,7 @@ def _describe(files: VersionFiles, name: str) -> IndexDescription:
             IndexSegmentDescription(
                 uuid=uuid_text(s),
                 dataset_version_at_last_update=s.dataset_version,
-                fragment_ids=ids,
+                fragment_ids=FragmentIds(ids),
                 index_version=s.index_version or 0,
                 created_at=(
                     None

@@ -37,7 +37,7 @@ def _segments(manifest: Manifest, name: str) -> list[IndexMetadata]:
 
 
 def _default_name(files: VersionFiles, column: str, kind: str) -> str:
-    base = f"{column.replace('.', '_')}_idx"
+    base = f"{column}_idx"  # pylance 14 keeps a struct path's dots (``meta.lang_idx``)
     n = 1
     while True:
         name = base if n == 1 else f"{base}_{n}"

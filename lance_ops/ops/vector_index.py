@@ -16,9 +16,10 @@ partition's rows, so keep partitions to some thousands of rows). Nothing is comm
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
@@ -26,10 +27,23 @@ from lance_ops.errors import (
     IndexColumnTypeError,
     IndexExistsError,
     InvalidArgumentError,
+    UnsupportedFeatureError,
     UnsupportedIndexTypeError,
 )
 from lance_ops.fragment.reader import VersionFiles
-from lance_ops.index.build_vector import BUILDABLE_TYPES, HNSW_DEFAULTS, METRICS, VectorIndexParams, build_ivf
+from lance_ops.index.build_vector import (
+    BUILDABLE_TYPES,
+    HNSW_DEFAULTS,
+    METRICS,
+    TrainedIvf,
+    VectorIndexParams,
+    as_matrix,
+    build_ivf,
+    pq_codebooks,
+    prepare,
+    sample_positions,
+    train_ivf,
+)
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.optimize import column_rows
 from lance_ops.ops.commit import CommitOptions, commit
@@ -174,7 +188,7 @@ def plan_vector_index(
         seed,
         {"m": m, "ef_construction": ef_construction, "max_level": max_level},
     )
-    name = name or f"{column.replace('.', '_')}_idx"
+    name = name or f"{column}_idx"  # pylance 14 keeps a struct path's dots
     existing = tuple(i for i in manifest.indices if i.name == name)
     if existing and not replace:
         raise IndexExistsError(
@@ -184,14 +198,87 @@ def plan_vector_index(
 
 
 def create_index(
-    files: VersionFiles, column: str, index_type: str, options: CommitOptions, **kwargs: Any
+    files: VersionFiles,
+    column: str,
+    index_type: str,
+    options: CommitOptions,
+    *,
+    ivf_centroids: Any = None,
+    pq_codebook: Any = None,
+    index_file_version: Any = None,
+    **kwargs: Any,
 ) -> tuple[Manifest, Transaction]:
-    """Build the index in this process and commit it (keyword arguments: :func:`plan_vector_index`)."""
+    """Build the index in this process and commit it (keyword arguments: :func:`plan_vector_index`).
+
+    ``ivf_centroids`` (``[num_partitions, dim]``: a numpy array or a ``fixed_size_list`` array)
+    and ``pq_codebook`` (``[num_sub_vectors, 2**num_bits, dim / num_sub_vectors]``: a numpy array,
+    a fixed-shape tensor array, or a ``fixed_size_list`` array of ``2**num_bits`` rows of ``dim`` as
+    ``PqModel.codebook``) are used as given instead of trained, as pylance; ``index_file_version``
+    may be ``"V3"`` (what lance_ops writes) only."""
+    if (
+        index_file_version is not None
+        and str(getattr(index_file_version, "value", index_file_version)) != "V3"
+    ):
+        raise UnsupportedFeatureError(
+            f"column {column!r}: lance_ops writes vector index files of version V3, "
+            f"not {index_file_version!r}"
+        )
     plan = plan_vector_index(files, column, index_type, **kwargs)
     fragments = list(files.manifest.fragments)
     values, ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
-    result = build_ivf(IndexWriter(files.storage), plan.params, values, ids)
+    model = None
+    if ivf_centroids is not None or pq_codebook is not None:
+        model = given_model(plan.params, values, ivf_centroids, pq_codebook)
+    result = build_ivf(IndexWriter(files.storage), plan.params, values, ids, model)
     return commit_vector_index(files, plan, fragments, result, options)
+
+
+def _given_array(value: Any) -> np.ndarray:
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    if isinstance(value, pa.ExtensionArray) and hasattr(value, "to_numpy_ndarray"):
+        return np.asarray(value.to_numpy_ndarray(), np.float32)
+    if isinstance(value, pa.FixedSizeListArray):
+        return as_matrix(value, "model")
+    return np.asarray(value, np.float32)
+
+
+def given_model(params: VectorIndexParams, values: pa.Array, centroids: Any, codebook: Any) -> TrainedIvf:
+    """The model of a build given its IVF centroids and / or PQ codebook (the rest trained on
+    ``values`` as :func:`~lance_ops.index.build_vector.train_ivf` trains it)."""
+    matrix = as_matrix(values, params.column)
+    dim = matrix.shape[1]
+    if centroids is None:
+        model = train_ivf(params, len(matrix), dim, lambda positions: matrix[positions])
+        centres, loss = model.centroids, model.loss
+    else:
+        centres, loss = _given_array(centroids), 0.0
+        if centres.shape != (params.num_partitions, dim):
+            raise InvalidArgumentError(
+                f"column {params.column!r}: ivf_centroids of shape {centres.shape}, expected "
+                f"({params.num_partitions}, {dim}) (num_partitions, dimension)"
+            )
+    quantizer = params.index_type.rsplit("_", 1)[1]
+    if quantizer != "PQ":
+        if codebook is not None:
+            raise InvalidArgumentError(f"column {params.column!r}: pq_codebook is for IVF_PQ indices")
+        if quantizer == "FLAT":
+            return TrainedIvf(params, dim, centres, loss)
+        return replace(train_ivf(params, len(matrix), dim, lambda p: matrix[p]), centroids=centres, loss=loss)
+    m, k = int(params.num_sub_vectors or 0), 2**params.num_bits
+    if codebook is None:
+        rng = np.random.default_rng(params.seed)
+        sample = prepare(params, matrix[sample_positions(len(matrix), k * params.sample_rate, rng)])
+        books = pq_codebooks(params, centres, sample, rng)
+    else:
+        books = _given_array(codebook).reshape(-1)
+        if books.size != k * dim:
+            raise InvalidArgumentError(
+                f"column {params.column!r}: pq_codebook of {books.size} values, expected "
+                f"{m} x {k} x {dim // m} (num_sub_vectors, 2**num_bits, dimension / num_sub_vectors)"
+            )
+        books = books.reshape(m, k, dim // m)
+    return TrainedIvf(params, dim, centres, loss, codebooks=books)
 
 
 def commit_vector_index(
