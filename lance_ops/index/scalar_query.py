@@ -27,6 +27,7 @@ at row 17 of fragment 1: fragment 1 reads its row 17 only, fragment 2 is scanned
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -343,6 +344,21 @@ def _like_parts(pattern: str) -> tuple[str, ...]:
     return tuple(p for p in parts if p)
 
 
+def _like_regex(pattern: str) -> str:
+    """A LIKE pattern as the regular expression pylance's plans print for it (``%abc%`` ->
+    ``.*abc.*``)."""
+    out, escaped = [], False
+    for char in pattern:
+        if escaped:
+            out.append(re.escape(char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        else:
+            out.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
+    return "".join(out)
+
+
 def text_conditions(filter: Any, schema: pa.Schema) -> list[TextCondition]:
     """The ``contains`` / ``starts_with`` / ``LIKE`` / ``ILIKE`` conjuncts of a SQL ``filter``'s
     top-level ``AND`` on a top-level column with a literal string (none for anything else)."""
@@ -359,12 +375,19 @@ def text_conditions(filter: Any, schema: pa.Schema) -> list[TextCondition]:
         value = literal.value.as_py()
         if not isinstance(value, str) or schema.get_field_index(column.path[0]) < 0:
             continue
+        name = column.path[0]
         if isinstance(node, ex.Like):
             parts = _like_parts(value)
-            text = f"{column.path[0]} {'ILIKE' if node.ignore_case else 'LIKE'} {value!r}"
+            if node.ignore_case:
+                text = f"{name} ILIKE {value!r}"
+            else:
+                text = f'regexp_like({name}, Utf8("{_like_regex(value)}"))'
+        elif node.name == "starts_with":
+            parts = (value,)
+            text = f'regexp_like({name}, Utf8("{re.escape(value)}.*"))'
         else:
             parts = (value,)
-            text = f"{node.name}({column.path[0]}, {value!r})"
+            text = f'contains({name}, Utf8("{value}"))'
         found.append(TextCondition(column.path[0], parts, text))
     return found
 

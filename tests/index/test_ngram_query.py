@@ -75,7 +75,7 @@ def _check(path: Path, needle: str) -> list[str]:
         assert got == _ids(ours.to_table(columns=["id"], filter=flt, use_scalar_index=False)), flt
         assert got == _ids(theirs.to_table(columns=["id"], filter=flt, use_scalar_index=False)), flt
         plan = ours.scanner(columns=["id"], filter=flt).explain_plan()
-        if "@text_idx(NGRAM)" in plan:
+        if "@text_idx(NGram)" in plan:
             answered.append(flt)
     return answered
 
@@ -118,7 +118,7 @@ def test_plan_names_the_index_only_for_texts_with_a_trigram(texts_dataset: Path)
     assert _check(texts_dataset, "") == []
     ds = lance_ops.dataset(str(texts_dataset))
     plan = ds.scanner(columns=["id"], filter="contains(text, 'abc')").explain_plan()
-    assert "ScalarIndexQuery: query=[contains(text, 'abc')]@text_idx(NGRAM)" in plan
+    assert 'ScalarIndexQuery: query=[contains(text, Utf8("abc"))]@text_idx(NGram)' in plan
     # only top-level AND conjuncts: an OR or a NOT is scanned
     for flt in ("contains(text, 'abc') OR id = 3", "NOT contains(text, 'abc')"):
         assert "NGRAM" not in ds.scanner(columns=["id"], filter=flt).explain_plan()
@@ -161,9 +161,31 @@ def test_delta_segments_and_compaction(tmp_path: Path, optimizer: str) -> None:
     for needle in ("item4", "w12", "abc", "tem1"):
         assert len(_check(path, needle)) == 5, needle
     plan = ds.scanner(columns=["id"], filter="contains(text, 'item4')").explain_plan()
-    assert "@text_idx(NGRAM), fragments=" in plan and "LanceRead" in plan
+    assert "@text_idx(NGram), fragments=" in plan and "LanceRead" in plan
     ds.delete("id % 4 = 0")
     lance_ops.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=1 << 20)
     for needle in ("item4", "w12", "abc"):
         assert len(_check(path, needle)) == 5, needle  # the remapped index still answers
     assert lance.dataset(path).count_rows() == lance_ops.dataset(str(path)).count_rows()
+
+
+@pytest.mark.parametrize(
+    "flt",
+    [
+        "contains(text, 'ab1')",
+        "starts_with(text, 'ab1')",
+        "text LIKE '%ab1%'",
+        "text LIKE 'b1a_%'",
+        "text LIKE 'a_1%'",
+    ],
+)
+def test_plan_query_text_as_pylance(texts_dataset: Path, flt: str) -> None:
+    """The index query as pylance's plan prints it (none when the text has no whole trigram)."""
+
+    def query(plan: str) -> str | None:
+        lines = [line for line in plan.splitlines() if "ScalarIndexQuery" in line]
+        return lines[0].split("query=", 1)[1].split(", fragments=", 1)[0] if lines else None
+
+    ours = lance_ops.dataset(str(texts_dataset)).scanner(columns=["id"], filter=flt).explain_plan()
+    theirs = lance.dataset(texts_dataset).scanner(columns=["id"], filter=flt).explain_plan()
+    assert query(ours) == query(theirs)
