@@ -38,7 +38,7 @@ from lance_ops.errors import (
 )
 from lance_ops.fragment import FragmentMetadata, FragmentReader, WriteOptions, write_fragments
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
-from lance_ops.fragment.writer import data_file_fields, to_reader, write_data_file
+from lance_ops.fragment.writer import data_file_fields, dataset_fields, to_reader, write_data_file
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops.delete import delete_in_fragment
 from lance_ops.progress import ProgressCallback, ProgressEvent, as_callback
@@ -232,7 +232,9 @@ class LanceFragment:
         """Write ``data`` as one new fragment (uncommitted); the dataset need not exist yet.
 
         The fragment has id ``fragment_id`` (0 by default; ids are reassigned when an ``Append``
-        commits it). ``mode="append"`` writes with the existing dataset's field ids and file version.
+        commits it). ``mode="append"`` writes with the existing dataset's field ids and, unless
+        ``data_storage_version`` names one, its file version; a named version is written whatever
+        the dataset's, 0.1 into a 2.x dataset too (as pylance 14; committing such a mix is refused).
         ``progress`` is a ``FragmentWriteProgress`` (pylance's interface: ``begin`` gets the
         fragment about to be written, ``complete`` the written one) or a callable taking
         :class:`~lance_ops.progress.ProgressEvent`\\ s.
@@ -241,6 +243,9 @@ class LanceFragment:
             data_storage_version = "legacy"
         reader = to_reader(data, schema)
         callback = as_callback(progress, begin_with_files=True)
+        fields = None
+        if data_storage_version is not None and mode == "append":
+            fields = dataset_fields(dataset_uri, storage_options)
         written = write_fragments(
             reader,
             dataset_uri,
@@ -248,8 +253,9 @@ class LanceFragment:
             mode=mode,
             max_rows_per_file=2**63 - 1,
             max_rows_per_group=max_rows_per_group,
-            data_storage_version=data_storage_version or "stable",
+            data_storage_version=data_storage_version,
             storage_options=storage_options,
+            fields=fields,
             # the fragment reported carries its id, as pylance's
             progress=None if callback is None else _with_fragment_id(callback, fragment_id or 0),
         )
