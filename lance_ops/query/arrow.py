@@ -55,6 +55,7 @@ from lance_ops.query.values import (
     NULL_BOOL,
     Value,
     constant,
+    datafusion_cast,
     promote,
     retype,
     temporal_literal,
@@ -489,11 +490,11 @@ def _cast(tr: ArrowTranslator, node: ex.Cast) -> Value:
     target = node.to
     value = tr.translate(node.value)
     if value.literal is None:
-        return tr.call(node, value.expr.cast(target))
+        return tr.call(node, datafusion_cast(value.expr, value.type, target))
     if pa.types.is_temporal(target) and isinstance(value.literal.as_py(), str):
         return constant(temporal_literal(value.literal.as_py(), target))
     try:
-        return constant(value.literal.cast(target))
+        return constant(datafusion_cast(value.literal, value.type, target))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise PredicateError(f"cannot evaluate {sql_text(node)}: {exc}") from exc
 
