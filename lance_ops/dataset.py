@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -180,6 +181,12 @@ class LanceOperation:
 
     @staticmethod
     def Merge(fragments: Iterable[FragmentMetadata], schema: SchemaLike) -> Merge:  # noqa: N802
+        if isinstance(schema, pa.Schema):  # as pylance 14 warns (a LanceSchema keeps the field ids)
+            warnings.warn(
+                "Passing a pyarrow.Schema to Merge is deprecated. Please use a LanceSchema instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         return Merge(tuple(fragments), _schema_of(schema))
 
     class RewriteGroup(NamedTuple):

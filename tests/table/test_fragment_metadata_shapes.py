@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import warnings
 from pathlib import Path
 
 import lance
@@ -140,3 +141,20 @@ def test_write_fragments_default_and_same_family_versions_as_pylance(tmp_path: P
         (mine,) = write_fragments(data, ours.uri, **kwargs)
         (their,) = lance.fragment.write_fragments(data, theirs.uri, **kwargs)
         assert _versions(mine) == _versions(their)
+
+
+def test_merge_with_a_pyarrow_schema_warns_as_pylance(tmp_path: Path) -> None:
+    table = pa.table({"a": range(10)})
+    expected = pa.table({"a": range(10), "c": range(10)})
+    for module, name in ((lance_ops, "ours"), (lance, "theirs")):
+        uri = str(tmp_path / name)
+        module.write_dataset(table, uri)
+        fragment = module.dataset(uri).get_fragments()[0]
+        merged, lance_schema = fragment.merge_columns(lambda _: pa.RecordBatch.from_pydict({"c": range(10)}))
+        with pytest.warns(DeprecationWarning, match="Passing a pyarrow.Schema to Merge is deprecated"):
+            operation = module.LanceOperation.Merge([merged], expected.schema)
+        assert module.LanceDataset.commit(uri, operation, read_version=1).to_table() == expected
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            module.LanceOperation.Merge([merged], lance_schema)  # the preferred form: no warning
+    assert lance.dataset(str(tmp_path / "ours")).to_table() == expected
