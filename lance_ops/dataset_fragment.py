@@ -271,7 +271,9 @@ class LanceFragment:
         batch_size: int | None = None,
         reader_schema: pa.Schema | None = None,
     ) -> tuple[FragmentMetadata, LanceSchema]:
-        """Write new columns for this fragment (as :meth:`LanceDataset.add_columns` computes them).
+        """Write new columns for this fragment (as :meth:`LanceDataset.add_columns` computes them),
+        or, given the values themselves (a reader, an iterable of batches, a table; ``reader_schema``
+        types them), one row per live row of the fragment, as pylance's ``merge_columns(reader)``.
 
         Returns the fragment with the new data file and the dataset schema with the new fields,
         for a ``LanceOperation.Merge`` of all the dataset's fragments.
@@ -282,13 +284,17 @@ class LanceFragment:
                 "add_columns run (use LanceDataset.add_columns)"
             )
         files = self._ds.handle.files
-        # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
-        read = None if isinstance(value_func, Mapping) else columns
-        compute = columns_op.column_compute(files, value_func, read)
-        if reader_schema is not None:
-            compute = replace(compute, output_schema=reader_schema)
-        new = columns_op.new_columns(files, compute, batch_size, fragment_id=self.fragment_id)
-        data_file = columns_op.write_fragment_columns(files, self.fragment_id, compute, new, batch_size)
+        if not isinstance(value_func, Mapping) and not callable(value_func):
+            values = to_reader(value_func, reader_schema)
+            data_file, new = columns_op.fragment_values_file(files, self.fragment_id, values)
+        else:
+            # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
+            read = None if isinstance(value_func, Mapping) else columns
+            compute = columns_op.column_compute(files, value_func, read)
+            if reader_schema is not None:
+                compute = replace(compute, output_schema=reader_schema)
+            new = columns_op.new_columns(files, compute, batch_size, fragment_id=self.fragment_id)
+            data_file = columns_op.write_fragment_columns(files, self.fragment_id, compute, new, batch_size)
         fields = files.lance_schema
         schema = replace(fields, fields=(*fields.fields, *new.fields.fields))
         return replace(self._metadata, files=(*self._metadata.files, data_file)), LanceSchema(schema)
