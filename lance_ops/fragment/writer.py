@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -62,6 +62,15 @@ from lance_ops.table.naming import DATA_DIR, child_uri, data_file_name
 from lance_ops.table.schema import EXPRESSION_KEY, LanceSchema
 
 FragmentMetadata = DataFragment
+
+
+class OpenDataset(Protocol):
+    """An opened dataset (``LanceDataset``, a layer above): where its files are."""
+
+    @property
+    def storage(self) -> StorageContext: ...
+
+
 # A Lance schema, or (as older callers pass) its ``lance.file.Field`` messages.
 FieldsLike = LanceSchema | Sequence[Any]
 
@@ -436,7 +445,7 @@ def _exactly(batches: Iterable[pa.RecordBatch], num_rows: int) -> Iterator[pa.Re
 
 def write_fragments(
     data: Any,
-    uri: str | os.PathLike[str],
+    uri: str | os.PathLike[str] | OpenDataset,
     schema: pa.Schema | None = None,
     *,
     mode: str = "append",
@@ -452,6 +461,7 @@ def write_fragments(
     fill_missing: str | None = None,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
+    ``uri`` may also be the ``LanceDataset`` itself, as pylance takes it.
 
     ``mode="append"`` reuses an existing dataset's field ids and, unless ``data_storage_version``
     names another 2.x version (as pylance, which then flags the dataset's files as mixed), its file
@@ -471,7 +481,10 @@ def write_fragments(
     """
     if mode not in ("append", "create", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
-    storage = StorageContext.open(uri, storage_options)
+    if isinstance(uri, str | os.PathLike):
+        storage = StorageContext.open(uri, storage_options)
+    else:  # a dataset, as pylance takes it (its own store: a memory:// dataset's included)
+        storage = uri.storage
     existing = _dataset_schema(storage) if mode == "append" and fields is None else None
     version_text = data_storage_version or "stable"
     if fields is not None:

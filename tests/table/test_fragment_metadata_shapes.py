@@ -158,3 +158,19 @@ def test_merge_with_a_pyarrow_schema_warns_as_pylance(tmp_path: Path) -> None:
             warnings.simplefilter("error")
             module.LanceOperation.Merge([merged], lance_schema)  # the preferred form: no warning
     assert lance.dataset(str(tmp_path / "ours")).to_table() == expected
+
+
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_write_fragments_to_an_opened_dataset(tmp_path: Path, in_memory: bool) -> None:
+    first, second = pa.table({"a": range(5)}), pa.table({"a": range(5, 9)})
+    uri = "memory://write-fragments-to-dataset" if in_memory else str(tmp_path / "d")
+    ds = lance_ops.write_dataset(first, uri, mode="overwrite")
+    fragments = write_fragments(second, ds)
+    committed = lance_ops.LanceDataset.commit(ds, lance_ops.LanceOperation.Append(fragments), read_version=1)
+    expected = pa.concat_tables([first, second])
+    assert committed.to_table() == expected
+    if not in_memory:
+        assert lance.dataset(uri).to_table() == expected
+        their = lance.dataset(uri)
+        theirs = lance.fragment.write_fragments(second, their)
+        assert [f.physical_rows for f in theirs] == [f.physical_rows for f in fragments] == [4]
