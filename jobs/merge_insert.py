@@ -153,7 +153,7 @@ def merge_insert(
         matched = np.unique(np.concatenate([np.zeros(0, np.int64), *(p.matched for p in parts)]))
         if plan.insert_not_matched and len(matched) < source.num_rows:
             parts += on_executors(spark, [matched], insert_task, tracker)
-        return merge_op.combine(version, source, parts)
+        return merge_op.combine(version, parts)
 
     try:
         return merge_op.commit_merge(files, plan, source, attempt, options)
@@ -259,7 +259,7 @@ def _copartitioned(
         parts = [part for part, _ in results]
         addresses = np.concatenate([np.zeros(0, np.uint64), *(a for _, a in results)])
         parts.append(_driver_deletions(version, addresses))
-        return merge_op.combine(version, shape, parts)
+        return merge_op.combine(version, parts)
 
     try:
         return merge_op.commit_merge(files, plan, keys, attempt, options)

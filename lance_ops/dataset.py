@@ -181,6 +181,12 @@ class LanceOperation:
 
     @staticmethod
     def Merge(fragments: Iterable[FragmentMetadata], schema: SchemaLike) -> Merge:  # noqa: N802
+        if isinstance(schema, pa.Schema):  # as pylance 14 warns (a LanceSchema keeps the field ids)
+            warnings.warn(
+                "Passing a pyarrow.Schema to Merge is deprecated. Please use a LanceSchema instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         return Merge(tuple(fragments), _schema_of(schema))
 
     class RewriteGroup(NamedTuple):
@@ -487,37 +493,61 @@ class LanceDataset:
     def schema_metadata(self) -> dict[str, str]:
         return {k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()}
 
-    def _update(self, edit: UpdateConfig) -> None:
-        self._adopt(*metadata_op.update(self._storage, self._manifest, edit, self._commit_options()))
+    def _update(self, edit: UpdateConfig, commit: commit_op.CommitOptions | None) -> None:
+        options = self._commit_options(commit=commit)
+        self._adopt(*metadata_op.update(self._storage, self._manifest, edit, options))
 
-    def update_config(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+    def update_config(
+        self,
+        values: Mapping[str, str | None],
+        *,
+        replace: bool = False,
+        commit: commit_op.CommitOptions | None = None,
+    ) -> dict[str, str]:
         """Set (or, with None, delete) config keys, or with ``replace`` make ``values`` the whole
-        config; commits an ``UpdateConfig`` and returns the new config."""
-        self._update(UpdateConfig(config_updates=metadata_op.update_map(values, replace)))
+        config; commits an ``UpdateConfig`` and returns the new config. ``commit`` (an extension, as
+        on every mutating method) gives the commit settings as one :class:`~lance_ops.CommitOptions`."""
+        self._update(UpdateConfig(config_updates=metadata_op.update_map(values, replace)), commit)
         return self.config()
 
-    def delete_config_keys(self, keys: Sequence[str]) -> None:
+    def delete_config_keys(
+        self, keys: Sequence[str], *, commit: commit_op.CommitOptions | None = None
+    ) -> None:
         """Remove config keys (absent keys are ignored); commits an ``UpdateConfig``."""
-        self._update(UpdateConfig(config_updates=metadata_op.delete_keys(keys)))
+        self._update(UpdateConfig(config_updates=metadata_op.delete_keys(keys)), commit)
 
-    def update_metadata(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+    def update_metadata(
+        self,
+        values: Mapping[str, str | None],
+        *,
+        replace: bool = False,
+        commit: commit_op.CommitOptions | None = None,
+    ) -> dict[str, str]:
         """Edit the table metadata as :meth:`update_config` edits the config; returns the new metadata."""
-        self._update(UpdateConfig(table_metadata_updates=metadata_op.update_map(values, replace)))
+        self._update(UpdateConfig(table_metadata_updates=metadata_op.update_map(values, replace)), commit)
         return self.metadata
 
     def update_schema_metadata(
-        self, values: Mapping[str, str | None], *, replace: bool = False
+        self,
+        values: Mapping[str, str | None],
+        *,
+        replace: bool = False,
+        commit: commit_op.CommitOptions | None = None,
     ) -> dict[str, str]:
         """Edit the schema metadata (``ds.schema.metadata``); returns the new schema metadata."""
-        self._update(UpdateConfig(schema_metadata_updates=metadata_op.update_map(values, replace)))
+        self._update(UpdateConfig(schema_metadata_updates=metadata_op.update_map(values, replace)), commit)
         return self.schema_metadata
 
     def update_field_metadata(
-        self, field_updates: Mapping[str, Mapping[str, str | None]], *, replace: bool = False
+        self,
+        field_updates: Mapping[str, Mapping[str, str | None]],
+        *,
+        replace: bool = False,
+        commit: commit_op.CommitOptions | None = None,
     ) -> None:
         """Edit the metadata of fields given by dotted path (``{"a.b": {"key": "value"}}``)."""
         updates = metadata_op.field_updates(self._manifest.schema, field_updates, replace)
-        self._update(UpdateConfig(field_metadata_updates=updates))
+        self._update(UpdateConfig(field_metadata_updates=updates), commit)
 
     def replace_schema_metadata(self, new_metadata: Mapping[str, str]) -> None:
         """Deprecated in pylance: :meth:`update_schema_metadata` with ``replace=True``."""
@@ -737,14 +767,17 @@ class LanceDataset:
 
     # ------------------------------------------------------------------ operations
 
-    def delete(self, predicate: str | pc.Expression) -> DeletedRows:
+    def delete(
+        self, predicate: str | pc.Expression, *, commit: commit_op.CommitOptions | None = None
+    ) -> DeletedRows:
         """Delete the rows ``predicate`` (SQL text or an Arrow expression) selects; returns how many.
 
         Commits a ``Delete`` on this version (a new version even when no row matches) and makes
         this object that new version, as pylance does. The count is an ``int`` that also answers
-        ``["num_deleted_rows"]``, the key of the dict pylance 14 returns.
+        ``["num_deleted_rows"]``, the key of the dict pylance 14 returns. ``commit`` (an extension,
+        as on every mutating method) gives the commit settings as one :class:`~lance_ops.CommitOptions`.
         """
-        options = self._commit_options()
+        options = self._commit_options(commit=commit)
         result = delete_op.delete(self._files, predicate, options)
         self._adopt(result.manifest, result.transaction)
         return DeletedRows(result.num_deleted_rows)
@@ -757,6 +790,8 @@ class LanceDataset:
         where: str | pc.Expression | None = None,
         conflict_retries: int = 10,
         retry_timeout: dt.timedelta = dt.timedelta(seconds=30),
+        *,
+        commit: commit_op.CommitOptions | None = None,
     ) -> dict[str, int]:
         """Set columns to SQL expressions on the rows ``where`` selects (all rows by default):
         rows rewritten into new fragments, one ``Update`` commit (:mod:`lance_ops.ops.update`);
@@ -765,7 +800,7 @@ class LanceDataset:
             self._files,
             updates,
             where,
-            self._commit_options(),
+            self._commit_options(commit=commit),
             conflict_retries,
             retry_timeout.total_seconds(),
         )
@@ -811,6 +846,7 @@ class LanceDataset:
         batch_size: int | None = None,
         *,
         progress: ProgressCallback | None = None,
+        commit: commit_op.CommitOptions | None = None,
     ) -> None:
         """Add columns: ``{name: SQL expression}``, a batch UDF, ``pa.Field``\\ s / a ``pa.Schema``,
         or the values themselves (a reader, table or pandas frame: one row per live row, in scan
@@ -823,7 +859,7 @@ class LanceDataset:
         and makes this object the new version (see :mod:`lance_ops.ops.columns`). ``progress``
         hears of every fragment's new data file (:mod:`lance_ops.progress`).
         """
-        options = self._commit_options()
+        options = self._commit_options(commit=commit)
         if _is_values(transforms):
             reader = to_reader(transforms, reader_schema)
             self._adopt(*columns_op.add_columns_from_reader(self._files, reader, options))
@@ -831,18 +867,20 @@ class LanceDataset:
         added = columns_op.add_columns(self._files, transforms, read_columns, batch_size, options, progress)
         self._adopt(*added)
 
-    def drop_columns(self, columns: Sequence[str]) -> None:
+    def drop_columns(self, columns: Sequence[str], *, commit: commit_op.CommitOptions | None = None) -> None:
         """Drop columns (dotted paths for struct fields) by committing a ``Project``; no data is rewritten."""
-        options = self._commit_options()
+        options = self._commit_options(commit=commit)
         self._adopt(*columns_op.drop_columns(self._files, columns, options))
 
-    def alter_columns(self, *alterations: Mapping[str, Any]) -> None:
+    def alter_columns(
+        self, *alterations: Mapping[str, Any], commit: commit_op.CommitOptions | None = None
+    ) -> None:
         """Alter columns, each given as ``{"path", "name"?, "nullable"?, "data_type"?}`` (as in pylance).
 
         Renames and nullability changes are metadata only (a ``Project``); a ``data_type`` change
         rewrites that column into new data files (a ``Merge``) and refuses casts that lose data.
         """
-        options = self._commit_options()
+        options = self._commit_options(commit=commit)
         self._adopt(*columns_op.alter_columns(self._files, alterations, options))
 
     def create_index(
@@ -906,10 +944,10 @@ class LanceDataset:
         """Whether this version has any index (pylance's ``has_index``)."""
         return bool(self.describe_indices())
 
-    def drop_index(self, name: str) -> None:
+    def drop_index(self, name: str, *, commit: commit_op.CommitOptions | None = None) -> None:
         """Drop the index ``name`` (every segment) by committing a ``CreateIndex`` that removes it;
         its files stay until cleanup. :class:`~lance_ops.errors.IndexNotFoundError` if none."""
-        self._adopt(*indices_op.drop_index(self._files, name, self._commit_options()))
+        self._adopt(*indices_op.drop_index(self._files, name, self._commit_options(commit=commit)))
 
     def create_scalar_index(
         self,

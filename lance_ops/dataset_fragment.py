@@ -38,7 +38,7 @@ from lance_ops.errors import (
 )
 from lance_ops.fragment import FragmentMetadata, FragmentReader, WriteOptions, write_fragments
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID
-from lance_ops.fragment.writer import data_file_fields, to_reader, write_data_file
+from lance_ops.fragment.writer import data_file_fields, dataset_fields, to_reader, write_data_file
 from lance_ops.ops import columns as columns_op
 from lance_ops.ops.delete import delete_in_fragment
 from lance_ops.progress import ProgressCallback, ProgressEvent, as_callback
@@ -232,7 +232,9 @@ class LanceFragment:
         """Write ``data`` as one new fragment (uncommitted); the dataset need not exist yet.
 
         The fragment has id ``fragment_id`` (0 by default; ids are reassigned when an ``Append``
-        commits it). ``mode="append"`` writes with the existing dataset's field ids and file version.
+        commits it). ``mode="append"`` writes with the existing dataset's field ids and, unless
+        ``data_storage_version`` names one, its file version; a named version is written whatever
+        the dataset's, 0.1 into a 2.x dataset too (as pylance 14; committing such a mix is refused).
         ``progress`` is a ``FragmentWriteProgress`` (pylance's interface: ``begin`` gets the
         fragment about to be written, ``complete`` the written one) or a callable taking
         :class:`~lance_ops.progress.ProgressEvent`\\ s.
@@ -241,6 +243,9 @@ class LanceFragment:
             data_storage_version = "legacy"
         reader = to_reader(data, schema)
         callback = as_callback(progress, begin_with_files=True)
+        fields = None
+        if data_storage_version is not None and mode == "append":
+            fields = dataset_fields(dataset_uri, storage_options)
         written = write_fragments(
             reader,
             dataset_uri,
@@ -248,8 +253,9 @@ class LanceFragment:
             mode=mode,
             max_rows_per_file=2**63 - 1,
             max_rows_per_group=max_rows_per_group,
-            data_storage_version=data_storage_version or "stable",
+            data_storage_version=data_storage_version,
             storage_options=storage_options,
+            fields=fields,
             # the fragment reported carries its id, as pylance's
             progress=None if callback is None else _with_fragment_id(callback, fragment_id or 0),
         )
@@ -265,7 +271,9 @@ class LanceFragment:
         batch_size: int | None = None,
         reader_schema: pa.Schema | None = None,
     ) -> tuple[FragmentMetadata, LanceSchema]:
-        """Write new columns for this fragment (as :meth:`LanceDataset.add_columns` computes them).
+        """Write new columns for this fragment (as :meth:`LanceDataset.add_columns` computes them),
+        or, given the values themselves (a reader, an iterable of batches, a table; ``reader_schema``
+        types them), one row per live row of the fragment, as pylance's ``merge_columns(reader)``.
 
         Returns the fragment with the new data file and the dataset schema with the new fields,
         for a ``LanceOperation.Merge`` of all the dataset's fragments.
@@ -276,13 +284,17 @@ class LanceFragment:
                 "add_columns run (use LanceDataset.add_columns)"
             )
         files = self._ds.handle.files
-        # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
-        read = None if isinstance(value_func, Mapping) else columns
-        compute = columns_op.column_compute(files, value_func, read)
-        if reader_schema is not None:
-            compute = replace(compute, output_schema=reader_schema)
-        new = columns_op.new_columns(files, compute, batch_size, fragment_id=self.fragment_id)
-        data_file = columns_op.write_fragment_columns(files, self.fragment_id, compute, new, batch_size)
+        if not isinstance(value_func, Mapping) and not callable(value_func):
+            values = to_reader(value_func, reader_schema)
+            data_file, new = columns_op.fragment_values_file(files, self.fragment_id, values)
+        else:
+            # SQL expressions read the columns they name; ``columns`` selects what a UDF is given.
+            read = None if isinstance(value_func, Mapping) else columns
+            compute = columns_op.column_compute(files, value_func, read)
+            if reader_schema is not None:
+                compute = replace(compute, output_schema=reader_schema)
+            new = columns_op.new_columns(files, compute, batch_size, fragment_id=self.fragment_id)
+            data_file = columns_op.write_fragment_columns(files, self.fragment_id, compute, new, batch_size)
         fields = files.lance_schema
         schema = replace(fields, fields=(*fields.fields, *new.fields.fields))
         return replace(self._metadata, files=(*self._metadata.files, data_file)), LanceSchema(schema)

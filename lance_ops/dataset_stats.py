@@ -28,6 +28,7 @@ from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.encoding.statistics import merge_statistics, statistics_type, supports_statistics
 from lance_ops.errors import SchemaError
 from lance_ops.ops import statistics as statistics_op
+from lance_ops.ops.commit import CommitOptions
 from lance_ops.progress import ProgressCallback
 from lance_ops.query.predicate import parse_predicate
 from lance_ops.table.statistics import FragmentStatistics
@@ -282,13 +283,15 @@ class LanceStats:
         progress: ProgressCallback | None = None,
         *,
         transaction_properties: Mapping[str, str] | None = None,
+        commit: CommitOptions | None = None,
     ) -> statistics_op.RebuildResult:
         """Compute the statistics this version lacks and commit them; the dataset becomes that version.
 
         ``progress`` hears of every fragment computed (:mod:`lance_ops.progress`);
-        ``transaction_properties`` are recorded in the transaction.
+        ``transaction_properties`` are recorded in the transaction; ``commit`` gives the commit
+        settings as one :class:`~lance_ops.CommitOptions` (as on the other mutating methods).
         """
-        options = self._ds.handle.commit_options(transaction_properties)
+        options = self._ds.handle.commit_options(transaction_properties, commit)
         result = statistics_op.rebuild(self._ds.handle.files, columns, force, options, progress)
         if result.manifest is not None and result.transaction is not None:
             self._ds.handle.adopt(result.manifest, result.transaction)

@@ -56,9 +56,11 @@ def _options(ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | 
 
 
 def _commit_options(
-    ds: LanceDataset, transaction_properties: Mapping[str, str] | None = None
+    ds: LanceDataset,
+    transaction_properties: Mapping[str, str] | None = None,
+    commit: CommitOptions | None = None,
 ) -> CommitOptions:
-    return ds.handle.commit_options(transaction_properties)
+    return ds.handle.commit_options(transaction_properties, commit)
 
 
 class CompactionKeywords(TypedDict, total=False):
@@ -104,18 +106,25 @@ class Compaction:
 
     @staticmethod
     def execute(
-        ds: LanceDataset, options: CompactionOptions | Mapping[str, Any] | None = None
+        ds: LanceDataset,
+        options: CompactionOptions | Mapping[str, Any] | None = None,
+        *,
+        commit: CommitOptions | None = None,
     ) -> CompactionMetrics:
-        """Plan, execute and commit in one go; ``ds`` becomes the new version."""
-        outcome = ops.compact(ds.handle.files, _options(ds, options), _commit_options(ds))
+        """Plan, execute and commit in one go; ``ds`` becomes the new version. ``commit`` (an
+        extension) gives the commit settings (:class:`~lance_ops.CommitOptions`)."""
+        outcome = ops.compact(ds.handle.files, _options(ds, options), _commit_options(ds, commit=commit))
         return _adopt(ds, outcome)
 
     @staticmethod
-    def commit(ds: LanceDataset, results: Sequence[RewriteResult]) -> CompactionMetrics:
-        """Commit executed tasks (``ReserveFragments`` + ``Rewrite``); ``ds`` becomes the new version."""
+    def commit(
+        ds: LanceDataset, results: Sequence[RewriteResult], *, commit: CommitOptions | None = None
+    ) -> CompactionMetrics:
+        """Commit executed tasks (``ReserveFragments`` + ``Rewrite``); ``ds`` becomes the new version.
+        ``commit`` (an extension) gives the commit settings (:class:`~lance_ops.CommitOptions`)."""
         if not results:
             return CompactionMetrics()
-        return _adopt(ds, ops.commit_compaction(ds.storage, results, _commit_options(ds)))
+        return _adopt(ds, ops.commit_compaction(ds.storage, results, _commit_options(ds, commit=commit)))
 
 
 def _adopt(ds: LanceDataset, outcome: CompactionOutcome | None) -> CompactionMetrics:
@@ -149,6 +158,7 @@ class DatasetOptimizer:
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
         transaction_properties: Mapping[str, str] | None = ...,
+        commit: CommitOptions | None = ...,
         **keywords: Unpack[CompactionKeywords],
     ) -> CompactionMetrics: ...
 
@@ -161,6 +171,7 @@ class DatasetOptimizer:
         commit_every: int | None = ...,
         progress: ProgressCallback | None = ...,
         transaction_properties: Mapping[str, str] | None = ...,
+        commit: CommitOptions | None = ...,
         **keywords: Unpack[CompactionKeywords],
     ) -> CompactionPlan: ...
 
@@ -193,6 +204,7 @@ class DatasetOptimizer:
         commit_every: int | None = None,
         progress: ProgressCallback | None = None,
         transaction_properties: Mapping[str, str] | None = None,
+        commit: CommitOptions | None = None,
     ) -> CompactionMetrics | CompactionPlan:
         """Merge small adjacent fragments and materialise deletions (pylance's ``compact_files``).
 
@@ -212,7 +224,9 @@ class DatasetOptimizer:
         N finished groups, so an interrupted run keeps them. Otherwise returns the metrics and
         ``ds`` becomes the new version. ``progress`` hears of every group compacted
         (:mod:`lance_ops.progress`). ``transaction_properties`` (an extension over pylance) are
-        recorded in every transaction the compaction commits.
+        recorded in every transaction the compaction commits; ``commit`` (an extension) gives the
+        commit settings as one :class:`~lance_ops.CommitOptions` (its ``transaction_properties``
+        too, refused when given both ways differently).
         """
         # pylance's explicit keywords (its signature, kept for callers and introspection) are the
         # keyword form of CompactionOptions: gathered by name, then resolved in one place.
@@ -225,7 +239,7 @@ class DatasetOptimizer:
         if dry_run:
             the_plan = ops.plan(self._ds.manifest, resolved)
             return clustering.plan(self._ds.handle.files, the_plan) if resolved.cluster_by else the_plan
-        commit_options = _commit_options(self._ds, transaction_properties)
+        commit_options = _commit_options(self._ds, transaction_properties, commit)
         outcome = ops.compact(self._ds.handle.files, resolved, commit_options, commit_every, progress)
         return _adopt(self._ds, outcome)
 
@@ -235,6 +249,7 @@ class DatasetOptimizer:
         num_indices_to_merge: int = 1,
         *,
         transaction_properties: Mapping[str, str] | None = None,
+        commit: CommitOptions | None = None,
         **kwargs: Any,
     ) -> OptimizeReport:
         """Bring indices up to date, as pylance's ``optimize_indices``: indices a deferred
@@ -250,7 +265,7 @@ class DatasetOptimizer:
             raise TypeError(f"unknown optimize_indices arguments {sorted(unknown)}")
         report, committed = indices_op.optimize_indices(
             self._ds.handle.files,
-            _commit_options(self._ds, transaction_properties),
+            _commit_options(self._ds, transaction_properties, commit),
             None if index_names is None else list(index_names),
             num_indices_to_merge,
         )
@@ -259,11 +274,16 @@ class DatasetOptimizer:
         return report
 
     def compact_files_with_outcome(
-        self, options: CompactionOptions | None = None, commit_every: int | None = None
+        self,
+        options: CompactionOptions | None = None,
+        commit_every: int | None = None,
+        *,
+        commit: CommitOptions | None = None,
     ) -> CompactionOutcome | None:
         """Like :meth:`compact_files`, returning the full outcome (manifest, metrics and, without
         stable row ids, the old -> new row address map callers use to remap their references)."""
         resolved = _options(self._ds, options)
-        outcome = ops.compact(self._ds.handle.files, resolved, _commit_options(self._ds), commit_every)
+        commit_options = _commit_options(self._ds, commit=commit)
+        outcome = ops.compact(self._ds.handle.files, resolved, commit_options, commit_every)
         _adopt(self._ds, outcome)
         return outcome

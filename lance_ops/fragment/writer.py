@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -35,6 +35,7 @@ from lance_ops.errors import (
     InvalidArgumentError,
     SchemaError,
     UnsupportedFeatureError,
+    WriteSchemaError,
 )
 from lance_ops.file import LanceFileWriter
 from lance_ops.file.legacy_v0_1 import LEGACY_FOOTER_VERSION, LegacyFileWriter
@@ -61,6 +62,15 @@ from lance_ops.table.naming import DATA_DIR, child_uri, data_file_name
 from lance_ops.table.schema import EXPRESSION_KEY, LanceSchema
 
 FragmentMetadata = DataFragment
+
+
+class OpenDataset(Protocol):
+    """An opened dataset (``LanceDataset``, a layer above): where its files are."""
+
+    @property
+    def storage(self) -> StorageContext: ...
+
+
 # A Lance schema, or (as older callers pass) its ``lance.file.Field`` messages.
 FieldsLike = LanceSchema | Sequence[Any]
 
@@ -180,6 +190,28 @@ def _dataset_schema(storage: StorageContext) -> tuple[LanceSchema, str] | None:
     except DatasetNotFoundError:
         return None
     return manifest.schema, manifest.data_storage_version
+
+
+def _append_version(dataset_version: str, asked: str | None) -> str:
+    """The file version of data files appended to a dataset of ``dataset_version``: the asked
+    version within the dataset's family (0.1 or 2.x), pylance's refusal across families."""
+    if asked is None:
+        return dataset_version
+    ours, theirs = FileVersion.parse(asked), FileVersion.parse(dataset_version)
+    if (ours is FileVersion.V0_1) != (theirs is FileVersion.V0_1):
+        raise WriteSchemaError(
+            f"Invalid user input: Cannot append data files in version {ours} to a dataset with "
+            f"default version {theirs}: V1 and V2 storage versions cannot be mixed"
+        )
+    return str(ours)
+
+
+def dataset_fields(
+    uri: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None
+) -> LanceSchema | None:
+    """The schema (with field ids) of the dataset at ``uri``, or None where there is none yet."""
+    existing = _dataset_schema(StorageContext.open(uri, storage_options))
+    return None if existing is None else existing[0]
 
 
 def _without_expression(field: pa.Field) -> pa.Field:
@@ -413,14 +445,14 @@ def _exactly(batches: Iterable[pa.RecordBatch], num_rows: int) -> Iterator[pa.Re
 
 def write_fragments(
     data: Any,
-    uri: str | os.PathLike[str],
+    uri: str | os.PathLike[str] | OpenDataset,
     schema: pa.Schema | None = None,
     *,
     mode: str = "append",
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_rows_per_group: int = DEFAULT_MAX_ROWS_PER_GROUP,
     max_bytes_per_file: int | None = None,
-    data_storage_version: str | None = "stable",
+    data_storage_version: str | None = None,
     storage_options: Mapping[str, str] | None = None,
     fields: FieldsLike | None = None,
     encoding_plan: EncodingPlan | None = None,
@@ -429,14 +461,18 @@ def write_fragments(
     fill_missing: str | None = None,
 ) -> list[FragmentMetadata]:
     """Write ``data`` as new data files under ``{uri}/data/``; returns their fragments (uncommitted).
+    ``uri`` may also be the ``LanceDataset`` itself, as pylance takes it.
 
-    ``mode="append"`` reuses an existing dataset's field ids and file version; ``"create"`` /
-    ``"overwrite"`` number the schema afresh. ``fields`` (the target dataset's schema with ids, e.g.
-    ``LanceDataset.lance_schema`` read once on a driver) skips reading the manifest: the data is
-    cast to ``schema`` (or, without one, the schema of ``fields``) and written with those ids as
-    ``data_storage_version`` files, whatever ``mode``. ``max_rows_per_group`` (rows per batch)
-    only applies to legacy (0.1) files. ``encoding_plan`` (the dataset's plan,
-    handed to every executor) fixes per-column encodings. ``progress`` is a callback of
+    ``mode="append"`` reuses an existing dataset's field ids and, unless ``data_storage_version``
+    names another 2.x version (as pylance, which then flags the dataset's files as mixed), its file
+    version; a version of the other family (0.1 files for a 2.x dataset, or the reverse) raises
+    :class:`WriteSchemaError` in pylance's words. ``"create"`` / ``"overwrite"`` number the schema
+    afresh (``data_storage_version`` None is ``"stable"``). ``fields`` (the target dataset's
+    schema with ids, e.g. ``LanceDataset.lance_schema`` read once on a driver) skips reading the
+    manifest: the data is cast to ``schema`` (or, without one, the schema of ``fields``) and
+    written with those ids as ``data_storage_version`` files, whatever ``mode``.
+    ``max_rows_per_group`` (rows per batch) only applies to legacy (0.1) files. ``encoding_plan``
+    (the dataset's plan, handed to every executor) fixes per-column encodings. ``progress`` is a callback of
     :class:`~lance_ops.progress.ProgressEvent` or a :class:`~lance_ops.progress.FragmentWriteProgress`.
     ``page_statistics=False`` leaves page statistics out of the data files (the driver decides,
     e.g. from the dataset config). The data is conformed to the target schema first
@@ -445,14 +481,18 @@ def write_fragments(
     """
     if mode not in ("append", "create", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
-    storage = StorageContext.open(uri, storage_options)
+    if isinstance(uri, str | os.PathLike):
+        storage = StorageContext.open(uri, storage_options)
+    else:  # a dataset, as pylance takes it (its own store: a memory:// dataset's included)
+        storage = uri.storage
     existing = _dataset_schema(storage) if mode == "append" and fields is None else None
     version_text = data_storage_version or "stable"
     if fields is not None:
         lance_schema = _as_schema(fields)
         reader = to_reader(data, schema if schema is not None else lance_schema.to_arrow(), fill_missing)
     elif existing is not None:
-        lance_schema, version_text = existing
+        lance_schema, dataset_version = existing
+        version_text = _append_version(dataset_version, data_storage_version)
         reader = to_reader(data, lance_schema.to_arrow(), fill_missing)
     else:
         reader, lance_schema = new_dataset_reader(data, schema, version_text, fill_missing)

@@ -408,16 +408,7 @@ def add_columns_from_reader(
     new = numbered_columns(files, reader.schema)
     table = reader.read_all()
     fragments = files.fragments()
-    expected = sum(f.live_count for f in fragments)
-    if table.num_rows != expected:
-        words = (
-            "Stream ended before producing values for all rows in dataset"
-            if table.num_rows < expected
-            else "Stream produced more values than expected for dataset"
-        )
-        raise RowCountMismatchError(
-            f"{words}: the new columns have {table.num_rows} rows; the dataset has {expected} live rows"
-        )
+    _check_value_rows(table.num_rows, sum(f.live_count for f in fragments), "the dataset")
     written: dict[int, DataFile] = {}
     start = 0
     try:
@@ -431,6 +422,32 @@ def add_columns_from_reader(
         _delete(files, written.values())
         raise
     return commit_new_columns(files, new.fields, written, options)
+
+
+def fragment_values_file(
+    files: VersionFiles, fragment_id: int, reader: pa.RecordBatchReader
+) -> tuple[DataFile, NewColumns]:
+    """The data file of one fragment's new columns read from ``reader``, one row per live row of
+    the fragment in order (pylance's ``fragment.merge_columns(reader)``; deleted rows are stored as
+    nulls), and the new columns; too few or too many rows raise before anything is written."""
+    new = numbered_columns(files, reader.schema)
+    table = reader.read_all()
+    fragment = files.fragment(_fragment_metadata(files, fragment_id))
+    _check_value_rows(table.num_rows, fragment.live_count, f"fragment {fragment_id}")
+    return write_fragment_values(files, fragment_id, fragment.live_offsets(), table, new), new
+
+
+def _check_value_rows(got: int, expected: int, where: str) -> None:
+    """New column values must give one row per live row of ``where`` (pylance's words first)."""
+    if got != expected:
+        words = (
+            "Stream ended before producing values for all rows in dataset"
+            if got < expected
+            else "Stream produced more values than expected for dataset"
+        )
+        raise RowCountMismatchError(
+            f"{words}: the new columns have {got} rows; {where} has {expected} live rows"
+        )
 
 
 # The pieces of ``add_columns`` a distributed job runs separately: the compute is rebuilt from the

@@ -562,7 +562,7 @@ def _part(prepared: Attempt, matched: np.ndarray) -> MergePart:
     return MergePart(tuple(rewrite.deletions), tuple(rewrite.new_fragments), matched, prepared.result)
 
 
-def combine(files: VersionFiles, source: pa.Table, parts: Sequence[MergePart]) -> Attempt:
+def combine(files: VersionFiles, parts: Sequence[MergePart]) -> Attempt:
     """The one ``Update`` of the parts' deletions and fragments, and the summed counts."""
     rewrite = RowRewrite(
         files,

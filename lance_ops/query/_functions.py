@@ -51,6 +51,7 @@ from lance_ops.query.values import (
     Value,
     as_type,
     constant,
+    datafusion_cast,
     promote,
     retype,
     temporal_literal,
@@ -795,22 +796,11 @@ def _arrow_cast(tr: Any, node: ex.Call) -> Value:
     target = arrow_type(type_value.literal.as_py())
     value = tr.translate(subject)
     if value.literal is None:
-        return tr.call(node, _arrow_cast_to(value.expr, value.type, target))
+        return tr.call(node, datafusion_cast(value.expr, value.type, target))
     try:
-        return constant(_arrow_cast_to(value.literal, value.type, target))
+        return constant(datafusion_cast(value.literal, value.type, target))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise PredicateError(f"cannot evaluate {_text(node)}: {exc}") from exc
-
-
-def _arrow_cast_to(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
-    """``value`` (an Arrow expression or scalar) cast as DataFusion casts: fractions and finer time
-    units are cut off, values out of the target's range refused."""
-    if pa.types.is_floating(source) and pa.types.is_integer(target):
-        value = pc.trunc(value)  # then the cast only checks the range
-    if pa.types.is_integer(source) and pa.types.is_decimal(target):
-        # Arrow wants a decimal wide enough for any integer first; the narrowing step is checked.
-        value = value.cast(pa.decimal128(38, target.scale))
-    return value.cast(options=pc.CastOptions(target, allow_time_truncate=True))
 
 
 FUNCTIONS: dict[str, Handler] = {

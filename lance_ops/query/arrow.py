@@ -55,6 +55,7 @@ from lance_ops.query.values import (
     NULL_BOOL,
     Value,
     constant,
+    datafusion_cast,
     promote,
     retype,
     temporal_literal,
@@ -62,7 +63,7 @@ from lance_ops.query.values import (
     unify,
 )
 
-__all__ = ["FUNCTIONS", "NAN_RANK_FUNCTION", "compare", "sql_text"]
+__all__ = ["FUNCTIONS", "NAN_RANK_FUNCTION", "ArrowTranslator", "compare", "sql_text"]
 
 
 # How a literal's type is named to the user: the family, not Arrow's width (``5`` is an integer).
@@ -105,7 +106,7 @@ def sql_text(node: ex.Expr) -> str:
         return repr(node)
 
 
-class _Translator:
+class ArrowTranslator:
     """The Arrow visitor: walks an expression tree through :data:`_HANDLERS` (a call through
     :data:`FUNCTIONS`, by name), checking columns against the schema."""
 
@@ -229,12 +230,12 @@ def _operator(node: ex.Expr) -> str:
     return _NODE_SYMBOLS.get(type(node), type(node).__name__.upper())
 
 
-Handler = Callable[[_Translator, Any], Value]
+Handler = Callable[[ArrowTranslator, Any], Value]
 
 # ---------------------------------------------------------------- literals
 
 
-def _literal(tr: _Translator, node: ex.Literal) -> Value:
+def _literal(tr: ArrowTranslator, node: ex.Literal) -> Value:
     return constant(node.value)
 
 
@@ -350,7 +351,7 @@ _OPERATORS: dict[str, Callable[[_Order, pc.Expression, pc.Expression], pc.Expres
 
 
 def compare(
-    tr: _Translator, op: str, left: Value, right: Value, where: str, using: str | None = None
+    tr: ArrowTranslator, op: str, left: Value, right: Value, where: str, using: str | None = None
 ) -> Value:
     """``left op right`` with pylance's semantics; ``using`` names the operator the user wrote
     (``BETWEEN``, ``IN``; default: ``op``'s symbol) when the operand types cannot be compared."""
@@ -374,18 +375,18 @@ def compare(
     )
 
 
-def _comparison(tr: _Translator, node: ex.Compare) -> Value:
+def _comparison(tr: ArrowTranslator, node: ex.Compare) -> Value:
     return compare(tr, node.op, tr.translate(node.left), tr.translate(node.right), sql_text(node))
 
 
-def _between(tr: _Translator, node: ex.Between) -> Value:
+def _between(tr: ArrowTranslator, node: ex.Between) -> Value:
     value, where = tr.translate(node.value), sql_text(node)
     low = compare(tr, "ge", value, tr.translate(node.low), where, "BETWEEN")
     high = compare(tr, "le", value, tr.translate(node.high), where, "BETWEEN")
     return tr.call(node, pc.and_kleene(low.expr, high.expr))
 
 
-def _in(tr: _Translator, node: ex.In) -> Value:
+def _in(tr: ArrowTranslator, node: ex.In) -> Value:
     value = tr.translate(node.value)
     items = [unify(value, tr.translate(item))[1] for item in node.items]
     where = sql_text(node)
@@ -409,7 +410,7 @@ def _in(tr: _Translator, node: ex.In) -> Value:
     return tr.call(node, pc.if_else(pc.is_null(value.expr), NULL_BOOL, found))
 
 
-def _is_null(tr: _Translator, node: ex.IsNull) -> Value:
+def _is_null(tr: ArrowTranslator, node: ex.IsNull) -> Value:
     return tr.call(node, pc.is_null(tr.translate(node.value).expr))
 
 
@@ -417,7 +418,7 @@ def _is_null(tr: _Translator, node: ex.IsNull) -> Value:
 
 
 def _logic(kernel: Callable[..., pc.Expression]) -> Handler:
-    def handle(tr: _Translator, node: ex.And | ex.Or) -> Value:
+    def handle(tr: ArrowTranslator, node: ex.And | ex.Or) -> Value:
         left, right = tr.translate(node.left), tr.translate(node.right)
         left, right = (retype(v, pa.bool_()) for v in (left, right))
         return tr.call(node, kernel(left.expr, right.expr))
@@ -425,14 +426,14 @@ def _logic(kernel: Callable[..., pc.Expression]) -> Handler:
     return handle
 
 
-def _not(tr: _Translator, node: ex.Not) -> Value:
+def _not(tr: ArrowTranslator, node: ex.Not) -> Value:
     return tr.call(node, pc.invert(retype(tr.translate(node.operand), pa.bool_()).expr))
 
 
 # ---------------------------------------------------------------- arithmetic
 
 
-def _operands(tr: _Translator, node: ex.Arithmetic | ex.Call) -> tuple[Value, Value]:
+def _operands(tr: ArrowTranslator, node: ex.Arithmetic | ex.Call) -> tuple[Value, Value]:
     """Arithmetic operands: only NULL literals are retyped, so ``int32_col + 2147483647`` is int64
     (with ``column_typed_literals`` a number that fits takes the other operand's numeric type)."""
     this, other = (node.left, node.right) if isinstance(node, ex.Arithmetic) else node.args
@@ -464,7 +465,7 @@ _ARITHMETIC: dict[str, Callable[..., pc.Expression]] = {
 }
 
 
-def _arithmetic(tr: _Translator, node: ex.Arithmetic) -> Value:
+def _arithmetic(tr: ArrowTranslator, node: ex.Arithmetic) -> Value:
     left, right = _operands(tr, node)
     if node.op != "%":
         return tr.call(node, _ARITHMETIC[node.op](left.expr, right.expr))
@@ -475,7 +476,7 @@ def _arithmetic(tr: _Translator, node: ex.Arithmetic) -> Value:
     return tr.call(node, pc.subtract(left.expr, pc.multiply(quotient, right.expr)))
 
 
-def _neg(tr: _Translator, node: ex.Neg) -> Value:
+def _neg(tr: ArrowTranslator, node: ex.Neg) -> Value:
     value = tr.translate(node.value)
     if value.literal is not None and value.literal.is_valid:
         return constant(pc.negate(value.literal))
@@ -485,15 +486,15 @@ def _neg(tr: _Translator, node: ex.Neg) -> Value:
 # ---------------------------------------------------------------- casts and temporal literals
 
 
-def _cast(tr: _Translator, node: ex.Cast) -> Value:
+def _cast(tr: ArrowTranslator, node: ex.Cast) -> Value:
     target = node.to
     value = tr.translate(node.value)
     if value.literal is None:
-        return tr.call(node, value.expr.cast(target))
+        return tr.call(node, datafusion_cast(value.expr, value.type, target))
     if pa.types.is_temporal(target) and isinstance(value.literal.as_py(), str):
         return constant(temporal_literal(value.literal.as_py(), target))
     try:
-        return constant(value.literal.cast(target))
+        return constant(datafusion_cast(value.literal, value.type, target))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise PredicateError(f"cannot evaluate {sql_text(node)}: {exc}") from exc
 
@@ -501,14 +502,14 @@ def _cast(tr: _Translator, node: ex.Cast) -> Value:
 # ---------------------------------------------------------------- LIKE
 
 
-def _like(tr: _Translator, node: ex.Like) -> Value:
+def _like(tr: ArrowTranslator, node: ex.Like) -> Value:
     pattern = tr.pattern(node.pattern, "LIKE pattern")
     return tr.call(
         node, pc.match_like(tr.translate(node.value).expr, pattern=pattern, ignore_case=node.ignore_case)
     )
 
 
-def _call(tr: _Translator, node: ex.Call) -> Value:
+def _call(tr: ArrowTranslator, node: ex.Call) -> Value:
     handler = FUNCTIONS.get(node.name)
     if handler is None:
         if is_construct(node.name):
@@ -518,7 +519,7 @@ def _call(tr: _Translator, node: ex.Call) -> Value:
 
 
 _HANDLERS: dict[type[ex.Expr], Handler] = {
-    ex.Column: _Translator.column,
+    ex.Column: ArrowTranslator.column,
     ex.Literal: _literal,
     ex.Compare: _comparison,
     ex.Between: _between,

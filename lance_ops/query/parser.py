@@ -24,6 +24,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.parser import build_trim
 
 from lance_ops.errors import PredicateError, UnsupportedFeatureError
 from lance_ops.query import expressions as ex
@@ -50,6 +51,12 @@ class LanceSQL(Spark):
 
     class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
         LOG_DEFAULTS_TO_LN = False  # DataFusion's log(x) is base 10
+        # DataFusion's ltrim / rtrim(string, characters); Spark's take the characters first
+        FUNCTIONS = {
+            **Spark.Parser.FUNCTIONS,
+            "LTRIM": lambda args: build_trim(args),
+            "RTRIM": lambda args: build_trim(args, is_left=False),
+        }
 
 
 class NotRepresentable(UnsupportedFeatureError):
@@ -423,6 +430,8 @@ def to_sqlglot(node: ex.Expr) -> exp.Expr:
         return exp.Cast(this=to_sqlglot(node.value), to=_sql_type(node.to))
     if isinstance(node, ex.Call):
         args = [to_sqlglot(a) for a in node.args]
+        if node.name in ("ltrim", "rtrim"):  # as called, not TRIM(LEADING ...), which pylance refuses
+            return exp.Anonymous(this=node.name.upper(), expressions=args)
         try:
             return exp.func(node.name, *args, dialect=LanceSQL)
         except (ValueError, TypeError) as exc:

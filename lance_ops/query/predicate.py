@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from lance_ops.errors import FieldNotFoundError, LanceOpsError, PredicateError, PredicateTypeError
 from lance_ops.query import expressions as ex
 from lance_ops.query import visitors
-from lance_ops.query.arrow import _Translator
+from lance_ops.query.arrow import ArrowTranslator
 from lance_ops.query.parser import parse
 from lance_ops.query.substrait import from_arrow
 from lance_ops.query.values import Value, constant, type_kind, unify
@@ -76,13 +76,13 @@ def _bind(
     schema: pa.Schema,
     column_typed_literals: bool = False,
     condition: bool = False,
-) -> tuple[_Translator, Value, tuple[str, ...], ex.Expr | None]:
+) -> tuple[ArrowTranslator, Value, tuple[str, ...], ex.Expr | None]:
     """Translate ``expression`` against ``schema``: the translator, the value, the top-level columns
     it reads and the expression tree (SQL, or an Arrow ``condition`` that
     :func:`~lance_ops.query.substrait.from_arrow` can read; None otherwise)."""
     virtual = [pa.field(n, t) for n, t in VIRTUAL_COLUMNS.items() if schema.get_field_index(n) < 0]
     bound_schema = pa.schema([*schema, *virtual], metadata=schema.metadata)
-    translator = _Translator(bound_schema, column_typed_literals)
+    translator = ArrowTranslator(bound_schema, column_typed_literals)
     if isinstance(expression, pc.Expression):
         converted = _arrow_condition(expression, translator) if condition else None
         if converted is not None:
@@ -107,7 +107,7 @@ def _bind(
     )
 
 
-def _arrow_condition(expression: pc.Expression, translator: _Translator) -> tuple[ex.Expr, Value] | None:
+def _arrow_condition(expression: pc.Expression, translator: ArrowTranslator) -> tuple[ex.Expr, Value] | None:
     """The tree of an Arrow condition and its translation, when it has a tree that translates to
     a boolean: it is then evaluated as pylance evaluates it (DataFusion's NaN ordering, for one)."""
     try:
@@ -124,7 +124,7 @@ def _opaque_columns(expression: pc.Expression, schema: pa.Schema, virtual: list[
     ones it needs (the fewest it binds with: none, one, or all of them)."""
     for extra in ([], *([f] for f in virtual)):
         try:
-            _Translator(pa.schema([*schema, *extra])).typed(expression, str(expression))
+            ArrowTranslator(pa.schema([*schema, *extra])).typed(expression, str(expression))
         except FieldNotFoundError:
             continue
         return (*schema.names, *(f.name for f in extra))
@@ -149,7 +149,7 @@ def parse_expression(
 _OPERATOR_CALLS = {"bracket", "dpipe", "escape", "hexstring", "nullsafeeq", "nullsafeneq"}
 
 
-def _nullable(node: ex.Expr, tr: _Translator) -> bool:
+def _nullable(node: ex.Expr, tr: ArrowTranslator) -> bool:
     """Whether DataFusion would mark ``node``'s result nullable: a column as its field (and struct
     ancestors), literals never, NULL always; ``IS [NOT] NULL`` / ``IS TRUE`` never; ``coalesce``
     only when every argument is; casts as their operand; ``AND`` / ``OR`` and functions always;

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +25,7 @@ __all__ = [
     "Value",
     "as_type",
     "constant",
+    "datafusion_cast",
     "promote",
     "retype",
     "temporal_literal",
@@ -161,3 +163,15 @@ def temporal_literal(text: str, target: pa.DataType) -> pa.Scalar:
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
     return pa.scalar(moment, target)
+
+
+def datafusion_cast(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
+    """``value`` (an Arrow expression or scalar of type ``source``) cast as DataFusion casts (SQL
+    ``CAST``, ``arrow_cast``, an Arrow expression's unsafe cast): fractions and finer time units are
+    cut off, values out of the target's range refused."""
+    if pa.types.is_floating(source) and pa.types.is_integer(target):
+        value = pc.trunc(value)  # then the cast only checks the range
+    if pa.types.is_integer(source) and pa.types.is_decimal(target):
+        # Arrow wants a decimal wide enough for any integer first; the narrowing step is checked.
+        value = value.cast(pa.decimal128(38, target.scale))
+    return value.cast(options=pc.CastOptions(target, allow_time_truncate=True))

@@ -175,6 +175,27 @@ class _CallablePath(str):
         return str(self)
 
 
+class IdList(tuple[int, ...]):
+    """Field ids or column indices of a data file: a tuple (hashable, as the frozen dataclasses
+    holding it) that, like pylance's ``List[int]``, prints as a list and equals the list of the same
+    ids (``data_file.fields == [0]``)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            other = tuple(other)
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 @dataclass(frozen=True)
 class DataFile:
     """One data file of a fragment: which field ids it stores and in which top-level column.
@@ -186,15 +207,25 @@ class DataFile:
 
     path: str
     fields: tuple[int, ...]
-    column_indices: tuple[int, ...]
-    file_major_version: int
-    file_minor_version: int
+    column_indices: tuple[int, ...] = ()
+    file_major_version: int = 0
+    file_minor_version: int = 0
     file_size_bytes: int = 0
     base_id: int | None = None
     null_counts: Mapping[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", _CallablePath(self.path))
+        object.__setattr__(self, "fields", IdList(self.fields))
+        object.__setattr__(self, "column_indices", IdList(self.column_indices or ()))
+
+    def __repr__(self) -> str:
+        # pylance's text: no base_id, an unknown size (0 in the manifest) as None
+        return (
+            f"DataFile(path={str(self.path)!r}, fields={self.fields!r}, "
+            f"column_indices={self.column_indices!r}, file_major_version={self.file_major_version}, "
+            f"file_minor_version={self.file_minor_version}, file_size_bytes={self.file_size_bytes or None})"
+        )
 
     @property
     def file_version(self) -> str:
@@ -243,7 +274,7 @@ class DataFile:
             path=check_relative_path(data["path"], "data file"),
             fields=tuple(data["fields"]),
             column_indices=tuple(data.get("column_indices", ())),
-            file_major_version=data.get("file_major_version", 2),
+            file_major_version=data.get("file_major_version", 0),
             file_minor_version=data.get("file_minor_version", 0),
             file_size_bytes=data.get("file_size_bytes") or 0,
             base_id=data.get("base_id"),
@@ -284,6 +315,10 @@ class DeletionFile:
                     f"deletion file type must be 'array' or 'bitmap', not {self.file_type!r}"
                 )
             object.__setattr__(self, "file_type", DeletionFileType[kind])
+
+    def __repr__(self) -> str:
+        kind = "array" if self.file_type is DeletionFileType.ARROW_ARRAY else "bitmap"
+        return f"DeletionFile(type={kind!r}, num_deleted_rows={self.num_deleted_rows})"
 
     def file_name(self, fragment_id: int) -> str:
         return deletion_file_name(fragment_id, self.read_version, self.id, self.file_type.extension)
@@ -391,6 +426,16 @@ class DataFragment:
         """Live rows (physical rows minus deleted rows)."""
         return self.physical_rows - self.num_deleted_rows
 
+    def __repr__(self) -> str:
+        # pylance's FragmentMetadata text (its public name), field for field
+        return (
+            f"FragmentMetadata(id={self.id}, files={list(self.files)!r}, "
+            f"physical_rows={self.physical_rows}, deletion_file={self.deletion_file!r}, "
+            f"row_id_meta={self.row_id_meta!r}, "
+            f"created_at_version_meta={_sequence_repr(self.created_at_versions)}, "
+            f"last_updated_at_version_meta={_sequence_repr(self.last_updated_at_versions)}, overlays=[])"
+        )
+
     def with_id(self, fragment_id: int) -> DataFragment:
         return replace(self, id=fragment_id)
 
@@ -470,6 +515,14 @@ def _sequence_to_json(value: RowSequence, capitalized: bool) -> dict[str, Any] |
     if isinstance(value, ExternalFile):
         return {external: {"path": value.path, "offset": value.offset, "size": value.size}}
     return None
+
+
+def _sequence_repr(value: RowSequence) -> str:
+    """A row-version sequence as pylance's repr names it (pylance prints the object's address)."""
+    if value is None:
+        return "None"
+    kind = "external" if isinstance(value, ExternalFile) else f"inline, {len(value)} bytes"
+    return f"<RowDatasetVersionMeta {kind}>"
 
 
 def _sequence_from_json(value: Mapping[str, Any] | None) -> RowSequence:

@@ -4,6 +4,7 @@ beside the pylance-shaped keyword forms, which stay thin wrappers giving the sam
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import get_type_hints
@@ -52,7 +53,7 @@ def test_compaction_keywords_are_the_options_fields() -> None:
     keywords = set(get_type_hints(CompactionKeywords))
     assert keywords == {f.name for f in fields(lance_ops.CompactionOptions)} - {"io_buffer_size"}
     signature = set(inspect.signature(lance_ops.optimize.DatasetOptimizer.compact_files).parameters)
-    extras = {"self", "options", "dry_run", "commit_every", "progress", "transaction_properties"}
+    extras = {"self", "options", "dry_run", "commit_every", "progress", "transaction_properties", "commit"}
     assert signature - extras == keywords
 
 
@@ -185,3 +186,71 @@ def test_dataset_methods_refuse_a_setting_given_both_ways(tmp_path: Path) -> Non
             commit=lance_ops.CommitOptions(transaction_properties={"a": "2"}),
         )
     assert ds.version == 1 and lance.dataset(uri).version == 1
+
+
+# Every mutating entry point with the commit settings it was given (L17: rebuild, compaction and the
+# dataset methods that lacked ``commit=``); each call commits one version whose properties say its name.
+_MUTATIONS: dict[str, Callable[[lance_ops.LanceDataset, lance_ops.CommitOptions], object]] = {
+    "delete": lambda ds, c: ds.delete("id = 1", commit=c),
+    "update": lambda ds, c: ds.update({"id": "id + 100"}, where="id = 2", commit=c),
+    "add_columns": lambda ds, c: ds.add_columns({"x": "id * 2"}, commit=c),
+    "alter_columns": lambda ds, c: ds.alter_columns({"path": "x", "name": "y"}, commit=c),
+    "drop_columns": lambda ds, c: ds.drop_columns(["y"], commit=c),
+    "update_config": lambda ds, c: ds.update_config({"k": "v"}, commit=c),
+    "delete_config_keys": lambda ds, c: ds.delete_config_keys(["k"], commit=c),
+    "update_metadata": lambda ds, c: ds.update_metadata({"m": "1"}, commit=c),
+    "update_schema_metadata": lambda ds, c: ds.update_schema_metadata({"s": "1"}, commit=c),
+    "update_field_metadata": lambda ds, c: ds.update_field_metadata({"id": {"f": "1"}}, commit=c),
+    "compact_files": lambda ds, c: ds.optimize.compact_files(commit=c),
+    "rebuild": lambda ds, c: ds.stats.rebuild(force=True, commit=c),
+}
+
+
+@pytest.mark.interop
+def test_every_mutating_method_takes_commit_options(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds.lance")
+    _small_fragments(uri, fragments=3)
+    ds = lance_ops.dataset(uri)
+    expected = []
+    for name, call in _MUTATIONS.items():
+        before = ds.version
+        call(ds, lance_ops.CommitOptions(commit_message=name, transaction_properties={"step": name}))
+        assert ds.version > before, name
+        expected += [{"step": name, "__lance_commit_message": name}] * (ds.version - before)
+    trace = _commit_trace(uri)[3:]
+    # (an update also records its own lance_ops.* property)
+    mine = [{k: v for k, v in props.items() if not k.startswith("lance_ops.")} for _, props in trace]
+    assert mine == expected
+    # compaction commits ReserveFragments then Rewrite; the statistics rebuild an UpdateConfig
+    assert [op for op, _ in trace][-3:] == ["ReserveFragments", "Rewrite", "UpdateConfig"]
+    assert sorted(lance.dataset(uri).to_table()["id"].to_pylist()) == [0, *range(3, 30), 102]
+
+
+def test_compaction_entry_points_take_commit_options(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds.lance")
+    _small_fragments(uri, fragments=4)
+    ds = lance_ops.dataset(uri)
+    lance_ops.optimize.Compaction.execute(
+        ds,
+        {"target_rows_per_fragment": 20},
+        commit=lance_ops.CommitOptions(transaction_properties={"s": "1"}),
+    )
+    plan = lance_ops.optimize.Compaction.plan(ds, {"target_rows_per_fragment": 40})
+    results = [task.execute(uri) for task in plan.tasks]
+    lance_ops.optimize.Compaction.commit(
+        ds, results, commit=lance_ops.CommitOptions(transaction_properties={"s": "2"})
+    )
+    assert [props.get("s") for _, props in _commit_trace(uri)][4:] == ["1", "1", "2", "2"]
+    assert sorted(lance.dataset(uri).to_table()["id"].to_pylist()) == list(range(40))
+
+
+def test_compact_files_and_rebuild_refuse_a_setting_given_both_ways(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds.lance")
+    _small_fragments(uri, fragments=2)
+    ds = lance_ops.dataset(uri)
+    conflicting = lance_ops.CommitOptions(transaction_properties={"a": "2"})
+    with pytest.raises(InvalidArgumentError, match="transaction_properties"):
+        ds.optimize.compact_files(transaction_properties={"a": "1"}, commit=conflicting)
+    with pytest.raises(InvalidArgumentError, match="transaction_properties"):
+        ds.stats.rebuild(force=True, transaction_properties={"a": "1"}, commit=conflicting)
+    assert ds.version == 2 and lance.dataset(uri).version == 2
