@@ -101,13 +101,42 @@ def remap_btree(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMa
     return writer.result(index)
 
 
+def _fast_order(values: pa.Array, ids: np.ndarray) -> np.ndarray | None:
+    """:func:`_value_order` for an integer or float column whose non-null values are all distinct
+    (the common BTREE key): one unstable numpy sort, whose order is then the only one; ``None``
+    when the type or the values (ties, several NaNs) need the general sort."""
+    dtype = values.type
+    if not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype)) or pa.types.is_float16(dtype):
+        return None
+    valid = None if values.null_count == 0 else np.asarray(values.is_valid(), dtype=bool)
+    keys = np.asarray(values.fill_null(0) if valid is not None else values)
+    positions = None if valid is None else np.flatnonzero(valid)
+    if positions is not None:
+        keys = keys[positions]
+    order = np.argsort(keys)
+    ordered = keys[order]
+    if ordered.size > 1 and bool(np.any(ordered[1:] == ordered[:-1])):
+        return None
+    if pa.types.is_floating(dtype) and np.count_nonzero(np.isnan(ordered)) > 1:
+        return None
+    if positions is None:
+        return order
+    nulls = np.flatnonzero(~valid)
+    nulls = nulls[np.argsort(ids[nulls], kind="stable")]
+    return np.concatenate([nulls, positions[order]])
+
+
 def _value_order(table: pa.Table) -> np.ndarray:
     """Row order of pylance's pages: nulls first, then values ascending with NaN last (greatest),
     ties by row id. (Arrow's own null placement would put NaN with the nulls.)"""
+    values = table.column("values").combine_chunks()
+    fast = _fast_order(values, np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64))
+    if fast is not None:
+        return fast
     order = np.asarray(
         pc.sort_indices(table, sort_keys=[("values", "ascending", "at_end"), ("ids", "ascending")])
     )
-    null = np.asarray(table.column("values").is_null(), dtype=bool)[order]
+    null = np.asarray(values.is_null(), dtype=bool)[order]
     return np.concatenate([order[null], order[~null]])
 
 
