@@ -158,9 +158,9 @@ def test_search_reads_only_the_probed_partitions(
 @pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
 @pytest.mark.parametrize("m", [1, 3, 4])
 def test_pq_table_lookup_equals_decoded_distances(metric: str, m: int) -> None:
-    """The cached pair codes and per-row terms give the distances of the decoded vectors (odd
-    sub-vector counts padded; partitions of 1, 5 and 1025 rows)."""
-    from lance_ops.vector_search import _pq_distances, _pq_pairs
+    """The cached codes and per-row terms give the distances of the decoded vectors (odd
+    sub-vector counts; partitions of 1, 5 and 1025 rows)."""
+    from lance_ops.vector_search import _pq_block, _pq_distances
 
     rng = np.random.default_rng(m)
     sub, k = 2, 256
@@ -169,7 +169,7 @@ def test_pq_table_lookup_equals_decoded_distances(metric: str, m: int) -> None:
     q = rng.normal(size=m * sub).astype(np.float32)
     probed = np.array([0, 2, 3])
     codes = [rng.integers(0, k, (m, n)).astype(np.uint8) for n in (1, 5, 1025)]
-    blocks = [_pq_pairs(codebook, c, centroids[p], metric) for c, p in zip(codes, probed, strict=True)]
+    blocks = [_pq_block(codebook, c, centroids[p], metric) for c, p in zip(codes, probed, strict=True)]
     got = _pq_distances(codebook, blocks, probed, centroids, q, metric)
     decoded = np.concatenate(
         [
