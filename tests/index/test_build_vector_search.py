@@ -204,3 +204,21 @@ def test_missing_storage_file_is_a_typed_error(tmp_path: Path) -> None:
     storage.unlink()
     with pytest.raises(IndexCorruptError, match="vec_idx"):
         lance_ops.dataset(str(tmp_path)).to_table(nearest={"column": "vec", "q": x[0], "k": 3})
+
+
+def test_rows_of_a_fragment_deleted_whole_and_without_deletions_are_searched_as_pylance(
+    tmp_path: Path,
+) -> None:
+    """No deleted row anywhere: every indexed row is live (no per-row check); then a fragment
+    deleted whole: its rows leave the answers, as in pylance's."""
+    x = _data(3000)
+    lance.write_dataset(_table(x), tmp_path, max_rows_per_file=1000)
+    lance_ops.dataset(str(tmp_path)).create_index("vec", "IVF_FLAT", num_partitions=4)
+    nearest = {"column": "vec", "q": x[1500], "k": 10, "nprobes": 4}
+    theirs, ours = _both(tmp_path, nearest=nearest)
+    _assert_same(theirs, ours)
+    assert ours["id"].to_pylist()[0] == 1500
+    lance_ops.dataset(str(tmp_path)).delete("id >= 1000 AND id < 2000")
+    theirs, ours = _both(tmp_path, nearest=nearest)
+    _assert_same(theirs, ours)
+    assert not any(1000 <= i < 2000 for i in ours["id"].to_pylist())
