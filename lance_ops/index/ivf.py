@@ -265,19 +265,28 @@ def _centroids(ctx: StorageContext, index: IndexMetadata) -> tuple[np.ndarray, s
     return centroids, metric
 
 
-def _nearest(vectors: np.ndarray, points: np.ndarray, dot: bool = False, chunk: int = 8192) -> np.ndarray:
+def _nearest(
+    vectors: np.ndarray, points: np.ndarray, dot: bool = False, chunk: int | None = None
+) -> np.ndarray:
     """Index of the nearest of ``points`` for each of ``vectors`` (squared l2, or with ``dot`` the
-    largest inner product), in cache-sized chunks computed in place (``|p|^2 - 2 v.p``: the same
-    float32 values, so the same choices, as the plain expression)."""
-    transposed = np.ascontiguousarray(points.T)
+    largest inner product), in chunks computed in place (``|p|^2 + v.(-2 p)``: the same float32
+    values, so the same choices, as the plain expression; scaling by -2 is exact).
+
+    Chunks are 8192 vectors, or 512 for a short dimension (PQ sub-vectors): a product of inner
+    dimension below 16 is bound by memory, and a result block that stays in cache (512 x 256
+    floats) then costs a fifth of a large one."""
+    if chunk is None:
+        chunk = 512 if points.shape[1] < 16 else 8192
+    transposed = np.ascontiguousarray(points.T) * np.float32(1.0 if dot else -2.0)
     norms = (points * points).sum(1)
     out = np.empty(len(vectors), np.int64)
+    buffer = np.empty((min(chunk, len(vectors)), len(points)), np.result_type(vectors, transposed))
     for i in range(0, len(vectors), chunk):
-        products = np.ascontiguousarray(vectors[i : i + chunk]) @ transposed
+        block = np.ascontiguousarray(vectors[i : i + chunk])
+        products = np.matmul(block, transposed, out=buffer[: len(block)])
         if dot:
             out[i : i + chunk] = products.argmax(1)
         else:
-            products *= -2.0
             products += norms
             out[i : i + chunk] = products.argmin(1)
     return out
