@@ -161,7 +161,9 @@ def merge_btree(
             PAGES, f"index {template.name!r}: new values do not fit {value_type}: {exc}"
         ) from exc
     for segment in merged:
-        old = _read(ctx, segment)[0].table.select(["values", "ids"])
+        # the template is usually the newest segment merged: its pages are read once
+        held = pages if base is None and segment.uuid == template.uuid else _read(ctx, segment)[0]
+        old = held.table.select(["values", "ids"])
         parts.append(old.cast(parts[0].schema))
     table = pa.concat_tables(parts).combine_chunks()
     table = table.take(_value_order(table))

@@ -371,7 +371,8 @@ def extend_ivf(
     codes = [_encode(storage, kind, metric, vectors, residuals).astype(_storage_dtype(storage))]
     partitions, ids = [partition], [np.asarray(row_ids, dtype=np.uint64)]
     for segment in merged:
-        old = _read_storage(ctx, segment, kind)
+        # the template is usually the newest segment merged: its storage is read once
+        old = storage if segment.uuid == template.uuid else _read_storage(ctx, segment, kind)
         if old.lengths.size != centroids.shape[0]:
             raise _corrupt(segment, STORAGE_FILE, "segments of one index with different partitions")
         partitions.append(np.repeat(np.arange(old.lengths.size), old.lengths))
