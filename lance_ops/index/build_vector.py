@@ -51,7 +51,6 @@ HNSW_DEFAULTS = {"max_level": 7, "m": 20, "ef_construction": 150, "prefetch_dist
 METRICS = ("l2", "cosine", "dot")
 _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
 _CHUNK = 16384
-_SHORT_CHUNK = 512
 _TOLERANCE = 1e-4  # relative loss change at which k-means stops early
 
 
@@ -90,11 +89,8 @@ def _distances(x: np.ndarray, points: np.ndarray, dot: bool) -> tuple[np.ndarray
     scale = 1.0 if dot else 2.0
     nearest = np.empty(len(x), np.int64)
     best = np.empty(len(x), np.float64)
-    # a product of inner dimension below 16 (PQ sub-vectors) is bound by memory: small chunks,
-    # whose scores stay in cache, cost a fraction of large ones
-    step = _SHORT_CHUNK if points.shape[1] < 16 else _CHUNK
-    for start in range(0, len(x), step):
-        chunk = x[start : start + step]
+    for start in range(0, len(x), _CHUNK):
+        chunk = x[start : start + _CHUNK]
         scores = norms[None, :] - scale * (chunk @ points.T)
         at = scores.argmin(1)
         nearest[start : start + len(chunk)] = at
