@@ -272,11 +272,11 @@ def _nearest(
     largest inner product), in chunks computed in place (``|p|^2 + v.(-2 p)``: the same float32
     values, so the same choices, as the plain expression; scaling by -2 is exact).
 
-    Chunks are 8192 vectors, or 512 for a short dimension (PQ sub-vectors): a product of inner
-    dimension below 16 is bound by memory, and a result block that stays in cache (512 x 256
-    floats) then costs a fifth of a large one."""
+    Chunks are 8192 vectors, or 512 for PQ sub-vectors of fewer than 8 dimensions: measured (100k
+    vectors, 256 codewords, BLAS as installed here), 512-row chunks cost a seventh of 8192-row ones
+    for 4 dimensions but five times more for 8."""
     if chunk is None:
-        chunk = 512 if points.shape[1] < 16 else 8192
+        chunk = 512 if points.shape[1] < 8 else 8192
     transposed = np.ascontiguousarray(points.T) * np.float32(1.0 if dot else -2.0)
     norms = (points * points).sum(1)
     out = np.empty(len(vectors), np.int64)
