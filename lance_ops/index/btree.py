@@ -108,20 +108,21 @@ def _fast_order(values: pa.Array, ids: np.ndarray) -> np.ndarray | None:
     dtype = values.type
     if not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype)) or pa.types.is_float16(dtype):
         return None
-    valid = None if values.null_count == 0 else np.asarray(values.is_valid(), dtype=bool)
-    keys = np.asarray(values.fill_null(0) if valid is not None else values)
-    positions = None if valid is None else np.flatnonzero(valid)
-    if positions is not None:
-        keys = keys[positions]
+    positions = nulls = None
+    if values.null_count:
+        valid = np.asarray(values.is_valid(), dtype=bool)
+        positions, nulls = np.flatnonzero(valid), np.flatnonzero(~valid)
+        keys = np.asarray(values.fill_null(0))[positions]
+    else:
+        keys = np.asarray(values)
     order = np.argsort(keys)
     ordered = keys[order]
     if ordered.size > 1 and bool(np.any(ordered[1:] == ordered[:-1])):
         return None
     if pa.types.is_floating(dtype) and np.count_nonzero(np.isnan(ordered)) > 1:
         return None
-    if positions is None:
+    if positions is None or nulls is None:
         return order
-    nulls = np.flatnonzero(~valid)
     nulls = nulls[np.argsort(ids[nulls], kind="stable")]
     return np.concatenate([nulls, positions[order]])
 
