@@ -138,7 +138,7 @@ def _pq_distances(
     ``1 - q.r``."""
     from lance_ops.index._pq_kernels import add_lookups  # noqa: PLC0415 - numba, on first use
 
-    m, k, sub = codebook.shape
+    m, _, sub = codebook.shape
     counts = np.asarray([codes.shape[1] for codes, _ in blocks], dtype=np.int64)
     table = np.ascontiguousarray((codebook * q.reshape(m, 1, sub)).sum(-1), dtype=np.float32)
     out = np.zeros(int(counts.sum()), np.float32)
