@@ -56,6 +56,7 @@ from lance_ops.index.ivf import (
 from lance_ops.index.types import VECTOR_TYPES, index_type_of
 from lance_ops.io.context import StorageContext
 from lance_ops.schema import LanceSchema
+from lance_ops.table import frag_reuse
 from lance_ops.table.manifest import IndexMetadata
 
 if TYPE_CHECKING:
@@ -113,23 +114,19 @@ def _top(ids: np.ndarray, dists: np.ndarray, count: int) -> tuple[np.ndarray, np
     return ids[order], dists[order]
 
 
-def _pq_pairs(
+def _pq_block(
     codebook: np.ndarray, codes: np.ndarray, centroid: np.ndarray, metric: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """A cached form of one partition's PQ codes (``[m, rows]`` uint8) for :func:`_pq_distances`:
-    codes of sub-vectors ``2h`` and ``2h + 1`` as one ``[m / 2, rows]`` pair code ``a * k + b``
-    (a zero sub-vector pads an odd ``m``), and for l2 each row's ``2 c.r + |r|^2`` (``r`` the
+    the codes, contiguous by sub-vector, and for l2 each row's ``2 c.r + |r|^2`` (``r`` the
     row's decoded residual, ``c`` the partition's centroid)."""
-    m, k, _ = codebook.shape
-    wide = codes.astype(np.uint16)
-    if m % 2:
-        wide = np.concatenate([wide, np.zeros((1, wide.shape[1]), np.uint16)])
-    pairs = np.ascontiguousarray(wide[0::2] * k + wide[1::2])
+    m = codebook.shape[0]
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
     if metric != "l2":
-        return pairs, np.empty(0, np.float32)
+        return codes, np.empty(0, np.float32)
     residual = np.concatenate([codebook[j][codes[j]] for j in range(m)], axis=1)
     extra = 2.0 * (residual @ centroid) + (residual * residual).sum(1)
-    return pairs, extra.astype(np.float32)
+    return codes, extra.astype(np.float32)
 
 
 def _pq_distances(
@@ -141,22 +138,22 @@ def _pq_distances(
     metric: str,
 ) -> np.ndarray:
     """Distances of PQ-coded rows to ``q`` by table lookup: one ``[m, k]`` table of ``q``'s
-    sub-vectors against the codewords, its rows summed pairwise into ``[m / 2, k * k]`` so that
-    each row needs ``m / 2`` lookups (``blocks``: each probed partition's :func:`_pq_pairs`).
+    sub-vectors against the codewords, one entry of each of its rows summed per row (``blocks``:
+    each probed partition's :func:`_pq_block`; the sums compiled, :mod:`lance_ops.index._pq_kernels`).
 
     l2 and cosine indices code the residual ``r`` to the partition's centroid ``c``, dot indices
     the vector: l2 is ``|q - c|^2 - 2 q.r + (2 c.r + |r|^2)``, cosine ``1 - q.c - q.r``, dot
     ``1 - q.r``."""
-    m, k, sub = codebook.shape
-    counts = np.asarray([pairs.shape[1] for pairs, _ in blocks], dtype=np.int64)
-    table = (codebook * q.reshape(m, 1, sub)).sum(-1)
-    if m % 2:
-        table = np.concatenate([table, np.zeros((1, k), table.dtype)])
-    pair_table = (table[0::2, :, None] + table[1::2, None, :]).reshape(-1, k * k).astype(np.float32)
-    every = np.concatenate([pairs for pairs, _ in blocks], axis=1) if blocks else np.empty((0, 0), np.uint16)
+    from lance_ops.index._pq_kernels import add_lookups  # noqa: PLC0415 - numba, on first use
+
+    m, _, sub = codebook.shape
+    counts = np.asarray([codes.shape[1] for codes, _ in blocks], dtype=np.int64)
+    table = np.ascontiguousarray((codebook * q.reshape(m, 1, sub)).sum(-1), dtype=np.float32)
     out = np.zeros(int(counts.sum()), np.float32)
-    for h in range(every.shape[0]):
-        out += pair_table[h].take(every[h])
+    start = 0
+    for (codes, _), n in zip(blocks, counts.tolist(), strict=True):
+        add_lookups(table, codes, out[start : start + n])
+        start += n
     if metric == "l2":
         centre = q[None, :] - centroids[probed]
         out *= -2.0
@@ -260,6 +257,15 @@ class VectorQuery:
                 keep[mine[np.isin(offset[mine], deleted)]] = False
         return keep
 
+    def _all_live(self, covered: BitMap) -> bool:
+        """Whether every row the segments hold is a row of this version: row ids are addresses,
+        and every fragment the segments cover is still here with no row deleted."""
+        manifest = self._ds.manifest
+        if manifest.uses_stable_row_ids or any(frag_reuse.is_behind(manifest, s) for s in self._segments):
+            return False
+        fragments = {f.id: f for f in self._ds.handle.files.fragments()}
+        return all(i in fragments and not len(fragments[i].deleted) for i in covered)
+
     def _row_ids(self, filter: Any) -> np.ndarray:
         table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)
         return np.asarray(table.column("_rowid"), dtype=np.uint64)
@@ -298,7 +304,7 @@ class VectorQuery:
             ids.append(segment_ids)
             dists.append(segment_dists)
         index_ids, index_dists = np.concatenate(ids), np.concatenate(dists).astype(np.float32)
-        if self._segments:
+        if self._segments and not self._all_live(self._covered()):
             keep = self._live(index_ids)
             index_ids, index_dists = index_ids[keep], index_dists[keep]
         flat_fragments = self._unindexed()
@@ -315,10 +321,15 @@ class VectorQuery:
         """The fragments searched flat: those no segment covers (none with ``fast_search``)."""
         if self._fast_search and self._segments:
             return []
+        covered = self._covered()
+        return [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
+
+    def _covered(self) -> BitMap:
+        """The fragments the index's segments cover."""
         covered = BitMap()
         for segment in self._segments:
             covered |= BitMap.deserialize(segment.fragment_bitmap) if segment.fragment_bitmap else BitMap()
-        return [f for f in self._ds.get_fragments() if f.fragment_id not in covered]
+        return covered
 
     def _exact(self, ids: np.ndarray) -> np.ndarray:
         if not len(ids):
@@ -412,7 +423,7 @@ class _Segment:
     codebook: np.ndarray | None  # PQ: [m, codewords, sub-vector dim]
     reader: Any
     path: str
-    # partition -> row ids, codes (PQ: :func:`_pq_pairs`' pair codes, else ``[rows, width]``) and
+    # partition -> row ids, codes (PQ: :func:`_pq_block`'s ``[m, rows]``, else ``[rows, width]``) and
     # PQ's per-row l2 term (else empty)
     partitions: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
@@ -506,8 +517,8 @@ def _partitions(
                     block = flat[start * width : (start + n) * width]
                     if state.codebook is not None:  # PQ: [m, n], as stored when transposed
                         codes = block.reshape(width, n) if transposed else block.reshape(n, width).T
-                        pairs, extra = _pq_pairs(state.codebook, codes, state.centroids[p], state.metric)
-                        entry = (ids[start : start + n].copy(), pairs, extra)
+                        cached, extra = _pq_block(state.codebook, codes, state.centroids[p], state.metric)
+                        entry = (ids[start : start + n].copy(), cached, extra)
                     else:
                         codes = block.reshape(width, n).T if transposed else block.reshape(n, width)
                         entry = (ids[start : start + n].copy(), np.ascontiguousarray(codes), _NONE)

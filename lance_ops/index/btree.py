@@ -101,13 +101,43 @@ def remap_btree(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMa
     return writer.result(index)
 
 
+def _fast_order(values: pa.Array, ids: np.ndarray) -> np.ndarray | None:
+    """:func:`_value_order` for an integer or float column whose non-null values are all distinct
+    (the common BTREE key): one unstable numpy sort, whose order is then the only one; ``None``
+    when the type or the values (ties, several NaNs) need the general sort."""
+    dtype = values.type
+    if not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype)) or pa.types.is_float16(dtype):
+        return None
+    positions = nulls = None
+    if values.null_count:
+        valid = np.asarray(values.is_valid(), dtype=bool)
+        positions, nulls = np.flatnonzero(valid), np.flatnonzero(~valid)
+        keys = np.asarray(values.fill_null(0))[positions]
+    else:
+        keys = np.asarray(values)
+    order = np.argsort(keys)
+    ordered = keys[order]
+    if ordered.size > 1 and bool(np.any(ordered[1:] == ordered[:-1])):
+        return None
+    if pa.types.is_floating(dtype) and np.count_nonzero(np.isnan(ordered)) > 1:
+        return None
+    if positions is None or nulls is None:
+        return order
+    nulls = nulls[np.argsort(ids[nulls], kind="stable")]
+    return np.concatenate([nulls, positions[order]])
+
+
 def _value_order(table: pa.Table) -> np.ndarray:
     """Row order of pylance's pages: nulls first, then values ascending with NaN last (greatest),
     ties by row id. (Arrow's own null placement would put NaN with the nulls.)"""
+    values = table.column("values").combine_chunks()
+    fast = _fast_order(values, np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64))
+    if fast is not None:
+        return fast
     order = np.asarray(
         pc.sort_indices(table, sort_keys=[("values", "ascending", "at_end"), ("ids", "ascending")])
     )
-    null = np.asarray(table.column("values").is_null(), dtype=bool)[order]
+    null = np.asarray(values.is_null(), dtype=bool)[order]
     return np.concatenate([order[null], order[~null]])
 
 
@@ -132,7 +162,9 @@ def merge_btree(
             PAGES, f"index {template.name!r}: new values do not fit {value_type}: {exc}"
         ) from exc
     for segment in merged:
-        old = _read(ctx, segment)[0].table.select(["values", "ids"])
+        # the template is usually the newest segment merged: its pages are read once
+        held = pages if base is None and segment.uuid == template.uuid else _read(ctx, segment)[0]
+        old = held.table.select(["values", "ids"])
         parts.append(old.cast(parts[0].schema))
     table = pa.concat_tables(parts).combine_chunks()
     table = table.take(_value_order(table))

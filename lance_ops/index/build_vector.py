@@ -90,9 +90,14 @@ def _distances(x: np.ndarray, points: np.ndarray, dot: bool) -> tuple[np.ndarray
     scale = 1.0 if dot else 2.0
     nearest = np.empty(len(x), np.int64)
     best = np.empty(len(x), np.float64)
+    transposed = points.T
+    buffer = np.empty((min(_CHUNK, len(x)), len(points)), np.result_type(x, transposed))
     for start in range(0, len(x), _CHUNK):
         chunk = x[start : start + _CHUNK]
-        scores = norms[None, :] - scale * (chunk @ points.T)
+        # norms - scale * (x.p), in place: (-scale) * v + norms is the same float as norms - scale * v
+        scores = np.matmul(chunk, transposed, out=buffer[: len(chunk)])
+        scores *= -scale
+        scores += norms
         at = scores.argmin(1)
         nearest[start : start + len(chunk)] = at
         value = scores[np.arange(len(chunk)), at].astype(np.float64)

@@ -265,19 +265,28 @@ def _centroids(ctx: StorageContext, index: IndexMetadata) -> tuple[np.ndarray, s
     return centroids, metric
 
 
-def _nearest(vectors: np.ndarray, points: np.ndarray, dot: bool = False, chunk: int = 8192) -> np.ndarray:
+def _nearest(
+    vectors: np.ndarray, points: np.ndarray, dot: bool = False, chunk: int | None = None
+) -> np.ndarray:
     """Index of the nearest of ``points`` for each of ``vectors`` (squared l2, or with ``dot`` the
-    largest inner product), in cache-sized chunks computed in place (``|p|^2 - 2 v.p``: the same
-    float32 values, so the same choices, as the plain expression)."""
-    transposed = np.ascontiguousarray(points.T)
+    largest inner product), in chunks computed in place (``|p|^2 + v.(-2 p)``: the same float32
+    values, so the same choices, as the plain expression; scaling by -2 is exact).
+
+    Chunks are 8192 vectors, or 512 for PQ sub-vectors of fewer than 8 dimensions: measured (100k
+    vectors, 256 codewords, BLAS as installed here), 512-row chunks cost a seventh of 8192-row ones
+    for 4 dimensions but five times more for 8."""
+    if chunk is None:
+        chunk = 512 if points.shape[1] < 8 else 8192
+    transposed = np.ascontiguousarray(points.T) * np.float32(1.0 if dot else -2.0)
     norms = (points * points).sum(1)
     out = np.empty(len(vectors), np.int64)
+    buffer = np.empty((min(chunk, len(vectors)), len(points)), np.result_type(vectors, transposed))
     for i in range(0, len(vectors), chunk):
-        products = np.ascontiguousarray(vectors[i : i + chunk]) @ transposed
+        block = np.ascontiguousarray(vectors[i : i + chunk])
+        products = np.matmul(block, transposed, out=buffer[: len(block)])
         if dot:
             out[i : i + chunk] = products.argmax(1)
         else:
-            products *= -2.0
             products += norms
             out[i : i + chunk] = products.argmin(1)
     return out
@@ -362,7 +371,8 @@ def extend_ivf(
     codes = [_encode(storage, kind, metric, vectors, residuals).astype(_storage_dtype(storage))]
     partitions, ids = [partition], [np.asarray(row_ids, dtype=np.uint64)]
     for segment in merged:
-        old = _read_storage(ctx, segment, kind)
+        # the template is usually the newest segment merged: its storage is read once
+        old = storage if segment.uuid == template.uuid else _read_storage(ctx, segment, kind)
         if old.lengths.size != centroids.shape[0]:
             raise _corrupt(segment, STORAGE_FILE, "segments of one index with different partitions")
         partitions.append(np.repeat(np.arange(old.lengths.size), old.lengths))

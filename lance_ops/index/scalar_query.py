@@ -133,20 +133,25 @@ def _btree(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarra
         pages = np.flatnonzero(_btree_pages(lookup, bound))
         if not pages.size:
             return np.empty(0, np.uint64)
-        path = ctx.path("_indices", str(uuid.UUID(bytes=index.uuid)), PAGES)
-        size = next((f.size_bytes for f in index.files if f.path == PAGES), None)
-        reader = LanceFileReader(path, store=ctx.store, size=size or None)
+        reader = _pages_reader(ctx, index)
         rows = int(reader.num_rows)
         breaks = np.flatnonzero(np.diff(pages) != 1) + 1
-        parts = []
+        found = []
         for run in np.split(pages, breaks):
             start = int(run[0]) * batch_size
             stop = min((int(run[-1]) + 1) * batch_size, rows)
             if stop > start:
-                parts.append(reader.read_range(start, stop - start, ["values", "ids"]).to_table())
-        if not parts:
+                # the values of the pages, then the ids of the matching rows only
+                values = reader.read_range(start, stop - start, ["values"]).to_table().column(0)
+                hits = np.flatnonzero(_matches(values.combine_chunks(), bound))
+                if hits.size * 2 > stop - start:
+                    ids = reader.read_range(start, stop - start, ["ids"]).to_table().column(0)
+                    found.append(ids.take(pa.array(hits)))
+                elif hits.size:
+                    found.append(reader.take_rows(hits + start, ["ids"]).to_table().column(0))
+        if not found:
             return np.empty(0, np.uint64)
-        table = pa.concat_tables(parts)
+        return np.asarray(pa.chunked_array(found).combine_chunks(), dtype=np.uint64)
     values = table.column("values").combine_chunks()
     ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
     return ids[_matches(values, bound)]
@@ -164,6 +169,23 @@ def _cached(ctx: StorageContext, index: IndexMetadata, name: str) -> IndexFileDa
             _FILES.pop(next(iter(_FILES)))
         _FILES[key] = read_index_file(ctx, index, name)
     return _FILES[key]
+
+
+# Open BTREE page files (their metadata read once), for the pages a query reads.
+_READERS: dict[tuple[str, bytes], LanceFileReader] = {}
+
+
+def _pages_reader(ctx: StorageContext, index: IndexMetadata) -> LanceFileReader:
+    key = (ctx.root, index.uuid)
+    reader = _READERS.get(key)
+    if reader is None:
+        path = ctx.path("_indices", str(uuid.UUID(bytes=index.uuid)), PAGES)
+        size = next((f.size_bytes for f in index.files if f.path == PAGES), None)
+        reader = LanceFileReader(path, store=ctx.store, size=size or None)
+        if len(_READERS) >= _FILES_KEPT:
+            _READERS.pop(next(iter(_READERS)))
+        _READERS[key] = reader
+    return reader
 
 
 def _sets(table: pa.Table, hit: Callable[[pa.Array], np.ndarray], union: bool) -> np.ndarray:
@@ -472,11 +494,16 @@ def select_rows(
     keep = set(candidates_in)
     if not manifest.indices:
         return RowSelection(keep)
-    schema = manifest.schema.to_arrow()
-    labels, texts = label_conditions(filter, schema), text_conditions(filter, schema)
+    usable = _usable(ctx, manifest)
+    kinds = {kind for kind, _ in usable.values()}
+    labels: list[LabelCondition] = []
+    texts: list[TextCondition] = []
+    if kinds & {LABEL_LIST, NGRAM}:  # parse the SQL text only when such an index can answer
+        schema = manifest.schema.to_arrow()
+        labels = label_conditions(filter, schema) if LABEL_LIST in kinds else []
+        texts = text_conditions(filter, schema) if NGRAM in kinds else []
     if not (predicate.bounds or labels or texts):
         return RowSelection(keep)
-    usable = _usable(ctx, manifest)
     used: list[IndexUse] = []
     rows: dict[int, np.ndarray] = {}
     conditions: list[tuple[str, Bound | LabelCondition | TextCondition]] = [

@@ -42,6 +42,7 @@ __all__ = ["VIRTUAL_COLUMNS", "Bound", "BoundExpression", "Predicate", "parse_ex
 # Columns every dataset can filter on without storing them (pylance's ``_rowid`` / ``_rowaddr``):
 # a filter naming one reads it alongside the data (a dataset column of that name wins).
 VIRTUAL_COLUMNS = {"_rowid": pa.uint64(), "_rowaddr": pa.uint64()}
+_THREADED_FILTER_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,17 @@ class Predicate:
     bounds: tuple[Bound, ...] = ()
 
     def filter(self, table: pa.Table) -> pa.Table:
-        """Rows of ``table`` for which the predicate is TRUE (FALSE and NULL drop the row)."""
-        return table.filter(self.expression)
+        """Rows of ``table`` for which the predicate is TRUE (FALSE and NULL drop the row).
+
+        A small table (the rows an index selected, say) is filtered on the calling thread: Arrow's
+        thread pool would cost a hand-off per call, more than the filter itself."""
+        if table.num_rows > _THREADED_FILTER_ROWS or not isinstance(table, pa.Table):
+            return table.filter(self.expression)
+        from pyarrow import acero  # noqa: PLC0415 - imports pyarrow.dataset: not at startup
+
+        source = acero.Declaration("table_source", acero.TableSourceNodeOptions(table))
+        keep = acero.Declaration("filter", acero.FilterNodeOptions(self.expression))
+        return acero.Declaration.from_sequence([source, keep]).to_table(use_threads=False)
 
 
 def _bind(

@@ -126,6 +126,7 @@ def _index_tables(path: Path, name: str) -> dict[str, pa.Table]:
 @pytest.mark.parametrize(
     ("column", "kind"),
     [
+        ("id", "BTREE"),
         ("i", "BTREE"),
         ("s", "BTREE"),
         ("f", "BTREE"),

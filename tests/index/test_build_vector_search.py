@@ -158,9 +158,9 @@ def test_search_reads_only_the_probed_partitions(
 @pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
 @pytest.mark.parametrize("m", [1, 3, 4])
 def test_pq_table_lookup_equals_decoded_distances(metric: str, m: int) -> None:
-    """The cached pair codes and per-row terms give the distances of the decoded vectors (odd
-    sub-vector counts padded; partitions of 1, 5 and 1025 rows)."""
-    from lance_ops.vector_search import _pq_distances, _pq_pairs
+    """The cached codes and per-row terms give the distances of the decoded vectors (odd
+    sub-vector counts; partitions of 1, 5 and 1025 rows)."""
+    from lance_ops.vector_search import _pq_block, _pq_distances
 
     rng = np.random.default_rng(m)
     sub, k = 2, 256
@@ -169,7 +169,7 @@ def test_pq_table_lookup_equals_decoded_distances(metric: str, m: int) -> None:
     q = rng.normal(size=m * sub).astype(np.float32)
     probed = np.array([0, 2, 3])
     codes = [rng.integers(0, k, (m, n)).astype(np.uint8) for n in (1, 5, 1025)]
-    blocks = [_pq_pairs(codebook, c, centroids[p], metric) for c, p in zip(codes, probed, strict=True)]
+    blocks = [_pq_block(codebook, c, centroids[p], metric) for c, p in zip(codes, probed, strict=True)]
     got = _pq_distances(codebook, blocks, probed, centroids, q, metric)
     decoded = np.concatenate(
         [
@@ -204,3 +204,21 @@ def test_missing_storage_file_is_a_typed_error(tmp_path: Path) -> None:
     storage.unlink()
     with pytest.raises(IndexCorruptError, match="vec_idx"):
         lance_ops.dataset(str(tmp_path)).to_table(nearest={"column": "vec", "q": x[0], "k": 3})
+
+
+def test_rows_of_a_fragment_deleted_whole_and_without_deletions_are_searched_as_pylance(
+    tmp_path: Path,
+) -> None:
+    """No deleted row anywhere: every indexed row is live (no per-row check); then a fragment
+    deleted whole: its rows leave the answers, as in pylance's."""
+    x = _data(3000)
+    lance.write_dataset(_table(x), tmp_path, max_rows_per_file=1000)
+    lance_ops.dataset(str(tmp_path)).create_index("vec", "IVF_FLAT", num_partitions=4)
+    nearest = {"column": "vec", "q": x[1500], "k": 10, "nprobes": 4}
+    theirs, ours = _both(tmp_path, nearest=nearest)
+    _assert_same(theirs, ours)
+    assert ours["id"].to_pylist()[0] == 1500
+    lance_ops.dataset(str(tmp_path)).delete("id >= 1000 AND id < 2000")
+    theirs, ours = _both(tmp_path, nearest=nearest)
+    _assert_same(theirs, ours)
+    assert not any(1000 <= i < 2000 for i in ours["id"].to_pylist())
