@@ -51,29 +51,47 @@ def test_pylance_recall_on_our_hnsw_index_matches_its_own(tmp_path: Path, kind: 
     truth = _truth(x, q, metric)
     params = {"num_sub_vectors": 8} if kind.endswith("PQ") else {}
     table = pa.table({"id": np.arange(N), "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), DIM)})
-    recalls = {}
-    for who in ("ours", "theirs"):
-        path = tmp_path / who
-        lance.write_dataset(table, path, max_rows_per_file=2000)
-        if who == "ours":
-            lance_ops.dataset(str(path)).create_index(
-                "vec", kind, metric=metric, num_partitions=4, seed=7, **params
-            )
-        else:
-            lance.dataset(path).create_index("vec", kind, metric=metric, num_partitions=4, **params)
-        ds = lance.dataset(path)
-        (index,) = ds.describe_indices()
-        assert (index.index_type, index.name) == (kind, "vec_idx")
-        assert ds.stats.index_stats("vec_idx")["indices"][0]["metric_type"] == metric
-        recalls[who] = []
-        for nprobes in NPROBES:
-            hits = 0
-            for i in range(len(q)):
-                got = ds.to_table(
-                    columns=["id", "_distance"],
-                    nearest={"column": "vec", "q": q[i], "k": 10, "nprobes": nprobes},
-                )
-                hits += len(set(got["id"].to_pylist()) & set(truth[i].tolist()))
-            recalls[who].append(hits / (10 * len(q)))
+    builds = {"ours": 1, "theirs": 3 if kind.endswith("PQ") else 1}
+    recalls: dict[str, list[float]] = {}
+    for who, count in builds.items():
+        runs = [
+            _recalls(tmp_path / f"{who}{b}", table, q, truth, who, kind, metric, params) for b in range(count)
+        ]
+        # pylance's PQ training is unseeded and moves its recall by ~0.03: its median build
+        recalls[who] = [float(np.median(r)) for r in zip(*runs, strict=True)]
     for ours, theirs in zip(recalls["ours"], recalls["theirs"], strict=True):
         assert ours >= theirs - 0.02, recalls
+
+
+def _recalls(
+    path: Path,
+    table: pa.Table,
+    q: np.ndarray,
+    truth: np.ndarray,
+    who: str,
+    kind: str,
+    metric: str,
+    params: dict,
+) -> list[float]:
+    """pylance's recall@10 at each of NPROBES on the index ``who`` builds over ``table``."""
+    lance.write_dataset(table, path, max_rows_per_file=2000)
+    if who == "ours":
+        lance_ops.dataset(str(path)).create_index(
+            "vec", kind, metric=metric, num_partitions=4, seed=7, **params
+        )
+    else:
+        lance.dataset(path).create_index("vec", kind, metric=metric, num_partitions=4, **params)
+    ds = lance.dataset(path)
+    (index,) = ds.describe_indices()
+    assert (index.index_type, index.name) == (kind, "vec_idx")
+    assert ds.stats.index_stats("vec_idx")["indices"][0]["metric_type"] == metric
+    out = []
+    for nprobes in NPROBES:
+        hits = 0
+        for i in range(len(q)):
+            got = ds.to_table(
+                columns=["id", "_distance"], nearest={"column": "vec", "q": q[i], "k": 10, "nprobes": nprobes}
+            )
+            hits += len(set(got["id"].to_pylist()) & set(truth[i].tolist()))
+        out.append(hits / (10 * len(q)))
+    return out
