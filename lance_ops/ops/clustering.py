@@ -88,6 +88,8 @@ MAX_SPILL_BUCKETS = 256
 SPILL_CACHE_MIN_BYTES = 256 * 1024
 SAMPLE_ROWS = 100_000  # key rows sampled for the split points
 _POSITION = "__lance_ops_cluster_position"
+_SPILL_COMPRESSION = b"lance-encoding:compression"
+_SPILL_DICTIONARY = b"lance-encoding:dictionary"
 _U64_MAX = 2**64 - 1
 _SIGN = np.uint64(1 << 63)
 
@@ -649,7 +651,7 @@ def _spilled(
 
     schema = files.schema
     keys = list(layout.keys)
-    spill_schema = schema.append(pa.field(_POSITION, pa.int64()))
+    spill_schema = _spill_schema(schema)
     store, directory = spill_location(files, options)
     paths = [store.join(directory, f"range-{r}.lance") for r in range(layout.ranges)]
     writers: dict[int, LanceFileWriter] = {}
@@ -663,12 +665,18 @@ def _spilled(
             positions = pa.array(np.arange(position, position + batch.num_rows, dtype=np.int64))
             position += batch.num_rows
             with_position = pa.RecordBatch.from_arrays([*batch.columns, positions], schema=spill_schema)
-            for r in np.unique(where).tolist():
+            # the batch's rows grouped by range (one stable take), each range's rows one slice
+            grouped, counts = with_position, np.bincount(where, minlength=layout.ranges)
+            if np.count_nonzero(counts) > 1:
+                grouped = with_position.take(pa.array(np.argsort(where, kind="stable")))
+            start = 0
+            for r in np.flatnonzero(counts).tolist():
                 if r not in writers:
                     writers[r] = LanceFileWriter(
                         paths[r], spill_schema, store=store, data_cache_bytes=cache, page_statistics=False
                     )
-                writers[r].write_batch(with_position.filter(pa.array(where == r)))
+                writers[r].write_batch(grouped.slice(start, int(counts[r])))
+                start += int(counts[r])
         for writer in writers.values():
             writer.close()
         done = 0
@@ -688,6 +696,19 @@ def _spilled(
                 store.delete(paths[r])
         with contextlib.suppress(OSError):
             store.remove_directories(directory)
+
+
+def _spill_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema of the spill files: the dataset's, with each row's arrival position, its fields
+    (blobs excepted) encoded cheaply (lz4, no dictionary; the files are read back once, soon):
+    the dataset's own encodings cost several times the sort itself."""
+    fields = []
+    for field in schema:
+        metadata = dict(field.metadata or {})
+        if BLOB_KEY.encode() not in metadata:
+            metadata.update({_SPILL_COMPRESSION: b"lz4", _SPILL_DICTIONARY: b"never"})
+        fields.append(field.with_metadata(metadata))
+    return pa.schema(fields, metadata=schema.metadata).append(pa.field(_POSITION, pa.int64()))
 
 
 def execute_range(files: VersionFiles, task: CompactionTask, layout: Layout, index: int) -> RewriteResult:
