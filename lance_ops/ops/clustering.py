@@ -406,11 +406,12 @@ def check_indices(files: VersionFiles, fragments: Sequence[DataFragment], option
     is just such a mapping), and a type that cannot be remapped only loses the fragments when row
     ids are stable (the new fragments are scanned unindexed until it is optimized). Refused: an
     index covering only some of the fragments (their rows would mix), ``defer_index_remap`` or an
-    index behind a deferred remap, and without stable row ids a type the codecs cannot remap (an
-    INVERTED index loses rows when deleted rows are purged): a Fragment Reuse Index maps rows in
-    order, and cannot express a permutation. Zone maps are left as compaction leaves them."""
+    index behind a deferred remap, and without stable row ids a type the codecs cannot remap: a
+    Fragment Reuse Index maps rows in order, and cannot express a permutation. (INVERTED indices
+    are remapped like the others, deleted rows leaving them.) Zone maps are left as compaction
+    leaves them."""
     from lance_ops.index.remap import REMAPPABLE_TYPES
-    from lance_ops.index.types import INVERTED, index_type_of
+    from lance_ops.index.types import index_type_of
     from lance_ops.ops.index_remap import covering
     from lance_ops.table import frag_reuse
     from lance_ops.table.indices import holds_row_ids, is_zone_map
@@ -418,7 +419,6 @@ def check_indices(files: VersionFiles, fragments: Sequence[DataFragment], option
     manifest = files.manifest
     stable = manifest.uses_stable_row_ids
     ids = BitMap(f.id for f in fragments)
-    deletions = any(f.deletion_file is not None for f in fragments)
     for index in covering(manifest, fragments):
         if is_zone_map(index):
             continue
@@ -439,12 +439,10 @@ def check_indices(files: VersionFiles, fragments: Sequence[DataFragment], option
                 name,
             )
         kind = index_type_of(index, files.storage)
-        remappable = kind in REMAPPABLE_TYPES and not (kind == INVERTED and deletions)
-        if not remappable and not stable:
+        if kind not in REMAPPABLE_TYPES and not stable:
             raise ClusterIndexError(
-                f"{kind} index {name!r} cannot be remapped by lance_ops"
-                + (" when deleted rows leave it" if kind == INVERTED else "")
-                + "; drop it or cluster after it is rebuilt",
+                f"{kind} index {name!r} cannot be remapped by lance_ops; "
+                "drop it or cluster after it is rebuilt",
                 name,
             )
 

@@ -268,23 +268,40 @@ def test_clustering_keeps_pylance_btree_and_ivf_pq_right(tmp_path, lance_module,
     assert "ANN" in plan
 
 
+@pytest.mark.parametrize("stable", [False, True])
+def test_clustering_remaps_an_inverted_index_that_deleted_rows_leave(tmp_path, lance_module, stable) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    build(uri, 2000, 4, stable=stable).delete("id % 9 = 0")
+    lance_module.dataset(uri).create_scalar_index("s", "INVERTED")
+    outcome = lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
+    assert outcome.fragments_added == 3
+    theirs = lance_module.dataset(uri)
+    (index,) = [i for i in theirs.describe_indices() if i.name == "s_idx"]
+    assert set(index.segments[0].fragment_ids) == {f.fragment_id for f in theirs.get_fragments()}
+    live = theirs.to_table(columns=["id", "s", "day"])
+    assert live["day"].to_pylist() == sorted(live["day"].to_pylist())
+    deleted = arrival(2000)["s"].to_pylist()[::9]  # ids 0, 9, 18, ...
+    gone = sorted(set(deleted) - set(live["s"].to_pylist()))  # words only deleted rows held
+    assert len(gone) >= 3
+    for word in live["s"].to_pylist()[::97] + gone[:3]:
+        expected = sorted(live.filter(pc.equal(live["s"], word))["id"].to_pylist())
+        for module in (lance_module, lance_ops):
+            found = module.dataset(uri).to_table(full_text_query=word, columns=["id"])["id"].to_pylist()
+            assert sorted(found) == expected, (module.__name__, word)
+
+
 def test_clustering_refuses_what_it_would_leave_stale(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
     from lance_ops.errors import ClusterIndexError
 
     uri = str(tmp_path / "d")
     build(uri, 2000, 4, stable=False).delete("id % 9 = 0")
-    lance_module.dataset(uri).create_scalar_index("s", "INVERTED")
-    ds = lance_ops.dataset(uri)
-    version = ds.version
-    with pytest.raises(ClusterIndexError, match="INVERTED index 's_idx'") as caught:
-        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
-    assert caught.value.index == "s_idx"
-    lance_module.dataset(uri).drop_index("s_idx")
     lance_module.dataset(uri).create_scalar_index("id", "BTREE")
     ds = lance_ops.dataset(uri)
     version = ds.version
-    with pytest.raises(ClusterIndexError, match="'id_idx'.*deferred remap"):
+    with pytest.raises(ClusterIndexError, match="'id_idx'.*deferred remap") as caught:
         ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"], defer_index_remap=True)
+    assert caught.value.index == "id_idx"
+    assert lance_ops.dataset(uri).version == version
     lance_ops.write_dataset(arrival(300, seed=3), uri, mode="append")  # not covered by the index
     ds = lance_ops.dataset(uri)
     version = ds.version
