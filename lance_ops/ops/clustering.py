@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -316,17 +317,24 @@ class Layout:
         return out
 
     def _zorder(self, keys: pa.Table) -> np.ndarray:
-        per = 64 // len(self.keys)
-        one = np.uint64(1)
-        parts = []
-        for column, low, shift in zip(keys.columns, self.lows, self.shifts, strict=True):
+        """The Morton codes: bit ``b`` of key ``j`` (of ``k``) lands on bit ``b * k + k - 1 - j``,
+        so the keys' most significant bits come first, the first key's leading each group."""
+        width = len(self.keys)
+        per = 64 // width
+        mask = np.uint64(_U64_MAX >> (64 - per))
+        spread = _spread_table(width, per)
+        z = np.zeros(keys.num_rows, dtype=np.uint64)
+        for j, (column, low, shift) in enumerate(zip(keys.columns, self.lows, self.shifts, strict=True)):
             values = normalized(column.combine_chunks()) - np.uint64(low)
             # the top ``per`` significant bits, widened to ``per`` bits so every key weighs the same
-            parts.append(values >> np.uint64(shift) if shift > 0 else values << np.uint64(-shift))
-        z = np.zeros(keys.num_rows, dtype=np.uint64)
-        for bit in range(per - 1, -1, -1):
-            for values in parts:
-                z = (z << one) | ((values >> np.uint64(bit)) & one)
+            values = values >> np.uint64(shift) if shift > 0 else values << np.uint64(-shift)
+            values &= mask
+            if width == 1:
+                return values
+            # each byte's bits spread ``width`` apart through a table, byte by byte
+            for byte in range(-(-per // 8)):
+                part = spread[((values >> np.uint64(8 * byte)) & np.uint64(0xFF)).astype(np.intp)]
+                z |= part << np.uint64(8 * byte * width + width - 1 - j)
         return z
 
     def range_of(self, keys: pa.Table) -> np.ndarray:
@@ -359,6 +367,17 @@ class Layout:
             str(data["mode"]),
             *(tuple(data[k]) for k in ("keys", "lows", "shifts", "splits")),
         )
+
+
+@functools.cache
+def _spread_table(width: int, per: int) -> np.ndarray:
+    """For every byte value, its bits ``t`` moved to ``t * width`` (the bits below ``per`` only:
+    the others are never set, and would not fit)."""
+    byte = np.arange(256, dtype=np.uint64)
+    table = np.zeros(256, dtype=np.uint64)
+    for t in range(min(8, per)):
+        table |= ((byte >> np.uint64(t)) & np.uint64(1)) << np.uint64(t * width)
+    return table
 
 
 def key_batches(
@@ -478,6 +497,14 @@ def refuse_deferred_permutation(results: Sequence[RewriteResult], deferred: Sequ
 def in_order(readers: Sequence[FragmentReader], schema: pa.Schema, layout: Layout, batch_size: int) -> bool:
     """Whether the live rows of ``readers`` already are in clustering order (one pass over the
     keys, each batch checked with the last row of the one before)."""
+    if layout.mode == "zorder":  # in order when the Morton codes never decrease
+        last = np.zeros(1, dtype=np.uint64)
+        for batch in key_batches(readers, schema, layout.keys, batch_size):
+            codes = np.concatenate([last, layout.routing(pa.Table.from_batches([batch]))])
+            if not bool(np.all(codes[1:] >= codes[:-1])):
+                return False
+            last = codes[-1:]
+        return True
     previous: pa.Table | None = None
     for batch in key_batches(readers, schema, layout.keys, batch_size):
         table = pa.Table.from_batches([batch])

@@ -415,3 +415,27 @@ def test_ranges_concatenated_are_the_rows_sorted_as_one_set(values, words, mode,
         rows = np.flatnonzero(where == r)
         pieces.append(rows[layout.order(keys.take(pa.array(rows, pa.int64())))])
     assert np.array_equal(np.concatenate(pieces) if pieces else np.zeros(0, np.int64), whole)
+
+
+@given(
+    columns=st.lists(
+        st.lists(st.integers(-(2**63), 2**63 - 1), min_size=40, max_size=40), min_size=1, max_size=9
+    ),
+)
+@example(columns=[[0] * 40, [2**63 - 1] * 20 + [-(2**63)] * 20])
+def test_zorder_codes_interleave_the_keys_bits(columns) -> None:  # type: ignore[no-untyped-def]
+    """The Morton code holds bit ``b`` of key ``j`` (its ``64 // k`` leading bits over the surveyed
+    range, of ``k`` keys) at bit ``b * k + k - 1 - j``: checked bit by bit against that rule."""
+    keys = pa.table({f"k{j}": pa.array(c, pa.int64()) for j, c in enumerate(columns)})
+    survey = clustering.Survey.of(keys.to_batches(), keys.schema, 0.0)
+    layout = clustering.Layout.build(survey, "zorder", tuple(keys.column_names))
+    codes = layout.routing(keys)
+    width, per = len(columns), 64 // len(columns)
+    for row in range(keys.num_rows):
+        expected = 0
+        for j, (low, shift) in enumerate(zip(layout.lows, layout.shifts, strict=True)):
+            value = (columns[j][row] + 2**63) - low  # the normalized form, from the key's lowest
+            value = (value >> shift if shift > 0 else value << -shift) & (2**per - 1)
+            for b in range(per):
+                expected |= ((value >> b) & 1) << (b * width + width - 1 - j)
+        assert int(codes[row]) == expected
