@@ -23,12 +23,13 @@ Bounded memory (:func:`ordered_batches`): when the group's data files exceed
 ``SAMPLE_ROWS`` key rows; the :class:`Layout` built from it cuts a *routing key* (z-order: the
 Morton code; sort: the first key's normalized form, nulls highest; non-decreasing in clustering
 order, so equal routing keys share a range) at the sample's quantiles. A second pass routes every
-row, with its arrival position, into one spill file per range (Lance files below
-:func:`spill_location`: the local temporary directory, or ``cluster_spill_location`` / config
-``lance-ops.cluster-spill-location``, e.g. an ``s3://`` prefix for workers without disk); then
-each range is read back, sorted stably and streamed to the writer in turn. Whatever the split
-points, the ranges concatenated are the rows sorted as one set. Memory: one range, the open spill
-writers' caches (about half the budget) and 8 bytes per row (the permutation).
+row, with its arrival position, into one spill file per range (Lance files, lz4 without
+dictionaries: cheap to write and read once; below :func:`spill_location`: the local temporary
+directory, or ``cluster_spill_location`` / config ``lance-ops.cluster-spill-location``, e.g. an
+``s3://`` prefix for workers without disk); then each range is read back, sorted stably and
+streamed to the writer in turn. Whatever the split points, the ranges concatenated are the rows
+sorted as one set. Memory: one range, the open spill writers' caches (about half the budget) and
+8 bytes per row (the permutation).
 
 Spark (``jobs/cluster.py``) runs the same layout: surveys on the executors, split points on the
 driver, one task per range (:func:`execute_range`), one Rewrite of the concatenated ranges.
