@@ -23,12 +23,13 @@ Bounded memory (:func:`ordered_batches`): when the group's data files exceed
 ``SAMPLE_ROWS`` key rows; the :class:`Layout` built from it cuts a *routing key* (z-order: the
 Morton code; sort: the first key's normalized form, nulls highest; non-decreasing in clustering
 order, so equal routing keys share a range) at the sample's quantiles. A second pass routes every
-row, with its arrival position, into one spill file per range (Lance files below
-:func:`spill_location`: the local temporary directory, or ``cluster_spill_location`` / config
-``lance-ops.cluster-spill-location``, e.g. an ``s3://`` prefix for workers without disk); then
-each range is read back, sorted stably and streamed to the writer in turn. Whatever the split
-points, the ranges concatenated are the rows sorted as one set. Memory: one range, the open spill
-writers' caches (about half the budget) and 8 bytes per row (the permutation).
+row, with its arrival position, into one spill file per range (Lance files, lz4 without
+dictionaries: cheap to write and read once; below :func:`spill_location`: the local temporary
+directory, or ``cluster_spill_location`` / config ``lance-ops.cluster-spill-location``, e.g. an
+``s3://`` prefix for workers without disk); then each range is read back, sorted stably and
+streamed to the writer in turn. Whatever the split points, the ranges concatenated are the rows
+sorted as one set. Memory: one range, the open spill writers' caches (about half the budget) and
+8 bytes per row (the permutation).
 
 Spark (``jobs/cluster.py``) runs the same layout: surveys on the executors, split points on the
 driver, one task per range (:func:`execute_range`), one Rewrite of the concatenated ranges.
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -88,6 +90,8 @@ MAX_SPILL_BUCKETS = 256
 SPILL_CACHE_MIN_BYTES = 256 * 1024
 SAMPLE_ROWS = 100_000  # key rows sampled for the split points
 _POSITION = "__lance_ops_cluster_position"
+_SPILL_COMPRESSION = b"lance-encoding:compression"
+_SPILL_DICTIONARY = b"lance-encoding:dictionary"
 _U64_MAX = 2**64 - 1
 _SIGN = np.uint64(1 << 63)
 
@@ -314,17 +318,24 @@ class Layout:
         return out
 
     def _zorder(self, keys: pa.Table) -> np.ndarray:
-        per = 64 // len(self.keys)
-        one = np.uint64(1)
-        parts = []
-        for column, low, shift in zip(keys.columns, self.lows, self.shifts, strict=True):
+        """The Morton codes: bit ``b`` of key ``j`` (of ``k``) lands on bit ``b * k + k - 1 - j``,
+        so the keys' most significant bits come first, the first key's leading each group."""
+        width = len(self.keys)
+        per = 64 // width
+        mask = np.uint64(_U64_MAX >> (64 - per))
+        spread = _spread_table(width, per)
+        z = np.zeros(keys.num_rows, dtype=np.uint64)
+        for j, (column, low, shift) in enumerate(zip(keys.columns, self.lows, self.shifts, strict=True)):
             values = normalized(column.combine_chunks()) - np.uint64(low)
             # the top ``per`` significant bits, widened to ``per`` bits so every key weighs the same
-            parts.append(values >> np.uint64(shift) if shift > 0 else values << np.uint64(-shift))
-        z = np.zeros(keys.num_rows, dtype=np.uint64)
-        for bit in range(per - 1, -1, -1):
-            for values in parts:
-                z = (z << one) | ((values >> np.uint64(bit)) & one)
+            values = values >> np.uint64(shift) if shift > 0 else values << np.uint64(-shift)
+            values &= mask
+            if width == 1:
+                return values
+            # each byte's bits spread ``width`` apart through a table, byte by byte
+            for byte in range(-(-per // 8)):
+                part = spread[((values >> np.uint64(8 * byte)) & np.uint64(0xFF)).astype(np.intp)]
+                z |= part << np.uint64(8 * byte * width + width - 1 - j)
         return z
 
     def range_of(self, keys: pa.Table) -> np.ndarray:
@@ -357,6 +368,17 @@ class Layout:
             str(data["mode"]),
             *(tuple(data[k]) for k in ("keys", "lows", "shifts", "splits")),
         )
+
+
+@functools.cache
+def _spread_table(width: int, per: int) -> np.ndarray:
+    """For every byte value, its bits ``t`` moved to ``t * width`` (the bits below ``per`` only:
+    the others are never set, and would not fit)."""
+    byte = np.arange(256, dtype=np.uint64)
+    table = np.zeros(256, dtype=np.uint64)
+    for t in range(min(8, per)):
+        table |= ((byte >> np.uint64(t)) & np.uint64(1)) << np.uint64(t * width)
+    return table
 
 
 def key_batches(
@@ -404,11 +426,12 @@ def check_indices(files: VersionFiles, fragments: Sequence[DataFragment], option
     is just such a mapping), and a type that cannot be remapped only loses the fragments when row
     ids are stable (the new fragments are scanned unindexed until it is optimized). Refused: an
     index covering only some of the fragments (their rows would mix), ``defer_index_remap`` or an
-    index behind a deferred remap, and without stable row ids a type the codecs cannot remap (an
-    INVERTED index loses rows when deleted rows are purged): a Fragment Reuse Index maps rows in
-    order, and cannot express a permutation. Zone maps are left as compaction leaves them."""
+    index behind a deferred remap, and without stable row ids a type the codecs cannot remap: a
+    Fragment Reuse Index maps rows in order, and cannot express a permutation. (INVERTED indices
+    are remapped like the others, deleted rows leaving them.) Zone maps are left as compaction
+    leaves them."""
     from lance_ops.index.remap import REMAPPABLE_TYPES
-    from lance_ops.index.types import INVERTED, index_type_of
+    from lance_ops.index.types import index_type_of
     from lance_ops.ops.index_remap import covering
     from lance_ops.table import frag_reuse
     from lance_ops.table.indices import holds_row_ids, is_zone_map
@@ -416,7 +439,6 @@ def check_indices(files: VersionFiles, fragments: Sequence[DataFragment], option
     manifest = files.manifest
     stable = manifest.uses_stable_row_ids
     ids = BitMap(f.id for f in fragments)
-    deletions = any(f.deletion_file is not None for f in fragments)
     for index in covering(manifest, fragments):
         if is_zone_map(index):
             continue
@@ -437,12 +459,10 @@ def check_indices(files: VersionFiles, fragments: Sequence[DataFragment], option
                 name,
             )
         kind = index_type_of(index, files.storage)
-        remappable = kind in REMAPPABLE_TYPES and not (kind == INVERTED and deletions)
-        if not remappable and not stable:
+        if kind not in REMAPPABLE_TYPES and not stable:
             raise ClusterIndexError(
-                f"{kind} index {name!r} cannot be remapped by lance_ops"
-                + (" when deleted rows leave it" if kind == INVERTED else "")
-                + "; drop it or cluster after it is rebuilt",
+                f"{kind} index {name!r} cannot be remapped by lance_ops; "
+                "drop it or cluster after it is rebuilt",
                 name,
             )
 
@@ -478,6 +498,14 @@ def refuse_deferred_permutation(results: Sequence[RewriteResult], deferred: Sequ
 def in_order(readers: Sequence[FragmentReader], schema: pa.Schema, layout: Layout, batch_size: int) -> bool:
     """Whether the live rows of ``readers`` already are in clustering order (one pass over the
     keys, each batch checked with the last row of the one before)."""
+    if layout.mode == "zorder":  # in order when the Morton codes never decrease
+        last = np.zeros(1, dtype=np.uint64)
+        for batch in key_batches(readers, schema, layout.keys, batch_size):
+            codes = np.concatenate([last, layout.routing(pa.Table.from_batches([batch]))])
+            if not bool(np.all(codes[1:] >= codes[:-1])):
+                return False
+            last = codes[-1:]
+        return True
     previous: pa.Table | None = None
     for batch in key_batches(readers, schema, layout.keys, batch_size):
         table = pa.Table.from_batches([batch])
@@ -649,7 +677,7 @@ def _spilled(
 
     schema = files.schema
     keys = list(layout.keys)
-    spill_schema = schema.append(pa.field(_POSITION, pa.int64()))
+    spill_schema = _spill_schema(schema)
     store, directory = spill_location(files, options)
     paths = [store.join(directory, f"range-{r}.lance") for r in range(layout.ranges)]
     writers: dict[int, LanceFileWriter] = {}
@@ -663,12 +691,18 @@ def _spilled(
             positions = pa.array(np.arange(position, position + batch.num_rows, dtype=np.int64))
             position += batch.num_rows
             with_position = pa.RecordBatch.from_arrays([*batch.columns, positions], schema=spill_schema)
-            for r in np.unique(where).tolist():
+            # the batch's rows grouped by range (one stable take), each range's rows one slice
+            grouped, counts = with_position, np.bincount(where, minlength=layout.ranges)
+            if np.count_nonzero(counts) > 1:
+                grouped = with_position.take(pa.array(np.argsort(where, kind="stable")))
+            start = 0
+            for r in np.flatnonzero(counts).tolist():
                 if r not in writers:
                     writers[r] = LanceFileWriter(
                         paths[r], spill_schema, store=store, data_cache_bytes=cache, page_statistics=False
                     )
-                writers[r].write_batch(with_position.filter(pa.array(where == r)))
+                writers[r].write_batch(grouped.slice(start, int(counts[r])))
+                start += int(counts[r])
         for writer in writers.values():
             writer.close()
         done = 0
@@ -688,6 +722,19 @@ def _spilled(
                 store.delete(paths[r])
         with contextlib.suppress(OSError):
             store.remove_directories(directory)
+
+
+def _spill_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema of the spill files: the dataset's, with each row's arrival position, its fields
+    (blobs excepted) encoded cheaply (lz4, no dictionary; the files are read back once, soon):
+    the dataset's own encodings cost several times the sort itself."""
+    fields = []
+    for field in schema:
+        metadata = dict(field.metadata or {})
+        if BLOB_KEY.encode() not in metadata:
+            metadata.update({_SPILL_COMPRESSION: b"lz4", _SPILL_DICTIONARY: b"never"})
+        fields.append(field.with_metadata(metadata))
+    return pa.schema(fields, metadata=schema.metadata).append(pa.field(_POSITION, pa.int64()))
 
 
 def execute_range(files: VersionFiles, task: CompactionTask, layout: Layout, index: int) -> RewriteResult:

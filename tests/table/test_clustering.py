@@ -268,23 +268,40 @@ def test_clustering_keeps_pylance_btree_and_ivf_pq_right(tmp_path, lance_module,
     assert "ANN" in plan
 
 
+@pytest.mark.parametrize("stable", [False, True])
+def test_clustering_remaps_an_inverted_index_that_deleted_rows_leave(tmp_path, lance_module, stable) -> None:  # type: ignore[no-untyped-def]
+    uri = str(tmp_path / "d")
+    build(uri, 2000, 4, stable=stable).delete("id % 9 = 0")
+    lance_module.dataset(uri).create_scalar_index("s", "INVERTED")
+    outcome = lance_ops.dataset(uri).optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
+    assert outcome.fragments_added == 3
+    theirs = lance_module.dataset(uri)
+    (index,) = [i for i in theirs.describe_indices() if i.name == "s_idx"]
+    assert set(index.segments[0].fragment_ids) == {f.fragment_id for f in theirs.get_fragments()}
+    live = theirs.to_table(columns=["id", "s", "day"])
+    assert live["day"].to_pylist() == sorted(live["day"].to_pylist())
+    deleted = arrival(2000)["s"].to_pylist()[::9]  # ids 0, 9, 18, ...
+    gone = sorted(set(deleted) - set(live["s"].to_pylist()))  # words only deleted rows held
+    assert len(gone) >= 3
+    for word in live["s"].to_pylist()[::97] + gone[:3]:
+        expected = sorted(live.filter(pc.equal(live["s"], word))["id"].to_pylist())
+        for module in (lance_module, lance_ops):
+            found = module.dataset(uri).to_table(full_text_query=word, columns=["id"])["id"].to_pylist()
+            assert sorted(found) == expected, (module.__name__, word)
+
+
 def test_clustering_refuses_what_it_would_leave_stale(tmp_path, lance_module) -> None:  # type: ignore[no-untyped-def]
     from lance_ops.errors import ClusterIndexError
 
     uri = str(tmp_path / "d")
     build(uri, 2000, 4, stable=False).delete("id % 9 = 0")
-    lance_module.dataset(uri).create_scalar_index("s", "INVERTED")
-    ds = lance_ops.dataset(uri)
-    version = ds.version
-    with pytest.raises(ClusterIndexError, match="INVERTED index 's_idx'") as caught:
-        ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"])
-    assert caught.value.index == "s_idx"
-    lance_module.dataset(uri).drop_index("s_idx")
     lance_module.dataset(uri).create_scalar_index("id", "BTREE")
     ds = lance_ops.dataset(uri)
     version = ds.version
-    with pytest.raises(ClusterIndexError, match="'id_idx'.*deferred remap"):
+    with pytest.raises(ClusterIndexError, match="'id_idx'.*deferred remap") as caught:
         ds.optimize.compact_files(target_rows_per_fragment=500, cluster_by=["day"], defer_index_remap=True)
+    assert caught.value.index == "id_idx"
+    assert lance_ops.dataset(uri).version == version
     lance_ops.write_dataset(arrival(300, seed=3), uri, mode="append")  # not covered by the index
     ds = lance_ops.dataset(uri)
     version = ds.version
@@ -398,3 +415,27 @@ def test_ranges_concatenated_are_the_rows_sorted_as_one_set(values, words, mode,
         rows = np.flatnonzero(where == r)
         pieces.append(rows[layout.order(keys.take(pa.array(rows, pa.int64())))])
     assert np.array_equal(np.concatenate(pieces) if pieces else np.zeros(0, np.int64), whole)
+
+
+@given(
+    columns=st.lists(
+        st.lists(st.integers(-(2**63), 2**63 - 1), min_size=40, max_size=40), min_size=1, max_size=9
+    ),
+)
+@example(columns=[[0] * 40, [2**63 - 1] * 20 + [-(2**63)] * 20])
+def test_zorder_codes_interleave_the_keys_bits(columns) -> None:  # type: ignore[no-untyped-def]
+    """The Morton code holds bit ``b`` of key ``j`` (its ``64 // k`` leading bits over the surveyed
+    range, of ``k`` keys) at bit ``b * k + k - 1 - j``: checked bit by bit against that rule."""
+    keys = pa.table({f"k{j}": pa.array(c, pa.int64()) for j, c in enumerate(columns)})
+    survey = clustering.Survey.of(keys.to_batches(), keys.schema, 0.0)
+    layout = clustering.Layout.build(survey, "zorder", tuple(keys.column_names))
+    codes = layout.routing(keys)
+    width, per = len(columns), 64 // len(columns)
+    for row in range(keys.num_rows):
+        expected = 0
+        for j, (low, shift) in enumerate(zip(layout.lows, layout.shifts, strict=True)):
+            value = (columns[j][row] + 2**63) - low  # the normalized form, from the key's lowest
+            value = (value >> shift if shift > 0 else value << -shift) & (2**per - 1)
+            for b in range(per):
+                expected |= ((value >> b) & 1) << (b * width + width - 1 - j)
+        assert int(codes[row]) == expected
