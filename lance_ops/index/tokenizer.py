@@ -18,7 +18,7 @@ Stemming before folding matters: ``"brûlée"`` stems as ``"brûlée"`` (its vow
 and is stored as ``"brulee"``, where ``"brulee"`` typed in ASCII stems to ``"brule"``.
 
 Only what pylance 14 accepts with these meanings is taken: unknown keywords and unsupported
-values (other languages' stop words, the ``ngram``/``jieba``/``lindera`` tokenizers, positions)
+values (other languages' stop words, the ``ngram``/``jieba``/``lindera`` tokenizers)
 raise :class:`~lance_ops.errors.InvalidArgumentError` /
 :class:`~lance_ops.errors.UnsupportedFeatureError` naming them.
 """
@@ -81,7 +81,6 @@ _BOOLS = ("with_position", "lower_case", "stem", "remove_stop_words", "ascii_fol
 # Accepted with their default value only (what lance_ops' tokenizer and files do).
 _FIXED = {
     "lance_tokenizer": "text",
-    "with_position": False,
     "block_size": 128,
     "split_identifiers": False,
     "split_on_numerics": False,
