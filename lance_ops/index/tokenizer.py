@@ -164,8 +164,14 @@ class TokenizerParams:
 
     def tokenize(self, text: str) -> list[str]:
         """The terms of ``text`` in order (repeats kept)."""
+        return [term for term, _ in self.tokenize_with_positions(text)]
+
+    def tokenize_with_positions(self, text: str) -> list[tuple[str, int]]:
+        """The terms of ``text`` in order, each with its position: the number of its base token
+        (dropped tokens, such as stop words, keep their numbers), as an index records them."""
         tokens, _ = self.split_array(pa.array([text], pa.large_string()))
-        return [t for t in map(self.term, tokens.to_pylist()) if t is not None]
+        terms = ((self.term(token), position) for position, token in enumerate(tokens.to_pylist()))
+        return [(term, position) for term, position in terms if term is not None]
 
 
 def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams:

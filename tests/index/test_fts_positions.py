@@ -5,6 +5,7 @@ them as its own, and ``optimize_indices`` after an append keeps the positions (b
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import lance
 import lance.query
@@ -13,6 +14,8 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
+import lance_ops.query
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader
 from tests.index.test_fts_build import corpus
 
@@ -118,3 +121,89 @@ def test_optimize_keeps_positions(tmp_path: Path, merge: int, builder: str) -> N
     before = uuids()
     lance_ops.dataset(str(tmp_path / "ours")).optimize.optimize_indices(num_indices_to_merge=merge)
     assert uuids() == before
+
+
+def our_search(uri: Path, query: object, **kwargs: object) -> tuple[list[int], np.ndarray]:
+    table = lance_ops.dataset(str(uri)).to_table(full_text_query=query, columns=["id", "_score"], **kwargs)
+    table = table.sort_by([("_score", "descending"), ("id", "ascending")])
+    return table.column("id").to_pylist(), np.asarray(table.column("_score"), np.float32)
+
+
+def pylance_search(uri: Path, query: object, **kwargs: object) -> tuple[list[int], np.ndarray]:
+    table = lance.dataset(str(uri)).to_table(full_text_query=query, columns=["id", "_score"], **kwargs)
+    table = table.sort_by([("_score", "descending"), ("id", "ascending")])
+    return table.column("id").to_pylist(), np.asarray(table.column("_score"), np.float32)
+
+
+def assert_same(uri: Path, ours: object, theirs: object, **kwargs: object) -> int:
+    ids, scores = our_search(uri, ours, **kwargs)
+    want_ids, want_scores = pylance_search(uri, theirs, **kwargs)
+    assert sorted(ids) == sorted(want_ids), ours
+    np.testing.assert_allclose(scores, want_scores, rtol=1e-6, err_msg=str(ours))
+    return len(ids)
+
+
+@pytest.fixture(scope="module", params=["pylance", "lance_ops"])
+def phrases(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A positional index by either builder, then an append it does not cover (searched flat)."""
+    path = tmp_path_factory.mktemp("phrase") / "ds"
+    rng = np.random.default_rng(11)
+    vocab = ["a", "b", "c", "d", "the", "of"]
+    texts = [" ".join(rng.choice(vocab, size=int(rng.integers(1, 12)))) for _ in range(300)]
+    write(path, [*texts, None, ""], max_rows_per_file=120)
+    module = lance if request.param == "pylance" else lance_ops
+    module.dataset(str(path)).create_scalar_index("text", "INVERTED", with_position=True)
+    write(path, texts[:40], mode="append")
+    return path
+
+
+@pytest.mark.parametrize(
+    "text", ["b c", "c b", "b b", "a b b", "b the c", "the b c", "b c d", "c c c", "d of b a", "b", "zz b"]
+)
+def test_phrase_queries_match_pylance(phrases: Path, text: str) -> None:
+    ours, theirs = lance_ops.query.PhraseQuery(text, "text"), lance.query.PhraseQuery(text, "text")
+    found = assert_same(phrases, ours, theirs)
+    assert found > 0 or "zz" in text
+    assert assert_same(phrases, f'"{text}"', f'"{text}"') == found  # a quoted string is a phrase
+    assert_same(phrases, {"query": f'"{text}"', "columns": ["text"]}, f'"{text}"')
+    assert_same(phrases, ours, theirs, filter="id < 150", prefilter=True)
+    # pylance orders tied scores arbitrarily: the first five scores agree
+    np.testing.assert_allclose(
+        our_search(phrases, ours, limit=5)[1], pylance_search(phrases, theirs, limit=5)[1], rtol=1e-6
+    )
+
+    def both(q: ModuleType) -> object:
+        return q.BooleanQuery(
+            [(q.Occur.MUST, q.PhraseQuery(text, "text")), (q.Occur.SHOULD, q.MatchQuery("d", "text"))]
+        )
+
+    assert_same(phrases, both(lance_ops.query), both(lance.query))
+
+
+def test_quoted_string_rules(tmp_path: Path) -> None:
+    """Only a string quoted from its first to its last character is a phrase; a phrase takes one
+    column; without positions it is refused as pylance refuses it (ValueError, same words)."""
+    table = pa.table(
+        {"id": [0, 1, 2], "text": ["quick brown", "brown quick", "quick the brown"], "other": ["x", "y", "z"]}
+    )
+    lance.write_dataset(table, tmp_path / "ds")
+    lance_ops.dataset(str(tmp_path / "ds")).create_scalar_index("text", "INVERTED", with_position=True)
+    for query in (' "quick brown" ', '"quick brown" the', '"quick" "brown"', '"quick the brown"'):
+        assert_same(tmp_path / "ds", query, query)
+    lance_ops.dataset(str(tmp_path / "ds")).create_scalar_index("other", "INVERTED")
+    for query, words in (
+        ('"quick brown"', "column must be specified"),
+        ({"query": '"quick brown"', "columns": ["text", "other"]}, "multiple columns"),
+        ({"query": '"x y"', "columns": ["other"]}, "position is not found but required for phrase queries"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            lance.dataset(str(tmp_path / "ds")).to_table(full_text_query=query)
+        with pytest.raises(InvalidArgumentError, match=words):
+            lance_ops.dataset(str(tmp_path / "ds")).to_table(full_text_query=query)
+    with pytest.raises(UnsupportedFeatureError, match="slop"):
+        lance_ops.dataset(str(tmp_path / "ds")).to_table(
+            full_text_query=lance_ops.query.PhraseQuery("a b", "text", slop=1)
+        )
+    query = {"query": '"quick brown"', "columns": ["text"]}
+    plan = lance_ops.dataset(str(tmp_path / "ds")).scanner(full_text_query=query).explain_plan()
+    assert "PhraseQuery: column=text" in plan
