@@ -23,9 +23,14 @@ Observed in pylance 14 (and checked against it by the tests):
   ``prefilter=True`` (then before).
 
 An index partition is read once (kept for the next queries, as pylance's index cache) and only
-the query terms' postings are decoded. Not supported
-(:class:`~lance_ops.errors.UnsupportedFeatureError`): ``PhraseQuery`` and quoted phrases (no
-positions are indexed), fuzziness and prefixes, ``CombinedFieldsQuery``, list-element documents,
+the query terms' postings are decoded. A phrase
+(``PhraseQuery`` or a ``full_text_query`` string in double quotes, as pylance reads it: one column,
+the one INVERTED index's when none is named) matches the rows holding its terms at their
+positions in the query (counted from its first term; stop words keep their places), scored as a
+match of all its terms; it needs an index with positions (``with_position=True``; unindexed rows
+are tokenized with them), else ``InvalidArgumentError`` as pylance's ValueError. Not supported
+(:class:`~lance_ops.errors.UnsupportedFeatureError`): phrase ``slop`` above 0, fuzziness and
+prefixes, ``CombinedFieldsQuery``, list-element documents,
 ``_rowaddr``.
 """
 
@@ -47,7 +52,13 @@ from lance_ops.errors import (
     UnsupportedFeatureError,
 )
 from lance_ops.fragment.scan import take_columns, take_rows
-from lance_ops.index.build_inverted import InvertedCorpus, corpus_of, segment_tokenizer
+from lance_ops.index.build_inverted import (
+    POSITION_OFFSETS,
+    POSITIONS,
+    InvertedCorpus,
+    corpus_of,
+    segment_tokenizer,
+)
 from lance_ops.index.files import read_index_file
 from lance_ops.index.fst import FstReader
 from lance_ops.index.inverted_postings import (
@@ -55,6 +66,7 @@ from lance_ops.index.inverted_postings import (
     TAIL_VARINT_DELTA,
     B,
     average_length,
+    decode_positions,
     decode_posting_list,
     idf,
 )
@@ -85,6 +97,11 @@ class _Part:
         """Document numbers (ascending) and frequencies of ``term`` (empty when absent)."""
         raise NotImplementedError
 
+    def positions(self, term: str) -> np.ndarray:
+        """The positions of ``term`` in its documents (uint32), document after document as
+        :meth:`postings` lists them, each document's ascending."""
+        raise NotImplementedError
+
 
 class _FlatPart(_Part):
     def __init__(self, corpus: InvertedCorpus) -> None:
@@ -102,6 +119,16 @@ class _FlatPart(_Part):
             return np.empty(0, np.int64), np.empty(0, np.uint32)
         mine = self._corpus.term == self._ids[term]
         return self._corpus.doc[mine].astype(np.int64), self._corpus.freq[mine]
+
+    def positions(self, term: str) -> np.ndarray:
+        corpus = self._corpus
+        if term not in self._ids or corpus.positions is None:
+            return np.empty(0, np.uint32)
+        triples = np.flatnonzero(corpus.term == self._ids[term])
+        spans = corpus.triple_positions()
+        counts = corpus.freq[triples].astype(np.int64)
+        within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return corpus.positions[np.repeat(spans[triples], counts) + within]
 
 
 class _IndexPart(_Part):
@@ -130,6 +157,10 @@ class _IndexPart(_Part):
         )
         self._postings = invert.column("_posting", segment, names["invert"])
         self._decoded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._streams = self._offsets = None
+        if POSITIONS in invert.table.column_names:
+            self._streams = invert.column(POSITIONS, segment, names["invert"])
+            self._offsets = invert.column(POSITION_OFFSETS, segment, names["invert"])
 
     def _token(self, term: str) -> int | None:
         token = self._fst.get(term)
@@ -155,6 +186,18 @@ class _IndexPart(_Part):
                 found = docs.astype(np.int64), freqs
             self._decoded[term] = found
         return self._decoded[term]
+
+    def positions(self, term: str) -> np.ndarray:
+        token = self._token(term)
+        if token is None or self._streams is None or self._offsets is None:
+            return np.empty(0, np.uint32)
+        try:
+            return decode_positions(
+                self._streams[token].as_py(), self._offsets[token].as_py(), self.postings(term)[1]
+            )
+        except CorruptFileError as exc:
+            segment, name = self._where
+            raise IndexCorruptError(name, f"index {segment.name!r}: {exc.reason}") from exc
 
 
 # Index files never change under a uuid: the partitions of the last few segments searched are kept
@@ -196,17 +239,20 @@ def _parse(query: Any, indexed: list[str]) -> fulltext.FullTextQuery:
             f"full_text_query of type {type(query).__name__} is not supported by lance_ops "
             "(a string, {'query': ..., 'columns': [...]} or a lance_ops.query full-text query)"
         )
-    stripped = text.strip()
-    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
-        raise UnsupportedFeatureError(
-            "full_text_query: a quoted phrase needs positions, which lance_ops does not index"
-        )
     columns = list(columns) if columns is not None else indexed
     if not columns:
         raise InvalidArgumentError(
             "full_text_query: no INVERTED index in the dataset; name the column with "
             "{'query': ..., 'columns': [column]}"
         )
+    if text.startswith('"') and text.endswith('"'):  # the whole string quoted: a phrase
+        if len(columns) > 1:
+            raise InvalidArgumentError(
+                "full_text_query: the column must be specified in the query"
+                if query is text
+                else "Phrase queries cannot be used with multiple columns."
+            )
+        return fulltext.PhraseQuery(text[1:-1], columns[0])
     return fulltext.MultiMatchQuery(text, columns)
 
 
@@ -228,10 +274,11 @@ def _part_stats(part: _Part, terms: list[str]) -> _Stats:
 
 
 def _scores(
-    part: _Part, terms: list[str], stats: _Stats, conjunctive: bool = False
+    part: _Part, terms: list[str], stats: _Stats, conjunctive: bool = False, only: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Row ids of ``part``'s documents holding a query term (every distinct one when
-    ``conjunctive``) and their BM25 scores (float32)."""
+    ``conjunctive``; among the document numbers ``only`` when given) and their BM25 scores
+    (float32)."""
     if not stats.docs:
         return _empty()
     avgdl = average_length(stats.tokens, stats.docs)
@@ -253,7 +300,37 @@ def _scores(
         for term in set(terms):
             matched[part.postings(term)[0]] += 1
         hit = matched == len(set(terms))
+    if only is not None:
+        hit &= np.isin(np.arange(len(hit)), only)
     return part.row_ids[hit], total[hit]
+
+
+def _phrase_docs(part: _Part, query: list[tuple[str, int]]) -> np.ndarray:
+    """Document numbers of ``part`` holding the phrase: its terms at their positions in the
+    query (counted from its first term) shifted alike, at or after the document's start."""
+    if not query:
+        return np.empty(0, np.int64)
+    candidates: np.ndarray | None = None
+    for term in {t for t, _ in query}:
+        docs = part.postings(term)[0]
+        candidates = docs if candidates is None else np.intersect1d(candidates, docs)
+    assert candidates is not None
+    if len(query) == 1 or not len(candidates):
+        return candidates
+    # each query term's occurrences in the candidates: (document, position - query position)
+    relative = []
+    for term, at in query:
+        docs, freqs = part.postings(term)
+        owner = np.repeat(docs, freqs.astype(np.int64))
+        shifted = part.positions(term).astype(np.int64) - at
+        keep = np.isin(owner, candidates) & (shifted >= 0)
+        relative.append((owner[keep], shifted[keep]))
+    keys = None  # a shift every term has in the same document
+    for owner, shifted in relative:
+        mine = np.unique((owner << 32) | shifted)
+        keys = mine if keys is None else np.intersect1d(keys, mine, assume_unique=True)
+    assert keys is not None
+    return np.unique(keys >> 32)
 
 
 def _union(
@@ -285,9 +362,12 @@ def _empty() -> tuple[np.ndarray, np.ndarray]:
 class _Column:
     """Searching one text column: its INVERTED index segments (or none) and unindexed rows."""
 
-    def __init__(self, scan: FullTextScan, column: str, segments: list[IndexMetadata]) -> None:
+    def __init__(
+        self, scan: FullTextScan, column: str, segments: list[IndexMetadata], positions: bool
+    ) -> None:
         ds = scan._ds
         self._scan, self.column, self.segments = scan, column, segments
+        self._positions = positions  # the unindexed rows' positions are needed (phrases)
         field = LanceSchema(ds.manifest.schema).field(column)
         if field is None:
             raise InvalidArgumentError(f"full_text_query: column {column!r} is not in the schema")
@@ -328,21 +408,49 @@ class _Column:
         where = self._scan._filter if self._scan._prefilter else None
         table = ds.to_table(columns=[self.column], with_row_id=True, fragments=fragments, filter=where)
         ids = np.asarray(table.column("_rowid"), np.uint64)
-        return corpus_of(table.column(0).combine_chunks(), ids, self.tokenizer)
+        return corpus_of(table.column(0).combine_chunks(), ids, self.tokenizer, self._positions)
+
+    @property
+    def has_positions(self) -> bool:
+        """Whether phrases can be searched: the index records positions (unindexed rows are
+        tokenized with them)."""
+        return not self.segments or bool(self.tokenizer.values["with_position"])
 
     def match(self, text: str, conjunctive: bool) -> tuple[np.ndarray, np.ndarray]:
-        terms = self.tokenizer.tokenize(text)
+        return self._search(self.tokenizer.tokenize(text), conjunctive)
+
+    def phrase(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding the phrase (see :func:`_phrase_docs`), scored as a match of every
+        term of it (repeats counting again)."""
+        query = self.tokenizer.tokenize_with_positions(text)
+        first = query[0][1] if query else 0  # positions count from the phrase's first term
+        query = [(term, at - first) for term, at in query]
+        return self._search([t for t, _ in query], True, lambda part: _phrase_docs(part, query))
+
+    def _search(self, terms: list[str], conjunctive: bool, docs: Any = None) -> tuple[np.ndarray, np.ndarray]:
         parts, flat, live = self._load()
         stats = _Stats(0, 0, dict.fromkeys(terms, 0))
         for part in parts:
             stats = stats + _part_stats(part, terms)
-        found = [_scores(part, terms, stats, conjunctive) for part in parts]
+        only = (lambda part: None) if docs is None else docs
+        found = [_scores(part, terms, stats, conjunctive, only(part)) for part in parts]
         if live is not None:
             ids = np.concatenate([f[0] for f in found])
             keep = np.isin(ids, live)
             found = [(ids[keep], np.concatenate([f[1] for f in found])[keep])]
-        found.append(_scores(flat, terms, stats + _part_stats(flat, terms), conjunctive))
+        flat_stats = stats + _part_stats(flat, terms)
+        found.append(_scores(flat, terms, flat_stats, conjunctive, only(flat)))
         return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]).astype(np.float32)
+
+
+def _has_phrase(query: fulltext.FullTextQuery) -> bool:
+    if isinstance(query, fulltext.PhraseQuery):
+        return True
+    if isinstance(query, fulltext.BoostQuery):
+        return _has_phrase(query.positive) or _has_phrase(query.negative)
+    if isinstance(query, fulltext.BooleanQuery):
+        return any(_has_phrase(q) for _, q in query.queries)
+    return False
 
 
 class FullTextScan:
@@ -368,6 +476,7 @@ class FullTextScan:
         self._indexed = self._indexed_columns()
         self._searches: dict[str, _Column] = {}
         self.query = _parse(query, sorted(self._indexed))
+        self._phrases = _has_phrase(self.query)
         self._check(self.query)
 
     def _indexed_columns(self) -> dict[str, list[IndexMetadata]]:
@@ -389,7 +498,7 @@ class FullTextScan:
 
     def _column(self, column: str) -> _Column:
         if column not in self._searches:
-            self._searches[column] = _Column(self, column, self._indexed.get(column, []))
+            self._searches[column] = _Column(self, column, self._indexed.get(column, []), self._phrases)
         return self._searches[column]
 
     def _check(self, query: fulltext.FullTextQuery) -> None:
@@ -407,6 +516,22 @@ class FullTextScan:
                 raise InvalidArgumentError("full_text_query: MultiMatchQuery needs one boost per column")
             for column in query.columns:
                 self._column(column)
+        elif isinstance(query, fulltext.PhraseQuery):
+            if isinstance(query.slop, bool) or not isinstance(query.slop, int) or query.slop < 0:
+                raise InvalidArgumentError(
+                    f"full_text_query: phrase slop must be an int >= 0, got {query.slop!r}"
+                )
+            if query.slop:
+                # pylance 14's sloppy matches are not a superset of its exact ones (PhraseQuery("b c
+                # b", slop=1) misses the text "b c b"): not reproduced
+                raise UnsupportedFeatureError(
+                    "full_text_query: phrase slop > 0 is not supported by lance_ops"
+                )
+            if not self._column(query.column).has_positions:
+                raise InvalidArgumentError(
+                    "position is not found but required for phrase queries, try recreating the index "
+                    f"with position (column {query.column!r})"
+                )
         elif isinstance(query, fulltext.BoostQuery):
             self._check(query.positive)
             self._check(query.negative)
@@ -415,8 +540,7 @@ class FullTextScan:
                 self._check(inner)
         else:
             raise UnsupportedFeatureError(
-                f"full_text_query {type(query).__name__} is not supported by lance_ops (phrase queries "
-                "need positions, which lance_ops does not index)"
+                f"full_text_query {type(query).__name__} is not supported by lance_ops"
             )
 
     def _evaluate(self, query: fulltext.FullTextQuery) -> tuple[np.ndarray, np.ndarray]:
@@ -425,6 +549,8 @@ class FullTextScan:
                 query.query, query.operator == fulltext.FullTextOperator.AND
             )
             return ids, (scores * np.float32(query.boost)).astype(np.float32)
+        if isinstance(query, fulltext.PhraseQuery):
+            return self._column(query.column).phrase(query.query)
         if isinstance(query, fulltext.MultiMatchQuery):
             result = _empty()
             for i, column in enumerate(query.columns):
@@ -511,6 +637,13 @@ class FullTextScan:
                         f"deltas={len(search.segments)}, query={terms}"
                     )
                 lines.append(f"{indent}FlatMatchQuery (unindexed fragments): column={column}, query={terms}")
+            return lines
+        if isinstance(query, fulltext.PhraseQuery):
+            search = self._column(query.column)
+            terms = search.tokenizer.tokenize(query.query)
+            lines = [f"{indent}PhraseQuery: column={query.column}, slop={query.slop}, query={terms}"]
+            if search.segments:
+                lines[0] += f", index={search.segments[0].name}"
             return lines
         inner = (
             [query.positive, query.negative]

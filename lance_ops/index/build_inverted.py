@@ -40,8 +40,11 @@ from lance_ops.index.files import IndexWriter, RemapResult, read_index_file
 from lance_ops.index.fst import FstReader, build_fst
 from lance_ops.index.inverted_postings import (
     BLOCK_SIZE,
+    POSITIONS_PACKED_DELTA,
     TAIL_VARINT_DELTA,
+    decode_positions,
     decode_posting_list,
+    encode_positions,
     encode_posting_list,
 )
 from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
@@ -63,6 +66,8 @@ __all__ = [
 INVERTED_DETAILS_URL = "/lance.table.InvertedIndexDetails"
 INVERTED_INDEX_VERSION = 2
 METADATA, FORMAT_VERSION = "metadata.lance", "2"
+POSITIONS, POSITION_OFFSETS = "_compressed_position", "_position_block_offset"
+POSITIONS_LAYOUT = "shared_stream_v2"
 
 
 def check_inverted_column(column: str, value_type: pa.DataType) -> pa.DataType:
@@ -109,7 +114,8 @@ def inverted_details(tokenizer: TokenizerParams) -> bytes:
 @dataclass(frozen=True)
 class InvertedCorpus:
     """What an INVERTED partition holds: documents (row ids, term counts), terms (by number) and
-    the (term, document, frequency) triples sorted by term then document."""
+    the (term, document, frequency) triples sorted by term then document; with positions, each
+    triple's ``freq`` positions (ascending) one triple after the other."""
 
     row_ids: np.ndarray  # uint64 [D]
     lengths: np.ndarray  # uint32 [D]
@@ -117,20 +123,27 @@ class InvertedCorpus:
     term: np.ndarray  # uint32 [P]
     doc: np.ndarray  # uint32 [P]
     freq: np.ndarray  # uint32 [P]
+    positions: np.ndarray | None = None  # uint32 [sum(freq)]
 
     @staticmethod
-    def empty() -> InvertedCorpus:
+    def empty(with_positions: bool = False) -> InvertedCorpus:
         z32 = np.empty(0, np.uint32)
-        return InvertedCorpus(np.empty(0, np.uint64), z32, [], z32, z32, z32)
+        return InvertedCorpus(np.empty(0, np.uint64), z32, [], z32, z32, z32, z32 if with_positions else None)
+
+    def triple_positions(self) -> np.ndarray:
+        """Where each triple's positions start in :attr:`positions` (and their end, last)."""
+        return np.concatenate(([0], np.cumsum(self.freq, dtype=np.int64)))
 
 
 def _tokenize(
     values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams, known: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Term numbers of every term occurrence (``known`` grows with new terms, numbered in the
-    order they first occur), the document of each, per-document counts and the row ids of the
-    documents with at least one term. Arrow splits the texts; the filters run once per distinct
-    token."""
+    order they first occur), the document of each, per-document counts, the row ids of the
+    documents with at least one term, and each occurrence's position: its base token's number in
+    the row (stop words and over-long tokens count; the strings of a list row follow one
+    another), as pylance 14 records positions. Arrow splits the texts; the filters run once per
+    distinct token."""
     texts, owner = values, None
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
         texts = pc.list_flatten(values)
@@ -138,6 +151,8 @@ def _tokenize(
     tokens, parents = tokenizer.split_array(texts)
     if owner is not None:
         parents = owner[parents]
+    # tokens come row after row: a token's position is its distance from its row's first token
+    positions = np.arange(len(parents), dtype=np.int64) - np.searchsorted(parents, parents)
     encoded = pc.dictionary_encode(tokens)
     number = known.setdefault
     distinct = encoded.dictionary.to_pylist()
@@ -148,11 +163,11 @@ def _tokenize(
         term_of[np.asarray(encoded.indices, dtype=np.int64)] if len(tokens) else np.empty(0, np.int64)
     )
     keep = occurrences >= 0
-    occurrences, parents = occurrences[keep], parents[keep]
+    occurrences, parents, positions = occurrences[keep], parents[keep], positions[keep]
     counts = np.bincount(parents, minlength=len(values))
     kept = counts > 0
     doc_of_row = np.cumsum(kept) - 1
-    return occurrences, doc_of_row[parents], counts[kept], np.asarray(ids, np.uint64)[kept]
+    return occurrences, doc_of_row[parents], counts[kept], np.asarray(ids, np.uint64)[kept], positions
 
 
 def _pairs(
@@ -164,12 +179,27 @@ def _pairs(
     return (keys // span).astype(np.uint32), (keys % span).astype(np.uint32), freqs.astype(np.uint32)
 
 
-def corpus_of(values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams) -> InvertedCorpus:
-    """The documents and triples of ``values`` (keyed by ``ids``), terms numbered as they occur."""
+def corpus_of(
+    values: pa.Array, ids: np.ndarray, tokenizer: TokenizerParams, with_positions: bool | None = None
+) -> InvertedCorpus:
+    """The documents and triples of ``values`` (keyed by ``ids``), terms numbered as they occur;
+    positions too when ``with_positions`` (default: the tokenizer's ``with_position``)."""
+    if with_positions is None:
+        with_positions = bool(tokenizer.values["with_position"])
     known: dict[str, int] = {}
-    occurrences, docs, counts, row_ids = _tokenize(values, ids, tokenizer, known)
+    occurrences, docs, counts, row_ids, positions = _tokenize(values, ids, tokenizer, known)
     term, doc, freq = _pairs(occurrences, docs, len(counts))
-    return InvertedCorpus(row_ids, counts.astype(np.uint32), list(known), term, doc, freq)
+    ordered = None
+    if with_positions:  # by term, document, then position: each triple's positions ascending
+        ordered = positions[np.lexsort((positions, docs, occurrences))].astype(np.uint32)
+    return InvertedCorpus(row_ids, counts.astype(np.uint32), list(known), term, doc, freq, ordered)
+
+
+def _positions_metadata(with_positions: bool) -> dict[str, str]:
+    """The positions keys pylance 14 adds to ``metadata.lance`` and the invert files."""
+    if not with_positions:
+        return {}
+    return {"positions_layout": POSITIONS_LAYOUT, "positions_codec": POSITIONS_PACKED_DELTA}
 
 
 def _metadata(tokenizer: TokenizerParams, partitions: Sequence[int]) -> pa.Table:
@@ -182,6 +212,7 @@ def _metadata(tokenizer: TokenizerParams, partitions: Sequence[int]) -> pa.Table
             "posting_block_size": str(BLOCK_SIZE),
             "format_version": FORMAT_VERSION,
             "posting_tail_codec": TAIL_VARINT_DELTA,
+            **_positions_metadata(bool(tokenizer.values["with_position"])),
         },
     )
     return pa.table([pa.array([BitMap().serialize()], pa.binary())], schema=schema)
@@ -197,24 +228,41 @@ def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int
         for a, b in zip(bounds[:-1], bounds[1:], strict=True)
     ]
     blocks = pa.list_(pa.large_binary())
+    columns = [
+        pa.array([r.posting for r in rows], blocks),
+        pa.array([r.max_score for r in rows], pa.float32()),
+        pa.array([r.length for r in rows], pa.uint32()),
+        pa.array([r.impacts for r in rows], blocks),
+    ]
+    fields = [
+        pa.field("_posting", blocks, nullable=False),
+        pa.field("_max_score", pa.float32(), nullable=False),
+        pa.field("_length", pa.uint32(), nullable=False),
+        pa.field("_impacts", blocks, nullable=False),
+    ]
+    if corpus.positions is not None:
+        spans = corpus.triple_positions()
+        streams = [
+            encode_positions(corpus.positions[spans[a] : spans[b]], corpus.freq[a:b])
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        ]
+        columns += [
+            pa.array([stream for stream, _ in streams], pa.large_binary()),
+            pa.array([offsets for _, offsets in streams], pa.list_(pa.uint32())),
+        ]
+        fields += [
+            pa.field(POSITIONS, pa.large_binary(), nullable=False),
+            pa.field(POSITION_OFFSETS, pa.list_(pa.uint32()), nullable=False),
+        ]
     invert = pa.table(
-        [
-            pa.array([r.posting for r in rows], blocks),
-            pa.array([r.max_score for r in rows], pa.float32()),
-            pa.array([r.length for r in rows], pa.uint32()),
-            pa.array([r.impacts for r in rows], blocks),
-        ],
+        columns,
         schema=pa.schema(
-            [
-                pa.field("_posting", blocks, nullable=False),
-                pa.field("_max_score", pa.float32(), nullable=False),
-                pa.field("_length", pa.uint32(), nullable=False),
-                pa.field("_impacts", blocks, nullable=False),
-            ],
+            fields,
             metadata={
                 "posting_tail_codec": TAIL_VARINT_DELTA,
                 "posting_block_size": str(BLOCK_SIZE),
                 "format_version": FORMAT_VERSION,
+                **_positions_metadata(corpus.positions is not None),
             },
         ),
     )
@@ -261,7 +309,8 @@ def segment_tokenizer(ctx: StorageContext, index: IndexMetadata) -> tuple[Tokeni
 
 
 def read_inverted_corpus(ctx: StorageContext, index: IndexMetadata, partition: int) -> InvertedCorpus:
-    """Decode one partition of an INVERTED segment back into its documents and triples."""
+    """Decode one partition of an INVERTED segment back into its documents and triples (and
+    positions, when it has them)."""
     names = {k: f"part_{partition}_{k}.lance" for k in ("tokens", "docs", "invert")}
     tokens = read_index_file(ctx, index, names["tokens"])
     docs = read_index_file(ctx, index, names["docs"])
@@ -273,6 +322,12 @@ def read_inverted_corpus(ctx: StorageContext, index: IndexMetadata, partition: i
         lengths = invert.column("_length", index, names["invert"]).to_pylist()
         postings = invert.column("_posting", index, names["invert"])
         decoded = [decode_posting_list(postings[i], n, tail_codec) for i, n in enumerate(lengths)]
+        positions = None
+        if POSITIONS in invert.table.column_names:
+            streams = invert.column(POSITIONS, index, names["invert"]).to_pylist()
+            offsets = invert.column(POSITION_OFFSETS, index, names["invert"]).to_pylist()
+            parts = [decode_positions(streams[i], offsets[i], f) for i, (_, f) in enumerate(decoded)]
+            positions = np.concatenate(parts).astype(np.uint32) if parts else np.empty(0, np.uint32)
     except CorruptFileError as exc:
         raise IndexCorruptError(names["invert"], f"index {index.name!r}: {exc.reason}") from exc
     if sorted(by_id) != list(range(len(lengths))):
@@ -285,6 +340,7 @@ def read_inverted_corpus(ctx: StorageContext, index: IndexMetadata, partition: i
         np.repeat(np.arange(len(lengths), dtype=np.uint32), counts),
         np.concatenate([d for d, _ in decoded]).astype(np.uint32) if decoded else np.empty(0, np.uint32),
         np.concatenate([f for _, f in decoded]).astype(np.uint32) if decoded else np.empty(0, np.uint32),
+        positions,
     )
 
 
@@ -297,11 +353,19 @@ def write_inverted(
     merged: Sequence[IndexMetadata] = (),
 ) -> RemapResult:
     """Write an INVERTED index of ``values`` (keyed by ``ids``: row ids) holding the documents of
-    the segments ``merged`` too (optimize after an append), with ``tokenizer``'s terms."""
-    corpus = InvertedCorpus.empty()
+    the segments ``merged`` too (optimize after an append), with ``tokenizer``'s terms (and
+    positions when it has ``with_position``; every merged segment must have them then)."""
+    with_positions = bool(tokenizer.values["with_position"])
+    corpus = InvertedCorpus.empty(with_positions)
     for segment in merged:
         for partition in segment_tokenizer(ctx, segment)[1]:
-            corpus = _merge(corpus, read_inverted_corpus(ctx, segment, partition))
+            part = read_inverted_corpus(ctx, segment, partition)
+            if with_positions and part.positions is None:
+                raise IndexCorruptError(
+                    f"part_{partition}_invert.lance",
+                    f"index {segment.name!r}: with_position is set but the postings have no positions",
+                )
+            corpus = _merge(corpus, part)
     corpus = _merge(corpus, corpus_of(values, ids, tokenizer))
     writer = IndexWriter(ctx)
     _write_partition(writer, corpus, 0)
@@ -319,6 +383,15 @@ def _merge(a: InvertedCorpus, b: InvertedCorpus) -> InvertedCorpus:
     doc = np.concatenate([a.doc.astype(np.int64), b.doc.astype(np.int64) + len(a.row_ids)])
     freq = np.concatenate([a.freq, b.freq])
     order = np.lexsort((doc, term))
+    positions = None
+    if a.positions is not None and b.positions is not None:
+        # each triple's run of positions follows it to its new place
+        flat = np.concatenate([a.positions, b.positions])
+        starts = np.concatenate(([0], np.cumsum(freq, dtype=np.int64)))[:-1]
+        moved = freq[order].astype(np.int64)
+        new_starts = np.cumsum(moved) - moved
+        gather = np.repeat(starts[order] - new_starts, moved) + np.arange(int(moved.sum()))
+        positions = flat[gather]
     return InvertedCorpus(
         np.concatenate([a.row_ids, b.row_ids]),
         np.concatenate([a.lengths, b.lengths]),
@@ -326,4 +399,5 @@ def _merge(a: InvertedCorpus, b: InvertedCorpus) -> InvertedCorpus:
         term[order].astype(np.uint32),
         doc[order].astype(np.uint32),
         freq[order],
+        positions,
     )

@@ -26,6 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lance_ops.errors import IndexCorruptError, InvalidArgumentError, UnsupportedIndexTypeError
@@ -74,21 +75,26 @@ def _column_path(manifest: Manifest, index: IndexMetadata) -> str:
 def column_rows(
     ctx: StorageContext, manifest: Manifest, fragments: Sequence[DataFragment], column: str, id_column: str
 ) -> tuple[pa.Array, np.ndarray]:
-    """The column's values in ``fragments`` (live rows) and their row ids or addresses."""
+    """The column's values in ``fragments`` (live rows) and their row ids or addresses. A nested
+    field (``"data.text"``) is read through its top-level struct column: null where a parent is."""
     files = VersionFiles(ctx, manifest)
-    top, *path = column.split(".")  # a struct field (``meta.lang``): read its top-level struct
+    top, path = column, []
+    if "." in column and column not in {f.name for f in manifest.schema if f.parent_id < 0}:
+        top, *path = column.split(".")
     options = ScanOptions(
         columns=(top,), with_row_id=id_column == _ROW_ID, with_row_address=id_column == _ROW_ADDRESS
     )
     tables = [table for fragment in fragments for table in files.fragment(fragment).scan(options)]
-    if not tables:
-        table = files.output_schema(options).empty_table()
-    else:
+    if tables:
         table = pa.concat_tables(tables).combine_chunks()
-    values = table.column(top).combine_chunks()
+        values, ids = table.column(top).combine_chunks(), np.asarray(table.column(id_column), dtype=np.uint64)
+    else:
+        values, ids = pa.array([], files.output_schema(options).field(top).type), np.empty(0, np.uint64)
     for name in path:
-        values = values.flatten()[values.type.get_field_index(name)]  # nulls of the parent kept
-    return values, np.asarray(table.column(id_column), dtype=np.uint64)
+        if not pa.types.is_struct(values.type) or values.type.get_field_index(name) < 0:
+            raise InvalidArgumentError(f"column {column!r} is not in the schema")
+        values = pc.struct_field(values, name)  # null where the parent struct is null
+    return values, ids
 
 
 def _vectors(values: pa.Array, ids: np.ndarray, index: IndexMetadata) -> tuple[np.ndarray, np.ndarray]:

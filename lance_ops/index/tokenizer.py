@@ -18,7 +18,7 @@ Stemming before folding matters: ``"brûlée"`` stems as ``"brûlée"`` (its vow
 and is stored as ``"brulee"``, where ``"brulee"`` typed in ASCII stems to ``"brule"``.
 
 Only what pylance 14 accepts with these meanings is taken: unknown keywords and unsupported
-values (other languages' stop words, the ``ngram``/``jieba``/``lindera`` tokenizers, positions)
+values (other languages' stop words, the ``ngram``/``jieba``/``lindera`` tokenizers)
 raise :class:`~lance_ops.errors.InvalidArgumentError` /
 :class:`~lance_ops.errors.UnsupportedFeatureError` naming them.
 """
@@ -81,7 +81,6 @@ _BOOLS = ("with_position", "lower_case", "stem", "remove_stop_words", "ascii_fol
 # Accepted with their default value only (what lance_ops' tokenizer and files do).
 _FIXED = {
     "lance_tokenizer": "text",
-    "with_position": False,
     "block_size": 128,
     "split_identifiers": False,
     "split_on_numerics": False,
@@ -165,8 +164,14 @@ class TokenizerParams:
 
     def tokenize(self, text: str) -> list[str]:
         """The terms of ``text`` in order (repeats kept)."""
+        return [term for term, _ in self.tokenize_with_positions(text)]
+
+    def tokenize_with_positions(self, text: str) -> list[tuple[str, int]]:
+        """The terms of ``text`` in order, each with its position: the number of its base token
+        (dropped tokens, such as stop words, keep their numbers), as an index records them."""
         tokens, _ = self.split_array(pa.array([text], pa.large_string()))
-        return [t for t in map(self.term, tokens.to_pylist()) if t is not None]
+        terms = ((self.term(token), position) for position, token in enumerate(tokens.to_pylist()))
+        return [(term, position) for term, position in terms if term is not None]
 
 
 def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams:

@@ -134,7 +134,7 @@ def test_few_rows(tmp_path: Path) -> None:
         ("id", {}, IndexColumnTypeError, "id"),
         ("text", {"tokenizer": "simple"}, InvalidArgumentError, "tokenizer"),
         ("text", {"base_tokenizer": "jieba/default"}, UnsupportedFeatureError, "jieba"),
-        ("text", {"with_position": True}, UnsupportedFeatureError, "with_position"),
+        ("text", {"with_position": "yes"}, InvalidArgumentError, "with_position"),
     ],
 )
 def test_bad_input_commits_nothing(

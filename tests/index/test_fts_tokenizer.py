@@ -94,7 +94,7 @@ def test_stop_words_follow_stemming() -> None:
         ({"base_tokenizer": "ngram"}, UnsupportedFeatureError, "ngram"),
         ({"base_tokenizer": "jieba"}, UnsupportedFeatureError, "jieba"),
         ({"language": "French"}, UnsupportedFeatureError, "French"),
-        ({"with_position": True}, UnsupportedFeatureError, "with_position"),
+        ({"with_position": 1}, InvalidArgumentError, "with_position"),
         ({"stem": "yes"}, InvalidArgumentError, "stem"),
         ({"max_token_length": 0}, InvalidArgumentError, "max_token_length"),
         ({"custom_stop_words": "the"}, InvalidArgumentError, "custom_stop_words"),
