@@ -123,7 +123,8 @@ def batches(rows: int, batch_rows: int, seed: int = 0) -> Iterator[pa.RecordBatc
                 "id": pa.array(np.arange(start, start + count), pa.int64()),
                 "day": pa.array(rng.integers(0, 365, count), pa.int32()),
                 "x": pa.array(rng.normal(size=count)),
-                "payload": pa.array(payload, pa.string()),
+                # a numpy string array this long converts in several chunks
+                "payload": pa.chunked_array([pa.array(payload, pa.string())]).combine_chunks(),
             }
         )
 
