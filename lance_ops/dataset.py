@@ -1099,13 +1099,28 @@ class LanceDataset:
             fragment.deleted  # noqa: B018 (reading the deletion file checks it)
 
     @staticmethod
-    def drop(base_uri: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> None:
+    def drop(
+        base_uri: str | os.PathLike[str],
+        storage_options: Mapping[str, str] | None = None,
+        ignore_not_found: bool | None = None,
+    ) -> None:
         """Remove the dataset at ``base_uri``: every file below it (pylance's ``LanceDataset.drop``).
-        Nothing there raises :class:`~lance_ops.errors.DatasetNotFoundError` (an ``OSError``)."""
+
+        Nothing there raises :class:`~lance_ops.errors.DatasetNotFoundError` (an ``OSError``)
+        unless ``ignore_not_found``; files without a version manifest are not a dataset root and
+        are left alone (:class:`~lance_ops.errors.InvalidArgumentError`, a ``ValueError``), as
+        pylance 14 refuses them.
+        """
         storage = StorageContext.open(os.fspath(base_uri), dict(storage_options) if storage_options else None)
         found = storage.store.walk(storage.root)
         if not found:
+            if ignore_not_found:
+                return
             raise DatasetNotFoundError(f"no dataset to drop at {base_uri}")
+        if not list_versions(storage.store, storage.root):
+            raise InvalidArgumentError(
+                f"Refusing to drop {base_uri}: no Lance manifest under '_versions', not a dataset root"
+            )
         for info in found:
             storage.store.delete(info.path)
         storage.store.remove_directories(storage.root)

@@ -427,3 +427,26 @@ def test_validate_and_drop_as_pylance(tmp_path: Path) -> None:
         lance_ops.dataset(uri)
     with pytest.raises(OSError):
         lance_ops.LanceDataset.drop(uri)
+
+
+@pytest.mark.interop
+def test_drop_ignore_not_found_and_non_dataset_roots_as_pylance(tmp_path: Path) -> None:
+    """``drop(ignore_not_found=True)`` of nothing returns quietly, without it an ``OSError``; a
+    directory holding files but no manifest is refused with a ``ValueError`` and kept, as pylance 14."""
+    import lance
+
+    for module in (lance, lance_ops):
+        uri = str(tmp_path / f"{module.__name__}.lance")
+        module.write_dataset(pa.table({"x": [0]}), uri)
+        module.LanceDataset.drop(uri, ignore_not_found=False)
+        assert not os.path.exists(uri)
+        assert module.LanceDataset.drop(uri, ignore_not_found=True) is None
+        with pytest.raises(OSError):
+            module.LanceDataset.drop(uri, ignore_not_found=False)
+        stray = tmp_path / f"{module.__name__}-stray" / "data"
+        stray.mkdir(parents=True)
+        (stray / "a.lance").write_bytes(b"x")
+        for flag in (None, True):
+            with pytest.raises(ValueError):
+                module.LanceDataset.drop(str(stray.parent), ignore_not_found=flag)
+        assert (stray / "a.lance").exists()
