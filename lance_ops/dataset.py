@@ -319,6 +319,9 @@ class LanceDataset:
 
     # pylance's dataset(default_scan_options=): arguments every scan of this object starts from.
     _default_scan_options: Mapping[str, Any] = MappingProxyType({})
+    # pylance's dataset(commit_lock=): the lock every commit of this object (and of the versions
+    # checked out from it) is claimed under.
+    _commit_lock: Callable[[int], AbstractContextManager[object]] | None = None
 
     def __init__(
         self,
@@ -476,6 +479,7 @@ class LanceDataset:
         ds = LanceDataset.__new__(LanceDataset)
         ds._load_version(self._storage, version, self._manifest_store)
         ds._default_scan_options = self._default_scan_options
+        ds._commit_lock = self._commit_lock
         return ds
 
     # ------------------------------------------------------------------ config and metadata
@@ -1069,6 +1073,7 @@ class LanceDataset:
             storage_options=self._storage.storage_options,
             manifest_store=self._manifest_store,
             transaction_properties=transaction_properties,
+            commit_lock=self._commit_lock,
         )
 
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
@@ -1195,13 +1200,15 @@ def dataset(
     asof: dt.datetime | str | None = None,
     default_scan_options: Mapping[str, Any] | None = None,
     read_params: Mapping[str, Any] | None = None,
+    commit_lock: Callable[[int], AbstractContextManager[object]] | None = None,
 ) -> LanceDataset:
     """Open a dataset (latest version, a version number or a tag name).
 
     ``default_scan_options`` (pylance's) are scanner arguments every scan of the returned object
     starts from (explicit arguments win); ``ds.schema`` then is what such a scan returns.
     ``read_params`` (pylance's file reader tuning, e.g. ``cache_repetition_index``) is accepted and
-    changes nothing: lance-ops' reader has no such switches.
+    changes nothing: lance-ops' reader has no such switches. ``commit_lock(version)`` (pylance's)
+    guards every commit made through the returned object and the versions checked out from it.
 
     With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
     repaired through that external store (:mod:`lance_ops.table.manifest_store`); an
@@ -1217,6 +1224,10 @@ def dataset(
         ds = ds.checkout_version(history_op.version_as_of(ds.storage.store, ds.storage.root, asof))
     if default_scan_options:
         ds._default_scan_options = MappingProxyType(dict(default_scan_options))
+    if commit_lock is not None:
+        if not callable(commit_lock):
+            raise ArgumentTypeError(f"commit_lock must be a function, got {type(commit_lock).__name__}")
+        ds._commit_lock = commit_lock
     return ds
 
 
@@ -1238,7 +1249,7 @@ def _commit_target(
     target: str | os.PathLike[str] | LanceDataset, options: commit_op.CommitOptions
 ) -> tuple[StorageContext, commit_op.CommitOptions]:
     """The storage to commit to and ``options`` completed: an open dataset lends its storage
-    options and manifest store unless others are given (and its own storage when no options are:
+    options, manifest store and commit lock unless others are given (and its own storage when no options are:
     a memory:// dataset's uri alone names no store); an ``s3+ddb://`` URI its DynamoDB store."""
     if isinstance(target, LanceDataset):
         given = options
@@ -1248,6 +1259,7 @@ def _commit_target(
             if given.storage_options is None
             else given.storage_options,
             manifest_store=target.manifest_store if given.manifest_store is None else given.manifest_store,
+            commit_lock=target._commit_lock if given.commit_lock is None else given.commit_lock,
         )
         uri = target.uri
         storage = (

@@ -450,3 +450,54 @@ def test_drop_ignore_not_found_and_non_dataset_roots_as_pylance(tmp_path: Path) 
             with pytest.raises(ValueError):
                 module.LanceDataset.drop(str(stray.parent), ignore_not_found=flag)
         assert (stray / "a.lance").exists()
+
+
+@pytest.mark.interop
+def test_commit_lock_guards_every_commit_as_pylance(tmp_path: Path) -> None:
+    """``commit_lock(version)`` is entered around each commit (``write_dataset`` and an opened
+    dataset's operations, also of a version checked out from it); an error the lock raises is an
+    ``OSError`` naming it, in lance-ops as in pylance; pylance reads what was committed under it."""
+    import contextlib
+
+    import lance
+
+    from lance_ops.commit import CommitConflictError
+
+    for module in (lance, lance_ops):
+        seen: list[int] = []
+
+        @contextlib.contextmanager
+        def lock(version: int, seen: list[int] = seen) -> Any:
+            seen.append(version)
+            yield
+
+        uri = str(tmp_path / f"{module.__name__}.lance")
+        module.write_dataset(pa.table({"a": range(10)}), uri, commit_lock=lock)
+        ds = module.dataset(uri, commit_lock=lock)
+        ds.delete("a < 3")
+        ds.checkout_version(1).restore()
+        assert seen == [1, 2, 3], module
+        assert lance.dataset(uri).count_rows() == 10
+
+        @contextlib.contextmanager
+        def refuse(version: int) -> Any:
+            raise CommitConflictError()
+
+        @contextlib.contextmanager
+        def fail_on_exit(version: int) -> Any:
+            try:
+                yield
+            finally:
+                raise KeyError("hello world!")
+
+        with pytest.raises(OSError, match="CommitConflictError"):
+            module.write_dataset(
+                pa.table({"a": [1]}), str(tmp_path / f"{module.__name__}-3"), commit_lock=refuse
+            )
+        with pytest.raises(OSError, match="CommitConflictError"):
+            module.dataset(uri, commit_lock=refuse).delete("a < 5")
+        assert lance.dataset(uri).version == 3
+        with pytest.raises(OSError, match="hello world!"):
+            module.write_dataset(
+                pa.table({"a": [1]}), str(tmp_path / f"{module.__name__}-2"), commit_lock=fail_on_exit
+            )
