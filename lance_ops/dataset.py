@@ -37,7 +37,7 @@ from lance_ops.errors import (
 )
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
-from lance_ops.fragment.scan import take, take_columns, take_rows
+from lance_ops.fragment.scan import TAKE_VIRTUAL_COLUMNS, take, take_columns, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io.context import StorageContext
 from lance_ops.ops import changes as changes_op
@@ -54,7 +54,7 @@ from lance_ops.ops.auto_cleanup import AutoCleanupConfig as AutoCleanup
 from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callback
-from lance_ops.query.predicate import Predicate, parse_predicate
+from lance_ops.query.predicate import Predicate, parse_expression, parse_predicate
 from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragment_ids
 from lance_ops.schema import LanceSchema as PublicLanceSchema
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_transaction
@@ -751,23 +751,56 @@ class LanceDataset:
         return self.take(picked if randomize_order else np.sort(picked), columns)
 
     def take(
-        self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str] | None = None
+        self,
+        indices: Sequence[int] | np.ndarray | pa.Array,
+        columns: Sequence[str] | Mapping[str, str | pc.Expression] | None = None,
     ) -> pa.Table:
-        """Rows at positional ``indices`` (live rows of this version, any order, repeats allowed)."""
+        """Rows at positional ``indices`` (live rows of this version, any order, repeats allowed).
+
+        ``columns`` is a list of names or, as in pylance, a dict of output name -> SQL expression.
+        """
         if isinstance(indices, pa.Array | pa.ChunkedArray):
             indices = indices.to_numpy(zero_copy_only=False)
         positions = np.asarray(indices, dtype=np.int64).reshape(-1)
-        return take(self._files, positions, take_columns(self._files, columns))
+        return self._projected_take(columns, lambda names: take(self._files, positions, names))
 
     def _take_rows(
-        self, row_ids: Sequence[int] | np.ndarray, columns: Sequence[str] | None = None
+        self,
+        row_ids: Sequence[int] | np.ndarray,
+        columns: Sequence[str] | Mapping[str, str | pc.Expression] | None = None,
     ) -> pa.Table:
         """Rows by row id (stable ids when enabled, else row addresses), in the order given.
 
-        Ids of deleted or unknown rows are skipped, as pylance does.
+        Ids of deleted or unknown rows are skipped, as pylance does. ``columns`` as in :meth:`take`.
         """
         ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
-        return take_rows(self._files, ids, take_columns(self._files, columns))
+        return self._projected_take(columns, lambda names: take_rows(self._files, ids, names))
+
+    def _projected_take(
+        self,
+        columns: Sequence[str] | Mapping[str, str | pc.Expression] | None,
+        read: Callable[[tuple[str, ...]], pa.Table],
+    ) -> pa.Table:
+        """``read`` the rows of ``columns``; a dict of SQL expressions reads the columns they name
+        (``_rowid`` / ``_rowaddr`` included) and evaluates them over the rows taken."""
+        if not isinstance(columns, Mapping):
+            return read(take_columns(self._files, columns))
+        schema = self._files.schema
+        virtual = [pa.field(n, pa.uint64()) for n in TAKE_VIRTUAL_COLUMNS if n not in schema.names]
+        table_schema = pa.schema([*schema, *virtual])
+        bound = {
+            n: parse_expression(sql, table_schema, column_typed_literals=True) for n, sql in columns.items()
+        }
+        needed = set().union(*(b.columns for b in bound.values()))
+        names = [n for n in [*schema.names, *TAKE_VIRTUAL_COLUMNS] if n in needed]
+        rows = read(take_columns(self._files, names))
+        import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
+
+        exprs = {name: b.expression for name, b in bound.items()}
+        computed = pads.dataset(rows).to_table(columns=exprs) if exprs else rows.select([])
+        fields = [pa.field(name, b.type) for name, b in bound.items()]
+        arrays = [computed.column(f.name).cast(f.type) for f in fields]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields)) if fields else computed
 
     # ------------------------------------------------------------------ operations
 

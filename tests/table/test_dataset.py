@@ -22,6 +22,7 @@ from lance_ops import FragmentMetadata, LanceDataset, LanceOperation
 from lance_ops.errors import (
     DatasetAlreadyExistsError,
     DatasetNotFoundError,
+    FieldNotFoundError,
     SchemaError,
     UnsupportedFeatureError,
 )
@@ -501,3 +502,33 @@ def test_commit_lock_guards_every_commit_as_pylance(tmp_path: Path) -> None:
             module.write_dataset(
                 pa.table({"a": [1]}), str(tmp_path / f"{module.__name__}-2"), commit_lock=fail_on_exit
             )
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable_row_ids", [False, True])
+def test_take_with_sql_projection_as_pylance(tmp_path: Path, stable_row_ids: bool) -> None:
+    """``take`` / ``_take_rows`` with ``columns={"name": "SQL"}`` give pylance's table (names,
+    types, values), also over a deletion and for no rows. Virtual columns in an expression, which
+    pylance 14 refuses (``_rowid``) or fails on (``_rowaddr``), are computed as in a scan."""
+    import lance
+
+    uri = str(tmp_path / "ds.lance")
+    data = pa.table({"a": pa.array(range(6), pa.int32()), "b": list("xyzuvw")})
+    lance_ops.write_dataset(data, uri, max_rows_per_file=4, enable_stable_row_ids=stable_row_ids)
+    lance_ops.dataset(uri).delete("a = 1")
+    projection = {"a2": "a * 2", "bup": "UPPER(b)"}
+    ours, theirs = lance_ops.dataset(uri), lance.dataset(uri)
+    for indices in ([0], [4, 0, 2], []):
+        expected = theirs.take(indices, columns=projection)
+        assert ours.take(indices, columns=projection) == expected
+        assert ours.take(indices, columns=projection).schema == expected.schema
+    row_ids = theirs.to_table(columns=[], with_row_id=True).column("_rowid").to_pylist()
+    picked = [row_ids[3], row_ids[0]]
+    assert ours._take_rows(picked, columns=projection) == theirs._take_rows(picked, columns=projection)
+    addresses = ours.to_table(with_row_address=True).column("_rowaddr").to_pylist()
+    assert ours.take([4, 0], columns={"next": "_rowaddr + 1"}).column("next").to_pylist() == [
+        addresses[4] + 1,
+        addresses[0] + 1,
+    ]
+    with pytest.raises(FieldNotFoundError):
+        ours.take([0], columns={"x": "nope + 1"})
