@@ -929,19 +929,22 @@ class LanceDataset:
         replace: bool = False,
         num_partitions: int | None = None,
         num_sub_vectors: int | None = None,
+        *,
+        commit: commit_op.CommitOptions | None = None,
         **kwargs: Any,
     ) -> LanceDataset:
         """Train and commit an IVF_FLAT / IVF_PQ / IVF_SQ / IVF_HNSW_* vector index (pylance's
         ``create_index``; ``num_bits``, ``sample_rate``, ``max_iters``, ``target_partition_size``,
         ``seed``, and ``m`` / ``ef_construction`` / ``max_level`` for HNSW as keywords; see
-        :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version."""
+        :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version. ``commit``
+        (:class:`~lance_ops.CommitOptions`) says how to commit, as on the other mutating methods."""
         from lance_ops.ops.vector_index import create_index  # noqa: PLC0415
 
         if not isinstance(column, str):
             if len(column) != 1:
                 raise InvalidArgumentError(f"create_index takes one column, got {list(column)}")
             column = column[0]
-        options = self._commit_options()
+        options = self._commit_options(commit=commit)
         self._adopt(
             *create_index(
                 self._files,
@@ -993,18 +996,19 @@ class LanceDataset:
         name: str | None = None,
         *,
         replace: bool = True,
+        commit: commit_op.CommitOptions | None = None,
         **kwargs: Any,
     ) -> None:
         """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM / INVERTED index over every fragment
         and commit it (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`).
         ``index_type`` may be a :class:`lance_ops.indices.IndexConfig` (type and parameters), as in
-        pylance."""
+        pylance. ``commit`` (:class:`~lance_ops.CommitOptions`) says how to commit."""
         from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
 
         if not isinstance(index_type, str) and hasattr(index_type, "parameters"):
             kwargs = {**index_type.parameters, **kwargs}
             index_type = index_type.index_type
-        options = self._commit_options()
+        options = self._commit_options(commit=commit)
         self._adopt(*create_scalar_index(self._files, column, index_type, name, replace, options, kwargs))
 
     @property

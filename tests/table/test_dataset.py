@@ -532,3 +532,23 @@ def test_take_with_sql_projection_as_pylance(tmp_path: Path, stable_row_ids: boo
     ]
     with pytest.raises(FieldNotFoundError):
         ours.take([0], columns={"x": "nope + 1"})
+
+
+@pytest.mark.interop
+def test_create_index_takes_commit_options(tmp_path: Path) -> None:
+    """``create_scalar_index`` / ``create_index`` take ``commit=CommitOptions(...)`` like the other
+    mutating methods: the message and properties land in the transactions pylance reads."""
+    import lance
+
+    uri = str(tmp_path / "ds.lance")
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(1024, dtype=np.float32) / 7), 4)
+    ds = lance_ops.write_dataset(pa.table({"id": range(256), "v": vectors}), uri)
+    commit = lance_ops.CommitOptions(commit_message="index it", transaction_properties={"by": "test"})
+    ds.create_scalar_index("id", "BTREE", commit=commit)
+    ds.create_index("v", "IVF_FLAT", num_partitions=2, commit=commit)
+    theirs = lance.dataset(uri)
+    assert theirs.version == 3
+    assert {i.name for i in theirs.describe_indices()} == {"id_idx", "v_idx"}
+    for version in (2, 3):
+        properties = theirs.read_transaction(version).transaction_properties
+        assert properties == {"by": "test", "__lance_commit_message": "index it"}
