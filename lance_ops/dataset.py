@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import cached_property, wraps
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypedDict, cast
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ from lance_ops.encoding.options import check_writer_compression
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
     ArgumentTypeError,
+    BatchCommitError,
     CorruptFileError,
     DatasetNotFoundError,
     InvalidArgumentError,
@@ -59,7 +60,7 @@ from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragme
 from lance_ops.schema import LanceSchema as PublicLanceSchema
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_transaction
 from lance_ops.table.dynamodb_store import manifest_store_for_uri
-from lance_ops.table.manifest import DataFile, Manifest
+from lance_ops.table.manifest import DataFile, ListTuple, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore, repair
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
@@ -88,6 +89,7 @@ __all__ = [
     "LANCE_COMMIT_MESSAGE_KEY",
     "AutoCleanupConfig",
     "BatchUDF",
+    "BulkCommitResult",
     "LanceDataset",
     "LanceFragment",
     "LanceOperation",
@@ -307,6 +309,13 @@ class DeletedRows(int):
         if key != "num_deleted_rows":
             raise KeyError(key)
         return int(self)
+
+
+class BulkCommitResult(TypedDict):
+    """What :meth:`LanceDataset.commit_batch` returns (pylance's ``BulkCommitResult``)."""
+
+    dataset: LanceDataset
+    merged: Transaction
 
 
 class LanceDataset:
@@ -1214,6 +1223,42 @@ class LanceDataset:
         storage, options = _commit_target(base_uri, options)
         manifest, transaction = commit_op.commit(storage, operation, options)
         return LanceDataset._from_manifest(storage, manifest, transaction, options.manifest_store)
+
+    @staticmethod
+    def commit_batch(
+        dest: str | os.PathLike[str] | LanceDataset,
+        transactions: Sequence[Transaction],
+        commit_lock: Callable[[int], AbstractContextManager[object]] | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        enable_v2_manifest_paths: bool | None = None,
+        detached: bool = False,
+        max_retries: int = _DEFAULT_MAX_RETRIES,
+        *,
+        commit: commit_op.CommitOptions | None = None,
+    ) -> BulkCommitResult:
+        """Commit several ``Append`` transactions as one version, as pylance 14's ``commit_batch``:
+        one ``Append`` of all their fragments in order, on the first one's ``read_version``, without
+        their properties. Returns ``{"dataset": ..., "merged": Transaction}``. No transactions, or
+        any other operation, raise :class:`~lance_ops.errors.BatchCommitError` (an ``OSError``).
+        """
+        transactions = list(transactions)
+        if not transactions:
+            raise BatchCommitError("No transactions to commit")
+        if not all(isinstance(t.operation, Append) for t in transactions):
+            raise BatchCommitError("Only append transactions are supported in batch commits")
+        fragments = ListTuple(f for t in transactions for f in cast(Append, t.operation).fragments)
+        merged = Transaction(transactions[0].read_version, Append(fragments))
+        ds = LanceDataset.commit(
+            dest,
+            merged,
+            commit_lock=commit_lock,
+            storage_options=storage_options,
+            enable_v2_manifest_paths=enable_v2_manifest_paths,
+            detached=detached,
+            max_retries=max_retries,
+            commit=commit,
+        )
+        return BulkCommitResult(dataset=ds, merged=merged)
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"

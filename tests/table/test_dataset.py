@@ -552,3 +552,39 @@ def test_create_index_takes_commit_options(tmp_path: Path) -> None:
     for version in (2, 3):
         properties = theirs.read_transaction(version).transaction_properties
         assert properties == {"by": "test", "__lance_commit_message": "index it"}
+
+
+@pytest.mark.interop
+def test_commit_batch_appends_as_pylance(tmp_path: Path) -> None:
+    """``commit_batch`` of two appends makes one version holding both, with pylance 14's merged
+    ``Append`` (fragments in order, the first read version, no properties); pylance reads the
+    result and commits a batch on top of ours; anything but appends, or nothing, is refused."""
+    import lance
+
+    uri = str(tmp_path / "ds.lance")
+    data = [pa.table({"a": range(i * 10, i * 10 + 10)}) for i in range(5)]
+    ds = lance_ops.write_dataset(data[0], uri)
+    frags = [write_fragments(data[i], uri) for i in (1, 2)]
+    txns = [
+        lance_ops.Transaction(1, LanceOperation.Append(frags[0]), transaction_properties={"k": "v"}),
+        lance_ops.Transaction(7, LanceOperation.Append(frags[1])),
+    ]
+    result = LanceDataset.commit_batch(ds, txns)
+    assert result["dataset"].version == 2
+    merged = result["merged"]
+    assert merged.read_version == 1 and merged.operation.fragments == frags[0] + frags[1]
+    assert dict(merged.transaction_properties) == {}
+    theirs = lance.dataset(uri)
+    assert theirs.version == 2 and len(theirs.get_fragments()) == 3
+    assert theirs.to_table() == pa.concat_tables(data[:3])
+    assert isinstance(theirs.read_transaction(2).operation, lance.LanceOperation.Append)
+    # pylance commits a batch after ours, and we read it
+    theirs_frags = [lance.fragment.write_fragments(data[i], theirs) for i in (3, 4)]
+    lance.LanceDataset.commit_batch(
+        theirs, [lance.Transaction(2, lance.LanceOperation.Append(f)) for f in theirs_frags]
+    )
+    assert lance_ops.dataset(uri).to_table() == pa.concat_tables(data)
+    for bad in ([], [lance_ops.Transaction(3, LanceOperation.Delete([], [0], "a < 3"))]):
+        with pytest.raises(OSError, match="No transactions|Only append"):
+            LanceDataset.commit_batch(uri, bad)
+    assert lance_ops.dataset(uri).version == 3
