@@ -161,9 +161,15 @@ class LanceOperation:
     (``LanceDataset.manifest.schema``) when ids must be kept.
     """
 
-    @staticmethod
-    def Append(fragments: Iterable[FragmentMetadata]) -> Append:  # noqa: N802
-        return Append(tuple(fragments))
+    class Append(metaclass=_OperationFactory):  # noqa: N801
+        """``LanceOperation.Append(fragments)`` makes a :class:`lance_ops.table.transaction.Append`
+        (its ``fragments`` equal the list given, as pylance's), and ``isinstance(op,
+        LanceOperation.Append)`` holds for one."""
+
+        made = Append
+
+        def __new__(cls, fragments: Iterable[FragmentMetadata]) -> Append:  # type: ignore[misc]
+            return Append(ListTuple(fragments))
 
     @staticmethod
     def Overwrite(
@@ -1246,8 +1252,8 @@ class LanceDataset:
             raise BatchCommitError("No transactions to commit")
         if not all(isinstance(t.operation, Append) for t in transactions):
             raise BatchCommitError("Only append transactions are supported in batch commits")
-        fragments = ListTuple(f for t in transactions for f in cast(Append, t.operation).fragments)
-        merged = Transaction(transactions[0].read_version, Append(fragments))
+        fragments = [f for t in transactions for f in cast(Append, t.operation).fragments]
+        merged = Transaction(transactions[0].read_version, LanceOperation.Append(fragments))
         ds = LanceDataset.commit(
             dest,
             merged,

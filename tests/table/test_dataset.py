@@ -573,6 +573,7 @@ def test_commit_batch_appends_as_pylance(tmp_path: Path) -> None:
     assert result["dataset"].version == 2
     merged = result["merged"]
     assert merged.read_version == 1 and merged.operation.fragments == frags[0] + frags[1]
+    assert isinstance(merged.operation, LanceOperation.Append)
     assert dict(merged.transaction_properties) == {}
     theirs = lance.dataset(uri)
     assert theirs.version == 2 and len(theirs.get_fragments()) == 3
