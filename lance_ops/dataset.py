@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import cached_property, wraps
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypedDict, cast
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ from lance_ops.encoding.options import check_writer_compression
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
     ArgumentTypeError,
+    BatchCommitError,
     CorruptFileError,
     DatasetNotFoundError,
     InvalidArgumentError,
@@ -37,7 +38,7 @@ from lance_ops.errors import (
 )
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
-from lance_ops.fragment.scan import take, take_columns, take_rows
+from lance_ops.fragment.scan import TAKE_VIRTUAL_COLUMNS, take, take_columns, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io.context import StorageContext
 from lance_ops.ops import changes as changes_op
@@ -54,12 +55,12 @@ from lance_ops.ops.auto_cleanup import AutoCleanupConfig as AutoCleanup
 from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callback
-from lance_ops.query.predicate import Predicate, parse_predicate
+from lance_ops.query.predicate import Predicate, parse_expression, parse_predicate
 from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragment_ids
 from lance_ops.schema import LanceSchema as PublicLanceSchema
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_transaction
 from lance_ops.table.dynamodb_store import manifest_store_for_uri
-from lance_ops.table.manifest import DataFile, Manifest
+from lance_ops.table.manifest import DataFile, ListTuple, Manifest
 from lance_ops.table.manifest_store import ExternalManifestStore, repair
 from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
@@ -88,6 +89,7 @@ __all__ = [
     "LANCE_COMMIT_MESSAGE_KEY",
     "AutoCleanupConfig",
     "BatchUDF",
+    "BulkCommitResult",
     "LanceDataset",
     "LanceFragment",
     "LanceOperation",
@@ -159,9 +161,15 @@ class LanceOperation:
     (``LanceDataset.manifest.schema``) when ids must be kept.
     """
 
-    @staticmethod
-    def Append(fragments: Iterable[FragmentMetadata]) -> Append:  # noqa: N802
-        return Append(tuple(fragments))
+    class Append(metaclass=_OperationFactory):  # noqa: N801
+        """``LanceOperation.Append(fragments)`` makes a :class:`lance_ops.table.transaction.Append`
+        (its ``fragments`` equal the list given, as pylance's), and ``isinstance(op,
+        LanceOperation.Append)`` holds for one."""
+
+        made = Append
+
+        def __new__(cls, fragments: Iterable[FragmentMetadata]) -> Append:  # type: ignore[misc]
+            return Append(ListTuple(fragments))
 
     @staticmethod
     def Overwrite(
@@ -309,6 +317,13 @@ class DeletedRows(int):
         return int(self)
 
 
+class BulkCommitResult(TypedDict):
+    """What :meth:`LanceDataset.commit_batch` returns (pylance's ``BulkCommitResult``)."""
+
+    dataset: LanceDataset
+    merged: Transaction
+
+
 class LanceDataset:
     """One version of a Lance dataset; the read side of the API.
 
@@ -319,6 +334,9 @@ class LanceDataset:
 
     # pylance's dataset(default_scan_options=): arguments every scan of this object starts from.
     _default_scan_options: Mapping[str, Any] = MappingProxyType({})
+    # pylance's dataset(commit_lock=): the lock every commit of this object (and of the versions
+    # checked out from it) is claimed under.
+    _commit_lock: Callable[[int], AbstractContextManager[object]] | None = None
 
     def __init__(
         self,
@@ -476,6 +494,7 @@ class LanceDataset:
         ds = LanceDataset.__new__(LanceDataset)
         ds._load_version(self._storage, version, self._manifest_store)
         ds._default_scan_options = self._default_scan_options
+        ds._commit_lock = self._commit_lock
         return ds
 
     # ------------------------------------------------------------------ config and metadata
@@ -747,23 +766,56 @@ class LanceDataset:
         return self.take(picked if randomize_order else np.sort(picked), columns)
 
     def take(
-        self, indices: Sequence[int] | np.ndarray | pa.Array, columns: Sequence[str] | None = None
+        self,
+        indices: Sequence[int] | np.ndarray | pa.Array,
+        columns: Sequence[str] | Mapping[str, str | pc.Expression] | None = None,
     ) -> pa.Table:
-        """Rows at positional ``indices`` (live rows of this version, any order, repeats allowed)."""
+        """Rows at positional ``indices`` (live rows of this version, any order, repeats allowed).
+
+        ``columns`` is a list of names or, as in pylance, a dict of output name -> SQL expression.
+        """
         if isinstance(indices, pa.Array | pa.ChunkedArray):
             indices = indices.to_numpy(zero_copy_only=False)
         positions = np.asarray(indices, dtype=np.int64).reshape(-1)
-        return take(self._files, positions, take_columns(self._files, columns))
+        return self._projected_take(columns, lambda names: take(self._files, positions, names))
 
     def _take_rows(
-        self, row_ids: Sequence[int] | np.ndarray, columns: Sequence[str] | None = None
+        self,
+        row_ids: Sequence[int] | np.ndarray,
+        columns: Sequence[str] | Mapping[str, str | pc.Expression] | None = None,
     ) -> pa.Table:
         """Rows by row id (stable ids when enabled, else row addresses), in the order given.
 
-        Ids of deleted or unknown rows are skipped, as pylance does.
+        Ids of deleted or unknown rows are skipped, as pylance does. ``columns`` as in :meth:`take`.
         """
         ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
-        return take_rows(self._files, ids, take_columns(self._files, columns))
+        return self._projected_take(columns, lambda names: take_rows(self._files, ids, names))
+
+    def _projected_take(
+        self,
+        columns: Sequence[str] | Mapping[str, str | pc.Expression] | None,
+        read: Callable[[tuple[str, ...]], pa.Table],
+    ) -> pa.Table:
+        """``read`` the rows of ``columns``; a dict of SQL expressions reads the columns they name
+        (``_rowid`` / ``_rowaddr`` included) and evaluates them over the rows taken."""
+        if not isinstance(columns, Mapping):
+            return read(take_columns(self._files, columns))
+        schema = self._files.schema
+        virtual = [pa.field(n, pa.uint64()) for n in TAKE_VIRTUAL_COLUMNS if n not in schema.names]
+        table_schema = pa.schema([*schema, *virtual])
+        bound = {
+            n: parse_expression(sql, table_schema, column_typed_literals=True) for n, sql in columns.items()
+        }
+        needed = set().union(*(b.columns for b in bound.values()))
+        names = [n for n in [*schema.names, *TAKE_VIRTUAL_COLUMNS] if n in needed]
+        rows = read(take_columns(self._files, names))
+        import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
+
+        exprs = {name: b.expression for name, b in bound.items()}
+        computed = pads.dataset(rows).to_table(columns=exprs) if exprs else rows.select([])
+        fields = [pa.field(name, b.type) for name, b in bound.items()]
+        arrays = [computed.column(f.name).cast(f.type) for f in fields]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields)) if fields else computed
 
     # ------------------------------------------------------------------ operations
 
@@ -892,19 +944,22 @@ class LanceDataset:
         replace: bool = False,
         num_partitions: int | None = None,
         num_sub_vectors: int | None = None,
+        *,
+        commit: commit_op.CommitOptions | None = None,
         **kwargs: Any,
     ) -> LanceDataset:
         """Train and commit an IVF_FLAT / IVF_PQ / IVF_SQ / IVF_HNSW_* vector index (pylance's
         ``create_index``; ``num_bits``, ``sample_rate``, ``max_iters``, ``target_partition_size``,
         ``seed``, and ``m`` / ``ef_construction`` / ``max_level`` for HNSW as keywords; see
-        :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version."""
+        :mod:`lance_ops.ops.vector_index`). Returns this dataset, at the new version. ``commit``
+        (:class:`~lance_ops.CommitOptions`) says how to commit, as on the other mutating methods."""
         from lance_ops.ops.vector_index import create_index  # noqa: PLC0415
 
         if not isinstance(column, str):
             if len(column) != 1:
                 raise InvalidArgumentError(f"create_index takes one column, got {list(column)}")
             column = column[0]
-        options = self._commit_options()
+        options = self._commit_options(commit=commit)
         self._adopt(
             *create_index(
                 self._files,
@@ -956,18 +1011,19 @@ class LanceDataset:
         name: str | None = None,
         *,
         replace: bool = True,
+        commit: commit_op.CommitOptions | None = None,
         **kwargs: Any,
     ) -> None:
         """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM / INVERTED index over every fragment
         and commit it (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`).
         ``index_type`` may be a :class:`lance_ops.indices.IndexConfig` (type and parameters), as in
-        pylance."""
+        pylance. ``commit`` (:class:`~lance_ops.CommitOptions`) says how to commit."""
         from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
 
         if not isinstance(index_type, str) and hasattr(index_type, "parameters"):
             kwargs = {**index_type.parameters, **kwargs}
             index_type = index_type.index_type
-        options = self._commit_options()
+        options = self._commit_options(commit=commit)
         self._adopt(*create_scalar_index(self._files, column, index_type, name, replace, options, kwargs))
 
     @property
@@ -1069,6 +1125,7 @@ class LanceDataset:
             storage_options=self._storage.storage_options,
             manifest_store=self._manifest_store,
             transaction_properties=transaction_properties,
+            commit_lock=self._commit_lock,
         )
 
     def _adopt(self, manifest: Manifest, transaction: Transaction) -> None:
@@ -1099,13 +1156,28 @@ class LanceDataset:
             fragment.deleted  # noqa: B018 (reading the deletion file checks it)
 
     @staticmethod
-    def drop(base_uri: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> None:
+    def drop(
+        base_uri: str | os.PathLike[str],
+        storage_options: Mapping[str, str] | None = None,
+        ignore_not_found: bool | None = None,
+    ) -> None:
         """Remove the dataset at ``base_uri``: every file below it (pylance's ``LanceDataset.drop``).
-        Nothing there raises :class:`~lance_ops.errors.DatasetNotFoundError` (an ``OSError``)."""
+
+        Nothing there raises :class:`~lance_ops.errors.DatasetNotFoundError` (an ``OSError``)
+        unless ``ignore_not_found``; files without a version manifest are not a dataset root and
+        are left alone (:class:`~lance_ops.errors.InvalidArgumentError`, a ``ValueError``), as
+        pylance 14 refuses them.
+        """
         storage = StorageContext.open(os.fspath(base_uri), dict(storage_options) if storage_options else None)
         found = storage.store.walk(storage.root)
         if not found:
+            if ignore_not_found:
+                return
             raise DatasetNotFoundError(f"no dataset to drop at {base_uri}")
+        if not list_versions(storage.store, storage.root):
+            raise InvalidArgumentError(
+                f"Refusing to drop {base_uri}: no Lance manifest under '_versions', not a dataset root"
+            )
         for info in found:
             storage.store.delete(info.path)
         storage.store.remove_directories(storage.root)
@@ -1158,6 +1230,42 @@ class LanceDataset:
         manifest, transaction = commit_op.commit(storage, operation, options)
         return LanceDataset._from_manifest(storage, manifest, transaction, options.manifest_store)
 
+    @staticmethod
+    def commit_batch(
+        dest: str | os.PathLike[str] | LanceDataset,
+        transactions: Sequence[Transaction],
+        commit_lock: Callable[[int], AbstractContextManager[object]] | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        enable_v2_manifest_paths: bool | None = None,
+        detached: bool = False,
+        max_retries: int = _DEFAULT_MAX_RETRIES,
+        *,
+        commit: commit_op.CommitOptions | None = None,
+    ) -> BulkCommitResult:
+        """Commit several ``Append`` transactions as one version, as pylance 14's ``commit_batch``:
+        one ``Append`` of all their fragments in order, on the first one's ``read_version``, without
+        their properties. Returns ``{"dataset": ..., "merged": Transaction}``. No transactions, or
+        any other operation, raise :class:`~lance_ops.errors.BatchCommitError` (an ``OSError``).
+        """
+        transactions = list(transactions)
+        if not transactions:
+            raise BatchCommitError("No transactions to commit")
+        if not all(isinstance(t.operation, Append) for t in transactions):
+            raise BatchCommitError("Only append transactions are supported in batch commits")
+        fragments = [f for t in transactions for f in cast(Append, t.operation).fragments]
+        merged = Transaction(transactions[0].read_version, LanceOperation.Append(fragments))
+        ds = LanceDataset.commit(
+            dest,
+            merged,
+            commit_lock=commit_lock,
+            storage_options=storage_options,
+            enable_v2_manifest_paths=enable_v2_manifest_paths,
+            detached=detached,
+            max_retries=max_retries,
+            commit=commit,
+        )
+        return BulkCommitResult(dataset=ds, merged=merged)
+
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
 
@@ -1180,13 +1288,15 @@ def dataset(
     asof: dt.datetime | str | None = None,
     default_scan_options: Mapping[str, Any] | None = None,
     read_params: Mapping[str, Any] | None = None,
+    commit_lock: Callable[[int], AbstractContextManager[object]] | None = None,
 ) -> LanceDataset:
     """Open a dataset (latest version, a version number or a tag name).
 
     ``default_scan_options`` (pylance's) are scanner arguments every scan of the returned object
     starts from (explicit arguments win); ``ds.schema`` then is what such a scan returns.
     ``read_params`` (pylance's file reader tuning, e.g. ``cache_repetition_index``) is accepted and
-    changes nothing: lance-ops' reader has no such switches.
+    changes nothing: lance-ops' reader has no such switches. ``commit_lock(version)`` (pylance's)
+    guards every commit made through the returned object and the versions checked out from it.
 
     With ``manifest_store`` (e.g. :class:`SqliteManifestStore`), versions are committed and
     repaired through that external store (:mod:`lance_ops.table.manifest_store`); an
@@ -1202,6 +1312,10 @@ def dataset(
         ds = ds.checkout_version(history_op.version_as_of(ds.storage.store, ds.storage.root, asof))
     if default_scan_options:
         ds._default_scan_options = MappingProxyType(dict(default_scan_options))
+    if commit_lock is not None:
+        if not callable(commit_lock):
+            raise ArgumentTypeError(f"commit_lock must be a function, got {type(commit_lock).__name__}")
+        ds._commit_lock = commit_lock
     return ds
 
 
@@ -1223,7 +1337,7 @@ def _commit_target(
     target: str | os.PathLike[str] | LanceDataset, options: commit_op.CommitOptions
 ) -> tuple[StorageContext, commit_op.CommitOptions]:
     """The storage to commit to and ``options`` completed: an open dataset lends its storage
-    options and manifest store unless others are given (and its own storage when no options are:
+    options, manifest store and commit lock unless others are given (and its own storage when no options are:
     a memory:// dataset's uri alone names no store); an ``s3+ddb://`` URI its DynamoDB store."""
     if isinstance(target, LanceDataset):
         given = options
@@ -1233,6 +1347,7 @@ def _commit_target(
             if given.storage_options is None
             else given.storage_options,
             manifest_store=target.manifest_store if given.manifest_store is None else given.manifest_store,
+            commit_lock=target._commit_lock if given.commit_lock is None else given.commit_lock,
         )
         uri = target.uri
         storage = (

@@ -204,6 +204,16 @@ class CommitStoreError(StorageError, ValueError):
     ``OSError`` writing one)."""
 
 
+class CommitLockError(StorageError):
+    """A ``commit_lock`` raised while guarding a commit (an ``OSError`` naming the lock's own error,
+    which is chained, as pylance's "Error from commit handler: ...")."""
+
+
+class BatchCommitError(InvalidArgumentError, OSError):
+    """``LanceDataset.commit_batch`` refuses its transactions: none, or other than appends (an
+    ``OSError`` as pylance's)."""
+
+
 class WriteSchemaError(SchemaError, OSError):
     """Data to be written (or a fragment to be committed) does not fit the dataset's schema: a
     column it lacks and cannot be filled, a column the dataset does not have, nulls in a

@@ -56,6 +56,8 @@ from lance_ops.fragment.writer import write_data_file
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.udf_checkpoint import UDFCheckpoint
 from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
+from lance_ops.query import expressions as ex
+from lance_ops.query.parser import parse
 from lance_ops.query.predicate import parse_expression
 from lance_ops.table.manifest import DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR
@@ -357,7 +359,31 @@ def _arrow_fields(transforms: Any) -> list[pa.Field] | None:
         return list(transforms)
     if isinstance(transforms, Sequence) and transforms and all(isinstance(f, pa.Field) for f in transforms):
         return list(transforms)
+    if isinstance(transforms, Mapping) and all(isinstance(v, str) for v in transforms.values()):
+        return _null_casts(transforms)
     return None
+
+
+def _null_casts(transforms: Mapping[str, str]) -> list[pa.Field] | None:
+    """The fields of SQL transforms that are all ``CAST(NULL AS type)``, which pylance adds as
+    metadata only (no data written); None when any other expression is among them (then pylance
+    writes them all, the null casts included)."""
+    fields = []
+    for name, sql in transforms.items():
+        try:
+            tree = parse(sql)
+        except LanceOpsError:
+            return None  # the computing path reports it
+        if sql.lstrip()[:8].upper() == "TRY_CAST":  # one Cast node in our tree; pylance writes these
+            return None
+        if not (
+            isinstance(tree, ex.Cast)
+            and isinstance(tree.value, ex.Literal)
+            and pa.types.is_null(tree.value.value.type)
+        ):
+            return None
+        fields.append(pa.field(name, tree.to))
+    return fields
 
 
 def _numbered(files: VersionFiles, schema: pa.Schema) -> LanceSchema:

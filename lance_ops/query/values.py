@@ -91,8 +91,17 @@ def retype(value: Value, target: pa.DataType) -> Value:
         return constant(pa.scalar(None, target))
     if type_kind(target) not in _RETYPE.get(type_kind(value.type), set()):
         return value
+    literal = value.literal
+    if pa.types.is_integer(literal.type) and pa.types.is_decimal(target):
+        # Arrow casts an integer only to a decimal wide enough for any of its type's values; an
+        # integer too wide for ``target`` stays a wide decimal, which Arrow compares with it.
+        try:
+            literal = literal.cast(pa.decimal128(38, target.scale), safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return value
+        value = constant(literal)
     try:
-        return constant(value.literal.cast(target, safe=True))
+        return constant(literal.cast(target, safe=True))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return value
 
@@ -121,6 +130,18 @@ def as_type(value: Value, target: pa.DataType) -> Value:
     return Value(value.expr.cast(target), target)
 
 
+# DataFusion's decimal for an integer type meeting a decimal: as many digits as the type can hold.
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
+
+
+def _integer_as_decimal(value: Value, other: pa.DataType) -> Value:
+    """``value`` as DataFusion's decimal when it is an integer meeting a decimal (Arrow casts an
+    integer only to a decimal holding any of its values, and has no integer-decimal kernels)."""
+    if not (pa.types.is_integer(value.type) and pa.types.is_decimal(other)):
+        return value
+    return as_type(value, pa.decimal128(_INTEGER_DIGITS[value.type.bit_width], 0))
+
+
 def promote(left: Value, right: Value) -> tuple[Value, Value]:
     """Cast two numeric operands to their common type explicitly.
 
@@ -129,7 +150,7 @@ def promote(left: Value, right: Value) -> tuple[Value, Value]:
     """
     common = _common_numeric(left.type, right.type)
     if common is None:
-        return left, right
+        return _integer_as_decimal(left, right.type), _integer_as_decimal(right, left.type)
     try:
         return as_type(left, common), as_type(right, common)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -168,9 +189,12 @@ def temporal_literal(text: str, target: pa.DataType) -> pa.Scalar:
 def datafusion_cast(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
     """``value`` (an Arrow expression or scalar of type ``source``) cast as DataFusion casts (SQL
     ``CAST``, ``arrow_cast``, an Arrow expression's unsafe cast): fractions and finer time units are
-    cut off, values out of the target's range refused."""
+    cut off (but a float becomes the nearest decimal, halves away from zero), values out of the
+    target's range refused."""
     if pa.types.is_floating(source) and pa.types.is_integer(target):
         value = pc.trunc(value)  # then the cast only checks the range
+    if pa.types.is_floating(source) and pa.types.is_decimal(target):
+        value = pc.round(value, target.scale, round_mode="half_towards_infinity")  # Arrow would cut
     if pa.types.is_integer(source) and pa.types.is_decimal(target):
         # Arrow wants a decimal wide enough for any integer first; the narrowing step is checked.
         value = value.cast(pa.decimal128(38, target.scale))

@@ -54,6 +54,7 @@ from dataclasses import dataclass, replace
 from lance_ops._proto import table_pb2
 from lance_ops.errors import (
     CommitConflictError,
+    CommitLockError,
     CorruptFileError,
     DatasetNotFoundError,
     DetachedCommitError,
@@ -120,17 +121,29 @@ class PutIfAbsentCommitHandler(CommitHandler):
 
 
 class LockCommitHandler(CommitHandler):
-    """Stores without an atomic create: ``lock(version)`` guards an exists-check and a write."""
+    """Stores without an atomic create: ``lock(version)`` guards an exists-check and a write. An
+    error the lock raises (entering or leaving) becomes :class:`CommitLockError` (an ``OSError``,
+    as pylance's), chained to it; the manifest may then be written already, as in pylance."""
 
     def __init__(self, lock: Callable[[int], AbstractContextManager[object]]) -> None:
         self._lock = lock
 
     def claim(self, store: ObjectStore, path: str, data: bytes, version: int) -> bool:
-        with self._lock(version):
-            if store.exists(path):
-                return False
-            store.write(path, data)
-            return True
+        store_error: Exception | None = None
+        try:
+            with self._lock(version):
+                try:
+                    claimed = not store.exists(path)
+                    if claimed:
+                        store.write(path, data)
+                except Exception as exc:
+                    store_error = exc
+                    raise
+        except Exception as exc:
+            if exc is store_error:
+                raise
+            raise CommitLockError(f"Error from commit handler: {type(exc).__name__}: {exc}") from exc
+        return claimed
 
 
 class ExternalManifestCommitHandler(CommitHandler):

@@ -35,7 +35,7 @@ import struct
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -175,10 +175,12 @@ class _CallablePath(str):
         return str(self)
 
 
-class IdList(tuple[int, ...]):
-    """Field ids or column indices of a data file: a tuple (hashable, as the frozen dataclasses
-    holding it) that, like pylance's ``List[int]``, prints as a list and equals the list of the same
-    ids (``data_file.fields == [0]``)."""
+_T = TypeVar("_T")
+
+
+class ListTuple(tuple[_T, ...]):
+    """A tuple (hashable, as the frozen dataclasses holding it) that, like a ``List`` of pylance's,
+    prints as a list and equals the list of the same items (``data_file.fields == [0]``)."""
 
     __slots__ = ()
 
@@ -194,6 +196,12 @@ class IdList(tuple[int, ...]):
 
     def __repr__(self) -> str:
         return repr(list(self))
+
+
+class IdList(ListTuple[int]):
+    """Field ids or column indices of a data file (a :class:`ListTuple`)."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)

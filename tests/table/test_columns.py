@@ -227,6 +227,35 @@ def test_add_all_null_fields_writes_nothing(tmp_path: Path, lance_module: Any, f
 
 
 @pytest.mark.interop
+@pytest.mark.parametrize(
+    "transforms",
+    [
+        {"n": "CAST(NULL AS INT)"},
+        {"n": "cast((null) as bigint)", "m": "CAST(NULL AS STRING)"},
+        {"n": "CAST(NULL AS DECIMAL(10,2))"},
+        {"n": "CAST(NULL AS INT)", "m": "a + 1"},  # with another expression: all written
+        {"n": "NULL"},  # a bare NULL (type null) is written, as pylance
+        {"n": "TRY_CAST(NULL AS INT)"},
+    ],
+)
+def test_add_null_casts_as_pylance(tmp_path: Path, lance_module: Any, transforms: dict[str, str]) -> None:
+    """SQL transforms that are all ``CAST(NULL AS type)`` add metadata only, as pylance 14 does;
+    any other expression among them writes them all: the same schema, files and rows as pylance."""
+    uri = tmp_path / "ds"
+    make(uri)
+    ours, theirs = twin(uri, tmp_path, lance_module)
+    before = data_files(uri)
+    ours.add_columns(transforms)
+    theirs.add_columns(transforms)
+    same_layout(ours, theirs)
+    metadata_only = all(v.upper().startswith("CAST") for v in transforms.values())
+    assert (data_files(uri) == before) is metadata_only
+    assert ours.to_table()["n"].null_count == len(ours)
+    assert plain(ours.to_table()) == plain(theirs.to_table())
+    assert_pylance_reads_every_version(lance_module, uri)
+
+
+@pytest.mark.interop
 @pytest.mark.parametrize("physical", [1, 1023, 1024, 1025])
 def test_add_after_deletes_lines_up(tmp_path: Path, lance_module: Any, physical: int) -> None:
     uri = tmp_path / "ds"

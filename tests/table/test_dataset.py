@@ -22,6 +22,7 @@ from lance_ops import FragmentMetadata, LanceDataset, LanceOperation
 from lance_ops.errors import (
     DatasetAlreadyExistsError,
     DatasetNotFoundError,
+    FieldNotFoundError,
     SchemaError,
     UnsupportedFeatureError,
 )
@@ -427,3 +428,164 @@ def test_validate_and_drop_as_pylance(tmp_path: Path) -> None:
         lance_ops.dataset(uri)
     with pytest.raises(OSError):
         lance_ops.LanceDataset.drop(uri)
+
+
+@pytest.mark.interop
+def test_drop_ignore_not_found_and_non_dataset_roots_as_pylance(tmp_path: Path) -> None:
+    """``drop(ignore_not_found=True)`` of nothing returns quietly, without it an ``OSError``; a
+    directory holding files but no manifest is refused with a ``ValueError`` and kept, as pylance 14."""
+    import lance
+
+    for module in (lance, lance_ops):
+        uri = str(tmp_path / f"{module.__name__}.lance")
+        module.write_dataset(pa.table({"x": [0]}), uri)
+        module.LanceDataset.drop(uri, ignore_not_found=False)
+        assert not os.path.exists(uri)
+        assert module.LanceDataset.drop(uri, ignore_not_found=True) is None
+        with pytest.raises(OSError):
+            module.LanceDataset.drop(uri, ignore_not_found=False)
+        stray = tmp_path / f"{module.__name__}-stray" / "data"
+        stray.mkdir(parents=True)
+        (stray / "a.lance").write_bytes(b"x")
+        for flag in (None, True):
+            with pytest.raises(ValueError):
+                module.LanceDataset.drop(str(stray.parent), ignore_not_found=flag)
+        assert (stray / "a.lance").exists()
+
+
+@pytest.mark.interop
+def test_commit_lock_guards_every_commit_as_pylance(tmp_path: Path) -> None:
+    """``commit_lock(version)`` is entered around each commit (``write_dataset`` and an opened
+    dataset's operations, also of a version checked out from it); an error the lock raises is an
+    ``OSError`` naming it, in lance-ops as in pylance; pylance reads what was committed under it."""
+    import contextlib
+
+    import lance
+
+    from lance_ops.commit import CommitConflictError
+
+    for module in (lance, lance_ops):
+        seen: list[int] = []
+
+        @contextlib.contextmanager
+        def lock(version: int, seen: list[int] = seen) -> Any:
+            seen.append(version)
+            yield
+
+        uri = str(tmp_path / f"{module.__name__}.lance")
+        module.write_dataset(pa.table({"a": range(10)}), uri, commit_lock=lock)
+        ds = module.dataset(uri, commit_lock=lock)
+        ds.delete("a < 3")
+        ds.checkout_version(1).restore()
+        assert seen == [1, 2, 3], module
+        assert lance.dataset(uri).count_rows() == 10
+
+        @contextlib.contextmanager
+        def refuse(version: int) -> Any:
+            raise CommitConflictError()
+
+        @contextlib.contextmanager
+        def fail_on_exit(version: int) -> Any:
+            try:
+                yield
+            finally:
+                raise KeyError("hello world!")
+
+        with pytest.raises(OSError, match="CommitConflictError"):
+            module.write_dataset(
+                pa.table({"a": [1]}), str(tmp_path / f"{module.__name__}-3"), commit_lock=refuse
+            )
+        with pytest.raises(OSError, match="CommitConflictError"):
+            module.dataset(uri, commit_lock=refuse).delete("a < 5")
+        assert lance.dataset(uri).version == 3
+        with pytest.raises(OSError, match="hello world!"):
+            module.write_dataset(
+                pa.table({"a": [1]}), str(tmp_path / f"{module.__name__}-2"), commit_lock=fail_on_exit
+            )
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable_row_ids", [False, True])
+def test_take_with_sql_projection_as_pylance(tmp_path: Path, stable_row_ids: bool) -> None:
+    """``take`` / ``_take_rows`` with ``columns={"name": "SQL"}`` give pylance's table (names,
+    types, values), also over a deletion and for no rows. Virtual columns in an expression, which
+    pylance 14 refuses (``_rowid``) or fails on (``_rowaddr``), are computed as in a scan."""
+    import lance
+
+    uri = str(tmp_path / "ds.lance")
+    data = pa.table({"a": pa.array(range(6), pa.int32()), "b": list("xyzuvw")})
+    lance_ops.write_dataset(data, uri, max_rows_per_file=4, enable_stable_row_ids=stable_row_ids)
+    lance_ops.dataset(uri).delete("a = 1")
+    projection = {"a2": "a * 2", "bup": "UPPER(b)"}
+    ours, theirs = lance_ops.dataset(uri), lance.dataset(uri)
+    for indices in ([0], [4, 0, 2], []):
+        expected = theirs.take(indices, columns=projection)
+        assert ours.take(indices, columns=projection) == expected
+        assert ours.take(indices, columns=projection).schema == expected.schema
+    row_ids = theirs.to_table(columns=[], with_row_id=True).column("_rowid").to_pylist()
+    picked = [row_ids[3], row_ids[0]]
+    assert ours._take_rows(picked, columns=projection) == theirs._take_rows(picked, columns=projection)
+    addresses = ours.to_table(with_row_address=True).column("_rowaddr").to_pylist()
+    assert ours.take([4, 0], columns={"next": "_rowaddr + 1"}).column("next").to_pylist() == [
+        addresses[4] + 1,
+        addresses[0] + 1,
+    ]
+    with pytest.raises(FieldNotFoundError):
+        ours.take([0], columns={"x": "nope + 1"})
+
+
+@pytest.mark.interop
+def test_create_index_takes_commit_options(tmp_path: Path) -> None:
+    """``create_scalar_index`` / ``create_index`` take ``commit=CommitOptions(...)`` like the other
+    mutating methods: the message and properties land in the transactions pylance reads."""
+    import lance
+
+    uri = str(tmp_path / "ds.lance")
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(1024, dtype=np.float32) / 7), 4)
+    ds = lance_ops.write_dataset(pa.table({"id": range(256), "v": vectors}), uri)
+    commit = lance_ops.CommitOptions(commit_message="index it", transaction_properties={"by": "test"})
+    ds.create_scalar_index("id", "BTREE", commit=commit)
+    ds.create_index("v", "IVF_FLAT", num_partitions=2, commit=commit)
+    theirs = lance.dataset(uri)
+    assert theirs.version == 3
+    assert {i.name for i in theirs.describe_indices()} == {"id_idx", "v_idx"}
+    for version in (2, 3):
+        properties = theirs.read_transaction(version).transaction_properties
+        assert properties == {"by": "test", "__lance_commit_message": "index it"}
+
+
+@pytest.mark.interop
+def test_commit_batch_appends_as_pylance(tmp_path: Path) -> None:
+    """``commit_batch`` of two appends makes one version holding both, with pylance 14's merged
+    ``Append`` (fragments in order, the first read version, no properties); pylance reads the
+    result and commits a batch on top of ours; anything but appends, or nothing, is refused."""
+    import lance
+
+    uri = str(tmp_path / "ds.lance")
+    data = [pa.table({"a": range(i * 10, i * 10 + 10)}) for i in range(5)]
+    ds = lance_ops.write_dataset(data[0], uri)
+    frags = [write_fragments(data[i], uri) for i in (1, 2)]
+    txns = [
+        lance_ops.Transaction(1, LanceOperation.Append(frags[0]), transaction_properties={"k": "v"}),
+        lance_ops.Transaction(7, LanceOperation.Append(frags[1])),
+    ]
+    result = LanceDataset.commit_batch(ds, txns)
+    assert result["dataset"].version == 2
+    merged = result["merged"]
+    assert merged.read_version == 1 and merged.operation.fragments == frags[0] + frags[1]
+    assert isinstance(merged.operation, LanceOperation.Append)
+    assert dict(merged.transaction_properties) == {}
+    theirs = lance.dataset(uri)
+    assert theirs.version == 2 and len(theirs.get_fragments()) == 3
+    assert theirs.to_table() == pa.concat_tables(data[:3])
+    assert isinstance(theirs.read_transaction(2).operation, lance.LanceOperation.Append)
+    # pylance commits a batch after ours, and we read it
+    theirs_frags = [lance.fragment.write_fragments(data[i], theirs) for i in (3, 4)]
+    lance.LanceDataset.commit_batch(
+        theirs, [lance.Transaction(2, lance.LanceOperation.Append(f)) for f in theirs_frags]
+    )
+    assert lance_ops.dataset(uri).to_table() == pa.concat_tables(data)
+    for bad in ([], [lance_ops.Transaction(3, LanceOperation.Delete([], [0], "a < 3"))]):
+        with pytest.raises(OSError, match="No transactions|Only append"):
+            LanceDataset.commit_batch(uri, bad)
+    assert lance_ops.dataset(uri).version == 3
