@@ -164,10 +164,40 @@ def new_dataset_reader(
     In 2.2 datasets, blob ``large_binary`` columns become ``lance.blob.v2`` columns like pylance's.
     """
     reader = to_reader(data, schema, fill_missing)
+    _check_utf8_metadata(reader.schema)
     target = blob_v2_schema(reader.schema, FileVersion.parse(data_storage_version))
     if schema is None or target is not reader.schema:
         reader = Conform(target).reader(reader)
     return reader, LanceSchema.from_arrow(target)
+
+
+def _check_utf8_metadata(schema: pa.Schema) -> None:
+    """Refuse schema or field metadata that is not UTF-8 text, as pylance does: the manifest keeps
+    metadata as strings (binary values should be base64-encoded first)."""
+    for key, value in (schema.metadata or {}).items():
+        try:
+            key.decode()
+        except UnicodeDecodeError as exc:
+            raise InvalidArgumentError(f"Parser error: invalid utf-8 in schema metadata key {key!r}") from exc
+        try:
+            value.decode()
+        except UnicodeDecodeError as exc:
+            raise InvalidArgumentError(
+                f"Metadata key {key!r} is not valid utf8. Consider base64 encode for generic binary metadata."
+            ) from exc
+    pending = list(schema)
+    while pending:
+        field = pending.pop()
+        for item in (part for pair in (field.metadata or {}).items() for part in pair):
+            try:
+                item.decode()
+            except UnicodeDecodeError as exc:
+                raise InvalidArgumentError(
+                    f"Parser error: invalid utf-8 in the metadata of field {field.name!r}: {item!r}"
+                ) from exc
+        pending.extend(field.flatten() if pa.types.is_struct(field.type) else [])
+        if hasattr(field.type, "value_field"):
+            pending.append(field.type.value_field)
 
 
 def data_file_fields(fields: LanceSchema, version: FileVersion) -> tuple[int, ...]:
