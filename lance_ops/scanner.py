@@ -380,7 +380,7 @@ class LanceScanner:
         filtered = () if self._predicate is None else self._predicate.columns
         read = [*options.columns, *(c for c in filtered if c not in options.columns)]
         lines.append(
-            f"    LanceRead: uri={self._ds.uri}, version={self._ds.version}, columns=[{', '.join(read)}], "
+            f"    LanceRead: uri={self._ds.uri}, version={self._ds.version}, projection=[{', '.join(read)}], "
             f"fragments={len(fragments)}/{len(self._files.manifest.fragments)}, "
             f"row_id={options.with_row_id}, "
             f"row_addr={options.with_row_address}, batch_size={options.batch_size}"
@@ -394,8 +394,19 @@ class LanceScanner:
         return "\n".join(lines) + "\n"
 
     def analyze_plan(self) -> str:
-        """The plan with the rows the scan returned (it runs the scan)."""
-        return self.explain_plan() + f"rows_returned={self.count_rows()}\n"
+        """The plan after running the scan: the ``LanceRead`` step with the rows it returned and
+        the rows it read (``metrics=[output_rows=, rows_scanned=]``, pylance's names; the rows an
+        index selected count as scanned, as in pylance's indexed take). lance-ops keeps no I/O
+        counters, so pylance's ``bytes_read`` / ``iops`` / ``requests`` are not reported."""
+        output = self.to_table().num_rows
+        rows = self._index_rows or {}
+        scanned = sum(len(rows[f.id]) if f.id in rows else f.count() for f in self._fragments)
+        metrics = f", metrics=[output_rows={output}, rows_scanned={scanned}]"
+        lines = self.explain_plan().splitlines()
+        return (
+            "\n".join(line + metrics if line.lstrip().startswith("LanceRead:") else line for line in lines)
+            + "\n"
+        )
 
 
 def default_batch_size() -> int:
