@@ -58,6 +58,7 @@ CONSTANT_PROBE_VALUES = 256  # leading slots checked before a whole page is test
 DICT_MIN_VALUES = 100
 DICT_MAX_CARDINALITY = 100_000
 DICT_PROBE_FACTOR = 1.25  # a prefix of limit × this many values is hashed first to rule out high cardinality
+DICT_PROBE_HASH_BITS = 20  # hash buckets of the probe's cheap distinct lower bound (2^20)
 DICT_FIXED_ENTRY_COST = 16  # bytes per dictionary entry in the fixed-width size estimate
 DICT_INDEX_BYTES = 4
 FSST_MIN_PAGE_BYTES = 32 * 1024
@@ -395,7 +396,7 @@ def try_dictionary(
     if options.dictionary == "auto":
         limit = min(n / options.dict_divisor, limit)
     probe = int(limit * DICT_PROBE_FACTOR)
-    if n > probe and len(raw_values[:probe].unique()) >= limit:
+    if n > probe and _too_many_distinct(raw_values[:probe], limit):
         return None  # a prefix already has too many distinct values: skip hashing the whole page
     encoded = raw_values.dictionary_encode()
     distinct = len(encoded.dictionary)
@@ -415,6 +416,47 @@ def try_dictionary(
         return None
     indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.uint32)
     return DictionaryChoice(FixedWidthBlock.from_values(indices), items)
+
+
+def _too_many_distinct(prefix: pa.Array, limit: float) -> bool:
+    """Whether ``prefix`` surely holds at least ``limit`` distinct values: an early way out
+    before the whole page is dictionary-encoded (which counts exactly, so a ``False`` here never
+    changes the choice, only its cost).
+
+    A lower bound, cheaper than hashing the values into a table: the number of distinct top
+    :data:`DICT_PROBE_HASH_BITS` bits of a 64-bit hash of each value (equal values hash alike, so
+    there are never fewer distinct values than distinct hash prefixes). Random and sequential
+    values of a high-cardinality prefix pass it with a wide margin. Types not hashed here are
+    counted exactly with Arrow's ``unique``.
+    """
+    bound = _distinct_lower_bound(prefix)
+    if bound is None:
+        bound = len(prefix.unique())
+    return bound >= limit
+
+
+def _distinct_lower_bound(values: pa.Array) -> int | None:
+    """At most the number of distinct values of ``values`` (no validity bitmap), from a hash;
+    ``None`` for types not hashed here (the caller counts exactly)."""
+    from lance_ops.encoding._hash_kernels import murmur3_x64_128, murmur3_x64_128_words
+
+    dtype = values.type
+    h1 = np.empty(len(values), dtype=np.uint64)
+    h2 = np.empty(len(values), dtype=np.uint64)
+    if pa.types.is_uint64(dtype):
+        words = np.frombuffer(values.buffers()[1], np.uint64, len(values), values.offset * 8)
+        murmur3_x64_128_words(words, 0, h1, h2)
+    elif dtype in (pa.string(), pa.binary(), pa.large_string(), pa.large_binary()):
+        width = np.int64 if dtype in (pa.large_string(), pa.large_binary()) else np.int32
+        offs = np.frombuffer(values.buffers()[1], width, len(values) + 1, values.offset * width().itemsize)
+        data = values.buffers()[2]
+        raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+        murmur3_x64_128(raw, offs.astype(np.int64), 0, h1, h2)
+    else:
+        return None
+    seen = np.zeros(1 << DICT_PROBE_HASH_BITS, dtype=np.bool_)
+    seen[h1 >> np.uint64(64 - DICT_PROBE_HASH_BITS)] = True
+    return int(np.count_nonzero(seen))
 
 
 def _dictionary_size_pays(

@@ -143,8 +143,35 @@ def _truncate_max(value: bytes | str, limit: int) -> bytes | str | None:
 def _binary_bounds(page: pa.Array, limit: int) -> tuple[Any, Any]:
     if page.null_count == len(page):
         return None, None
-    result = pc.min_max(page)
-    return _truncate_min(result["min"].as_py(), limit), _truncate_max(result["max"].as_py(), limit)
+    low, high = _binary_min_max(page)
+    return _truncate_min(low, limit), _truncate_max(high, limit)
+
+
+_OFFSET_WIDTHS = {
+    pa.string(): np.int32,
+    pa.binary(): np.int32,
+    pa.large_string(): np.int64,
+    pa.large_binary(): np.int64,
+}
+
+
+def _binary_min_max(page: pa.Array) -> tuple[Any, Any]:
+    """The smallest and largest valid value of a page holding at least one (Arrow's
+    ``min_max``; string and binary pages by a compiled loop over their offsets)."""
+    width = _OFFSET_WIDTHS.get(page.type)
+    if width is None:
+        result = pc.min_max(page)
+        return result["min"].as_py(), result["max"].as_py()
+    from lance_ops.encoding._minmax_kernels import min_max_index
+
+    offs = np.frombuffer(page.buffers()[1], width, len(page) + 1, page.offset * np.dtype(width).itemsize)
+    data = page.buffers()[2]
+    raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    valid = np.zeros(0, np.bool_)
+    if page.null_count:
+        valid = page.is_valid().to_numpy(zero_copy_only=False)
+    low, high = min_max_index(raw, offs, valid)
+    return page[low].as_py(), page[high].as_py()
 
 
 def _bound_array(values: list[Any], type_: pa.DataType) -> pa.Array:

@@ -534,3 +534,36 @@ def test_our_fsst_bytes_read_by_pylance(
         assert getattr(page.layout, kind).value_compression.WhichOneof("compression") == "fsst"
     assert PylanceReader(path).read_all().to_table().column("b").to_pylist() == values
     assert LanceFileReader(path).read_all().to_table().column("b").to_pylist() == values
+
+
+def _reference_sample(data: np.ndarray, offs: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sample as drawn before L19's single-pass sizing: every cut length taken first."""
+    lengths = np.minimum(np.diff(offs), 256)
+    if int(lengths.sum()) <= 16 * 1024:
+        take = np.arange(len(lengths))
+    else:
+        count = min(len(lengths), int(16 * 1024 / max(1.0, float(lengths.mean()))) + 1)
+        take = np.sort(np.random.default_rng(seed).choice(len(lengths), count, replace=False))
+    starts, piece = offs[:-1][take], lengths[take]
+    sample = np.concatenate([data[s : s + p] for s, p in zip(starts, piece, strict=True)] + [data[:0]])
+    return sample, np.concatenate(([0], np.cumsum(piece)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 600), max_size=400)
+    | st.sampled_from([[0] * 3000, [7] * 3000, [300] * 70]),
+    large=st.booleans(),
+    seed=st.integers(0, 3),
+)
+def test_sampler_sizes_the_sample_as_the_full_length_scan(lengths: list[int], large: bool, seed: int) -> None:
+    from lance_ops.encoding.compression import _fsst_kernels
+    from lance_ops.encoding.compression.fsst import _Sampler
+
+    offs = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).astype(np.int64 if large else np.int32)
+    data = (np.arange(int(offs[-1])) % 251).astype(np.uint8)
+    assert _fsst_kernels.capped_length_sum(offs, 256) == int(np.minimum(np.diff(offs), 256).sum())
+    sample, soffs = _Sampler(data, offs).draw(seed)
+    want, want_offs = _reference_sample(data, offs, seed)
+    assert np.array_equal(sample, want)
+    assert np.array_equal(soffs, want_offs)

@@ -9,6 +9,7 @@ import struct
 import datasketches
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -392,3 +393,28 @@ def test_sketch_state_equals_the_library_fed_every_value(
     assert _sketch_state(sketch.to_bytes()) == _sketch_state(expected.to_bytes())
     assert sketch.estimate() == expected.estimate() and sketch.bounds() == expected.bounds()
     assert sketch.merge(DistinctSketch()).estimate() == expected.estimate()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(
+        st.none() | st.binary(max_size=12) | st.sampled_from([b"", b"\x00", b"\xff", b"ab", b"ab\x00"])
+    ),
+    type_=st.sampled_from([pa.binary(), pa.large_binary(), pa.string(), pa.large_string()]),
+    cut=st.integers(0, 4),
+)
+def test_compiled_string_min_max_matches_arrow(
+    values: list[bytes | None], type_: pa.DataType, cut: int
+) -> None:
+    from lance_ops.encoding.statistics import _binary_min_max
+
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):  # UTF-8 beyond ASCII too
+        values = [
+            None if v is None else "".join(chr(0x60 + b % 5 if b < 200 else 0x400 + b) for b in v)
+            for v in values
+        ]
+    page = pa.array(values, type_).slice(min(cut, len(values)))
+    if page.null_count == len(page):
+        return
+    want = pc.min_max(page)
+    assert _binary_min_max(page) == (want["min"].as_py(), want["max"].as_py())

@@ -401,3 +401,69 @@ def test_corrupt_pages_raise_typed_errors(arr: pa.Array, version: FileVersion, d
         decoder.read(mem.fetch, range(len(arr)))
     except LanceOpsError:
         pass
+
+
+def _exact_distinct(array: pa.Array) -> int:
+    return len(array.unique())
+
+
+@given(
+    values=st.lists(st.integers(0, 50), max_size=300) | st.lists(st.integers(0, 2**64 - 1), max_size=300),
+    cut=st.integers(0, 5),
+)
+def test_distinct_lower_bound_of_u64_never_exceeds_the_count(values: list[int], cut: int) -> None:
+    from lance_ops.encoding.compression_strategy import _distinct_lower_bound
+
+    array = pa.array(values, pa.uint64()).slice(min(cut, len(values)))
+    bound = _distinct_lower_bound(array)
+    assert bound is not None and bound <= _exact_distinct(array)
+    assert bound >= 1 or len(array) == 0
+
+
+@given(
+    values=st.lists(st.binary(max_size=40), max_size=300),
+    dtype=st.sampled_from([pa.binary(), pa.large_binary(), pa.string(), pa.large_string()]),
+    cut=st.integers(0, 5),
+)
+def test_distinct_lower_bound_of_strings_never_exceeds_the_count(
+    values: list[bytes], dtype: pa.DataType, cut: int
+) -> None:
+    from lance_ops.encoding.compression_strategy import _distinct_lower_bound
+
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        values = [v.hex().encode() for v in values]
+    array = pa.array(values, dtype).slice(min(cut, len(values)))
+    bound = _distinct_lower_bound(array)
+    assert bound is not None and bound <= _exact_distinct(array)
+
+
+def test_dictionary_probe_decides_as_the_exact_count() -> None:
+    # 1M-value pages: the probe (the first 125,001 values) rules out high cardinality by its hash
+    # bound for sequential ids, random doubles and distinct strings, as the exact count does; a
+    # low-cardinality page still gets its dictionary; a short low-cardinality prefix is not
+    # ruled out (the whole page is then counted exactly by the dictionary encode).
+    from lance_ops.encoding.compression_strategy import _too_many_distinct, try_dictionary
+    from lance_ops.encoding.structural.repdef import shred
+
+    rng = np.random.default_rng(7)
+    n = 1_000_000
+    limit = 100_001
+    high = {
+        "ids": pa.array(np.arange(n, dtype=np.int64)).view(pa.uint64()),
+        "doubles": pa.array(rng.random(n)).view(pa.uint64()),
+        "strings": pa.array([f"row {i} of many" for i in range(n)]),
+    }
+    for name, array in high.items():
+        prefix = array[: int(limit * 1.25)]
+        assert _too_many_distinct(prefix, limit), name
+        assert _exact_distinct(prefix) >= limit, name
+    repeated = pa.array(np.tile(np.arange(200_000, dtype=np.int64), 5))  # 200k distinct, none in a row
+    assert not _too_many_distinct(pa.array(np.arange(1000, dtype=np.uint64)), limit)
+    options = EncodingOptions()
+    for array, wants in (
+        (repeated, False),
+        (pa.array(["red apple", "green pear", "plum"] * (n // 3)), True),
+        (high["strings"], False),
+    ):
+        (leaf,) = shred(array)
+        assert (try_dictionary(leaf, options, V22) is not None) is wants

@@ -521,3 +521,13 @@ def merge_gains(
                 break
             h = (h + 1) & (size - 1)
     return out_keys[:count], out_lengths[:count], out_gains[:count]
+
+
+@njit(cache=True, nogil=True)
+def capped_length_sum(offsets: np.ndarray, cap: int) -> int:
+    """``sum(min(offsets[i + 1] - offsets[i], cap))``: the bytes of the strings each cut to its
+    first ``cap`` bytes, in one pass and without the array of lengths."""
+    total = 0
+    for i in range(len(offsets) - 1):
+        total += min(offsets[i + 1] - offsets[i], cap)
+    return total

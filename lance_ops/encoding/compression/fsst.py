@@ -403,31 +403,36 @@ def _join_lanes(
 
 class _Sampler:
     """The samples of :func:`build_symbol_table`: about 16 KiB of randomly chosen strings, each
-    cut to its first 256 bytes (every string when they all fit). The cut lengths, their total
-    and the sample size are worked out once for all rounds."""
+    cut to its first 256 bytes (every string when they all fit). The total of the cut lengths
+    and the sample size are worked out once for all rounds, in one compiled pass over the
+    offsets; the cut lengths themselves only for the strings drawn."""
 
     def __init__(self, data: np.ndarray, offs: np.ndarray) -> None:
+        from lance_ops.encoding.compression import _fsst_kernels
+
         self.data = data
-        self.starts = offs[:-1]
-        self.lengths = np.minimum(np.diff(offs), SAMPLE_PIECE)
-        self.count = len(self.lengths)
+        self.offs = offs
+        self.size = len(offs) - 1
+        self.count = self.size
         self.everything: tuple[np.ndarray, np.ndarray] | None = None
-        if int(self.lengths.sum()) <= SAMPLE_BYTES:
-            self.everything = self._cut(np.arange(len(self.lengths)))
+        total = int(_fsst_kernels.capped_length_sum(offs, SAMPLE_PIECE)) if self.size else 0
+        if total <= SAMPLE_BYTES:
+            self.everything = self._cut(np.arange(self.size))
         else:
-            mean = max(1.0, float(self.lengths.mean()))
-            self.count = min(len(self.lengths), int(SAMPLE_BYTES / mean) + 1)
+            mean = max(1.0, total / self.size)  # the mean cut length
+            self.count = min(self.size, int(SAMPLE_BYTES / mean) + 1)
 
     def draw(self, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """The sample ``seed`` picks, so that rounds score a table on unseen strings."""
         if self.everything is not None:
             return self.everything
         rng = np.random.default_rng(seed)
-        return self._cut(np.sort(rng.choice(len(self.lengths), self.count, replace=False)))
+        return self._cut(np.sort(rng.choice(self.size, self.count, replace=False)))
 
     def _cut(self, take: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        piece = self.lengths[take]
-        return self.data[ranges(self.starts[take], piece)], np.concatenate(([0], np.cumsum(piece)))
+        starts = self.offs[take]
+        piece = np.minimum(self.offs[take + 1] - starts, SAMPLE_PIECE)
+        return self.data[ranges(starts, piece)], np.concatenate(([0], np.cumsum(piece)))
 
 
 def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
