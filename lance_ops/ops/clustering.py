@@ -28,8 +28,14 @@ dictionaries: cheap to write and read once; below :func:`spill_location`: the lo
 directory, or ``cluster_spill_location`` / config ``lance-ops.cluster-spill-location``, e.g. an
 ``s3://`` prefix for workers without disk); then each range is read back, sorted stably and
 streamed to the writer in turn. Whatever the split points, the ranges concatenated are the rows
-sorted as one set. Memory: one range, the open spill writers' caches (about half the budget) and
-8 bytes per row (the permutation).
+sorted as one set.
+
+Memory: ``cluster_memory_bytes`` bounds what is held, counted as decoded Arrow bytes (estimated by
+decoding a few thousand rows, :func:`decoded_bytes`), not file bytes. The rows are sorted in memory
+when they take at most half the budget; otherwise each range takes at most a quarter of it and the
+open spill writers' caches about half. Either way the sorted rows are taken and written one batch at
+a time (never a second full copy). Outside the budget: 8 bytes per row for the permutation (and the
+row addresses / ids the Rewrite returns).
 
 Spark (``jobs/cluster.py``) runs the same layout: surveys on the executors, split points on the
 driver, one task per range (:func:`execute_range`), one Rewrite of the concatenated ranges.
@@ -86,6 +92,9 @@ CONFIG_CLUSTER_MODE = "lance-ops.cluster-mode"
 CONFIG_SPILL_LOCATION = "lance-ops.cluster-spill-location"
 CONFIG_INCREMENTAL = "lance-ops.cluster-incremental"
 DEFAULT_CLUSTER_MEMORY_BYTES = 256 * 1024 * 1024
+IN_MEMORY_SHARE = 0.5  # of the budget: the decoded rows of an in-memory sort at most
+RANGE_SHARE = 0.25  # of the budget: the decoded rows of one range of the external sort at most
+PROBE_ROWS = 2048  # rows decoded per probed fragment to estimate the decoded size
 MAX_SPILL_BUCKETS = 256
 SPILL_CACHE_MIN_BYTES = 256 * 1024
 SAMPLE_ROWS = 100_000  # key rows sampled for the split points
@@ -408,12 +417,38 @@ def survey(
     return Survey.of(key_batches(readers, schema, keys, batch_size), key_schema(schema, keys), rate, seed)
 
 
-def range_count(data_bytes: int, live_rows: int, budget: int) -> int:
-    """Ranges an external sort of ``data_bytes`` needs for ``budget`` bytes per range: 1 when it
-    fits, else enough (at most ``MAX_SPILL_BUCKETS`` spill files, at least 1024 rows each)."""
-    if data_bytes <= budget:
+def range_count(held_bytes: int, live_rows: int, budget: int) -> int:
+    """Ranges the sort of rows taking ``held_bytes`` in memory (decoded, :func:`decoded_bytes`)
+    needs for ``budget``: 1 when the rows fit ``IN_MEMORY_SHARE`` of it (the rest: the sorted
+    slice being written and the writer's pages), else enough that one range takes at most
+    ``RANGE_SHARE`` of it (half the budget goes to the open spill writers' caches, the rest to one
+    range and its sorted slices); at most ``MAX_SPILL_BUCKETS`` spill files of at least 1024 rows."""
+    if held_bytes <= budget * IN_MEMORY_SHARE:
         return 1
-    return int(max(2, min(-(-data_bytes // budget), MAX_SPILL_BUCKETS, live_rows // 1024)))
+    wanted = -(-held_bytes // max(1, int(budget * RANGE_SHARE)))
+    return int(max(2, min(wanted, MAX_SPILL_BUCKETS, live_rows // 1024)))
+
+
+def decoded_bytes(readers: Sequence[FragmentReader], schema: pa.Schema, live_rows: int) -> int:
+    """Estimated Arrow bytes of ``live_rows`` rows of ``readers``: the first ``PROBE_ROWS`` rows
+    of up to three fragments (first, middle, last) decoded and measured, scaled to the row count."""
+    nonempty = [r for r in readers if r.physical_rows]
+    if not nonempty or not live_rows:
+        return 0
+    picked = {id(r): r for r in (nonempty[0], nonempty[len(nonempty) // 2], nonempty[-1])}.values()
+    rows = measured = 0
+    for reader in picked:
+        n = min(reader.physical_rows, PROBE_ROWS)
+        measured += reader.read(tuple(schema.names), np.arange(n, dtype=np.int64)).nbytes
+        rows += n
+    return int(measured / rows * live_rows)
+
+
+def _sorted_slices(table: pa.Table, permutation: np.ndarray, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """The rows of ``table`` at ``permutation``, taken and yielded ``batch_size`` at a time (never
+    a second full copy of the rows)."""
+    for start in range(0, len(permutation), batch_size):
+        yield from table.take(pa.array(permutation[start : start + batch_size])).to_batches()
 
 
 # ----------------------------------------------------------------------------------------- indices
@@ -637,14 +672,16 @@ def ordered_batches(
     live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
     order = np.empty(live_rows, dtype=np.int64)
     data_bytes = sum(d.file_size_bytes or 0 for r in readers for d in r.metadata.files)
+    held = max(data_bytes, decoded_bytes(readers, schema, live_rows))
     budget = options.cluster_memory_bytes or DEFAULT_CLUSTER_MEMORY_BYTES
-    ranges = range_count(data_bytes, live_rows, budget)
+    ranges = range_count(held, live_rows, budget)
     if ranges == 1:
         table = pa.Table.from_batches(list(_scan(readers, schema, batch_size)), schema=schema)
         keys = table.select(list(options.cluster_by))
         found = Survey.of(keys.to_batches(), keys.schema, 0.0)
         order[:] = Layout.build(found, mode, options.cluster_by).order(keys)
-        return iter(table.take(pa.array(order)).to_batches(max_chunksize=batch_size)), order
+        del keys
+        return _sorted_slices(table, order, batch_size), order
     found = survey(readers, schema, options.cluster_by, batch_size, live_rows)
     layout = Layout.build(found, mode, options.cluster_by, ranges)
     return _spilled(files, readers, layout, options, order, batch_size), order
@@ -712,10 +749,9 @@ def _spilled(
             permutation = layout.order(table.select(keys))
             order[done : done + len(permutation)] = table[_POSITION].to_numpy()[permutation]
             done += len(permutation)
-            sorted_rows = table.take(pa.array(permutation)).drop_columns([_POSITION])
+            table = table.drop_columns([_POSITION]).cast(schema)
+            yield from _sorted_slices(table, permutation, batch_size)
             del table
-            yield from sorted_rows.cast(schema).to_batches(max_chunksize=batch_size)
-            del sorted_rows
     finally:
         for r in writers:
             if store.exists(paths[r]):
@@ -781,10 +817,9 @@ def execute_ranges(
         table = pa.concat_tables(parts) if parts else schema.empty_table()
         permutation = layout.order(table.select(list(layout.keys)))
         order = np.concatenate(positions)[permutation] if positions else np.zeros(0, np.int64)
-        rows = table.take(pa.array(permutation))
-        del table, parts
-        new = write_rows(files, options, iter(rows.to_batches(max_chunksize=batch_size)), rows.num_rows)
-        del rows
+        del parts
+        new = write_rows(files, options, _sorted_slices(table, permutation, batch_size), table.num_rows)
+        del table
         if files.manifest.uses_stable_row_ids:
             new = moved_sequences(files, readers, new, order)
         metrics = CompactionMetrics(fragments_added=len(new), files_added=sum(len(f.files) for f in new))

@@ -108,7 +108,8 @@ def test_spill_uses_several_buckets(tmp_path, lance_module, monkeypatch) -> None
     ds.optimize.compact_files(
         target_rows_per_fragment=1000, cluster_by=["x"], cluster_memory_bytes=data_bytes // 3 + 1
     )
-    assert len(written) == 3
+    # the budget bounds decoded rows (a quarter of it per range), not file bytes: 3 ranges at least
+    assert 3 <= len(written) <= clustering.MAX_SPILL_BUCKETS
     assert all(not os.path.exists(p) for p in written)  # the spill directory is gone
     got = lance_module.dataset(uri).to_table()
     assert got["x"].to_pylist() == sorted(arrival(6000)["x"].to_pylist())
