@@ -131,3 +131,15 @@ def test_errors_as_pylance(tmp_path: Path) -> None:
     with pytest.raises(IndexError):
         ds.take_blobs("blob", indices=[99])
     assert ds.take_blobs("blob", indices=[]) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_filtered_scan_of_blob_dataset(tmp_path: Path, version: str) -> None:
+    """Page statistics of a file with a blob column (2.2: description children with id -1) are read
+    without mistaking a child for a column; the filter prunes and returns the row."""
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(_table(), uri, data_storage_version=version)
+    ours = lance_ops.dataset(uri).scanner(filter="id = 3").to_table()
+    theirs = lance.dataset(uri).scanner(filter="id = 3").to_table()
+    assert ours.column("id").to_pylist() == theirs.column("id").to_pylist() == [3]
+    assert _contents(lance_ops.dataset(uri).take_blobs("blob", indices=[3])) == [VALUES[3]]
