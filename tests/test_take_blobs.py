@@ -138,8 +138,13 @@ def test_filtered_scan_of_blob_dataset(tmp_path: Path, version: str) -> None:
     """Page statistics of a file with a blob column (2.2: description children with id -1) are read
     without mistaking a child for a column; the filter prunes and returns the row."""
     uri = str(tmp_path / "ds")
-    lance_ops.write_dataset(_table(), uri, data_storage_version=version)
-    ours = lance_ops.dataset(uri).scanner(filter="id = 3").to_table()
-    theirs = lance.dataset(uri).scanner(filter="id = 3").to_table()
-    assert ours.column("id").to_pylist() == theirs.column("id").to_pylist() == [3]
-    assert _contents(lance_ops.dataset(uri).take_blobs("blob", indices=[3])) == [VALUES[3]]
+    schema = pa.schema([BLOB, pa.field("idx", pa.uint64())])  # the blob column first, as pylance's test
+    table = pa.table(
+        [pa.array([b"foo", b"bar", b"baz"], pa.large_binary()), pa.array([0, 1, 2], pa.uint64())],
+        schema=schema,
+    )
+    lance_ops.write_dataset(table, uri, data_storage_version=version)
+    ours = lance_ops.dataset(uri).scanner(filter="idx = 2").to_table()
+    theirs = lance.dataset(uri).scanner(filter="idx = 2").to_table()
+    assert ours.column("idx").to_pylist() == theirs.column("idx").to_pylist() == [2]
+    assert _contents(lance_ops.dataset(uri).take_blobs("blob", indices=[2])) == [b"baz"]
