@@ -798,7 +798,13 @@ class LanceDataset:
             return blob_files(self.take(rows, columns=[blob_column]).column(0))
         if kind == "addresses" and self.has_stable_row_ids:
             raise UnsupportedFeatureError("take_blobs by addresses on a dataset with stable row ids")
-        return blob_files(self._take_rows(rows, columns=[blob_column]).column(0))
+        taken = self._take_rows(rows, columns=[blob_column])
+        if taken.num_rows != len(rows):  # _take_rows leaves deleted rows out: one file per id here
+            raise UnsupportedFeatureError(
+                f"Expected {len(rows)} rows, got {taken.num_rows}. A take operation that includes row"
+                " addresses must not target deleted rows."
+            )
+        return blob_files(taken.column(0))
 
     def _take_rows(
         self,

@@ -148,3 +148,15 @@ def test_filtered_scan_of_blob_dataset(tmp_path: Path, version: str) -> None:
     theirs = lance.dataset(uri).scanner(filter="idx = 2").to_table()
     assert ours.column("idx").to_pylist() == theirs.column("idx").to_pylist() == [2]
     assert _contents(lance_ops.dataset(uri).take_blobs("blob", indices=[2])) == [b"baz"]
+
+
+def test_deleted_row_ids_refused_as_pylance(tmp_path: Path) -> None:
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(_table(), uri)
+    ours = lance_ops.dataset(uri)
+    ours.delete("id = 1")
+    theirs = lance.dataset(uri)
+    for ds in (ours, theirs):
+        with pytest.raises(NotImplementedError, match="must not target deleted rows"):
+            ds.take_blobs("blob", ids=[0, 1, 2])
+    assert _contents(ours.take_blobs("blob", ids=[0, 2])) == _contents(theirs.take_blobs("blob", ids=[0, 2]))
