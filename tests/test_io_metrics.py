@@ -23,7 +23,7 @@ METRICS = re.compile(
 )
 
 
-def _metrics(plan: str) -> tuple[int, ...]:
+def metrics_of(plan: str) -> tuple[int, ...]:
     found = METRICS.search(plan)
     assert found, plan
     return tuple(int(g) for g in found.groups())
@@ -85,19 +85,19 @@ def test_scan_counts_each_run_and_matches_pylance_regex(tmp_path: Path) -> None:
 
     first = ds.scanner(columns=["a"]).analyze_plan()
     assert PYLANCE_LINE.search(first), first
-    rows, scanned, nbytes, iops, requests = _metrics(first)
+    rows, scanned, nbytes, iops, requests = metrics_of(first)
     assert (rows, scanned) == (300_000, 300_000)
     # Opening the file reads its tail and metadata; small metadata buffers may be read again.
     assert page_bytes <= nbytes <= 1.5 * size and 1 <= iops and 1 <= requests
     # A second and third run of the same handle count again (the pages are read again).
-    second = _metrics(ds.scanner(columns=["a"]).analyze_plan())
-    third = _metrics(ds.scanner(columns=["a"]).analyze_plan())
+    second = metrics_of(ds.scanner(columns=["a"]).analyze_plan())
+    third = metrics_of(ds.scanner(columns=["a"]).analyze_plan())
     assert second == third
     # Exactly the pages' value buffers (the chunk metadata buffers stay cached from the first run).
     value_bytes = sum(b.size for p in meta.columns[0].pages for b in p.buffers[1:])
     assert second[2] == value_bytes
     # A limited take reads less than the whole column.
-    take = _metrics(ds.scanner(columns=["a"], limit=10).analyze_plan())
+    take = metrics_of(ds.scanner(columns=["a"], limit=10).analyze_plan())
     assert take[0] == 10 and 0 < take[2] < second[2]
 
 
@@ -129,5 +129,5 @@ def test_pylance_written_dataset_is_counted(tmp_path: Path) -> None:
     lance.write_dataset(pa.table({"a": list(range(5000)), "s": [str(i) for i in range(5000)]}), uri)
     plan = lance_ops.dataset(uri).scanner(filter="a < 100").analyze_plan()
     assert PYLANCE_LINE.search(plan), plan
-    rows, scanned, nbytes, iops, requests = _metrics(plan)
+    rows, scanned, nbytes, iops, requests = metrics_of(plan)
     assert (rows, scanned) == (100, 5000) and nbytes > 0 and iops >= 1 and requests >= 1

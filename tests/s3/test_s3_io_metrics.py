@@ -9,17 +9,7 @@ import pyarrow as pa
 
 import lance_ops
 from tests.s3.conftest import S3Location
-
-PYLANCE_LINE = re.compile(r"^\s*LanceRead:.*bytes_read=\d+.*iops=\d+.*requests=\d+.*$", re.MULTILINE)
-METRICS = re.compile(
-    r"metrics=\[output_rows=(\d+), rows_scanned=(\d+), bytes_read=(\d+), iops=(\d+), requests=(\d+)\]"
-)
-
-
-def _metrics(plan: str) -> tuple[int, ...]:
-    found = METRICS.search(plan)
-    assert found, plan
-    return tuple(int(g) for g in found.groups())
+from tests.test_io_metrics import PYLANCE_LINE, metrics_of
 
 
 def test_s3_scan_counts(s3: S3Location) -> None:
@@ -30,7 +20,7 @@ def test_s3_scan_counts(s3: S3Location) -> None:
     ds = lance_ops.dataset(uri, storage_options=s3.storage_options)
     plan = ds.scanner(columns=["a"]).analyze_plan()
     assert PYLANCE_LINE.search(plan), plan
-    rows, _, nbytes, iops, requests = _metrics(plan)
+    rows, _, nbytes, iops, requests = metrics_of(plan)
     assert rows == 50_000 and iops >= 1 and requests >= 1
     # pylance's count for the same scan of the same objects: the same order of magnitude.
     theirs = lance.dataset(uri, storage_options=s3.storage_options).scanner(columns=["a"]).analyze_plan()
@@ -38,5 +28,5 @@ def test_s3_scan_counts(s3: S3Location) -> None:
     their_bytes = float(re.search(r"bytes_read=([\d.]+) K", theirs).group(1)) * 1024  # type: ignore[union-attr]
     assert their_bytes / 2 <= nbytes <= their_bytes * 2, (nbytes, theirs)
     # The same handle scanned again counts again (not zero, not the sum of both runs).
-    again = _metrics(ds.scanner(columns=["a"]).analyze_plan())
+    again = metrics_of(ds.scanner(columns=["a"]).analyze_plan())
     assert 0 < again[2] <= nbytes
