@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lance_ops import _malloc
 
 if TYPE_CHECKING:
+    from lance_ops.blob import BlobFile
     from lance_ops.dataset import BatchUDF, LanceDataset, LanceOperation, batch_udf, dataset, write_dataset
     from lance_ops.dataset_fragment import LanceFragment
     from lance_ops.fragment import FragmentMetadata
@@ -36,6 +37,7 @@ _malloc.tune()
 
 # Public name -> the module defining it.
 _EXPORTS = {
+    "BlobFile": "lance_ops.blob",
     "BatchUDF": "lance_ops.dataset",
     "LanceDataset": "lance_ops.dataset",
     "LanceOperation": "lance_ops.dataset",
@@ -54,6 +56,7 @@ _EXPORTS = {
 
 __all__ = [
     "BatchUDF",
+    "BlobFile",
     "CleanupStats",
     "CommitOptions",
     "CompactionOptions",

@@ -83,6 +83,7 @@ from lance_ops.table.transaction import (
 )
 
 if TYPE_CHECKING:
+    from lance_ops.blob import BlobFile
     from lance_ops.optimize import DatasetOptimizer
 
 __all__ = [
@@ -778,6 +779,32 @@ class LanceDataset:
             indices = indices.to_numpy(zero_copy_only=False)
         positions = np.asarray(indices, dtype=np.int64).reshape(-1)
         return self._projected_take(columns, lambda names: take(self._files, positions, names))
+
+    def take_blobs(
+        self,
+        blob_column: str,
+        ids: Sequence[int] | pa.Array | None = None,
+        addresses: Sequence[int] | pa.Array | None = None,
+        indices: Sequence[int] | pa.Array | None = None,
+    ) -> list[BlobFile | None]:
+        """The blobs of ``blob_column`` in the rows chosen by exactly one of row ``ids``, row
+        ``addresses`` or positional ``indices``, as file-like :class:`~lance_ops.blob.BlobFile`
+        objects (``None`` for a null value); see :mod:`lance_ops.blob`."""
+        from lance_ops.blob import blob_files, blob_selection, check_blob_column
+
+        kind, rows = blob_selection(ids, addresses, indices)
+        check_blob_column(self.schema, blob_column)
+        if kind == "indices":
+            return blob_files(self.take(rows, columns=[blob_column]).column(0))
+        if kind == "addresses" and self.has_stable_row_ids:
+            raise UnsupportedFeatureError("take_blobs by addresses on a dataset with stable row ids")
+        taken = self._take_rows(rows, columns=[blob_column])
+        if taken.num_rows != len(rows):  # _take_rows leaves deleted rows out: one file per id here
+            raise UnsupportedFeatureError(
+                f"Expected {len(rows)} rows, got {taken.num_rows}. A take operation that includes row"
+                " addresses must not target deleted rows."
+            )
+        return blob_files(taken.column(0))
 
     def _take_rows(
         self,

@@ -32,6 +32,7 @@ from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader
 from lance_ops.fragment.scan import scan_batches, selected_rows
 from lance_ops.index.scalar_query import IndexUse, RowSelection, select_rows
+from lance_ops.io.metrics import counting_io
 from lance_ops.query.predicate import BoundExpression, Predicate, parse_expression, parse_predicate
 
 if TYPE_CHECKING:
@@ -395,13 +396,19 @@ class LanceScanner:
 
     def analyze_plan(self) -> str:
         """The plan after running the scan: the ``LanceRead`` step with the rows it returned and
-        the rows it read (``metrics=[output_rows=, rows_scanned=]``, pylance's names; the rows an
-        index selected count as scanned, as in pylance's indexed take). lance-ops keeps no I/O
-        counters, so pylance's ``bytes_read`` / ``iops`` / ``requests`` are not reported."""
-        output = self.to_table().num_rows
+        the rows it read and the storage reads it made (``metrics=[output_rows=, rows_scanned=,
+        bytes_read=, iops=, requests=]``, pylance's names and order; the rows an index selected
+        count as scanned, as in pylance's indexed take). The I/O numbers count this run only (see
+        :mod:`lance_ops.io.metrics`): reads of files whose metadata an earlier scan of the same
+        dataset cached count only the pages read now."""
+        with counting_io() as io:
+            output = self.to_table().num_rows
         rows = self._index_rows or {}
         scanned = sum(len(rows[f.id]) if f.id in rows else f.count() for f in self._fragments)
-        metrics = f", metrics=[output_rows={output}, rows_scanned={scanned}]"
+        metrics = (
+            f", metrics=[output_rows={output}, rows_scanned={scanned}, bytes_read={io.bytes_read},"
+            f" iops={io.iops}, requests={io.requests}]"
+        )
         lines = self.explain_plan().splitlines()
         return (
             "\n".join(line + metrics if line.lstrip().startswith("LanceRead:") else line for line in lines)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from lance_ops.io.metrics import counting_into, current
+
 T = TypeVar("T")
 
 #: Threads working on one read or one flush, the caller included (1: all on the calling thread).
@@ -58,21 +60,26 @@ def run_tasks(tasks: Sequence[Callable[[], T]], costs: Sequence[float] | None = 
     errors: list[BaseException | None] = [None] * len(tasks)
     queue = iter(order)
     queue_lock = threading.Lock()
+    counter = current()  # the caller's I/O count (analyze_plan), joined by the workers
 
     def drain() -> None:
         _in_task.active = True
         try:
-            while True:
-                with queue_lock:
-                    i = next(queue, None)
-                if i is None:
-                    return
-                try:
-                    results[i] = tasks[i]()
-                except BaseException as exc:  # re-raised in the caller, in task order
-                    errors[i] = exc
+            with counting_into(counter):
+                _drain()
         finally:
             _in_task.active = False
+
+    def _drain() -> None:
+        while True:
+            with queue_lock:
+                i = next(queue, None)
+            if i is None:
+                return
+            try:
+                results[i] = tasks[i]()
+            except BaseException as exc:  # re-raised in the caller, in task order
+                errors[i] = exc
 
     pool = _workers()
     helpers = [pool.submit(drain) for _ in range(min(WORKER_THREADS - 1, len(tasks) - 1))]

@@ -555,7 +555,8 @@ class V2FileReader(LanceFileReader):
             return None
         table = _lance_file_table(self.read_global_buffer(location.statistics_buffer))
         fields = self._tail.descriptor.schema.fields
-        ids = {f.id: f.name for f in fields if f.parent_id == -1}
+        # Blob v2 description children carry id -1 in the file schema: not top-level columns.
+        ids = {f.id: f.name for f in fields if f.parent_id == -1 and f.id >= 0}
         page_rows = {
             field.name: np.array([p.num_rows for p in self._pages[columns.start]], dtype=np.int64)
             for field, columns in zip(self.schema, self._column_ranges, strict=True)

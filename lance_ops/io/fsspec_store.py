@@ -86,6 +86,7 @@ from fsspec.implementations.local import LocalFileSystem
 from lance_ops.errors import ConditionalPutUnsupportedError, StorageError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
 from lance_ops.io.local import link_exclusive
+from lance_ops.io.metrics import record
 from lance_ops.io.options import DEFAULT_S3FS_RETRIES, S3FS_RETRIES_OPTION, fsspec_options
 from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, ShortReadError, is_transient
 
@@ -222,7 +223,9 @@ class FsspecStore(ObjectStore):
         return self.retry.call(what, _translating_driver_errors(fn))
 
     def read(self, path: str) -> bytes:
-        return self._call(f"read {path}", lambda: bytes(self.fs.cat_file(path, **self._whole_read)))
+        data = self._call(f"read {path}", lambda: bytes(self.fs.cat_file(path, **self._whole_read)))
+        record((data,))
+        return data
 
     def _check_short(self, path: str, spans: Sequence[tuple[int, int]], blobs: Sequence[bytes]) -> None:
         """Raise :class:`ShortReadError` if a span came back shorter than the file allows."""
@@ -251,7 +254,9 @@ class FsspecStore(ObjectStore):
             self._check_short(path, spans, blobs)
             return blobs
 
-        return [memoryview(blob) for blob in self._call(f"read {len(spans)} ranges of {path}", attempt)]
+        blobs = self._call(f"read {len(spans)} ranges of {path}", attempt)
+        record(blobs)
+        return [memoryview(blob) for blob in blobs]
 
     def read_files(self, files: Sequence[tuple[str, int]]) -> list[memoryview]:
         """All of ``files`` in one ``cat`` call (plain GETs, no size asked first), which async
@@ -268,7 +273,9 @@ class FsspecStore(ObjectStore):
                     self._check_short(path, [(0, size)], [blob])
             return blobs
 
-        return [memoryview(blob) for blob in self._call(f"read {len(files)} files", attempt)]
+        blobs = self._call(f"read {len(files)} files", attempt)
+        record(blobs)
+        return [memoryview(blob) for blob in blobs]
 
     def size(self, path: str) -> int:
         self.fs.invalidate_cache(path)

@@ -32,6 +32,7 @@ import numpy as np
 
 from lance_ops.errors import StorageError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream, RangeReader, serve_ranges
+from lance_ops.io.metrics import record
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -155,7 +156,9 @@ class LocalStore(ObjectStore):
     @_typed
     def read(self, path: str) -> bytes:
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read()
+        record((data,))
+        return data
 
     def read_range(self, path: str, start: int, length: int) -> memoryview:
         return self._read_spans(path, [(start, length)])[0]
@@ -166,9 +169,11 @@ class LocalStore(ObjectStore):
             raise ValueError(f"byte ranges need start >= 0 and length >= 0: {path}")
         fd = os.open(path, os.O_RDONLY)
         try:
-            return [_pread(fd, start, length) for start, length in spans]
+            out = [_pread(fd, start, length) for start, length in spans]
         finally:
             os.close(fd)
+        record(out)
+        return out
 
     def open_ranges(self, path: str) -> RangeReader:
         """A reader of ``path`` keeping one descriptor open between calls (:class:`LocalRangeReader`),
@@ -340,7 +345,9 @@ class LocalRangeReader(RangeReader):
                 if fd is None:
                     fd = self._box[0] = os.open(self.path, os.O_RDONLY)
                     _admit(self._key, self._box, self._lock)
-                return [_pread(fd, start, length) for start, length in spans]
+                out = [_pread(fd, start, length) for start, length in spans]
+            record(out)
+            return out
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise
         except OSError as exc:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
+from lance_ops.io.metrics import record
 
 __all__ = ["MemoryOutput", "MemoryStore", "normalize_memory_path"]
 
@@ -99,12 +100,16 @@ class MemoryStore(ObjectStore):
             return True
 
     def read(self, path: str) -> bytes:
-        return self._get(path).data
+        data = self._get(path).data
+        record((data,))
+        return data
 
     def read_range(self, path: str, start: int, length: int) -> memoryview:
         if start < 0 or length < 0:
             raise ValueError(f"byte ranges need start >= 0 and length >= 0: {path}")
-        return memoryview(self._get(path).data)[start : start + length]
+        data = memoryview(self._get(path).data)[start : start + length]
+        record((data,))
+        return data
 
     def size(self, path: str) -> int:
         return len(self._get(path).data)
