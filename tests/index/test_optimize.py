@@ -353,6 +353,8 @@ def test_hnsw_cosine_and_dot_cover_appended_rows(tmp_path: Path, kind: str, metr
     stats = ours.stats.index_stats("vec_idx")
     assert stats["num_unindexed_rows"] == 0 and stats["num_indices"] == 2
     appended = ours.to_table(filter="id >= 3000", columns=["vec"])["vec"].combine_chunks()
-    queries = np.asarray(appended.flatten(), np.float32).reshape(-1, DIM)[:10] + 0.01
+    queries = np.asarray(appended.flatten(), np.float32).reshape(-1, DIM)[:30] + 0.01
     mine, theirs = _metric_recall(ours, metric, queries), _metric_recall(twin, metric, queries)
-    assert mine >= theirs - 0.05 and theirs > 0.1, (mine, theirs)  # PQ in dot recalls little
+    # PQ in dot recalls little (pylance's own twin around 0.1): the floor only checks that the
+    # comparison means something
+    assert mine >= theirs - 0.05 and theirs > 0.05, (mine, theirs)
