@@ -170,7 +170,8 @@ def fastlanes_at(words: np.ndarray, base: np.ndarray, width: np.ndarray, index: 
     spill = live & (shift + width > bits)
     out[spill] |= words[at[spill] + lanes] << (bits - shift[spill]).astype(dtype)
     partial = live & (width < bits)
-    out[partial] &= ((np.ones(1, dtype) << width[partial].astype(dtype)) - np.ones(1, dtype)).astype(dtype)
+    one = dtype.type(1)
+    out[partial] &= (one << width[partial].astype(dtype)) - one
     return out
 
 
