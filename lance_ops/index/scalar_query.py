@@ -435,14 +435,15 @@ def _ngram(ctx: StorageContext, index: IndexMetadata, condition: TextCondition) 
 
 
 def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, list[IndexMetadata]]]:
-    """Column name -> (type, segments) of the first index per top-level column that can answer."""
+    """Column name -> (type, segments) of the first index (in manifest order) per top-level column
+    that can answer."""
     by_id = {f.id: f for f in manifest.schema}
     names: dict[str, list[IndexMetadata]] = {}
     for index in manifest.indices:
         if not is_system(index):
             names.setdefault(index.name, []).append(index)
     out: dict[str, tuple[str, list[IndexMetadata]]] = {}
-    for name in sorted(names):
+    for name in names:  # manifest order: the first index created on a column answers, as pylance
         segments = names[name]
         first = segments[0]
         field = by_id.get(first.fields[0]) if len(first.fields) == 1 else None
