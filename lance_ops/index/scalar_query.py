@@ -198,7 +198,7 @@ def _sets(table: pa.Table, hit: Callable[[pa.Array], np.ndarray], union: bool) -
     blobs = table.column("bitmaps").take(pa.array(positions)).to_pylist()
     sets = [BITMAP_LAYOUT.decode(b) if b else np.empty(0, np.uint64) for b in blobs]
     if union:
-        return np.unique(np.concatenate(sets).astype(np.uint64))
+        return _sorted_unique(np.concatenate(sets).astype(np.uint64, copy=False))
     out = np.asarray(sets[0], np.uint64)
     for other in sets[1:]:
         out = np.intersect1d(out, np.asarray(other, np.uint64))
@@ -435,14 +435,15 @@ def _ngram(ctx: StorageContext, index: IndexMetadata, condition: TextCondition) 
 
 
 def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, list[IndexMetadata]]]:
-    """Column name -> (type, segments) of the first index per top-level column that can answer."""
+    """Column name -> (type, segments) of the first index (in manifest order) per top-level column
+    that can answer."""
     by_id = {f.id: f for f in manifest.schema}
     names: dict[str, list[IndexMetadata]] = {}
     for index in manifest.indices:
         if not is_system(index):
             names.setdefault(index.name, []).append(index)
     out: dict[str, tuple[str, list[IndexMetadata]]] = {}
-    for name in sorted(names):
+    for name in names:  # manifest order: the first index created on a column answers, as pylance
         segments = names[name]
         first = segments[0]
         field = by_id.get(first.fields[0]) if len(first.fields) == 1 else None
@@ -472,13 +473,22 @@ class RowSelection:
     used: list[IndexUse] = field(default_factory=list)
 
 
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``, without the sort when they already ascend strictly (one bitmap's
+    addresses, say)."""
+    if len(values) < 2 or bool((values[1:] > values[:-1]).all()):
+        return values
+    return np.unique(values)
+
+
 def _by_fragment(addresses: np.ndarray) -> dict[int, np.ndarray]:
-    addresses = np.unique(np.asarray(addresses, dtype=np.uint64))
+    addresses = _sorted_unique(np.asarray(addresses, dtype=np.uint64))
     fragment = (addresses >> np.uint64(32)).astype(np.int64)
     offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    ids, starts = np.unique(fragment, return_index=True)
+    # fragment ids ascend with the addresses: each fragment's offsets are one run
+    starts = np.flatnonzero(np.r_[True, fragment[1:] != fragment[:-1]]) if len(fragment) else fragment
     ends = np.r_[starts[1:], len(fragment)][: len(starts)]
-    return {int(f): offsets[a:b] for f, a, b in zip(ids, starts, ends, strict=True)}
+    return {int(fragment[a]): offsets[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)}
 
 
 def select_rows(

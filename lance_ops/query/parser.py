@@ -140,7 +140,15 @@ _SQL_ARITHMETIC = {op: kind for kind, op in _ARITHMETIC.items()}
 
 def parse(sql: str) -> ex.Expr:
     """The tree of a SQL filter or expression; text that does not parse raises
-    :class:`~lance_ops.errors.PredicateError` saying what is wrong and where."""
+    :class:`~lance_ops.errors.PredicateError` saying what is wrong and where.
+
+    Trees are immutable and depend on the text alone, so the last texts parsed are kept (a
+    repeated query, or the scan and the index lookup of one query, parse once)."""
+    return _parse_cached(sql)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(sql: str) -> ex.Expr:
     try:
         node = sqlglot.parse_one(sql, dialect=LanceSQL)
     except (ParseError, TokenError) as exc:

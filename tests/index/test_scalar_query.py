@@ -231,3 +231,21 @@ def test_btree_pages_agree_with_pylance(paged: lance_ops.LanceDataset) -> None:
             or "f_idx" in paged.scanner(filter=flt).explain_plan()
         )
         assert sorted(theirs.to_table(columns=["id"], filter=flt)["id"].to_pylist()) == _ids(paged, flt, True)
+
+
+@pytest.mark.parametrize("builder", ["lance_ops", "pylance"])
+def test_first_created_index_of_a_column_answers(tmp_path: Path, builder: str) -> None:
+    """Two indices on one column: the one created first (manifest order, not name order) answers,
+    in both systems' plans, whoever built them; the history then continues."""
+    system = lance_ops if builder == "lance_ops" else lance
+    uri = str(tmp_path / "multi")
+    ds = system.write_dataset(pa.table({"ints": np.tile(np.arange(100), 10)}), uri)
+    ds.create_scalar_index("ints", "BITMAP", name="zz_bitmap")
+    ds.create_scalar_index("ints", "BTREE", name="aa_btree")  # sorts first by name
+    ours, theirs = lance_ops.dataset(uri), lance.dataset(uri)
+    assert "@zz_bitmap(Bitmap)" in ours.scanner(filter="ints = 7").explain_plan()
+    assert "@zz_bitmap(Bitmap)" in theirs.scanner(filter="ints = 7").explain_plan()
+    assert ours.count_rows("ints = 7") == theirs.count_rows("ints = 7") == 10
+    ours.drop_index("zz_bitmap")
+    assert "@aa_btree(BTree)" in lance_ops.dataset(uri).scanner(filter="ints = 7").explain_plan()
+    assert lance.dataset(uri).count_rows("ints = 7") == 10

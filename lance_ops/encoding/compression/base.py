@@ -286,7 +286,7 @@ class ChunkSpans(Sequence[memoryview]):
         else the spans joined. Span sizes must be whole words."""
         item = dtype.itemsize
         blob = self.blob
-        if blob.ndim == 1 and len(blob) % item == 0 and not bool(np.any(self.starts % item)):
+        if blob.ndim == 1 and len(blob) % item == 0 and not (self.starts % item).any():
             return blob.view(dtype), self.starts // item
         lens = self.sizes // item
         return self.joined().view(dtype), np.cumsum(lens) - lens

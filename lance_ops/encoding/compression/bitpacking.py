@@ -161,7 +161,7 @@ def fastlanes_at(words: np.ndarray, base: np.ndarray, width: np.ndarray, index: 
     index = np.asarray(index, np.int64)
     width = np.asarray(width, np.int64)
     column, lane = np.divmod(index % 128, lanes)
-    row = 8 * np.argsort(_group_rank(bits))[column] + index // 128
+    row = _column_rows(bits)[column] + index // 128
     word, shift = np.divmod(row * width, bits)
     at = np.asarray(base, np.int64) + word * lanes + lane
     live = width > 0
@@ -170,8 +170,17 @@ def fastlanes_at(words: np.ndarray, base: np.ndarray, width: np.ndarray, index: 
     spill = live & (shift + width > bits)
     out[spill] |= words[at[spill] + lanes] << (bits - shift[spill]).astype(dtype)
     partial = live & (width < bits)
-    out[partial] &= ((np.ones(1, dtype) << width[partial].astype(dtype)) - np.ones(1, dtype)).astype(dtype)
+    one = dtype.type(1)
+    out[partial] &= (one << width[partial].astype(dtype)) - one
     return out
+
+
+@cache
+def _column_rows(bits: int) -> np.ndarray:
+    """First grid row of each column of a ``bits``-bit block (:func:`_group_rank` inverted, times 8)."""
+    rows = 8 * np.argsort(_group_rank(bits))
+    rows.flags.writeable = False
+    return rows
 
 
 def bit_widths(values: np.ndarray) -> np.ndarray:
@@ -302,7 +311,7 @@ def _locate(counts: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.n
     positions = np.asarray(positions, np.int64)
     ends = np.cumsum(counts)
     piece = np.searchsorted(ends, positions, side="right")
-    require(bool(np.all((positions >= 0) & (piece < len(counts)))), "position beyond the decoded values")
+    require(bool(((positions >= 0) & (piece < len(counts))).all()), "position beyond the decoded values")
     return piece, positions - (ends[piece] - counts[piece])
 
 
@@ -366,19 +375,20 @@ class _InlineReader:
         count."""
         spans = ChunkSpans.of(buffers)
         item = self.dtype.itemsize
-        require(bool(np.all(spans.sizes % item == 0)), "InlineBitpacking chunk: not a whole number of words")
-        require(bool(np.all(spans.sizes > 0)), "empty InlineBitpacking chunk")
+        # ndarray methods, not np.all: a take decodes many small pages, and the wrapper adds up
+        require(not (spans.sizes % item).any(), "InlineBitpacking chunk: not a whole number of words")
+        require(bool((spans.sizes > 0).all()), "empty InlineBitpacking chunk")
         nums = np.asarray(counts, np.int64)
         require(
-            bool(np.all((nums >= 0) & (nums <= BLOCK_VALUES))),
+            bool(((nums >= 0) & (nums <= BLOCK_VALUES)).all()),
             "InlineBitpacking chunks hold at most 1024 values",
         )
         lens = spans.sizes // item
         words, starts = spans.words(self.dtype)
         widths = words[starts].astype(np.int64) if len(starts) else np.zeros(0, np.int64)
-        require(bool(np.all(widths <= self.bits)), "InlineBitpacking width exceeds the value width")
+        require(bool((widths <= self.bits).all()), "InlineBitpacking width exceeds the value width")
         require(
-            bool(np.all(1 + widths * (BLOCK_VALUES // self.bits) <= lens)), "InlineBitpacking chunk truncated"
+            bool((1 + widths * (BLOCK_VALUES // self.bits) <= lens).all()), "InlineBitpacking chunk truncated"
         )
         return words, starts, widths, nums
 
