@@ -88,3 +88,29 @@ def scalar_answers(ds: lance.LanceDataset, predicate: str) -> tuple[pa.Table, pa
     scanned = ds.to_table(filter=predicate, use_scalar_index=False).sort_by("id")
     plan = ds.scanner(filter=predicate, use_scalar_index=True).explain_plan(True)
     return indexed, scanned, plan
+
+
+def brute_neighbours(x: np.ndarray, q: np.ndarray, metric: str, k: int = 10) -> np.ndarray:
+    """Row numbers of the exact ``k`` nearest rows of ``x`` to each query (l2, cosine or dot)."""
+    if metric == "l2":
+        d = (q * q).sum(1)[:, None] - 2 * q @ x.T + (x * x).sum(1)[None, :]
+    elif metric == "cosine":
+        d = -(q / np.linalg.norm(q, axis=1, keepdims=True)) @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T
+    else:
+        d = -(q @ x.T)
+    return np.argsort(d, axis=1, kind="stable")[:, :k]
+
+
+def knn_recall(
+    ds: lance.LanceDataset, truth: np.ndarray, q: np.ndarray, nprobes: int, refine: int | None = None
+) -> float:
+    """recall@10 of ``ds``'s kNN on ``vec`` (ids as row numbers) against ``truth``
+    (:func:`brute_neighbours`)."""
+    hits = 0
+    for i in range(len(q)):
+        got = ds.to_table(
+            columns=["id"],
+            nearest={"column": "vec", "q": q[i], "k": 10, "nprobes": nprobes, "refine_factor": refine},
+        )
+        hits += len(set(got.column("id").to_pylist()) & set(truth[i].tolist()))
+    return hits / (10 * len(q))

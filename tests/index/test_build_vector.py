@@ -27,6 +27,7 @@ from lance_ops.errors import (
 from lance_ops.file import LanceFileReader
 from lance_ops.index.build_vector import kmeans
 from lance_ops.ops.vector_index import default_num_partitions
+from tests.index.helpers import brute_neighbours, knn_recall
 
 N, DIM, CLUSTERS, PARTITIONS = 6000, 16, 24, 12
 
@@ -48,28 +49,10 @@ def _table(x: np.ndarray, start: int = 0) -> pa.Table:
     return pa.table({"id": pa.array(ids), "s": pa.array([f"r{i}" for i in ids]), "vec": _vectors(x)})
 
 
-def _brute(x: np.ndarray, q: np.ndarray, metric: str, k: int = 10) -> np.ndarray:
-    if metric == "l2":
-        d = (q * q).sum(1)[:, None] - 2 * q @ x.T + (x * x).sum(1)[None, :]
-    elif metric == "cosine":
-        d = -(q / np.linalg.norm(q, axis=1, keepdims=True)) @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T
-    else:
-        d = -(q @ x.T)
-    return np.argsort(d, axis=1, kind="stable")[:, :k]
-
-
 def _recall(
     ds: lance.LanceDataset, x: np.ndarray, q: np.ndarray, metric: str, nprobes: int, refine: int | None = None
 ) -> float:
-    truth = _brute(x, q, metric)
-    hits = 0
-    for i in range(len(q)):
-        got = ds.to_table(
-            columns=["id"],
-            nearest={"column": "vec", "q": q[i], "k": 10, "nprobes": nprobes, "refine_factor": refine},
-        )
-        hits += len(set(got.column("id").to_pylist()) & set(truth[i].tolist()))
-    return hits / (10 * len(q))
+    return knn_recall(ds, brute_neighbours(x, q, metric), q, nprobes, refine)
 
 
 def _indices(ds: lance.LanceDataset) -> dict[str, dict[str, object]]:
@@ -137,7 +120,7 @@ def test_ivf_flat_probing_every_partition_is_exact(tmp_path: Path, metric: str) 
     lance.write_dataset(_table(x), tmp_path)
     lance_ops.dataset(str(tmp_path)).create_index("vec", "IVF_FLAT", metric=metric, num_partitions=6)
     ds = lance.dataset(tmp_path)
-    truth = _brute(x, q, metric)
+    truth = brute_neighbours(x, q, metric)
     for i in range(len(q)):
         got = ds.to_table(columns=["id"], nearest={"column": "vec", "q": q[i], "k": 10, "nprobes": 6})
         assert got.column("id").to_pylist() == truth[i].tolist()
@@ -346,13 +329,13 @@ def test_hnsw_index_pylance_searches_with_its_own_recall(
     # lance_ops searches it too, and both libraries extend it after an append
     nearest = {"column": "vec", "q": x[11], "k": 3, "nprobes": 4}
     got = ours.to_table(columns=["id"], nearest=nearest)
-    assert int(_brute(x, x[11:12], metric, 1)[0, 0]) in got["id"].to_pylist()
+    assert int(brute_neighbours(x, x[11:12], metric, 1)[0, 0]) in got["id"].to_pylist()
     extra = _data(300, seed=5)
     lance.write_dataset(_table(extra, N), tmp_path / "ours", mode="append")
     lance_ops.dataset(str(tmp_path / "ours")).optimize.optimize_indices()
     ds = lance.dataset(tmp_path / "ours")
     assert ds.stats.index_stats("vec_idx")["num_unindexed_rows"] == 0
-    best = int(_brute(np.concatenate([x, extra]), x[11:12], metric, 1)[0, 0])
+    best = int(brute_neighbours(np.concatenate([x, extra]), x[11:12], metric, 1)[0, 0])
     assert best in ds.to_table(columns=["id"], nearest=nearest)["id"].to_pylist()
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
+from tests.index.helpers import brute_neighbours, knn_recall
 
 N, DIM, CLUSTERS, NPROBES = 5000, 32, 20, (1, 2, 4)
 
@@ -28,16 +29,6 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
     return x, q
 
 
-def _truth(x: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
-    if metric == "l2":
-        d = (q * q).sum(1)[:, None] - 2 * q @ x.T + (x * x).sum(1)[None, :]
-    elif metric == "cosine":
-        d = -(q / np.linalg.norm(q, axis=1, keepdims=True)) @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T
-    else:
-        d = -(q @ x.T)
-    return np.argsort(d, axis=1, kind="stable")[:, :10]
-
-
 CASES = [
     (kind, metric)
     for kind in ("IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ")
@@ -48,7 +39,7 @@ CASES = [
 @pytest.mark.parametrize(("kind", "metric"), CASES, ids=[f"{k}-{m}" for k, m in CASES])
 def test_pylance_recall_on_our_hnsw_index_matches_its_own(tmp_path: Path, kind: str, metric: str) -> None:
     x, q = _data()
-    truth = _truth(x, q, metric)
+    truth = brute_neighbours(x, q, metric)
     params = {"num_sub_vectors": 8} if kind.endswith("PQ") else {}
     table = pa.table({"id": np.arange(N), "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), DIM)})
     builds = {"ours": 1, "theirs": 3 if kind.endswith("PQ") else 1}
@@ -85,13 +76,4 @@ def _recalls(
     (index,) = ds.describe_indices()
     assert (index.index_type, index.name) == (kind, "vec_idx")
     assert ds.stats.index_stats("vec_idx")["indices"][0]["metric_type"] == metric
-    out = []
-    for nprobes in NPROBES:
-        hits = 0
-        for i in range(len(q)):
-            got = ds.to_table(
-                columns=["id", "_distance"], nearest={"column": "vec", "q": q[i], "k": 10, "nprobes": nprobes}
-            )
-            hits += len(set(got["id"].to_pylist()) & set(truth[i].tolist()))
-        out.append(hits / (10 * len(q)))
-    return out
+    return [knn_recall(ds, truth, q, nprobes) for nprobes in NPROBES]
