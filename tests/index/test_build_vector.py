@@ -93,9 +93,11 @@ def test_pylance_searches_our_index_with_its_own_recall(
 ) -> None:
     x = _data()
     q = _queries(x)
-    recalls = {}
-    for who in ("ours", "theirs"):
-        path = tmp_path / who
+    recalls: dict[str, list[float]] = {"ours": [], "theirs": []}
+    # pylance's PQ training is unseeded and moves its recall by ~0.03: its median of three builds
+    builds = [("ours", 0)] + [("theirs", b) for b in range(3 if kind.endswith("PQ") else 1)]
+    for who, build in builds:
+        path = tmp_path / f"{who}{build}"
         lance.write_dataset(_table(x), path, max_rows_per_file=2500)
         if who == "ours":
             lance_ops.dataset(str(path)).create_index(
@@ -109,8 +111,8 @@ def test_pylance_searches_our_index_with_its_own_recall(
         plan = ds.scanner(nearest={"column": "vec", "q": q[0], "k": 10}).explain_plan()
         assert "ANNSubIndex" in plan and "vec_idx" in plan
         assert ds.stats.index_stats("vec_idx")["num_indexed_rows"] == N
-        recalls[who] = _recall(ds, x, q, metric, nprobes=3)
-    assert recalls["ours"] >= recalls["theirs"] - 0.02, recalls
+        recalls[who].append(_recall(ds, x, q, metric, nprobes=3))
+    assert recalls["ours"][0] >= float(np.median(recalls["theirs"])) - 0.02, recalls
 
 
 @pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
