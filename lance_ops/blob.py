@@ -19,10 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from lance_ops.encoding.options import is_blob_field
 from lance_ops.errors import FieldNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.table.blob import is_blob_v2
-
-_BLOB_KEY = b"lance-encoding:blob"
 
 
 class BlobFile(io.RawIOBase):
@@ -92,8 +91,7 @@ class BlobFile(io.RawIOBase):
 def _is_blob_field(field: pa.Field) -> bool:
     if is_blob_v2(field):
         return True
-    meta = field.metadata or {}
-    return pa.types.is_large_binary(field.type) and meta.get(_BLOB_KEY, b"").lower() == b"true"
+    return pa.types.is_large_binary(field.type) and is_blob_field(field.metadata, field.type)
 
 
 def blob_selection(
