@@ -1107,6 +1107,8 @@ def local_runner(files: VersionFiles, num_threads: int | None = None) -> TaskRun
                             result = future.result()
                         except BaseException as exc:  # raised once the others finished are yielded
                             failure = failure or exc
+                            for waiting in pending:  # start no further task
+                                waiting.cancel()
                             continue
                         tracker.advance(1, _done_message(result))
                         yield order[future], result
