@@ -28,10 +28,10 @@ the query terms' postings are decoded. A phrase
 the one INVERTED index's when none is named) matches the rows holding its terms at their
 positions in the query (counted from its first term; stop words keep their places), scored as a
 match of all its terms; it needs an index with positions (``with_position=True``; unindexed rows
-are tokenized with them), else ``InvalidArgumentError`` as pylance's ValueError. Not supported
-(:class:`~lance_ops.errors.UnsupportedFeatureError`): phrase ``slop`` above 0, fuzziness and
-prefixes, ``CombinedFieldsQuery``, list-element documents,
-``_rowaddr``.
+are tokenized with them), else ``InvalidArgumentError`` as pylance's ValueError. With ``slop``
+above 0 the terms may drift apart as pylance 14 lets them (see :func:`_phrase_docs`). Not supported
+(:class:`~lance_ops.errors.UnsupportedFeatureError`): fuzziness and prefixes,
+``CombinedFieldsQuery``, list-element documents, ``_rowaddr``.
 """
 
 from __future__ import annotations
@@ -305,9 +305,21 @@ def _scores(
     return part.row_ids[hit], total[hit]
 
 
-def _phrase_docs(part: _Part, query: list[tuple[str, int]]) -> np.ndarray:
-    """Document numbers of ``part`` holding the phrase: its terms at their positions in the
-    query (counted from its first term) shifted alike, at or after the document's start."""
+def _term_occurrences(part: _Part, term: str, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``term`` in the documents ``candidates`` (ascending document numbers): the
+    document number of each occurrence and its position, document after document."""
+    docs, freqs = part.postings(term)
+    owner = np.repeat(docs, freqs.astype(np.int64))
+    positions = part.positions(term).astype(np.int64)
+    keep = np.isin(owner, candidates)
+    return owner[keep], positions[keep]
+
+
+def _phrase_docs(part: _Part, query: list[tuple[str, int]], slop: int = 0) -> np.ndarray:
+    """Document numbers of ``part`` holding the phrase: every query term, and (``slop`` 0) its
+    terms at their positions in the query (counted from its first term) shifted alike, at or
+    after the document's start, or (``slop`` above 0) a placement found as pylance 14 finds one:
+    in an index partition :func:`_sloppy_docs`, in unindexed rows :func:`_every_placement`."""
     if not query:
         return np.empty(0, np.int64)
     candidates: np.ndarray | None = None
@@ -317,20 +329,93 @@ def _phrase_docs(part: _Part, query: list[tuple[str, int]]) -> np.ndarray:
     assert candidates is not None
     if len(query) == 1 or not len(candidates):
         return candidates
-    # each query term's occurrences in the candidates: (document, position - query position)
-    relative = []
-    for term, at in query:
-        docs, freqs = part.postings(term)
-        owner = np.repeat(docs, freqs.astype(np.int64))
-        shifted = part.positions(term).astype(np.int64) - at
-        keep = np.isin(owner, candidates) & (shifted >= 0)
-        relative.append((owner[keep], shifted[keep]))
+    if slop:
+        search = _every_placement if isinstance(part, _FlatPart) else _sloppy_docs
+        return search(part, query, slop, candidates)
     keys = None  # a shift every term has in the same document
-    for owner, shifted in relative:
-        mine = np.unique((owner << 32) | shifted)
+    for term, at in query:
+        owner, positions = _term_occurrences(part, term, candidates)
+        shifted = positions - at
+        mine = np.unique((owner[shifted >= 0] << 32) | shifted[shifted >= 0])
         keys = mine if keys is None else np.intersect1d(keys, mine, assume_unique=True)
     assert keys is not None
     return np.unique(keys >> 32)
+
+
+def _every_placement(
+    part: _Part, query: list[tuple[str, int]], slop: int, candidates: np.ndarray
+) -> np.ndarray:
+    """The ``candidates`` holding a placement of the phrase: a position of each query term ``k``
+    whose offset (position - its query position) is, in query order, at or after the previous
+    term's offset by at most ``slop`` (pylance 14's search of unindexed rows, which finds every
+    such placement). Runs term after term on the (document, offset) pairs reachable so far."""
+    shift, base = np.int64(32), np.int64(1 << 31)  # offsets may be negative: stored + 2**31
+    reached: np.ndarray | None = None  # sorted keys (document << 32) | (offset + base)
+    for term, at in query:
+        owner, positions = _term_occurrences(part, term, candidates)
+        keys = (owner << shift) | (positions - at + base)
+        if reached is not None:  # an earlier offset in [offset - slop, offset]
+            low = np.searchsorted(reached, keys - slop)
+            keys = keys[np.searchsorted(reached, keys, side="right") > low]
+        reached = np.unique(keys)
+    assert reached is not None
+    return np.unique(reached >> shift)
+
+
+def _sloppy_docs(part: _Part, query: list[tuple[str, int]], slop: int, candidates: np.ndarray) -> np.ndarray:
+    """The ``candidates`` (documents holding every term) where pylance 14 finds a phrase with
+    ``slop`` above 0 (its rule, observed on many small cases).
+
+    Each query term ``k`` (query position ``q_k``) has a cursor on its positions in the
+    document, first on its first position; its offset is ``position - q_k``. A placement is
+    found when, in query order, every offset is at or after the previous one by at most
+    ``slop``. Otherwise the pairs of consecutive terms are checked in query order up to the
+    first failing pair (a term without positions left ends the search: no match), each pair
+    (``a``, ``b``) asking for an offset of ``a`` if ``b``'s is smaller, else ``max(a + 1,
+    b - slop)``; every cursor then moves to its first position whose offset is at least the
+    largest of these (from the start of its positions: a cursor can move back). The search runs
+    on all candidates at once, one step of every document per round."""
+    shift = np.int64(32)
+    keys, starts, stops = [], [], []
+    for term, _at in query:
+        owner, positions = _term_occurrences(part, term, candidates)
+        rank = np.searchsorted(candidates, owner).astype(np.int64)
+        term_keys = (rank << shift) | positions  # sorted: by document, then position
+        keys.append(term_keys)
+        bounds = np.searchsorted(term_keys, np.arange(len(candidates) + 1, dtype=np.int64) << shift)
+        starts.append(bounds[:-1])
+        stops.append(bounds[1:])
+    at = np.array([a for _, a in query], np.int64)
+    cursor = np.array(starts)  # (terms, documents): index of each cursor in keys[k]
+    active = np.arange(len(candidates))
+    found = np.zeros(len(candidates), bool)
+    mask = (np.int64(1) << shift) - 1
+    while len(active):
+        cur = cursor[:, active]
+        live = np.array([cur[k] < stops[k][active] for k in range(len(query))])
+        offsets = np.array(
+            [
+                np.where(live[k], keys[k][np.minimum(cur[k], len(keys[k]) - 1)] & mask, 0) - at[k]
+                for k in range(len(query))
+            ]
+        )
+        last, nxt = offsets[:-1], offsets[1:]
+        ended = ~(live[:-1] & live[1:])
+        fits = (last <= nxt) & (nxt <= last + slop)
+        stop_pair = ended | ~fits  # (pairs, documents)
+        failing = np.argmax(stop_pair, axis=0)
+        failed = stop_pair[failing, np.arange(len(active))]
+        found[active[~failed]] = True
+        dead = ended[failing, np.arange(len(active))]
+        wanted = np.where(last > nxt, last, np.maximum(last + 1, nxt - slop))
+        wanted[np.arange(len(wanted))[:, None] > failing[None, :]] = np.iinfo(np.int64).min
+        target = wanted.max(axis=0)
+        moving = failed & ~dead
+        active, target = active[moving], target[moving]
+        for k in range(len(query)):
+            least = (active.astype(np.int64) << shift) | np.maximum(target + at[k], 0)
+            cursor[k, active] = np.searchsorted(keys[k], least)
+    return candidates[found]
 
 
 def _union(
@@ -419,13 +504,13 @@ class _Column:
     def match(self, text: str, conjunctive: bool) -> tuple[np.ndarray, np.ndarray]:
         return self._search(self.tokenizer.tokenize(text), conjunctive)
 
-    def phrase(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+    def phrase(self, text: str, slop: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """The rows holding the phrase (see :func:`_phrase_docs`), scored as a match of every
         term of it (repeats counting again)."""
         query = self.tokenizer.tokenize_with_positions(text)
         first = query[0][1] if query else 0  # positions count from the phrase's first term
         query = [(term, at - first) for term, at in query]
-        return self._search([t for t, _ in query], True, lambda part: _phrase_docs(part, query))
+        return self._search([t for t, _ in query], True, lambda part: _phrase_docs(part, query, slop))
 
     def _search(self, terms: list[str], conjunctive: bool, docs: Any = None) -> tuple[np.ndarray, np.ndarray]:
         parts, flat, live = self._load()
@@ -521,12 +606,6 @@ class FullTextScan:
                 raise InvalidArgumentError(
                     f"full_text_query: phrase slop must be an int >= 0, got {query.slop!r}"
                 )
-            if query.slop:
-                # pylance 14's sloppy matches are not a superset of its exact ones (PhraseQuery("b c
-                # b", slop=1) misses the text "b c b"): not reproduced
-                raise UnsupportedFeatureError(
-                    "full_text_query: phrase slop > 0 is not supported by lance_ops"
-                )
             if not self._column(query.column).has_positions:
                 raise InvalidArgumentError(
                     "position is not found but required for phrase queries, try recreating the index "
@@ -550,7 +629,7 @@ class FullTextScan:
             )
             return ids, (scores * np.float32(query.boost)).astype(np.float32)
         if isinstance(query, fulltext.PhraseQuery):
-            return self._column(query.column).phrase(query.query)
+            return self._column(query.column).phrase(query.query, query.slop)
         if isinstance(query, fulltext.MultiMatchQuery):
             result = _empty()
             for i, column in enumerate(query.columns):
