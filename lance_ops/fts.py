@@ -29,9 +29,14 @@ the one INVERTED index's when none is named) matches the rows holding its terms 
 positions in the query (counted from its first term; stop words keep their places), scored as a
 match of all its terms; it needs an index with positions (``with_position=True``; unindexed rows
 are tokenized with them), else ``InvalidArgumentError`` as pylance's ValueError. With ``slop``
-above 0 the terms may drift apart as pylance 14 lets them (see :func:`_phrase_docs`). Not supported
-(:class:`~lance_ops.errors.UnsupportedFeatureError`): fuzziness and prefixes,
-``CombinedFieldsQuery``, list-element documents, ``_rowaddr``.
+above 0 the terms may drift apart as pylance 14 lets them (see :func:`_phrase_docs`).
+
+A ``MatchQuery`` with ``fuzziness`` above 0 (``None`` is an exact match in pylance 14) searches
+the index for the terms within that many character edits of each base token of the query
+(:meth:`_Column.expand`), each scored as a term of the query; unindexed rows are searched for the
+query's ordinary terms, as pylance does. Not supported
+(:class:`~lance_ops.errors.UnsupportedFeatureError`): ``CombinedFieldsQuery``, list-element
+documents, ``_rowaddr``.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from lance_ops.index.build_inverted import (
 )
 from lance_ops.index.files import read_index_file
 from lance_ops.index.fst import FstReader
+from lance_ops.index.fuzzy import Vocabulary
 from lance_ops.index.inverted_postings import (
     K1,
     TAIL_VARINT_DELTA,
@@ -157,6 +163,7 @@ class _IndexPart(_Part):
         )
         self._postings = invert.column("_posting", segment, names["invert"])
         self._decoded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._vocabulary: Vocabulary | None = None
         self._streams = self._offsets = None
         if POSITIONS in invert.table.column_names:
             self._streams = invert.column(POSITIONS, segment, names["invert"])
@@ -165,6 +172,13 @@ class _IndexPart(_Part):
     def _token(self, term: str) -> int | None:
         token = self._fst.get(term)
         return token if token is not None and token < len(self._lengths_by_term) else None
+
+    def vocabulary(self) -> Vocabulary:
+        """The partition's terms (decoded from its token dictionary once)."""
+        if self._vocabulary is None:
+            count = len(self._lengths_by_term)
+            self._vocabulary = Vocabulary(key.decode() for key, token in self._fst.items() if token < count)
+        return self._vocabulary
 
     def term_docs(self, term: str) -> int:
         token = self._token(term)
@@ -274,10 +288,14 @@ def _part_stats(part: _Part, terms: list[str]) -> _Stats:
 
 
 def _scores(
-    part: _Part, terms: list[str], stats: _Stats, conjunctive: bool = False, only: np.ndarray | None = None
+    part: _Part,
+    terms: list[str],
+    stats: _Stats,
+    required: list[list[str]] | None = None,
+    only: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Row ids of ``part``'s documents holding a query term (every distinct one when
-    ``conjunctive``; among the document numbers ``only`` when given) and their BM25 scores
+    """Row ids of ``part``'s documents holding a query term (with ``required``: a term of each
+    of its groups; among the document numbers ``only`` when given) and their BM25 scores
     (float32)."""
     if not stats.docs:
         return _empty()
@@ -295,11 +313,15 @@ def _scores(
         total[docs] += ((f / (f + norm)).astype(np.float32) * scale).astype(np.float32)
         matched[docs] += 1
     hit = matched > 0
-    if conjunctive:  # every distinct term (a repeated one scores twice but is needed once)
+    if required is not None:  # a repeated term or group scores twice but is needed once
+        groups = {tuple(sorted(set(group))) for group in required}
         matched[:] = 0
-        for term in set(terms):
-            matched[part.postings(term)[0]] += 1
-        hit = matched == len(set(terms))
+        for group in groups:
+            holds = np.zeros(len(part.row_ids), bool)
+            for term in group:
+                holds[part.postings(term)[0]] = True
+            matched += holds
+        hit = matched == len(groups) if groups else np.zeros(len(part.row_ids), bool)
     if only is not None:
         hit &= np.isin(np.arange(len(hit)), only)
     return part.row_ids[hit], total[hit]
@@ -501,8 +523,31 @@ class _Column:
         tokenized with them)."""
         return not self.segments or bool(self.tokenizer.values["with_position"])
 
-    def match(self, text: str, conjunctive: bool) -> tuple[np.ndarray, np.ndarray]:
-        return self._search(self.tokenizer.tokenize(text), conjunctive)
+    def match(
+        self, text: str, conjunctive: bool, fuzzy: tuple[int, int, int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding the terms of ``text`` (each of them when ``conjunctive``). With
+        ``fuzzy`` (edits, max expansions, prefix length) the index partitions are searched for
+        each term's expansions (see :meth:`expand`); unindexed rows for the terms themselves,
+        as pylance 14 searches them."""
+        terms = self.tokenizer.tokenize(text)
+        if fuzzy is None:
+            return self._search(terms, conjunctive)
+        # pylance 14 expands the base tokens (not lower-cased, stemmed, folded or filtered)
+        base = self.tokenizer.split_array(pa.array([text], pa.large_string()))[0].to_pylist()
+        return self._search(terms, conjunctive, expanded=self.expand(base, *fuzzy))
+
+    def expand(self, terms: list[str], edits: int, most: int, prefix: int) -> list[list[str]]:
+        """Each query term's expansions: the terms of any index partition at most ``edits``
+        edits from it sharing its first ``prefix`` characters, in byte order; ``most`` of them
+        in all, taken term after term (a repeated query term is expanded again)."""
+        parts = self._load()[0]
+        groups, left = [], most
+        for term in terms:
+            found = sorted({t for part in parts for t in part.vocabulary().within(term, edits, prefix)})
+            groups.append(found[: max(left, 0)])
+            left -= len(groups[-1])
+        return groups
 
     def phrase(self, text: str, slop: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """The rows holding the phrase (see :func:`_phrase_docs`), scored as a match of every
@@ -512,19 +557,32 @@ class _Column:
         query = [(term, at - first) for term, at in query]
         return self._search([t for t, _ in query], True, lambda part: _phrase_docs(part, query, slop))
 
-    def _search(self, terms: list[str], conjunctive: bool, docs: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    def _search(
+        self, terms: list[str], conjunctive: bool, docs: Any = None, expanded: list[list[str]] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Score the rows holding ``terms`` (index partitions: ``expanded``, one group of terms
+        per query term, when given); ``docs(part)`` narrows a part's documents."""
         parts, flat, live = self._load()
-        stats = _Stats(0, 0, dict.fromkeys(terms, 0))
-        for part in parts:
-            stats = stats + _part_stats(part, terms)
+
+        def index_stats(terms: list[str]) -> _Stats:
+            stats = _Stats(0, 0, dict.fromkeys(terms, 0))
+            for part in parts:
+                stats = stats + _part_stats(part, terms)
+            return stats
+
         only = (lambda part: None) if docs is None else docs
-        found = [_scores(part, terms, stats, conjunctive, only(part)) for part in parts]
+        groups = [[t] for t in terms] if expanded is None else expanded
+        index_terms = [t for group in groups for t in group]
+        stats = index_stats(index_terms)
+        required = groups if conjunctive else None
+        found = [_scores(part, index_terms, stats, required, only(part)) for part in parts]
         if live is not None:
             ids = np.concatenate([f[0] for f in found])
             keep = np.isin(ids, live)
             found = [(ids[keep], np.concatenate([f[1] for f in found])[keep])]
-        flat_stats = stats + _part_stats(flat, terms)
-        found.append(_scores(flat, terms, flat_stats, conjunctive, only(flat)))
+        flat_stats = (stats if expanded is None else index_stats(terms)) + _part_stats(flat, terms)
+        required = [[t] for t in terms] if conjunctive else None
+        found.append(_scores(flat, terms, flat_stats, required, only(flat)))
         return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]).astype(np.float32)
 
 
@@ -589,8 +647,14 @@ class FullTextScan:
     def _check(self, query: fulltext.FullTextQuery) -> None:
         """Refuse what lance_ops does not search before anything is read; open the columns."""
         if isinstance(query, fulltext.MatchQuery):
-            if query.fuzziness != 0 or query.prefix_length:
-                raise UnsupportedFeatureError("full_text_query: fuzzy matching is not supported by lance_ops")
+            for name in ("fuzziness", "max_expansions", "prefix_length"):
+                value = getattr(query, name)
+                if (value is not None or name != "fuzziness") and (
+                    isinstance(value, bool) or not isinstance(value, int) or value < 0
+                ):
+                    raise InvalidArgumentError(
+                        f"full_text_query: MatchQuery {name} must be an int >= 0, got {value!r}"
+                    )
             if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
                 raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
             self._column(query.column)
@@ -624,8 +688,9 @@ class FullTextScan:
 
     def _evaluate(self, query: fulltext.FullTextQuery) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(query, fulltext.MatchQuery):
+            fuzzy = (query.fuzziness, query.max_expansions, query.prefix_length) if query.fuzziness else None
             ids, scores = self._column(query.column).match(
-                query.query, query.operator == fulltext.FullTextOperator.AND
+                query.query, query.operator == fulltext.FullTextOperator.AND, fuzzy
             )
             return ids, (scores * np.float32(query.boost)).astype(np.float32)
         if isinstance(query, fulltext.PhraseQuery):
