@@ -523,6 +523,11 @@ class _Column:
         tokenized with them)."""
         return not self.segments or bool(self.tokenizer.values["with_position"])
 
+    @property
+    def ngrams(self) -> bool:
+        """Whether the column's index splits texts into n-grams."""
+        return bool(self.tokenizer.values["base_tokenizer"] == "ngram")
+
     def match(
         self, text: str, conjunctive: bool, fuzzy: tuple[int, int, int] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -531,6 +536,8 @@ class _Column:
         each term's expansions (see :meth:`expand`); unindexed rows for the terms themselves,
         as pylance 14 searches them."""
         terms = self.tokenizer.tokenize(text)
+        if self.ngrams:  # pylance 14 finds the rows holding any n-gram, even with AND
+            conjunctive = False
         if fuzzy is None:
             return self._search(terms, conjunctive)
         # pylance 14 expands the base tokens (not lower-cased, stemmed, folded or filtered)
@@ -657,6 +664,11 @@ class FullTextScan:
                     )
             if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
                 raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
+            if query.fuzziness and self._column(query.column).ngrams:
+                raise UnsupportedFeatureError(
+                    f"full_text_query: fuzzy matching on the n-gram index of column {query.column!r} "
+                    "is not supported by lance_ops"
+                )
             self._column(query.column)
         elif isinstance(query, fulltext.MultiMatchQuery):
             if not query.columns:
@@ -669,6 +681,11 @@ class FullTextScan:
             if isinstance(query.slop, bool) or not isinstance(query.slop, int) or query.slop < 0:
                 raise InvalidArgumentError(
                     f"full_text_query: phrase slop must be an int >= 0, got {query.slop!r}"
+                )
+            if self._column(query.column).ngrams:
+                raise UnsupportedFeatureError(
+                    f"full_text_query: phrase queries on the n-gram index of column {query.column!r} "
+                    "are not supported by lance_ops"
                 )
             if not self._column(query.column).has_positions:
                 raise InvalidArgumentError(

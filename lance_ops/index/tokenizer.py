@@ -3,7 +3,9 @@
 A text goes through, in this order (pylance 14's pipeline):
 
 1. the base tokenizer: ``simple`` splits on every character that is not a letter or digit,
-   ``whitespace`` on white space, ``raw`` keeps the whole text as one token;
+   ``whitespace`` on white space, ``raw`` keeps the whole text as one token, ``ngram`` takes
+   the character n-grams of the whole text (:meth:`TokenizerParams._ngrams`; every position 0,
+   and ``stem`` / ``remove_stop_words`` default to False, as in pylance 14);
 2. tokens of ``max_token_length`` UTF-8 bytes or more are dropped (``None``: no limit);
 3. ``lower_case``;
 4. ``stem``: the Snowball stemmer of ``language`` (the ``snowballstemmer`` package; pylance's
@@ -18,7 +20,7 @@ Stemming before folding matters: ``"brûlée"`` stems as ``"brûlée"`` (its vow
 and is stored as ``"brulee"``, where ``"brulee"`` typed in ASCII stems to ``"brule"``.
 
 Only what pylance 14 accepts with these meanings is taken: unknown keywords and unsupported
-values (other languages' stop words, the ``ngram``/``jieba``/``lindera`` tokenizers)
+values (other languages' stop words, the ``jieba``/``lindera`` tokenizers)
 raise :class:`~lance_ops.errors.InvalidArgumentError` /
 :class:`~lance_ops.errors.UnsupportedFeatureError` naming them.
 """
@@ -55,7 +57,7 @@ ENGLISH_STOP_WORDS = frozenset(
 # or of Unicode white space (whitespace).
 _SIMPLE_RE2 = r"[^\p{L}\p{N}]+"
 _WHITESPACE_RE2 = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]+"
-_BASE_TOKENIZERS = ("simple", "whitespace", "raw")
+_BASE_TOKENIZERS = ("simple", "whitespace", "raw", "ngram")
 # keyword -> default, as pylance 14 writes them in ``params`` (key order kept)
 _DEFAULTS: dict[str, Any] = {
     "lance_tokenizer": "text",
@@ -137,11 +139,52 @@ class TokenizerParams:
         if base == "raw":
             valid = np.asarray(texts.is_valid(), dtype=bool)
             return texts.filter(pa.array(valid)), np.flatnonzero(valid)
+        if base == "ngram":
+            return self._ngrams(texts)
         split = pc.split_pattern_regex(texts, _SIMPLE_RE2 if base == "simple" else _WHITESPACE_RE2)
         tokens = pc.list_flatten(split)
         parents = np.asarray(pc.list_parent_indices(split), dtype=np.int64)
         keep = np.asarray(pc.greater(pc.binary_length(tokens), 0), dtype=bool)
         return tokens.filter(pa.array(keep)), parents[keep]
+
+    def _ngrams(self, texts: pa.LargeStringArray) -> tuple[pa.Array, np.ndarray]:
+        """The character n-grams of every text, as pylance 14's ngram tokenizer gives them: from
+        each character in turn (only the first with ``prefix_only``), those of every length from
+        ``min_ngram_length`` to ``max_ngram_length`` that fit in the text, shortest first."""
+        low, high = self.values["min_ngram_length"], self.values["max_ngram_length"]
+        data = np.frombuffer(texts.buffers()[2] or b"", np.uint8)
+        offsets = np.frombuffer(texts.buffers()[1], np.int64)[texts.offset : texts.offset + len(texts) + 1]
+        valid = np.asarray(texts.is_valid(), dtype=bool)
+        # the byte where each character starts; a text's characters are a run of them
+        starts = np.flatnonzero((data & 0xC0) != 0x80).astype(np.int64)
+        first = np.searchsorted(starts, offsets[:-1])
+        chars = np.where(valid, np.searchsorted(starts, offsets[1:]) - first, 0)
+        bounds = np.append(starts, len(data))  # a character's end is the next one's start
+        # every (text, start character, length): starts in order, lengths ascending
+        count = np.minimum(chars, 1) if self.values["prefix_only"] else chars
+        origins = np.repeat(np.arange(len(texts)), count)
+        at = np.arange(len(origins)) - np.repeat(np.cumsum(count) - count, count)
+        lengths = np.arange(low, high + 1, dtype=np.int64)
+        parents = np.repeat(origins, len(lengths))
+        start = np.repeat(first[origins] + at, len(lengths))
+        length = np.tile(lengths, len(origins))
+        fits = np.repeat(at, len(lengths)) + length <= chars[parents]
+        parents, start, length = parents[fits], start[fits], length[fits]
+        begin, end = bounds[start], bounds[start + length]
+        sizes = end - begin
+        token_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        picked = np.arange(int(token_offsets[-1])) - np.repeat(token_offsets[:-1] - begin, sizes)
+        tokens = pa.LargeStringArray.from_buffers(
+            len(sizes), pa.py_buffer(token_offsets.tobytes()), pa.py_buffer(data[picked].tobytes())
+        )
+        return tokens, parents
+
+    def positions(self, parents: np.ndarray) -> np.ndarray:
+        """The position of each token of :meth:`split_array` (``parents``: its text, ascending):
+        its number in its text, or 0 for every n-gram (as pylance 14 records them)."""
+        if self.values["base_tokenizer"] == "ngram":
+            return np.zeros(len(parents), np.int64)
+        return np.arange(len(parents), dtype=np.int64) - np.searchsorted(parents, parents)
 
     def term(self, token: str) -> str | None:
         """One base token through the filters (None: dropped); memoised per token."""
@@ -169,8 +212,8 @@ class TokenizerParams:
     def tokenize_with_positions(self, text: str) -> list[tuple[str, int]]:
         """The terms of ``text`` in order, each with its position: the number of its base token
         (dropped tokens, such as stop words, keep their numbers), as an index records them."""
-        tokens, _ = self.split_array(pa.array([text], pa.large_string()))
-        terms = ((self.term(token), position) for position, token in enumerate(tokens.to_pylist()))
+        tokens, parents = self.split_array(pa.array([text], pa.large_string()))
+        terms = zip(map(self.term, tokens.to_pylist()), self.positions(parents).tolist(), strict=True)
         return [(term, position) for term, position in terms if term is not None]
 
 
@@ -180,7 +223,11 @@ def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams
     unknown = sorted(set(params) - set(_DEFAULTS))
     if unknown:
         raise InvalidArgumentError(f"INVERTED index: unknown tokenizer parameters {unknown}")
-    values = {**_DEFAULTS, **params}
+    # pylance 14 neither stems nor drops stop words from n-grams unless asked to
+    ngram_defaults = (
+        {"stem": False, "remove_stop_words": False} if params.get("base_tokenizer") == "ngram" else {}
+    )
+    values = {**_DEFAULTS, **ngram_defaults, **params}
     for key in _BOOLS:
         if not isinstance(values[key], bool):
             raise InvalidArgumentError(f"INVERTED index: {key} must be a bool, got {values[key]!r}")
@@ -194,9 +241,21 @@ def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams
             raise UnsupportedFeatureError(
                 f"INVERTED index: {key}={values[key]!r} is not supported by lance_ops (only {fixed!r})"
             )
-    for key in _NGRAM_ONLY:
-        if values[key] != _DEFAULTS[key]:
-            raise UnsupportedFeatureError(f"INVERTED index: {key} only applies to the ngram tokenizer")
+    if values["base_tokenizer"] == "ngram":
+        low, high = values["min_ngram_length"], values["max_ngram_length"]
+        for key, value in (("min_ngram_length", low), ("max_ngram_length", high)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidArgumentError(
+                    f"INVERTED index: {key} must be an int greater than 0, got {value!r}"
+                )
+        if low > high:
+            raise InvalidArgumentError(
+                f"INVERTED index: min_ngram_length {low} must not be greater than max_ngram_length {high}"
+            )
+    else:
+        for key in _NGRAM_ONLY:
+            if values[key] != _DEFAULTS[key]:
+                raise UnsupportedFeatureError(f"INVERTED index: {key} only applies to the ngram tokenizer")
     language = values["language"]
     if not isinstance(language, str) or language.capitalize() != "English":
         raise UnsupportedFeatureError(
