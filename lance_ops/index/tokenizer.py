@@ -8,8 +8,8 @@ A text goes through, in this order (pylance 14's pipeline):
    and ``stem`` / ``remove_stop_words`` default to False, as in pylance 14);
 2. tokens of ``max_token_length`` UTF-8 bytes or more are dropped (``None``: no limit);
 3. ``lower_case``;
-4. ``stem``: the Snowball stemmer of ``language`` (the ``snowballstemmer`` package; pylance's
-   English stemmer gives the same stems);
+4. ``stem``: the Snowball stemmer of ``language`` (any of :data:`LANGUAGES`, the
+   ``snowballstemmer`` package: the stems of pylance's stemmers, checked on sample texts);
 5. ``remove_stop_words``: the stemmed token is dropped when it is a stop word (English: the
    122 words and 27 contractions pylance 14 drops, read from its index; ``no``, ``nor``,
    ``not`` and the negations such as ``isn't`` are kept) or one of ``custom_stop_words``;
@@ -20,7 +20,7 @@ Stemming before folding matters: ``"brûlée"`` stems as ``"brûlée"`` (its vow
 and is stored as ``"brulee"``, where ``"brulee"`` typed in ASCII stems to ``"brule"``.
 
 Only what pylance 14 accepts with these meanings is taken: unknown keywords and unsupported
-values (other languages' stop words, the ``jieba``/``lindera`` tokenizers)
+values (stop words of languages other than English, the ``jieba``/``lindera`` tokenizers)
 raise :class:`~lance_ops.errors.InvalidArgumentError` /
 :class:`~lance_ops.errors.UnsupportedFeatureError` naming them.
 """
@@ -40,7 +40,13 @@ import snowballstemmer
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.index.ngram import _fold_char
 
-__all__ = ["ENGLISH_STOP_WORDS", "TokenizerParams", "tokenizer_params"]
+__all__ = ["ENGLISH_STOP_WORDS", "LANGUAGES", "TokenizerParams", "tokenizer_params"]
+
+# pylance 14's ``language`` values (spelled so); each has a Snowball stemmer of that name
+LANGUAGES = (
+    "Arabic", "Danish", "Dutch", "English", "Finnish", "French", "German", "Greek", "Hungarian", "Italian",
+    "Norwegian", "Portuguese", "Romanian", "Russian", "Spanish", "Swedish", "Tamil", "Turkish",
+)  # fmt: skip
 
 ENGLISH_STOP_WORDS = frozenset(
     "a about above after again against all am an and any are as at be because been before being "
@@ -117,7 +123,7 @@ class TokenizerParams:
         stops = self.values["custom_stop_words"]
         self._stops = frozenset(stops) if stops is not None else ENGLISH_STOP_WORDS
         self._stem: Callable[[str], str] | None = (
-            snowballstemmer.stemmer("english").stemWord if self.values["stem"] else None
+            snowballstemmer.stemmer(self.values["language"].lower()).stemWord if self.values["stem"] else None
         )
         self._cache: dict[str, str | None] = {}
 
@@ -257,11 +263,15 @@ def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams
             if values[key] != _DEFAULTS[key]:
                 raise UnsupportedFeatureError(f"INVERTED index: {key} only applies to the ngram tokenizer")
     language = values["language"]
-    if not isinstance(language, str) or language.capitalize() != "English":
-        raise UnsupportedFeatureError(
-            f"INVERTED index: language {language!r} is not supported by lance_ops (only English)"
+    if language not in LANGUAGES:
+        raise InvalidArgumentError(
+            f"INVERTED index: unknown language {language!r} (one of {', '.join(LANGUAGES)})"
         )
-    values["language"] = "English"
+    if language != "English" and values["remove_stop_words"] and values["custom_stop_words"] is None:
+        raise UnsupportedFeatureError(
+            f"INVERTED index: the {language} stop words of pylance are not known to lance_ops; "
+            "pass remove_stop_words=False or custom_stop_words"
+        )
     limit = values["max_token_length"]
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
         raise InvalidArgumentError(
