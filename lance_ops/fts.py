@@ -682,6 +682,8 @@ class FullTextScan:
                 raise InvalidArgumentError(
                     f"full_text_query: phrase slop must be an int >= 0, got {query.slop!r}"
                 )
+            if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
+                raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
             if self._column(query.column).ngrams:
                 raise UnsupportedFeatureError(
                     f"full_text_query: phrase queries on the n-gram index of column {query.column!r} "

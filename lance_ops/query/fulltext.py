@@ -81,6 +81,7 @@ class PhraseQuery(FullTextQuery):
     query: str
     column: str
     slop: int = 0
+    document_granularity: DocumentGranularity | None = None
 
     def query_type(self) -> FullTextQueryType:
         return FullTextQueryType.MATCH_PHRASE

@@ -19,7 +19,7 @@ import pytest
 
 import lance_ops
 import lance_ops.query
-from lance_ops.errors import InvalidArgumentError
+from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from tests.index.test_fts_positions import assert_same, write
 
 pytestmark = pytest.mark.interop
@@ -107,3 +107,12 @@ def test_bad_slop(tmp_path: Path, slop: object) -> None:
         lance_ops.dataset(str(tmp_path / "ds")).to_table(
             full_text_query=lance_ops.query.PhraseQuery("a b", "text", slop=slop)  # type: ignore[arg-type]
         )
+
+
+def test_list_element_phrases_are_refused(tmp_path: Path) -> None:
+    write(tmp_path / "ds", ["a b"])
+    query = lance_ops.query.PhraseQuery(
+        "a b", "text", slop=1, document_granularity=lance_ops.query.DocumentGranularity.LIST_ELEMENT
+    )
+    with pytest.raises(UnsupportedFeatureError, match="list-element"):
+        lance_ops.dataset(str(tmp_path / "ds")).to_table(full_text_query=query)
