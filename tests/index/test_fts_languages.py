@@ -46,10 +46,7 @@ def test_every_language_has_a_sample() -> None:
     assert sorted(SAMPLES) == sorted(LANGUAGES)
 
 
-# Tamil words hold combining vowel signs pylance's simple tokenizer keeps inside a token (they
-# are alphabetic in Rust) where lance_ops splits on every character that is not a letter or a
-# digit: a tokenizer difference, not a stemming one; not compared here.
-@pytest.mark.parametrize("language", [language for language in LANGUAGES if language != "Tamil"])
+@pytest.mark.parametrize("language", LANGUAGES)
 def test_same_files_and_answers_as_pylance(tmp_path: Path, language: str) -> None:
     words = SAMPLES[language].split()
     texts = [SAMPLES[language], " ".join(words[::2]), " ".join(reversed(words)), words[1], None]
@@ -76,3 +73,21 @@ def test_other_languages_stop_words_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="French stop words"):
         lance_ops.dataset(str(tmp_path / "ds")).create_scalar_index("text", "INVERTED", language="French")
     assert lance_ops.dataset(str(tmp_path / "ds")).list_indices() == []
+
+
+def test_simple_tokenizer_keeps_alphabetic_marks(tmp_path: Path) -> None:
+    """Marks and symbols that are alphabetic to pylance (vowel signs, circled letters) stay inside
+    a token; other marks (a virama, a combining acute accent) split it, as in pylance."""
+    from lance_ops.index.tokenizer import _OTHER_ALPHABETIC
+
+    inside = [int(end, 16) for item in _OTHER_ALPHABETIC.split() for end in item.split("-")]
+    splitting = [0x0BCD, 0x0301, 0x20DD, 0x2122]
+    texts = [f"a{chr(c)}b x{chr(c)} {chr(c)}y" for c in inside + splitting]
+    params = {"stem": False, "lower_case": False, "remove_stop_words": False, "ascii_folding": False}
+    for name in ("ours", "theirs"):
+        write(tmp_path / name, texts)
+    lance_ops.dataset(str(tmp_path / "ours")).create_scalar_index("text", "INVERTED", **params)
+    lance.dataset(str(tmp_path / "theirs")).create_scalar_index("text", "INVERTED", **params)
+    ours, theirs = index_files(tmp_path / "ours"), index_files(tmp_path / "theirs")
+    for name in FILES:
+        assert ours[name].equals(theirs[name]), name
