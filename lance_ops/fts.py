@@ -32,7 +32,7 @@ are tokenized with them), else ``InvalidArgumentError`` as pylance's ValueError.
 above 0 the terms may drift apart as pylance 14 lets them (see :func:`_phrase_docs`).
 
 A ``MatchQuery`` with ``fuzziness`` above 0 (``None`` is an exact match in pylance 14) searches
-the index for the terms within that many character edits of each base token of the query
+the index for the terms within that many character edits of each plain word of the query
 (:meth:`_Column.expand`), each scored as a term of the query; unindexed rows are searched for the
 query's ordinary terms, as pylance does. Not supported
 (:class:`~lance_ops.errors.UnsupportedFeatureError`): ``CombinedFieldsQuery``, list-element
@@ -536,13 +536,15 @@ class _Column:
         each term's expansions (see :meth:`expand`); unindexed rows for the terms themselves,
         as pylance 14 searches them."""
         terms = self.tokenizer.tokenize(text)
-        if self.ngrams:  # pylance 14 finds the rows holding any n-gram, even with AND
-            conjunctive = False
-        if fuzzy is None:
-            return self._search(terms, conjunctive)
-        # pylance 14 expands the base tokens (not lower-cased, stemmed, folded or filtered)
-        base = self.tokenizer.split_array(pa.array([text], pa.large_string()))[0].to_pylist()
-        return self._search(terms, conjunctive, expanded=self.expand(base, *fuzzy))
+        if fuzzy is None:  # on n-grams pylance 14 finds the rows holding any, even with AND
+            return self._search(terms, conjunctive and not self.ngrams)
+        # pylance 14 expands the query's plain words (split as by the simple tokenizer, whatever the
+        # index's; not lower-cased, stemmed, folded or filtered)
+        base = tokenizer_params(_PLAIN_WORDS).split_array(pa.array([text], pa.large_string()))[0].to_pylist()
+        expanded = self.expand(base, *fuzzy)  # unindexed n-grams: any of them, as without fuzziness
+        return self._search(
+            terms, conjunctive, expanded=expanded, flat_conjunctive=conjunctive and not self.ngrams
+        )
 
     def expand(self, terms: list[str], edits: int, most: int, prefix: int) -> list[list[str]]:
         """Each query term's expansions: the terms of any index partition at most ``edits``
@@ -565,10 +567,16 @@ class _Column:
         return self._search([t for t, _ in query], True, lambda part: _phrase_docs(part, query, slop))
 
     def _search(
-        self, terms: list[str], conjunctive: bool, docs: Any = None, expanded: list[list[str]] | None = None
+        self,
+        terms: list[str],
+        conjunctive: bool,
+        docs: Any = None,
+        expanded: list[list[str]] | None = None,
+        flat_conjunctive: bool | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Score the rows holding ``terms`` (index partitions: ``expanded``, one group of terms
-        per query term, when given); ``docs(part)`` narrows a part's documents."""
+        per query term, when given; unindexed rows: each term if ``flat_conjunctive``, default
+        ``conjunctive``); ``docs(part)`` narrows a part's documents."""
         parts, flat, live = self._load()
 
         def index_stats(terms: list[str]) -> _Stats:
@@ -588,7 +596,9 @@ class _Column:
             keep = np.isin(ids, live)
             found = [(ids[keep], np.concatenate([f[1] for f in found])[keep])]
         flat_stats = (stats if expanded is None else index_stats(terms)) + _part_stats(flat, terms)
-        required = [[t] for t in terms] if conjunctive else None
+        required = (
+            [[t] for t in terms] if (conjunctive if flat_conjunctive is None else flat_conjunctive) else None
+        )
         found.append(_scores(flat, terms, flat_stats, required, only(flat)))
         return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]).astype(np.float32)
 
@@ -664,11 +674,6 @@ class FullTextScan:
                     )
             if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
                 raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
-            if query.fuzziness and self._column(query.column).ngrams:
-                raise UnsupportedFeatureError(
-                    f"full_text_query: fuzzy matching on the n-gram index of column {query.column!r} "
-                    "is not supported by lance_ops"
-                )
             self._column(query.column)
         elif isinstance(query, fulltext.MultiMatchQuery):
             if not query.columns:

@@ -6,7 +6,8 @@ pylance 14's n-grams, read from its index files: the characters of the whole tex
 included) from each start in turn, shortest first, then lower-cased and folded; no stemming and
 no stop words unless ``stem`` / ``remove_stop_words`` are given (its defaults for n-grams);
 n-grams of ``max_token_length`` bytes or more are dropped; every position is 0. A match finds the
-rows holding any of the query's n-grams, with ``AND`` too."""
+rows holding any of the query's n-grams, with ``AND`` too; a fuzzy match expands the query's
+plain words over the index's n-grams."""
 
 from __future__ import annotations
 
@@ -93,14 +94,27 @@ def test_match_queries_match_pylance(ngrams: Path, operator: str) -> None:
     assert assert_same(ngrams, "wor", "wor") > 10  # a plain string searches the one index
 
 
-def test_phrase_and_fuzzy_queries_are_refused(ngrams: Path) -> None:
-    """pylance 14 answers them on n-grams in ways lance_ops does not reproduce: refused by name."""
-    for query in (
-        lance_ops.query.PhraseQuery("hello", "text"),
-        lance_ops.query.MatchQuery("helo", "text", fuzziness=1),
-    ):
-        with pytest.raises(UnsupportedFeatureError, match="n-gram index of column 'text'"):
-            lance_ops.dataset(str(ngrams)).to_table(full_text_query=query)
+@pytest.mark.parametrize("operator", ["OR", "AND"])
+def test_fuzzy_queries_match_pylance(ngrams: Path, operator: str) -> None:
+    """The query's plain words (simple split, not lower-cased) are expanded over the n-grams."""
+    found = 0
+    for text in ("helo", "Helo", "wrld hel", "the-cat", "apple"):
+        for fuzziness, most in ((1, 50), (2, 3)):
+            kwargs = {"fuzziness": fuzziness, "max_expansions": most}
+            ours = lance_ops.query.MatchQuery(
+                text, "text", operator=lance_ops.query.FullTextOperator[operator], **kwargs
+            )
+            theirs = lance.query.MatchQuery(
+                text, "text", operator=lance.query.FullTextOperator[operator], **kwargs
+            )
+            found += assert_same(ngrams, ours, theirs)
+    assert found > 100
+
+
+def test_phrase_queries_are_refused(ngrams: Path) -> None:
+    """pylance 14 answers them on n-grams in a way lance_ops does not reproduce: refused by name."""
+    with pytest.raises(UnsupportedFeatureError, match="n-gram index of column 'text'"):
+        lance_ops.dataset(str(ngrams)).to_table(full_text_query=lance_ops.query.PhraseQuery("hello", "text"))
 
 
 @pytest.mark.parametrize(
