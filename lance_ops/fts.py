@@ -564,7 +564,12 @@ class _Column:
         query = self.tokenizer.tokenize_with_positions(text)
         first = query[0][1] if query else 0  # positions count from the phrase's first term
         query = [(term, at - first) for term, at in query]
-        return self._search([t for t, _ in query], True, lambda part: _phrase_docs(part, query, slop))
+        terms = [t for t, _ in query]
+        if self.ngrams:  # pylance 14: an index partition's rows holding any n-gram (every position
+            # of an n-gram is 0), unindexed rows holding the phrase (so: every n-gram)
+            flat_only = lambda part: _phrase_docs(part, query, slop) if isinstance(part, _FlatPart) else None  # noqa: E731
+            return self._search(terms, False, flat_only, flat_conjunctive=True)
+        return self._search(terms, True, lambda part: _phrase_docs(part, query, slop))
 
     def _search(
         self,
@@ -689,11 +694,6 @@ class FullTextScan:
                 )
             if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
                 raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
-            if self._column(query.column).ngrams:
-                raise UnsupportedFeatureError(
-                    f"full_text_query: phrase queries on the n-gram index of column {query.column!r} "
-                    "are not supported by lance_ops"
-                )
             if not self._column(query.column).has_positions:
                 raise InvalidArgumentError(
                     "position is not found but required for phrase queries, try recreating the index "

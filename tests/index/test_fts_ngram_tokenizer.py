@@ -7,7 +7,8 @@ included) from each start in turn, shortest first, then lower-cased and folded; 
 no stop words unless ``stem`` / ``remove_stop_words`` are given (its defaults for n-grams);
 n-grams of ``max_token_length`` bytes or more are dropped; every position is 0. A match finds the
 rows holding any of the query's n-grams, with ``AND`` too; a fuzzy match expands the query's
-plain words over the index's n-grams."""
+plain words over the index's n-grams; a phrase finds, in an index, the rows holding any of its
+n-grams, in unindexed rows those holding all of them."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 
 import lance_ops
 import lance_ops.query
-from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import InvalidArgumentError
 from lance_ops.index.tokenizer import tokenizer_params
 from tests.index.test_fts_positions import FILES, assert_same, index_files, write
 
@@ -111,10 +112,33 @@ def test_fuzzy_queries_match_pylance(ngrams: Path, operator: str) -> None:
     assert found > 100
 
 
-def test_phrase_queries_are_refused(ngrams: Path) -> None:
-    """pylance 14 answers them on n-grams in a way lance_ops does not reproduce: refused by name."""
-    with pytest.raises(UnsupportedFeatureError, match="n-gram index of column 'text'"):
-        lance_ops.dataset(str(ngrams)).to_table(full_text_query=lance_ops.query.PhraseQuery("hello", "text"))
+@pytest.fixture(scope="module", params=["pylance", "lance_ops"])
+def positional(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trigram index with positions by either builder, then an unindexed append."""
+    path = tmp_path_factory.mktemp("ngram_phrase") / "ds"
+    rng = np.random.default_rng(8)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(0, 5)))) for _ in range(120)]
+    write(path, texts, max_rows_per_file=50)
+    module = lance if request.param == "pylance" else lance_ops
+    module.dataset(str(path)).create_scalar_index(
+        "text", "INVERTED", base_tokenizer="ngram", with_position=True
+    )
+    more = pa.table({"id": pa.array(range(120, 160), pa.int64()), "text": pa.array(texts[:40])})
+    lance.write_dataset(more, path, mode="append")
+    return path
+
+
+@pytest.mark.parametrize("slop", [0, 2])
+def test_phrase_queries_match_pylance(positional: Path, slop: int) -> None:
+    """Every n-gram position is 0: an index partition gives the rows holding any of the phrase's
+    n-grams, unindexed rows those holding all of them (pylance 14's answers)."""
+    found = 0
+    for text in ("hello", "lo wor", "the cat", "Hello", "zzz"):
+        ours = lance_ops.query.PhraseQuery(text, "text", slop=slop)
+        found += assert_same(positional, ours, lance.query.PhraseQuery(text, "text", slop=slop))
+        if not slop:
+            assert_same(positional, f'"{text}"', f'"{text}"')
+    assert found > 100
 
 
 @pytest.mark.parametrize(
