@@ -25,6 +25,7 @@ import lance_ops
 import lance_ops.query
 from lance_ops.errors import InvalidArgumentError
 from lance_ops.index.fuzzy import Vocabulary
+from tests.index.fts_helpers import match_pair
 from tests.index.test_fts_positions import assert_same, write
 
 WORDS = ["hello", "help", "hell", "helo", "yellow", "hallo", "world", "word", "sword", "wordy", "apple"]
@@ -66,14 +67,10 @@ def test_fuzzy_matches_pylance(
     assert len(lance_ops.dataset(str(fuzzy)).list_indices()) == 2
     found = 0
     for text in QUERIES:
-        kwargs = {"fuzziness": fuzziness, "max_expansions": max_expansions, "prefix_length": prefix_length}
-        ours = lance_ops.query.MatchQuery(
-            text, "text", operator=lance_ops.query.FullTextOperator[operator], **kwargs
+        pair = match_pair(
+            text, operator, fuzziness=fuzziness, max_expansions=max_expansions, prefix_length=prefix_length
         )
-        theirs = lance.query.MatchQuery(
-            text, "text", operator=lance.query.FullTextOperator[operator], **kwargs
-        )
-        found += assert_same(fuzzy, ours, theirs)
+        found += assert_same(fuzzy, *pair)
     assert found > 200
 
 

@@ -16,7 +16,8 @@ import lance_ops
 import lance_ops.query
 from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.index.tokenizer import LANGUAGES
-from tests.index.test_fts_positions import FILES, assert_same, index_files, write
+from tests.index.fts_helpers import assert_same_files
+from tests.index.test_fts_positions import assert_same, write
 
 pytestmark = pytest.mark.interop
 
@@ -53,14 +54,7 @@ def test_same_files_and_answers_as_pylance(tmp_path: Path, language: str) -> Non
     params = {"language": language, "remove_stop_words": False}
     if language in ("French", "German"):  # a custom list with a language, folding off
         params = {"language": language, "custom_stop_words": [words[0].lower()], "ascii_folding": False}
-    for name in ("ours", "theirs"):
-        write(tmp_path / name, texts)
-    lance_ops.dataset(str(tmp_path / "ours")).create_scalar_index("text", "INVERTED", **params)
-    lance.dataset(str(tmp_path / "theirs")).create_scalar_index("text", "INVERTED", **params)
-    ours, theirs = index_files(tmp_path / "ours"), index_files(tmp_path / "theirs")
-    for name in FILES:
-        assert ours[name].equals(theirs[name]), (language, name)
-        assert ours[name].schema.metadata == theirs[name].schema.metadata, (language, name)
+    assert_same_files(tmp_path, texts, **params)
     for text in (words[1], f"{words[2]} {words[-1]}", words[0]):
         ours_query = lance_ops.query.MatchQuery(text, "text")
         theirs_query = lance.query.MatchQuery(text, "text")
@@ -83,11 +77,6 @@ def test_simple_tokenizer_keeps_alphabetic_marks(tmp_path: Path) -> None:
     inside = [int(end, 16) for item in _OTHER_ALPHABETIC.split() for end in item.split("-")]
     splitting = [0x0BCD, 0x0301, 0x20DD, 0x2122]
     texts = [f"a{chr(c)}b x{chr(c)} {chr(c)}y" for c in inside + splitting]
-    params = {"stem": False, "lower_case": False, "remove_stop_words": False, "ascii_folding": False}
-    for name in ("ours", "theirs"):
-        write(tmp_path / name, texts)
-    lance_ops.dataset(str(tmp_path / "ours")).create_scalar_index("text", "INVERTED", **params)
-    lance.dataset(str(tmp_path / "theirs")).create_scalar_index("text", "INVERTED", **params)
-    ours, theirs = index_files(tmp_path / "ours"), index_files(tmp_path / "theirs")
-    for name in FILES:
-        assert ours[name].equals(theirs[name]), name
+    assert_same_files(
+        tmp_path, texts, stem=False, lower_case=False, remove_stop_words=False, ascii_folding=False
+    )

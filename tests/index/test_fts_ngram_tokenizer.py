@@ -16,7 +16,6 @@ from pathlib import Path
 
 import lance
 import lance.query
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given
@@ -26,7 +25,8 @@ import lance_ops
 import lance_ops.query
 from lance_ops.errors import InvalidArgumentError
 from lance_ops.index.tokenizer import tokenizer_params
-from tests.index.test_fts_positions import FILES, assert_same, index_files, write
+from tests.index.fts_helpers import assert_same_files, indexed_then_appended, match_pair
+from tests.index.test_fts_positions import assert_same, write
 
 pytestmark = pytest.mark.interop
 
@@ -50,18 +50,7 @@ CONFIGS = [
 
 @pytest.mark.parametrize("params", CONFIGS)
 def test_same_files_as_pylance(tmp_path: Path, params: dict) -> None:
-    for name in ("ours", "theirs"):
-        write(tmp_path / name, [*TEXTS, "the sses running ies"])
-    lance_ops.dataset(str(tmp_path / "ours")).create_scalar_index(
-        "text", "INVERTED", base_tokenizer="ngram", **params
-    )
-    lance.dataset(str(tmp_path / "theirs")).create_scalar_index(
-        "text", "INVERTED", base_tokenizer="ngram", **params
-    )
-    ours, theirs = index_files(tmp_path / "ours"), index_files(tmp_path / "theirs")
-    for name in FILES:
-        assert ours[name].equals(theirs[name]), name
-        assert ours[name].schema.metadata == theirs[name].schema.metadata, name
+    assert_same_files(tmp_path, [*TEXTS, "the sses running ies"], base_tokenizer="ngram", **params)
 
 
 WORDS = ["hello", "help", "world", "Wörld", "apple", "the", "running", "cat", "日本語"]
@@ -72,25 +61,16 @@ QUERIES = ["hello", "wor", "orld", "hel", "ning", "the cat", "xyz", "Wö", "本�
 def ngrams(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-4-gram index by either builder over three fragments, then an unindexed append."""
     path = tmp_path_factory.mktemp("ngram") / "ds"
-    rng = np.random.default_rng(5)
-    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(0, 6)))) for _ in range(200)]
-    write(path, texts, max_rows_per_file=80)
-    module = lance if request.param == "pylance" else lance_ops
-    module.dataset(str(path)).create_scalar_index(
-        "text", "INVERTED", base_tokenizer="ngram", min_ngram_length=2, max_ngram_length=4
+    return indexed_then_appended(
+        path, request.param, WORDS, 200, 30, 5, base_tokenizer="ngram", min_ngram_length=2, max_ngram_length=4
     )
-    more = pa.table({"id": pa.array(range(200, 230), pa.int64()), "text": pa.array(texts[:30])})
-    lance.write_dataset(more, path, mode="append")
-    return path
 
 
 @pytest.mark.parametrize("operator", ["OR", "AND"])
 def test_match_queries_match_pylance(ngrams: Path, operator: str) -> None:
     found = 0
     for text in QUERIES:
-        ours = lance_ops.query.MatchQuery(text, "text", operator=lance_ops.query.FullTextOperator[operator])
-        theirs = lance.query.MatchQuery(text, "text", operator=lance.query.FullTextOperator[operator])
-        found += assert_same(ngrams, ours, theirs)
+        found += assert_same(ngrams, *match_pair(text, operator))
     assert found > 500
     assert assert_same(ngrams, "wor", "wor") > 10  # a plain string searches the one index
 
@@ -101,14 +81,8 @@ def test_fuzzy_queries_match_pylance(ngrams: Path, operator: str) -> None:
     found = 0
     for text in ("helo", "Helo", "wrld hel", "the-cat", "apple"):
         for fuzziness, most in ((1, 50), (2, 3)):
-            kwargs = {"fuzziness": fuzziness, "max_expansions": most}
-            ours = lance_ops.query.MatchQuery(
-                text, "text", operator=lance_ops.query.FullTextOperator[operator], **kwargs
-            )
-            theirs = lance.query.MatchQuery(
-                text, "text", operator=lance.query.FullTextOperator[operator], **kwargs
-            )
-            found += assert_same(ngrams, ours, theirs)
+            pair = match_pair(text, operator, fuzziness=fuzziness, max_expansions=most)
+            found += assert_same(ngrams, *pair)
     assert found > 100
 
 
@@ -116,16 +90,9 @@ def test_fuzzy_queries_match_pylance(ngrams: Path, operator: str) -> None:
 def positional(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A trigram index with positions by either builder, then an unindexed append."""
     path = tmp_path_factory.mktemp("ngram_phrase") / "ds"
-    rng = np.random.default_rng(8)
-    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(0, 5)))) for _ in range(120)]
-    write(path, texts, max_rows_per_file=50)
-    module = lance if request.param == "pylance" else lance_ops
-    module.dataset(str(path)).create_scalar_index(
-        "text", "INVERTED", base_tokenizer="ngram", with_position=True
+    return indexed_then_appended(
+        path, request.param, WORDS, 120, 40, 8, base_tokenizer="ngram", with_position=True
     )
-    more = pa.table({"id": pa.array(range(120, 160), pa.int64()), "text": pa.array(texts[:40])})
-    lance.write_dataset(more, path, mode="append")
-    return path
 
 
 @pytest.mark.parametrize("slop", [0, 2])
