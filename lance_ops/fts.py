@@ -34,7 +34,9 @@ above 0 the terms may drift apart as pylance 14 lets them (see :func:`_phrase_do
 A ``MatchQuery`` with ``fuzziness`` above 0 (``None`` is an exact match in pylance 14) searches
 the index for the terms within that many character edits of each plain word of the query
 (:meth:`_Column.expand`), each scored as a term of the query; unindexed rows are searched for the
-query's ordinary terms, as pylance does. Not supported
+query's ordinary terms, as pylance does. On an n-gram index (every n-gram at position 0) a match
+or a phrase finds, in index partitions, the rows holding any n-gram of the query (with ``AND``
+too, but for a fuzzy ``AND``), in unindexed rows a phrase needs all of them. Not supported
 (:class:`~lance_ops.errors.UnsupportedFeatureError`): ``CombinedFieldsQuery``, list-element
 documents, ``_rowaddr``.
 """
