@@ -28,10 +28,17 @@ the query terms' postings are decoded. A phrase
 the one INVERTED index's when none is named) matches the rows holding its terms at their
 positions in the query (counted from its first term; stop words keep their places), scored as a
 match of all its terms; it needs an index with positions (``with_position=True``; unindexed rows
-are tokenized with them), else ``InvalidArgumentError`` as pylance's ValueError. Not supported
-(:class:`~lance_ops.errors.UnsupportedFeatureError`): phrase ``slop`` above 0, fuzziness and
-prefixes, ``CombinedFieldsQuery``, list-element documents,
-``_rowaddr``.
+are tokenized with them), else ``InvalidArgumentError`` as pylance's ValueError. With ``slop``
+above 0 the terms may drift apart as pylance 14 lets them (see :func:`_phrase_docs`).
+
+A ``MatchQuery`` with ``fuzziness`` above 0 (``None`` is an exact match in pylance 14) searches
+the index for the terms within that many character edits of each plain word of the query
+(:meth:`_Column.expand`), each scored as a term of the query; unindexed rows are searched for the
+query's ordinary terms, as pylance does. On an n-gram index (every n-gram at position 0) a match
+or a phrase finds, in index partitions, the rows holding any n-gram of the query (with ``AND``
+too, but for a fuzzy ``AND``), in unindexed rows a phrase needs all of them. Not supported
+(:class:`~lance_ops.errors.UnsupportedFeatureError`): ``CombinedFieldsQuery``, list-element
+documents, ``_rowaddr``.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from lance_ops.index.build_inverted import (
 )
 from lance_ops.index.files import read_index_file
 from lance_ops.index.fst import FstReader
+from lance_ops.index.fuzzy import Vocabulary
 from lance_ops.index.inverted_postings import (
     K1,
     TAIL_VARINT_DELTA,
@@ -157,6 +165,7 @@ class _IndexPart(_Part):
         )
         self._postings = invert.column("_posting", segment, names["invert"])
         self._decoded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._vocabulary: Vocabulary | None = None
         self._streams = self._offsets = None
         if POSITIONS in invert.table.column_names:
             self._streams = invert.column(POSITIONS, segment, names["invert"])
@@ -165,6 +174,13 @@ class _IndexPart(_Part):
     def _token(self, term: str) -> int | None:
         token = self._fst.get(term)
         return token if token is not None and token < len(self._lengths_by_term) else None
+
+    def vocabulary(self) -> Vocabulary:
+        """The partition's terms (decoded from its token dictionary once)."""
+        if self._vocabulary is None:
+            count = len(self._lengths_by_term)
+            self._vocabulary = Vocabulary(key.decode() for key, token in self._fst.items() if token < count)
+        return self._vocabulary
 
     def term_docs(self, term: str) -> int:
         token = self._token(term)
@@ -274,10 +290,14 @@ def _part_stats(part: _Part, terms: list[str]) -> _Stats:
 
 
 def _scores(
-    part: _Part, terms: list[str], stats: _Stats, conjunctive: bool = False, only: np.ndarray | None = None
+    part: _Part,
+    terms: list[str],
+    stats: _Stats,
+    required: list[list[str]] | None = None,
+    only: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Row ids of ``part``'s documents holding a query term (every distinct one when
-    ``conjunctive``; among the document numbers ``only`` when given) and their BM25 scores
+    """Row ids of ``part``'s documents holding a query term (with ``required``: a term of each
+    of its groups; among the document numbers ``only`` when given) and their BM25 scores
     (float32)."""
     if not stats.docs:
         return _empty()
@@ -295,19 +315,35 @@ def _scores(
         total[docs] += ((f / (f + norm)).astype(np.float32) * scale).astype(np.float32)
         matched[docs] += 1
     hit = matched > 0
-    if conjunctive:  # every distinct term (a repeated one scores twice but is needed once)
+    if required is not None:  # a repeated term or group scores twice but is needed once
+        groups = {tuple(sorted(set(group))) for group in required}
         matched[:] = 0
-        for term in set(terms):
-            matched[part.postings(term)[0]] += 1
-        hit = matched == len(set(terms))
+        for group in groups:
+            holds = np.zeros(len(part.row_ids), bool)
+            for term in group:
+                holds[part.postings(term)[0]] = True
+            matched += holds
+        hit = matched == len(groups) if groups else np.zeros(len(part.row_ids), bool)
     if only is not None:
         hit &= np.isin(np.arange(len(hit)), only)
     return part.row_ids[hit], total[hit]
 
 
-def _phrase_docs(part: _Part, query: list[tuple[str, int]]) -> np.ndarray:
-    """Document numbers of ``part`` holding the phrase: its terms at their positions in the
-    query (counted from its first term) shifted alike, at or after the document's start."""
+def _term_occurrences(part: _Part, term: str, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``term`` in the documents ``candidates`` (ascending document numbers): the
+    document number of each occurrence and its position, document after document."""
+    docs, freqs = part.postings(term)
+    owner = np.repeat(docs, freqs.astype(np.int64))
+    positions = part.positions(term).astype(np.int64)
+    keep = np.isin(owner, candidates)
+    return owner[keep], positions[keep]
+
+
+def _phrase_docs(part: _Part, query: list[tuple[str, int]], slop: int = 0) -> np.ndarray:
+    """Document numbers of ``part`` holding the phrase: every query term, and (``slop`` 0) its
+    terms at their positions in the query (counted from its first term) shifted alike, at or
+    after the document's start, or (``slop`` above 0) a placement found as pylance 14 finds one:
+    in an index partition :func:`_sloppy_docs`, in unindexed rows :func:`_every_placement`."""
     if not query:
         return np.empty(0, np.int64)
     candidates: np.ndarray | None = None
@@ -317,20 +353,93 @@ def _phrase_docs(part: _Part, query: list[tuple[str, int]]) -> np.ndarray:
     assert candidates is not None
     if len(query) == 1 or not len(candidates):
         return candidates
-    # each query term's occurrences in the candidates: (document, position - query position)
-    relative = []
-    for term, at in query:
-        docs, freqs = part.postings(term)
-        owner = np.repeat(docs, freqs.astype(np.int64))
-        shifted = part.positions(term).astype(np.int64) - at
-        keep = np.isin(owner, candidates) & (shifted >= 0)
-        relative.append((owner[keep], shifted[keep]))
+    if slop:
+        search = _every_placement if isinstance(part, _FlatPart) else _sloppy_docs
+        return search(part, query, slop, candidates)
     keys = None  # a shift every term has in the same document
-    for owner, shifted in relative:
-        mine = np.unique((owner << 32) | shifted)
+    for term, at in query:
+        owner, positions = _term_occurrences(part, term, candidates)
+        shifted = positions - at
+        mine = np.unique((owner[shifted >= 0] << 32) | shifted[shifted >= 0])
         keys = mine if keys is None else np.intersect1d(keys, mine, assume_unique=True)
     assert keys is not None
     return np.unique(keys >> 32)
+
+
+def _every_placement(
+    part: _Part, query: list[tuple[str, int]], slop: int, candidates: np.ndarray
+) -> np.ndarray:
+    """The ``candidates`` holding a placement of the phrase: a position of each query term ``k``
+    whose offset (position - its query position) is, in query order, at or after the previous
+    term's offset by at most ``slop`` (pylance 14's search of unindexed rows, which finds every
+    such placement). Runs term after term on the (document, offset) pairs reachable so far."""
+    shift, base = np.int64(32), np.int64(1 << 31)  # offsets may be negative: stored + 2**31
+    reached: np.ndarray | None = None  # sorted keys (document << 32) | (offset + base)
+    for term, at in query:
+        owner, positions = _term_occurrences(part, term, candidates)
+        keys = (owner << shift) | (positions - at + base)
+        if reached is not None:  # an earlier offset in [offset - slop, offset]
+            low = np.searchsorted(reached, keys - slop)
+            keys = keys[np.searchsorted(reached, keys, side="right") > low]
+        reached = np.unique(keys)
+    assert reached is not None
+    return np.unique(reached >> shift)
+
+
+def _sloppy_docs(part: _Part, query: list[tuple[str, int]], slop: int, candidates: np.ndarray) -> np.ndarray:
+    """The ``candidates`` (documents holding every term) where pylance 14 finds a phrase with
+    ``slop`` above 0 (its rule, observed on many small cases).
+
+    Each query term ``k`` (query position ``q_k``) has a cursor on its positions in the
+    document, first on its first position; its offset is ``position - q_k``. A placement is
+    found when, in query order, every offset is at or after the previous one by at most
+    ``slop``. Otherwise the pairs of consecutive terms are checked in query order up to the
+    first failing pair (a term without positions left ends the search: no match), each pair
+    (``a``, ``b``) asking for an offset of ``a`` if ``b``'s is smaller, else ``max(a + 1,
+    b - slop)``; every cursor then moves to its first position whose offset is at least the
+    largest of these (from the start of its positions: a cursor can move back). The search runs
+    on all candidates at once, one step of every document per round."""
+    shift = np.int64(32)
+    keys, starts, stops = [], [], []
+    for term, _at in query:
+        owner, positions = _term_occurrences(part, term, candidates)
+        rank = np.searchsorted(candidates, owner).astype(np.int64)
+        term_keys = (rank << shift) | positions  # sorted: by document, then position
+        keys.append(term_keys)
+        bounds = np.searchsorted(term_keys, np.arange(len(candidates) + 1, dtype=np.int64) << shift)
+        starts.append(bounds[:-1])
+        stops.append(bounds[1:])
+    at = np.array([a for _, a in query], np.int64)
+    cursor = np.array(starts)  # (terms, documents): index of each cursor in keys[k]
+    active = np.arange(len(candidates))
+    found = np.zeros(len(candidates), bool)
+    mask = (np.int64(1) << shift) - 1
+    while len(active):
+        cur = cursor[:, active]
+        live = np.array([cur[k] < stops[k][active] for k in range(len(query))])
+        offsets = np.array(
+            [
+                np.where(live[k], keys[k][np.minimum(cur[k], len(keys[k]) - 1)] & mask, 0) - at[k]
+                for k in range(len(query))
+            ]
+        )
+        last, nxt = offsets[:-1], offsets[1:]
+        ended = ~(live[:-1] & live[1:])
+        fits = (last <= nxt) & (nxt <= last + slop)
+        stop_pair = ended | ~fits  # (pairs, documents)
+        failing = np.argmax(stop_pair, axis=0)
+        failed = stop_pair[failing, np.arange(len(active))]
+        found[active[~failed]] = True
+        dead = ended[failing, np.arange(len(active))]
+        wanted = np.where(last > nxt, last, np.maximum(last + 1, nxt - slop))
+        wanted[np.arange(len(wanted))[:, None] > failing[None, :]] = np.iinfo(np.int64).min
+        target = wanted.max(axis=0)
+        moving = failed & ~dead
+        active, target = active[moving], target[moving]
+        for k in range(len(query)):
+            least = (active.astype(np.int64) << shift) | np.maximum(target + at[k], 0)
+            cursor[k, active] = np.searchsorted(keys[k], least)
+    return candidates[found]
 
 
 def _union(
@@ -416,30 +525,88 @@ class _Column:
         tokenized with them)."""
         return not self.segments or bool(self.tokenizer.values["with_position"])
 
-    def match(self, text: str, conjunctive: bool) -> tuple[np.ndarray, np.ndarray]:
-        return self._search(self.tokenizer.tokenize(text), conjunctive)
+    @property
+    def ngrams(self) -> bool:
+        """Whether the column's index splits texts into n-grams."""
+        return bool(self.tokenizer.values["base_tokenizer"] == "ngram")
 
-    def phrase(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+    def match(
+        self, text: str, conjunctive: bool, fuzzy: tuple[int, int, int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding the terms of ``text`` (each of them when ``conjunctive``). With
+        ``fuzzy`` (edits, max expansions, prefix length) the index partitions are searched for
+        each term's expansions (see :meth:`expand`); unindexed rows for the terms themselves,
+        as pylance 14 searches them."""
+        terms = self.tokenizer.tokenize(text)
+        if fuzzy is None:  # on n-grams pylance 14 finds the rows holding any, even with AND
+            return self._search(terms, conjunctive and not self.ngrams)
+        # pylance 14 expands the query's plain words (split as by the simple tokenizer, whatever the
+        # index's; not lower-cased, stemmed, folded or filtered)
+        base = tokenizer_params(_PLAIN_WORDS).split_array(pa.array([text], pa.large_string()))[0].to_pylist()
+        expanded = self.expand(base, *fuzzy)  # unindexed n-grams: any of them, as without fuzziness
+        return self._search(
+            terms, conjunctive, expanded=expanded, flat_conjunctive=conjunctive and not self.ngrams
+        )
+
+    def expand(self, terms: list[str], edits: int, most: int, prefix: int) -> list[list[str]]:
+        """Each query term's expansions: the terms of any index partition at most ``edits``
+        edits from it sharing its first ``prefix`` characters, in byte order; ``most`` of them
+        in all, taken term after term (a repeated query term is expanded again)."""
+        parts = self._load()[0]
+        groups, left = [], most
+        for term in terms:
+            found = sorted({t for part in parts for t in part.vocabulary().within(term, edits, prefix)})
+            groups.append(found[: max(left, 0)])
+            left -= len(groups[-1])
+        return groups
+
+    def phrase(self, text: str, slop: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """The rows holding the phrase (see :func:`_phrase_docs`), scored as a match of every
         term of it (repeats counting again)."""
         query = self.tokenizer.tokenize_with_positions(text)
         first = query[0][1] if query else 0  # positions count from the phrase's first term
         query = [(term, at - first) for term, at in query]
-        return self._search([t for t, _ in query], True, lambda part: _phrase_docs(part, query))
+        terms = [t for t, _ in query]
+        if self.ngrams:  # pylance 14: an index partition's rows holding any n-gram (every position
+            # of an n-gram is 0), unindexed rows holding the phrase (so: every n-gram)
+            flat_only = lambda part: _phrase_docs(part, query, slop) if isinstance(part, _FlatPart) else None  # noqa: E731
+            return self._search(terms, False, flat_only, flat_conjunctive=True)
+        return self._search(terms, True, lambda part: _phrase_docs(part, query, slop))
 
-    def _search(self, terms: list[str], conjunctive: bool, docs: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    def _search(
+        self,
+        terms: list[str],
+        conjunctive: bool,
+        docs: Any = None,
+        expanded: list[list[str]] | None = None,
+        flat_conjunctive: bool | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Score the rows holding ``terms`` (index partitions: ``expanded``, one group of terms
+        per query term, when given; unindexed rows: each term if ``flat_conjunctive``, default
+        ``conjunctive``); ``docs(part)`` narrows a part's documents."""
         parts, flat, live = self._load()
-        stats = _Stats(0, 0, dict.fromkeys(terms, 0))
-        for part in parts:
-            stats = stats + _part_stats(part, terms)
+
+        def index_stats(terms: list[str]) -> _Stats:
+            stats = _Stats(0, 0, dict.fromkeys(terms, 0))
+            for part in parts:
+                stats = stats + _part_stats(part, terms)
+            return stats
+
         only = (lambda part: None) if docs is None else docs
-        found = [_scores(part, terms, stats, conjunctive, only(part)) for part in parts]
+        groups = [[t] for t in terms] if expanded is None else expanded
+        index_terms = [t for group in groups for t in group]
+        stats = index_stats(index_terms)
+        required = groups if conjunctive else None
+        found = [_scores(part, index_terms, stats, required, only(part)) for part in parts]
         if live is not None:
             ids = np.concatenate([f[0] for f in found])
             keep = np.isin(ids, live)
             found = [(ids[keep], np.concatenate([f[1] for f in found])[keep])]
-        flat_stats = stats + _part_stats(flat, terms)
-        found.append(_scores(flat, terms, flat_stats, conjunctive, only(flat)))
+        flat_stats = (stats if expanded is None else index_stats(terms)) + _part_stats(flat, terms)
+        required = (
+            [[t] for t in terms] if (conjunctive if flat_conjunctive is None else flat_conjunctive) else None
+        )
+        found.append(_scores(flat, terms, flat_stats, required, only(flat)))
         return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]).astype(np.float32)
 
 
@@ -504,8 +671,14 @@ class FullTextScan:
     def _check(self, query: fulltext.FullTextQuery) -> None:
         """Refuse what lance_ops does not search before anything is read; open the columns."""
         if isinstance(query, fulltext.MatchQuery):
-            if query.fuzziness != 0 or query.prefix_length:
-                raise UnsupportedFeatureError("full_text_query: fuzzy matching is not supported by lance_ops")
+            for name in ("fuzziness", "max_expansions", "prefix_length"):
+                value = getattr(query, name)
+                if (value is not None or name != "fuzziness") and (
+                    isinstance(value, bool) or not isinstance(value, int) or value < 0
+                ):
+                    raise InvalidArgumentError(
+                        f"full_text_query: MatchQuery {name} must be an int >= 0, got {value!r}"
+                    )
             if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
                 raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
             self._column(query.column)
@@ -521,12 +694,8 @@ class FullTextScan:
                 raise InvalidArgumentError(
                     f"full_text_query: phrase slop must be an int >= 0, got {query.slop!r}"
                 )
-            if query.slop:
-                # pylance 14's sloppy matches are not a superset of its exact ones (PhraseQuery("b c
-                # b", slop=1) misses the text "b c b"): not reproduced
-                raise UnsupportedFeatureError(
-                    "full_text_query: phrase slop > 0 is not supported by lance_ops"
-                )
+            if query.document_granularity == fulltext.DocumentGranularity.LIST_ELEMENT:
+                raise UnsupportedFeatureError("full_text_query: list-element documents are not supported")
             if not self._column(query.column).has_positions:
                 raise InvalidArgumentError(
                     "position is not found but required for phrase queries, try recreating the index "
@@ -545,12 +714,13 @@ class FullTextScan:
 
     def _evaluate(self, query: fulltext.FullTextQuery) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(query, fulltext.MatchQuery):
+            fuzzy = (query.fuzziness, query.max_expansions, query.prefix_length) if query.fuzziness else None
             ids, scores = self._column(query.column).match(
-                query.query, query.operator == fulltext.FullTextOperator.AND
+                query.query, query.operator == fulltext.FullTextOperator.AND, fuzzy
             )
             return ids, (scores * np.float32(query.boost)).astype(np.float32)
         if isinstance(query, fulltext.PhraseQuery):
-            return self._column(query.column).phrase(query.query)
+            return self._column(query.column).phrase(query.query, query.slop)
         if isinstance(query, fulltext.MultiMatchQuery):
             result = _empty()
             for i, column in enumerate(query.columns):

@@ -152,7 +152,7 @@ def _tokenize(
     if owner is not None:
         parents = owner[parents]
     # tokens come row after row: a token's position is its distance from its row's first token
-    positions = np.arange(len(parents), dtype=np.int64) - np.searchsorted(parents, parents)
+    positions = tokenizer.positions(parents)
     encoded = pc.dictionary_encode(tokens)
     number = known.setdefault
     distinct = encoded.dictionary.to_pylist()

@@ -3,11 +3,13 @@
 A text goes through, in this order (pylance 14's pipeline):
 
 1. the base tokenizer: ``simple`` splits on every character that is not a letter or digit,
-   ``whitespace`` on white space, ``raw`` keeps the whole text as one token;
+   ``whitespace`` on white space, ``raw`` keeps the whole text as one token, ``ngram`` takes
+   the character n-grams of the whole text (:meth:`TokenizerParams._ngrams`; every position 0,
+   and ``stem`` / ``remove_stop_words`` default to False, as in pylance 14);
 2. tokens of ``max_token_length`` UTF-8 bytes or more are dropped (``None``: no limit);
 3. ``lower_case``;
-4. ``stem``: the Snowball stemmer of ``language`` (the ``snowballstemmer`` package; pylance's
-   English stemmer gives the same stems);
+4. ``stem``: the Snowball stemmer of ``language`` (any of :data:`LANGUAGES`, the
+   ``snowballstemmer`` package: the stems of pylance's stemmers, checked on sample texts);
 5. ``remove_stop_words``: the stemmed token is dropped when it is a stop word (English: the
    122 words and 27 contractions pylance 14 drops, read from its index; ``no``, ``nor``,
    ``not`` and the negations such as ``isn't`` are kept) or one of ``custom_stop_words``;
@@ -18,7 +20,7 @@ Stemming before folding matters: ``"brûlée"`` stems as ``"brûlée"`` (its vow
 and is stored as ``"brulee"``, where ``"brulee"`` typed in ASCII stems to ``"brule"``.
 
 Only what pylance 14 accepts with these meanings is taken: unknown keywords and unsupported
-values (other languages' stop words, the ``ngram``/``jieba``/``lindera`` tokenizers)
+values (stop words of languages other than English, the ``jieba``/``lindera`` tokenizers)
 raise :class:`~lance_ops.errors.InvalidArgumentError` /
 :class:`~lance_ops.errors.UnsupportedFeatureError` naming them.
 """
@@ -38,7 +40,13 @@ import snowballstemmer
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.index.ngram import _fold_char
 
-__all__ = ["ENGLISH_STOP_WORDS", "TokenizerParams", "tokenizer_params"]
+__all__ = ["ENGLISH_STOP_WORDS", "LANGUAGES", "TokenizerParams", "tokenizer_params"]
+
+# pylance 14's ``language`` values (spelled so); each has a Snowball stemmer of that name
+LANGUAGES = (
+    "Arabic", "Danish", "Dutch", "English", "Finnish", "French", "German", "Greek", "Hungarian", "Italian",
+    "Norwegian", "Portuguese", "Romanian", "Russian", "Spanish", "Swedish", "Tamil", "Turkish",
+)  # fmt: skip
 
 ENGLISH_STOP_WORDS = frozenset(
     "a about above after again against all am an and any are as at be because been before being "
@@ -51,11 +59,43 @@ ENGLISH_STOP_WORDS = frozenset(
     " i'm i've i'd i'll you're you've you'd you'll he's he'd he'll she's she'd she'll it's it'd it'll"
     " we're we've we'd we'll they're they've they'd they'll that'll should've".split()
 )
-# Separators (Arrow's RE2 kernels split on them): runs of what is not a letter or digit (simple),
-# or of Unicode white space (whitespace).
-_SIMPLE_RE2 = r"[^\p{L}\p{N}]+"
+# Marks and symbols that are alphabetic to pylance 14's simple tokenizer though neither letters
+# nor digits (Rust's ``char::is_alphanumeric``: vowel signs such as Tamil "ை", circled letters),
+# found by indexing every such character with pylance: code points and ranges, hexadecimal.
+_OTHER_ALPHABETIC = (
+    "345 363-36F 5B0-5BD 5BF 5C1-5C2 5C4-5C5 5C7 610-61A 64B-657 659-65F 670 6D6-6DC 6E1-6E4 6E7-6E8 "
+    "6ED 711 730-73F 7A6-7B0 816-817 81B-823 825-827 829-82C 8D4-8DF 8E3-8E9 8F0-903 93A-93B 93E-94C "
+    "94E-94F 955-957 962-963 981-983 9BE-9C4 9C7-9C8 9CB-9CC 9D7 9E2-9E3 A01-A03 A3E-A42 A47-A48 "
+    "A4B-A4C A51 A70-A71 A75 A81-A83 ABE-AC5 AC7-AC9 ACB-ACC AE2-AE3 AFA-AFC B01-B03 B3E-B44 B47-B48 "
+    "B4B-B4C B56-B57 B62-B63 B82 BBE-BC2 BC6-BC8 BCA-BCC BD7 C00-C04 C3E-C44 C46-C48 C4A-C4C C55-C56 "
+    "C62-C63 C81-C83 CBE-CC4 CC6-CC8 CCA-CCC CD5-CD6 CE2-CE3 D00-D03 D3E-D44 D46-D48 D4A-D4C D57 "
+    "D62-D63 D81-D83 DCF-DD4 DD6 DD8-DDF DF2-DF3 E31 E34-E3A E4D EB1 EB4-EB9 EBB-EBC ECD F71-F83 "
+    "F8D-F97 F99-FBC 102B-1036 1038 103B-103E 1056-1059 105E-1060 1062-1064 1067-106D 1071-1074 "
+    "1082-108D 108F 109A-109D 1712-1713 1732-1733 1752-1753 1772-1773 17B6-17C8 1885-1886 18A9 "
+    "1920-192B 1930-1938 1A17-1A1B 1A55-1A5E 1A61-1A74 1ABF-1AC0 1ACC-1ACE 1B00-1B04 1B35-1B43 "
+    "1B80-1B82 1BA1-1BA9 1BAC-1BAD 1BE7-1BF1 1C24-1C36 1DD3-1DF4 24B6-24E9 2DE0-2DFF A674-A67B "
+    "A69E-A69F A802 A80B A823-A827 A880-A881 A8B4-A8C3 A8C5 A8FF A926-A92A A947-A952 A980-A983 "
+    "A9B4-A9BF A9E5 AA29-AA36 AA43 AA4C-AA4D AA7B-AA7D AAB0 AAB2-AAB4 AAB7-AAB8 AABE AAEB-AAEF AAF5 "
+    "ABE3-ABEA FB1E 10376-1037A 10A01-10A03 10A05-10A06 10A0C-10A0F 10D24-10D27 10EAB-10EAC "
+    "11000-11002 11038-11045 11073-11074 11080-11082 110B0-110B8 110C2 11100-11102 11127-11132 "
+    "11145-11146 11180-11182 111B3-111BF 111CE-111CF 1122C-11234 11237 1123E 112DF-112E8 11300-11303 "
+    "1133E-11344 11347-11348 1134B-1134C 11357 11362-11363 11435-11441 11443-11445 114B0-114C1 "
+    "115AF-115B5 115B8-115BE 115DC-115DD 11630-1163E 11640 116AB-116B5 1171D-1172A 1182C-11838 "
+    "11930-11935 11937-11938 1193B-1193C 11940 11942 119D1-119D7 119DA-119DF 119E4 11A01-11A0A "
+    "11A35-11A39 11A3B-11A3E 11A51-11A5B 11A8A-11A97 11C2F-11C36 11C38-11C3E 11C92-11CA7 11CA9-11CB6 "
+    "11D31-11D36 11D3A 11D3C-11D3D 11D3F-11D41 11D43 11D47 11D8A-11D8E 11D90-11D91 11D93-11D96 "
+    "11EF3-11EF6 16F4F 16F51-16F87 16F8F-16F92 16FF0-16FF1 1BC9E 1E000-1E006 1E008-1E018 1E01B-1E021 "
+    "1E023-1E024 1E026-1E02A 1E947 1F130-1F149 1F150-1F169 1F170-1F189 "
+)
+
+# Separators (Arrow's RE2 kernels split on them): runs of what is not a letter, digit or one of
+# the characters above (simple), or of Unicode white space (whitespace).
+_OTHER_ALPHABETIC_RE2 = "".join(
+    "-".join(f"\\x{{{end}}}" for end in item.split("-")) for item in _OTHER_ALPHABETIC.split()
+)
+_SIMPLE_RE2 = r"[^\p{L}\p{N}" + _OTHER_ALPHABETIC_RE2 + "]+"
 _WHITESPACE_RE2 = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]+"
-_BASE_TOKENIZERS = ("simple", "whitespace", "raw")
+_BASE_TOKENIZERS = ("simple", "whitespace", "raw", "ngram")
 # keyword -> default, as pylance 14 writes them in ``params`` (key order kept)
 _DEFAULTS: dict[str, Any] = {
     "lance_tokenizer": "text",
@@ -115,7 +155,7 @@ class TokenizerParams:
         stops = self.values["custom_stop_words"]
         self._stops = frozenset(stops) if stops is not None else ENGLISH_STOP_WORDS
         self._stem: Callable[[str], str] | None = (
-            snowballstemmer.stemmer("english").stemWord if self.values["stem"] else None
+            snowballstemmer.stemmer(self.values["language"].lower()).stemWord if self.values["stem"] else None
         )
         self._cache: dict[str, str | None] = {}
 
@@ -137,11 +177,52 @@ class TokenizerParams:
         if base == "raw":
             valid = np.asarray(texts.is_valid(), dtype=bool)
             return texts.filter(pa.array(valid)), np.flatnonzero(valid)
+        if base == "ngram":
+            return self._ngrams(texts)
         split = pc.split_pattern_regex(texts, _SIMPLE_RE2 if base == "simple" else _WHITESPACE_RE2)
         tokens = pc.list_flatten(split)
         parents = np.asarray(pc.list_parent_indices(split), dtype=np.int64)
         keep = np.asarray(pc.greater(pc.binary_length(tokens), 0), dtype=bool)
         return tokens.filter(pa.array(keep)), parents[keep]
+
+    def _ngrams(self, texts: pa.LargeStringArray) -> tuple[pa.Array, np.ndarray]:
+        """The character n-grams of every text, as pylance 14's ngram tokenizer gives them: from
+        each character in turn (only the first with ``prefix_only``), those of every length from
+        ``min_ngram_length`` to ``max_ngram_length`` that fit in the text, shortest first."""
+        low, high = self.values["min_ngram_length"], self.values["max_ngram_length"]
+        data = np.frombuffer(texts.buffers()[2] or b"", np.uint8)
+        offsets = np.frombuffer(texts.buffers()[1], np.int64)[texts.offset : texts.offset + len(texts) + 1]
+        valid = np.asarray(texts.is_valid(), dtype=bool)
+        # the byte where each character starts; a text's characters are a run of them
+        starts = np.flatnonzero((data & 0xC0) != 0x80).astype(np.int64)
+        first = np.searchsorted(starts, offsets[:-1])
+        chars = np.where(valid, np.searchsorted(starts, offsets[1:]) - first, 0)
+        bounds = np.append(starts, len(data))  # a character's end is the next one's start
+        # every (text, start character, length): starts in order, lengths ascending
+        count = np.minimum(chars, 1) if self.values["prefix_only"] else chars
+        origins = np.repeat(np.arange(len(texts)), count)
+        at = np.arange(len(origins)) - np.repeat(np.cumsum(count) - count, count)
+        lengths = np.arange(low, high + 1, dtype=np.int64)
+        parents = np.repeat(origins, len(lengths))
+        start = np.repeat(first[origins] + at, len(lengths))
+        length = np.tile(lengths, len(origins))
+        fits = np.repeat(at, len(lengths)) + length <= chars[parents]
+        parents, start, length = parents[fits], start[fits], length[fits]
+        begin, end = bounds[start], bounds[start + length]
+        sizes = end - begin
+        token_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        picked = np.arange(int(token_offsets[-1])) - np.repeat(token_offsets[:-1] - begin, sizes)
+        tokens = pa.LargeStringArray.from_buffers(
+            len(sizes), pa.py_buffer(token_offsets.tobytes()), pa.py_buffer(data[picked].tobytes())
+        )
+        return tokens, parents
+
+    def positions(self, parents: np.ndarray) -> np.ndarray:
+        """The position of each token of :meth:`split_array` (``parents``: its text, ascending):
+        its number in its text, or 0 for every n-gram (as pylance 14 records them)."""
+        if self.values["base_tokenizer"] == "ngram":
+            return np.zeros(len(parents), np.int64)
+        return np.arange(len(parents), dtype=np.int64) - np.searchsorted(parents, parents)
 
     def term(self, token: str) -> str | None:
         """One base token through the filters (None: dropped); memoised per token."""
@@ -169,8 +250,8 @@ class TokenizerParams:
     def tokenize_with_positions(self, text: str) -> list[tuple[str, int]]:
         """The terms of ``text`` in order, each with its position: the number of its base token
         (dropped tokens, such as stop words, keep their numbers), as an index records them."""
-        tokens, _ = self.split_array(pa.array([text], pa.large_string()))
-        terms = ((self.term(token), position) for position, token in enumerate(tokens.to_pylist()))
+        tokens, parents = self.split_array(pa.array([text], pa.large_string()))
+        terms = zip(map(self.term, tokens.to_pylist()), self.positions(parents).tolist(), strict=True)
         return [(term, position) for term, position in terms if term is not None]
 
 
@@ -180,7 +261,11 @@ def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams
     unknown = sorted(set(params) - set(_DEFAULTS))
     if unknown:
         raise InvalidArgumentError(f"INVERTED index: unknown tokenizer parameters {unknown}")
-    values = {**_DEFAULTS, **params}
+    # pylance 14 neither stems nor drops stop words from n-grams unless asked to
+    ngram_defaults = (
+        {"stem": False, "remove_stop_words": False} if params.get("base_tokenizer") == "ngram" else {}
+    )
+    values = {**_DEFAULTS, **ngram_defaults, **params}
     for key in _BOOLS:
         if not isinstance(values[key], bool):
             raise InvalidArgumentError(f"INVERTED index: {key} must be a bool, got {values[key]!r}")
@@ -194,15 +279,31 @@ def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams
             raise UnsupportedFeatureError(
                 f"INVERTED index: {key}={values[key]!r} is not supported by lance_ops (only {fixed!r})"
             )
-    for key in _NGRAM_ONLY:
-        if values[key] != _DEFAULTS[key]:
-            raise UnsupportedFeatureError(f"INVERTED index: {key} only applies to the ngram tokenizer")
+    if values["base_tokenizer"] == "ngram":
+        low, high = values["min_ngram_length"], values["max_ngram_length"]
+        for key, value in (("min_ngram_length", low), ("max_ngram_length", high)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidArgumentError(
+                    f"INVERTED index: {key} must be an int greater than 0, got {value!r}"
+                )
+        if low > high:
+            raise InvalidArgumentError(
+                f"INVERTED index: min_ngram_length {low} must not be greater than max_ngram_length {high}"
+            )
+    else:
+        for key in _NGRAM_ONLY:
+            if values[key] != _DEFAULTS[key]:
+                raise UnsupportedFeatureError(f"INVERTED index: {key} only applies to the ngram tokenizer")
     language = values["language"]
-    if not isinstance(language, str) or language.capitalize() != "English":
-        raise UnsupportedFeatureError(
-            f"INVERTED index: language {language!r} is not supported by lance_ops (only English)"
+    if language not in LANGUAGES:
+        raise InvalidArgumentError(
+            f"INVERTED index: unknown language {language!r} (one of {', '.join(LANGUAGES)})"
         )
-    values["language"] = "English"
+    if language != "English" and values["remove_stop_words"] and values["custom_stop_words"] is None:
+        raise UnsupportedFeatureError(
+            f"INVERTED index: the {language} stop words of pylance are not known to lance_ops; "
+            "pass remove_stop_words=False or custom_stop_words"
+        )
     limit = values["max_token_length"]
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
         raise InvalidArgumentError(

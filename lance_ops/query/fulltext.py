@@ -1,6 +1,6 @@
 """Full-text query objects with pylance 14's names and arguments (``lance.query``), searched by
 :mod:`lance_ops.fts`. They only hold their arguments; what lance_ops cannot search
-(phrase ``slop`` above 0, fuzziness, ``CombinedFieldsQuery``, list-element documents) is refused
+(``CombinedFieldsQuery``, list-element documents) is refused
 there.
 """
 
@@ -81,6 +81,7 @@ class PhraseQuery(FullTextQuery):
     query: str
     column: str
     slop: int = 0
+    document_granularity: DocumentGranularity | None = None
 
     def query_type(self) -> FullTextQueryType:
         return FullTextQueryType.MATCH_PHRASE

@@ -15,7 +15,7 @@ import pytest
 
 import lance_ops
 import lance_ops.query
-from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import InvalidArgumentError
 from lance_ops.file import LanceFileReader
 from tests.index.test_fts_build import corpus
 
@@ -200,10 +200,6 @@ def test_quoted_string_rules(tmp_path: Path) -> None:
             lance.dataset(str(tmp_path / "ds")).to_table(full_text_query=query)
         with pytest.raises(InvalidArgumentError, match=words):
             lance_ops.dataset(str(tmp_path / "ds")).to_table(full_text_query=query)
-    with pytest.raises(UnsupportedFeatureError, match="slop"):
-        lance_ops.dataset(str(tmp_path / "ds")).to_table(
-            full_text_query=lance_ops.query.PhraseQuery("a b", "text", slop=1)
-        )
     query = {"query": '"quick brown"', "columns": ["text"]}
     plan = lance_ops.dataset(str(tmp_path / "ds")).scanner(full_text_query=query).explain_plan()
     assert "PhraseQuery: column=text" in plan

@@ -122,7 +122,7 @@ def test_row_ids_and_all_columns(indexed: Path) -> None:
         (42, UnsupportedFeatureError),
         ('"quoted phrase"', InvalidArgumentError),  # the index has no positions
         (PhraseQuery("a b", "text"), InvalidArgumentError),
-        (MatchQuery("alpha", "text", fuzziness=1), UnsupportedFeatureError),
+        (MatchQuery("alpha", "text", fuzziness=-1), InvalidArgumentError),
         (MultiMatchQuery("alpha", ["text"], boosts=[1.0, 2.0]), InvalidArgumentError),
     ],
 )

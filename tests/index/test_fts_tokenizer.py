@@ -91,9 +91,10 @@ def test_stop_words_follow_stemming() -> None:
     ("params", "error", "named"),
     [
         ({"flavour": "x"}, InvalidArgumentError, "flavour"),
-        ({"base_tokenizer": "ngram"}, UnsupportedFeatureError, "ngram"),
+        ({"base_tokenizer": "ngram", "min_ngram_length": 0}, InvalidArgumentError, "min_ngram_length"),
         ({"base_tokenizer": "jieba"}, UnsupportedFeatureError, "jieba"),
         ({"language": "French"}, UnsupportedFeatureError, "French"),
+        ({"language": "english"}, InvalidArgumentError, "english"),
         ({"with_position": 1}, InvalidArgumentError, "with_position"),
         ({"stem": "yes"}, InvalidArgumentError, "stem"),
         ({"max_token_length": 0}, InvalidArgumentError, "max_token_length"),
