@@ -71,7 +71,6 @@ from pyroaring import BitMap
 from lance_ops.errors import ClusterIndexError, ClusterKeyError, InvalidOptionError, UnsupportedFeatureError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.file.schema import BLOB_KEY
-from lance_ops.fragment.reader import row_addresses
 from lance_ops.table.rowids import (
     decode_row_id_segments,
     decode_versions,
@@ -98,6 +97,7 @@ PROBE_ROWS = 2048  # rows decoded per probed fragment to estimate the decoded si
 MAX_SPILL_BUCKETS = 256
 SPILL_CACHE_MIN_BYTES = 256 * 1024
 SAMPLE_ROWS = 100_000  # key rows sampled for the split points
+ADDRESS_CHUNK = 1 << 20  # positions turned into row addresses at a time
 _POSITION = "__lance_ops_cluster_position"
 _SPILL_COMPRESSION = b"lance-encoding:compression"
 _SPILL_DICTIONARY = b"lance-encoding:dictionary"
@@ -773,6 +773,26 @@ def _spill_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields, metadata=schema.metadata).append(pa.field(_POSITION, pa.int64()))
 
 
+def addresses_in_order(readers: Sequence[FragmentReader], order: np.ndarray) -> np.ndarray:
+    """The old row addresses of the rows ``order`` lists (positions among the live rows of
+    ``readers`` in arrival order), written over ``order`` itself (int64, consumed) a chunk at a
+    time: no second row-per-entry array besides the fragments' live offsets (uint32) when some have
+    deleted rows. Returns ``order``'s buffer viewed as uint64."""
+    counts = np.array([r.physical_rows - len(r.deleted) for r in readers], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    ids = np.array([r.id for r in readers], dtype=np.uint64) << np.uint64(32)
+    live = None
+    if any(len(r.deleted) for r in readers):
+        live = np.concatenate([r.live_offsets().astype(np.uint32) for r in readers])
+    out = order.view(np.uint64)
+    for begin in range(0, len(order), ADDRESS_CHUNK):
+        chunk = order[begin : begin + ADDRESS_CHUNK]
+        fragment = np.searchsorted(starts, chunk, side="right") - 1
+        offsets = live[chunk] if live is not None else chunk - starts[fragment]
+        out[begin : begin + len(chunk)] = ids[fragment] | offsets.astype(np.uint64)
+    return out
+
+
 def execute_range(files: VersionFiles, task: CompactionTask, layout: Layout, index: int) -> RewriteResult:
     """Range ``index`` of ``layout`` over the fragments of ``task``, rewritten (nothing committed):
     its rows found by their keys, read, sorted and written as new fragments. The result's
@@ -801,10 +821,6 @@ def execute_ranges(
         )
         where.append(layout.range_of(keys))
     starts = np.cumsum([0] + [len(live) for live in lives])
-    addresses = np.concatenate(
-        [row_addresses(r.id, live) for r, live in zip(readers, lives, strict=True)]
-        or [np.zeros(0, np.uint64)]
-    )
     results = []
     for index in indices:
         parts: list[pa.Table] = []
@@ -823,8 +839,9 @@ def execute_ranges(
         if files.manifest.uses_stable_row_ids:
             new = moved_sequences(files, readers, new, order)
         metrics = CompactionMetrics(fragments_added=len(new), files_added=sum(len(f.files) for f in new))
+        addresses = addresses_in_order(readers, order)
         results.append(
-            RewriteResult(task.read_version, tuple(task.fragments), tuple(new), metrics, addresses[order])
+            RewriteResult(task.read_version, tuple(task.fragments), tuple(new), metrics, addresses)
         )
     return results
 
