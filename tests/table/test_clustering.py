@@ -97,13 +97,13 @@ def test_spill_uses_several_buckets(tmp_path, lance_module, monkeypatch) -> None
     uri = str(tmp_path / "d")
     ds = build(uri, 6000, 6, stable=True)
     written = []
-    real = clustering.LanceFileWriter
+    real = clustering.SpillFile
 
     def counting(path, *args, **kwargs):  # type: ignore[no-untyped-def]
         written.append(path)
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(clustering, "LanceFileWriter", counting)
+    monkeypatch.setattr(clustering, "SpillFile", counting)
     data_bytes = sum(d.file_size_bytes for f in ds.manifest.fragments for d in f.files)
     ds.optimize.compact_files(
         target_rows_per_fragment=1000, cluster_by=["x"], cluster_memory_bytes=data_bytes // 3 + 1
