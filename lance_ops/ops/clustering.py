@@ -25,10 +25,10 @@ Morton code; sort: the first key's normalized form, nulls highest; non-decreasin
 order, so equal routing keys share a range) at the sample's quantiles. A second pass routes every
 row, with its arrival position, into one spill file per range (:class:`SpillFile`: Arrow IPC
 streams with lz4 buffers, not Lance files, since they are never committed and are read back once;
-below :func:`spill_location`: the local temporary directory, or ``cluster_spill_location`` / config ``lance-ops.cluster-spill-location``, e.g. an
-``s3://`` prefix for workers without disk); then each range is read back, sorted stably and
-streamed to the writer in turn. Whatever the split points, the ranges concatenated are the rows
-sorted as one set.
+below :func:`spill_location`: the local temporary directory, or ``cluster_spill_location`` /
+config ``lance-ops.cluster-spill-location``, e.g. an ``s3://`` prefix for workers without disk);
+then each range is read back, sorted stably and streamed to the writer in turn. Whatever the split
+points, the ranges concatenated are the rows sorted as one set.
 
 Memory: ``cluster_memory_bytes`` bounds what is held, counted as decoded Arrow bytes (estimated by
 decoding a few thousand rows, :func:`decoded_bytes`), not file bytes. The rows are sorted in memory
@@ -427,6 +427,13 @@ def range_count(held_bytes: int, live_rows: int, budget: int) -> int:
     return int(max(2, min(wanted, MAX_SPILL_BUCKETS, live_rows // 1024)))
 
 
+def held_bytes(readers: Sequence[FragmentReader], schema: pa.Schema, live_rows: int) -> int:
+    """What sorting the ``live_rows`` rows of ``readers`` holds, for the budget: their decoded size
+    (:func:`decoded_bytes`), or their data files' size when that is larger."""
+    data_bytes = sum(d.file_size_bytes or 0 for r in readers for d in r.metadata.files)
+    return max(data_bytes, decoded_bytes(readers, schema, live_rows))
+
+
 def decoded_bytes(readers: Sequence[FragmentReader], schema: pa.Schema, live_rows: int) -> int:
     """Estimated Arrow bytes of ``live_rows`` rows of ``readers``: the first ``PROBE_ROWS`` rows
     of up to three fragments (first, middle, last) decoded and measured, scaled to the row count."""
@@ -669,8 +676,7 @@ def ordered_batches(
     check_keys(schema, options.cluster_by, mode)
     live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
     order = np.empty(live_rows, dtype=np.int64)
-    data_bytes = sum(d.file_size_bytes or 0 for r in readers for d in r.metadata.files)
-    held = max(data_bytes, decoded_bytes(readers, schema, live_rows))
+    held = held_bytes(readers, schema, live_rows)
     budget = options.cluster_memory_bytes or DEFAULT_CLUSTER_MEMORY_BYTES
     ranges = range_count(held, live_rows, budget)
     if ranges == 1:
