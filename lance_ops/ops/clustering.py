@@ -82,6 +82,7 @@ from lance_ops.table.rowids import (
 if TYPE_CHECKING:
     from lance_ops.fragment.reader import FragmentReader, VersionFiles
     from lance_ops.io import ObjectStore
+    from lance_ops.io.base import OutputStream
     from lance_ops.ops.compaction import CompactionOptions, CompactionPlan, CompactionTask, RewriteResult
     from lance_ops.table.manifest import DataFragment, Manifest
 
@@ -816,7 +817,7 @@ class _OutputFile:
 
     closed = False
 
-    def __init__(self, output: Any) -> None:
+    def __init__(self, output: OutputStream) -> None:
         self._output = output
 
     def write(self, data: Any) -> int:
@@ -831,7 +832,9 @@ class _OutputFile:
         pass
 
 
-def addresses_in_order(readers: Sequence[FragmentReader], order: np.ndarray) -> np.ndarray:
+def addresses_in_order(
+    readers: Sequence[FragmentReader], order: np.ndarray, chunk: int = ADDRESS_CHUNK
+) -> np.ndarray:
     """The old row addresses of the rows ``order`` lists (positions among the live rows of
     ``readers`` in arrival order), written over ``order`` itself (int64, consumed) a chunk at a
     time: no second row-per-entry array besides the fragments' live offsets (uint32) when some have
@@ -843,11 +846,11 @@ def addresses_in_order(readers: Sequence[FragmentReader], order: np.ndarray) -> 
     if any(len(r.deleted) for r in readers):
         live = np.concatenate([r.live_offsets().astype(np.uint32) for r in readers])
     out = order.view(np.uint64)
-    for begin in range(0, len(order), ADDRESS_CHUNK):
-        chunk = order[begin : begin + ADDRESS_CHUNK]
-        fragment = np.searchsorted(starts, chunk, side="right") - 1
-        offsets = live[chunk] if live is not None else chunk - starts[fragment]
-        out[begin : begin + len(chunk)] = ids[fragment] | offsets.astype(np.uint64)
+    for begin in range(0, len(order), chunk):
+        positions = order[begin : begin + chunk]
+        fragment = np.searchsorted(starts, positions, side="right") - 1
+        offsets = live[positions] if live is not None else positions - starts[fragment]
+        out[begin : begin + len(positions)] = ids[fragment] | offsets.astype(np.uint64)
     return out
 
 
