@@ -60,7 +60,7 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -939,26 +939,28 @@ def moved_sequences(
 ) -> list[DataFragment]:
     """``new`` with the row ids and versions of the rows they received: the live rows' ids and
     per-row versions in arrival order, permuted by ``order``, cut into the new fragments."""
-    ids: list[np.ndarray] = []
-    created: list[np.ndarray] = []
-    updated: list[np.ndarray] = []
     for reader in readers:
-        meta = reader.metadata
-        live = np.ones(reader.physical_rows, dtype=bool)
-        live[reader.deleted.astype(np.int64)] = False
-        if meta.row_ids is None:
-            raise UnsupportedFeatureError(f"fragment {meta.id} has no row id sequence")
-        segments = decode_row_id_segments(load_sequence(files.store, files.root, meta.row_ids))
-        ids.append(np.concatenate(segments or [np.zeros(0, np.uint64)])[live])
-        for out, value in ((created, meta.created_at_versions), (updated, meta.last_updated_at_versions)):
+        if reader.metadata.row_ids is None:
+            raise UnsupportedFeatureError(f"fragment {reader.id} has no row id sequence")
+
+    def row_ids(reader: FragmentReader) -> np.ndarray:
+        assert reader.metadata.row_ids is not None
+        segments = decode_row_id_segments(load_sequence(files.store, files.root, reader.metadata.row_ids))
+        return np.concatenate(segments or [np.zeros(0, np.uint64)])
+
+    def versions(field: str) -> Callable[[FragmentReader], np.ndarray]:
+        def per_row(reader: FragmentReader) -> np.ndarray:
+            value = getattr(reader.metadata, field)
             if value is None:
-                per_row = np.ones(reader.physical_rows, dtype=np.uint64)
-            else:
-                per_row = decode_versions(load_sequence(files.store, files.root, value), reader.physical_rows)
-            out.append(per_row[live])
-    all_ids, made, changed = (
-        np.concatenate(x)[order] if x else np.zeros(0, np.uint64) for x in (ids, created, updated)
-    )
+                return np.ones(reader.physical_rows, dtype=np.uint64)
+            return decode_versions(load_sequence(files.store, files.root, value), reader.physical_rows)
+
+        return per_row
+
+    # one kind at a time, versions narrowed to 32 bits where they fit: a few arrays of a row each
+    all_ids = _permuted(readers, row_ids, order)
+    made = _permuted(readers, versions("created_at_versions"), order, narrow=True)
+    changed = _permuted(readers, versions("last_updated_at_versions"), order, narrow=True)
     out_fragments = []
     start = 0
     for fragment in new:
@@ -973,3 +975,26 @@ def moved_sequences(
         )
         start = stop
     return out_fragments
+
+
+def _permuted(
+    readers: Sequence[FragmentReader],
+    values_of: Callable[[FragmentReader], np.ndarray],
+    order: np.ndarray,
+    narrow: bool = False,
+) -> np.ndarray:
+    """``values_of(reader)`` (a value per physical row) of the live rows of ``readers`` in arrival
+    order, permuted by ``order``; as uint32 when ``narrow`` and every value fits."""
+    parts = []
+    for reader in readers:
+        values = values_of(reader)
+        if len(reader.deleted):
+            live = np.ones(reader.physical_rows, dtype=bool)
+            live[reader.deleted.astype(np.int64)] = False
+            values = values[live]
+        if narrow and (not len(values) or int(values.max()) <= np.iinfo(np.uint32).max):
+            values = values.astype(np.uint32)
+        parts.append(values)
+    joined = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    del parts
+    return joined[order]
