@@ -7,7 +7,8 @@
    and a uniform sample of key rows (:class:`lance_ops.ops.clustering.Survey`).
 2. **Split points** (driver): the merged survey gives the :class:`~lance_ops.ops.clustering.Layout`:
    the z-order scaling, and the quantiles of the sampled routing keys as split points. Ranges: at
-   least the default parallelism, more when the data exceeds ``cluster_memory_bytes`` per range,
+   least the default parallelism, more when the rows exceed ``cluster_memory_bytes`` per range
+   (counted as decoded bytes, as in process: :func:`lance_ops.ops.clustering.held_bytes`),
    fewer when a range would hold less than two target fragments (``target_rows_per_fragment``).
 3. **Ranges** (executors, one task per range): each reads the key columns of the planned fragments,
    keeps its rows, reads them whole, sorts them (stably from arrival order) and writes them as new
@@ -82,7 +83,9 @@ def cluster(
         surveys = [clustering.Survey.from_json(s) for s in on_executors(spark, chunks, survey)]
         found = reduce(clustering.Survey.merge, surveys)
         budget = options.cluster_memory_bytes or clustering.DEFAULT_CLUSTER_MEMORY_BYTES
-        wanted = max(parallelism, clustering.range_count(task.num_bytes, live, budget))
+        files = open_version(uri, version, storage_options)  # the budget bounds decoded bytes
+        held = clustering.held_bytes([files.fragment(f) for f in fragments], files.schema, live)
+        wanted = max(parallelism, clustering.range_count(held, live, budget))
         ranges = max(1, min(wanted, live // (2 * options.target_rows_per_fragment)))
         layout = clustering.Layout.build(found, mode, keys, ranges)
 

@@ -23,19 +23,20 @@ Bounded memory (:func:`ordered_batches`): when the group's data files exceed
 ``SAMPLE_ROWS`` key rows; the :class:`Layout` built from it cuts a *routing key* (z-order: the
 Morton code; sort: the first key's normalized form, nulls highest; non-decreasing in clustering
 order, so equal routing keys share a range) at the sample's quantiles. A second pass routes every
-row, with its arrival position, into one spill file per range (Lance files, lz4 without
-dictionaries: cheap to write and read once; below :func:`spill_location`: the local temporary
-directory, or ``cluster_spill_location`` / config ``lance-ops.cluster-spill-location``, e.g. an
-``s3://`` prefix for workers without disk); then each range is read back, sorted stably and
-streamed to the writer in turn. Whatever the split points, the ranges concatenated are the rows
-sorted as one set.
+row, with its arrival position, into one spill file per range (:class:`SpillFile`: Arrow IPC
+streams with lz4 buffers, not Lance files, since they are never committed and are read back once;
+below :func:`spill_location`: the local temporary directory, or ``cluster_spill_location`` /
+config ``lance-ops.cluster-spill-location``, e.g. an ``s3://`` prefix for workers without disk);
+then each range is read back, sorted stably and streamed to the writer in turn. Whatever the split
+points, the ranges concatenated are the rows sorted as one set.
 
 Memory: ``cluster_memory_bytes`` bounds what is held, counted as decoded Arrow bytes (estimated by
 decoding a few thousand rows, :func:`decoded_bytes`), not file bytes. The rows are sorted in memory
 when they take at most half the budget; otherwise each range takes at most a quarter of it and the
 open spill writers' caches about half. Either way the sorted rows are taken and written one batch at
-a time (never a second full copy). Outside the budget: 8 bytes per row for the permutation (and the
-row addresses / ids the Rewrite returns).
+a time (never a second full copy). Outside the budget: 8 bytes per row for the permutation, which
+becomes the old row addresses in their new order (:func:`addresses_in_order`, in place), and the
+new addresses of the old -> new map compaction returns (8 more).
 
 Spark (``jobs/cluster.py``) runs the same layout: surveys on the executors, split points on the
 driver, one task per range (:func:`execute_range`), one Rewrite of the concatenated ranges.
@@ -59,7 +60,7 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -69,9 +70,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lance_ops.errors import ClusterIndexError, ClusterKeyError, InvalidOptionError, UnsupportedFeatureError
-from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.file.schema import BLOB_KEY
-from lance_ops.fragment.reader import row_addresses
 from lance_ops.table.rowids import (
     decode_row_id_segments,
     decode_versions,
@@ -83,6 +82,7 @@ from lance_ops.table.rowids import (
 if TYPE_CHECKING:
     from lance_ops.fragment.reader import FragmentReader, VersionFiles
     from lance_ops.io import ObjectStore
+    from lance_ops.io.base import OutputStream
     from lance_ops.ops.compaction import CompactionOptions, CompactionPlan, CompactionTask, RewriteResult
     from lance_ops.table.manifest import DataFragment, Manifest
 
@@ -98,9 +98,8 @@ PROBE_ROWS = 2048  # rows decoded per probed fragment to estimate the decoded si
 MAX_SPILL_BUCKETS = 256
 SPILL_CACHE_MIN_BYTES = 256 * 1024
 SAMPLE_ROWS = 100_000  # key rows sampled for the split points
+ADDRESS_CHUNK = 1 << 20  # positions turned into row addresses at a time
 _POSITION = "__lance_ops_cluster_position"
-_SPILL_COMPRESSION = b"lance-encoding:compression"
-_SPILL_DICTIONARY = b"lance-encoding:dictionary"
 _U64_MAX = 2**64 - 1
 _SIGN = np.uint64(1 << 63)
 
@@ -429,6 +428,13 @@ def range_count(held_bytes: int, live_rows: int, budget: int) -> int:
     return int(max(2, min(wanted, MAX_SPILL_BUCKETS, live_rows // 1024)))
 
 
+def held_bytes(readers: Sequence[FragmentReader], schema: pa.Schema, live_rows: int) -> int:
+    """What sorting the ``live_rows`` rows of ``readers`` holds, for the budget: their decoded size
+    (:func:`decoded_bytes`), or their data files' size when that is larger."""
+    data_bytes = sum(d.file_size_bytes or 0 for r in readers for d in r.metadata.files)
+    return max(data_bytes, decoded_bytes(readers, schema, live_rows))
+
+
 def decoded_bytes(readers: Sequence[FragmentReader], schema: pa.Schema, live_rows: int) -> int:
     """Estimated Arrow bytes of ``live_rows`` rows of ``readers``: the first ``PROBE_ROWS`` rows
     of up to three fragments (first, middle, last) decoded and measured, scaled to the row count."""
@@ -662,7 +668,7 @@ def ordered_batches(
 
     When the data files of ``readers`` exceed ``cluster_memory_bytes``, this is a range-partitioned
     external sort: the keys are surveyed (a sample gives the split points), the rows routed into
-    one spill file per range (Lance files under :func:`spill_location`), then each range read back,
+    one spill file per range (Arrow IPC under :func:`spill_location`), then each range read back,
     sorted in memory and streamed out in turn. Otherwise the rows are sorted in memory."""
     from lance_ops.ops.compaction import _scan
 
@@ -671,8 +677,7 @@ def ordered_batches(
     check_keys(schema, options.cluster_by, mode)
     live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
     order = np.empty(live_rows, dtype=np.int64)
-    data_bytes = sum(d.file_size_bytes or 0 for r in readers for d in r.metadata.files)
-    held = max(data_bytes, decoded_bytes(readers, schema, live_rows))
+    held = held_bytes(readers, schema, live_rows)
     budget = options.cluster_memory_bytes or DEFAULT_CLUSTER_MEMORY_BYTES
     ranges = range_count(held, live_rows, budget)
     if ranges == 1:
@@ -714,13 +719,13 @@ def _spilled(
 
     schema = files.schema
     keys = list(layout.keys)
-    spill_schema = _spill_schema(schema)
+    spill_schema = schema.append(pa.field(_POSITION, pa.int64()))
     store, directory = spill_location(files, options)
-    paths = [store.join(directory, f"range-{r}.lance") for r in range(layout.ranges)]
-    writers: dict[int, LanceFileWriter] = {}
+    paths = [store.join(directory, f"range-{r}.arrows") for r in range(layout.ranges)]
+    spills: dict[int, SpillFile] = {}
     budget = options.cluster_memory_bytes or DEFAULT_CLUSTER_MEMORY_BYTES
-    # what the open spill writers hold, in all: about half the budget
-    cache = max(SPILL_CACHE_MIN_BYTES, budget // (2 * layout.ranges * len(spill_schema)))
+    # what the open spill files hold, in all: about half the budget
+    cache = max(SPILL_CACHE_MIN_BYTES, budget // (2 * layout.ranges))
     try:
         position = 0
         for batch in _scan(readers, schema, batch_size):
@@ -734,43 +739,119 @@ def _spilled(
                 grouped = with_position.take(pa.array(np.argsort(where, kind="stable")))
             start = 0
             for r in np.flatnonzero(counts).tolist():
-                if r not in writers:
-                    writers[r] = LanceFileWriter(
-                        paths[r], spill_schema, store=store, data_cache_bytes=cache, page_statistics=False
-                    )
-                writers[r].write_batch(grouped.slice(start, int(counts[r])))
+                if r not in spills:
+                    spills[r] = SpillFile(paths[r], spill_schema, store=store, cache_bytes=cache)
+                spills[r].write(grouped.slice(start, int(counts[r])))
                 start += int(counts[r])
-        for writer in writers.values():
-            writer.close()
+        for spill in spills.values():
+            spill.close()
         done = 0
-        for r in sorted(writers):
-            table = LanceFileReader(paths[r], store=store).read_all().to_table()
-            store.delete(paths[r])
+        for r in sorted(spills):
+            table = spills[r].read()
             permutation = layout.order(table.select(keys))
             order[done : done + len(permutation)] = table[_POSITION].to_numpy()[permutation]
             done += len(permutation)
-            table = table.drop_columns([_POSITION]).cast(schema)
+            table = table.drop_columns([_POSITION])
             yield from _sorted_slices(table, permutation, batch_size)
             del table
     finally:
-        for r in writers:
-            if store.exists(paths[r]):
-                store.delete(paths[r])
+        for spill in spills.values():
+            spill.discard()
         with contextlib.suppress(OSError):
             store.remove_directories(directory)
 
 
-def _spill_schema(schema: pa.Schema) -> pa.Schema:
-    """The schema of the spill files: the dataset's, with each row's arrival position, its fields
-    (blobs excepted) encoded cheaply (lz4, no dictionary; the files are read back once, soon):
-    the dataset's own encodings cost several times the sort itself."""
-    fields = []
-    for field in schema:
-        metadata = dict(field.metadata or {})
-        if BLOB_KEY.encode() not in metadata:
-            metadata.update({_SPILL_COMPRESSION: b"lz4", _SPILL_DICTIONARY: b"never"})
-        fields.append(field.with_metadata(metadata))
-    return pa.schema(fields, metadata=schema.metadata).append(pa.field(_POSITION, pa.int64()))
+class SpillFile:
+    """The spill file of one range of the external sort: an Arrow IPC stream (lz4-compressed
+    buffers). Spill files are never committed and are read back once, whole, so they need no Lance
+    encoding (which costs several times the sort itself). Written rows are gathered up to
+    ``cache_bytes`` and written as one record batch."""
+
+    def __init__(self, path: str, schema: pa.Schema, *, store: ObjectStore, cache_bytes: int) -> None:
+        self.path = path
+        self._store = store
+        self._cache_bytes = cache_bytes
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_bytes = 0
+        self._output = store.open_output(path)
+        self._closed = False
+        options = pa.ipc.IpcWriteOptions(compression="lz4")
+        self._writer = pa.ipc.new_stream(_OutputFile(self._output), schema, options=options)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._pending.append(batch)
+        self._pending_bytes += batch.nbytes
+        if self._pending_bytes >= self._cache_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._writer.write_batch(pa.concat_batches(self._pending))
+            self._pending, self._pending_bytes = [], 0
+
+    def close(self) -> None:
+        """Write what is gathered and publish the file."""
+        self._flush()
+        self._writer.close()
+        self._output.close()
+        self._closed = True
+
+    def read(self) -> pa.Table:
+        """The rows written (one chunk), the file deleted."""
+        data = self._store.read(self.path)
+        self._store.delete(self.path)
+        return pa.ipc.open_stream(pa.py_buffer(data)).read_all().combine_chunks()
+
+    def discard(self) -> None:
+        """Nothing left behind (whether closed, read or not)."""
+        self._pending = []
+        if not self._closed:
+            self._output.abort()
+            self._closed = True
+        elif self._store.exists(self.path):
+            self._store.delete(self.path)
+
+
+class _OutputFile:
+    """An :class:`~lance_ops.io.base.OutputStream` as the file-like object Arrow's IPC writer writes to."""
+
+    closed = False
+
+    def __init__(self, output: OutputStream) -> None:
+        self._output = output
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        self._output.write(view)
+        return view.nbytes
+
+    def tell(self) -> int:
+        return int(self._output.tell())
+
+    def flush(self) -> None:
+        pass
+
+
+def addresses_in_order(
+    readers: Sequence[FragmentReader], order: np.ndarray, chunk: int = ADDRESS_CHUNK
+) -> np.ndarray:
+    """The old row addresses of the rows ``order`` lists (positions among the live rows of
+    ``readers`` in arrival order), written over ``order`` itself (int64, consumed) a chunk at a
+    time: no second row-per-entry array besides the fragments' live offsets (uint32) when some have
+    deleted rows. Returns ``order``'s buffer viewed as uint64."""
+    counts = np.array([r.physical_rows - len(r.deleted) for r in readers], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    ids = np.array([r.id for r in readers], dtype=np.uint64) << np.uint64(32)
+    live = None
+    if any(len(r.deleted) for r in readers):
+        live = np.concatenate([r.live_offsets().astype(np.uint32) for r in readers])
+    out = order.view(np.uint64)
+    for begin in range(0, len(order), chunk):
+        positions = order[begin : begin + chunk]
+        fragment = np.searchsorted(starts, positions, side="right") - 1
+        offsets = live[positions] if live is not None else positions - starts[fragment]
+        out[begin : begin + len(positions)] = ids[fragment] | offsets.astype(np.uint64)
+    return out
 
 
 def execute_range(files: VersionFiles, task: CompactionTask, layout: Layout, index: int) -> RewriteResult:
@@ -801,10 +882,6 @@ def execute_ranges(
         )
         where.append(layout.range_of(keys))
     starts = np.cumsum([0] + [len(live) for live in lives])
-    addresses = np.concatenate(
-        [row_addresses(r.id, live) for r, live in zip(readers, lives, strict=True)]
-        or [np.zeros(0, np.uint64)]
-    )
     results = []
     for index in indices:
         parts: list[pa.Table] = []
@@ -823,8 +900,9 @@ def execute_ranges(
         if files.manifest.uses_stable_row_ids:
             new = moved_sequences(files, readers, new, order)
         metrics = CompactionMetrics(fragments_added=len(new), files_added=sum(len(f.files) for f in new))
+        addresses = addresses_in_order(readers, order)
         results.append(
-            RewriteResult(task.read_version, tuple(task.fragments), tuple(new), metrics, addresses[order])
+            RewriteResult(task.read_version, tuple(task.fragments), tuple(new), metrics, addresses)
         )
     return results
 
@@ -861,26 +939,28 @@ def moved_sequences(
 ) -> list[DataFragment]:
     """``new`` with the row ids and versions of the rows they received: the live rows' ids and
     per-row versions in arrival order, permuted by ``order``, cut into the new fragments."""
-    ids: list[np.ndarray] = []
-    created: list[np.ndarray] = []
-    updated: list[np.ndarray] = []
     for reader in readers:
-        meta = reader.metadata
-        live = np.ones(reader.physical_rows, dtype=bool)
-        live[reader.deleted.astype(np.int64)] = False
-        if meta.row_ids is None:
-            raise UnsupportedFeatureError(f"fragment {meta.id} has no row id sequence")
-        segments = decode_row_id_segments(load_sequence(files.store, files.root, meta.row_ids))
-        ids.append(np.concatenate(segments or [np.zeros(0, np.uint64)])[live])
-        for out, value in ((created, meta.created_at_versions), (updated, meta.last_updated_at_versions)):
+        if reader.metadata.row_ids is None:
+            raise UnsupportedFeatureError(f"fragment {reader.id} has no row id sequence")
+
+    def row_ids(reader: FragmentReader) -> np.ndarray:
+        assert reader.metadata.row_ids is not None
+        segments = decode_row_id_segments(load_sequence(files.store, files.root, reader.metadata.row_ids))
+        return np.concatenate(segments or [np.zeros(0, np.uint64)])
+
+    def versions(field: str) -> Callable[[FragmentReader], np.ndarray]:
+        def per_row(reader: FragmentReader) -> np.ndarray:
+            value = getattr(reader.metadata, field)
             if value is None:
-                per_row = np.ones(reader.physical_rows, dtype=np.uint64)
-            else:
-                per_row = decode_versions(load_sequence(files.store, files.root, value), reader.physical_rows)
-            out.append(per_row[live])
-    all_ids, made, changed = (
-        np.concatenate(x)[order] if x else np.zeros(0, np.uint64) for x in (ids, created, updated)
-    )
+                return np.ones(reader.physical_rows, dtype=np.uint64)
+            return decode_versions(load_sequence(files.store, files.root, value), reader.physical_rows)
+
+        return per_row
+
+    # one kind at a time, versions narrowed to 32 bits where they fit: a few arrays of a row each
+    all_ids = _permuted(readers, row_ids, order)
+    made = _permuted(readers, versions("created_at_versions"), order, narrow=True)
+    changed = _permuted(readers, versions("last_updated_at_versions"), order, narrow=True)
     out_fragments = []
     start = 0
     for fragment in new:
@@ -895,3 +975,26 @@ def moved_sequences(
         )
         start = stop
     return out_fragments
+
+
+def _permuted(
+    readers: Sequence[FragmentReader],
+    values_of: Callable[[FragmentReader], np.ndarray],
+    order: np.ndarray,
+    narrow: bool = False,
+) -> np.ndarray:
+    """``values_of(reader)`` (a value per physical row) of the live rows of ``readers`` in arrival
+    order, permuted by ``order``; as uint32 when ``narrow`` and every value fits."""
+    parts = []
+    for reader in readers:
+        values = values_of(reader)
+        if len(reader.deleted):
+            live = np.ones(reader.physical_rows, dtype=bool)
+            live[reader.deleted.astype(np.int64)] = False
+            values = values[live]
+        if narrow and (not len(values) or int(values.max()) <= np.iinfo(np.uint32).max):
+            values = values.astype(np.uint32)
+        parts.append(values)
+    joined = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    del parts
+    return joined[order]

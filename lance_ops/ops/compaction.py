@@ -912,9 +912,8 @@ def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
         or not files.manifest.uses_stable_row_ids
         or covering(files.manifest, task.fragments)
     ):
-        row_addrs = _live_addresses(readers)
-        if order is not None:
-            row_addrs = row_addrs[order]
+        in_order = clustering.addresses_in_order
+        row_addrs = _live_addresses(readers) if order is None else in_order(readers, order)
     metrics = CompactionMetrics(
         fragments_removed=len(task.fragments),
         fragments_added=len(new),
@@ -1022,9 +1021,7 @@ def commit_compaction(
         for move in moves:
             assert move.row_addrs is not None
             old_addrs.append(move.row_addrs)
-            new_addrs.extend(
-                row_addresses(f.id, np.arange(f.physical_rows, dtype=np.int64)) for f in move.new
-            )
+            new_addrs.append(_new_addresses(move.new))
     operation = Rewrite(tuple(groups), changes.rewritten, changes.frag_reuse_index)
     try:
         manifest, transaction = commit(storage, operation, replace(options, read_version=versions.pop()))
@@ -1034,8 +1031,25 @@ def commit_compaction(
     metrics = sum((r.metrics for r in results), CompactionMetrics())
     address_map = None
     if old_addrs:
-        address_map = (np.concatenate(old_addrs), np.concatenate(new_addrs))
+        address_map = (_joined(old_addrs), _joined(new_addrs))
     return CompactionOutcome(manifest, transaction, metrics, address_map, changes)
+
+
+def _new_addresses(fragments: Sequence[DataFragment]) -> np.ndarray:
+    """The row addresses of every row of ``fragments``, in order, built in one array."""
+    out = np.empty(sum(f.physical_rows for f in fragments), dtype=np.uint64)
+    start = 0
+    for f in fragments:
+        part = out[start : start + f.physical_rows]
+        part[:] = np.arange(f.physical_rows, dtype=np.uint64)
+        part |= np.uint64(f.id) << np.uint64(32)
+        start += f.physical_rows
+    return out
+
+
+def _joined(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """``parts`` concatenated (the only part itself: no copy of a row-per-entry array)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _moves(results: Sequence[RewriteResult], first_id: int) -> tuple[list[GroupMove], list[RewriteGroup]]:
@@ -1061,7 +1075,7 @@ def _merge(outcomes: Sequence[CompactionOutcome]) -> CompactionOutcome:
         outcomes[-1].manifest,
         outcomes[-1].transaction,
         sum((o.metrics for o in outcomes), CompactionMetrics()),
-        (np.concatenate([m[0] for m in maps]), np.concatenate([m[1] for m in maps])) if maps else None,
+        (_joined([m[0] for m in maps]), _joined([m[1] for m in maps])) if maps else None,
         IndexChanges(
             remapped=tuple(n for o in outcomes for n in o.indices.remapped),
             deferred=tuple(n for o in outcomes for n in o.indices.deferred),

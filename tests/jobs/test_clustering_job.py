@@ -6,11 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import lance
+import numpy as np
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 import jobs
 import lance_ops
+from lance_ops.ops import clustering
+from lance_ops.ops.compaction import open_version
 from tests.table.test_clustering import arrival, build, key_ranges
 
 
@@ -72,3 +76,42 @@ def test_spark_incremental_clustering_equals_in_process(spark: SparkSession, tmp
     assert lance.dataset(distributed).to_table().equals(lance.dataset(local).to_table())
     ranges = sorted(key_ranges(distributed, lance, "k"))
     assert all(hi <= lo for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False))
+
+
+def test_spark_ranges_are_sized_by_decoded_bytes(spark: SparkSession, tmp_path: Path) -> None:
+    """Rows that compress well (a long, mostly repeated string) take far more memory decoded than
+    their data files: the job cuts its ranges by the decoded size, as the in-process sort does."""
+    uri = str(tmp_path / "d")
+    rows = 4000
+    text = pa.array([("x" * 2000) + str(i % 7) for i in range(rows)])
+    keys = np.random.default_rng(7).permutation(rows)
+    data = pa.table({"id": pa.array(np.arange(rows)), "k": pa.array(keys), "s": text})
+    ds = lance_ops.write_dataset(data, uri, max_rows_per_file=500)
+    files = ds.manifest.fragments
+    file_bytes = sum(d.file_size_bytes for f in files for d in f.files)
+    budget = 2 * file_bytes  # the data files would fit half the budget: 1 range
+    version = lance_ops.dataset(uri).version
+    opened = open_version(uri, version, {})
+    readers = [opened.fragment(f) for f in files]
+    held = clustering.held_bytes(readers, opened.schema, rows)
+    assert held > 4 * budget  # decoded, the rows need several ranges
+    want = clustering.range_count(held, rows, budget)
+    assert want > spark.sparkContext.defaultParallelism
+    totals = []
+
+    def progress(event):  # type: ignore[no-untyped-def]
+        if event.unit == "ranges" and event.done == 0:
+            totals.append(event.total)
+
+    jobs.compact(
+        spark,
+        uri,
+        target_rows_per_fragment=100,
+        cluster_by=["k"],
+        cluster_memory_bytes=budget,
+        progress=progress,
+    )
+    assert totals == [want]
+    got = lance.dataset(uri).to_table()
+    assert got["k"].to_pylist() == list(range(rows))
+    assert got.sort_by("id").equals(data)

@@ -23,13 +23,13 @@ pytestmark = [pytest.mark.s3, pytest.mark.interop]
 def spills(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, str]]:
     """Records (store, path) of every spill file the clustering opens."""
     opened: list[tuple[Any, str]] = []
-    real = clustering.LanceFileWriter
+    real = clustering.SpillFile
 
     def recording(path, *args, **kwargs):  # type: ignore[no-untyped-def]
         opened.append((kwargs.get("store"), path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(clustering, "LanceFileWriter", recording)
+    monkeypatch.setattr(clustering, "SpillFile", recording)
     return opened
 
 

@@ -97,13 +97,13 @@ def test_spill_uses_several_buckets(tmp_path, lance_module, monkeypatch) -> None
     uri = str(tmp_path / "d")
     ds = build(uri, 6000, 6, stable=True)
     written = []
-    real = clustering.LanceFileWriter
+    real = clustering.SpillFile
 
     def counting(path, *args, **kwargs):  # type: ignore[no-untyped-def]
         written.append(path)
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(clustering, "LanceFileWriter", counting)
+    monkeypatch.setattr(clustering, "SpillFile", counting)
     data_bytes = sum(d.file_size_bytes for f in ds.manifest.fragments for d in f.files)
     ds.optimize.compact_files(
         target_rows_per_fragment=1000, cluster_by=["x"], cluster_memory_bytes=data_bytes // 3 + 1
@@ -440,3 +440,24 @@ def test_zorder_codes_interleave_the_keys_bits(columns) -> None:  # type: ignore
             for b in range(per):
                 expected |= ((value >> b) & 1) << (b * width + width - 1 - j)
         assert int(codes[row]) == expected
+
+
+@pytest.mark.parametrize("deleted", [False, True])
+@pytest.mark.parametrize("chunk", [1, 7, 1024, 1 << 20])
+def test_addresses_in_order_are_the_live_addresses_permuted(tmp_path, deleted, chunk) -> None:  # type: ignore[no-untyped-def]
+    """The old addresses of a clustering, computed over its permutation in place (chunk by chunk),
+    are the live rows' addresses taken in the permutation's order."""
+    from lance_ops.fragment.reader import row_addresses
+    from lance_ops.ops.compaction import open_version
+
+    uri = str(tmp_path / "d")
+    ds = build(uri, 3000, 4, stable=False)
+    if deleted:
+        ds.delete("id % 7 = 0 OR id < 10")
+    files = open_version(uri, lance_ops.dataset(uri).version, {})
+    readers = [files.fragment(f) for f in files.manifest.fragments]
+    live = np.concatenate([row_addresses(r.id, r.live_offsets()) for r in readers])
+    order = np.random.default_rng(chunk).permutation(len(live)).astype(np.int64)
+    got = clustering.addresses_in_order(readers, order.copy(), chunk)
+    assert got.dtype == np.uint64 and np.array_equal(got, live[order])
+    assert len(clustering.addresses_in_order(readers, np.zeros(0, np.int64), chunk)) == 0
