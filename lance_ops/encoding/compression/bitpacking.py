@@ -71,12 +71,15 @@ def _group_rank(bits: int) -> np.ndarray:
     return np.argsort(np.argsort(_ORDER[:groups]))
 
 
-def _to_grid(blocks: np.ndarray) -> np.ndarray:
-    """(C × 1024) values → (C, T, L): cell (8a + b, lane) is value 128 b + 16 ORDER[a] + lane."""
-    bits = blocks.dtype.itemsize * 8
-    groups, lanes = bits // 8, BLOCK_VALUES // bits
-    cols = blocks.reshape(-1, 8, groups, lanes).transpose(0, 2, 1, 3)  # (C, column, b, lane)
-    return cols[:, _group_rank(bits)].reshape(-1, bits, lanes)
+@cache
+def _grid_source(bits: int) -> np.ndarray:
+    """Position in its block of the value at grid cell (row, lane), row-major: cell
+    (8a + b, lane) is value 128 b + 16 ORDER[a] + lane."""
+    lanes = BLOCK_VALUES // bits
+    rows = np.arange(bits)[:, None]
+    return (
+        (128 * (rows % 8) + 16 * _ORDER[rows // 8] + np.arange(lanes)[None, :]).reshape(-1).astype(np.uint64)
+    )
 
 
 def _mask(width: int, dtype: np.dtype) -> np.unsignedinteger:
@@ -85,22 +88,17 @@ def _mask(width: int, dtype: np.dtype) -> np.unsignedinteger:
 
 
 def fastlanes_pack(blocks: np.ndarray, width: int) -> np.ndarray:
-    """Pack ``blocks`` (C × 1024 unsigned T-bit values) at ``width`` → (C × 1024·W/T) words."""
+    """Pack ``blocks`` (C × 1024 unsigned T-bit values) at ``width`` → (C × 1024·W/T) words
+    (a compiled loop reading each value once at its grid position)."""
     dtype = blocks.dtype
     bits = dtype.itemsize * 8
-    lanes = BLOCK_VALUES // bits
     num = blocks.shape[0]
-    out = np.zeros((num, width, lanes), dtype=dtype)
-    if width == 0 or num == 0:
-        return out.reshape(num, width * lanes)
-    cells = _to_grid(blocks) & _mask(width, dtype)  # (C, T, L)
-    for row in range(bits):
-        word, shift = divmod(row * width, bits)
-        cell = cells[:, row, :]
-        out[:, word, :] |= cell << dtype.type(shift)
-        if shift + width > bits:
-            out[:, word + 1, :] |= cell >> dtype.type(bits - shift)
-    return out.reshape(num, width * lanes)
+    out = np.zeros(num * width * (BLOCK_VALUES // bits), dtype=dtype)
+    if width and num:
+        from lance_ops.encoding._bitpack_kernels import pack_blocks
+
+        pack_blocks(np.ascontiguousarray(blocks).reshape(-1), width, bits, _grid_source(bits), out)
+    return out.reshape(num, width * (BLOCK_VALUES // bits))
 
 
 @cache
