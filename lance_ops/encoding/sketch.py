@@ -48,7 +48,7 @@ def _murmur3(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndar
 
     h1 = np.empty(len(offsets) - 1, dtype=np.uint64)
     h2 = np.empty(len(offsets) - 1, dtype=np.uint64)
-    murmur3_x64_128(data, offsets.astype(np.int64), _SEED, h1, h2)
+    murmur3_x64_128(np.ascontiguousarray(data, np.uint8), offsets.astype(np.int64), _SEED, h1, h2)
     return h1, h2
 
 
