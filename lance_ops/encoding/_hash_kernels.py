@@ -18,7 +18,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from lance_ops.encoding.compression._fsst_kernels import _load8
+from lance_ops.encoding.compression._fsst_kernels import _load_unaligned, _word_at
 
 _C1 = np.uint64(0x87C37B91114253D5)
 _C2 = np.uint64(0x4CF5AD432745937F)
@@ -54,9 +54,9 @@ def _finish(h1: np.uint64, h2: np.uint64, length: int) -> tuple[np.uint64, np.ui
 
 @njit(cache=True, nogil=True, inline="always")
 def _word(data: np.ndarray, at: int, count: int) -> np.uint64:
-    """Little-endian u64 of the ``count`` (at most 8) bytes at ``at``."""
-    if at + 8 <= len(data):  # one 8-byte load, the bytes past ``count`` masked off
-        word = _load8(data, at)
+    """Little-endian u64 of the ``count`` (at most 8) bytes at ``at`` (``data`` C-contiguous)."""
+    if at + 8 <= len(data):  # one unaligned 8-byte load, the bytes past ``count`` masked off
+        word: np.uint64 = _load_unaligned(data, at)  # type: ignore[call-arg]
         if count < 8:
             word &= (np.uint64(1) << np.uint64(8 * count)) - np.uint64(1)
         return word
@@ -70,7 +70,8 @@ def _word(data: np.ndarray, at: int, count: int) -> np.uint64:
 def murmur3_x64_128(
     data: np.ndarray, offsets: np.ndarray, seed: int, h1_out: np.ndarray, h2_out: np.ndarray
 ) -> None:
-    """Fill ``h1_out[i]``, ``h2_out[i]`` with the hash of ``data[offsets[i]:offsets[i + 1]]``."""
+    """Fill ``h1_out[i]``, ``h2_out[i]`` with the hash of ``data[offsets[i]:offsets[i + 1]]``
+    (``data``: a C-contiguous uint8 array; its 8-byte words are read with unaligned loads)."""
     c1, c2 = _C1, _C2
     for i in range(len(offsets) - 1):
         start, length = offsets[i], offsets[i + 1] - offsets[i]
@@ -79,8 +80,8 @@ def murmur3_x64_128(
         blocks = length // 16
         for block in range(blocks):
             at = start + 16 * block
-            k1 = _load8(data, at)
-            k2 = _load8(data, at + 8)
+            k1 = _word_at(data, at)
+            k2 = _word_at(data, at + 8)
             h1 ^= _rotl(k1 * c1, 31) * c2
             h1 = (_rotl(h1, 27) + h2) * np.uint64(5) + np.uint64(0x52DCE729)
             h2 ^= _rotl(k2 * c2, 33) * c1

@@ -29,6 +29,8 @@ import pyarrow.types as pt
 __all__ = ["DEFAULT_LG_K", "DistinctSketch"]
 
 DEFAULT_LG_K = 12
+#: Rows of one array hashed and reduced at a time by :meth:`DistinctSketch.update`.
+UPDATE_SLICE_ROWS = 1 << 20
 # 8-bit registers: merging and serialising never change the registers' resolution.
 _TARGET = datasketches.tgt_hll_type.HLL_8
 # Byte 5 of a serialised HLL sketch holds its flags; "out of order" selects the estimator that
@@ -48,7 +50,7 @@ def _murmur3(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndar
 
     h1 = np.empty(len(offsets) - 1, dtype=np.uint64)
     h2 = np.empty(len(offsets) - 1, dtype=np.uint64)
-    murmur3_x64_128(data, offsets.astype(np.int64), _SEED, h1, h2)
+    murmur3_x64_128(np.ascontiguousarray(data, np.uint8), offsets.astype(np.int64), _SEED, h1, h2)
     return h1, h2
 
 
@@ -182,6 +184,13 @@ class DistinctSketch:
         rather than once per update, after the kept ones are reduced again together.
         """
         values = _prepared(array)
+        if len(values) > UPDATE_SLICE_ROWS:
+            # Long arrays a slice at a time: the hashes and masks stay a few MB instead of
+            # hundreds (which the allocator maps and unmaps page by page). The same values are
+            # kept: representatives of parts, reduced together, represent the whole.
+            for start in range(0, len(values), UPDATE_SLICE_ROWS):
+                self.update(values.slice(start, UPDATE_SLICE_ROWS))
+            return self
         if self._pending and values.type != self._pending[0].type:
             self._flush()
         representatives = _representatives(values, self.lg_k)

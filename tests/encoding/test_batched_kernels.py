@@ -5,7 +5,9 @@
 * ``pack_out_of_line_slices`` writes what ``OutOfLineBitpackingCompressor`` writes per slice;
 * the compiled FSST coder and decoder round-trip and reject corrupt codes;
 * decoders given :class:`ChunkSpans` (chunks cut from one array, with gaps) read the same as
-  given one buffer per chunk, and ``gather_spans`` equals slicing span by span.
+  given one buffer per chunk, and ``gather_spans`` equals slicing span by span;
+* ``copy_spans`` (mini-block chunk assembly) equals slice assignment span by span and rejects
+  spans outside either array.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lance_ops.encoding._copy_kernels import copy_spans
 from lance_ops.encoding.compression import bitpacking, flat, fsst, variable
 from lance_ops.encoding.compression.base import ChunkSpans, Context, decompressor_for, gather_spans
 from lance_ops.encoding.data import FixedWidthBlock, VariableWidthBlock
@@ -216,3 +219,35 @@ def test_out_of_line_decode_at_positions(sizes: list[int], width: int, seed: int
     assert np.array_equal(got.view("<u2"), levels[positions])
     with pytest.raises(CorruptFileError):
         dec.decompress_chunks_at([memoryview(p) for p in packed], list(stops - starts), [len(levels)])
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([0, 1, 2, 7, 8, 9, 31, 64, 1000, 4097]), min_size=0, max_size=30),
+    gaps=st.lists(st.integers(0, 9), min_size=30, max_size=30),
+    seed=st.integers(0, 2**16),
+)
+def test_copy_spans_equals_slice_assignment(sizes: list[int], gaps: list[int], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    lens = np.array(sizes, np.int64)
+    order = rng.permutation(len(sizes))  # the spans lie in the source in another order
+    src_starts = np.zeros(len(sizes), np.int64)
+    src_starts[order] = np.cumsum(lens[order]) - lens[order]
+    src = np.frombuffer(
+        rng.integers(0, 256, int(lens.sum()), dtype=np.uint8).tobytes(), np.uint8
+    )  # read-only
+    dst_starts = np.cumsum(lens + np.array(gaps[: len(sizes)], np.int64)) - lens
+    dst = np.full(int(dst_starts[-1] + lens[-1]) if sizes else 0, 0xAB, np.uint8)
+    expected = dst.copy()
+    for d, s, n in zip(dst_starts.tolist(), src_starts.tolist(), sizes, strict=True):
+        expected[d : d + n] = src[s : s + n]
+    copy_spans(dst, dst_starts, src, src_starts, lens)
+    assert dst.tobytes() == expected.tobytes()
+
+
+def test_copy_spans_rejects_spans_outside_the_arrays() -> None:
+    src, dst = np.arange(10, dtype=np.uint8), np.zeros(10, np.uint8)
+    for dst_start, src_start, size in ((0, 5, 6), (5, 0, 6), (-1, 0, 1), (0, -1, 1), (0, 0, -1)):
+        with pytest.raises(ValueError, match="outside"):
+            copy_spans(dst, np.array([dst_start]), src, np.array([src_start]), np.array([size]))
+    assert not dst.any()

@@ -418,3 +418,24 @@ def test_compiled_string_min_max_matches_arrow(
         return
     want = pc.min_max(page)
     assert _binary_min_max(page) == (want["min"].as_py(), want["max"].as_py())
+
+
+@pytest.mark.parametrize("distinct", [3, 300, 2_000, 50_000])
+@pytest.mark.parametrize("kind", ["int64", "string"])
+def test_long_arrays_sketched_a_slice_at_a_time_serialise_alike(
+    distinct: int, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An array longer than ``UPDATE_SLICE_ROWS`` is sketched slice by slice; the serialised
+    sketch (list, set and HLL mode: coupon order and HIP state included) is byte for byte the
+    one of the whole array in one piece."""
+    from lance_ops.encoding import sketch as sketch_module
+
+    rng = np.random.default_rng(distinct)
+    values = rng.integers(0, distinct, 60_000) * 7919 - 2**35
+    array = pa.array(values) if kind == "int64" else pa.array([str(v) for v in values.tolist()])
+    array = pc.if_else(pa.array(np.arange(len(values)) % 11 == 0), pa.nulls(len(values), array.type), array)
+    whole = DistinctSketch().update(array).to_bytes()
+    monkeypatch.setattr(sketch_module, "UPDATE_SLICE_ROWS", 7_000)
+    sliced = DistinctSketch().update(array).to_bytes()
+    assert sliced == whole
+    assert _sketch_state(sliced) == _sketch_state(_fed_one_by_one(array).to_bytes())

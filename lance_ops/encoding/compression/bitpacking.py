@@ -71,12 +71,15 @@ def _group_rank(bits: int) -> np.ndarray:
     return np.argsort(np.argsort(_ORDER[:groups]))
 
 
-def _to_grid(blocks: np.ndarray) -> np.ndarray:
-    """(C × 1024) values → (C, T, L): cell (8a + b, lane) is value 128 b + 16 ORDER[a] + lane."""
-    bits = blocks.dtype.itemsize * 8
-    groups, lanes = bits // 8, BLOCK_VALUES // bits
-    cols = blocks.reshape(-1, 8, groups, lanes).transpose(0, 2, 1, 3)  # (C, column, b, lane)
-    return cols[:, _group_rank(bits)].reshape(-1, bits, lanes)
+@cache
+def _grid_source(bits: int) -> np.ndarray:
+    """Position in its block of the value at grid cell (row, lane), row-major: cell
+    (8a + b, lane) is value 128 b + 16 ORDER[a] + lane."""
+    lanes = BLOCK_VALUES // bits
+    rows = np.arange(bits)[:, None]
+    return (
+        (128 * (rows % 8) + 16 * _ORDER[rows // 8] + np.arange(lanes)[None, :]).reshape(-1).astype(np.uint64)
+    )
 
 
 def _mask(width: int, dtype: np.dtype) -> np.unsignedinteger:
@@ -85,22 +88,17 @@ def _mask(width: int, dtype: np.dtype) -> np.unsignedinteger:
 
 
 def fastlanes_pack(blocks: np.ndarray, width: int) -> np.ndarray:
-    """Pack ``blocks`` (C × 1024 unsigned T-bit values) at ``width`` → (C × 1024·W/T) words."""
+    """Pack ``blocks`` (C × 1024 unsigned T-bit values) at ``width`` → (C × 1024·W/T) words
+    (a compiled loop reading each value once at its grid position)."""
     dtype = blocks.dtype
     bits = dtype.itemsize * 8
-    lanes = BLOCK_VALUES // bits
     num = blocks.shape[0]
-    out = np.zeros((num, width, lanes), dtype=dtype)
-    if width == 0 or num == 0:
-        return out.reshape(num, width * lanes)
-    cells = _to_grid(blocks) & _mask(width, dtype)  # (C, T, L)
-    for row in range(bits):
-        word, shift = divmod(row * width, bits)
-        cell = cells[:, row, :]
-        out[:, word, :] |= cell << dtype.type(shift)
-        if shift + width > bits:
-            out[:, word + 1, :] |= cell >> dtype.type(bits - shift)
-    return out.reshape(num, width * lanes)
+    out = np.zeros(num * width * (BLOCK_VALUES // bits), dtype=dtype)
+    if width and num:
+        from lance_ops.encoding._bitpack_kernels import pack_blocks
+
+        pack_blocks(np.ascontiguousarray(blocks).reshape(-1), width, bits, _grid_source(bits), out)
+    return out.reshape(num, width * (BLOCK_VALUES // bits))
 
 
 @cache
@@ -436,13 +434,18 @@ def estimate_out_of_line_size(num_values: int, bits: int, width: int) -> int:
 
 def pack_out_of_line_slices(
     values: np.ndarray, starts: np.ndarray, stops: np.ndarray, width: int
-) -> tuple[list[bytes], pb.CompressiveEncoding]:
+) -> tuple[ChunkSpans, pb.CompressiveEncoding]:
     """OutOfLineBitpacking of ``values[a:b]`` for every slice at the page-wide ``width`` (which
-    must cover every value), as :class:`OutOfLineBitpackingCompressor` would write each slice;
-    the blocks of all slices are packed in one call."""
+    must cover every value), as :class:`OutOfLineBitpackingCompressor` would write each slice,
+    back to back in one byte array (span ``i`` is slice ``i``); the blocks of all slices are
+    packed in one call and each slice's packed blocks and raw tail copied in one compiled pass."""
+    from lance_ops.encoding._copy_kernels import copy_spans
+
     dtype = values.dtype
     bits = dtype.itemsize * 8
-    nums = np.asarray(stops, np.int64) - np.asarray(starts, np.int64)
+    starts = np.asarray(starts, np.int64)
+    stops = np.asarray(stops, np.int64)
+    nums = stops - starts
     full, tail = np.divmod(nums, BLOCK_VALUES)
     packed_tail = _tail_is_packed(bits, width, tail)
     blocks = full + packed_tail
@@ -455,13 +458,22 @@ def pack_out_of_line_slices(
         grid = np.zeros(int(blocks.sum()) * BLOCK_VALUES, dtype=dtype)
         grid[span_mask(block_first * BLOCK_VALUES, in_blocks, len(grid))] = packed_part
     packed = fastlanes_pack(grid.reshape(-1, BLOCK_VALUES), width)
-    raw_tail = np.asarray(starts, np.int64) + in_blocks
-    out = []
-    for b0, nb, t0, t1 in zip(
-        block_first.tolist(), blocks.tolist(), raw_tail.tolist(), np.asarray(stops).tolist(), strict=True
-    ):
-        out.append(packed[b0 : b0 + nb].tobytes() + values[t0:t1].tobytes())
-    return out, _ool_desc(bits, width)
+    block_bytes = width * BLOCK_VALUES // 8
+    packed_sizes = blocks * block_bytes
+    raw_tail = starts + in_blocks
+    tail_sizes = (stops - raw_tail) * dtype.itemsize
+    sizes = packed_sizes + tail_sizes
+    out_starts = np.cumsum(sizes) - sizes
+    out = np.empty(int(sizes.sum()), np.uint8)
+    copy_spans(out, out_starts, as_u8(packed), block_first * block_bytes, packed_sizes)
+    copy_spans(
+        out,
+        out_starts + packed_sizes,
+        as_u8(np.ascontiguousarray(values)),
+        raw_tail * dtype.itemsize,
+        tail_sizes,
+    )
+    return ChunkSpans(out, out_starts, sizes), _ool_desc(bits, width)
 
 
 class OutOfLineBitpackingCompressor(BlockCompressor):

@@ -163,19 +163,17 @@ class VariableCompressor(MiniBlockCompressor):
         bases = np.cumsum(sizes) - sizes
         total = int(sizes.sum())
         buffer = np.empty(total, dtype=np.uint8)
-        # Every chunk is its k + 1 offsets (rebased to the chunk), its bytes, then padding. Offset
-        # i < n belongs to one chunk and lands at i + (chunk's first word - its first value); the
-        # k-th (closing) offsets are written per chunk after.
+        # Every chunk is its k + 1 offsets (rebased to the chunk), its bytes, then padding. The
+        # first k offsets of every chunk are rebased in one pass and, like the bytes, copied to
+        # their chunks by one compiled span copy; the k-th (closing) offsets are written after.
+        from lance_ops.encoding._copy_kernels import copy_spans
+
         dtype = np.dtype(f"<u{width}")
         words = buffer.view(dtype)  # chunk sizes are whole words
-        first_word = bases // width
-        at = np.arange(len(offs) - 1, dtype=np.int64) + np.repeat(first_word - starts, counts)
-        words[at] = (offs[:-1] + np.repeat(headers - lows, counts)).astype(dtype)
-        words[first_word + counts] = (highs - lows + headers).astype(dtype)
-        # The bytes: one span per chunk, slice by slice (chunks hold a few KiB each).
-        data_at = (bases + headers).tolist()
-        for base, lo, hi in zip(data_at, lows.tolist(), highs.tolist(), strict=True):
-            buffer[base : base + hi - lo] = data[lo:hi]
+        rebased = (offs[:-1] + np.repeat(headers - lows, counts)).astype(dtype)
+        copy_spans(buffer, bases, rebased.view(np.uint8), starts * width, counts * width)
+        words[bases // width + counts] = (highs - lows + headers).astype(dtype)
+        copy_spans(buffer, bases + headers, data, lows, highs - lows)
         pad_from = bases + headers + highs - lows
         pad = bases + sizes - pad_from  # fewer than ``width`` bytes per chunk
         for byte in range(width - 1):

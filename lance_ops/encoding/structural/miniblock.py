@@ -109,18 +109,22 @@ def _padded(sizes: np.ndarray) -> np.ndarray:
 def _assemble_chunks(
     compressed: MiniBlockCompressed,
     level_counts: np.ndarray | None,
-    level_data: dict[str, list[bytes]],
+    level_data: dict[str, ChunkSpans],
     large: bool,
 ) -> tuple[bytes, memoryview]:
     """The metadata words and the chunks back to back (layout in the module docstring).
 
     Every chunk's header has the same shape, so headers are written as one (chunks × fields)
-    array and every part lands at an offset computed for all chunks at once.
+    array and every part lands at an offset computed for all chunks at once; the level slices
+    and value buffers are copied to their offsets by one compiled pass per stream.
     """
+    from lance_ops.encoding._copy_kernels import copy_spans
+
     n = len(compressed.chunks)
     value_sizes, logs = chunk_arrays(compressed.chunks, len(compressed.buffers))
-    level_sizes = np.array([[len(part) for part in parts] for parts in level_data.values()], np.int64)
-    level_sizes = level_sizes.T.reshape(n, len(level_data))
+    level_sizes = np.zeros((n, len(level_data)), np.int64)
+    for column, spans in enumerate(level_data.values()):
+        level_sizes[:, column] = spans.sizes
     if not large and np.any(value_sizes > MAX_BUFFER_BYTES_V21):
         raise UnsupportedEncodingError("a 2.1 mini-block buffer cannot exceed 65 535 bytes")
     size_dtype = np.dtype("<u4" if large else "<u2")
@@ -142,17 +146,12 @@ def _assemble_chunks(
     part_starts = (np.cumsum(chunk_sizes) - chunk_sizes)[:, None] + np.cumsum(widths, axis=1) - widths
     out = np.full(int(chunk_sizes.sum()), PAD_BYTE, np.uint8)
     out[(part_starts[:, :1] + np.arange(header.shape[1])).reshape(-1)] = header.reshape(-1)
-    for column, parts in enumerate(level_data.values(), start=1):
-        for start, part in zip(part_starts[:, column].tolist(), parts, strict=True):
-            out[start : start + len(part)] = np.frombuffer(part, np.uint8)
+    for column, spans in enumerate(level_data.values(), start=1):
+        copy_spans(out, part_starts[:, column], as_u8(spans.blob), spans.starts, spans.sizes)
     for i, buffer in enumerate(compressed.buffers):
-        data = as_u8(buffer)
         column = 1 + len(level_data) + i
-        sources = np.cumsum(value_sizes[:, i]) - value_sizes[:, i]
-        for start, source, size in zip(
-            part_starts[:, column].tolist(), sources.tolist(), value_sizes[:, i].tolist(), strict=True
-        ):
-            out[start : start + size] = data[source : source + size]
+        sizes = value_sizes[:, i]
+        copy_spans(out, part_starts[:, column], as_u8(buffer), np.cumsum(sizes) - sizes, sizes)
     words = ((chunk_sizes // ALIGN - 1) << 4) | logs
     return words.astype("<u4" if large else "<u2").tobytes(), out.data  # a view of the chunks: no copy
 
@@ -218,13 +217,13 @@ def encode_page(
         raise UnsupportedEncodingError(
             f"a mini-block chunk cannot hold {int((bounds - level_starts).max())} levels"
         )
-    level_data: dict[str, list[bytes]] = {}
+    level_data: dict[str, ChunkSpans] = {}
     for name, stream in (("rep", levels.rep), ("def", levels.defs)):
         if stream is not None:
             level_data[name], desc = codecs[name].compress_slices(stream, level_starts, bounds)
             if desc is not None:
                 descs[name] = desc
-            if any(len(data) > MAX_LEVEL_BYTES for data in level_data[name]):
+            if len(level_data[name]) and int(level_data[name].sizes.max()) > MAX_LEVEL_BYTES:
                 raise UnsupportedEncodingError(f"{name} levels of a chunk exceed 65 535 bytes")
     meta, blob = _assemble_chunks(compressed, bounds - level_starts if codecs else None, level_data, large)
     buffers: list[bytes | memoryview] = [meta, blob]

@@ -43,7 +43,7 @@ import pyarrow as pa
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.compression import bitpacking, dictionary, flat, rle
-from lance_ops.encoding.compression.base import Context, decompressor_for
+from lance_ops.encoding.compression.base import ChunkSpans, Context, decompressor_for
 from lance_ops.encoding.data import FixedWidthBlock
 from lance_ops.encoding.structural.values import with_validity
 from lance_ops.errors import CorruptFileError, UnsupportedFeatureError
@@ -776,9 +776,10 @@ class LevelCodec:
 
     def compress_slices(
         self, levels: np.ndarray, starts: np.ndarray, stops: np.ndarray
-    ) -> tuple[list[bytes], pb.CompressiveEncoding | None]:
-        """:meth:`compress` of ``levels[a:b]`` for every slice (out-of-line bit-packing packs all
-        slices in one call); the description is ``None`` when there are no slices."""
+    ) -> tuple[ChunkSpans, pb.CompressiveEncoding | None]:
+        """:meth:`compress` of ``levels[a:b]`` for every slice, as spans of one byte array
+        (out-of-line bit-packing packs all slices in one call); the description is ``None``
+        when there are no slices."""
         if self.kind == "out_of_line" and self.width > 0 and len(starts):
             values = np.ascontiguousarray(levels, dtype=np.uint16)
             return bitpacking.pack_out_of_line_slices(values, starts, stops, self.width)
@@ -786,7 +787,7 @@ class LevelCodec:
             self.compress(levels[a:b])
             for a, b in zip(np.asarray(starts).tolist(), np.asarray(stops).tolist(), strict=True)
         ]
-        return [data for data, _ in pairs], (pairs[-1][1] if pairs else None)
+        return ChunkSpans.of([data for data, _ in pairs]), (pairs[-1][1] if pairs else None)
 
 
 def choose_level_codec(levels: np.ndarray, version: FileVersion) -> LevelCodec:
