@@ -466,11 +466,22 @@ def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, lis
 @dataclass(frozen=True)
 class RowSelection:
     """What the indices leave a scan to read: the fragments, and for some of them the physical
-    offsets (ascending) of the only rows that may match; and the indices used."""
+    offsets (ascending) of the only rows that may match; and the indices used. ``exact`` are the
+    fragments of ``rows`` whose offsets are exactly the (live or deleted) rows the filter selects:
+    they need no recheck."""
 
     fragments: set[int]
     rows: dict[int, np.ndarray] = field(default_factory=dict)
     used: list[IndexUse] = field(default_factory=list)
+    exact: frozenset[int] = frozenset()
+
+
+def _exact(kind: str, condition: Bound | LabelCondition | TextCondition) -> bool:
+    """Whether the index answers ``condition`` exactly: BTREE and BITMAP comparisons, ``IN`` and
+    null tests (a NaN matches every comparison of a floating index as a possible match)."""
+    if kind not in (BTREE, BITMAP) or not isinstance(condition, Bound):
+        return False
+    return not condition.values or not pa.types.is_floating(condition.values[0].type)
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -521,6 +532,16 @@ def select_rows(
     ]
     conditions += [(c.column, c) for c in labels if c.column in usable and usable[c.column][0] == LABEL_LIST]
     conditions += [(c.column, c) for c in texts if c.column in usable and usable[c.column][0] == NGRAM]
+    # No recheck where the filter is exactly its bounds and each is answered exactly: then in the
+    # fragments every condition's index covers.
+    exact: BitMap | None = None
+    if (
+        predicate.exact
+        and not manifest.uses_stable_row_ids
+        and len(conditions) == len(predicate.bounds)
+        and all(_exact(usable[column][0], c) for column, c in conditions)
+    ):
+        exact = BitMap(keep)
     for column, condition in conditions:
         kind, segments = usable[column]
         covered = BitMap()
@@ -534,6 +555,7 @@ def select_rows(
             else:
                 hit = _LOOKUP[kind](ctx, segment, condition)
             if hit is None:
+                exact = None
                 break
             found.append(hit)
         else:
@@ -556,4 +578,7 @@ def select_rows(
                 else bound_text(condition)
             )
             used.append(IndexUse(segments[0].name, kind, text))
-    return RowSelection(keep, rows, used)
+            if exact is not None:
+                exact &= covered
+    exact_rows = frozenset() if exact is None else frozenset(f for f in rows if f in exact)
+    return RowSelection(keep, rows, used, exact_rows)

@@ -66,6 +66,8 @@ class Predicate:
     expression: pc.Expression
     columns: tuple[str, ...]
     bounds: tuple[Bound, ...] = ()
+    # the filter is exactly the AND of ``bounds`` (see :func:`~lance_ops.query.visitors.bounds_are_exact`)
+    exact: bool = False
 
     def filter(self, table: pa.Table) -> pa.Table:
         """Rows of ``table`` for which the predicate is TRUE (FALSE and NULL drop the row).
@@ -190,16 +192,19 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
     if not pa.types.is_boolean(value.type):
         text = str(predicate)
         raise PredicateError(f"The filter {text} does not return a boolean: it returns {value.type}")
-    found = (
-        ()
-        if tree is None
-        else bounds(
-            ex.transform(tree, translator.fold),
-            lambda c: _prunable(schema, c),
-            lambda n, c: _bound_value(schema, n, c),
-        )
-    )
-    return Predicate(value.expr, columns, tuple(found))
+    if tree is None:
+        return Predicate(value.expr, columns)
+    folded = ex.transform(tree, translator.fold)
+
+    def column(node: ex.Column) -> str | None:
+        return _prunable(schema, node)
+
+    def literal(node: ex.Expr, name: str) -> pa.Scalar | None:
+        return _bound_value(schema, node, name)
+
+    found = bounds(folded, column, literal)
+    exact = bool(found) and visitors.bounds_are_exact(folded, column, literal)
+    return Predicate(value.expr, columns, tuple(found), exact)
 
 
 def _prunable(schema: pa.Schema, node: ex.Column) -> str | None:
