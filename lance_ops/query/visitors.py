@@ -45,7 +45,8 @@ def columns(node: ex.Expr) -> list[tuple[str, ...]]:
     return list(found)
 
 
-# Resolves a column node to the top-level column statistics know (None: not one they can use).
+# Resolves a column node to the column (a top-level one for statistics, a dotted struct field path
+# for indices) the bounds are on (None: not one they can use).
 Resolve = Callable[[ex.Column], str | None]
 # A constant operand as a value of the column's type (None: not a non-null, non-NaN constant).
 Constant = Callable[[ex.Expr, str], pa.Scalar | None]
@@ -69,7 +70,7 @@ def bounds_are_exact(node: ex.Expr, column: Resolve, constant: Constant) -> bool
 
 
 def _plain(node: ex.Expr, column: Resolve) -> str | None:
-    return column(node) if isinstance(node, ex.Column) and len(node.path) == 1 else None
+    return column(node) if isinstance(node, ex.Column) else None
 
 
 def _conjunct_bounds(node: ex.Expr, column: Resolve, constant: Constant) -> list[Bound]:
