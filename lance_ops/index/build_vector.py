@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
+from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.hnsw import build_graphs
 from lance_ops.index.ivf import INDEX_FILE, ROW_ID, STORAGE_FILE, _transpose_partitions
@@ -53,6 +54,7 @@ METRICS = ("l2", "cosine", "dot")
 _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
 _CHUNK = 16384
 _TOLERANCE = 1e-4  # relative loss change at which k-means stops early
+_SMALL_DIM = 16  # nearest points searched by the compiled kernel up to this many dimensions
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,23 @@ def _distances(x: np.ndarray, points: np.ndarray, dot: bool) -> tuple[np.ndarray
     scale = 1.0 if dot else 2.0
     nearest = np.empty(len(x), np.int64)
     best = np.empty(len(x), np.float64)
+    if x.ndim == 2 and x.shape[1] <= _SMALL_DIM and x.dtype == np.float32 and len(x):
+        # a PQ sub-vector's few dimensions: compiled, no [n, k] score matrix
+        from lance_ops.index._pq_kernels import nearest_points  # noqa: PLC0415 - numba, on first use
+
+        scores = np.empty(len(x), np.float32)
+        points_t = np.ascontiguousarray(points.T, np.float32)
+        rows, norms32 = np.ascontiguousarray(x), norms.astype(np.float32)
+        # row ranges on the worker threads (the kernel releases the GIL); each row's answer is
+        # the same whatever the split
+        cuts = np.linspace(0, len(x), max(1, min(WORKER_THREADS, len(x) // _CHUNK)) + 1).astype(int)
+
+        def part(a: int, b: int) -> Callable[[], None]:
+            return lambda: nearest_points(rows[a:b], points_t, norms32, scale, nearest[a:b], scores[a:b])
+
+        run_tasks([part(a, b) for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)])
+        best[:] = scores if dot else np.maximum(scores + (x * x).sum(1), 0)
+        return nearest, best
     transposed = points.T
     buffer = np.empty((min(_CHUNK, len(x)), len(points)), np.result_type(x, transposed))
     for start in range(0, len(x), _CHUNK):
@@ -111,6 +130,9 @@ def kmeans(
     """``k`` centroids of ``data`` (Lloyd's algorithm from ``k`` random points) and the loss (sum
     of the distances to the nearest centroid). An emptied cluster takes the point farthest from its
     centroid; with fewer points than ``k`` points are repeated."""
+    from lance_ops.index._pq_kernels import cluster_sums  # noqa: PLC0415 - numba, on first use
+
+    data = np.ascontiguousarray(data)
     n, dim = data.shape
     centroids = data[rng.choice(n, k, replace=n < k)].astype(np.float32)
     loss = np.inf
@@ -118,7 +140,8 @@ def kmeans(
         assign, dist = _distances(data, centroids, dot)
         new_loss = float(dist.sum())
         counts = np.bincount(assign, minlength=k)
-        sums = np.stack([np.bincount(assign, weights=data[:, j], minlength=k) for j in range(dim)], 1)
+        sums = np.zeros((k, dim), np.float64)
+        cluster_sums(data, assign, sums)
         filled = counts > 0
         centroids[filled] = (sums[filled] / counts[filled, None]).astype(np.float32)
         empty = np.flatnonzero(~filled)
