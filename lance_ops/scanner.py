@@ -383,7 +383,8 @@ class LanceScanner:
             )
             if selection.rows:
                 rows = sum(len(r) for r in selection.rows.values())
-                lines.append(f"    IndexedTake: rows={rows} in {len(selection.rows)} fragments")
+                exact = f", {len(selection.exact)} answered exactly (no recheck)" if selection.exact else ""
+                lines.append(f"    IndexedTake: rows={rows} in {len(selection.rows)} fragments{exact}")
         filtered = () if self._predicate is None else self._predicate.columns
         read = [*options.columns, *(c for c in filtered if c not in options.columns)]
         lines.append(

@@ -78,6 +78,9 @@ def test_exact_answers_skip_the_recheck_and_equal_a_full_scan(
     appended = max(f.id for f in dataset.handle.files.manifest.fragments)
     assert selection.exact, flt  # the indexed fragments' rows are taken as the answer
     assert selection.exact <= set(selection.rows) and appended not in selection.exact
+    assert (
+        f"{len(selection.exact)} answered exactly (no recheck)" in dataset.scanner(filter=flt).explain_plan()
+    )
     full = _ids(dataset, flt, False)
     assert _ids(dataset, flt, True) == full
     assert dataset.count_rows(flt) == len(full)
@@ -99,6 +102,7 @@ def test_exact_answers_skip_the_recheck_and_equal_a_full_scan(
 )
 def test_inexact_answers_are_rechecked(dataset: lance_ops.LanceDataset, flt: str) -> None:
     assert not _selection(dataset, flt).exact
+    assert "no recheck" not in dataset.scanner(filter=flt).explain_plan()
     full = _ids(dataset, flt, False)
     assert _ids(dataset, flt, True) == full
     assert dataset.count_rows(flt) == len(full)
