@@ -55,6 +55,7 @@ _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
 _CHUNK = 16384
 _TOLERANCE = 1e-4  # relative loss change at which k-means stops early
 _SMALL_DIM = 16  # nearest points searched by the compiled kernel up to this many dimensions
+_ENCODE_ROWS = 1 << 17  # rows encoded at a time
 
 
 @dataclass(frozen=True)
@@ -241,6 +242,8 @@ def as_matrix(values: pa.Array, column: str) -> np.ndarray:
     dim = values.type.list_size
     valid = np.asarray(values.is_valid(), dtype=bool)
     flat = np.asarray(values.flatten().cast(pa.float32()).fill_null(np.nan), dtype=np.float32)
+    if valid.all():
+        return flat.reshape(-1, dim)  # no null list: the values as they are (no second copy)
     matrix = np.full((len(values), dim), np.nan, np.float32)
     matrix[valid] = flat.reshape(-1, dim)  # flatten() leaves out the null lists' slots
     return matrix
@@ -248,7 +251,8 @@ def as_matrix(values: pa.Array, column: str) -> np.ndarray:
 
 def prepare(params: VectorIndexParams, matrix: np.ndarray) -> np.ndarray:
     """The vectors an index of ``params`` works on: finite rows only, normalized for cosine."""
-    vectors = matrix[np.isfinite(matrix).all(axis=1)]
+    finite = np.isfinite(matrix).all(axis=1)
+    vectors = matrix if finite.all() else matrix[finite]  # no copy when every row is kept
     if params.metric == "cosine":
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms == 0, 1.0, norms)
@@ -304,7 +308,22 @@ def pq_codebooks(
 
 def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each of ``vectors`` (from :func:`prepare`)'s partition (uint32) and code row: the vector
-    (FLAT, float32), its SQ bytes or its PQ codes (uint8 ``[n, num_sub_vectors]``)."""
+    (FLAT, float32), its SQ bytes or its PQ codes (uint8 ``[n, num_sub_vectors]``).
+
+    Encoded :data:`_ENCODE_ROWS` rows at a time (each row's answer is its own), so the
+    temporaries (residuals, sub-vectors) stay that small whatever the row count."""
+    if model.bounds is None and model.codebooks is None:  # FLAT: the vectors are the codes
+        partition, _ = _distances(vectors, model.centroids, model.params.metric == "dot")
+        return partition.astype(np.uint32), np.asarray(vectors, np.float32)
+    parts = [
+        _encode_block(model, vectors[a : a + _ENCODE_ROWS]) for a in range(0, len(vectors), _ENCODE_ROWS)
+    ]
+    if not parts:
+        parts = [_encode_block(model, vectors)]
+    return np.concatenate([p for p, _ in parts]), np.concatenate([c for _, c in parts])
+
+
+def _encode_block(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = model.params
     dot = p.metric == "dot"
     partition, _ = _distances(vectors, model.centroids, dot)
@@ -312,7 +331,8 @@ def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.n
         start, end = model.bounds
         scale = 255.0 / (end - start) if end > start else 0.0
         codes = np.clip(np.floor((vectors - start) * scale), 0, 255).astype(np.uint8)
-    elif model.codebooks is not None:
+    else:
+        assert model.codebooks is not None
         residuals = vectors if dot else vectors - model.centroids[partition]
         m = len(model.codebooks)
         sub = model.dim // m
@@ -325,8 +345,6 @@ def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.n
             ],
             axis=1,
         ).astype(np.uint8)
-    else:
-        codes = np.asarray(vectors, np.float32)
     return partition.astype(np.uint32), codes
 
 
@@ -472,5 +490,5 @@ def build_ivf(
     if model is None:
         model = train_ivf(params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
     keep = np.isfinite(matrix).all(axis=1)
-    partition, codes = encode_ivf(model, prepare(params, matrix[keep]))
+    partition, codes = encode_ivf(model, prepare(params, matrix))  # prepare leaves out what keep does
     return write_ivf(writer, model, np.asarray(row_ids, np.uint64)[keep], partition, codes)
