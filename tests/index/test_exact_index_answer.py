@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_ops
-from lance_ops.index.scalar_query import RowSelection, select_rows
-from lance_ops.query.predicate import parse_predicate
+from tests.index.helpers import index_selection as _selection
 
 
 def _table(start: int, n: int) -> pa.Table:
@@ -44,14 +43,6 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> lance_ops.LanceDataset:
     ds.delete("id % 5 = 2 or (id >= 300 and id < 400)")
     lance_ops.write_dataset(_table(1025, 80), str(path), mode="append")
     return lance_ops.dataset(str(path))
-
-
-def _selection(ds: lance_ops.LanceDataset, flt: str) -> RowSelection:
-    files = ds.handle.files
-    predicate = parse_predicate(flt, files.schema)
-    return select_rows(
-        files.storage, files.manifest, predicate, [f.id for f in files.manifest.fragments], flt
-    )
 
 
 def _ids(ds: lance_ops.LanceDataset, flt: str, use: bool) -> list[int]:

@@ -12,8 +12,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.index.scalar_query import RowSelection, select_rows
-from lance_ops.query.predicate import parse_predicate
+from tests.index.helpers import index_selection as _selection
 
 
 def _table(start: int, n: int) -> pa.Table:
@@ -67,14 +66,6 @@ def dataset(
 
 def _ids(ds: lance_ops.LanceDataset, flt: str, use: bool = True) -> list[int]:
     return sorted(ds.to_table(columns=["id"], filter=flt, use_scalar_index=use)["id"].to_pylist())
-
-
-def _selection(ds: lance_ops.LanceDataset, flt: str) -> RowSelection:
-    files = ds.handle.files
-    predicate = parse_predicate(flt, files.schema)
-    return select_rows(
-        files.storage, files.manifest, predicate, [f.id for f in files.manifest.fragments], flt
-    )
 
 
 @pytest.mark.parametrize("flt", _FILTERS)
