@@ -594,11 +594,11 @@ class LanceDataset:
             return None
 
     def count_rows(self, filter: Filter = None) -> int:
-        """Live rows (that ``filter`` selects); without a filter from the manifest's counts alone."""
+        """Live rows (that ``filter`` selects, through the scalar indices that answer it, as
+        pylance counts); without a filter from the manifest's counts alone."""
         if filter is None:
             return self._files.live_total
-        predicate = self._predicate(filter)
-        return sum(f.count(predicate) for f in self._files.fragments())
+        return self.scanner(columns=[], filter=filter).count_rows()
 
     def __len__(self) -> int:
         return self.count_rows()

@@ -312,6 +312,7 @@ class LanceScanner:
             self._fragments,
             request.strict_batch_size,
             self._index_rows,
+            self._index_selection.exact if self._index_selection is not None else (),
         )
         return (self._output_batch(b) for b in batches)
 
@@ -339,12 +340,17 @@ class LanceScanner:
         rows = self._index_rows or {}
         if self._predicate is None or not rows:
             return sum(f.count(self._predicate) for f in self._fragments)
+        assert self._index_selection is not None
+        exact = self._index_selection.exact
         options = ScanOptions(predicate=self._predicate)
-        return sum(
-            t.num_rows
-            for f in self._fragments
-            for t in f.scan(options, selected_rows(f, rows[f.id]) if f.id in rows else None)
-        )
+        total = 0
+        for f in self._fragments:
+            live = selected_rows(f, rows[f.id]) if f.id in rows else None
+            if live is not None and f.id in exact:
+                total += len(live)  # exactly the rows the filter selects: nothing to read
+            else:
+                total += sum(t.num_rows for t in f.scan(options, live))
+        return total
 
     def index_query(self) -> str | None:
         """Internal, not pylance API: the scalar-index part of this scan's filter as the plan shows
@@ -377,7 +383,8 @@ class LanceScanner:
             )
             if selection.rows:
                 rows = sum(len(r) for r in selection.rows.values())
-                lines.append(f"    IndexedTake: rows={rows} in {len(selection.rows)} fragments")
+                exact = f", {len(selection.exact)} answered exactly (no recheck)" if selection.exact else ""
+                lines.append(f"    IndexedTake: rows={rows} in {len(selection.rows)} fragments{exact}")
         filtered = () if self._predicate is None else self._predicate.columns
         read = [*options.columns, *(c for c in filtered if c not in options.columns)]
         lines.append(

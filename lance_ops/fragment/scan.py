@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -65,6 +66,7 @@ def scan_batches(
     fragments: Sequence[FragmentReader] | None = None,
     strict_batch_size: bool = False,
     rows: Mapping[int, np.ndarray] | None = None,
+    exact: Collection[int] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Rows in fragment order as record batches of ``options.batch_size`` rows.
 
@@ -73,7 +75,9 @@ def scan_batches(
     (``fragments``, default all of the version) are read one batch at a time. ``offset`` and
     ``limit`` count rows that pass the predicate (as in pylance); without one, skipped fragments
     are not read at all. ``rows`` (fragment id -> physical offsets, ascending, e.g. what a scalar
-    index selects) narrows a filtered scan of those fragments to those rows.
+    index selects) narrows a filtered scan of those fragments to those rows; in the fragments of
+    ``exact`` those are exactly the rows the predicate selects, which is then not evaluated there
+    (nor its columns read), unless more than half the rows are read whole.
     """
     if (limit or 0) < 0:
         raise ValueError("Limit must be non-negative")
@@ -105,7 +109,8 @@ def scan_batches(
             skip = 0
         elif rows is not None and fragment.id in rows:
             live = selected_rows(fragment, rows[fragment.id])
-        for table in fragment.scan(options, live):
+        unfiltered = live is not None and predicate is not None and fragment.id in exact
+        for table in fragment.scan(replace(options, predicate=None) if unfiltered else options, live):
             if skip >= table.num_rows:
                 skip -= table.num_rows
                 continue

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
+from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.hnsw import build_graphs
 from lance_ops.index.ivf import INDEX_FILE, ROW_ID, STORAGE_FILE, _transpose_partitions
@@ -53,6 +54,8 @@ METRICS = ("l2", "cosine", "dot")
 _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
 _CHUNK = 16384
 _TOLERANCE = 1e-4  # relative loss change at which k-means stops early
+_SMALL_DIM = 16  # nearest points searched by the compiled kernel up to this many dimensions
+_ENCODE_ROWS = 1 << 17  # rows encoded at a time
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,23 @@ def _distances(x: np.ndarray, points: np.ndarray, dot: bool) -> tuple[np.ndarray
     scale = 1.0 if dot else 2.0
     nearest = np.empty(len(x), np.int64)
     best = np.empty(len(x), np.float64)
+    if x.ndim == 2 and x.shape[1] <= _SMALL_DIM and x.dtype == np.float32 and len(x):
+        # a PQ sub-vector's few dimensions: compiled, no [n, k] score matrix
+        from lance_ops.index._pq_kernels import nearest_points  # noqa: PLC0415 - numba, on first use
+
+        scores = np.empty(len(x), np.float32)
+        points_t = np.ascontiguousarray(points.T, np.float32)
+        rows, norms32 = np.ascontiguousarray(x), norms.astype(np.float32)
+        # row ranges on the worker threads (the kernel releases the GIL); each row's answer is
+        # the same whatever the split
+        cuts = np.linspace(0, len(x), max(1, min(WORKER_THREADS, len(x) // _CHUNK)) + 1).astype(int)
+
+        def part(a: int, b: int) -> Callable[[], None]:
+            return lambda: nearest_points(rows[a:b], points_t, norms32, scale, nearest[a:b], scores[a:b])
+
+        run_tasks([part(a, b) for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)])
+        best[:] = scores if dot else np.maximum(scores + (x * x).sum(1), 0)
+        return nearest, best
     transposed = points.T
     buffer = np.empty((min(_CHUNK, len(x)), len(points)), np.result_type(x, transposed))
     for start in range(0, len(x), _CHUNK):
@@ -111,6 +131,9 @@ def kmeans(
     """``k`` centroids of ``data`` (Lloyd's algorithm from ``k`` random points) and the loss (sum
     of the distances to the nearest centroid). An emptied cluster takes the point farthest from its
     centroid; with fewer points than ``k`` points are repeated."""
+    from lance_ops.index._pq_kernels import cluster_sums  # noqa: PLC0415 - numba, on first use
+
+    data = np.ascontiguousarray(data)
     n, dim = data.shape
     centroids = data[rng.choice(n, k, replace=n < k)].astype(np.float32)
     loss = np.inf
@@ -118,7 +141,8 @@ def kmeans(
         assign, dist = _distances(data, centroids, dot)
         new_loss = float(dist.sum())
         counts = np.bincount(assign, minlength=k)
-        sums = np.stack([np.bincount(assign, weights=data[:, j], minlength=k) for j in range(dim)], 1)
+        sums = np.zeros((k, dim), np.float64)
+        cluster_sums(data, assign, sums)
         filled = counts > 0
         centroids[filled] = (sums[filled] / counts[filled, None]).astype(np.float32)
         empty = np.flatnonzero(~filled)
@@ -218,6 +242,8 @@ def as_matrix(values: pa.Array, column: str) -> np.ndarray:
     dim = values.type.list_size
     valid = np.asarray(values.is_valid(), dtype=bool)
     flat = np.asarray(values.flatten().cast(pa.float32()).fill_null(np.nan), dtype=np.float32)
+    if valid.all():
+        return flat.reshape(-1, dim)  # no null list: the values as they are (no second copy)
     matrix = np.full((len(values), dim), np.nan, np.float32)
     matrix[valid] = flat.reshape(-1, dim)  # flatten() leaves out the null lists' slots
     return matrix
@@ -225,7 +251,8 @@ def as_matrix(values: pa.Array, column: str) -> np.ndarray:
 
 def prepare(params: VectorIndexParams, matrix: np.ndarray) -> np.ndarray:
     """The vectors an index of ``params`` works on: finite rows only, normalized for cosine."""
-    vectors = matrix[np.isfinite(matrix).all(axis=1)]
+    finite = np.isfinite(matrix).all(axis=1)
+    vectors = matrix if finite.all() else matrix[finite]  # no copy when every row is kept
     if params.metric == "cosine":
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms == 0, 1.0, norms)
@@ -281,7 +308,22 @@ def pq_codebooks(
 
 def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each of ``vectors`` (from :func:`prepare`)'s partition (uint32) and code row: the vector
-    (FLAT, float32), its SQ bytes or its PQ codes (uint8 ``[n, num_sub_vectors]``)."""
+    (FLAT, float32), its SQ bytes or its PQ codes (uint8 ``[n, num_sub_vectors]``).
+
+    Encoded :data:`_ENCODE_ROWS` rows at a time (each row's answer is its own), so the
+    temporaries (residuals, sub-vectors) stay that small whatever the row count."""
+    if model.bounds is None and model.codebooks is None:  # FLAT: the vectors are the codes
+        partition, _ = _distances(vectors, model.centroids, model.params.metric == "dot")
+        return partition.astype(np.uint32), np.asarray(vectors, np.float32)
+    parts = [
+        _encode_block(model, vectors[a : a + _ENCODE_ROWS]) for a in range(0, len(vectors), _ENCODE_ROWS)
+    ]
+    if not parts:
+        parts = [_encode_block(model, vectors)]
+    return np.concatenate([p for p, _ in parts]), np.concatenate([c for _, c in parts])
+
+
+def _encode_block(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = model.params
     dot = p.metric == "dot"
     partition, _ = _distances(vectors, model.centroids, dot)
@@ -289,7 +331,8 @@ def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.n
         start, end = model.bounds
         scale = 255.0 / (end - start) if end > start else 0.0
         codes = np.clip(np.floor((vectors - start) * scale), 0, 255).astype(np.uint8)
-    elif model.codebooks is not None:
+    else:
+        assert model.codebooks is not None
         residuals = vectors if dot else vectors - model.centroids[partition]
         m = len(model.codebooks)
         sub = model.dim // m
@@ -302,8 +345,6 @@ def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.n
             ],
             axis=1,
         ).astype(np.uint8)
-    else:
-        codes = np.asarray(vectors, np.float32)
     return partition.astype(np.uint32), codes
 
 
@@ -449,5 +490,5 @@ def build_ivf(
     if model is None:
         model = train_ivf(params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
     keep = np.isfinite(matrix).all(axis=1)
-    partition, codes = encode_ivf(model, prepare(params, matrix[keep]))
+    partition, codes = encode_ivf(model, prepare(params, matrix))  # prepare leaves out what keep does
     return write_ivf(writer, model, np.asarray(row_ids, np.uint64)[keep], partition, codes)

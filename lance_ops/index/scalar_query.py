@@ -2,7 +2,8 @@
 
 Each simple condition of the filter's top-level ``AND`` (a
 :class:`~lance_ops.query.predicate.Bound`: ``=``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS NULL``,
-``IS NOT NULL`` on a column) that a BTREE, BITMAP or ZONEMAP index of that column answers, and each
+``IS NOT NULL`` on a column, or on a field inside struct columns, ``s.x``) that a BTREE, BITMAP or
+ZONEMAP index of that column (field) answers, and each
 ``array_has_any`` / ``array_has_all`` / ``array_has`` (``array_contains``) conjunct on a list column
 with a LABEL_LIST index, and each ``contains(column, 'text')`` / ``starts_with(column, 'text')`` /
 ``column LIKE`` (``ILIKE``) ``'pattern'`` conjunct on a string column with an NGRAM index (those
@@ -16,7 +17,10 @@ row is not read at all, the others read only their candidate rows (:func:`select
 with more than half its rows selected is read whole, a range read being cheaper than a take). The
 whole filter is then applied to the rows read, as in a full scan, so the rows returned are always
 those of a full scan (a NaN counts as a possible match of every comparison; a condition the index
-answers only in part, or the rest of the filter, is decided there).
+answers only in part, or the rest of the filter, is decided there) -- except where the indices
+answer exactly: when the filter is nothing but conditions BTREE / BITMAP indices answer on
+non-float columns, the rows they select in the fragments all of them cover are the answer
+(:attr:`RowSelection.exact`), read without the filter, as pylance does (no ``refine_filter``).
 
 Left to a full scan: BITMAP, LABEL_LIST and NGRAM indices of datasets with stable row ids (their
 row ids are not addresses), and indices a deferred compaction left behind (their addresses are old).
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +58,7 @@ from lance_ops.query.predicate import Bound, Predicate
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import fragment_ids, is_system
 from lance_ops.table.manifest import IndexMetadata, Manifest
+from lance_ops.table.schema import LanceField
 
 __all__ = [
     "IndexUse",
@@ -434,9 +439,24 @@ def _ngram(ctx: StorageContext, index: IndexMetadata, condition: TextCondition) 
     return out
 
 
+def _field_path(by_id: Mapping[int, LanceField], field_id: int) -> str | None:
+    """The column (``id``), or the dotted path of a field inside struct columns (``s.x``), of a
+    field id (None when unknown or below a list or map)."""
+    field = by_id.get(field_id)
+    if field is None:
+        return None
+    path = [field.name]
+    while field.parent_id >= 0:
+        field = by_id.get(field.parent_id)  # type: ignore[assignment]
+        if field is None or field.logical_type != "struct":
+            return None
+        path.append(field.name)
+    return ".".join(reversed(path))
+
+
 def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, list[IndexMetadata]]]:
-    """Column name -> (type, segments) of the first index (in manifest order) per top-level column
-    that can answer."""
+    """Column (or struct field path, ``s.x``) -> (type, segments) of the first index (in manifest
+    order) per column or field that can answer."""
     by_id = {f.id: f for f in manifest.schema}
     names: dict[str, list[IndexMetadata]] = {}
     for index in manifest.indices:
@@ -446,8 +466,8 @@ def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, lis
     for name in names:  # manifest order: the first index created on a column answers, as pylance
         segments = names[name]
         first = segments[0]
-        field = by_id.get(first.fields[0]) if len(first.fields) == 1 else None
-        if field is None or field.parent_id >= 0 or field.name in out:
+        path = _field_path(by_id, first.fields[0]) if len(first.fields) == 1 else None
+        if path is None or path in out:
             continue
         try:
             kind = index_type_of(first, ctx)
@@ -459,18 +479,29 @@ def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, lis
             continue
         if kind in (BITMAP, LABEL_LIST, NGRAM) and manifest.uses_stable_row_ids:
             continue
-        out[field.name] = (kind, segments)
+        out[path] = (kind, segments)
     return out
 
 
 @dataclass(frozen=True)
 class RowSelection:
     """What the indices leave a scan to read: the fragments, and for some of them the physical
-    offsets (ascending) of the only rows that may match; and the indices used."""
+    offsets (ascending) of the only rows that may match; and the indices used. ``exact`` are the
+    fragments of ``rows`` whose offsets are exactly the (live or deleted) rows the filter selects:
+    they need no recheck."""
 
     fragments: set[int]
     rows: dict[int, np.ndarray] = field(default_factory=dict)
     used: list[IndexUse] = field(default_factory=list)
+    exact: frozenset[int] = frozenset()
+
+
+def _exact(kind: str, condition: Bound | LabelCondition | TextCondition) -> bool:
+    """Whether the index answers ``condition`` exactly: BTREE and BITMAP comparisons, ``IN`` and
+    null tests (a NaN matches every comparison of a floating index as a possible match)."""
+    if kind not in (BTREE, BITMAP) or not isinstance(condition, Bound):
+        return False
+    return not condition.values or not pa.types.is_floating(condition.values[0].type)
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -512,15 +543,26 @@ def select_rows(
         schema = manifest.schema.to_arrow()
         labels = label_conditions(filter, schema) if LABEL_LIST in kinds else []
         texts = text_conditions(filter, schema) if NGRAM in kinds else []
-    if not (predicate.bounds or labels or texts):
+    bounds = (*predicate.bounds, *predicate.field_bounds)
+    if not (bounds or labels or texts):
         return RowSelection(keep)
     used: list[IndexUse] = []
     rows: dict[int, np.ndarray] = {}
     conditions: list[tuple[str, Bound | LabelCondition | TextCondition]] = [
-        (b.column, b) for b in predicate.bounds if b.column in usable and usable[b.column][0] in _LOOKUP
+        (b.column, b) for b in bounds if b.column in usable and usable[b.column][0] in _LOOKUP
     ]
     conditions += [(c.column, c) for c in labels if c.column in usable and usable[c.column][0] == LABEL_LIST]
     conditions += [(c.column, c) for c in texts if c.column in usable and usable[c.column][0] == NGRAM]
+    # No recheck where the filter is exactly its bounds and each is answered exactly: then in the
+    # fragments every condition's index covers.
+    exact: BitMap | None = None
+    if (
+        predicate.exact
+        and not manifest.uses_stable_row_ids
+        and len(conditions) == len(bounds)
+        and all(_exact(usable[column][0], c) for column, c in conditions)
+    ):
+        exact = BitMap(keep)
     for column, condition in conditions:
         kind, segments = usable[column]
         covered = BitMap()
@@ -534,6 +576,7 @@ def select_rows(
             else:
                 hit = _LOOKUP[kind](ctx, segment, condition)
             if hit is None:
+                exact = None
                 break
             found.append(hit)
         else:
@@ -556,4 +599,7 @@ def select_rows(
                 else bound_text(condition)
             )
             used.append(IndexUse(segments[0].name, kind, text))
-    return RowSelection(keep, rows, used)
+            if exact is not None:
+                exact &= covered
+    exact_rows = frozenset() if exact is None else frozenset(f for f in rows if f in exact)
+    return RowSelection(keep, rows, used, exact_rows)

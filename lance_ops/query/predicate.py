@@ -23,6 +23,7 @@ see :mod:`~lance_ops.query.arrow`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -66,6 +67,12 @@ class Predicate:
     expression: pc.Expression
     columns: tuple[str, ...]
     bounds: tuple[Bound, ...] = ()
+    # the filter is exactly the AND of ``bounds`` and ``field_bounds`` (see
+    # :func:`~lance_ops.query.visitors.bounds_are_exact`)
+    exact: bool = False
+    # bounds on fields inside struct columns (``Bound.column`` the dotted path, ``s.x``): for
+    # scalar indices of those fields (statistics prune top-level columns only)
+    field_bounds: tuple[Bound, ...] = ()
 
     def filter(self, table: pa.Table) -> pa.Table:
         """Rows of ``table`` for which the predicate is TRUE (FALSE and NULL drop the row).
@@ -190,21 +197,47 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
     if not pa.types.is_boolean(value.type):
         text = str(predicate)
         raise PredicateError(f"The filter {text} does not return a boolean: it returns {value.type}")
-    found = (
-        ()
-        if tree is None
-        else bounds(
-            ex.transform(tree, translator.fold),
-            lambda c: _prunable(schema, c),
-            lambda n, c: _bound_value(schema, n, c),
-        )
-    )
-    return Predicate(value.expr, columns, tuple(found))
+    if tree is None:
+        return Predicate(value.expr, columns)
+    folded = ex.transform(tree, translator.fold)
+
+    def column(node: ex.Column) -> str | None:
+        return _prunable(schema, node)
+
+    def nested(node: ex.Column) -> str | None:
+        return ".".join(node.path) if len(node.path) > 1 and _struct_field(schema, node.path) else None
+
+    def either(node: ex.Column) -> str | None:
+        return column(node) or nested(node)
+
+    def literal(node: ex.Expr, name: str) -> pa.Scalar | None:
+        return _bound_value(schema, node, name)
+
+    found = bounds(folded, column, literal)
+    inside = bounds(folded, nested, literal)
+    exact = bool(found or inside) and visitors.bounds_are_exact(folded, either, literal)
+    return Predicate(value.expr, columns, tuple(found), exact, tuple(inside))
+
+
+def _struct_field(schema: pa.Schema, path: Sequence[str]) -> pa.Field | None:
+    """The field at ``path`` (top-level column, then struct fields, names as stored) when it holds
+    values bounds can compare (None otherwise)."""
+    if schema.get_field_index(path[0]) < 0:
+        return None
+    field = schema.field(path[0])
+    for part in path[1:]:
+        if not pa.types.is_struct(field.type) or field.type.get_field_index(part) < 0:
+            return None
+        field = field.type.field(part)
+    kinds = ("int", "float", "string", "binary", "temporal", "bool")
+    return field if type_kind(field.type) in kinds else None
 
 
 def _prunable(schema: pa.Schema, node: ex.Column) -> str | None:
     """The stored top-level column ``node`` names (matched case-insensitively when unique, as the
     translator does) when statistics hold values of its type (None otherwise)."""
+    if len(node.path) != 1:
+        return None
     name = node.path[0]
     if schema.get_field_index(name) < 0:
         folded = [n for n in schema.names if n.lower() == name.lower()]
@@ -219,7 +252,12 @@ def _bound_value(schema: pa.Schema, node: ex.Expr, column: str) -> pa.Scalar | N
     """``node`` as a non-null, non-NaN literal of the column's type (None when it is not one)."""
     if not isinstance(node, ex.Literal):
         return None
-    type_ = schema.field(column).type
+    field = schema.field(column) if schema.get_field_index(column) >= 0 else None
+    if field is None:  # a struct field's dotted path
+        field = _struct_field(schema, column.split("."))
+        if field is None:
+            return None
+    type_ = field.type
     _, value = unify(Value(pc.field(column), type_), constant(node.value))
     literal = value.literal
     if literal is None or value.type != type_ or not literal.is_valid:

@@ -15,7 +15,7 @@ import pyarrow as pa
 from lance_ops.query import expressions as ex
 from lance_ops.query.parser import to_sql
 
-__all__ = ["Bound", "bounds", "columns", "to_sql"]
+__all__ = ["Bound", "bounds", "bounds_are_exact", "columns", "to_sql"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ def columns(node: ex.Expr) -> list[tuple[str, ...]]:
     return list(found)
 
 
-# Resolves a column node to the top-level column statistics know (None: not one they can use).
+# Resolves a column node to the column (a top-level one for statistics, a dotted struct field path
+# for indices) the bounds are on (None: not one they can use).
 Resolve = Callable[[ex.Column], str | None]
 # A constant operand as a value of the column's type (None: not a non-null, non-NaN constant).
 Constant = Callable[[ex.Expr, str], pa.Scalar | None]
@@ -56,8 +57,20 @@ def bounds(node: ex.Expr, column: Resolve, constant: Constant) -> list[Bound]:
     return [b for part in ex.conjuncts(node) for b in _conjunct_bounds(part, column, constant)]
 
 
+def bounds_are_exact(node: ex.Expr, column: Resolve, constant: Constant) -> bool:
+    """Whether ``node`` is exactly the ``AND`` of its bounds: every conjunct of its top-level
+    ``AND`` is a comparison (not ``!=``), ``BETWEEN``, ``IN``, ``IS NULL`` or ``IS NOT NULL`` of a
+    column with constants that :func:`bounds` turns whole into bounds (a row then meets the filter
+    if and only if it meets every bound)."""
+    for part in ex.conjuncts(node):
+        found = _conjunct_bounds(part, column, constant)
+        if not found or (isinstance(part, ex.Between) and len(found) != 2):
+            return False
+    return True
+
+
 def _plain(node: ex.Expr, column: Resolve) -> str | None:
-    return column(node) if isinstance(node, ex.Column) and len(node.path) == 1 else None
+    return column(node) if isinstance(node, ex.Column) else None
 
 
 def _conjunct_bounds(node: ex.Expr, column: Resolve, constant: Constant) -> list[Bound]:

@@ -19,6 +19,8 @@ from pyroaring import BitMap
 import lance_ops
 from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.index.remap import remap_index
+from lance_ops.index.scalar_query import RowSelection, select_rows
+from lance_ops.query.predicate import parse_predicate
 from lance_ops.table.manifest import IndexMetadata
 from lance_ops.table.transaction import CreateIndex
 
@@ -114,3 +116,12 @@ def knn_recall(
         )
         hits += len(set(got.column("id").to_pylist()) & set(truth[i].tolist()))
     return hits / (10 * len(q))
+
+
+def index_selection(ds: lance_ops.LanceDataset, flt: str) -> RowSelection:
+    """What the scalar indices of ``ds`` select for the SQL filter ``flt`` over all its fragments."""
+    files = ds.handle.files
+    predicate = parse_predicate(flt, files.schema)
+    return select_rows(
+        files.storage, files.manifest, predicate, [f.id for f in files.manifest.fragments], flt
+    )
