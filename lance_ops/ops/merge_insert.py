@@ -45,7 +45,6 @@ from lance_ops.errors import (
     WriteSchemaError,
 )
 from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
 from lance_ops.ops.changes import MERGE_KEYS_PROPERTY
@@ -58,6 +57,7 @@ from lance_ops.ops.update import (
     Attempt,
     Committed,
     RowRewrite,
+    pruned,
     run_with_retries,
     with_properties,
 )
@@ -157,13 +157,7 @@ def candidate_offsets(fragment: FragmentReader, bounds: tuple[Bound, ...] | None
     """The live offsets of ``fragment`` whose pages may hold keys within ``bounds``."""
     if bounds is None:
         return np.zeros(0, np.int64)
-    live = fragment.live_offsets()
-    stats = fragment.statistics() if bounds else None
-    if stats is None:
-        return live
-    ids = {b.column: fragment.files.lance_schema.field(b.column).id for b in bounds}
-    mask = row_mask(stats, bounds, ids, live)
-    return live if mask is None else live[mask]
+    return pruned(fragment, bounds, fragment.live_offsets())
 
 
 @dataclass

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -27,14 +28,17 @@ import pyarrow.compute as pc
 
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import FieldNotFoundError, InvalidArgumentError, RetryableCommitConflictError
+from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.fragment.conform import evaluate_expressions
 from lance_ops.fragment.options import WriteOptions
-from lance_ops.fragment.reader import ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.pruning import row_mask
+from lance_ops.fragment.reader import READ_AHEAD_ROWS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import write_new_fragments
 from lance_ops.ops.changes import IN_ORDER, UPDATE_ROWS_PROPERTY
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.delete import FragmentDeletion, delete_offsets
-from lance_ops.query.predicate import Predicate, parse_expression, parse_predicate
+from lance_ops.query.predicate import Bound, Predicate, parse_expression, parse_predicate
+from lance_ops.query.vectorized import Mask, compile_mask, selected
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR
@@ -207,13 +211,14 @@ def update(
     def attempt(version: VersionFiles) -> Attempt:
         expressions = _bind_updates(version, updates)
         predicate = None if where is None else parse_predicate(where, version.schema)
+        mask = None if where is None else compile_mask(where, version.schema)
         preserved = [version.lance_schema.field(n).id for n in expressions]
         rewrite = RowRewrite(version)
         counted = [0]
         ids: list[np.ndarray] = []
         try:
             rewrite.write(
-                _updated_batches(rewrite, predicate, expressions, counted, ids), lambda: _concat(ids)
+                _updated_batches(rewrite, predicate, mask, expressions, counted, ids), lambda: _concat(ids)
             )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             rewrite.discard()
@@ -236,9 +241,76 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
 
 
+# Selections up to this many rows are read by the task that found them, in one read; larger ones
+# are read in READ_BATCH_ROWS pieces as they are written (bounded memory).
+TASK_READ_ROWS = 1 << 16
+
+
+@dataclass(frozen=True)
+class _Selected:
+    """One fragment's rows ``where`` selects: physical offsets, and the rows themselves (all
+    columns, ``_rowid`` with stable row ids) when there are few enough."""
+
+    fragment: FragmentReader
+    offsets: np.ndarray
+    rows: pa.Table | None
+
+
+def pruned(fragment: FragmentReader, bounds: Sequence[Bound], live: np.ndarray) -> np.ndarray:
+    """The ``live`` offsets of ``fragment`` whose pages may hold rows within ``bounds`` (by the
+    page statistics; all of them when there are none)."""
+    stats = fragment.statistics() if bounds else None
+    if stats is None:
+        return live
+    ids = {b.column: fragment.files.lance_schema.field(b.column).id for b in bounds}
+    mask = row_mask(stats, tuple(bounds), ids, live)
+    return live if mask is None else live[mask]
+
+
+def matching_offsets(fragment: FragmentReader, predicate: Predicate, mask: Mask | None) -> np.ndarray:
+    """Physical offsets of the live rows of ``fragment`` ``predicate`` selects, ascending: pages
+    pruned by its bounds, then its columns read and evaluated (by ``mask``, its numpy form, where
+    it applies) on the calling thread."""
+    if mask is None:
+        return fragment.matching_offsets(predicate)
+    live = pruned(fragment, predicate.bounds, fragment.live_offsets())
+    parts = [np.zeros(0, np.int64)]
+    for start in range(0, len(live), READ_AHEAD_ROWS):
+        offsets = live[start : start + READ_AHEAD_ROWS]
+        table = fragment.read(predicate.columns, offsets)
+        parts.append(offsets[selected(mask, predicate, table)])
+    return np.concatenate(parts)
+
+
+def _select(
+    fragment: FragmentReader, predicate: Predicate | None, mask: Mask | None, stable: bool
+) -> _Selected:
+    if predicate is None:
+        offsets = fragment.live_offsets()
+    else:
+        offsets = matching_offsets(fragment, predicate, mask)
+    rows = None
+    if len(offsets) <= TASK_READ_ROWS:
+        rows = fragment.read(fragment.files.schema.names, offsets, with_row_id=stable)
+    return _Selected(fragment, offsets, rows)
+
+
+def _selections(
+    fragments: Sequence[FragmentReader], predicate: Predicate | None, mask: Mask | None, stable: bool
+) -> Iterator[_Selected]:
+    """Each fragment's selection in fragment order, found :data:`WORKER_THREADS` fragments at a
+    time on the worker pool (each fragment's reads then run on its task's thread)."""
+    window = max(1, WORKER_THREADS)
+    for start in range(0, len(fragments), window):
+        chosen = fragments[start : start + window]
+        tasks = [partial(_select, fragment, predicate, mask, stable) for fragment in chosen]
+        yield from run_tasks(tasks, [f.physical_rows for f in chosen])
+
+
 def _updated_batches(
     rewrite: RowRewrite,
     predicate: Predicate | None,
+    mask: Mask | None,
     expressions: Mapping[str, pc.Expression],
     counted: list[int],
     ids: list[np.ndarray],
@@ -248,12 +320,14 @@ def _updated_batches(
     schema = files.schema
     targets = pa.schema([schema.field(n) for n in expressions])
     stable = files.manifest.uses_stable_row_ids
-    for fragment in files.fragments():
-        # The predicate's columns are read first; whole rows only where it holds.
-        offsets = fragment.live_offsets() if predicate is None else fragment.matching_offsets(predicate)
+    for found in _selections(list(files.fragments()), predicate, mask, stable):
+        fragment, offsets = found.fragment, found.offsets
         for start in range(0, len(offsets), READ_BATCH_ROWS):
-            chunk = offsets[start : start + READ_BATCH_ROWS]
-            table = fragment.read(schema.names, chunk, with_row_id=stable)
+            if found.rows is not None:
+                table = found.rows.slice(start, READ_BATCH_ROWS)
+            else:
+                chunk = offsets[start : start + READ_BATCH_ROWS]
+                table = fragment.read(schema.names, chunk, with_row_id=stable)
             if stable:
                 ids.append(table.column(ROW_ID).to_numpy())
             batch = table.select(schema.names).combine_chunks().to_batches()[0]
