@@ -31,6 +31,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from lance_ops.errors import (
     RetryableCommitConflictError,
     WriteSchemaError,
 )
+from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
@@ -67,6 +69,8 @@ from lance_ops.table.manifest import DataFragment
 from lance_ops.table.transaction import Append, Transaction, Update
 
 _TARGET_INDEX = "__lance_ops_target"
+# Matching (target row, source row) indices, ordered by target row.
+_Pairs = tuple[np.ndarray, np.ndarray]
 _SOURCE_INDEX = "__lance_ops_source"
 
 
@@ -160,6 +164,61 @@ def candidate_offsets(fragment: FragmentReader, bounds: tuple[Bound, ...] | None
     return pruned(fragment, bounds, fragment.live_offsets())
 
 
+# Source key ranges up to this many values are looked up in a bitmap (16 MiB at most).
+BITMAP_MAX_SPAN = 1 << 27
+
+
+class IntegerKeyLookup:
+    """Unique, non-null integer source keys, looked up from target keys without a hash table:
+    a bitmap over the keys' range says which target keys are in the source, and a binary search
+    in the sorted keys finds the source row of those. Several times cheaper than ``index_in``,
+    which builds its hash table of the source keys again for every target fragment."""
+
+    def __init__(self, keys: pa.Array, span: int) -> None:
+        values = _int64_words(keys)
+        self.order = np.argsort(values, kind="stable")
+        self.sorted = values[self.order]
+        self.low = np.uint64(int(self.sorted[0]) & 0xFFFFFFFFFFFFFFFF)
+        self.span = np.uint64(span)
+        present = np.zeros(span, dtype=bool)
+        present[(values.view(np.uint64) - self.low).astype(np.int64)] = True
+        self.bitmap = np.packbits(present, bitorder="little")
+
+    @classmethod
+    def build(cls, keys: pa.ChunkedArray | pa.Array) -> IntegerKeyLookup | None:
+        """The lookup of ``keys`` (integers, unique, no null), or None when they span more than
+        :data:`BITMAP_MAX_SPAN` values (or are not such keys)."""
+        array = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        if not pa.types.is_integer(array.type) or array.null_count or not len(array):
+            return None
+        values = _int64_words(array)
+        span = int(values.max()) - int(values.min()) + 1
+        return cls(array, span) if span <= BITMAP_MAX_SPAN else None
+
+    def pairs(self, target: pa.ChunkedArray | pa.Array) -> _Pairs:
+        """Matching (target row, source row) indices, ordered by target row (a null target key
+        matches nothing)."""
+        array = target.combine_chunks() if isinstance(target, pa.ChunkedArray) else target
+        values = _int64_words(pc.fill_null(array, 0) if array.null_count else array)
+        with np.errstate(over="ignore"):
+            offset = values.view(np.uint64) - self.low  # wraps: keys below the range land far above it
+        inside = offset < self.span
+        offset = np.where(inside, offset, np.uint64(0))
+        bits = (self.bitmap[offset >> np.uint64(3)] >> (offset & np.uint64(7)).astype(np.uint8)) & 1
+        hit = bits.astype(bool) & inside
+        if array.null_count:
+            hit &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        t_index = np.flatnonzero(hit)
+        s_index = self.order[np.searchsorted(self.sorted, values[t_index])]
+        return t_index.astype(np.int64), s_index.astype(np.int64)
+
+
+def _int64_words(array: pa.Array) -> np.ndarray:
+    """Integer values as int64 words, equal exactly where the values are (uint64 reinterpreted)."""
+    values = array.to_numpy(zero_copy_only=False)
+    return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
+
+
 @dataclass
 class _Outcome:
     updated: int = 0
@@ -205,6 +264,7 @@ class _Merge:
         )
         key = source.column(plan.on[0]) if len(plan.on) == 1 else None
         self.unique_single_key = key is not None and all_distinct(key)
+        self.lookup = IntegerKeyLookup.build(key) if key is not None and self.unique_single_key else None
         self.matched = np.zeros(source.num_rows, dtype=bool)
         self.outcome = _Outcome()
         self.rewrite = RowRewrite(files)
@@ -238,13 +298,28 @@ class _Merge:
             with_row_address=True,
             batch_size=READ_BATCH_ROWS,
         )
-        for fragment in fragments:
+
+        def joined(fragment: FragmentReader) -> tuple[pa.Table, _Pairs] | None:
+            """The fragment's candidate rows and their pairs with the source (None: no row)."""
             live = None if every_row else candidate_offsets(fragment, bounds)
             if live is not None and not len(live):
-                continue
+                return None
             parts = [t for t in fragment.scan(scan, live) if t.num_rows]
-            if parts:
-                yield from self._fragment(fragment, pa.concat_tables(parts).combine_chunks())
+            if not parts:
+                return None
+            target = pa.concat_tables(parts).combine_chunks()
+            return target, self._pairs(target)
+
+        # WORKER_THREADS fragments at a time are read and joined on the worker pool (each one's
+        # reads then stay on its task's thread); their rows are written in fragment order.
+        chosen = list(fragments)
+        window = max(1, WORKER_THREADS)
+        for start in range(0, len(chosen), window):
+            some = chosen[start : start + window]
+            found = run_tasks([partial(joined, f) for f in some], [f.physical_rows for f in some])
+            for fragment, result in zip(some, found, strict=True):
+                if result is not None:
+                    yield from self._fragment(fragment, *result)
         if insert:
             yield from self._inserted()
 
@@ -270,17 +345,22 @@ class _Merge:
         prepared = self.run((), insert=False, batches=batches())
         return prepared, np.concatenate(doomed)
 
-    def _fragment(self, fragment: FragmentReader, target: pa.Table) -> Iterator[pa.RecordBatch]:
+    def _fragment(
+        self, fragment: FragmentReader, target: pa.Table, pairs: _Pairs
+    ) -> Iterator[pa.RecordBatch]:
         """The fragment's updated rows (its deletions are recorded once it is done)."""
         doomed = [np.zeros(0, np.uint64)]
-        yield from self._matched(target, doomed)
+        yield from self._matched(target, doomed, pairs)
         addresses = np.concatenate(doomed)
         self.rewrite.delete(fragment, (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64))
 
-    def _matched(self, target: pa.Table, doomed: list[np.ndarray]) -> Iterator[pa.RecordBatch]:
-        """The updated rows of ``target``; the addresses of its rows to delete go to ``doomed``."""
+    def _matched(
+        self, target: pa.Table, doomed: list[np.ndarray], pairs: _Pairs | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """The updated rows of ``target``; the addresses of its rows to delete go to ``doomed``
+        (``pairs``: :meth:`_pairs` of ``target`` when already found)."""
         plan = self.plan
-        t_index, s_index = self._pairs(target)
+        t_index, s_index = self._pairs(target) if pairs is None else pairs
         t_index_all = t_index
         self._refuse_ambiguous(target, t_index)
         if len(t_index) and plan.when_matched == "fail":
@@ -311,11 +391,15 @@ class _Merge:
             doomed.append(addresses[unmatched])
             self.outcome.deleted += int(unmatched.sum())
 
-    def _pairs(self, target: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        """Matching (target row, source row) indices, ordered by target row. One key column with
-        unique source keys is a hash lookup of each target key in the source's (``index_in``);
-        otherwise an Arrow hash join (composite keys, or duplicates to refuse as ambiguous)."""
+    def _pairs(self, target: pa.Table) -> _Pairs:
+        """Matching (target row, source row) indices, ordered by target row. One integer key
+        column with unique source keys over at most :data:`BITMAP_MAX_SPAN` values is looked up in
+        a bitmap (:class:`IntegerKeyLookup`); another unique key column is a hash lookup of each
+        target key in the source's (``index_in``); otherwise an Arrow hash join (composite keys,
+        or duplicates to refuse as ambiguous)."""
         on = list(self.plan.on)
+        if self.lookup is not None:
+            return self.lookup.pairs(target.column(on[0]))
         if self.unique_single_key:
             try:  # a null key matches nothing, as in the join
                 found = pc.index_in(target.column(on[0]), value_set=self.keys.column(on[0]), skip_nulls=True)
