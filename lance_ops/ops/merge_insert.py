@@ -166,6 +166,8 @@ def candidate_offsets(fragment: FragmentReader, bounds: tuple[Bound, ...] | None
 
 # Source key ranges up to this many values are looked up in a bitmap (16 MiB at most).
 BITMAP_MAX_SPAN = 1 << 27
+# Target keys looked up at a time (the scratch arrays of one lookup stay a few MiB).
+LOOKUP_ROWS = 1 << 18
 
 
 class IntegerKeyLookup:
@@ -197,20 +199,29 @@ class IntegerKeyLookup:
 
     def pairs(self, target: pa.ChunkedArray | pa.Array) -> _Pairs:
         """Matching (target row, source row) indices, ordered by target row (a null target key
-        matches nothing)."""
+        matches nothing). Looked up :data:`LOOKUP_ROWS` target keys at a time (bounded scratch
+        memory)."""
         array = target.combine_chunks() if isinstance(target, pa.ChunkedArray) else target
+        found = [
+            self._hits(array.slice(start, LOOKUP_ROWS)) + start for start in range(0, len(array), LOOKUP_ROWS)
+        ]
+        t_index = np.concatenate(found) if found else np.zeros(0, np.int64)
+        values = _int64_words(array.take(pa.array(t_index))) if len(t_index) else np.zeros(0, np.int64)
+        s_index = self.order[np.searchsorted(self.sorted, values)]
+        return t_index, s_index.astype(np.int64)
+
+    def _hits(self, array: pa.Array) -> np.ndarray:
+        """Positions in ``array`` of the keys the source holds."""
         values = _int64_words(pc.fill_null(array, 0) if array.null_count else array)
         with np.errstate(over="ignore"):
             offset = values.view(np.uint64) - self.low  # wraps: keys below the range land far above it
         inside = offset < self.span
-        offset = np.where(inside, offset, np.uint64(0))
-        bits = (self.bitmap[offset >> np.uint64(3)] >> (offset & np.uint64(7)).astype(np.uint8)) & 1
-        hit = bits.astype(bool) & inside
+        offset[~inside] = 0
+        bits = self.bitmap[offset >> np.uint64(3)] >> (offset & np.uint64(7)).astype(np.uint8)
+        hit = (bits & 1).astype(bool) & inside
         if array.null_count:
             hit &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        t_index = np.flatnonzero(hit)
-        s_index = self.order[np.searchsorted(self.sorted, values[t_index])]
-        return t_index.astype(np.int64), s_index.astype(np.int64)
+        return np.flatnonzero(hit).astype(np.int64)
 
 
 def _int64_words(array: pa.Array) -> np.ndarray:

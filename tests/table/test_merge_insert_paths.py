@@ -60,7 +60,13 @@ def test_bitmap_lookup_equals_the_hash_lookup(case: tuple[str, list[int], list[i
     t_index, s_index = lookup.pairs(target)
     assert (t_index.tolist(), s_index.tolist()) == _hash_pairs(source, target)
     chunked = pa.chunked_array([target.slice(0, len(target) // 2), target.slice(len(target) // 2)])
-    assert lookup.pairs(chunked)[0].tolist() == t_index.tolist()
+    saved = merge_op.LOOKUP_ROWS
+    merge_op.LOOKUP_ROWS = 7  # several slices of target keys
+    try:
+        in_slices = lookup.pairs(chunked)
+    finally:
+        merge_op.LOOKUP_ROWS = saved
+    assert (in_slices[0].tolist(), in_slices[1].tolist()) == (t_index.tolist(), s_index.tolist())
 
 
 def test_lookup_is_only_built_for_small_ranges_of_unique_integers() -> None:
