@@ -31,7 +31,6 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -45,7 +44,6 @@ from lance_ops.errors import (
     RetryableCommitConflictError,
     WriteSchemaError,
 )
-from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
@@ -59,11 +57,13 @@ from lance_ops.ops.update import (
     Attempt,
     Committed,
     RowRewrite,
+    per_fragment,
     pruned,
     run_with_retries,
     with_properties,
 )
-from lance_ops.query.predicate import Bound, Predicate, parse_predicate
+from lance_ops.query.predicate import Bound, parse_predicate
+from lance_ops.query.vectorized import selected
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFragment
 from lance_ops.table.transaction import Append, Transaction, Update
@@ -321,16 +321,10 @@ class _Merge:
             target = pa.concat_tables(parts).combine_chunks()
             return target, self._pairs(target)
 
-        # WORKER_THREADS fragments at a time are read and joined on the worker pool (each one's
-        # reads then stay on its task's thread); their rows are written in fragment order.
-        chosen = list(fragments)
-        window = max(1, WORKER_THREADS)
-        for start in range(0, len(chosen), window):
-            some = chosen[start : start + window]
-            found = run_tasks([partial(joined, f) for f in some], [f.physical_rows for f in some])
-            for fragment, result in zip(some, found, strict=True):
-                if result is not None:
-                    yield from self._fragment(fragment, *result)
+        # Read and joined on the worker pool; the rows are written in fragment order.
+        for fragment, result in per_fragment(fragments, joined):
+            if result is not None:
+                yield from self._fragment(fragment, *result)
         if insert:
             yield from self._inserted()
 
@@ -398,7 +392,7 @@ class _Merge:
             unmatched = np.ones(target.num_rows, dtype=bool)
             unmatched[t_index_all] = False
             if self.by_source is not None:
-                unmatched &= _evaluate(target, self.by_source)
+                unmatched &= selected(None, self.by_source, target)
             doomed.append(addresses[unmatched])
             self.outcome.deleted += int(unmatched.sum())
 
@@ -443,7 +437,7 @@ class _Merge:
         old = target.select(schema.names).take(pa.array(t_index))
         new = self.source.take(pa.array(s_index))
         joined = pa.table({"target": old.to_struct_array(), "source": new.to_struct_array()})
-        return _evaluate(joined, self.condition)
+        return selected(None, self.condition, joined)
 
     def _shaped(self, rows: pa.Table, target: pa.Table | None) -> pa.Table:
         """``rows`` of the source with the columns it lacks from ``target`` (updated rows) or null."""
@@ -457,14 +451,6 @@ class _Merge:
             else:
                 columns.append(pa.nulls(rows.num_rows, field.type))
         return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _evaluate(table: pa.Table, predicate: Predicate) -> np.ndarray:
-    """Where ``predicate`` is TRUE over ``table`` (NULL counts as FALSE)."""
-    import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
-
-    result = pads.dataset(table).to_table(columns={"m": predicate.expression}).column("m")
-    return np.asarray(pc.fill_null(result, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:

@@ -5,7 +5,9 @@ rewritten rows written as new fragments while the old ones are deleted (deletion
 left without live rows is removed). One ``Update`` transaction in pylance's rewrite-rows mode records
 it (``fields_for_preserving_frag_bitmap`` = the updated columns). With stable row ids the rewritten
 rows keep their ids: the new fragments carry them and the commit keeps their created-at versions
-(:mod:`lance_ops.table.apply`).
+(:mod:`lance_ops.table.apply`). The fragments' selections are found two at a time (one per core,
+:func:`per_fragment`) and a simple integer filter (``id % 100 = 7``) is evaluated with numpy
+(:mod:`lance_ops.query.vectorized`), other filters with Arrow on the task's thread.
 
 :class:`RowRewrite` is the part ``merge_insert`` shares: it collects one attempt's deletions and new
 fragments, turns them into the ``Update`` and removes the files of an attempt that was not
@@ -50,6 +52,7 @@ RETRY_TIMEOUT_SECONDS = 30.0
 READ_BATCH_ROWS = 8192
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def dataset_write_options(files: VersionFiles) -> WriteOptions:
@@ -251,7 +254,6 @@ class _Selected:
     """One fragment's rows ``where`` selects: physical offsets, and the rows themselves (all
     columns, ``_rowid`` with stable row ids) when there are few enough."""
 
-    fragment: FragmentReader
     offsets: np.ndarray
     rows: pa.Table | None
 
@@ -292,19 +294,21 @@ def _select(
     rows = None
     if len(offsets) <= TASK_READ_ROWS:
         rows = fragment.read(fragment.files.schema.names, offsets, with_row_id=stable)
-    return _Selected(fragment, offsets, rows)
+    return _Selected(offsets, rows)
 
 
-def _selections(
-    fragments: Sequence[FragmentReader], predicate: Predicate | None, mask: Mask | None, stable: bool
-) -> Iterator[_Selected]:
-    """Each fragment's selection in fragment order, found :data:`WORKER_THREADS` fragments at a
-    time on the worker pool (each fragment's reads then run on its task's thread)."""
+def per_fragment(
+    fragments: Iterable[FragmentReader], work: Callable[[FragmentReader], R]
+) -> Iterator[tuple[FragmentReader, R]]:
+    """``(fragment, work(fragment))`` in fragment order, :data:`WORKER_THREADS` fragments at a
+    time on the worker pool (each fragment's reads then stay on its task's thread; the window
+    bounds what is held at once)."""
+    chosen = list(fragments)
     window = max(1, WORKER_THREADS)
-    for start in range(0, len(fragments), window):
-        chosen = fragments[start : start + window]
-        tasks = [partial(_select, fragment, predicate, mask, stable) for fragment in chosen]
-        yield from run_tasks(tasks, [f.physical_rows for f in chosen])
+    for start in range(0, len(chosen), window):
+        some = chosen[start : start + window]
+        results = run_tasks([partial(work, f) for f in some], [f.physical_rows for f in some])
+        yield from zip(some, results, strict=True)
 
 
 def _updated_batches(
@@ -320,8 +324,9 @@ def _updated_batches(
     schema = files.schema
     targets = pa.schema([schema.field(n) for n in expressions])
     stable = files.manifest.uses_stable_row_ids
-    for found in _selections(list(files.fragments()), predicate, mask, stable):
-        fragment, offsets = found.fragment, found.offsets
+    select = partial(_select, predicate=predicate, mask=mask, stable=stable)
+    for fragment, found in per_fragment(files.fragments(), select):
+        offsets = found.offsets
         for start in range(0, len(offsets), READ_BATCH_ROWS):
             if found.rows is not None:
                 table = found.rows.slice(start, READ_BATCH_ROWS)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.ops import merge_insert as merge_op
+from lance_ops.ops import update as update_op
 from lance_ops.ops.merge_insert import IntegerKeyLookup
 from tests.table.twins import make_twins
 
@@ -113,7 +114,7 @@ def test_fragments_joined_in_parallel_write_what_serial_writes(
     results = []
     source = _table(np.arange(-50, 2000, 7), 3)
     for window in (1, 2):
-        monkeypatch.setattr(merge_op, "WORKER_THREADS", window)
+        monkeypatch.setattr(update_op, "WORKER_THREADS", window)
         uri = str(tmp_path / f"w{window}")
         lance_ops.write_dataset(_table(np.arange(1000), 1), uri, max_rows_per_file=100)
         ds = lance_ops.dataset(uri)
