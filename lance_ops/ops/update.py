@@ -269,31 +269,43 @@ def pruned(fragment: FragmentReader, bounds: Sequence[Bound], live: np.ndarray) 
     return live if mask is None else live[mask]
 
 
-def matching_offsets(fragment: FragmentReader, predicate: Predicate, mask: Mask | None) -> np.ndarray:
-    """Physical offsets of the live rows of ``fragment`` ``predicate`` selects, ascending: pages
-    pruned by its bounds, then its columns read and evaluated (by ``mask``, its numpy form, where
-    it applies) on the calling thread."""
+def matching_rows(
+    fragment: FragmentReader, predicate: Predicate, mask: Mask | None
+) -> tuple[np.ndarray, pa.Table | None]:
+    """Physical offsets of the live rows of ``fragment`` ``predicate`` selects, ascending, and
+    (with ``mask``) the selected rows' values of the columns it read: pages pruned by its bounds,
+    then its columns read and evaluated (by ``mask``, its numpy form, where it applies) on the
+    calling thread."""
     if mask is None:
-        return fragment.matching_offsets(predicate)
+        return fragment.matching_offsets(predicate), None
     live = pruned(fragment, predicate.bounds, fragment.live_offsets())
-    parts = [np.zeros(0, np.int64)]
+    offsets, tables = [np.zeros(0, np.int64)], []
     for start in range(0, len(live), READ_AHEAD_ROWS):
-        offsets = live[start : start + READ_AHEAD_ROWS]
-        table = fragment.read(predicate.columns, offsets)
-        parts.append(offsets[selected(mask, predicate, table)])
-    return np.concatenate(parts)
+        chunk = live[start : start + READ_AHEAD_ROWS]
+        table = fragment.read(predicate.columns, chunk)
+        keep = selected(mask, predicate, table)
+        offsets.append(chunk[keep])
+        tables.append(table.filter(pa.array(keep)))
+    values = pa.concat_tables(tables) if tables else fragment.read(predicate.columns, offsets[0])
+    return np.concatenate(offsets), values
 
 
 def _select(
     fragment: FragmentReader, predicate: Predicate | None, mask: Mask | None, stable: bool
 ) -> _Selected:
+    had = None
     if predicate is None:
         offsets = fragment.live_offsets()
     else:
-        offsets = matching_offsets(fragment, predicate, mask)
+        offsets, had = matching_rows(fragment, predicate, mask)
     rows = None
     if len(offsets) <= TASK_READ_ROWS:
-        rows = fragment.read(fragment.files.schema.names, offsets, with_row_id=stable)
+        # The filter's columns of the selected rows are at hand: only the others are read.
+        names = fragment.files.schema.names
+        rest = [n for n in names if had is None or n not in had.column_names]
+        rows = fragment.read(rest, offsets, with_row_id=stable)
+        for name in [] if had is None else had.column_names:
+            rows = rows.append_column(had.schema.field(name), had.column(name))
     return _Selected(offsets, rows)
 
 
