@@ -3,8 +3,10 @@
 The source is read once into memory (pylance keeps a copy too, to retry). The target is streamed
 fragment by fragment: each fragment's rows whose keys the source may hold are read (pruned by the
 page statistics with the source's key range when no row must be seen for a by-source delete; only
-the key columns and the columns a condition or a partial source needs), hash-joined with the source
-keys (``pyarrow.Table.join``), and the fragment's part of the result decided with vectorised masks:
+the key columns and the columns a condition or a partial source needs), joined with the source keys
+(unique integer keys: a bitmap over their range and a binary search, :class:`IntegerKeyLookup`;
+other unique keys: ``index_in``; else ``pyarrow.Table.join``), two fragments at a time on the
+worker pool, and the fragment's part of the result decided with vectorised masks:
 
 * matched rows: updated (``when_matched_update_all(condition)``: old row deleted, the source row —
   completed from the target's row when the source lacks columns — written to a new fragment),
@@ -69,9 +71,9 @@ from lance_ops.table.manifest import DataFragment
 from lance_ops.table.transaction import Append, Transaction, Update
 
 _TARGET_INDEX = "__lance_ops_target"
+_SOURCE_INDEX = "__lance_ops_source"
 # Matching (target row, source row) indices, ordered by target row.
 _Pairs = tuple[np.ndarray, np.ndarray]
-_SOURCE_INDEX = "__lance_ops_source"
 
 
 @dataclass(frozen=True)
@@ -176,8 +178,8 @@ class IntegerKeyLookup:
     in the sorted keys finds the source row of those. Several times cheaper than ``index_in``,
     which builds its hash table of the source keys again for every target fragment."""
 
-    def __init__(self, keys: pa.Array, span: int) -> None:
-        values = _int64_words(keys)
+    def __init__(self, values: np.ndarray, span: int) -> None:
+        """``values``: the keys as :func:`_int64_words`, unique; ``span``: max - min + 1."""
         self.order = np.argsort(values, kind="stable")
         self.sorted = values[self.order]
         self.low = np.uint64(int(self.sorted[0]) & 0xFFFFFFFFFFFFFFFF)
@@ -195,7 +197,7 @@ class IntegerKeyLookup:
             return None
         values = _int64_words(array)
         span = int(values.max()) - int(values.min()) + 1
-        return cls(array, span) if span <= BITMAP_MAX_SPAN else None
+        return cls(values, span) if span <= BITMAP_MAX_SPAN else None
 
     def pairs(self, target: pa.ChunkedArray | pa.Array) -> _Pairs:
         """Matching (target row, source row) indices, ordered by target row (a null target key

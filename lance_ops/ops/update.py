@@ -301,11 +301,11 @@ def _select(
     rows = None
     if len(offsets) <= TASK_READ_ROWS:
         # The filter's columns of the selected rows are at hand: only the others are read.
-        names = fragment.files.schema.names
-        rest = [n for n in names if had is None or n not in had.column_names]
+        known = pa.table({}) if had is None else had
+        rest = [n for n in fragment.files.schema.names if n not in known.column_names]
         rows = fragment.read(rest, offsets, with_row_id=stable)
-        for name in [] if had is None else had.column_names:
-            rows = rows.append_column(had.schema.field(name), had.column(name))
+        for name in known.column_names:
+            rows = rows.append_column(known.schema.field(name), known.column(name))
     return _Selected(offsets, rows)
 
 
