@@ -3,9 +3,10 @@
 Each measurement runs in a child process of its own on a fresh copy of the same dataset (written
 once by pylance, ``--rows`` rows of an int64 key, a float64 and a short string, 1Mi rows per file),
 reporting its wall time, the process's peak resident set (``VmHWM``) and what the work added to
-it (after minus before), after a warm-up write of 50k rows (one-time imports and loading the
-compiled hash kernels of the distinct-count sketches, ~2 s in a fresh process, are not the
-operation's; a 10-row warm-up wrote no sketch and left that cost in the first measurement).
+it (after minus before), after a warm-up write of 50k rows and a filtered count of them (one-time
+imports and loading the compiled hash kernels of the distinct-count sketches, ~2 s in a fresh
+process, and lance_ops' SQL parser, ~0.1 s, are not the operation's; a 10-row warm-up wrote no
+sketch and left that cost in the first measurement).
 
 * ``merge_insert``: ``--source`` rows, half with existing keys (spread over the table), half new;
   ``when_matched_update_all().when_not_matched_insert_all()``;
@@ -13,7 +14,12 @@ operation's; a 10-row warm-up wrote no sketch and left that cost in the first me
 
 Both systems' results are compared (row counts, result dicts). Run on demand (not a test)::
 
-    .venv/bin/python bench/mutations.py [--rows 1M] [--source 100k]
+    .venv/bin/python bench/mutations.py [--rows 1M] [--source 100k] [--spark]
+
+``--spark`` also times the Spark upsert, ``jobs.merge_insert(spark, uri, df, on="id")`` at
+``--master`` (default ``local[2]``), on its own copy with the same source as a cached DataFrame,
+after a warm-up upsert on a small dataset (session start, Python workers, imports); its result
+dict and rows are compared with pylance's. Ratios are against pylance's in-process merge_insert.
 
 The issue's target is ``--rows 10M --source 100k`` (merge_insert of 100k rows, half matching, into
 10M rows; update of 1 % of 10M rows); counts take ``k`` / ``M`` suffixes.
@@ -79,7 +85,8 @@ def _peak_mb() -> float:
 def child(system: str, op: str, path: str, rows: int, size: int) -> dict[str, object]:
     module = __import__("lance_ops" if system == "lance_ops" else "lance")
     # One tiny write first: one-time costs (imports, kernel compilation) are not the operation's.
-    module.write_dataset(table(np.arange(WARM_UP_ROWS), 1), path + ".warm-up")
+    warm = module.write_dataset(table(np.arange(WARM_UP_ROWS), 1), path + ".warm-up")
+    warm.count_rows(filter="id % 100 = 7")  # loads the SQL parser (lance_ops imports it on first use)
     ds = module.dataset(path)
     data = source(rows, size) if op == "merge_insert" else None
     before = _peak_mb()
@@ -99,10 +106,55 @@ def run_child(system: str, op: str, path: str, rows: int, size: int) -> dict[str
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
+def spark_upsert(
+    work: Path, base: str, args: argparse.Namespace, merged: dict[str, dict[str, object]]
+) -> list[str]:
+    """Time ``jobs.merge_insert`` at ``args.master`` against the in-process runs in ``merged``."""
+    import lance
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import jobs
+    from jobs.session import get_spark
+
+    spark = get_spark("lance-ops-bench-mutations", master=args.master, config={"spark.ui.enabled": "false"})
+    try:
+        warm_up = str(work / "spark-warm-up.lance")
+        lance.write_dataset(table(np.arange(WARM_UP_ROWS), 1), warm_up)
+        small = spark.createDataFrame(source(WARM_UP_ROWS, 1_000)).cache()
+        jobs.merge_insert(spark, warm_up, small, on="id")
+        frame = spark.createDataFrame(source(args.rows, args.source)).cache()
+        frame.count()
+        uri = str(work / "spark-merge_insert.lance")
+        shutil.copytree(base, uri)
+        start = time.perf_counter()
+        committed = jobs.merge_insert(spark, uri, frame, on="id")
+        seconds = time.perf_counter() - start
+    finally:
+        spark.stop()
+    theirs_uri = str(work / "pylance-merge_insert.lance")
+    same_rows = (
+        lance.dataset(uri).to_table().sort_by("id").equals(lance.dataset(theirs_uri).to_table().sort_by("id"))
+    )
+    pylance_run, ours_run = merged["pylance"], merged["lance_ops"]
+    same = dict(committed.result) == pylance_run["result"] and same_rows
+    theirs_s, ours_s = float(pylance_run["seconds"]), float(ours_run["seconds"])  # type: ignore[arg-type]
+    return [
+        f"Spark upsert ({args.master}, source a cached DataFrame; the in-process runs as above)",
+        "",
+        "| merge_insert | seconds | / pylance | same rows and result as pylance |",
+        "|---|---|---|---|",
+        f"| Spark jobs.merge_insert | {seconds:.2f} | {seconds / theirs_s:.2f} | {same} |",
+        f"| lance_ops in-process | {ours_s:.2f} | {ours_s / theirs_s:.2f} | |",
+        f"| pylance in-process | {theirs_s:.2f} | 1.00 | |",
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=count, default=1_000_000, help="target rows (e.g. 10M)")
     parser.add_argument("--source", type=count, default=100_000, help="source rows (e.g. 100k)")
+    parser.add_argument("--spark", action="store_true", help="also time jobs.merge_insert on Spark")
+    parser.add_argument("--master", default="local[2]", help="Spark master of --spark")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -123,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "pylance peak / held MB | same result |",
             "|---|---|---|---|---|---|---|",
         ]
+        merged: dict[str, dict[str, object]] = {}
         for op in ("merge_insert", "update"):
             results = {}
             for system in ("lance_ops", "pylance"):
@@ -130,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shutil.copytree(base, copy)
                 results[system] = run_child(system, op, copy, args.rows, args.source)
                 results[system]["rows"] = lance.dataset(copy).count_rows()
+            if op == "merge_insert":
+                merged = results
             ours, theirs = results["lance_ops"], results["pylance"]
             same = ours["result"] == theirs["result"] and ours["rows"] == theirs["rows"]
             ratio = float(ours["seconds"]) / float(theirs["seconds"])  # type: ignore[arg-type]
@@ -138,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{ours['peak_mb']:.0f} / {ours['held_mb']:.0f} | "
                 f"{theirs['peak_mb']:.0f} / {theirs['held_mb']:.0f} | {same} |"
             )
+        if args.spark:
+            lines += ["", *spark_upsert(work, base, args, merged)]
         print("\n".join(lines))
     finally:
         shutil.rmtree(work, ignore_errors=True)

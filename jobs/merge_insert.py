@@ -5,7 +5,8 @@
         [--when-not-matched-by-source delete|none] [--by-source-condition SQL]
 
 Two ways to join, chosen by the source's size (``strategy="auto"``: broadcast up to
-``broadcast_rows`` source rows, co-partitioned above):
+``broadcast_rows`` source rows, co-partitioned above; the driver collects at most
+``broadcast_rows + 1`` rows to tell, and that collection is the broadcast source):
 
 * **broadcast**: the source DataFrame is collected once on the driver (as Arrow, columns cast to
   the dataset's types) and broadcast. Each Spark task opens the pinned version and merges one
@@ -110,7 +111,7 @@ def merge_insert(
     (``committed.result`` holds pylance's counts). Bad input raises before any task runs.
     ``strategy``: ``broadcast`` the source, join ``copartitioned`` by key hash into ``partitions``
     partitions (default: Spark's default parallelism), or ``auto``: broadcast up to
-    ``broadcast_rows`` source rows (counting the DataFrame first)."""
+    ``broadcast_rows`` source rows (collecting at most one row more on the driver to tell)."""
     options = commit_options(storage_options, commit_message, transaction_properties, manifest_store, commit)
     storage_options, manifest_store = options.storage_options, options.manifest_store
     plan = merge_op.MergeInsertPlan(
@@ -128,12 +129,17 @@ def merge_insert(
     files = latest(uri, storage_options, manifest_store)
     plan.check(files.schema)
     store_options = dict(storage_options or {})
-    if strategy == "copartitioned" or (strategy == "auto" and df.count() > broadcast_rows):
+    collected = None
+    if strategy == "auto":
+        # One job: the source collected up to one row past the limit (no count job before it).
+        collected = _source_table(df.limit(broadcast_rows + 1), files)
+    if strategy == "copartitioned" or (collected is not None and collected.num_rows > broadcast_rows):
         count = partitions or spark.sparkContext.defaultParallelism
         if count < 1:
             raise InvalidArgumentError(f"partitions must be >= 1, not {count}")
         return _copartitioned(spark, uri, df, plan, files, count, store_options, options, progress)
-    source = merge_op.read_source(_source_table(df, files), None, plan, files.schema)
+    collected = _source_table(df, files) if collected is None else collected
+    source = merge_op.read_source(collected, None, plan, files.schema)
     shared = spark.sparkContext.broadcast(source)
 
     def attempt(version: VersionFiles) -> Attempt:

@@ -909,13 +909,20 @@ class LanceDataset:
         )
 
     def changes(
-        self, start_version: int, end_version: int | None = None, *, keys: Sequence[str] | None = None
+        self,
+        start_version: int,
+        end_version: int | None = None,
+        *,
+        keys: Sequence[str] | None = None,
+        require_pairs: bool = False,
     ) -> pa.Table:
         """Changed rows of commits ``start_version..end_version`` (default: this version) with
         ``_change_type`` and ``_commit_version`` (Delta's change data feed); ``keys`` (columns
-        identifying a row) pair updates into pre/post images without stable row ids."""
+        identifying a row) pair updates into pre/post images without stable row ids;
+        ``require_pairs``: an update that cannot be paired raises instead of reading as
+        delete + insert."""
         end = self.version if end_version is None else end_version
-        return changes_op.changes(self._storage, start_version, end, keys)
+        return changes_op.changes(self._storage, start_version, end, keys, require_pairs)
 
     def add_columns(
         self,

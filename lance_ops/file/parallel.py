@@ -48,10 +48,16 @@ def _workers() -> ThreadPoolExecutor:
         return _pool
 
 
+def in_task() -> bool:
+    """Whether the calling thread is running a task of :func:`run_tasks` (work it starts then
+    stays on this thread: the tasks beside it already use the other cores)."""
+    return bool(getattr(_in_task, "active", False))
+
+
 def run_tasks(tasks: Sequence[Callable[[], T]], costs: Sequence[float] | None = None) -> list[T]:
     """Every task's result, in task order; the first failure (in task order) is raised once all
     tasks have ended. ``costs`` (one per task) orders the queue, costliest first."""
-    if len(tasks) < 2 or WORKER_THREADS < 2 or getattr(_in_task, "active", False):
+    if len(tasks) < 2 or WORKER_THREADS < 2 or in_task():
         return [task() for task in tasks]
     order = list(range(len(tasks)))
     if costs is not None:

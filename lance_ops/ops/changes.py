@@ -20,7 +20,10 @@ only fragments that are new, removed or carry a new deletion file:
   k-th removed row, in fragment / offset order, became the k-th added row). Anything else without
   stable row ids — pylance's ``update`` / ``merge_insert`` unless ``keys`` is given, appends,
   deletes, overwrites, restores — reads as delete + insert, since nothing in the files ties an
-  added row to a removed one;
+  added row to a removed one (pylance 14 writes no row id sequence and no row versions without
+  stable row ids: an updated row gets the new row address as its ``_rowid``, and pylance's own
+  ``delta().get_updated_rows()`` is empty there). ``require_pairs=True`` refuses such an
+  ``Update`` with an error naming ``keys`` instead;
 * compactions (``Rewrite``) move rows without changing them and report nothing; column-level
   commits (``Merge``/``Project``/``DataReplacement``: added, altered or dropped columns) and
   metadata-only commits report nothing either.
@@ -181,11 +184,17 @@ def delta(
 
 
 def changes(
-    storage: StorageContext, start_version: int, end_version: int, keys: Sequence[str] | None = None
+    storage: StorageContext,
+    start_version: int,
+    end_version: int,
+    keys: Sequence[str] | None = None,
+    require_pairs: bool = False,
 ) -> pa.Table:
     """The row changes of commits ``start_version .. end_version`` (see the module docstring);
     ``keys``: the columns that identify a row, pairing the rows of ``Update`` commits without
-    stable row ids."""
+    stable row ids. ``require_pairs``: refuse (:class:`InvalidArgumentError`, nothing returned)
+    an ``Update`` commit that removed and added rows with nothing to pair them by (no stable row
+    ids, no pairing recorded, no ``keys``), instead of reading it as deletes and inserts."""
     if start_version < 1 or end_version < start_version:
         raise InvalidArgumentError(
             f"changes needs 1 <= start_version <= end_version, not {start_version}..{end_version}"
@@ -198,7 +207,10 @@ def changes(
         after = loaded.manifest
         transaction = load_transaction(store, root, loaded)
         if transaction is None or not isinstance(transaction.operation, _NO_ROW_CHANGES):
-            tables.append(_commit_changes(storage, before, after, _pairing(transaction, keys)))
+            pairing = _pairing(transaction, keys)
+            is_update = transaction is not None and isinstance(transaction.operation, Update)
+            unpaired = require_pairs and pairing is None and is_update
+            tables.append(_commit_changes(storage, before, after, pairing, refuse_unpaired=unpaired))
         before = after
     schema = _manifest(storage, end_version).schema.to_arrow()
     out = [_conformed(t, schema) for t in tables if t.num_rows]
@@ -284,13 +296,23 @@ def _commit_changes(
     before: Manifest | None,
     after: Manifest,
     pairing: tuple[str, ...] | str | None = None,
+    refuse_unpaired: bool = False,
 ) -> pa.Table:
-    """Rows removed and added between ``before`` (None: nothing) and ``after``."""
+    """Rows removed and added between ``before`` (None: nothing) and ``after``;
+    ``refuse_unpaired``: raise when rows were both removed and added and no stable row ids pair
+    them (the commit is an ``Update`` with no other pairing)."""
     old = {} if before is None else {f.id: f for f in before.fragments}
     new = {f.id: f for f in after.fragments}
     removed, removed_ids = _rows_between(storage, before, old, new, dropped=True)
     added, added_ids = _rows_between(storage, after, new, old, dropped=False)
     stable = after.uses_stable_row_ids and before is not None and before.uses_stable_row_ids
+    if refuse_unpaired and not stable and removed is not None and added is not None:
+        raise InvalidArgumentError(
+            f"cannot pair the update images of version {after.version}: the dataset has no stable "
+            "row ids and the Update commit records no pairing (pylance's update and merge_insert "
+            "write none); pass keys=[...] (the columns that identify a row), or write the dataset "
+            "with enable_stable_row_ids=True"
+        )
     paired_old, paired_new = _paired(removed, removed_ids, added, added_ids, stable, pairing)
     parts = []
     if removed is not None:

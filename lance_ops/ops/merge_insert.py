@@ -3,8 +3,10 @@
 The source is read once into memory (pylance keeps a copy too, to retry). The target is streamed
 fragment by fragment: each fragment's rows whose keys the source may hold are read (pruned by the
 page statistics with the source's key range when no row must be seen for a by-source delete; only
-the key columns and the columns a condition or a partial source needs), hash-joined with the source
-keys (``pyarrow.Table.join``), and the fragment's part of the result decided with vectorised masks:
+the key columns and the columns a condition or a partial source needs), joined with the source keys
+(unique integer keys: a bitmap over their range and a binary search, :class:`IntegerKeyLookup`;
+other unique keys: ``index_in``; else ``pyarrow.Table.join``), two fragments at a time on the
+worker pool, and the fragment's part of the result decided with vectorised masks:
 
 * matched rows: updated (``when_matched_update_all(condition)``: old row deleted, the source row —
   completed from the target's row when the source lacks columns — written to a new fragment),
@@ -45,7 +47,6 @@ from lance_ops.errors import (
     WriteSchemaError,
 )
 from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
 from lance_ops.ops.changes import MERGE_KEYS_PROPERTY
@@ -58,16 +59,21 @@ from lance_ops.ops.update import (
     Attempt,
     Committed,
     RowRewrite,
+    per_fragment,
+    pruned,
     run_with_retries,
     with_properties,
 )
-from lance_ops.query.predicate import Bound, Predicate, parse_predicate
+from lance_ops.query.predicate import Bound, parse_predicate
+from lance_ops.query.vectorized import selected
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFragment
 from lance_ops.table.transaction import Append, Transaction, Update
 
 _TARGET_INDEX = "__lance_ops_target"
 _SOURCE_INDEX = "__lance_ops_source"
+# Matching (target row, source row) indices, ordered by target row.
+_Pairs = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -157,13 +163,73 @@ def candidate_offsets(fragment: FragmentReader, bounds: tuple[Bound, ...] | None
     """The live offsets of ``fragment`` whose pages may hold keys within ``bounds``."""
     if bounds is None:
         return np.zeros(0, np.int64)
-    live = fragment.live_offsets()
-    stats = fragment.statistics() if bounds else None
-    if stats is None:
-        return live
-    ids = {b.column: fragment.files.lance_schema.field(b.column).id for b in bounds}
-    mask = row_mask(stats, bounds, ids, live)
-    return live if mask is None else live[mask]
+    return pruned(fragment, bounds, fragment.live_offsets())
+
+
+# Source key ranges up to this many values are looked up in a bitmap (16 MiB at most).
+BITMAP_MAX_SPAN = 1 << 27
+# Target keys looked up at a time (the scratch arrays of one lookup stay a few MiB).
+LOOKUP_ROWS = 1 << 18
+
+
+class IntegerKeyLookup:
+    """Unique, non-null integer source keys, looked up from target keys without a hash table:
+    a bitmap over the keys' range says which target keys are in the source, and a binary search
+    in the sorted keys finds the source row of those. Several times cheaper than ``index_in``,
+    which builds its hash table of the source keys again for every target fragment."""
+
+    def __init__(self, values: np.ndarray, span: int) -> None:
+        """``values``: the keys as :func:`_int64_words`, unique; ``span``: max - min + 1."""
+        self.order = np.argsort(values, kind="stable")
+        self.sorted = values[self.order]
+        self.low = np.uint64(int(self.sorted[0]) & 0xFFFFFFFFFFFFFFFF)
+        self.span = np.uint64(span)
+        present = np.zeros(span, dtype=bool)
+        present[(values.view(np.uint64) - self.low).astype(np.int64)] = True
+        self.bitmap = np.packbits(present, bitorder="little")
+
+    @classmethod
+    def build(cls, keys: pa.ChunkedArray | pa.Array) -> IntegerKeyLookup | None:
+        """The lookup of ``keys`` (integers, unique, no null), or None when they span more than
+        :data:`BITMAP_MAX_SPAN` values (or are not such keys)."""
+        array = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        if not pa.types.is_integer(array.type) or array.null_count or not len(array):
+            return None
+        values = _int64_words(array)
+        span = int(values.max()) - int(values.min()) + 1
+        return cls(values, span) if span <= BITMAP_MAX_SPAN else None
+
+    def pairs(self, target: pa.ChunkedArray | pa.Array) -> _Pairs:
+        """Matching (target row, source row) indices, ordered by target row (a null target key
+        matches nothing). Looked up :data:`LOOKUP_ROWS` target keys at a time (bounded scratch
+        memory)."""
+        array = target.combine_chunks() if isinstance(target, pa.ChunkedArray) else target
+        found = [
+            self._hits(array.slice(start, LOOKUP_ROWS)) + start for start in range(0, len(array), LOOKUP_ROWS)
+        ]
+        t_index = np.concatenate(found) if found else np.zeros(0, np.int64)
+        values = _int64_words(array.take(pa.array(t_index))) if len(t_index) else np.zeros(0, np.int64)
+        s_index = self.order[np.searchsorted(self.sorted, values)]
+        return t_index, s_index.astype(np.int64)
+
+    def _hits(self, array: pa.Array) -> np.ndarray:
+        """Positions in ``array`` of the keys the source holds."""
+        values = _int64_words(pc.fill_null(array, 0) if array.null_count else array)
+        with np.errstate(over="ignore"):
+            offset = values.view(np.uint64) - self.low  # wraps: keys below the range land far above it
+        inside = offset < self.span
+        offset[~inside] = 0
+        bits = self.bitmap[offset >> np.uint64(3)] >> (offset & np.uint64(7)).astype(np.uint8)
+        hit = (bits & 1).astype(bool) & inside
+        if array.null_count:
+            hit &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        return np.flatnonzero(hit).astype(np.int64)
+
+
+def _int64_words(array: pa.Array) -> np.ndarray:
+    """Integer values as int64 words, equal exactly where the values are (uint64 reinterpreted)."""
+    values = array.to_numpy(zero_copy_only=False)
+    return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
 
 
 @dataclass
@@ -211,6 +277,7 @@ class _Merge:
         )
         key = source.column(plan.on[0]) if len(plan.on) == 1 else None
         self.unique_single_key = key is not None and all_distinct(key)
+        self.lookup = IntegerKeyLookup.build(key) if key is not None and self.unique_single_key else None
         self.matched = np.zeros(source.num_rows, dtype=bool)
         self.outcome = _Outcome()
         self.rewrite = RowRewrite(files)
@@ -244,13 +311,22 @@ class _Merge:
             with_row_address=True,
             batch_size=READ_BATCH_ROWS,
         )
-        for fragment in fragments:
+
+        def joined(fragment: FragmentReader) -> tuple[pa.Table, _Pairs] | None:
+            """The fragment's candidate rows and their pairs with the source (None: no row)."""
             live = None if every_row else candidate_offsets(fragment, bounds)
             if live is not None and not len(live):
-                continue
+                return None
             parts = [t for t in fragment.scan(scan, live) if t.num_rows]
-            if parts:
-                yield from self._fragment(fragment, pa.concat_tables(parts).combine_chunks())
+            if not parts:
+                return None
+            target = pa.concat_tables(parts).combine_chunks()
+            return target, self._pairs(target)
+
+        # Read and joined on the worker pool; the rows are written in fragment order.
+        for fragment, result in per_fragment(fragments, joined):
+            if result is not None:
+                yield from self._fragment(fragment, *result)
         if insert:
             yield from self._inserted()
 
@@ -276,17 +352,22 @@ class _Merge:
         prepared = self.run((), insert=False, batches=batches())
         return prepared, np.concatenate(doomed)
 
-    def _fragment(self, fragment: FragmentReader, target: pa.Table) -> Iterator[pa.RecordBatch]:
+    def _fragment(
+        self, fragment: FragmentReader, target: pa.Table, pairs: _Pairs
+    ) -> Iterator[pa.RecordBatch]:
         """The fragment's updated rows (its deletions are recorded once it is done)."""
         doomed = [np.zeros(0, np.uint64)]
-        yield from self._matched(target, doomed)
+        yield from self._matched(target, doomed, pairs)
         addresses = np.concatenate(doomed)
         self.rewrite.delete(fragment, (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64))
 
-    def _matched(self, target: pa.Table, doomed: list[np.ndarray]) -> Iterator[pa.RecordBatch]:
-        """The updated rows of ``target``; the addresses of its rows to delete go to ``doomed``."""
+    def _matched(
+        self, target: pa.Table, doomed: list[np.ndarray], pairs: _Pairs | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """The updated rows of ``target``; the addresses of its rows to delete go to ``doomed``
+        (``pairs``: :meth:`_pairs` of ``target`` when already found)."""
         plan = self.plan
-        t_index, s_index = self._pairs(target)
+        t_index, s_index = self._pairs(target) if pairs is None else pairs
         t_index_all = t_index
         self._refuse_ambiguous(target, t_index)
         if len(t_index) and plan.when_matched == "fail":
@@ -313,15 +394,19 @@ class _Merge:
             unmatched = np.ones(target.num_rows, dtype=bool)
             unmatched[t_index_all] = False
             if self.by_source is not None:
-                unmatched &= _evaluate(target, self.by_source)
+                unmatched &= selected(None, self.by_source, target)
             doomed.append(addresses[unmatched])
             self.outcome.deleted += int(unmatched.sum())
 
-    def _pairs(self, target: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        """Matching (target row, source row) indices, ordered by target row. One key column with
-        unique source keys is a hash lookup of each target key in the source's (``index_in``);
-        otherwise an Arrow hash join (composite keys, or duplicates to refuse as ambiguous)."""
+    def _pairs(self, target: pa.Table) -> _Pairs:
+        """Matching (target row, source row) indices, ordered by target row. One integer key
+        column with unique source keys over at most :data:`BITMAP_MAX_SPAN` values is looked up in
+        a bitmap (:class:`IntegerKeyLookup`); another unique key column is a hash lookup of each
+        target key in the source's (``index_in``); otherwise an Arrow hash join (composite keys,
+        or duplicates to refuse as ambiguous)."""
         on = list(self.plan.on)
+        if self.lookup is not None:
+            return self.lookup.pairs(target.column(on[0]))
         if self.unique_single_key:
             try:  # a null key matches nothing, as in the join
                 found = pc.index_in(target.column(on[0]), value_set=self.keys.column(on[0]), skip_nulls=True)
@@ -354,7 +439,7 @@ class _Merge:
         old = target.select(schema.names).take(pa.array(t_index))
         new = self.source.take(pa.array(s_index))
         joined = pa.table({"target": old.to_struct_array(), "source": new.to_struct_array()})
-        return _evaluate(joined, self.condition)
+        return selected(None, self.condition, joined)
 
     def _shaped(self, rows: pa.Table, target: pa.Table | None) -> pa.Table:
         """``rows`` of the source with the columns it lacks from ``target`` (updated rows) or null."""
@@ -368,14 +453,6 @@ class _Merge:
             else:
                 columns.append(pa.nulls(rows.num_rows, field.type))
         return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _evaluate(table: pa.Table, predicate: Predicate) -> np.ndarray:
-    """Where ``predicate`` is TRUE over ``table`` (NULL counts as FALSE)."""
-    import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
-
-    result = pads.dataset(table).to_table(columns={"m": predicate.expression}).column("m")
-    return np.asarray(pc.fill_null(result, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:

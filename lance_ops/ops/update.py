@@ -5,7 +5,9 @@ rewritten rows written as new fragments while the old ones are deleted (deletion
 left without live rows is removed). One ``Update`` transaction in pylance's rewrite-rows mode records
 it (``fields_for_preserving_frag_bitmap`` = the updated columns). With stable row ids the rewritten
 rows keep their ids: the new fragments carry them and the commit keeps their created-at versions
-(:mod:`lance_ops.table.apply`).
+(:mod:`lance_ops.table.apply`). The fragments' selections are found two at a time (one per core,
+:func:`per_fragment`) and a simple integer filter (``id % 100 = 7``) is evaluated with numpy
+(:mod:`lance_ops.query.vectorized`), other filters with Arrow on the task's thread.
 
 :class:`RowRewrite` is the part ``merge_insert`` shares: it collects one attempt's deletions and new
 fragments, turns them into the ``Update`` and removes the files of an attempt that was not
@@ -17,8 +19,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -27,14 +30,17 @@ import pyarrow.compute as pc
 
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import FieldNotFoundError, InvalidArgumentError, RetryableCommitConflictError
+from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.fragment.conform import evaluate_expressions
 from lance_ops.fragment.options import WriteOptions
-from lance_ops.fragment.reader import ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.pruning import row_mask
+from lance_ops.fragment.reader import READ_AHEAD_ROWS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import write_new_fragments
 from lance_ops.ops.changes import IN_ORDER, UPDATE_ROWS_PROPERTY
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.delete import FragmentDeletion, delete_offsets
-from lance_ops.query.predicate import Predicate, parse_expression, parse_predicate
+from lance_ops.query.predicate import Bound, Predicate, parse_expression, parse_predicate
+from lance_ops.query.vectorized import Mask, compile_mask, selected
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR, DELETIONS_DIR
@@ -46,6 +52,7 @@ RETRY_TIMEOUT_SECONDS = 30.0
 READ_BATCH_ROWS = 8192
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def dataset_write_options(files: VersionFiles) -> WriteOptions:
@@ -207,13 +214,14 @@ def update(
     def attempt(version: VersionFiles) -> Attempt:
         expressions = _bind_updates(version, updates)
         predicate = None if where is None else parse_predicate(where, version.schema)
+        mask = None if where is None else compile_mask(where, version.schema)
         preserved = [version.lance_schema.field(n).id for n in expressions]
         rewrite = RowRewrite(version)
         counted = [0]
         ids: list[np.ndarray] = []
         try:
             rewrite.write(
-                _updated_batches(rewrite, predicate, expressions, counted, ids), lambda: _concat(ids)
+                _updated_batches(rewrite, predicate, mask, expressions, counted, ids), lambda: _concat(ids)
             )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             rewrite.discard()
@@ -236,9 +244,89 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
 
 
+# Selections up to this many rows are read by the task that found them, in one read; larger ones
+# are read in READ_BATCH_ROWS pieces as they are written (bounded memory).
+TASK_READ_ROWS = 1 << 16
+
+
+@dataclass(frozen=True)
+class _Selected:
+    """One fragment's rows ``where`` selects: physical offsets, and the rows themselves (all
+    columns, ``_rowid`` with stable row ids) when there are few enough."""
+
+    offsets: np.ndarray
+    rows: pa.Table | None
+
+
+def pruned(fragment: FragmentReader, bounds: Sequence[Bound], live: np.ndarray) -> np.ndarray:
+    """The ``live`` offsets of ``fragment`` whose pages may hold rows within ``bounds`` (by the
+    page statistics; all of them when there are none)."""
+    stats = fragment.statistics() if bounds else None
+    if stats is None:
+        return live
+    ids = {b.column: fragment.files.lance_schema.field(b.column).id for b in bounds}
+    mask = row_mask(stats, tuple(bounds), ids, live)
+    return live if mask is None else live[mask]
+
+
+def matching_rows(
+    fragment: FragmentReader, predicate: Predicate, mask: Mask | None
+) -> tuple[np.ndarray, pa.Table | None]:
+    """Physical offsets of the live rows of ``fragment`` ``predicate`` selects, ascending, and
+    (with ``mask``) the selected rows' values of the columns it read: pages pruned by its bounds,
+    then its columns read and evaluated (by ``mask``, its numpy form, where it applies) on the
+    calling thread."""
+    if mask is None:
+        return fragment.matching_offsets(predicate), None
+    live = pruned(fragment, predicate.bounds, fragment.live_offsets())
+    offsets, tables = [np.zeros(0, np.int64)], []
+    for start in range(0, len(live), READ_AHEAD_ROWS):
+        chunk = live[start : start + READ_AHEAD_ROWS]
+        table = fragment.read(predicate.columns, chunk)
+        keep = selected(mask, predicate, table)
+        offsets.append(chunk[keep])
+        tables.append(table.filter(pa.array(keep)))
+    values = pa.concat_tables(tables) if tables else fragment.read(predicate.columns, offsets[0])
+    return np.concatenate(offsets), values
+
+
+def _select(
+    fragment: FragmentReader, predicate: Predicate | None, mask: Mask | None, stable: bool
+) -> _Selected:
+    had = None
+    if predicate is None:
+        offsets = fragment.live_offsets()
+    else:
+        offsets, had = matching_rows(fragment, predicate, mask)
+    rows = None
+    if len(offsets) <= TASK_READ_ROWS:
+        # The filter's columns of the selected rows are at hand: only the others are read.
+        known = pa.table({}) if had is None else had
+        rest = [n for n in fragment.files.schema.names if n not in known.column_names]
+        rows = fragment.read(rest, offsets, with_row_id=stable)
+        for name in known.column_names:
+            rows = rows.append_column(known.schema.field(name), known.column(name))
+    return _Selected(offsets, rows)
+
+
+def per_fragment(
+    fragments: Iterable[FragmentReader], work: Callable[[FragmentReader], R]
+) -> Iterator[tuple[FragmentReader, R]]:
+    """``(fragment, work(fragment))`` in fragment order, :data:`WORKER_THREADS` fragments at a
+    time on the worker pool (each fragment's reads then stay on its task's thread; the window
+    bounds what is held at once)."""
+    chosen = list(fragments)
+    window = max(1, WORKER_THREADS)
+    for start in range(0, len(chosen), window):
+        some = chosen[start : start + window]
+        results = run_tasks([partial(work, f) for f in some], [f.physical_rows for f in some])
+        yield from zip(some, results, strict=True)
+
+
 def _updated_batches(
     rewrite: RowRewrite,
     predicate: Predicate | None,
+    mask: Mask | None,
     expressions: Mapping[str, pc.Expression],
     counted: list[int],
     ids: list[np.ndarray],
@@ -248,12 +336,15 @@ def _updated_batches(
     schema = files.schema
     targets = pa.schema([schema.field(n) for n in expressions])
     stable = files.manifest.uses_stable_row_ids
-    for fragment in files.fragments():
-        # The predicate's columns are read first; whole rows only where it holds.
-        offsets = fragment.live_offsets() if predicate is None else fragment.matching_offsets(predicate)
+    select = partial(_select, predicate=predicate, mask=mask, stable=stable)
+    for fragment, found in per_fragment(files.fragments(), select):
+        offsets = found.offsets
         for start in range(0, len(offsets), READ_BATCH_ROWS):
-            chunk = offsets[start : start + READ_BATCH_ROWS]
-            table = fragment.read(schema.names, chunk, with_row_id=stable)
+            if found.rows is not None:
+                table = found.rows.slice(start, READ_BATCH_ROWS)
+            else:
+                chunk = offsets[start : start + READ_BATCH_ROWS]
+                table = fragment.read(schema.names, chunk, with_row_id=stable)
             if stable:
                 ids.append(table.column(ROW_ID).to_numpy())
             batch = table.select(schema.names).combine_chunks().to_batches()[0]

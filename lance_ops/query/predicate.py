@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_ops.errors import FieldNotFoundError, LanceOpsError, PredicateError, PredicateTypeError
+from lance_ops.file.parallel import in_task
 from lance_ops.query import expressions as ex
 from lance_ops.query import visitors
 from lance_ops.query.arrow import ArrowTranslator
@@ -78,8 +79,11 @@ class Predicate:
         """Rows of ``table`` for which the predicate is TRUE (FALSE and NULL drop the row).
 
         A small table (the rows an index selected, say) is filtered on the calling thread: Arrow's
-        thread pool would cost a hand-off per call, more than the filter itself."""
-        if table.num_rows > _THREADED_FILTER_ROWS or not isinstance(table, pa.Table):
+        thread pool would cost a hand-off per call, more than the filter itself. So is any table
+        filtered by a task of :func:`~lance_ops.file.parallel.run_tasks`: its caller already
+        keeps the cores busy, and on a loaded machine each hand-off waits for a core."""
+        threaded = table.num_rows > _THREADED_FILTER_ROWS and not in_task()
+        if threaded or not isinstance(table, pa.Table):
             return table.filter(self.expression)
         from pyarrow import acero  # noqa: PLC0415 - imports pyarrow.dataset: not at startup
 
