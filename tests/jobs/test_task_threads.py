@@ -11,7 +11,7 @@ import jobs
 from jobs.common import on_executors, size_to_task
 from lance_ops.file import parallel
 
-pytestmark = pytest.mark.spark
+pytestmark = pytest.mark.spark  # one worker: the session fixture
 
 
 def _threads(_: int) -> tuple[int, int]:
@@ -48,3 +48,31 @@ def test_a_job_writes_and_reads_with_sized_tasks(spark: SparkSession, tmp_path: 
     assert lance.dataset(uri).count_rows() == 50_000
     back = spark.read.format("lance").load(uri)
     assert back.where("k = 3").count() == len([i for i in range(50_000) if i % 7 == 3])
+
+
+def _daemon_command(_: int) -> str:
+    import os
+
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as command:
+        return command.read().replace(b"\0", b" ").decode()
+
+
+def test_workers_are_forked_from_the_preloading_daemon(spark: SparkSession) -> None:
+    """The session's Python workers come from jobs.daemon, which imported jobs and lance_ops
+    before forking them (the first task of each worker does not pay those imports)."""
+    assert spark.conf.get("spark.python.daemon.module") == "jobs.daemon"
+    commands = on_executors(spark, [0, 1], _daemon_command)
+    assert all("-m jobs.daemon" in command for command in commands), commands
+
+
+def test_preloading_imports_without_starting_threads() -> None:
+    """The daemon forks after preloading: nothing it loads may leave a thread running."""
+    import sys
+    import threading
+
+    from jobs import daemon
+
+    before = threading.active_count()
+    assert daemon.preload() == []
+    assert threading.active_count() == before
+    assert {"jobs", "lance_ops.dataset", "lance_ops.encoding.sketch"} <= set(sys.modules)
