@@ -1,6 +1,7 @@
 """Benchmark the Spark jobs against the same operation in pylance, in the same run (on demand).
 
-For ``--rows`` rows (default 1M, ``ints_nulls``-like columns generated with numpy) written as
+For ``--rows`` rows (default 1M: an int64 id and three columns computed from it the same way by
+numpy and by Spark, so the DataFrame is built and cached in the JVM, never shipped through pandas) written as
 ``--fragments`` fragments, each operation runs once per system on a fresh copy of the same dataset:
 
 * ``append``      — Spark: ``jobs.save(df)`` of a DataFrame of ``--rows`` rows (``--partitions`` tasks);
@@ -28,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,17 +39,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import jobs  # noqa: E402
 from jobs.session import get_spark  # noqa: E402
 
+# The columns as functions of ``id``, so that Spark builds the same rows in the JVM (no 10M-row
+# pandas frame shipped from the driver): a small-range int (bit-packable), a wide int, a double.
+COLUMNS = {
+    "a": "(id * 7919) % 1000",
+    "b": "((id * 2654435761) % 2199023255552) - 1099511627776",
+    "c": "CAST(id % 100003 AS DOUBLE) / 100003",
+}
 
-def make_table(rows: int, seed: int = 0) -> pa.Table:
-    rng = np.random.default_rng(seed)
+
+def make_table(rows: int) -> pa.Table:
+    ids = np.arange(rows, dtype=np.int64)
     return pa.table(
         {
-            "id": np.arange(rows, dtype=np.int64),
-            "a": rng.integers(0, 1000, rows, dtype=np.int64),
-            "b": rng.integers(-(2**40), 2**40, rows, dtype=np.int64),
-            "c": rng.random(rows),
+            "id": ids,
+            "a": (ids * 7919) % 1000,
+            "b": ((ids * 2654435761) % 2199023255552) - 1099511627776,
+            "c": (ids % 100003).astype(np.float64) / 100003,
         }
     )
+
+
+def make_frame(spark: Any, rows: int, partitions: int) -> Any:
+    """:func:`make_table`'s rows as a cached DataFrame of ``partitions`` partitions."""
+    columns = [f"{expr} AS {name}" for name, expr in COLUMNS.items()]
+    frame = spark.range(0, rows, numPartitions=partitions).selectExpr("id", *columns).cache()
+    frame.count()
+    return frame
 
 
 def timed(run: Callable[[], object]) -> float:
@@ -63,12 +81,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=2, help="tasks of the Spark append")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--scaling", action="store_true", help="also time the append with 1, 2, 4 tasks")
+    parser.add_argument("--driver-memory", default="3g", help="the local JVM's (it caches the frame)")
     args = parser.parse_args(argv)
     import lance
 
     table = make_table(args.rows)
     per_file = -(-args.rows // args.fragments)
-    spark = get_spark("lance-ops-bench", master=args.master, config={"spark.ui.enabled": "false"})
+    config = {"spark.ui.enabled": "false", "spark.driver.memory": args.driver_memory}
+    spark = get_spark("lance-ops-bench", master=args.master, config=config)
     workdir = Path(tempfile.mkdtemp(prefix="lance-ops-spark-bench-"))
     try:
         base = str(workdir / "base.lance")
@@ -80,8 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.copytree(base, path)
             return path
 
-        frame = spark.createDataFrame(table.to_pandas()).repartition(args.partitions).cache()
-        frame.count()
+        frame = make_frame(spark, args.rows, args.partitions)
         jobs.save(spark.range(1), str(workdir / "warmup.lance"))
         rows: list[tuple[str, float, float]] = []
 
@@ -136,8 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("\n| append tasks | Spark job (s) |")
             print("|---:|---:|")
             for partitions in (1, 2, 4):
-                scaled = frame.repartition(partitions).cache()
-                scaled.count()
+                scaled = make_frame(spark, args.rows, partitions)
                 print(f"| {partitions} | {timed(lambda s=scaled: jobs.save(s, fresh('scale'))):.2f} |")
     finally:
         spark.stop()
