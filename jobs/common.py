@@ -17,10 +17,9 @@ from pyspark.sql import SparkSession
 
 import lance_ops
 from jobs.session import get_spark
-from lance_ops.file.parallel import set_worker_threads
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import open_version
-from lance_ops.ops.engine import ExternalManifestStore, VersionFiles
+from lance_ops.ops.engine import ExternalManifestStore, VersionFiles, set_worker_threads
 from lance_ops.progress import ProgressEvent, Tracker
 
 T = TypeVar("T")

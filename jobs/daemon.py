@@ -29,7 +29,7 @@ def _load_kernels() -> None:
     write calls, by sketching an int and a string column once."""
     import pyarrow as pa
 
-    from lance_ops.encoding.sketch import DistinctSketch
+    from lance_ops.ops.engine import DistinctSketch
 
     DistinctSketch().update(pa.array([1, 2, 3])).update(pa.array(["a", "b"]))
 
