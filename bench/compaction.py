@@ -111,9 +111,14 @@ def child(system: str, path: str) -> dict[str, float]:
         warm_up(lance_ops, path)
         ds = lance_ops.dataset(path)
     before = peak_mb()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     ds.optimize.compact_files()
-    return {"seconds": time.perf_counter() - start, "before_mb": before, "peak_mb": peak_mb()}
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": time.process_time() - cpu,  # every thread of the process (pylance's too)
+        "before_mb": before,
+        "peak_mb": peak_mb(),
+    }
 
 
 def run_child(system: str, path: str) -> dict[str, float]:
@@ -127,18 +132,18 @@ def run_child(system: str, path: str) -> dict[str, float]:
 
 def timed(
     source: str, workdir: Path, name: str, repeats: int, run: Callable[[str], object], memory: bool = False
-) -> tuple[float, str, tuple[float, float]]:
+) -> tuple[float, str, tuple[float, float, float]]:
     """Best time of ``repeats`` compactions of fresh copies, the last copy, and the largest peak RSS
-    held by a compaction and the largest peak of its process (MB; 0 unless ``memory``: then each
-    runs in a child process)."""
-    best, target, held, peak = float("inf"), "", 0.0, 0.0
+    held by a compaction, the largest peak of its process (MB) and the least CPU time of the
+    process's threads (s) (0, 0, inf unless ``memory``: then each runs in a child process)."""
+    best, target, held, peak, cpu = float("inf"), "", 0.0, 0.0, float("inf")
     for attempt in range(repeats):
         target = str(workdir / f"{name}-{attempt}")
         shutil.copytree(source, target)
         if memory:
             result = run_child(name, target)
             seconds, held = result["seconds"], max(held, result["peak_mb"] - result["before_mb"])
-            peak = max(peak, result["peak_mb"])
+            peak, cpu = max(peak, result["peak_mb"]), min(cpu, result["cpu_seconds"])
             metrics: object = result
         else:
             start = time.perf_counter()
@@ -148,7 +153,7 @@ def timed(
         print(f"  {name} #{attempt}: {seconds:.3f} s {metrics}", file=sys.stderr, flush=True)
         if attempt + 1 < repeats:
             shutil.rmtree(target)
-    return best, target, (held, peak)
+    return best, target, (held, peak, cpu)
 
 
 def report(
@@ -156,7 +161,7 @@ def report(
     ops: float,
     pylance: float,
     same: bool,
-    held: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0)),
+    held: tuple[tuple[float, float, float], tuple[float, float, float]] = ((0, 0, 0), (0, 0, 0)),
 ) -> str:
     rows = args.fragments * args.rows_per_fragment
     return "\n".join(
@@ -172,20 +177,23 @@ def report(
             f"`compact_files()` with default options; best of {args.repeats}"
             + (
                 "; each compaction in a child process after a warm-up compaction of 15,000 rows, "
+                "CPU = the process's CPU time during the compaction, all threads (least of the repeats), "
                 "`held` = its peak RSS minus the peak before it began, `peak` = the process's peak RSS "
                 "(largest of the repeats)."
                 if args.memory
                 else "."
             ),
             "",
-            "| system | compact (s) |" + (" held (MB) | peak (MB) |" if args.memory else ""),
-            "| --- | --- |" + (" --- | --- |" if args.memory else ""),
-            f"| lance_ops | {ops:.3f} |" + (f" {held[0][0]:.0f} | {held[0][1]:.0f} |" if args.memory else ""),
+            "| system | compact (s) |" + (" CPU (s) | held (MB) | peak (MB) |" if args.memory else ""),
+            "| --- | --- |" + (" --- | --- | --- |" if args.memory else ""),
+            f"| lance_ops | {ops:.3f} |"
+            + (f" {held[0][2]:.2f} | {held[0][0]:.0f} | {held[0][1]:.0f} |" if args.memory else ""),
             f"| pylance | {pylance:.3f} |"
-            + (f" {held[1][0]:.0f} | {held[1][1]:.0f} |" if args.memory else ""),
+            + (f" {held[1][2]:.2f} | {held[1][0]:.0f} | {held[1][1]:.0f} |" if args.memory else ""),
             f"| ratio lance_ops / pylance | {ops / pylance:.2f} |"
             + (
-                f" {held[0][0] - held[1][0]:+.0f} MB | {held[0][1] - held[1][1]:+.0f} MB |"
+                f" {held[0][2] / held[1][2]:.2f} | {held[0][0] - held[1][0]:+.0f} MB |"
+                f" {held[0][1] - held[1][1]:+.0f} MB |"
                 if args.memory
                 else ""
             ),
@@ -215,6 +223,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory", action="store_true", help="compact in child processes, report peak RSS")
     parser.add_argument("--markdown", action="store_true", help=f"also update {RESULTS_PATH.name}")
+    parser.add_argument(
+        "--source",
+        help="prepared dataset to reuse (prepared there and kept if it does not exist yet): "
+        "the 10M-row preparation alone takes minutes",
+    )
     return parser.parse_args(argv)
 
 
@@ -226,8 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="lance-ops-compaction-", dir=os.environ.get("BENCH_TMP")) as tmp:
         workdir = Path(tmp)
-        source = str(workdir / "source")
-        prepare(source, args)
+        source = args.source or str(workdir / "source")
+        if not (args.source and os.path.exists(args.source)):
+            prepare(source + ".partial", args)  # renamed when complete: a kept source is never half made
+            os.rename(source + ".partial", source)
         ops, ops_path, ops_held = timed(source, workdir, "lance_ops", args.repeats, compact_ops, args.memory)
         pylance, pylance_path, pylance_held = timed(
             source, workdir, "pylance", args.repeats, compact_pylance, args.memory

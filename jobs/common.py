@@ -11,19 +11,30 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 import lance_ops
 from jobs.session import get_spark
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.compaction import open_version
-from lance_ops.ops.engine import ExternalManifestStore, VersionFiles
+from lance_ops.ops.engine import ExternalManifestStore, VersionFiles, set_worker_threads
 from lance_ops.progress import ProgressEvent, Tracker
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["commit_options", "driver_log", "latest", "on_executors", "open_version", "run_main"]
+__all__ = [
+    "commit_options",
+    "driver_log",
+    "in_task",
+    "latest",
+    "on_executors",
+    "open_version",
+    "run_main",
+    "size_to_task",
+]
 
 log = logging.getLogger("jobs")
 POLL_SECONDS = 0.5
@@ -33,6 +44,32 @@ def driver_log(event: ProgressEvent) -> None:
     """The default progress callback of the job mains: one INFO line on the driver per event."""
     total = "?" if event.total is None else event.total
     log.info("%s: %s/%s %s %s", event.operation, event.done, total, event.unit, event.message)
+
+
+def size_to_task() -> int | None:
+    """In a Spark task: lance_ops' decode / encode threads and Arrow's CPU pool sized to the cores
+    Spark gave the task (``spark.task.cpus``, 1 by default), so that the tasks running at once on
+    an executor share its cores instead of each using all of them (``local[2]`` runs two tasks,
+    each on one thread). Returns that count; None (nothing changed) outside a task. Ask for more
+    threads per task with ``spark.task.cpus`` (Spark then runs fewer tasks at once)."""
+    context = TaskContext.get()
+    if context is None:
+        return None
+    threads = max(1, int(context.cpus()))
+    set_worker_threads(threads)
+    if pa.cpu_count() != threads:
+        pa.set_cpu_count(threads)
+    return threads
+
+
+def in_task(func: Callable[[T], R]) -> Callable[[T], R]:
+    """``func`` run after :func:`size_to_task` (what every executor function of the jobs is)."""
+
+    def sized(item: T) -> R:
+        size_to_task()
+        return func(item)
+
+    return sized
 
 
 def on_executors(
@@ -47,7 +84,7 @@ def on_executors(
     """
     if not items:
         return []
-    rdd = spark.sparkContext.parallelize(list(items), numSlices=len(items)).map(func)
+    rdd = spark.sparkContext.parallelize(list(items), numSlices=len(items)).map(in_task(func))
     if tracker is None:
         return rdd.collect()
     context = spark.sparkContext

@@ -121,6 +121,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 import lance_ops
 from jobs.change_feed import OPTION as CHANGE_FEED_OPTION
 from jobs.change_feed import ChangeFeedReader, change_feed_schema, version_range
+from jobs.common import size_to_task
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
 from lance_ops.errors import (
     DatasetAlreadyExistsError,
@@ -415,6 +416,7 @@ class LanceReader(DataSourceReader):
             raise TypeError(f"not a Lance partition: {partition!r}")
         if partition.fragment_id is None:
             return
+        size_to_task()  # the decoders' threads: this task's cores, not the executor's
         files = self._open()
         metadata = next((f for f in files.manifest.fragments if f.id == partition.fragment_id), None)
         if metadata is None:
@@ -575,6 +577,7 @@ class LanceWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
         if self.skip:
             return LanceCommitMessage()
+        size_to_task()  # the encoders' threads: this task's cores, not the executor's
         counted = _CountingBatches(iterator, self.conform, self._check())
         head = counted.peek()
         if head is None:

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
 from lance_ops import CommitOptions
+from lance_ops.errors import CorruptFileError
 from lance_ops.ops.delete import DeleteResult, FragmentDeletion, commit_delete, delete_in_fragment
 from lance_ops.ops.engine import ExternalManifestStore, parse_predicate
 from lance_ops.progress import DELETE, ProgressCallback, Tracker
@@ -47,13 +48,19 @@ def delete(
     version = files.manifest.version
     store_options = dict(storage_options or {})
 
-    def task(fragment_id: int) -> FragmentDeletion | None:
+    def task(item: tuple[int, int]) -> FragmentDeletion | None:
+        # The fragment by its place in the pinned manifest: only its reader is built, not one per
+        # fragment of the dataset in every task.
+        index, fragment_id = item
         pinned = open_version(uri, version, store_options)
-        fragment = next(f for f in pinned.fragments() if f.id == fragment_id)
+        fragment = pinned.fragment_at(index)
+        if fragment.id != fragment_id:  # the driver read the same version's manifest
+            raise CorruptFileError(uri, f"version {version}: fragment {fragment_id} is not at {index}")
         return delete_in_fragment(fragment, parse_predicate(predicate, pinned.schema), version)
 
     tracker = Tracker.start(progress, DELETE, len(files.manifest.fragments), "tasks")
-    found = on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker)
+    items = [(index, f.id) for index, f in enumerate(files.manifest.fragments)]
+    found = on_executors(spark, items, task, tracker)
     return commit_delete(files, [d for d in found if d is not None], predicate, options)
 
 

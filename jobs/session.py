@@ -26,6 +26,8 @@ DEFAULT_CONFIG: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
+    # Workers forked with jobs and lance_ops already imported (jobs.daemon).
+    "spark.python.daemon.module": "jobs.daemon",
     "spark.ui.showConsoleProgress": "false",
 }
 

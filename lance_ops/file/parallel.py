@@ -8,6 +8,8 @@ pull tasks from one shared queue (costliest first, so the last to finish is a sh
 returns their results in task order. It is re-entrant without deadlock: a task that itself
 calls :func:`run_tasks` runs its subtasks on its own thread. The pool is created on first use
 and dropped in a forked child (Spark forks its Python workers), which builds a fresh one.
+:func:`set_worker_threads` sizes it to fewer cores than the machine's (a Spark task uses the
+cores Spark gave it, not every core of the executor: ``jobs.common``).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def _workers() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(WORKER_THREADS - 1, thread_name_prefix="lance-ops-worker")
+            _pool = ThreadPoolExecutor(max(1, WORKER_THREADS - 1), thread_name_prefix="lance-ops-worker")
         return _pool
 
 
@@ -52,6 +54,20 @@ def in_task() -> bool:
     """Whether the calling thread is running a task of :func:`run_tasks` (work it starts then
     stays on this thread: the tasks beside it already use the other cores)."""
     return bool(getattr(_in_task, "active", False))
+
+
+def set_worker_threads(threads: int) -> int:
+    """Use ``threads`` threads (the caller included) for each read or flush from now on; returns
+    the previous count. A pool of another size is dropped (its idle threads end when it is
+    collected; a read already running finishes on it) and the next read builds one of this size."""
+    global WORKER_THREADS, _pool
+    if threads < 1:
+        raise ValueError(f"worker threads must be at least 1, got {threads}")
+    with _pool_lock:
+        previous, WORKER_THREADS = WORKER_THREADS, threads
+        if threads != previous:
+            _pool = None
+    return previous
 
 
 def run_tasks(tasks: Sequence[Callable[[], T]], costs: Sequence[float] | None = None) -> list[T]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.encoding.sketch import DistinctSketch
+from lance_ops.file.parallel import set_worker_threads
 from lance_ops.fragment import FragmentMetadata, write_fragments
 from lance_ops.fragment.conform import Conform, ConformPlan, check_fill_missing
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, ScanOptions, WriteOptions
@@ -78,6 +79,7 @@ __all__ = [
     "scalar_rows",
     "ScalarBuild",
     "ScanOptions",
+    "set_worker_threads",
     "SqliteManifestStore",
     "StorageContext",
     "take",
