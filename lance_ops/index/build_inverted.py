@@ -26,6 +26,8 @@ lists are encoded term by term (:mod:`lance_ops.index.inverted_postings`).
 from __future__ import annotations
 
 import json
+import re
+import uuid as uuid_module
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,7 +37,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
-from lance_ops.errors import CorruptFileError, IndexColumnTypeError, IndexCorruptError
+from lance_ops.errors import CorruptFileError, IndexColumnTypeError, IndexCorruptError, InvalidArgumentError
 from lance_ops.index.files import IndexWriter, RemapResult, read_index_file
 from lance_ops.index.fst import FstReader, build_fst
 from lance_ops.index.inverted_postings import (
@@ -59,8 +61,11 @@ __all__ = [
     "corpus_of",
     "inverted_details",
     "read_inverted_corpus",
+    "merge_inverted_partials",
+    "partial_partition_id",
     "segment_tokenizer",
     "write_inverted",
+    "write_inverted_partial",
 ]
 
 INVERTED_DETAILS_URL = "/lance.table.InvertedIndexDetails"
@@ -202,23 +207,25 @@ def _positions_metadata(with_positions: bool) -> dict[str, str]:
     return {"positions_layout": POSITIONS_LAYOUT, "positions_codec": POSITIONS_PACKED_DELTA}
 
 
-def _metadata(tokenizer: TokenizerParams, partitions: Sequence[int]) -> pa.Table:
-    schema = pa.schema(
-        [pa.field("deleted_fragments", pa.binary(), nullable=False)],
-        metadata={
-            "partitions": json.dumps(list(partitions)),
-            "params": tokenizer.to_json(),
-            "token_set_format": "fst",
-            "posting_block_size": str(BLOCK_SIZE),
-            "format_version": FORMAT_VERSION,
-            "posting_tail_codec": TAIL_VARINT_DELTA,
-            **_positions_metadata(bool(tokenizer.values["with_position"])),
-        },
-    )
+def _metadata(tokenizer: TokenizerParams, partitions: Sequence[int], staged: bool = False) -> pa.Table:
+    """``metadata.lance``: one empty ``deleted_fragments`` bitmap, or, for a staged partial
+    (``staged``), no columns at all, as pylance 14 writes them."""
+    metadata = {
+        "partitions": json.dumps(list(partitions)),
+        "params": tokenizer.to_json(),
+        "token_set_format": "fst",
+        "posting_block_size": str(BLOCK_SIZE),
+        "format_version": FORMAT_VERSION,
+        "posting_tail_codec": TAIL_VARINT_DELTA,
+        **_positions_metadata(bool(tokenizer.values["with_position"])),
+    }
+    if staged:
+        return pa.schema([], metadata=metadata).empty_table()
+    schema = pa.schema([pa.field("deleted_fragments", pa.binary(), nullable=False)], metadata=metadata)
     return pa.table([pa.array([BitMap().serialize()], pa.binary())], schema=schema)
 
 
-def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int) -> None:
+def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int, prefix: str = "") -> None:
     total_tokens = int(corpus.lengths.sum(dtype=np.uint64))
     term = corpus.term
     starts = np.flatnonzero(np.r_[True, term[1:] != term[:-1]]) if len(term) else np.empty(0, np.int64)
@@ -292,26 +299,31 @@ def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int
             metadata={"total_tokens": str(total_tokens)},
         ),
     )
-    writer.write(f"part_{partition}_invert.lance", invert)
-    writer.write(f"part_{partition}_tokens.lance", tokens)
-    writer.write(f"part_{partition}_docs.lance", docs)
+    writer.write(f"{prefix}part_{partition}_invert.lance", invert)
+    writer.write(f"{prefix}part_{partition}_tokens.lance", tokens)
+    writer.write(f"{prefix}part_{partition}_docs.lance", docs)
 
 
-def segment_tokenizer(ctx: StorageContext, index: IndexMetadata) -> tuple[TokenizerParams, list[int]]:
-    """The tokenizer (``params``) and partition numbers of an INVERTED segment."""
-    data = read_index_file(ctx, index, METADATA)
+def segment_tokenizer(
+    ctx: StorageContext, index: IndexMetadata, name: str = METADATA
+) -> tuple[TokenizerParams, list[int]]:
+    """The tokenizer (``params``) and partition numbers of an INVERTED segment (``name``: the
+    metadata file of a staged partial instead)."""
+    data = read_index_file(ctx, index, name)
     try:
-        params = json.loads(data.meta("params", index, METADATA))
-        partitions = [int(p) for p in json.loads(data.meta("partitions", index, METADATA))]
+        params = json.loads(data.meta("params", index, name))
+        partitions = [int(p) for p in json.loads(data.meta("partitions", index, name))]
     except (ValueError, TypeError) as exc:
-        raise IndexCorruptError(METADATA, f"index {index.name!r}: bad metadata: {exc}") from exc
+        raise IndexCorruptError(name, f"index {index.name!r}: bad metadata: {exc}") from exc
     return tokenizer_params(params), partitions
 
 
-def read_inverted_corpus(ctx: StorageContext, index: IndexMetadata, partition: int) -> InvertedCorpus:
-    """Decode one partition of an INVERTED segment back into its documents and triples (and
-    positions, when it has them)."""
-    names = {k: f"part_{partition}_{k}.lance" for k in ("tokens", "docs", "invert")}
+def read_inverted_corpus(
+    ctx: StorageContext, index: IndexMetadata, partition: int, prefix: str = ""
+) -> InvertedCorpus:
+    """Decode one partition of an INVERTED segment (or, with ``prefix`` ``"staging/"``, of a
+    staged partial) back into its documents and triples (and positions, when it has them)."""
+    names = {k: f"{prefix}part_{partition}_{k}.lance" for k in ("tokens", "docs", "invert")}
     tokens = read_index_file(ctx, index, names["tokens"])
     docs = read_index_file(ctx, index, names["docs"])
     invert = read_index_file(ctx, index, names["invert"])
@@ -401,3 +413,87 @@ def _merge(a: InvertedCorpus, b: InvertedCorpus) -> InvertedCorpus:
         freq[order],
         positions,
     )
+
+
+# Distributed builds (pylance 14's ``create_scalar_index(..., fragment_ids=, index_uuid=)`` then
+# ``merge_index_metadata(index_uuid, "INVERTED")``): each call over some fragments stages one
+# partition under ``_indices/<uuid>/staging/``, numbered ``first fragment id << 32``, as
+# ``part_<n>_{invert,tokens,docs}.lance`` and a column-less ``part_<n>_metadata.lance`` (a call
+# whose fragments hold no document stages only ``part_empty_<n>_metadata.lance``); the merge
+# joins the staged partitions in partition order into the one partition of a whole build (BM25
+# statistics and block scores are over every document, so postings are re-encoded, not copied)
+# and removes the staged files.
+STAGING = "staging/"
+_STAGED_METADATA = re.compile(r"part_(empty_)?(\d+)_metadata\.lance")
+
+
+def partial_partition_id(fragment_ids: Sequence[int]) -> int:
+    """The partition number a partial build over ``fragment_ids`` stages (pylance 14's)."""
+    return int(fragment_ids[0]) << 32
+
+
+def _staging_index(index_uuid: bytes) -> IndexMetadata:
+    return IndexMetadata(
+        uuid=index_uuid, fields=(), name=str(uuid_module.UUID(bytes=index_uuid)), dataset_version=0
+    )
+
+
+def write_inverted_partial(
+    ctx: StorageContext,
+    index_uuid: bytes,
+    partition: int,
+    values: pa.Array,
+    ids: np.ndarray,
+    tokenizer: TokenizerParams,
+) -> None:
+    """Stage partition ``partition`` of the index ``index_uuid``: the documents of ``values``
+    (keyed by row ids ``ids``)."""
+    corpus = corpus_of(values, ids, tokenizer)
+    writer = IndexWriter(ctx)
+    writer.uuid = index_uuid  # the shared directory of every partial of this build
+    if not len(corpus.row_ids):
+        writer.write(f"{STAGING}part_empty_{partition}_{METADATA}", _metadata(tokenizer, [], staged=True))
+        return
+    _write_partition(writer, corpus, partition, STAGING)
+    writer.write(f"{STAGING}part_{partition}_{METADATA}", _metadata(tokenizer, [partition], staged=True))
+
+
+def merge_inverted_partials(ctx: StorageContext, index_uuid: bytes) -> RemapResult | None:
+    """Merge the partitions staged for ``index_uuid`` into the files of one index, remove the
+    staged files and return the files written (None when nothing was staged but the directory
+    holds a merged index already, as after a second call). A directory with neither is an
+    :class:`~lance_ops.errors.InvalidArgumentError`; staged partials of different tokenizers
+    an :class:`~lance_ops.errors.IndexCorruptError`."""
+    index = _staging_index(index_uuid)
+    directory = ctx.path("_indices", index.name)
+    names = [
+        info.path.rsplit("/", 1)[-1] for info in ctx.store.list(ctx.path("_indices", index.name, STAGING))
+    ]
+    staged = sorted(
+        (int(m.group(2)), name) for name in names if (m := _STAGED_METADATA.fullmatch(name)) is not None
+    )
+    if not staged:
+        if ctx.store.exists(ctx.path("_indices", index.name, METADATA)):
+            return None
+        raise InvalidArgumentError(f"No partition metadata files found in index directory: {directory}")
+    tokenizer: TokenizerParams | None = None
+    corpus: InvertedCorpus | None = None
+    for _, name in staged:
+        params, partitions = segment_tokenizer(ctx, index, STAGING + name)
+        if tokenizer is None:
+            tokenizer = params
+            corpus = InvertedCorpus.empty(bool(tokenizer.values["with_position"]))
+        elif params.values != tokenizer.values:
+            raise IndexCorruptError(name, f"index {index.name}: partials built with different tokenizers")
+        for partition in partitions:
+            corpus = _merge(corpus, read_inverted_corpus(ctx, index, partition, STAGING))
+    assert tokenizer is not None and corpus is not None
+    writer = IndexWriter(ctx)
+    writer.uuid = index_uuid
+    _write_partition(writer, corpus, 0)
+    writer.write(METADATA, _metadata(tokenizer, [0]))
+    staging = ctx.path("_indices", index.name, STAGING)
+    for info in ctx.store.list(staging):
+        ctx.store.delete(info.path)
+    ctx.store.remove_directories(staging)
+    return writer.result(index)
