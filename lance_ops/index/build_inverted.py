@@ -458,12 +458,14 @@ def write_inverted_partial(
     writer.write(f"{STAGING}part_{partition}_{METADATA}", _metadata(tokenizer, [partition], staged=True))
 
 
-def merge_inverted_partials(ctx: StorageContext, index_uuid: bytes) -> RemapResult | None:
+def merge_inverted_partials(
+    ctx: StorageContext, index_uuid: bytes, template: IndexMetadata | None = None
+) -> RemapResult | None:
     """Merge the partitions staged for ``index_uuid`` into the files of one index, remove the
-    staged files and return the files written (None when nothing was staged but the directory
-    holds a merged index already, as after a second call). A directory with neither is an
-    :class:`~lance_ops.errors.InvalidArgumentError`; staged partials of different tokenizers
-    an :class:`~lance_ops.errors.IndexCorruptError`."""
+    staged files and return the files written, with ``template``'s details (None when nothing
+    was staged but the directory holds a merged index already, as after a second call). A
+    directory with neither is an :class:`~lance_ops.errors.InvalidArgumentError`; staged
+    partials of different tokenizers an :class:`~lance_ops.errors.IndexCorruptError`."""
     index = _staging_index(index_uuid)
     directory = ctx.path("_indices", index.name)
     names = [
@@ -496,4 +498,4 @@ def merge_inverted_partials(ctx: StorageContext, index_uuid: bytes) -> RemapResu
     for info in ctx.store.list(staging):
         ctx.store.delete(info.path)
     ctx.store.remove_directories(staging)
-    return writer.result(index)
+    return writer.result(template or index)

@@ -10,9 +10,13 @@ with :class:`~lance_ops.errors.IndexExistsError`. Nothing is committed on any er
 
 from __future__ import annotations
 
+import time
 import uuid as uuid_module
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
+
+from pyroaring import BitMap
 
 from lance_ops.errors import (
     IndexExistsError,
@@ -44,6 +48,7 @@ __all__ = [
     "create_partial_scalar_index",
     "create_scalar_index",
     "merge_index_metadata",
+    "merge_staged_inverted",
     "plan_scalar_index",
 ]
 
@@ -175,3 +180,14 @@ def merge_index_metadata(files: VersionFiles, index_uuid: str, index_type: str) 
     if kind != INVERTED:
         raise UnsupportedFeatureError(f"lance_ops merges staged INVERTED partials only, not {kind}")
     merge_inverted_partials(files.storage, _uuid_bytes(index_uuid))
+
+
+def merge_staged_inverted(files: VersionFiles, build: ScalarBuild, index_uuid: str) -> IndexMetadata:
+    """The driver's side of a distributed INVERTED build (:mod:`jobs.create_index`): merge what the
+    workers staged for ``index_uuid`` (:func:`create_partial_scalar_index`, one call per fragment)
+    and return the manifest entry over every fragment of ``files``, as the in-process build's."""
+    result = merge_inverted_partials(files.storage, _uuid_bytes(index_uuid), build.template)
+    if result is None:
+        raise InvalidArgumentError(f"index {index_uuid}: nothing was staged to merge")
+    fragments = BitMap(f.id for f in files.manifest.fragments).serialize()
+    return replace(result.metadata_for(build.template, fragments), created_at=int(time.time() * 1000))
