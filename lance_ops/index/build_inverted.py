@@ -47,7 +47,7 @@ from lance_ops.index.inverted_postings import (
     decode_positions,
     decode_posting_list,
     encode_positions,
-    encode_posting_list,
+    encode_postings,
 )
 from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
 from lance_ops.io.context import StorageContext
@@ -230,17 +230,10 @@ def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int
     term = corpus.term
     starts = np.flatnonzero(np.r_[True, term[1:] != term[:-1]]) if len(term) else np.empty(0, np.int64)
     bounds = np.r_[starts, len(term)].astype(np.int64)
-    rows = [
-        encode_posting_list(corpus.doc[a:b], corpus.freq[a:b], corpus.lengths, total_tokens)
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-    ]
+    columns = list(
+        encode_postings(corpus.term, corpus.doc, corpus.freq, corpus.lengths, total_tokens, len(corpus.terms))
+    )
     blocks = pa.list_(pa.large_binary())
-    columns = [
-        pa.array([r.posting for r in rows], blocks),
-        pa.array([r.max_score for r in rows], pa.float32()),
-        pa.array([r.length for r in rows], pa.uint32()),
-        pa.array([r.impacts for r in rows], blocks),
-    ]
     fields = [
         pa.field("_posting", blocks, nullable=False),
         pa.field("_max_score", pa.float32(), nullable=False),
