@@ -361,7 +361,7 @@ def write_inverted(
     the segments ``merged`` too (optimize after an append), with ``tokenizer``'s terms (and
     positions when it has ``with_position``; every merged segment must have them then)."""
     with_positions = bool(tokenizer.values["with_position"])
-    corpus = InvertedCorpus.empty(with_positions)
+    parts = []
     for segment in merged:
         for partition in segment_tokenizer(ctx, segment)[1]:
             part = read_inverted_corpus(ctx, segment, partition)
@@ -370,36 +370,44 @@ def write_inverted(
                     f"part_{partition}_invert.lance",
                     f"index {segment.name!r}: with_position is set but the postings have no positions",
                 )
-            corpus = _merge(corpus, part)
-    corpus = _merge(corpus, corpus_of(values, ids, tokenizer))
+            parts.append(part)
+    parts.append(corpus_of(values, ids, tokenizer))
+    corpus = _merge(parts, with_positions)
     writer = IndexWriter(ctx)
     _write_partition(writer, corpus, 0)
     writer.write(METADATA, _metadata(tokenizer, [0]))
     return writer.result(template)
 
 
-def _merge(a: InvertedCorpus, b: InvertedCorpus) -> InvertedCorpus:
-    """``b``'s documents after ``a``'s, its terms renumbered into ``a``'s (new ones appended)."""
-    if not len(a.row_ids):
-        return b
-    known = {t: i for i, t in enumerate(a.terms)}
-    mapping = np.asarray([known.setdefault(t, len(known)) for t in b.terms], np.int64)
-    term = np.concatenate([a.term.astype(np.int64), mapping[b.term.astype(np.int64)]])
-    doc = np.concatenate([a.doc.astype(np.int64), b.doc.astype(np.int64) + len(a.row_ids)])
-    freq = np.concatenate([a.freq, b.freq])
+def _merge(parts: Sequence[InvertedCorpus], with_positions: bool) -> InvertedCorpus:
+    """The documents of ``parts`` one part after the other, terms numbered as they first occur
+    (each part's in its own order); positions when every part has them (an empty corpus:
+    ``with_positions``). One sort for all."""
+    parts = [p for p in parts if len(p.row_ids)]
+    if len(parts) <= 1:
+        return parts[0] if parts else InvertedCorpus.empty(with_positions)
+    known: dict[str, int] = {}
+    terms, docs, base = [], [], 0
+    for part in parts:
+        mapping = np.asarray([known.setdefault(t, len(known)) for t in part.terms], np.int64)
+        terms.append(mapping[part.term.astype(np.int64)])
+        docs.append(part.doc.astype(np.int64) + base)
+        base += len(part.row_ids)
+    term, doc = np.concatenate(terms), np.concatenate(docs)
+    freq = np.concatenate([p.freq for p in parts])
     order = np.lexsort((doc, term))
     positions = None
-    if a.positions is not None and b.positions is not None:
+    if all(p.positions is not None for p in parts):
         # each triple's run of positions follows it to its new place
-        flat = np.concatenate([a.positions, b.positions])
+        flat = np.concatenate([p.positions for p in parts if p.positions is not None])
         starts = np.concatenate(([0], np.cumsum(freq, dtype=np.int64)))[:-1]
         moved = freq[order].astype(np.int64)
         new_starts = np.cumsum(moved) - moved
         gather = np.repeat(starts[order] - new_starts, moved) + np.arange(int(moved.sum()))
         positions = flat[gather]
     return InvertedCorpus(
-        np.concatenate([a.row_ids, b.row_ids]),
-        np.concatenate([a.lengths, b.lengths]),
+        np.concatenate([p.row_ids for p in parts]),
+        np.concatenate([p.lengths for p in parts]),
         list(known),
         term[order].astype(np.uint32),
         doc[order].astype(np.uint32),
@@ -471,18 +479,14 @@ def merge_inverted_partials(
         if ctx.store.exists(ctx.path("_indices", index.name, METADATA)):
             return None
         raise InvalidArgumentError(f"No partition metadata files found in index directory: {directory}")
-    tokenizer: TokenizerParams | None = None
-    corpus: InvertedCorpus | None = None
+    tokenizer = segment_tokenizer(ctx, index, STAGING + staged[0][1])[0]
+    parts = []
     for _, name in staged:
         params, partitions = segment_tokenizer(ctx, index, STAGING + name)
-        if tokenizer is None:
-            tokenizer = params
-            corpus = InvertedCorpus.empty(bool(tokenizer.values["with_position"]))
-        elif params.values != tokenizer.values:
+        if params.values != tokenizer.values:
             raise IndexCorruptError(name, f"index {index.name}: partials built with different tokenizers")
-        for partition in partitions:
-            corpus = _merge(corpus, read_inverted_corpus(ctx, index, partition, STAGING))
-    assert tokenizer is not None and corpus is not None
+        parts += [read_inverted_corpus(ctx, index, partition, STAGING) for partition in partitions]
+    corpus = _merge(parts, bool(tokenizer.values["with_position"]))
     writer = IndexWriter(ctx)
     writer.uuid = index_uuid
     _write_partition(writer, corpus, 0)
