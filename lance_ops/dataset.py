@@ -997,6 +997,11 @@ class LanceDataset:
             if len(column) != 1:
                 raise InvalidArgumentError(f"create_index takes one column, got {list(column)}")
             column = column[0]
+        if kwargs.get("fragment_ids") is not None or kwargs.get("index_uuid") is not None:
+            raise UnsupportedFeatureError(
+                "lance_ops does not build vector index segments over some fragments (fragment_ids / "
+                "index_uuid); jobs.create_index builds a vector index on Spark"
+            )
         options = self._commit_options(commit=commit)
         self._adopt(
             *create_index(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pytest
 from lance.file import LanceFileReader as PylanceFileReader
@@ -221,3 +222,15 @@ def test_without_index_uuid_a_new_directory_is_staged(tmp_path: Path) -> None:
         f"part_4294967296_{k}.lance" for k in ("docs", "invert", "metadata", "tokens")
     ]
     assert lance.dataset(str(tmp_path / "d")).version == 1
+
+
+def test_vector_segments_over_some_fragments_are_refused(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(600, 8)).astype(np.float32)
+    table = pa.table({"vec": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 8)})
+    lance.write_dataset(table, tmp_path / "v", max_rows_per_file=200)
+    ds = lance_ops.dataset(str(tmp_path / "v"))
+    with pytest.raises(UnsupportedFeatureError, match="fragment_ids"):
+        ds.create_index("vec", "IVF_FLAT", num_partitions=2, fragment_ids=[0], index_uuid=UUID)
+    assert lance.dataset(str(tmp_path / "v")).version == 1
+    assert not (tmp_path / "v" / "_indices").exists()
