@@ -234,3 +234,25 @@ def test_vector_segments_over_some_fragments_are_refused(tmp_path: Path) -> None
         ds.create_index("vec", "IVF_FLAT", num_partitions=2, fragment_ids=[0], index_uuid=UUID)
     assert lance.dataset(str(tmp_path / "v")).version == 1
     assert not (tmp_path / "v" / "_indices").exists()
+
+
+def test_lance_ops_maintains_pylances_distributed_index(tmp_path: Path) -> None:
+    """The next day on pylance's distributed index (committed without details): rows appended and
+    deleted, lance_ops compacts (remapping it) and optimizes it; both find the new rows and agree."""
+    texts = corpus(600)
+    write(tmp_path / "d", texts, rows_per_file=100)
+    stage(lance, tmp_path / "d", [[f] for f in range(6)])
+    lance.dataset(str(tmp_path / "d")).merge_index_metadata(UUID, "INVERTED")
+    publish(lance, tmp_path / "d")
+    extra = pa.table({"id": pa.array([600, 601], pa.int64()), "text": ["zebra alpha", "zebra"]})
+    lance.write_dataset(extra, tmp_path / "d", mode="append")
+    ds = lance_ops.dataset(str(tmp_path / "d"))
+    ds.delete("id % 10 = 3")
+    ds.optimize.compact_files(target_rows_per_fragment=250)
+    lance_ops.dataset(str(tmp_path / "d")).optimize.optimize_indices()
+    for mod in (lance, lance_ops):
+        got = mod.dataset(str(tmp_path / "d")).to_table(full_text_query="zebra", columns=["id"])
+        assert sorted(got.column("id").to_pylist()) == [600, 601]
+    expected = lance.dataset(str(tmp_path / "d")).to_table(full_text_query="alpha", columns=["id"]).num_rows
+    assert lance_ops.dataset(str(tmp_path / "d")).to_table(full_text_query="alpha").num_rows == expected
+    assert [d.name for d in lance.dataset(str(tmp_path / "d")).describe_indices()] == ["text_idx"]
