@@ -138,6 +138,19 @@ def bench_scalar(root: Path, rows: int, fragments: int, queries: int) -> list[tu
     return out
 
 
+def spark_build(master: str, uri: str, column: str, kind: str, **params: Any) -> float:
+    """Seconds of ``jobs.create_index`` on a session started (and warmed up) before timing."""
+    import jobs  # noqa: PLC0415
+    from jobs.session import get_spark  # noqa: PLC0415
+
+    spark = get_spark("bench-index-build", master=master)
+    spark.sparkContext.parallelize(range(4), 2).count()  # warm-up
+    seconds = timed(lambda: jobs.create_index(spark, uri, column, kind, **params))
+    assert lance.dataset(uri).describe_indices()[0].index_type.upper() == kind
+    spark.stop()
+    return seconds
+
+
 def text_table(rows: int, seed: int = 0) -> pa.Table:
     rng = np.random.default_rng(seed)
     vocab = np.array([f"w{i}" for i in range(30_000)])
@@ -178,16 +191,10 @@ def bench_inverted(
     ]
     extra: dict[str, float] = {}
     if spark_master is not None:
-        import jobs  # noqa: PLC0415
-        from jobs.session import get_spark  # noqa: PLC0415
-
-        spark = get_spark("bench-index-build", master=spark_master)
-        spark.sparkContext.parallelize(range(4), 2).count()  # warm-up
         on_spark = copy(source, root / "spark-fts")
-        extra["build INVERTED(text) via jobs.create_index s"] = timed(
-            lambda: jobs.create_index(spark, on_spark, "text", "INVERTED")
+        extra["build INVERTED(text) via jobs.create_index s"] = spark_build(
+            spark_master, on_spark, "text", "INVERTED"
         )
-        spark.stop()
     return out, extra
 
 
@@ -209,17 +216,10 @@ def bench_vector(
     out.append(("build IVF_PQ(vec) s", build_ours, build_theirs))
     spark_time: dict[str, float] = {}
     if spark_master is not None:
-        import jobs  # noqa: PLC0415
-        from jobs.session import get_spark  # noqa: PLC0415
-
-        spark = get_spark("bench-index-build", master=spark_master)
-        spark.sparkContext.parallelize(range(4), 2).count()  # warm-up
         on_spark = copy(source, root / "spark-pq")
-        spark_time["build IVF_PQ(vec) via jobs.create_index s"] = timed(
-            lambda: jobs.create_index(spark, on_spark, "vec", "IVF_PQ", **params)
+        spark_time["build IVF_PQ(vec) via jobs.create_index s"] = spark_build(
+            spark_master, on_spark, "vec", "IVF_PQ", **params
         )
-        assert lance.dataset(on_spark).describe_indices()[0].index_type == "IVF_PQ"
-        spark.stop()
     rng = np.random.default_rng(9)
     q = x[rng.choice(rows, queries, replace=False)] + rng.normal(size=(queries, dim)).astype(np.float32) * 0.3
     ours_ds, theirs_ds = lance_ops.dataset(ours), lance.dataset(theirs)

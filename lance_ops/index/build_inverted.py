@@ -46,7 +46,7 @@ from lance_ops.index.inverted_postings import (
     TAIL_VARINT_DELTA,
     decode_positions,
     decode_posting_list,
-    encode_positions,
+    encode_position_streams,
     encode_postings,
 )
 from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
@@ -227,9 +227,6 @@ def _metadata(tokenizer: TokenizerParams, partitions: Sequence[int], staged: boo
 
 def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int, prefix: str = "") -> None:
     total_tokens = int(corpus.lengths.sum(dtype=np.uint64))
-    term = corpus.term
-    starts = np.flatnonzero(np.r_[True, term[1:] != term[:-1]]) if len(term) else np.empty(0, np.int64)
-    bounds = np.r_[starts, len(term)].astype(np.int64)
     columns = list(
         encode_postings(corpus.term, corpus.doc, corpus.freq, corpus.lengths, total_tokens, len(corpus.terms))
     )
@@ -241,15 +238,7 @@ def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int
         pa.field("_impacts", blocks, nullable=False),
     ]
     if corpus.positions is not None:
-        spans = corpus.triple_positions()
-        streams = [
-            encode_positions(corpus.positions[spans[a] : spans[b]], corpus.freq[a:b])
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
-        columns += [
-            pa.array([stream for stream, _ in streams], pa.large_binary()),
-            pa.array([offsets for _, offsets in streams], pa.list_(pa.uint32())),
-        ]
+        columns += encode_position_streams(corpus.term, corpus.freq, corpus.positions, len(corpus.terms))
         fields += [
             pa.field(POSITIONS, pa.large_binary(), nullable=False),
             pa.field(POSITION_OFFSETS, pa.list_(pa.uint32()), nullable=False),

@@ -790,3 +790,79 @@ def encode_postings(
     )
     impacts = _list_of_binaries(data, entry_sizes, term_entries)
     return posting, pa.array(max_scores, pa.float32()), pa.array(counts, pa.uint32()), impacts
+
+
+def _place_runs(out: np.ndarray, at: np.ndarray, data: np.ndarray, sizes: np.ndarray) -> None:
+    """Copy the runs of ``data`` (``sizes`` bytes each, one after the other) to ``out[at[i]:]``."""
+    starts = np.cumsum(sizes) - sizes
+    out[np.repeat(at - starts, sizes) + np.arange(len(data))] = data
+
+
+def encode_position_streams(
+    term: np.ndarray, freq: np.ndarray, positions: np.ndarray, num_terms: int
+) -> tuple[pa.Array, pa.Array]:
+    """The ``_compressed_position`` and ``_position_block_offset`` columns of a partition's tokens
+    (postings sorted by term then document, each posting's positions ascending, one posting after
+    the other): :func:`encode_positions` of every token, byte for byte, computed at once."""
+    term = np.asarray(term, np.int64)
+    freq = np.asarray(freq, np.int64)
+    positions = np.asarray(positions, np.int64)
+    counts = np.bincount(term, minlength=num_terms).astype(np.int64)
+    term_start = np.concatenate(([0], np.cumsum(counts)))
+    rank = np.arange(len(term), dtype=np.int64) - term_start[term]
+    block_start = np.flatnonzero(rank % BLOCK_SIZE == 0)
+    term_blocks = np.concatenate(([0], np.cumsum(-(-counts // BLOCK_SIZE))))
+    doc_start = _doc_starts(freq)
+    if doc_start[-1] != len(positions):
+        raise ValueError(f"{len(positions)} positions for frequencies summing to {int(doc_start[-1])}")
+    deltas = np.diff(positions, prepend=0)
+    deltas[doc_start[:-1]] = positions[doc_start[:-1]]
+    if (deltas < 0).any():
+        raise ValueError("positions must ascend within a document")
+    # each block: its positions' deltas, full groups of 128 bit-packed, the rest varints
+    first = doc_start[block_start]
+    count = np.diff(np.append(first, len(positions)))
+    groups = count // BLOCK_SIZE
+    group_block = np.repeat(np.arange(len(block_start)), groups)
+    group_first = first[group_block] + BLOCK_SIZE * (
+        np.arange(len(group_block)) - np.repeat(np.cumsum(groups) - groups, groups)
+    )
+    widths = (
+        _bit_lengths(deltas[group_first[:, None] + np.arange(BLOCK_SIZE)].max(axis=1))
+        if len(group_first)
+        else group_first
+    )
+    rest_first = first + BLOCK_SIZE * groups
+    rest_len = first + count - rest_first
+    in_rest = np.repeat(rest_first, rest_len) + (
+        np.arange(int(rest_len.sum())) - np.repeat(np.cumsum(rest_len) - rest_len, rest_len)
+    )
+    rest_data, rest_nbytes = _varint_stream(deltas[in_rest])
+    run_sizes = np.bincount(
+        np.repeat(np.arange(len(block_start)), rest_len), weights=rest_nbytes, minlength=len(block_start)
+    ).astype(np.int64)
+    group_sizes = 1 + 16 * widths
+    group_bytes = np.bincount(group_block, weights=group_sizes, minlength=len(block_start)).astype(np.int64)
+    sizes = group_bytes + run_sizes
+    block_at = np.cumsum(sizes) - sizes
+    out = np.zeros(int(sizes.sum()), np.uint8)
+    if len(group_first):
+        group_at = (
+            block_at[group_block]
+            + (np.cumsum(group_sizes) - group_sizes)
+            - np.repeat(np.cumsum(group_bytes) - group_bytes, groups)
+        )
+        out[group_at] = widths
+        _place_packed(out, group_at + 1, deltas, group_first, widths)
+    _place_runs(out, block_at + group_bytes, rest_data, run_sizes)
+    term_at = block_at[term_blocks[:-1]] if num_terms else np.zeros(0, np.int64)
+    stream_offsets = np.append(term_at, len(out)).astype(np.int64)
+    streams = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), num_terms, [None, pa.py_buffer(stream_offsets), pa.py_buffer(out)]
+    )
+    block_term = term[block_start]
+    relative = (
+        (block_at - term_at[block_term]).astype(np.uint32) if len(block_start) else block_at.astype(np.uint32)
+    )
+    offsets = pa.ListArray.from_arrays(pa.array(term_blocks, pa.int32()), pa.array(relative, pa.uint32()))
+    return streams, offsets

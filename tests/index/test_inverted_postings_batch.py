@@ -112,3 +112,42 @@ def test_no_tokens() -> None:
 def test_a_token_without_documents_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one document"):
         ip.encode_postings(np.array([1]), np.array([0]), np.array([1]), np.ones(2, np.uint32), 2, 2)
+
+
+def _assert_positions_as_token_by_token(counts: list[int], freq: np.ndarray, positions: np.ndarray) -> None:
+    term = np.repeat(np.arange(len(counts)), counts)
+    streams, offsets = ip.encode_position_streams(term, freq, positions, len(counts))
+    by_term = np.concatenate(([0], np.cumsum(counts)))
+    by_doc = np.concatenate(([0], np.cumsum(freq)))
+    for t in range(len(counts)):
+        a, b = by_term[t], by_term[t + 1]
+        stream, starts = ip.encode_positions(positions[by_doc[a] : by_doc[b]], freq[a:b])
+        assert streams[t].as_py() == stream
+        assert offsets[t].as_py() == starts
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    counts=st.lists(
+        st.one_of(st.sampled_from([1, 127, 128, 129]), st.integers(1, 300)), min_size=1, max_size=8
+    ),
+    max_freq=st.sampled_from([1, 2, 130, 400]),
+    max_gap=st.sampled_from([1, 3, 70_000]),
+    seed=st.integers(0, 2**16),
+)
+def test_positions_match_token_by_token(counts: list[int], max_freq: int, max_gap: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    freq = rng.integers(1, max_freq, sum(counts), endpoint=True)
+    gaps = rng.integers(1, max_gap, int(freq.sum()), endpoint=True)
+    starts = np.concatenate(([0], np.cumsum(freq)))[:-1]
+    gaps[starts] = rng.integers(0, max_gap, len(starts), endpoint=True)  # a document's first: as is
+    positions = np.cumsum(gaps) - np.repeat(np.cumsum(gaps)[starts] - gaps[starts], freq)
+    _assert_positions_as_token_by_token(counts, freq, positions)
+
+
+def test_positions_of_zero_width_groups_and_no_tokens() -> None:
+    # 128 documents holding the token once, at position 0: a packed group of width 0
+    _assert_positions_as_token_by_token([128, 129], np.ones(257, np.int64), np.zeros(257, np.int64))
+    empty = np.zeros(0, np.int64)
+    streams, offsets = ip.encode_position_streams(empty, empty, empty, 0)
+    assert len(streams) == len(offsets) == 0
