@@ -10,13 +10,9 @@ with :class:`~lance_ops.errors.IndexExistsError`. Nothing is committed on any er
 
 from __future__ import annotations
 
-import time
 import uuid as uuid_module
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
-
-from pyroaring import BitMap
 
 from lance_ops.errors import (
     IndexExistsError,
@@ -33,6 +29,7 @@ from lance_ops.index.build_inverted import (
 from lance_ops.index.build_scalar import (
     BUILDABLE_SCALAR_TYPES,
     ScalarBuild,
+    index_entry,
     plan_scalar_build,
     scalar_rows,
     write_scalar_index,
@@ -189,5 +186,4 @@ def merge_staged_inverted(files: VersionFiles, build: ScalarBuild, index_uuid: s
     result = merge_inverted_partials(files.storage, _uuid_bytes(index_uuid), build.template)
     if result is None:
         raise InvalidArgumentError(f"index {index_uuid}: nothing was staged to merge")
-    fragments = BitMap(f.id for f in files.manifest.fragments).serialize()
-    return replace(result.metadata_for(build.template, fragments), created_at=int(time.time() * 1000))
+    return index_entry(files.manifest, build.template, result)
