@@ -20,7 +20,10 @@ Columns: ``string`` and ``large_string``, and lists of them (a row is one docume
 its strings one after the other, as pylance 14 indexes them; anything else is an
 :class:`~lance_ops.errors.IndexColumnTypeError` naming the column). Arrow's kernels split the
 texts, the tokenizer's filters run once per distinct token, the counting is numpy; the posting
-lists are encoded term by term (:mod:`lance_ops.index.inverted_postings`).
+lists, scores, impacts and positions of every term are encoded at once
+(:func:`~lance_ops.index.inverted_postings.encode_postings`,
+:func:`~lance_ops.index.inverted_postings.encode_position_streams`). Distributed builds stage
+one partition per call and merge them (:func:`write_inverted_partial`, :func:`merge_inverted_partials`).
 """
 
 from __future__ import annotations

@@ -47,7 +47,9 @@ the gap from the previous one); full groups of 128 deltas are bit-packed as abov
 :func:`decode_posting_list` and :func:`encode_posting_list` are the public, stable API (the
 full-text builder and the remap use them); :func:`block_scores`, :func:`encode_impacts` and
 :func:`renumber_impacts` are its parts; :func:`decode_positions` / :func:`encode_positions` the
-position streams'. Bad bytes raise :class:`~lance_ops.errors.CorruptFileError` (placeholder path
+position streams'. :func:`encode_postings` and :func:`encode_position_streams` encode every token
+of a partition at once (the builder's path; numpy over all postings), byte for byte as those
+token by token. Bad bytes raise :class:`~lance_ops.errors.CorruptFileError` (placeholder path
 ``"<posting>"``; callers name the file with :meth:`~lance_ops.errors.CorruptFileError.located`).
 """
 
@@ -78,8 +80,10 @@ __all__ = [
     "decode_positions",
     "decode_posting_list",
     "encode_impacts",
+    "encode_position_streams",
     "encode_positions",
     "encode_posting_list",
+    "encode_postings",
     "renumber_impacts",
     "idf",
     "quantize_doc_length",
