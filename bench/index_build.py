@@ -10,7 +10,12 @@ written by pylance as ``--fragments`` fragments, each system builds on its own c
   ``create_index(num_partitions=rows // 8192, num_sub_vectors=dim // 8)`` build time in process,
   and with ``--spark`` also ``jobs.create_index`` on ``local[2]`` (session started and warmed up
   before timing); then the latency of a kNN (``k=10, nprobes=20``, median of ``--queries``
-  queries) and recall@10 against brute force on 50 of them.
+  queries) and recall@10 against brute force on 50 of them;
+* ``INVERTED(text)`` over ``--text-rows`` (default 100k) documents of 5-60 Zipf-distributed words
+  from a 30,000-word vocabulary: ``create_scalar_index`` build time, wall and CPU
+  (``time.process_time``: pylance's build is multi-threaded, and the machine is shared), and with
+  ``--spark`` also ``jobs.create_index(..., "INVERTED")`` (per-fragment partials merged by the
+  driver).
 
 Both systems first build and use each index once on a 2,000-row table (imports and first-use
 caches, as a long-lived process has them; ``--cold`` skips that, and the first builds then pay
@@ -19,6 +24,7 @@ machine is shared, so treat them as rough. Results are printed as Markdown.
 
     .venv/bin/python bench/index_build.py                    # 1M rows, 1M x 128-d vectors
     .venv/bin/python bench/index_build.py --rows 100000 --vector-rows 100000 --spark
+    .venv/bin/python bench/index_build.py --skip-scalar --skip-vector --text-rows 100000
 """
 
 from __future__ import annotations
@@ -146,6 +152,66 @@ def bench_scalar(root: Path, rows: int, fragments: int, queries: int) -> list[tu
     return out
 
 
+def spark_build(master: str, uri: str, column: str, kind: str, **params: Any) -> float:
+    """Seconds of ``jobs.create_index`` on a session started (and warmed up) before timing."""
+    import jobs  # noqa: PLC0415
+    from jobs.session import get_spark  # noqa: PLC0415
+
+    spark = get_spark("bench-index-build", master=master)
+    spark.sparkContext.parallelize(range(4), 2).count()  # warm-up
+    seconds = timed(lambda: jobs.create_index(spark, uri, column, kind, **params))
+    assert lance.dataset(uri).describe_indices()[0].index_type.upper() == kind
+    spark.stop()
+    return seconds
+
+
+def text_table(rows: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    vocab = np.array([f"w{i}" for i in range(30_000)])
+    p = 1.0 / np.arange(1, len(vocab) + 1)
+    lengths = rng.integers(5, 60, rows)
+    words = vocab[rng.choice(len(vocab), size=int(lengths.sum()), p=p / p.sum())]
+    bounds = np.concatenate(([0], np.cumsum(lengths)))
+    texts = [" ".join(words[bounds[i] : bounds[i + 1]]) for i in range(rows)]
+    return pa.table({"id": np.arange(rows), "text": texts})
+
+
+def timed_cpu(run: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU (this process, every thread) seconds of ``run``."""
+    cpu = time.process_time()
+    wall = timed(run)
+    return wall, time.process_time() - cpu
+
+
+def bench_inverted(
+    root: Path, rows: int, fragments: int, spark_master: str | None
+) -> tuple[list[tuple[str, float, float]], dict[str, float]]:
+    for name, system in (("lance_ops", lance_ops), ("pylance", lance)):  # warm: tokenizer, stemmer
+        path = str(root / f"warm-text-{name}")
+        lance.write_dataset(text_table(2000, seed=1), path)
+        system.dataset(path).create_scalar_index("text", "INVERTED")
+    source = root / "text"
+    lance.write_dataset(text_table(rows), str(source), max_rows_per_file=-(-rows // fragments))
+    ours, theirs = copy(source, root / "ours-fts"), copy(source, root / "theirs-fts")
+    wall_theirs, cpu_theirs = timed_cpu(lambda: lance.dataset(theirs).create_scalar_index("text", "INVERTED"))
+    wall_ours, cpu_ours = timed_cpu(lambda: lance_ops.dataset(ours).create_scalar_index("text", "INVERTED"))
+    for query in ("w1", "w17 w250", "w2999"):
+        a = lance.dataset(ours).to_table(full_text_query=query, columns=["id"])["id"].to_pylist()
+        b = lance.dataset(theirs).to_table(full_text_query=query, columns=["id"])["id"].to_pylist()
+        assert sorted(a) == sorted(b), f"INVERTED: {query} differs"
+    out = [
+        ("build INVERTED(text) wall s", wall_ours, wall_theirs),
+        ("build INVERTED(text) CPU s", cpu_ours, cpu_theirs),
+    ]
+    extra: dict[str, float] = {}
+    if spark_master is not None:
+        on_spark = copy(source, root / "spark-fts")
+        extra["build INVERTED(text) via jobs.create_index s"] = spark_build(
+            spark_master, on_spark, "text", "INVERTED"
+        )
+    return out, extra
+
+
 def bench_vector(
     root: Path, rows: int, dim: int, fragments: int, queries: int, spark_master: str | None
 ) -> tuple[list[tuple[str, float, float]], dict[str, float]]:
@@ -168,17 +234,10 @@ def bench_vector(
     out.append(("build IVF_PQ(vec) CPU s", cpu_ours, cpu_theirs))
     spark_time: dict[str, float] = {}
     if spark_master is not None:
-        import jobs  # noqa: PLC0415
-        from jobs.session import get_spark  # noqa: PLC0415
-
-        spark = get_spark("bench-index-build", master=spark_master)
-        spark.sparkContext.parallelize(range(4), 2).count()  # warm-up
         on_spark = copy(source, root / "spark-pq")
-        spark_time["build IVF_PQ(vec) via jobs.create_index s"] = timed(
-            lambda: jobs.create_index(spark, on_spark, "vec", "IVF_PQ", **params)
+        spark_time["build IVF_PQ(vec) via jobs.create_index s"] = spark_build(
+            spark_master, on_spark, "vec", "IVF_PQ", **params
         )
-        assert lance.dataset(on_spark).describe_indices()[0].index_type == "IVF_PQ"
-        spark.stop()
     rng = np.random.default_rng(9)
     q = x[rng.choice(rows, queries, replace=False)] + rng.normal(size=(queries, dim)).astype(np.float32) * 0.3
     ours_ds, theirs_ds = lance_ops.dataset(ours), lance.dataset(theirs)
@@ -216,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-vector", action="store_true")
     parser.add_argument("--skip-scalar", action="store_true")
+    parser.add_argument("--text-rows", type=int, default=100_000)
+    parser.add_argument("--skip-text", action="store_true")
     parser.add_argument("--cold", action="store_true", help="no warm-up: first builds pay imports")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="bench-index-"))
@@ -235,6 +296,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.master if args.spark else None,
             )
             rows += vector_rows
+        if not args.skip_text:
+            text_rows, text_extra = bench_inverted(
+                root, args.text_rows, args.fragments, args.master if args.spark else None
+            )
+            rows += text_rows
+            extra.update(text_extra)
         print(f"load average after: {os.getloadavg()}\n")
         print("| measure | lance_ops | pylance | ratio |\n| --- | --- | --- | --- |")
         for name, ours, theirs in rows:

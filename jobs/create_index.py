@@ -20,6 +20,13 @@ row ids or addresses and ships them back as Arrow IPC; the driver concatenates t
 order and writes the index files (sorting the keys, as the in-process build does). ZONEMAP
 ships keys too, not zone statistics: the zone rows are computed by the driver from them.
 
+INVERTED: pylance 14's distributed build. Each task tokenizes its fragment and stages one
+partition of the index under ``_indices/<uuid>/staging/``
+(:func:`lance_ops.ops.scalar_index.create_partial_scalar_index`, as
+``create_scalar_index(..., fragment_ids=[f], index_uuid=uuid)``); the driver merges the staged
+partitions into the index files (as ``merge_index_metadata``; the same files as the in-process
+build) and commits. If a task or the merge fails, the directory is removed.
+
 Given the same parameters (and ``seed``) the files equal those of the in-process build. The
 driver commits one ``CreateIndex`` over every fragment of the pinned version; a failed task fails
 the job before anything is written or committed.
@@ -63,6 +70,7 @@ from lance_ops.ops.engine import (
     column_rows,
     encode_ivf,
     prepare,
+    remove_index_directory,
     scalar_rows,
     take,
     take_columns,
@@ -70,13 +78,14 @@ from lance_ops.ops.engine import (
     write_ivf,
     write_scalar_index,
 )
-from lance_ops.ops.scalar_index import plan_scalar_index
+from lance_ops.ops.scalar_index import create_partial_scalar_index, merge_staged_inverted, plan_scalar_index
 from lance_ops.ops.vector_index import VectorIndexPlan, commit_vector_index, plan_vector_index
 from lance_ops.progress import ProgressCallback, Tracker
 
 __all__ = ["IndexBuildResult", "create_index", "main"]
 
 CREATE_INDEX = "create_index"
+INVERTED = "INVERTED"
 
 
 @dataclass(frozen=True)
@@ -168,6 +177,30 @@ def _build_scalar(
     return write_scalar_index(files.storage, files.manifest, build, rows)
 
 
+def _build_inverted(
+    spark: SparkSession,
+    uri: str,
+    files: VersionFiles,
+    storage_options: dict[str, str],
+    build: ScalarBuild,
+    params: Mapping[str, Any],
+    tracker: Tracker,
+) -> IndexMetadata:
+    version, column, name = files.manifest.version, build.column, build.template.name
+    index_uuid = str(uuid.uuid4())
+
+    def task(fragment_id: int) -> None:
+        pinned = open_version(uri, version, storage_options)
+        create_partial_scalar_index(pinned, column, INVERTED, name, [fragment_id], index_uuid, params)
+
+    try:
+        on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker)
+        return merge_staged_inverted(files, build, index_uuid)
+    except BaseException:
+        remove_index_directory(files.storage, uuid.UUID(index_uuid).bytes)
+        raise
+
+
 def _build_vector(
     spark: SparkSession,
     uri: str,
@@ -224,8 +257,9 @@ def create_index(
     """Build a ``index_type`` index of ``column`` of the latest version of ``uri`` on Spark and
     commit it. ``params`` are those of ``create_index`` (vector: ``metric``, ``num_partitions``,
     ``num_sub_vectors``, ``sample_rate``, ``max_iters``, ``seed`` ...) or of
-    ``create_scalar_index`` (ZONEMAP ``rows_per_zone``); ``replace`` defaults as there (True for a
-    scalar index, False for a vector index). ``progress`` hears of every finished task."""
+    ``create_scalar_index`` (ZONEMAP ``rows_per_zone``, INVERTED tokenizer keywords);
+    ``replace`` defaults as there (True for a scalar index, False for a vector index).
+    ``progress`` hears of every finished task."""
     files = latest(uri, storage_options, manifest_store)
     store_options = dict(storage_options or {})
     fragments = list(files.manifest.fragments)
@@ -236,7 +270,10 @@ def create_index(
             files, column, kind, name, True if replace is None else replace, params
         )
         tracker = Tracker.start(progress, CREATE_INDEX, len(fragments), "tasks")
-        index = _build_scalar(spark, uri, files, store_options, build, tracker)
+        if kind == INVERTED and fragments:
+            index = _build_inverted(spark, uri, files, store_options, build, params, tracker)
+        else:
+            index = _build_scalar(spark, uri, files, store_options, build, tracker)
         manifest, _ = commit(files.storage, CreateIndex((index,), existing), options)
         index_name = build.template.name
     else:
@@ -285,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     def arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--column", required=True)
         parser.add_argument(
-            "--index-type", required=True, help="BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, IVF_*"
+            "--index-type", required=True, help="BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, INVERTED, IVF_*"
         )
         parser.add_argument("--name", default=None)
         parser.add_argument(

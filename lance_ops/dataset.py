@@ -53,6 +53,7 @@ from lance_ops.ops import update as update_op
 from lance_ops.ops import write as write_op
 from lance_ops.ops.auto_cleanup import AutoCleanupConfig as AutoCleanup
 from lance_ops.ops.columns import BatchUDF, batch_udf
+from lance_ops.ops.indices import Index
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callback
 from lance_ops.query.predicate import Predicate, parse_expression, parse_predicate
@@ -66,6 +67,7 @@ from lance_ops.table.schema import LanceSchema
 from lance_ops.table.transaction import (
     COMMIT_MESSAGE_KEY,
     Append,
+    CreateIndex,
     DataReplacement,
     Delete,
     Merge,
@@ -91,6 +93,7 @@ __all__ = [
     "AutoCleanupConfig",
     "BatchUDF",
     "BulkCommitResult",
+    "Index",
     "LanceDataset",
     "LanceFragment",
     "LanceOperation",
@@ -247,6 +250,14 @@ class LanceOperation:
                 tuple(fields_for_preserving_frag_bitmap),
                 modes[update_mode],
             )
+
+    @staticmethod
+    def CreateIndex(new_indices: Iterable[Index], removed_indices: Iterable[Index]) -> CreateIndex:  # noqa: N802
+        """Publish index segments (:class:`Index`, e.g. after ``merge_index_metadata``) and remove
+        others, as pylance's ``LanceOperation.CreateIndex``."""
+        return CreateIndex(
+            tuple(i.to_metadata() for i in new_indices), tuple(i.to_metadata() for i in removed_indices)
+        )
 
     @staticmethod
     def Restore(version: int) -> Restore:  # noqa: N802
@@ -993,6 +1004,11 @@ class LanceDataset:
             if len(column) != 1:
                 raise InvalidArgumentError(f"create_index takes one column, got {list(column)}")
             column = column[0]
+        if kwargs.get("fragment_ids") is not None or kwargs.get("index_uuid") is not None:
+            raise UnsupportedFeatureError(
+                "lance_ops does not build vector index segments over some fragments (fragment_ids / "
+                "index_uuid); jobs.create_index builds a vector index on Spark"
+            )
         options = self._commit_options(commit=commit)
         self._adopt(
             *create_index(
@@ -1045,11 +1061,15 @@ class LanceDataset:
         name: str | None = None,
         *,
         replace: bool = True,
+        fragment_ids: Sequence[int] | None = None,
+        index_uuid: str | None = None,
         commit: commit_op.CommitOptions | None = None,
         **kwargs: Any,
     ) -> None:
         """Build a BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM / INVERTED index over every fragment
         and commit it (pylance's ``create_scalar_index``; see :mod:`lance_ops.ops.scalar_index`).
+        With ``fragment_ids`` (INVERTED), stage the index of those fragments under ``index_uuid``
+        for :meth:`merge_index_metadata` and commit nothing.
         ``index_type`` may be a :class:`lance_ops.indices.IndexConfig` (type and parameters), as in
         pylance. ``commit`` (:class:`~lance_ops.CommitOptions`) says how to commit."""
         from lance_ops.ops.scalar_index import create_scalar_index  # noqa: PLC0415
@@ -1057,8 +1077,30 @@ class LanceDataset:
         if not isinstance(index_type, str) and hasattr(index_type, "parameters"):
             kwargs = {**index_type.parameters, **kwargs}
             index_type = index_type.index_type
+        if fragment_ids is not None:  # one worker's part of a distributed build: nothing committed
+            from lance_ops.ops.scalar_index import create_partial_scalar_index  # noqa: PLC0415
+
+            create_partial_scalar_index(
+                self._files, column, index_type, name, fragment_ids, index_uuid, kwargs
+            )
+            return
         options = self._commit_options(commit=commit)
         self._adopt(*create_scalar_index(self._files, column, index_type, name, replace, options, kwargs))
+
+    def merge_index_metadata(
+        self,
+        index_uuid: str,
+        index_type: str,
+        batch_readhead: int | None = None,
+        progress_callback: Any = None,
+    ) -> None:
+        """Merge the partials ``create_scalar_index(..., fragment_ids=, index_uuid=)`` staged into one
+        index's files, committing nothing (pylance's ``merge_index_metadata``; INVERTED). Publish it
+        with ``LanceDataset.commit(uri, LanceOperation.CreateIndex([Index(uuid=index_uuid, ...)],
+        []), read_version=...)``. ``batch_readhead`` and ``progress_callback`` are accepted."""
+        from lance_ops.ops.scalar_index import merge_index_metadata  # noqa: PLC0415
+
+        merge_index_metadata(self._files, index_uuid, index_type)
 
     @property
     def optimize(self) -> DatasetOptimizer:

@@ -20,12 +20,17 @@ Columns: ``string`` and ``large_string``, and lists of them (a row is one docume
 its strings one after the other, as pylance 14 indexes them; anything else is an
 :class:`~lance_ops.errors.IndexColumnTypeError` naming the column). Arrow's kernels split the
 texts, the tokenizer's filters run once per distinct token, the counting is numpy; the posting
-lists are encoded term by term (:mod:`lance_ops.index.inverted_postings`).
+lists, scores, impacts and positions of every term are encoded at once
+(:func:`~lance_ops.index.inverted_postings.encode_postings`,
+:func:`~lance_ops.index.inverted_postings.encode_position_streams`). Distributed builds stage
+one partition per call and merge them (:func:`write_inverted_partial`, :func:`merge_inverted_partials`).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import uuid as uuid_module
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,7 +40,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
-from lance_ops.errors import CorruptFileError, IndexColumnTypeError, IndexCorruptError
+from lance_ops.errors import CorruptFileError, IndexColumnTypeError, IndexCorruptError, InvalidArgumentError
 from lance_ops.index.files import IndexWriter, RemapResult, read_index_file
 from lance_ops.index.fst import FstReader, build_fst
 from lance_ops.index.inverted_postings import (
@@ -44,8 +49,8 @@ from lance_ops.index.inverted_postings import (
     TAIL_VARINT_DELTA,
     decode_positions,
     decode_posting_list,
-    encode_positions,
-    encode_posting_list,
+    encode_position_streams,
+    encode_postings,
 )
 from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
 from lance_ops.io.context import StorageContext
@@ -59,8 +64,11 @@ __all__ = [
     "corpus_of",
     "inverted_details",
     "read_inverted_corpus",
+    "merge_inverted_partials",
+    "partial_partition_id",
     "segment_tokenizer",
     "write_inverted",
+    "write_inverted_partial",
 ]
 
 INVERTED_DETAILS_URL = "/lance.table.InvertedIndexDetails"
@@ -202,38 +210,30 @@ def _positions_metadata(with_positions: bool) -> dict[str, str]:
     return {"positions_layout": POSITIONS_LAYOUT, "positions_codec": POSITIONS_PACKED_DELTA}
 
 
-def _metadata(tokenizer: TokenizerParams, partitions: Sequence[int]) -> pa.Table:
-    schema = pa.schema(
-        [pa.field("deleted_fragments", pa.binary(), nullable=False)],
-        metadata={
-            "partitions": json.dumps(list(partitions)),
-            "params": tokenizer.to_json(),
-            "token_set_format": "fst",
-            "posting_block_size": str(BLOCK_SIZE),
-            "format_version": FORMAT_VERSION,
-            "posting_tail_codec": TAIL_VARINT_DELTA,
-            **_positions_metadata(bool(tokenizer.values["with_position"])),
-        },
-    )
+def _metadata(tokenizer: TokenizerParams, partitions: Sequence[int], staged: bool = False) -> pa.Table:
+    """``metadata.lance``: one empty ``deleted_fragments`` bitmap, or, for a staged partial
+    (``staged``), no columns at all, as pylance 14 writes them."""
+    metadata = {
+        "partitions": json.dumps(list(partitions)),
+        "params": tokenizer.to_json(),
+        "token_set_format": "fst",
+        "posting_block_size": str(BLOCK_SIZE),
+        "format_version": FORMAT_VERSION,
+        "posting_tail_codec": TAIL_VARINT_DELTA,
+        **_positions_metadata(bool(tokenizer.values["with_position"])),
+    }
+    if staged:
+        return pa.schema([], metadata=metadata).empty_table()
+    schema = pa.schema([pa.field("deleted_fragments", pa.binary(), nullable=False)], metadata=metadata)
     return pa.table([pa.array([BitMap().serialize()], pa.binary())], schema=schema)
 
 
-def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int) -> None:
+def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int, prefix: str = "") -> None:
     total_tokens = int(corpus.lengths.sum(dtype=np.uint64))
-    term = corpus.term
-    starts = np.flatnonzero(np.r_[True, term[1:] != term[:-1]]) if len(term) else np.empty(0, np.int64)
-    bounds = np.r_[starts, len(term)].astype(np.int64)
-    rows = [
-        encode_posting_list(corpus.doc[a:b], corpus.freq[a:b], corpus.lengths, total_tokens)
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-    ]
+    columns = list(
+        encode_postings(corpus.term, corpus.doc, corpus.freq, corpus.lengths, total_tokens, len(corpus.terms))
+    )
     blocks = pa.list_(pa.large_binary())
-    columns = [
-        pa.array([r.posting for r in rows], blocks),
-        pa.array([r.max_score for r in rows], pa.float32()),
-        pa.array([r.length for r in rows], pa.uint32()),
-        pa.array([r.impacts for r in rows], blocks),
-    ]
     fields = [
         pa.field("_posting", blocks, nullable=False),
         pa.field("_max_score", pa.float32(), nullable=False),
@@ -241,15 +241,7 @@ def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int
         pa.field("_impacts", blocks, nullable=False),
     ]
     if corpus.positions is not None:
-        spans = corpus.triple_positions()
-        streams = [
-            encode_positions(corpus.positions[spans[a] : spans[b]], corpus.freq[a:b])
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
-        columns += [
-            pa.array([stream for stream, _ in streams], pa.large_binary()),
-            pa.array([offsets for _, offsets in streams], pa.list_(pa.uint32())),
-        ]
+        columns += encode_position_streams(corpus.term, corpus.freq, corpus.positions, len(corpus.terms))
         fields += [
             pa.field(POSITIONS, pa.large_binary(), nullable=False),
             pa.field(POSITION_OFFSETS, pa.list_(pa.uint32()), nullable=False),
@@ -292,26 +284,31 @@ def _write_partition(writer: IndexWriter, corpus: InvertedCorpus, partition: int
             metadata={"total_tokens": str(total_tokens)},
         ),
     )
-    writer.write(f"part_{partition}_invert.lance", invert)
-    writer.write(f"part_{partition}_tokens.lance", tokens)
-    writer.write(f"part_{partition}_docs.lance", docs)
+    writer.write(f"{prefix}part_{partition}_invert.lance", invert)
+    writer.write(f"{prefix}part_{partition}_tokens.lance", tokens)
+    writer.write(f"{prefix}part_{partition}_docs.lance", docs)
 
 
-def segment_tokenizer(ctx: StorageContext, index: IndexMetadata) -> tuple[TokenizerParams, list[int]]:
-    """The tokenizer (``params``) and partition numbers of an INVERTED segment."""
-    data = read_index_file(ctx, index, METADATA)
+def segment_tokenizer(
+    ctx: StorageContext, index: IndexMetadata, name: str = METADATA
+) -> tuple[TokenizerParams, list[int]]:
+    """The tokenizer (``params``) and partition numbers of an INVERTED segment (``name``: the
+    metadata file of a staged partial instead)."""
+    data = read_index_file(ctx, index, name)
     try:
-        params = json.loads(data.meta("params", index, METADATA))
-        partitions = [int(p) for p in json.loads(data.meta("partitions", index, METADATA))]
+        params = json.loads(data.meta("params", index, name))
+        partitions = [int(p) for p in json.loads(data.meta("partitions", index, name))]
     except (ValueError, TypeError) as exc:
-        raise IndexCorruptError(METADATA, f"index {index.name!r}: bad metadata: {exc}") from exc
+        raise IndexCorruptError(name, f"index {index.name!r}: bad metadata: {exc}") from exc
     return tokenizer_params(params), partitions
 
 
-def read_inverted_corpus(ctx: StorageContext, index: IndexMetadata, partition: int) -> InvertedCorpus:
-    """Decode one partition of an INVERTED segment back into its documents and triples (and
-    positions, when it has them)."""
-    names = {k: f"part_{partition}_{k}.lance" for k in ("tokens", "docs", "invert")}
+def read_inverted_corpus(
+    ctx: StorageContext, index: IndexMetadata, partition: int, prefix: str = ""
+) -> InvertedCorpus:
+    """Decode one partition of an INVERTED segment (or, with ``prefix`` ``"staging/"``, of a
+    staged partial) back into its documents and triples (and positions, when it has them)."""
+    names = {k: f"{prefix}part_{partition}_{k}.lance" for k in ("tokens", "docs", "invert")}
     tokens = read_index_file(ctx, index, names["tokens"])
     docs = read_index_file(ctx, index, names["docs"])
     invert = read_index_file(ctx, index, names["invert"])
@@ -356,7 +353,7 @@ def write_inverted(
     the segments ``merged`` too (optimize after an append), with ``tokenizer``'s terms (and
     positions when it has ``with_position``; every merged segment must have them then)."""
     with_positions = bool(tokenizer.values["with_position"])
-    corpus = InvertedCorpus.empty(with_positions)
+    parts = []
     for segment in merged:
         for partition in segment_tokenizer(ctx, segment)[1]:
             part = read_inverted_corpus(ctx, segment, partition)
@@ -365,39 +362,129 @@ def write_inverted(
                     f"part_{partition}_invert.lance",
                     f"index {segment.name!r}: with_position is set but the postings have no positions",
                 )
-            corpus = _merge(corpus, part)
-    corpus = _merge(corpus, corpus_of(values, ids, tokenizer))
+            parts.append(part)
+    parts.append(corpus_of(values, ids, tokenizer))
+    corpus = _merge(parts, with_positions)
     writer = IndexWriter(ctx)
     _write_partition(writer, corpus, 0)
     writer.write(METADATA, _metadata(tokenizer, [0]))
     return writer.result(template)
 
 
-def _merge(a: InvertedCorpus, b: InvertedCorpus) -> InvertedCorpus:
-    """``b``'s documents after ``a``'s, its terms renumbered into ``a``'s (new ones appended)."""
-    if not len(a.row_ids):
-        return b
-    known = {t: i for i, t in enumerate(a.terms)}
-    mapping = np.asarray([known.setdefault(t, len(known)) for t in b.terms], np.int64)
-    term = np.concatenate([a.term.astype(np.int64), mapping[b.term.astype(np.int64)]])
-    doc = np.concatenate([a.doc.astype(np.int64), b.doc.astype(np.int64) + len(a.row_ids)])
-    freq = np.concatenate([a.freq, b.freq])
+def _merge(parts: Sequence[InvertedCorpus], with_positions: bool) -> InvertedCorpus:
+    """The documents of ``parts`` one part after the other, terms numbered as they first occur
+    (each part's in its own order); positions when every part has them (an empty corpus:
+    ``with_positions``). One sort for all."""
+    parts = [p for p in parts if len(p.row_ids)]
+    if len(parts) <= 1:
+        return parts[0] if parts else InvertedCorpus.empty(with_positions)
+    known: dict[str, int] = {}
+    terms, docs, base = [], [], 0
+    for part in parts:
+        mapping = np.asarray([known.setdefault(t, len(known)) for t in part.terms], np.int64)
+        terms.append(mapping[part.term.astype(np.int64)])
+        docs.append(part.doc.astype(np.int64) + base)
+        base += len(part.row_ids)
+    term, doc = np.concatenate(terms), np.concatenate(docs)
+    freq = np.concatenate([p.freq for p in parts])
     order = np.lexsort((doc, term))
     positions = None
-    if a.positions is not None and b.positions is not None:
+    if all(p.positions is not None for p in parts):
         # each triple's run of positions follows it to its new place
-        flat = np.concatenate([a.positions, b.positions])
+        flat = np.concatenate([p.positions for p in parts if p.positions is not None])
         starts = np.concatenate(([0], np.cumsum(freq, dtype=np.int64)))[:-1]
         moved = freq[order].astype(np.int64)
         new_starts = np.cumsum(moved) - moved
         gather = np.repeat(starts[order] - new_starts, moved) + np.arange(int(moved.sum()))
         positions = flat[gather]
     return InvertedCorpus(
-        np.concatenate([a.row_ids, b.row_ids]),
-        np.concatenate([a.lengths, b.lengths]),
+        np.concatenate([p.row_ids for p in parts]),
+        np.concatenate([p.lengths for p in parts]),
         list(known),
         term[order].astype(np.uint32),
         doc[order].astype(np.uint32),
         freq[order],
         positions,
     )
+
+
+# Distributed builds (pylance 14's ``create_scalar_index(..., fragment_ids=, index_uuid=)`` then
+# ``merge_index_metadata(index_uuid, "INVERTED")``): each call over some fragments stages one
+# partition under ``_indices/<uuid>/staging/``, numbered ``first fragment id << 32``, as
+# ``part_<n>_{invert,tokens,docs}.lance`` and a column-less ``part_<n>_metadata.lance`` (a call
+# whose fragments hold no document stages only ``part_empty_<n>_metadata.lance``); the merge
+# joins the staged partitions in partition order into the one partition of a whole build (BM25
+# statistics and block scores are over every document, so postings are re-encoded, not copied)
+# and removes the staged files.
+STAGING = "staging/"
+_STAGED_METADATA = re.compile(r"part_(empty_)?(\d+)_metadata\.lance")
+
+
+def partial_partition_id(fragment_ids: Sequence[int]) -> int:
+    """The partition number a partial build over ``fragment_ids`` stages (pylance 14's)."""
+    return int(fragment_ids[0]) << 32
+
+
+def _staging_index(index_uuid: bytes) -> IndexMetadata:
+    return IndexMetadata(
+        uuid=index_uuid, fields=(), name=str(uuid_module.UUID(bytes=index_uuid)), dataset_version=0
+    )
+
+
+def write_inverted_partial(
+    ctx: StorageContext,
+    index_uuid: bytes,
+    partition: int,
+    values: pa.Array,
+    ids: np.ndarray,
+    tokenizer: TokenizerParams,
+) -> None:
+    """Stage partition ``partition`` of the index ``index_uuid``: the documents of ``values``
+    (keyed by row ids ``ids``)."""
+    corpus = corpus_of(values, ids, tokenizer)
+    writer = IndexWriter(ctx)
+    writer.uuid = index_uuid  # the shared directory of every partial of this build
+    if not len(corpus.row_ids):
+        writer.write(f"{STAGING}part_empty_{partition}_{METADATA}", _metadata(tokenizer, [], staged=True))
+        return
+    _write_partition(writer, corpus, partition, STAGING)
+    writer.write(f"{STAGING}part_{partition}_{METADATA}", _metadata(tokenizer, [partition], staged=True))
+
+
+def merge_inverted_partials(
+    ctx: StorageContext, index_uuid: bytes, template: IndexMetadata | None = None
+) -> RemapResult | None:
+    """Merge the partitions staged for ``index_uuid`` into the files of one index, remove the
+    staged files and return the files written, with ``template``'s details (None when nothing
+    was staged but the directory holds a merged index already, as after a second call). A
+    directory with neither is an :class:`~lance_ops.errors.InvalidArgumentError`; staged
+    partials of different tokenizers an :class:`~lance_ops.errors.IndexCorruptError`."""
+    index = _staging_index(index_uuid)
+    directory = ctx.path("_indices", index.name)
+    names = [
+        info.path.rsplit("/", 1)[-1] for info in ctx.store.list(ctx.path("_indices", index.name, STAGING))
+    ]
+    staged = sorted(
+        (int(m.group(2)), name) for name in names if (m := _STAGED_METADATA.fullmatch(name)) is not None
+    )
+    if not staged:
+        if ctx.store.exists(ctx.path("_indices", index.name, METADATA)):
+            return None
+        raise InvalidArgumentError(f"No partition metadata files found in index directory: {directory}")
+    tokenizer = segment_tokenizer(ctx, index, STAGING + staged[0][1])[0]
+    parts = []
+    for _, name in staged:
+        params, partitions = segment_tokenizer(ctx, index, STAGING + name)
+        if params.values != tokenizer.values:
+            raise IndexCorruptError(name, f"index {index.name}: partials built with different tokenizers")
+        parts += [read_inverted_corpus(ctx, index, partition, STAGING) for partition in partitions]
+    corpus = _merge(parts, bool(tokenizer.values["with_position"]))
+    writer = IndexWriter(ctx)
+    writer.uuid = index_uuid
+    _write_partition(writer, corpus, 0)
+    writer.write(METADATA, _metadata(tokenizer, [0]))
+    staging = ctx.path("_indices", index.name, STAGING)
+    for info in ctx.store.list(staging):
+        ctx.store.delete(info.path)
+    ctx.store.remove_directories(staging)
+    return writer.result(template or index)

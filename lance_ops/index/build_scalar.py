@@ -29,7 +29,7 @@ from pyroaring import BitMap
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_ops.index import bitmap, btree, build_inverted, ngram, zonemap
-from lance_ops.index.files import IndexFileData
+from lance_ops.index.files import IndexFileData, RemapResult
 from lance_ops.index.optimize import column_rows
 from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
 from lance_ops.index.treemap import encode_row_address_map
@@ -41,6 +41,7 @@ __all__ = [
     "BUILDABLE_SCALAR_TYPES",
     "ScalarBuild",
     "check_column_type",
+    "index_entry",
     "plan_scalar_build",
     "scalar_rows",
     "write_scalar_index",
@@ -235,5 +236,11 @@ def write_scalar_index(
         result = bitmap.merge_bitmap(
             ctx, template, (), values, ids, label_list=kind == LABEL_LIST, base=_empty(schema, buffers)
         )
+    return index_entry(manifest, template, result)
+
+
+def index_entry(manifest: Manifest, template: IndexMetadata, result: RemapResult) -> IndexMetadata:
+    """The manifest entry of a new index written as ``result``: over every fragment of
+    ``manifest``, created now."""
     fragments = BitMap(f.id for f in manifest.fragments).serialize()
     return replace(result.metadata_for(template, fragments), created_at=int(time.time() * 1000))

@@ -47,7 +47,9 @@ the gap from the previous one); full groups of 128 deltas are bit-packed as abov
 :func:`decode_posting_list` and :func:`encode_posting_list` are the public, stable API (the
 full-text builder and the remap use them); :func:`block_scores`, :func:`encode_impacts` and
 :func:`renumber_impacts` are its parts; :func:`decode_positions` / :func:`encode_positions` the
-position streams'. Bad bytes raise :class:`~lance_ops.errors.CorruptFileError` (placeholder path
+position streams'. :func:`encode_postings` and :func:`encode_position_streams` encode every token
+of a partition at once (the builder's path; numpy over all postings), byte for byte as those
+token by token. Bad bytes raise :class:`~lance_ops.errors.CorruptFileError` (placeholder path
 ``"<posting>"``; callers name the file with :meth:`~lance_ops.errors.CorruptFileError.located`).
 """
 
@@ -60,6 +62,7 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
+import pyarrow as pa
 
 from lance_ops.errors import CorruptFileError, UnsupportedEncodingError
 
@@ -77,8 +80,10 @@ __all__ = [
     "decode_positions",
     "decode_posting_list",
     "encode_impacts",
+    "encode_position_streams",
     "encode_positions",
     "encode_posting_list",
+    "encode_postings",
     "renumber_impacts",
     "idf",
     "quantize_doc_length",
@@ -566,3 +571,302 @@ def encode_positions(positions: np.ndarray, freqs: np.ndarray) -> tuple[bytes, l
             stream += _pack(block[group : group + BLOCK_SIZE].astype(np.uint32))
         stream += _varints(block[full:])
     return bytes(stream), offsets
+
+
+# ---------------------------------------------------------------------------------------------
+# every token of a partition at once (the builder's path)
+#
+# The same bytes as :func:`encode_posting_list` token after token, computed with numpy over all
+# postings: blocks and impact entries are segments of the (term, document)-sorted postings, their
+# bytes are laid out in one buffer per column (Arrow offsets, no Python object per block).
+
+_PACK_CHUNK = 4096  # blocks packed at once (bounds the bit matrix: 4096 x 128 x width bytes)
+
+
+def _varint_stream(values: np.ndarray, raw: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """LEB128 bytes of ``values`` one after the other, and each value's byte count; where ``raw``
+    is set the value is one plain byte instead (below 256)."""
+    values = np.asarray(values, np.uint64)
+    nbytes = np.maximum(1, (_bit_lengths(values) + 6) // 7)
+    if raw is not None:
+        nbytes[raw] = 1
+    owner = np.repeat(np.arange(len(values)), nbytes)
+    starts = np.cumsum(nbytes) - nbytes
+    position = np.arange(int(nbytes.sum())) - np.repeat(starts, nbytes)
+    out = (values[owner] >> (7 * position).astype(np.uint64)) & np.uint64(0x7F)
+    out |= (position < (nbytes[owner] - 1)).astype(np.uint64) << np.uint64(7)
+    if raw is not None and raw.any():
+        out[starts[raw]] = values[raw]
+    return out.astype(np.uint8), nbytes
+
+
+def _scatter(out: np.ndarray, starts: np.ndarray, rows: np.ndarray) -> None:
+    """``out[starts[i] : starts[i] + rows.shape[1]] = rows[i]`` for every ``i``."""
+    if len(starts):
+        out[starts[:, None] + np.arange(rows.shape[1])] = rows
+
+
+def _pack_rows(values: np.ndarray, width: int) -> np.ndarray:
+    """:func:`_pack` of each row of ``values`` (k x 128) without its width byte: k x 16*width."""
+    k = len(values)
+    lanes = values.astype(np.uint32).reshape(k, 32, _LANES).transpose(0, 2, 1)  # block, lane, i
+    bits = ((lanes[..., None] >> np.arange(width, dtype=np.uint32)) & np.uint32(1)).astype(np.uint8)
+    packed = np.packbits(bits.reshape(k, _LANES, 32 * width), axis=2, bitorder="little")
+    return packed.reshape(k, _LANES, width, 4).transpose(0, 2, 1, 3).reshape(k, 16 * width)
+
+
+def _place_packed(
+    out: np.ndarray, at: np.ndarray, values: np.ndarray, starts: np.ndarray, widths: np.ndarray
+) -> None:
+    """Pack the 128 ``values`` from ``starts[i]`` at ``out[at[i]:]`` with width ``widths[i]``."""
+    for width in np.unique(widths[widths > 0]).tolist():
+        chosen = np.flatnonzero(widths == width)
+        for lo in range(0, len(chosen), _PACK_CHUNK):
+            part = chosen[lo : lo + _PACK_CHUNK]
+            rows = values[starts[part][:, None] + np.arange(BLOCK_SIZE)]
+            _scatter(out, at[part], _pack_rows(rows, width))
+
+
+def _idf_all(token_docs: np.ndarray, num_docs: int) -> np.ndarray:
+    """:func:`idf` of each count (float32; the C ``logf`` once per distinct count)."""
+    distinct, inverse = np.unique(token_docs, return_inverse=True)
+    n = np.float32(num_docs)
+    t = distinct.astype(np.float32)
+    ratio = ((n - t + np.float32(0.5)) / (t + np.float32(0.5))).astype(np.float32)
+    logs = np.array([_logf(np.float32(r + np.float32(1.0))) for r in ratio.tolist()], np.float32)
+    return logs[inverse]
+
+
+def _sorted_triples(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(a, b, c)`` (non-negative int64) sorted by ``a``, then ``b``, then ``c``: one sort of a
+    packed key when the three fit in 63 bits, else a lexsort."""
+    if not len(a):
+        return a, b, c
+    width_b, width_c = int(b.max()).bit_length(), int(c.max()).bit_length()
+    if int(a.max()).bit_length() + width_b + width_c > 63:
+        order = np.lexsort((c, b, a))
+        return a[order], b[order], c[order]
+    key = np.sort((a << (width_b + width_c)) | (b << width_c) | c)
+    return key >> (width_b + width_c), (key >> width_c) & ((1 << width_b) - 1), key & ((1 << width_c) - 1)
+
+
+def _impact_entries(
+    segment: np.ndarray, freqs: np.ndarray, lengths: np.ndarray, last_doc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_impact_entry` of every segment ``0 .. len(last_doc) - 1`` (``segment`` names each
+    posting's): the entries' bytes one after the other, and each entry's size."""
+    s, f, dl = _sorted_triples(segment, np.asarray(freqs, np.int64), np.asarray(lengths, np.int64))
+    first = np.concatenate(([True], (s[1:] != s[:-1]) | (f[1:] != f[:-1])))  # shortest per frequency
+    s, f, dl = s[first], f[first], dl[first]
+    # the frontier: from the highest frequency down, a pair stays when shorter than all above it
+    keyed = (dl + s * (1 << 33))[::-1]
+    running = np.minimum.accumulate(keyed)
+    above = np.concatenate(([np.iinfo(np.int64).max], running[:-1]))
+    stays = (keyed < above)[::-1]
+    s, f, code = s[stays], f[stays], quantize_doc_length(dl[stays]).astype(np.int64)
+    # equal codes: the higher frequency stays
+    last_of_code = np.concatenate(((s[1:] != s[:-1]) | (code[1:] != code[:-1]), [True]))
+    s, f, code = s[last_of_code], f[last_of_code], code[last_of_code]
+    opens = np.concatenate(([True], s[1:] != s[:-1]))
+    previous_f = np.where(opens, 0, np.roll(f, 1))
+    rise = code - np.where(opens, 0, np.roll(code, 1))
+    explicit = rise != 1
+    pairs = np.bincount(s, minlength=len(last_doc))
+    # tokens of each entry: last document, pair count, then per pair its varint (and rise byte)
+    per_pair = 1 + explicit.astype(np.int64)
+    tokens = 2 + np.bincount(s, weights=per_pair, minlength=len(last_doc)).astype(np.int64)
+    base = np.cumsum(tokens) - tokens
+    values = np.empty(int(tokens.sum()), np.uint64)
+    raw = np.zeros(len(values), bool)
+    values[base] = last_doc
+    values[base + 1] = pairs
+    before = np.cumsum(per_pair) - per_pair  # tokens of the earlier pairs (all segments)
+    seg_first = np.searchsorted(s, s)  # index of the first pair of each pair's segment
+    at = base[s] + 2 + before - before[seg_first]
+    values[at] = ((f - previous_f - 1) << 1) | explicit
+    values[at[explicit] + 1] = rise[explicit]
+    raw[at[explicit] + 1] = True
+    data, nbytes = _varint_stream(values, raw)
+    return data, np.add.reduceat(nbytes, base)
+
+
+def _list_of_binaries(data: np.ndarray, sizes: np.ndarray, list_offsets: np.ndarray) -> pa.Array:
+    offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+    items = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(sizes), [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))]
+    )
+    return pa.ListArray.from_arrays(pa.array(list_offsets, pa.int32()), items)
+
+
+def encode_postings(
+    term: np.ndarray,
+    doc: np.ndarray,
+    freq: np.ndarray,
+    doc_lengths: np.ndarray,
+    total_tokens: int,
+    num_terms: int,
+) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """The ``_posting``, ``_max_score``, ``_length`` and ``_impacts`` columns of a partition's
+    tokens ``0 .. num_terms - 1`` (each in at least one document) from its postings sorted by
+    term then document (``varint_delta_v1`` tails): :func:`encode_posting_list` of every token,
+    byte for byte, computed at once."""
+    term = np.asarray(term, np.int64)
+    doc = np.asarray(doc, np.int64)
+    freq = np.asarray(freq, np.int64)
+    doc_lengths = np.asarray(doc_lengths, np.uint32)
+    n = len(term)
+    if not num_terms:
+        empty = pa.array([], pa.list_(pa.large_binary()))
+        return empty, pa.array([], pa.float32()), pa.array([], pa.uint32()), empty
+    counts = np.bincount(term, minlength=num_terms).astype(np.int64)
+    if (counts == 0).any():
+        raise ValueError("every token needs at least one document")
+    term_start = np.concatenate(([0], np.cumsum(counts)))
+    rank = np.arange(n, dtype=np.int64) - term_start[term]
+    block_start = np.flatnonzero(rank % BLOCK_SIZE == 0)
+    block_len = np.diff(np.append(block_start, n))
+    blocks_per_term = -(-counts // BLOCK_SIZE)
+    term_blocks = np.concatenate(([0], np.cumsum(blocks_per_term)))
+    num_blocks = len(block_start)
+
+    # scores (as block_scores, token after token)
+    avgdl = average_length(total_tokens, len(doc_lengths))
+    lengths = doc_lengths[doc]
+    f32 = freq.astype(np.float32)
+    norm = K1 * ((np.float32(1.0) - B) + (B * lengths.astype(np.float32)) / avgdl)
+    weights = (f32 / (f32 + norm)).astype(np.float32)
+    scale = (_idf_all(counts, len(doc_lengths)) * np.float32(K1 + np.float32(1.0))).astype(np.float32)
+    block_term = term[block_start]
+    scores = (
+        (np.maximum.reduceat(weights, block_start) * scale[block_term]).astype(np.float32) if n else weights
+    )
+    max_scores = np.maximum.reduceat(scores, term_blocks[:-1]) if num_terms else scores
+
+    # posting blocks: score, then (full) first id, packed deltas, packed frequencies, or (tail) varints
+    full = block_len == BLOCK_SIZE
+    deltas = np.diff(doc, prepend=0)
+    deltas[block_start[full]] = 0
+    deltas[block_start[~full]] = doc[block_start[~full]]
+    width_d = _bit_lengths(np.maximum.reduceat(deltas, block_start))
+    width_f = _bit_lengths(np.maximum.reduceat(freq, block_start))
+    in_tail = ~full[np.repeat(np.arange(num_blocks), block_len)]
+    tail_blocks = np.flatnonzero(~full)
+    tail_len = block_len[tail_blocks]
+    # per tail block: its deltas then its frequencies
+    tail_values = np.empty(2 * int(tail_len.sum()), np.uint64)
+    tail_first = np.cumsum(2 * tail_len) - 2 * tail_len
+    slot = np.repeat(tail_first, tail_len) + (rank[in_tail] % BLOCK_SIZE)
+    tail_values[slot] = deltas[in_tail]
+    tail_values[slot + np.repeat(tail_len, tail_len)] = freq[in_tail]
+    tail_data, tail_nbytes = _varint_stream(tail_values)
+    tail_sizes = np.add.reduceat(tail_nbytes, tail_first) if len(tail_first) else np.zeros(0, np.int64)
+    sizes = np.where(full, 10 + 16 * (width_d + width_f), 4)
+    sizes[tail_blocks] += tail_sizes
+    offsets = np.cumsum(sizes) - sizes
+    out = np.zeros(int(sizes.sum()), np.uint8)
+    _scatter(out, offsets, scores.astype("<f4").view(np.uint8).reshape(num_blocks, 4))
+    whole = np.flatnonzero(full)
+    at = offsets[whole]
+    _scatter(out, at + 4, doc[block_start[whole]].astype("<u4").view(np.uint8).reshape(len(whole), 4))
+    out[at + 8] = width_d[whole]
+    out[at + 9 + 16 * width_d[whole]] = width_f[whole]
+    _place_packed(out, at + 9, deltas, block_start[whole], width_d[whole])
+    _place_packed(out, at + 10 + 16 * width_d[whole], freq, block_start[whole], width_f[whole])
+    if len(tail_blocks):
+        tail_at = offsets[tail_blocks] + 4
+        starts = np.cumsum(tail_sizes) - tail_sizes
+        out[np.repeat(tail_at - starts, tail_sizes) + np.arange(len(tail_data))] = tail_data
+    posting = _list_of_binaries(out, sizes, term_blocks)
+
+    # impacts: per token its block entries, then one per 32 blocks; segments numbered in that order
+    groups_per_term = -(-blocks_per_term // IMPACT_GROUP_BLOCKS)
+    entries_per_term = blocks_per_term + groups_per_term
+    term_entries = np.concatenate(([0], np.cumsum(entries_per_term)))
+    block_segment = term_entries[term] + rank // BLOCK_SIZE
+    group_segment = term_entries[term] + blocks_per_term[term] + rank // (BLOCK_SIZE * IMPACT_GROUP_BLOCKS)
+    segment = np.concatenate((block_segment, group_segment))
+    last_doc = np.zeros(int(term_entries[-1]), np.int64)
+    for segments in (block_segment, group_segment):  # ascending: a segment's last posting has its last doc
+        ends = np.flatnonzero(np.append(segments[1:] != segments[:-1], True))
+        last_doc[segments[ends]] = doc[ends]
+    data, entry_sizes = _impact_entries(
+        segment, np.concatenate((freq, freq)), np.concatenate((lengths, lengths)), last_doc
+    )
+    impacts = _list_of_binaries(data, entry_sizes, term_entries)
+    return posting, pa.array(max_scores, pa.float32()), pa.array(counts, pa.uint32()), impacts
+
+
+def _place_runs(out: np.ndarray, at: np.ndarray, data: np.ndarray, sizes: np.ndarray) -> None:
+    """Copy the runs of ``data`` (``sizes`` bytes each, one after the other) to ``out[at[i]:]``."""
+    starts = np.cumsum(sizes) - sizes
+    out[np.repeat(at - starts, sizes) + np.arange(len(data))] = data
+
+
+def encode_position_streams(
+    term: np.ndarray, freq: np.ndarray, positions: np.ndarray, num_terms: int
+) -> tuple[pa.Array, pa.Array]:
+    """The ``_compressed_position`` and ``_position_block_offset`` columns of a partition's tokens
+    (postings sorted by term then document, each posting's positions ascending, one posting after
+    the other): :func:`encode_positions` of every token, byte for byte, computed at once."""
+    term = np.asarray(term, np.int64)
+    freq = np.asarray(freq, np.int64)
+    positions = np.asarray(positions, np.int64)
+    counts = np.bincount(term, minlength=num_terms).astype(np.int64)
+    term_start = np.concatenate(([0], np.cumsum(counts)))
+    rank = np.arange(len(term), dtype=np.int64) - term_start[term]
+    block_start = np.flatnonzero(rank % BLOCK_SIZE == 0)
+    term_blocks = np.concatenate(([0], np.cumsum(-(-counts // BLOCK_SIZE))))
+    doc_start = _doc_starts(freq)
+    if doc_start[-1] != len(positions):
+        raise ValueError(f"{len(positions)} positions for frequencies summing to {int(doc_start[-1])}")
+    deltas = np.diff(positions, prepend=0)
+    deltas[doc_start[:-1]] = positions[doc_start[:-1]]
+    if (deltas < 0).any():
+        raise ValueError("positions must ascend within a document")
+    # each block: its positions' deltas, full groups of 128 bit-packed, the rest varints
+    first = doc_start[block_start]
+    count = np.diff(np.append(first, len(positions)))
+    groups = count // BLOCK_SIZE
+    group_block = np.repeat(np.arange(len(block_start)), groups)
+    group_first = first[group_block] + BLOCK_SIZE * (
+        np.arange(len(group_block)) - np.repeat(np.cumsum(groups) - groups, groups)
+    )
+    widths = (
+        _bit_lengths(deltas[group_first[:, None] + np.arange(BLOCK_SIZE)].max(axis=1))
+        if len(group_first)
+        else group_first
+    )
+    rest_first = first + BLOCK_SIZE * groups
+    rest_len = first + count - rest_first
+    in_rest = np.repeat(rest_first, rest_len) + (
+        np.arange(int(rest_len.sum())) - np.repeat(np.cumsum(rest_len) - rest_len, rest_len)
+    )
+    rest_data, rest_nbytes = _varint_stream(deltas[in_rest])
+    run_sizes = np.bincount(
+        np.repeat(np.arange(len(block_start)), rest_len), weights=rest_nbytes, minlength=len(block_start)
+    ).astype(np.int64)
+    group_sizes = 1 + 16 * widths
+    group_bytes = np.bincount(group_block, weights=group_sizes, minlength=len(block_start)).astype(np.int64)
+    sizes = group_bytes + run_sizes
+    block_at = np.cumsum(sizes) - sizes
+    out = np.zeros(int(sizes.sum()), np.uint8)
+    if len(group_first):
+        group_at = (
+            block_at[group_block]
+            + (np.cumsum(group_sizes) - group_sizes)
+            - np.repeat(np.cumsum(group_bytes) - group_bytes, groups)
+        )
+        out[group_at] = widths
+        _place_packed(out, group_at + 1, deltas, group_first, widths)
+    _place_runs(out, block_at + group_bytes, rest_data, run_sizes)
+    term_at = block_at[term_blocks[:-1]] if num_terms else np.zeros(0, np.int64)
+    stream_offsets = np.append(term_at, len(out)).astype(np.int64)
+    streams = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), num_terms, [None, pa.py_buffer(stream_offsets), pa.py_buffer(out)]
+    )
+    block_term = term[block_start]
+    relative = (
+        (block_at - term_at[block_term]).astype(np.uint32) if len(block_start) else block_at.astype(np.uint32)
+    )
+    offsets = pa.ListArray.from_arrays(pa.array(term_blocks, pa.int32()), pa.array(relative, pa.uint32()))
+    return streams, offsets

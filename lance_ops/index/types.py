@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 
 from lance_ops.encoding.protowire import fields
-from lance_ops.errors import IndexCorruptError, UnsupportedIndexTypeError
+from lance_ops.errors import CorruptFileError, IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.file import LanceFileReader
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata
@@ -131,6 +131,18 @@ def _vector_type_from_file(ctx: StorageContext, index: IndexMetadata) -> str:
     return kind.upper()
 
 
+def _is_inverted_by_files(ctx: StorageContext, index: IndexMetadata) -> bool:
+    """Whether the files of an index committed without details (as after pylance's distributed
+    INVERTED build, whose ``Index`` carries none) are an INVERTED index's: a ``metadata.lance``
+    naming its token set format."""
+    path = ctx.store.join(index_dir(ctx, index), "metadata.lance")
+    try:
+        reader = LanceFileReader(path, store=ctx.store)
+    except (FileNotFoundError, CorruptFileError):
+        return False
+    return b"token_set_format" in (reader.schema.metadata or {})
+
+
 def index_type_of(index: IndexMetadata, ctx: StorageContext | None = None) -> str:
     """pylance's create-time type name of ``index``: ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"``,
     ``"ZONEMAP"``, ``"INVERTED"``, ``"NGRAM"``, ``"IVF_PQ"``, ``"IVF_HNSW_SQ"``, ...; also
@@ -140,6 +152,8 @@ def index_type_of(index: IndexMetadata, ctx: StorageContext | None = None) -> st
     its ``index.idx``. Raises :class:`UnsupportedIndexTypeError` (naming the index) for a type URL
     we do not know, and :class:`IndexCorruptError` for undecodable details or a missing file.
     """
+    if index.details is None and ctx is not None and _is_inverted_by_files(ctx, index):
+        return INVERTED
     if index.details is None:
         raise UnsupportedIndexTypeError(
             f"index {index.name!r} has no index details; its type is unknown", index.name

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import uuid as uuid_module
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
@@ -38,7 +39,7 @@ from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.index_remap import check_index_files, discard, remap_all
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import FRAG_REUSE_INDEX_NAME, is_system, is_zone_map
-from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
+from lance_ops.table.manifest import DataFragment, IndexFile, IndexMetadata, Manifest
 from lance_ops.table.transaction import CreateIndex, Transaction
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,50 @@ class FragmentIds(BitMap):  # type: ignore[misc]
         return bool(BitMap.__eq__(self, other))
 
     __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass
+class Index:
+    """An index segment as pylance's ``lance.dataset.Index``, for
+    ``LanceOperation.CreateIndex(new_indices=[Index(...)], removed_indices=[])`` after a
+    distributed build. ``fragment_ids`` may be any iterable of ids; ``created_at`` a datetime;
+    ``files`` ``IndexFile`` s or ``(path, size_bytes)`` pairs; ``index_details`` the details'
+    ``(type_url, value)`` (None, as pylance's tests commit them: readers then tell the type
+    from the files)."""
+
+    uuid: str
+    name: str
+    fields: list[int]
+    dataset_version: int
+    fragment_ids: Any
+    index_version: int
+    created_at: datetime.datetime | None = None
+    base_id: int | None = None
+    files: list[Any] | None = None
+    index_details: tuple[str, bytes] | None = None
+    covering_fields: list[int] = field(default_factory=list)
+
+    def to_metadata(self) -> IndexMetadata:
+        """The manifest entry of this segment."""
+        created = None if self.created_at is None else int(self.created_at.timestamp() * 1000)
+        files = tuple(
+            IndexFile(str(f.path), int(f.size_bytes))
+            if hasattr(f, "path")
+            else IndexFile(str(f[0]), int(f[1]))
+            for f in self.files or ()
+        )
+        return IndexMetadata(
+            uuid=uuid_module.UUID(str(self.uuid)).bytes,
+            fields=tuple(int(f) for f in self.fields),
+            name=self.name,
+            dataset_version=int(self.dataset_version),
+            fragment_bitmap=BitMap(int(i) for i in self.fragment_ids).serialize(),
+            details=self.index_details,
+            index_version=int(self.index_version),
+            created_at=created,
+            base_id=self.base_id,
+            files=files,
+        )
 
 
 @dataclass(frozen=True)

@@ -10,24 +10,44 @@ with :class:`~lance_ops.errors.IndexExistsError`. Nothing is committed on any er
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import uuid as uuid_module
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lance_ops.errors import IndexExistsError, UnsupportedIndexTypeError
+from lance_ops.errors import (
+    IndexExistsError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+    UnsupportedIndexTypeError,
+)
 from lance_ops.fragment.reader import VersionFiles
+from lance_ops.index.build_inverted import (
+    merge_inverted_partials,
+    partial_partition_id,
+    write_inverted_partial,
+)
 from lance_ops.index.build_scalar import (
     BUILDABLE_SCALAR_TYPES,
     ScalarBuild,
+    index_entry,
     plan_scalar_build,
     scalar_rows,
     write_scalar_index,
 )
-from lance_ops.index.types import index_type_of
+from lance_ops.index.optimize import column_rows
+from lance_ops.index.types import INVERTED, index_type_of
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.manifest import IndexMetadata, Manifest
 from lance_ops.table.transaction import CreateIndex, Transaction
 
-__all__ = ["create_scalar_index", "plan_scalar_index"]
+__all__ = [
+    "DISTRIBUTED_MERGE_TYPES",
+    "create_partial_scalar_index",
+    "create_scalar_index",
+    "merge_index_metadata",
+    "merge_staged_inverted",
+    "plan_scalar_index",
+]
 
 _PYLANCE_SCALAR = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER")
 
@@ -95,3 +115,75 @@ def create_scalar_index(
     rows = scalar_rows(files.storage, manifest, manifest.fragments, build)
     index = write_scalar_index(files.storage, manifest, build, rows)
     return commit(files.storage, CreateIndex((index,), existing), options)
+
+
+# pylance 14's SupportedDistributedIndices: the types ``merge_index_metadata`` takes. lance_ops
+# merges INVERTED partials; pylance 14 itself stages none of the others through
+# ``create_scalar_index`` (BTREE and the vector types go through ``create_index_uncommitted``).
+DISTRIBUTED_MERGE_TYPES = ("BTREE", "INVERTED", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "VECTOR")
+
+
+def _uuid_bytes(index_uuid: str) -> bytes:
+    try:
+        return uuid_module.UUID(str(index_uuid)).bytes
+    except ValueError as exc:
+        raise InvalidArgumentError(f"index_uuid must be a UUID, got {index_uuid!r}") from exc
+
+
+def create_partial_scalar_index(
+    files: VersionFiles,
+    column: str,
+    index_type: str,
+    name: str | None,
+    fragment_ids: Sequence[int],
+    index_uuid: str | None,
+    params: Mapping[str, Any] | None = None,
+) -> str:
+    """One worker's part of a distributed build (``create_scalar_index(..., fragment_ids=,
+    index_uuid=)``): stage the index of the rows of ``fragment_ids`` under ``_indices/<index_uuid>``
+    (a new uuid when None; returned) and commit nothing. INVERTED only, as in pylance 14, which
+    refuses the other scalar types with a ``ValueError`` naming ``create_index_uncommitted``."""
+    build, _ = plan_scalar_index(files, column, index_type, name, True, params)
+    if build.kind != INVERTED:
+        raise InvalidArgumentError(
+            f"{build.kind} distributed indexing uses create_index_uncommitted(..., "
+            f'index_type="{build.kind}", fragment_ids=...)'
+        )
+    ids = [int(i) for i in fragment_ids]
+    if not ids:
+        raise InvalidArgumentError("fragment_ids must name at least one fragment")
+    known = {f.id for f in files.manifest.fragments}
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise InvalidArgumentError(f"No fragment with id {missing[0]}")
+    wanted = set(ids)  # read in the dataset's fragment order, as pylance 14 does
+    fragments = [f for f in files.manifest.fragments if f.id in wanted]
+    target = _uuid_bytes(index_uuid) if index_uuid is not None else uuid_module.uuid4().bytes
+    values, row_ids = column_rows(files.storage, files.manifest, fragments, build.column, "_rowid")
+    assert build.tokenizer is not None
+    write_inverted_partial(files.storage, target, partial_partition_id(ids), values, row_ids, build.tokenizer)
+    return str(uuid_module.UUID(bytes=target))
+
+
+def merge_index_metadata(files: VersionFiles, index_uuid: str, index_type: str) -> None:
+    """Merge the partials staged for ``index_uuid`` into one index's files (pylance's
+    ``merge_index_metadata``); commits nothing: a ``CreateIndex`` naming ``index_uuid`` publishes
+    it. A type outside :data:`DISTRIBUTED_MERGE_TYPES` is refused as pylance 14 refuses it."""
+    kind = str(index_type).upper()
+    if kind not in DISTRIBUTED_MERGE_TYPES:
+        raise UnsupportedFeatureError(
+            f"Only {', '.join(sorted(DISTRIBUTED_MERGE_TYPES))} are supported, received {index_type}"
+        )
+    if kind != INVERTED:
+        raise UnsupportedFeatureError(f"lance_ops merges staged INVERTED partials only, not {kind}")
+    merge_inverted_partials(files.storage, _uuid_bytes(index_uuid))
+
+
+def merge_staged_inverted(files: VersionFiles, build: ScalarBuild, index_uuid: str) -> IndexMetadata:
+    """The driver's side of a distributed INVERTED build (:mod:`jobs.create_index`): merge what the
+    workers staged for ``index_uuid`` (:func:`create_partial_scalar_index`, one call per fragment)
+    and return the manifest entry over every fragment of ``files``, as the in-process build's."""
+    result = merge_inverted_partials(files.storage, _uuid_bytes(index_uuid), build.template)
+    if result is None:
+        raise InvalidArgumentError(f"index {index_uuid}: nothing was staged to merge")
+    return index_entry(files.manifest, build.template, result)
