@@ -23,8 +23,8 @@ Bounded memory (:func:`ordered_batches`): when the group's data files exceed
 ``SAMPLE_ROWS`` key rows; the :class:`Layout` built from it cuts a *routing key* (z-order: the
 Morton code; sort: the first key's normalized form, nulls highest; non-decreasing in clustering
 order, so equal routing keys share a range) at the sample's quantiles. A second pass routes every
-row, with its arrival position, into one spill file per range (:class:`SpillFile`: Arrow IPC
-streams with lz4 buffers, not Lance files, since they are never committed and are read back once;
+row, with its arrival position, into one spill file per range (:class:`SpillFile`: Lance files
+encoded cheaply, lz4 without dictionaries or page statistics, since they are read back once;
 below :func:`spill_location`: the local temporary directory, or ``cluster_spill_location`` /
 config ``lance-ops.cluster-spill-location``, e.g. an ``s3://`` prefix for workers without disk);
 then each range is read back, sorted stably and streamed to the writer in turn. Whatever the split
@@ -70,6 +70,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lance_ops.errors import ClusterIndexError, ClusterKeyError, InvalidOptionError, UnsupportedFeatureError
+from lance_ops.file import LanceFileReader, LanceFileWriter
 from lance_ops.file.schema import BLOB_KEY
 from lance_ops.table.rowids import (
     decode_row_id_segments,
@@ -82,7 +83,6 @@ from lance_ops.table.rowids import (
 if TYPE_CHECKING:
     from lance_ops.fragment.reader import FragmentReader, VersionFiles
     from lance_ops.io import ObjectStore
-    from lance_ops.io.base import OutputStream
     from lance_ops.ops.compaction import CompactionOptions, CompactionPlan, CompactionTask, RewriteResult
     from lance_ops.table.manifest import DataFragment, Manifest
 
@@ -100,6 +100,8 @@ SPILL_CACHE_MIN_BYTES = 256 * 1024
 SAMPLE_ROWS = 100_000  # key rows sampled for the split points
 ADDRESS_CHUNK = 1 << 20  # positions turned into row addresses at a time
 _POSITION = "__lance_ops_cluster_position"
+_SPILL_COMPRESSION = b"lance-encoding:compression"
+_SPILL_DICTIONARY = b"lance-encoding:dictionary"
 _U64_MAX = 2**64 - 1
 _SIGN = np.uint64(1 << 63)
 
@@ -668,7 +670,7 @@ def ordered_batches(
 
     When the data files of ``readers`` exceed ``cluster_memory_bytes``, this is a range-partitioned
     external sort: the keys are surveyed (a sample gives the split points), the rows routed into
-    one spill file per range (Arrow IPC under :func:`spill_location`), then each range read back,
+    one spill file per range (Lance files under :func:`spill_location`), then each range read back,
     sorted in memory and streamed out in turn. Otherwise the rows are sorted in memory."""
     from lance_ops.ops.compaction import _scan
 
@@ -721,7 +723,7 @@ def _spilled(
     keys = list(layout.keys)
     spill_schema = schema.append(pa.field(_POSITION, pa.int64()))
     store, directory = spill_location(files, options)
-    paths = [store.join(directory, f"range-{r}.arrows") for r in range(layout.ranges)]
+    paths = [store.join(directory, f"range-{r}.lance") for r in range(layout.ranges)]
     spills: dict[int, SpillFile] = {}
     budget = options.cluster_memory_bytes or DEFAULT_CLUSTER_MEMORY_BYTES
     # what the open spill files hold, in all: about half the budget
@@ -762,74 +764,65 @@ def _spilled(
 
 
 class SpillFile:
-    """The spill file of one range of the external sort: an Arrow IPC stream (lz4-compressed
-    buffers). Spill files are never committed and are read back once, whole, so they need no Lance
-    encoding (which costs several times the sort itself). Written rows are gathered up to
-    ``cache_bytes`` and written as one record batch."""
+    """The spill file of one range of the external sort: a Lance file whose columns are encoded
+    cheaply (:func:`spill_schema`: lz4, no dictionaries, no page statistics), since it is read back
+    once, soon, and never committed; the dataset's own encodings would cost several times the sort.
+    The writer gathers up to ``cache_bytes`` per column before it encodes a page."""
 
     def __init__(self, path: str, schema: pa.Schema, *, store: ObjectStore, cache_bytes: int) -> None:
         self.path = path
         self._store = store
-        self._cache_bytes = cache_bytes
-        self._pending: list[pa.RecordBatch] = []
-        self._pending_bytes = 0
-        self._output = store.open_output(path)
         self._closed = False
-        options = pa.ipc.IpcWriteOptions(compression="lz4")
-        self._writer = pa.ipc.new_stream(_OutputFile(self._output), schema, options=options)
+        self._writer = LanceFileWriter(
+            path,
+            spill_schema(schema),
+            store=store,
+            data_cache_bytes=max(1, cache_bytes // len(schema)),
+            page_statistics=False,
+        )
 
     def write(self, batch: pa.RecordBatch) -> None:
-        self._pending.append(batch)
-        self._pending_bytes += batch.nbytes
-        if self._pending_bytes >= self._cache_bytes:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._pending:
-            self._writer.write_batch(pa.concat_batches(self._pending))
-            self._pending, self._pending_bytes = [], 0
+        self._writer.write_batch(batch)
 
     def close(self) -> None:
-        """Write what is gathered and publish the file."""
-        self._flush()
+        """Encode what is gathered and publish the file."""
         self._writer.close()
-        self._output.close()
         self._closed = True
 
     def read(self) -> pa.Table:
-        """The rows written (one chunk), the file deleted."""
-        data = self._store.read(self.path)
+        """The rows written (the dataset's schema and the position column), the file deleted."""
+        table = LanceFileReader(self.path, store=self._store).read_all().to_table()
         self._store.delete(self.path)
-        return pa.ipc.open_stream(pa.py_buffer(data)).read_all().combine_chunks()
+        return table.cast(_plain_schema(table.schema)).combine_chunks()
 
     def discard(self) -> None:
         """Nothing left behind (whether closed, read or not)."""
-        self._pending = []
         if not self._closed:
-            self._output.abort()
+            self._writer.abort()
             self._closed = True
         elif self._store.exists(self.path):
             self._store.delete(self.path)
 
 
-class _OutputFile:
-    """An :class:`~lance_ops.io.base.OutputStream` as the file-like object Arrow's IPC writer writes to."""
+def spill_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field (blobs excepted) marked for lz4 and no dictionary encoding."""
+    fields = []
+    for field in schema:
+        metadata = dict(field.metadata or {})
+        if BLOB_KEY.encode() not in metadata:
+            metadata.update({_SPILL_COMPRESSION: b"lz4", _SPILL_DICTIONARY: b"never"})
+        fields.append(field.with_metadata(metadata))
+    return pa.schema(fields, metadata=schema.metadata)
 
-    closed = False
 
-    def __init__(self, output: OutputStream) -> None:
-        self._output = output
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data)
-        self._output.write(view)
-        return view.nbytes
-
-    def tell(self) -> int:
-        return int(self._output.tell())
-
-    def flush(self) -> None:
-        pass
+def _plain_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` without the spill encoding marks (the fields as the dataset has them)."""
+    marks = {_SPILL_COMPRESSION, _SPILL_DICTIONARY}
+    fields = [
+        f.with_metadata({k: v for k, v in (f.metadata or {}).items() if k not in marks} or None)
+        for f in schema
+    ]
+    return pa.schema(fields, metadata=schema.metadata)
 
 
 def addresses_in_order(
