@@ -559,7 +559,9 @@ class Transaction:
             tag=self.tag,
             transaction_properties=dict(self.properties),
         )
-        self.operation.fill_pb(getattr(pb, self.operation.oneof))
+        member = getattr(pb, self.operation.oneof)
+        member.SetInParent()  # set even when the operation has no field set
+        self.operation.fill_pb(member)
         return pb
 
     def serialize(self) -> bytes:

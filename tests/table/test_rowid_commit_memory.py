@@ -150,3 +150,29 @@ def test_committed_manifest_is_what_the_file_holds(tmp_path: Path, lance_module)
     ):
         assert getattr(committed.manifest, name) == getattr(loaded, name), name
     check_read_back(uri, {**report, "version": loaded.version}, lance_module)
+
+
+@pytest.mark.parametrize("groups", [0, 1, 3])
+def test_rewrite_built_in_place_serializes_as_built_apart(groups: int) -> None:
+    """A Rewrite's fragments built in place in the transaction message give the bytes of the
+    message built apart and copied in; an empty Rewrite still names its operation."""
+    from lance_ops._proto import transaction_pb2
+    from lance_ops.table.manifest import DataFile, DataFragment
+    from lance_ops.table.rowids import encode_row_ids, encode_versions
+    from lance_ops.table.transaction import Rewrite, RewriteGroup, Transaction
+
+    rng = np.random.default_rng(groups)
+
+    def fragment(i: int) -> DataFragment:
+        ids = rng.permutation(1025).astype(np.uint64)
+        versions = encode_versions(rng.integers(1, 4, 1025).astype(np.uint64))
+        data = DataFile(f"{i}.lance", (0,), (0,), 2, 1)
+        return DataFragment(i, (data,), 1025, None, encode_row_ids([ids]), versions, versions)
+
+    op = Rewrite(tuple(RewriteGroup((fragment(g),), (fragment(10 + g),)) for g in range(groups)))
+    transaction = Transaction(7, op, uuid="a-uuid", properties={"k": "v"})
+    apart = transaction_pb2.Transaction(read_version=7, uuid="a-uuid", transaction_properties={"k": "v"})
+    apart.rewrite.CopyFrom(op.to_pb())
+    data = transaction.serialize()
+    assert data == apart.SerializeToString()
+    assert Transaction.deserialize(data) == transaction
