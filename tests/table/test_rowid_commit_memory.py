@@ -126,8 +126,7 @@ def test_committed_manifest_is_what_the_file_holds(tmp_path: Path, lance_module)
     storage = StorageContext.of(uri)
     store, root = storage.store, storage.root
     base = load_manifest(store, root).manifest
-    # move the permuted fragments once more (same files, same sequences, the next ids reserved by
-    # nobody else: Rewrite needs no reservation for the ids it was given in-process here)
+    # the permuted fragments rewritten once more under the next ids (same files and sequences)
     first = base.max_fragment_id + 1
     new = tuple(f.with_id(first + i) for i, f in enumerate(base.fragments))
     committed = commit_recorded(
