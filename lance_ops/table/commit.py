@@ -77,7 +77,7 @@ from lance_ops.table.manifest import (
     check_writer_flags,
     decode_manifest_file,
     decode_manifest_pb,
-    encode_manifest_file,
+    frame_manifest,
 )
 from lance_ops.table.manifest_store import ExternalManifestStore, repair, stage_and_claim
 from lance_ops.table.naming import (
@@ -519,10 +519,10 @@ def commit_detached(
             load_version=lambda v: load_manifest(store, root, v).manifest,
         )
         check_new_fragments(store, root, base.manifest, manifest, transaction.operation, {})
-        data = encode_manifest_file(manifest, payload)
+        framed, data = frame_manifest(manifest, payload)
         path = store.join(root, VERSIONS_DIR, _detached_entry(version).name)
         if handler.claim(store, path, data, version):
-            return Committed(decode_manifest_file(data, path)[0], transaction)
+            return Committed(framed, transaction)
     raise RetryableCommitConflictError(
         f"no free detached version number for {root} after {max_retries} tries"
     )
@@ -642,7 +642,7 @@ def commit_recorded(
         except (WriteSchemaError, UnsupportedFeatureError):
             store.delete(store.join(root, TRANSACTIONS_DIR, written.file_name))
             raise
-        data = encode_manifest_file(manifest, payload)
+        framed, data = frame_manifest(manifest, payload)
         path = store.join(root, VERSIONS_DIR, scheme.manifest_name(version))
         if handler.claim(store, path, data, version):
             if _claimed_late(store, root, manifest, base):
@@ -651,7 +651,7 @@ def commit_recorded(
                 store.delete(path)
                 continue
             write_version_hint(store, root, version)
-            return Committed(decode_manifest_file(data, path)[0], transaction)
+            return Committed(framed, transaction)
     raise RetryableCommitConflictError(
         f"could not claim a new version of {root} after {max_retries} retries (concurrent writers)"
     )

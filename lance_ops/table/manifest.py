@@ -470,11 +470,16 @@ class DataFragment:
         )
 
     def to_pb(self) -> table_pb2.DataFragment:
-        pb = table_pb2.DataFragment(
-            id=self.id,
-            files=[f.to_pb() for f in self.files],
-            physical_rows=self.physical_rows,
-        )
+        pb = table_pb2.DataFragment()
+        self.fill_pb(pb)
+        return pb
+
+    def fill_pb(self, pb: table_pb2.DataFragment) -> None:
+        """Write the fragment into the empty message ``pb`` in place (``parent.fragments.add()``):
+        a message built apart and then added is copied, inline sequences and all."""
+        pb.id = self.id
+        pb.files.extend(f.to_pb() for f in self.files)
+        pb.physical_rows = self.physical_rows
         if self.deletion_file is not None:
             pb.deletion_file.CopyFrom(self.deletion_file.to_pb())
         for attr, _, inline, external in _SEQUENCES:
@@ -483,7 +488,6 @@ class DataFragment:
                 setattr(pb, inline, value)
             elif isinstance(value, ExternalFile):
                 getattr(pb, external).CopyFrom(value.to_pb())
-        return pb
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict in the shape pylance's ``FragmentMetadata.to_json`` uses."""
@@ -513,6 +517,12 @@ class DataFragment:
             last_updated_at_versions=_sequence_from_json(data.get("last_updated_at_version_meta")),
             created_at_versions=_sequence_from_json(data.get("created_at_version_meta")),
         )
+
+
+def add_fragments(repeated: Any, fragments: Iterable[DataFragment]) -> None:
+    """Append ``fragments`` to the repeated ``DataFragment`` field ``repeated``, each built in place."""
+    for fragment in fragments:
+        fragment.fill_pb(repeated.add())
 
 
 def _sequence_to_json(value: RowSequence, capitalized: bool) -> dict[str, Any] | None:
@@ -1052,7 +1062,6 @@ class Manifest:
         pb = table_pb2.Manifest(
             fields=self.schema.to_pb(),
             schema_metadata=dict(self.schema.metadata),
-            fragments=[f.to_pb() for f in self.fragments],
             version=self.version,
             version_aux_data=self.version_aux_data,
             index_section=self.index_section,
@@ -1068,6 +1077,7 @@ class Manifest:
             base_paths=[b.to_pb() for b in self.base_paths],
             branch=self.branch,
         )
+        add_fragments(pb.fragments, self.fragments)
         seconds, nanos = divmod(self.timestamp_ns, 1_000_000_000)
         pb.timestamp.seconds, pb.timestamp.nanos = seconds, nanos
         if self.writer_version is not None:
@@ -1127,8 +1137,12 @@ def _read_dictionaries(manifest: Manifest, data: bytes, path: str) -> Manifest:
     return replace(manifest, schema=replace(manifest.schema, fields=fields))
 
 
-def _section(payload: bytes) -> bytes:
-    return _LEN.pack(len(payload)) + payload
+def _add_section(parts: list[bytes], payload: bytes) -> int:
+    """Append the length-prefixed ``payload`` to ``parts`` as two pieces (the payload itself is not
+    copied: a manifest's sections can be tens of MB); returns the section's size."""
+    parts.append(_LEN.pack(len(payload)))
+    parts.append(payload)
+    return _LEN.size + len(payload)
 
 
 def encode_manifest_file(manifest: Manifest, transaction: bytes | None = None) -> bytes:
@@ -1137,27 +1151,32 @@ def encode_manifest_file(manifest: Manifest, transaction: bytes | None = None) -
     The section positions of the returned file are written into the manifest; the caller's
     ``index_section`` / ``transaction_section`` values are ignored.
     """
+    return frame_manifest(manifest, transaction)[1]
+
+
+def frame_manifest(manifest: Manifest, transaction: bytes | None = None) -> tuple[Manifest, bytes]:
+    """:func:`encode_manifest_file`, also returning the manifest as the file holds it (section and
+    dictionary positions filled in), equal to what :func:`decode_manifest_file` would read back
+    without parsing the file again (with inline row-id sequences it can be tens of MB).
+
+    The sections are joined once, at the end, each held once until then.
+    """
     parts: list[bytes] = []
     position = 0
     manifest, position = _with_dictionary_positions(manifest, parts)
     index_section = None
     if manifest.indices:
         index_section = position
-        parts.append(
-            _section(
-                table_pb2.IndexSection(indices=[i.to_pb() for i in manifest.indices]).SerializeToString()
-            )
-        )
-        position += len(parts[-1])
+        indices = table_pb2.IndexSection(indices=[i.to_pb() for i in manifest.indices])
+        position += _add_section(parts, indices.SerializeToString())
     transaction_section = None
     if transaction is not None:
         transaction_section = position
-        parts.append(_section(transaction))
-        position += len(parts[-1])
+        position += _add_section(parts, transaction)
     framed = replace(manifest, index_section=index_section, transaction_section=transaction_section)
-    parts.append(_section(framed.to_pb().SerializeToString()))
+    _add_section(parts, framed.to_pb().SerializeToString())
     parts.append(FOOTER.pack(position, *FOOTER_VERSION, MAGIC))
-    return b"".join(parts)
+    return framed, b"".join(parts)
 
 
 def read_section(data: bytes, position: int, path: str, what: str) -> bytes:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from lance_ops._proto import table_pb2, transaction_pb2
 from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedFeatureError
-from lance_ops.table.manifest import BasePath, DataFile, DataFragment, IndexFile, IndexMetadata
+from lance_ops.table.manifest import BasePath, DataFile, DataFragment, IndexFile, IndexMetadata, add_fragments
 from lance_ops.table.naming import transaction_file_name
 from lance_ops.table.schema import LanceSchema
 
@@ -48,6 +48,11 @@ class Operation(ABC):
     @abstractmethod
     def to_pb(self) -> Any:
         """The operation's message (the ``Transaction.operation`` member)."""
+
+    def fill_pb(self, pb: Any) -> None:
+        """Write the operation into its empty ``Transaction.operation`` member ``pb`` (operations
+        that carry many fragments build them there in place rather than copying a built message)."""
+        pb.CopyFrom(self.to_pb())
 
     @property
     def name(self) -> str:
@@ -192,14 +197,15 @@ class Rewrite(Operation):
         return cls(tuple(groups), indices)
 
     def to_pb(self) -> _pb.Rewrite:
-        pb = _pb.Rewrite(
-            groups=[
-                _pb.Rewrite.RewriteGroup(
-                    old_fragments=_fragments_pb(g.old_fragments), new_fragments=_fragments_pb(g.new_fragments)
-                )
-                for g in self.groups
-            ]
-        )
+        pb = _pb.Rewrite()
+        self.fill_pb(pb)
+        return pb
+
+    def fill_pb(self, pb: Any) -> None:
+        for g in self.groups:
+            group = pb.groups.add()
+            add_fragments(group.old_fragments, g.old_fragments)
+            add_fragments(group.new_fragments, g.new_fragments)
         for r in self.rewritten_indices:
             out = pb.rewritten_indices.add(
                 old_id=table_pb2.UUID(uuid=r.old_id),
@@ -211,7 +217,6 @@ class Rewrite(Operation):
             )
             if r.new_index_details is not None:
                 out.new_index_details.type_url, out.new_index_details.value = r.new_index_details
-        return pb
 
 
 @dataclass(frozen=True)
@@ -554,7 +559,9 @@ class Transaction:
             tag=self.tag,
             transaction_properties=dict(self.properties),
         )
-        getattr(pb, self.operation.oneof).CopyFrom(self.operation.to_pb())
+        member = getattr(pb, self.operation.oneof)
+        member.SetInParent()  # set even when the operation has no field set
+        self.operation.fill_pb(member)
         return pb
 
     def serialize(self) -> bytes:

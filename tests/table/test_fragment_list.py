@@ -25,7 +25,6 @@ from lance_ops.table.manifest import (
     ExternalFile,
     FragmentList,
     Manifest,
-    _section,
     decode_manifest_file,
     encode_manifest_file,
     fragment_file_totals,
@@ -126,7 +125,8 @@ def test_an_unknown_deletion_file_type_in_any_fragment_is_refused_on_decode() ->
     manifest = Manifest(schema=LanceSchema(()), fragments=_fragments(), version=1)
     pb = manifest.to_pb()
     pb.fragments[2].deletion_file.file_type = 7  # an enum value no reader knows
-    payload = _section(pb.SerializeToString())
+    body = pb.SerializeToString()
+    payload = len(body).to_bytes(4, "little") + body  # the section's length prefix
     with pytest.raises(CorruptFileError, match="invalid manifest") as info:
         decode_manifest_file(payload + FOOTER.pack(0, 0, 2, MAGIC), "v.manifest")
     assert info.value.path == "v.manifest"
