@@ -125,3 +125,14 @@ def index_selection(ds: lance_ops.LanceDataset, flt: str) -> RowSelection:
     return select_rows(
         files.storage, files.manifest, predicate, [f.id for f in files.manifest.fragments], flt
     )
+
+
+def build_vector_index(path: Path, who: str, kind: str, metric: str, params: dict) -> None:
+    """A 4-partition ``kind`` index on ``vec`` of the dataset at ``path``, built by lance_ops
+    (``who == "ours"``, seeded) or by pylance (unseeded, as pylance trains)."""
+    if who == "ours":
+        lance_ops.dataset(str(path)).create_index(
+            "vec", kind, metric=metric, num_partitions=4, seed=7, **params
+        )
+    else:
+        lance.dataset(path).create_index("vec", kind, metric=metric, num_partitions=4, **params)

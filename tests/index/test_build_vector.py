@@ -27,7 +27,7 @@ from lance_ops.errors import (
 from lance_ops.file import LanceFileReader
 from lance_ops.index.build_vector import kmeans
 from lance_ops.ops.vector_index import default_num_partitions
-from tests.index.helpers import brute_neighbours, knn_recall
+from tests.index.helpers import brute_neighbours, build_vector_index, knn_recall
 
 N, DIM, CLUSTERS, PARTITIONS = 6000, 16, 24, 12
 
@@ -300,12 +300,7 @@ def test_hnsw_index_pylance_searches_with_its_own_recall(
     for who in ("ours", "theirs"):
         path = tmp_path / who
         lance.write_dataset(_table(x), path, max_rows_per_file=2500)
-        if who == "ours":
-            lance_ops.dataset(str(path)).create_index(
-                "vec", kind, metric=metric, num_partitions=4, seed=7, **params
-            )
-        else:
-            lance.dataset(path).create_index("vec", kind, metric=metric, num_partitions=4, **params)
+        build_vector_index(path, who, kind, metric, params)
         ds = lance.dataset(path)
         info = _indices(ds)["vec_idx"]
         assert (info["type"], info["fields"], info["fragments"]) == (kind, ["vec"], [0, 1, 2])

@@ -14,8 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import lance_ops
-from tests.index.helpers import brute_neighbours, knn_recall
+from tests.index.helpers import brute_neighbours, build_vector_index, knn_recall
 
 N, DIM, CLUSTERS, NPROBES = 5000, 32, 20, (1, 2, 4)
 
@@ -66,12 +65,7 @@ def _recalls(
 ) -> list[float]:
     """pylance's recall@10 at each of NPROBES on the index ``who`` builds over ``table``."""
     lance.write_dataset(table, path, max_rows_per_file=2000)
-    if who == "ours":
-        lance_ops.dataset(str(path)).create_index(
-            "vec", kind, metric=metric, num_partitions=4, seed=7, **params
-        )
-    else:
-        lance.dataset(path).create_index("vec", kind, metric=metric, num_partitions=4, **params)
+    build_vector_index(path, who, kind, metric, params)
     ds = lance.dataset(path)
     (index,) = ds.describe_indices()
     assert (index.index_type, index.name) == (kind, "vec_idx")
