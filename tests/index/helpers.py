@@ -127,12 +127,12 @@ def index_selection(ds: lance_ops.LanceDataset, flt: str) -> RowSelection:
     )
 
 
-def build_vector_index(path: Path, who: str, kind: str, metric: str, params: dict) -> None:
+def build_vector_index(path: Path, who: str, kind: str, metric: str, params: dict, seed: int = 7) -> None:
     """A 4-partition ``kind`` index on ``vec`` of the dataset at ``path``, built by lance_ops
-    (``who == "ours"``, seeded) or by pylance (unseeded, as pylance trains)."""
+    (``who == "ours"``, with ``seed``) or by pylance (unseeded, as pylance trains)."""
     if who == "ours":
         lance_ops.dataset(str(path)).create_index(
-            "vec", kind, metric=metric, num_partitions=4, seed=7, **params
+            "vec", kind, metric=metric, num_partitions=4, seed=seed, **params
         )
     else:
         lance.dataset(path).create_index("vec", kind, metric=metric, num_partitions=4, **params)
