@@ -171,6 +171,21 @@ def test_each_library_extends_the_others_4bit_index(tmp_path: Path) -> None:
             assert _recall(reader, x, q, "l2") > 0.3
 
 
+@pytest.mark.parametrize("rows", [1, 2, 15, 16, 17])
+def test_4bit_tiny_datasets_build_and_pylance_finds_each_row(tmp_path: Path, rows: int) -> None:
+    """Fewer rows than the 16 codewords: k-means repeats points, every row is still found."""
+    x = _data(rows, seed=rows)
+    lance.write_dataset(_table(x), tmp_path)
+    lance_ops.dataset(str(tmp_path)).create_index(
+        "vec", "IVF_PQ", num_partitions=1, num_sub_vectors=8, num_bits=4, seed=rows
+    )
+    ds = lance.dataset(tmp_path)
+    assert ds.stats.index_stats("vec_idx")["num_indexed_rows"] == rows
+    for i in range(rows):
+        nearest = {"column": "vec", "q": x[i], "k": 1, "refine_factor": rows}
+        assert ds.to_table(columns=["id"], nearest=nearest)["id"].to_pylist() == [i]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
