@@ -5,7 +5,9 @@ with ``replace=False``).
 
 pylance 14's defaults: ``name`` ``<column>_idx``, metric ``l2``, ``num_partitions`` rows // 8192
 (1 .. 4096), ``sample_rate`` 256, ``max_iters`` 50, ``num_bits`` 8; IVF_PQ needs
-``num_sub_vectors`` dividing the dimension. Null vectors and vectors with a NaN are left out of
+``num_sub_vectors`` dividing the dimension (and even with ``num_bits=4``, PQ's other choice; IVF_SQ
+stores 8-bit codes whatever ``num_bits`` says, as pylance). Binary vectors (``fixed_size_list`` of
+``uint8``) take IVF_FLAT with ``metric="hamming"`` only. Null vectors and vectors with a NaN are left out of
 the index (pylance's ``filter_nan=True``). IVF_HNSW_* (any metric; graph distances are stored in
 the index's metric, as pylance does) take ``m`` (20), ``ef_construction`` (150) and
 ``max_level`` (7); their graphs are built with HNSW's heuristic neighbour choice over exact
