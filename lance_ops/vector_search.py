@@ -12,7 +12,8 @@ those partitions scored from the stored codes (IVF_FLAT exactly, IVF_SQ / IVF_PQ
 approximations); fragments no segment covers are searched flat; rows deleted since the index was
 built are left out. ``refine_factor`` takes ``k * refine_factor`` candidates and re-scores them with
 the exact vectors. ``_distance`` is pylance 14's: squared l2, ``1 - cos`` for cosine, ``1 - q.v``
-for dot. Ties go to the smaller row id.
+for dot, the number of differing bits for hamming (binary ``uint8`` vectors). Ties go to the
+smaller row id.
 
 ``filter`` with ``prefilter=False`` (the default) applies after the top ``k`` are chosen (fewer than
 ``k`` rows may come back), with ``prefilter=True`` before, as pylance.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from lance_ops.errors import (
 )
 from lance_ops.file import LanceFileReader
 from lance_ops.fragment.scan import take_columns, take_rows
-from lance_ops.index.build_vector import vector_matrix
+from lance_ops.index.build_vector import is_vector_type, vector_matrix
 from lance_ops.index.files import IndexFileData
 from lance_ops.index.ivf import (
     _CODE_COLUMNS,
@@ -52,6 +53,7 @@ from lance_ops.index.ivf import (
     _decode,
     _ivf_of,
     _Storage,
+    unpack_4bit,
 )
 from lance_ops.index.types import VECTOR_TYPES, index_type_of
 from lance_ops.io.context import StorageContext
@@ -85,7 +87,7 @@ def _parse(nearest: Any, limit: int | None = None) -> _Nearest:
     q = np.asarray(nearest["q"], dtype=np.float32).reshape(-1)
     metric = nearest.get("metric")
     metric = None if metric is None else {"euclidean": "l2"}.get(str(metric).lower(), str(metric).lower())
-    if metric not in (None, "l2", "cosine", "dot"):
+    if metric not in (None, "l2", "cosine", "dot", "hamming"):
         raise InvalidArgumentError(f"nearest on {nearest['column']!r}: unknown metric {nearest['metric']!r}")
     k = int(nearest.get("k") or limit or 10)
     refine = nearest.get("refine_factor")
@@ -122,7 +124,7 @@ def _pq_block(
     row's decoded residual, ``c`` the partition's centroid)."""
     m = codebook.shape[0]
     codes = np.ascontiguousarray(codes, dtype=np.uint8)
-    if metric != "l2":
+    if metric == "dot":
         return codes, np.empty(0, np.float32)
     residual = np.concatenate([codebook[j][codes[j]] for j in range(m)], axis=1)
     extra = 2.0 * (residual @ centroid) + (residual * residual).sum(1)
@@ -142,8 +144,10 @@ def _pq_distances(
     each probed partition's :func:`_pq_block`; the sums compiled, :mod:`lance_ops.index._pq_kernels`).
 
     l2 and cosine indices code the residual ``r`` to the partition's centroid ``c``, dot indices
-    the vector: l2 is ``|q - c|^2 - 2 q.r + (2 c.r + |r|^2)``, cosine ``1 - q.c - q.r``, dot
-    ``1 - q.r``."""
+    the vector: l2 is ``|q - c|^2 - 2 q.r + (2 c.r + |r|^2)``, dot ``1 - q.r``. A cosine index
+    is an l2 one over normalized vectors (``q`` normalized by the caller): pylance 14 ranks its
+    rows and reports ``_distance`` as the l2 distance to the decoded ``c + r``, whose norm is not
+    quite 1, so ``1 - q.(c + r)`` would rank them differently."""
     from lance_ops.index._pq_kernels import add_lookups  # noqa: PLC0415 - numba, on first use
 
     m, _, sub = codebook.shape
@@ -154,18 +158,21 @@ def _pq_distances(
     for (codes, _), n in zip(blocks, counts.tolist(), strict=True):
         add_lookups(table, codes, out[start : start + n])
         start += n
-    if metric == "l2":
+    if metric in ("l2", "cosine"):
         centre = q[None, :] - centroids[probed]
         out *= -2.0
         out += np.repeat((centre * centre).sum(1).astype(np.float32), counts)
         out += np.concatenate([extra for _, extra in blocks]) if blocks else 0.0
         return out
-    if metric == "cosine":
-        out += np.repeat((centroids[probed] @ q).astype(np.float32), counts)
     return 1.0 - out
 
 
+_POPCOUNT = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(1).astype(np.float32)
+
+
 def _flat_distance(vectors: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
+    if metric == "hamming":  # bytes (as uint8 or their float values): the bits that differ
+        return _POPCOUNT[np.bitwise_xor(np.asarray(vectors, np.uint8), np.asarray(q, np.uint8))].sum(1)
     if metric == "l2":
         diff = vectors - q[None, :]
         return (diff * diff).sum(1)
@@ -194,11 +201,16 @@ class VectorQuery:
         self._ds = ds
         self._n = _parse(nearest, limit)
         self._fast_search = fast_search
-        if columns is not None and not isinstance(columns, (list, tuple)):
-            raise UnsupportedFeatureError("nearest scans take a list of column names")
+        if columns is not None and not isinstance(columns, (list, tuple, Mapping)):
+            raise UnsupportedFeatureError(
+                "nearest scans take a list of column names or a dict of expressions"
+            )
         if with_row_address:
             raise UnsupportedFeatureError("nearest scans do not return _rowaddr in lance_ops")
-        self._columns = None if columns is None else list(columns)
+        # a dict: output name -> SQL expression over the rows found, as pylance
+        self._columns: list[str] | dict[str, Any] | None = (
+            None if columns is None else dict(columns) if isinstance(columns, Mapping) else list(columns)
+        )
         self._filter = filter
         self._prefilter = prefilter
         self._with_row_id = with_row_id
@@ -207,10 +219,10 @@ class VectorQuery:
         if field is None:
             raise InvalidArgumentError(f"nearest: column {self._n.column!r} is not in the schema")
         dtype = field.to_arrow().type
-        if not pa.types.is_fixed_size_list(dtype) or not pa.types.is_floating(dtype.value_type):
+        if not is_vector_type(dtype):
             raise IndexColumnTypeError(
-                f"nearest: column {self._n.column!r} must be a vector (fixed_size_list of float), "
-                f"got {dtype}",
+                f"nearest: column {self._n.column!r} must be a vector (fixed_size_list of float, "
+                f"or of uint8 for hamming), got {dtype}",
                 self._n.column,
             )
         if dtype.list_size != self._n.q.size:
@@ -220,7 +232,13 @@ class VectorQuery:
             )
         self._field_id = field.id()
         self._segments, self._kind, self._index_metric = self._index()
-        self.metric = self._n.metric or self._index_metric or "l2"
+        binary = pa.types.is_uint8(dtype.value_type)
+        self.metric = self._n.metric or self._index_metric or ("hamming" if binary else "l2")
+        if binary != (self.metric == "hamming"):
+            raise InvalidArgumentError(
+                f"nearest: metric {self.metric!r} on column {self._n.column!r} of {dtype} "
+                "(hamming is for binary uint8 vectors, and only it)"
+            )
         if self._segments and self.metric != self._index_metric:
             self._segments = []
 
@@ -280,7 +298,8 @@ class VectorQuery:
         q = self._n.q
         if metric == "cosine":
             q = q / (np.linalg.norm(q) or 1.0)
-        centre = _flat_distance(centroids, q, "dot" if metric == "dot" else "l2")  # the same order
+        # the same order as pylance's
+        centre = _flat_distance(centroids, q, metric if metric in ("dot", "hamming") else "l2")
         nprobes = min(self._n.nprobes or _DEFAULT_NPROBES, len(centroids))
         probed = np.sort(np.argsort(centre, kind="stable")[:nprobes])
         probed = probed[state.lengths[probed] > 0]
@@ -290,6 +309,8 @@ class VectorQuery:
             return ids, _pq_distances(state.codebook, [b[1:] for b in blocks], probed, centroids, q, metric)
         width = centroids.shape[1]
         codes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, width), np.float32)
+        if metric == "hamming":
+            return ids, _flat_distance(codes, q, "hamming")
         vectors = _decode(state.header, kind, codes, 0.0)
         if metric == "l2":
             return ids, _flat_distance(vectors, q, "l2")
@@ -363,7 +384,12 @@ class VectorQuery:
         stop = None if self._limit is None else start + self._limit
         ids, dists = ids[start:stop], dists[start:stop]
         columns = self._columns if self._columns is not None else self._ds.schema.names
-        table = _rows(self._ds, ids, columns) if columns else pa.table({"_": pa.nulls(len(ids))}).drop(["_"])
+        if isinstance(columns, dict):
+            table = self._ds._take_rows(ids, columns)
+        elif columns:
+            table = _rows(self._ds, ids, columns)
+        else:
+            table = pa.table({"_": pa.nulls(len(ids))}).drop(["_"])
         table = table.append_column("_distance", pa.array(dists, pa.float32()))
         if self._with_row_id:
             table = table.append_column("_rowid", pa.array(ids, pa.uint64()))
@@ -374,7 +400,7 @@ class VectorQuery:
 
     def explain_plan(self, verbose: bool = False) -> str:
         n = self._n
-        lines = [f"Take: columns={self._columns or self._ds.schema.names}"]
+        lines = [f"Take: columns={list(self._columns or self._ds.schema.names)}"]
         if self._filter is not None:
             lines.append(f"  Filter: {self._filter} ({'prefilter' if self._prefilter else 'postfilter'})")
             indexed = self._ds.scanner(filter=self._filter, columns=[]).index_query()
@@ -517,6 +543,8 @@ def _partitions(
                     block = flat[start * width : (start + n) * width]
                     if state.codebook is not None:  # PQ: [m, n], as stored when transposed
                         codes = block.reshape(width, n) if transposed else block.reshape(n, width).T
+                        if state.header.nbits == 4:  # two codes a byte -> [m, n]
+                            codes = unpack_4bit(codes, axis=0)
                         cached, extra = _pq_block(state.codebook, codes, state.centroids[p], state.metric)
                         entry = (ids[start : start + n].copy(), cached, extra)
                     else:

@@ -11,6 +11,12 @@ k-means loss, ``auxiliary.idx`` with the rows partition after partition (PQ code
 
 All the arithmetic is numpy on matrices: distances as ``|x|^2 - 2 x.c + |c|^2`` in chunks, cluster
 sums by ``bincount``; no loop runs per vector.
+
+Binary vectors (``fixed_size_list<uint8>``, 8 bits a byte) take ``metric="hamming"`` and IVF_FLAT
+only, as pylance 14: k-modes instead of k-means (each centroid bit the strict majority of its
+cluster's bits, least significant bit first; an emptied cluster takes the point farthest from its
+centroid), hamming distances as ``|x| + |c| - 2 x.c`` over the unpacked bits (one matmul), the
+centroids a ``uint8`` tensor and the stored vectors ``uint8`` as they are.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.hnsw import build_graphs
-from lance_ops.index.ivf import INDEX_FILE, ROW_ID, STORAGE_FILE, _transpose_partitions
+from lance_ops.index.ivf import INDEX_FILE, ROW_ID, STORAGE_FILE, _transpose_partitions, pack_4bit
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_of
 from lance_ops.table.manifest import IndexFile, IndexMetadata
 
@@ -40,6 +46,9 @@ __all__ = [
     "as_matrix",
     "build_ivf",
     "encode_ivf",
+    "hamming_nearest",
+    "is_vector_type",
+    "kmodes",
     "pq_codebooks",
     "prepare",
     "train_ivf",
@@ -50,8 +59,8 @@ __all__ = [
 BUILDABLE_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
 # pylance 14's HNSW defaults, in the order its ``lance:hnsw`` JSON lists them
 HNSW_DEFAULTS = {"max_level": 7, "m": 20, "ef_construction": 150, "prefetch_distance": 2}
-METRICS = ("l2", "cosine", "dot")
-_METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
+METRICS = ("l2", "cosine", "dot", "hamming")
+_METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2, "hamming": 3}
 _CHUNK = 16384
 _TOLERANCE = 1e-4  # relative loss change at which k-means stops early
 _SMALL_DIM = 16  # nearest points searched by the compiled kernel up to this many dimensions
@@ -84,6 +93,60 @@ def vector_matrix(values: pa.Array, ids: np.ndarray, column: str) -> tuple[np.nd
     matrix = as_matrix(values, column)
     keep = np.isfinite(matrix).all(axis=1)
     return matrix[keep], ids[keep]
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    """``[n, 8 d]`` float32 0 / 1 of ``[n, d]`` bytes, least significant bit first."""
+    return np.unpackbits(np.asarray(x, np.uint8), axis=1, bitorder="little").astype(np.float32)
+
+
+def hamming_nearest(x: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``x`` (``[n, d]`` bytes): index of the nearest of ``points`` (``[k, d]``
+    bytes) in hamming distance (the first on a tie) and that distance, chunk by chunk: ``|x| + |p|
+    - 2 x.p`` over the bits, exact in float32."""
+    ones = _bits(points)
+    transposed = np.ascontiguousarray(ones.T) * np.float32(-2.0)
+    norms = ones.sum(1)
+    nearest = np.empty(len(x), np.int64)
+    best = np.empty(len(x), np.float64)
+    for start in range(0, len(x), _CHUNK):
+        chunk = _bits(x[start : start + _CHUNK])
+        scores = chunk @ transposed
+        scores += norms
+        at = scores.argmin(1)
+        nearest[start : start + len(chunk)] = at
+        best[start : start + len(chunk)] = scores[np.arange(len(chunk)), at] + chunk.sum(1)
+    return nearest, best
+
+
+def kmodes(data: np.ndarray, k: int, max_iters: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """``k`` binary centroids (``uint8`` ``[k, d]``) of ``data`` (``[n, d]`` bytes) in hamming
+    distance, Lloyd-style from ``k`` random points: each centroid bit is set where more than half
+    of its cluster's bits are; the loss is the sum of hamming distances to the nearest centroid."""
+    from lance_ops.index._pq_kernels import cluster_sums  # noqa: PLC0415 - numba, on first use
+
+    data = np.ascontiguousarray(data, np.uint8)
+    n = len(data)
+    centroids = data[rng.choice(n, k, replace=n < k)].copy()
+    bits = _bits(data)
+    loss = np.inf
+    for _ in range(max(1, max_iters)):
+        assign, dist = hamming_nearest(data, centroids)
+        new_loss = float(dist.sum())
+        counts = np.bincount(assign, minlength=k)
+        ones = np.zeros((k, bits.shape[1]), np.float64)
+        cluster_sums(bits, assign, ones)
+        filled = counts > 0
+        majority = ones[filled] * 2 > counts[filled, None]
+        centroids[filled] = np.packbits(majority, axis=1, bitorder="little")
+        empty = np.flatnonzero(~filled)
+        if empty.size and n >= k:
+            centroids[empty] = data[np.argsort(dist, kind="stable")[::-1][: empty.size]]
+        converged = np.isfinite(loss) and abs(loss - new_loss) <= _TOLERANCE * max(abs(loss), 1e-12)
+        loss = new_loss
+        if converged and not empty.size:
+            break
+    return centroids, loss
 
 
 def _distances(x: np.ndarray, points: np.ndarray, dot: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -200,8 +263,10 @@ def _ivf_message(
     ivf = IVF()
     ivf.lengths[:] = lengths.tolist()
     ivf.offsets[:] = (np.cumsum(lengths) - lengths).tolist()
-    if centroids is not None:
-        ivf.centroids_tensor.CopyFrom(tensor_of(centroids.astype(np.float32)))
+    if centroids is not None:  # binary (hamming) centroids stay uint8
+        ivf.centroids_tensor.CopyFrom(
+            tensor_of(centroids if centroids.dtype == np.uint8 else centroids.astype(np.float32))
+        )
     if loss is not None:
         ivf.loss = loss
     return ivf.SerializeToString()
@@ -232,11 +297,20 @@ def sample_positions(total: int, size: int, rng: np.random.Generator) -> np.ndar
     return np.sort(rng.choice(total, size, replace=False)).astype(np.int64)
 
 
+def is_vector_type(dtype: pa.DataType) -> bool:
+    """A ``fixed_size_list`` of floats, or of ``uint8`` (binary vectors, for hamming)."""
+    return pa.types.is_fixed_size_list(dtype) and (
+        pa.types.is_floating(dtype.value_type) or pa.types.is_uint8(dtype.value_type)
+    )
+
+
 def as_matrix(values: pa.Array, column: str) -> np.ndarray:
-    """``[n, dim]`` float32 of every row of a vector column, null vectors as rows of NaN."""
-    if not pa.types.is_fixed_size_list(values.type) or not pa.types.is_floating(values.type.value_type):
+    """``[n, dim]`` float32 of every row of a vector column, null vectors as rows of NaN (binary
+    vectors, ``uint8``, as their byte values)."""
+    if not is_vector_type(values.type):
         raise IndexColumnTypeError(
-            f"column {column!r} of type {values.type} is not a vector column (fixed_size_list of float)",
+            f"column {column!r} of type {values.type} is not a vector column "
+            "(fixed_size_list of float, or of uint8 for hamming)",
             column,
         )
     dim = values.type.list_size
@@ -274,6 +348,9 @@ def train_ivf(
         raise InvalidArgumentError(
             f"column {p.column!r}: {len(sample)} vectors are too few to train {p.num_partitions} partitions"
         )
+    if p.metric == "hamming":
+        centroids, loss = kmodes(sample.astype(np.uint8), p.num_partitions, p.max_iters, rng)
+        return TrainedIvf(p, dim, centroids, loss)
     dot = p.metric == "dot"
     centroids, loss = kmeans(sample, p.num_partitions, p.max_iters, rng, dot)
     quantizer = p.index_type.rsplit("_", 1)[1]
@@ -312,6 +389,9 @@ def encode_ivf(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, np.n
 
     Encoded :data:`_ENCODE_ROWS` rows at a time (each row's answer is its own), so the
     temporaries (residuals, sub-vectors) stay that small whatever the row count."""
+    if model.params.metric == "hamming":  # binary FLAT: the bytes are the codes
+        codes = np.asarray(vectors, np.uint8)
+        return hamming_nearest(codes, model.centroids)[0].astype(np.uint32), codes
     if model.bounds is None and model.codebooks is None:  # FLAT: the vectors are the codes
         partition, _ = _distances(vectors, model.centroids, model.params.metric == "dot")
         return partition.astype(np.uint32), np.asarray(vectors, np.float32)
@@ -364,7 +444,8 @@ def write_ivf(
     graph_codes = codes  # rows in storage order, before PQ's transposition
     if quantizer == "FLAT":
         storage_params: dict[str, object] = {"dim": dim}
-        code_type, nullable = pa.float32(), False
+        # pylance 14's binary flat column is nullable, its float one not
+        code_type, nullable = (pa.uint8(), True) if p.metric == "hamming" else (pa.float32(), False)
     elif quantizer == "SQ":
         assert model.bounds is not None
         start, end = model.bounds
@@ -373,7 +454,10 @@ def write_ivf(
     else:
         assert model.codebooks is not None
         m, k = model.codebooks.shape[:2]
-        codes = _transpose_partitions(codes.reshape(-1), lengths, m, to_rows=False).reshape(-1, m)
+        if p.num_bits == 4:  # two codes a byte, as pylance 14
+            codes = pack_4bit(codes)
+        width = codes.shape[1]
+        codes = _transpose_partitions(codes.reshape(-1), lengths, width, to_rows=False).reshape(-1, width)
         tensor = Tensor(data_type=2, shape=[k, dim], data=model.codebooks.astype("<f4").tobytes())
         buffers.append(tensor.SerializeToString())
         storage_params = {

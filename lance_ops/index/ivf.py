@@ -18,6 +18,10 @@ holds each partition's entry point and level offsets) and its IVF gives each gra
   codebook ``[m * 256, dim / m]`` (sub-vector ``j`` uses rows ``j * 256 ..``) is the global buffer
   ``codebook_position`` of ``storage_metadata``; with ``"transposed": true`` each partition's codes
   are stored column-major: the partition's ``n * m`` code bytes are ``m`` runs of ``n`` bytes.
+  With ``"nbits": 4`` (16 codewords, ``m`` even) two codes share a byte: byte ``j`` holds sub-vector
+  ``2 j`` in its low nibble and ``2 j + 1`` in its high one, so the column is
+  ``fixed_size_list<uint8>[m / 2]`` (transposed the same way, by byte); the codebook is
+  ``[m * 16, dim / m]``.
 
 e.g. a partition of 2 rows with codes ``(1, 2)`` and ``(3, 4)`` is stored transposed as the two
 list values ``[1, 3]``, ``[2, 4]``.
@@ -50,12 +54,33 @@ from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata
 
-__all__ = ["extend_ivf", "read_partition", "remap_ivf"]
+__all__ = ["extend_ivf", "pack_4bit", "read_partition", "remap_ivf", "unpack_4bit"]
 
 INDEX_FILE = "index.idx"
 STORAGE_FILE = "auxiliary.idx"
 ROW_ID = "_rowid"
 _CODE_COLUMNS = {"FLAT": "flat", "SQ": "__sq_code", "PQ": "__pq_code"}
+
+
+def pack_4bit(codes: np.ndarray) -> np.ndarray:
+    """``[n, m]`` 4-bit PQ codes (values 0..15, ``m`` even) as pylance 14 stores them: ``[n, m / 2]``
+    bytes, byte ``j`` = code ``2 j`` in the low nibble, code ``2 j + 1`` in the high one."""
+    codes = np.asarray(codes, np.uint8)
+    return np.ascontiguousarray(codes[:, 0::2] | (codes[:, 1::2] << 4))
+
+
+def unpack_4bit(packed: np.ndarray, axis: int = 1) -> np.ndarray:
+    """The inverse of :func:`pack_4bit` along ``axis``: ``[n, m / 2]`` -> ``[n, m]`` (``axis=1``), or
+    the transposed ``[m / 2, n]`` -> ``[m, n]`` (``axis=0``)."""
+    packed = np.asarray(packed, np.uint8)
+    shape = list(packed.shape)
+    shape[axis] *= 2
+    out = np.empty(shape, np.uint8)
+    low = (slice(None), slice(0, None, 2)) if axis == 1 else (slice(0, None, 2), slice(None))
+    high = (slice(None), slice(1, None, 2)) if axis == 1 else (slice(1, None, 2), slice(None))
+    out[low] = packed & 0x0F
+    out[high] = packed >> 4
+    return out
 
 
 def _quantizer(kind: str) -> str:
@@ -80,6 +105,11 @@ class _Storage:
     @property
     def transposed(self) -> bool:
         return bool(self.params.get("transposed", False))
+
+    @property
+    def nbits(self) -> int:
+        """Bits per PQ code: 8, or 4 (two codes a byte, :func:`pack_4bit`)."""
+        return int(self.params.get("nbits", 8))
 
 
 def _ivf_of(data: IndexFileData, index: IndexMetadata, file: str) -> tuple[int, Any]:
@@ -298,7 +328,8 @@ def _assign(
     """``(partition, vectors as stored, vectors PQ encodes)`` as pylance 14's delta segments have
     them (checked against its own): l2 and cosine take the nearest centroid in l2, cosine on the
     vectors normalized (and stores those), and PQ encodes the residual to the centroid; dot takes
-    the centroid of largest inner product and PQ encodes the vector itself."""
+    the centroid of largest inner product and PQ encodes the vector itself; hamming the nearest
+    binary centroid in hamming distance."""
     if metric == "cosine":
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms == 0, 1.0, norms)
@@ -308,6 +339,11 @@ def _assign(
         return partition, vectors, residuals
     if metric == "dot":
         return _nearest(vectors, centroids, dot=True), vectors, vectors
+    if metric == "hamming":  # binary IVF_FLAT: bytes as float values (exact), centroids uint8
+        from lance_ops.index.build_vector import hamming_nearest  # noqa: PLC0415 - it imports this module
+
+        codes = vectors.astype(np.uint8)
+        return hamming_nearest(codes, centroids.astype(np.uint8))[0], codes, codes
     raise UnsupportedIndexTypeError(
         f"{kind} index {index.name!r}: extending a {metric!r} index is not supported", index.name
     )
@@ -337,14 +373,15 @@ def _encode(
         scale = 255.0 / (end - start) if end > start else 0.0
         return np.clip(np.floor((vectors - start) * scale), 0, 255).astype(np.uint8)
     m = int(storage.params["num_sub_vectors"])
-    if int(storage.params.get("nbits", 8)) != 8:
+    if storage.nbits not in (4, 8):
         raise UnsupportedIndexTypeError(f"PQ with {storage.params.get('nbits')} bits is not supported")
     codebook = _codebook(storage)
     sub = codebook.shape[2]
-    return np.stack(
+    codes = np.stack(
         [_nearest(residuals[:, j * sub : (j + 1) * sub], codebook[j], metric == "dot") for j in range(m)],
         axis=1,
     ).astype(np.uint8)
+    return pack_4bit(codes) if storage.nbits == 4 else codes
 
 
 def extend_ivf(
@@ -406,6 +443,8 @@ def _decode(storage: _Storage, kind: str, codes: np.ndarray, centroids: np.ndarr
         return (start + (codes.astype(np.float32) + 0.5) * ((end - start) / 255.0)).astype(np.float32)
     codebook = _codebook(storage)
     m = codebook.shape[0]
+    if storage.nbits == 4:
+        codes = unpack_4bit(codes)
     parts = [codebook[j][codes[:, j].astype(np.int64)] for j in range(m)]
     return (np.concatenate(parts, axis=1) + centroids).astype(np.float32)
 

@@ -5,7 +5,9 @@ with ``replace=False``).
 
 pylance 14's defaults: ``name`` ``<column>_idx``, metric ``l2``, ``num_partitions`` rows // 8192
 (1 .. 4096), ``sample_rate`` 256, ``max_iters`` 50, ``num_bits`` 8; IVF_PQ needs
-``num_sub_vectors`` dividing the dimension. Null vectors and vectors with a NaN are left out of
+``num_sub_vectors`` dividing the dimension (and even with ``num_bits=4``, PQ's other choice; IVF_SQ
+stores 8-bit codes whatever ``num_bits`` says, as pylance). Binary vectors (``fixed_size_list`` of
+``uint8``) take IVF_FLAT with ``metric="hamming"`` only. Null vectors and vectors with a NaN are left out of
 the index (pylance's ``filter_nan=True``). IVF_HNSW_* (any metric; graph distances are stored in
 the index's metric, as pylance does) take ``m`` (20), ``ef_construction`` (150) and
 ``max_level`` (7); their graphs are built with HNSW's heuristic neighbour choice over exact
@@ -39,6 +41,7 @@ from lance_ops.index.build_vector import (
     VectorIndexParams,
     as_matrix,
     build_ivf,
+    is_vector_type,
     pq_codebooks,
     prepare,
     sample_positions,
@@ -86,13 +89,26 @@ def _params(
         raise UnsupportedIndexTypeError(
             f"lance_ops builds {', '.join(BUILDABLE_TYPES)} vector indices, not {index_type!r}"
         )
-    if not pa.types.is_fixed_size_list(dtype) or not pa.types.is_floating(dtype.value_type):
+    if not is_vector_type(dtype):
         raise IndexColumnTypeError(
             f"Vector column {column} must be a fixed_size_list of float for {kind}, got {dtype}", column
         )
     metric_name = _METRIC_ALIASES.get(str(metric).lower(), str(metric).lower())
     if metric_name not in METRICS:
-        raise InvalidArgumentError(f"column {column!r}: unknown metric {metric!r} (l2, cosine or dot)")
+        raise InvalidArgumentError(
+            f"column {column!r}: unknown metric {metric!r} (l2, cosine, dot or hamming)"
+        )
+    binary = pa.types.is_uint8(dtype.value_type)
+    if binary != (metric_name == "hamming") or (binary and kind != "IVF_FLAT"):
+        # as pylance 14: binary vectors are indexed by IVF_FLAT in hamming distance, and only them
+        need = (
+            "binary (uint8) vectors are indexed by IVF_FLAT with metric 'hamming'"
+            if binary
+            else "metric 'hamming' needs binary vectors (fixed_size_list of uint8)"
+        )
+        raise IndexColumnTypeError(
+            f"column {column!r}: {need}, not {kind} / {metric_name!r} on {dtype}", column
+        )
     dim = dtype.list_size
     graph: tuple[tuple[str, int], ...] = ()
     if "HNSW" in kind:
@@ -112,8 +128,14 @@ def _params(
                 f"column {column!r}: dimension ({dim}) must be divisible by "
                 f"num_sub_vectors ({num_sub_vectors})"
             )
-    if num_bits != 8:
-        raise InvalidArgumentError(f"column {column!r}: lance_ops builds {kind} with num_bits=8 only")
+    if not kind.endswith("_PQ"):
+        num_bits = 8  # pylance 14 takes any num_bits for IVF_SQ and stores 8-bit codes
+    elif num_bits not in (4, 8):
+        raise InvalidArgumentError(f"column {column!r}: PQ num_bits must be 4 or 8, got {num_bits}")
+    elif num_bits == 4 and num_sub_vectors is not None and num_sub_vectors % 2:
+        raise InvalidArgumentError(
+            f"column {column!r}: num_sub_vectors must be even for num_bits=4, got {num_sub_vectors}"
+        )
     partitions = (
         default_num_partitions(num_rows, target_partition_size) if num_partitions is None else num_partitions
     )

@@ -803,6 +803,18 @@ def _arrow_cast(tr: Any, node: ex.Call) -> Value:
         raise PredicateError(f"cannot evaluate {_text(node)}: {exc}") from exc
 
 
+def _cast_list_f16(tr: Any, node: ex.Call) -> Value:
+    """Lance's ``_cast_list_f16(v)``: a list / fixed-size list of floats as float16 (projections)."""
+    value = tr.translate(_arity(node, 1)[0])
+    kind = value.type
+    if not (pa.types.is_fixed_size_list(kind) or pa.types.is_list(kind)) or not pa.types.is_floating(
+        kind.value_type
+    ):
+        raise PredicateError(f"cast_list_f16 only supports FixedSizeList/List arguments, got {kind}")
+    size = kind.list_size if pa.types.is_fixed_size_list(kind) else -1
+    return tr.call(node, value.expr.cast(pa.list_(pa.float16(), size)))
+
+
 FUNCTIONS: dict[str, Handler] = {
     # constants
     "current_date": _current_date,
@@ -893,4 +905,5 @@ FUNCTIONS: dict[str, Handler] = {
     "ts_or_ds_to_date": _to_date,
     # casts
     "arrow_cast": _arrow_cast,
+    "_cast_list_f16": _cast_list_f16,
 }

@@ -105,6 +105,7 @@ VECTOR = [
     ("IVF_SQ", "cosine", {}),
     ("IVF_PQ", "l2", {"num_sub_vectors": 4}),
     ("IVF_PQ", "dot", {"num_sub_vectors": 8}),
+    ("IVF_PQ", "cosine", {"num_sub_vectors": 8, "num_bits": 4}),  # two codes a byte
     ("IVF_HNSW_PQ", "l2", {"num_sub_vectors": 4}),  # seeded graphs: equal files too
 ]
 
