@@ -257,13 +257,21 @@ def _checked(files: VersionFiles, segments: Sequence[Any], name: str) -> tuple[l
 
 def _same_model(files: VersionFiles, metas: Sequence[IndexMetadata], kind: str) -> None:
     """Vector segments merge only when they share one model: the same centroids and metric, and
-    the same storage model (PQ codebook, SQ bounds, sub-vectors) in ``auxiliary.idx``."""
+    the same storage model (PQ codebook and sub-vectors; for SQ the code width) in
+    ``auxiliary.idx``."""
 
     def model(meta: IndexMetadata) -> tuple[Any, ...]:
         centroids, metric = _centroids(files.storage, meta)
         storage = _read_storage(files.storage, meta, kind)
         buffers = [b for i, b in enumerate(storage.data.global_buffers) if i != storage.ivf_position]
-        return centroids, metric, storage.params, buffers, storage.data.schema.field(storage.code_column).type
+        params = dict(storage.params)
+        if kind.endswith("_SQ"):
+            # each SQ segment has its own bounds; pylance 14 merges them under the first
+            # segment's bounds, codes unchanged (so does extend_ivf with that template)
+            params.pop("bounds", None)
+            buffers = []
+        code_type = storage.data.schema.field(storage.code_column).type
+        return centroids, metric, params, buffers, code_type
 
     first = model(metas[0])
     for meta in metas[1:]:
