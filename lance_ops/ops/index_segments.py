@@ -175,7 +175,8 @@ def create_index_uncommitted(
     if ivf_centroids is not None or pq_codebook is not None:
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
     with new_index_directory(ctx, target):
-        result = build_ivf(IndexWriter(ctx), plan.params, values, ids, model)
+        # PQ codes row-major, as pylance's segments: its merge takes no transposed segment
+        result = build_ivf(IndexWriter(ctx), plan.params, values, ids, model, transpose_pq=False)
     return as_index(new_index(manifest, plan.field_id, plan.name, fragments, result))
 
 

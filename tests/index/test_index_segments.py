@@ -155,6 +155,26 @@ def test_pylance_segments_are_merged_and_committed_by_us(tmp_path: Path, kind: s
     assert ours.stats.index_stats("vec_idx")["num_unindexed_rows"] == 0
 
 
+@pytest.mark.parametrize("kind", ["IVF_PQ", "IVF_SQ"])
+def test_our_segments_are_merged_and_committed_by_pylance(tmp_path: Path, kind: str) -> None:
+    x = _vectors(seed=7)
+    ds = _write(tmp_path / "ds", x)
+    model = _model(x, kind)
+    parts = [
+        ds.create_index_uncommitted("vec", kind, fragment_ids=ids, **_params(kind), **model) for ids in HALVES
+    ]
+    theirs = lance.dataset(tmp_path / "ds")
+    merged = theirs.merge_existing_index_segments(parts)  # lance_ops' Index objects, as returned
+    theirs.commit_existing_index_segments("vec_idx", "vec", [merged])
+    q = _queries(x)
+    truth = brute_neighbours(x, q, "l2")
+    reference = _pylance_reference(tmp_path, x, kind, model, True)
+    recall_pylance = knn_recall(lance.dataset(tmp_path / "ds"), truth, q, nprobes=2)
+    recall_ours = knn_recall(lance_ops.dataset(str(tmp_path / "ds")), truth, q, nprobes=2)
+    assert recall_pylance >= reference - 0.03, (recall_pylance, reference)
+    assert abs(recall_ours - recall_pylance) <= 0.03, (recall_ours, recall_pylance)
+
+
 def test_btree_segments_both_ways(tmp_path: Path) -> None:
     x = _vectors(seed=2)
     ds = _write(tmp_path / "ds", x)
