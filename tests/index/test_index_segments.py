@@ -15,6 +15,8 @@ import lance
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import IndexExistsError, IndexSegmentError, InvalidArgumentError
@@ -203,6 +205,43 @@ def test_btree_segments_both_ways(tmp_path: Path) -> None:
     assert "ScalarIndexQuery: query=[id = 1500]@id_idx" in ours_ds.scanner(filter="id = 1500").explain_plan()
     assert ours_ds.to_table(filter=predicate).sort_by("id") == expected
     assert lance.dataset(tmp_path / "ds").to_table(filter=predicate).sort_by("id") == expected
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.sampled_from([1, 2, 1023, 1024, 1025]), min_size=1, max_size=4),
+    groups=st.lists(st.integers(0, 2), min_size=4, max_size=4),
+    merge=st.booleans(),
+    bounds=st.tuples(st.integers(-1, 4200), st.integers(0, 4200)),
+)
+def test_btree_segments_of_any_grouping_answer_as_a_scan(
+    tmp_path_factory: pytest.TempPathFactory,
+    sizes: list[int],
+    groups: list[int],
+    merge: bool,
+    bounds: tuple[int, int],
+) -> None:
+    """Fragments of 1 .. 1025 rows, split into up to three segments in any way (merged or not):
+    both libraries answer a range filter from the index with the rows of a full scan."""
+    path = tmp_path_factory.mktemp("grouping") / "ds"
+    start = 0
+    for size in sizes:
+        mode = "append" if start else "create"
+        lance_ops.write_dataset(_table(_vectors(size, seed=size), start=start), str(path), mode=mode)
+        start += size
+    ds = lance_ops.dataset(str(path))
+    by_group: dict[int, list[int]] = {}
+    for fragment, group in zip(ds.get_fragments(), groups, strict=False):
+        by_group.setdefault(group, []).append(fragment.fragment_id)
+    segments = [ds.create_index_uncommitted("id", "BTREE", fragment_ids=ids) for ids in by_group.values()]
+    ds.commit_existing_index_segments(
+        "id_idx", "id", [ds.merge_existing_index_segments(segments)] if merge else segments
+    )
+    predicate = f"id >= {bounds[0]} and id < {bounds[1]}"
+    for who in (lance.dataset(path), lance_ops.dataset(str(path))):
+        expected = who.to_table(filter=predicate, use_scalar_index=False).sort_by("id")
+        assert who.to_table(filter=predicate).sort_by("id") == expected
+        assert expected.num_rows == max(0, min(bounds[1], start) - max(bounds[0], 0))
 
 
 def test_segmented_index_on_day_two(tmp_path: Path) -> None:
