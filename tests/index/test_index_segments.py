@@ -133,6 +133,23 @@ def test_our_segments_are_searched_by_pylance(tmp_path: Path, kind: str, merge: 
             assert knn_recall(who, truth, q, nprobes=PARTITIONS) == 1.0
 
 
+@pytest.mark.parametrize("metric", ["cosine", "dot"])
+def test_segments_in_other_metrics_probe_exactly(tmp_path: Path, metric: str) -> None:
+    """IVF_FLAT segments in cosine / dot, every partition probed: the exact neighbours, in both."""
+    x = _vectors(seed=8)
+    ds = _write(tmp_path / "ds", x)
+    normed = x / np.linalg.norm(x, axis=1, keepdims=True)
+    sample = normed if metric == "cosine" else x
+    centroids = kmeans(sample, PARTITIONS, 30, np.random.default_rng(3), False)[0]
+    args = {"metric": metric, "num_partitions": PARTITIONS, "ivf_centroids": centroids.astype(np.float32)}
+    parts = [ds.create_index_uncommitted("vec", "IVF_FLAT", fragment_ids=ids, **args) for ids in HALVES]
+    ds.commit_existing_index_segments("vec_idx", "vec", parts)
+    q = _queries(x)
+    truth = brute_neighbours(x, q, metric)
+    for who in (lance.dataset(tmp_path / "ds"), lance_ops.dataset(str(tmp_path / "ds"))):
+        assert knn_recall(who, truth, q, nprobes=PARTITIONS) == 1.0
+
+
 @pytest.mark.parametrize("kind", ["IVF_PQ", "IVF_FLAT"])
 def test_pylance_segments_are_merged_and_committed_by_us(tmp_path: Path, kind: str) -> None:
     x = _vectors(seed=1)
@@ -312,6 +329,9 @@ def test_bad_segment_sets_commit_nothing(tmp_path: Path) -> None:
         segment([9])
     with pytest.raises(InvalidArgumentError, match="requires fragment_ids"):
         ds.create_index_uncommitted("vec", "IVF_FLAT", **_params("IVF_FLAT"))
+    with pytest.raises(InvalidArgumentError, match="ivf_centroids of shape"):
+        segment([3], index_uuid=str(uuid.UUID(int=9)), ivf_centroids=model["ivf_centroids"][:3])
+    assert not (tmp_path / "ds" / "_indices" / str(uuid.UUID(int=9))).exists()
     assert ds.version == 1 and lance.dataset(tmp_path / "ds").version == 1
 
     # independently trained segments are one logical index when committed unmerged (as pylance)
