@@ -23,10 +23,11 @@ committed. pylance's ``IndexSegment`` cannot be built from Python; segments are 
 
 from __future__ import annotations
 
+import datetime
 import time
 import uuid as uuid_module
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import replace as with_changes
 from typing import Any
 
 import numpy as np
@@ -123,8 +124,6 @@ def as_index(meta: IndexMetadata) -> Index:
     """The :class:`Index` (pylance's ``lance.dataset.Index``) of a manifest entry."""
     created = None
     if meta.created_at is not None:
-        import datetime  # noqa: PLC0415
-
         created = datetime.datetime.fromtimestamp(meta.created_at / 1000, tz=datetime.UTC)
     return Index(
         uuid=str(uuid_module.UUID(bytes=meta.uuid)),
@@ -167,7 +166,7 @@ def create_index_uncommitted(
         )
         with new_index_directory(ctx, target):
             meta = write_scalar_index(ctx, manifest, build, scalar_rows(ctx, manifest, fragments, build))
-        meta = replace_coverage(meta, fragments, manifest)
+        meta = _covering(meta, fragments, manifest)
         return as_index(meta)
     plan = plan_vector_index(files, column, kind, name=name, replace=replace, **kwargs)
     values, ids = column_rows(ctx, manifest, fragments, column, "_rowid")
@@ -180,9 +179,9 @@ def create_index_uncommitted(
     return as_index(new_index(manifest, plan.field_id, plan.name, fragments, result))
 
 
-def replace_coverage(meta: IndexMetadata, fragments: Sequence[Any], manifest: Manifest) -> IndexMetadata:
+def _covering(meta: IndexMetadata, fragments: Sequence[Any], manifest: Manifest) -> IndexMetadata:
     """``meta`` (a whole-dataset entry) covering ``fragments`` only, stamped with this version."""
-    return replace(
+    return with_changes(
         meta,
         fragment_bitmap=BitMap(f.id for f in fragments).serialize(),
         dataset_version=manifest.version,
@@ -302,7 +301,7 @@ def merge_existing_index_segments(files: VersionFiles, segments: Sequence[Any]) 
     with new_index_directory(ctx):
         result = merge_segment_files(ctx, files.manifest, kind, template, metas, [])
     covered = BitMap().union(*(bitmap_of(m) for m in metas))
-    merged = replace(
+    merged = with_changes(
         result.metadata_for(template, covered.serialize()),
         dataset_version=min(m.dataset_version for m in metas),
         created_at=int(time.time() * 1000),
@@ -317,7 +316,7 @@ def commit_existing_index_segments(
     removes the segments of that name the version had)."""
     manifest = files.manifest
     field = manifest.schema.field_at(column)  # FieldNotFoundError when there is none
-    metas, kind = _checked(files, segments, index_name)
+    metas, _ = _checked(files, segments, index_name)
     if metas[0].fields[:1] != (field.id,):
         raise IndexSegmentError(
             f"index {index_name!r}: segments were built for fields {list(metas[0].fields)}, "
@@ -332,5 +331,5 @@ def commit_existing_index_segments(
                 f"{gone} this version does not have"
             )
     existing = tuple(i for i in manifest.indices if i.name == index_name)
-    published = tuple(replace(m, name=index_name, fields=(field.id,)) for m in metas)
+    published = tuple(with_changes(m, name=index_name, fields=(field.id,)) for m in metas)
     return commit(files.storage, CreateIndex(published, existing), options)
