@@ -1006,8 +1006,8 @@ class LanceDataset:
             column = column[0]
         if kwargs.get("fragment_ids") is not None or kwargs.get("index_uuid") is not None:
             raise UnsupportedFeatureError(
-                "lance_ops does not build vector index segments over some fragments (fragment_ids / "
-                "index_uuid); jobs.create_index builds a vector index on Spark"
+                "create_index builds over every fragment; a segment over some fragments "
+                "(fragment_ids / index_uuid) is built by create_index_uncommitted"
             )
         options = self._commit_options(commit=commit)
         self._adopt(
@@ -1025,6 +1025,91 @@ class LanceDataset:
             )
         )
         return self
+
+    def create_index_uncommitted(
+        self,
+        column: str | list[str],
+        index_type: Any,
+        name: str | None = None,
+        metric: str = "l2",
+        replace: bool = False,
+        num_partitions: int | None = None,
+        ivf_centroids: Any = None,
+        pq_codebook: Any = None,
+        num_sub_vectors: int | None = None,
+        *,
+        fragment_ids: Sequence[int] | None = None,
+        index_uuid: str | None = None,
+        **kwargs: Any,
+    ) -> indices_op.Index:
+        """Write one segment of an index over ``fragment_ids`` under ``_indices/<index_uuid>`` and
+        return its :class:`~lance_ops.ops.indices.Index`, committing nothing (pylance's
+        ``create_index_uncommitted``; vector types and the scalar types lance_ops builds). Merge
+        with :meth:`merge_existing_index_segments`, publish with
+        :meth:`commit_existing_index_segments`; see :mod:`lance_ops.ops.index_segments`."""
+        from lance_ops.ops import index_segments  # noqa: PLC0415
+
+        if not isinstance(index_type, str) and hasattr(index_type, "parameters"):
+            kwargs = {**index_type.parameters, **kwargs}
+            index_type = index_type.index_type
+        if not isinstance(column, str):
+            if len(column) != 1:
+                raise InvalidArgumentError(f"create_index_uncommitted takes one column, got {list(column)}")
+            column = column[0]
+        if str(index_type).upper() not in index_segments.SEGMENT_SCALAR_TYPES:
+            kwargs.update(metric=metric, num_partitions=num_partitions, num_sub_vectors=num_sub_vectors)
+            kwargs.update(ivf_centroids=ivf_centroids, pq_codebook=pq_codebook)
+        for accepted in ("storage_options", "filter_nan", "train", "accelerator", "index_cache_size"):
+            kwargs.pop(accepted, None)
+        return index_segments.create_index_uncommitted(
+            self._files,
+            column,
+            index_type,
+            fragment_ids=fragment_ids,
+            index_uuid=index_uuid,
+            name=name,
+            replace=replace,
+            **kwargs,
+        )
+
+    def merge_existing_index_segments(self, segments: Sequence[Any]) -> indices_op.Index:
+        """Merge uncommitted segments of one column, type and model over disjoint fragments into
+        one new segment, committing nothing (pylance's ``merge_existing_index_segments``)."""
+        from lance_ops.ops.index_segments import merge_existing_index_segments  # noqa: PLC0415
+
+        return merge_existing_index_segments(self._files, list(segments))
+
+    def commit_existing_index_segments(
+        self,
+        index_name: str,
+        column: str,
+        segments: Sequence[Any],
+        *,
+        commit: commit_op.CommitOptions | None = None,
+    ) -> LanceDataset:
+        """Publish ``segments`` as the index ``index_name`` of ``column`` in one ``CreateIndex``
+        (replacing an index of that name); returns this dataset at the new version (pylance's
+        ``commit_existing_index_segments``)."""
+        from lance_ops.ops.index_segments import commit_existing_index_segments  # noqa: PLC0415
+
+        options = self._commit_options(commit=commit)
+        self._adopt(*commit_existing_index_segments(self._files, index_name, column, list(segments), options))
+        return self
+
+    @classmethod
+    def _requires_uncommitted_scalar_index(cls, index_type: Any) -> bool:
+        """Whether a scalar build over ``fragment_ids`` must go through
+        :meth:`create_index_uncommitted` (pylance 14's rule)."""
+        from lance_ops.ops.index_segments import requires_uncommitted  # noqa: PLC0415
+
+        return requires_uncommitted(index_type)
+
+    @classmethod
+    def _is_segment_native_scalar_index_type(cls, index_type: Any) -> bool:
+        """Whether ``create_index_uncommitted`` builds ``index_type`` as a scalar segment."""
+        from lance_ops.ops.index_segments import is_segment_native  # noqa: PLC0415
+
+        return is_segment_native(index_type)
 
     def describe_indices(self) -> list[indices_op.IndexDescription]:
         """Every index of this version, by name, with its segments (pylance's ``describe_indices``)."""

@@ -289,6 +289,12 @@ class IndexNotFoundError(LanceOpsError, KeyError, RuntimeError):
         return type(self), (str(self), self.index)
 
 
+class IndexSegmentError(InvalidArgumentError, RuntimeError):
+    """A set of index segments that cannot be merged or committed as one index: none, unknown
+    uuids, overlapping fragments, other columns, types or models (pylance raises ``ValueError``,
+    ``RuntimeError`` for a model mismatch). Nothing is committed."""
+
+
 class DetachedCommitError(UnsupportedFeatureError, OSError):
     """A detached commit the dataset cannot take (one named with V1 manifest paths). Also an
     ``OSError``, as pylance's "Not supported" error."""

@@ -429,10 +429,16 @@ def _encode_block(model: TrainedIvf, vectors: np.ndarray) -> tuple[np.ndarray, n
 
 
 def write_ivf(
-    writer: IndexWriter, model: TrainedIvf, row_ids: np.ndarray, partition: np.ndarray, codes: np.ndarray
+    writer: IndexWriter,
+    model: TrainedIvf,
+    row_ids: np.ndarray,
+    partition: np.ndarray,
+    codes: np.ndarray,
+    transpose_pq: bool = True,
 ) -> RemapResult:
     """Write the two index files of ``writer`` for rows ``row_ids`` encoded by :func:`encode_ivf`
-    (any row order: rows are laid out partition after partition, by row id within one)."""
+    (any row order: rows are laid out partition after partition, by row id within one). PQ codes
+    are stored row-major with ``transpose_pq=False``, as pylance 14's uncommitted segments."""
     p, dim = model.params, model.dim
     quantizer = p.index_type.rsplit("_", 1)[1]
     row_ids = np.asarray(row_ids, np.uint64)
@@ -457,7 +463,8 @@ def write_ivf(
         if p.num_bits == 4:  # two codes a byte, as pylance 14
             codes = pack_4bit(codes)
         width = codes.shape[1]
-        codes = _transpose_partitions(codes.reshape(-1), lengths, width, to_rows=False).reshape(-1, width)
+        if transpose_pq:
+            codes = _transpose_partitions(codes.reshape(-1), lengths, width, to_rows=False).reshape(-1, width)
         tensor = Tensor(data_type=2, shape=[k, dim], data=model.codebooks.astype("<f4").tobytes())
         buffers.append(tensor.SerializeToString())
         storage_params = {
@@ -466,7 +473,7 @@ def write_ivf(
             "num_sub_vectors": m,
             "dimension": dim,
             "codebook_tensor": [],
-            "transposed": True,
+            "transposed": transpose_pq,
         }
         code_type, nullable = pa.uint8(), True
     width = codes.shape[1]
@@ -567,12 +574,14 @@ def build_ivf(
     values: pa.Array,
     row_ids: np.ndarray,
     model: TrainedIvf | None = None,
+    transpose_pq: bool = True,
 ) -> RemapResult:
     """Train on the live rows ``values`` (a vector column, nulls and NaNs left out) at
-    ``row_ids`` (unless ``model`` is given), encode them all and write the index files of ``writer``."""
+    ``row_ids`` (unless ``model`` is given), encode them all and write the index files of ``writer``
+    (``transpose_pq``: :func:`write_ivf`)."""
     matrix = as_matrix(values, params.column)
     if model is None:
         model = train_ivf(params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
     keep = np.isfinite(matrix).all(axis=1)
     partition, codes = encode_ivf(model, prepare(params, matrix))  # prepare leaves out what keep does
-    return write_ivf(writer, model, np.asarray(row_ids, np.uint64)[keep], partition, codes)
+    return write_ivf(writer, model, np.asarray(row_ids, np.uint64)[keep], partition, codes, transpose_pq)

@@ -52,7 +52,7 @@ from lance_ops.index.zonemap import extend_zonemap
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
-__all__ = ["EXTENDABLE_TYPES", "column_rows", "update_index"]
+__all__ = ["EXTENDABLE_TYPES", "column_rows", "merge_segment_files", "update_index"]
 
 EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, INVERTED, *VECTOR_TYPES)
 _ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
@@ -158,6 +158,22 @@ def update_index(
         raise UnsupportedIndexTypeError(
             f"{kind} index {template.name!r} cannot be extended by lance_ops", template.name
         )
+    result = merge_segment_files(ctx, manifest, kind, template, merged, fragments)
+    covered = {f.id for f in fragments}.union(*(_fragment_ids(s) for s in merged))
+    return [*kept, _segment(result, template, merged, covered, manifest.version)]
+
+
+def merge_segment_files(
+    ctx: StorageContext,
+    manifest: Manifest,
+    kind: str,
+    template: IndexMetadata,
+    merged: Sequence[IndexMetadata],
+    fragments: Sequence[DataFragment],
+) -> RemapResult:
+    """The files of one new segment of ``kind`` over the rows of the segments ``merged`` and the
+    live rows of ``fragments`` (none: the segments merged as they are), with ``template``'s model
+    and parameters, by each type's codec."""
     id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP) else _ROW_ID
     values, ids = column_rows(ctx, manifest, fragments, _column_path(manifest, template), id_column)
     if kind == BTREE:
@@ -174,5 +190,4 @@ def update_index(
     else:
         vectors, vector_ids = _vectors(values, ids, template)
         result = extend_ivf(ctx, template, merged, kind, vectors, vector_ids)
-    covered = {f.id for f in fragments}.union(*(_fragment_ids(s) for s in merged))
-    return [*kept, _segment(result, template, merged, covered, manifest.version)]
+    return result
