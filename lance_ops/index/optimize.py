@@ -12,7 +12,8 @@ What pylance 14's ``optimize_indices(num_indices_to_merge=n)`` does to one index
 Here a merged vector segment keeps the existing model too (pylance may retrain it; either is a
 correct index). The rows added are read from the new fragments with their row ids (with stable
 row ids, BITMAP / LABEL_LIST / IVF store the stable ids, BTREE the row addresses, as pylance 14
-does; ZONEMAP zones are positional: row addresses; NGRAM its trigrams' row ids; INVERTED its
+does; ZONEMAP and BLOOMFILTER zones are positional: row addresses, a BLOOMFILTER dropping the zones
+of fragments no longer in the dataset, as pylance 14; NGRAM its trigrams' row ids; INVERTED its
 documents' row ids, a merge decoding the merged segments' postings and writing them again with the
 new documents, :mod:`lance_ops.index.build_inverted`). IVF_HNSW_* are not extended:
 :class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the index.
@@ -33,6 +34,7 @@ from lance_ops.errors import IndexCorruptError, InvalidArgumentError, Unsupporte
 from lance_ops.fragment import VersionFiles
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.index.bitmap import merge_bitmap
+from lance_ops.index.bloomfilter import write_bloomfilter
 from lance_ops.index.btree import merge_btree
 from lance_ops.index.build_inverted import segment_tokenizer, write_inverted
 from lance_ops.index.files import RemapResult
@@ -40,6 +42,7 @@ from lance_ops.index.ivf import extend_ivf
 from lance_ops.index.ngram import write_ngram
 from lance_ops.index.types import (
     BITMAP,
+    BLOOMFILTER,
     BTREE,
     INVERTED,
     LABEL_LIST,
@@ -54,7 +57,7 @@ from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
 __all__ = ["EXTENDABLE_TYPES", "column_rows", "update_index"]
 
-EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, INVERTED, *VECTOR_TYPES)
+EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM, INVERTED, *VECTOR_TYPES)
 _ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
 
 
@@ -158,12 +161,15 @@ def update_index(
         raise UnsupportedIndexTypeError(
             f"{kind} index {template.name!r} cannot be extended by lance_ops", template.name
         )
-    id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP) else _ROW_ID
+    id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP, BLOOMFILTER) else _ROW_ID
     values, ids = column_rows(ctx, manifest, fragments, _column_path(manifest, template), id_column)
     if kind == BTREE:
         result = merge_btree(ctx, template, merged, values, ids)
     elif kind == ZONEMAP:
         result = extend_zonemap(ctx, template, merged, values, ids)
+    elif kind == BLOOMFILTER:
+        live = {f.id for f in manifest.fragments}
+        result = write_bloomfilter(ctx, template, values, ids, merged=merged, live_fragments=live)
     elif kind in (BITMAP, LABEL_LIST):
         result = merge_bitmap(ctx, template, merged, values, ids, label_list=kind == LABEL_LIST)
     elif kind == NGRAM:
