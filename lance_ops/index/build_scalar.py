@@ -79,7 +79,10 @@ def _is_key_type(t: pa.DataType) -> bool:
 
 
 def check_column_type(kind: str, column: str, value_type: pa.DataType) -> pa.DataType:
-    """The key type a ``kind`` index of ``column`` stores; IndexColumnTypeError when it does not fit."""
+    """The key type a ``kind`` index of ``column`` stores (an extension type's storage, as pylance
+    checks and stores it); IndexColumnTypeError when it does not fit."""
+    if isinstance(value_type, pa.BaseExtensionType):
+        value_type = value_type.storage_type
     if kind == NGRAM:
         return ngram.check_ngram_column(column, value_type)
     if kind == INVERTED:

@@ -79,7 +79,8 @@ def column_rows(
     ctx: StorageContext, manifest: Manifest, fragments: Sequence[DataFragment], column: str, id_column: str
 ) -> tuple[pa.Array, np.ndarray]:
     """The column's values in ``fragments`` (live rows) and their row ids or addresses. A nested
-    field (``"data.text"``) is read through its top-level struct column: null where a parent is."""
+    field (``"data.text"``) is read through its top-level struct column: null where a parent is;
+    an extension column's values are its storage's."""
     files = VersionFiles(ctx, manifest)
     top, path = column, []
     if "." in column and column not in {f.name for f in manifest.schema if f.parent_id < 0}:
@@ -97,6 +98,8 @@ def column_rows(
         if not pa.types.is_struct(values.type) or values.type.get_field_index(name) < 0:
             raise InvalidArgumentError(f"column {column!r} is not in the schema")
         values = pc.struct_field(values, name)  # null where the parent struct is null
+    if isinstance(values, pa.ExtensionArray):  # an index keys the storage (arrow.uuid: 16 bytes)
+        values = values.storage
     return values, ids
 
 

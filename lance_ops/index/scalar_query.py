@@ -242,6 +242,8 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndar
         else:
             keep = cmp(pc.greater if bound.op == "gt" else pc.greater_equal, high, values[0])
         keep |= nans > 0
+        # no min / max though not all null: unknown (pylance 14 keeps none for fixed-size binaries)
+        keep |= ~np.asarray(low.is_valid(), dtype=bool) & (nulls < length)
     fragment = np.asarray(zones.column("fragment_id"), dtype=np.uint64)[keep]
     start = np.asarray(zones.column("zone_start"), dtype=np.int64)[keep]
     count = length[keep]
@@ -271,6 +273,9 @@ _PLAN_OPS = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 def _value_text(value: pa.Scalar) -> str:
     if pa.types.is_boolean(value.type):
         return "true" if value.as_py() else "false"
+    if isinstance(value.as_py(), bytes):  # hex, the first 10 bytes of a longer value then "..."
+        data = value.as_py()
+        return data[:10].hex() + ("..." if len(data) > 10 else "")
     if pa.types.is_temporal(value.type):
         return str(value.value)  # type: ignore[attr-defined]  # the stored integer, as pylance prints it
     return str(value.as_py())
