@@ -16,9 +16,10 @@ writes the two index files (:func:`~lance_ops.index.build_vector.write_ivf`; IVF
 graphs are built there, from the codes).
 
 Scalar indices (BTREE / BITMAP / LABEL_LIST / ZONEMAP / BLOOMFILTER / NGRAM): each task reads its
-fragment's keys and row ids or addresses and ships them back as Arrow IPC; the driver concatenates them in fragment
-order and writes the index files (sorting the keys, as the in-process build does). ZONEMAP and
-BLOOMFILTER ship keys too, not zone statistics: the zones are computed by the driver from them.
+fragment's keys and row ids or addresses and ships them back as Arrow IPC; the driver concatenates
+them in fragment order and writes the index files (sorting the keys, as the in-process build
+does). ZONEMAP and BLOOMFILTER ship keys too, not zone statistics: the zones are computed by the
+driver from them.
 
 INVERTED: pylance 14's distributed build. Each task tokenizes its fragment and stages one
 partition of the index under ``_indices/<uuid>/staging/``
