@@ -42,6 +42,7 @@ _SALT = np.array(
     dtype=np.uint32,
 )
 _MIN_LOG2, _MAX_LOG2 = 5, 27
+_FLAG_BUDGET = 64 << 20  # bytes of bit flags set at once while building filters
 _LOG_FACTORIALS = np.array([math.lgamma(k + 1) for k in range(749, -1, -1)])  # log(i!), i = 749 .. 0
 
 
@@ -190,14 +191,22 @@ def _positions(hashes: np.ndarray, num_blocks: int) -> tuple[np.ndarray, np.ndar
 
 
 def set_bits(hashes: np.ndarray, zone: np.ndarray, num_zones: int, size: int) -> list[bytes]:
-    """The filters (``size`` bytes each) of ``num_zones`` zones holding ``hashes`` (in zone ``zone``)."""
+    """The filters (``size`` bytes each) of ``num_zones`` zones holding ``hashes`` (in zone ``zone``,
+    ascending), built a group of zones at a time (a byte flag per filter bit: 256 KiB a zone of the
+    default 32 KiB)."""
     num_blocks = size // 32
     block, bits = _positions(hashes, num_blocks)
-    word = (zone.astype(np.int64)[:, None] * num_blocks + block[:, None]) * 8 + np.arange(8)
-    flags = np.zeros(num_zones * size * 8, dtype=bool)
-    flags[(word * 32 + bits).ravel()] = True
-    packed = np.packbits(flags, bitorder="little").tobytes()
-    return [packed[z * size : (z + 1) * size] for z in range(num_zones)]
+    group = max(1, _FLAG_BUDGET // (size * 8))
+    out: list[bytes] = []
+    for first in range(0, num_zones, group):
+        last = min(first + group, num_zones)
+        lo, hi = np.searchsorted(zone, [first, last])
+        word = ((zone[lo:hi].astype(np.int64) - first)[:, None] * num_blocks + block[lo:hi, None]) * 8
+        flags = np.zeros((last - first) * size * 8, dtype=bool)
+        flags[((word + np.arange(8)) * 32 + bits[lo:hi]).ravel()] = True
+        packed = np.packbits(flags, bitorder="little").tobytes()
+        out += [packed[z * size : (z + 1) * size] for z in range(last - first)]
+    return out
 
 
 def may_contain(filters: list[bytes], hashes: np.ndarray) -> np.ndarray:

@@ -79,6 +79,18 @@ def test_xxh64_reference_values() -> None:
     assert sbbf.filter_bytes(1, 0.5) == 32  # the smallest filter, one block
 
 
+def test_filters_built_a_group_of_zones_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    hashes = rng.integers(0, 2**63, 5000, dtype=np.int64).astype(np.uint64)
+    zone = np.sort(rng.integers(0, 70, 5000))
+    whole = sbbf.set_bits(hashes, zone, 71, 64)
+    monkeypatch.setattr(sbbf, "_FLAG_BUDGET", 64 * 8 * 3)  # three zones at a time
+    assert sbbf.set_bits(hashes, zone, 71, 64) == whole
+    assert whole[70] == bytes(64)  # a zone with no value: an empty filter
+    for z in (0, 33, 69):
+        assert sbbf.may_contain([whole[z]], hashes[zone == z]).all()
+
+
 def test_files_equal_pylance_build(tmp_path: Path) -> None:
     ours, theirs = _two_copies(tmp_path, _table(), max_rows_per_file=12000)
     mine, pylance_ds = lance_ops.dataset(str(ours)), lance.dataset(str(theirs))
