@@ -212,7 +212,7 @@ def _query_hashes(bound: Bound) -> np.ndarray:
     column's type): ``0.0`` and ``-0.0`` both for a float zero, whose bytes differ."""
     values = pa.array([v.as_py() for v in bound.values], bound.values[0].type)
     if pa.types.is_floating(values.type):
-        values = pa.concat_arrays([values, pc.negate(values)])
+        values = pa.concat_arrays([values, pc.negate(values.filter(pc.equal(values, 0)))])
     data, starts, lengths, _ = sbbf.value_bytes(values)
     return sbbf.xxh64(data, starts, lengths)
 

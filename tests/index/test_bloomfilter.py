@@ -262,3 +262,16 @@ def test_days_append_optimize_compact(tmp_path: Path) -> None:
     lance.write_dataset(_table(10, start=9000), path, mode="append")
     lance.dataset(str(path)).optimize.optimize_indices()
     assert lance_ops.dataset(str(path)).to_table(filter="id = 9003").num_rows == 1
+
+
+def test_float_zeros(tmp_path: Path) -> None:
+    """0.0 and -0.0 hash differently; a query for either keeps the zones holding the other."""
+    path = tmp_path / "ds"
+    values = [-0.0 if i == 10 else 0.0 if i == 9000 else float(i) for i in range(12000)]
+    ds = lance_ops.write_dataset(pa.table({"f": pa.array(values, pa.float64())}), str(path))
+    ds.create_scalar_index("f", "BLOOMFILTER", number_of_items=4000)
+    theirs = lance.dataset(str(path))
+    for flt in ["f = 0.0", "f = -0.0", "f IN (0.0, 5.0)"]:
+        want = theirs.to_table(filter=flt, use_scalar_index=False)
+        assert lance_ops.dataset(str(path)).to_table(filter=flt).equals(want), flt
+        assert want.num_rows >= 2, flt
