@@ -15,10 +15,11 @@ ships back an Arrow IPC payload of ``row id, partition, code``; the driver lays 
 writes the two index files (:func:`~lance_ops.index.build_vector.write_ivf`; IVF_HNSW_*: the
 graphs are built there, from the codes).
 
-Scalar indices (BTREE / BITMAP / LABEL_LIST / ZONEMAP / NGRAM): each task reads its fragment's keys and
-row ids or addresses and ships them back as Arrow IPC; the driver concatenates them in fragment
-order and writes the index files (sorting the keys, as the in-process build does). ZONEMAP
-ships keys too, not zone statistics: the zone rows are computed by the driver from them.
+Scalar indices (BTREE / BITMAP / LABEL_LIST / ZONEMAP / BLOOMFILTER / NGRAM): each task reads its
+fragment's keys and row ids or addresses and ships them back as Arrow IPC; the driver concatenates
+them in fragment order and writes the index files (sorting the keys, as the in-process build
+does). ZONEMAP and BLOOMFILTER ship keys too, not zone statistics: the zones are computed by the
+driver from them.
 
 INVERTED: pylance 14's distributed build. Each task tokenizes its fragment and stages one
 partition of the index under ``_indices/<uuid>/staging/``
@@ -322,7 +323,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     def arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--column", required=True)
         parser.add_argument(
-            "--index-type", required=True, help="BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, INVERTED, IVF_*"
+            "--index-type",
+            required=True,
+            help="BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM, INVERTED, IVF_*",
         )
         parser.add_argument("--name", default=None)
         parser.add_argument(

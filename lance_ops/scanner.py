@@ -448,6 +448,7 @@ _PLAN_KINDS = {
     "LABEL_LIST": "LabelList",
     "ZONEMAP": "ZoneMap",
     "NGRAM": "NGram",
+    "BLOOMFILTER": "BloomFilter",
 }
 
 

@@ -1,5 +1,5 @@
-"""Building a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM) from scratch, as pylance 14's
-``create_scalar_index`` writes it.
+"""Building a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM) from scratch, as
+pylance 14's ``create_scalar_index`` writes it.
 
 A new index is the codecs' merge with no old segment: the rows of every fragment are read with
 their row addresses (BTREE, ZONEMAP) or row ids (BITMAP, LABEL_LIST: the stable ids when the
@@ -9,7 +9,8 @@ uint64`` and ``page_lookup.lance`` with ``batch_size`` ``"4096"``).
 
 Column types (as pylance 14 checks them): BTREE / BITMAP / ZONEMAP take integers, floats, bools,
 strings, binaries, decimals, fixed-size binaries and temporal types; LABEL_LIST takes a list or
-large list of those; NGRAM (:mod:`lance_ops.index.ngram`) and INVERTED
+large list of those; BLOOMFILTER (:mod:`lance_ops.index.bloomfilter`) integers, float32 / float64,
+strings, binaries and temporal types; NGRAM (:mod:`lance_ops.index.ngram`) and INVERTED
 (:mod:`lance_ops.index.build_inverted`, tokenizer keywords as parameters) take strings. Anything else is an
 :class:`~lance_ops.errors.IndexColumnTypeError` naming the column.
 """
@@ -28,12 +29,12 @@ from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
-from lance_ops.index import bitmap, btree, build_inverted, ngram, zonemap
+from lance_ops.index import bitmap, bloomfilter, btree, build_inverted, ngram, zonemap
 from lance_ops.index.files import IndexFileData, RemapResult
 from lance_ops.index.optimize import column_rows
 from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
 from lance_ops.index.treemap import encode_row_address_map
-from lance_ops.index.types import BITMAP, BTREE, INVERTED, LABEL_LIST, NGRAM, ZONEMAP
+from lance_ops.index.types import BITMAP, BLOOMFILTER, BTREE, INVERTED, LABEL_LIST, NGRAM, ZONEMAP
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
@@ -47,7 +48,7 @@ __all__ = [
     "write_scalar_index",
 ]
 
-BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, INVERTED)
+BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM, INVERTED)
 _BTREE_BATCH_SIZE = 4096
 _ROWS_PER_ZONE = 8192
 # (type_url, index_version) of a new index of each kind, as pylance 14 records them (a BTREE of a
@@ -58,6 +59,7 @@ _DETAILS = {
     LABEL_LIST: ("/lance.table.LabelListIndexDetails", 1),
     ZONEMAP: ("/lance.table.ZoneMapIndexDetails", 0),
     NGRAM: ("/lance.table.NGramIndexDetails", 0),
+    BLOOMFILTER: (bloomfilter.BLOOMFILTER_DETAILS_URL, 0),
 }
 
 
@@ -77,11 +79,16 @@ def _is_key_type(t: pa.DataType) -> bool:
 
 
 def check_column_type(kind: str, column: str, value_type: pa.DataType) -> pa.DataType:
-    """The key type a ``kind`` index of ``column`` stores; IndexColumnTypeError when it does not fit."""
+    """The key type a ``kind`` index of ``column`` stores (an extension type's storage, as pylance
+    checks and stores it); IndexColumnTypeError when it does not fit."""
+    if isinstance(value_type, pa.BaseExtensionType):
+        value_type = value_type.storage_type
     if kind == NGRAM:
         return ngram.check_ngram_column(column, value_type)
     if kind == INVERTED:
         return build_inverted.check_inverted_column(column, value_type)
+    if kind == BLOOMFILTER:
+        return bloomfilter.check_bloomfilter_column(column, value_type)
     if kind == LABEL_LIST:
         if (pa.types.is_list(value_type) or pa.types.is_large_list(value_type)) and _is_key_type(
             value_type.value_type
@@ -128,11 +135,13 @@ class ScalarBuild:
     rows_per_zone: int
     template: IndexMetadata
     tokenizer: TokenizerParams | None = None  # INVERTED
+    bloom: bloomfilter.BloomFilterParams | None = None  # BLOOMFILTER
 
     @property
     def id_column(self) -> str:
-        """``_rowaddr`` (BTREE, ZONEMAP) or ``_rowid`` (BITMAP, LABEL_LIST, NGRAM) keys the rows."""
-        return "_rowaddr" if self.kind in (BTREE, ZONEMAP) else "_rowid"
+        """``_rowaddr`` (BTREE, ZONEMAP, BLOOMFILTER) or ``_rowid`` (BITMAP, LABEL_LIST, NGRAM) keys
+        the rows."""
+        return "_rowaddr" if self.kind in (BTREE, ZONEMAP, BLOOMFILTER) else "_rowid"
 
 
 def plan_scalar_build(
@@ -159,7 +168,8 @@ def plan_scalar_build(
             index_version=build_inverted.INVERTED_INDEX_VERSION,
         )
         return ScalarBuild(column, kind, key_type, _ROWS_PER_ZONE, template, tokenizer)
-    rows_per_zone = _params(kind, params or {})
+    bloom = bloomfilter.bloomfilter_params(params or {}) if kind == BLOOMFILTER else None
+    rows_per_zone = _ROWS_PER_ZONE if bloom is not None else _params(kind, params or {})
     url, version = _DETAILS[kind]
     if kind == BTREE and manifest.uses_stable_row_ids:
         version = 1
@@ -174,7 +184,7 @@ def plan_scalar_build(
         details=(url, detail),
         index_version=version,
     )
-    return ScalarBuild(column, kind, key_type, rows_per_zone, template)
+    return ScalarBuild(column, kind, key_type, rows_per_zone, template, bloom=bloom)
 
 
 def scalar_rows(
@@ -210,6 +220,8 @@ def write_scalar_index(
         )
     elif kind == NGRAM:
         result = ngram.write_ngram(ctx, template, values, ids)
+    elif kind == BLOOMFILTER:
+        result = bloomfilter.write_bloomfilter(ctx, template, values, ids, build.bloom)
     elif kind == INVERTED:
         assert build.tokenizer is not None
         result = build_inverted.write_inverted(ctx, template, values, ids, build.tokenizer)

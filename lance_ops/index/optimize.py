@@ -12,7 +12,8 @@ What pylance 14's ``optimize_indices(num_indices_to_merge=n)`` does to one index
 Here a merged vector segment keeps the existing model too (pylance may retrain it; either is a
 correct index). The rows added are read from the new fragments with their row ids (with stable
 row ids, BITMAP / LABEL_LIST / IVF store the stable ids, BTREE the row addresses, as pylance 14
-does; ZONEMAP zones are positional: row addresses; NGRAM its trigrams' row ids; INVERTED its
+does; ZONEMAP and BLOOMFILTER zones are positional: row addresses, a BLOOMFILTER dropping the zones
+of fragments no longer in the dataset, as pylance 14; NGRAM its trigrams' row ids; INVERTED its
 documents' row ids, a merge decoding the merged segments' postings and writing them again with the
 new documents, :mod:`lance_ops.index.build_inverted`). IVF_HNSW_* are not extended:
 :class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the index.
@@ -33,6 +34,7 @@ from lance_ops.errors import IndexCorruptError, InvalidArgumentError, Unsupporte
 from lance_ops.fragment import VersionFiles
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.index.bitmap import merge_bitmap
+from lance_ops.index.bloomfilter import write_bloomfilter
 from lance_ops.index.btree import merge_btree
 from lance_ops.index.build_inverted import segment_tokenizer, write_inverted
 from lance_ops.index.files import RemapResult
@@ -40,6 +42,7 @@ from lance_ops.index.ivf import extend_ivf
 from lance_ops.index.ngram import write_ngram
 from lance_ops.index.types import (
     BITMAP,
+    BLOOMFILTER,
     BTREE,
     INVERTED,
     LABEL_LIST,
@@ -54,7 +57,7 @@ from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
 __all__ = ["EXTENDABLE_TYPES", "column_rows", "merge_segment_files", "update_index"]
 
-EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM, INVERTED, *VECTOR_TYPES)
+EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM, INVERTED, *VECTOR_TYPES)
 _ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
 
 
@@ -76,7 +79,8 @@ def column_rows(
     ctx: StorageContext, manifest: Manifest, fragments: Sequence[DataFragment], column: str, id_column: str
 ) -> tuple[pa.Array, np.ndarray]:
     """The column's values in ``fragments`` (live rows) and their row ids or addresses. A nested
-    field (``"data.text"``) is read through its top-level struct column: null where a parent is."""
+    field (``"data.text"``) is read through its top-level struct column: null where a parent is;
+    an extension column's values are its storage's."""
     files = VersionFiles(ctx, manifest)
     top, path = column, []
     if "." in column and column not in {f.name for f in manifest.schema if f.parent_id < 0}:
@@ -94,6 +98,8 @@ def column_rows(
         if not pa.types.is_struct(values.type) or values.type.get_field_index(name) < 0:
             raise InvalidArgumentError(f"column {column!r} is not in the schema")
         values = pc.struct_field(values, name)  # null where the parent struct is null
+    if isinstance(values, pa.ExtensionArray):  # an index keys the storage (arrow.uuid: 16 bytes)
+        values = values.storage
     return values, ids
 
 
@@ -174,12 +180,15 @@ def merge_segment_files(
     """The files of one new segment of ``kind`` over the rows of the segments ``merged`` and the
     live rows of ``fragments`` (none: the segments merged as they are), with ``template``'s model
     and parameters, by each type's codec."""
-    id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP) else _ROW_ID
+    id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP, BLOOMFILTER) else _ROW_ID
     values, ids = column_rows(ctx, manifest, fragments, _column_path(manifest, template), id_column)
     if kind == BTREE:
         result = merge_btree(ctx, template, merged, values, ids)
     elif kind == ZONEMAP:
         result = extend_zonemap(ctx, template, merged, values, ids)
+    elif kind == BLOOMFILTER:
+        live = {f.id for f in manifest.fragments}
+        result = write_bloomfilter(ctx, template, values, ids, merged=merged, live_fragments=live)
     elif kind in (BITMAP, LABEL_LIST):
         result = merge_bitmap(ctx, template, merged, values, ids, label_list=kind == LABEL_LIST)
     elif kind == NGRAM:

@@ -15,6 +15,7 @@ IVF_HNSW_*      as IVF_*; graphs copied, or without removed nodes (repaired, ren
 INVERTED        documents' row ids rewritten; removed rows leave (documents renumbered,
                 scores, impacts and positions rewritten, emptied tokens dropped)
 ZONEMAP         ``None``: pylance 14 never remaps it (same uuid, same fragment list)
+BLOOMFILTER     ``None``, as ZONEMAP
 others          :class:`~lance_ops.errors.UnsupportedIndexTypeError` naming the index
 ==============  ==================================================================
 
@@ -33,6 +34,7 @@ from lance_ops.index.ivf import remap_ivf
 from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.index.types import (
     BITMAP,
+    BLOOMFILTER,
     BTREE,
     INVERTED,
     LABEL_LIST,
@@ -53,7 +55,7 @@ def remap_index(
     ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping, uuid: bytes | None = None
 ) -> RemapResult | None:
     """``index`` rewritten under ``mapping`` into a new directory (named ``uuid`` when given, else
-    a fresh uuid), or ``None`` for a type pylance keeps as it is (ZONEMAP). Raises
+    a fresh uuid), or ``None`` for a type pylance keeps as it is (ZONEMAP, BLOOMFILTER). Raises
     UnsupportedIndexTypeError (type not remappable, or an INVERTED index losing rows in a layout
     that cannot be renumbered) and
     IndexCorruptError (missing or undecodable files), both naming the index; either way the new
@@ -64,7 +66,7 @@ def remap_index(
 
 def _remap(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping) -> RemapResult | None:
     kind = index_type_of(index, ctx)
-    if kind == ZONEMAP:
+    if kind in (ZONEMAP, BLOOMFILTER):
         return None
     if kind == BTREE:
         return remap_btree(ctx, index, mapping)

@@ -3,7 +3,8 @@
 Each simple condition of the filter's top-level ``AND`` (a
 :class:`~lance_ops.query.predicate.Bound`: ``=``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS NULL``,
 ``IS NOT NULL`` on a column, or on a field inside struct columns, ``s.x``) that a BTREE, BITMAP or
-ZONEMAP index of that column (field) answers, and each
+ZONEMAP index of that column (field) answers (a BLOOMFILTER index ``=``, ``IN`` and ``IS NULL``),
+and each
 ``array_has_any`` / ``array_has_all`` / ``array_has`` (``array_contains``) conjunct on a list column
 with a LABEL_LIST index, and each ``contains(column, 'text')`` / ``starts_with(column, 'text')`` /
 ``column LIKE`` (``ILIKE``) ``'pattern'`` conjunct on a string column with an NGRAM index (those
@@ -45,11 +46,12 @@ from pyroaring import BitMap
 from lance_ops.errors import PredicateError
 from lance_ops.file import LanceFileReader
 from lance_ops.index.bitmap import BITMAP_LAYOUT
+from lance_ops.index.bloomfilter import BLOOMFILTER_FILE, bloomfilter_rows
 from lance_ops.index.btree import LOOKUP, PAGES
 from lance_ops.index.files import IndexFileData, read_index_file
 from lance_ops.index.ngram import NGRAM_FILE, ngram_tokens
 from lance_ops.index.treemap import decode_bitmap64
-from lance_ops.index.types import BITMAP, BTREE, LABEL_LIST, NGRAM, ZONEMAP, index_type_of
+from lance_ops.index.types import BITMAP, BLOOMFILTER, BTREE, LABEL_LIST, NGRAM, ZONEMAP, index_type_of
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.io.context import StorageContext
 from lance_ops.query import expressions as ex
@@ -240,6 +242,8 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndar
         else:
             keep = cmp(pc.greater if bound.op == "gt" else pc.greater_equal, high, values[0])
         keep |= nans > 0
+        # no min / max though not all null: unknown (pylance 14 keeps none for fixed-size binaries)
+        keep |= ~np.asarray(low.is_valid(), dtype=bool) & (nulls < length)
     fragment = np.asarray(zones.column("fragment_id"), dtype=np.uint64)[keep]
     start = np.asarray(zones.column("zone_start"), dtype=np.int64)[keep]
     count = length[keep]
@@ -249,7 +253,18 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndar
     return (np.repeat(fragment, count) << np.uint64(32)) | offsets.astype(np.uint64)
 
 
-_LOOKUP = {BTREE: _btree, BITMAP: _bitmap, ZONEMAP: _zonemap}
+def _bloomfilter(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray | None:
+    """Rows of the zones whose bloom filter may hold an ``=`` / ``IN`` value, or that hold a null
+    (``IS NULL``); None (left to the scan) for other conditions."""
+    return bloomfilter_rows(_cached(ctx, index, BLOOMFILTER_FILE), bound)
+
+
+_LOOKUP: dict[str, Callable[[StorageContext, IndexMetadata, Bound], np.ndarray | None]] = {
+    BTREE: _btree,
+    BITMAP: _bitmap,
+    ZONEMAP: _zonemap,
+    BLOOMFILTER: _bloomfilter,
+}
 
 
 _PLAN_OPS = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -258,6 +273,9 @@ _PLAN_OPS = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 def _value_text(value: pa.Scalar) -> str:
     if pa.types.is_boolean(value.type):
         return "true" if value.as_py() else "false"
+    if isinstance(value.as_py(), bytes):  # hex, the first 10 bytes of a longer value then "..."
+        data = value.as_py()
+        return data[:10].hex() + ("..." if len(data) > 10 else "")
     if pa.types.is_temporal(value.type):
         return str(value.value)  # type: ignore[attr-defined]  # the stored integer, as pylance prints it
     return str(value.as_py())

@@ -8,6 +8,8 @@ BTREE       ``min`` / ``max`` (the first page's minimum and last page's maximum,
 BITMAP      ``num_bitmaps`` (the ``lance:index_stats`` of ``bitmap_page_lookup.lance``, else its rows)
 LABEL_LIST  as BITMAP
 ZONEMAP     ``num_zones`` (rows of ``zonemap.lance``), ``rows_per_zone`` (its metadata)
+BLOOMFILTER ``num_blocks`` (zones: rows of ``bloomfilter.lance``), ``number_of_items``,
+            ``probability`` (its metadata)
 IVF_*       ``index_type``, ``uuid``, ``uri`` (of ``index.idx``), ``metric_type``, ``num_partitions``,
             ``sub_index`` (the quantizer's or HNSW graph's parameters: the storage metadata without
             the codebook's place, the first partition's graph header for HNSW), ``partitions``
@@ -34,10 +36,12 @@ import pyarrow as pa
 
 from lance_ops.errors import CorruptFileError, IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.file import LanceFileReader
+from lance_ops.index.bloomfilter import bloomfilter_stats
 from lance_ops.index.files import read_index_file
 from lance_ops.index.ivf_pb import IVF, tensor_array
 from lance_ops.index.types import (
     BITMAP,
+    BLOOMFILTER,
     BTREE,
     INVERTED,
     LABEL_LIST,
@@ -75,6 +79,8 @@ def segment_details(ctx: StorageContext, index: IndexMetadata) -> dict[str, Any]
             "num_zones": data.table.num_rows,
             "rows_per_zone": int(data.meta("rows_per_zone", index, "zonemap.lance")),
         }
+    if kind == BLOOMFILTER:
+        return bloomfilter_stats(ctx, index)
     if kind in VECTOR_TYPES:
         return _vector(ctx, index, kind)
     if kind == INVERTED:

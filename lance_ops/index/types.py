@@ -30,6 +30,7 @@ from lance_ops.table.manifest import IndexMetadata
 
 __all__ = [
     "BITMAP",
+    "BLOOMFILTER",
     "BTREE",
     "FRAGMENT_REUSE",
     "INVERTED",

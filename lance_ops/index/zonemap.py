@@ -28,7 +28,7 @@ from lance_ops.index.treemap import decode_row_address_map, encode_row_address_m
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata
 
-__all__ = ["extend_zonemap"]
+__all__ = ["extend_zonemap", "zone_numbers"]
 
 FILE = "zonemap.lance"
 
@@ -49,14 +49,21 @@ def _read(ctx: StorageContext, index: IndexMetadata) -> tuple[IndexFileData, int
     return data, rows_per_zone, nulls
 
 
+def zone_numbers(addrs: np.ndarray, rows_per_zone: int) -> np.ndarray:
+    """The zone (0, 1, ...) of each live row at ``addrs`` (fragment after fragment, offsets
+    ascending): a new zone at each fragment's first row and after every ``rows_per_zone`` rows."""
+    fragment = addrs >> np.uint64(32)
+    first_of_fragment = np.r_[True, fragment[1:] != fragment[:-1]] if addrs.size else np.zeros(0, bool)
+    starts = np.flatnonzero(first_of_fragment)
+    position = np.arange(addrs.size) - np.repeat(starts, np.diff(np.r_[starts, addrs.size]))
+    return np.cumsum(first_of_fragment | (position % rows_per_zone == 0)) - 1
+
+
 def _zones(values: pa.Array, addrs: np.ndarray, rows_per_zone: int, schema: pa.Schema) -> pa.Table:
     """Zone rows of live rows ``values`` at ``addrs`` (fragment after fragment, offsets ascending)."""
     fragment = (addrs >> np.uint64(32)).astype(np.int64)
     offset = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    first_of_fragment = np.r_[True, fragment[1:] != fragment[:-1]] if addrs.size else np.zeros(0, bool)
-    starts = np.flatnonzero(first_of_fragment)
-    position = np.arange(addrs.size) - np.repeat(starts, np.diff(np.r_[starts, addrs.size]))
-    zone = np.cumsum(first_of_fragment | (position % rows_per_zone == 0)) - 1
+    zone = zone_numbers(addrs, rows_per_zone)
     is_nan = pc.is_nan(values).fill_null(False) if pa.types.is_floating(values.type) else None
     plain = values if is_nan is None else pc.if_else(is_nan, pa.scalar(None, values.type), values)
     table = pa.table(

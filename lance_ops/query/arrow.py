@@ -164,6 +164,8 @@ class ArrowTranslator:
                 raise FieldNotFoundError(f"no such field {'.'.join(node.path)!r} in the dataset schema")
             type_ = type_.field(name).type
         self.columns.add(top)
+        if isinstance(type_, pa.BaseExtensionType):  # compared as its storage (arrow.uuid: 16 bytes)
+            return Value(pc.field(top, *node.path[1:]).cast(type_.storage_type), type_.storage_type)
         return Value(pc.field(top, *node.path[1:]), type_)
 
     def top_level(self, node: ex.Column) -> str:

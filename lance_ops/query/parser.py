@@ -44,10 +44,13 @@ __all__ = [
 
 
 class LanceSQL(Spark):
-    """Spark's grammar with Lance's string literals: quotes double to escape, backslash is literal."""
+    """Spark's grammar with Lance's string literals (quotes double to escape, backslash is literal)
+    and ``values`` an ordinary name."""
 
     class Tokenizer(Spark.Tokenizer):
         STRING_ESCAPES = ["'"]
+        # ``values`` names a column (``values > 50``), as in DataFusion: a filter has no VALUES list
+        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "VALUES"}
 
     class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
         LOG_DEFAULTS_TO_LN = False  # DataFusion's log(x) is base 10

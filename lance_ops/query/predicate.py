@@ -71,8 +71,8 @@ class Predicate:
     # the filter is exactly the AND of ``bounds`` and ``field_bounds`` (see
     # :func:`~lance_ops.query.visitors.bounds_are_exact`)
     exact: bool = False
-    # bounds on fields inside struct columns (``Bound.column`` the dotted path, ``s.x``): for
-    # scalar indices of those fields (statistics prune top-level columns only)
+    # bounds on fields inside struct columns (``Bound.column`` the dotted path, ``s.x``) and on
+    # fixed-size binary columns: for scalar indices of those (statistics prune neither)
     field_bounds: tuple[Bound, ...] = ()
 
     def filter(self, table: pa.Table) -> pa.Table:
@@ -209,7 +209,9 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
         return _prunable(schema, node)
 
     def nested(node: ex.Column) -> str | None:
-        return ".".join(node.path) if len(node.path) > 1 and _struct_field(schema, node.path) else None
+        if len(node.path) == 1:
+            return _fixed_size_binary(schema, node)
+        return ".".join(node.path) if _struct_field(schema, node.path) else None
 
     def either(node: ex.Column) -> str | None:
         return column(node) or nested(node)
@@ -237,6 +239,17 @@ def _struct_field(schema: pa.Schema, path: Sequence[str]) -> pa.Field | None:
     return field if type_kind(field.type) in kinds else None
 
 
+def _fixed_size_binary(schema: pa.Schema, node: ex.Column) -> str | None:
+    """The top-level column ``node`` names when it holds fixed-size binaries (``arrow.uuid`` too):
+    statistics do not prune those, scalar indices answer them."""
+    if schema.get_field_index(node.path[0]) < 0:
+        return None
+    type_ = schema.field(node.path[0]).type
+    if isinstance(type_, pa.BaseExtensionType):
+        type_ = type_.storage_type
+    return node.path[0] if pa.types.is_fixed_size_binary(type_) else None
+
+
 def _prunable(schema: pa.Schema, node: ex.Column) -> str | None:
     """The stored top-level column ``node`` names (matched case-insensitively when unique, as the
     translator does) when statistics hold values of its type (None otherwise)."""
@@ -262,6 +275,8 @@ def _bound_value(schema: pa.Schema, node: ex.Expr, column: str) -> pa.Scalar | N
         if field is None:
             return None
     type_ = field.type
+    if isinstance(type_, pa.BaseExtensionType):  # bounds on its storage, as filters compare it
+        type_ = type_.storage_type
     _, value = unify(Value(pc.field(column), type_), constant(node.value))
     literal = value.literal
     if literal is None or value.type != type_ or not literal.is_valid:

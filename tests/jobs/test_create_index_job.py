@@ -72,6 +72,7 @@ SCALAR = [
     ("cat", "BITMAP", {}, ["cat = 'c3'", "cat IN ('c1', 'c6')"]),
     ("tags", "LABEL_LIST", {}, ["array_has_any(tags, ['t4'])", "array_has_all(tags, ['t1', 't2'])"]),
     ("score", "ZONEMAP", {"rows_per_zone": 256}, ["score > 0.9", "score < 0.01"]),
+    ("id", "BLOOMFILTER", {"number_of_items": 300, "probability": 0.01}, ["id = 5", "id IN (1, 2, 900)"]),
 ]
 
 
