@@ -188,8 +188,13 @@ class PageStatisticsCollector:
         sketch = self._sketches.get(index)
         if sketch is None:
             return
+        # One update of all the rows (the sketch slices long arrays itself): its fixed cost per
+        # call is paid once, not once per batch the writer buffered (compaction's many small ones).
+        arrays = [a if a.type == self._types[index] else a.view(self._types[index]) for a in arrays]
+        if len(arrays) > 1 and not pa.types.is_dictionary(arrays[0].type):
+            arrays = [pa.concat_arrays(arrays)]
         for array in arrays:
-            sketch.update(array if array.type == self._types[index] else array.view(self._types[index]))
+            sketch.update(array)
 
     def discard(self, index: int) -> None:
         """Write no statistics for field ``index`` (its pages did not come from :meth:`add`)."""
