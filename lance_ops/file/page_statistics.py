@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_ops._proto import file_pb2 as pb
+from lance_ops.encoding.compression.dictionary import holds_dictionary
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.encoding.statistics import page_nan_counts, page_statistics, supports_statistics
 from lance_ops.errors import CorruptFileError
@@ -188,8 +189,13 @@ class PageStatisticsCollector:
         sketch = self._sketches.get(index)
         if sketch is None:
             return
+        # One update of all the rows (the sketch slices long arrays itself): its fixed cost per
+        # call is paid once, not once per batch the writer buffered (compaction's many small ones).
+        arrays = [a if a.type == self._types[index] else a.view(self._types[index]) for a in arrays]
+        if len(arrays) > 1 and not holds_dictionary(arrays[0].type):  # those: one by one, as before
+            arrays = [pa.concat_arrays(arrays)]
         for array in arrays:
-            sketch.update(array if array.type == self._types[index] else array.view(self._types[index]))
+            sketch.update(array)
 
     def discard(self, index: int) -> None:
         """Write no statistics for field ``index`` (its pages did not come from :meth:`add`)."""

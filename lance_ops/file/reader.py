@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -444,6 +445,29 @@ class LanceFileReader(metaclass=_OpensAnyVersion):
         return ReaderResults(self, rows, self._resolve(columns), batch_size)
 
 
+#: Arrow schemas of the file schemas met lately, by their serialized bytes (oldest dropped first).
+_SCHEMAS_KEPT = 64
+_schemas: dict[bytes, pa.Schema] = {}
+_schemas_lock = threading.Lock()
+
+
+def _file_schema(message: Any) -> pa.Schema:
+    """The Arrow schema of a file's ``lance.file.Schema`` message, converted once per distinct
+    schema: the data files of a dataset mostly share one, and opening many small files (a
+    compaction, a scan of many fragments) then converts it once. The one object is shared by
+    those readers (Arrow schemas are immutable), so caches keyed by it hit across files."""
+    key = message.SerializeToString()
+    with _schemas_lock:
+        schema = _schemas.get(key)
+    if schema is None:
+        schema = pb_to_schema(message)
+        with _schemas_lock:
+            schema = _schemas.setdefault(key, schema)
+            while len(_schemas) > _SCHEMAS_KEPT:
+                del _schemas[next(iter(_schemas))]
+    return schema
+
+
 class V2FileReader(LanceFileReader):
     """A reader of a Lance v2 file (2.0, 2.1, 2.2): the container of :mod:`lance_ops.file.format`.
 
@@ -463,7 +487,7 @@ class V2FileReader(LanceFileReader):
         self._tail: FileTail = read_tail(store, store_path, tail_bytes)
         self.version = self._tail.version
         self._codec = codec_for(self.version)
-        self.schema = pb_to_schema(self._tail.descriptor.schema)
+        self.schema = _file_schema(self._tail.descriptor.schema)
         self._column_ranges = self._assign_columns()
         self._pages = [self._page_infos(i) for i in range(len(self._tail.columns))]
 

@@ -83,6 +83,8 @@ class VersionFiles:
         # Per data file: its URI (for messages), store and store path.
         self._file_uris: dict[DataFile, tuple[str, ObjectStore, str]] = {}
         self._file_columns: dict[DataFile, tuple[pa.Schema, dict[int, FileColumn]]] = {}
+        # (fields, file version, id of the file schema) -> that schema and the mapping
+        self._column_maps: dict[tuple[object, ...], tuple[pa.Schema, dict[int, FileColumn]]] = {}
         # (fragment id, with sketches) -> (the fragment's metadata, its statistics)
         self.fragment_statistics: dict[tuple[int, bool], tuple[DataFragment, FragmentStatistics | None]] = {}
 
@@ -306,7 +308,15 @@ class VersionFiles:
         cached = self._file_columns.get(data_file)
         if cached is not None and cached[0] is file_schema:
             return cached[1]
-        columns = self._map_file_columns(data_file, file_schema)
+        # Data files recording the same fields in files of one schema (readers share the schema
+        # object of equal file schemas) map alike: mapped once for all of them.
+        shape = (tuple(data_file.fields), data_file.file_version, id(file_schema))
+        shared = self._column_maps.get(shape)
+        if shared is not None and shared[0] is file_schema:
+            columns = shared[1]
+        else:
+            columns = self._map_file_columns(data_file, file_schema)
+            self._column_maps[shape] = (file_schema, columns)
         self._file_columns[data_file] = (file_schema, columns)
         return columns
 

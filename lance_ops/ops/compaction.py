@@ -621,16 +621,58 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
 
 def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int) -> Iterator[pa.RecordBatch]:
     """Live rows of ``readers`` in order. Each fragment is decoded whole (a contiguous read is much
-    cheaper than a take of the surviving offsets) and its deleted rows are filtered out."""
+    cheaper than a take of the surviving offsets) and its deleted rows are filtered out; the rows
+    of small fragments are handed on together (:func:`_coalesced`)."""
     columns = tuple(schema.names)
-    for reader in prefetched(readers[0].files, readers, columns) if readers else ():
-        live = _live_mask(reader) if len(reader.deleted) else None
-        for start in range(0, reader.physical_rows, READ_AHEAD_ROWS):
-            stop = min(start + READ_AHEAD_ROWS, reader.physical_rows)
-            table = reader.read(columns, np.arange(start, stop, dtype=np.int64))
-            if live is not None:
-                table = table.filter(pa.array(live[start:stop]))
+
+    def tables() -> Iterator[pa.Table]:
+        for reader in prefetched(readers[0].files, readers, columns) if readers else ():
+            live = _live_mask(reader) if len(reader.deleted) else None
+            for start in range(0, reader.physical_rows, READ_AHEAD_ROWS):
+                stop = min(start + READ_AHEAD_ROWS, reader.physical_rows)
+                table = reader.read(columns, np.arange(start, stop, dtype=np.int64))
+                yield table if live is None else table.filter(pa.array(live[start:stop]))
+
+    return _coalesced(tables(), batch_size)
+
+
+#: Rows / bytes up to which :func:`_coalesced` gathers the tables of small fragments into one batch.
+COALESCE_ROWS = 1 << 16
+COALESCE_BYTES = 4 * 1024 * 1024
+
+
+def _coalesced(tables: Iterator[pa.Table], batch_size: int) -> Iterator[pa.RecordBatch]:
+    """The rows of ``tables`` in order, in batches of ``batch_size`` rows or, where the tables are
+    small (the fragments a compaction merges), gathered into batches of up to ``COALESCE_ROWS``
+    rows or ``COALESCE_BYTES`` bytes: the writer then pays its per-batch costs (buffering, the
+    distinct sketches, the hand-off between the reading and writing threads) once per batch of
+    many fragments instead of once per few thousand rows."""
+    rows_cap = max(batch_size, COALESCE_ROWS)
+    pending: list[pa.Table] = []
+    rows = size = 0
+
+    def flush() -> Iterator[pa.RecordBatch]:
+        nonlocal rows, size
+        table = pending[0] if len(pending) == 1 else pa.concat_tables(pending)
+        pending.clear()
+        rows = size = 0
+        yield from table.combine_chunks().to_batches(max_chunksize=rows_cap)
+
+    for table in tables:
+        if not table.num_rows:
+            continue
+        if table.num_rows >= rows_cap or table.nbytes >= COALESCE_BYTES:  # large: as it is
+            if pending:
+                yield from flush()
             yield from table.to_batches(max_chunksize=batch_size)
+            continue
+        if pending and (rows + table.num_rows > rows_cap or size + table.nbytes > COALESCE_BYTES):
+            yield from flush()
+        pending.append(table)
+        rows += table.num_rows
+        size += table.nbytes
+    if pending:
+        yield from flush()
 
 
 #: Bytes of decoded batches the reading thread of a task may hold ahead of its writer.
