@@ -42,6 +42,7 @@ table, and only the best ~1 000 are sorted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -305,6 +306,86 @@ class _HashedLookup:
         self.short[keys[two].astype(np.int64)] = _pack(codes[two], 2, 1)
 
 
+# the probed kernels' constant (as for the hashed ones, checked against _fsst_kernels by a test)
+PROBE_BITS = 11
+PROBE_SAMPLE = 4096  # bytes of the data looked at to choose the coding kernel ...
+PROBE_MIN_SHARE = 0.25  # ... the share of their positions that begin a long symbol to probe them all
+
+
+def _multipliers() -> np.ndarray:
+    """Odd 64-bit multipliers tried in turn for each length's perfect hash (fixed, so that the
+    kernels' tables depend only on the symbol table)."""
+    rng = np.random.default_rng(0x46535354)
+    return rng.integers(0, 1 << 62, 64, dtype=np.uint64) * np.uint64(4) + np.uint64(1)
+
+
+_MULTIPLIERS = _multipliers()
+
+
+class _ProbedLookup:
+    """The probed kernels' view of a table (``_fsst_kernels.encode_probed``): for each length
+    3..8, the first multiplier of ``_MULTIPLIERS`` that hashes that length's symbols to distinct
+    slots (``usable`` is False when none does), the symbols' keys and entries in their slots,
+    and decoy keys in the empty ones."""
+
+    def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
+        keys = np.asarray(keys, np.uint64)
+        lengths = np.asarray(lengths, np.int64)
+        self.pkey = np.zeros(6 << PROBE_BITS, np.uint64)
+        self.pent = np.zeros(6 << PROBE_BITS, np.uint16)
+        self.mults = np.zeros(6, np.uint64)
+        self.usable = all(
+            self._place(keys[codes], codes, n, (n - 3) << PROBE_BITS)
+            for n in range(3, MAX_SYMBOL_LEN + 1)
+            for codes in [np.flatnonzero(lengths == n)]
+        )
+
+    def _place(self, keys: np.ndarray, codes: np.ndarray, n: int, base: int) -> bool:
+        for mult in _MULTIPLIERS:
+            slot = _probe_slot(keys, mult)
+            # empty slots hold a decoy key that hashes to another slot, so it never matches
+            decoys = np.array([keys[0] if len(keys) else 0, 0, 1], np.uint64)
+            decoy_slots = _probe_slot(decoys, mult)
+            if len(np.unique(slot)) < len(slot) or decoy_slots[1] == decoy_slots[2]:
+                continue
+            self.mults[n - 3] = mult
+            segment = self.pkey[base : base + (1 << PROBE_BITS)]
+            segment[:] = decoys[0]
+            segment[decoy_slots[0]] = decoys[2] if decoy_slots[0] == decoy_slots[1] else decoys[1]
+            segment[slot] = keys
+            self.pent[base + slot] = _pack(codes, n, 1).astype(np.uint16)
+            return True
+        return False
+
+
+def _probe_slot(keys: np.ndarray, mult: np.uint64) -> np.ndarray:
+    """Slot of each key in its length's table (``_fsst_kernels.encode_probed``)."""
+    return ((keys * mult) >> np.uint64(64 - PROBE_BITS)).astype(np.int64)
+
+
+def _probed_kernel(data: np.ndarray, keys: np.ndarray, lengths: np.ndarray, probe: str = "auto") -> Any:
+    """The probed kernel for coding ``data`` with the table, or None for the hashed one: the
+    short-only kernel without symbols of 3..8 bytes; the six probes per token when at least
+    ``PROBE_MIN_SHARE`` of the first ``PROBE_SAMPLE`` positions begin with the first two bytes
+    of one (text); else None: on data where few tokens can be long, the hashed kernel's bucket
+    scan, skipped at once when empty, costs less than six probes for every token. ``probe``
+    "all" or "none" forces the six probes or the hashed kernel (tests)."""
+    from lance_ops.encoding.compression import _fsst_kernels
+
+    if probe != "auto":
+        return _fsst_kernels.encode_probed_lanes if probe == "all" else None
+    long = np.asarray(lengths) >= 3
+    if not long.any():
+        return _fsst_kernels.encode_short_lanes
+    starts = np.zeros(0x10000, bool)
+    starts[(np.asarray(keys, np.uint64)[long] & np.uint64(0xFFFF)).astype(np.int64)] = True
+    head = data[: PROBE_SAMPLE + 1].astype(np.int64)
+    pairs = head[:-1] | head[1:] << 8
+    if len(pairs) and starts[pairs].mean() >= PROBE_MIN_SHARE:
+        return _fsst_kernels.encode_probed_lanes
+    return None
+
+
 def _lanes(offs: np.ndarray, lanes: int) -> np.ndarray:
     """String indices splitting the strings into ``lanes`` runs of about equal bytes."""
     cuts = np.searchsorted(offs, np.arange(1, lanes) * int(offs[-1]) // lanes)
@@ -319,13 +400,17 @@ def _encode(
     record: bool = False,
     lanes: int = LANES,
     general: bool = False,
+    probe: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Greedy longest-match coding of every string (``lanes``: see ``_fsst_kernels.encode``).
 
-    Tables with at most ``BUCKET`` symbols of 3..8 bytes per hash bucket (as
+    Four lanes without ``record`` go to the probed kernel ``_probed_kernel`` picks (by
+    ``probe``) when the table's long symbols hash without collisions (``_ProbedLookup``).
+    Otherwise tables with at most ``BUCKET`` symbols of 3..8 bytes per hash bucket (as
     :func:`build_symbol_table` makes them) go to the hashed kernels (four lanes, or one with
     ``record`` or ``lanes != 4``); others, or any with ``general``, to the general kernel,
-    which lists the long symbols by their first two bytes. Both code every string the same way.
+    which lists the long symbols by their first two bytes. All of them code every string the
+    same way.
 
     Returns (coded bytes, coded offsets, token start positions, token match lengths with 0 for
     an escaped byte); the token arrays are filled only when ``record`` is set.
@@ -335,10 +420,23 @@ def _encode(
     data = np.ascontiguousarray(data, dtype=np.uint8)
     offs = np.ascontiguousarray(offs, dtype=np.int64)
     hashed = _HashedLookup(keys, lengths)
+    four_lanes = not record and lanes == HASHED_LANES and not general
+    kernel = _probed_kernel(data, keys, lengths, probe) if four_lanes else None
+    probed = _ProbedLookup(keys, lengths) if kernel is not None else None
+    if kernel is not None and probed is not None and probed.usable:
+        out = np.empty(2 * len(data) + 1, dtype=np.uint8)
+        out_offs = np.empty(len(offs), dtype=np.int64)
+        splits = _lanes(offs, HASHED_LANES)
+        lane_ends = np.empty(HASHED_LANES, dtype=np.int64)
+        kernel(
+            data, offs, splits, hashed.short, probed.pkey, probed.pent, probed.mults, out, out_offs, lane_ends
+        )
+        coded = _join_lanes(out, out_offs, offs, splits, lane_ends)
+        return coded, out_offs, np.zeros(0, np.int64), np.zeros(0, np.int64)
     if hashed.usable and not general:
         out = np.empty(2 * len(data) + 1, dtype=np.uint8)
         out_offs = np.empty(len(offs), dtype=np.int64)
-        if record or lanes != HASHED_LANES:
+        if not four_lanes:
             tok_pos = np.empty(len(data) if record else 0, dtype=np.int64)
             tok_len = np.empty(len(data) if record else 0, dtype=np.int64)
             count = _fsst_kernels.encode_hashed(
