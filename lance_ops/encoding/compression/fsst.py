@@ -301,7 +301,7 @@ class _HashedLookup:
         single = np.full(256, ESCAPE | 1 << 8 | 2 << 12, np.int64)
         one = lengths == 1
         single[keys[one].astype(np.int64)] = _pack(codes[one], 1, 1)
-        self.short = np.concatenate((single[np.arange(0x10000) & 0xFF], single)).astype(np.uint16)
+        self.short = np.tile(single.astype(np.uint16), 257)  # by the low byte of two, then by one
         two = lengths == 2
         self.short[keys[two].astype(np.int64)] = _pack(codes[two], 2, 1)
 
@@ -572,9 +572,13 @@ def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.n
     padded = np.concatenate((sample, np.zeros(MAX_SYMBOL_LEN, np.uint8))).astype(np.uint64)
     idx = np.arange(size)
     cand_keys, cand_lens = [], []
+    key = np.zeros(size, dtype=np.uint64)
     for k in range(1, MAX_SYMBOL_LEN + 1):
         valid = idx + k <= ends
-        cand_keys.append(_gram(padded, size, k)[valid])
+        key |= padded[k - 1 : k - 1 + size] << np.uint64(
+            8 * (k - 1)
+        )  # the k-byte key from the (k-1)-byte one
+        cand_keys.append(key[valid])
         cand_lens.append(np.full(int(valid.sum()), k, dtype=np.int64))
     all_keys, all_lens = np.concatenate(cand_keys), np.concatenate(cand_lens)
     return _top(all_keys, all_lens, all_lens.astype(np.float64))
