@@ -12,9 +12,12 @@ escapes), with the checks for an escape ending a string and for bad offsets made
 decoding loop itself. Coding reads the 8 bytes at a position with one unaligned load. Both
 intrinsics take the host's byte order as little-endian, as the format code does throughout.
 
-Tables built by ``fsst.build_symbol_table`` are coded by :func:`encode_hashed_lanes` (and
-:func:`encode_hashed` for one lane or recorded tokens), whose lookup is described there; other
-tables by :func:`encode`.
+Tables are coded in four lanes by :func:`encode_probed_lanes` (text: per-length perfect hash
+tables) or :func:`encode_short_lanes` (no symbol longer than two bytes) when ``fsst`` picks
+them, else by :func:`encode_hashed_lanes` (and :func:`encode_hashed` for one lane or recorded
+tokens) when the table fits its hash buckets, as tables built by
+``fsst.build_symbol_table`` do; their lookups are described there. Other tables go to
+:func:`encode`.
 
 Lookup structure used by :func:`encode` (built by ``fsst._Lookup``), one uint32 per value p
 of the next two bytes (so one cache line serves both lookups): bits 0..7 and 8..15 give the

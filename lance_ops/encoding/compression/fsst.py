@@ -21,12 +21,14 @@ any other code c < n stands for the first ``len[c]`` bytes of symbol c. Example 
 
 Coding and decoding are byte loops compiled with numba (``_fsst_kernels``): a token's length
 decides where the next one starts, so numpy could only take one array pass per token step.
-Greedy longest match: symbols of 3..8 bytes are looked up in a bucket chosen by a hash of
-their first three bytes (the FSST paper's scheme, with buckets of up to 8 symbols instead of
-one, which kept the 4-word text column's size within 3 %), then a 65 536-entry table gives
-the best match of at most two bytes; four strings are coded in turns. Tables built here keep
-to the buckets; a table given by the caller that does not goes to the general kernel, which
-lists the long symbols by their first two bytes (same output).
+Greedy longest match, four strings coded in turns: a 65 536-entry table gives the best match
+of at most two bytes; symbols of 3..8 bytes are found, on text, by probing one collision-free
+hash table per length (six independent lookups, no branch on which matches), or, where few
+positions can begin one, in a bucket chosen by a hash of their first three bytes (the FSST
+paper's scheme, with buckets of up to 8 symbols instead of one, which kept the 4-word text
+column's size within 3 %); tables without long symbols skip both. Tables built here keep to
+the buckets; a table given by the caller that fits neither goes to the general kernel, which
+lists the long symbols by their first two bytes. All kernels write the same bytes.
 
 The encoder builds a table from ~16 KiB samples of strings (each cut to 256 bytes): it starts
 from the substrings of length 1..8 with the highest ``count × length`` in one sample, then
