@@ -267,18 +267,18 @@ def test_encode_matches_reference(values: list[bytes], symbols: list[bytes]) -> 
     data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
     keys, lengths = _keys(symbols)
     expected, tokens = _reference_encode(values, symbols)
-    # the hashed kernels (lanes 4: four interleaved lanes, else one) when the table fits their
-    # buckets, and the general kernel (any table) must code alike
+    # the four-lane kernels (the pick for the data: probed or hashed) or the one-lane hashed one
+    # when the table fits their buckets, and the general kernel (any table) must code alike
     for general in (False, True):
         for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
             coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes, general=general)
             assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+        _, _, pos, match = _encode(data, offs, keys, lengths, record=True, general=general)
+        assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
     # four lanes: the probed kernels (all six probes, or the pick by the data) and the hashed one
     for probe in ("all", "auto", "none"):
         coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, probe=probe)
         assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
-        _, _, pos, match = _encode(data, offs, keys, lengths, record=True, general=general)
-        assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
 
 
 zeros_and_escapes = st.binary(max_size=30).map(lambda b: bytes((0x00, 0x01, 0xFF, 0x61)[c % 4] for c in b))
@@ -352,9 +352,9 @@ def test_encode_lanes_on_a_larger_page() -> None:
     block = variable_block(values)
     keys, lengths = _keys(symbols)
     expected, _ = _reference_encode(values, symbols)
-    for lanes in (1, 4, 5000):  # more lanes than strings
+    for lanes, probe in [(1, "auto"), (4, "all"), (4, "none"), (4, "auto"), (5000, "auto")]:  # 5000 > strings
         coded, offs, _, _ = _encode(
-            np.asarray(block.data), block.offsets.astype(np.int64), keys, lengths, lanes=lanes
+            np.asarray(block.data), block.offsets.astype(np.int64), keys, lengths, lanes=lanes, probe=probe
         )
         assert strings_of([VariableWidthBlock(offs, coded, len(values))]) == expected
 

@@ -577,9 +577,7 @@ def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.n
     key = np.zeros(size, dtype=np.uint64)
     for k in range(1, MAX_SYMBOL_LEN + 1):
         valid = idx + k <= ends
-        key |= padded[k - 1 : k - 1 + size] << np.uint64(
-            8 * (k - 1)
-        )  # the k-byte key from the (k-1)-byte one
+        key |= padded[k - 1 : k - 1 + size] << np.uint64(8 * (k - 1))  # one byte more than k - 1
         cand_keys.append(key[valid])
         cand_lens.append(np.full(int(valid.sum()), k, dtype=np.int64))
     all_keys, all_lens = np.concatenate(cand_keys), np.concatenate(cand_lens)
