@@ -318,12 +318,19 @@ def test_probed_tables_place_every_symbol() -> None:
             fsst._probe_slot(keys[code : code + 1], probed.mults[n - 3])[0]
         )
         assert probed.pkey[slot] == keys[code] and probed.pent[slot] == code | n << 8 | 1 << 12
-    # words: most positions begin a long symbol, so every token probes them
-    assert fsst._probed_kernel(data, keys, lengths) is _fsst_kernels.encode_probed_lanes
-    short_only = lengths < 3
-    assert (
-        fsst._probed_kernel(data, keys[short_only], lengths[short_only]) is _fsst_kernels.encode_short_lanes
-    )
+    # words: most tokens are long symbols, so every token probes them
+    hashed = _HashedLookup(keys, lengths)
+    assert fsst._probed_kernel(data, offs, hashed, lengths) is _fsst_kernels.encode_probed_lanes
+    short = lengths < 3
+    hashed = _HashedLookup(keys[short], lengths[short])
+    assert fsst._probed_kernel(data, offs, hashed, lengths[short]) is _fsst_kernels.encode_short_lanes
+    # random strings with a few long symbols: the bucket kernel
+    letters = np.frombuffer(b"abcdefghijklmnop", np.uint8)
+    data = letters[rng.integers(0, 16, 200_000)]
+    offs = np.arange(0, 200_001, 20, dtype=np.int64)
+    keys, lengths = _keys([bytes([c]) for c in letters.tolist()] + [b"abc", b"bcd", b"cde"])
+    hashed = _HashedLookup(keys, lengths)
+    assert fsst._probed_kernel(data, offs, hashed, lengths) is None
 
 
 def test_hashed_kernel_takes_built_tables() -> None:

@@ -310,8 +310,8 @@ class _HashedLookup:
 
 # the probed kernels' constant (as for the hashed ones, checked against _fsst_kernels by a test)
 PROBE_BITS = 11
-PROBE_SAMPLE = 4096  # bytes of the data looked at to choose the coding kernel ...
-PROBE_MIN_SHARE = 0.25  # ... the share of their positions that begin a long symbol to probe them all
+PROBE_SAMPLE = 4096  # bytes of strings coded to choose the coding kernel ...
+PROBE_MIN_SHARE = 0.4  # ... the share of their tokens that are long symbols to probe for all
 
 
 def _multipliers() -> np.ndarray:
@@ -365,25 +365,32 @@ def _probe_slot(keys: np.ndarray, mult: np.uint64) -> np.ndarray:
     return ((keys * mult) >> np.uint64(64 - PROBE_BITS)).astype(np.int64)
 
 
-def _probed_kernel(data: np.ndarray, keys: np.ndarray, lengths: np.ndarray, probe: str = "auto") -> Any:
-    """The probed kernel for coding ``data`` with the table, or None for the hashed one: the
-    short-only kernel without symbols of 3..8 bytes; the six probes per token when at least
-    ``PROBE_MIN_SHARE`` of the first ``PROBE_SAMPLE`` positions begin with the first two bytes
-    of one (text); else None: on data where few tokens can be long, the hashed kernel's bucket
-    scan, skipped at once when empty, costs less than six probes for every token. ``probe``
-    "all" or "none" forces the six probes or the hashed kernel (tests)."""
+def _probed_kernel(
+    data: np.ndarray, offs: np.ndarray, hashed: _HashedLookup, lengths: np.ndarray, probe: str = "auto"
+) -> Any:
+    """The probed kernel for coding the strings with the table, or None for the hashed one:
+    the short-only kernel without symbols of 3..8 bytes; the six probes per token when at
+    least ``PROBE_MIN_SHARE`` of the tokens of the first ``PROBE_SAMPLE`` bytes are long
+    symbols (text; the hashed kernel codes those bytes, as one string, to tell); else None:
+    where few tokens are long, the hashed kernel's bucket scan, skipped at once when empty,
+    costs less than six probes for every token. ``probe`` "all" or "none" forces the six
+    probes or the hashed kernel (tests)."""
     from lance_ops.encoding.compression import _fsst_kernels
 
     if probe != "auto":
         return _fsst_kernels.encode_probed_lanes if probe == "all" else None
-    long = np.asarray(lengths) >= 3
-    if not long.any():
+    if not (np.asarray(lengths) >= 3).any():
         return _fsst_kernels.encode_short_lanes
-    starts = np.zeros(0x10000, bool)
-    starts[(np.asarray(keys, np.uint64)[long] & np.uint64(0xFFFF)).astype(np.int64)] = True
-    head = data[: PROBE_SAMPLE + 1].astype(np.int64)
-    pairs = head[:-1] | head[1:] << 8
-    if len(pairs) and starts[pairs].mean() >= PROBE_MIN_SHARE:
+    if not hashed.usable:
+        return _fsst_kernels.encode_probed_lanes
+    head = np.array([offs[0], min(offs[-1], offs[0] + PROBE_SAMPLE)], np.int64)  # as one string
+    size = int(head[1] - head[0])
+    out = np.empty(2 * size + 1, np.uint8)
+    tok_pos, tok_len = np.empty(size, np.int64), np.empty(size, np.int64)
+    count = _fsst_kernels.encode_hashed(
+        data, head, hashed.short, hashed.slots, out, np.empty(len(head), np.int64), tok_pos, tok_len
+    )
+    if count and (tok_len[:count] >= 3).mean() >= PROBE_MIN_SHARE:
         return _fsst_kernels.encode_probed_lanes
     return None
 
@@ -423,7 +430,7 @@ def _encode(
     offs = np.ascontiguousarray(offs, dtype=np.int64)
     hashed = _HashedLookup(keys, lengths)
     four_lanes = not record and lanes == HASHED_LANES and not general
-    kernel = _probed_kernel(data, keys, lengths, probe) if four_lanes else None
+    kernel = _probed_kernel(data, offs, hashed, lengths, probe) if four_lanes and len(offs) > 1 else None
     probed = _ProbedLookup(keys, lengths) if kernel is not None else None
     if kernel is not None and probed is not None and probed.usable:
         out = np.empty(2 * len(data) + 1, dtype=np.uint8)
