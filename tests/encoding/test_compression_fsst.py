@@ -267,14 +267,70 @@ def test_encode_matches_reference(values: list[bytes], symbols: list[bytes]) -> 
     data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
     keys, lengths = _keys(symbols)
     expected, tokens = _reference_encode(values, symbols)
-    # the hashed kernels (lanes 4: four interleaved lanes, else one) when the table fits their
-    # buckets, and the general kernel (any table) must code alike
+    # the four-lane kernels (the pick for the data: probed or hashed) or the one-lane hashed one
+    # when the table fits their buckets, and the general kernel (any table) must code alike
     for general in (False, True):
         for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
             coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes, general=general)
             assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
         _, _, pos, match = _encode(data, offs, keys, lengths, record=True, general=general)
         assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
+    # four lanes: the probed kernels (all six probes, or the pick by the data) and the hashed one
+    for probe in ("all", "auto", "none"):
+        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, probe=probe)
+        assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+
+
+zeros_and_escapes = st.binary(max_size=30).map(lambda b: bytes((0x00, 0x01, 0xFF, 0x61)[c % 4] for c in b))
+
+
+@given(
+    values=st.lists(zeros_and_escapes, max_size=40),
+    symbols=st.lists(zeros_and_escapes.filter(lambda b: 0 < len(b) <= 8), max_size=60, unique=True),
+)
+def test_probed_kernel_on_zero_bytes(values: list[bytes], symbols: list[bytes]) -> None:
+    # runs of 0x00 look like the zero padding of shorter keys and like the decoys of empty
+    # slots (keys 0 and 1): none may match where no symbol is
+    block = variable_block(values)
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = _keys(symbols)
+    expected, _ = _reference_encode(values, symbols)
+    for probe in ("all", "auto"):
+        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, probe=probe)
+        assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+
+
+def test_probed_tables_place_every_symbol() -> None:
+    from lance_ops.encoding.compression import _fsst_kernels, fsst
+
+    assert fsst.PROBE_BITS == _fsst_kernels.PROBE_BITS
+    rng = np.random.default_rng(3)
+    vocabulary = np.array("the of and to in a is that for it as was with be by on not he this are".split())
+    values = [" ".join(row).encode() for row in vocabulary[rng.integers(0, 20, (5000, 4))].tolist()]
+    block = variable_block(values)
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = build_symbol_table(data, offs)
+    probed = fsst._ProbedLookup(keys, lengths)
+    assert probed.usable and (lengths >= 3).sum() > 20
+    for code in np.flatnonzero(lengths >= 3):
+        n = int(lengths[code])
+        slot = ((n - 3) << fsst.PROBE_BITS) + int(
+            fsst._probe_slot(keys[code : code + 1], probed.mults[n - 3])[0]
+        )
+        assert probed.pkey[slot] == keys[code] and probed.pent[slot] == code | n << 8 | 1 << 12
+    # words: most tokens are long symbols, so every token probes them
+    hashed = _HashedLookup(keys, lengths)
+    assert fsst._probed_kernel(data, offs, hashed, lengths) is _fsst_kernels.encode_probed_lanes
+    short = lengths < 3
+    hashed = _HashedLookup(keys[short], lengths[short])
+    assert fsst._probed_kernel(data, offs, hashed, lengths[short]) is _fsst_kernels.encode_short_lanes
+    # random strings with a few long symbols: the bucket kernel
+    letters = np.frombuffer(b"abcdefghijklmnop", np.uint8)
+    data = letters[rng.integers(0, 16, 200_000)]
+    offs = np.arange(0, 200_001, 20, dtype=np.int64)
+    keys, lengths = _keys([bytes([c]) for c in letters.tolist()] + [b"abc", b"bcd", b"cde"])
+    hashed = _HashedLookup(keys, lengths)
+    assert fsst._probed_kernel(data, offs, hashed, lengths) is None
 
 
 def test_hashed_kernel_takes_built_tables() -> None:
@@ -303,9 +359,9 @@ def test_encode_lanes_on_a_larger_page() -> None:
     block = variable_block(values)
     keys, lengths = _keys(symbols)
     expected, _ = _reference_encode(values, symbols)
-    for lanes in (1, 4, 5000):  # more lanes than strings
+    for lanes, probe in [(1, "auto"), (4, "all"), (4, "none"), (4, "auto"), (5000, "auto")]:  # 5000 > strings
         coded, offs, _, _ = _encode(
-            np.asarray(block.data), block.offsets.astype(np.int64), keys, lengths, lanes=lanes
+            np.asarray(block.data), block.offsets.astype(np.int64), keys, lengths, lanes=lanes, probe=probe
         )
         assert strings_of([VariableWidthBlock(offs, coded, len(values))]) == expected
 

@@ -12,9 +12,12 @@ escapes), with the checks for an escape ending a string and for bad offsets made
 decoding loop itself. Coding reads the 8 bytes at a position with one unaligned load. Both
 intrinsics take the host's byte order as little-endian, as the format code does throughout.
 
-Tables built by ``fsst.build_symbol_table`` are coded by :func:`encode_hashed_lanes` (and
-:func:`encode_hashed` for one lane or recorded tokens), whose lookup is described there; other
-tables by :func:`encode`.
+Tables are coded in four lanes by :func:`encode_probed_lanes` (text: per-length perfect hash
+tables) or :func:`encode_short_lanes` (no symbol longer than two bytes) when ``fsst`` picks
+them, else by :func:`encode_hashed_lanes` (and :func:`encode_hashed` for one lane or recorded
+tokens) when the table fits its hash buckets, as tables built by
+``fsst.build_symbol_table`` do; their lookups are described there. Other tables go to
+:func:`encode`.
 
 Lookup structure used by :func:`encode` (built by ``fsst._Lookup``), one uint32 per value p
 of the next two bytes (so one cache line serves both lookups): bits 0..7 and 8..15 give the
@@ -481,6 +484,340 @@ def encode_hashed_lanes(
             out_offs[s + 1 : last + 1] = sub_out[:-1] + o
             o += size
         lane_ends[k] = o
+
+
+# --- coding with per-length perfect hash tables (symbols of 3..8 bytes) ----------------------------
+
+PROBE_BITS = 11  # 2 048 slots for the symbols of each length 3..8
+
+
+@njit(cache=True, nogil=True)
+def encode_probed(
+    data: np.ndarray,
+    offs: np.ndarray,
+    state: np.ndarray,
+    short: np.ndarray,
+    pkey: np.ndarray,
+    pent: np.ndarray,
+    mults: np.ndarray,
+    out: np.ndarray,
+    out_offs: np.ndarray,
+) -> int:
+    """Greedy longest-match coding, one lane, from ``state`` = (string s, position i, end e of
+    string s, output position o, last string t) to the end of string t; returns the output
+    position reached. A lane starting at string ``a`` begins at (a - 1, offs[a], offs[a], o, t).
+
+    ``short`` as ``_HashedLookup.short`` (entries code | input bytes << 8 | output bytes << 12).
+    Every token is then looked up in the table of each length n = 3..8 (``2**PROBE_BITS``
+    slots each, from ``(n - 3) << PROBE_BITS``): the n bytes at the position, as a
+    little-endian word v, sit in slot ``(v * mults[n - 3]) >> (64 - PROBE_BITS)``, whose
+    ``pkey`` equals v only when v is a symbol (each length's table is collision-free; an empty
+    slot holds a key hashing elsewhere) and whose ``pent`` is then its entry. The longest
+    match that fits before the string's end wins, else the short entry. The six probes are
+    independent and no branch depends on which one matches: on text, where most tokens are
+    long symbols, this runs about twice as fast as a bucket scan that stops at the first
+    match, or as a branch that skips the probes after two bytes no long symbol starts with
+    (both mispredict on every few tokens; bench/RESULTS.md has the measurements)."""
+    LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
+    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    SHIFT = np.uint64(64 - PROBE_BITS)
+    K3, K4, K5 = np.uint64(0xFFFFFF), np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFFFF)
+    K6, K7, K8 = np.uint64(0xFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
+    m3, m4, m5, m6, m7, m8 = mults[0], mults[1], mults[2], mults[3], mults[4], mults[5]
+    last8 = len(data) - 8
+    s0, i0, e0, o0, t0 = state[0], state[1], state[2], state[3], state[4]
+    while True:
+        if i0 == e0:
+            s0 += 1
+            if s0 > t0:
+                break
+            out_offs[s0] = o0
+            e0 = np.int64(offs[s0 + 1])
+        else:
+            w0 = _load_unaligned(data, i0) if i0 <= last8 else _load8(data, i0)  # type: ignore[call-arg, arg-type]
+            r0 = e0 - i0
+            x0 = np.uint64(short[(w0 & LOW2) if r0 >= 2 else (w0 & LOW1) + TAIL])
+            v0 = w0 & K3
+            h0 = ((v0 * m3) >> SHIFT) + np.uint64(0)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 3) else x0
+            v0 = w0 & K4
+            h0 = ((v0 * m4) >> SHIFT) + np.uint64(1 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 4) else x0
+            v0 = w0 & K5
+            h0 = ((v0 * m5) >> SHIFT) + np.uint64(2 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 5) else x0
+            v0 = w0 & K6
+            h0 = ((v0 * m6) >> SHIFT) + np.uint64(3 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 6) else x0
+            v0 = w0 & K7
+            h0 = ((v0 * m7) >> SHIFT) + np.uint64(4 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 7) else x0
+            v0 = w0 & K8
+            h0 = ((v0 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 8) else x0
+            out[o0] = np.uint8(x0 & LOW1)
+            out[o0 + 1] = np.uint8(w0 & LOW1)
+            i0 += np.int64((x0 >> S8) & LEN)
+            o0 += np.int64(x0 >> S12)
+    return o0
+
+
+@njit(cache=True, nogil=True)
+def encode_probed_lanes(
+    data: np.ndarray,
+    offs: np.ndarray,
+    lanes: np.ndarray,
+    short: np.ndarray,
+    pkey: np.ndarray,
+    pent: np.ndarray,
+    mults: np.ndarray,
+    out: np.ndarray,
+    out_offs: np.ndarray,
+    lane_ends: np.ndarray,
+) -> None:
+    """:func:`encode_probed` in four lanes of strings coded in turns, with ``lanes``,
+    ``out_offs`` and ``lane_ends`` as in :func:`encode_hashed_lanes` (``out`` needs
+    ``2 × len(data) + 1`` bytes); when one lane runs out of strings, each lane's rest is coded
+    by :func:`encode_probed`."""
+    LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
+    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    SHIFT = np.uint64(64 - PROBE_BITS)
+    K3, K4, K5 = np.uint64(0xFFFFFF), np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFFFF)
+    K6, K7, K8 = np.uint64(0xFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
+    m3, m4, m5, m6, m7, m8 = mults[0], mults[1], mults[2], mults[3], mults[4], mults[5]
+    last8 = len(data) - 8
+    s0, s1, s2, s3 = lanes[0] - 1, lanes[1] - 1, lanes[2] - 1, lanes[3] - 1
+    t0, t1, t2, t3 = lanes[1] - 1, lanes[2] - 1, lanes[3] - 1, lanes[4] - 1
+    i0, i1, i2, i3 = (
+        np.int64(offs[lanes[0]]),
+        np.int64(offs[lanes[1]]),
+        np.int64(offs[lanes[2]]),
+        np.int64(offs[lanes[3]]),
+    )
+    e0, e1, e2, e3 = i0, i1, i2, i3
+    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    while True:
+        if i0 == e0:
+            s0 += 1
+            if s0 > t0:
+                break
+            out_offs[s0] = o0
+            e0 = np.int64(offs[s0 + 1])
+        else:
+            w0 = _load_unaligned(data, i0) if i0 <= last8 else _load8(data, i0)  # type: ignore[call-arg, arg-type]
+            r0 = e0 - i0
+            x0 = np.uint64(short[(w0 & LOW2) if r0 >= 2 else (w0 & LOW1) + TAIL])
+            v0 = w0 & K3
+            h0 = ((v0 * m3) >> SHIFT) + np.uint64(0)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 3) else x0
+            v0 = w0 & K4
+            h0 = ((v0 * m4) >> SHIFT) + np.uint64(1 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 4) else x0
+            v0 = w0 & K5
+            h0 = ((v0 * m5) >> SHIFT) + np.uint64(2 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 5) else x0
+            v0 = w0 & K6
+            h0 = ((v0 * m6) >> SHIFT) + np.uint64(3 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 6) else x0
+            v0 = w0 & K7
+            h0 = ((v0 * m7) >> SHIFT) + np.uint64(4 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 7) else x0
+            v0 = w0 & K8
+            h0 = ((v0 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
+            x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 8) else x0
+            out[o0] = np.uint8(x0 & LOW1)
+            out[o0 + 1] = np.uint8(w0 & LOW1)
+            i0 += np.int64((x0 >> S8) & LEN)
+            o0 += np.int64(x0 >> S12)
+        if i1 == e1:
+            s1 += 1
+            if s1 > t1:
+                break
+            out_offs[s1] = o1
+            e1 = np.int64(offs[s1 + 1])
+        else:
+            w1 = _load_unaligned(data, i1) if i1 <= last8 else _load8(data, i1)  # type: ignore[call-arg, arg-type]
+            r1 = e1 - i1
+            x1 = np.uint64(short[(w1 & LOW2) if r1 >= 2 else (w1 & LOW1) + TAIL])
+            v1 = w1 & K3
+            h1 = ((v1 * m3) >> SHIFT) + np.uint64(0)
+            x1 = pent[h1] if (pkey[h1] == v1) & (r1 >= 3) else x1
+            v1 = w1 & K4
+            h1 = ((v1 * m4) >> SHIFT) + np.uint64(1 << PROBE_BITS)
+            x1 = pent[h1] if (pkey[h1] == v1) & (r1 >= 4) else x1
+            v1 = w1 & K5
+            h1 = ((v1 * m5) >> SHIFT) + np.uint64(2 << PROBE_BITS)
+            x1 = pent[h1] if (pkey[h1] == v1) & (r1 >= 5) else x1
+            v1 = w1 & K6
+            h1 = ((v1 * m6) >> SHIFT) + np.uint64(3 << PROBE_BITS)
+            x1 = pent[h1] if (pkey[h1] == v1) & (r1 >= 6) else x1
+            v1 = w1 & K7
+            h1 = ((v1 * m7) >> SHIFT) + np.uint64(4 << PROBE_BITS)
+            x1 = pent[h1] if (pkey[h1] == v1) & (r1 >= 7) else x1
+            v1 = w1 & K8
+            h1 = ((v1 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
+            x1 = pent[h1] if (pkey[h1] == v1) & (r1 >= 8) else x1
+            out[o1] = np.uint8(x1 & LOW1)
+            out[o1 + 1] = np.uint8(w1 & LOW1)
+            i1 += np.int64((x1 >> S8) & LEN)
+            o1 += np.int64(x1 >> S12)
+        if i2 == e2:
+            s2 += 1
+            if s2 > t2:
+                break
+            out_offs[s2] = o2
+            e2 = np.int64(offs[s2 + 1])
+        else:
+            w2 = _load_unaligned(data, i2) if i2 <= last8 else _load8(data, i2)  # type: ignore[call-arg, arg-type]
+            r2 = e2 - i2
+            x2 = np.uint64(short[(w2 & LOW2) if r2 >= 2 else (w2 & LOW1) + TAIL])
+            v2 = w2 & K3
+            h2 = ((v2 * m3) >> SHIFT) + np.uint64(0)
+            x2 = pent[h2] if (pkey[h2] == v2) & (r2 >= 3) else x2
+            v2 = w2 & K4
+            h2 = ((v2 * m4) >> SHIFT) + np.uint64(1 << PROBE_BITS)
+            x2 = pent[h2] if (pkey[h2] == v2) & (r2 >= 4) else x2
+            v2 = w2 & K5
+            h2 = ((v2 * m5) >> SHIFT) + np.uint64(2 << PROBE_BITS)
+            x2 = pent[h2] if (pkey[h2] == v2) & (r2 >= 5) else x2
+            v2 = w2 & K6
+            h2 = ((v2 * m6) >> SHIFT) + np.uint64(3 << PROBE_BITS)
+            x2 = pent[h2] if (pkey[h2] == v2) & (r2 >= 6) else x2
+            v2 = w2 & K7
+            h2 = ((v2 * m7) >> SHIFT) + np.uint64(4 << PROBE_BITS)
+            x2 = pent[h2] if (pkey[h2] == v2) & (r2 >= 7) else x2
+            v2 = w2 & K8
+            h2 = ((v2 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
+            x2 = pent[h2] if (pkey[h2] == v2) & (r2 >= 8) else x2
+            out[o2] = np.uint8(x2 & LOW1)
+            out[o2 + 1] = np.uint8(w2 & LOW1)
+            i2 += np.int64((x2 >> S8) & LEN)
+            o2 += np.int64(x2 >> S12)
+        if i3 == e3:
+            s3 += 1
+            if s3 > t3:
+                break
+            out_offs[s3] = o3
+            e3 = np.int64(offs[s3 + 1])
+        else:
+            w3 = _load_unaligned(data, i3) if i3 <= last8 else _load8(data, i3)  # type: ignore[call-arg, arg-type]
+            r3 = e3 - i3
+            x3 = np.uint64(short[(w3 & LOW2) if r3 >= 2 else (w3 & LOW1) + TAIL])
+            v3 = w3 & K3
+            h3 = ((v3 * m3) >> SHIFT) + np.uint64(0)
+            x3 = pent[h3] if (pkey[h3] == v3) & (r3 >= 3) else x3
+            v3 = w3 & K4
+            h3 = ((v3 * m4) >> SHIFT) + np.uint64(1 << PROBE_BITS)
+            x3 = pent[h3] if (pkey[h3] == v3) & (r3 >= 4) else x3
+            v3 = w3 & K5
+            h3 = ((v3 * m5) >> SHIFT) + np.uint64(2 << PROBE_BITS)
+            x3 = pent[h3] if (pkey[h3] == v3) & (r3 >= 5) else x3
+            v3 = w3 & K6
+            h3 = ((v3 * m6) >> SHIFT) + np.uint64(3 << PROBE_BITS)
+            x3 = pent[h3] if (pkey[h3] == v3) & (r3 >= 6) else x3
+            v3 = w3 & K7
+            h3 = ((v3 * m7) >> SHIFT) + np.uint64(4 << PROBE_BITS)
+            x3 = pent[h3] if (pkey[h3] == v3) & (r3 >= 7) else x3
+            v3 = w3 & K8
+            h3 = ((v3 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
+            x3 = pent[h3] if (pkey[h3] == v3) & (r3 >= 8) else x3
+            out[o3] = np.uint8(x3 & LOW1)
+            out[o3 + 1] = np.uint8(w3 & LOW1)
+            i3 += np.int64((x3 >> S8) & LEN)
+            o3 += np.int64(x3 >> S12)
+    state = np.array([[s0, i0, e0, o0, t0], [s1, i1, e1, o1, t1], [s2, i2, e2, o2, t2], [s3, i3, e3, o3, t3]])
+    for k in range(4):
+        lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
+
+
+@njit(cache=True, nogil=True)
+def encode_short_lanes(
+    data: np.ndarray,
+    offs: np.ndarray,
+    lanes: np.ndarray,
+    short: np.ndarray,
+    pkey: np.ndarray,
+    pent: np.ndarray,
+    mults: np.ndarray,
+    out: np.ndarray,
+    out_offs: np.ndarray,
+    lane_ends: np.ndarray,
+) -> None:
+    """:func:`encode_probed_lanes` for tables without symbols of 3..8 bytes: the ``short``
+    entry alone (the probes, which would all miss, left out); the rests as there."""
+    LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
+    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    last8 = len(data) - 8
+    s0, s1, s2, s3 = lanes[0] - 1, lanes[1] - 1, lanes[2] - 1, lanes[3] - 1
+    t0, t1, t2, t3 = lanes[1] - 1, lanes[2] - 1, lanes[3] - 1, lanes[4] - 1
+    i0, i1, i2, i3 = (
+        np.int64(offs[lanes[0]]),
+        np.int64(offs[lanes[1]]),
+        np.int64(offs[lanes[2]]),
+        np.int64(offs[lanes[3]]),
+    )
+    e0, e1, e2, e3 = i0, i1, i2, i3
+    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    while True:
+        if i0 == e0:
+            s0 += 1
+            if s0 > t0:
+                break
+            out_offs[s0] = o0
+            e0 = np.int64(offs[s0 + 1])
+        else:
+            w0 = _load_unaligned(data, i0) if i0 <= last8 else _load8(data, i0)  # type: ignore[call-arg, arg-type]
+            r0 = e0 - i0
+            x0 = np.uint64(short[(w0 & LOW2) if r0 >= 2 else (w0 & LOW1) + TAIL])
+            out[o0] = np.uint8(x0 & LOW1)
+            out[o0 + 1] = np.uint8(w0 & LOW1)
+            i0 += np.int64((x0 >> S8) & LEN)
+            o0 += np.int64(x0 >> S12)
+        if i1 == e1:
+            s1 += 1
+            if s1 > t1:
+                break
+            out_offs[s1] = o1
+            e1 = np.int64(offs[s1 + 1])
+        else:
+            w1 = _load_unaligned(data, i1) if i1 <= last8 else _load8(data, i1)  # type: ignore[call-arg, arg-type]
+            r1 = e1 - i1
+            x1 = np.uint64(short[(w1 & LOW2) if r1 >= 2 else (w1 & LOW1) + TAIL])
+            out[o1] = np.uint8(x1 & LOW1)
+            out[o1 + 1] = np.uint8(w1 & LOW1)
+            i1 += np.int64((x1 >> S8) & LEN)
+            o1 += np.int64(x1 >> S12)
+        if i2 == e2:
+            s2 += 1
+            if s2 > t2:
+                break
+            out_offs[s2] = o2
+            e2 = np.int64(offs[s2 + 1])
+        else:
+            w2 = _load_unaligned(data, i2) if i2 <= last8 else _load8(data, i2)  # type: ignore[call-arg, arg-type]
+            r2 = e2 - i2
+            x2 = np.uint64(short[(w2 & LOW2) if r2 >= 2 else (w2 & LOW1) + TAIL])
+            out[o2] = np.uint8(x2 & LOW1)
+            out[o2 + 1] = np.uint8(w2 & LOW1)
+            i2 += np.int64((x2 >> S8) & LEN)
+            o2 += np.int64(x2 >> S12)
+        if i3 == e3:
+            s3 += 1
+            if s3 > t3:
+                break
+            out_offs[s3] = o3
+            e3 = np.int64(offs[s3 + 1])
+        else:
+            w3 = _load_unaligned(data, i3) if i3 <= last8 else _load8(data, i3)  # type: ignore[call-arg, arg-type]
+            r3 = e3 - i3
+            x3 = np.uint64(short[(w3 & LOW2) if r3 >= 2 else (w3 & LOW1) + TAIL])
+            out[o3] = np.uint8(x3 & LOW1)
+            out[o3 + 1] = np.uint8(w3 & LOW1)
+            i3 += np.int64((x3 >> S8) & LEN)
+            o3 += np.int64(x3 >> S12)
+    state = np.array([[s0, i0, e0, o0, t0], [s1, i1, e1, o1, t1], [s2, i2, e2, o2, t2], [s3, i3, e3, o3, t3]])
+    for k in range(4):
+        lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
 
 
 # --- symbol table building ------------------------------------------------------------------------

@@ -21,12 +21,14 @@ any other code c < n stands for the first ``len[c]`` bytes of symbol c. Example 
 
 Coding and decoding are byte loops compiled with numba (``_fsst_kernels``): a token's length
 decides where the next one starts, so numpy could only take one array pass per token step.
-Greedy longest match: symbols of 3..8 bytes are looked up in a bucket chosen by a hash of
-their first three bytes (the FSST paper's scheme, with buckets of up to 8 symbols instead of
-one, which kept the 4-word text column's size within 3 %), then a 65 536-entry table gives
-the best match of at most two bytes; four strings are coded in turns. Tables built here keep
-to the buckets; a table given by the caller that does not goes to the general kernel, which
-lists the long symbols by their first two bytes (same output).
+Greedy longest match, four strings coded in turns: a 65 536-entry table gives the best match
+of at most two bytes; symbols of 3..8 bytes are found, on text, by probing one collision-free
+hash table per length (six independent lookups, no branch on which matches), or, where few
+positions can begin one, in a bucket chosen by a hash of their first three bytes (the FSST
+paper's scheme, with buckets of up to 8 symbols instead of one, which kept the 4-word text
+column's size within 3 %); tables without long symbols skip both. Tables built here keep to
+the buckets; a table given by the caller that fits neither goes to the general kernel, which
+lists the long symbols by their first two bytes. All kernels write the same bytes.
 
 The encoder builds a table from ~16 KiB samples of strings (each cut to 256 bytes): it starts
 from the substrings of length 1..8 with the highest ``count × length`` in one sample, then
@@ -42,6 +44,7 @@ table, and only the best ~1 000 are sorted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -300,9 +303,96 @@ class _HashedLookup:
         single = np.full(256, ESCAPE | 1 << 8 | 2 << 12, np.int64)
         one = lengths == 1
         single[keys[one].astype(np.int64)] = _pack(codes[one], 1, 1)
-        self.short = np.concatenate((single[np.arange(0x10000) & 0xFF], single)).astype(np.uint16)
+        self.short = np.tile(single.astype(np.uint16), 257)  # by the low byte of two, then by one
         two = lengths == 2
         self.short[keys[two].astype(np.int64)] = _pack(codes[two], 2, 1)
+
+
+# the probed kernels' constant (as for the hashed ones, checked against _fsst_kernels by a test)
+PROBE_BITS = 11
+PROBE_SAMPLE = 4096  # bytes of strings coded to choose the coding kernel ...
+PROBE_MIN_SHARE = 0.4  # ... the share of their tokens that are long symbols to probe for all
+
+
+def _multipliers() -> np.ndarray:
+    """Odd 64-bit multipliers tried in turn for each length's perfect hash (fixed, so that the
+    kernels' tables depend only on the symbol table)."""
+    rng = np.random.default_rng(0x46535354)
+    return rng.integers(0, 1 << 62, 64, dtype=np.uint64) * np.uint64(4) + np.uint64(1)
+
+
+_MULTIPLIERS = _multipliers()
+
+
+class _ProbedLookup:
+    """The probed kernels' view of a table (``_fsst_kernels.encode_probed``): for each length
+    3..8, the first multiplier of ``_MULTIPLIERS`` that hashes that length's symbols to distinct
+    slots (``usable`` is False when none does), the symbols' keys and entries in their slots,
+    and decoy keys in the empty ones."""
+
+    def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
+        keys = np.asarray(keys, np.uint64)
+        lengths = np.asarray(lengths, np.int64)
+        self.pkey = np.zeros(6 << PROBE_BITS, np.uint64)
+        self.pent = np.zeros(6 << PROBE_BITS, np.uint16)
+        self.mults = np.zeros(6, np.uint64)
+        self.usable = all(
+            self._place(keys[codes], codes, n, (n - 3) << PROBE_BITS)
+            for n in range(3, MAX_SYMBOL_LEN + 1)
+            for codes in [np.flatnonzero(lengths == n)]
+        )
+
+    def _place(self, keys: np.ndarray, codes: np.ndarray, n: int, base: int) -> bool:
+        for mult in _MULTIPLIERS:
+            slot = _probe_slot(keys, mult)
+            # empty slots hold a decoy key that hashes to another slot, so it never matches
+            decoys = np.array([keys[0] if len(keys) else 0, 0, 1], np.uint64)
+            decoy_slots = _probe_slot(decoys, mult)
+            if len(np.unique(slot)) < len(slot) or decoy_slots[1] == decoy_slots[2]:
+                continue
+            self.mults[n - 3] = mult
+            segment = self.pkey[base : base + (1 << PROBE_BITS)]
+            segment[:] = decoys[0]
+            segment[decoy_slots[0]] = decoys[2] if decoy_slots[0] == decoy_slots[1] else decoys[1]
+            segment[slot] = keys
+            self.pent[base + slot] = _pack(codes, n, 1).astype(np.uint16)
+            return True
+        return False
+
+
+def _probe_slot(keys: np.ndarray, mult: np.uint64) -> np.ndarray:
+    """Slot of each key in its length's table (``_fsst_kernels.encode_probed``)."""
+    return ((keys * mult) >> np.uint64(64 - PROBE_BITS)).astype(np.int64)
+
+
+def _probed_kernel(
+    data: np.ndarray, offs: np.ndarray, hashed: _HashedLookup, lengths: np.ndarray, probe: str = "auto"
+) -> Any:
+    """The probed kernel for coding the strings with the table, or None for the hashed one:
+    the short-only kernel without symbols of 3..8 bytes; the six probes per token when at
+    least ``PROBE_MIN_SHARE`` of the tokens of the first ``PROBE_SAMPLE`` bytes are long
+    symbols (text; the hashed kernel codes those bytes, as one string, to tell); else None:
+    where few tokens are long, the hashed kernel's bucket scan, skipped at once when empty,
+    costs less than six probes for every token. ``probe`` "all" or "none" forces the six
+    probes or the hashed kernel (tests)."""
+    from lance_ops.encoding.compression import _fsst_kernels
+
+    if probe != "auto":
+        return _fsst_kernels.encode_probed_lanes if probe == "all" else None
+    if not (np.asarray(lengths) >= 3).any():
+        return _fsst_kernels.encode_short_lanes
+    if not hashed.usable:
+        return _fsst_kernels.encode_probed_lanes
+    head = np.array([offs[0], min(offs[-1], offs[0] + PROBE_SAMPLE)], np.int64)  # as one string
+    size = int(head[1] - head[0])
+    out = np.empty(2 * size + 1, np.uint8)
+    tok_pos, tok_len = np.empty(size, np.int64), np.empty(size, np.int64)
+    count = _fsst_kernels.encode_hashed(
+        data, head, hashed.short, hashed.slots, out, np.empty(len(head), np.int64), tok_pos, tok_len
+    )
+    if count and (tok_len[:count] >= 3).mean() >= PROBE_MIN_SHARE:
+        return _fsst_kernels.encode_probed_lanes
+    return None
 
 
 def _lanes(offs: np.ndarray, lanes: int) -> np.ndarray:
@@ -319,13 +409,17 @@ def _encode(
     record: bool = False,
     lanes: int = LANES,
     general: bool = False,
+    probe: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Greedy longest-match coding of every string (``lanes``: see ``_fsst_kernels.encode``).
 
-    Tables with at most ``BUCKET`` symbols of 3..8 bytes per hash bucket (as
+    Four lanes without ``record`` go to the probed kernel ``_probed_kernel`` picks (by
+    ``probe``) when the table's long symbols hash without collisions (``_ProbedLookup``).
+    Otherwise tables with at most ``BUCKET`` symbols of 3..8 bytes per hash bucket (as
     :func:`build_symbol_table` makes them) go to the hashed kernels (four lanes, or one with
     ``record`` or ``lanes != 4``); others, or any with ``general``, to the general kernel,
-    which lists the long symbols by their first two bytes. Both code every string the same way.
+    which lists the long symbols by their first two bytes. All of them code every string the
+    same way.
 
     Returns (coded bytes, coded offsets, token start positions, token match lengths with 0 for
     an escaped byte); the token arrays are filled only when ``record`` is set.
@@ -335,10 +429,23 @@ def _encode(
     data = np.ascontiguousarray(data, dtype=np.uint8)
     offs = np.ascontiguousarray(offs, dtype=np.int64)
     hashed = _HashedLookup(keys, lengths)
+    four_lanes = not record and lanes == HASHED_LANES and not general
+    kernel = _probed_kernel(data, offs, hashed, lengths, probe) if four_lanes and len(offs) > 1 else None
+    probed = _ProbedLookup(keys, lengths) if kernel is not None else None
+    if kernel is not None and probed is not None and probed.usable:
+        out = np.empty(2 * len(data) + 1, dtype=np.uint8)
+        out_offs = np.empty(len(offs), dtype=np.int64)
+        splits = _lanes(offs, HASHED_LANES)
+        lane_ends = np.empty(HASHED_LANES, dtype=np.int64)
+        kernel(
+            data, offs, splits, hashed.short, probed.pkey, probed.pent, probed.mults, out, out_offs, lane_ends
+        )
+        coded = _join_lanes(out, out_offs, offs, splits, lane_ends)
+        return coded, out_offs, np.zeros(0, np.int64), np.zeros(0, np.int64)
     if hashed.usable and not general:
         out = np.empty(2 * len(data) + 1, dtype=np.uint8)
         out_offs = np.empty(len(offs), dtype=np.int64)
-        if record or lanes != HASHED_LANES:
+        if not four_lanes:
             tok_pos = np.empty(len(data) if record else 0, dtype=np.int64)
             tok_len = np.empty(len(data) if record else 0, dtype=np.int64)
             count = _fsst_kernels.encode_hashed(
@@ -474,9 +581,11 @@ def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.n
     padded = np.concatenate((sample, np.zeros(MAX_SYMBOL_LEN, np.uint8))).astype(np.uint64)
     idx = np.arange(size)
     cand_keys, cand_lens = [], []
+    key = np.zeros(size, dtype=np.uint64)
     for k in range(1, MAX_SYMBOL_LEN + 1):
         valid = idx + k <= ends
-        cand_keys.append(_gram(padded, size, k)[valid])
+        key |= padded[k - 1 : k - 1 + size] << np.uint64(8 * (k - 1))  # one byte more than k - 1
+        cand_keys.append(key[valid])
         cand_lens.append(np.full(int(valid.sum()), k, dtype=np.int64))
     all_keys, all_lens = np.concatenate(cand_keys), np.concatenate(cand_lens)
     return _top(all_keys, all_lens, all_lens.astype(np.float64))
