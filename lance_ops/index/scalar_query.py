@@ -87,9 +87,7 @@ class IndexUse:
 def _value_set(bound: Bound, type_: pa.DataType) -> pa.Array:
     """The values of an ``eq`` / ``in`` bound as one array of ``type_`` (built once per lookup, not
     per page)."""
-    if len(bound.values) == 1:
-        return pa.array([bound.values[0].cast(type_).as_py()], type_)
-    return pa.array(list(bound.values)).cast(type_)
+    return pa.array(list(bound.values), bound.values[0].type if bound.values else type_).cast(type_)
 
 
 def _matches(values: pa.Array, bound: Bound, wanted: pa.Array | None = None) -> np.ndarray:
@@ -659,6 +657,10 @@ class KeyRows:
     kind: str
     covered: BitMap
     rows: np.ndarray
+
+    def by_fragment(self) -> dict[int, np.ndarray]:
+        """The rows' physical offsets (ascending, unique) per fragment id."""
+        return _by_fragment(self.rows)
 
 
 def key_rows(ctx: StorageContext, manifest: Manifest, column: str, keys: pa.Array) -> KeyRows | None:
