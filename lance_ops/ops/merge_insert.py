@@ -345,9 +345,11 @@ class _Merge:
     ) -> Attempt:
         """Merge ``fragments`` (default: all of the version) and, with ``insert``, write the source
         rows that matched nothing (here or in :attr:`matched` as given); ``batches``: the rows to
-        write instead (:meth:`run_rows`)."""
+        write instead (:meth:`run_rows`). Only a merge of the whole version looks its keys up in a
+        key column's index: a task merging one fragment (:func:`merge_fragment`) would read the
+        index once per fragment, so it prunes by the statistics."""
         chosen = self.files.fragments() if fragments is None else fragments
-        written = self._batches(chosen, insert) if batches is None else batches
+        written = self._batches(chosen, insert, fragments is None) if batches is None else batches
         try:
             self.rewrite.write(written, lambda: _concat(self.carried))
         except BaseException:
@@ -356,7 +358,9 @@ class _Merge:
         preserved = _preserved_fields(self.files)
         return Attempt(self.rewrite, self.rewrite.operation(preserved), self.outcome.result())
 
-    def _batches(self, fragments: Iterable[FragmentReader], insert: bool) -> Iterator[pa.RecordBatch]:
+    def _batches(
+        self, fragments: Iterable[FragmentReader], insert: bool, use_index: bool
+    ) -> Iterator[pa.RecordBatch]:
         bounds = key_bounds(self.source, self.plan.on)
         every_row = self.plan.delete_not_matched_by_source
         chosen = list(fragments)
@@ -364,7 +368,7 @@ class _Merge:
         # covers; the others are pruned by their page statistics. No pruning when every target
         # row must be seen (a by-source delete).
         found = None
-        if not every_row and bounds is not None and chosen:
+        if use_index and not every_row and bounds is not None and chosen:
             keyed = index_keys(self.files, self.source, self.plan.on)
             if keyed is not None:
                 found = IndexedOffsets(keyed)

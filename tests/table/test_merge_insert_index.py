@@ -265,3 +265,17 @@ def test_property_pruned_equals_unpruned(
         for u in (pruned, unpruned)
     )
     assert ours == theirs
+
+
+def test_a_one_fragment_task_prunes_by_statistics(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A distributed merge's task for one fragment does not read the whole index for it."""
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    uri = str(tmp_path / "ds")
+    lance_ops.write_dataset(_table(np.arange(ROWS), 1), uri, max_rows_per_file=PER_FILE)
+    lance_ops.dataset(uri).create_scalar_index("id", "BTREE")
+    files = lance_ops.dataset(uri)._files
+    plan = merge_op.MergeInsertPlan(on=("id",), when_matched="update", insert_not_matched=True)
+    source = merge_op.read_source(_source(), None, plan, files.schema)
+    part = merge_op.merge_fragment(files, plan, source, 1)
+    assert part.result["num_updated_rows"] == 40
+    assert _pruning(caplog) == MergePruning(fragments=1, fragments_read=1, index=None, fragments_by_index=0)
