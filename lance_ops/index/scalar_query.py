@@ -64,9 +64,11 @@ from lance_ops.table.schema import LanceField
 
 __all__ = [
     "IndexUse",
+    "KeyRows",
     "LabelCondition",
     "RowSelection",
     "TextCondition",
+    "key_rows",
     "label_conditions",
     "select_rows",
     "text_conditions",
@@ -84,14 +86,22 @@ class IndexUse:
     condition: str
 
 
-def _matches(values: pa.Array, bound: Bound) -> np.ndarray:
-    """Which ``values`` may satisfy ``bound`` (NaN: always, as a full scan may count it)."""
+def _value_set(bound: Bound, type_: pa.DataType) -> pa.Array:
+    """The values of an ``eq`` / ``in`` bound as one array of ``type_`` (built once per lookup, not
+    per page)."""
+    return pa.array(list(bound.values), bound.values[0].type if bound.values else type_).cast(type_)
+
+
+def _matches(values: pa.Array, bound: Bound, wanted: pa.Array | None = None) -> np.ndarray:
+    """Which ``values`` may satisfy ``bound`` (NaN: always, as a full scan may count it);
+    ``wanted``: :func:`_value_set` of an ``eq`` / ``in`` bound when already built."""
     if bound.op == "null":
         return np.asarray(values.is_null(), dtype=bool)
     if bound.op == "not_null":
         return np.asarray(values.is_valid(), dtype=bool)
     if bound.op == "in":
-        hit = pc.is_in(values, value_set=pa.array([v.as_py() for v in bound.values], values.type))
+        value_set = _value_set(bound, values.type) if wanted is None else wanted
+        hit = pc.is_in(values, value_set=value_set.cast(values.type))
     else:
         hit = _COMPARE[bound.op](values, bound.values[0].cast(values.type))
     out = np.asarray(hit.fill_null(False), dtype=bool)
@@ -100,9 +110,31 @@ def _matches(values: pa.Array, bound: Bound) -> np.ndarray:
     return out
 
 
-def _btree_pages(lookup: pa.Table, bound: Bound) -> np.ndarray:
+def _any_within(low: pa.Array, high: pa.Array, wanted: pa.Array, low_unknown: bool) -> np.ndarray:
+    """For each range ``[low[i], high[i]]``, whether one of ``wanted`` (no null, no NaN) lies in it;
+    a null ``high`` holds none, a null ``low`` is below everything when ``low_unknown`` (else the
+    range holds none). One dense ranking of the bounds and the values together puts them on one
+    integer scale in Arrow's order, then two binary searches per range count the values inside."""
+    ranges, count = len(low), len(wanted)
+    if not count or not ranges:
+        return np.zeros(ranges, dtype=bool)
+    type_ = high.type
+    combined = pa.concat_arrays([wanted.cast(type_), low.cast(type_), high])
+    codes = np.asarray(pc.rank(combined, tiebreaker="dense"), dtype=np.int64)
+    values = np.unique(codes[:count])
+    lows, highs = codes[count : count + ranges], codes[count + ranges :]
+    low_valid = np.asarray(low.is_valid(), dtype=bool)
+    if low_unknown:
+        lows = np.where(low_valid, lows, 0)
+    inside = np.searchsorted(values, highs, side="right") - np.searchsorted(values, lows, side="left")
+    keep = (inside > 0) & np.asarray(high.is_valid(), dtype=bool)
+    return keep if low_unknown else keep & low_valid
+
+
+def _btree_pages(lookup: pa.Table, bound: Bound, wanted: pa.Array | None = None) -> np.ndarray:
     """Pages of a BTREE (rows of its lookup: ``min`` / ``max`` the first / last value, null when
-    unknown) that may hold rows ``bound`` selects; a page ending in NaN may always."""
+    unknown) that may hold rows ``bound`` selects; a page ending in NaN may always. ``wanted``:
+    :func:`_value_set` of an ``eq`` / ``in`` bound when already built."""
     low, high = lookup.column("min").combine_chunks(), lookup.column("max").combine_chunks()
     if bound.op == "null":
         return np.asarray(lookup.column("null_count"), dtype=np.int64) > 0
@@ -113,9 +145,8 @@ def _btree_pages(lookup: pa.Table, bound: Bound) -> np.ndarray:
         return np.asarray(fn(side, value.cast(side.type)).fill_null(unknown), dtype=bool)
 
     if bound.op in ("eq", "in"):
-        keep = np.zeros(len(lookup), dtype=bool)
-        for v in bound.values:
-            keep |= cmp(pc.less_equal, low, v, True) & cmp(pc.greater_equal, high, v, False)
+        value_set = _value_set(bound, high.type) if wanted is None else wanted
+        keep = _any_within(low, high, value_set, low_unknown=True)
     elif bound.op in ("lt", "le"):
         keep = cmp(pc.less if bound.op == "lt" else pc.less_equal, low, bound.values[0], True)
         keep &= np.asarray(high.is_valid(), dtype=bool) | np.asarray(low.is_valid(), dtype=bool)
@@ -126,10 +157,16 @@ def _btree_pages(lookup: pa.Table, bound: Bound) -> np.ndarray:
     return keep
 
 
-def _btree(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
+def _btree(
+    ctx: StorageContext, index: IndexMetadata, bound: Bound, wanted: pa.Array | None = None
+) -> np.ndarray:
     """Row addresses of the BTREE's rows ``bound`` may select: the lookup file gives the pages that
-    may hold them, and only those pages of the data file are read."""
+    may hold them, and only those pages of the data file are read (each run of adjacent pages in
+    one read; an ``IN`` list's values matched against the pages' bounds and then the pages' values
+    all at once; ``wanted``: the values of an ``in`` bound as an array, instead of its scalars)."""
     lookup = _cached(ctx, index, LOOKUP).table
+    if wanted is None and bound.op in ("eq", "in"):
+        wanted = _value_set(bound, lookup.schema.field("max").type)
     try:
         batch_size = int((lookup.schema.metadata or {})[b"batch_size"])
     except (KeyError, ValueError):
@@ -137,7 +174,7 @@ def _btree(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarra
     if batch_size <= 0:  # not a layout we know: read every page
         table = _cached(ctx, index, PAGES).table
     else:
-        pages = np.flatnonzero(_btree_pages(lookup, bound))
+        pages = np.flatnonzero(_btree_pages(lookup, bound, wanted))
         if not pages.size:
             return np.empty(0, np.uint64)
         reader = _pages_reader(ctx, index)
@@ -150,7 +187,7 @@ def _btree(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarra
             if stop > start:
                 # the values of the pages, then the ids of the matching rows only
                 values = reader.read_range(start, stop - start, ["values"]).to_table().column(0)
-                hits = np.flatnonzero(_matches(values.combine_chunks(), bound))
+                hits = np.flatnonzero(_matches(values.combine_chunks(), bound, wanted))
                 if hits.size * 2 > stop - start:
                     ids = reader.read_range(start, stop - start, ["ids"]).to_table().column(0)
                     found.append(ids.take(pa.array(hits)))
@@ -161,7 +198,7 @@ def _btree(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarra
         return np.asarray(pa.chunked_array(found).combine_chunks(), dtype=np.uint64)
     values = table.column("values").combine_chunks()
     ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
-    return ids[_matches(values, bound)]
+    return ids[_matches(values, bound, wanted)]
 
 
 # Index files never change under a uuid: small lookups read last are kept.
@@ -212,9 +249,13 @@ def _sets(table: pa.Table, hit: Callable[[pa.Array], np.ndarray], union: bool) -
     return out
 
 
-def _bitmap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
+def _bitmap(
+    ctx: StorageContext, index: IndexMetadata, bound: Bound, wanted: pa.Array | None = None
+) -> np.ndarray:
     table = _cached(ctx, index, BITMAP_LAYOUT.file).table
-    return _sets(table, lambda keys: _matches(keys, bound), union=True)
+    if wanted is None and bound.op in ("eq", "in"):
+        wanted = _value_set(bound, table.schema.field("keys").type)
+    return _sets(table, lambda keys: _matches(keys, bound, wanted), union=True)
 
 
 def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
@@ -234,9 +275,7 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndar
 
         values = bound.values
         if bound.op == "in" or bound.op == "eq":
-            keep = np.zeros(len(zones), dtype=bool)
-            for v in values:
-                keep |= cmp(pc.less_equal, low, v) & cmp(pc.greater_equal, high, v)
+            keep = _any_within(low, high, _value_set(bound, high.type), low_unknown=False)
         elif bound.op in ("lt", "le"):
             keep = cmp(pc.less if bound.op == "lt" else pc.less_equal, low, values[0])
         else:
@@ -516,10 +555,13 @@ class RowSelection:
 
 def _exact(kind: str, condition: Bound | LabelCondition | TextCondition) -> bool:
     """Whether the index answers ``condition`` exactly: BTREE and BITMAP comparisons, ``IN`` and
-    null tests (a NaN matches every comparison of a floating index as a possible match)."""
+    null tests (a NaN matches every comparison of a floating index as a possible match; an empty
+    ``IN`` list, whose type is unknown, is rechecked)."""
     if kind not in (BTREE, BITMAP) or not isinstance(condition, Bound):
         return False
-    return not condition.values or not pa.types.is_floating(condition.values[0].type)
+    if condition.op in ("null", "not_null"):
+        return True
+    return bool(condition.values) and not pa.types.is_floating(condition.values[0].type)
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -621,3 +663,42 @@ def select_rows(
                 exact &= covered
     exact_rows = frozenset() if exact is None else frozenset(f for f in rows if f in exact)
     return RowSelection(keep, rows, used, exact_rows)
+
+
+@dataclass(frozen=True)
+class KeyRows:
+    """Where a scalar index puts a set of key values: the index's name and type, the fragments it
+    covers, and the row addresses of its rows holding one of the values -- deleted rows included,
+    as the index still lists them."""
+
+    name: str
+    kind: str
+    covered: BitMap
+    rows: np.ndarray
+
+    def by_fragment(self) -> dict[int, np.ndarray]:
+        """The rows' physical offsets (ascending, unique) per fragment id."""
+        return _by_fragment(self.rows)
+
+
+def key_rows(ctx: StorageContext, manifest: Manifest, column: str, keys: pa.Array) -> KeyRows | None:
+    """The rows a BTREE or BITMAP index of the top-level ``column`` lists for the values ``keys``
+    (nulls match nothing), all looked up at once; None when no such index can answer (none on the
+    column, another type, or one a deferred compaction left behind)."""
+    if not manifest.indices:
+        return None
+    found = _usable(ctx, manifest).get(column)
+    if found is None or found[0] not in (BTREE, BITMAP):
+        return None
+    kind, segments = found
+    wanted = pc.unique(keys.drop_null())
+    bound = Bound(column, "in", ())
+    covered = BitMap()
+    rows = [np.empty(0, np.uint64)]
+    for segment in segments:
+        covered |= fragment_ids(segment)
+        if len(wanted):
+            rows.append(
+                _btree(ctx, segment, bound, wanted) if kind == BTREE else _bitmap(ctx, segment, bound, wanted)
+            )
+    return KeyRows(segments[0].name, kind, covered, np.concatenate(rows).astype(np.uint64, copy=False))

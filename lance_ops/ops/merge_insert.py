@@ -1,9 +1,12 @@
 """Upserts: ``ds.merge_insert(on).when_matched_update_all().when_not_matched_insert_all().execute(data)``.
 
 The source is read once into memory (pylance keeps a copy too, to retry). The target is streamed
-fragment by fragment: each fragment's rows whose keys the source may hold are read (pruned by the
-page statistics with the source's key range when no row must be seen for a by-source delete; only
-the key columns and the columns a condition or a partial source needs), joined with the source keys
+fragment by fragment: each fragment's rows whose keys the source may hold are read (when no row
+must be seen for a by-source delete: in the fragments a BTREE or BITMAP index of a non-float key
+column covers, only the live rows the index lists for the source's values of that column, a
+fragment with none not read at all; elsewhere the pages whose statistics meet the source's key
+range; only the key columns and the columns a condition or a partial source needs; which path ran
+is logged at DEBUG, :class:`MergePruning`), joined with the source keys
 (unique integer keys: a bitmap over their range and a binary search, :class:`IntegerKeyLookup`;
 other unique keys: ``index_in``; else ``pyarrow.Table.join``), two fragments at a time on the
 worker pool, and the fragment's part of the result decided with vectorised masks:
@@ -30,6 +33,7 @@ followed through the row ids instead of retrying (:mod:`lance_ops.table.rewrite_
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -49,6 +53,7 @@ from lance_ops.errors import (
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
+from lance_ops.index.scalar_query import KeyRows, key_rows
 from lance_ops.ops.changes import MERGE_KEYS_PROPERTY
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.delete import FragmentDeletion
@@ -69,6 +74,8 @@ from lance_ops.query.vectorized import selected
 from lance_ops.table.commit import load_manifest
 from lance_ops.table.manifest import DataFragment
 from lance_ops.table.transaction import Append, Transaction, Update
+
+log = logging.getLogger(__name__)
 
 _TARGET_INDEX = "__lance_ops_target"
 _SOURCE_INDEX = "__lance_ops_source"
@@ -166,6 +173,40 @@ def candidate_offsets(fragment: FragmentReader, bounds: tuple[Bound, ...] | None
     return pruned(fragment, bounds, fragment.live_offsets())
 
 
+def index_keys(files: VersionFiles, source: pa.Table, on: Sequence[str]) -> KeyRows | None:
+    """Where a BTREE or BITMAP index of a key column (the first of ``on`` that has one; not a
+    floating column, whose ``-0.0`` / ``NaN`` an index lookup and the join may see differently)
+    puts the source's values of that column: the target rows that may match a source row, in the
+    fragments the index covers (None: no such index)."""
+    for key in on:
+        column = source.column(key)
+        if pa.types.is_floating(column.type):
+            continue
+        found = key_rows(files.storage, files.manifest, key, column.combine_chunks())
+        if found is not None:
+            return found
+    return None
+
+
+class IndexedOffsets:
+    """The live offsets, per fragment the index covers, of the rows :func:`index_keys` found."""
+
+    def __init__(self, found: KeyRows) -> None:
+        self.found = found
+        # row addresses, also with stable row ids (as pylance 14 and lance_ops write BTREEs)
+        self.by_fragment = found.by_fragment()
+
+    def covers(self, fragment: FragmentReader) -> bool:
+        return fragment.id in self.found.covered
+
+    def offsets(self, fragment: FragmentReader) -> np.ndarray:
+        """The live offsets of ``fragment`` (covered by the index) holding a key it found."""
+        offsets = self.by_fragment.get(fragment.id, np.zeros(0, np.int64))
+        offsets = offsets[offsets < fragment.physical_rows]
+        deleted = fragment.deleted
+        return offsets[~np.isin(offsets, deleted)] if len(deleted) and len(offsets) else offsets
+
+
 # Source key ranges up to this many values are looked up in a bitmap (16 MiB at most).
 BITMAP_MAX_SPAN = 1 << 27
 # Target keys looked up at a time (the scratch arrays of one lookup stay a few MiB).
@@ -232,6 +273,18 @@ def _int64_words(array: pa.Array) -> np.ndarray:
     return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
 
 
+@dataclass(frozen=True)
+class MergePruning:
+    """How a merge read its target (logged at DEBUG by ``lance_ops.ops.merge_insert`` as the
+    record's ``merge_pruning``): the fragments merged, those read at all, and the key column's
+    scalar index used (None: page statistics only) with the fragments it answered for."""
+
+    fragments: int
+    fragments_read: int
+    index: str | None
+    fragments_by_index: int
+
+
 @dataclass
 class _Outcome:
     updated: int = 0
@@ -282,6 +335,7 @@ class _Merge:
         self.outcome = _Outcome()
         self.rewrite = RowRewrite(files)
         self.carried: list[np.ndarray] = []
+        self.pruning: MergePruning | None = None
 
     def run(
         self,
@@ -291,9 +345,11 @@ class _Merge:
     ) -> Attempt:
         """Merge ``fragments`` (default: all of the version) and, with ``insert``, write the source
         rows that matched nothing (here or in :attr:`matched` as given); ``batches``: the rows to
-        write instead (:meth:`run_rows`)."""
+        write instead (:meth:`run_rows`). Only a merge of the whole version looks its keys up in a
+        key column's index: a task merging one fragment (:func:`merge_fragment`) would read the
+        index once per fragment, so it prunes by the statistics."""
         chosen = self.files.fragments() if fragments is None else fragments
-        written = self._batches(chosen, insert) if batches is None else batches
+        written = self._batches(chosen, insert, fragments is None) if batches is None else batches
         try:
             self.rewrite.write(written, lambda: _concat(self.carried))
         except BaseException:
@@ -302,9 +358,21 @@ class _Merge:
         preserved = _preserved_fields(self.files)
         return Attempt(self.rewrite, self.rewrite.operation(preserved), self.outcome.result())
 
-    def _batches(self, fragments: Iterable[FragmentReader], insert: bool) -> Iterator[pa.RecordBatch]:
+    def _batches(
+        self, fragments: Iterable[FragmentReader], insert: bool, use_index: bool
+    ) -> Iterator[pa.RecordBatch]:
         bounds = key_bounds(self.source, self.plan.on)
         every_row = self.plan.delete_not_matched_by_source
+        chosen = list(fragments)
+        # A scalar index of a key column gives the rows that may match in the fragments it
+        # covers; the others are pruned by their page statistics. No pruning when every target
+        # row must be seen (a by-source delete).
+        found = None
+        if use_index and not every_row and bounds is not None and chosen:
+            keyed = index_keys(self.files, self.source, self.plan.on)
+            if keyed is not None:
+                found = IndexedOffsets(keyed)
+        read: list[int] = []
         scan = ScanOptions(
             columns=self.read_columns,
             with_row_id=self.files.manifest.uses_stable_row_ids,
@@ -314,9 +382,15 @@ class _Merge:
 
         def joined(fragment: FragmentReader) -> tuple[pa.Table, _Pairs] | None:
             """The fragment's candidate rows and their pairs with the source (None: no row)."""
-            live = None if every_row else candidate_offsets(fragment, bounds)
+            if every_row:
+                live = None
+            elif found is not None and found.covers(fragment):
+                live = found.offsets(fragment)
+            else:
+                live = candidate_offsets(fragment, bounds)
             if live is not None and not len(live):
                 return None
+            read.append(fragment.id)
             parts = [t for t in fragment.scan(scan, live) if t.num_rows]
             if not parts:
                 return None
@@ -324,9 +398,16 @@ class _Merge:
             return target, self._pairs(target)
 
         # Read and joined on the worker pool; the rows are written in fragment order.
-        for fragment, result in per_fragment(fragments, joined):
+        for fragment, result in per_fragment(chosen, joined):
             if result is not None:
                 yield from self._fragment(fragment, *result)
+        self.pruning = MergePruning(
+            fragments=len(chosen),
+            fragments_read=len(read),
+            index=None if found is None else found.found.name,
+            fragments_by_index=0 if found is None else sum(found.covers(f) for f in chosen),
+        )
+        log.debug("merge_insert target read: %s", self.pruning, extra={"merge_pruning": self.pruning})
         if insert:
             yield from self._inserted()
 
