@@ -62,7 +62,10 @@ def run_once(system: str, table: str, rows: int, workdir: str, run: int) -> dict
     code = CHILD.format(
         bench=str(HERE), rows=rows, table=table, watched=WATCHED, module=SYSTEMS[system], uri=uri
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # cwd: the temporary directory, so lance_ops comes from PYTHONPATH (not a checkout that is the cwd).
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=workdir
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 

@@ -18,10 +18,10 @@ ENGINES = ("pyspark", "dagster", "airflow", "jobs", "assets")
 HEAVY = (*ENGINES, "sqlglot", "numba", "pandas", "pyarrow.dataset", "lance")
 
 
-def _loaded(script: str, modules: tuple[str, ...]) -> list[str]:
+def _loaded(script: str, modules: tuple[str, ...], timeout: int = 120) -> list[str]:
     check = f"{script}\nimport sys\nprint(sorted(m for m in {modules!r} if m in sys.modules))\n"
     done = subprocess.run(
-        [sys.executable, "-c", check], cwd=REPO, capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", check], cwd=REPO, capture_output=True, text=True, check=True, timeout=timeout
     )
     return eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own print of a list of names
 
@@ -72,10 +72,16 @@ def test_a_small_first_write_loads_no_compiler_sql_parser_or_remote_store(tmp_pa
 
 
 def test_a_large_write_uses_the_compiled_kernels(tmp_path: Path) -> None:
-    """The same check sees numba once the inputs pass the kernels' thresholds."""
+    """The same check sees numba once the inputs pass the kernels' thresholds (a column of
+    ``COMPILED_FROM`` integers: its statistics sketch hashes them with the compiled kernel; the
+    child may compile it into numba's cache first, hence the long timeout)."""
     lance = pytest.importorskip("lance")
     from lance_ops.encoding.kernels import COMPILED_FROM
 
     uri = str(tmp_path / "large")
-    assert "numba" in _loaded(MIXED.format(rows=COMPILED_FROM, uri=uri), ("numba",))
+    script = (
+        "import numpy as np, pyarrow as pa, lance_ops\n"
+        f"lance_ops.write_dataset(pa.table({{'id': np.arange({COMPILED_FROM})}}), {uri!r})"
+    )
+    assert _loaded(script, ("numba",), timeout=900) == ["numba"]
     assert lance.dataset(uri).count_rows() == COMPILED_FROM
