@@ -7,7 +7,9 @@ numba, building its CPU target (typing registries, the runtime) and loading the 
 code. A small write would spend most of its time there. So each function here runs the numpy
 form of its kernel when the input is small (fewer than :data:`COMPILED_FROM` values or
 :data:`COMPILED_FROM_BYTES` bytes), and imports and calls the compiled kernel otherwise:
-writing a few thousand rows does not load numba, a large write pays its start once.
+writing a few thousand rows does not load numba, a large write pays its start once. Once one
+compiled kernel has run in the process (its start paid), every later call uses the compiled
+kernels, whatever its size (a large write's small pages and copies among them).
 
 Both forms give the same results (tests/encoding/test_kernel_forms.py checks them against each
 other). Importing this module loads numpy only.
@@ -32,6 +34,17 @@ __all__ = [
 COMPILED_FROM = 1 << 16
 #: ... and so do byte strings and copies of at least this many bytes.
 COMPILED_FROM_BYTES = 1 << 20
+
+_compiled_in_use = False
+
+
+def _compiled(large: bool) -> bool:
+    """Whether to call the compiled kernel: for a large input, and for any input once one has been
+    called in this process."""
+    global _compiled_in_use  # noqa: PLW0603 - one flag per process: numba's start is paid once
+    _compiled_in_use = _compiled_in_use or large
+    return _compiled_in_use
+
 
 _U64 = np.uint64
 _C1 = _U64(0x87C37B91114253D5)
@@ -62,7 +75,7 @@ def copy_spans(
         or int((src_starts + sizes).max()) > len(src)
     ):
         raise ValueError("a span lies outside its array")
-    if int(sizes.sum()) >= COMPILED_FROM_BYTES:
+    if _compiled(int(sizes.sum()) >= COMPILED_FROM_BYTES):
         from lance_ops.encoding._copy_kernels import _copy_spans  # noqa: PLC0415 - numba, on first use
 
         _copy_spans(dst, dst_starts, src, src_starts, sizes)
@@ -86,7 +99,7 @@ def pack_blocks(values: np.ndarray, width: int, bits: int, source: np.ndarray, o
     ``bits``-bit unsigned values, flat) into ``out`` (zeroed, flat, ``width * 1024 / bits``
     words per block, same dtype); ``source[row * lanes + lane]`` is the position in its block
     of the value at that grid cell. Values must fit in ``width`` bits or are masked."""
-    if len(values) >= COMPILED_FROM:
+    if _compiled(len(values) >= COMPILED_FROM):
         from lance_ops.encoding._bitpack_kernels import pack_blocks as compiled  # noqa: PLC0415
 
         compiled(values, width, bits, source, out)
@@ -155,7 +168,7 @@ def murmur3_x64_128(
 ) -> None:
     """Fill ``h1_out[i]``, ``h2_out[i]`` with the hash of ``data[offsets[i]:offsets[i + 1]]``
     (``data``: uint8; ``offsets``: int64)."""
-    if len(data) >= COMPILED_FROM_BYTES or len(offsets) - 1 >= COMPILED_FROM:
+    if _compiled(len(data) >= COMPILED_FROM_BYTES or len(offsets) - 1 >= COMPILED_FROM):
         from lance_ops.encoding._hash_kernels import murmur3_x64_128 as compiled  # noqa: PLC0415
 
         compiled(data, offsets, seed, h1_out, h2_out)
@@ -196,7 +209,7 @@ def _numpy_murmur3_x64_128(
 def murmur3_x64_128_words(words: np.ndarray, seed: int, h1_out: np.ndarray, h2_out: np.ndarray) -> None:
     """The hash of each 8-byte little-endian value of ``words`` (uint64; how the library hashes
     ints and doubles): a tail of eight bytes and nothing else."""
-    if len(words) >= COMPILED_FROM:
+    if _compiled(len(words) >= COMPILED_FROM):
         from lance_ops.encoding._hash_kernels import murmur3_x64_128_words as compiled  # noqa: PLC0415
 
         compiled(words, seed, h1_out, h2_out)
@@ -240,7 +253,7 @@ def best_coupons(
     """Per HLL register slot (``h1``'s low ``lg_k`` bits), the largest register value and the first
     hash reaching it (0 / -1 for empty slots); returns the number of slots reached. Only hashes
     ``keep`` marks count (an empty ``keep``: all)."""
-    if len(h1) >= COMPILED_FROM:
+    if _compiled(len(h1) >= COMPILED_FROM):
         from lance_ops.encoding._hash_kernels import best_coupons as compiled  # noqa: PLC0415
 
         return compiled(h1, h2, keep, lg_k, best_value, best_index)  # type: ignore[no-any-return]
@@ -278,7 +291,7 @@ def first_of_each_coupon(
     hash's 26-bit slot address), in order, among the hashes ``keep`` marks (empty: all); and
     False instead when the distinct coupons would fill more than half of a ``2**lg_table``-slot
     table (the caller then deduplicates otherwise)."""
-    if len(h1) >= COMPILED_FROM:
+    if _compiled(len(h1) >= COMPILED_FROM):
         from lance_ops.encoding._hash_kernels import first_of_each_coupon as compiled  # noqa: PLC0415
 
         return compiled(h1, h2, keep, lg_table)  # type: ignore[no-any-return]
