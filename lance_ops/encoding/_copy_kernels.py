@@ -22,4 +22,3 @@ def _copy_spans(
         d, s, n = uint64(dst_starts[i]), uint64(src_starts[i]), uint64(sizes[i])
         for k in range(n):
             dst[d + k] = src[s + k]
-
