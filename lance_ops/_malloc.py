@@ -17,7 +17,6 @@ turns the tuning off.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import platform
 
@@ -39,7 +38,7 @@ def tune() -> bool:
     if pad <= 0:
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)  # the process's own symbols, glibc's among them (no ldconfig run)
         return bool(libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(pad))) and bool(
             libc.mallopt(_M_TOP_PAD, ctypes.c_int(pad))
         )

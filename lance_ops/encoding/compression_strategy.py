@@ -46,6 +46,7 @@ from lance_ops.encoding.compression import bitpacking, bss, fsl, fsst, general, 
 from lance_ops.encoding.compression.base import as_u8
 from lance_ops.encoding.compression.flat import FlatCompressor
 from lance_ops.encoding.data import DataBlock, FixedSizeListBlock, FixedWidthBlock, VariableWidthBlock
+from lance_ops.encoding.kernels import murmur3_x64_128, murmur3_x64_128_words
 from lance_ops.encoding.options import AUTO, DEFAULT_MINICHUNK_SIZE, EncodingOptions
 from lance_ops.encoding.structural import miniblock
 from lance_ops.encoding.structural.repdef import ShreddedLeaf
@@ -438,8 +439,6 @@ def _too_many_distinct(prefix: pa.Array, limit: float) -> bool:
 def _distinct_lower_bound(values: pa.Array) -> int | None:
     """At most the number of distinct values of ``values`` (no validity bitmap), from a hash;
     ``None`` for types not hashed here (the caller counts exactly)."""
-    from lance_ops.encoding._hash_kernels import murmur3_x64_128, murmur3_x64_128_words
-
     dtype = values.type
     h1 = np.empty(len(values), dtype=np.uint64)
     h2 = np.empty(len(values), dtype=np.uint64)

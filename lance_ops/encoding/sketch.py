@@ -8,7 +8,7 @@ the sketch, as ints (integer-like types by their storage), floats or strings (bi
 
 Feeding a sketch is one library call per value, so values are first cut down: DataSketches'
 hash (MurmurHash3 x64-128, seed 9001, of the value's bytes as the library hashes them) is
-computed for all of them at once (compiled loops: :mod:`lance_ops.encoding._hash_kernels`), and
+computed for all of them at once (:mod:`lance_ops.encoding.kernels`: compiled, or numpy when small), and
 one value per distinct coupon (the hash's 26-bit slot address and register value, all the library
 keeps of a value) is kept; when the values reach enough register slots to put the sketch in HLL
 mode, only one value with the largest register value per slot (a register keeps its largest
@@ -25,6 +25,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pt
+
+from lance_ops.encoding.kernels import (
+    best_coupons,
+    first_of_each_coupon,
+    murmur3_x64_128,
+    murmur3_x64_128_words,
+)
 
 __all__ = ["DEFAULT_LG_K", "DistinctSketch"]
 
@@ -45,9 +52,7 @@ _CANONICAL_NAN = np.uint64(0x7FF8000000000000)
 
 def _murmur3(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """MurmurHash3 x64-128 (seed 9001) of each byte string ``data[offsets[i]:offsets[i + 1]]``
-    (a compiled loop: :mod:`lance_ops.encoding._hash_kernels`)."""
-    from lance_ops.encoding._hash_kernels import murmur3_x64_128
-
+    (:mod:`lance_ops.encoding.kernels`)."""
     h1 = np.empty(len(offsets) - 1, dtype=np.uint64)
     h2 = np.empty(len(offsets) - 1, dtype=np.uint64)
     murmur3_x64_128(np.ascontiguousarray(data, np.uint8), offsets.astype(np.int64), _SEED, h1, h2)
@@ -56,8 +61,6 @@ def _murmur3(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _fixed_width_hashes(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_murmur3` of 8-byte values (the library hashes ints and doubles as 8 bytes)."""
-    from lance_ops.encoding._hash_kernels import murmur3_x64_128_words
-
     h1 = np.empty(len(words), dtype=np.uint64)
     h2 = np.empty(len(words), dtype=np.uint64)
     murmur3_x64_128_words(np.ascontiguousarray(words, dtype=np.uint64), _SEED, h1, h2)
@@ -115,8 +118,6 @@ def _representatives(array: pa.Array, lg_k: int) -> pa.Array:
     if hashed is None:
         return pc.unique(array.drop_null())
     array, h1, h2, keep = hashed
-    from lance_ops.encoding._hash_kernels import best_coupons, first_of_each_coupon
-
     best = np.zeros(1 << lg_k, dtype=np.uint8)
     first = np.full(1 << lg_k, -1, dtype=np.int64)
     if best_coupons(h1, h2, keep, lg_k, best, first) > _hll_mode_slots(lg_k):

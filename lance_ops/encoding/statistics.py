@@ -33,6 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pt
 
+from lance_ops.encoding.kernels import COMPILED_FROM
+
 __all__ = [
     "MAX_BOUND_BYTES",
     "nan_signs",
@@ -157,9 +159,10 @@ _OFFSET_WIDTHS = {
 
 def _binary_min_max(page: pa.Array) -> tuple[Any, Any]:
     """The smallest and largest valid value of a page holding at least one (Arrow's
-    ``min_max``; string and binary pages by a compiled loop over their offsets)."""
+    ``min_max``; string and binary pages of :data:`~lance_ops.encoding.kernels.COMPILED_FROM`
+    values or more by a compiled loop over their offsets, in the same order)."""
     width = _OFFSET_WIDTHS.get(page.type)
-    if width is None:
+    if width is None or len(page) < COMPILED_FROM:  # a small page is not worth loading numba
         result = pc.min_max(page)
         return result["min"].as_py(), result["max"].as_py()
     from lance_ops.encoding._minmax_kernels import min_max_index

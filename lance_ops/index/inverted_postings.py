@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -291,7 +292,9 @@ def idf(token_docs: int, num_docs: int) -> np.float32:
     return _logf(np.float32(ratio + np.float32(1.0)))
 
 
+@functools.cache
 def _load_logf() -> Callable[[float], float] | None:
+    """libm's ``logf``, looked up on first use (``find_library`` runs ``ldconfig``)."""
     name = ctypes.util.find_library("m")
     try:
         libm = ctypes.CDLL(name) if name else ctypes.CDLL(None)
@@ -303,14 +306,12 @@ def _load_logf() -> Callable[[float], float] | None:
     return cast(Callable[[float], float], logf)
 
 
-_LIBM_LOGF = _load_logf()
-
-
 def _logf(value: np.float32) -> np.float32:
     """The C library's ``logf``, which pylance's float32 ``ln`` calls (it is not correctly
     rounded, so a float64 logarithm would differ in the last place now and then)."""
-    if _LIBM_LOGF is not None:
-        return np.float32(_LIBM_LOGF(float(value)))
+    logf = _load_logf()
+    if logf is not None:
+        return np.float32(logf(float(value)))
     return np.log(np.float32(value))
 
 

@@ -55,7 +55,6 @@ from lance_ops.index.types import BITMAP, BLOOMFILTER, BTREE, LABEL_LIST, NGRAM,
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.io.context import StorageContext
 from lance_ops.query import expressions as ex
-from lance_ops.query.parser import parse
 from lance_ops.query.predicate import Bound, Predicate
 from lance_ops.table import frag_reuse
 from lance_ops.table.indices import fragment_ids, is_system
@@ -352,6 +351,8 @@ def _conjuncts(filter: Any) -> list[ex.Expr]:
     if not isinstance(filter, str):
         return []
     try:
+        from lance_ops.query.parser import parse  # noqa: PLC0415 - sqlglot, on first use
+
         return ex.conjuncts(parse(filter))
     except PredicateError:
         return []

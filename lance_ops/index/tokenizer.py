@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import snowballstemmer
 
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.index.ngram import _fold_char
@@ -154,9 +153,11 @@ class TokenizerParams:
         self.values = dict(values)
         stops = self.values["custom_stop_words"]
         self._stops = frozenset(stops) if stops is not None else ENGLISH_STOP_WORDS
-        self._stem: Callable[[str], str] | None = (
-            snowballstemmer.stemmer(self.values["language"].lower()).stemWord if self.values["stem"] else None
-        )
+        self._stem: Callable[[str], str] | None = None
+        if self.values["stem"]:
+            import snowballstemmer  # noqa: PLC0415 - 40 modules, loaded only when a tokenizer stems
+
+            self._stem = snowballstemmer.stemmer(self.values["language"].lower()).stemWord
         self._cache: dict[str, str | None] = {}
 
     def __eq__(self, other: object) -> bool:

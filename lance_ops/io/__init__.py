@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from lance_ops.errors import InvalidOptionError, UnsupportedFeatureError
 from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
-from lance_ops.io.fsspec_store import FsspecStore
 from lance_ops.io.local import LocalStore
 from lance_ops.io.memory import MemoryStore, normalize_memory_path
 from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, is_transient
+
+if TYPE_CHECKING:
+    from lance_ops.io.fsspec_store import FsspecStore
 
 __all__ = [
     "DDB_SCHEME",
@@ -71,6 +73,8 @@ def object_store(
         return MemoryStore(), normalize_memory_path(parts.netloc + parts.path)
     if scheme == DDB_SCHEME:
         text = split_ddb_uri(text)[0]
+    from lance_ops.io.fsspec_store import FsspecStore  # noqa: PLC0415 - fsspec, for remote URIs only
+
     return FsspecStore.from_uri(text, storage_options)
 
 
@@ -88,3 +92,13 @@ def split_ddb_uri(uri: str) -> tuple[str, str]:
     if not query[0][1]:
         raise InvalidOptionError(f"{DDB_SCHEME}:// URIs need a non-empty {DDB_TABLE_QUERY_KEY}: {uri}")
     return f"s3://{parts.netloc}{parts.path}", query[0][1]
+
+
+def __getattr__(name: str) -> Any:
+    """``FsspecStore`` on first use (PEP 562): fsspec (with asyncio, ssl, http) loads only for a
+    remote store, not for every local write."""
+    if name == "FsspecStore":
+        from lance_ops.io.fsspec_store import FsspecStore  # noqa: PLC0415
+
+        return FsspecStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,8 +51,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-import fsspec
-
 from lance_ops.errors import StorageOptionError
 
 __all__ = [
@@ -125,6 +123,8 @@ def fsspec_options(protocol: str, storage_options: Mapping[str, Any] | None) -> 
 @functools.cache
 def _native_keys(protocol: str) -> frozenset[str]:
     """The keyword arguments the filesystem class of ``protocol`` declares (imports its driver)."""
+    import fsspec  # noqa: PLC0415 - remote stores only
+
     params = inspect.signature(fsspec.get_filesystem_class(protocol).__init__).parameters
     named = {name for name, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     return frozenset(named - {"self"}) | _FSSPEC_KEYS

@@ -57,7 +57,6 @@ from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.udf_checkpoint import UDFCheckpoint
 from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
 from lance_ops.query import expressions as ex
-from lance_ops.query.parser import parse
 from lance_ops.query.predicate import parse_expression
 from lance_ops.table.manifest import DataFile, DataFragment, Manifest
 from lance_ops.table.naming import DATA_DIR
@@ -371,6 +370,8 @@ def _null_casts(transforms: Mapping[str, str]) -> list[pa.Field] | None:
     fields = []
     for name, sql in transforms.items():
         try:
+            from lance_ops.query.parser import parse  # noqa: PLC0415 - sqlglot, on first use
+
             tree = parse(sql)
         except LanceOpsError:
             return None  # the computing path reports it

@@ -50,7 +50,6 @@ from lance_ops.errors import (
 )
 from lance_ops.query import expressions as ex
 from lance_ops.query import visitors
-from lance_ops.query.parser import is_construct
 from lance_ops.query.values import (
     NULL_BOOL,
     Value,
@@ -228,6 +227,8 @@ def _operator(node: ex.Expr) -> str:
     if isinstance(node, ex.Call):
         if node.name in _CALL_SYMBOLS:
             return _CALL_SYMBOLS[node.name]
+        from lance_ops.query.parser import is_construct  # noqa: PLC0415 - sqlglot, on first use
+
         return node.name.upper() if is_construct(node.name) else node.name
     return _NODE_SYMBOLS.get(type(node), type(node).__name__.upper())
 
@@ -514,6 +515,8 @@ def _like(tr: ArrowTranslator, node: ex.Like) -> Value:
 def _call(tr: ArrowTranslator, node: ex.Call) -> Value:
     handler = FUNCTIONS.get(node.name)
     if handler is None:
+        from lance_ops.query.parser import is_construct  # noqa: PLC0415 - sqlglot, on first use
+
         if is_construct(node.name):
             raise UnsupportedSQLError(f"unsupported SQL in a filter: {sql_text(node)}")
         raise UnsupportedSQLError(f"unsupported function in a filter: {sql_text(node)}")

@@ -34,7 +34,6 @@ from lance_ops.file.parallel import in_task
 from lance_ops.query import expressions as ex
 from lance_ops.query import visitors
 from lance_ops.query.arrow import ArrowTranslator
-from lance_ops.query.parser import parse
 from lance_ops.query.substrait import from_arrow
 from lance_ops.query.values import Value, constant, type_kind, unify
 from lance_ops.query.visitors import Bound, bounds
@@ -119,6 +118,8 @@ def _bind(
         value = translator.typed(expression, str(expression))
         return translator, value, _opaque_columns(expression, schema, virtual), None
     if isinstance(expression, str):
+        from lance_ops.query.parser import parse  # noqa: PLC0415 - sqlglot, on first use
+
         tree = parse(expression)
         value = translator.translate(tree)
         columns = tuple(n for n in bound_schema.names if n in translator.columns)

@@ -29,7 +29,6 @@ import pyarrow.compute as pc
 
 from lance_ops.errors import LanceOpsError
 from lance_ops.query import expressions as ex
-from lance_ops.query.parser import parse
 from lance_ops.query.predicate import Predicate
 
 __all__ = ["Mask", "compile_mask", "selected"]
@@ -85,6 +84,8 @@ def compile_mask(filter_: object, schema: pa.Schema) -> Mask | None:
     if not isinstance(filter_, str):
         return None
     try:
+        from lance_ops.query.parser import parse  # noqa: PLC0415 - sqlglot, on first use
+
         tree = parse(filter_)
         columns: set[str] = set()
         evaluate, kind = _compile(tree, schema, columns)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lance_ops.query import expressions as ex
-from lance_ops.query.parser import to_sql
 
 __all__ = ["Bound", "bounds", "bounds_are_exact", "columns", "to_sql"]
 
@@ -29,6 +28,14 @@ class Bound:
     column: str
     op: str
     values: tuple[pa.Scalar, ...] = ()
+
+
+def to_sql(node: ex.Expr) -> str:
+    """The tree's SQL text in Lance's dialect (:func:`lance_ops.query.parser.to_sql`; the parser,
+    and sqlglot with it, is loaded on the first call)."""
+    from lance_ops.query.parser import to_sql as parser_to_sql  # noqa: PLC0415 - sqlglot, on first use
+
+    return parser_to_sql(node)
 
 
 def columns(node: ex.Expr) -> list[tuple[str, ...]]:

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lance_ops.encoding._copy_kernels import copy_spans
 from lance_ops.encoding.compression import bitpacking, flat, fsst, variable
 from lance_ops.encoding.compression.base import ChunkSpans, Context, decompressor_for, gather_spans
 from lance_ops.encoding.data import FixedWidthBlock, VariableWidthBlock
+from lance_ops.encoding.kernels import copy_spans
 from lance_ops.errors import CorruptFileError
 from tests.encoding.compression_helpers import split_chunks
 

@@ -50,6 +50,7 @@ from lance_ops.encoding.compression.base import (
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
+from lance_ops.encoding.kernels import copy_spans, pack_blocks
 from lance_ops.errors import UnsupportedEncodingError
 
 BLOCK_VALUES = 1024
@@ -95,8 +96,6 @@ def fastlanes_pack(blocks: np.ndarray, width: int) -> np.ndarray:
     num = blocks.shape[0]
     out = np.zeros(num * width * (BLOCK_VALUES // bits), dtype=dtype)
     if width and num:
-        from lance_ops.encoding._bitpack_kernels import pack_blocks
-
         pack_blocks(np.ascontiguousarray(blocks).reshape(-1), width, bits, _grid_source(bits), out)
     return out.reshape(num, width * (BLOCK_VALUES // bits))
 
@@ -439,8 +438,6 @@ def pack_out_of_line_slices(
     must cover every value), as :class:`OutOfLineBitpackingCompressor` would write each slice,
     back to back in one byte array (span ``i`` is slice ``i``); the blocks of all slices are
     packed in one call and each slice's packed blocks and raw tail copied in one compiled pass."""
-    from lance_ops.encoding._copy_kernels import copy_spans
-
     dtype = values.dtype
     bits = dtype.itemsize * 8
     starts = np.asarray(starts, np.int64)

@@ -55,6 +55,7 @@ from lance_ops.encoding.compression.base import (
     require,
 )
 from lance_ops.encoding.data import DataBlock, VariableWidthBlock
+from lance_ops.encoding.kernels import copy_spans
 from lance_ops.errors import UnsupportedEncodingError
 
 PAD_BYTE = 0x48
@@ -166,8 +167,6 @@ class VariableCompressor(MiniBlockCompressor):
         # Every chunk is its k + 1 offsets (rebased to the chunk), its bytes, then padding. The
         # first k offsets of every chunk are rebased in one pass and, like the bytes, copied to
         # their chunks by one compiled span copy; the k-th (closing) offsets are written after.
-        from lance_ops.encoding._copy_kernels import copy_spans
-
         dtype = np.dtype(f"<u{width}")
         words = buffer.view(dtype)  # chunk sizes are whole words
         rebased = (offs[:-1] + np.repeat(headers - lows, counts)).astype(dtype)

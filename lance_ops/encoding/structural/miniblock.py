@@ -46,6 +46,7 @@ from lance_ops.encoding.compression.base import (
     ranges,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
+from lance_ops.encoding.kernels import copy_spans
 from lance_ops.encoding.structural.page import PageReader, register_layout
 from lance_ops.encoding.structural.repdef import (
     DecodedLeaf,
@@ -118,8 +119,6 @@ def _assemble_chunks(
     array and every part lands at an offset computed for all chunks at once; the level slices
     and value buffers are copied to their offsets by one compiled pass per stream.
     """
-    from lance_ops.encoding._copy_kernels import copy_spans
-
     n = len(compressed.chunks)
     value_sizes, logs = chunk_arrays(compressed.chunks, len(compressed.buffers))
     level_sizes = np.zeros((n, len(level_data)), np.int64)

@@ -1,0 +1,310 @@
+"""The encoder's compiled loops, or their numpy forms for small inputs.
+
+The compiled (numba) kernels (``_copy_kernels``, ``_bitpack_kernels``, ``_hash_kernels``; and
+``_minmax_kernels``, which :mod:`lance_ops.encoding.statistics` calls for large pages only) are
+the fast path, but the first call of any of them in a process costs ~0.7 s of CPU: importing
+numba, building its CPU target (typing registries, the runtime) and loading the cached machine
+code. A small write would spend most of its time there. So each function here runs the numpy
+form of its kernel when the input is small (fewer than :data:`COMPILED_FROM` values or
+:data:`COMPILED_FROM_BYTES` bytes), and imports and calls the compiled kernel otherwise:
+writing a few thousand rows does not load numba, a large write pays its start once. Once one
+compiled kernel has run in the process (its start paid), every later call uses the compiled
+kernels, whatever its size (a large write's small pages and copies among them).
+
+Both forms give the same results (tests/encoding/test_kernel_forms.py checks them against each
+other). Importing this module loads numpy only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "COMPILED_FROM",
+    "COMPILED_FROM_BYTES",
+    "best_coupons",
+    "copy_spans",
+    "first_of_each_coupon",
+    "murmur3_x64_128",
+    "murmur3_x64_128_words",
+    "pack_blocks",
+]
+
+#: Inputs of at least this many values (or hashes) use the compiled kernel ...
+COMPILED_FROM = 1 << 16
+#: ... and so do byte strings and copies of at least this many bytes.
+COMPILED_FROM_BYTES = 1 << 20
+
+_compiled_in_use = False
+
+
+def _compiled(large: bool) -> bool:
+    """Whether to call the compiled kernel: for a large input, and for any input once one has been
+    called in this process."""
+    global _compiled_in_use  # noqa: PLW0603 - one flag per process: numba's start is paid once
+    _compiled_in_use = _compiled_in_use or large
+    return _compiled_in_use
+
+
+_U64 = np.uint64
+_C1 = _U64(0x87C37B91114253D5)
+_C2 = _U64(0x4CF5AD432745937F)
+
+
+# ---------------------------------------------------------------- span copies
+
+
+def copy_spans(
+    dst: np.ndarray, dst_starts: np.ndarray, src: np.ndarray, src_starts: np.ndarray, sizes: np.ndarray
+) -> None:
+    """``dst[dst_starts[i] : dst_starts[i] + sizes[i]] = src[src_starts[i] : ... + sizes[i]]``
+    for every i (uint8 arrays). The spans are checked against both arrays first: the compiled
+    loop does not check bounds."""
+    dst_starts = np.ascontiguousarray(dst_starts, np.int64)
+    src_starts = np.ascontiguousarray(src_starts, np.int64)
+    sizes = np.ascontiguousarray(sizes, np.int64)
+    if not len(sizes):
+        return
+    if (
+        len(dst_starts) != len(sizes)
+        or len(src_starts) != len(sizes)
+        or int(sizes.min()) < 0
+        or int(dst_starts.min()) < 0
+        or int(src_starts.min()) < 0
+        or int((dst_starts + sizes).max()) > len(dst)
+        or int((src_starts + sizes).max()) > len(src)
+    ):
+        raise ValueError("a span lies outside its array")
+    if _compiled(int(sizes.sum()) >= COMPILED_FROM_BYTES):
+        from lance_ops.encoding._copy_kernels import _copy_spans  # noqa: PLC0415 - numba, on first use
+
+        _copy_spans(dst, dst_starts, src, src_starts, sizes)
+        return
+    _numpy_copy_spans(dst, dst_starts, src, src_starts, sizes)
+
+
+def _numpy_copy_spans(
+    dst: np.ndarray, dst_starts: np.ndarray, src: np.ndarray, src_starts: np.ndarray, sizes: np.ndarray
+) -> None:
+    """The numpy form of :func:`copy_spans`."""
+    within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    dst[np.repeat(dst_starts, sizes) + within] = src[np.repeat(src_starts, sizes) + within]
+
+
+# ---------------------------------------------------------------- FastLanes packing
+
+
+def pack_blocks(values: np.ndarray, width: int, bits: int, source: np.ndarray, out: np.ndarray) -> None:
+    """Or the ``width``-bit FastLanes packing of ``values`` (whole 1024-value blocks of
+    ``bits``-bit unsigned values, flat) into ``out`` (zeroed, flat, ``width * 1024 / bits``
+    words per block, same dtype); ``source[row * lanes + lane]`` is the position in its block
+    of the value at that grid cell. Values must fit in ``width`` bits or are masked."""
+    if _compiled(len(values) >= COMPILED_FROM):
+        from lance_ops.encoding._bitpack_kernels import pack_blocks as compiled  # noqa: PLC0415
+
+        compiled(values, width, bits, source, out)
+        return
+    _numpy_pack_blocks(values, width, bits, source, out)
+
+
+def _numpy_pack_blocks(
+    values: np.ndarray, width: int, bits: int, source: np.ndarray, out: np.ndarray
+) -> None:
+    """The numpy form of :func:`pack_blocks`."""
+    lanes = 1024 // bits
+    blocks = values[: len(values) // 1024 * 1024].reshape(-1, 1024)
+    grid = out.reshape(len(blocks), width * lanes)
+    mask = _U64(np.iinfo(np.uint64).max if width >= 64 else (1 << width) - 1)
+    for row in range(bits):
+        word, shift = divmod(row * width, bits)
+        cells = blocks[:, source[row * lanes : (row + 1) * lanes].astype(np.int64)].astype(np.uint64) & mask
+        grid[:, word * lanes : (word + 1) * lanes] |= (cells << _U64(shift)).astype(out.dtype)
+        if shift + width > bits:
+            grid[:, (word + 1) * lanes : (word + 2) * lanes] |= (cells >> _U64(bits - shift)).astype(
+                out.dtype
+            )
+
+
+# ---------------------------------------------------------------- MurmurHash3 x64-128
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << _U64(r)) | (x >> _U64(64 - r))  # type: ignore[no-any-return]
+
+
+def _fmix(k: np.ndarray) -> np.ndarray:
+    k = k ^ (k >> _U64(33))
+    k = k * _U64(0xFF51AFD7ED558CCD)
+    k = k ^ (k >> _U64(33))
+    k = k * _U64(0xC4CEB9FE1A85EC53)
+    return k ^ (k >> _U64(33))  # type: ignore[no-any-return]
+
+
+def _finish(
+    h1: np.ndarray, h2: np.ndarray, lengths: np.ndarray, h1_out: np.ndarray, h2_out: np.ndarray
+) -> None:
+    h1 = h1 ^ lengths
+    h2 = h2 ^ lengths
+    h1 = h1 + h2
+    h2 = h2 + h1
+    h1 = _fmix(h1)
+    h2 = _fmix(h2)
+    h1 = h1 + h2
+    h1_out[:] = h1
+    h2_out[:] = h2 + h1
+
+
+def _words_at(padded: np.ndarray, at: np.ndarray, count: np.ndarray | None = None) -> np.ndarray:
+    """Little-endian u64 of the 8 bytes (``count``: the first ``count``, 1 to 8) at each ``at``."""
+    words = padded[at[:, None] + np.arange(8)].view("<u8").reshape(-1)
+    if count is None:
+        return words  # type: ignore[no-any-return]
+    keep = np.where(count >= 8, _U64(0), _U64(1) << (_U64(8) * np.minimum(count, 7).astype(np.uint64)))
+    return words & (keep - _U64(1))  # type: ignore[no-any-return]
+
+
+def murmur3_x64_128(
+    data: np.ndarray, offsets: np.ndarray, seed: int, h1_out: np.ndarray, h2_out: np.ndarray
+) -> None:
+    """Fill ``h1_out[i]``, ``h2_out[i]`` with the hash of ``data[offsets[i]:offsets[i + 1]]``
+    (``data``: uint8; ``offsets``: int64)."""
+    if _compiled(len(data) >= COMPILED_FROM_BYTES or len(offsets) - 1 >= COMPILED_FROM):
+        from lance_ops.encoding._hash_kernels import murmur3_x64_128 as compiled  # noqa: PLC0415
+
+        compiled(data, offsets, seed, h1_out, h2_out)
+        return
+    _numpy_murmur3_x64_128(data, offsets, seed, h1_out, h2_out)
+
+
+def _numpy_murmur3_x64_128(
+    data: np.ndarray, offsets: np.ndarray, seed: int, h1_out: np.ndarray, h2_out: np.ndarray
+) -> None:
+    """The numpy form of :func:`murmur3_x64_128`."""
+    starts = offsets[:-1].astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
+    padded = np.concatenate([np.asarray(data, np.uint8), np.zeros(16, np.uint8)])
+    h1 = np.full(len(lengths), seed, np.uint64)
+    h2 = np.full(len(lengths), seed, np.uint64)
+    blocks = lengths // 16
+    for block in range(int(blocks.max(initial=0))):
+        # The strings with a 16-byte block at this position: one pass over all of them.
+        live = np.flatnonzero(blocks > block)
+        at = starts[live] + 16 * block
+        k1, k2 = _words_at(padded, at), _words_at(padded, at + 8)
+        a, b = h1[live], h2[live]
+        a ^= _rotl(k1 * _C1, 31) * _C2
+        a = (_rotl(a, 27) + b) * _U64(5) + _U64(0x52DCE729)
+        b ^= _rotl(k2 * _C2, 33) * _C1
+        b = (_rotl(b, 31) + a) * _U64(5) + _U64(0x38495AB5)
+        h1[live], h2[live] = a, b
+    tail = starts + 16 * blocks
+    rest = lengths - 16 * blocks
+    high = np.flatnonzero(rest > 8)
+    h2[high] ^= _rotl(_words_at(padded, tail[high] + 8, rest[high] - 8) * _C2, 33) * _C1
+    low = np.flatnonzero(rest > 0)
+    h1[low] ^= _rotl(_words_at(padded, tail[low], np.minimum(rest[low], 8)) * _C1, 31) * _C2
+    _finish(h1, h2, lengths.astype(np.uint64), h1_out, h2_out)
+
+
+def murmur3_x64_128_words(words: np.ndarray, seed: int, h1_out: np.ndarray, h2_out: np.ndarray) -> None:
+    """The hash of each 8-byte little-endian value of ``words`` (uint64; how the library hashes
+    ints and doubles): a tail of eight bytes and nothing else."""
+    if _compiled(len(words) >= COMPILED_FROM):
+        from lance_ops.encoding._hash_kernels import murmur3_x64_128_words as compiled  # noqa: PLC0415
+
+        compiled(words, seed, h1_out, h2_out)
+        return
+    _numpy_murmur3_x64_128_words(words, seed, h1_out, h2_out)
+
+
+def _numpy_murmur3_x64_128_words(
+    words: np.ndarray, seed: int, h1_out: np.ndarray, h2_out: np.ndarray
+) -> None:
+    """The numpy form of :func:`murmur3_x64_128_words`."""
+    seeds = np.full(len(words), seed, np.uint64)
+    h1 = seeds ^ (_rotl(np.asarray(words, np.uint64) * _C1, 31) * _C2)
+    _finish(h1, seeds, np.full(len(words), 8, np.uint64), h1_out, h2_out)
+
+
+# ---------------------------------------------------------------- HyperLogLog coupons
+
+
+def _coupon_values(h2: np.ndarray) -> np.ndarray:
+    """Each hash's register value: one plus the leading zeros of its second half, at most 63."""
+    # Bit lengths from float64 exponents, exact for 32-bit halves.
+    high = np.frexp((h2 >> _U64(32)).astype(np.float64))[1]
+    low = np.frexp((h2 & _U64(0xFFFFFFFF)).astype(np.float64))[1]
+    leading = 64 - np.where(high > 0, high + 32, low)
+    return np.minimum(leading, 62).astype(np.int64) + 1  # type: ignore[no-any-return]
+
+
+def _kept(keep: np.ndarray, count: int) -> np.ndarray:
+    return np.flatnonzero(keep) if len(keep) else np.arange(count)
+
+
+def best_coupons(
+    h1: np.ndarray,
+    h2: np.ndarray,
+    keep: np.ndarray,
+    lg_k: int,
+    best_value: np.ndarray,
+    best_index: np.ndarray,
+) -> int:
+    """Per HLL register slot (``h1``'s low ``lg_k`` bits), the largest register value and the first
+    hash reaching it (0 / -1 for empty slots); returns the number of slots reached. Only hashes
+    ``keep`` marks count (an empty ``keep``: all)."""
+    if _compiled(len(h1) >= COMPILED_FROM):
+        from lance_ops.encoding._hash_kernels import best_coupons as compiled  # noqa: PLC0415
+
+        return compiled(h1, h2, keep, lg_k, best_value, best_index)  # type: ignore[no-any-return]
+    return _numpy_best_coupons(h1, h2, keep, lg_k, best_value, best_index)
+
+
+def _numpy_best_coupons(
+    h1: np.ndarray,
+    h2: np.ndarray,
+    keep: np.ndarray,
+    lg_k: int,
+    best_value: np.ndarray,
+    best_index: np.ndarray,
+) -> int:
+    """The numpy form of :func:`best_coupons`."""
+    at = _kept(keep, len(h1))
+    slots = (h1[at] & _U64((1 << lg_k) - 1)).astype(np.int64)
+    values = _coupon_values(h2[at])
+    # Per slot, its largest value and the first hash with it: the head of each slot's run when
+    # sorted by slot, value descending, position.
+    order = np.lexsort((at, -values, slots))
+    heads = order[np.r_[True, slots[order][1:] != slots[order][:-1]]] if len(order) else order
+    slot, value = slots[heads], values[heads]
+    current = best_value[slot].astype(np.int64)
+    better = value > current
+    best_value[slot[better]] = value[better]
+    best_index[slot[better]] = at[heads][better]
+    return int(np.count_nonzero(current[better] == 0))
+
+
+def first_of_each_coupon(
+    h1: np.ndarray, h2: np.ndarray, keep: np.ndarray, lg_table: int
+) -> tuple[np.ndarray, bool]:
+    """The index of the first hash of each distinct coupon (the library's register value above the
+    hash's 26-bit slot address), in order, among the hashes ``keep`` marks (empty: all); and
+    False instead when the distinct coupons would fill more than half of a ``2**lg_table``-slot
+    table (the caller then deduplicates otherwise)."""
+    if _compiled(len(h1) >= COMPILED_FROM):
+        from lance_ops.encoding._hash_kernels import first_of_each_coupon as compiled  # noqa: PLC0415
+
+        return compiled(h1, h2, keep, lg_table)  # type: ignore[no-any-return]
+    return _numpy_first_of_each_coupon(h1, h2, keep, lg_table)
+
+
+def _numpy_first_of_each_coupon(
+    h1: np.ndarray, h2: np.ndarray, keep: np.ndarray, lg_table: int
+) -> tuple[np.ndarray, bool]:
+    """The numpy form of :func:`first_of_each_coupon`."""
+    at = _kept(keep, len(h1))
+    coupons = (_coupon_values(h2[at]).astype(np.uint64) << _U64(26)) | (h1[at] & _U64(0x3FFFFFF))
+    first = np.unique(coupons, return_index=True)[1]
+    if len(first) > (1 << lg_table) // 2:
+        return np.zeros(0, np.int64), False
+    return np.sort(at[first]).astype(np.int64), True
