@@ -18,8 +18,10 @@ Both systems' results are compared (row counts, result dicts). Run on demand (no
 
 ``--spark`` also times the Spark upsert, ``jobs.merge_insert(spark, uri, df, on="id")`` at
 ``--master`` (default ``local[2]``), on its own copy with the same source as a cached DataFrame,
-after a warm-up upsert on a small dataset (session start, Python workers, imports); its result
-dict and rows are compared with pylance's. Ratios are against pylance's in-process merge_insert.
+after a warm-up upsert on a small dataset (session start, Python workers, imports), interleaved
+with pylance's in-process merge_insert on copies of its own (two rounds, medians; wall and CPU
+time, the Spark job's over its whole process tree); its result dict and rows are compared with
+pylance's.
 
 The issue's target is ``--rows 10M --source 100k`` (merge_insert of 100k rows, half matching, into
 10M rows; update of 1 % of 10M rows); counts take ``k`` / ``M`` suffixes.

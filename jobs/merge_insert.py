@@ -9,11 +9,15 @@ Two ways to join, chosen by the source's size (``strategy="auto"``: broadcast up
 ``broadcast_rows + 1`` rows to tell, and that collection is the broadcast source):
 
 * **broadcast**: the source DataFrame is collected once on the driver (as Arrow, columns cast to
-  the dataset's types) and broadcast. Each Spark task opens the pinned version and merges one
-  target fragment with it (:func:`lance_ops.ops.merge_insert.merge_fragment`: the fragment's rows
-  pruned by its page statistics with the source's key range, hash-joined, its deletion file and
-  the updated rows written) and returns what it wrote and which source rows it matched; one more
-  task writes the source rows nothing matched (the inserts).
+  the dataset's types; without a limit when Spark's plan states its row count) and broadcast as
+  one Arrow IPC buffer. One Spark job: each task merges a run of target fragments (at most
+  4 × the default parallelism tasks) with it (:func:`lance_ops.ops.merge_insert.merge_fragments`:
+  the fragments' rows pruned by their page statistics with the source's key range, joined with one
+  key lookup per task, their deletion files and the updated rows written) and returns what it
+  wrote and which source rows it matched. A Python worker reads the source and opens the pinned
+  version once per merge, in its first task (Spark reuses workers; they hold both until their
+  next merge). The driver, which holds the source anyway, writes the rows nothing matched (the
+  inserts): cheaper than a second Spark job.
 * **co-partitioned**: both sides are hash-partitioned by key into ``partitions`` partitions
   (:func:`lance_ops.ops.merge_insert.key_partitions`, the same hash in every process). One task per
   target fragment reads the columns the merge needs with ``_rowaddr`` (``_rowid`` with stable row
