@@ -31,10 +31,10 @@ __all__ = [
     "commit_options",
     "driver_log",
     "in_task",
-    "profiled",
     "latest",
     "on_executors",
     "open_version",
+    "profiled",
     "run_main",
     "size_to_task",
 ]

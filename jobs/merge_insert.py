@@ -217,7 +217,7 @@ def _broadcast(
 def _groups(ids: Sequence[int], at_most: int) -> list[list[int]]:
     """``ids`` in at most ``at_most`` runs of consecutive ones, of sizes differing by one at most."""
     count = max(1, min(len(ids), at_most))
-    return [list(chunk) for chunk in np.array_split(np.asarray(ids, dtype=np.int64), count) if len(chunk)]
+    return [chunk.tolist() for chunk in np.array_split(np.asarray(ids, dtype=np.int64), count) if len(chunk)]
 
 
 # What the tasks of one merge share in a Python worker (Spark reuses workers across tasks): the
@@ -297,7 +297,7 @@ def _copartitioned(
         def target_task(fragment_id: int) -> Iterator[tuple[int, tuple[int, bytes]]]:
             size_to_task()
             pinned = open_version(uri, pinned_version, store_options)
-            (fragment,) = [f for f in pinned.fragments() if f.id == fragment_id]
+            (fragment,) = [pinned.fragment(f) for f in pinned.manifest.fragments if f.id == fragment_id]
             live = None if every_row else merge_op.candidate_offsets(fragment, bounds)
             if live is not None and not len(live):
                 return
