@@ -4,8 +4,10 @@ opening a pinned version on an executor, and the ``python -m jobs.<name>`` comma
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +34,7 @@ __all__ = [
     "latest",
     "on_executors",
     "open_version",
+    "profiled",
     "run_main",
     "size_to_task",
 ]
@@ -62,12 +65,32 @@ def size_to_task() -> int | None:
     return threads
 
 
+#: Set to a directory in the driver's environment (before the session starts: executors inherit
+#: it) to profile every executor function of the jobs with cProfile, one ``.prof`` file per call.
+PROFILE_ENV = "LANCE_OPS_TASK_PROFILE"
+
+
+def profiled(func: Callable[..., R], *args: Any) -> R:
+    """``func(*args)``, under cProfile when :data:`PROFILE_ENV` names a directory (the stats
+    written there as ``<pid>-<uuid>.prof``)."""
+    directory = os.environ.get(PROFILE_ENV)
+    if not directory:
+        return func(*args)
+    profile = cProfile.Profile()
+    try:
+        return profile.runcall(func, *args)
+    finally:
+        os.makedirs(directory, exist_ok=True)
+        profile.dump_stats(os.path.join(directory, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.prof"))
+
+
 def in_task(func: Callable[[T], R]) -> Callable[[T], R]:
-    """``func`` run after :func:`size_to_task` (what every executor function of the jobs is)."""
+    """``func`` run after :func:`size_to_task` (what every executor function of the jobs is),
+    profiled when :data:`PROFILE_ENV` is set."""
 
     def sized(item: T) -> R:
         size_to_task()
-        return func(item)
+        return profiled(func, item)
 
     return sized
 
@@ -80,13 +103,17 @@ def on_executors(
     If any task fails (after Spark's retries) the job fails and this raises: callers commit only
     after it returns, so a failed task means no commit. ``tracker`` (:mod:`lance_ops.progress`)
     is advanced by one per finished task, from the calling thread: Spark's status tracker is
-    polled while the job runs.
+    polled while the job runs (only when the tracker reports to a callback).
     """
     if not items:
         return []
     rdd = spark.sparkContext.parallelize(list(items), numSlices=len(items)).map(in_task(func))
-    if tracker is None:
-        return rdd.collect()
+    if tracker is None or not tracker.reports:
+        # Nobody to tell: no polling of Spark's status tracker (py4j calls every POLL_SECONDS).
+        result = rdd.collect()
+        if tracker is not None:
+            tracker.advance(len(items))
+        return result
     context = spark.sparkContext
     group = f"lance-ops-{uuid.uuid4().hex}"
     outcome: dict[str, Any] = {}

@@ -9,11 +9,15 @@ Two ways to join, chosen by the source's size (``strategy="auto"``: broadcast up
 ``broadcast_rows + 1`` rows to tell, and that collection is the broadcast source):
 
 * **broadcast**: the source DataFrame is collected once on the driver (as Arrow, columns cast to
-  the dataset's types) and broadcast. Each Spark task opens the pinned version and merges one
-  target fragment with it (:func:`lance_ops.ops.merge_insert.merge_fragment`: the fragment's rows
-  pruned by its page statistics with the source's key range, hash-joined, its deletion file and
-  the updated rows written) and returns what it wrote and which source rows it matched; one more
-  task writes the source rows nothing matched (the inserts).
+  the dataset's types; without a limit when Spark's plan states its row count) and broadcast as
+  one Arrow IPC buffer. One Spark job: each task merges a run of target fragments (at most
+  4 × the default parallelism tasks) with it (:func:`lance_ops.ops.merge_insert.merge_fragments`:
+  the fragments' rows pruned by their page statistics with the source's key range, joined with one
+  key lookup per task, their deletion files and the updated rows written) and returns what it
+  wrote and which source rows it matched. A Python worker reads the source and opens the pinned
+  version once per merge, in its first task (Spark reuses workers; they hold both until their
+  next merge). The driver, which holds the source anyway, writes the rows nothing matched (the
+  inserts): cheaper than a second Spark job.
 * **co-partitioned**: both sides are hash-partitioned by key into ``partitions`` partitions
   (:func:`lance_ops.ops.merge_insert.key_partitions`, the same hash in every process). One task per
   target fragment reads the columns the merge needs with ``_rowaddr`` (``_rowid`` with stable row
@@ -36,14 +40,23 @@ the commit: what the other tasks wrote is referenced by no version and removed b
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from jobs.common import (
+    commit_options,
+    driver_log,
+    latest,
+    on_executors,
+    open_version,
+    run_main,
+    size_to_task,
+)
 from lance_ops import CommitOptions
 from lance_ops.errors import InvalidArgumentError
 from lance_ops.ops import merge_insert as merge_op
@@ -58,6 +71,7 @@ OPERATION = "merge_insert"
 BROADCAST_ROWS = 1_000_000
 STRATEGIES = ("auto", "broadcast", "copartitioned")
 _TARGET, _SOURCE = 0, 1
+T = TypeVar("T")
 
 
 def _choice(table: Mapping[Any, Any], value: Any, what: str) -> Any:
@@ -70,6 +84,16 @@ def _source_table(df: DataFrame, files: VersionFiles) -> pa.Table:
     """The DataFrame as Arrow with its columns cast to the dataset's types (Spark's types are
     coarser: strings may come back large, decimals and timestamps in Spark's units)."""
     return _cast_to(df.toArrow(), files.schema)
+
+
+def _known_rows(df: DataFrame) -> int | None:
+    """The DataFrame's row count when Spark's optimized plan states it (local and cached data),
+    else None (file sources, filters, Spark Connect)."""
+    try:
+        count = df._jdf.queryExecution().optimizedPlan().stats().rowCount()
+        return int(count.get()) if count.isDefined() else None
+    except Exception:  # noqa: BLE001 (no JVM plan to ask: decide by collecting)
+        return None
 
 
 def _cast_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -131,8 +155,12 @@ def merge_insert(
     store_options = dict(storage_options or {})
     collected = None
     if strategy == "auto":
-        # One job: the source collected up to one row past the limit (no count job before it).
-        collected = _source_table(df.limit(broadcast_rows + 1), files)
+        # One job: the whole source when Spark's plan knows it has few enough rows (a cached or
+        # local DataFrame), else up to one row past the limit (no count job before it; a limit
+        # scans the partitions in rounds, and costs more than the plain collection).
+        known = _known_rows(df)
+        small = known is not None and known <= broadcast_rows
+        collected = _source_table(df if small else df.limit(broadcast_rows + 1), files)
     if strategy == "copartitioned" or (collected is not None and collected.num_rows > broadcast_rows):
         count = partitions or spark.sparkContext.defaultParallelism
         if count < 1:
@@ -140,31 +168,77 @@ def merge_insert(
         return _copartitioned(spark, uri, df, plan, files, count, store_options, options, progress)
     collected = _source_table(df, files) if collected is None else collected
     source = merge_op.read_source(collected, None, plan, files.schema)
-    shared = spark.sparkContext.broadcast(source)
+    return _broadcast(spark, uri, plan, files, source, store_options, options, progress)
+
+
+def _broadcast(
+    spark: SparkSession,
+    uri: str,
+    plan: merge_op.MergeInsertPlan,
+    files: VersionFiles,
+    source: pa.Table,
+    store_options: dict[str, str],
+    options: CommitOptions,
+    progress: ProgressCallback | None,
+) -> Committed:
+    """The merge with ``source`` broadcast (see the module docstring): one Spark job."""
+    shared = spark.sparkContext.broadcast(_ipc(source))
+    token = uuid.uuid4().hex  # this merge's entries in the workers' caches
 
     def attempt(version: VersionFiles) -> Attempt:
         pinned_version = version.manifest.version
 
-        def task(fragment_id: int) -> merge_op.MergePart:
-            pinned = open_version(uri, pinned_version, store_options)
-            return merge_op.merge_fragment(pinned, plan, shared.value, fragment_id)
+        def task(fragment_ids: list[int]) -> merge_op.MergePart:
+            pinned = _per_worker(
+                "version", (token, pinned_version), lambda: open_version(uri, pinned_version, store_options)
+            )
+            table = _per_worker("source", token, lambda: _read_ipc(shared.value))
+            return merge_op.merge_fragments(pinned, plan, table, fragment_ids)
 
-        def insert_task(matched: np.ndarray) -> merge_op.MergePart:
-            pinned = open_version(uri, pinned_version, store_options)
-            return merge_op.insert_unmatched(pinned, plan, shared.value, matched)
-
-        fragment_ids = [f.id for f in version.manifest.fragments]
-        tracker = Tracker.start(progress, OPERATION, len(fragment_ids) + 1, "tasks")
-        parts = on_executors(spark, fragment_ids, task, tracker)
+        groups = _groups(
+            [f.id for f in version.manifest.fragments], 4 * spark.sparkContext.defaultParallelism
+        )
+        tracker = Tracker.start(progress, OPERATION, len(groups) + 1, "tasks")
+        parts = on_executors(spark, groups, task, tracker)
         matched = np.unique(np.concatenate([np.zeros(0, np.int64), *(p.matched for p in parts)]))
         if plan.insert_not_matched and len(matched) < source.num_rows:
-            parts += on_executors(spark, [matched], insert_task, tracker)
+            # The source is here already: its unmatched rows are written by the driver (a second
+            # Spark job would cost more than writing them).
+            parts.append(merge_op.insert_unmatched(version, plan, source, matched))
+        tracker.advance(1)
         return merge_op.combine(version, parts)
 
     try:
         return merge_op.commit_merge(files, plan, source, attempt, options)
     finally:
         shared.unpersist()
+
+
+def _groups(ids: Sequence[int], at_most: int) -> list[list[int]]:
+    """``ids`` in at most ``at_most`` runs of consecutive ones, of sizes differing by one at most."""
+    count = max(1, min(len(ids), at_most))
+    return [chunk.tolist() for chunk in np.array_split(np.asarray(ids, dtype=np.int64), count) if len(chunk)]
+
+
+# What the tasks of one merge share in a Python worker (Spark reuses workers across tasks): the
+# source read from the broadcast Arrow IPC bytes and the pinned version, built by the worker's
+# first task of the merge. One entry per kind: a worker's next merge replaces them.
+_WORKER_CACHE: dict[str, tuple[Any, Any]] = {}
+
+
+def _per_worker(kind: str, key: Any, build: Callable[[], T]) -> T:
+    """``build()``, or what it gave for ``key`` in an earlier task of this Python worker."""
+    held = _WORKER_CACHE.get(kind)
+    if held is None or held[0] != key:
+        _WORKER_CACHE.pop(kind, None)  # the previous merge's goes before the new one is built
+        held = _WORKER_CACHE[kind] = (key, build())
+    value: T = held[1]
+    return value
+
+
+def _read_ipc(payload: bytes) -> pa.Table:
+    """The table of an Arrow IPC stream (zero-copy over ``payload``)."""
+    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -221,8 +295,9 @@ def _copartitioned(
         scan = ScanOptions(columns=read_columns, with_row_id=stable, with_row_address=True)
 
         def target_task(fragment_id: int) -> Iterator[tuple[int, tuple[int, bytes]]]:
+            size_to_task()
             pinned = open_version(uri, pinned_version, store_options)
-            (fragment,) = [f for f in pinned.fragments() if f.id == fragment_id]
+            (fragment,) = [pinned.fragment(f) for f in pinned.manifest.fragments if f.id == fragment_id]
             live = None if every_row else merge_op.candidate_offsets(fragment, bounds)
             if live is not None and not len(live):
                 return
@@ -233,6 +308,7 @@ def _copartitioned(
                     yield key, (_TARGET, _ipc(part))
 
         def source_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            size_to_task()
             for batch in batches:
                 table = _cast_to(pa.Table.from_batches([batch]), dataset_schema)
                 for key, part in _split(table, on, partitions):
@@ -241,6 +317,7 @@ def _copartitioned(
                     )
 
         def merge_task(index: int, items: Iterable[tuple[int, tuple[int, bytes]]]) -> Iterator[Any]:
+            size_to_task()
             sides: dict[int, list[bytes]] = {_TARGET: [], _SOURCE: []}
             for _, (side, payload) in items:
                 sides[side].append(payload)

@@ -118,6 +118,11 @@ class Tracker:
         self.unit = unit
         self.done = 0
 
+    @property
+    def reports(self) -> bool:
+        """Whether anybody receives the events (without a callback, counting is all it does)."""
+        return self._callback is not None
+
     @classmethod
     def start(
         cls, callback: ProgressCallback | None, operation: str, total: int | None, unit: str

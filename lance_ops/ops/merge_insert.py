@@ -346,7 +346,7 @@ class _Merge:
         """Merge ``fragments`` (default: all of the version) and, with ``insert``, write the source
         rows that matched nothing (here or in :attr:`matched` as given); ``batches``: the rows to
         write instead (:meth:`run_rows`). Only a merge of the whole version looks its keys up in a
-        key column's index: a task merging one fragment (:func:`merge_fragment`) would read the
+        key column's index: a task merging some fragments (:func:`merge_fragments`) would read the
         index once per fragment, so it prunes by the statistics."""
         chosen = self.files.fragments() if fragments is None else fragments
         written = self._batches(chosen, insert, fragments is None) if batches is None else batches
@@ -607,13 +607,15 @@ class MergePart:
     result: dict[str, int]
 
 
-def merge_fragment(
-    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, fragment_id: int
+def merge_fragments(
+    files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, fragment_ids: Sequence[int]
 ) -> MergePart:
-    """Merge the target fragment ``fragment_id`` of the version ``files`` reads with ``source``
-    (shaped by :func:`read_source`): its deletions and updated rows, nothing inserted."""
+    """Merge the target fragments ``fragment_ids`` of the version ``files`` reads with ``source``
+    (shaped by :func:`read_source`): their deletions and updated rows, nothing inserted. The
+    source's key lookup is built once for all of them; only their readers are built."""
     merge = _Merge(files, plan, source)
-    chosen = [f for f in files.fragments() if f.id == fragment_id]
+    wanted = set(fragment_ids)
+    chosen = [files.fragment(f) for f in files.manifest.fragments if f.id in wanted]
     prepared = merge.run(chosen, insert=False)
     return _part(prepared, np.flatnonzero(merge.matched))
 

@@ -174,3 +174,49 @@ def test_change_feed_read_option(spark: SparkSession, tmp_path: Path) -> None:
         spark.read.format("lance").option("read_change_feed", "true").option("starting_version", 9).load(
             uri
         ).collect()
+
+
+def test_broadcast_merges_in_one_job_and_workers_take_each_merges_source(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """20 fragments in at most 4 × parallelism tasks (several fragments a task), one Spark job
+    beside the source's collection, inserts written by the driver; then a second merge on the same
+    Python workers with another source: the workers must read the new source, not the one they
+    cached for the first merge. Both equal the library's; pylance reads each result."""
+    uri, other = str(tmp_path / "spark.lance"), str(tmp_path / "local.lance")
+    lance_ops.write_dataset(_rows(list(range(100)), 0.0), uri, max_rows_per_file=5)
+    shutil.copytree(uri, other)
+    context = spark.sparkContext
+    for round_, ids in enumerate(([3, 30, 31, 77, 99, 200], [3, 31, 50, 201, 300])):
+        source = _rows(ids, float(round_ + 1))
+        df = spark.createDataFrame(source.to_pandas()).cache()
+        df.count()
+        group = f"merge-{round_}-{tmp_path.name}"
+        context.setJobGroup(group, "test")
+        try:
+            committed = jobs.merge_insert(spark, uri, df, "id")
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        assert len(context.statusTracker().getJobIdsForGroup(group)) <= 2
+        library = (
+            lance_ops.dataset(other)
+            .merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(source)
+        )
+        assert committed.result == library
+        assert lance.dataset(uri).to_table().sort_by("id") == lance.dataset(other).to_table().sort_by("id")
+    assert lance.dataset(uri).version == 3
+
+
+def test_fragment_groups_and_known_source_rows(spark: SparkSession, tmp_path: Path) -> None:
+    from jobs.merge_insert import _groups, _known_rows
+
+    assert _groups([], 8) == []
+    assert _groups([4, 5, 9], 8) == [[4], [5], [9]]
+    assert _groups(list(range(10)), 4) == [[0, 1, 2], [3, 4, 5], [6, 7], [8, 9]]
+    local = spark.createDataFrame(_rows([1, 2, 3], 1.0).to_pandas())
+    assert _known_rows(local) == 3
+    local.write.parquet(str(tmp_path / "source.parquet"))
+    assert _known_rows(spark.read.parquet(str(tmp_path / "source.parquet"))) is None

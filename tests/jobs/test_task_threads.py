@@ -76,3 +76,32 @@ def test_preloading_imports_without_starting_threads() -> None:
     assert daemon.preload() == []
     assert threading.active_count() == before
     assert {"jobs", "lance_ops.dataset", "lance_ops.encoding.sketch"} <= set(sys.modules)
+
+
+def test_a_silent_tracker_counts_every_task_without_polling(spark: SparkSession) -> None:
+    """Without a progress callback on_executors runs the job on the calling thread (no status
+    polling); the tracker still counts the tasks, and a reporting one gets an event per task."""
+    from lance_ops.progress import ProgressEvent, Tracker
+
+    silent = Tracker.start(None, "test", 3, "tasks")
+    assert on_executors(spark, [1, -2, 3], abs, silent) == [1, 2, 3]
+    assert silent.done == 3 and not silent.reports
+    events: list[ProgressEvent] = []
+    loud = Tracker.start(events.append, "test", 3, "tasks")
+    assert on_executors(spark, [1, -2, 3], abs, loud) == [1, 2, 3]
+    assert loud.done == 3 and events[-1].done == 3
+
+
+def test_profiled_writes_one_stats_file_per_call(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import pstats
+
+    from jobs.common import PROFILE_ENV, profiled
+
+    monkeypatch.delenv(PROFILE_ENV, raising=False)
+    assert profiled(abs, -4) == 4
+    directory = os.path.join(str(tmp_path), "profiles")
+    monkeypatch.setenv(PROFILE_ENV, directory)
+    assert profiled(sorted, [3, 1, 2]) == [1, 2, 3]
+    (written,) = os.listdir(directory)
+    assert "sorted" in str(pstats.Stats(os.path.join(directory, written)).stats)

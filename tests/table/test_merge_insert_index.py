@@ -276,6 +276,6 @@ def test_a_one_fragment_task_prunes_by_statistics(tmp_path: Path, caplog: pytest
     files = lance_ops.dataset(uri)._files
     plan = merge_op.MergeInsertPlan(on=("id",), when_matched="update", insert_not_matched=True)
     source = merge_op.read_source(_source(), None, plan, files.schema)
-    part = merge_op.merge_fragment(files, plan, source, 1)
+    part = merge_op.merge_fragments(files, plan, source, [1])
     assert part.result["num_updated_rows"] == 40
     assert _pruning(caplog) == MergePruning(fragments=1, fragments_read=1, index=None, fragments_by_index=0)
