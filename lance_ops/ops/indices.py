@@ -146,7 +146,7 @@ def segments_of(manifest: Manifest, name: str) -> list[IndexMetadata]:
     """Every segment of the index ``name``; :class:`IndexNotFoundError` when there is none."""
     found = [i for i in manifest.indices if i.name == name]
     if not found:
-        raise IndexNotFoundError(f'Index "{name}" not found', name)
+        raise IndexNotFoundError(f"Lance index not found: name={name}", name)
     return found
 
 
