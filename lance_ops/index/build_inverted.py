@@ -156,11 +156,12 @@ def _tokenize(
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
         texts = pc.list_flatten(values)
         owner = np.asarray(pc.list_parent_indices(values), dtype=np.int64)
-    tokens, parents = tokenizer.split_array(texts)
+    tokens, parents, starts = tokenizer.split_with_starts(texts)
     if owner is not None:
         parents = owner[parents]
     # tokens come row after row: a token's position is its distance from its row's first token
-    positions = tokenizer.positions(parents)
+    # (for jieba: the character it starts at in its string)
+    positions = tokenizer.positions(parents) if starts is None else starts
     encoded = pc.dictionary_encode(tokens)
     number = known.setdefault
     distinct = encoded.dictionary.to_pylist()
