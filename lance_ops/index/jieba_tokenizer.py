@@ -32,9 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from lance_ops.errors import LanguageModelError
 
-__all__ = ["JiebaTokenizer", "language_model_home", "load_jieba"]
+__all__ = ["JiebaTokenizer", "join_list_rows", "language_model_home", "load_jieba"]
 
 MODEL_HOME_ENV = "LANCE_LANGUAGE_MODEL_HOME"
 # the blocks jieba-rs 0.8 segments by the dictionary (its default "Han" pattern)
@@ -134,6 +136,23 @@ class JiebaTokenizer:
             out.append((word, start))
             start += width
         return out
+
+
+def join_list_rows(values: pa.Array) -> pa.Array:
+    """Each list-of-strings row as the one text pylance 14 cuts for it: its strings (nulls left
+    out) one after the other, a space between two once the text is not empty (a null list: a
+    null text)."""
+    texts = []
+    for row in values.to_pylist():
+        if row is None:
+            texts.append(None)
+            continue
+        text = ""
+        for string in row:
+            if string is not None:
+                text = f"{text} {string}" if text else string
+        texts.append(text)
+    return pa.array(texts, pa.large_string())
 
 
 def load_jieba(base_tokenizer: str) -> JiebaTokenizer:
