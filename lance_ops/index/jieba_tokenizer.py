@@ -142,7 +142,7 @@ def join_list_rows(values: pa.Array) -> pa.Array:
     """Each list-of-strings row as the one text pylance 14 cuts for it: its strings (nulls left
     out) one after the other, a space between two once the text is not empty (a null list: a
     null text)."""
-    texts = []
+    texts: list[str | None] = []
     for row in values.to_pylist():
         if row is None:
             texts.append(None)
