@@ -24,6 +24,7 @@ Python, one text at a time (jieba has no vectorised form).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -173,10 +174,34 @@ def load_jieba(base_tokenizer: str) -> JiebaTokenizer:
             raise LanguageModelError(f"jieba tokenizer: cannot read {config_path}: {exc}") from exc
         if not isinstance(config, dict):
             raise LanguageModelError(f"jieba tokenizer: {config_path} must hold a JSON object")
-        if config.get("main") is not None:
-            main = root / config["main"]
-        users = [root / user for user in config.get("users") or []]
+        main_name, user_names = config.get("main"), config.get("users") or []
+        if not (main_name is None or isinstance(main_name, str)) or not (
+            isinstance(user_names, list) and all(isinstance(u, str) for u in user_names)
+        ):
+            raise LanguageModelError(
+                f"jieba tokenizer: {config_path}: main must be a path, users a list of paths"
+            )
+        if main_name is not None:
+            main = root / main_name
+        users = [root / user for user in user_names]
+    paths = (main, *users)
+    return _load(tuple((str(path), _signature(path)) for path in paths))
+
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    """A file's size and modification time (None when it cannot be read: the load reports it)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=8)
+def _load(files: tuple[tuple[str, tuple[int, int] | None], ...]) -> JiebaTokenizer:
+    """The tokenizer of these dictionaries (kept while their sizes and times stay the same, so
+    that each query does not read a large dictionary again)."""
     words: dict[str, int] = {}
-    for path in (main, *users):
-        _read_dictionary(path, words)
+    for path, _ in files:
+        _read_dictionary(Path(path), words)
     return JiebaTokenizer(words)

@@ -175,12 +175,15 @@ def _bad_models(home: Path) -> dict[str, tuple[str, type[Exception]]]:
     (home / "jieba" / "bad_freq" / "dict.txt").write_text("我们 many r\n", encoding="utf-8")
     (home / "jieba" / "bad_json").mkdir()
     (home / "jieba" / "bad_json" / "config.json").write_text("{main", encoding="utf-8")
+    (home / "jieba" / "bad_main").mkdir()
+    (home / "jieba" / "bad_main" / "config.json").write_text('{"main": 5}', encoding="utf-8")
     return {
         "jieba/no_user": ("missing.txt", OSError),
         "jieba/no_main": ("missing.txt", OSError),
         "jieba/empty": ("dict.txt", OSError),
         "jieba/bad_freq": ("frequency", ValueError),
         "jieba/bad_json": ("config.json", RuntimeError),
+        "jieba/bad_main": ("main must be a path", RuntimeError),
         "jieba/absent": ("not a valid directory", ValueError),
     }
 
@@ -213,6 +216,18 @@ def test_default_model_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     model.mkdir(parents=True)
     (model / "dict.txt").write_text(DICTIONARY, encoding="utf-8")
     assert_same_files(tmp_path, TEXTS, base_tokenizer="jieba")
+
+
+def test_changed_dictionary_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded model is kept only while its files are unchanged."""
+    monkeypatch.setenv("LANCE_LANGUAGE_MODEL_HOME", str(tmp_path))
+    (tmp_path / "jieba" / "default").mkdir(parents=True)
+    dictionary = tmp_path / "jieba" / "default" / "dict.txt"
+    dictionary.write_text(DICTIONARY, encoding="utf-8")
+    assert ("光明的前途", 0) not in load_jieba("jieba").tokenize("光明的前途")
+    assert load_jieba("jieba") is load_jieba("jieba/default")
+    dictionary.write_text(DICTIONARY + USER, encoding="utf-8")
+    assert ("光明的前途", 0) in load_jieba("jieba").tokenize("光明的前途")
 
 
 @functools.cache
