@@ -87,6 +87,11 @@ class InvalidArgumentError(LanceOpsError, ValueError):
     a count with a limit, a fragment not in the version)."""
 
 
+class LanguageModelError(InvalidArgumentError, OSError):
+    """A tokenizer's language model (a ``jieba/<model>`` directory or one of its dictionaries) is
+    missing or cannot be read. Also an ``OSError``: pylance raises that for it."""
+
+
 class ArgumentTypeError(InvalidArgumentError, TypeError):
     """An argument is of a type the call does not take (also a ``TypeError``, as pylance raises)."""
 

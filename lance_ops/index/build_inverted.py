@@ -52,6 +52,7 @@ from lance_ops.index.inverted_postings import (
     encode_position_streams,
     encode_postings,
 )
+from lance_ops.index.jieba_tokenizer import join_list_rows
 from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexMetadata
@@ -153,14 +154,17 @@ def _tokenize(
     another), as pylance 14 records positions. Arrow splits the texts; the filters run once per
     distinct token."""
     texts, owner = values, None
-    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+    if tokenizer.char_positions and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+        texts = join_list_rows(values)  # jieba cuts a list row as one text, as pylance 14
+    elif pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
         texts = pc.list_flatten(values)
         owner = np.asarray(pc.list_parent_indices(values), dtype=np.int64)
-    tokens, parents = tokenizer.split_array(texts)
+    tokens, parents, starts = tokenizer.split_with_starts(texts)
     if owner is not None:
         parents = owner[parents]
     # tokens come row after row: a token's position is its distance from its row's first token
-    positions = tokenizer.positions(parents)
+    # (for jieba: the character it starts at in its string)
+    positions = tokenizer.positions(parents) if starts is None else starts
     encoded = pc.dictionary_encode(tokens)
     number = known.setdefault
     distinct = encoded.dictionary.to_pylist()

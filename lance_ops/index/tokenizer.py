@@ -5,7 +5,9 @@ A text goes through, in this order (pylance 14's pipeline):
 1. the base tokenizer: ``simple`` splits on every character that is not a letter or digit,
    ``whitespace`` on white space, ``raw`` keeps the whole text as one token, ``ngram`` takes
    the character n-grams of the whole text (:meth:`TokenizerParams._ngrams`; every position 0,
-   and ``stem`` / ``remove_stop_words`` default to False, as in pylance 14);
+   and ``stem`` / ``remove_stop_words`` default to False, as in pylance 14), ``jieba`` /
+   ``jieba/<model>`` cuts Chinese text with a jieba dictionary from the language model directory
+   (:mod:`lance_ops.index.jieba_tokenizer`; a token's position is its first character's number);
 2. tokens of ``max_token_length`` UTF-8 bytes or more are dropped (``None``: no limit);
 3. ``lower_case``;
 4. ``stem``: the Snowball stemmer of ``language`` (any of :data:`LANGUAGES`, the
@@ -20,7 +22,7 @@ Stemming before folding matters: ``"brûlée"`` stems as ``"brûlée"`` (its vow
 and is stored as ``"brulee"``, where ``"brulee"`` typed in ASCII stems to ``"brule"``.
 
 Only what pylance 14 accepts with these meanings is taken: unknown keywords and unsupported
-values (stop words of languages other than English, the ``jieba``/``lindera`` tokenizers)
+values (stop words of languages other than English, the ``lindera`` tokenizers)
 raise :class:`~lance_ops.errors.InvalidArgumentError` /
 :class:`~lance_ops.errors.UnsupportedFeatureError` naming them.
 """
@@ -37,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.index.jieba_tokenizer import JiebaTokenizer, load_jieba
 from lance_ops.index.ngram import _fold_char
 
 __all__ = ["ENGLISH_STOP_WORDS", "LANGUAGES", "TokenizerParams", "tokenizer_params"]
@@ -159,6 +162,14 @@ class TokenizerParams:
 
             self._stem = snowballstemmer.stemmer(self.values["language"].lower()).stemWord
         self._cache: dict[str, str | None] = {}
+        base = self.values["base_tokenizer"]
+        self._jieba: JiebaTokenizer | None = load_jieba(base) if _is_jieba(base) else None
+
+    @property
+    def char_positions(self) -> bool:
+        """Whether a token's position is the number of its first character in its text (jieba)
+        rather than the number of the token in its row."""
+        return self._jieba is not None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TokenizerParams) and self.values == other.values
@@ -173,18 +184,44 @@ class TokenizerParams:
         """The base tokens of every text of ``texts`` (strings; a null gives none), flattened, and
         the position in ``texts`` each comes from: Arrow's kernels split them (as for
         :meth:`tokenize` too), so no Python code runs per text or per token."""
+        return self.split_with_starts(texts)[:2]
+
+    def split_with_starts(self, texts: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+        """:meth:`split_array` and, for jieba (:attr:`char_positions`), the number of the
+        character each token starts at in its text (None for the other tokenizers)."""
         texts = texts.cast(pa.large_string())
         base = self.values["base_tokenizer"]
+        if self._jieba is not None:
+            return self._jieba_split(texts)
         if base == "raw":
             valid = np.asarray(texts.is_valid(), dtype=bool)
-            return texts.filter(pa.array(valid)), np.flatnonzero(valid)
+            return texts.filter(pa.array(valid)), np.flatnonzero(valid), None
         if base == "ngram":
-            return self._ngrams(texts)
+            return (*self._ngrams(texts), None)
         split = pc.split_pattern_regex(texts, _SIMPLE_RE2 if base == "simple" else _WHITESPACE_RE2)
         tokens = pc.list_flatten(split)
         parents = np.asarray(pc.list_parent_indices(split), dtype=np.int64)
         keep = np.asarray(pc.greater(pc.binary_length(tokens), 0), dtype=bool)
-        return tokens.filter(pa.array(keep)), parents[keep]
+        return tokens.filter(pa.array(keep)), parents[keep], None
+
+    def _jieba_split(self, texts: pa.LargeStringArray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+        """jieba's tokens of every text (one Python call per text: jieba is pure Python)."""
+        assert self._jieba is not None
+        tokens: list[str] = []
+        parents: list[int] = []
+        starts: list[int] = []
+        for row, text in enumerate(texts.to_pylist()):
+            if text is None:
+                continue
+            for token, start in self._jieba.tokenize(text):
+                tokens.append(token)
+                parents.append(row)
+                starts.append(start)
+        return (
+            pa.array(tokens, pa.large_string()),
+            np.asarray(parents, dtype=np.int64),
+            np.asarray(starts, dtype=np.int64),
+        )
 
     def _ngrams(self, texts: pa.LargeStringArray) -> tuple[pa.Array, np.ndarray]:
         """The character n-grams of every text, as pylance 14's ngram tokenizer gives them: from
@@ -251,9 +288,14 @@ class TokenizerParams:
     def tokenize_with_positions(self, text: str) -> list[tuple[str, int]]:
         """The terms of ``text`` in order, each with its position: the number of its base token
         (dropped tokens, such as stop words, keep their numbers), as an index records them."""
-        tokens, parents = self.split_array(pa.array([text], pa.large_string()))
-        terms = zip(map(self.term, tokens.to_pylist()), self.positions(parents).tolist(), strict=True)
+        tokens, parents, starts = self.split_with_starts(pa.array([text], pa.large_string()))
+        positions = self.positions(parents) if starts is None else starts
+        terms = zip(map(self.term, tokens.to_pylist()), positions.tolist(), strict=True)
         return [(term, position) for term, position in terms if term is not None]
+
+
+def _is_jieba(base: str) -> bool:
+    return base == "jieba" or base.startswith("jieba/")
 
 
 def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams:
@@ -270,10 +312,12 @@ def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams
     for key in _BOOLS:
         if not isinstance(values[key], bool):
             raise InvalidArgumentError(f"INVERTED index: {key} must be a bool, got {values[key]!r}")
-    if values["base_tokenizer"] not in _BASE_TOKENIZERS:
+    if not isinstance(values["base_tokenizer"], str) or (
+        values["base_tokenizer"] not in _BASE_TOKENIZERS and not _is_jieba(values["base_tokenizer"])
+    ):
         raise UnsupportedFeatureError(
             f"INVERTED index: base_tokenizer {values['base_tokenizer']!r} is not supported by lance_ops "
-            f"(supported: {', '.join(_BASE_TOKENIZERS)})"
+            f"(supported: {', '.join(_BASE_TOKENIZERS)}, jieba/<model>)"
         )
     for key, fixed in _FIXED.items():
         if values[key] != fixed:

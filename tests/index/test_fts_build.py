@@ -133,7 +133,7 @@ def test_few_rows(tmp_path: Path) -> None:
     [
         ("id", {}, IndexColumnTypeError, "id"),
         ("text", {"tokenizer": "simple"}, InvalidArgumentError, "tokenizer"),
-        ("text", {"base_tokenizer": "jieba/default"}, UnsupportedFeatureError, "jieba"),
+        ("text", {"base_tokenizer": "lindera/ipadic"}, UnsupportedFeatureError, "lindera"),
         ("text", {"with_position": "yes"}, InvalidArgumentError, "with_position"),
     ],
 )
