@@ -38,7 +38,7 @@ from lance_ops.errors import (
 )
 from lance_ops.fragment import FragmentMetadata, VersionFiles, WriteOptions
 from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
-from lance_ops.fragment.scan import TAKE_VIRTUAL_COLUMNS, take, take_columns, take_rows
+from lance_ops.fragment.scan import take, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io.context import StorageContext
 from lance_ops.ops import changes as changes_op
@@ -56,8 +56,8 @@ from lance_ops.ops.columns import BatchUDF, batch_udf
 from lance_ops.ops.indices import Index
 from lance_ops.ops.tags import Tags
 from lance_ops.progress import FragmentWriteProgress, ProgressCallback, as_callback
-from lance_ops.query.predicate import Predicate, parse_expression, parse_predicate
-from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragment_ids
+from lance_ops.query.predicate import Predicate, parse_predicate
+from lance_ops.scanner import Columns, Filter, LanceScanner, ScanRequest, fragment_ids, projected_take
 from lance_ops.schema import LanceSchema as PublicLanceSchema
 from lance_ops.table.commit import LoadedManifest, list_versions, load_manifest, load_transaction
 from lance_ops.table.dynamodb_store import manifest_store_for_uri
@@ -789,7 +789,7 @@ class LanceDataset:
         if isinstance(indices, pa.Array | pa.ChunkedArray):
             indices = indices.to_numpy(zero_copy_only=False)
         positions = np.asarray(indices, dtype=np.int64).reshape(-1)
-        return self._projected_take(columns, lambda names: take(self._files, positions, names))
+        return projected_take(self._files, columns, lambda names: take(self._files, positions, names))
 
     def take_blobs(
         self,
@@ -827,33 +827,7 @@ class LanceDataset:
         Ids of deleted or unknown rows are skipped, as pylance does. ``columns`` as in :meth:`take`.
         """
         ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
-        return self._projected_take(columns, lambda names: take_rows(self._files, ids, names))
-
-    def _projected_take(
-        self,
-        columns: Sequence[str] | Mapping[str, str | pc.Expression] | None,
-        read: Callable[[tuple[str, ...]], pa.Table],
-    ) -> pa.Table:
-        """``read`` the rows of ``columns``; a dict of SQL expressions reads the columns they name
-        (``_rowid`` / ``_rowaddr`` included) and evaluates them over the rows taken."""
-        if not isinstance(columns, Mapping):
-            return read(take_columns(self._files, columns))
-        schema = self._files.schema
-        virtual = [pa.field(n, pa.uint64()) for n in TAKE_VIRTUAL_COLUMNS if n not in schema.names]
-        table_schema = pa.schema([*schema, *virtual])
-        bound = {
-            n: parse_expression(sql, table_schema, column_typed_literals=True) for n, sql in columns.items()
-        }
-        needed = set().union(*(b.columns for b in bound.values()))
-        names = [n for n in [*schema.names, *TAKE_VIRTUAL_COLUMNS] if n in needed]
-        rows = read(take_columns(self._files, names))
-        import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
-
-        exprs = {name: b.expression for name, b in bound.items()}
-        computed = pads.dataset(rows).to_table(columns=exprs) if exprs else rows.select([])
-        fields = [pa.field(name, b.type) for name, b in bound.items()]
-        arrays = [computed.column(f.name).cast(f.type) for f in fields]
-        return pa.Table.from_arrays(arrays, schema=pa.schema(fields)) if fields else computed
+        return projected_take(self._files, columns, lambda names: take_rows(self._files, ids, names))
 
     # ------------------------------------------------------------------ operations
 

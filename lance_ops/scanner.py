@@ -17,7 +17,7 @@ already returns them, as pylance does. Nothing is read until a result is asked f
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -30,15 +30,16 @@ from lance_ops.errors import InvalidArgumentError, LanceOpsError, SchemaError
 from lance_ops.fragment import ScanOptions
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader
-from lance_ops.fragment.scan import scan_batches, selected_rows
+from lance_ops.fragment.scan import TAKE_VIRTUAL_COLUMNS, scan_batches, selected_rows, take_columns
 from lance_ops.index.scalar_query import IndexUse, RowSelection, select_rows
 from lance_ops.io.metrics import counting_io
 from lance_ops.query.predicate import BoundExpression, Predicate, parse_expression, parse_predicate
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
+    from lance_ops.fragment import VersionFiles
 
-__all__ = ["ROW_OFFSET", "LanceScanner", "ScanRequest"]
+__all__ = ["ROW_OFFSET", "LanceScanner", "ScanRequest", "projected_take"]
 
 ROW_OFFSET = "_rowoffset"
 VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS, ROW_OFFSET)
@@ -421,6 +422,32 @@ class LanceScanner:
             "\n".join(line + metrics if line.lstrip().startswith("LanceRead:") else line for line in lines)
             + "\n"
         )
+
+
+def projected_take(
+    files: VersionFiles,
+    columns: Sequence[str] | Mapping[str, str | pc.Expression] | None,
+    read: Callable[[tuple[str, ...]], pa.Table],
+) -> pa.Table:
+    """``read`` the rows of ``columns`` of the version ``files`` reads (a take by position or by
+    row id); a dict of SQL expressions reads the columns they name (``_rowid`` / ``_rowaddr``
+    included) and evaluates them over the rows taken."""
+    if not isinstance(columns, Mapping):
+        return read(take_columns(files, columns))
+    schema = files.schema
+    virtual = [pa.field(n, pa.uint64()) for n in TAKE_VIRTUAL_COLUMNS if n not in schema.names]
+    table_schema = pa.schema([*schema, *virtual])
+    bound = {n: parse_expression(sql, table_schema, column_typed_literals=True) for n, sql in columns.items()}
+    needed = set().union(*(b.columns for b in bound.values()))
+    names = [n for n in [*schema.names, *TAKE_VIRTUAL_COLUMNS] if n in needed]
+    rows = read(take_columns(files, names))
+    import pyarrow.dataset as pads  # here, not with the module: it imports pandas (startup)
+
+    exprs = {name: b.expression for name, b in bound.items()}
+    computed = pads.dataset(rows).to_table(columns=exprs) if exprs else rows.select([])
+    fields = [pa.field(name, b.type) for name, b in bound.items()]
+    arrays = [computed.column(f.name).cast(f.type) for f in fields]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)) if fields else computed
 
 
 def default_batch_size() -> int:

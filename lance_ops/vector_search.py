@@ -57,6 +57,7 @@ from lance_ops.index.ivf import (
 )
 from lance_ops.index.types import VECTOR_TYPES, index_type_of
 from lance_ops.io.context import StorageContext
+from lance_ops.scanner import projected_take
 from lance_ops.schema import LanceSchema
 from lance_ops.table import frag_reuse
 from lance_ops.table.manifest import IndexMetadata
@@ -385,7 +386,8 @@ class VectorQuery:
         ids, dists = ids[start:stop], dists[start:stop]
         columns = self._columns if self._columns is not None else self._ds.schema.names
         if isinstance(columns, dict):
-            table = self._ds._take_rows(ids, columns)
+            files = self._ds.handle.files
+            table = projected_take(files, columns, lambda names: take_rows(files, ids, names))
         elif columns:
             table = _rows(self._ds, ids, columns)
         else:

@@ -1,8 +1,8 @@
 """L18: IVF_HNSW_* built by lance_ops in every metric and storage, searched by pylance.
 
-pylance's recall@10 on our index is within 0.02 of its recall on its own index built with the same
-parameters, for several ``nprobes`` (pylance's graph construction is randomized: recall is compared,
-not bytes). A seeded 5,000 x 32 dataset of 20 clusters; 100 queries near its rows.
+pylance's recall@10 on our index is within 0.02 (PQ: 0.04, its training spread) of its recall on its
+own index built with the same parameters, for several ``nprobes`` (pylance's graph construction is
+randomized: recall is compared, not bytes). A seeded 5,000 x 32 dataset of 20 clusters; 100 queries near its rows.
 """
 
 from __future__ import annotations
@@ -51,8 +51,11 @@ def test_pylance_recall_on_our_hnsw_index_matches_its_own(tmp_path: Path, kind: 
             for b in range(count)
         ]
         recalls[who] = [float(np.median(r)) for r in zip(*runs, strict=True)]
+    # pylance's unseeded PQ builds spread over ~0.065 (0.492-0.557 in six cosine builds, ours over
+    # seeds 7-12: 0.515-0.542): a median of three of its builds can sit 0.03 above its typical one
+    margin = 0.04 if kind.endswith("PQ") else 0.02
     for ours, theirs in zip(recalls["ours"], recalls["theirs"], strict=True):
-        assert ours >= theirs - 0.02, recalls
+        assert ours >= theirs - margin, recalls
 
 
 def _recalls(
