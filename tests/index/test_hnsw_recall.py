@@ -2,7 +2,8 @@
 
 pylance's recall@10 on our index is within 0.02 (PQ: 0.04, its training spread) of its recall on its
 own index built with the same parameters, for several ``nprobes`` (pylance's graph construction is
-randomized: recall is compared, not bytes). A seeded 5,000 x 32 dataset of 20 clusters; 100 queries near its rows.
+randomized: recall is compared, not bytes). A seeded 5,000 x 32 dataset of 20 clusters; 100 queries
+near its rows.
 """
 
 from __future__ import annotations
