@@ -272,7 +272,8 @@ def test_drop_index_as_pylance(tmp_path, built, lance_module) -> None:  # type: 
     with pytest.raises(IndexNotFoundError) as missing:
         ds.drop_index("nope")
     assert isinstance(missing.value, KeyError) and isinstance(missing.value, RuntimeError)
-    assert "Lance index not found: name=nope" in str(missing.value) and lance_ops.dataset(ours).version == version
+    assert "Lance index not found: name=nope" in str(missing.value)
+    assert lance_ops.dataset(ours).version == version
     ds.drop_index("id_idx")
     lance_module.dataset(twin).drop_index("id_idx")
     mine, theirs = ds.read_transaction(), lance_ops.dataset(twin).read_transaction()
