@@ -68,7 +68,9 @@ def source(rows: int, size: int) -> pa.Table:
     return table(np.concatenate([matching, new]), 11)
 
 
-WARM_UP_ROWS = 50_000
+# Enough rows that the warm-up write loads the compiled kernels (lance_ops.encoding.kernels uses
+# numpy forms below COMPILED_FROM values; numba loads on the first bigger write).
+WARM_UP_ROWS = 100_000
 INDEXED_MERGE = "merge_insert (BTREE id)"
 SPARK_ROUNDS = 2
 
