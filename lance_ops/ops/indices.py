@@ -146,7 +146,7 @@ def segments_of(manifest: Manifest, name: str) -> list[IndexMetadata]:
     """Every segment of the index ``name``; :class:`IndexNotFoundError` when there is none."""
     found = [i for i in manifest.indices if i.name == name]
     if not found:
-        raise IndexNotFoundError(f"Lance index not found: name={name}", name)
+        raise IndexNotFoundError(f'Index "{name}" not found', name)
     return found
 
 
@@ -255,8 +255,11 @@ def index_stats(files: VersionFiles, name: str, details: bool = True) -> dict[st
 
 
 def drop_index(files: VersionFiles, name: str, options: CommitOptions) -> tuple[Manifest, Transaction]:
-    """Remove every segment of ``name`` (``CreateIndex`` with ``removed_indices``, as pylance)."""
-    segments = segments_of(files.manifest, name)
+    """Remove every segment of ``name`` (``CreateIndex`` with ``removed_indices``, as pylance);
+    a missing index in pylance's ``drop_index`` words."""
+    segments = [i for i in files.manifest.indices if i.name == name]
+    if not segments:
+        raise IndexNotFoundError(f"Lance index not found: name={name}", name)
     return commit(files.storage, CreateIndex((), tuple(segments)), options)
 
 

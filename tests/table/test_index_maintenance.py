@@ -285,7 +285,7 @@ def test_drop_index_as_pylance(tmp_path, built, lance_module) -> None:  # type: 
         "zm",
     ]
     _answers_agree(lance_module.dataset(ours))
-    with pytest.raises(IndexNotFoundError):
+    with pytest.raises(IndexNotFoundError, match='Index "id_idx" not found'):  # pylance's words here
         ds.stats.index_stats("id_idx")
     with pytest.raises(KeyError):
         ds.optimize.optimize_indices(index_names=["id_idx"])
