@@ -32,7 +32,7 @@ from lance_ops.errors import IndexColumnTypeError, IndexCorruptError, InvalidArg
 from lance_ops.index import sbbf
 from lance_ops.index.files import IndexFileData, IndexWriter, RemapResult, read_index_file
 from lance_ops.index.treemap import decode_row_address_map, encode_row_address_map
-from lance_ops.index.zonemap import zone_numbers
+from lance_ops.index.zonemap import zone_numbers, zone_rows
 from lance_ops.io.context import StorageContext
 from lance_ops.query.predicate import Bound
 from lance_ops.table.manifest import IndexMetadata
@@ -228,12 +228,7 @@ def bloomfilter_rows(data: IndexFileData, bound: Bound) -> np.ndarray | None:
         keep = sbbf.may_contain(filters, _query_hashes(bound))
     else:
         return None
-    fragment = np.asarray(table.column("fragment_id"), dtype=np.uint64)[keep]
-    start = np.asarray(table.column("zone_start"), dtype=np.int64)[keep]
-    count = np.asarray(table.column("zone_length"), dtype=np.int64)[keep]
-    first = np.repeat(np.cumsum(count) - count, count)
-    offsets = np.repeat(start, count) + (np.arange(int(count.sum())) - first)
-    return (np.repeat(fragment, count) << np.uint64(32)) | offsets.astype(np.uint64)
+    return zone_rows(table, keep)
 
 
 def bloomfilter_stats(ctx: StorageContext, index: IndexMetadata) -> dict[str, Any]:

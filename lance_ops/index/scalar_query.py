@@ -53,6 +53,7 @@ from lance_ops.index.ngram import NGRAM_FILE, ngram_tokens
 from lance_ops.index.treemap import decode_bitmap64
 from lance_ops.index.types import BITMAP, BLOOMFILTER, BTREE, LABEL_LIST, NGRAM, ZONEMAP, index_type_of
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
+from lance_ops.index.zonemap import zone_rows
 from lance_ops.io.context import StorageContext
 from lance_ops.query import expressions as ex
 from lance_ops.query.predicate import Bound, Predicate
@@ -282,13 +283,7 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndar
         keep |= nans > 0
         # no min / max though not all null: unknown (pylance 14 keeps none for fixed-size binaries)
         keep |= ~np.asarray(low.is_valid(), dtype=bool) & (nulls < length)
-    fragment = np.asarray(zones.column("fragment_id"), dtype=np.uint64)[keep]
-    start = np.asarray(zones.column("zone_start"), dtype=np.int64)[keep]
-    count = length[keep]
-    # every offset of every zone kept: the zone's start repeated, plus 0, 1, ... within the zone
-    first = np.repeat(np.cumsum(count) - count, count)
-    offsets = np.repeat(start, count) + (np.arange(int(count.sum())) - first)
-    return (np.repeat(fragment, count) << np.uint64(32)) | offsets.astype(np.uint64)
+    return zone_rows(zones, keep)
 
 
 def _bloomfilter(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray | None:

@@ -59,6 +59,18 @@ def zone_numbers(addrs: np.ndarray, rows_per_zone: int) -> np.ndarray:
     return np.cumsum(first_of_fragment | (position % rows_per_zone == 0)) - 1
 
 
+def zone_rows(zones: pa.Table, keep: np.ndarray) -> np.ndarray:
+    """Row addresses of every row of the zones ``keep`` marks, in a table with ``fragment_id``,
+    ``zone_start`` and ``zone_length`` columns (a zone map's or a bloom filter's)."""
+    fragment = np.asarray(zones.column("fragment_id"), dtype=np.uint64)[keep]
+    start = np.asarray(zones.column("zone_start"), dtype=np.int64)[keep]
+    count = np.asarray(zones.column("zone_length"), dtype=np.int64)[keep]
+    # every offset of every zone kept: the zone's start repeated, plus 0, 1, ... within the zone
+    first = np.repeat(np.cumsum(count) - count, count)
+    offsets = np.repeat(start, count) + (np.arange(int(count.sum())) - first)
+    return (np.repeat(fragment, count) << np.uint64(32)) | offsets.astype(np.uint64)
+
+
 def _zones(values: pa.Array, addrs: np.ndarray, rows_per_zone: int, schema: pa.Schema) -> pa.Table:
     """Zone rows of live rows ``values`` at ``addrs`` (fragment after fragment, offsets ascending)."""
     fragment = (addrs >> np.uint64(32)).astype(np.int64)
