@@ -495,7 +495,7 @@ def test_numpy_form_writes_the_compiled_bytes(values: list[bytes], count: int, l
     page = [pool[int(i)] for i in rng.integers(0, len(pool), count)]
     if long and count:
         for at in rng.integers(0, count, 2):
-            page[int(at)] = b"the lance \x00\xff " * 2200  # 37,400 bytes
+            page[int(at)] = b"the lance \x00\xff " * 2600  # 33,800 bytes
     block = variable_block(page)
     with _kernel_form(True):
         compiled = fsst_encode(block)
