@@ -451,13 +451,37 @@ texts = st.lists(st.lists(words, max_size=12).map(b"".join), max_size=120) | st.
 
 @contextlib.contextmanager
 def _kernel_form(compiled: bool) -> Iterator[None]:
-    """Pages below the kernels' thresholds coded by the compiled kernels or by the numpy form."""
-    saved = kernels._compiled_in_use
-    kernels._compiled_in_use = compiled
+    """Pages below the kernels' thresholds coded by the compiled kernels or by the numpy form
+    (with none of the numpy form's budget spent)."""
+    from lance_ops.encoding.compression import fsst
+
+    saved = kernels._compiled_in_use, fsst._numpy_form_bytes
+    kernels._compiled_in_use, fsst._numpy_form_bytes = compiled, 0
     try:
         yield
     finally:
-        kernels._compiled_in_use = saved
+        kernels._compiled_in_use, fsst._numpy_form_bytes = saved
+
+
+def test_numpy_form_hands_over_to_the_compiled_kernels_past_its_budget() -> None:
+    """A process that keeps coding small pages switches to the compiled kernels once the numpy
+    form has coded ``NUMPY_FORM_BUDGET`` bytes (the page that passes it is still numpy-coded)."""
+    from lance_ops.encoding.compression import fsst
+
+    values = [f"w{i * 7919 % 100003} the of and {i % 17}".encode() for i in range(20_000)]
+    block = variable_block(values)  # ~0.5 MB: below the kernels' thresholds
+    size = int(block.offsets[-1])
+    pages = -(-fsst.NUMPY_FORM_BUDGET // size)  # the page that reaches the budget
+    with _kernel_form(False):
+        first, _ = fsst_encode(block)
+        for _ in range(pages - 2):
+            fsst_encode(block)
+        assert not kernels._compiled_in_use and fsst._numpy_form_bytes == (pages - 1) * size
+        fsst_encode(block)
+        assert kernels._compiled_in_use
+        last, _ = fsst_encode(block)  # compiled now: the same bytes
+    assert np.array_equal(np.asarray(first.data), np.asarray(last.data))
+    assert np.array_equal(first.offsets, last.offsets)
 
 
 @pytest.mark.parametrize("compiled", [False, True])

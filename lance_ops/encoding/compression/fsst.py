@@ -400,6 +400,23 @@ def _probed_kernel(
     return None
 
 
+#: Bytes of pages the numpy form codes in a process before FSST switches to the compiled kernels
+#: for good: the numpy form costs ~0.1 s a MB more (4-12 MB/s against ~300), numba's start ~0.7 s,
+#: so a process that keeps writing small pages pays at most about the start twice over
+#: (ski-rental), and a single small write none of it.
+NUMPY_FORM_BUDGET = 4 << 20
+_numpy_form_bytes = 0
+
+
+def _count_numpy_form(size: int) -> None:
+    """Add a page coded by the numpy form to the process's total; past the budget, every later
+    page (and every kernel of :mod:`lance_ops.encoding.kernels`) is compiled."""
+    global _numpy_form_bytes  # noqa: PLW0603 - one total per process, as kernels' flag
+    _numpy_form_bytes += size
+    if _numpy_form_bytes >= NUMPY_FORM_BUDGET:
+        kernels._compiled(True)
+
+
 def _use_compiled(offs: np.ndarray, form: str = "auto") -> bool:
     """Whether to code (or sample) the strings ``offs`` with the compiled kernels: ``form``
     "compiled" or "numpy" forces it (tests); "auto" follows :func:`kernels._compiled` for a page
@@ -453,7 +470,8 @@ def _encode(
         coded, coded_offs, tok_pos, tok_len = _fsst_numpy.encode(
             data, offs, hashed.short, keys, lengths, probes
         )
-        if not record:
+        if not record:  # a page (training codes samples, with ``record``)
+            _count_numpy_form(int(offs[-1]) - int(offs[0]) if form == "auto" else 0)
             return coded, coded_offs, tok_pos[:0], tok_len[:0]
         return coded, coded_offs, tok_pos, tok_len
     from lance_ops.encoding.compression import _fsst_kernels
