@@ -7,9 +7,9 @@ CPU (``time.process_time``, what the process itself spent) and wall. Systems run
 loaded at the end (numba, pandas, sqlglot, fsspec).
 
 Tables (``--rows`` rows): ``mixed`` is bench/datagen.py's mixed table (its ``name`` and ``comment``
-strings are all distinct, so they are FSST-coded, and FSST's coder is compiled: numba loads);
-``mixed-dict`` has the same shape with strings of few distinct values (dictionary-coded: a small
-write needs no compiled kernel, :mod:`lance_ops.encoding.kernels`).
+strings are all distinct, so they are FSST-coded: below the kernels' thresholds by FSST's numpy
+form, so a small write loads no numba); ``mixed-dict`` has the same shape with strings of few
+distinct values (dictionary-coded). See :mod:`lance_ops.encoding.kernels` for the thresholds.
 
     .venv/bin/python bench/startup.py --rows 10000 --repeats 5
 """

@@ -52,18 +52,24 @@ table = pa.table({{
     "f": pa.array([i * 0.5 for i in range(n)], pa.float64()),
     "cat": pa.array([("a", "bb", "ccc")[i % 3] for i in range(n)]),
     "text": pa.array([f"word {{i % 50}} and {{i % 7}} more" for i in range(n)]),
+    "name": pa.array([f"user {{i * 7919 % 100003}} of {{i}}" for i in range(n)]),
     "nul": pa.array([None if i % 7 == 0 else i for i in range(n)], pa.int64()),
     "lst": pa.array([[i, i + 1] for i in range(n)], pa.list_(pa.int32())),
 }})
 import lance_ops
+from lance_ops.encoding.compression import fsst
+coded = []
+encode = fsst.fsst_encode
+fsst.fsst_encode = lambda *args: coded.append(1) or encode(*args)
 lance_ops.write_dataset(table, {uri!r})
+assert coded  # the distinct names were FSST-coded
 """
 
 
 def test_a_small_first_write_loads_no_compiler_sql_parser_or_remote_store(tmp_path: Path) -> None:
     """A few thousand rows (page statistics on) are encoded by the kernels' numpy forms: the
-    first write of a process does not pay numba's start (lance_ops.encoding.kernels). Strings
-    of many distinct values would be FSST-coded, which has no numpy form and loads numba."""
+    first write of a process does not pay numba's start (lance_ops.encoding.kernels), strings
+    of many distinct values (FSST-coded) and lists among them."""
     lance = pytest.importorskip("lance")
     uri = str(tmp_path / "small")
     loaded = _loaded(MIXED.format(rows=5000, uri=uri), (*HEAVY, "fsspec", "snowballstemmer"))

@@ -22,6 +22,7 @@ import numpy as np
 __all__ = [
     "COMPILED_FROM",
     "COMPILED_FROM_BYTES",
+    "PACK_COMPILED_FROM",
     "best_coupons",
     "copy_spans",
     "first_of_each_coupon",
@@ -34,6 +35,10 @@ __all__ = [
 COMPILED_FROM = 1 << 16
 #: ... and so do byte strings and copies of at least this many bytes.
 COMPILED_FROM_BYTES = 1 << 20
+#: FastLanes packing's numpy form costs ~4 ns a value (numba's start ~0.7 s, ~175M values'
+#: worth), and its inputs are padded to whole 1024-value blocks per mini-block chunk (a few
+#: thousand nullable strings' levels grow past ``COMPILED_FROM``): it has its own threshold.
+PACK_COMPILED_FROM = 1 << 20
 
 _compiled_in_use = False
 
@@ -99,7 +104,7 @@ def pack_blocks(values: np.ndarray, width: int, bits: int, source: np.ndarray, o
     ``bits``-bit unsigned values, flat) into ``out`` (zeroed, flat, ``width * 1024 / bits``
     words per block, same dtype); ``source[row * lanes + lane]`` is the position in its block
     of the value at that grid cell. Values must fit in ``width`` bits or are masked."""
-    if _compiled(len(values) >= COMPILED_FROM):
+    if _compiled(len(values) >= PACK_COMPILED_FROM):
         from lance_ops.encoding._bitpack_kernels import pack_blocks as compiled  # noqa: PLC0415
 
         compiled(values, width, bits, source, out)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -11,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
+from lance_ops.encoding import kernels
 from lance_ops.encoding.compression.base import Context, decompressor_for
 from lance_ops.encoding.compression.fsst import (
     TABLE_SIZE,
@@ -271,14 +274,43 @@ def test_encode_matches_reference(values: list[bytes], symbols: list[bytes]) -> 
     # when the table fits their buckets, and the general kernel (any table) must code alike
     for general in (False, True):
         for lanes in (1, 2, 4, 7):  # lanes split the strings by bytes; some lanes may get none
-            coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, lanes=lanes, general=general)
+            coded, coded_offs, _, _ = _encode(
+                data, offs, keys, lengths, lanes=lanes, general=general, form="compiled"
+            )
             assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
-        _, _, pos, match = _encode(data, offs, keys, lengths, record=True, general=general)
+        _, _, pos, match = _encode(data, offs, keys, lengths, record=True, general=general, form="compiled")
         assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
     # four lanes: the probed kernels (all six probes, or the pick by the data) and the hashed one
     for probe in ("all", "auto", "none"):
-        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, probe=probe)
+        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, probe=probe, form="compiled")
         assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+    _check_numpy_form(values, symbols, expected, tokens)
+
+
+def _check_numpy_form(
+    values: list[bytes], symbols: list[bytes], expected: list[bytes], tokens: list[tuple[int, int]]
+) -> None:
+    """The numpy form codes as the reference does, with the long symbols found by the probed
+    tables (when they place every symbol) and by binary search, the strings starting anywhere."""
+    from lance_ops.encoding.compression import _fsst_numpy, fsst
+
+    block = variable_block(values)
+    keys, lengths = _keys(symbols)
+    lead = 3  # the page's strings start after other bytes of the buffer
+    data = np.concatenate((np.full(lead, 0x61, np.uint8), np.asarray(block.data, np.uint8)))
+    offs = block.offsets.astype(np.int64) + lead
+    coded, coded_offs, pos, match = _encode(data, offs, keys, lengths, record=True, form="numpy")
+    assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+    assert list(zip((pos - lead).tolist(), match.tolist(), strict=True)) == tokens
+    short = _HashedLookup(keys, lengths).short
+    probed = fsst._ProbedLookup(keys, lengths)
+    searched = _fsst_numpy.encode(data, offs, short, keys, lengths, None)
+    assert np.array_equal(searched[0], coded) and np.array_equal(searched[1], coded_offs)
+    if probed.usable:
+        hashed = _fsst_numpy.encode(
+            data, offs, short, keys, lengths, (probed.pkey, probed.pent, probed.mults)
+        )
+        assert np.array_equal(hashed[0], coded) and np.array_equal(hashed[1], coded_offs)
 
 
 zeros_and_escapes = st.binary(max_size=30).map(lambda b: bytes((0x00, 0x01, 0xFF, 0x61)[c % 4] for c in b))
@@ -294,16 +326,17 @@ def test_probed_kernel_on_zero_bytes(values: list[bytes], symbols: list[bytes]) 
     block = variable_block(values)
     data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
     keys, lengths = _keys(symbols)
-    expected, _ = _reference_encode(values, symbols)
+    expected, tokens = _reference_encode(values, symbols)
     for probe in ("all", "auto"):
-        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, probe=probe)
+        coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, probe=probe, form="compiled")
         assert strings_of([VariableWidthBlock(coded_offs, coded, len(values))]) == expected
+    _check_numpy_form(values, symbols, expected, tokens)
 
 
 def test_probed_tables_place_every_symbol() -> None:
-    from lance_ops.encoding.compression import _fsst_kernels, fsst
+    from lance_ops.encoding.compression import _fsst_kernels, _fsst_numpy, fsst
 
-    assert fsst.PROBE_BITS == _fsst_kernels.PROBE_BITS
+    assert fsst.PROBE_BITS == _fsst_kernels.PROBE_BITS == _fsst_numpy.PROBE_BITS
     rng = np.random.default_rng(3)
     vocabulary = np.array("the of and to in a is that for it as was with be by on not he this are".split())
     values = [" ".join(row).encode() for row in vocabulary[rng.integers(0, 20, (5000, 4))].tolist()]
@@ -347,8 +380,8 @@ def test_hashed_kernel_takes_built_tables() -> None:
     data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
     keys, lengths = build_symbol_table(data, offs)
     assert _HashedLookup(keys, lengths).usable and len(keys) > 100
-    fast = _encode(data, offs, keys, lengths)
-    general = _encode(data, offs, keys, lengths, general=True)
+    fast = _encode(data, offs, keys, lengths, form="compiled")
+    general = _encode(data, offs, keys, lengths, general=True, form="compiled")
     assert np.array_equal(fast[0], general[0]) and np.array_equal(fast[1], general[1])
 
 
@@ -358,12 +391,19 @@ def test_encode_lanes_on_a_larger_page() -> None:
     symbols = [b"ab", b"abcd", b"abcdabcd", b"a", b"b", b"dd", b"cab", b"dcba"]
     block = variable_block(values)
     keys, lengths = _keys(symbols)
-    expected, _ = _reference_encode(values, symbols)
+    expected, tokens = _reference_encode(values, symbols)
     for lanes, probe in [(1, "auto"), (4, "all"), (4, "none"), (4, "auto"), (5000, "auto")]:  # 5000 > strings
         coded, offs, _, _ = _encode(
-            np.asarray(block.data), block.offsets.astype(np.int64), keys, lengths, lanes=lanes, probe=probe
+            np.asarray(block.data),
+            block.offsets.astype(np.int64),
+            keys,
+            lengths,
+            lanes=lanes,
+            probe=probe,
+            form="compiled",
         )
         assert strings_of([VariableWidthBlock(offs, coded, len(values))]) == expected
+    _check_numpy_form(values, symbols, expected, tokens)
 
 
 def test_encode_empty_pages() -> None:
@@ -407,6 +447,88 @@ words = st.sampled_from([b"hello", b"world", b"\xff", b"lance", b" ", b"\x00", b
 texts = st.lists(st.lists(words, max_size=12).map(b"".join), max_size=120) | st.lists(
     st.binary(max_size=30), max_size=60
 )
+
+
+@contextlib.contextmanager
+def _kernel_form(compiled: bool) -> Iterator[None]:
+    """Pages below the kernels' thresholds coded by the compiled kernels or by the numpy form
+    (with none of the numpy form's budget spent)."""
+    from lance_ops.encoding.compression import fsst
+
+    saved = kernels._compiled_in_use, fsst._numpy_form_bytes
+    kernels._compiled_in_use, fsst._numpy_form_bytes = compiled, 0
+    try:
+        yield
+    finally:
+        kernels._compiled_in_use, fsst._numpy_form_bytes = saved
+
+
+def test_numpy_form_hands_over_to_the_compiled_kernels_past_its_budget() -> None:
+    """A process that keeps coding small pages switches to the compiled kernels once the numpy
+    form has coded ``NUMPY_FORM_BUDGET`` bytes (the page that passes it is still numpy-coded)."""
+    from lance_ops.encoding.compression import fsst
+
+    values = [f"w{i * 7919 % 100003} the of and {i % 17}".encode() for i in range(20_000)]
+    block = variable_block(values)  # ~0.5 MB: below the kernels' thresholds
+    size = int(block.offsets[-1])
+    pages = -(-fsst.NUMPY_FORM_BUDGET // size)  # the page that reaches the budget
+    with _kernel_form(False):
+        first, _ = fsst_encode(block)
+        for _ in range(pages - 2):
+            fsst_encode(block)
+        assert not kernels._compiled_in_use and fsst._numpy_form_bytes == (pages - 1) * size
+        fsst_encode(block)
+        assert kernels._compiled_in_use
+        last, _ = fsst_encode(block)  # compiled now: the same bytes
+    assert np.array_equal(np.asarray(first.data), np.asarray(last.data))
+    assert np.array_equal(first.offsets, last.offsets)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_encoder_output_is_pinned_in_both_forms(compiled: bool) -> None:
+    # the pinned pages are below the thresholds: the flag picks the form of every step (sample
+    # sizes, candidate merges, training and final coding)
+    with _kernel_form(compiled):
+        test_encoder_output_is_pinned()
+
+
+edge_values = st.lists(
+    st.one_of(
+        st.just(b""),
+        st.binary(min_size=1, max_size=1),
+        st.binary(max_size=40).map(lambda b: bytes((0x00, 0xFF, 0x61, 0x62)[c % 4] for c in b)),
+        st.lists(words, max_size=8).map(b"".join),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    values=edge_values,
+    count=st.sampled_from([0, 1, 1023, 1024, 1025]),
+    long=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_numpy_form_writes_the_compiled_bytes(values: list[bytes], count: int, long: bool, seed: int) -> None:
+    """Whole ``fsst_encode`` (table building and coding) in both forms, on pages of 0/1/1023/
+    1024/1025 values drawn from empty strings, single bytes, runs of 0x00/0xFF and words, and
+    with a few values over 32 KiB: the same table and the same bytes."""
+    rng = np.random.default_rng(seed)
+    pool = values or [b""]
+    page = [pool[int(i)] for i in rng.integers(0, len(pool), count)]
+    if long and count:
+        for at in rng.integers(0, count, 2):
+            page[int(at)] = b"the lance \x00\xff " * 2600  # 33,800 bytes
+    block = variable_block(page)
+    with _kernel_form(True):
+        compiled = fsst_encode(block)
+    with _kernel_form(False):
+        numpy_form = fsst_encode(block)
+    assert compiled[1].to_bytes() == numpy_form[1].to_bytes()
+    assert np.array_equal(np.asarray(compiled[0].data), np.asarray(numpy_form[0].data))
+    assert np.array_equal(compiled[0].offsets, numpy_form[0].offsets)
+    assert strings_of([_decode_block(numpy_form[0], numpy_form[1])]) == page
 
 
 @given(values=texts, large=st.booleans())
@@ -486,11 +608,13 @@ def test_pylance_full_zip_fsst(tmp_path) -> None:
 @pytest.mark.interop
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
 @pytest.mark.parametrize("large", [False, True])
-def test_pylance_reads_our_fsst(tmp_path, version: str, large: bool) -> None:
+@pytest.mark.parametrize("compiled", [False, True])
+def test_pylance_reads_our_fsst(tmp_path, version: str, large: bool, compiled: bool) -> None:
     values = [f"w{i * 7919 % 100003} \xff-é {i % 17}" for i in range(5000)] + ["", "ÿÿÿ"]
     arr = pa.array(values, pa.large_string() if large else pa.string())
     block = variable_block([v.encode() for v in values], large)
-    got = pylance_reads_our_page(tmp_path, arr, FsstCompressor(), block, version)
+    with _kernel_form(compiled):  # the compiled kernels or the numpy form code the page
+        got = pylance_reads_our_page(tmp_path, arr, FsstCompressor(), block, version)
     assert got.to_pylist() == values
 
 

@@ -20,7 +20,10 @@ any other code c < n stands for the first ``len[c]`` bytes of symbol c. Example 
 ``0 = "ab"``, ``1 = "c"``: ``"abcabz"`` → ``00 01 00 ff 7a``.
 
 Coding and decoding are byte loops compiled with numba (``_fsst_kernels``): a token's length
-decides where the next one starts, so numpy could only take one array pass per token step.
+decides where the next one starts. Small pages (below :mod:`lance_ops.encoding.kernels`'
+thresholds, until a compiled kernel has run in the process) are coded by a numpy form instead
+(``_fsst_numpy``: the best match at every position, then the token starts by pointer
+doubling), so that a small first write does not load numba; both write the same bytes.
 Greedy longest match, four strings coded in turns: a 65 536-entry table gives the best match
 of at most two bytes; symbols of 3..8 bytes are found, on text, by probing one collision-free
 hash table per length (six independent lookups, no branch on which matches), or, where few
@@ -50,6 +53,8 @@ import numpy as np
 import numpy.typing as npt
 
 from lance_ops._proto import encodings_v2_1_pb2 as pb
+from lance_ops.encoding import kernels
+from lance_ops.encoding.compression import _fsst_numpy
 from lance_ops.encoding.compression.base import (
     Context,
     MiniBlockCompressed,
@@ -395,6 +400,34 @@ def _probed_kernel(
     return None
 
 
+#: Bytes of pages the numpy form codes in a process before FSST switches to the compiled kernels
+#: for good: the numpy form costs ~0.1 s a MB more (4-12 MB/s against ~300), numba's start ~0.7 s,
+#: so a process that keeps writing small pages pays at most about the start twice over
+#: (ski-rental), and a single small write none of it.
+NUMPY_FORM_BUDGET = 4 << 20
+_numpy_form_bytes = 0
+
+
+def _count_numpy_form(size: int) -> None:
+    """Add a page coded by the numpy form to the process's total; past the budget, every later
+    page (and every kernel of :mod:`lance_ops.encoding.kernels`) is compiled."""
+    global _numpy_form_bytes  # noqa: PLW0603 - one total per process, as kernels' flag
+    _numpy_form_bytes += size
+    if _numpy_form_bytes >= NUMPY_FORM_BUDGET:
+        kernels._compiled(True)
+
+
+def _use_compiled(offs: np.ndarray, form: str = "auto") -> bool:
+    """Whether to code (or sample) the strings ``offs`` with the compiled kernels: ``form``
+    "compiled" or "numpy" forces it (tests); "auto" follows :func:`kernels._compiled` for a page
+    of ``len(offs) - 1`` values and ``offs[-1] - offs[0]`` bytes (large pages load numba, small
+    ones do not until a compiled kernel has run in the process)."""
+    if form != "auto":
+        return form == "compiled"
+    large = len(offs) > kernels.COMPILED_FROM or int(offs[-1]) - int(offs[0]) >= kernels.COMPILED_FROM_BYTES
+    return kernels._compiled(large)
+
+
 def _lanes(offs: np.ndarray, lanes: int) -> np.ndarray:
     """String indices splitting the strings into ``lanes`` runs of about equal bytes."""
     cuts = np.searchsorted(offs, np.arange(1, lanes) * int(offs[-1]) // lanes)
@@ -410,8 +443,12 @@ def _encode(
     lanes: int = LANES,
     general: bool = False,
     probe: str = "auto",
+    form: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Greedy longest-match coding of every string (``lanes``: see ``_fsst_kernels.encode``).
+
+    Small pages (``_use_compiled`` by ``form``) go to the numpy form (:mod:`_fsst_numpy`),
+    whatever the other arguments, which choose among the compiled kernels:
 
     Four lanes without ``record`` go to the probed kernel ``_probed_kernel`` picks (by
     ``probe``) when the table's long symbols hash without collisions (``_ProbedLookup``).
@@ -424,11 +461,21 @@ def _encode(
     Returns (coded bytes, coded offsets, token start positions, token match lengths with 0 for
     an escaped byte); the token arrays are filled only when ``record`` is set.
     """
-    from lance_ops.encoding.compression import _fsst_kernels
-
     data = np.ascontiguousarray(data, dtype=np.uint8)
     offs = np.ascontiguousarray(offs, dtype=np.int64)
     hashed = _HashedLookup(keys, lengths)
+    if not _use_compiled(offs, form):
+        table = _ProbedLookup(keys, lengths)
+        probes = (table.pkey, table.pent, table.mults) if table.usable else None
+        coded, coded_offs, tok_pos, tok_len = _fsst_numpy.encode(
+            data, offs, hashed.short, keys, lengths, probes
+        )
+        if not record:  # a page (training codes samples, with ``record``)
+            _count_numpy_form(int(offs[-1]) - int(offs[0]) if form == "auto" else 0)
+            return coded, coded_offs, tok_pos[:0], tok_len[:0]
+        return coded, coded_offs, tok_pos, tok_len
+    from lance_ops.encoding.compression import _fsst_kernels
+
     four_lanes = not record and lanes == HASHED_LANES and not general
     kernel = _probed_kernel(data, offs, hashed, lengths, probe) if four_lanes and len(offs) > 1 else None
     probed = _ProbedLookup(keys, lengths) if kernel is not None else None
@@ -515,14 +562,18 @@ class _Sampler:
     offsets; the cut lengths themselves only for the strings drawn."""
 
     def __init__(self, data: np.ndarray, offs: np.ndarray) -> None:
-        from lance_ops.encoding.compression import _fsst_kernels
-
         self.data = data
         self.offs = offs
         self.size = len(offs) - 1
         self.count = self.size
         self.everything: tuple[np.ndarray, np.ndarray] | None = None
-        total = int(_fsst_kernels.capped_length_sum(offs, SAMPLE_PIECE)) if self.size else 0
+        total = 0
+        if self.size and _use_compiled(offs):
+            from lance_ops.encoding.compression import _fsst_kernels
+
+            total = int(_fsst_kernels.capped_length_sum(offs, SAMPLE_PIECE))
+        elif self.size:
+            total = _fsst_numpy.capped_length_sum(offs, SAMPLE_PIECE)
         if total <= SAMPLE_BYTES:
             self.everything = self._cut(np.arange(self.size))
         else:
@@ -548,9 +599,12 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
     hashed coding kernels apply."""
     if len(keys) == 0:
         return keys, lengths
-    from lance_ops.encoding.compression import _fsst_kernels
+    merge = _fsst_numpy.merge_gains
+    if kernels._compiled(False):  # the candidates come from a sample: small, unless numba runs anyway
+        from lance_ops.encoding.compression import _fsst_kernels
 
-    keys, lengths, total = _fsst_kernels.merge_gains(
+        merge = _fsst_kernels.merge_gains
+    keys, lengths, total = merge(
         np.ascontiguousarray(keys, np.uint64),
         np.ascontiguousarray(lengths, np.int64),
         np.ascontiguousarray(gains, np.float64),
