@@ -501,7 +501,21 @@ def _indices(s: _Section) -> IndicesPolicy:
     )
 
 
-_INDEX_TYPES = ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "IVF_FLAT", "IVF_PQ", "IVF_SQ")
+_INDEX_TYPES = (
+    "BTREE",
+    "BITMAP",
+    "LABEL_LIST",
+    "ZONEMAP",
+    "BLOOMFILTER",
+    "NGRAM",
+    "INVERTED",
+    "IVF_FLAT",
+    "IVF_PQ",
+    "IVF_SQ",
+    "IVF_HNSW_FLAT",
+    "IVF_HNSW_PQ",
+    "IVF_HNSW_SQ",
+)
 
 
 def _dataset(path: str, index: int, raw: Any, base: Path) -> DatasetConfig:

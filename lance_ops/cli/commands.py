@@ -442,7 +442,8 @@ def index_create(
     as_json: bool,
     storage_options: dict[str, str] | None,
 ) -> None:
-    """Build a TYPE index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, NGRAM; IVF_* for vectors) on COLUMN."""
+    """Build a TYPE index on COLUMN: BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM or
+    INVERTED; IVF_* for vectors."""
     ds = _open(uri, storage_options)
     kwargs = {k: _param_value(v) for k, v in params}
     before = {i["uuid"] for i in ds.list_indices()}

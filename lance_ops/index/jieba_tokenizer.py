@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from lance_ops.errors import LanguageModelError
 
-__all__ = ["JiebaTokenizer", "join_list_rows", "language_model_home", "load_jieba"]
+__all__ = ["JiebaTokenizer", "check_lindera_model", "join_list_rows", "language_model_home", "load_jieba"]
 
 MODEL_HOME_ENV = "LANCE_LANGUAGE_MODEL_HOME"
 # the blocks jieba-rs 0.8 segments by the dictionary (its default "Han" pattern)
@@ -205,3 +205,34 @@ def _load(files: tuple[tuple[str, tuple[int, int] | None], ...]) -> JiebaTokeniz
     for path, _ in files:
         _read_dictionary(Path(path), words)
     return JiebaTokenizer(words)
+
+
+def check_lindera_model(base_tokenizer: str) -> None:
+    """Raise :class:`LanguageModelError` where pylance 14 fails to load a ``lindera/<model>``
+    tokenizer: no such model directory, or a ``config.yml`` that is not YAML or names a dictionary
+    that does not exist (lindera resolves those paths from the working directory). lance_ops builds
+    no lindera tokenizer: a model that would load is refused by the caller as unsupported."""
+    home = language_model_home()
+    if home is None:
+        raise LanguageModelError(f"lindera tokenizer: no language model directory for {base_tokenizer!r}")
+    root = home / base_tokenizer
+    if not root.is_dir():
+        raise LanguageModelError(f"lindera tokenizer: {root} is not a valid directory")
+    config_path = root / "config.yml"
+    if not config_path.exists():
+        return
+    import yaml
+
+    try:
+        config = yaml.safe_load(config_path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise LanguageModelError(f"lindera tokenizer: cannot load {config_path}: {exc}") from exc
+    segmenter = config.get("segmenter") if isinstance(config, dict) else None
+    for key in ("dictionary", "user_dictionary"):
+        entry = segmenter.get(key) if isinstance(segmenter, dict) else None
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if isinstance(path, str) and not Path(path).exists():
+            raise LanguageModelError(
+                f"lindera tokenizer: {config_path} names the {key.replace('_', ' ')} {path}, "
+                "which does not exist"
+            )

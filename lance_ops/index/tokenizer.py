@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
-from lance_ops.index.jieba_tokenizer import JiebaTokenizer, load_jieba
+from lance_ops.index.jieba_tokenizer import JiebaTokenizer, check_lindera_model, load_jieba
 from lance_ops.index.ngram import _fold_char
 
 __all__ = ["ENGLISH_STOP_WORDS", "LANGUAGES", "TokenizerParams", "tokenizer_params"]
@@ -312,6 +312,8 @@ def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams
     for key in _BOOLS:
         if not isinstance(values[key], bool):
             raise InvalidArgumentError(f"INVERTED index: {key} must be a bool, got {values[key]!r}")
+    if isinstance(values["base_tokenizer"], str) and values["base_tokenizer"].startswith("lindera/"):
+        check_lindera_model(values["base_tokenizer"])
     if not isinstance(values["base_tokenizer"], str) or (
         values["base_tokenizer"] not in _BASE_TOKENIZERS and not _is_jieba(values["base_tokenizer"])
     ):

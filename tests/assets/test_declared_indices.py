@@ -32,6 +32,7 @@ def test_declared_indices_built_when_missing(
             {"column": "id", "type": "btree"},
             {"column": "category", "type": "BITMAP", "name": "by_category"},
             {"column": "id", "type": "ZONEMAP", "name": "id_zones", "params": {"rows_per_zone": 16}},
+            {"column": "category", "type": "bloomfilter", "name": "category_bloom"},
         ]
     }
     defs, uri = make_defs(entry), uri_of(tmp_path)
@@ -40,11 +41,12 @@ def test_declared_indices_built_when_missing(
     result = defs.resolve_job_def("sales_maintenance").execute_in_process(instance=instance)
     assert result.success
     step = metadata(result, key("indices"))
-    assert step["lance/indices/created"] == 3
+    assert step["lance/indices/created"] == 4
     assert step["lance/indices/unindexed_rows"] == 0
     ds = lance.dataset(uri)
     assert sorted((d.name, d.index_type) for d in ds.describe_indices()) == [
         ("by_category", "Bitmap"),
+        ("category_bloom", "BloomFilter"),
         ("id_idx", "BTree"),
         ("id_zones", "ZoneMap"),
     ]
@@ -61,7 +63,7 @@ def test_declared_indices_built_when_missing(
     again = defs.resolve_job_def("sales_maintenance").execute_in_process(instance=instance)
     step = metadata(again, key("indices"))
     assert step["lance/indices/created"] == 0  # built once; now extended over the new day
-    assert step["lance/indices/extended"] == 3
+    assert step["lance/indices/extended"] == 4
     assert step["lance/indices/unindexed_rows"] == 0
 
 

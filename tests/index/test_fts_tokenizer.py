@@ -92,7 +92,6 @@ def test_stop_words_follow_stemming() -> None:
     [
         ({"flavour": "x"}, InvalidArgumentError, "flavour"),
         ({"base_tokenizer": "ngram", "min_ngram_length": 0}, InvalidArgumentError, "min_ngram_length"),
-        ({"base_tokenizer": "lindera/ipadic"}, UnsupportedFeatureError, "lindera"),
         ({"language": "French"}, UnsupportedFeatureError, "French"),
         ({"language": "english"}, InvalidArgumentError, "english"),
         ({"with_position": 1}, InvalidArgumentError, "with_position"),
