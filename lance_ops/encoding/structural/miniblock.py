@@ -27,7 +27,8 @@ the requested rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,11 +54,12 @@ from lance_ops.encoding.structural.repdef import (
     LevelCodec,
     Levels,
     choose_level_codec,
+    concat_leaves,
     decode_levels,
     select_rows,
 )
 from lance_ops.encoding.structural.values import concat_blocks, from_block, from_block_empty, take_block
-from lance_ops.errors import CorruptFileError, UnsupportedEncodingError
+from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedEncodingError
 
 PAD_BYTE = 0xFE
 ALIGN = 8
@@ -682,3 +684,78 @@ class MiniBlockReader(PageReader):
             keys = _indices(decoded.values)
             return DecodedLeaf(levels, dictionary.to_dictionary_array(keys, page.items, self.dtype, valid))
         return DecodedLeaf(decoded.levels, from_block(decoded.values, self.dtype))
+
+
+def _joinable_key(reader: PageReader) -> bytes | None:
+    """What a page must share with others to be decoded together with them in one call: its
+    mini-block layout but for its value count (None for pages that cannot be: other layouts,
+    dictionaries, which differ from page to page, and lists)."""
+    info = reader.info
+    if info.layout.WhichOneof("layout") != "mini_block_layout" or not info.num_rows:
+        return None
+    layout = info.layout.mini_block_layout
+    if layout.HasField("dictionary") or layout.repetition_index_depth or layout.HasField("rep_compression"):
+        return None
+    shape = pb.MiniBlockLayout()
+    shape.CopyFrom(layout)
+    shape.num_items = 0
+    return shape.SerializeToString(deterministic=True)
+
+
+def read_whole_pages(pages: Sequence[tuple[PageReader, Fetch]]) -> DecodedLeaf:
+    """Every row of ``pages`` (readers of one leaf column's pages, each with the fetch of its
+    file; in order, often of many files), as one leaf.
+
+    Runs of flat mini-block pages of one layout (the pages of small files written alike) are
+    decoded together, their chunks back to back in one :meth:`MiniBlockPage.decode_chunks` call:
+    the per-call cost of decoding a small page is paid once per run, not once per page. Other
+    pages are read one by one.
+    """
+    parts: list[DecodedLeaf] = []
+    run: list[tuple[MiniBlockReader, Fetch]] = []
+    run_key: bytes | None = None
+    for reader, fetch in pages:
+        key = _joinable_key(reader) if isinstance(reader, MiniBlockReader) else None
+        if run and key != run_key:
+            parts.append(_read_run(run))
+            run = []
+        if key is None:
+            parts.append(reader.read(fetch, np.arange(reader.info.num_rows, dtype=np.int64)))
+            continue
+        run.append((reader, fetch))  # type: ignore[arg-type]  (a key implies a MiniBlockReader)
+        run_key = key
+    if run:
+        parts.append(_read_run(run))
+    return concat_leaves(parts)
+
+
+def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch]]) -> DecodedLeaf:
+    """All rows of flat mini-block pages of one layout, their chunks decoded in one call."""
+    first = run[0][0]
+    if len(run) == 1:
+        return first.read(run[0][1], np.arange(first.info.num_rows, dtype=np.int64))
+    where = f"pages at row {first.info.first_row} and the {len(run) - 1} after them"
+    try:
+        loaded = [reader._load(fetch) for reader, fetch in run]
+        for (reader, _), page in zip(run, loaded, strict=True):
+            if int(page.count_ends[-1]) != reader.info.num_rows:
+                raise CorruptFileError(
+                    "<page>", f"chunks hold {int(page.count_ends[-1])} of {reader.info.num_rows} rows"
+                )
+        blobs = [
+            as_u8(fetch([(reader.info.buffers[1][0], int(page.offsets[-1]))])[0])
+            for (reader, fetch), page in zip(run, loaded, strict=True)
+        ]
+        bases = np.cumsum([0] + [len(b) for b in blobs[:-1]])
+        starts = np.concatenate([page.offsets[:-1] + base for page, base in zip(loaded, bases, strict=True)])
+        joined = copy.copy(loaded[0])  # one layout: the first page's decoders serve every chunk
+        joined.counts = np.concatenate([page.counts for page in loaded])
+        joined.sizes = np.concatenate([page.sizes for page in loaded])
+        decoded = joined.decode_chunks(np.concatenate(blobs), starts, np.arange(len(starts)))
+        return first._leaf(decoded)
+    except CorruptFileError as exc:
+        raise exc.located(page=where) from exc
+    except LanceOpsError:
+        raise
+    except (IndexError, ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
+        raise CorruptFileError("<page>", f"MiniBlockReader: {exc}", page=where) from exc
