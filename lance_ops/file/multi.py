@@ -23,7 +23,7 @@ from lance_ops.encoding.field_decoder import StructuralFieldDecoder
 from lance_ops.encoding.structural import empty_struct
 from lance_ops.encoding.structural.miniblock import read_whole_pages
 from lance_ops.encoding.structural.repdef import unshred
-from lance_ops.errors import CorruptFileError, LanceOpsError
+from lance_ops.errors import CorruptFileError, LanceOpsError, SchemaError
 from lance_ops.file.parallel import run_tasks
 from lance_ops.file.reader import FileReader, V2FileReader
 
@@ -33,8 +33,9 @@ _STRUCTURAL = (FileVersion.V2_1, FileVersion.V2_2)
 def read_whole_files(readers: Sequence[FileReader], columns: Sequence[str]) -> pa.Table:
     """Every row of ``readers``, in order, projected to ``columns`` (which each file must have).
 
-    Fields of the same type in every file, all of them 2.1+ files, are decoded across the files
-    at once (one task per field on the worker pool); any other field is read file by file."""
+    A column must have one type in every file (else :class:`SchemaError`). When every file is
+    of version 2.1+ each field is decoded across the files at once (one task per field on the
+    worker pool); otherwise each file is read on its own."""
     if not readers:
         raise ValueError("read_whole_files needs at least one file")
     schemas = [reader.schema for reader in readers]
@@ -42,11 +43,19 @@ def read_whole_files(readers: Sequence[FileReader], columns: Sequence[str]) -> p
         missing = [name for name in columns if schema.get_field_index(name) < 0]
         if missing:
             raise CorruptFileError(getattr(reader, "path", "<file>"), f"no column(s) {missing}")
-    joint = all(isinstance(r, V2FileReader) and r.version in _STRUCTURAL for r in readers)
     fields = [schemas[0].field(name) for name in columns]
+    for reader, schema in zip(readers[1:], schemas[1:], strict=True):
+        for field in fields:
+            if schema.field(field.name).type != field.type:
+                other = schema.field(field.name).type
+                raise SchemaError(
+                    f"column {field.name!r} is {other} in {reader.path} "  # type: ignore[attr-defined]
+                    f"but {field.type} in {readers[0].path}"  # type: ignore[attr-defined]
+                )
+    joint = [r for r in readers if isinstance(r, V2FileReader) and r.version in _STRUCTURAL]
     tasks = [
-        partial(_joined_field, readers, field)
-        if joint and all(s.field(field.name).type == field.type for s in schemas[1:])
+        partial(_joined_field, joint, field)
+        if len(joint) == len(readers)
         else partial(_each_file, readers, field.name)
         for field in fields
     ]
@@ -59,22 +68,25 @@ def _each_file(readers: Sequence[FileReader], name: str) -> pa.ChunkedArray:
     return pa.chunked_array(chunks, readers[0].schema.field(name).type)
 
 
-def _joined_field(readers: Sequence[FileReader], field: pa.Field) -> pa.Array | pa.ChunkedArray:
+def _joined_field(readers: Sequence[V2FileReader], field: pa.Field) -> pa.Array | pa.ChunkedArray:
     """``field`` of every file, its leaf columns' pages read across the files together."""
+    readers = [reader for reader in readers if int(reader.num_rows)]
+    if not readers:
+        return pa.array([], field.type)
     decoders = []
     for reader in readers:
-        decoder = reader._decoder(reader.schema.get_field_index(field.name))  # type: ignore[attr-defined]
+        decoder = reader._decoder(reader.schema.get_field_index(field.name))
         if not isinstance(decoder, StructuralFieldDecoder) or any(
             empty_struct.is_empty_struct(leaf.type) for leaf in decoder.leaves
         ):
             return _each_file(readers, field.name)
         decoders.append(decoder)
-    path = f"{readers[0].path} and {len(readers) - 1} more files"  # type: ignore[attr-defined]
+    path = readers[0].path if len(readers) == 1 else f"{readers[0].path} and {len(readers) - 1} more files"
     try:
         leaves = [
             read_whole_pages(
                 [
-                    (decoder._reader(col, page), reader._fetch)  # type: ignore[attr-defined]
+                    (decoder._reader(col, page), reader._fetch, reader.path)
                     for reader, decoder in zip(readers, decoders, strict=True)
                     for page in range(len(decoder.columns[col]))
                 ]

@@ -59,7 +59,7 @@ from lance_ops.encoding.structural.repdef import (
     select_rows,
 )
 from lance_ops.encoding.structural.values import concat_blocks, from_block, from_block_empty, take_block
-from lance_ops.errors import CorruptFileError, LanceOpsError, UnsupportedEncodingError
+from lance_ops.errors import CorruptFileError, UnsupportedEncodingError
 
 PAD_BYTE = 0xFE
 ALIGN = 8
@@ -702,9 +702,9 @@ def _joinable_key(reader: PageReader) -> bytes | None:
     return shape.SerializeToString(deterministic=True)
 
 
-def read_whole_pages(pages: Sequence[tuple[PageReader, Fetch]]) -> DecodedLeaf:
+def read_whole_pages(pages: Sequence[tuple[PageReader, Fetch, str]]) -> DecodedLeaf:
     """Every row of ``pages`` (readers of one leaf column's pages, each with the fetch of its
-    file; in order, often of many files), as one leaf.
+    file and the file's name for errors; in order, often of many files), as one leaf.
 
     Runs of flat mini-block pages of one layout (the pages of small files written alike) are
     decoded together, their chunks back to back in one :meth:`MiniBlockPage.decode_chunks` call:
@@ -712,50 +712,64 @@ def read_whole_pages(pages: Sequence[tuple[PageReader, Fetch]]) -> DecodedLeaf:
     pages are read one by one.
     """
     parts: list[DecodedLeaf] = []
-    run: list[tuple[MiniBlockReader, Fetch]] = []
+    run: list[tuple[MiniBlockReader, Fetch, str]] = []
     run_key: bytes | None = None
-    for reader, fetch in pages:
+    for reader, fetch, path in pages:
         key = _joinable_key(reader) if isinstance(reader, MiniBlockReader) else None
         if run and key != run_key:
             parts.append(_read_run(run))
             run = []
-        if key is None:
-            parts.append(reader.read(fetch, np.arange(reader.info.num_rows, dtype=np.int64)))
+        if key is None or not isinstance(reader, MiniBlockReader):
+            parts.append(_read_page(reader, fetch, path))
             continue
-        run.append((reader, fetch))  # type: ignore[arg-type]  (a key implies a MiniBlockReader)
+        run.append((reader, fetch, path))
         run_key = key
     if run:
         parts.append(_read_run(run))
     return concat_leaves(parts)
 
 
-def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch]]) -> DecodedLeaf:
-    """All rows of flat mini-block pages of one layout, their chunks decoded in one call."""
-    first = run[0][0]
-    if len(run) == 1:
-        return first.read(run[0][1], np.arange(first.info.num_rows, dtype=np.int64))
-    where = f"pages at row {first.info.first_row} and the {len(run) - 1} after them"
+def _read_page(reader: PageReader, fetch: Fetch, path: str) -> DecodedLeaf:
     try:
-        loaded = [reader._load(fetch) for reader, fetch in run]
-        for (reader, _), page in zip(run, loaded, strict=True):
+        return reader.read(fetch, np.arange(reader.info.num_rows, dtype=np.int64))
+    except CorruptFileError as exc:
+        raise exc.located(path=path) from exc
+
+
+def _located(exc: Exception, path: str, page: str) -> CorruptFileError:
+    """``exc`` (raised while decoding pages) as a :class:`CorruptFileError` of ``path``."""
+    if isinstance(exc, CorruptFileError):
+        return exc.located(path=path, page=page)
+    return CorruptFileError(path, f"MiniBlockReader: {exc}", page=page)
+
+
+_DECODE_ERRORS = (CorruptFileError, IndexError, ValueError, TypeError, OverflowError, pa.ArrowException)
+
+
+def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch, str]]) -> DecodedLeaf:
+    """All rows of flat mini-block pages of one layout, their chunks decoded in one call."""
+    if len(run) == 1:
+        return _read_page(*run[0])
+    loaded, blobs = [], []
+    for reader, fetch, path in run:
+        try:
+            page = reader._load(fetch)
             if int(page.count_ends[-1]) != reader.info.num_rows:
                 raise CorruptFileError(
                     "<page>", f"chunks hold {int(page.count_ends[-1])} of {reader.info.num_rows} rows"
                 )
-        blobs = [
-            as_u8(fetch([(reader.info.buffers[1][0], int(page.offsets[-1]))])[0])
-            for (reader, fetch), page in zip(run, loaded, strict=True)
-        ]
-        bases = np.cumsum([0] + [len(b) for b in blobs[:-1]])
-        starts = np.concatenate([page.offsets[:-1] + base for page, base in zip(loaded, bases, strict=True)])
-        joined = copy.copy(loaded[0])  # one layout: the first page's decoders serve every chunk
-        joined.counts = np.concatenate([page.counts for page in loaded])
-        joined.sizes = np.concatenate([page.sizes for page in loaded])
-        decoded = joined.decode_chunks(np.concatenate(blobs), starts, np.arange(len(starts)))
-        return first._leaf(decoded)
-    except CorruptFileError as exc:
-        raise exc.located(page=where) from exc
-    except LanceOpsError:
-        raise
-    except (IndexError, ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
-        raise CorruptFileError("<page>", f"MiniBlockReader: {exc}", page=where) from exc
+            blobs.append(as_u8(fetch([(reader.info.buffers[1][0], int(page.offsets[-1]))])[0]))
+        except _DECODE_ERRORS as exc:
+            raise _located(exc, path, f"page at row {reader.info.first_row}") from exc
+        loaded.append(page)
+    bases = np.cumsum([0] + [len(b) for b in blobs[:-1]])
+    starts = np.concatenate([page.offsets[:-1] + base for page, base in zip(loaded, bases, strict=True)])
+    joined = copy.copy(loaded[0])  # one layout: the first page's decoders serve every chunk
+    joined.counts = np.concatenate([page.counts for page in loaded])
+    joined.sizes = np.concatenate([page.sizes for page in loaded])
+    try:
+        return run[0][0]._leaf(joined.decode_chunks(np.concatenate(blobs), starts, np.arange(len(starts))))
+    except _DECODE_ERRORS as exc:
+        paths = sorted({path for _, _, path in run})
+        where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
+        raise _located(exc, where, f"{len(run)} pages decoded together") from exc
