@@ -747,28 +747,56 @@ _DECODE_ERRORS = (CorruptFileError, IndexError, ValueError, TypeError, OverflowE
 
 
 def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch, str]]) -> DecodedLeaf:
-    """All rows of flat mini-block pages of one layout, their chunks decoded in one call."""
+    """All rows of flat mini-block pages of one layout, their chunks decoded in one call. The
+    chunk tables of all the pages are parsed together too (one page's search-cache state, its
+    decoders, serves them all: they share the layout)."""
     if len(run) == 1:
         return _read_page(*run[0])
-    loaded, blobs = [], []
+    first, first_fetch, _ = run[0]
+    large = first.info.layout.mini_block_layout.has_large_chunk
+    width = 4 if large else 2
+    metas, blobs = [], []
     for reader, fetch, path in run:
+        info = reader.info
         try:
-            page = reader._load(fetch)
-            if int(page.count_ends[-1]) != reader.info.num_rows:
-                raise CorruptFileError(
-                    "<page>", f"chunks hold {int(page.count_ends[-1])} of {reader.info.num_rows} rows"
-                )
-            blobs.append(as_u8(fetch([(reader.info.buffers[1][0], int(page.offsets[-1]))])[0]))
+            if large != (reader.version is not FileVersion.V2_1):
+                raise CorruptFileError("<page>", f"has_large_chunk={large} in a {reader.version} file")
+            if len(info.buffers) < 2:
+                raise CorruptFileError("<page>", "mini-block page has too few buffers")
+            meta, data = fetch([info.buffers[0], info.buffers[1]])
+            if not len(meta) or len(meta) % width:
+                raise CorruptFileError("<page>", f"a chunk table of {len(meta)} bytes")
         except _DECODE_ERRORS as exc:
-            raise _located(exc, path, f"page at row {reader.info.first_row}") from exc
-        loaded.append(page)
+            raise _located(exc, path, f"page at row {info.first_row}") from exc
+        metas.append(meta)
+        blobs.append(as_u8(data))
+    chunks = np.array([len(m) // width for m in metas], np.int64)
+    words = np.frombuffer(b"".join(metas), f"<u{width}").astype(np.int64)
+    sizes = ((words >> 4) + 1) * ALIGN
+    counts = np.left_shift(1, words & 0xF)
+    firsts = np.cumsum(chunks) - chunks
+    lasts = firsts + chunks - 1
+    rows = np.array([reader.info.num_rows for reader, _, _ in run], np.int64)
+    items = np.array([reader.info.layout.mini_block_layout.num_items for reader, _, _ in run], np.int64)
+    counts[lasts] = items - (np.add.reduceat(counts, firsts) - counts[lasts])
+    page_bytes = np.add.reduceat(sizes, firsts)
+    problems = (
+        (counts[lasts] < 0, "mini-block chunk counts exceed num_items"),
+        (items != rows, "the chunks hold another number of rows than the page"),
+        (page_bytes > np.array([len(b) for b in blobs]), "mini-block chunks extend past their buffer"),
+    )
+    for bad, reason in problems:
+        if bad.any():
+            n = int(np.argmax(bad))
+            raise CorruptFileError(run[n][2], reason, page=f"page at row {run[n][0].info.first_row}")
+    page_of = np.repeat(np.arange(len(run)), chunks)
     bases = np.cumsum([0] + [len(b) for b in blobs[:-1]])
-    starts = np.concatenate([page.offsets[:-1] + base for page, base in zip(loaded, bases, strict=True)])
-    joined = copy.copy(loaded[0])  # one layout: the first page's decoders serve every chunk
-    joined.counts = np.concatenate([page.counts for page in loaded])
-    joined.sizes = np.concatenate([page.sizes for page in loaded])
+    ends = np.cumsum(sizes)
+    starts = ends - sizes - (ends - sizes)[firsts][page_of] + bases[page_of]
     try:
-        return run[0][0]._leaf(joined.decode_chunks(np.concatenate(blobs), starts, np.arange(len(starts))))
+        joined = copy.copy(first._load(first_fetch))
+        joined.counts, joined.sizes = counts, sizes
+        return first._leaf(joined.decode_chunks(np.concatenate(blobs), starts, np.arange(len(starts))))
     except _DECODE_ERRORS as exc:
         paths = sorted({path for _, _, path in run})
         where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
