@@ -14,7 +14,7 @@ row order, ``_rowid``, fragment row counts and the row id / version sequences' b
 
 ``--memory`` runs every compaction in a child process of its own, which reports its wall time, its
 peak resident set (``VmHWM``) and the peak before the compaction began (imports, a warm-up
-compaction of a 15,000-row dataset that pays the one-time costs of a process such as compiled
+compaction of a 120,000-row dataset that pays the one-time costs of a process such as compiled
 kernels, the opened dataset): the difference (``held``) is what the compaction itself held at
 its worst; the process's whole peak is reported too.
 
@@ -87,13 +87,21 @@ def layout(path: str) -> list[tuple[object, ...]]:
     ]
 
 
+# Rows of each of the warm-up's three fragments: its output (~120,000 rows) is long enough that
+# the writer loads the compiled kernels (lance_ops.encoding.kernels uses numpy forms below
+# COMPILED_FROM values, and loads numba, ~0.7 s CPU, on the first bigger write).
+WARM_UP_ROWS = 40_000
+
+
 def warm_up(module: object, path: str) -> None:
     """A compaction of a small dataset of the same table (three fragments, a deletion): the
     one-time costs of a process (imports, loading compiled kernels, first-use caches) are paid
     here, not counted as the measured compaction's."""
     warm = path + ".warm-up"
     for n in range(3):
-        rows = make_table("ints_nulls", 5_000, n).append_column("row", pa.array(np.arange(5_000)))
+        rows = make_table("ints_nulls", WARM_UP_ROWS, n).append_column(
+            "row", pa.array(np.arange(WARM_UP_ROWS))
+        )
         module.write_dataset(rows, warm, mode="append" if n else "create")  # type: ignore[attr-defined]
     module.dataset(warm).delete("row < 100")  # type: ignore[attr-defined]
     module.dataset(warm).optimize.compact_files()  # type: ignore[attr-defined]
@@ -179,7 +187,7 @@ def report(
             f"at random, stable row ids {'on' if args.stable_row_ids else 'off'}; "
             f"`compact_files()` with default options; best of {args.repeats}"
             + (
-                "; each compaction in a child process after a warm-up compaction of 15,000 rows, "
+                "; each compaction in a child process after a warm-up compaction of 120,000 rows, "
                 "CPU = the process's CPU time during the compaction, all threads (least of the repeats), "
                 "`held` = its peak RSS minus the peak before it began, `peak` = the process's peak RSS "
                 "(largest of the repeats)."
