@@ -52,7 +52,7 @@ def read_whole_files(readers: Sequence[FileReader], columns: Sequence[str]) -> p
                     f"column {field.name!r} is {other} in {reader.path} "  # type: ignore[attr-defined]
                     f"but {field.type} in {readers[0].path}"  # type: ignore[attr-defined]
                 )
-    joint = [r for r in readers if isinstance(r, V2FileReader) and r.version in _STRUCTURAL]
+    joint = [r for r in readers if isinstance(r, V2FileReader) and joinable(r)]
     tasks = [
         partial(_joined_field, joint, field)
         if len(joint) == len(readers)
@@ -61,6 +61,12 @@ def read_whole_files(readers: Sequence[FileReader], columns: Sequence[str]) -> p
     ]
     arrays = run_tasks(tasks)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=schemas[0].metadata))
+
+
+def joinable(reader: FileReader) -> bool:
+    """Whether :func:`read_whole_files` decodes the columns of ``reader`` across files (2.1+
+    files); others are read file by file."""
+    return isinstance(reader, V2FileReader) and reader.version in _STRUCTURAL
 
 
 def _each_file(readers: Sequence[FileReader], name: str) -> pa.ChunkedArray:

@@ -74,7 +74,7 @@ from lance_ops.errors import (
     InvalidOptionError,
     UnsupportedFeatureError,
 )
-from lance_ops.file.multi import read_whole_files
+from lance_ops.file.multi import joinable, read_whole_files
 from lance_ops.file.reader import FileReader
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
 from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
@@ -667,7 +667,7 @@ def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int)
 
 
 def _whole_file(reader: FragmentReader, columns: Sequence[str]) -> tuple[FileReader, tuple[str, ...]] | None:
-    """The data file of a fragment held in one file, and the names of ``columns`` in it, when
+    """The data file of a fragment held in one 2.1+ file, and the names of ``columns`` in it, when
     the file's columns are the dataset's fields as they are (whole, of the same types, no blob
     descriptions): its rows are then the fragment's rows with no conversion (what
     :meth:`FragmentReader.read` would return); None otherwise."""
@@ -676,7 +676,7 @@ def _whole_file(reader: FragmentReader, columns: Sequence[str]) -> tuple[FileRea
         return None
     data_file = meta.files[0]
     file = files.open_file(data_file)
-    if int(file.num_rows) != reader.physical_rows:
+    if not joinable(file) or int(file.num_rows) != reader.physical_rows:
         return None
     mapping = files.file_columns(data_file, file.schema)
     names = []
