@@ -624,9 +624,10 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
 def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int) -> Iterator[pa.RecordBatch]:
     """Live rows of ``readers`` in order. Each fragment is decoded whole (a contiguous read is much
     cheaper than a take of the surviving offsets) and its deleted rows are filtered out. Small
-    fragments held in one data file each are read together, up to ``COALESCE_ROWS`` rows at a
-    time, each column across their files in one decode (:func:`read_whole_files`); the rows of
-    small fragments are handed on together (:func:`_coalesced`)."""
+    fragments held in one data file each are read together, up to ``COALESCE_ROWS`` rows and
+    ``WINDOW_FILE_BYTES`` of files at a time, each column across their files in one decode
+    (:func:`read_whole_files`); the rows of small fragments are handed on together
+    (:func:`_coalesced`)."""
     columns = tuple(schema.names)
 
     def one(reader: FragmentReader) -> Iterator[pa.Table]:
@@ -646,20 +647,25 @@ def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int)
     def tables() -> Iterator[pa.Table]:
         window: list[tuple[FragmentReader, FileReader]] = []
         window_names: tuple[str, ...] = ()
-        rows = 0
+        rows = size = 0
         for reader in prefetched(readers[0].files, readers, columns) if readers else ():
             whole = _whole_file(reader, columns) if reader.physical_rows < COALESCE_ROWS else None
+            file_bytes = reader.metadata.files[0].file_size_bytes if whole is not None else 0
             if window and (
-                whole is None or whole[1] != window_names or rows + reader.physical_rows > COALESCE_ROWS
+                whole is None
+                or whole[1] != window_names
+                or rows + reader.physical_rows > COALESCE_ROWS
+                or size + file_bytes > WINDOW_FILE_BYTES
             ):
                 yield joined(window, window_names)
-                window, rows = [], 0
+                window, rows, size = [], 0, 0
             if whole is None:
                 yield from one(reader)
                 continue
             window.append((reader, whole[0]))
             window_names = whole[1]
             rows += reader.physical_rows
+            size += file_bytes
         if window:
             yield joined(window, window_names)
 
@@ -693,6 +699,10 @@ def _whole_file(reader: FragmentReader, columns: Sequence[str]) -> tuple[FileRea
         names.append(column.name)
     return file, tuple(names)
 
+
+#: Bytes of data files (as the manifest records them) up to which :func:`_scan` reads small
+#: fragments together: with ``COALESCE_ROWS``, what bounds the memory of one joined read.
+WINDOW_FILE_BYTES = 16 * 1024 * 1024
 
 #: Rows / bytes up to which :func:`_coalesced` gathers the tables of small fragments into one batch.
 COALESCE_ROWS = 1 << 16

@@ -188,15 +188,18 @@ def _fragmented(path: str, stable_row_ids: bool) -> None:
     lance.dataset(path).delete("id % 9 = 4 OR id = 1023 OR (id >= 6149 AND id < 6848) OR id IN (6849, 6850)")
 
 
-@settings(max_examples=12, deadline=None)
-@given(window_rows=st.sampled_from([1, 1024, 1025, 2048, 3000, 1 << 16]))
+@settings(max_examples=15, deadline=None)
+@given(
+    window_rows=st.sampled_from([1, 1024, 1025, 2048, 3000, 1 << 16]),
+    window_bytes=st.sampled_from([1, 20_000, 1 << 24]),
+)
 def test_scan_reading_fragments_together_gives_the_rows_of_each_fragment_read_alone(
-    tmp_path_factory: pytest.TempPathFactory, window_rows: int
+    tmp_path_factory: pytest.TempPathFactory, window_rows: int, window_bytes: int
 ) -> None:
     """The compaction scan reads single-file fragments together (windows of up to
-    ``COALESCE_ROWS`` rows, each column decoded across their files) and two-file fragments alone:
-    its rows are those of every fragment read on its own with its deleted rows dropped, in order,
-    whatever the window size."""
+    ``COALESCE_ROWS`` rows and ``WINDOW_FILE_BYTES`` of files, each column decoded across their
+    files) and two-file fragments alone: its rows are those of every fragment read on its own
+    with its deleted rows dropped, in order, whatever the window size."""
     from lance_ops.fragment.reader import FragmentReader
 
     path = str(tmp_path_factory.mktemp("scan") / "ds")
@@ -210,6 +213,7 @@ def test_scan_reading_fragments_together_gives_the_rows_of_each_fragment_read_al
     expected = pa.concat_tables(r.read(columns, r.live_offsets()) for r in readers)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(compaction, "COALESCE_ROWS", window_rows)
+        patch.setattr(compaction, "WINDOW_FILE_BYTES", window_bytes)
         got = pa.Table.from_batches(list(compaction._scan(readers, files.schema, 1000)), files.schema)
     assert got.equals(expected)
     assert got.num_rows == lance.dataset(path).count_rows()
