@@ -14,7 +14,7 @@ row order, ``_rowid``, fragment row counts and the row id / version sequences' b
 
 ``--memory`` runs every compaction in a child process of its own, which reports its wall time, its
 peak resident set (``VmHWM``) and the peak before the compaction began (imports, a warm-up
-compaction of a 15,000-row dataset that pays the one-time costs of a process such as compiled
+compaction of a 120,000-row dataset that pays the one-time costs of a process such as compiled
 kernels, the opened dataset): the difference (``held``) is what the compaction itself held at
 its worst; the process's whole peak is reported too.
 

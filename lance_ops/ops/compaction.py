@@ -74,6 +74,8 @@ from lance_ops.errors import (
     InvalidOptionError,
     UnsupportedFeatureError,
 )
+from lance_ops.file.multi import joinable, read_whole_files
+from lance_ops.file.reader import FileReader
 from lance_ops.fragment.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_BYTES_PER_FILE, WriteOptions
 from lance_ops.fragment.reader import READ_AHEAD_ROWS, FragmentReader, VersionFiles, row_addresses
 from lance_ops.fragment.scan import prefetched
@@ -621,20 +623,86 @@ def plan(manifest: Manifest, options: CompactionOptions) -> CompactionPlan:
 
 def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int) -> Iterator[pa.RecordBatch]:
     """Live rows of ``readers`` in order. Each fragment is decoded whole (a contiguous read is much
-    cheaper than a take of the surviving offsets) and its deleted rows are filtered out; the rows
-    of small fragments are handed on together (:func:`_coalesced`)."""
+    cheaper than a take of the surviving offsets) and its deleted rows are filtered out. Small
+    fragments held in one data file each are read together, up to ``COALESCE_ROWS`` rows and
+    ``WINDOW_FILE_BYTES`` of files at a time, each column across their files in one decode
+    (:func:`read_whole_files`); the rows of small fragments are handed on together
+    (:func:`_coalesced`)."""
     columns = tuple(schema.names)
 
+    def one(reader: FragmentReader) -> Iterator[pa.Table]:
+        live = _live_mask(reader) if len(reader.deleted) else None
+        for start in range(0, reader.physical_rows, READ_AHEAD_ROWS):
+            stop = min(start + READ_AHEAD_ROWS, reader.physical_rows)
+            table = reader.read(columns, np.arange(start, stop, dtype=np.int64))
+            yield table if live is None else table.filter(pa.array(live[start:stop]))
+
+    def joined(window: list[tuple[FragmentReader, FileReader]], names: tuple[str, ...]) -> pa.Table:
+        table = read_whole_files([file for _, file in window], names)
+        table = pa.Table.from_arrays(table.columns, schema=schema)
+        if not any(len(reader.deleted) for reader, _ in window):
+            return table
+        return table.filter(pa.array(np.concatenate([_live_mask(reader) for reader, _ in window])))
+
     def tables() -> Iterator[pa.Table]:
+        window: list[tuple[FragmentReader, FileReader]] = []
+        window_names: tuple[str, ...] = ()
+        rows = size = 0
         for reader in prefetched(readers[0].files, readers, columns) if readers else ():
-            live = _live_mask(reader) if len(reader.deleted) else None
-            for start in range(0, reader.physical_rows, READ_AHEAD_ROWS):
-                stop = min(start + READ_AHEAD_ROWS, reader.physical_rows)
-                table = reader.read(columns, np.arange(start, stop, dtype=np.int64))
-                yield table if live is None else table.filter(pa.array(live[start:stop]))
+            whole = _whole_file(reader, columns) if reader.physical_rows < COALESCE_ROWS else None
+            file_bytes = reader.metadata.files[0].file_size_bytes if whole is not None else 0
+            if window and (
+                whole is None
+                or whole[1] != window_names
+                or rows + reader.physical_rows > COALESCE_ROWS
+                or size + file_bytes > WINDOW_FILE_BYTES
+            ):
+                yield joined(window, window_names)
+                window, rows, size = [], 0, 0
+            if whole is None:
+                yield from one(reader)
+                continue
+            window.append((reader, whole[0]))
+            window_names = whole[1]
+            rows += reader.physical_rows
+            size += file_bytes
+        if window:
+            yield joined(window, window_names)
 
     return _coalesced(tables(), batch_size)
 
+
+def _whole_file(reader: FragmentReader, columns: Sequence[str]) -> tuple[FileReader, tuple[str, ...]] | None:
+    """The data file of a fragment held in one 2.1+ file, and the names of ``columns`` in it, when
+    the file's columns are the dataset's fields as they are (whole, of the same types, no blob
+    descriptions): its rows are then the fragment's rows with no conversion (what
+    :meth:`FragmentReader.read` would return); None otherwise."""
+    files, meta = reader.files, reader.metadata
+    if len(meta.files) != 1:
+        return None
+    data_file = meta.files[0]
+    file = files.open_file(data_file)
+    if not joinable(file) or int(file.num_rows) != reader.physical_rows:
+        return None
+    mapping = files.file_columns(data_file, file.schema)
+    names = []
+    for name in columns:
+        index = files.schema.get_field_index(name)
+        column = mapping.get(index)
+        if (
+            column is None
+            or files.has_blob_v2[index]
+            or not files.leaves[index] <= column.dataset_ids(column.nodes[0].id)
+            or file.schema.field(column.name).type != files.schema.field(index).type
+        ):
+            return None
+        names.append(column.name)
+    return file, tuple(names)
+
+
+#: Bytes of data files (as the manifest records them) up to which :func:`_scan` reads small
+#: fragments together: with ``COALESCE_ROWS``, what bounds the memory of one joined read.
+WINDOW_FILE_BYTES = 16 * 1024 * 1024
 
 #: Rows / bytes up to which :func:`_coalesced` gathers the tables of small fragments into one batch.
 COALESCE_ROWS = 1 << 16

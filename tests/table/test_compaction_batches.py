@@ -164,3 +164,56 @@ def test_compaction_of_many_small_fragments_and_an_added_column_matches_pylance(
     ]
     assert lance_ops.dataset(ours).to_table().equals(want.drop_columns(["_rowid"]))
     assert lance.dataset(ours).optimize.compact_files().fragments_removed == 0
+
+
+def _fragmented(path: str, stable_row_ids: bool) -> None:
+    """Small pylance fragments, some of two data files (written before a column was added), with
+    deletions (every row of one fragment but one)."""
+    start = 0
+    for n, rows in enumerate([1023, 1024, 1025, 1, 2048]):
+        lance.write_dataset(
+            _mixed(start, rows, n),
+            path,
+            mode="append" if n else "create",
+            enable_stable_row_ids=stable_row_ids,
+            data_storage_version="2.2",
+        )
+        start += rows
+    lance.dataset(path).add_columns({"twice": "id * 2"})
+    for n, rows in enumerate([1025, 3, 700, 1024]):
+        table = _mixed(start, rows, 10 + n)
+        table = table.append_column("twice", pa.array(table.column("id").to_numpy() * 2))
+        lance.write_dataset(table, path, mode="append")
+        start += rows
+    lance.dataset(path).delete("id % 9 = 4 OR id = 1023 OR (id >= 6149 AND id < 6848) OR id IN (6849, 6850)")
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    window_rows=st.sampled_from([1, 1024, 1025, 2048, 3000, 1 << 16]),
+    window_bytes=st.sampled_from([1, 20_000, 1 << 24]),
+)
+def test_scan_reading_fragments_together_gives_the_rows_of_each_fragment_read_alone(
+    tmp_path_factory: pytest.TempPathFactory, window_rows: int, window_bytes: int
+) -> None:
+    """The compaction scan reads single-file fragments together (windows of up to
+    ``COALESCE_ROWS`` rows and ``WINDOW_FILE_BYTES`` of files, each column decoded across their
+    files) and two-file fragments alone: its rows are those of every fragment read on its own
+    with its deleted rows dropped, in order, whatever the window size."""
+    from lance_ops.fragment.reader import FragmentReader
+
+    path = str(tmp_path_factory.mktemp("scan") / "ds")
+    _fragmented(path, stable_row_ids=False)
+    files = lance_ops.dataset(path)._files
+    readers = [FragmentReader(files, f) for f in files.manifest.fragments]
+    columns = tuple(files.schema.names)
+    whole = [compaction._whole_file(r, columns) for r in readers]
+    assert [w is not None for w in whole] == [len(r.metadata.files) == 1 for r in readers]
+    assert sum(w is not None for w in whole) == 4
+    expected = pa.concat_tables(r.read(columns, r.live_offsets()) for r in readers)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compaction, "COALESCE_ROWS", window_rows)
+        patch.setattr(compaction, "WINDOW_FILE_BYTES", window_bytes)
+        got = pa.Table.from_batches(list(compaction._scan(readers, files.schema, 1000)), files.schema)
+    assert got.equals(expected)
+    assert got.num_rows == lance.dataset(path).count_rows()

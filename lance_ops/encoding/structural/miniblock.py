@@ -27,7 +27,8 @@ the requested rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,7 @@ from lance_ops.encoding.structural.repdef import (
     LevelCodec,
     Levels,
     choose_level_codec,
+    concat_leaves,
     decode_levels,
     select_rows,
 )
@@ -682,3 +684,120 @@ class MiniBlockReader(PageReader):
             keys = _indices(decoded.values)
             return DecodedLeaf(levels, dictionary.to_dictionary_array(keys, page.items, self.dtype, valid))
         return DecodedLeaf(decoded.levels, from_block(decoded.values, self.dtype))
+
+
+def _joinable_key(reader: PageReader) -> bytes | None:
+    """What a page must share with others to be decoded together with them in one call: its
+    mini-block layout but for its value count (None for pages that cannot be: other layouts,
+    dictionaries, which differ from page to page, and lists)."""
+    info = reader.info
+    if info.layout.WhichOneof("layout") != "mini_block_layout" or not info.num_rows:
+        return None
+    layout = info.layout.mini_block_layout
+    if layout.HasField("dictionary") or layout.repetition_index_depth or layout.HasField("rep_compression"):
+        return None
+    shape = pb.MiniBlockLayout()
+    shape.CopyFrom(layout)
+    shape.num_items = 0
+    return shape.SerializeToString(deterministic=True)
+
+
+def read_whole_pages(pages: Sequence[tuple[PageReader, Fetch, str]]) -> DecodedLeaf:
+    """Every row of ``pages`` (readers of one leaf column's pages, each with the fetch of its
+    file and the file's name for errors; in order, often of many files), as one leaf.
+
+    Runs of flat mini-block pages of one layout (the pages of small files written alike) are
+    decoded together, their chunks back to back in one :meth:`MiniBlockPage.decode_chunks` call:
+    the per-call cost of decoding a small page is paid once per run, not once per page. Other
+    pages are read one by one.
+    """
+    parts: list[DecodedLeaf] = []
+    run: list[tuple[MiniBlockReader, Fetch, str]] = []
+    run_key: bytes | None = None
+    for reader, fetch, path in pages:
+        key = _joinable_key(reader) if isinstance(reader, MiniBlockReader) else None
+        if run and key != run_key:
+            parts.append(_read_run(run))
+            run = []
+        if key is None or not isinstance(reader, MiniBlockReader):
+            parts.append(_read_page(reader, fetch, path))
+            continue
+        run.append((reader, fetch, path))
+        run_key = key
+    if run:
+        parts.append(_read_run(run))
+    return concat_leaves(parts)
+
+
+def _read_page(reader: PageReader, fetch: Fetch, path: str) -> DecodedLeaf:
+    try:
+        return reader.read(fetch, np.arange(reader.info.num_rows, dtype=np.int64))
+    except CorruptFileError as exc:
+        raise exc.located(path=path) from exc
+
+
+def _located(exc: Exception, path: str, page: str) -> CorruptFileError:
+    """``exc`` (raised while decoding pages) as a :class:`CorruptFileError` of ``path``."""
+    if isinstance(exc, CorruptFileError):
+        return exc.located(path=path, page=page)
+    return CorruptFileError(path, f"MiniBlockReader: {exc}", page=page)
+
+
+_DECODE_ERRORS = (CorruptFileError, IndexError, ValueError, TypeError, OverflowError, pa.ArrowException)
+
+
+def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch, str]]) -> DecodedLeaf:
+    """All rows of flat mini-block pages of one layout, their chunks decoded in one call. The
+    chunk tables of all the pages are parsed together too (one page's search-cache state, its
+    decoders, serves them all: they share the layout)."""
+    if len(run) == 1:
+        return _read_page(*run[0])
+    first, first_fetch, _ = run[0]
+    large = first.info.layout.mini_block_layout.has_large_chunk
+    width = 4 if large else 2
+    metas, blobs = [], []
+    for reader, fetch, path in run:
+        info = reader.info
+        try:
+            if large != (reader.version is not FileVersion.V2_1):
+                raise CorruptFileError("<page>", f"has_large_chunk={large} in a {reader.version} file")
+            if len(info.buffers) < 2:
+                raise CorruptFileError("<page>", "mini-block page has too few buffers")
+            meta, data = fetch([info.buffers[0], info.buffers[1]])
+            if not len(meta) or len(meta) % width:
+                raise CorruptFileError("<page>", f"a chunk table of {len(meta)} bytes")
+        except _DECODE_ERRORS as exc:
+            raise _located(exc, path, f"page at row {info.first_row}") from exc
+        metas.append(meta)
+        blobs.append(as_u8(data))
+    chunks = np.array([len(m) // width for m in metas], np.int64)
+    words = np.frombuffer(b"".join(metas), f"<u{width}").astype(np.int64)
+    sizes = ((words >> 4) + 1) * ALIGN
+    counts = np.left_shift(1, words & 0xF)
+    firsts = np.cumsum(chunks) - chunks
+    lasts = firsts + chunks - 1
+    rows = np.array([reader.info.num_rows for reader, _, _ in run], np.int64)
+    items = np.array([reader.info.layout.mini_block_layout.num_items for reader, _, _ in run], np.int64)
+    counts[lasts] = items - (np.add.reduceat(counts, firsts) - counts[lasts])
+    page_bytes = np.add.reduceat(sizes, firsts)
+    problems = (
+        (counts[lasts] < 0, "mini-block chunk counts exceed num_items"),
+        (items != rows, "the chunks hold another number of rows than the page"),
+        (page_bytes > np.array([len(b) for b in blobs]), "mini-block chunks extend past their buffer"),
+    )
+    for bad, reason in problems:
+        if bad.any():
+            n = int(np.argmax(bad))
+            raise CorruptFileError(run[n][2], reason, page=f"page at row {run[n][0].info.first_row}")
+    page_of = np.repeat(np.arange(len(run)), chunks)
+    bases = np.cumsum([0] + [len(b) for b in blobs[:-1]])
+    ends = np.cumsum(sizes)
+    starts = ends - sizes - (ends - sizes)[firsts][page_of] + bases[page_of]
+    try:
+        joined = copy.copy(first._load(first_fetch))
+        joined.counts, joined.sizes = counts, sizes
+        return first._leaf(joined.decode_chunks(np.concatenate(blobs), starts, np.arange(len(starts))))
+    except _DECODE_ERRORS as exc:
+        paths = sorted({path for _, _, path in run})
+        where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
+        raise _located(exc, where, f"{len(run)} pages decoded together") from exc
