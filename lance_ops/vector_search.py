@@ -396,7 +396,7 @@ class VectorQuery:
         if metric == "hamming":
             return ids, _flat_distance(codes, q, "hamming")
         vectors = _decode(state.header, kind, codes, 0.0)
-        if metric == "l2" or kind.endswith("SQ"):
+        if metric == "l2" or (metric == "cosine" and kind.endswith("SQ")):
             # pylance 14 reports a cosine IVF_SQ's distance as the squared l2 from the normalized
             # query to the decoded vector (about twice ``1 - cos``)
             return ids, _flat_distance(vectors, q, "l2")
