@@ -49,6 +49,7 @@ __all__ = [
     "hamming_nearest",
     "is_multivector_type",
     "is_vector_type",
+    "multivector_model",
     "kmodes",
     "pq_codebooks",
     "prepare",
@@ -323,6 +324,20 @@ def vector_rows(values: pa.Array, ids: np.ndarray) -> tuple[pa.Array, np.ndarray
         return values, ids
     lengths = np.asarray(values.value_lengths().fill_null(0), dtype=np.int64)
     return values.flatten(), np.repeat(np.asarray(ids, np.uint64), lengths)
+
+
+def multivector_model(params: VectorIndexParams, values: pa.Array) -> TrainedIvf | None:
+    """The model of an index on a multivector column's live rows ``values``, trained on samples
+    drawn among the rows (each giving all its vectors), as the Spark driver draws them; ``None``
+    for a vector column (:func:`build_ivf` trains on its rows)."""
+    if not is_multivector_type(values.type):
+        return None
+    dim = values.type.value_type.list_size
+
+    def fetch(positions: np.ndarray) -> np.ndarray:
+        return as_matrix(values.take(pa.array(positions)).flatten(), params.column)
+
+    return train_ivf(params, len(values), dim, fetch)
 
 
 def as_matrix(values: pa.Array, column: str) -> np.ndarray:

@@ -43,6 +43,7 @@ from lance_ops.index.build_vector import (
     build_ivf,
     is_multivector_type,
     is_vector_type,
+    multivector_model,
     pq_codebooks,
     prepare,
     sample_positions,
@@ -257,10 +258,12 @@ def create_index(
         )
     plan = plan_vector_index(files, column, index_type, **kwargs)
     fragments = list(files.manifest.fragments)
-    values, ids = vector_rows(*column_rows(files.storage, files.manifest, fragments, column, "_rowid"))
-    model = None
+    rows, row_ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
+    values, ids = vector_rows(rows, row_ids)
     if ivf_centroids is not None or pq_codebook is not None:
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
+    else:
+        model = multivector_model(plan.params, rows)
     result = build_ivf(IndexWriter(files.storage), plan.params, values, ids, model)
     return commit_vector_index(files, plan, fragments, result, options)
 
