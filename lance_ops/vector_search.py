@@ -491,17 +491,21 @@ class VectorQuery:
         stop = None if self._limit is None else start + self._limit
         ids, dists = ids[start:stop], dists[start:stop]
         columns = self._columns if self._columns is not None else self._ds.schema.names
+        extra = {"_distance": pa.array(dists, pa.float32()), "_rowid": pa.array(ids, pa.uint64())}
+        real = [c for c in columns if c not in extra]
         if isinstance(columns, dict):
             files = self._ds.handle.files
             table = projected_take(files, columns, lambda names: take_rows(files, ids, names))
-        elif columns:
-            table = _rows(self._ds, ids, columns)
+        elif real:
+            table = _rows(self._ds, ids, real)
         else:
             table = pa.table({"_": pa.nulls(len(ids))}).drop(["_"])
-        table = table.append_column("_distance", pa.array(dists, pa.float32()))
-        if self._with_row_id:
-            table = table.append_column("_rowid", pa.array(ids, pa.uint64()))
-        return table
+        # _distance and _rowid where the columns name them, else last (_rowid with with_row_id)
+        names = [*columns, "_distance", *(["_rowid"] if self._with_row_id else [])]
+        names = list(dict.fromkeys(n for n in names if n in extra or n in real))
+        fields = [pa.field(n, extra[n].type) if n in extra else table.schema.field(n) for n in names]
+        arrays = [extra[n] if n in extra else table.column(n) for n in names]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
 
     def to_batches(self) -> Any:
         return iter(self.to_table().to_batches())

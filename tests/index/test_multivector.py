@@ -191,8 +191,8 @@ def test_doubled_query_doubles_the_distance(tmp_path: Path) -> None:
 
 
 def test_appended_deleted_optimized_and_filtered(tmp_path: Path) -> None:
-    """Day two: rows appended after the index (searched flat), rows deleted, the index optimized;
-    both libraries agree at each step, prefiltered and not."""
+    """Day two: rows appended after the index (searched flat), rows deleted, the index optimized,
+    the fragments compacted; both libraries agree at each step, prefiltered and not."""
     rows = _vectors(700, seed=10)
     lance.write_dataset(_table(rows[:500]), tmp_path)
     lance_ops.dataset(str(tmp_path)).create_index("mv", "IVF_FLAT", metric="cosine", num_partitions=4, seed=3)
@@ -222,6 +222,9 @@ def test_appended_deleted_optimized_and_filtered(tmp_path: Path) -> None:
     lance_ops.dataset(str(tmp_path)).optimize.optimize_indices()
     stats = lance.dataset(tmp_path).stats.index_stats("mv_idx")
     assert stats["num_unindexed_rows"] == 0
+    check()
+    lance_ops.dataset(str(tmp_path)).optimize.compact_files(target_rows_per_fragment=10_000)
+    assert len(lance.dataset(tmp_path).get_fragments()) == 1  # the index remapped to the new rows
     check()
 
 
