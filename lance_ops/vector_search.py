@@ -132,7 +132,9 @@ def _parse(nearest: Any, limit: int | None = None) -> _Nearest:
 def _query(q: Any, column: Any) -> np.ndarray:
     """The query: 1-d for one vector, ``[n, dim]`` for several (a sequence of vectors, as pylance
     tells them apart), which must all be as long."""
-    first = q[0] if hasattr(q, "__getitem__") and not isinstance(q, (str, bytes)) and len(q) else None
+    scalar = np.isscalar(q) or (isinstance(q, np.ndarray) and q.ndim == 0)
+    sequence = hasattr(q, "__getitem__") and not scalar
+    first = q[0] if sequence and len(q) else None
     if not isinstance(first, (list, tuple, np.ndarray, pa.Array)):
         return np.asarray(q, dtype=np.float32).reshape(-1)
     vectors = [np.asarray(v, dtype=np.float32).reshape(-1) for v in q]
