@@ -40,7 +40,13 @@ from lance_ops.errors import (
 )
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.index.build_scalar import scalar_rows, write_scalar_index
-from lance_ops.index.build_vector import BUILDABLE_TYPES, build_ivf, multivector_model, vector_rows
+from lance_ops.index.build_vector import (
+    BUILDABLE_TYPES,
+    TrainedIvf,
+    build_ivf,
+    multivector_model,
+    vector_rows,
+)
 from lance_ops.index.files import IndexWriter, new_index_directory
 from lance_ops.index.ivf import _centroids, _read_storage
 from lance_ops.index.optimize import EXTENDABLE_TYPES, column_rows, merge_segment_files
@@ -171,6 +177,7 @@ def create_index_uncommitted(
     plan = plan_vector_index(files, column, kind, name=name, replace=replace, **kwargs)
     rows, row_ids = column_rows(ctx, manifest, fragments, column, "_rowid")
     values, ids = vector_rows(rows, row_ids)
+    model: TrainedIvf | None
     if ivf_centroids is not None or pq_codebook is not None:
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
     else:

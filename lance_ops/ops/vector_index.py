@@ -260,6 +260,7 @@ def create_index(
     fragments = list(files.manifest.fragments)
     rows, row_ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
     values, ids = vector_rows(rows, row_ids)
+    model: TrainedIvf | None
     if ivf_centroids is not None or pq_codebook is not None:
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
     else:
