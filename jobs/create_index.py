@@ -70,12 +70,14 @@ from lance_ops.ops.engine import (
     as_matrix,
     column_rows,
     encode_ivf,
+    is_multivector_type,
     prepare,
     remove_index_directory,
     scalar_rows,
     take,
     take_columns,
     train_ivf,
+    vector_rows,
     write_ivf,
     write_scalar_index,
 )
@@ -212,16 +214,19 @@ def _build_vector(
 ) -> RemapResult:
     column, version = plan.params.column, files.manifest.version
     vector_type = _field_type(files, column)
+    if is_multivector_type(vector_type):  # sampled by rows, each giving all its vectors
+        vector_type = vector_type.value_type
     columns = take_columns(files, [column.split(".")[0]])
 
     def fetch(positions: np.ndarray) -> np.ndarray:
-        return as_matrix(_column(take(files, positions, columns), column), column)
+        values = _column(take(files, positions, columns), column)
+        return as_matrix(vector_rows(values, np.zeros(len(values), np.uint64))[0], column)
 
     model = train_ivf(plan.params, int(sum(files.live_counts)), vector_type.list_size, fetch)
 
     def task(fragment_id: int) -> bytes:
         pinned, fragment = _fragment_rows(uri, version, storage_options, fragment_id)
-        values, ids = column_rows(pinned.storage, pinned.manifest, fragment, column, "_rowid")
+        values, ids = vector_rows(*column_rows(pinned.storage, pinned.manifest, fragment, column, "_rowid"))
         return _ipc(_encoded(model, values, ids))
 
     fragment_ids = [f.id for f in files.manifest.fragments]

@@ -17,11 +17,23 @@ smaller row id.
 
 ``filter`` with ``prefilter=False`` (the default) applies after the top ``k`` are chosen (fewer than
 ``k`` rows may come back), with ``prefilter=True`` before, as pylance.
+
+A multivector column (``list<fixed_size_list<float>>``) takes one query vector or several (a
+sequence of equally long vectors): a row's ``_distance`` is the sum over the query vectors of the
+smallest distance from that query vector to one of the row's vectors (late interaction, "MaxSim",
+with cosine ``sum(1 - max cos)``); rows with a null or empty list are never returned. Through an
+index (cosine only, as pylance 14 builds them) it is pylance 14's estimate: each query vector
+takes its ``k * 10`` nearest indexed vectors (``LANCE_XTR_OVERFETCH``, 10), a row's similarity to
+that query vector is ``1 -`` its nearest such vector's distance, or, when none of its vectors is
+among them, ``1 -`` the farthest of the ``k * 10`` distances; ``_distance`` is the number of query
+vectors less the sum of the similarities. ``refine_factor`` re-scores the top ``k *
+refine_factor`` rows with the exact MaxSim.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -42,7 +54,13 @@ from lance_ops.errors import (
 )
 from lance_ops.file import LanceFileReader
 from lance_ops.fragment.scan import take_columns, take_rows
-from lance_ops.index.build_vector import is_vector_type, vector_matrix
+from lance_ops.index.build_vector import (
+    as_matrix,
+    is_multivector_type,
+    is_vector_type,
+    vector_matrix,
+    vector_rows,
+)
 from lance_ops.index.files import IndexFileData
 from lance_ops.index.ivf import (
     _CODE_COLUMNS,
@@ -70,6 +88,11 @@ __all__ = ["VectorQuery"]
 _DEFAULT_NPROBES = 20
 
 
+def _overfetch() -> int:
+    """How many indexed vectors per ``k`` each query vector of a multivector search takes."""
+    return int(os.environ.get("LANCE_XTR_OVERFETCH", "10"))
+
+
 @dataclass(frozen=True)
 class _Nearest:
     column: str
@@ -85,7 +108,7 @@ class _Nearest:
 def _parse(nearest: Any, limit: int | None = None) -> _Nearest:
     if not isinstance(nearest, dict) or "column" not in nearest or "q" not in nearest:
         raise InvalidArgumentError("nearest must be a dict with at least 'column' and 'q'")
-    q = np.asarray(nearest["q"], dtype=np.float32).reshape(-1)
+    q = _query(nearest["q"], nearest["column"])
     metric = nearest.get("metric")
     metric = None if metric is None else {"euclidean": "l2"}.get(str(metric).lower(), str(metric).lower())
     if metric not in (None, "l2", "cosine", "dot", "hamming"):
@@ -104,6 +127,60 @@ def _parse(nearest: Any, limit: int | None = None) -> _Nearest:
         bool(nearest.get("use_index", True)),
         None if maximum is None else int(maximum),
     )
+
+
+def _query(q: Any, column: Any) -> np.ndarray:
+    """The query: 1-d for one vector, ``[n, dim]`` for several (a sequence of vectors, as pylance
+    tells them apart), which must all be as long."""
+    scalar = np.isscalar(q) or (isinstance(q, np.ndarray) and q.ndim == 0)
+    sequence = hasattr(q, "__getitem__") and not scalar
+    first = q[0] if sequence and len(q) else None
+    if not isinstance(first, (list, tuple, np.ndarray, pa.Array)):
+        return np.asarray(q, dtype=np.float32).reshape(-1)
+    vectors = [np.asarray(v, dtype=np.float32).reshape(-1) for v in q]
+    other = next((v.size for v in vectors if v.size != vectors[0].size), None)
+    if other is not None:
+        raise InvalidArgumentError(
+            f"nearest on {column!r}: All query vectors must have the same length, "
+            f"but got {vectors[0].size} and {other}"
+        )
+    return np.stack(vectors)
+
+
+def _maxsim(
+    values: pa.Array, row_ids: np.ndarray, queries: np.ndarray, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a multivector column ``values`` (at ``row_ids``) that hold a vector, and their
+    exact distance to ``queries`` (``[n, dim]``): per query vector the smallest distance to one of
+    the row's vectors, summed (float32)."""
+    vectors, _ = vector_rows(values, row_ids)
+    lengths = np.asarray(values.value_lengths().fill_null(0), dtype=np.int64)
+    present = lengths > 0
+    if not present.any():
+        return np.empty(0, np.uint64), np.empty(0, np.float32)
+    matrix = as_matrix(vectors, "nearest")
+    dists = np.stack([_flat_distance(matrix, q, metric) for q in queries], axis=1).astype(np.float32)
+    starts = (np.cumsum(lengths) - lengths)[present]
+    nearest = np.fmin.reduceat(dists, starts, axis=0)  # a null vector (NaN) counts when alone
+    return np.asarray(row_ids, np.uint64)[present], nearest.sum(axis=1, dtype=np.float32)
+
+
+def _xtr_score(lists: list[tuple[np.ndarray, np.ndarray]], fetch: int) -> tuple[np.ndarray, np.ndarray]:
+    """pylance 14's multivector score of the rows found: ``lists`` holds per query vector the
+    row ids and distances of its candidate vectors; its ``fetch`` nearest are kept."""
+    found: list[tuple[np.ndarray, np.ndarray, np.float32]] = []
+    for ids, dists in lists:
+        ids, dists = _top(ids, dists.astype(np.float32), fetch)
+        missed = np.float32(1.0) - dists[-1] if len(dists) else np.float32(0.0)
+        rows, first = np.unique(ids, return_index=True)  # sorted by distance: the first is nearest
+        found.append((rows, np.float32(1.0) - dists[first], missed))
+    rows = np.unique(np.concatenate([r for r, _, _ in found])) if found else np.empty(0, np.uint64)
+    total = np.zeros(len(rows), np.float32)
+    for ids, sims, missed in found:
+        each = np.full(len(rows), missed, np.float32)
+        each[np.searchsorted(rows, ids)] = sims
+        total += each
+    return rows, np.float32(len(lists)) - total
 
 
 def _top(ids: np.ndarray, dists: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -220,17 +297,26 @@ class VectorQuery:
         if field is None:
             raise InvalidArgumentError(f"nearest: column {self._n.column!r} is not in the schema")
         dtype = field.to_arrow().type
+        self._multi = is_multivector_type(dtype)
+        if self._multi:
+            dtype = dtype.value_type
         if not is_vector_type(dtype):
             raise IndexColumnTypeError(
                 f"nearest: column {self._n.column!r} must be a vector (fixed_size_list of float, "
-                f"or of uint8 for hamming), got {dtype}",
+                f"or of uint8 for hamming) or a multivector (list of them), got {dtype}",
                 self._n.column,
             )
-        if dtype.list_size != self._n.q.size:
+        if self._n.q.ndim == 2 and not self._multi:
             raise InvalidArgumentError(
-                f"nearest: query dimension {self._n.q.size} does not match index column size "
+                f"nearest: the query is a multivector but column {self._n.column!r} ({dtype}) is not"
+            )
+        if dtype.list_size != self._n.q.shape[-1] or not self._n.q.size:
+            raise InvalidArgumentError(
+                f"nearest: query dimension {self._n.q.shape[-1]} does not match index column size "
                 f"{dtype.list_size} of column {self._n.column!r}"
             )
+        # a multivector search's query vectors, [n, dim]
+        self._queries = self._n.q.reshape(-1, dtype.list_size)
         self._field_id = field.id()
         self._segments, self._kind, self._index_metric = self._index()
         binary = pa.types.is_uint8(dtype.value_type)
@@ -289,14 +375,13 @@ class VectorQuery:
         table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)
         return np.asarray(table.column("_rowid"), dtype=np.uint64)
 
-    def _probe(self, segment: IndexMetadata) -> tuple[np.ndarray, np.ndarray]:
-        """Row ids and approximate distances of the probed partitions of one segment (only
-        their rows are read from the index's storage file, once: they are cached)."""
+    def _probe(self, segment: IndexMetadata, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row ids and approximate distances to ``q`` of the probed partitions of one segment
+        (only their rows are read from the index's storage file, once: they are cached)."""
         ctx = self._ds.storage
         kind = self._kind or ""
         state = _segment(ctx, segment, kind)
         centroids, metric = state.centroids, state.metric
-        q = self._n.q
         if metric == "cosine":
             q = q / (np.linalg.norm(q) or 1.0)
         # the same order as pylance's
@@ -313,30 +398,54 @@ class VectorQuery:
         if metric == "hamming":
             return ids, _flat_distance(codes, q, "hamming")
         vectors = _decode(state.header, kind, codes, 0.0)
-        if metric == "l2":
+        if metric == "l2" or (metric == "cosine" and kind.endswith("SQ")):
+            # pylance 14 reports a cosine IVF_SQ's distance as the squared l2 from the normalized
+            # query to the decoded vector (about twice ``1 - cos``)
             return ids, _flat_distance(vectors, q, "l2")
         return ids, 1.0 - vectors @ q
 
-    def _candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
-        """Row ids and distances of the index's candidates (live rows of the probed partitions)
-        and of the rows of the fragments no segment covers (exact); whether there are such."""
+    def _indexed(self, q: np.ndarray, passing: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Row ids and distances to ``q`` of the index's candidates: the live rows of the probed
+        partitions (those in ``passing`` only, when given)."""
         ids, dists = [np.empty(0, np.uint64)], [np.empty(0, np.float32)]
         for segment in self._segments:
-            segment_ids, segment_dists = self._probe(segment)
+            segment_ids, segment_dists = self._probe(segment, q)
             ids.append(segment_ids)
             dists.append(segment_dists)
         index_ids, index_dists = np.concatenate(ids), np.concatenate(dists).astype(np.float32)
         if self._segments and not self._all_live(self._covered()):
             keep = self._live(index_ids)
             index_ids, index_dists = index_ids[keep], index_dists[keep]
+        if passing is not None:
+            keep = np.isin(index_ids, passing)
+            index_ids, index_dists = index_ids[keep], index_dists[keep]
+        return index_ids, index_dists
+
+    def _candidates(
+        self, passing: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Row ids and distances of the index's candidates (a multivector search: its rows
+        scored as pylance, :func:`_xtr_score`) and of the rows of the fragments no segment covers
+        (exact); whether there are such. ``passing``: the rows a prefilter lets through."""
+        if self._multi:
+            lists = [self._indexed(q, passing) for q in self._queries] if self._segments else []
+            index_ids, index_dists = _xtr_score(lists, self._n.k * _overfetch())
+        else:
+            index_ids, index_dists = self._indexed(self._n.q, passing)
         flat_fragments = self._unindexed()
         flat_ids, flat_dists = np.empty(0, np.uint64), np.empty(0, np.float32)
         if flat_fragments:
             table = self._ds.to_table(columns=[self._n.column], with_row_id=True, fragments=flat_fragments)
             row_ids = np.asarray(table.column("_rowid"), dtype=np.uint64)
             column = table.column(self._n.column).combine_chunks()
-            vectors, flat_ids = vector_matrix(column, row_ids, self._n.column)
-            flat_dists = _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
+            if self._multi:
+                flat_ids, flat_dists = _maxsim(column, row_ids, self._queries, self.metric)
+            else:
+                vectors, flat_ids = vector_matrix(column, row_ids, self._n.column)
+                flat_dists = _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
+            if passing is not None:
+                keep = np.isin(flat_ids, passing)
+                flat_ids, flat_dists = flat_ids[keep], flat_dists[keep]
         return index_ids, index_dists, flat_ids, flat_dists, bool(flat_fragments)
 
     def _unindexed(self) -> list[Any]:
@@ -360,21 +469,20 @@ class VectorQuery:
         values = _rows(self._ds, ids, [top]).column(top).combine_chunks()
         for name in path:
             values = values.flatten()[values.type.get_field_index(name)]
+        if self._multi:  # the candidates each hold a vector: every one has its distance
+            return _maxsim(values, ids, self._queries, self.metric)[1]
         vectors = np.asarray(values.flatten().cast(pa.float32()), np.float32).reshape(len(ids), -1)
         return _flat_distance(vectors, self._n.q, self.metric).astype(np.float32)
 
     def to_table(self) -> pa.Table:
-        index_ids, index_dists, flat_ids, flat_dists, unindexed = self._candidates()
-        if self._filter is not None and self._prefilter:
-            passing = self._row_ids(self._filter)
-            keep, flat_keep = np.isin(index_ids, passing), np.isin(flat_ids, passing)
-            index_ids, index_dists = index_ids[keep], index_dists[keep]
-            flat_ids, flat_dists = flat_ids[flat_keep], flat_dists[flat_keep]
+        passing = self._row_ids(self._filter) if self._filter is not None and self._prefilter else None
+        index_ids, index_dists, flat_ids, flat_dists, unindexed = self._candidates(passing)
         k = self._n.k
         # pylance re-scores the index's top k * refine_factor with the exact vectors, and its top
-        # k when unindexed fragments are searched alongside (their distances are exact)
+        # k when unindexed fragments are searched alongside (their distances are exact); an
+        # IVF_FLAT's distances are exact already, a multivector score is not
         refine = self._n.refine_factor or (1 if unindexed else 0)
-        if refine and self._segments and not (self._kind or "").endswith("FLAT"):
+        if refine and self._segments and (self._multi or not (self._kind or "").endswith("FLAT")):
             index_ids, _ = _top(index_ids, index_dists, k * refine)
             index_dists = self._exact(index_ids)
         ids, dists = _top(np.concatenate([index_ids, flat_ids]), np.concatenate([index_dists, flat_dists]), k)
@@ -385,17 +493,21 @@ class VectorQuery:
         stop = None if self._limit is None else start + self._limit
         ids, dists = ids[start:stop], dists[start:stop]
         columns = self._columns if self._columns is not None else self._ds.schema.names
+        extra = {"_distance": pa.array(dists, pa.float32()), "_rowid": pa.array(ids, pa.uint64())}
+        real = [c for c in columns if c not in extra]
         if isinstance(columns, dict):
             files = self._ds.handle.files
             table = projected_take(files, columns, lambda names: take_rows(files, ids, names))
-        elif columns:
-            table = _rows(self._ds, ids, columns)
+        elif real:
+            table = _rows(self._ds, ids, real)
         else:
             table = pa.table({"_": pa.nulls(len(ids))}).drop(["_"])
-        table = table.append_column("_distance", pa.array(dists, pa.float32()))
-        if self._with_row_id:
-            table = table.append_column("_rowid", pa.array(ids, pa.uint64()))
-        return table
+        # _distance and _rowid where the columns name them, else last (_rowid with with_row_id)
+        names = [*columns, "_distance", *(["_rowid"] if self._with_row_id else [])]
+        names = list(dict.fromkeys(n for n in names if n in extra or n in real))
+        fields = [pa.field(n, extra[n].type) if n in extra else table.schema.field(n) for n in names]
+        arrays = [extra[n] if n in extra else table.column(n) for n in names]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
 
     def to_batches(self) -> Any:
         return iter(self.to_table().to_batches())
@@ -409,6 +521,8 @@ class VectorQuery:
             if indexed is not None:
                 lines.append(f"    ScalarIndexQuery: query={indexed}")
         lines.append(f"  TopK: k={n.k}, refine_factor={n.refine_factor}")
+        if self._segments and self._multi:
+            lines.append(f"  MultivectorScoring: k={n.k}, query_vectors={len(self._queries)}")
         if self._segments:
             name = self._segments[0].name
             lines.append(

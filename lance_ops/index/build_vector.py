@@ -47,12 +47,15 @@ __all__ = [
     "build_ivf",
     "encode_ivf",
     "hamming_nearest",
+    "is_multivector_type",
     "is_vector_type",
     "kmodes",
+    "multivector_model",
     "pq_codebooks",
     "prepare",
     "train_ivf",
     "vector_matrix",
+    "vector_rows",
     "write_ivf",
 ]
 
@@ -302,6 +305,39 @@ def is_vector_type(dtype: pa.DataType) -> bool:
     return pa.types.is_fixed_size_list(dtype) and (
         pa.types.is_floating(dtype.value_type) or pa.types.is_uint8(dtype.value_type)
     )
+
+
+def is_multivector_type(dtype: pa.DataType) -> bool:
+    """A multivector column: a ``list`` of float vectors (``fixed_size_list`` of float)."""
+    return (
+        (pa.types.is_list(dtype) or pa.types.is_large_list(dtype))
+        and pa.types.is_fixed_size_list(dtype.value_type)
+        and pa.types.is_floating(dtype.value_type.value_type)
+    )
+
+
+def vector_rows(values: pa.Array, ids: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """The vectors an index holds and the row id of each: a multivector column's vectors one by
+    one, each with its row's id (a null or empty list gives none), as pylance 14 indexes them;
+    any other column as it is."""
+    if not is_multivector_type(values.type):
+        return values, ids
+    lengths = np.asarray(values.value_lengths().fill_null(0), dtype=np.int64)
+    return values.flatten(), np.repeat(np.asarray(ids, np.uint64), lengths)
+
+
+def multivector_model(params: VectorIndexParams, values: pa.Array) -> TrainedIvf | None:
+    """The model of an index on a multivector column's live rows ``values``, trained on samples
+    drawn among the rows (each giving all its vectors), as the Spark driver draws them; ``None``
+    for a vector column (:func:`build_ivf` trains on its rows)."""
+    if not is_multivector_type(values.type):
+        return None
+    dim = values.type.value_type.list_size
+
+    def fetch(positions: np.ndarray) -> np.ndarray:
+        return as_matrix(values.take(pa.array(positions)).flatten(), params.column)
+
+    return train_ivf(params, len(values), dim, fetch)
 
 
 def as_matrix(values: pa.Array, column: str) -> np.ndarray:

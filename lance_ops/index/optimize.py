@@ -37,6 +37,7 @@ from lance_ops.index.bitmap import merge_bitmap
 from lance_ops.index.bloomfilter import write_bloomfilter
 from lance_ops.index.btree import merge_btree
 from lance_ops.index.build_inverted import segment_tokenizer, write_inverted
+from lance_ops.index.build_vector import vector_rows
 from lance_ops.index.files import RemapResult
 from lance_ops.index.ivf import extend_ivf
 from lance_ops.index.ngram import write_ngram
@@ -197,6 +198,6 @@ def merge_segment_files(
         tokenizer = segment_tokenizer(ctx, template)[0]
         result = write_inverted(ctx, template, values, ids, tokenizer, merged)
     else:
-        vectors, vector_ids = _vectors(values, ids, template)
+        vectors, vector_ids = _vectors(*vector_rows(values, ids), template)
         result = extend_ivf(ctx, template, merged, kind, vectors, vector_ids)
     return result

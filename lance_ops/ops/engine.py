@@ -24,7 +24,16 @@ from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, VersionFiles
 from lance_ops.fragment.scan import take, take_columns
 from lance_ops.index.build_scalar import BUILDABLE_SCALAR_TYPES, ScalarBuild, scalar_rows, write_scalar_index
-from lance_ops.index.build_vector import TrainedIvf, as_matrix, encode_ivf, prepare, train_ivf, write_ivf
+from lance_ops.index.build_vector import (
+    TrainedIvf,
+    as_matrix,
+    encode_ivf,
+    is_multivector_type,
+    prepare,
+    train_ivf,
+    vector_rows,
+    write_ivf,
+)
 from lance_ops.index.files import IndexWriter, RemapResult, remove_index_directory
 from lance_ops.index.optimize import column_rows
 from lance_ops.io.context import StorageContext
@@ -51,6 +60,8 @@ __all__ = [
     "SUPPORTED_READER_FLAGS",
     "SUPPORTED_WRITER_FLAGS",
     "as_matrix",
+    "is_multivector_type",
+    "vector_rows",
     "check_fill_missing",
     "column_rows",
     "Conform",

@@ -40,7 +40,13 @@ from lance_ops.errors import (
 )
 from lance_ops.fragment.reader import VersionFiles
 from lance_ops.index.build_scalar import scalar_rows, write_scalar_index
-from lance_ops.index.build_vector import BUILDABLE_TYPES, build_ivf
+from lance_ops.index.build_vector import (
+    BUILDABLE_TYPES,
+    TrainedIvf,
+    build_ivf,
+    multivector_model,
+    vector_rows,
+)
 from lance_ops.index.files import IndexWriter, new_index_directory
 from lance_ops.index.ivf import _centroids, _read_storage
 from lance_ops.index.optimize import EXTENDABLE_TYPES, column_rows, merge_segment_files
@@ -169,10 +175,13 @@ def create_index_uncommitted(
         meta = _covering(meta, fragments, manifest)
         return as_index(meta)
     plan = plan_vector_index(files, column, kind, name=name, replace=replace, **kwargs)
-    values, ids = column_rows(ctx, manifest, fragments, column, "_rowid")
-    model = None
+    rows, row_ids = column_rows(ctx, manifest, fragments, column, "_rowid")
+    values, ids = vector_rows(rows, row_ids)
+    model: TrainedIvf | None
     if ivf_centroids is not None or pq_codebook is not None:
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
+    else:
+        model = multivector_model(plan.params, rows)
     with new_index_directory(ctx, target):
         # PQ codes row-major, as pylance's segments: its merge takes no transposed segment
         result = build_ivf(IndexWriter(ctx), plan.params, values, ids, model, transpose_pq=False)

@@ -41,11 +41,14 @@ from lance_ops.index.build_vector import (
     VectorIndexParams,
     as_matrix,
     build_ivf,
+    is_multivector_type,
     is_vector_type,
+    multivector_model,
     pq_codebooks,
     prepare,
     sample_positions,
     train_ivf,
+    vector_rows,
 )
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.optimize import column_rows
@@ -89,6 +92,14 @@ def _params(
         raise UnsupportedIndexTypeError(
             f"lance_ops builds {', '.join(BUILDABLE_TYPES)} vector indices, not {index_type!r}"
         )
+    if is_multivector_type(dtype):
+        metric_name = _METRIC_ALIASES.get(str(metric).lower(), str(metric).lower())
+        if metric_name != "cosine":  # as pylance 14
+            raise InvalidArgumentError(
+                f"column {column!r}: a multivector column ({dtype}) is indexed with metric "
+                f"'cosine' only, not {metric!r}"
+            )
+        dtype = dtype.value_type
     if not is_vector_type(dtype):
         raise IndexColumnTypeError(
             f"Vector column {column} must be a fixed_size_list of float for {kind}, got {dtype}", column
@@ -247,10 +258,13 @@ def create_index(
         )
     plan = plan_vector_index(files, column, index_type, **kwargs)
     fragments = list(files.manifest.fragments)
-    values, ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
-    model = None
+    rows, row_ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
+    values, ids = vector_rows(rows, row_ids)
+    model: TrainedIvf | None
     if ivf_centroids is not None or pq_codebook is not None:
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
+    else:
+        model = multivector_model(plan.params, rows)
     result = build_ivf(IndexWriter(files.storage), plan.params, values, ids, model)
     return commit_vector_index(files, plan, fragments, result, options)
 

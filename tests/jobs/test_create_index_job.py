@@ -134,6 +134,28 @@ def test_vector_spark_build_equals_in_process_and_pylance_searches_it(
     assert result.version == ds.version
 
 
+def test_multivector_spark_build_equals_in_process(spark: SparkSession, tmp_path: Path) -> None:
+    """A multivector column (null and empty lists among its rows): the Spark driver samples rows as
+    the in-process build does, executors index each vector with its row's id: equal files."""
+    rng = np.random.default_rng(5)
+    rows = [rng.normal(size=(i % 4, DIM)).astype(np.float32).tolist() if i % 9 else None for i in range(900)]
+    table = pa.table({"id": np.arange(900), "mv": pa.array(rows, pa.list_(pa.list_(pa.float32(), DIM)))})
+    local, spark_uri = str(tmp_path / "local"), str(tmp_path / "spark")
+    lance.write_dataset(table, local, max_rows_per_file=300)
+    lance.dataset(local).delete("id % 10 = 3")
+    shutil.copytree(local, spark_uri)
+    build = {"metric": "cosine", "num_partitions": 3, "seed": 2, "num_sub_vectors": 4, "sample_rate": 16}
+    lance_ops.dataset(local).create_index("mv", "IVF_PQ", **build)
+    jobs.create_index(spark, spark_uri, "mv", "IVF_PQ", **build)
+    assert _index_files(spark_uri, "mv_idx") == _index_files(local, "mv_idx")
+    ds = lance.dataset(spark_uri)
+    q = np.asarray(rows[10], np.float32)
+    got = ds.to_table(
+        nearest={"column": "mv", "q": q, "k": 3, "nprobes": 3, "refine_factor": 5}, columns=["id"]
+    )
+    assert got["id"][0].as_py() == 10 and abs(got["_distance"][0].as_py()) < 1e-5
+
+
 def test_bad_input_commits_nothing(spark: SparkSession, tmp_path: Path) -> None:
     uri = _dataset(tmp_path / "d")
     version = lance.dataset(uri).version
