@@ -252,7 +252,10 @@ class VectorQuery:
             if segments[0].fields[:1] != (self._field_id,):
                 continue
             kind = index_type_of(segments[0], ctx)
-            if kind in VECTOR_TYPES:
+            # a segment over no fragment (``train=False``) has no files to search: every
+            # fragment it could hold is searched flat
+            segments = [s for s in segments if s.fragment_bitmap and BitMap.deserialize(s.fragment_bitmap)]
+            if kind in VECTOR_TYPES and segments:
                 return segments, kind, _segment(ctx, segments[0], kind).metric
         return [], None, None
 

@@ -154,6 +154,11 @@ def _covered(manifest: Manifest, index: IndexMetadata) -> BitMap:
     return frag_reuse.effective_fragment_ids(manifest, index)
 
 
+def _covers_nothing(index: IndexMetadata) -> bool:
+    """Whether the manifest gives ``index`` no fragment (an empty index of ``train=False``)."""
+    return not index.fragment_bitmap or not BitMap.deserialize(index.fragment_bitmap)
+
+
 def _live_rows(manifest: Manifest, ids: BitMap) -> int:
     return sum(f.num_rows for f in manifest.fragments if f.id in ids)
 
@@ -238,9 +243,12 @@ def index_stats(files: VersionFiles, name: str, details: bool = True) -> dict[st
     indexed = BitMap.union(*covered) & BitMap(f.id for f in manifest.fragments)
     unindexed = [f for f in manifest.fragments if f.id not in indexed]
     stamps = [s.created_at for s in segments if s.created_at is not None]
-    listed = [segment_details(files.storage, s) for s in segments] if details else []
+    # as pylance 14: a segment that covers no fragment (``train=False``) is not opened: ``{}``, and
+    # the index's type is "N/A" when no segment covers any
+    trained = [s for s in segments if not _covers_nothing(s)]
+    listed = [segment_details(files.storage, s) if s in trained else {} for s in segments] if details else []
     return {
-        "index_type": type_name(files, segments[0]),
+        "index_type": type_name(files, trained[0]) if trained else "N/A",
         "name": name,
         "num_indices": len(segments),
         "num_segments": len(segments),
