@@ -144,6 +144,24 @@ def _is_inverted_by_files(ctx: StorageContext, index: IndexMetadata) -> bool:
     return b"token_set_format" in (reader.schema.metadata or {})
 
 
+def scalar_type_without_details(ctx: StorageContext, index: IndexMetadata, list_column: bool) -> str:
+    """The type pylance 14 opens a scalar index committed without details as (an ``Index`` given
+    to ``CreateIndex`` with no ``index_details``, or an older writer's), guessed as it guesses:
+    LABEL_LIST on a ``list`` column, else BITMAP when ``bitmap_page_lookup.lance`` exists, else
+    INVERTED when ``metadata.lance`` or ``invert.lance`` does, else BTREE. ``list_indices``
+    still prints such an index's type as ``"Unknown"``, as pylance does."""
+    if list_column:
+        return LABEL_LIST
+    directory = index_dir(ctx, index)
+
+    def exists(name: str) -> bool:
+        return bool(ctx.store.exists(ctx.store.join(directory, name)))
+
+    if exists("bitmap_page_lookup.lance"):
+        return BITMAP
+    return INVERTED if exists("metadata.lance") or exists("invert.lance") else BTREE
+
+
 def index_type_of(index: IndexMetadata, ctx: StorageContext | None = None) -> str:
     """pylance's create-time type name of ``index``: ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"``,
     ``"ZONEMAP"``, ``"INVERTED"``, ``"NGRAM"``, ``"IVF_PQ"``, ``"IVF_HNSW_SQ"``, ...; also
