@@ -50,6 +50,7 @@ from lance_ops.index.types import (
     NGRAM,
     VECTOR_TYPES,
     ZONEMAP,
+    covers_no_fragment,
     index_type_of,
 )
 from lance_ops.index.zonemap import extend_zonemap
@@ -165,7 +166,7 @@ def update_index(
         raise UnsupportedIndexTypeError(
             f"{kind} index {template.name!r} cannot be extended by lance_ops", template.name
         )
-    if kind in VECTOR_TYPES and not any(_fragment_ids(s) for s in ordered):
+    if kind in VECTOR_TYPES and all(covers_no_fragment(s) for s in ordered):
         # only empty segments (train=False: no model, no file): trained now over the fragments
         # and replacing them all, as pylance 14 does
         result = _train_vector(ctx, manifest, kind, template, fragments)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 
+from pyroaring import BitMap
+
 from lance_ops.encoding.protowire import fields
 from lance_ops.errors import CorruptFileError, IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.file import LanceFileReader
@@ -40,8 +42,10 @@ __all__ = [
     "VECTOR_TYPES",
     "ZONEMAP",
     "index_dir",
+    "covers_no_fragment",
     "index_type_of",
     "pylance_type_name",
+    "scalar_type_without_details",
     "uuid_text",
 ]
 
@@ -142,6 +146,12 @@ def _is_inverted_by_files(ctx: StorageContext, index: IndexMetadata) -> bool:
     except (FileNotFoundError, CorruptFileError):
         return False
     return b"token_set_format" in (reader.schema.metadata or {})
+
+
+def covers_no_fragment(index: IndexMetadata) -> bool:
+    """Whether the manifest gives ``index`` no fragment: pylance 14's empty index of
+    ``train=False`` (a vector one has no file either), which scans and stats leave unopened."""
+    return not index.fragment_bitmap or not BitMap.deserialize(index.fragment_bitmap)
 
 
 def scalar_type_without_details(ctx: StorageContext, index: IndexMetadata, list_column: bool) -> str:

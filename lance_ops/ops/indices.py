@@ -34,7 +34,7 @@ from lance_ops.fragment.reader import VersionFiles
 from lance_ops.index.files import new_index_directory, remove_index_directory
 from lance_ops.index.optimize import update_index
 from lance_ops.index.stats import segment_details
-from lance_ops.index.types import index_type_of, pylance_type_name, uuid_text
+from lance_ops.index.types import covers_no_fragment, index_type_of, pylance_type_name, uuid_text
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.index_remap import check_index_files, discard, remap_all
 from lance_ops.table import frag_reuse
@@ -154,11 +154,6 @@ def _covered(manifest: Manifest, index: IndexMetadata) -> BitMap:
     return frag_reuse.effective_fragment_ids(manifest, index)
 
 
-def _covers_nothing(index: IndexMetadata) -> bool:
-    """Whether the manifest gives ``index`` no fragment (an empty index of ``train=False``)."""
-    return not index.fragment_bitmap or not BitMap.deserialize(index.fragment_bitmap)
-
-
 def _live_rows(manifest: Manifest, ids: BitMap) -> int:
     return sum(f.num_rows for f in manifest.fragments if f.id in ids)
 
@@ -245,7 +240,7 @@ def index_stats(files: VersionFiles, name: str, details: bool = True) -> dict[st
     stamps = [s.created_at for s in segments if s.created_at is not None]
     # as pylance 14: a segment that covers no fragment (``train=False``) is not opened: ``{}``, and
     # the index's type is "N/A" when no segment covers any
-    trained = [s for s in segments if not _covers_nothing(s)]
+    trained = [s for s in segments if not covers_no_fragment(s)]
     listed = [segment_details(files.storage, s) if s in trained else {} for s in segments] if details else []
     return {
         "index_type": type_name(files, trained[0]) if trained else "N/A",

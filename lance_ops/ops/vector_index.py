@@ -237,7 +237,9 @@ def create_index(
     and ``pq_codebook`` (``[num_sub_vectors, 2**num_bits, dim / num_sub_vectors]``: a numpy array,
     a fixed-shape tensor array, or a ``fixed_size_list`` array of ``2**num_bits`` rows of ``dim`` as
     ``PqModel.codebook``) are used as given instead of trained, as pylance; ``index_file_version``
-    may be ``"V3"`` (what lance_ops writes) only."""
+    may be ``"V3"`` (what lance_ops writes) only. ``train=False`` commits pylance 14's empty index
+    (the entry alone: no file, no fragment; ``optimize_indices`` trains it), ``skip_transpose=True``
+    stores PQ codes row-major; pylance's other keywords are taken as :func:`_check_keywords` says."""
     if (
         index_file_version is not None
         and str(getattr(index_file_version, "value", index_file_version)) != "V3"
