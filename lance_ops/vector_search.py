@@ -73,7 +73,7 @@ from lance_ops.index.ivf import (
     _Storage,
     unpack_4bit,
 )
-from lance_ops.index.types import VECTOR_TYPES, index_type_of
+from lance_ops.index.types import VECTOR_TYPES, covers_no_fragment, index_type_of
 from lance_ops.io.context import StorageContext
 from lance_ops.scanner import projected_take
 from lance_ops.schema import LanceSchema
@@ -338,7 +338,10 @@ class VectorQuery:
             if segments[0].fields[:1] != (self._field_id,):
                 continue
             kind = index_type_of(segments[0], ctx)
-            if kind in VECTOR_TYPES:
+            # a segment over no fragment (``train=False``) has no files to search: every
+            # fragment it could hold is searched flat
+            segments = [s for s in segments if not covers_no_fragment(s)]
+            if kind in VECTOR_TYPES and segments:
                 return segments, kind, _segment(ctx, segments[0], kind).metric
         return [], None, None
 

@@ -370,8 +370,10 @@ def write_inverted(
     parts.append(corpus_of(values, ids, tokenizer))
     corpus = _merge(parts, with_positions)
     writer = IndexWriter(ctx)
-    _write_partition(writer, corpus, 0)
-    writer.write(METADATA, _metadata(tokenizer, [0]))
+    partitions = [0] if corpus.terms else []  # no term: metadata alone, as pylance 14 writes it
+    for partition in partitions:
+        _write_partition(writer, corpus, partition)
+    writer.write(METADATA, _metadata(tokenizer, partitions))
     return writer.result(template)
 
 

@@ -197,10 +197,15 @@ def scalar_rows(
 
 
 def write_scalar_index(
-    ctx: StorageContext, manifest: Manifest, build: ScalarBuild, rows: pa.Table
+    ctx: StorageContext,
+    manifest: Manifest,
+    build: ScalarBuild,
+    rows: pa.Table,
+    fragments: Sequence[DataFragment] | None = None,
 ) -> IndexMetadata:
     """Write the index files of ``build`` over ``rows`` (from :func:`scalar_rows`, fragment after
-    fragment) and return the manifest entry over every fragment."""
+    fragment) and return the manifest entry over ``fragments`` (default: every fragment; none for
+    the empty index of ``train=False``)."""
     kind, key_type, rows_per_zone, template = build.kind, build.key_type, build.rows_per_zone, build.template
     values = rows.column("keys").combine_chunks()
     ids = np.asarray(rows.column("ids").combine_chunks(), dtype=np.uint64)
@@ -248,11 +253,17 @@ def write_scalar_index(
         result = bitmap.merge_bitmap(
             ctx, template, (), values, ids, label_list=kind == LABEL_LIST, base=_empty(schema, buffers)
         )
-    return index_entry(manifest, template, result)
+    return index_entry(manifest, template, result, fragments)
 
 
-def index_entry(manifest: Manifest, template: IndexMetadata, result: RemapResult) -> IndexMetadata:
-    """The manifest entry of a new index written as ``result``: over every fragment of
-    ``manifest``, created now."""
-    fragments = BitMap(f.id for f in manifest.fragments).serialize()
-    return replace(result.metadata_for(template, fragments), created_at=int(time.time() * 1000))
+def index_entry(
+    manifest: Manifest,
+    template: IndexMetadata,
+    result: RemapResult,
+    fragments: Sequence[DataFragment] | None = None,
+) -> IndexMetadata:
+    """The manifest entry of a new index written as ``result``: over ``fragments`` (default: every
+    fragment of ``manifest``), created now."""
+    covered = manifest.fragments if fragments is None else fragments
+    bitmap = BitMap(f.id for f in covered).serialize()
+    return replace(result.metadata_for(template, bitmap), created_at=int(time.time() * 1000))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lance_ops.encoding.protowire import encode_varint
+from lance_ops.encoding.protowire import encode_varint, fields
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_ops.file.parallel import WORKER_THREADS, run_tasks
 from lance_ops.index.files import IndexWriter, RemapResult
@@ -41,16 +41,20 @@ __all__ = [
     "BUILDABLE_TYPES",
     "HNSW_DEFAULTS",
     "METRICS",
+    "VECTOR_DETAILS_URL",
     "TrainedIvf",
     "VectorIndexParams",
     "as_matrix",
     "build_ivf",
+    "default_num_partitions",
     "encode_ivf",
     "hamming_nearest",
+    "index_details",
     "is_multivector_type",
     "is_vector_type",
     "kmodes",
     "multivector_model",
+    "params_from_details",
     "pq_codebooks",
     "prepare",
     "train_ivf",
@@ -63,6 +67,7 @@ BUILDABLE_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ
 # pylance 14's HNSW defaults, in the order its ``lance:hnsw`` JSON lists them
 HNSW_DEFAULTS = {"max_level": 7, "m": 20, "ef_construction": 150, "prefetch_distance": 2}
 METRICS = ("l2", "cosine", "dot", "hamming")
+VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2, "hamming": 3}
 _CHUNK = 16384
 _TOLERANCE = 1e-4  # relative loss change at which k-means stops early
@@ -226,7 +231,58 @@ def _sample(data: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray
     return data if len(data) <= size else data[np.sort(rng.choice(len(data), size, replace=False))]
 
 
-def _details(params: VectorIndexParams) -> bytes:
+def default_num_partitions(num_rows: int, target_partition_size: int | None = None) -> int:
+    """pylance's: one partition per ``target_partition_size`` (8192) rows, between 1 and 4096."""
+    return min(max(1, num_rows // (target_partition_size or 8192)), 4096)
+
+
+def params_from_details(column: str, kind: str, value: bytes, num_rows: int) -> VectorIndexParams:
+    """The parameters a ``VectorIndexDetails`` (:func:`index_details`'s, or pylance 14's) records
+    for a ``kind`` index of ``column``: metric, quantizer's and graph's, IVF sample rate and
+    iterations. The number of partitions is not among them: pylance's default for ``num_rows``,
+    as pylance 14 trains the empty index of ``train=False`` when optimizing it."""
+    metric, quantizer, graph, build = "l2", {}, {}, {}
+    codes = {code: name for name, code in _METRIC_CODES.items()}
+    for number, payload in fields(value):
+        if number == 1 and isinstance(payload, int):
+            metric = codes.get(payload, "l2")
+        elif number == 3 and isinstance(payload, bytes):
+            graph = dict(fields(payload))  # 1 m, 2 ef_construction, 3 max_level
+        elif number in (4, 5) and isinstance(payload, bytes):
+            quantizer = dict(fields(payload))  # 1 num_bits, 2 num_sub_vectors (PQ)
+        elif number == 9 and isinstance(payload, bytes):
+            entry = {k: v.decode() for k, v in fields(payload) if isinstance(v, bytes)}
+            build[entry.get(1, "")] = entry.get(2, "")
+    given = {
+        "m": graph.get(1),
+        "ef_construction": graph.get(2),
+        "max_level": graph.get(3),
+        "prefetch_distance": build.get("lance.hnsw.prefetch_distance"),
+    }
+    hnsw = tuple((k, _positive(given[k], d)) for k, d in HNSW_DEFAULTS.items()) if "HNSW" in kind else ()
+    return VectorIndexParams(
+        column,
+        kind,
+        metric,
+        default_num_partitions(num_rows),
+        _positive(quantizer.get(2), 0) or None if kind.endswith("_PQ") else None,
+        _positive(quantizer.get(1), 8),
+        _positive(build.get("lance.ivf.sample_rate"), 256),
+        _positive(build.get("lance.ivf.max_iters"), 50),
+        None,
+        hnsw,
+    )
+
+
+def _positive(value: object, default: int) -> int:
+    """``value`` (a varint, or a number as text) when it is a positive integer, else ``default``."""
+    number = (
+        value if isinstance(value, int) else int(value) if isinstance(value, str) and value.isdigit() else 0
+    )
+    return number if number > 0 else default
+
+
+def index_details(params: VectorIndexParams) -> bytes:
     """``VectorIndexDetails``: metric (1), PQ (4) / SQ (5) / flat (8) parameters, build params (9)."""
 
     varint = encode_varint
@@ -552,7 +608,7 @@ def write_ivf(
         fields=(),
         name="",
         dataset_version=0,
-        details=("/lance.index.pb.VectorIndexDetails", _details(p)),
+        details=(VECTOR_DETAILS_URL, index_details(p)),
         index_version=1,
         files=(IndexFile(STORAGE_FILE, 0), IndexFile(INDEX_FILE, 0)),
     )

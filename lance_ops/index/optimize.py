@@ -37,8 +37,8 @@ from lance_ops.index.bitmap import merge_bitmap
 from lance_ops.index.bloomfilter import write_bloomfilter
 from lance_ops.index.btree import merge_btree
 from lance_ops.index.build_inverted import segment_tokenizer, write_inverted
-from lance_ops.index.build_vector import vector_rows
-from lance_ops.index.files import RemapResult
+from lance_ops.index.build_vector import build_ivf, multivector_model, params_from_details, vector_rows
+from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.ivf import extend_ivf
 from lance_ops.index.ngram import write_ngram
 from lance_ops.index.types import (
@@ -50,6 +50,7 @@ from lance_ops.index.types import (
     NGRAM,
     VECTOR_TYPES,
     ZONEMAP,
+    covers_no_fragment,
     index_type_of,
 )
 from lance_ops.index.zonemap import extend_zonemap
@@ -165,9 +166,31 @@ def update_index(
         raise UnsupportedIndexTypeError(
             f"{kind} index {template.name!r} cannot be extended by lance_ops", template.name
         )
+    if kind in VECTOR_TYPES and all(covers_no_fragment(s) for s in ordered):
+        # only empty segments (train=False: no model, no file): trained now over the fragments
+        # and replacing them all, as pylance 14 does
+        result = _train_vector(ctx, manifest, kind, template, fragments)
+        return [_segment(result, template, ordered, {f.id for f in fragments}, manifest.version)]
     result = merge_segment_files(ctx, manifest, kind, template, merged, fragments)
     covered = {f.id for f in fragments}.union(*(_fragment_ids(s) for s in merged))
     return [*kept, _segment(result, template, merged, covered, manifest.version)]
+
+
+def _train_vector(
+    ctx: StorageContext,
+    manifest: Manifest,
+    kind: str,
+    template: IndexMetadata,
+    fragments: Sequence[DataFragment],
+) -> RemapResult:
+    """A new ``kind`` index over ``fragments`` with the parameters ``template``'s details record
+    (the number of partitions: pylance's default for the rows indexed)."""
+    column = _column_path(manifest, template)
+    rows, row_ids = column_rows(ctx, manifest, fragments, column, _ROW_ID)
+    value = template.details[1] if template.details is not None else b""
+    params = params_from_details(column, kind, value, len(row_ids))
+    values, ids = vector_rows(rows, row_ids)
+    return build_ivf(IndexWriter(ctx), params, values, ids, multivector_model(params, rows))
 
 
 def merge_segment_files(

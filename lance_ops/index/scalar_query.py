@@ -51,7 +51,16 @@ from lance_ops.index.btree import LOOKUP, PAGES
 from lance_ops.index.files import IndexFileData, read_index_file
 from lance_ops.index.ngram import NGRAM_FILE, ngram_tokens
 from lance_ops.index.treemap import decode_bitmap64
-from lance_ops.index.types import BITMAP, BLOOMFILTER, BTREE, LABEL_LIST, NGRAM, ZONEMAP, index_type_of
+from lance_ops.index.types import (
+    BITMAP,
+    BLOOMFILTER,
+    BTREE,
+    LABEL_LIST,
+    NGRAM,
+    ZONEMAP,
+    index_type_of,
+    scalar_type_without_details,
+)
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.index.zonemap import zone_rows
 from lance_ops.io.context import StorageContext
@@ -523,7 +532,12 @@ def _usable(ctx: StorageContext, manifest: Manifest) -> dict[str, tuple[str, lis
         if path is None or path in out:
             continue
         try:
-            kind = index_type_of(first, ctx)
+            if first.details is None:
+                # no details (a CreateIndex given an Index without them): pylance 14 guesses
+                list_column = by_id[first.fields[0]].logical_type == "list"
+                kind = scalar_type_without_details(ctx, first, list_column)
+            else:
+                kind = index_type_of(first, ctx)
         except Exception:  # noqa: BLE001 - an index of a type we do not read is simply not used
             continue
         if kind not in (*_LOOKUP, LABEL_LIST, NGRAM) or any(

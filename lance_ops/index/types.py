@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 
+from pyroaring import BitMap
+
 from lance_ops.encoding.protowire import fields
 from lance_ops.errors import CorruptFileError, IndexCorruptError, UnsupportedIndexTypeError
 from lance_ops.file import LanceFileReader
@@ -40,8 +42,10 @@ __all__ = [
     "VECTOR_TYPES",
     "ZONEMAP",
     "index_dir",
+    "covers_no_fragment",
     "index_type_of",
     "pylance_type_name",
+    "scalar_type_without_details",
     "uuid_text",
 ]
 
@@ -142,6 +146,30 @@ def _is_inverted_by_files(ctx: StorageContext, index: IndexMetadata) -> bool:
     except (FileNotFoundError, CorruptFileError):
         return False
     return b"token_set_format" in (reader.schema.metadata or {})
+
+
+def covers_no_fragment(index: IndexMetadata) -> bool:
+    """Whether the manifest gives ``index`` no fragment: pylance 14's empty index of
+    ``train=False`` (a vector one has no file either), which scans and stats leave unopened."""
+    return not index.fragment_bitmap or not BitMap.deserialize(index.fragment_bitmap)
+
+
+def scalar_type_without_details(ctx: StorageContext, index: IndexMetadata, list_column: bool) -> str:
+    """The type pylance 14 opens a scalar index committed without details as (an ``Index`` given
+    to ``CreateIndex`` with no ``index_details``, or an older writer's), guessed as it guesses:
+    LABEL_LIST on a ``list`` column, else BITMAP when ``bitmap_page_lookup.lance`` exists, else
+    INVERTED when ``metadata.lance`` or ``invert.lance`` does, else BTREE. ``list_indices``
+    still prints such an index's type as ``"Unknown"``, as pylance does."""
+    if list_column:
+        return LABEL_LIST
+    directory = index_dir(ctx, index)
+
+    def exists(name: str) -> bool:
+        return bool(ctx.store.exists(ctx.store.join(directory, name)))
+
+    if exists("bitmap_page_lookup.lance"):
+        return BITMAP
+    return INVERTED if exists("metadata.lance") or exists("invert.lance") else BTREE
 
 
 def index_type_of(index: IndexMetadata, ctx: StorageContext | None = None) -> str:

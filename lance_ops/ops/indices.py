@@ -34,7 +34,7 @@ from lance_ops.fragment.reader import VersionFiles
 from lance_ops.index.files import new_index_directory, remove_index_directory
 from lance_ops.index.optimize import update_index
 from lance_ops.index.stats import segment_details
-from lance_ops.index.types import index_type_of, pylance_type_name, uuid_text
+from lance_ops.index.types import covers_no_fragment, index_type_of, pylance_type_name, uuid_text
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.ops.index_remap import check_index_files, discard, remap_all
 from lance_ops.table import frag_reuse
@@ -238,9 +238,12 @@ def index_stats(files: VersionFiles, name: str, details: bool = True) -> dict[st
     indexed = BitMap.union(*covered) & BitMap(f.id for f in manifest.fragments)
     unindexed = [f for f in manifest.fragments if f.id not in indexed]
     stamps = [s.created_at for s in segments if s.created_at is not None]
-    listed = [segment_details(files.storage, s) for s in segments] if details else []
+    # as pylance 14: a segment that covers no fragment (``train=False``) is not opened: ``{}``, and
+    # the index's type is "N/A" when no segment covers any
+    trained = [s for s in segments if not covers_no_fragment(s)]
+    listed = [segment_details(files.storage, s) if s in trained else {} for s in segments] if details else []
     return {
-        "index_type": type_name(files, segments[0]),
+        "index_type": type_name(files, trained[0]) if trained else "N/A",
         "name": name,
         "num_indices": len(segments),
         "num_segments": len(segments),

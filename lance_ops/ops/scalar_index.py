@@ -110,10 +110,18 @@ def create_scalar_index(
     options: CommitOptions,
     params: Mapping[str, Any] | None = None,
 ) -> tuple[Manifest, Transaction]:
+    """Build and commit the index (see the module). ``train=False`` (a keyword among ``params``, as
+    pylance's) commits it empty: its files hold no row and it covers no fragment, the scans read
+    every fragment as unindexed until ``optimize_indices`` adds them; ``progress_callback`` is
+    accepted and not called."""
+    params = dict(params or {})
+    train = params.pop("train", True)
+    params.pop("progress_callback", None)
     build, existing = plan_scalar_index(files, column, index_type, name, replace, params)
     manifest = files.manifest
-    rows = scalar_rows(files.storage, manifest, manifest.fragments, build)
-    index = write_scalar_index(files.storage, manifest, build, rows)
+    fragments = manifest.fragments if train else []
+    rows = scalar_rows(files.storage, manifest, fragments, build)
+    index = write_scalar_index(files.storage, manifest, build, rows, fragments)
     return commit(files.storage, CreateIndex((index,), existing), options)
 
 

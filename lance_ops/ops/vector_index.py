@@ -17,7 +17,9 @@ partition's rows, so keep partitions to some thousands of rows). Nothing is comm
 
 from __future__ import annotations
 
+import inspect
 import time
+import uuid as uuid_module
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +28,7 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lance_ops.errors import (
+    ArgumentTypeError,
     IndexColumnTypeError,
     IndexExistsError,
     InvalidArgumentError,
@@ -37,10 +40,13 @@ from lance_ops.index.build_vector import (
     BUILDABLE_TYPES,
     HNSW_DEFAULTS,
     METRICS,
+    VECTOR_DETAILS_URL,
     TrainedIvf,
     VectorIndexParams,
     as_matrix,
     build_ivf,
+    default_num_partitions,
+    index_details,
     is_multivector_type,
     is_vector_type,
     multivector_model,
@@ -65,11 +71,6 @@ __all__ = [
 ]
 
 _METRIC_ALIASES = {"euclidean": "l2", "cos": "cosine"}
-
-
-def default_num_partitions(num_rows: int, target_partition_size: int | None = None) -> int:
-    """pylance's: one partition per ``target_partition_size`` (8192) rows, between 1 and 4096."""
-    return min(max(1, num_rows // (target_partition_size or 8192)), 4096)
 
 
 def _params(
@@ -247,7 +248,9 @@ def create_index(
     and ``pq_codebook`` (``[num_sub_vectors, 2**num_bits, dim / num_sub_vectors]``: a numpy array,
     a fixed-shape tensor array, or a ``fixed_size_list`` array of ``2**num_bits`` rows of ``dim`` as
     ``PqModel.codebook``) are used as given instead of trained, as pylance; ``index_file_version``
-    may be ``"V3"`` (what lance_ops writes) only."""
+    may be ``"V3"`` (what lance_ops writes) only. ``train=False`` commits pylance 14's empty index
+    (the entry alone: no file, no fragment; ``optimize_indices`` trains it), ``skip_transpose=True``
+    stores PQ codes row-major; pylance's other keywords are taken as :func:`_check_keywords` says."""
     if (
         index_file_version is not None
         and str(getattr(index_file_version, "value", index_file_version)) != "V3"
@@ -256,7 +259,15 @@ def create_index(
             f"column {column!r}: lance_ops writes vector index files of version V3, "
             f"not {index_file_version!r}"
         )
+    train = kwargs.pop("train", True)
+    transpose = not kwargs.pop("skip_transpose", False)
+    _check_keywords(column, kwargs)
     plan = plan_vector_index(files, column, index_type, **kwargs)
+    if not train:  # pylance 14: the entry alone, no file, no fragment; optimize_indices trains it
+        empty = RemapResult(
+            uuid_module.uuid4().bytes, (), (VECTOR_DETAILS_URL, index_details(plan.params)), 1
+        )
+        return commit_vector_index(files, plan, [], empty, options)
     fragments = list(files.manifest.fragments)
     rows, row_ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
     values, ids = vector_rows(rows, row_ids)
@@ -265,8 +276,43 @@ def create_index(
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
     else:
         model = multivector_model(plan.params, rows)
-    result = build_ivf(IndexWriter(files.storage), plan.params, values, ids, model)
+    result = build_ivf(IndexWriter(files.storage), plan.params, values, ids, model, transpose)
     return commit_vector_index(files, plan, fragments, result, options)
+
+
+# keywords of pylance 14's ``create_index`` that change nothing lance_ops writes: taken and unused
+_ACCEPTED = frozenset(
+    {
+        "accelerator",
+        "index_cache_size",
+        "shuffle_partition_batches",
+        "shuffle_partition_concurrency",
+        "storage_options",
+        "filter_nan",
+        "progress_callback",
+        "one_pass_ivfpq",
+        "streaming_sample_rate",
+        "streaming_coreset_rate",
+        "streaming_refine_passes",
+    }
+)
+# keywords of pylance 14's ``create_index`` that would change the index, and lance_ops does not take
+_REFUSED = frozenset({"ivf_centroids_file", "precomputed_partition_dataset"})
+_PLANNED = frozenset(inspect.signature(plan_vector_index).parameters) - {"files", "column", "index_type"}
+
+
+def _check_keywords(column: str, kwargs: dict[str, Any]) -> None:
+    """Drop the keywords taken and unused; :class:`~lance_ops.errors.UnsupportedFeatureError` for
+    one lance_ops does not support (given, not None), :class:`~lance_ops.errors.ArgumentTypeError`
+    for a keyword ``create_index`` does not know."""
+    for key in _ACCEPTED & set(kwargs):
+        del kwargs[key]
+    refused = sorted(k for k in _REFUSED & set(kwargs) if kwargs.pop(k) is not None)
+    if refused:
+        raise UnsupportedFeatureError(f"column {column!r}: lance_ops' create_index does not take {refused}")
+    unknown = sorted(set(kwargs) - _PLANNED)
+    if unknown:
+        raise ArgumentTypeError(f"create_index() got unexpected keyword arguments {unknown}")
 
 
 def _given_array(value: Any) -> np.ndarray:

@@ -257,3 +257,23 @@ def test_bad_input(tmp_path: Path) -> None:
         ds.to_table(nearest={"column": "mv", "q": [q, q, np.ones(DIM + 2)], "k": 3})
     with pytest.raises(InvalidArgumentError, match="is not"):  # a multivector query, a vector column
         ds.to_table(nearest={"column": "flat", "q": [np.ones(4), np.ones(4)], "k": 3})
+
+
+@pytest.mark.parametrize("creator", ["lance_ops", "pylance"])
+def test_empty_index_on_multivectors_trained_by_optimize(tmp_path: Path, creator: str) -> None:
+    """``train=False`` on a multivector column, then ``optimize_indices`` by lance_ops: the index
+    is trained on the rows' vectors (each with its row's id); both libraries answer from it."""
+    rows = _vectors(400, seed=5)
+    uri = str(tmp_path / "mv")
+    lance_ops.write_dataset(_table(rows), uri)
+    lib = lance_ops if creator == "lance_ops" else lance
+    lib.dataset(uri).create_index("mv", "IVF_FLAT", metric="cosine", num_partitions=4, train=False)
+    lance_ops.dataset(uri).optimize.optimize_indices()
+    stats = lance.dataset(uri).stats.index_stats("mv_idx")
+    assert stats["num_indexed_rows"] == 400 and stats["num_unindexed_rows"] == 0
+    queries = next(r for r in rows if r is not None and len(r) >= 2)[:2]
+    brute = _brute(rows, queries)
+    expected = set(np.argsort(brute, kind="stable")[:10].tolist())
+    for ds in (lance_ops.dataset(uri), lance.dataset(uri)):
+        got = ds.to_table(nearest={"column": "mv", "q": queries, "k": 10, "refine_factor": 50})
+        assert len(expected & set(got["id"].to_pylist())) >= 8
