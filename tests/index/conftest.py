@@ -57,10 +57,14 @@ def build_scalar(path: Path, **write: object) -> lance.LanceDataset:
     return lance.dataset(str(path))
 
 
-def build_vector(path: Path, kind: str, metric: str = "l2", **write: object) -> lance.LanceDataset:
-    """3 fragments with one vector index ``vec_idx`` of type ``kind`` (4 partitions)."""
+def build_vector(
+    path: Path, kind: str, metric: str = "l2", model: dict | None = None, **write: object
+) -> lance.LanceDataset:
+    """3 fragments with one vector index ``vec_idx`` of type ``kind`` (4 partitions), trained by
+    pylance (unseeded) unless ``model`` gives its ``ivf_centroids`` / ``pq_codebook``."""
     ds = lance.write_dataset(make_table(), path, max_rows_per_file=ROWS_PER_FILE, **write)
-    ds.create_index("vec", kind, name="vec_idx", metric=metric, num_partitions=4, **VECTOR_PARAMS[kind])
+    params = {**VECTOR_PARAMS[kind], **(model or {})}
+    ds.create_index("vec", kind, name="vec_idx", metric=metric, num_partitions=4, **params)
     return lance.dataset(str(path))
 
 
