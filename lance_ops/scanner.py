@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -34,6 +35,7 @@ from lance_ops.fragment.scan import TAKE_VIRTUAL_COLUMNS, scan_batches, selected
 from lance_ops.index.scalar_query import IndexUse, RowSelection, select_rows
 from lance_ops.io.metrics import counting_io
 from lance_ops.query.predicate import BoundExpression, Predicate, parse_expression, parse_predicate
+from lance_ops.scan_stats import ScanCounters, StatsCallback, report_batches
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
@@ -62,6 +64,7 @@ class ScanRequest:
     fragment_ids: tuple[int, ...] | None = None
     strict_batch_size: bool = False
     use_scalar_index: bool = True
+    stats_callback: StatsCallback | None = None
 
 
 @dataclass(frozen=True)
@@ -305,17 +308,20 @@ class LanceScanner:
         the scan's last batch.
         """
         request = self._request
-        batches = scan_batches(
-            self._files,
-            self._options,
-            request.limit,
-            request.offset or 0,
-            self._fragments,
-            request.strict_batch_size,
-            self._index_rows,
-            self._index_selection.exact if self._index_selection is not None else (),
-        )
-        return (self._output_batch(b) for b in batches)
+        counters = ScanCounters() if request.stats_callback is not None else None
+        with counters.active() if counters is not None else nullcontext():
+            batches = scan_batches(
+                self._files,
+                self._options,
+                request.limit,
+                request.offset or 0,
+                self._fragments,
+                request.strict_batch_size,
+                self._index_rows,
+                self._index_selection.exact if self._index_selection is not None else (),
+            )
+        output = (self._output_batch(b) for b in batches)
+        return output if counters is None else report_batches(request.stats_callback, output, counters)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
