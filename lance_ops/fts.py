@@ -81,9 +81,9 @@ from lance_ops.index.inverted_postings import (
 from lance_ops.index.tokenizer import tokenizer_params
 from lance_ops.index.types import INVERTED, index_type_of
 from lance_ops.io.context import StorageContext
-from lance_ops.io.index_cache import count_comparisons
+from lance_ops.io.index_cache import IndexCounter, count_comparisons, counting_index_work
 from lance_ops.query import fulltext
-from lance_ops.scan_stats import StatsCallback, report_run
+from lance_ops.scan_stats import ScanCounters, StatsCallback, report_run
 from lance_ops.schema import LanceSchema
 from lance_ops.table.manifest import IndexMetadata
 
@@ -836,6 +836,27 @@ class FullTextScan:
             lines.append(f"  Filter: {self._filter} ({'prefilter' if self._prefilter else 'postfilter'})")
         lines.append("  SortExec: _score DESC")
         lines += self._plan(self.query, "    ")
+        return "\n".join(lines) + "\n"
+
+    def analyze_plan(self) -> str:
+        """The plan (:meth:`explain_plan`) after running the search: the rows returned and the
+        storage reads made (the take's line), the prefilter's index work (its line) and the
+        search's (the query's line): ``indices_loaded``, ``parts_loaded``, ``index_comparisons``
+        (documents scored), ``index_cache_hits`` / ``index_cache_misses`` (see
+        :mod:`lance_ops.io.index_cache`)."""
+        counters, filtering = ScanCounters(), IndexCounter()
+        with counters.active():
+            with counting_index_work(filtering):
+                prefiltered = self._prefiltered is not None
+            rows = self._table().num_rows
+        lines = self.explain_plan().splitlines()
+        io = counters.io
+        reads = f"bytes_read={io.bytes_read}, iops={io.iops}, requests={io.requests}"
+        lines[0] += f", metrics=[output_rows={rows}, {reads}]"
+        if prefiltered:
+            lines[1] += f", metrics=[{filtering.metrics()}]"
+        search = lines.index("  SortExec: _score DESC") + 1
+        lines[search] += f", metrics=[{counters.index.metrics()}]"
         return "\n".join(lines) + "\n"
 
     def _plan(self, query: fulltext.FullTextQuery, indent: str) -> list[str]:
