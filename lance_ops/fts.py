@@ -178,7 +178,8 @@ class _IndexPart(_Part):
         """What the partition holds as read (postings decoded later are not counted)."""
         held = [self.row_ids, self.lengths, self._lengths_by_term]
         read = sum(a.nbytes for a in held) + self._postings.nbytes
-        return read + (0 if self._streams is None else self._streams.nbytes + self._offsets.nbytes)
+        positions = [a for a in (self._streams, self._offsets) if a is not None]
+        return read + sum(a.nbytes for a in positions)
 
     def _token(self, term: str) -> int | None:
         token = self._fst.get(term)
