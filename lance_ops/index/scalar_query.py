@@ -642,7 +642,7 @@ def select_rows(
         labels = label_conditions(filter, schema) if LABEL_LIST in kinds else []
         texts = text_conditions(filter, schema) if NGRAM in kinds else []
     bounds = (*predicate.bounds, *predicate.field_bounds)
-    if not (bounds or labels or texts):
+    if not (bounds or labels or texts or predicate.any_of):
         return RowSelection(keep)
     used: list[IndexUse] = []
     rows: dict[int, np.ndarray] = {}
@@ -661,46 +661,115 @@ def select_rows(
         and all(_exact(usable[column][0], c) for column, c in conditions)
     ):
         exact = BitMap(keep)
+
+    def narrow(matched: Mapping[int, np.ndarray]) -> None:
+        """Keep, of each fragment in ``matched``, only its rows there (none: the fragment goes)."""
+        for fragment in [f for f in keep if f in matched]:
+            offsets = matched[fragment]
+            if fragment in rows:
+                offsets = np.intersect1d(rows[fragment], offsets)
+            if offsets.size:
+                rows[fragment] = offsets
+            else:
+                keep.discard(fragment)
+                rows.pop(fragment, None)
+
     for column, condition in conditions:
         kind, segments = usable[column]
-        covered = BitMap()
-        found = []
-        for segment in segments:
-            covered |= fragment_ids(segment)
-            if isinstance(condition, LabelCondition):
-                hit = _labels(ctx, segment, condition)
-            elif isinstance(condition, TextCondition):
-                hit = _ngram(ctx, segment, condition)
-            else:
-                hit = _LOOKUP[kind](ctx, segment, condition)
-            if hit is None:
-                exact = None
-                break
-            found.append(hit)
-        else:
-            matched = _by_fragment(np.concatenate(found) if found else np.empty(0, np.uint64))
-            for fragment in [f for f in keep if f in covered]:
-                offsets = matched.get(fragment)
-                if offsets is None or not offsets.size:
-                    keep.discard(fragment)
-                    rows.pop(fragment, None)
-                else:
-                    rows[fragment] = (
-                        offsets if fragment not in rows else np.intersect1d(rows[fragment], offsets)
-                    )
-                    if not rows[fragment].size:
-                        keep.discard(fragment)
-                        del rows[fragment]
-            text = (
-                str(condition)
-                if isinstance(condition, (LabelCondition, TextCondition))
-                else bound_text(condition)
-            )
-            used.append(IndexUse(segments[0].name, kind, text))
-            if exact is not None:
-                exact &= covered
+        answer = _answer(ctx, kind, segments, condition)
+        if answer is None:
+            exact = None
+            continue
+        covered, matched = answer
+        narrow({f: matched.get(f, _NO_ROWS) for f in keep if f in covered})
+        text = (
+            str(condition)
+            if isinstance(condition, (LabelCondition, TextCondition))
+            else bound_text(condition)
+        )
+        used.append(IndexUse(segments[0].name, kind, text))
+        if exact is not None:
+            exact &= covered
+    for alternatives in predicate.any_of:
+        union = _any_of(ctx, usable, alternatives, keep)
+        if union is not None:
+            narrow(union[0])
+            used.append(union[1])
     exact_rows = frozenset() if exact is None else frozenset(f for f in rows if f in exact)
     return RowSelection(keep, rows, used, exact_rows)
+
+
+_NO_ROWS = np.empty(0, np.int64)
+
+
+def _answer(
+    ctx: StorageContext,
+    kind: str,
+    segments: Sequence[IndexMetadata],
+    condition: Bound | LabelCondition | TextCondition,
+) -> tuple[BitMap, dict[int, np.ndarray]] | None:
+    """The fragments the index's segments cover and, per fragment, the offsets of its rows that
+    may meet ``condition`` (None: the index does not answer it)."""
+    covered = BitMap()
+    found = []
+    for segment in segments:
+        covered |= fragment_ids(segment)
+        if isinstance(condition, LabelCondition):
+            hit = _labels(ctx, segment, condition)
+        elif isinstance(condition, TextCondition):
+            hit = _ngram(ctx, segment, condition)
+        else:
+            hit = _LOOKUP[kind](ctx, segment, condition)
+        if hit is None:
+            return None
+        found.append(hit)
+    return covered, _by_fragment(np.concatenate(found) if found else np.empty(0, np.uint64))
+
+
+def _any_of(
+    ctx: StorageContext,
+    usable: Mapping[str, tuple[str, list[IndexMetadata]]],
+    alternatives: Sequence[Sequence[Bound]],
+    keep: set[int],
+) -> tuple[dict[int, np.ndarray], IndexUse] | None:
+    """The rows of each fragment in ``keep`` that may meet an ``OR`` of ``alternatives`` (each the
+    bounds one operand implies): the union over the alternatives of the rows their indices
+    answer (several bounds of one alternative: the intersection, in a fragment each index
+    covers). Only fragments every alternative has an answer for are given; None when an
+    alternative has no bound an index answers (no fragment can be narrowed)."""
+    answers: list[list[tuple[BitMap, dict[int, np.ndarray]]]] = []
+    texts, names = [], {}
+    for bounds in alternatives:
+        found, parts = [], []
+        for bound in bounds:
+            if bound.column not in usable or usable[bound.column][0] not in _LOOKUP:
+                continue
+            kind, segments = usable[bound.column]
+            answer = _answer(ctx, kind, segments, bound)
+            if answer is not None:
+                found.append(answer)
+                parts.append(bound_text(bound))
+                names[segments[0].name] = kind
+        if not found:
+            return None
+        answers.append(found)
+        texts.append(" && ".join(parts))
+    out: dict[int, np.ndarray] = {}
+    for fragment in keep:
+        union = []
+        for found in answers:
+            known = [matched.get(fragment, _NO_ROWS) for covered, matched in found if fragment in covered]
+            if not known:
+                break  # this alternative may select any row of the fragment
+            rows = known[0]
+            for other in known[1:]:
+                rows = np.intersect1d(rows, other, assume_unique=True)
+            union.append(rows)
+        else:
+            out[fragment] = np.unique(np.concatenate(union))
+    kinds = set(names.values())
+    use = IndexUse("|".join(names), kinds.pop() if len(kinds) == 1 else "mixed", " || ".join(texts))
+    return out, use
 
 
 @dataclass(frozen=True)
