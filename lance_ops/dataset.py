@@ -656,7 +656,9 @@ class LanceDataset:
         ``nearest`` returns a :class:`~lance_ops.vector_search.VectorQuery` (kNN through an IVF
         index or flat), ``full_text_query`` a :class:`~lance_ops.fts.FullTextScan` (BM25 through an
         INVERTED index, flat over what it does not cover); ``index_segments`` raises
-        ``NotImplementedError``.
+        ``NotImplementedError``. ``scan_stats_callback`` is called with a
+        :class:`~lance_ops.scan_stats.ScanStatistics` when a plain or full-text scan ends (not
+        for ``nearest`` scans yet).
         """
         if self._default_scan_options:
             given = {

@@ -13,7 +13,10 @@ pages and BITMAP / LABEL_LIST keys give the rows' addresses, ZONEMAP zones (min 
 counts) the row ranges of the zones kept, NGRAM the rows holding every trigram of the text (of each
 literal part of the pattern) as the index folds text (a superset: a text without a whole trigram,
 e.g. shorter than three characters, is not answered, left to the scan). Several conditions intersect
-their rows. Fragments no index answers for are scanned whole; a covered fragment with no candidate
+their rows. A conjunct that is an ``OR`` whose every alternative implies such conditions
+(``a = 1 OR (a >= 5 AND a < 9)``) gives the union of its alternatives' rows (each alternative's
+conditions intersected), in the fragments each alternative has an index answer for. Fragments no
+index answers for are scanned whole; a covered fragment with no candidate
 row is not read at all, the others read only their candidate rows (:func:`select_rows`; a fragment
 with more than half its rows selected is read whole, a range read being cheaper than a take). The
 whole filter is then applied to the rows read, as in a full scan, so the rows returned are always
