@@ -422,7 +422,7 @@ class LanceScanner:
         lookup = IndexCounter()
         with counting_io() as io:
             with counting_index_work(lookup):
-                rows = (self._index_rows or {}) if self._predicate is not None else {}
+                rows = self._index_rows or {}
             output = self.to_table().num_rows
         scanned = sum(len(rows[f.id]) if f.id in rows else f.count() for f in self._fragments)
         metrics = (
