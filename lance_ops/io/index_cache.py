@@ -4,8 +4,8 @@
 index's small files, a BTREE page, an IVF segment's model and partitions, an inverted index
 partition) is kept, keyed by the index's uuid (index files never change under a uuid), for the
 next search through the same opened dataset. Each :func:`lance_ops.dataset` call opens the dataset
-with a fresh cache (as each ``lance.dataset`` call opens a new session); versions checked out
-from it, and the datasets its writes return, share it. ``index_cache_size_bytes`` bounds it:
+with a fresh cache (as each ``lance.dataset`` call opens a new session); the versions checked out
+from it, and those its own commits make it, share it. ``index_cache_size_bytes`` bounds it:
 least recently used entries go first, an entry bigger than the whole budget is not kept, and a
 budget of 0 keeps nothing (every lookup loads from storage).
 
@@ -54,10 +54,6 @@ class IndexCounter:
     index_comparisons: int = 0
     index_cache_hits: int = 0
     index_cache_misses: int = 0
-
-    def add(self, other: IndexCounter) -> None:
-        for name, value in vars(other).items():
-            setattr(self, name, getattr(self, name) + value)
 
     def metrics(self) -> str:
         """The counts as an ``analyze_plan`` line shows them (``name=value, ...``)."""
