@@ -50,6 +50,7 @@ _EXPORTS = {
     "CommitOptions": "lance_ops.ops.commit",
     "CompactionOptions": "lance_ops.ops.compaction",
     "LanceScanner": "lance_ops.scanner",
+    "ScanStatistics": "lance_ops.scan_stats",
     "SqliteManifestStore": "lance_ops.table.manifest_store",
     "Transaction": "lance_ops.table.transaction",
 }
@@ -65,6 +66,7 @@ __all__ = [
     "LanceFragment",
     "LanceOperation",
     "LanceScanner",
+    "ScanStatistics",
     "SqliteManifestStore",
     "Transaction",
     "__version__",

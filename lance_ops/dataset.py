@@ -41,6 +41,7 @@ from lance_ops.fragment.options import DEFAULT_MAX_BYTES_PER_FILE
 from lance_ops.fragment.scan import take, take_rows
 from lance_ops.fragment.writer import to_reader
 from lance_ops.io.context import StorageContext
+from lance_ops.io.index_cache import BYTES_PER_CACHE_ENTRY
 from lance_ops.ops import changes as changes_op
 from lance_ops.ops import cleanup as cleanup_op
 from lance_ops.ops import columns as columns_op
@@ -85,8 +86,11 @@ from lance_ops.table.transaction import (
 )
 
 if TYPE_CHECKING:
+    import uuid
+
     from lance_ops.blob import BlobFile
     from lance_ops.optimize import DatasetOptimizer
+    from lance_ops.session import DatasetInternals, Session
 
 __all__ = [
     "LANCE_COMMIT_MESSAGE_KEY",
@@ -652,7 +656,9 @@ class LanceDataset:
         ``nearest`` returns a :class:`~lance_ops.vector_search.VectorQuery` (kNN through an IVF
         index or flat), ``full_text_query`` a :class:`~lance_ops.fts.FullTextScan` (BM25 through an
         INVERTED index, flat over what it does not cover); ``index_segments`` raises
-        ``NotImplementedError``.
+        ``NotImplementedError``. ``scan_stats_callback`` is called with a
+        :class:`~lance_ops.scan_stats.ScanStatistics` when a plain or full-text scan ends (not
+        for ``nearest`` scans yet).
         """
         if self._default_scan_options:
             given = {
@@ -697,7 +703,15 @@ class LanceDataset:
             if unknown:
                 raise TypeError(f"scanner() got unexpected keyword arguments {sorted(unknown)}")
             return FullTextScan(  # type: ignore[return-value]
-                self, full_text_query, columns, filter, prefilter, bool(with_row_id), limit, offset
+                self,
+                full_text_query,
+                columns,
+                filter,
+                prefilter,
+                bool(with_row_id),
+                limit,
+                offset,
+                tuning.get("scan_stats_callback"),
             )
         if nearest is not None or full_text_query is not None or index_segments is not None:
             raise UnsupportedFeatureError(
@@ -720,6 +734,7 @@ class LanceDataset:
             fragment_ids=fragment_ids(fragments),
             strict_batch_size=bool(strict_batch_size),
             use_scalar_index=tuning.get("use_scalar_index") is not False,
+            stats_callback=tuning.get("scan_stats_callback"),
         )
         return LanceScanner(self, request)
 
@@ -1108,6 +1123,31 @@ class LanceDataset:
         """Whether this version has any index (pylance's ``has_index``)."""
         return bool(self.describe_indices())
 
+    def prewarm_index(
+        self,
+        name: str,
+        *,
+        with_position: bool = False,
+        index_segments: Iterable[str | uuid.UUID] | None = None,
+    ) -> None:
+        """Read index ``name`` whole into this dataset's index cache (see :mod:`lance_ops.session`)."""
+        from lance_ops.session import prewarm_index  # noqa: PLC0415
+
+        prewarm_index(self, name, with_position, index_segments)
+
+    def session(self) -> Session:
+        """The sizes of this dataset's index cache, shared with its checkouts (pylance's ``session()``)."""
+        from lance_ops.session import Session  # noqa: PLC0415
+
+        return Session(self._storage.index_cache)
+
+    @property
+    def _ds(self) -> DatasetInternals:
+        """pylance's native dataset, as far as its tests read the index cache's statistics."""
+        from lance_ops.session import DatasetInternals  # noqa: PLC0415
+
+        return DatasetInternals(self._storage.index_cache)
+
     def drop_index(self, name: str, *, commit: commit_op.CommitOptions | None = None) -> None:
         """Drop the index ``name`` (every segment) by committing a ``CreateIndex`` that removes it;
         its files stay until cleanup. :class:`~lance_ops.errors.IndexNotFoundError` if none."""
@@ -1424,8 +1464,14 @@ def dataset(
     default_scan_options: Mapping[str, Any] | None = None,
     read_params: Mapping[str, Any] | None = None,
     commit_lock: Callable[[int], AbstractContextManager[object]] | None = None,
+    index_cache_size_bytes: int | None = None,
+    index_cache_size: int | None = None,
 ) -> LanceDataset:
     """Open a dataset (latest version, a version number or a tag name).
+
+    The returned object has an index cache of its own (shared with the versions checked out from
+    it) of ``index_cache_size_bytes`` (default 1 GiB; pylance's deprecated ``index_cache_size``
+    counts 20 MiB an entry), see :mod:`lance_ops.session`.
 
     ``default_scan_options`` (pylance's) are scanner arguments every scan of the returned object
     starts from (explicit arguments win); ``ds.schema`` then is what such a scan returns.
@@ -1443,6 +1489,17 @@ def dataset(
     if read_params is not None and not isinstance(read_params, Mapping):
         raise TypeError(f"read_params must be a dict, not {type(read_params).__name__}")
     ds = LanceDataset(uri, version, storage_options, manifest_store)
+    if index_cache_size is not None:
+        warnings.warn(
+            "The 'index_cache_size' parameter is deprecated. Use 'index_cache_size_bytes' instead "
+            "(index_cache_size counts 20 MiB an entry).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if index_cache_size_bytes is None:
+            index_cache_size_bytes = index_cache_size * BYTES_PER_CACHE_ENTRY
+    if index_cache_size_bytes is not None:
+        ds.storage.index_cache.resize(index_cache_size_bytes)
     if version is None and asof is not None:
         ds = ds.checkout_version(history_op.version_as_of(ds.storage.store, ds.storage.root, asof))
     if default_scan_options:

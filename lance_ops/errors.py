@@ -332,3 +332,8 @@ class ClusterIndexError(UnsupportedFeatureError, OSError):
 
     def __reduce__(self) -> tuple[type, tuple[str, str]]:
         return type(self), (str(self), self.index)
+
+
+class ResourcesExhaustedError(LanceOpsError, OSError):
+    """An operation needs more memory than ``LANCE_MEM_POOL_SIZE`` allows (pylance raises an
+    ``OSError`` "Resources exhausted" from its memory pool)."""

@@ -43,9 +43,9 @@ documents, ``_rowaddr``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,7 +81,9 @@ from lance_ops.index.inverted_postings import (
 from lance_ops.index.tokenizer import tokenizer_params
 from lance_ops.index.types import INVERTED, index_type_of
 from lance_ops.io.context import StorageContext
+from lance_ops.io.index_cache import IndexCounter, count_comparisons, counting_index_work
 from lance_ops.query import fulltext
+from lance_ops.scan_stats import ScanCounters, StatsCallback, report_run
 from lance_ops.schema import LanceSchema
 from lance_ops.table.manifest import IndexMetadata
 
@@ -171,6 +173,14 @@ class _IndexPart(_Part):
             self._streams = invert.column(POSITIONS, segment, names["invert"])
             self._offsets = invert.column(POSITION_OFFSETS, segment, names["invert"])
 
+    @property
+    def nbytes(self) -> int:
+        """What the partition holds as read (postings decoded later are not counted)."""
+        held = [self.row_ids, self.lengths, self._lengths_by_term]
+        read = sum(a.nbytes for a in held) + self._postings.nbytes
+        positions = [a for a in (self._streams, self._offsets) if a is not None]
+        return read + sum(a.nbytes for a in positions)
+
     def _token(self, term: str) -> int | None:
         token = self._fst.get(term)
         return token if token is not None and token < len(self._lengths_by_term) else None
@@ -216,22 +226,26 @@ class _IndexPart(_Part):
             raise IndexCorruptError(name, f"index {segment.name!r}: {exc.reason}") from exc
 
 
-# Index files never change under a uuid: the partitions of the last few segments searched are kept
-# for the next query (as pylance keeps index partitions in its cache).
-_PARTS: OrderedDict[tuple[str, bytes, int], _IndexPart] = OrderedDict()
-_PARTS_KEPT = 8
+# Index files never change under a uuid: the partitions searched are kept in the dataset's index
+# cache for the next query (as pylance keeps them in its session's).
 _PLAIN_WORDS = {"lower_case": False, "stem": False, "remove_stop_words": False, "ascii_folding": False}
 
 
 def _cached_part(ctx: StorageContext, segment: IndexMetadata, partition: int) -> _IndexPart:
-    key = (ctx.root, segment.uuid, partition)
-    part = _PARTS.get(key)
-    if part is None:
-        part = _PARTS[key] = _IndexPart(ctx, segment, partition)
-        while len(_PARTS) > _PARTS_KEPT:
-            _PARTS.popitem(last=False)
-    _PARTS.move_to_end(key)
-    return part
+    return ctx.index_cache.get(
+        ("inverted-partition", segment.uuid, partition),
+        lambda: _IndexPart(ctx, segment, partition),
+        lambda part: part.nbytes,
+    )
+
+
+def prewarm(ctx: StorageContext, segment: IndexMetadata, with_position: bool) -> None:
+    """Read every partition of an INVERTED segment into the dataset's index cache (its token
+    dictionary, documents and postings as stored; ``with_position``: its positions too, which
+    are read with the postings)."""
+    del with_position  # positions are part of the partition as read
+    for partition in segment_tokenizer(ctx, segment)[1]:
+        _cached_part(ctx, segment, partition)
 
 
 def _parse(query: Any, indexed: list[str]) -> fulltext.FullTextQuery:
@@ -295,10 +309,12 @@ def _scores(
     stats: _Stats,
     required: list[list[str]] | None = None,
     only: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Row ids of ``part``'s documents holding a query term (with ``required``: a term of each
-    of its groups; among the document numbers ``only`` when given) and their BM25 scores
-    (float32)."""
+    of its groups; among the document numbers ``only`` when given; ``allowed``: a mask of the
+    documents a prefilter lets through, the others not scored) and their BM25 scores (float32).
+    The documents of an index partition scored count as index comparisons."""
     if not stats.docs:
         return _empty()
     avgdl = average_length(stats.tokens, stats.docs)
@@ -306,6 +322,9 @@ def _scores(
     matched = np.zeros(len(part.row_ids), np.int64)
     for term in terms:
         docs, freqs = part.postings(term)
+        if allowed is not None:
+            keep = allowed[docs]
+            docs, freqs = docs[keep], freqs[keep]
         if not len(docs):
             continue
         f = freqs.astype(np.float32)
@@ -315,6 +334,8 @@ def _scores(
         total[docs] += ((f / (f + norm)).astype(np.float32) * scale).astype(np.float32)
         matched[docs] += 1
     hit = matched > 0
+    if isinstance(part, _IndexPart):
+        count_comparisons(int(hit.sum()))
     if required is not None:  # a repeated term or group scores twice but is needed once
         groups = {tuple(sorted(set(group))) for group in required}
         matched[:] = 0
@@ -324,6 +345,8 @@ def _scores(
                 holds[part.postings(term)[0]] = True
             matched += holds
         hit = matched == len(groups) if groups else np.zeros(len(part.row_ids), bool)
+        if allowed is not None:
+            hit &= allowed
     if only is not None:
         hit &= np.isin(np.arange(len(hit)), only)
     return part.row_ids[hit], total[hit]
@@ -597,7 +620,18 @@ class _Column:
         index_terms = [t for group in groups for t in group]
         stats = index_stats(index_terms)
         required = groups if conjunctive else None
-        found = [_scores(part, index_terms, stats, required, only(part)) for part in parts]
+        prefiltered = self._scan._prefiltered
+        found = [
+            _scores(
+                part,
+                index_terms,
+                stats,
+                required,
+                only(part),
+                None if prefiltered is None else np.isin(part.row_ids, prefiltered),
+            )
+            for part in parts
+        ]
         if live is not None:
             ids = np.concatenate([f[0] for f in found])
             keep = np.isin(ids, live)
@@ -633,8 +667,10 @@ class FullTextScan:
         with_row_id: bool,
         limit: int | None,
         offset: int | None,
+        stats_callback: StatsCallback | None = None,
     ) -> None:
         self._ds = ds
+        self._stats_callback = stats_callback
         if columns is not None and not isinstance(columns, (list, tuple)):
             raise UnsupportedFeatureError("full-text scans take a list of column names")
         self._columns = None if columns is None else [c for c in columns if c != "_score"]
@@ -756,10 +792,19 @@ class FullTextScan:
         table = self._ds.to_table(columns=[], filter=filter, with_row_id=True)
         return np.asarray(table.column("_rowid"), dtype=np.uint64)
 
+    @cached_property
+    def _prefiltered(self) -> np.ndarray | None:
+        """Row ids passing the filter, when it is a prefilter (index partitions score only those)."""
+        return self._row_ids(self._filter) if self._filter is not None and self._prefilter else None
+
     def to_table(self) -> pa.Table:
+        """The matching rows by descending ``_score`` (see the module docstring)."""
+        return report_run(self._stats_callback, self._table, lambda table: table.num_rows)
+
+    def _table(self) -> pa.Table:
         ids, scores = self._evaluate(self.query)
-        if self._filter is not None and self._prefilter:
-            keep = np.isin(ids, self._row_ids(self._filter))
+        if self._prefiltered is not None:
+            keep = np.isin(ids, self._prefiltered)
             ids, scores = ids[keep], scores[keep]
         order = np.lexsort((ids, -scores))
         start = self._offset or 0
@@ -792,6 +837,27 @@ class FullTextScan:
             lines.append(f"  Filter: {self._filter} ({'prefilter' if self._prefilter else 'postfilter'})")
         lines.append("  SortExec: _score DESC")
         lines += self._plan(self.query, "    ")
+        return "\n".join(lines) + "\n"
+
+    def analyze_plan(self) -> str:
+        """The plan (:meth:`explain_plan`) after running the search: the rows returned and the
+        storage reads made (the take's line), the prefilter's index work (its line) and the
+        search's (the query's line): ``indices_loaded``, ``parts_loaded``, ``index_comparisons``
+        (documents scored), ``index_cache_hits`` / ``index_cache_misses`` (see
+        :mod:`lance_ops.io.index_cache`)."""
+        counters, filtering = ScanCounters(), IndexCounter()
+        with counters.active():
+            with counting_index_work(filtering):
+                prefiltered = self._prefiltered is not None
+            rows = self._table().num_rows
+        lines = self.explain_plan().splitlines()
+        io = counters.io
+        reads = f"bytes_read={io.bytes_read}, iops={io.iops}, requests={io.requests}"
+        lines[0] += f", metrics=[output_rows={rows}, {reads}]"
+        if prefiltered:
+            lines[1] += f", metrics=[{filtering.metrics()}]"
+        search = lines.index("  SortExec: _score DESC") + 1
+        lines[search] += f", metrics=[{counters.index.metrics()}]"
         return "\n".join(lines) + "\n"
 
     def _plan(self, query: fulltext.FullTextQuery, indent: str) -> list[str]:

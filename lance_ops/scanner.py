@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -32,8 +33,10 @@ from lance_ops.fragment.options import DEFAULT_BATCH_SIZE
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader
 from lance_ops.fragment.scan import TAKE_VIRTUAL_COLUMNS, scan_batches, selected_rows, take_columns
 from lance_ops.index.scalar_query import IndexUse, RowSelection, select_rows
+from lance_ops.io.index_cache import IndexCounter, counting_index_work
 from lance_ops.io.metrics import counting_io
 from lance_ops.query.predicate import BoundExpression, Predicate, parse_expression, parse_predicate
+from lance_ops.scan_stats import ScanCounters, StatsCallback, report_batches
 
 if TYPE_CHECKING:
     from lance_ops.dataset import LanceDataset
@@ -62,6 +65,7 @@ class ScanRequest:
     fragment_ids: tuple[int, ...] | None = None
     strict_batch_size: bool = False
     use_scalar_index: bool = True
+    stats_callback: StatsCallback | None = None
 
 
 @dataclass(frozen=True)
@@ -305,17 +309,20 @@ class LanceScanner:
         the scan's last batch.
         """
         request = self._request
-        batches = scan_batches(
-            self._files,
-            self._options,
-            request.limit,
-            request.offset or 0,
-            self._fragments,
-            request.strict_batch_size,
-            self._index_rows,
-            self._index_selection.exact if self._index_selection is not None else (),
-        )
-        return (self._output_batch(b) for b in batches)
+        counters = ScanCounters() if request.stats_callback is not None else None
+        with counters.active() if counters is not None else nullcontext():
+            batches = scan_batches(
+                self._files,
+                self._options,
+                request.limit,
+                request.offset or 0,
+                self._fragments,
+                request.strict_batch_size,
+                self._index_rows,
+                self._index_selection.exact if self._index_selection is not None else (),
+            )
+        output = (self._output_batch(b) for b in batches)
+        return output if counters is None else report_batches(request.stats_callback, output, counters)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -406,22 +413,29 @@ class LanceScanner:
         """The plan after running the scan: the ``LanceRead`` step with the rows it returned and
         the rows it read and the storage reads it made (``metrics=[output_rows=, rows_scanned=,
         bytes_read=, iops=, requests=]``, pylance's names and order; the rows an index selected
-        count as scanned, as in pylance's indexed take). The I/O numbers count this run only (see
-        :mod:`lance_ops.io.metrics`): reads of files whose metadata an earlier scan of the same
-        dataset cached count only the pages read now."""
+        count as scanned, as in pylance's indexed take), and the ``ScalarIndexQuery`` step with
+        its index work (``metrics=[indices_loaded=, parts_loaded=, index_comparisons=,
+        index_cache_hits=, index_cache_misses=]``, see :mod:`lance_ops.io.index_cache`). The I/O
+        numbers count this run only (see :mod:`lance_ops.io.metrics`), the index's reads among
+        them: reads of files whose metadata an earlier scan of the same dataset cached count only
+        the pages read now, and index pieces already in the dataset's index cache nothing."""
+        lookup = IndexCounter()
         with counting_io() as io:
+            with counting_index_work(lookup):
+                rows = self._index_rows or {}
             output = self.to_table().num_rows
-        rows = self._index_rows or {}
         scanned = sum(len(rows[f.id]) if f.id in rows else f.count() for f in self._fragments)
         metrics = (
             f", metrics=[output_rows={output}, rows_scanned={scanned}, bytes_read={io.bytes_read},"
             f" iops={io.iops}, requests={io.requests}]"
         )
         lines = self.explain_plan().splitlines()
-        return (
-            "\n".join(line + metrics if line.lstrip().startswith("LanceRead:") else line for line in lines)
-            + "\n"
-        )
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith("LanceRead:"):
+                lines[i] = line + metrics
+            elif line.lstrip().startswith("ScalarIndexQuery:"):
+                lines[i] = line + f", metrics=[{lookup.metrics()}]"
+        return "\n".join(lines) + "\n"
 
 
 def projected_take(

@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -75,6 +74,7 @@ from lance_ops.index.ivf import (
 )
 from lance_ops.index.types import VECTOR_TYPES, covers_no_fragment, index_type_of
 from lance_ops.io.context import StorageContext
+from lance_ops.io.index_cache import count_comparisons
 from lance_ops.scanner import projected_take
 from lance_ops.schema import LanceSchema
 from lance_ops.table import frag_reuse
@@ -392,7 +392,8 @@ class VectorQuery:
         nprobes = min(self._n.nprobes or _DEFAULT_NPROBES, len(centroids))
         probed = np.sort(np.argsort(centre, kind="stable")[:nprobes])
         probed = probed[state.lengths[probed] > 0]
-        blocks = _partitions(state, (ctx.root, segment.uuid), segment, probed)
+        blocks = _partitions(ctx, state, segment, probed)
+        count_comparisons(len(centroids) + sum(len(b[0]) for b in blocks))
         ids = np.concatenate([b[0] for b in blocks]) if blocks else np.empty(0, np.uint64)
         if state.codebook is not None:
             return ids, _pq_distances(state.codebook, [b[1:] for b in blocks], probed, centroids, q, metric)
@@ -548,16 +549,18 @@ class VectorQuery:
         return self.explain_plan() + f"rows={self.to_table().num_rows}\n"
 
 
-# Index files never change under a uuid: what a search read of a segment (its IVF model, storage
-# header and the probed partitions' row ids and codes) is kept for the next one, as pylance keeps
-# index partitions in its index cache: a few segments, and partitions up to a byte budget.
-_SEGMENTS_KEPT = 8
-_PARTITION_BYTES = 256 << 20
+# Index files never change under a uuid: what a search read of a segment (its IVF model and storage
+# header, and each probed partition's row ids and codes) is kept in the dataset's index cache
+# (:mod:`lance_ops.io.index_cache`) for the next search, as pylance keeps them in its session's.
+_NONE = np.empty(0, np.float32)
+# partition -> row ids, codes (PQ: :func:`_pq_block`'s ``[m, rows]``, else ``[rows, width]``) and
+# PQ's per-row l2 term (else empty)
+_Partition = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass
 class _Segment:
-    """One segment's search state: model, storage layout, open storage reader, partition cache."""
+    """One segment's search state: model, storage layout, open storage reader."""
 
     centroids: np.ndarray
     metric: str
@@ -568,34 +571,17 @@ class _Segment:
     codebook: np.ndarray | None  # PQ: [m, codewords, sub-vector dim]
     reader: Any
     path: str
-    # partition -> row ids, codes (PQ: :func:`_pq_block`'s ``[m, rows]``, else ``[rows, width]``) and
-    # PQ's per-row l2 term (else empty)
-    partitions: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
-
-_SEGMENTS: OrderedDict[tuple[str, bytes], _Segment] = OrderedDict()
-_PARTITIONS: OrderedDict[tuple[str, bytes, int], int] = OrderedDict()  # least recently used first
-_partition_bytes = 0
-_NONE = np.empty(0, np.float32)
+    @property
+    def nbytes(self) -> int:
+        model = self.centroids.nbytes + self.offsets.nbytes + self.lengths.nbytes
+        return model + (0 if self.codebook is None else self.codebook.nbytes) + 4096  # + header, reader
 
 
 def _segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Segment:
-    key = (ctx.root, segment.uuid)
-    state = _SEGMENTS.get(key)
-    if state is None:
-        state = _open_segment(ctx, segment, kind)
-        while len(_SEGMENTS) >= _SEGMENTS_KEPT:
-            _drop_segment(*_SEGMENTS.popitem(last=False))
-        _SEGMENTS[key] = state
-    _SEGMENTS.move_to_end(key)
-    return state
-
-
-def _drop_segment(key: tuple[str, bytes], state: _Segment) -> None:
-    global _partition_bytes
-    for partition in state.partitions:
-        _partition_bytes -= _PARTITIONS.pop((*key, partition), 0)
-    state.partitions.clear()
+    return ctx.index_cache.get(
+        ("ivf", segment.uuid), lambda: _open_segment(ctx, segment, kind), lambda s: s.nbytes, kind="index"
+    )
 
 
 def _open_segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Segment:
@@ -618,7 +604,7 @@ def _open_segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Se
         params = json.loads(json.loads(data.meta("storage_metadata", segment, STORAGE_FILE))[0])
         header = _Storage(data, position, ivf, lengths, params, code_column)
         codebook = _codebook(header) if kind.endswith("PQ") else None
-    return _Segment(centroids, metric, kind, offsets, lengths, header, codebook, reader, path, {})
+    return _Segment(centroids, metric, kind, offsets, lengths, header, codebook, reader, path)
 
 
 @contextmanager
@@ -637,14 +623,16 @@ def _storage_errors(path: str, segment: IndexMetadata) -> Iterator[None]:
 
 
 def _partitions(
-    state: _Segment, key: tuple[str, bytes], segment: IndexMetadata, probed: np.ndarray
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The cache entries (:class:`_Segment`) of partitions ``probed``: from the cache, else read
-    by row range (adjacent partitions in one read)."""
-    global _partition_bytes
-    missing = [int(p) for p in probed if int(p) not in state.partitions and state.lengths[p] > 0]
-    if missing:
-        chosen = np.asarray(sorted(missing), dtype=np.int64)
+    ctx: StorageContext, state: _Segment, segment: IndexMetadata, probed: np.ndarray
+) -> list[_Partition]:
+    """The row ids and codes of the (non-empty) partitions ``probed``, through the dataset's index
+    cache; those not kept are read by row range (adjacent partitions in one read)."""
+    probed = probed[state.lengths[probed] > 0]
+    keys = [("ivf-partition", segment.uuid, int(p)) for p in probed.tolist()]
+
+    def load(positions: list[int]) -> list[_Partition]:
+        chosen = probed[positions]
+        loaded: list[_Partition] = []
         code_column = state.header.code_column
         transposed = state.header.transposed
         with _storage_errors(state.path, segment):
@@ -665,28 +653,20 @@ def _partitions(
                         if state.header.nbits == 4:  # two codes a byte -> [m, n]
                             codes = unpack_4bit(codes, axis=0)
                         cached, extra = _pq_block(state.codebook, codes, state.centroids[p], state.metric)
-                        entry = (ids[start : start + n].copy(), cached, extra)
+                        loaded.append((ids[start : start + n].copy(), cached, extra))
                     else:
                         codes = block.reshape(width, n).T if transposed else block.reshape(n, width)
-                        entry = (ids[start : start + n].copy(), np.ascontiguousarray(codes), _NONE)
-                    state.partitions[p] = entry
-                    _PARTITIONS[(*key, p)] = sum(part.nbytes for part in entry)
-                    _partition_bytes += _PARTITIONS[(*key, p)]
+                        loaded.append((ids[start : start + n].copy(), np.ascontiguousarray(codes), _NONE))
                     start += n
-    out = []
-    for p in probed.tolist():
-        if state.lengths[p] == 0:
-            continue
-        out.append(state.partitions[p])
-        _PARTITIONS.move_to_end((*key, p))
-    # evict least recently used partitions over the budget (never the ones just returned)
-    while _partition_bytes > _PARTITION_BYTES and len(_PARTITIONS) > len(out):
-        (root, index_uuid, p), nbytes = _PARTITIONS.popitem(last=False)
-        _partition_bytes -= nbytes
-        owner = _SEGMENTS.get((root, index_uuid))
-        if owner is not None:
-            owner.partitions.pop(p, None)
-    return out
+        return loaded
+
+    return ctx.index_cache.get_many(keys, load, lambda entry: sum(part.nbytes for part in entry))
+
+
+def prewarm(ctx: StorageContext, segment: IndexMetadata, kind: str) -> None:
+    """Read a vector index segment whole (model and every partition) into the dataset's index cache."""
+    state = _segment(ctx, segment, kind)
+    _partitions(ctx, state, segment, np.arange(len(state.lengths)))
 
 
 def _rows(ds: LanceDataset, row_ids: np.ndarray, columns: list[str]) -> pa.Table:

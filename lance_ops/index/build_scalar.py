@@ -18,6 +18,7 @@ strings, binaries and temporal types; NGRAM (:mod:`lance_ops.index.ngram`) and I
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -28,7 +29,7 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
-from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError
+from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError, ResourcesExhaustedError
 from lance_ops.index import bitmap, bloomfilter, btree, build_inverted, ngram, zonemap
 from lance_ops.index.files import IndexFileData, RemapResult
 from lance_ops.index.optimize import column_rows
@@ -196,6 +197,25 @@ def scalar_rows(
     return pa.table({"keys": values, "ids": pa.array(ids, pa.uint64())})
 
 
+def check_memory_pool(nbytes: int, what: str) -> None:
+    """Refuse (:class:`ResourcesExhaustedError`) to hold ``nbytes`` for ``what`` when they exceed
+    ``LANCE_MEM_POOL_SIZE`` (bytes; pylance's memory pool for the sorts of BTREE and BITMAP
+    builds), unless ``LANCE_BYPASS_SPILLING`` is set, as in pylance. lance-ops sorts in memory and
+    does not spill, so the whole sort must fit where pylance would spill its excess to disk."""
+    text = os.environ.get("LANCE_MEM_POOL_SIZE")
+    if not text or os.environ.get("LANCE_BYPASS_SPILLING"):
+        return
+    try:
+        pool = int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"LANCE_MEM_POOL_SIZE must be a number of bytes, got {text!r}") from None
+    if nbytes > pool:
+        raise ResourcesExhaustedError(
+            f"Resources exhausted: {what} needs {nbytes} bytes, more than LANCE_MEM_POOL_SIZE={pool} "
+            "(lance-ops does not spill; set LANCE_BYPASS_SPILLING=1 to lift the limit)"
+        )
+
+
 def write_scalar_index(
     ctx: StorageContext,
     manifest: Manifest,
@@ -207,6 +227,8 @@ def write_scalar_index(
     fragment) and return the manifest entry over ``fragments`` (default: every fragment; none for
     the empty index of ``train=False``)."""
     kind, key_type, rows_per_zone, template = build.kind, build.key_type, build.rows_per_zone, build.template
+    if kind in (BTREE, BITMAP):
+        check_memory_pool(rows.nbytes, f"sorting the keys of column {build.column!r} for a {kind} index")
     values = rows.column("keys").combine_chunks()
     ids = np.asarray(rows.column("ids").combine_chunks(), dtype=np.uint64)
     if kind == BTREE:

@@ -13,7 +13,10 @@ pages and BITMAP / LABEL_LIST keys give the rows' addresses, ZONEMAP zones (min 
 counts) the row ranges of the zones kept, NGRAM the rows holding every trigram of the text (of each
 literal part of the pattern) as the index folds text (a superset: a text without a whole trigram,
 e.g. shorter than three characters, is not answered, left to the scan). Several conditions intersect
-their rows. Fragments no index answers for are scanned whole; a covered fragment with no candidate
+their rows. A conjunct that is an ``OR`` whose every alternative implies such conditions
+(``a = 1 OR (a >= 5 AND a < 9)``) gives the union of its alternatives' rows (each alternative's
+conditions intersected), in the fragments each alternative has an index answer for. Fragments no
+index answers for are scanned whole; a covered fragment with no candidate
 row is not read at all, the others read only their candidate rows (:func:`select_rows`; a fragment
 with more than half its rows selected is read whole, a range read being cheaper than a take). The
 whole filter is then applied to the rows read, as in a full scan, so the rows returned are always
@@ -64,6 +67,7 @@ from lance_ops.index.types import (
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.index.zonemap import zone_rows
 from lance_ops.io.context import StorageContext
+from lance_ops.io.index_cache import count_comparisons
 from lance_ops.query import expressions as ex
 from lance_ops.query.predicate import Bound, Predicate
 from lance_ops.table import frag_reuse
@@ -170,81 +174,110 @@ def _btree(
     ctx: StorageContext, index: IndexMetadata, bound: Bound, wanted: pa.Array | None = None
 ) -> np.ndarray:
     """Row addresses of the BTREE's rows ``bound`` may select: the lookup file gives the pages that
-    may hold them, and only those pages of the data file are read (each run of adjacent pages in
-    one read; an ``IN`` list's values matched against the pages' bounds and then the pages' values
-    all at once; ``wanted``: the values of an ``in`` bound as an array, instead of its scalars)."""
+    may hold them, and only those pages of the data file are read, each kept in the dataset's index
+    cache (an ``IN`` list's values matched against the pages' bounds and then the pages' values all
+    at once; ``wanted``: the values of an ``in`` bound as an array, instead of its scalars). Counts
+    the pages' bounds and the values of the pages read as comparisons."""
     lookup = _cached(ctx, index, LOOKUP).table
     if wanted is None and bound.op in ("eq", "in"):
         wanted = _value_set(bound, lookup.schema.field("max").type)
-    try:
-        batch_size = int((lookup.schema.metadata or {})[b"batch_size"])
-    except (KeyError, ValueError):
-        batch_size = 0
+    batch_size = _page_rows(lookup)
     if batch_size <= 0:  # not a layout we know: read every page
         table = _cached(ctx, index, PAGES).table
+        values = table.column("values").combine_chunks()
+        count_comparisons(len(values))
+        ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
+        return ids[_matches(values, bound, wanted)]
+    count_comparisons(lookup.num_rows)  # the pages' bounds
+    found = []
+    for values, ids in _btree_page_data(
+        ctx, index, np.flatnonzero(_btree_pages(lookup, bound, wanted)), batch_size
+    ):
+        count_comparisons(len(values))
+        hits = np.flatnonzero(_matches(values, bound, wanted))
+        if hits.size:
+            found.append(ids[hits])
+    return np.concatenate(found) if found else np.empty(0, np.uint64)
+
+
+def _page_rows(lookup: pa.Table) -> int:
+    """Rows per page of a BTREE's page file (0: not a layout we know)."""
+    try:
+        return int((lookup.schema.metadata or {})[b"batch_size"])
+    except (KeyError, ValueError):
+        return 0
+
+
+def prewarm(ctx: StorageContext, index: IndexMetadata, kind: str) -> None:
+    """Read the whole of a scalar index (not INVERTED) into the dataset's index cache."""
+    if kind != BTREE:
+        _cached(ctx, index, _FILE_OF[kind])
+        return
+    lookup = _cached(ctx, index, LOOKUP).table
+    batch_size = _page_rows(lookup)
+    if batch_size <= 0:
+        _cached(ctx, index, PAGES)
     else:
-        pages = np.flatnonzero(_btree_pages(lookup, bound, wanted))
-        if not pages.size:
-            return np.empty(0, np.uint64)
-        reader = _pages_reader(ctx, index)
-        rows = int(reader.num_rows)
-        breaks = np.flatnonzero(np.diff(pages) != 1) + 1
-        found = []
-        for run in np.split(pages, breaks):
-            start = int(run[0]) * batch_size
-            stop = min((int(run[-1]) + 1) * batch_size, rows)
-            if stop > start:
-                # the values of the pages, then the ids of the matching rows only
-                values = reader.read_range(start, stop - start, ["values"]).to_table().column(0)
-                hits = np.flatnonzero(_matches(values.combine_chunks(), bound, wanted))
-                if hits.size * 2 > stop - start:
-                    ids = reader.read_range(start, stop - start, ["ids"]).to_table().column(0)
-                    found.append(ids.take(pa.array(hits)))
-                elif hits.size:
-                    found.append(reader.take_rows(hits + start, ["ids"]).to_table().column(0))
-        if not found:
-            return np.empty(0, np.uint64)
-        return np.asarray(pa.chunked_array(found).combine_chunks(), dtype=np.uint64)
-    values = table.column("values").combine_chunks()
-    ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
-    return ids[_matches(values, bound, wanted)]
-
-
-# Index files never change under a uuid: small lookups read last are kept.
-_FILES: dict[tuple[str, bytes, str], IndexFileData] = {}
-_FILES_KEPT = 16
+        _btree_page_data(ctx, index, np.arange(lookup.num_rows), batch_size)
 
 
 def _cached(ctx: StorageContext, index: IndexMetadata, name: str) -> IndexFileData:
-    key = (ctx.root, index.uuid, name)
-    if key not in _FILES:
-        if len(_FILES) >= _FILES_KEPT:
-            _FILES.pop(next(iter(_FILES)))
-        _FILES[key] = read_index_file(ctx, index, name)
-    return _FILES[key]
+    """Index file ``name`` read whole, through the dataset's index cache (index files never change
+    under a uuid)."""
+    return ctx.index_cache.get(
+        ("file", index.uuid, name), lambda: read_index_file(ctx, index, name), _file_bytes, kind="index"
+    )
 
 
-# Open BTREE page files (their metadata read once), for the pages a query reads.
-_READERS: dict[tuple[str, bytes], LanceFileReader] = {}
+def _file_bytes(data: IndexFileData) -> int:
+    return int(data.table.nbytes) + sum(len(b) for b in data.global_buffers)
+
+
+def _btree_page_data(
+    ctx: StorageContext, index: IndexMetadata, pages: np.ndarray, batch_size: int
+) -> list[tuple[pa.Array, np.ndarray]]:
+    """Values and row addresses of BTREE ``pages`` (``batch_size`` rows each of its page file),
+    through the dataset's index cache; the pages not kept are read, each run of adjacent ones in
+    one read."""
+
+    def load(positions: list[int]) -> list[tuple[pa.Array, np.ndarray]]:
+        reader = _pages_reader(ctx, index)
+        rows = int(reader.num_rows)
+        chosen = pages[positions]
+        loaded = []
+        for run in np.split(chosen, np.flatnonzero(np.diff(chosen) != 1) + 1):
+            start = int(run[0]) * batch_size
+            stop = min((int(run[-1]) + 1) * batch_size, rows)
+            table = reader.read_range(start, max(stop - start, 0)).to_table()
+            values = table.column("values").combine_chunks()
+            ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
+            for page in run.tolist():
+                first = page * batch_size - start
+                last = min(first + batch_size, len(ids))
+                loaded.append((values.slice(first, max(last - first, 0)), ids[first:last]))
+        return loaded
+
+    keys = [("btree-page", index.uuid, int(page)) for page in pages.tolist()]
+    return ctx.index_cache.get_many(keys, load, lambda page: page[0].nbytes + page[1].nbytes)
 
 
 def _pages_reader(ctx: StorageContext, index: IndexMetadata) -> LanceFileReader:
-    key = (ctx.root, index.uuid)
-    reader = _READERS.get(key)
-    if reader is None:
+    """The open BTREE page file (its metadata read once per opened dataset)."""
+
+    def load() -> LanceFileReader:
         path = ctx.path("_indices", str(uuid.UUID(bytes=index.uuid)), PAGES)
         size = next((f.size_bytes for f in index.files if f.path == PAGES), None)
-        reader = LanceFileReader(path, store=ctx.store, size=size or None)
-        if len(_READERS) >= _FILES_KEPT:
-            _READERS.pop(next(iter(_READERS)))
-        _READERS[key] = reader
-    return reader
+        return LanceFileReader(path, store=ctx.store, size=size or None)
+
+    # an open reader holds the file's metadata (a few KiB), counted as such
+    return ctx.index_cache.get(("btree-reader", index.uuid), load, lambda _: 4096, kind="index")
 
 
 def _sets(table: pa.Table, hit: Callable[[pa.Array], np.ndarray], union: bool) -> np.ndarray:
     """Row addresses of the keys ``hit`` selects in a BITMAP / LABEL_LIST file's ``table``: their
     union, or their intersection (no key: none)."""
     keys = table.column("keys").combine_chunks()
+    count_comparisons(len(keys))
     positions = np.flatnonzero(hit(keys))
     if not positions.size:
         return np.empty(0, np.uint64)
@@ -269,6 +302,7 @@ def _bitmap(
 
 def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
     zones = _cached(ctx, index, ZONEMAP_FILE).table
+    count_comparisons(zones.num_rows)
     low, high = zones.column("min").combine_chunks(), zones.column("max").combine_chunks()
     nulls = np.asarray(zones.column("null_count"), dtype=np.int64)
     nans = np.asarray(zones.column("nan_count"), dtype=np.int64)
@@ -298,8 +332,18 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndar
 def _bloomfilter(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray | None:
     """Rows of the zones whose bloom filter may hold an ``=`` / ``IN`` value, or that hold a null
     (``IS NULL``); None (left to the scan) for other conditions."""
-    return bloomfilter_rows(_cached(ctx, index, BLOOMFILTER_FILE), bound)
+    data = _cached(ctx, index, BLOOMFILTER_FILE)
+    count_comparisons(data.table.num_rows)
+    return bloomfilter_rows(data, bound)
 
+
+_FILE_OF = {
+    BITMAP: BITMAP_LAYOUT.file,
+    LABEL_LIST: BITMAP_LAYOUT.file,
+    ZONEMAP: ZONEMAP_FILE,
+    BLOOMFILTER: BLOOMFILTER_FILE,
+    NGRAM: NGRAM_FILE,
+}
 
 _LOOKUP: dict[str, Callable[[StorageContext, IndexMetadata, Bound], np.ndarray | None]] = {
     BTREE: _btree,
@@ -489,6 +533,7 @@ def _ngram(ctx: StorageContext, index: IndexMetadata, condition: TextCondition) 
     if not wanted.size:
         return None
     table = _cached(ctx, index, NGRAM_FILE).table
+    count_comparisons(int(wanted.size))
     tokens = np.asarray(table.column("tokens").combine_chunks().fill_null(0), np.uint32)
     at = np.searchsorted(tokens, wanted)
     if (at >= tokens.size).any() or (tokens[np.minimum(at, tokens.size - 1)] != wanted).any():
@@ -614,7 +659,7 @@ def select_rows(
         labels = label_conditions(filter, schema) if LABEL_LIST in kinds else []
         texts = text_conditions(filter, schema) if NGRAM in kinds else []
     bounds = (*predicate.bounds, *predicate.field_bounds)
-    if not (bounds or labels or texts):
+    if not (bounds or labels or texts or predicate.any_of):
         return RowSelection(keep)
     used: list[IndexUse] = []
     rows: dict[int, np.ndarray] = {}
@@ -633,46 +678,115 @@ def select_rows(
         and all(_exact(usable[column][0], c) for column, c in conditions)
     ):
         exact = BitMap(keep)
+
+    def narrow(matched: Mapping[int, np.ndarray]) -> None:
+        """Keep, of each fragment in ``matched``, only its rows there (none: the fragment goes)."""
+        for fragment in [f for f in keep if f in matched]:
+            offsets = matched[fragment]
+            if fragment in rows:
+                offsets = np.intersect1d(rows[fragment], offsets)
+            if offsets.size:
+                rows[fragment] = offsets
+            else:
+                keep.discard(fragment)
+                rows.pop(fragment, None)
+
     for column, condition in conditions:
         kind, segments = usable[column]
-        covered = BitMap()
-        found = []
-        for segment in segments:
-            covered |= fragment_ids(segment)
-            if isinstance(condition, LabelCondition):
-                hit = _labels(ctx, segment, condition)
-            elif isinstance(condition, TextCondition):
-                hit = _ngram(ctx, segment, condition)
-            else:
-                hit = _LOOKUP[kind](ctx, segment, condition)
-            if hit is None:
-                exact = None
-                break
-            found.append(hit)
-        else:
-            matched = _by_fragment(np.concatenate(found) if found else np.empty(0, np.uint64))
-            for fragment in [f for f in keep if f in covered]:
-                offsets = matched.get(fragment)
-                if offsets is None or not offsets.size:
-                    keep.discard(fragment)
-                    rows.pop(fragment, None)
-                else:
-                    rows[fragment] = (
-                        offsets if fragment not in rows else np.intersect1d(rows[fragment], offsets)
-                    )
-                    if not rows[fragment].size:
-                        keep.discard(fragment)
-                        del rows[fragment]
-            text = (
-                str(condition)
-                if isinstance(condition, (LabelCondition, TextCondition))
-                else bound_text(condition)
-            )
-            used.append(IndexUse(segments[0].name, kind, text))
-            if exact is not None:
-                exact &= covered
+        answer = _answer(ctx, kind, segments, condition)
+        if answer is None:
+            exact = None
+            continue
+        covered, matched = answer
+        narrow({f: matched.get(f, _NO_ROWS) for f in keep if f in covered})
+        text = (
+            str(condition)
+            if isinstance(condition, (LabelCondition, TextCondition))
+            else bound_text(condition)
+        )
+        used.append(IndexUse(segments[0].name, kind, text))
+        if exact is not None:
+            exact &= covered
+    for alternatives in predicate.any_of:
+        union = _any_of(ctx, usable, alternatives, keep)
+        if union is not None:
+            narrow(union[0])
+            used.append(union[1])
     exact_rows = frozenset() if exact is None else frozenset(f for f in rows if f in exact)
     return RowSelection(keep, rows, used, exact_rows)
+
+
+_NO_ROWS = np.empty(0, np.int64)
+
+
+def _answer(
+    ctx: StorageContext,
+    kind: str,
+    segments: Sequence[IndexMetadata],
+    condition: Bound | LabelCondition | TextCondition,
+) -> tuple[BitMap, dict[int, np.ndarray]] | None:
+    """The fragments the index's segments cover and, per fragment, the offsets of its rows that
+    may meet ``condition`` (None: the index does not answer it)."""
+    covered = BitMap()
+    found = []
+    for segment in segments:
+        covered |= fragment_ids(segment)
+        if isinstance(condition, LabelCondition):
+            hit = _labels(ctx, segment, condition)
+        elif isinstance(condition, TextCondition):
+            hit = _ngram(ctx, segment, condition)
+        else:
+            hit = _LOOKUP[kind](ctx, segment, condition)
+        if hit is None:
+            return None
+        found.append(hit)
+    return covered, _by_fragment(np.concatenate(found) if found else np.empty(0, np.uint64))
+
+
+def _any_of(
+    ctx: StorageContext,
+    usable: Mapping[str, tuple[str, list[IndexMetadata]]],
+    alternatives: Sequence[Sequence[Bound]],
+    keep: set[int],
+) -> tuple[dict[int, np.ndarray], IndexUse] | None:
+    """The rows of each fragment in ``keep`` that may meet an ``OR`` of ``alternatives`` (each the
+    bounds one operand implies): the union over the alternatives of the rows their indices
+    answer (several bounds of one alternative: the intersection, in a fragment each index
+    covers). Only fragments every alternative has an answer for are given; None when an
+    alternative has no bound an index answers (no fragment can be narrowed)."""
+    answers: list[list[tuple[BitMap, dict[int, np.ndarray]]]] = []
+    texts, names = [], {}
+    for bounds in alternatives:
+        found, parts = [], []
+        for bound in bounds:
+            if bound.column not in usable or usable[bound.column][0] not in _LOOKUP:
+                continue
+            kind, segments = usable[bound.column]
+            answer = _answer(ctx, kind, segments, bound)
+            if answer is not None:
+                found.append(answer)
+                parts.append(bound_text(bound))
+                names[segments[0].name] = kind
+        if not found:
+            return None
+        answers.append(found)
+        texts.append(" && ".join(parts))
+    out: dict[int, np.ndarray] = {}
+    for fragment in keep:
+        union = []
+        for found in answers:
+            known = [matched.get(fragment, _NO_ROWS) for covered, matched in found if fragment in covered]
+            if not known:
+                break  # this alternative may select any row of the fragment
+            rows = known[0]
+            for other in known[1:]:
+                rows = np.intersect1d(rows, other, assume_unique=True)
+            union.append(rows)
+        else:
+            out[fragment] = np.unique(np.concatenate(union))
+    kinds = set(names.values())
+    use = IndexUse("|".join(names), kinds.pop() if len(kinds) == 1 else "mixed", " || ".join(texts))
+    return out, use
 
 
 @dataclass(frozen=True)

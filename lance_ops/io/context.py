@@ -21,6 +21,7 @@ from typing import Any
 
 from lance_ops.io import object_store
 from lance_ops.io.base import ObjectStore
+from lance_ops.io.index_cache import IndexCache
 
 __all__ = ["Location", "StorageContext", "open_path"]
 
@@ -33,6 +34,9 @@ class StorageContext:
     root: str
     uri: str
     storage_options: Mapping[str, str] | None = field(default=None, compare=False)
+    # What index searches through this opening of the dataset read and keep (pylance's session
+    # index cache): a fresh one each time a URI is opened, shared by whatever the context is handed to.
+    index_cache: IndexCache = field(default_factory=IndexCache, compare=False)
 
     @classmethod
     def open(

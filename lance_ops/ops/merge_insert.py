@@ -54,6 +54,7 @@ from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
 from lance_ops.index.scalar_query import KeyRows, key_rows
+from lance_ops.index.types import pylance_type_name
 from lance_ops.ops.changes import MERGE_KEYS_PROPERTY
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.delete import FragmentDeletion
@@ -178,13 +179,19 @@ def index_keys(files: VersionFiles, source: pa.Table, on: Sequence[str]) -> KeyR
     floating column, whose ``-0.0`` / ``NaN`` an index lookup and the join may see differently)
     puts the source's values of that column: the target rows that may match a source row, in the
     fragments the index covers (None: no such index)."""
+    keyed = _index_key(files, source, on)
+    return None if keyed is None else keyed[1]
+
+
+def _index_key(files: VersionFiles, source: pa.Table, on: Sequence[str]) -> tuple[str, KeyRows] | None:
+    """:func:`index_keys` with the key column it used."""
     for key in on:
         column = source.column(key)
         if pa.types.is_floating(column.type):
             continue
         found = key_rows(files.storage, files.manifest, key, column.combine_chunks())
         if found is not None:
-            return found
+            return key, found
     return None
 
 
@@ -784,6 +791,16 @@ def explain(files: VersionFiles, plan: MergeInsertPlan, source: pa.Schema, verbo
         ),
         f"    Source: in memory, projection=[{', '.join(source.names)}]",
     ]
+    keyed = None if every_row else _index_key(files, merge.source, plan.on)
+    if keyed is not None:  # the index the merge of a whole version prunes with (_Merge._batches)
+        key, found = keyed
+        covered = sum(f.id in found.covered for f in files.manifest.fragments)
+        lines.insert(
+            3,
+            f"      ScalarIndexQuery: query=[{key} IN (source keys)]@{found.name}"
+            f"({pylance_type_name(found.kind)}), fragments={covered}/{len(files.manifest.fragments)}"
+            " (rows that may match read from those; pages pruned elsewhere)",
+        )
     if verbose:
         lines.append(
             f"  Write: new fragments (updated then inserted rows), deletion files; one Update on "

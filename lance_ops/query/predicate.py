@@ -73,6 +73,9 @@ class Predicate:
     # bounds on fields inside struct columns (``Bound.column`` the dotted path, ``s.x``) and on
     # fixed-size binary columns: for scalar indices of those (statistics prune neither)
     field_bounds: tuple[Bound, ...] = ()
+    # per top-level OR conjunct, the bounds of each of its alternatives (top-level columns and
+    # struct fields alike; see :func:`~lance_ops.query.visitors.disjunctions`): for scalar indices
+    any_of: tuple[tuple[tuple[Bound, ...], ...], ...] = ()
 
     def filter(self, table: pa.Table) -> pa.Table:
         """Rows of ``table`` for which the predicate is TRUE (FALSE and NULL drop the row).
@@ -223,7 +226,8 @@ def parse_predicate(predicate: str | pc.Expression, schema: pa.Schema) -> Predic
     found = bounds(folded, column, literal)
     inside = bounds(folded, nested, literal)
     exact = bool(found or inside) and visitors.bounds_are_exact(folded, either, literal)
-    return Predicate(value.expr, columns, tuple(found), exact, tuple(inside))
+    any_of = tuple(visitors.disjunctions(folded, either, literal))
+    return Predicate(value.expr, columns, tuple(found), exact, tuple(inside), any_of)
 
 
 def _struct_field(schema: pa.Schema, path: Sequence[str]) -> pa.Field | None:

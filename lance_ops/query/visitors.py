@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from lance_ops.query import expressions as ex
 
-__all__ = ["Bound", "bounds", "bounds_are_exact", "columns", "to_sql"]
+__all__ = ["Bound", "bounds", "bounds_are_exact", "columns", "disjunctions", "to_sql"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,26 @@ Constant = Callable[[ex.Expr, str], pa.Scalar | None]
 def bounds(node: ex.Expr, column: Resolve, constant: Constant) -> list[Bound]:
     """The bounds the conjuncts of ``node``'s top-level ``AND`` imply."""
     return [b for part in ex.conjuncts(node) for b in _conjunct_bounds(part, column, constant)]
+
+
+def disjunctions(node: ex.Expr, column: Resolve, constant: Constant) -> list[tuple[tuple[Bound, ...], ...]]:
+    """For each conjunct of ``node``'s top-level ``AND`` that is an ``OR`` (``a = 1 OR (a >= 5 AND
+    a < 9)``): the bounds each of its alternatives (the operands of its ``OR`` chain) implies, in
+    order; an ``OR`` with an alternative that implies none (every row may meet it) is left out."""
+    found = []
+    for part in ex.conjuncts(node):
+        if not isinstance(part, ex.Or):
+            continue
+        alternatives = tuple(tuple(bounds(alt, column, constant)) for alt in _disjuncts(part))
+        if all(alternatives):
+            found.append(alternatives)
+    return found
+
+
+def _disjuncts(node: ex.Expr) -> list[ex.Expr]:
+    if isinstance(node, ex.Or):
+        return _disjuncts(node.left) + _disjuncts(node.right)
+    return [node]
 
 
 def bounds_are_exact(node: ex.Expr, column: Resolve, constant: Constant) -> bool:
