@@ -103,7 +103,7 @@ def test_each_directory_is_listed_once_and_manifests_are_not_kept(
     _build(uri)
     ds = lance_ops.dataset(uri)
     listed: list[str] = []
-    for name in ("list", "walk"):
+    for name in ("list", "list_names", "walk"):
         real = getattr(LocalStore, name)
 
         def counting(self, path, _real=real):  # type: ignore[no-untyped-def]
