@@ -40,17 +40,18 @@ the exponent capped at 6.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from lance_ops._proto import table_pb2
 from lance_ops.errors import (
@@ -305,6 +306,8 @@ def load_entries(
                 raise
 
 
+_R = TypeVar("_R")
+
 # Manifests read ahead of the one being decoded by load_manifest_pbs (object stores: requests in flight).
 READ_AHEAD = 16
 
@@ -346,16 +349,38 @@ def _read_or_none(store: ObjectStore, path: str) -> bytes | None:
 
 
 def _read_ahead(store: ObjectStore, paths: list[str]) -> Iterator[bytes | None]:
-    """The bytes of ``paths`` in order (None for a missing file); up to :data:`READ_AHEAD` reads in
-    flight on threads, so memory holds at most that many files."""
+    """The bytes of ``paths`` in order (None for a missing file), read on threads ahead of the
+    caller: on stores where a request is dear (remote ones) up to :data:`READ_AHEAD` reads in
+    flight; where it is cheap (local disk, memory: ``whole_file_read_size`` 0) one thread reads
+    groups of :data:`READ_AHEAD` files, a group ahead (one hand-over per group, not per file).
+    Memory holds at most ``2 * READ_AHEAD`` files either way."""
     if len(paths) < 2:
         yield from (_read_or_none(store, path) for path in paths)
         return
-    with ThreadPoolExecutor(max_workers=min(READ_AHEAD, len(paths))) as pool:
-        pending: deque[Future[bytes | None]] = deque()
-        for path in paths:
-            pending.append(pool.submit(_read_or_none, store, path))
-            if len(pending) >= READ_AHEAD:
+    if store.whole_file_read_size:
+        tasks = [functools.partial(_read_or_none, store, path) for path in paths]
+        yield from _in_order(tasks, min(READ_AHEAD, len(paths)))
+        return
+    groups = [
+        functools.partial(_read_group, store, paths[start : start + READ_AHEAD])
+        for start in range(0, len(paths), READ_AHEAD)
+    ]
+    for group in _in_order(groups, 1):
+        yield from group
+
+
+def _read_group(store: ObjectStore, paths: list[str]) -> list[bytes | None]:
+    return [_read_or_none(store, path) for path in paths]
+
+
+def _in_order(tasks: Sequence[Callable[[], _R]], workers: int) -> Iterator[_R]:
+    """The results of ``tasks`` in order, run on ``workers`` threads, at most ``max(workers, 2)``
+    submitted and not yet handed out (one being read while the caller has the previous)."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future[_R]] = deque()
+        for task in tasks:
+            pending.append(pool.submit(task))
+            if len(pending) >= max(workers, 2):
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()

@@ -20,12 +20,15 @@ from lance_ops.errors import (
 )
 from lance_ops.file.schema import schema_to_fields
 from lance_ops.io import ObjectStore, object_store
+from lance_ops.io.local import LocalStore
 from lance_ops.table.commit import (
+    READ_AHEAD,
     WRITER_VERSION,
     CommitHandler,
     LockCommitHandler,
     NewDatasetSettings,
     PutIfAbsentCommitHandler,
+    _read_ahead,
     commit_transaction,
     list_versions,
     load_manifest,
@@ -186,6 +189,19 @@ def test_version_entries_match_parsing_each_name(names: list[str]) -> None:
         return
     got = version_entries(names, "dir")
     assert [(e.version, e.name, e.scheme) for e in got] == expected
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, READ_AHEAD, READ_AHEAD + 1, 3 * READ_AHEAD + 5])
+@pytest.mark.parametrize("whole_file_read_size", [0, 1 << 20])  # cheap requests (grouped) / dear ones
+def test_read_ahead_gives_every_file_in_order(tmp_path: Path, count: int, whole_file_read_size: int) -> None:
+    store = LocalStore()
+    store.whole_file_read_size = whole_file_read_size
+    paths = [str(tmp_path / f"{n}.bin") for n in range(count)]
+    for n, path in enumerate(paths):
+        if n % 7 != 3:  # every seventh file missing
+            store.write(path, bytes([n % 256]) * n)
+    expected = [None if n % 7 == 3 else bytes([n % 256]) * n for n in range(count)]
+    assert list(_read_ahead(store, paths)) == expected
 
 
 class _AlwaysTaken(CommitHandler):
