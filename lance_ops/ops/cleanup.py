@@ -470,9 +470,11 @@ def cleanup_old_versions(
 
 
 # Deletes in flight when the caller does not say (``delete_concurrency``), and at most whatever it
-# says: a delete waits on the disk or the network, not on the CPU.
+# says: a delete waits on the disk or the network, not on the CPU. Each thread takes a group of
+# DELETE_GROUP paths at a time (one hand-over per group), one path at a time under a rate limit.
 DELETE_CONCURRENCY = 8
 MAX_DELETE_CONCURRENCY = 64
+DELETE_GROUP = 16
 
 
 class _Deleter:
@@ -484,37 +486,43 @@ class _Deleter:
     ) -> None:
         self.store, self.tracker, self.relative = store, tracker, relative
         self.interval = 0.0 if policy.delete_rate_limit is None else 1.0 / policy.delete_rate_limit
+        self.group = 1 if self.interval else DELETE_GROUP
         self.next_at = time.monotonic()
         self.workers = min(policy.delete_concurrency or DELETE_CONCURRENCY, MAX_DELETE_CONCURRENCY)
 
-    def _delete(self, path: str) -> bool:
-        try:
-            self.store.delete(path)
-        except OSError:
-            return False
-        return True
+    def _delete(self, paths: list[str]) -> list[bool]:
+        done = []
+        for path in paths:
+            try:
+                self.store.delete(path)
+                done.append(True)
+            except OSError:
+                done.append(False)
+        return done
 
-    def _done(self, path: str, deleted: Future[bool]) -> int:
-        ok = deleted.result()
-        self.tracker.advance(1, f"removed {self.relative(path)}")
-        return 0 if ok else 1
+    def _finish(self, paths: list[str], deleted: Future[list[bool]]) -> int:
+        done = deleted.result()
+        for path in paths:
+            self.tracker.advance(1, f"removed {self.relative(path)}")
+        return done.count(False)
 
     def run(self, paths: list[str]) -> int:
         """Delete ``paths``, every one finished on return; the number that failed."""
-        if not paths:
+        groups = [paths[start : start + self.group] for start in range(0, len(paths), self.group)]
+        if not groups:
             return 0
         failed = 0
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(paths))) as pool:
-            pending: deque[tuple[str, Future[bool]]] = deque()
-            for path in paths:
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(groups))) as pool:
+            pending: deque[tuple[list[str], Future[list[bool]]]] = deque()
+            for group in groups:
                 if self.interval:
                     time.sleep(max(0.0, self.next_at - time.monotonic()))
                     self.next_at = max(self.next_at, time.monotonic()) + self.interval
-                pending.append((path, pool.submit(self._delete, path)))
+                pending.append((group, pool.submit(self._delete, group)))
                 if len(pending) >= 2 * self.workers:
-                    failed += self._done(*pending.popleft())
+                    failed += self._finish(*pending.popleft())
             while pending:
-                failed += self._done(*pending.popleft())
+                failed += self._finish(*pending.popleft())
         return failed
 
 
