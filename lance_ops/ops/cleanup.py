@@ -41,11 +41,10 @@ a manifest naming a missing file. A dry run computes the same plan and deletes n
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -58,6 +57,7 @@ from lance_ops.table.commit import (
     list_versions,
     load_manifest,
     load_manifest_pbs,
+    run_in_order,
     version_entries,
 )
 from lance_ops.table.manifest import (
@@ -500,11 +500,12 @@ class _Deleter:
                 done.append(False)
         return done
 
-    def _finish(self, paths: list[str], deleted: Future[list[bool]]) -> int:
-        done = deleted.result()
-        for path in paths:
-            self.tracker.advance(1, f"removed {self.relative(path)}")
-        return done.count(False)
+    def _paced(self, groups: list[list[str]]) -> Iterator[Callable[[], list[bool]]]:
+        for group in groups:
+            if self.interval:
+                time.sleep(max(0.0, self.next_at - time.monotonic()))
+                self.next_at = max(self.next_at, time.monotonic()) + self.interval
+            yield functools.partial(self._delete, group)
 
     def run(self, paths: list[str]) -> int:
         """Delete ``paths``, every one finished on return; the number that failed."""
@@ -512,17 +513,11 @@ class _Deleter:
         if not groups:
             return 0
         failed = 0
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(groups))) as pool:
-            pending: deque[tuple[list[str], Future[list[bool]]]] = deque()
-            for group in groups:
-                if self.interval:
-                    time.sleep(max(0.0, self.next_at - time.monotonic()))
-                    self.next_at = max(self.next_at, time.monotonic()) + self.interval
-                pending.append((group, pool.submit(self._delete, group)))
-                if len(pending) >= 2 * self.workers:
-                    failed += self._finish(*pending.popleft())
-            while pending:
-                failed += self._finish(*pending.popleft())
+        results = run_in_order(self._paced(groups), min(self.workers, len(groups)))
+        for group, done in zip(groups, results, strict=True):
+            for path in group:
+                self.tracker.advance(1, f"removed {self.relative(path)}")
+            failed += done.count(False)
         return failed
 
 

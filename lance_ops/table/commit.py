@@ -47,7 +47,7 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -359,13 +359,13 @@ def _read_ahead(store: ObjectStore, paths: list[str]) -> Iterator[bytes | None]:
         return
     if store.whole_file_read_size:
         tasks = [functools.partial(_read_or_none, store, path) for path in paths]
-        yield from _in_order(tasks, min(READ_AHEAD, len(paths)))
+        yield from run_in_order(tasks, min(READ_AHEAD, len(paths)))
         return
     groups = [
         functools.partial(_read_group, store, paths[start : start + READ_AHEAD])
         for start in range(0, len(paths), READ_AHEAD)
     ]
-    for group in _in_order(groups, 1):
+    for group in run_in_order(groups, 1):
         yield from group
 
 
@@ -373,9 +373,10 @@ def _read_group(store: ObjectStore, paths: list[str]) -> list[bytes | None]:
     return [_read_or_none(store, path) for path in paths]
 
 
-def _in_order(tasks: Sequence[Callable[[], _R]], workers: int) -> Iterator[_R]:
+def run_in_order(tasks: Iterable[Callable[[], _R]], workers: int) -> Iterator[_R]:
     """The results of ``tasks`` in order, run on ``workers`` threads, at most ``max(workers, 2)``
-    submitted and not yet handed out (one being read while the caller has the previous)."""
+    submitted and not yet handed out (one running while the caller has the previous). ``tasks``
+    is consumed as results are taken, so a generator can pace the submissions."""
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending: deque[Future[_R]] = deque()
         for task in tasks:
