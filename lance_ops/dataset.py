@@ -1242,7 +1242,7 @@ class LanceDataset:
         ``dry_run`` reports what would be removed (``CleanupStats.paths``) and removes nothing.
         ``progress`` hears of every file removed. As in pylance, ``versions`` limits the cleanup to
         those versions, ``delete_rate_limit`` caps deletions per second and ``delete_concurrency``
-        (validated; deletes run one at a time) is accepted. See :mod:`lance_ops.ops.cleanup`.
+        the deletions in flight (default 8). See :mod:`lance_ops.ops.cleanup`.
         """
         policy = cleanup_op.CleanupPolicy.parse(
             older_than,

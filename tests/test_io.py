@@ -162,6 +162,20 @@ def test_list_and_delete(new_base: NewBase) -> None:
     assert [info.path for info in store.list(base)] == [store.join(base, "b.txt")]
 
 
+def test_list_names_are_the_listed_files_names(new_base: NewBase) -> None:
+    store, base = new_base()
+    assert store.list_names(base) == [] and store.list_names(store.join(base, "missing")) == []
+    for name in ("b.manifest", "a.txt"):
+        store.write(store.join(base, name), b"x")
+    store.write(store.join(base, "nested", "c.txt"), b"ccc")  # a directory: not a file of base
+    partial = store.open_output(store.join(base, "partial.manifest"))
+    partial.write(b"pp")  # an unfinished write: not listed
+    names = sorted(store.list_names(base))
+    assert names == ["a.txt", "b.manifest"]
+    assert names == [info.path.rsplit("/", 1)[-1] for info in store.list(base)]
+    partial.abort()
+
+
 def test_join(new_base: NewBase) -> None:
     store, base = new_base()
     assert store.join(base, "a", "b/c") == store.join(store.join(base, "a/"), "/b", "c")

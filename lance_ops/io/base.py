@@ -391,6 +391,11 @@ class ObjectStore(ABC):
     def list(self, dir_path: str) -> list[FileInfo]:
         """Files directly inside ``dir_path``, sorted by path. A missing directory gives ``[]``."""
 
+    def list_names(self, dir_path: str) -> builtins.list[str]:
+        """The names (last path component) of the files :meth:`list` gives, in no set order; a store
+        that can list without each file's size and time (the local disk) overrides this."""
+        return [info.path.rsplit("/", 1)[-1] for info in self.list(dir_path)]
+
     @abstractmethod
     def walk(self, dir_path: str) -> builtins.list[FileInfo]:
         """Every file below ``dir_path`` at any depth, temporary files of unfinished writes included.

@@ -221,6 +221,15 @@ class LocalStore(ObjectStore):
         return sorted(found, key=lambda info: info.path)
 
     @_typed
+    def list_names(self, dir_path: str) -> builtins.list[str]:
+        # No stat per file: the directory entries' types are enough (a listing of 50,000 manifests).
+        try:
+            with os.scandir(dir_path) as entries:
+                return [e.name for e in entries if not e.name.endswith(TEMP_SUFFIX) and e.is_file()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    @_typed
     def walk(self, dir_path: str) -> builtins.list[FileInfo]:
         found = []
         for directory, _, names in os.walk(dir_path):

@@ -31,7 +31,7 @@ MANIFEST_SUFFIX = ".manifest"
 
 U64_MAX = 2**64 - 1
 DETACHED_VERSION_BIT = 1 << 63
-_V2_DIGITS = 20
+V2_DIGITS = 20
 
 
 class ManifestNamingScheme(enum.Enum):
@@ -46,7 +46,7 @@ class ManifestNamingScheme(enum.Enum):
             return f"d{version}{MANIFEST_SUFFIX}"
         if self is ManifestNamingScheme.V1:
             return f"{version}{MANIFEST_SUFFIX}"
-        return f"{U64_MAX - version:0{_V2_DIGITS}d}{MANIFEST_SUFFIX}"
+        return f"{U64_MAX - version:0{V2_DIGITS}d}{MANIFEST_SUFFIX}"
 
     @classmethod
     def detect(cls, name: str) -> ManifestNamingScheme | None:
@@ -56,7 +56,7 @@ class ManifestNamingScheme(enum.Enum):
         digits = name[: -len(MANIFEST_SUFFIX)]
         if not digits.isdigit():
             return None
-        return cls.V2 if len(name) == _V2_DIGITS + len(MANIFEST_SUFFIX) else cls.V1
+        return cls.V2 if len(name) == V2_DIGITS + len(MANIFEST_SUFFIX) else cls.V1
 
     @classmethod
     def parse(cls, name: str) -> tuple[ManifestNamingScheme, int] | None:

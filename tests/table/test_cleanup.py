@@ -103,7 +103,7 @@ def test_each_directory_is_listed_once_and_manifests_are_not_kept(
     _build(uri)
     ds = lance_ops.dataset(uri)
     listed: list[str] = []
-    for name in ("list", "walk"):
+    for name in ("list", "list_names", "walk"):
         real = getattr(LocalStore, name)
 
         def counting(self, path, _real=real):  # type: ignore[no-untyped-def]
@@ -718,3 +718,39 @@ def test_explain_cleanup_as_pylance(tmp_path: Path, lance_module) -> None:  # ty
     with pytest.raises(CleanupError, match="tagged"):
         lance_ops.dataset(uri).explain_cleanup_old_versions(older_than=ZERO)
     assert _files(tmp_path / "ds") == before | {"_refs/tags/two.json"}
+
+
+@pytest.mark.parametrize("concurrency", [None, 1, 3])
+def test_concurrent_deletes_remove_every_manifest_before_any_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lance_module, concurrency: int | None
+) -> None:  # type: ignore[no-untyped-def]
+    """Deletes run on threads (``delete_concurrency``), yet an interrupted cleanup still never
+    leaves a manifest naming a missing file: the manifests' deletes all finish first."""
+    from lance_ops.io.local import LocalStore  # noqa: PLC0415
+
+    uri = str(tmp_path / "ds")
+    _build(uri)
+    for n in range(40):  # more groups of deletes than threads
+        lance_ops.write_dataset(_table(1, 300 + n), uri, mode="append")
+    lance_ops.dataset(uri).delete("id < 5")  # a deletion file, referenced by the latest version only
+    (tmp_path / "ds" / "_versions" / ".tmp-killed-writer").write_bytes(b"x")  # a leftover
+    latest = lance_ops.dataset(uri)
+    expected = {latest.version: latest.to_table()}
+    deleted: list[str] = []
+    real = LocalStore.delete
+
+    def recording(self, path):  # type: ignore[no-untyped-def]
+        real(self, path)
+        deleted.append(os.path.relpath(path, uri))  # list.append: atomic across threads
+
+    monkeypatch.setattr(LocalStore, "delete", recording)
+    stats = lance_ops.dataset(uri).cleanup_old_versions(
+        older_than=ZERO, delete_unverified=True, delete_concurrency=concurrency
+    )
+    assert stats.failed_deletes == 0 and stats.old_versions == 45
+    assert sorted(deleted) == sorted(stats.paths)
+    manifests = [i for i, p in enumerate(deleted) if p.endswith(".manifest")]
+    others = [i for i, p in enumerate(deleted) if not p.endswith(".manifest")]
+    assert len(manifests) == 45 and others and max(manifests) < min(others)
+    assert _snapshot(uri) == expected
+    assert lance_module.dataset(uri).to_table() == expected[latest.version]  # pylance reads what is left

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lance_ops.errors import (
     CommitConflictError,
@@ -18,16 +20,20 @@ from lance_ops.errors import (
 )
 from lance_ops.file.schema import schema_to_fields
 from lance_ops.io import ObjectStore, object_store
+from lance_ops.io.local import LocalStore
 from lance_ops.table.commit import (
+    READ_AHEAD,
     WRITER_VERSION,
     CommitHandler,
     LockCommitHandler,
     NewDatasetSettings,
     PutIfAbsentCommitHandler,
+    _read_ahead,
     commit_transaction,
     list_versions,
     load_manifest,
     load_transaction,
+    version_entries,
 )
 from lance_ops.table.manifest import DataFragment
 from lance_ops.table.naming import ManifestNamingScheme
@@ -153,6 +159,49 @@ def test_missing_dataset_and_mixed_names(tmp_path: Path) -> None:
     store, root = object_store(tmp_path / "mixed")
     with pytest.raises(CorruptFileError, match="multiple manifest naming schemes"):
         list_versions(store, root)
+
+
+def _entries_by_parsing_each_name(names: list[str], directory: str) -> list[tuple[int, str, object]]:
+    """The general path version_entries is a batch form of: ManifestNamingScheme.parse per name."""
+    parsed = [(p[1], name, p[0]) for name in names if (p := ManifestNamingScheme.parse(name)) is not None]
+    if len({scheme for _, _, scheme in parsed}) > 1:
+        raise CorruptFileError(directory, "found multiple manifest naming schemes in the same directory")
+    return sorted(parsed, key=lambda e: (e[0], e[1]))
+
+
+_VERSION = st.sampled_from([0, 1, 2, 9, 10, 11, 1023, 2**32, 2**62, 2**63 - 1])
+_NAME = st.one_of(
+    _VERSION.map(ManifestNamingScheme.V1.manifest_name),
+    _VERSION.map(ManifestNamingScheme.V2.manifest_name),
+    _VERSION.map(lambda v: f"0{v}.manifest"),  # a V1 number with a leading zero
+    _VERSION.map(lambda v: f"d{v}.manifest"),  # detached
+    st.sampled_from(["latest_version_hint.json", ".manifest", "x.manifest", "1.manifest.tmp", "1.txn"]),
+)
+
+
+@given(names=st.lists(_NAME, max_size=30, unique=True))
+def test_version_entries_match_parsing_each_name(names: list[str]) -> None:
+    try:
+        expected = _entries_by_parsing_each_name(names, "dir")
+    except CorruptFileError:
+        with pytest.raises(CorruptFileError, match="multiple manifest naming schemes"):
+            version_entries(names, "dir")
+        return
+    got = version_entries(names, "dir")
+    assert [(e.version, e.name, e.scheme) for e in got] == expected
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, READ_AHEAD, READ_AHEAD + 1, 3 * READ_AHEAD + 5])
+@pytest.mark.parametrize("whole_file_read_size", [0, 1 << 20])  # cheap requests (grouped) / dear ones
+def test_read_ahead_gives_every_file_in_order(tmp_path: Path, count: int, whole_file_read_size: int) -> None:
+    store = LocalStore()
+    store.whole_file_read_size = whole_file_read_size
+    paths = [str(tmp_path / f"{n}.bin") for n in range(count)]
+    for n, path in enumerate(paths):
+        if n % 7 != 3:  # every seventh file missing
+            store.write(path, bytes([n % 256]) * n)
+    expected = [None if n % 7 == 3 else bytes([n % 256]) * n for n in range(count)]
+    assert list(_read_ahead(store, paths)) == expected
 
 
 class _AlwaysTaken(CommitHandler):
