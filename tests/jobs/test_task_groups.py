@@ -100,3 +100,29 @@ def test_delete_and_add_columns_over_many_fragments_in_grouped_tasks(
     assert mine.to_table().sort_by("id").equals(pylance_rows.to_table().sort_by("id"))
     assert [len(f.data_files()) for f in mine.get_fragments()] == [2] * 10  # the 1-row one deleted
     assert mine.count_rows() == pylance_rows.count_rows()
+
+
+def test_sql_columns_in_large_batches_write_the_bytes_of_the_in_process_default(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """jobs.add_columns evaluates SQL columns in batches of SQL_BATCH_ROWS rows where the library
+    defaults to 1,024: the data files are byte for byte the in-process ones (deleted rows too)."""
+    import glob
+
+    import lance_ops
+    from jobs.add_columns import SQL_BATCH_ROWS
+
+    ours, in_process = str(tmp_path / "job.lance"), str(tmp_path / "lib.lance")
+    rows = SQL_BATCH_ROWS + 1025
+    for uri in (ours, in_process):
+        _write(uri, rows, rows // 2 + 1)
+        lance.dataset(uri).delete("id % 1000 = 7 OR (id > 3000 AND id < 5000)")
+    jobs.add_columns(spark, ours, {"y": "id * 3 - 1", "z": "CAST(id AS DOUBLE) / 4"})
+    lance_ops.dataset(in_process).add_columns({"y": "id * 3 - 1", "z": "CAST(id AS DOUBLE) / 4"})
+
+    def new_files(uri: str) -> list[bytes]:
+        names = [f.data_files()[-1].path for f in lance.dataset(uri).get_fragments()]
+        return [Path(glob.glob(f"{uri}/data/{name}")[0]).read_bytes() for name in names]
+
+    assert new_files(ours) == new_files(in_process) and len(new_files(ours)) == 2
+    assert lance.dataset(ours).to_table().equals(lance.dataset(in_process).to_table())
