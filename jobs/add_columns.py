@@ -148,11 +148,12 @@ def _backfill(
             raise SchemaError(f"the backfill names a {ROW_ID} that is not in version {version}")
         df = df.drop(ROW_ID)
     keyed = df.withColumn(FRAGMENT_KEY, F.shiftright(F.col(ROW_ADDRESS), 32))
+    job = uuid.uuid4().hex
 
     def write_group(table: pa.Table) -> pa.Table:
         fragment_id = int(table.column(FRAGMENT_KEY)[0].as_py())
         offsets = pc.bit_wise_and(table.column(ROW_ADDRESS), pa.scalar(0xFFFFFFFF, pa.int64()))
-        pinned = open_version(uri, version, storage_options)
+        pinned = pinned_version(job, uri, version, storage_options)  # once per worker
         data_file = write_fragment_values(pinned, fragment_id, offsets.to_numpy(), table, new)
         return pa.table(
             {"fragment_id": [fragment_id], "data_file": [pickle.dumps(data_file)]}, schema=_WRITTEN_ARROW
