@@ -72,12 +72,13 @@ def make_frame(spark: Any, rows: int, partitions: int) -> Any:
     return frame
 
 
-def tree_cpu() -> float:
+def cpu_by_kind() -> dict[str, float]:
     """CPU seconds of this process and every process below it (Spark's JVM, its Python daemons and
-    workers; children that ended and were waited for included): the work of a job wherever it ran,
+    workers; children that ended and were waited for included) by kind: ``driver`` (this Python
+    process), ``jvm`` and ``python`` (the daemons and workers): the work of a job wherever it ran,
     which a loaded machine stretches in wall time but not in CPU time."""
     tick = os.sysconf("SC_CLK_TCK")
-    stats: dict[int, tuple[int, float]] = {}
+    stats: dict[int, tuple[int, float, str]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -86,17 +87,26 @@ def tree_cpu() -> float:
             except OSError:  # ended meanwhile
                 continue
             fields = text[text.rfind(")") + 2 :].split()
+            name = text[text.find("(") + 1 : text.rfind(")")]
             # after the name: state, ppid, ... utime (12th), stime, cutime, cstime (15th)
-            stats[int(entry)] = (int(fields[1]), sum(int(f) for f in fields[11:15]) / tick)
-    below, total = {os.getpid()}, 0.0
+            stats[int(entry)] = (int(fields[1]), sum(int(f) for f in fields[11:15]) / tick, name)
+    below = {os.getpid()}
     while True:
-        more = {pid for pid, (parent, _) in stats.items() if parent in below} - below
+        more = {pid for pid, (parent, _, _) in stats.items() if parent in below} - below
         if not more:
             break
         below |= more
+    kinds = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
     for pid in below:
-        total += stats.get(pid, (0, 0.0))[1]
-    return total
+        _, cpu, name = stats.get(pid, (0, 0.0, ""))
+        kind = "driver" if pid == os.getpid() else "jvm" if name == "java" else "python"
+        kinds[kind] += cpu
+    return kinds
+
+
+def tree_cpu() -> float:
+    """:func:`cpu_by_kind` summed."""
+    return sum(cpu_by_kind().values())
 
 
 def timed(run: Callable[[], object], clock: Callable[[], float] = tree_cpu) -> tuple[float, float]:
@@ -145,12 +155,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         cold = timed(lambda: jobs.save(spark.range(1), str(workdir / "warmup.lance")))[0]
         cold += timed(lambda: on_executors(spark, [0, 1], abs))[0]
         rows: list[tuple[str, tuple[float, float], tuple[float, float]]] = []
+        kinds: list[dict[str, float]] = []
+
+        def spark_job(run: Callable[[], object]) -> tuple[float, float]:
+            before = cpu_by_kind()
+            measured = timed(run)
+            after = cpu_by_kind()
+            kinds.append({k: after[k] - before[k] for k in before})
+            return measured
 
         spark_uri, pylance_uri = fresh("append-spark"), fresh("append-pylance")
         rows.append(
             (
                 "append",
-                timed(lambda: jobs.save(frame, spark_uri)),
+                spark_job(lambda: jobs.save(frame, spark_uri)),
                 in_process(lambda: lance.write_dataset(table, pylance_uri, mode="append")),
             )
         )
@@ -158,14 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(
             (
                 "delete",
-                timed(lambda: jobs.delete(spark, spark_uri, "id % 10 = 3")),
+                spark_job(lambda: jobs.delete(spark, spark_uri, "id % 10 = 3")),
                 in_process(lambda: lance.dataset(pylance_uri).delete("id % 10 = 3")),
             )
         )
         rows.append(
             (
                 "compaction",
-                timed(lambda: jobs.compact(spark, spark_uri, target_rows_per_fragment=args.rows // 4)),
+                spark_job(lambda: jobs.compact(spark, spark_uri, target_rows_per_fragment=args.rows // 4)),
                 in_process(
                     lambda: lance.dataset(pylance_uri).optimize.compact_files(
                         target_rows_per_fragment=args.rows // 4
@@ -177,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(
             (
                 "add_column",
-                timed(lambda: jobs.add_columns(spark, spark_uri, {"y": "a * 2 + b"})),
+                spark_job(lambda: jobs.add_columns(spark, spark_uri, {"y": "a * 2 + b"})),
                 in_process(lambda: lance.dataset(pylance_uri).add_columns({"y": "a * 2 + b"})),
             )
         )
@@ -198,6 +216,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {name} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f} | {our_cpu:.2f} | "
                 f"{their_cpu:.2f} | {our_cpu / max(their_cpu, 0.01):.2f} |"
             )
+        print("\nThe Spark jobs' CPU by process (s): the driver, the JVM, the Python daemons and workers\n")
+        print("| operation | driver | JVM | Python workers |")
+        print("|---|---:|---:|---:|")
+        for (name, _, _), kind in zip(rows, kinds, strict=True):
+            print(f"| {name} | {kind['driver']:.2f} | {kind['jvm']:.2f} | {kind['python']:.2f} |")
         print(f"\nLoad average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs.")
         if args.scaling:
             print("\n| append tasks | Spark job (s) |")

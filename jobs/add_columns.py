@@ -6,8 +6,9 @@ Two forms:
 
 * ``add_columns(spark, uri, {"col": "sql expr"} | udf, read_columns=None)``: the driver pins the
   latest version and numbers the new fields (calling a UDF without a declared ``output_schema`` on
-  the first batch of the first fragment); each Spark task recomputes the columns for one fragment
-  and writes its data file (:func:`lance_ops.ops.columns.write_fragment_columns`); the driver
+  the first batch of the first fragment); each Spark task (one per slot of the session) recomputes
+  the columns for a group of fragments, the version opened once per Python worker, and writes
+  one data file per fragment (:func:`lance_ops.ops.columns.write_fragment_columns`); the driver
   commits all files as one ``Merge`` (:func:`lance_ops.ops.columns.commit_new_columns`).
 * ``add_columns(spark, uri, df)`` with a DataFrame keyed by ``_rowaddr`` or ``_rowid`` (lance-spark's
   ``ALTER TABLE ... ADD COLUMNS ... FROM``): the DataFrame's other columns become new nullable
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,7 +35,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from jobs.common import (
+    commit_options,
+    driver_log,
+    latest,
+    on_executors,
+    open_version,
+    pinned_version,
+    run_main,
+    task_slots,
+)
 from jobs.types import spark_arrow_schema
 from lance_ops import CommitOptions
 from lance_ops.errors import SchemaError
@@ -50,6 +61,8 @@ from lance_ops.ops.engine import ROW_ADDRESS, ROW_ID, DataFile, ExternalManifest
 from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
 
 FRAGMENT_KEY = "_lance_fragment"
+#: Rows per batch a task reads and evaluates SQL columns in (a UDF sees ``batch_size``'s batches).
+SQL_BATCH_ROWS = 65_536
 _WRITTEN = StructType(
     [StructField("fragment_id", LongType(), False), StructField("data_file", BinaryType(), False)]
 )
@@ -85,14 +98,22 @@ def add_columns(
         new, written = _backfill(spark, uri, version, store_options, transforms)
     else:
         new = new_columns(files, column_compute(files, transforms, read_columns), batch_size)
+        if batch_size is None and isinstance(transforms, Mapping):
+            # SQL columns: the batches are not the caller's to see and their size changes no byte
+            # written, only the per-batch cost (reading, evaluating: 4x the CPU at 1,024 rows).
+            batch_size = SQL_BATCH_ROWS
+
+        job = uuid.uuid4().hex
 
         def task(fragment_id: int) -> tuple[int, DataFile]:
-            pinned = open_version(uri, version, store_options)
+            pinned = pinned_version(job, uri, version, store_options)  # once per worker
             compute = column_compute(pinned, transforms, read_columns)
             return fragment_id, write_fragment_columns(pinned, fragment_id, compute, new, batch_size)
 
         tracker = Tracker.start(progress, ADD_COLUMNS, len(files.manifest.fragments), "tasks")
-        written = dict(on_executors(spark, [f.id for f in files.manifest.fragments], task, tracker))
+        fragment_ids = [f.id for f in files.manifest.fragments]
+        # Fragments in groups, a task per slot of the session (a task's fixed cost paid per group).
+        written = dict(on_executors(spark, fragment_ids, task, tracker, tasks=task_slots(spark)))
     manifest, _ = commit_new_columns(files, new.fields, written, options)
     return manifest
 
@@ -127,11 +148,12 @@ def _backfill(
             raise SchemaError(f"the backfill names a {ROW_ID} that is not in version {version}")
         df = df.drop(ROW_ID)
     keyed = df.withColumn(FRAGMENT_KEY, F.shiftright(F.col(ROW_ADDRESS), 32))
+    job = uuid.uuid4().hex
 
     def write_group(table: pa.Table) -> pa.Table:
         fragment_id = int(table.column(FRAGMENT_KEY)[0].as_py())
         offsets = pc.bit_wise_and(table.column(ROW_ADDRESS), pa.scalar(0xFFFFFFFF, pa.int64()))
-        pinned = open_version(uri, version, storage_options)
+        pinned = pinned_version(job, uri, version, storage_options)  # once per worker
         data_file = write_fragment_values(pinned, fragment_id, offsets.to_numpy(), table, new)
         return pa.table(
             {"fragment_id": [fragment_id], "data_file": [pickle.dumps(data_file)]}, schema=_WRITTEN_ARROW

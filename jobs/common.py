@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import itertools
 import json
 import logging
 import os
 import threading
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -30,13 +33,16 @@ R = TypeVar("R")
 __all__ = [
     "commit_options",
     "driver_log",
-    "in_task",
+    "groups",
+    "in_group",
     "latest",
     "on_executors",
     "open_version",
+    "pinned_version",
     "profiled",
     "run_main",
     "size_to_task",
+    "task_slots",
 ]
 
 log = logging.getLogger("jobs")
@@ -72,11 +78,13 @@ PROFILE_ENV = "LANCE_OPS_TASK_PROFILE"
 
 def profiled(func: Callable[..., R], *args: Any) -> R:
     """``func(*args)``, under cProfile when :data:`PROFILE_ENV` names a directory (the stats
-    written there as ``<pid>-<uuid>.prof``)."""
+    written there as ``<pid>-<uuid>.prof``). The profile's clock is the process's CPU time: a
+    Python worker runs one task at a time, so that is the task's work (its encode / decode
+    threads included), not the waits a loaded machine adds to wall time."""
     directory = os.environ.get(PROFILE_ENV)
     if not directory:
         return func(*args)
-    profile = cProfile.Profile()
+    profile = cProfile.Profile(time.process_time)
     try:
         return profile.runcall(func, *args)
     finally:
@@ -84,33 +92,65 @@ def profiled(func: Callable[..., R], *args: Any) -> R:
         profile.dump_stats(os.path.join(directory, f"{os.getpid()}-{uuid.uuid4().hex[:8]}.prof"))
 
 
-def in_task(func: Callable[[T], R]) -> Callable[[T], R]:
-    """``func`` run after :func:`size_to_task` (what every executor function of the jobs is),
-    profiled when :data:`PROFILE_ENV` is set."""
+def in_group(func: Callable[[T], R]) -> Callable[[Sequence[T]], list[R]]:
+    """``func`` applied to each item of a group in one task, after :func:`size_to_task`; the
+    group profiled as one call when :data:`PROFILE_ENV` is set."""
 
-    def sized(item: T) -> R:
+    def each(group: Sequence[T]) -> list[R]:
+        return [func(item) for item in group]
+
+    def sized(group: Sequence[T]) -> list[R]:
         size_to_task()
-        return profiled(func, item)
+        return profiled(each, group)
 
     return sized
 
 
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks the session runs at once by default (``spark.default.parallelism``, else
+    Spark's count of the executors' cores): what :func:`on_executors` splits cheap per-item work
+    into."""
+    return max(1, int(spark.sparkContext.defaultParallelism))
+
+
+def groups(items: Sequence[T], count: int) -> list[list[T]]:
+    """``items`` in ``count`` contiguous groups (at most ``len(items)``), sizes differing by at
+    most one, the larger first."""
+    count = max(1, min(count, len(items)))
+    size, extra = divmod(len(items), count)
+    out, start = [], 0
+    for n in range(count):
+        end = start + size + (n < extra)
+        out.append(list(items[start:end]))
+        start = end
+    return out
+
+
 def on_executors(
-    spark: SparkSession, items: Sequence[T], func: Callable[[T], R], tracker: Tracker | None = None
+    spark: SparkSession,
+    items: Sequence[T],
+    func: Callable[[T], R],
+    tracker: Tracker | None = None,
+    tasks: int | None = None,
 ) -> list[R]:
-    """``func`` applied to every item in Spark tasks (one task per item), results in item order.
+    """``func`` applied to every item in Spark tasks, results in item order: one task per item, or
+    with ``tasks`` that many tasks at most, each applying ``func`` to a contiguous group of items
+    (:func:`groups`; for items whose work is small beside a task's fixed cost: its scheduling,
+    pickling, a Python worker's start of the task, opening the pinned version).
 
     If any task fails (after Spark's retries) the job fails and this raises: callers commit only
     after it returns, so a failed task means no commit. ``tracker`` (:mod:`lance_ops.progress`)
-    is advanced by one per finished task, from the calling thread: Spark's status tracker is
-    polled while the job runs (only when the tracker reports to a callback).
+    is advanced per finished item, from the calling thread: Spark's status tracker is polled
+    while the job runs (only when the tracker reports to a callback); a task's items count as
+    finished when the task does.
     """
     if not items:
         return []
-    rdd = spark.sparkContext.parallelize(list(items), numSlices=len(items)).map(in_task(func))
+    split = groups(items, len(items) if tasks is None else tasks)
+    rdd = spark.sparkContext.parallelize(split, numSlices=len(split)).map(in_group(func))
     if tracker is None or not tracker.reports:
         # Nobody to tell: no polling of Spark's status tracker (py4j calls every POLL_SECONDS).
-        result = rdd.collect()
+        result = [r for group in rdd.collect() for r in group]
         if tracker is not None:
             tracker.advance(len(items))
         return result
@@ -128,16 +168,23 @@ def on_executors(
     worker = threading.Thread(target=run, name=group, daemon=True)
     worker.start()
     start = tracker.done
+    # Items done after n finished tasks: the n smallest groups' (never more than were done).
+    done_after = [0, *itertools.accumulate(sorted(len(g) for g in split))]
     while worker.is_alive():
         worker.join(POLL_SECONDS)
-        # the last task is counted with the results, once they are here
-        finished = min(_finished_tasks(context.statusTracker(), group), len(items) - 1)
+        # the last item is counted with the results, once they are here
+        tasks_done = min(_finished_tasks(context.statusTracker(), group), len(split))
+        finished = min(done_after[tasks_done], len(items) - 1)
         if start + finished > tracker.done:
-            tracker.advance(start + finished - tracker.done, f"{finished} of {len(items)} tasks finished")
+            tracker.advance(
+                start + finished - tracker.done, f"{finished} of {len(items)} {tracker.unit} finished"
+            )
     if "error" in outcome:
         raise outcome["error"]
-    tracker.advance(start + len(items) - tracker.done, f"{len(items)} of {len(items)} tasks finished")
-    return list(outcome["result"])
+    tracker.advance(
+        start + len(items) - tracker.done, f"{len(items)} of {len(items)} {tracker.unit} finished"
+    )
+    return [r for part in outcome["result"] for r in part]
 
 
 def _finished_tasks(status: Any, group: str) -> int:
@@ -148,6 +195,34 @@ def _finished_tasks(status: Any, group: str) -> int:
             stage_info = status.getStageInfo(stage)
             finished += stage_info.numCompletedTasks if stage_info is not None else 0
     return int(finished)
+
+
+#: Versions a Python worker keeps open between the tasks of a job (:func:`pinned_version`).
+PINNED_KEPT = 2
+_pinned: OrderedDict[tuple[str, str, int, tuple[tuple[str, str], ...]], VersionFiles] = OrderedDict()
+_pinned_lock = threading.Lock()
+
+
+def pinned_version(
+    job: str, uri: str, version: int, storage_options: Mapping[str, str] | None
+) -> VersionFiles:
+    """The files of ``version`` of ``uri`` as one job's tasks read them: opened once per Python
+    worker (Spark reuses a worker for the job's next task) and kept, the last :data:`PINNED_KEPT`
+    of them. ``job`` is a name the driver chose for this job (a uuid): a later job opens its
+    version afresh, so a dataset removed and written again at the same URI is never read from
+    what an earlier job kept."""
+    key = (job, uri, version, tuple(sorted((storage_options or {}).items())))
+    with _pinned_lock:
+        files = _pinned.get(key)
+        if files is not None:
+            _pinned.move_to_end(key)
+            return files
+    files = open_version(uri, version, storage_options)
+    with _pinned_lock:
+        _pinned[key] = files
+        while len(_pinned) > PINNED_KEPT:
+            _pinned.popitem(last=False)
+    return files
 
 
 def latest(

@@ -121,7 +121,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 import lance_ops
 from jobs.change_feed import OPTION as CHANGE_FEED_OPTION
 from jobs.change_feed import ChangeFeedReader, change_feed_schema, version_range
-from jobs.common import size_to_task
+from jobs.common import profiled, size_to_task
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
 from lance_ops.errors import (
     DatasetAlreadyExistsError,
@@ -578,6 +578,9 @@ class LanceWriter(DataSourceArrowWriter):
         if self.skip:
             return LanceCommitMessage()
         size_to_task()  # the encoders' threads: this task's cores, not the executor's
+        return profiled(self._write, iterator)
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
         counted = _CountingBatches(iterator, self.conform, self._check())
         head = counted.peek()
         if head is None:

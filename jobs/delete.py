@@ -3,8 +3,9 @@
     python -m jobs.delete --uri DIR --where "sql predicate"
 
 The driver pins the latest version and checks the predicate against its schema (a bad predicate
-raises before any task runs); each Spark task opens that version, evaluates the predicate on one
-fragment and writes its new deletion file (:func:`lance_ops.ops.delete.delete_in_fragment`); the
+raises before any task runs); each Spark task (one per slot of the session, each taking a group of
+fragments) opens that version once per Python worker, evaluates the predicate on each fragment and
+writes its new deletion file (:func:`lance_ops.ops.delete.delete_in_fragment`); the
 driver then commits all of them as one ``Delete`` on the pinned version
 (:func:`lance_ops.ops.delete.commit_delete`). A failed task fails the job before the commit: the
 deletion files already written are referenced by no version and are removed by cleanup.
@@ -13,13 +14,22 @@ deletion files already written are referenced by no version and are removed by c
 from __future__ import annotations
 
 import argparse
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
-from jobs.common import commit_options, driver_log, latest, on_executors, open_version, run_main
+from jobs.common import (
+    commit_options,
+    driver_log,
+    latest,
+    on_executors,
+    pinned_version,
+    run_main,
+    task_slots,
+)
 from lance_ops import CommitOptions
 from lance_ops.errors import CorruptFileError
 from lance_ops.ops.delete import DeleteResult, FragmentDeletion, commit_delete, delete_in_fragment
@@ -48,11 +58,13 @@ def delete(
     version = files.manifest.version
     store_options = dict(storage_options or {})
 
+    job = uuid.uuid4().hex
+
     def task(item: tuple[int, int]) -> FragmentDeletion | None:
         # The fragment by its place in the pinned manifest: only its reader is built, not one per
-        # fragment of the dataset in every task.
+        # fragment of the dataset. The version is opened once per worker.
         index, fragment_id = item
-        pinned = open_version(uri, version, store_options)
+        pinned = pinned_version(job, uri, version, store_options)
         fragment = pinned.fragment_at(index)
         if fragment.id != fragment_id:  # the driver read the same version's manifest
             raise CorruptFileError(uri, f"version {version}: fragment {fragment_id} is not at {index}")
@@ -60,7 +72,9 @@ def delete(
 
     tracker = Tracker.start(progress, DELETE, len(files.manifest.fragments), "tasks")
     items = [(index, f.id) for index, f in enumerate(files.manifest.fragments)]
-    found = on_executors(spark, items, task, tracker)
+    # A fragment's work (evaluate the predicate, write a deletion file) is small beside a task's
+    # fixed cost: the fragments go in groups, a task per slot of the session.
+    found = on_executors(spark, items, task, tracker, tasks=task_slots(spark))
     return commit_delete(files, [d for d in found if d is not None], predicate, options)
 
 

@@ -67,15 +67,25 @@ def test_workers_are_forked_from_the_preloading_daemon(spark: SparkSession) -> N
 
 def test_preloading_imports_without_starting_threads() -> None:
     """The daemon forks after preloading: nothing it loads may leave a thread running."""
+    import os
     import sys
     import threading
 
     from jobs import daemon
+    from lance_ops.encoding import kernels
 
-    before = threading.active_count()
+    def native_threads() -> int:
+        return len(os.listdir("/proc/self/task"))
+
+    before, native = threading.active_count(), native_threads()
     assert daemon.preload() == []
     assert threading.active_count() == before
+    assert native_threads() == native  # Arrow's or numba's pools not started either
     assert {"jobs", "lance_ops.dataset", "lance_ops.encoding.sketch"} <= set(sys.modules)
+    # The warm-up ran the compiled kernels (a task's first large write does not load them) and
+    # parsed a predicate (sqlglot's dialects loaded).
+    assert kernels._compiled_in_use and "numba" in sys.modules
+    assert "sqlglot.dialects.spark" in sys.modules
 
 
 def test_a_silent_tracker_counts_every_task_without_polling(spark: SparkSession) -> None:
