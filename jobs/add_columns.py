@@ -61,8 +61,6 @@ from lance_ops.ops.engine import ROW_ADDRESS, ROW_ID, DataFile, ExternalManifest
 from lance_ops.progress import ADD_COLUMNS, ProgressCallback, Tracker
 
 FRAGMENT_KEY = "_lance_fragment"
-#: Rows per batch a task reads and evaluates SQL columns in (a UDF sees ``batch_size``'s batches).
-SQL_BATCH_ROWS = 65_536
 _WRITTEN = StructType(
     [StructField("fragment_id", LongType(), False), StructField("data_file", BinaryType(), False)]
 )
@@ -98,10 +96,6 @@ def add_columns(
         new, written = _backfill(spark, uri, version, store_options, transforms)
     else:
         new = new_columns(files, column_compute(files, transforms, read_columns), batch_size)
-        if batch_size is None and isinstance(transforms, Mapping):
-            # SQL columns: the batches are not the caller's to see and their size changes no byte
-            # written, only the per-batch cost (reading, evaluating: 4x the CPU at 1,024 rows).
-            batch_size = SQL_BATCH_ROWS
 
         job = uuid.uuid4().hex
 

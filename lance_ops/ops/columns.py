@@ -78,8 +78,11 @@ __all__ = [
     "write_fragment_values",
 ]
 
-# Physical rows per transform call when the caller gives no batch size.
+# Physical rows per transform call when the caller gives no batch size: a UDF's batches (what
+# pylance gives it), and SQL columns' (not the caller's to see; the size changes no byte written,
+# only the per-batch cost of reading and evaluating: 1,024-row batches cost ~4x the CPU).
 DEFAULT_TRANSFORM_BATCH_SIZE = 1024
+SQL_TRANSFORM_BATCH_SIZE = 65_536
 
 Transforms: TypeAlias = (
     "Mapping[str, str | pc.Expression] | Callable[[pa.RecordBatch], Any]"
@@ -134,6 +137,7 @@ class _Compute:
     with_row_id: bool = False
     with_row_address: bool = False
     checkpoint: UDFCheckpoint | None = None
+    default_batch_size: int = DEFAULT_TRANSFORM_BATCH_SIZE
 
 
 def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Expression]) -> _Compute:
@@ -162,7 +166,7 @@ def _sql_compute(files: VersionFiles, expressions: Mapping[str, str | pc.Express
         ROW_ID in named and ROW_ID not in files.schema.names,
         ROW_ADDRESS in named and ROW_ADDRESS not in files.schema.names,
     )
-    return _Compute(columns, evaluate, schema, *virtual)
+    return _Compute(columns, evaluate, schema, *virtual, default_batch_size=SQL_TRANSFORM_BATCH_SIZE)
 
 
 def _expression_metadata(expression: str | pc.Expression) -> dict[str, str] | None:
@@ -419,7 +423,7 @@ def add_columns(
         return _merge(files, schema, {}, options)
     compute = column_compute(files, transforms, read_columns)
     new, written = _write_columns(
-        files, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE, lambda s: _numbered(files, s), progress
+        files, compute, batch_size or compute.default_batch_size, lambda s: _numbered(files, s), progress
     )
     committed = commit_new_columns(files, new, written, options)
     if compute.checkpoint is not None:
@@ -517,7 +521,7 @@ def new_columns(
         if fragment_id is None
         else [files.fragment(_fragment_metadata(files, fragment_id))]
     )
-    streams = [_fragment_batches(f, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE) for f in first]
+    streams = [_fragment_batches(f, compute, batch_size or compute.default_batch_size) for f in first]
     schema = _first_schema(compute, files, streams)
     return NewColumns(schema, _numbered(files, schema))
 
@@ -536,7 +540,7 @@ def write_fragment_columns(
 ) -> DataFile:
     """Write the data file of the new columns for one fragment of the version read (no commit)."""
     fragment = files.fragment(_fragment_metadata(files, fragment_id))
-    batches = _fragment_batches(fragment, compute, batch_size or DEFAULT_TRANSFORM_BATCH_SIZE)
+    batches = _fragment_batches(fragment, compute, batch_size or compute.default_batch_size)
     return _write_file(files, fragment, batches, new.schema, new.fields)
 
 

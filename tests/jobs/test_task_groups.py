@@ -105,12 +105,13 @@ def test_delete_and_add_columns_over_many_fragments_in_grouped_tasks(
 def test_sql_columns_in_large_batches_write_the_bytes_of_the_in_process_default(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """jobs.add_columns evaluates SQL columns in batches of SQL_BATCH_ROWS rows where the library
-    defaults to 1,024: the data files are byte for byte the in-process ones (deleted rows too)."""
+    """SQL columns are evaluated in batches of SQL_TRANSFORM_BATCH_SIZE rows by default (the job
+    and the library): the data files are byte for byte the ones 1,024-row batches give (deleted
+    rows too)."""
     import glob
 
     import lance_ops
-    from jobs.add_columns import SQL_BATCH_ROWS
+    from lance_ops.ops.columns import SQL_TRANSFORM_BATCH_SIZE as SQL_BATCH_ROWS
 
     ours, in_process = str(tmp_path / "job.lance"), str(tmp_path / "lib.lance")
     rows = SQL_BATCH_ROWS + 1025
@@ -118,7 +119,9 @@ def test_sql_columns_in_large_batches_write_the_bytes_of_the_in_process_default(
         _write(uri, rows, rows // 2 + 1)
         lance.dataset(uri).delete("id % 1000 = 7 OR (id > 3000 AND id < 5000)")
     jobs.add_columns(spark, ours, {"y": "id * 3 - 1", "z": "CAST(id AS DOUBLE) / 4"})
-    lance_ops.dataset(in_process).add_columns({"y": "id * 3 - 1", "z": "CAST(id AS DOUBLE) / 4"})
+    lance_ops.dataset(in_process).add_columns(
+        {"y": "id * 3 - 1", "z": "CAST(id AS DOUBLE) / 4"}, batch_size=1024
+    )
 
     def new_files(uri: str) -> list[bytes]:
         names = [f.data_files()[-1].path for f in lance.dataset(uri).get_fragments()]
