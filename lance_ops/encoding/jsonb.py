@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from lance_ops.errors import CorruptFileError, InvalidJsonError
 
-__all__ = ["decode", "decode_array", "encode", "encode_array", "parse", "to_python"]
+__all__ = ["decode", "decode_array", "encode", "encode_array", "from_python", "parse", "text_of", "to_python"]
 
 _ARRAY = 0x80000000
 _OBJECT = 0x40000000
@@ -297,11 +297,16 @@ def _write(value: Any, out: list[str]) -> None:
         out.append("}")
 
 
+def text_of(value: Any) -> str:
+    """Compact JSON text of a Python JSON value, as pylance prints JSONB (see :func:`decode`)."""
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out)
+
+
 def decode(data: bytes) -> str:
     """Compact JSON text of one JSONB document, as pylance reads it back."""
-    out: list[str] = []
-    _write(to_python(data), out)
-    return "".join(out)
+    return text_of(to_python(data))
 
 
 def decode_array(array: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -1,0 +1,151 @@
+"""JSON indices: a scalar index (BTREE, BITMAP or ZONEMAP) over the values at one path of a JSON
+column, as pylance 14's ``create_scalar_index(column, IndexConfig(index_type="json", parameters=
+{"target_index_type": "btree", "path": "x"}))`` writes it.
+
+The index's files are those of the target index over the extracted values (a BTREE's
+``page_data.lance`` / ``page_lookup.lance``, keys typed as below); the manifest entry's details are
+a ``JsonIndexDetails`` (type URL ``/lance.index.pb.JsonIndexDetails``): field 1 the path as given,
+field 2 the target's details as an ``Any`` (``/lance.table.BTreeIndexDetails`` ...); index
+version 0.
+
+Extraction, as pylance 14: the path is a JSONPath (``$.a.b``, or ``a.b``; see
+:func:`lance_ops.query.json_functions.parse_path`); the key type is that of the first non-null
+value in row order -- a boolean ``bool``, an integer ``int64``, a float ``float64``, a string
+``string`` (all null: ``string``); a later value of another type is refused (integers are taken
+as floats by a ``float64`` index), as is an object or array value. A missing path, a JSON null and
+a null row are null keys.
+
+A filter conjunct ``json_get_int(j, 'x') <op> literal`` (``json_get_float`` / ``json_get_bool`` /
+``json_get_string``, ``json_extract(j, '$.x')`` for strings), ``op`` one of ``= < <= > >=``, whose
+function and key match an index (path written as the index's, the function's type that of the
+keys), is answered from the target index as pylance does; the scan then rechecks the filter on the
+rows found.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from lance_ops.encoding.protowire import encode_varint, fields
+from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError, UnsupportedIndexTypeError
+from lance_ops.index.types import BITMAP, BTREE, ZONEMAP
+from lance_ops.query.json_functions import MISSING, lookup, parse_path
+
+__all__ = [
+    "JSON_DETAILS_URL",
+    "JSON_INDEX_VERSION",
+    "JSON_TARGETS",
+    "extract_keys",
+    "json_details",
+    "json_parameters",
+    "parse_json_details",
+]
+
+JSON_DETAILS_URL = "/lance.index.pb.JsonIndexDetails"
+JSON_INDEX_VERSION = 0
+# target_index_type (as pylance takes it, any case) -> the target's kind
+JSON_TARGETS = {"btree": BTREE, "bitmap": BITMAP, "zonemap": ZONEMAP}
+
+
+def json_parameters(column: str, params: Mapping[str, Any]) -> tuple[str, str]:
+    """``(target kind, path)`` of a JSON index's parameters; InvalidArgumentError when wrong."""
+    unknown = set(params) - {"target_index_type", "path"}
+    if unknown:
+        raise InvalidArgumentError(f"JSON index: unsupported parameters {sorted(unknown)}")
+    target, path = params.get("target_index_type"), params.get("path")
+    if not isinstance(target, str) or not isinstance(path, str) or not path:
+        raise InvalidArgumentError(
+            f"JSON index on {column}: parameters need 'target_index_type' and 'path' (strings), "
+            f"got {dict(params)}"
+        )
+    if target.lower() == "inverted":
+        raise UnsupportedIndexTypeError(
+            "JSON-path indexes do not support target index type 'inverted'; create an INVERTED "
+            "index directly on the JSON column instead"
+        )
+    kind = JSON_TARGETS.get(target.lower())
+    if kind is None:
+        raise UnsupportedIndexTypeError(
+            f"lance_ops builds JSON indices over {sorted(JSON_TARGETS)} only, not {target!r}"
+        )
+    parse_path(path)  # PredicateError for a path that is not one
+    return kind, path
+
+
+def _length_delimited(number: int, data: bytes) -> bytes:
+    return encode_varint(number << 3 | 2) + encode_varint(len(data)) + data
+
+
+def json_details(path: str, target_url: str, target_value: bytes) -> bytes:
+    """The ``JsonIndexDetails`` message: the path and the target's details as an ``Any``."""
+    target = _length_delimited(1, target_url.encode()) + (
+        _length_delimited(2, target_value) if target_value else b""
+    )
+    return _length_delimited(1, path.encode()) + _length_delimited(2, target)
+
+
+def parse_json_details(data: bytes) -> tuple[str, str, bytes]:
+    """``(path, target type URL, target details)`` of a ``JsonIndexDetails`` message."""
+    path, target = "", b""
+    for number, value in fields(data):
+        if number == 1 and isinstance(value, bytes | memoryview):
+            path = bytes(value).decode()
+        elif number == 2 and isinstance(value, bytes | memoryview):
+            target = bytes(value)
+    url, details = "", b""
+    for number, value in fields(target):
+        if number == 1 and isinstance(value, bytes | memoryview):
+            url = bytes(value).decode()
+        elif number == 2 and isinstance(value, bytes | memoryview):
+            details = bytes(value)
+    return path, url, details
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "Boolean"
+    if isinstance(value, int):
+        return "Int64"
+    if isinstance(value, float):
+        return "Float64"
+    if isinstance(value, str):
+        return "Utf8"
+    return "Array" if isinstance(value, list) else "Object"
+
+
+_ARROW = {"Boolean": pa.bool_(), "Int64": pa.int64(), "Float64": pa.float64(), "Utf8": pa.string()}
+
+
+def extract_keys(documents: pa.Array | pa.ChunkedArray, path: str, column: str) -> pa.Array:
+    """The keys a JSON index at ``path`` holds for each row of ``documents`` (JSON text)."""
+    if isinstance(documents, pa.ChunkedArray):
+        documents = documents.combine_chunks()
+    if isinstance(documents, pa.ExtensionArray):
+        documents = documents.storage
+    steps = parse_path(path)
+    keys: list[Any] = []
+    kind: str | None = None
+    for row, text in enumerate(documents.to_pylist()):
+        value = None if text is None else lookup(json.loads(text), steps)
+        if value is None or value is MISSING or not isinstance(value, bool | int | float | str | list | dict):
+            keys.append(None)
+            continue
+        found = _json_type(value)
+        if found in ("Array", "Object"):
+            raise IndexColumnTypeError(
+                f"Cannot create a JSON index for JSON path '{path}' with JSON type {found}; only scalar "
+                "values are supported",
+                column,
+            )
+        if kind is None:
+            kind = found
+        elif found != kind and not (kind == "Float64" and found == "Int64"):
+            raise IndexColumnTypeError(
+                f"JSON path '{path}' expected {kind}, but batch row {row} has JSON type {found}", column
+            )
+        keys.append(float(value) if kind == "Float64" and isinstance(value, int | float) else value)
+    return pa.array(keys, _ARROW[kind or "Utf8"])
