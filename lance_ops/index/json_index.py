@@ -16,7 +16,7 @@ as floats by a ``float64`` index), as is an object or array value. A missing pat
 a null row are null keys.
 
 A filter conjunct ``json_get_int(j, 'x') <op> literal`` (``json_get_float`` / ``json_get_bool`` /
-``json_get_string``, ``json_extract(j, '$.x')`` for strings), ``op`` one of ``= < <= > >=``, whose
+``json_get_string``), ``op`` one of ``= < <= > >=``, whose
 function and key match an index (path written as the index's, the function's type that of the
 keys), is answered from the target index as pylance does; the scan then rechecks the filter on the
 rows found.
@@ -39,6 +39,7 @@ __all__ = [
     "JSON_DETAILS_URL",
     "JSON_INDEX_VERSION",
     "JSON_TARGETS",
+    "JSON_TARGET_URLS",
     "extract_keys",
     "json_details",
     "json_parameters",
@@ -49,6 +50,12 @@ JSON_DETAILS_URL = "/lance.index.pb.JsonIndexDetails"
 JSON_INDEX_VERSION = 0
 # target_index_type (as pylance takes it, any case) -> the target's kind
 JSON_TARGETS = {"btree": BTREE, "bitmap": BITMAP, "zonemap": ZONEMAP}
+# a target's details type URL -> its kind
+JSON_TARGET_URLS = {
+    "/lance.table.BTreeIndexDetails": BTREE,
+    "/lance.table.BitmapIndexDetails": BITMAP,
+    "/lance.table.ZoneMapIndexDetails": ZONEMAP,
+}
 
 
 def json_parameters(column: str, params: Mapping[str, Any]) -> tuple[str, str]:
