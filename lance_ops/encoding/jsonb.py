@@ -40,7 +40,17 @@ import pyarrow as pa
 
 from lance_ops.errors import CorruptFileError, InvalidJsonError
 
-__all__ = ["decode", "decode_array", "encode", "encode_array", "from_python", "parse", "text_of", "to_python"]
+__all__ = [
+    "decode",
+    "decode_array",
+    "encode",
+    "encode_array",
+    "float_text",
+    "from_python",
+    "parse",
+    "text_of",
+    "to_python",
+]
 
 _ARRAY = 0x80000000
 _OBJECT = 0x40000000
@@ -252,7 +262,7 @@ def to_python(data: bytes) -> Any:
     return _read_container(bytes(data))
 
 
-def _float_text(value: float) -> str:
+def float_text(value: float) -> str:
     """``value`` as pylance writes it: the shortest digits that read back; plain between 1e-5 and
     1e16 (``1.0``, ``0.00001``), else ``d.ddde+N`` / ``d.ddde-N``."""
     text = repr(value)
@@ -278,7 +288,7 @@ def _write(value: Any, out: list[str]) -> None:
     elif isinstance(value, int):
         out.append(str(value))
     elif isinstance(value, float):
-        out.append(_float_text(value))
+        out.append(float_text(value))
     elif isinstance(value, list):
         out.append("[")
         for i, item in enumerate(value):

@@ -82,6 +82,8 @@ def _is_key_type(t: pa.DataType) -> bool:
 def check_column_type(kind: str, column: str, value_type: pa.DataType) -> pa.DataType:
     """The key type a ``kind`` index of ``column`` stores (an extension type's storage, as pylance
     checks and stores it); IndexColumnTypeError when it does not fit."""
+    if kind == INVERTED and is_json(value_type):  # tokenized as JSON (lance_tokenizer "json")
+        return value_type
     if isinstance(value_type, pa.BaseExtensionType):
         value_type = value_type.storage_type
     if kind == NGRAM:
@@ -166,6 +168,8 @@ def plan_scalar_build(
         return _plan_json_build(manifest, column, field_id, value_type, name, params or {})
     key_type = check_column_type(kind, column, value_type)
     if kind == INVERTED:  # its keywords are the tokenizer's (lance_ops.index.tokenizer)
+        if is_json(value_type):  # pylance 14 tokenizes a JSON column as JSON, whatever is asked
+            params = {**(params or {}), "lance_tokenizer": "json"}
         tokenizer = tokenizer_params(params)
         template = IndexMetadata(
             uuid=b"\0" * 16,
