@@ -31,9 +31,20 @@ from typing import Any
 import pyarrow as pa
 
 from lance_ops.encoding.protowire import encode_varint, fields
-from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError, UnsupportedIndexTypeError
+from lance_ops.errors import (
+    IndexColumnTypeError,
+    IndexCorruptError,
+    InvalidArgumentError,
+    UnsupportedIndexTypeError,
+)
+from lance_ops.index.bitmap import BITMAP_LAYOUT
+from lance_ops.index.btree import LOOKUP
+from lance_ops.index.files import read_index_file
 from lance_ops.index.types import BITMAP, BTREE, ZONEMAP
+from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
+from lance_ops.io.context import StorageContext
 from lance_ops.query.json_functions import MISSING, lookup, parse_path
+from lance_ops.table.manifest import IndexMetadata
 
 __all__ = [
     "JSON_DETAILS_URL",
@@ -42,6 +53,8 @@ __all__ = [
     "JSON_TARGET_URLS",
     "extract_keys",
     "json_details",
+    "json_target",
+    "key_type",
     "json_parameters",
     "parse_json_details",
 ]
@@ -127,8 +140,32 @@ def _json_type(value: Any) -> str:
 _ARROW = {"Boolean": pa.bool_(), "Int64": pa.int64(), "Float64": pa.float64(), "Utf8": pa.string()}
 
 
-def extract_keys(documents: pa.Array | pa.ChunkedArray, path: str, column: str) -> pa.Array:
-    """The keys a JSON index at ``path`` holds for each row of ``documents`` (JSON text)."""
+def key_type(ctx: StorageContext, kind: str, index: IndexMetadata) -> pa.DataType:
+    """The key type of a JSON index's target files (``kind``: the target's)."""
+    name, column = {
+        BTREE: (LOOKUP, "min"),
+        BITMAP: (BITMAP_LAYOUT.file, "keys"),
+        ZONEMAP: (ZONEMAP_FILE, "min"),
+    }[kind]
+    return read_index_file(ctx, index, name).table.schema.field(column).type
+
+
+def json_target(ctx: StorageContext, index: IndexMetadata) -> tuple[str, str, pa.DataType]:
+    """``(path, target kind, key type)`` of a JSON index segment; IndexCorruptError when its
+    details name no target lance_ops reads."""
+    details = index.details[1] if index.details is not None else b""
+    path, url, _ = parse_json_details(details)
+    kind = JSON_TARGET_URLS.get(url)
+    if kind is None:
+        raise IndexCorruptError("<manifest>", f"JSON index {index.name!r}: unknown target {url!r}")
+    return path, kind, key_type(ctx, kind, index)
+
+
+def extract_keys(
+    documents: pa.Array | pa.ChunkedArray, path: str, column: str, known: pa.DataType | None = None
+) -> pa.Array:
+    """The keys a JSON index at ``path`` holds for each row of ``documents`` (JSON text); with
+    ``known`` (an existing index's key type, when extending it) values must fit that type."""
     if isinstance(documents, pa.ChunkedArray):
         documents = documents.combine_chunks()
     if isinstance(documents, pa.ExtensionArray):
@@ -136,6 +173,10 @@ def extract_keys(documents: pa.Array | pa.ChunkedArray, path: str, column: str) 
     steps = parse_path(path)
     keys: list[Any] = []
     kind: str | None = None
+    if known is not None:
+        kind = next((name for name, t in _ARROW.items() if t == known), None)
+        if kind is None:
+            raise IndexCorruptError("<index>", f"JSON index on {column}: keys of type {known}")
     for row, text in enumerate(documents.to_pylist()):
         value = None if text is None else lookup(json.loads(text), steps)
         if value is None or value is MISSING or not isinstance(value, bool | int | float | str | list | dict):

@@ -51,7 +51,7 @@ from lance_ops.index.bitmap import BITMAP_LAYOUT
 from lance_ops.index.bloomfilter import BLOOMFILTER_FILE, bloomfilter_rows
 from lance_ops.index.btree import LOOKUP, PAGES
 from lance_ops.index.files import IndexFileData, read_index_file
-from lance_ops.index.json_index import JSON_DETAILS_URL, JSON_TARGET_URLS, parse_json_details
+from lance_ops.index.json_index import JSON_DETAILS_URL, json_target
 from lance_ops.index.ngram import NGRAM_FILE, ngram_tokens
 from lance_ops.index.treemap import decode_bitmap64
 from lance_ops.index.types import BITMAP, BLOOMFILTER, BTREE, LABEL_LIST, NGRAM, ZONEMAP, index_type_of
@@ -547,15 +547,6 @@ class _JsonIndex:
     segments: list[IndexMetadata]
 
 
-def _key_type(ctx: StorageContext, kind: str, index: IndexMetadata) -> pa.DataType:
-    name, column = {
-        BTREE: (LOOKUP, "min"),
-        BITMAP: (BITMAP_LAYOUT.file, "keys"),
-        ZONEMAP: (ZONEMAP_FILE, "min"),
-    }[kind]
-    return _cached(ctx, index, name).table.schema.field(column).type
-
-
 def _json_indices(ctx: StorageContext, manifest: Manifest) -> list[_JsonIndex]:
     """The JSON indices that can answer (one entry per name, in manifest order)."""
     by_id = {f.id: f for f in manifest.schema}
@@ -565,18 +556,14 @@ def _json_indices(ctx: StorageContext, manifest: Manifest) -> list[_JsonIndex]:
             names.setdefault(index.name, []).append(index)
     out = []
     for segments in names.values():
-        first = segments[0]
-        column = _field_path(by_id, first.fields[0])
-        assert first.details is not None
-        path, url, _ = parse_json_details(first.details[1])
-        kind = JSON_TARGET_URLS.get(url)
-        if column is None or kind is None or any(frag_reuse.is_behind(manifest, s) for s in segments):
-            continue
-        if kind == BITMAP and manifest.uses_stable_row_ids:
+        column = _field_path(by_id, segments[0].fields[0])
+        if column is None or any(frag_reuse.is_behind(manifest, s) for s in segments):
             continue
         try:
-            key_type = _key_type(ctx, kind, first)
+            path, kind, key_type = json_target(ctx, segments[0])
         except Exception:  # noqa: BLE001 - an index we cannot read is simply not used
+            continue
+        if kind == BITMAP and manifest.uses_stable_row_ids:
             continue
         out.append(_JsonIndex(column, path, kind, key_type, segments))
     return out

@@ -11,6 +11,7 @@ import lance
 import pyarrow as pa
 import pytest
 from lance.file import LanceFileReader
+from pyroaring import BitMap
 
 import lance_ops
 from lance_ops.errors import (
@@ -159,3 +160,29 @@ def test_json_index_on_a_string_column_is_refused(tmp_path: Path) -> None:
     with pytest.raises(IndexColumnTypeError, match="must be a JSON column"):
         ds.create_scalar_index("s", IndexConfig("json", {"target_index_type": "btree", "path": "x"}))
     assert lance_ops.dataset(tmp_path / "d").version == 1
+
+
+@pytest.mark.parametrize("builder", ["ours", "theirs"])
+@pytest.mark.parametrize("target", ["btree", "bitmap", "zonemap"])
+def test_optimize_extends_the_json_index(tmp_path: Path, builder: str, target: str) -> None:
+    """The next day: rows appended by either library, lance_ops' optimize_indices folds them into
+    the index (of either builder); both libraries answer from it as a full scan."""
+    params = {"target_index_type": target, "path": "x"}
+    ours = lance_ops.write_dataset(_rows(200), tmp_path / "d")
+    if builder == "ours":
+        ours.create_scalar_index("j", IndexConfig("json", params))
+    else:
+        lance.dataset(tmp_path / "d").create_scalar_index("j", lance.indices.IndexConfig("json", params))
+    lance_ops.dataset(tmp_path / "d").insert(_rows(40))
+    lance.dataset(tmp_path / "d").insert(_rows(30))
+    ds = lance_ops.dataset(tmp_path / "d")
+    ds.optimize.optimize_indices()
+    ds.optimize.optimize_indices()  # nothing left to add: no new segment
+    ds = lance_ops.dataset(tmp_path / "d")
+    (index,) = ds.manifest.indices
+    assert sorted(BitMap.deserialize(index.fragment_bitmap)) == [f.id for f in ds.manifest.fragments]
+    filter = "json_get_int(j, 'x') = 7"
+    for d in (ds, lance.dataset(tmp_path / "d")):
+        assert "ScalarIndexQuery" in d.scanner(filter=filter).explain_plan()
+        assert d.to_table(filter=filter) == d.to_table(filter=filter, use_scalar_index=False)
+        assert d.to_table(filter=filter).num_rows == 3 + 1 + 1  # 7, 57, 107 (157 has no x); 1 per append
