@@ -828,16 +828,19 @@ def _column_type(tr: Any, node: ex.Column) -> pa.DataType:
 
 
 def _json_call(tr: Any, node: ex.Call) -> Value:
-    document_node, key_node = _arity(node, 2)
+    document_node, *text_nodes = _arity(node, JSON_FUNCTIONS[node.name][2] + 1)
     document = tr.translate(document_node)
-    # a JSON column translates to its text (its storage); any other column is refused, as pylance
-    if not isinstance(document_node, ex.Column) or not is_json(_column_type(tr, document_node)):
+    # a JSON column translates to its text (its storage), json_get gives JSONB; anything else is
+    # refused, as pylance refuses it
+    nested = isinstance(document_node, ex.Call) and document_node.name == "json_get"
+    column = isinstance(document_node, ex.Column) and is_json(_column_type(tr, document_node))
+    if not (nested or column):
         raise PredicateError(f"{_text(node)} needs a JSON column, not {document.type}")
-    key = retype(tr.translate(key_node), pa.string())
-    if key.type != pa.string():
-        raise PredicateError(f"{_text(node)}: the key / path must be a string, not {key.type}")
+    texts = [retype(tr.translate(n), pa.string()) for n in text_nodes]
+    if any(t.type != pa.string() for t in texts):
+        raise PredicateError(f"{_text(node)}: the key / path / value must be a string")
     function = json_function(node.name, document.type)
-    return tr.call(node, pc.Expression._call(function, [document.expr, key.expr]))
+    return tr.call(node, pc.Expression._call(function, [document.expr, *(t.expr for t in texts)]))
 
 
 FUNCTIONS: dict[str, Handler] = {

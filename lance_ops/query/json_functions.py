@@ -9,7 +9,13 @@
 ``json_get_string(j, key)``       as text: strings unquoted, numbers and booleans as JSON prints them
 ``json_extract(j, '$.a.b[0]')``   the value at a JSONPath as compact JSON text (``'"s"'``, ``'null'``)
 ``json_exists(j, '$.a')``         whether the path is there
+``json_array_contains(j, p, v)``  whether the array at path ``p`` has an item whose JSON text is
+                                  ``v`` (or, for a string item, ``"v"``)
+``json_array_length(j, p)``       the length of the array at path ``p`` (0 for another value, NULL
+                                  when the path is missing)
 ================================  ===============================================================
+
+``j`` is a JSON column, or the result of ``json_get`` (JSONB): ``json_get(json_get(j, 'a'), 'b')``.
 
 ``key`` is an object member name, or, when it is all digits, an array position (0-based). A
 missing key / path, a null row and a JSON ``null`` give NULL (``json_extract``: ``'null'`` for a
@@ -212,10 +218,37 @@ def _exists(ctx: Any, documents: pa.Array, paths: pa.Array | pa.Scalar) -> pa.Ar
     return pa.array(out, pa.bool_())
 
 
-JSON_FUNCTIONS: dict[str, tuple[Callable[..., pa.Array], pa.DataType]] = {
-    **{name: (_getter(name), out) for name, (_, out) in GETTERS.items()},
-    "json_extract": (_extract, pa.string()),
-    "json_exists": (_exists, pa.bool_()),
+def _array_contains(ctx: Any, documents: pa.Array, paths: pa.Array | pa.Scalar, wanted: Any) -> pa.Array:
+    out: list[bool | None] = []
+    rows = len(documents)
+    for document, path, value in zip(
+        _documents(documents), _per_row(paths, rows), _per_row(wanted, rows), strict=True
+    ):
+        if document is None or path is None or value is None:
+            out.append(None)
+            continue
+        found = lookup(document, parse_path(path))
+        items = found if isinstance(found, list) else []
+        # an item matches as its JSON text, or a string item as the value quoted
+        out.append(any(jsonb.text_of(item) in (value, f'"{value}"') for item in items))
+    return pa.array(out, pa.bool_())
+
+
+def _array_length(ctx: Any, documents: pa.Array, paths: pa.Array | pa.Scalar) -> pa.Array:
+    out: list[int | None] = []
+    for document, path in zip(_documents(documents), _per_row(paths, len(documents)), strict=True):
+        found = MISSING if document is None or path is None else lookup(document, parse_path(path))
+        out.append(None if found is MISSING else len(found) if isinstance(found, list) else 0)
+    return pa.array(out, pa.int64())
+
+
+# name -> (the function over (documents, text arguments...), result type, number of text arguments)
+JSON_FUNCTIONS: dict[str, tuple[Callable[..., pa.Array], pa.DataType, int]] = {
+    **{name: (_getter(name), out, 1) for name, (_, out) in GETTERS.items()},
+    "json_extract": (_extract, pa.string(), 1),
+    "json_exists": (_exists, pa.bool_(), 1),
+    "json_array_contains": (_array_contains, pa.bool_(), 2),
+    "json_array_length": (_array_length, pa.int64(), 1),
 }
 
 
@@ -225,12 +258,12 @@ def json_function(name: str, column_type: pa.DataType) -> str:
     try:
         pc.get_function(registered)
     except pa.ArrowKeyError:
-        function, out = JSON_FUNCTIONS[name]
+        function, out, texts = JSON_FUNCTIONS[name]
         pc.register_scalar_function(
             function,
             registered,
             {"summary": f"pylance's {name}", "description": f"lance-ops' {name} over {column_type}"},
-            {"json": column_type, "key": pa.string()},
+            {"json": column_type, **{f"arg{i}": pa.string() for i in range(texts)}},
             out,
         )
     return registered

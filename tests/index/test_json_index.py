@@ -25,12 +25,14 @@ from lance_ops.indices import IndexConfig
 DOCS = [
     '{"x": 10}', '{"x": 10.5}', '{"x": "10"}', '{"x": true}', '{"x": null}', '{"y": 1}', "[5,6]",
     '{"x": {"a": 1}}', '{"x": [1,2]}', '"s"', '{"x": "abc"}', '{"x": 18446744073709551615}', None,
-    '{"x": -2.5}', '{"x": "true"}', '{"x": 1e300}',
+    '{"x": -2.5}', '{"x": "true"}', '{"x": 1e300}', '{"x": ["abc", 1, "1", [1]]}', '{"x": {"a": "7"}}',
 ]  # fmt: skip
 FUNCTIONS = [
     "json_get_int(j,'x')", "json_get_float(j,'x')", "json_get_bool(j,'x')", "json_get_string(j,'x')",
     "json_get(j,'x')", "json_extract(j,'$.x')", "json_exists(j,'$.x')", "json_get_int(j,'0')",
-    "json_extract(j,'$[1]')", "json_extract(j,'x')",
+    "json_extract(j,'$[1]')", "json_extract(j,'x')", "json_array_contains(j,'$.x','1')",
+    "json_array_contains(j,'$.x','abc')", "json_array_length(j,'$.x')", "json_get_int(json_get(j,'x'),'a')",
+    "json_get_string(json_get(j,'x'),'0')",
 ]  # fmt: skip
 
 
