@@ -108,21 +108,20 @@ def json_details(path: str, target_url: str, target_value: bytes) -> bytes:
     return _length_delimited(1, path.encode()) + _length_delimited(2, target)
 
 
+def _two_fields(data: bytes) -> tuple[bytes, bytes]:
+    """The length-delimited fields 1 and 2 of a message (empty when absent)."""
+    found = {1: b"", 2: b""}
+    for number, value in fields(data):
+        if number in found and isinstance(value, bytes | memoryview):
+            found[number] = bytes(value)
+    return found[1], found[2]
+
+
 def parse_json_details(data: bytes) -> tuple[str, str, bytes]:
     """``(path, target type URL, target details)`` of a ``JsonIndexDetails`` message."""
-    path, target = "", b""
-    for number, value in fields(data):
-        if number == 1 and isinstance(value, bytes | memoryview):
-            path = bytes(value).decode()
-        elif number == 2 and isinstance(value, bytes | memoryview):
-            target = bytes(value)
-    url, details = "", b""
-    for number, value in fields(target):
-        if number == 1 and isinstance(value, bytes | memoryview):
-            url = bytes(value).decode()
-        elif number == 2 and isinstance(value, bytes | memoryview):
-            details = bytes(value)
-    return path, url, details
+    path, target = _two_fields(data)
+    url, details = _two_fields(target)  # the target's Any: type URL, value
+    return path.decode(), url.decode(), details
 
 
 def _json_type(value: Any) -> str:
