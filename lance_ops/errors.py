@@ -101,6 +101,11 @@ class InvalidOptionError(InvalidArgumentError, OSError):
     compaction mode). Also an ``OSError``: pylance reports some of these as "Invalid user input"."""
 
 
+class InvalidJsonError(InvalidArgumentError, OSError):
+    """A value written to a JSON column (``arrow.json``) is not a JSON document, or holds an
+    object with a key twice. Also an ``OSError``, as pylance raises ("Failed to encode JSON")."""
+
+
 class RowCountMismatchError(SchemaError, OSError):
     """New column values do not line up with the dataset's rows (too few or too many).
 

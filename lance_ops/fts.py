@@ -58,6 +58,7 @@ from lance_ops.errors import (
     InvalidArgumentError,
     UnsupportedFeatureError,
 )
+from lance_ops.file.schema import is_json
 from lance_ops.fragment.scan import take_columns, take_rows
 from lance_ops.index.build_inverted import (
     POSITION_OFFSETS,
@@ -505,7 +506,8 @@ class _Column:
             raise InvalidArgumentError(f"full_text_query: column {column!r} is not in the schema")
         dtype = field.to_arrow().type
         item = dtype.value_type if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) else dtype
-        if not (pa.types.is_string(item) or pa.types.is_large_string(item)):
+        json_indexed = bool(segments) and is_json(dtype)  # searched through its JSON tokenizer
+        if not (pa.types.is_string(item) or pa.types.is_large_string(item) or json_indexed):
             raise InvalidArgumentError(
                 f"full_text_query: column {column!r} of type {dtype} is not a text column"
             )

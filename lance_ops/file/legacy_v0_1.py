@@ -64,6 +64,7 @@ from lance_ops.file.schema import (
     schema_metadata_to_pb,
     schema_to_fields,
     storage_field,
+    to_storage,
 )
 from lance_ops.file.writer import FileWriterBase, as_table
 from lance_ops.io import ObjectStore
@@ -298,9 +299,7 @@ class LegacyFileWriter(FileWriterBase):
         entries: dict[int, tuple[int, int]] = {}
         for node, field, column in zip(self._nodes, self._schema or [], batch.columns, strict=True):
             array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-            stored = storage_field(field).type
-            if array.type != stored:
-                array = array.view(stored)
+            array = to_storage(array, field, storage_field(field).type)
             encode_field(node, array, self._write, entries, self._dictionaries)
         self._entries.append(entries)
         self._batch_offsets.append(self._batch_offsets[-1] + rows)

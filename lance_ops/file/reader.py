@@ -52,7 +52,7 @@ from lance_ops.file.page_statistics import (
     column_statistics,
 )
 from lance_ops.file.parallel import WORKER_THREADS, run_tasks
-from lance_ops.file.schema import pb_to_schema, storage_field
+from lance_ops.file.schema import from_storage, pb_to_schema, storage_field
 from lance_ops.io import MemoryStore, ObjectStore
 from lance_ops.io.base import BufferedRanges, RangeReader
 from lance_ops.io.context import open_path
@@ -380,7 +380,7 @@ class LanceFileReader(metaclass=_OpensAnyVersion):
             array = decoder.read(self._fetch, rows)
         except CorruptFileError as exc:
             raise exc.located(path=self.path, column=field.name) from exc
-        return array if array.type == field.type else array.view(field.type)
+        return from_storage(array, field)
 
     def _projected_schema(self, columns: Sequence[str]) -> pa.Schema:
         return self._projection(columns)[0]

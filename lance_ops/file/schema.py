@@ -25,7 +25,8 @@ struct                                 ``struct``; children follow as fields
 dictionary<K, V>                       ``dict:{logical_type(V)}:{logical_type(K)}:false`` (V without
                                        parameters, e.g. no decimals or timestamps)
 map<K, V>                              ``map``; child ``entries`` (struct) -> ``key``, ``value``
-arrow.json extension                   ``json`` (stored as Lance JSON: ``lance.json`` large_binary)
+arrow.json extension                   ``json`` (Lance JSON: JSONB in ``lance.json`` large_binary, read
+                                       back as arrow.json text; :mod:`lance_ops.encoding.jsonb`)
 =====================================  ======================================================
 
 Other extension types are stored as their storage type, with ``ARROW:extension:name`` and
@@ -45,8 +46,9 @@ from typing import Any
 import pyarrow as pa
 
 from lance_ops._proto import file_pb2 as pb
+from lance_ops.encoding import jsonb
 from lance_ops.encoding.api import FileVersion
-from lance_ops.errors import SchemaError, UnsupportedFeatureError
+from lance_ops.errors import SchemaError
 
 EXTENSION_NAME_KEY = b"ARROW:extension:name"
 EXTENSION_METADATA_KEY = b"ARROW:extension:metadata"
@@ -375,8 +377,11 @@ def _fsl_child(inner: str) -> pa.Field:
 def _pb_field_to_arrow(field: pb.Field, children: Sequence[pa.Field]) -> pa.Field:
     metadata = {k.encode("utf-8"): bytes(v) for k, v in field.metadata.items()}
     if field.logical_type == "json":
-        metadata.setdefault(EXTENSION_NAME_KEY, JSON_EXTENSION.encode())
-    elif field.extension_name and EXTENSION_NAME_KEY not in metadata:
+        # Lance JSON (JSONB in the files) reads as arrow.json text, as pylance returns it.
+        for key in (EXTENSION_NAME_KEY, EXTENSION_METADATA_KEY):
+            metadata.pop(key, None)
+        return pa.field(field.name, pa.json_(), nullable=field.nullable, metadata=metadata or None)
+    if field.extension_name and EXTENSION_NAME_KEY not in metadata:
         metadata[EXTENSION_NAME_KEY] = field.extension_name.encode("utf-8")
     data_type = arrow_type(field.logical_type, children)
     return pa.field(field.name, data_type, nullable=field.nullable, metadata=metadata or None)
@@ -489,7 +494,7 @@ def storage_type(data_type: pa.DataType) -> pa.DataType:
     """``data_type`` with every extension type replaced by its storage type (what the codec sees)."""
     if isinstance(data_type, pa.BaseExtensionType):
         if data_type.extension_name == ARROW_JSON_EXTENSION:
-            raise UnsupportedFeatureError("writing arrow.json columns (conversion to JSONB) is not supported")
+            return pa.large_binary()  # JSONB (lance_ops.encoding.jsonb)
         return storage_type(data_type.storage_type)
     if pa.types.is_struct(data_type):
         return pa.struct([storage_field(data_type.field(i)) for i in range(data_type.num_fields)])
@@ -507,9 +512,86 @@ def storage_type(data_type: pa.DataType) -> pa.DataType:
 def storage_field(field: pa.Field) -> pa.Field:
     """``field`` with extension types replaced by storage types; extension names move to metadata."""
     metadata = dict(field.metadata or {})
-    if isinstance(field.type, pa.BaseExtensionType):
+    if is_json(field.type):
+        metadata[EXTENSION_NAME_KEY] = JSON_EXTENSION.encode()
+        metadata[EXTENSION_METADATA_KEY] = b""
+    elif isinstance(field.type, pa.BaseExtensionType):
         metadata[EXTENSION_NAME_KEY] = field.type.extension_name.encode()
     return pa.field(field.name, storage_type(field.type), field.nullable, metadata=metadata or None)
+
+
+def is_json(data_type: pa.DataType) -> bool:
+    """An ``arrow.json`` column: stored as Lance JSON (JSONB bytes), read back as JSON text."""
+    return isinstance(data_type, pa.BaseExtensionType) and data_type.extension_name == ARROW_JSON_EXTENSION
+
+
+def contains_json(data_type: pa.DataType) -> bool:
+    """``data_type`` is, or holds (in structs and lists), an ``arrow.json`` column."""
+    if is_json(data_type):
+        return True
+    if pa.types.is_struct(data_type):
+        return any(contains_json(f.type) for f in data_type)
+    if _is_list_type(data_type):
+        return contains_json(data_type.value_type)
+    return False
+
+
+def _is_list_type(data_type: pa.DataType) -> bool:
+    return (
+        pa.types.is_list(data_type)
+        or pa.types.is_large_list(data_type)
+        or pa.types.is_fixed_size_list(data_type)
+    )
+
+
+def _map_json(array: pa.Array, data_type: pa.DataType, convert: Any) -> pa.Array:
+    """``array`` (of ``data_type``, or of its storage type) with every JSON column inside it
+    converted by ``convert`` (text to JSONB or back)."""
+    if is_json(data_type):
+        return convert(array)
+    if not contains_json(data_type):
+        return array
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_struct(data_type):
+        children = [
+            _map_json(child, f.type, convert) for child, f in zip(array.flatten(), data_type, strict=True)
+        ]
+        fields = [f.with_type(c.type) for f, c in zip(data_type, children, strict=True)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if pa.types.is_fixed_size_list(data_type):
+        size = data_type.list_size
+        values = _map_json(
+            array.values.slice(array.offset * size, len(array) * size), data_type.value_type, convert
+        )
+        item = data_type.value_field.with_type(values.type)
+        return pa.FixedSizeListArray.from_arrays(values, type=pa.list_(item, size), mask=mask)
+    offsets = array.offsets.to_numpy()
+    start = int(offsets[0])
+    values = _map_json(array.values.slice(start, int(offsets[-1]) - start), data_type.value_type, convert)
+    item = data_type.value_field.with_type(values.type)
+    rebased = pa.array(offsets - start)
+    if pa.types.is_large_list(data_type):
+        return pa.LargeListArray.from_arrays(rebased, values, type=pa.large_list(item), mask=mask)
+    return pa.ListArray.from_arrays(rebased, values, type=pa.list_(item), mask=mask)
+
+
+def to_storage(array: pa.Array, field: pa.Field, stored: pa.DataType) -> pa.Array:
+    """``array`` (of ``field``'s type) as the codec stores it (``stored``, its storage type): JSON
+    text encoded as JSONB, other extension arrays viewed as their storage."""
+    if contains_json(field.type):
+        array = _map_json(array, field.type, jsonb.encode_array)
+    return array if array.type == stored else array.view(stored)
+
+
+def from_storage(array: pa.Array, field: pa.Field) -> pa.Array:
+    """The inverse of :func:`to_storage`: a decoded storage array as ``field``'s type."""
+    if array.type == field.type:
+        return array
+    if contains_json(field.type):
+        array = _map_json(array, field.type, jsonb.decode_array)
+        if array.type == field.type:
+            return array
+    return array.view(field.type)
 
 
 def check_writable(schema: pa.Schema, version: FileVersion) -> None:

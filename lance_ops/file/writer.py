@@ -53,6 +53,7 @@ from lance_ops.file.schema import (
     schema_metadata_to_pb,
     schema_to_fields,
     storage_field,
+    to_storage,
 )
 from lance_ops.io import MemoryStore, ObjectStore, OutputStream
 from lance_ops.io.base import CloseOrAbort
@@ -291,7 +292,7 @@ class LanceFileWriter(FileWriterBase):
         num_pages = max(1, math.ceil(state.pending_bytes / DEFAULT_MAX_PAGE_BYTES))
         rows_per_page = math.ceil(len(array) / num_pages)
         state.pending, state.pending_bytes = [], 0
-        storage = array.view(state.storage_type) if array.type != state.storage_type else array
+        storage = to_storage(array, state.field, state.storage_type)
         if self._codec.cuts_pages:
             # pylance 2.0 cuts only a flush of one array, and each column on its own.
             state.encoder.max_page_bytes = self.max_page_bytes if single else None

@@ -41,6 +41,7 @@ from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import CorruptFileError, IndexColumnTypeError, IndexCorruptError, InvalidArgumentError
+from lance_ops.file.schema import is_json
 from lance_ops.index.files import IndexWriter, RemapResult, read_index_file
 from lance_ops.index.fst import FstReader, build_fst
 from lance_ops.index.inverted_postings import (
@@ -87,7 +88,7 @@ def check_inverted_column(column: str, value_type: pa.DataType) -> pa.DataType:
         if pa.types.is_list(value_type) or pa.types.is_large_list(value_type)
         else value_type
     )
-    if pa.types.is_string(item) or pa.types.is_large_string(item):
+    if pa.types.is_string(item) or pa.types.is_large_string(item) or is_json(value_type):
         return value_type
     raise IndexColumnTypeError(
         f"INVERTED index column {column} must be a string, a large string or a list of them, "
@@ -154,22 +155,27 @@ def _tokenize(
     another), as pylance 14 records positions. Arrow splits the texts; the filters run once per
     distinct token."""
     texts, owner = values, None
-    if tokenizer.char_positions and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+    if tokenizer.json:
+        tokens, parents, positions = _json_tokens(values, tokenizer)
+        term = str
+    elif tokenizer.char_positions and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
         texts = join_list_rows(values)  # jieba cuts a list row as one text, as pylance 14
     elif pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
         texts = pc.list_flatten(values)
         owner = np.asarray(pc.list_parent_indices(values), dtype=np.int64)
-    tokens, parents, starts = tokenizer.split_with_starts(texts)
-    if owner is not None:
-        parents = owner[parents]
-    # tokens come row after row: a token's position is its distance from its row's first token
-    # (for jieba: the character it starts at in its string)
-    positions = tokenizer.positions(parents) if starts is None else starts
+    if not tokenizer.json:
+        tokens, parents, starts = tokenizer.split_with_starts(texts)
+        if owner is not None:
+            parents = owner[parents]
+        # tokens come row after row: a token's position is its distance from its row's first token
+        # (for jieba: the character it starts at in its string)
+        positions = tokenizer.positions(parents) if starts is None else starts
+        term = tokenizer.term  # type: ignore[assignment]
     encoded = pc.dictionary_encode(tokens)
     number = known.setdefault
     distinct = encoded.dictionary.to_pylist()
     term_of = np.asarray(
-        [-1 if (t := tokenizer.term(u)) is None else number(t, len(known)) for u in distinct], dtype=np.int64
+        [-1 if (t := term(u)) is None else number(t, len(known)) for u in distinct], dtype=np.int64
     )
     occurrences = (
         term_of[np.asarray(encoded.indices, dtype=np.int64)] if len(tokens) else np.empty(0, np.int64)
@@ -180,6 +186,24 @@ def _tokenize(
     kept = counts > 0
     doc_of_row = np.cumsum(kept) - 1
     return occurrences, doc_of_row[parents], counts[kept], np.asarray(ids, np.uint64)[kept], positions
+
+
+def _json_tokens(values: pa.Array, tokenizer: TokenizerParams) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """A JSON column's terms (:meth:`TokenizerParams.json_terms`), the row of each and its number
+    in its row. One parse per document: JSON has no vectorised form."""
+    if isinstance(values, pa.ExtensionArray):
+        values = values.storage
+    terms: list[str] = []
+    rows: list[int] = []
+    positions: list[int] = []
+    for row, text in enumerate(values.to_pylist()):
+        if text is None:
+            continue
+        found = tokenizer.json_terms(json.loads(text))
+        terms += found
+        rows += [row] * len(found)
+        positions += range(len(found))
+    return pa.array(terms, pa.string()), np.asarray(rows, np.int64), np.asarray(positions, np.int64)
 
 
 def _pairs(

@@ -30,12 +30,13 @@ from pyroaring import BitMap
 
 from lance_ops.encoding.protowire import encode_varint
 from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError, ResourcesExhaustedError
-from lance_ops.index import bitmap, bloomfilter, btree, build_inverted, ngram, zonemap
+from lance_ops.file.schema import is_json
+from lance_ops.index import bitmap, bloomfilter, btree, build_inverted, json_index, ngram, zonemap
 from lance_ops.index.files import IndexFileData, RemapResult
 from lance_ops.index.optimize import column_rows
 from lance_ops.index.tokenizer import TokenizerParams, tokenizer_params
 from lance_ops.index.treemap import encode_row_address_map
-from lance_ops.index.types import BITMAP, BLOOMFILTER, BTREE, INVERTED, LABEL_LIST, NGRAM, ZONEMAP
+from lance_ops.index.types import BITMAP, BLOOMFILTER, BTREE, INVERTED, JSON, LABEL_LIST, NGRAM, ZONEMAP
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
@@ -49,7 +50,7 @@ __all__ = [
     "write_scalar_index",
 ]
 
-BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM, INVERTED)
+BUILDABLE_SCALAR_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM, INVERTED, JSON)
 _BTREE_BATCH_SIZE = 4096
 _ROWS_PER_ZONE = 8192
 # (type_url, index_version) of a new index of each kind, as pylance 14 records them (a BTREE of a
@@ -82,6 +83,8 @@ def _is_key_type(t: pa.DataType) -> bool:
 def check_column_type(kind: str, column: str, value_type: pa.DataType) -> pa.DataType:
     """The key type a ``kind`` index of ``column`` stores (an extension type's storage, as pylance
     checks and stores it); IndexColumnTypeError when it does not fit."""
+    if kind == INVERTED and is_json(value_type):  # tokenized as JSON (lance_tokenizer "json")
+        return value_type
     if isinstance(value_type, pa.BaseExtensionType):
         value_type = value_type.storage_type
     if kind == NGRAM:
@@ -137,11 +140,16 @@ class ScalarBuild:
     template: IndexMetadata
     tokenizer: TokenizerParams | None = None  # INVERTED
     bloom: bloomfilter.BloomFilterParams | None = None  # BLOOMFILTER
+    # JSON: the target index's build (its key type set once the values are extracted) and the path
+    json_target: ScalarBuild | None = None
+    json_path: str = ""
 
     @property
     def id_column(self) -> str:
         """``_rowaddr`` (BTREE, ZONEMAP, BLOOMFILTER) or ``_rowid`` (BITMAP, LABEL_LIST, NGRAM) keys
-        the rows."""
+        the rows (a JSON index: as its target)."""
+        if self.json_target is not None:
+            return self.json_target.id_column
         return "_rowaddr" if self.kind in (BTREE, ZONEMAP, BLOOMFILTER) else "_rowid"
 
 
@@ -157,8 +165,12 @@ def plan_scalar_build(
     """Check the column type and parameters of a new ``kind`` index named ``name``."""
     if kind not in BUILDABLE_SCALAR_TYPES:
         raise InvalidArgumentError(f"lance_ops builds scalar indices of types {BUILDABLE_SCALAR_TYPES}")
+    if kind == JSON:
+        return _plan_json_build(manifest, column, field_id, value_type, name, params or {})
     key_type = check_column_type(kind, column, value_type)
     if kind == INVERTED:  # its keywords are the tokenizer's (lance_ops.index.tokenizer)
+        if is_json(value_type):  # pylance 14 tokenizes a JSON column as JSON, whatever is asked
+            params = {**(params or {}), "lance_tokenizer": "json"}
         tokenizer = tokenizer_params(params)
         template = IndexMetadata(
             uuid=b"\0" * 16,
@@ -186,6 +198,33 @@ def plan_scalar_build(
         index_version=version,
     )
     return ScalarBuild(column, kind, key_type, rows_per_zone, template, bloom=bloom)
+
+
+def _plan_json_build(
+    manifest: Manifest,
+    column: str,
+    field_id: int,
+    value_type: pa.DataType,
+    name: str,
+    params: Mapping[str, Any],
+) -> ScalarBuild:
+    """A JSON index (:mod:`lance_ops.index.json_index`): the target's build, under JSON details."""
+    if not is_json(value_type):
+        raise IndexColumnTypeError(
+            f"JSON index column {column} must be a JSON column, got {value_type}", column
+        )
+    kind, path = json_index.json_parameters(column, params)
+    target = plan_scalar_build(manifest, column, field_id, pa.string(), kind, name)
+    assert target.template.details is not None
+    url, detail = target.template.details
+    template = replace(
+        target.template,
+        details=(json_index.JSON_DETAILS_URL, json_index.json_details(path, url, detail)),
+        index_version=json_index.JSON_INDEX_VERSION,
+    )
+    return ScalarBuild(
+        column, JSON, value_type, target.rows_per_zone, template, json_target=target, json_path=path
+    )
 
 
 def scalar_rows(
@@ -226,6 +265,10 @@ def write_scalar_index(
     """Write the index files of ``build`` over ``rows`` (from :func:`scalar_rows`, fragment after
     fragment) and return the manifest entry over ``fragments`` (default: every fragment; none for
     the empty index of ``train=False``)."""
+    if build.json_target is not None:  # the target index over the values at the path
+        keys = json_index.extract_keys(rows.column("keys"), build.json_path, build.column)
+        target = replace(build.json_target, key_type=keys.type, template=build.template)
+        return write_scalar_index(ctx, manifest, target, rows.set_column(0, "keys", keys), fragments)
     kind, key_type, rows_per_zone, template = build.kind, build.key_type, build.rows_per_zone, build.template
     if kind in (BTREE, BITMAP):
         check_memory_pool(rows.nbytes, f"sorting the keys of column {build.column!r} for a {kind} index")

@@ -40,12 +40,14 @@ from lance_ops.index.build_inverted import segment_tokenizer, write_inverted
 from lance_ops.index.build_vector import build_ivf, multivector_model, params_from_details, vector_rows
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.ivf import extend_ivf
+from lance_ops.index.json_index import extract_keys, json_target
 from lance_ops.index.ngram import write_ngram
 from lance_ops.index.types import (
     BITMAP,
     BLOOMFILTER,
     BTREE,
     INVERTED,
+    JSON,
     LABEL_LIST,
     NGRAM,
     VECTOR_TYPES,
@@ -59,7 +61,7 @@ from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
 
 __all__ = ["EXTENDABLE_TYPES", "column_rows", "merge_segment_files", "update_index"]
 
-EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM, INVERTED, *VECTOR_TYPES)
+EXTENDABLE_TYPES = (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM, INVERTED, JSON, *VECTOR_TYPES)
 _ROW_ID, _ROW_ADDRESS = "_rowid", "_rowaddr"
 
 
@@ -204,8 +206,14 @@ def merge_segment_files(
     """The files of one new segment of ``kind`` over the rows of the segments ``merged`` and the
     live rows of ``fragments`` (none: the segments merged as they are), with ``template``'s model
     and parameters, by each type's codec."""
+    column = _column_path(manifest, template)
+    json_path = None
+    if kind == JSON:  # the target index's files, over the values at the path
+        json_path, kind, key_type = json_target(ctx, template)
     id_column = _ROW_ADDRESS if kind in (BTREE, ZONEMAP, BLOOMFILTER) else _ROW_ID
-    values, ids = column_rows(ctx, manifest, fragments, _column_path(manifest, template), id_column)
+    values, ids = column_rows(ctx, manifest, fragments, column, id_column)
+    if json_path is not None:
+        values = extract_keys(values, json_path, column, key_type)
     if kind == BTREE:
         result = merge_btree(ctx, template, merged, values, ids)
     elif kind == ZONEMAP:

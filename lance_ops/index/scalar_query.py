@@ -35,6 +35,7 @@ at row 17 of fragment 1: fragment 1 reads its row 17 only, fragment 2 is scanned
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -48,10 +49,12 @@ from pyroaring import BitMap
 
 from lance_ops.errors import PredicateError
 from lance_ops.file import LanceFileReader
+from lance_ops.file.schema import is_json
 from lance_ops.index.bitmap import BITMAP_LAYOUT
 from lance_ops.index.bloomfilter import BLOOMFILTER_FILE, bloomfilter_rows
 from lance_ops.index.btree import LOOKUP, PAGES
 from lance_ops.index.files import IndexFileData, read_index_file
+from lance_ops.index.json_index import JSON_DETAILS_URL, json_target
 from lance_ops.index.ngram import NGRAM_FILE, ngram_tokens
 from lance_ops.index.treemap import decode_bitmap64
 from lance_ops.index.types import (
@@ -77,10 +80,12 @@ from lance_ops.table.schema import LanceField
 
 __all__ = [
     "IndexUse",
+    "JsonCondition",
     "KeyRows",
     "LabelCondition",
     "RowSelection",
     "TextCondition",
+    "json_conditions",
     "key_rows",
     "label_conditions",
     "select_rows",
@@ -525,6 +530,98 @@ def text_conditions(filter: Any, schema: pa.Schema) -> list[TextCondition]:
     return found
 
 
+@dataclass(frozen=True)
+class JsonCondition:
+    """A JSON-index-answerable conjunct: ``function(column, key) <op> value`` (``bound`` holds the
+    column, op and value, typed as the function returns it)."""
+
+    function: str
+    key: str
+    bound: Bound
+
+    def __str__(self) -> str:
+        """As pylance's plans print it: ``Json(jsons = 10->x)``."""
+        return f"Json({bound_text(self.bound)}->{self.key})"
+
+
+_JSON_TYPES = {
+    "json_get_int": pa.int64(),
+    "json_get_float": pa.float64(),
+    "json_get_bool": pa.bool_(),
+    "json_get_string": pa.string(),
+}
+_FLIPPED = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def json_conditions(filter: Any, schema: pa.Schema) -> list[JsonCondition]:
+    """The ``json_get_int / _float / _bool / _string(column, 'key') <op> literal`` conjuncts of a
+    SQL ``filter``'s top-level ``AND`` on a top-level JSON column (none for anything else;
+    ``json_extract`` gives JSON text, which no index holds)."""
+    found = []
+    for node in _conjuncts(filter):
+        if not isinstance(node, ex.Compare) or node.op not in _FLIPPED:
+            continue
+        call, literal, op = node.left, node.right, node.op
+        if isinstance(literal, ex.Call) and isinstance(call, ex.Literal):
+            call, literal, op = literal, call, _FLIPPED[op]
+        if (
+            not isinstance(call, ex.Call)
+            or call.name not in _JSON_TYPES
+            or not isinstance(literal, ex.Literal)
+        ):
+            continue
+        if (
+            len(call.args) != 2
+            or not isinstance(call.args[0], ex.Column)
+            or not isinstance(call.args[1], ex.Literal)
+        ):
+            continue
+        column, key = call.args[0].path, call.args[1].value.as_py()
+        if len(column) != 1 or not isinstance(key, str) or schema.get_field_index(column[0]) < 0:
+            continue
+        if not is_json(schema.field(column[0]).type) or not literal.value.is_valid:
+            continue
+        try:
+            value = literal.value.cast(_JSON_TYPES[call.name])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            continue
+        if pa.types.is_floating(value.type) and math.isnan(value.as_py()):
+            continue
+        found.append(JsonCondition(call.name, key, Bound(column[0], op, (value,))))
+    return found
+
+
+@dataclass(frozen=True)
+class _JsonIndex:
+    column: str
+    path: str
+    kind: str  # the target's
+    key_type: pa.DataType
+    segments: list[IndexMetadata]
+
+
+def _json_indices(ctx: StorageContext, manifest: Manifest) -> list[_JsonIndex]:
+    """The JSON indices that can answer (one entry per name, in manifest order)."""
+    by_id = {f.id: f for f in manifest.schema}
+    names: dict[str, list[IndexMetadata]] = {}
+    for index in manifest.indices:
+        if index.details is not None and index.details[0] == JSON_DETAILS_URL and len(index.fields) == 1:
+            names.setdefault(index.name, []).append(index)
+    out = []
+    for segments in names.values():
+        column = _field_path(by_id, segments[0].fields[0])
+        if column is None or any(frag_reuse.is_behind(manifest, s) for s in segments):
+            continue
+        try:
+            path, kind, key_type = json_target(ctx, segments[0])
+        except Exception:  # noqa: BLE001 - an index we cannot read is simply not used
+            continue
+        if kind == BITMAP and manifest.uses_stable_row_ids:
+            continue
+        out.append(_JsonIndex(column, path, kind, key_type, segments))
+    return out
+
+
 def _ngram(ctx: StorageContext, index: IndexMetadata, condition: TextCondition) -> np.ndarray | None:
     """Rows whose value holds every trigram of the condition's parts (None when the parts have no
     trigram the index keeps: left to the scan)."""
@@ -608,7 +705,7 @@ class RowSelection:
     exact: frozenset[int] = frozenset()
 
 
-def _exact(kind: str, condition: Bound | LabelCondition | TextCondition) -> bool:
+def _exact(kind: str, condition: Bound | LabelCondition | TextCondition | JsonCondition) -> bool:
     """Whether the index answers ``condition`` exactly: BTREE and BITMAP comparisons, ``IN`` and
     null tests (a NaN matches every comparison of a floating index as a possible match; an empty
     ``IN`` list, whose type is unknown, is rechecked)."""
@@ -654,20 +751,32 @@ def select_rows(
     kinds = {kind for kind, _ in usable.values()}
     labels: list[LabelCondition] = []
     texts: list[TextCondition] = []
-    if kinds & {LABEL_LIST, NGRAM}:  # parse the SQL text only when such an index can answer
+    jsons: list[tuple[str, JsonCondition]] = []
+    json_indices = _json_indices(ctx, manifest)
+    if kinds & {LABEL_LIST, NGRAM} or json_indices:  # parse the SQL text only when such an index can answer
         schema = manifest.schema.to_arrow()
         labels = label_conditions(filter, schema) if LABEL_LIST in kinds else []
         texts = text_conditions(filter, schema) if NGRAM in kinds else []
+        for wanted in json_conditions(filter, schema) if json_indices else []:
+            for index in json_indices:  # the first index of that column and path whose keys fit
+                if (index.column, index.path) == (wanted.bound.column, wanted.key) and (
+                    index.key_type == wanted.bound.values[0].type
+                ):
+                    key = f"json:{index.segments[0].name}"
+                    usable[key] = (index.kind, index.segments)
+                    jsons.append((key, wanted))
+                    break
     bounds = (*predicate.bounds, *predicate.field_bounds)
-    if not (bounds or labels or texts or predicate.any_of):
+    if not (bounds or labels or texts or jsons or predicate.any_of):
         return RowSelection(keep)
     used: list[IndexUse] = []
     rows: dict[int, np.ndarray] = {}
-    conditions: list[tuple[str, Bound | LabelCondition | TextCondition]] = [
+    conditions: list[tuple[str, Bound | LabelCondition | TextCondition | JsonCondition]] = [
         (b.column, b) for b in bounds if b.column in usable and usable[b.column][0] in _LOOKUP
     ]
     conditions += [(c.column, c) for c in labels if c.column in usable and usable[c.column][0] == LABEL_LIST]
     conditions += [(c.column, c) for c in texts if c.column in usable and usable[c.column][0] == NGRAM]
+    conditions += jsons
     # No recheck where the filter is exactly its bounds and each is answered exactly: then in the
     # fragments every condition's index covers.
     exact: BitMap | None = None
@@ -701,7 +810,7 @@ def select_rows(
         narrow({f: matched.get(f, _NO_ROWS) for f in keep if f in covered})
         text = (
             str(condition)
-            if isinstance(condition, (LabelCondition, TextCondition))
+            if isinstance(condition, (LabelCondition, TextCondition, JsonCondition))
             else bound_text(condition)
         )
         used.append(IndexUse(segments[0].name, kind, text))
@@ -723,7 +832,7 @@ def _answer(
     ctx: StorageContext,
     kind: str,
     segments: Sequence[IndexMetadata],
-    condition: Bound | LabelCondition | TextCondition,
+    condition: Bound | LabelCondition | TextCondition | JsonCondition,
 ) -> tuple[BitMap, dict[int, np.ndarray]] | None:
     """The fragments the index's segments cover and, per fragment, the offsets of its rows that
     may meet ``condition`` (None: the index does not answer it)."""
@@ -735,6 +844,8 @@ def _answer(
             hit = _labels(ctx, segment, condition)
         elif isinstance(condition, TextCondition):
             hit = _ngram(ctx, segment, condition)
+        elif isinstance(condition, JsonCondition):
+            hit = _LOOKUP[kind](ctx, segment, condition.bound)
         else:
             hit = _LOOKUP[kind](ctx, segment, condition)
         if hit is None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_ops.encoding.jsonb import float_text
 from lance_ops.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_ops.index.jieba_tokenizer import JiebaTokenizer, check_lindera_model, load_jieba
 from lance_ops.index.ngram import _fold_char
@@ -122,7 +124,6 @@ _DEFAULTS: dict[str, Any] = {
 _BOOLS = ("with_position", "lower_case", "stem", "remove_stop_words", "ascii_folding", "prefix_only")
 # Accepted with their default value only (what lance_ops' tokenizer and files do).
 _FIXED = {
-    "lance_tokenizer": "text",
     "block_size": 128,
     "split_identifiers": False,
     "split_on_numerics": False,
@@ -281,17 +282,91 @@ class TokenizerParams:
             self._cache[token] = result
         return result
 
+    @property
+    def json(self) -> bool:
+        """A JSON tokenizer (``lance_tokenizer="json"``, an index of a JSON column): documents are
+        JSON, terms ``path,type,value`` (:meth:`json_terms`), queries such triplets."""
+        return bool(self.values["lance_tokenizer"] == "json")
+
     def tokenize(self, text: str) -> list[str]:
         """The terms of ``text`` in order (repeats kept)."""
         return [term for term, _ in self.tokenize_with_positions(text)]
 
+    def json_terms(self, document: Any) -> list[str]:
+        """The terms of a parsed JSON document, as pylance 14's JSON tokenizer makes them: each
+        leaf, depth first (object members in key order, array items in order; an array adds no
+        path step), as ``path,str,term`` per term of a string (this tokenizer's terms), else
+        ``path,number,99`` / ``path,bool,true`` / ``path,null,null``; ``path`` joins the member
+        names with ``.``."""
+        out: list[str] = []
+        pending: list[tuple[str, Any]] = [("", document)]
+        while pending:
+            prefix, value = pending.pop()
+            if isinstance(value, dict):
+                for key in sorted(value, reverse=True):
+                    pending.append((f"{prefix}.{key}" if prefix else key, value[key]))
+            elif isinstance(value, list):
+                pending.extend((prefix, item) for item in reversed(value))
+            elif isinstance(value, str):
+                out.extend(f"{prefix},str,{term}" for term in self._text_terms(value))
+            else:
+                out.append(f"{prefix},{_json_kind(value)},{_json_scalar(value)}")
+        return out
+
+    def _text_terms(self, text: str) -> list[str]:
+        return [term for term, _ in self._text_terms_with_positions(text)]
+
+    def _query_triplets(self, text: str) -> list[str]:
+        """A JSON index's query: ``path,type,value`` triplets separated by ``;``, a ``str`` value
+        split into this tokenizer's terms (InvalidArgumentError for another form)."""
+        terms: list[str] = []
+        for triplet in text.split(";"):
+            parts = triplet.split(",", 2)
+            if len(parts) != 3:
+                raise InvalidArgumentError(f"Invalid triple format: {triplet}")
+            path, kind, value = parts
+            if kind in ("number", "bool", "null"):
+                terms.append(f"{path},{kind},{value}")
+            elif kind == "str":
+                terms.extend(f"{path},str,{term}" for term in self._text_terms(value))
+            else:
+                raise InvalidArgumentError(f"Invalid triple type: {kind}")
+        return terms
+
     def tokenize_with_positions(self, text: str) -> list[tuple[str, int]]:
         """The terms of ``text`` in order, each with its position: the number of its base token
-        (dropped tokens, such as stop words, keep their numbers), as an index records them."""
+        (dropped tokens, such as stop words, keep their numbers), as an index records them.
+        For a JSON tokenizer ``text`` is a query of triplets (:meth:`_query_triplets`)."""
+        if self.json:
+            return [(term, i) for i, term in enumerate(self._query_triplets(text))]
+        return self._text_terms_with_positions(text)
+
+    def _text_terms_with_positions(self, text: str) -> list[tuple[str, int]]:
         tokens, parents, starts = self.split_with_starts(pa.array([text], pa.large_string()))
         positions = self.positions(parents) if starts is None else starts
         terms = zip(map(self.term, tokens.to_pylist()), positions.tolist(), strict=True)
         return [(term, position) for term, position in terms if term is not None]
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return "bool" if isinstance(value, bool) else "number"
+
+
+def _json_scalar(value: Any) -> str:
+    """A JSON number / boolean / null as pylance's JSON tokenizer prints it (its JSONB text)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        value = float(value)  # beyond int64 / uint64: a float, as serde_json reads it
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "null"
+        return float_text(value)  # as the JSONB text pylance tokenizes: 1e+300, 0.00001
+    return str(value)
 
 
 def _is_jieba(base: str) -> bool:
@@ -321,6 +396,8 @@ def tokenizer_params(params: Mapping[str, Any] | None = None) -> TokenizerParams
             f"INVERTED index: base_tokenizer {values['base_tokenizer']!r} is not supported by lance_ops "
             f"(supported: {', '.join(_BASE_TOKENIZERS)}, jieba/<model>)"
         )
+    if values["lance_tokenizer"] not in ("text", "json"):
+        raise InvalidArgumentError(f"unknown lance tokenizer {values['lance_tokenizer']!r}")
     for key, fixed in _FIXED.items():
         if values[key] != fixed:
             raise UnsupportedFeatureError(

@@ -45,8 +45,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_ops.errors import PredicateError, UnsupportedFeatureError, UnsupportedSQLError
+from lance_ops.file.schema import is_json
 from lance_ops.query import arrow as p
 from lance_ops.query import expressions as ex
+from lance_ops.query.json_functions import JSON_FUNCTIONS, json_function
 from lance_ops.query.values import (
     Value,
     as_type,
@@ -815,7 +817,35 @@ def _cast_list_f16(tr: Any, node: ex.Call) -> Value:
     return tr.call(node, value.expr.cast(pa.list_(pa.float16(), size)))
 
 
+# ---------------------------------------------------------------- JSON (lance_ops.query.json_functions)
+
+
+def _column_type(tr: Any, node: ex.Column) -> pa.DataType:
+    type_ = tr.schema.field(tr.top_level(node)).type
+    for name in node.path[1:]:
+        type_ = type_.field(name).type
+    return type_
+
+
+def _json_call(tr: Any, node: ex.Call) -> Value:
+    document_node, *text_nodes = _arity(node, JSON_FUNCTIONS[node.name][2] + 1)
+    document = tr.translate(document_node)
+    # a JSON column translates to its text (its storage), json_get gives JSONB; anything else is
+    # refused, as pylance refuses it
+    nested = isinstance(document_node, ex.Call) and document_node.name == "json_get"
+    column = isinstance(document_node, ex.Column) and is_json(_column_type(tr, document_node))
+    if not (nested or column):
+        raise PredicateError(f"{_text(node)} needs a JSON column, not {document.type}")
+    texts = [retype(tr.translate(n), pa.string()) for n in text_nodes]
+    if any(t.type != pa.string() for t in texts):
+        raise PredicateError(f"{_text(node)}: the key / path / value must be a string")
+    function = json_function(node.name, document.type)
+    return tr.call(node, pc.Expression._call(function, [document.expr, *(t.expr for t in texts)]))
+
+
 FUNCTIONS: dict[str, Handler] = {
+    # JSON
+    **dict.fromkeys(JSON_FUNCTIONS, _json_call),
     # constants
     "current_date": _current_date,
     "current_timestamp": _now,

@@ -192,6 +192,10 @@ def _call(node: exp.Expr) -> ex.Expr:
         modifiers = node.args.get("modifiers")
         operands = [node.this, node.expression, node.args["replacement"], *([modifiers] if modifiers else [])]
         return ex.Call("regexp_replace", tuple(from_sqlglot(a) for a in operands))
+    if isinstance(node, exp.JSONExtract) and isinstance(node.expression, exp.JSONPath):
+        # keep the JSONPath as the text written ('$.a.b'), not sqlglot's parsed path
+        path = node.expression.sql()[1:-1].replace("''", "'")
+        return ex.Call("json_extract", (from_sqlglot(node.this), ex.Literal(pa.scalar(path, pa.string()))))
     if isinstance(node, exp.HexString):
         return ex.Call("hexstring", (ex.Literal(pa.scalar(str(node.this), pa.string())),))
     return ex.Call(_name(node), tuple(from_sqlglot(child) for child in node.iter_expressions()))
