@@ -17,7 +17,12 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.errors import IndexColumnTypeError, InvalidArgumentError, UnsupportedFeatureError
+from lance_ops.errors import (
+    IndexColumnTypeError,
+    InvalidArgumentError,
+    LanguageModelError,
+    UnsupportedFeatureError,
+)
 from lance_ops.file import LanceFileReader
 from lance_ops.index.fst import FstReader
 from lance_ops.index.inverted_postings import decode_posting_list
@@ -133,7 +138,8 @@ def test_few_rows(tmp_path: Path) -> None:
     [
         ("id", {}, IndexColumnTypeError, "id"),
         ("text", {"tokenizer": "simple"}, InvalidArgumentError, "tokenizer"),
-        ("text", {"base_tokenizer": "lindera/ipadic"}, UnsupportedFeatureError, "lindera"),
+        ("text", {"base_tokenizer": "lindera/no-such-model"}, LanguageModelError, "no-such-model"),
+        ("text", {"base_tokenizer": "icu"}, UnsupportedFeatureError, "icu"),
         ("text", {"with_position": "yes"}, InvalidArgumentError, "with_position"),
     ],
 )
