@@ -60,6 +60,7 @@ __all__ = [
 LEGACY_FILE = "index.idx"
 _MAGIC = b"LANC"
 _FOOTER = 16
+_DOT_CHUNK = 1 << 16
 _METRICS = {"l2": 0, "cosine": 1, "dot": 2, "hamming": 3}
 _METRIC_NAMES = {v: k for k, v in _METRICS.items()}
 
@@ -168,14 +169,19 @@ def build_legacy_ivf_pq(
     row_ids: np.ndarray,
     name: str,
     dataset_version: int,
+    loss: float | None,
 ) -> RemapResult:
     """Encode the rows ``values`` (a vector column; null and NaN rows left out) at ``row_ids``
-    with ``model`` (IVF_PQ) and write them as a legacy ``index.idx`` with ``writer``."""
+    with ``model`` (IVF_PQ) and write them as a legacy ``index.idx`` with ``writer`` (``loss``:
+    the k-means loss to record, None when the centroids were given)."""
     params = model.params
     assert model.codebooks is not None
     matrix = as_matrix(values, params.column)  # type: ignore[arg-type]
     keep = np.isfinite(matrix).all(axis=1)
-    partition, codes = encode_ivf(model, prepare(params, matrix))  # prepare leaves out what keep does
+    vectors = prepare(params, matrix)  # prepare leaves out what keep does
+    partition, codes = encode_ivf(model, vectors)
+    if params.metric == "dot":
+        codes = _dot_codes(model.codebooks, vectors)
     data = encode_legacy_ivf_pq(
         name=name,
         column=params.column,
@@ -184,7 +190,7 @@ def build_legacy_ivf_pq(
         centroids=model.centroids,
         codebook=model.codebooks,
         num_bits=params.num_bits,
-        loss=model.loss,
+        loss=loss,
         row_ids=np.asarray(row_ids, np.uint64)[keep],
         partition=partition,
         codes=codes,
@@ -200,6 +206,20 @@ def build_legacy_ivf_pq(
         files=(IndexFile(LEGACY_FILE, 0),),
     )
     return writer.result(shape)
+
+
+def _dot_codes(codebooks: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """pylance 14's legacy dot-product PQ codes: per sub-vector, the codeword of largest inner
+    product with the vector itself (no residual), the first on a tie; chunks of rows."""
+    m, _, sub = codebooks.shape
+    out = np.empty((len(vectors), m), np.uint8)
+    for start in range(0, len(vectors), _DOT_CHUNK):
+        block = vectors[start : start + _DOT_CHUNK]
+        for j in range(m):
+            out[start : start + len(block), j] = (block[:, j * sub : (j + 1) * sub] @ codebooks[j].T).argmax(
+                1
+            )
+    return out
 
 
 def _path(ctx: StorageContext, index: IndexMetadata) -> str:

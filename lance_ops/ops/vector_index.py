@@ -291,7 +291,8 @@ def create_index(
             matrix = as_matrix(values, column)
             model = train_ivf(plan.params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
         writer = IndexWriter(files.storage)
-        result = build_legacy_ivf_pq(writer, model, values, ids, plan.name, files.manifest.version)
+        loss = None if ivf_centroids is not None else model.loss  # as pylance
+        result = build_legacy_ivf_pq(writer, model, values, ids, plan.name, files.manifest.version, loss)
         return commit_vector_index(files, plan, fragments, result, options)
     result = build_ivf(IndexWriter(files.storage), plan.params, values, ids, model, transpose)
     return commit_vector_index(files, plan, fragments, result, options)
