@@ -44,6 +44,7 @@ from lance_ops.index.build_vector import (
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.ivf import pack_4bit, unpack_4bit
 from lance_ops.index.ivf_pb import IVF, Tensor, tensor_array, tensor_of
+from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.io.context import StorageContext
 from lance_ops.table.manifest import IndexFile, IndexMetadata
 
@@ -55,6 +56,7 @@ __all__ = [
     "is_legacy_index",
     "read_legacy_model",
     "read_legacy_partitions",
+    "remap_legacy_ivf_pq",
 ]
 
 LEGACY_FILE = "index.idx"
@@ -367,3 +369,30 @@ def read_legacy_partitions(
         ids = raw[n * m :].view("<u8").astype(np.uint64)
         out.append((ids, codes))
     return out
+
+
+def remap_legacy_ivf_pq(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping) -> RemapResult:
+    """A legacy IVF_PQ index after compaction, as pylance 14 remaps it: a new legacy file with the
+    same model, each partition's rows at their new addresses (removed rows dropped, order kept)."""
+    model = read_legacy_model(ctx, index)
+    parts = read_legacy_partitions(ctx, index, model, list(range(len(model.lengths))))
+    old_ids = np.concatenate([ids for ids, _ in parts]) if parts else np.empty(0, np.uint64)
+    codes = np.concatenate([c for _, c in parts]) if parts else np.empty((0, model.num_sub_vectors), np.uint8)
+    new_ids, kept = mapping.apply(old_ids)
+    partition = np.repeat(np.arange(len(model.lengths)), model.lengths)
+    data = encode_legacy_ivf_pq(
+        name=model.name,
+        column=model.column,
+        dataset_version=model.dataset_version,
+        metric=model.metric,
+        centroids=model.centroids,
+        codebook=model.codebook,
+        num_bits=model.num_bits,
+        loss=model.loss,
+        row_ids=new_ids,
+        partition=partition[kept],
+        codes=codes[kept],
+    )
+    writer = IndexWriter(ctx)
+    writer.write_bytes(LEGACY_FILE, data)
+    return writer.result(index)
