@@ -408,6 +408,7 @@ class VectorQuery:
         codes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, width), np.float32)
         if metric == "hamming":
             return ids, _flat_distance(codes, q, "hamming")
+        assert state.header is not None  # legacy files are IVF_PQ (codebook above)
         vectors = _decode(state.header, kind, codes, 0.0)
         if metric == "l2" or (metric == "cosine" and kind.endswith("SQ")):
             # pylance 14 reports a cosine IVF_SQ's distance as the squared l2 from the normalized
@@ -596,9 +597,17 @@ def _open_segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Se
     if kind == "IVF_PQ" and is_legacy_index(ctx, segment):
         model = read_legacy_model(ctx, segment)
         return _Segment(
-            model.centroids, model.metric, kind, model.offsets, model.lengths, None, model.codebook,
-            None, ctx.path("_indices", str(uuid.UUID(bytes=segment.uuid)), LEGACY_FILE), model,
-        )  # fmt: skip
+            model.centroids,
+            model.metric,
+            kind,
+            model.offsets,
+            model.lengths,
+            None,
+            model.codebook,
+            None,
+            ctx.path("_indices", str(uuid.UUID(bytes=segment.uuid)), LEGACY_FILE),
+            model,
+        )
     path = ctx.path("_indices", str(uuid.UUID(bytes=segment.uuid)), STORAGE_FILE)
     size = next((f.size_bytes for f in segment.files if f.path == STORAGE_FILE), None)
     code_column = _CODE_COLUMNS[kind.rsplit("_", 1)[1]]
@@ -654,8 +663,10 @@ def _partitions(
                 cached, extra = _pq_block(state.codebook, rows.T, state.centroids[p], state.metric)
                 loaded.append((ids, cached, extra))
             return loaded
-        code_column = state.header.code_column
-        transposed = state.header.transposed
+        header = state.header
+        assert header is not None
+        code_column = header.code_column
+        transposed = header.transposed
         with _storage_errors(state.path, segment):
             for run in np.split(chosen, np.flatnonzero(np.diff(chosen) != 1) + 1):
                 table = state.reader.read_range(
@@ -671,7 +682,7 @@ def _partitions(
                     block = flat[start * width : (start + n) * width]
                     if state.codebook is not None:  # PQ: [m, n], as stored when transposed
                         codes = block.reshape(width, n) if transposed else block.reshape(n, width).T
-                        if state.header.nbits == 4:  # two codes a byte -> [m, n]
+                        if header.nbits == 4:  # two codes a byte -> [m, n]
                             codes = unpack_4bit(codes, axis=0)
                         cached, extra = _pq_block(state.codebook, codes, state.centroids[p], state.metric)
                         loaded.append((ids[start : start + n].copy(), cached, extra))
