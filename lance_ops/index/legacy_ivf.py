@@ -30,9 +30,10 @@ import uuid as uuid_module
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from lance_ops.encoding.protowire import encode_varint, fields, length_delimited
-from lance_ops.errors import IndexCorruptError, UnsupportedFeatureError
+from lance_ops.errors import IndexCorruptError, PartitionOutOfRangeError, UnsupportedFeatureError
 from lance_ops.index.build_vector import (
     VECTOR_DETAILS_URL,
     TrainedIvf,
@@ -54,6 +55,7 @@ __all__ = [
     "build_legacy_ivf_pq",
     "encode_legacy_ivf_pq",
     "is_legacy_index",
+    "legacy_partition_table",
     "read_legacy_model",
     "read_legacy_partitions",
     "remap_legacy_ivf_pq",
@@ -396,3 +398,23 @@ def remap_legacy_ivf_pq(ctx: StorageContext, index: IndexMetadata, mapping: RowA
     writer = IndexWriter(ctx)
     writer.write_bytes(LEGACY_FILE, data)
     return writer.result(index)
+
+
+def legacy_partition_table(
+    ctx: StorageContext, index: IndexMetadata, partition: int, with_codes: bool
+) -> pa.Table:
+    """One partition as pylance's ``VectorIndexReader.read_partition`` gives a legacy index's:
+    ``_rowid`` and, with ``with_codes``, ``__pq_code`` (the stored bytes of each row)."""
+    model = read_legacy_model(ctx, index)
+    if not 0 <= partition < len(model.lengths):
+        raise PartitionOutOfRangeError(
+            f"partition {partition} is out of range: the index has {len(model.lengths)}"
+        )
+    ((ids, codes),) = read_legacy_partitions(ctx, index, model, [partition])
+    columns = {"_rowid": pa.array(ids, pa.uint64())}
+    if with_codes:
+        stored = pack_4bit(codes) if model.num_bits == 4 else codes
+        columns["__pq_code"] = pa.FixedSizeListArray.from_arrays(
+            pa.array(np.ascontiguousarray(stored).reshape(-1)), stored.shape[1]
+        )
+    return pa.table(columns)
