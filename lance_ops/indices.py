@@ -148,7 +148,8 @@ class PqModel:
 
 class IndexFileVersion(StrEnum):
     """The file layout of a vector index (pylance's ``IndexFileVersion``; what
-    ``index_stats(...)["indices"][i]["index_file_version"]`` reports). lance_ops writes V3."""
+    ``index_stats(...)["indices"][i]["index_file_version"]`` reports). lance_ops writes both (Legacy:
+    IVF_PQ only, as pylance 14)."""
 
     LEGACY = "Legacy"
     V3 = "V3"
