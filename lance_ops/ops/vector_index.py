@@ -277,16 +277,16 @@ def create_index(
     fragments = list(files.manifest.fragments)
     rows, row_ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
     values, ids = vector_rows(rows, row_ids)
+    if legacy and is_multivector_type(values.type):
+        raise UnsupportedFeatureError(
+            f"column {column!r}: lance_ops writes legacy IVF_PQ files of vector columns only"
+        )
     model: TrainedIvf | None
     if ivf_centroids is not None or pq_codebook is not None:
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
     else:
         model = multivector_model(plan.params, rows)
     if legacy:
-        if is_multivector_type(values.type):
-            raise UnsupportedFeatureError(
-                f"column {column!r}: lance_ops writes legacy IVF_PQ files of vector columns only"
-            )
         if model is None:
             matrix = as_matrix(values, column)
             model = train_ivf(plan.params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])

@@ -20,7 +20,12 @@ import pytest
 from lance.dataset import VectorIndexReader as PylanceReader
 
 import lance_ops
-from lance_ops.errors import IndexCorruptError, InvalidArgumentError, UnsupportedIndexTypeError
+from lance_ops.errors import (
+    IndexCorruptError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+    UnsupportedIndexTypeError,
+)
 from lance_ops.index.legacy_ivf import (
     encode_legacy_ivf_pq,
     is_legacy_index,
@@ -233,6 +238,8 @@ def test_other_types_ignore_legacy_and_bad_versions_fail(tmp_path: Path) -> None
     version = lance_ops.dataset(str(path)).version
     with pytest.raises(InvalidArgumentError, match="index_file_version"):
         ds.create_index("vec", "IVF_PQ", index_file_version="V2", replace=True, **PARAMS)
+    with pytest.raises(UnsupportedFeatureError, match="train=False"):
+        ds.create_index("vec", "IVF_PQ", index_file_version="Legacy", replace=True, train=False, **PARAMS)
     assert lance_ops.dataset(str(path)).version == version
 
 
