@@ -16,7 +16,8 @@ The ``Index`` message (Lance's index.proto) holds ``name`` (1), ``columns`` (2),
 Dot 2). The stages are the transforms (none in pylance 14), then ``IVF`` (stage 2: centroids
 tensor, ``offsets`` the BYTE position of each partition in the file, ``lengths`` its rows, the
 k-means loss) and ``PQ`` (stage 3: ``num_bits`` 1, ``num_sub_vectors`` 2, ``dimension`` 3,
-``codebook_tensor`` 5 of shape ``[2**num_bits * num_sub_vectors, dim / num_sub_vectors]``).
+``codebook_tensor`` 5: shape ``[2**num_bits, dim]``, values sub-vector after sub-vector, i.e.
+``[num_sub_vectors, 2**num_bits, dim / num_sub_vectors]`` in C order, as V3 files store it).
 
 A cosine index works on normalized vectors, as V3 files do; distances are computed the same way.
 The manifest entry is pylance's V3 one (same details) with ``index_version`` 1; readers tell the
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from google.protobuf.message import DecodeError
 
 from lance_ops.encoding.protowire import encode_varint, fields, length_delimited
 from lance_ops.errors import IndexCorruptError, PartitionOutOfRangeError, UnsupportedFeatureError
@@ -169,7 +171,7 @@ def _codebook_tensor(books: np.ndarray) -> bytes:
 def build_legacy_ivf_pq(
     writer: IndexWriter,
     model: TrainedIvf,
-    values: object,
+    values: pa.Array,
     row_ids: np.ndarray,
     name: str,
     dataset_version: int,
@@ -180,11 +182,11 @@ def build_legacy_ivf_pq(
     the k-means loss to record, None when the centroids were given)."""
     params = model.params
     assert model.codebooks is not None
-    matrix = as_matrix(values, params.column)  # type: ignore[arg-type]
+    matrix = as_matrix(values, params.column)
     keep = np.isfinite(matrix).all(axis=1)
     vectors = prepare(params, matrix)  # prepare leaves out what keep does
     partition, codes = encode_ivf(model, vectors)
-    if params.metric == "dot":
+    if params.metric == "dot":  # pylance's legacy build picks dot codewords by inner product
         codes = _dot_codes(model.codebooks, vectors)
     data = encode_legacy_ivf_pq(
         name=name,
@@ -220,9 +222,8 @@ def _dot_codes(codebooks: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     for start in range(0, len(vectors), _DOT_CHUNK):
         block = vectors[start : start + _DOT_CHUNK]
         for j in range(m):
-            out[start : start + len(block), j] = (block[:, j * sub : (j + 1) * sub] @ codebooks[j].T).argmax(
-                1
-            )
+            scores = block[:, j * sub : (j + 1) * sub] @ codebooks[j].T
+            out[start : start + len(block), j] = scores.argmax(axis=1)
     return out
 
 
@@ -242,6 +243,8 @@ def is_legacy_index(ctx: StorageContext, index: IndexMetadata) -> bool:
         return False  # V3 vector indices have an auxiliary.idx too
     try:
         size = _size(ctx, index)
+        if size < _FOOTER:
+            return False
         tail = bytes(ctx.store.read_range(_path(ctx, index), size - _FOOTER, _FOOTER))
     except FileNotFoundError:
         return False
@@ -260,6 +263,8 @@ def read_legacy_model(ctx: StorageContext, index: IndexMetadata) -> LegacyIvfPq:
     path = _path(ctx, index)
     try:
         size = _size(ctx, index)
+        if size < _FOOTER + 4:
+            raise _corrupt(ctx, index, f"{size} bytes are too few")
         tail = bytes(ctx.store.read_range(path, size - _FOOTER, _FOOTER))
         (position,) = struct.unpack("<Q", tail[:8])
         if not 0 <= position <= size - _FOOTER - 4:
@@ -272,7 +277,7 @@ def read_legacy_model(ctx: StorageContext, index: IndexMetadata) -> LegacyIvfPq:
         raise _corrupt(ctx, index, "metadata cut short")
     try:
         return _decode(meta[4 : 4 + length], position)
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, DecodeError) as exc:
         raise _corrupt(ctx, index, f"undecodable metadata: {exc}") from exc
     except UnsupportedFeatureError as exc:
         raise UnsupportedFeatureError(f"index {index.name!r}: {exc}") from exc

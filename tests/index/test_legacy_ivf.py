@@ -243,7 +243,8 @@ def test_other_types_ignore_legacy_and_bad_versions_fail(tmp_path: Path) -> None
     assert lance_ops.dataset(str(path)).version == version
 
 
-def test_a_cut_legacy_file_is_a_typed_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", ["metadata length", "metadata bytes", "cut short"])
+def test_a_damaged_legacy_file_is_a_typed_error(tmp_path: Path, damage: str) -> None:
     path = tmp_path / "ds"
     lance_ops.write_dataset(_table(nulls=False), path)
     lance_ops.dataset(str(path)).create_index("vec", "IVF_PQ", index_file_version="Legacy", **PARAMS)
@@ -251,6 +252,35 @@ def test_a_cut_legacy_file_is_a_typed_error(tmp_path: Path) -> None:
     file = path / "_indices" / str(uuid.UUID(bytes=index.uuid)) / "index.idx"
     data = file.read_bytes()
     position = int.from_bytes(data[-16:-8], "little")
-    file.write_bytes(data[:position] + b"\xff\xff\xff\x7f" + data[position + 4 :])  # metadata length
+    if damage == "metadata length":
+        data = data[:position] + b"\xff\xff\xff\x7f" + data[position + 4 :]
+    elif damage == "metadata bytes":
+        data = data[: position + 4] + b"\xff" * 40 + data[position + 44 :]
+    else:
+        data = data[:12]
+    file.write_bytes(data)
     with pytest.raises(IndexCorruptError, match="vec_idx"):
         lance_ops.dataset(str(path)).to_table(nearest={"column": "vec", "q": _queries(1)[0], "k": 3})
+
+
+@pytest.mark.parametrize("rows", [1, 2, 5])
+def test_few_rows_and_empty_partitions(tmp_path: Path, rows: int) -> None:
+    """Partitions left empty take no bytes; pylance reads and searches the file all the same."""
+    path = tmp_path / "ds"
+    table = _table(rows, 0, nulls=False)
+    lance_ops.write_dataset(table, path)
+    centroids = np.random.default_rng(2).normal(size=(4, DIM)).astype(np.float32)
+    book = np.random.default_rng(3).normal(size=(4 * 256 * DIM // 4)).astype(np.float32)
+    lance_ops.dataset(str(path)).create_index(
+        "vec", "IVF_PQ", index_file_version="Legacy", ivf_centroids=centroids, pq_codebook=book, **PARAMS
+    )
+    model, found = _rows(path)
+    assert sorted(found) == list(range(rows)) and int(model.lengths.sum()) == rows
+    theirs = lance.dataset(str(path))
+    assert [p["size"] for p in theirs.stats.index_stats("vec_idx")["indices"][0]["partitions"]] == list(
+        model.lengths
+    )
+    q = table["vec"].to_numpy(zero_copy_only=False)[0]
+    nearest = {"column": "vec", "q": q, "k": rows, "nprobes": 4}
+    _same_answer(lance_ops.dataset(str(path)).to_table(nearest=nearest), theirs.to_table(nearest=nearest))
+    assert sorted(theirs.to_table(nearest=nearest)["id"].to_pylist()) == list(range(rows))
