@@ -91,6 +91,22 @@ class LegacyIvfPq:
     def num_sub_vectors(self) -> int:
         return int(self.codebook.shape[0])
 
+    def file_bytes(self, row_ids: np.ndarray, partition: np.ndarray, codes: np.ndarray) -> bytes:
+        """A legacy file of this model over these rows (:func:`encode_legacy_ivf_pq`)."""
+        return encode_legacy_ivf_pq(
+            name=self.name,
+            column=self.column,
+            dataset_version=self.dataset_version,
+            metric=self.metric,
+            centroids=self.centroids,
+            codebook=self.codebook,
+            num_bits=self.num_bits,
+            loss=self.loss,
+            row_ids=row_ids,
+            partition=partition,
+            codes=codes,
+        )
+
 
 def _varint_field(number: int, value: int) -> bytes:
     return encode_varint(number << 3) + encode_varint(value) if value else b""
@@ -387,19 +403,7 @@ def remap_legacy_ivf_pq(ctx: StorageContext, index: IndexMetadata, mapping: RowA
     codes = np.concatenate([c for _, c in parts]) if parts else np.empty((0, model.num_sub_vectors), np.uint8)
     new_ids, kept = mapping.apply(old_ids)
     partition = np.repeat(np.arange(len(model.lengths)), model.lengths)
-    data = encode_legacy_ivf_pq(
-        name=model.name,
-        column=model.column,
-        dataset_version=model.dataset_version,
-        metric=model.metric,
-        centroids=model.centroids,
-        codebook=model.codebook,
-        num_bits=model.num_bits,
-        loss=model.loss,
-        row_ids=new_ids,
-        partition=partition[kept],
-        codes=codes[kept],
-    )
+    data = model.file_bytes(new_ids, partition[kept], codes[kept])
     writer = IndexWriter(ctx)
     writer.write_bytes(LEGACY_FILE, data)
     return writer.result(index)

@@ -27,7 +27,6 @@ from lance_ops.errors import (
     UnsupportedIndexTypeError,
 )
 from lance_ops.index.legacy_ivf import (
-    encode_legacy_ivf_pq,
     is_legacy_index,
     read_legacy_model,
     read_legacy_partitions,
@@ -153,18 +152,10 @@ def test_pylance_writes_we_decode_search_and_report(tmp_path: Path, metric: str,
     )
     # re-encoding what we decoded gives pylance's file back, byte for byte
     ids = np.asarray(list(rows), np.uint64)
-    data = encode_legacy_ivf_pq(
-        name=model.name,
-        column=model.column,
-        dataset_version=model.dataset_version,
-        metric=model.metric,
-        centroids=model.centroids,
-        codebook=model.codebook,
-        num_bits=model.num_bits,
-        loss=model.loss,
-        row_ids=ids,
-        partition=np.asarray([rows[i][0] for i in rows.keys()]),
-        codes=np.frombuffer(b"".join(rows[i][1] for i in rows.keys()), np.uint8).reshape(len(ids), -1),
+    data = model.file_bytes(
+        ids,
+        np.asarray([rows[i][0] for i in rows.keys()]),
+        np.frombuffer(b"".join(rows[i][1] for i in rows.keys()), np.uint8).reshape(len(ids), -1),
     )
     assert data == ds.storage.store.read(
         str(path / "_indices" / str(uuid.UUID(bytes=index.uuid)) / "index.idx")
