@@ -51,6 +51,7 @@ from lance_ops.index.build_vector import (
 )
 from lance_ops.index.files import IndexWriter
 from lance_ops.index.ivf import read_partition
+from lance_ops.index.legacy_ivf import is_legacy_index, legacy_partition_table
 from lance_ops.index.optimize import column_rows
 from lance_ops.index.types import VECTOR_TYPES, index_type_of
 from lance_ops.ops.indices import segments_of
@@ -147,7 +148,8 @@ class PqModel:
 
 class IndexFileVersion(StrEnum):
     """The file layout of a vector index (pylance's ``IndexFileVersion``; what
-    ``index_stats(...)["indices"][i]["index_file_version"]`` reports). lance_ops writes V3."""
+    ``index_stats(...)["indices"][i]["index_file_version"]`` reports). lance_ops writes both (Legacy:
+    IVF_PQ only, as pylance 14)."""
 
     LEGACY = "Legacy"
     V3 = "V3"
@@ -538,7 +540,12 @@ class VectorIndexReader:
         """The rows of partition ``partition_id`` in every segment: ``_rowid``, and with
         ``with_vector`` the stored codes (``__pq_code``, ``__sq_code`` or ``flat``)."""
         storage = self.dataset.handle.files.storage
-        tables = [read_partition(storage, s, self._kind, partition_id, with_vector) for s in self._segments]
+        tables = [
+            legacy_partition_table(storage, s, partition_id, with_vector)
+            if self._kind == "IVF_PQ" and is_legacy_index(storage, s)
+            else read_partition(storage, s, self._kind, partition_id, with_vector)
+            for s in self._segments
+        ]
         return pa.concat_tables(tables)
 
 

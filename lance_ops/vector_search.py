@@ -72,6 +72,13 @@ from lance_ops.index.ivf import (
     _Storage,
     unpack_4bit,
 )
+from lance_ops.index.legacy_ivf import (
+    LEGACY_FILE,
+    LegacyIvfPq,
+    is_legacy_index,
+    read_legacy_model,
+    read_legacy_partitions,
+)
 from lance_ops.index.types import VECTOR_TYPES, covers_no_fragment, index_type_of
 from lance_ops.io.context import StorageContext
 from lance_ops.io.index_cache import count_comparisons
@@ -401,6 +408,7 @@ class VectorQuery:
         codes = np.concatenate([b[1] for b in blocks]) if blocks else np.empty((0, width), np.float32)
         if metric == "hamming":
             return ids, _flat_distance(codes, q, "hamming")
+        assert state.header is not None  # legacy files are IVF_PQ (codebook above)
         vectors = _decode(state.header, kind, codes, 0.0)
         if metric == "l2" or (metric == "cosine" and kind.endswith("SQ")):
             # pylance 14 reports a cosine IVF_SQ's distance as the squared l2 from the normalized
@@ -567,10 +575,11 @@ class _Segment:
     kind: str
     offsets: np.ndarray
     lengths: np.ndarray
-    header: _Storage  # parameters and global buffers; no rows
+    header: _Storage | None  # parameters and global buffers; no rows (None: legacy)
     codebook: np.ndarray | None  # PQ: [m, codewords, sub-vector dim]
     reader: Any
     path: str
+    legacy: LegacyIvfPq | None = None  # a legacy IVF_PQ file (header and reader unused)
 
     @property
     def nbytes(self) -> int:
@@ -585,6 +594,20 @@ def _segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Segment
 
 
 def _open_segment(ctx: StorageContext, segment: IndexMetadata, kind: str) -> _Segment:
+    if kind == "IVF_PQ" and is_legacy_index(ctx, segment):
+        model = read_legacy_model(ctx, segment)
+        return _Segment(
+            model.centroids,
+            model.metric,
+            kind,
+            model.offsets,
+            model.lengths,
+            None,
+            model.codebook,
+            None,
+            ctx.path("_indices", str(uuid.UUID(bytes=segment.uuid)), LEGACY_FILE),
+            model,
+        )
     path = ctx.path("_indices", str(uuid.UUID(bytes=segment.uuid)), STORAGE_FILE)
     size = next((f.size_bytes for f in segment.files if f.path == STORAGE_FILE), None)
     code_column = _CODE_COLUMNS[kind.rsplit("_", 1)[1]]
@@ -633,8 +656,17 @@ def _partitions(
     def load(positions: list[int]) -> list[_Partition]:
         chosen = probed[positions]
         loaded: list[_Partition] = []
-        code_column = state.header.code_column
-        transposed = state.header.transposed
+        if state.legacy is not None:
+            assert state.codebook is not None
+            parts = read_legacy_partitions(ctx, segment, state.legacy, chosen.tolist())
+            for p, (ids, rows) in zip(chosen.tolist(), parts, strict=True):
+                cached, extra = _pq_block(state.codebook, rows.T, state.centroids[p], state.metric)
+                loaded.append((ids, cached, extra))
+            return loaded
+        header = state.header
+        assert header is not None
+        code_column = header.code_column
+        transposed = header.transposed
         with _storage_errors(state.path, segment):
             for run in np.split(chosen, np.flatnonzero(np.diff(chosen) != 1) + 1):
                 table = state.reader.read_range(
@@ -650,7 +682,7 @@ def _partitions(
                     block = flat[start * width : (start + n) * width]
                     if state.codebook is not None:  # PQ: [m, n], as stored when transposed
                         codes = block.reshape(width, n) if transposed else block.reshape(n, width).T
-                        if state.header.nbits == 4:  # two codes a byte -> [m, n]
+                        if header.nbits == 4:  # two codes a byte -> [m, n]
                             codes = unpack_4bit(codes, axis=0)
                         cached, extra = _pq_block(state.codebook, codes, state.centroids[p], state.metric)
                         loaded.append((ids[start : start + n].copy(), cached, extra))

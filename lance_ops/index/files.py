@@ -203,6 +203,11 @@ class IndexWriter:
                 writer.write_batch(table)
         self._files.append(IndexFile(name, writer.bytes_written))
 
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Write ``data`` as ``name`` (a file that is not a Lance 2.x file: pylance's legacy index)."""
+        self._ctx.store.write(self.path(name), data)
+        self._files.append(IndexFile(name, len(data)))
+
     def copy(self, ctx: StorageContext, index: IndexMetadata, name: str) -> None:
         """Copy ``name`` of ``index`` unchanged."""
         source = _file_path(ctx, index, name)

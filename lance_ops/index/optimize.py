@@ -41,6 +41,7 @@ from lance_ops.index.build_vector import build_ivf, multivector_model, params_fr
 from lance_ops.index.files import IndexWriter, RemapResult
 from lance_ops.index.ivf import extend_ivf
 from lance_ops.index.json_index import extract_keys, json_target
+from lance_ops.index.legacy_ivf import is_legacy_index
 from lance_ops.index.ngram import write_ngram
 from lance_ops.index.types import (
     BITMAP,
@@ -206,6 +207,13 @@ def merge_segment_files(
     """The files of one new segment of ``kind`` over the rows of the segments ``merged`` and the
     live rows of ``fragments`` (none: the segments merged as they are), with ``template``'s model
     and parameters, by each type's codec."""
+    if kind == "IVF_PQ" and any(is_legacy_index(ctx, s) for s in (template, *merged)):
+        raise UnsupportedIndexTypeError(
+            f"IVF_PQ index {template.name!r} is in the legacy index file version, which lance_ops "
+            "(like pylance 14) does not extend or merge: rebuild it with create_index(..., "
+            "replace=True) to get a V3 index",
+            template.name,
+        )
     column = _column_path(manifest, template)
     json_path = None
     if kind == JSON:  # the target index's files, over the values at the path

@@ -10,7 +10,8 @@ BTREE           pages rebuilt (removed rows dropped, lookup recomputed)
 BITMAP          every key's row set remapped
 LABEL_LIST      as BITMAP, plus the null-lists row set
 NGRAM           every n-gram's posting list remapped
-IVF_FLAT/PQ/SQ  storage rows remapped, partition sizes updated, model copied
+IVF_FLAT/PQ/SQ  storage rows remapped, partition sizes updated, model copied (a legacy IVF_PQ
+                ``index.idx``: rewritten whole, still legacy, as pylance 14)
 IVF_HNSW_*      as IVF_*; graphs copied, or without removed nodes (repaired, renumbered)
 INVERTED        documents' row ids rewritten; removed rows leave (documents renumbered,
                 scores, impacts and positions rewritten, emptied tokens dropped)
@@ -31,6 +32,7 @@ from lance_ops.index.btree import remap_btree
 from lance_ops.index.files import RemapResult, new_index_directory
 from lance_ops.index.inverted import remap_inverted
 from lance_ops.index.ivf import remap_ivf
+from lance_ops.index.legacy_ivf import is_legacy_index, remap_legacy_ivf_pq
 from lance_ops.index.mapping import RowAddressMapping
 from lance_ops.index.types import (
     BITMAP,
@@ -76,6 +78,8 @@ def _remap(ctx: StorageContext, index: IndexMetadata, mapping: RowAddressMapping
         return remap_bitmap(ctx, index, mapping, NGRAM_LAYOUT)
     if kind == INVERTED:
         return remap_inverted(ctx, index, mapping)
+    if kind == "IVF_PQ" and is_legacy_index(ctx, index):
+        return remap_legacy_ivf_pq(ctx, index, mapping)
     if kind in VECTOR_TYPES:
         return remap_ivf(ctx, index, mapping, kind)
     raise UnsupportedIndexTypeError(

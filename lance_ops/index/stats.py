@@ -14,7 +14,9 @@ IVF_*       ``index_type``, ``uuid``, ``uri`` (of ``index.idx``), ``metric_type`
             ``sub_index`` (the quantizer's or HNSW graph's parameters: the storage metadata without
             the codebook's place, the first partition's graph header for HNSW), ``partitions``
             (``[{"size": rows}]``), ``centroids`` (lists of floats), ``loss``,
-            ``index_file_version`` (``"V3"``)
+            ``index_file_version`` (``"V3"``; ``"Legacy"`` for a legacy IVF_PQ ``index.idx``, whose
+            ``sub_index`` is ``index_type``, ``nbits``, ``num_sub_vectors``, ``dimension``,
+            ``metric_type``)
 INVERTED    ``params`` (the tokenizer, the ``params`` JSON of ``metadata.lance``), ``num_tokens`` and
             ``num_docs`` (summed over the partitions: tokens of each ``part_<p>_tokens.lance``,
             rows of each ``part_<p>_docs.lance``; a token in two partitions counts twice)
@@ -39,6 +41,7 @@ from lance_ops.file import LanceFileReader
 from lance_ops.index.bloomfilter import bloomfilter_stats
 from lance_ops.index.files import read_index_file
 from lance_ops.index.ivf_pb import IVF, tensor_array
+from lance_ops.index.legacy_ivf import LEGACY_FILE, is_legacy_index, read_legacy_model
 from lance_ops.index.types import (
     BITMAP,
     BLOOMFILTER,
@@ -162,7 +165,33 @@ def _ivf(index: IndexMetadata, metadata: dict[str, str], reader: LanceFileReader
     return message
 
 
+def _legacy(ctx: StorageContext, index: IndexMetadata, kind: str) -> dict[str, Any]:
+    """A legacy IVF_PQ file's details, as pylance 14 reports them (its PQ's metric is the index's)."""
+    model = read_legacy_model(ctx, index)
+    sub_index = {
+        "index_type": "PQ",
+        "nbits": model.num_bits,
+        "num_sub_vectors": model.num_sub_vectors,
+        "dimension": model.dimension,
+        "metric_type": model.metric,
+    }
+    return {
+        "index_type": kind,
+        "uuid": uuid_text(index),
+        "uri": ctx.store.join(index_dir(ctx, index), LEGACY_FILE),
+        "metric_type": model.metric,
+        "num_partitions": len(model.lengths),
+        "sub_index": sub_index,
+        "partitions": [{"size": int(n)} for n in model.lengths],
+        "centroids": model.centroids.tolist(),
+        "loss": model.loss,
+        "index_file_version": "Legacy",
+    }
+
+
 def _vector(ctx: StorageContext, index: IndexMetadata, kind: str) -> dict[str, Any]:
+    if kind == "IVF_PQ" and is_legacy_index(ctx, index):
+        return _legacy(ctx, index, kind)
     model_meta, model = _header(ctx, index, "index.idx")
     storage_meta, storage = _header(ctx, index, "auxiliary.idx")
     model_ivf = _ivf(index, model_meta, model, "index.idx")

@@ -57,6 +57,7 @@ from lance_ops.index.build_vector import (
     vector_rows,
 )
 from lance_ops.index.files import IndexWriter, RemapResult
+from lance_ops.index.legacy_ivf import build_legacy_ivf_pq
 from lance_ops.index.optimize import column_rows
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.manifest import DataFragment, IndexMetadata, Manifest
@@ -248,21 +249,26 @@ def create_index(
     and ``pq_codebook`` (``[num_sub_vectors, 2**num_bits, dim / num_sub_vectors]``: a numpy array,
     a fixed-shape tensor array, or a ``fixed_size_list`` array of ``2**num_bits`` rows of ``dim`` as
     ``PqModel.codebook``) are used as given instead of trained, as pylance; ``index_file_version``
-    may be ``"V3"`` (what lance_ops writes) only. ``train=False`` commits pylance 14's empty index
-    (the entry alone: no file, no fragment; ``optimize_indices`` trains it), ``skip_transpose=True``
-    stores PQ codes row-major; pylance's other keywords are taken as :func:`_check_keywords` says."""
-    if (
-        index_file_version is not None
-        and str(getattr(index_file_version, "value", index_file_version)) != "V3"
-    ):
-        raise UnsupportedFeatureError(
-            f"column {column!r}: lance_ops writes vector index files of version V3, "
-            f"not {index_file_version!r}"
+    ``"Legacy"`` writes an IVF_PQ index as pylance's legacy ``index.idx``
+    (:mod:`lance_ops.index.legacy_ivf`; other types ignore it and write V3 files, as pylance 14).
+    ``train=False`` commits pylance 14's empty index (the entry alone: no file, no fragment;
+    ``optimize_indices`` trains it), ``skip_transpose=True`` stores PQ codes row-major;
+    pylance's other keywords are taken as :func:`_check_keywords` says."""
+    file_version = str(getattr(index_file_version, "value", index_file_version or "V3"))
+    if file_version not in ("V3", "Legacy"):
+        raise InvalidArgumentError(
+            f"column {column!r}: index_file_version must be 'V3' or 'Legacy', not {index_file_version!r}"
         )
     train = kwargs.pop("train", True)
     transpose = not kwargs.pop("skip_transpose", False)
     _check_keywords(column, kwargs)
     plan = plan_vector_index(files, column, index_type, **kwargs)
+    # as pylance 14: only IVF_PQ has a legacy file; the other types write V3 whatever is asked
+    legacy = file_version == "Legacy" and plan.params.index_type == "IVF_PQ"
+    if legacy and not train:
+        raise UnsupportedFeatureError(
+            f"column {column!r}: an untrained (train=False) index has no legacy file version"
+        )
     if not train:  # pylance 14: the entry alone, no file, no fragment; optimize_indices trains it
         empty = RemapResult(
             uuid_module.uuid4().bytes, (), (VECTOR_DETAILS_URL, index_details(plan.params)), 1
@@ -271,11 +277,23 @@ def create_index(
     fragments = list(files.manifest.fragments)
     rows, row_ids = column_rows(files.storage, files.manifest, fragments, column, "_rowid")
     values, ids = vector_rows(rows, row_ids)
+    if legacy and is_multivector_type(values.type):
+        raise UnsupportedFeatureError(
+            f"column {column!r}: lance_ops writes legacy IVF_PQ files of vector columns only"
+        )
     model: TrainedIvf | None
     if ivf_centroids is not None or pq_codebook is not None:
         model = given_model(plan.params, values, ivf_centroids, pq_codebook)
     else:
         model = multivector_model(plan.params, rows)
+    if legacy:
+        if model is None:
+            matrix = as_matrix(values, column)
+            model = train_ivf(plan.params, len(matrix), matrix.shape[1], lambda positions: matrix[positions])
+        writer = IndexWriter(files.storage)
+        loss = None if ivf_centroids is not None else model.loss  # as pylance
+        result = build_legacy_ivf_pq(writer, model, values, ids, plan.name, files.manifest.version, loss)
+        return commit_vector_index(files, plan, fragments, result, options)
     result = build_ivf(IndexWriter(files.storage), plan.params, values, ids, model, transpose)
     return commit_vector_index(files, plan, fragments, result, options)
 

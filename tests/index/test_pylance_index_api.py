@@ -22,7 +22,6 @@ from lance_ops.errors import (
     IndexColumnTypeError,
     InvalidArgumentError,
     PartitionOutOfRangeError,
-    UnsupportedFeatureError,
 )
 from lance_ops.indices import IndexFileVersion, IndicesBuilder, VectorIndexReader
 from lance_ops.vector import validate_vector_index
@@ -160,8 +159,8 @@ def test_nearest_shapes_as_pylance(path: Path) -> None:
 
 def test_bad_model_input_commits_nothing(path: Path) -> None:
     ds = lance_ops.dataset(str(path))
-    with pytest.raises(UnsupportedFeatureError, match="V3"):
-        ds.create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4, index_file_version="Legacy")
+    with pytest.raises(InvalidArgumentError, match="index_file_version"):
+        ds.create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4, index_file_version="V2")
     with pytest.raises(InvalidArgumentError, match="ivf_centroids of shape"):
         ds.create_index("vec", "IVF_FLAT", num_partitions=4, ivf_centroids=np.zeros((3, DIM)))
     with pytest.raises(InvalidArgumentError, match="pq_codebook of"):
