@@ -64,8 +64,9 @@ class MergeInsertBuilder:
         return self._with(retry_timeout=timeout.total_seconds())
 
     def use_index(self, use_index: bool) -> MergeInsertBuilder:
-        """Accepted for pylance's API; the target is pruned by page statistics, not by an index."""
-        return self
+        """Whether a scalar index of a key column may select the target rows read (default True;
+        False: the target is pruned by page statistics only, and the plan can be reported)."""
+        return self._with(use_index=bool(use_index))
 
     def explain_plan(self, schema: pa.Schema | None = None, verbose: bool = False) -> str:
         """How the merge would run for a source of ``schema`` (default: the dataset's)."""

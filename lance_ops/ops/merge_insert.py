@@ -48,13 +48,13 @@ from lance_ops.errors import (
     InvalidArgumentError,
     MergeInsertError,
     RetryableCommitConflictError,
+    UnsupportedFeatureError,
     WriteSchemaError,
 )
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.writer import to_reader
 from lance_ops.index.scalar_query import KeyRows, key_rows
-from lance_ops.index.types import pylance_type_name
 from lance_ops.ops.changes import MERGE_KEYS_PROPERTY
 from lance_ops.ops.commit import CommitOptions
 from lance_ops.ops.delete import FragmentDeletion
@@ -89,6 +89,8 @@ class MergeInsertPlan:
     """What a merge insert does (the builder's settings).
 
     ``when_matched``: ``"update"``, ``"delete"``, ``"fail"`` or None (matched rows are kept).
+    ``use_index``: a scalar index of a key column may select the target rows read (pylance's
+    ``use_index``; False: page statistics only).
     """
 
     on: tuple[str, ...]
@@ -99,6 +101,7 @@ class MergeInsertPlan:
     by_source_condition: str | None = None
     conflict_retries: int = CONFLICT_RETRIES
     retry_timeout: float = RETRY_TIMEOUT_SECONDS
+    use_index: bool = True
 
     def check_keys(self, schema: pa.Schema) -> None:
         """Refuse keys the dataset lacks (pylance's error)."""
@@ -356,7 +359,8 @@ class _Merge:
         key column's index: a task merging some fragments (:func:`merge_fragments`) would read the
         index once per fragment, so it prunes by the statistics."""
         chosen = self.files.fragments() if fragments is None else fragments
-        written = self._batches(chosen, insert, fragments is None) if batches is None else batches
+        use_index = fragments is None and self.plan.use_index
+        written = self._batches(chosen, insert, use_index) if batches is None else batches
         try:
             self.rewrite.write(written, lambda: _concat(self.carried))
         except BaseException:
@@ -776,9 +780,26 @@ def _clauses(plan: MergeInsertPlan) -> str:
     )
 
 
+def _refuse_index_path(files: VersionFiles, plan: MergeInsertPlan, source: pa.Table, what: str) -> None:
+    """As pylance 14, a merge whose target rows a key column's scalar index selects has no plan
+    to report (``what``): :class:`UnsupportedFeatureError` naming the index (``use_index(False)``
+    reports the plan of the merge without it)."""
+    if not plan.use_index or plan.delete_not_matched_by_source:
+        return
+    keyed = _index_key(files, source, plan.on)
+    if keyed is not None:
+        key, found = keyed
+        raise UnsupportedFeatureError(
+            f"This merge insert configuration does not support {what}: the join takes the "
+            f"scalar-index execution path (index {found.name!r} on {key!r}); "
+            "use_index(False) reports the plan without it"
+        )
+
+
 def explain(files: VersionFiles, plan: MergeInsertPlan, source: pa.Schema, verbose: bool = False) -> str:
     """What a merge of a source shaped like ``source`` does on the version ``files`` reads."""
     merge = _Merge(files, plan, source.empty_table())
+    _refuse_index_path(files, plan, merge.source, "explain_plan")
     every_row = plan.delete_not_matched_by_source
     lines = [
         f"MergeInsert: {_clauses(plan)}",
@@ -791,16 +812,6 @@ def explain(files: VersionFiles, plan: MergeInsertPlan, source: pa.Schema, verbo
         ),
         f"    Source: in memory, projection=[{', '.join(source.names)}]",
     ]
-    keyed = None if every_row else _index_key(files, merge.source, plan.on)
-    if keyed is not None:  # the index the merge of a whole version prunes with (_Merge._batches)
-        key, found = keyed
-        covered = sum(f.id in found.covered for f in files.manifest.fragments)
-        lines.insert(
-            3,
-            f"      ScalarIndexQuery: query=[{key} IN (source keys)]@{found.name}"
-            f"({pylance_type_name(found.kind)}), fragments={covered}/{len(files.manifest.fragments)}"
-            " (rows that may match read from those; pages pruned elsewhere)",
-        )
     if verbose:
         lines.append(
             f"  Write: new fragments (updated then inserted rows), deletion files; one Update on "
@@ -811,6 +822,7 @@ def explain(files: VersionFiles, plan: MergeInsertPlan, source: pa.Schema, verbo
 
 def analyze(files: VersionFiles, plan: MergeInsertPlan, data: Any, schema: pa.Schema | None) -> str:
     """Run the merge without committing (its files are removed again) and describe what it did."""
+    _refuse_index_path(files, plan, _source_schema(files, data, schema).empty_table(), "plan reporting")
     started = time.perf_counter()
     prepared = prepare(files, plan, data, schema)
     elapsed = time.perf_counter() - started
