@@ -156,15 +156,22 @@ def join_list_rows(values: pa.Array) -> pa.Array:
     return pa.array(texts, pa.large_string())
 
 
+def _model_directory(kind: str, name: str, base_tokenizer: str) -> Path:
+    """The directory of language model ``name`` (under :func:`language_model_home`), which must
+    exist (:class:`LanguageModelError` naming the ``kind`` of tokenizer otherwise)."""
+    home = language_model_home()
+    if home is None:
+        raise LanguageModelError(f"{kind} tokenizer: no language model directory for {base_tokenizer!r}")
+    root = home / name
+    if not root.is_dir():
+        raise LanguageModelError(f"{kind} tokenizer: {root} is not a valid directory")
+    return root
+
+
 def load_jieba(base_tokenizer: str) -> JiebaTokenizer:
     """The model of ``base_tokenizer`` (``"jieba"`` or ``"jieba/<model>"``), read from disk."""
     name = "jieba/default" if base_tokenizer == "jieba" else base_tokenizer
-    home = language_model_home()
-    if home is None:
-        raise LanguageModelError(f"jieba tokenizer: no language model directory for {base_tokenizer!r}")
-    root = home / name
-    if not root.is_dir():
-        raise LanguageModelError(f"jieba tokenizer: {root} is not a valid directory")
+    root = _model_directory("jieba", name, base_tokenizer)
     main, users = root / "dict.txt", []
     config_path = root / "config.json"
     if config_path.exists():
@@ -212,12 +219,7 @@ def check_lindera_model(base_tokenizer: str) -> None:
     tokenizer: no such model directory, or a ``config.yml`` that is not YAML or names a dictionary
     that does not exist (lindera resolves those paths from the working directory). lance_ops builds
     no lindera tokenizer: a model that would load is refused by the caller as unsupported."""
-    home = language_model_home()
-    if home is None:
-        raise LanguageModelError(f"lindera tokenizer: no language model directory for {base_tokenizer!r}")
-    root = home / base_tokenizer
-    if not root.is_dir():
-        raise LanguageModelError(f"lindera tokenizer: {root} is not a valid directory")
+    root = _model_directory("lindera", base_tokenizer, base_tokenizer)
     config_path = root / "config.yml"
     if not config_path.exists():
         return
