@@ -33,6 +33,7 @@ __all__ = [
     "IndexFileData",
     "IndexWriter",
     "RemapResult",
+    "cached_index_file",
     "index_file_names",
     "new_index_directory",
     "read_index_file",
@@ -123,6 +124,18 @@ def read_index_file(ctx: StorageContext, index: IndexMetadata, name: str) -> Ind
     except CorruptFileError as exc:
         raise IndexCorruptError(path, f"index {index.name!r}: {exc.reason}") from exc
     return IndexFileData(table, str(reader.version), buffers)
+
+
+def cached_index_file(ctx: StorageContext, index: IndexMetadata, name: str) -> IndexFileData:
+    """:func:`read_index_file` through the opened dataset's index cache (index files never change
+    under a uuid)."""
+    return ctx.index_cache.get(
+        ("file", index.uuid, name), lambda: read_index_file(ctx, index, name), _file_bytes, kind="index"
+    )
+
+
+def _file_bytes(data: IndexFileData) -> int:
+    return int(data.table.nbytes) + sum(len(b) for b in data.global_buffers)
 
 
 @dataclass

@@ -39,7 +39,7 @@ from lance_ops.errors import (
 )
 from lance_ops.index.bitmap import BITMAP_LAYOUT
 from lance_ops.index.btree import LOOKUP
-from lance_ops.index.files import read_index_file
+from lance_ops.index.files import cached_index_file
 from lance_ops.index.types import BITMAP, BTREE, ZONEMAP
 from lance_ops.index.zonemap import FILE as ZONEMAP_FILE
 from lance_ops.io.context import StorageContext
@@ -146,7 +146,7 @@ def key_type(ctx: StorageContext, kind: str, index: IndexMetadata) -> pa.DataTyp
         BITMAP: (BITMAP_LAYOUT.file, "keys"),
         ZONEMAP: (ZONEMAP_FILE, "min"),
     }[kind]
-    return read_index_file(ctx, index, name).table.schema.field(column).type
+    return cached_index_file(ctx, index, name).table.schema.field(column).type
 
 
 def json_target(ctx: StorageContext, index: IndexMetadata) -> tuple[str, str, pa.DataType]:

@@ -53,7 +53,7 @@ from lance_ops.file.schema import is_json
 from lance_ops.index.bitmap import BITMAP_LAYOUT
 from lance_ops.index.bloomfilter import BLOOMFILTER_FILE, bloomfilter_rows
 from lance_ops.index.btree import LOOKUP, PAGES
-from lance_ops.index.files import IndexFileData, read_index_file
+from lance_ops.index.files import cached_index_file
 from lance_ops.index.json_index import JSON_DETAILS_URL, json_target
 from lance_ops.index.ngram import NGRAM_FILE, ngram_tokens
 from lance_ops.index.treemap import decode_bitmap64
@@ -183,12 +183,12 @@ def _btree(
     cache (an ``IN`` list's values matched against the pages' bounds and then the pages' values all
     at once; ``wanted``: the values of an ``in`` bound as an array, instead of its scalars). Counts
     the pages' bounds and the values of the pages read as comparisons."""
-    lookup = _cached(ctx, index, LOOKUP).table
+    lookup = cached_index_file(ctx, index, LOOKUP).table
     if wanted is None and bound.op in ("eq", "in"):
         wanted = _value_set(bound, lookup.schema.field("max").type)
     batch_size = _page_rows(lookup)
     if batch_size <= 0:  # not a layout we know: read every page
-        table = _cached(ctx, index, PAGES).table
+        table = cached_index_file(ctx, index, PAGES).table
         values = table.column("values").combine_chunks()
         count_comparisons(len(values))
         ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
@@ -216,26 +216,14 @@ def _page_rows(lookup: pa.Table) -> int:
 def prewarm(ctx: StorageContext, index: IndexMetadata, kind: str) -> None:
     """Read the whole of a scalar index (not INVERTED) into the dataset's index cache."""
     if kind != BTREE:
-        _cached(ctx, index, _FILE_OF[kind])
+        cached_index_file(ctx, index, _FILE_OF[kind])
         return
-    lookup = _cached(ctx, index, LOOKUP).table
+    lookup = cached_index_file(ctx, index, LOOKUP).table
     batch_size = _page_rows(lookup)
     if batch_size <= 0:
-        _cached(ctx, index, PAGES)
+        cached_index_file(ctx, index, PAGES)
     else:
         _btree_page_data(ctx, index, np.arange(lookup.num_rows), batch_size)
-
-
-def _cached(ctx: StorageContext, index: IndexMetadata, name: str) -> IndexFileData:
-    """Index file ``name`` read whole, through the dataset's index cache (index files never change
-    under a uuid)."""
-    return ctx.index_cache.get(
-        ("file", index.uuid, name), lambda: read_index_file(ctx, index, name), _file_bytes, kind="index"
-    )
-
-
-def _file_bytes(data: IndexFileData) -> int:
-    return int(data.table.nbytes) + sum(len(b) for b in data.global_buffers)
 
 
 def _btree_page_data(
@@ -299,14 +287,14 @@ def _sets(table: pa.Table, hit: Callable[[pa.Array], np.ndarray], union: bool) -
 def _bitmap(
     ctx: StorageContext, index: IndexMetadata, bound: Bound, wanted: pa.Array | None = None
 ) -> np.ndarray:
-    table = _cached(ctx, index, BITMAP_LAYOUT.file).table
+    table = cached_index_file(ctx, index, BITMAP_LAYOUT.file).table
     if wanted is None and bound.op in ("eq", "in"):
         wanted = _value_set(bound, table.schema.field("keys").type)
     return _sets(table, lambda keys: _matches(keys, bound, wanted), union=True)
 
 
 def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray:
-    zones = _cached(ctx, index, ZONEMAP_FILE).table
+    zones = cached_index_file(ctx, index, ZONEMAP_FILE).table
     count_comparisons(zones.num_rows)
     low, high = zones.column("min").combine_chunks(), zones.column("max").combine_chunks()
     nulls = np.asarray(zones.column("null_count"), dtype=np.int64)
@@ -337,7 +325,7 @@ def _zonemap(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndar
 def _bloomfilter(ctx: StorageContext, index: IndexMetadata, bound: Bound) -> np.ndarray | None:
     """Rows of the zones whose bloom filter may hold an ``=`` / ``IN`` value, or that hold a null
     (``IS NULL``); None (left to the scan) for other conditions."""
-    data = _cached(ctx, index, BLOOMFILTER_FILE)
+    data = cached_index_file(ctx, index, BLOOMFILTER_FILE)
     count_comparisons(data.table.num_rows)
     return bloomfilter_rows(data, bound)
 
@@ -445,7 +433,7 @@ _LABEL_FUNCTIONS = {  # the tree's names (sqlglot's spellings of array_has / arr
 
 def _labels(ctx: StorageContext, index: IndexMetadata, condition: LabelCondition) -> np.ndarray | None:
     """Rows holding the labels (None when a value does not fit the key type: left to the scan)."""
-    table = _cached(ctx, index, BITMAP_LAYOUT.file).table
+    table = cached_index_file(ctx, index, BITMAP_LAYOUT.file).table
     key_type = table.schema.field("keys").type
     try:
         wanted = pa.array(list(condition.values)).cast(key_type)
@@ -629,7 +617,7 @@ def _ngram(ctx: StorageContext, index: IndexMetadata, condition: TextCondition) 
     wanted = np.unique(ngram_tokens(parts, np.zeros(len(parts), np.uint64))[0])
     if not wanted.size:
         return None
-    table = _cached(ctx, index, NGRAM_FILE).table
+    table = cached_index_file(ctx, index, NGRAM_FILE).table
     count_comparisons(int(wanted.size))
     tokens = np.asarray(table.column("tokens").combine_chunks().fill_null(0), np.uint32)
     at = np.searchsorted(tokens, wanted)
