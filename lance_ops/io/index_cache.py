@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from lance_ops.errors import InvalidArgumentError
+
 __all__ = [
     "BYTES_PER_CACHE_ENTRY",
     "DEFAULT_INDEX_CACHE_BYTES",
@@ -89,8 +91,7 @@ class IndexCache:
     """Least-recently-used index entries up to ``capacity_bytes`` (see the module docstring)."""
 
     def __init__(self, capacity_bytes: int = DEFAULT_INDEX_CACHE_BYTES) -> None:
-        if capacity_bytes < 0:
-            raise ValueError(f"index_cache_size_bytes must be >= 0, got {capacity_bytes}")
+        _check_budget(capacity_bytes)
         self.capacity_bytes = int(capacity_bytes)
         self._entries: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
         self._bytes = 0
@@ -153,19 +154,20 @@ class IndexCache:
                 self._bytes -= old[1]
             self._entries[key] = (value, nbytes)
             self._bytes += nbytes
-            while self._bytes > self.capacity_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
+            self._evict()
 
     def resize(self, capacity_bytes: int) -> None:
         """Change the budget (entries over it go, least recently used first)."""
-        if capacity_bytes < 0:
-            raise ValueError(f"index_cache_size_bytes must be >= 0, got {capacity_bytes}")
+        _check_budget(capacity_bytes)
         with self._lock:
             self.capacity_bytes = int(capacity_bytes)
-            while self._bytes > self.capacity_bytes:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used entries until the budget holds (the lock held)."""
+        while self._bytes > self.capacity_bytes:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self._bytes -= dropped
 
     @property
     def entry_count(self) -> int:
@@ -179,3 +181,8 @@ class IndexCache:
         """Hits over lookups since the cache was made (0.0 before the first lookup)."""
         lookups = self._hits + self._misses
         return self._hits / lookups if lookups else 0.0
+
+
+def _check_budget(capacity_bytes: int) -> None:
+    if capacity_bytes < 0:
+        raise InvalidArgumentError(f"index_cache_size_bytes must be >= 0, got {capacity_bytes}")

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
-from lance_ops.errors import IndexNotFoundError, ResourcesExhaustedError
+from lance_ops.errors import IndexNotFoundError, InvalidArgumentError, ResourcesExhaustedError
 from lance_ops.io.index_cache import IndexCache, IndexCounter, counting_index_work
 from lance_ops.scan_stats import ScanStatistics
 
@@ -301,3 +301,11 @@ def test_mem_pool_bounds_btree_sort(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     theirs = lance.dataset(str(path))
     assert "ScalarIndexQuery" in theirs.scanner(filter="int = 500").explain_plan()
     assert theirs.to_table(filter="int = 500")["int"].to_pylist() == [500]
+
+
+def test_negative_cache_budget_is_refused(tmp_path: Path) -> None:
+    lance_ops.write_dataset(pa.table({"a": [1]}), str(tmp_path / "d"))
+    with pytest.raises(InvalidArgumentError, match="index_cache_size_bytes"):
+        lance_ops.dataset(str(tmp_path / "d"), index_cache_size_bytes=-1)
+    with pytest.raises(InvalidArgumentError, match="index_cache_size_bytes"):
+        IndexCache(1024).resize(-1)
