@@ -14,7 +14,8 @@ IPC file is one piece) are then cut into contiguous splits balanced by bytes, on
 session. Each task reads its splits with pyarrow, in order, and writes fragments with the data
 source's writer (:class:`jobs.datasource.LanceWriter`: the dataset's field ids, file format,
 encoding plan and page statistics); the driver commits them in split order as ONE ``Append``
-(``mode="overwrite"``: ``Overwrite``; ``mode="create"``: a new dataset, refused if one exists),
+(``mode="overwrite"``: ``Overwrite``, or with ``replace_where`` an ``Update`` replacing the rows
+a predicate selects; ``mode="create"``: a new dataset, refused if one exists),
 so the dataset's rows are the files' rows in the files' order, as an in-process
 ``write_dataset(pyarrow.dataset.dataset(source))`` leaves them.
 
@@ -195,6 +196,8 @@ def append_files(
     source_storage_options: Mapping[str, str] | None = None,
     max_rows_per_file: int | None = None,
     max_rows_per_group: int | None = None,
+    replace_where: str | None = None,
+    fill_missing: str | None = None,
     commit_message: str | None = None,
     transaction_properties: Mapping[str, str] | None = None,
     progress: ProgressCallback | None = None,
@@ -203,8 +206,12 @@ def append_files(
     """Write the rows of the ``format`` files at ``source`` (a file, a directory or a list of files,
     local or remote: ``source_storage_options``, else ``storage_options``, reach them) to the
     dataset at ``uri`` in ONE commit (``mode``: ``append``, ``create`` or ``overwrite``; module
-    docstring). ``tasks`` caps the Spark tasks (default: the session's slots); ``progress`` hears
-    of every finished task (:mod:`lance_ops.progress`)."""
+    docstring). With ``replace_where`` (a Lance SQL predicate, ``mode="overwrite"`` only) the rows
+    the predicate selects are replaced by the files' rows in one ``Update``; a file row it does not
+    select fails the job (nothing committed). ``fill_missing`` (``compute``, ``null``, ``error``)
+    says what rows get for dataset columns the files lack, as for the data source. ``tasks`` caps
+    the Spark tasks (default: the session's slots); ``progress`` hears of every finished task
+    (:mod:`lance_ops.progress`)."""
     lowered = mode.lower()
     if lowered not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
@@ -226,6 +233,12 @@ def append_files(
         options["max_rows_per_file"] = str(max_rows_per_file)
     if max_rows_per_group is not None:
         options["max_rows_per_group"] = str(max_rows_per_group)
+    if replace_where is not None:
+        if lowered != "overwrite":
+            raise InvalidArgumentError("replace_where needs mode='overwrite'")
+        options["replace_where"] = replace_where
+    if fill_missing is not None:
+        options["fill_missing"] = fill_missing
     if dataset is None or not dataset.files:
         if lowered == "append":
             try:

@@ -232,3 +232,30 @@ def test_append_files_of_no_rows(spark: SparkSession, tmp_path: Path) -> None:
     (tmp_path / "none").mkdir()
     assert jobs.append_files(spark, uri, str(tmp_path / "none")).num_files == 0
     assert lance.dataset(uri).version == 1
+
+
+def test_append_files_replace_where_and_fill_missing(spark: SparkSession, tmp_path: Path) -> None:
+    """A day's files replacing the rows a predicate selects (one Update; a file row outside it
+    fails the job, nothing committed), and a column the files lack filled with nulls."""
+    uri = str(tmp_path / "replace.lance")
+    lance.write_dataset(_table(0, 50), uri)
+    corrected = tmp_path / "corrected"
+    corrected.mkdir()
+    rows = pa.table({"id": pa.array([1000, 1001], pa.int64()), "cat": ["c1", "c1"], "maybe": [7, None]})
+    pq.write_table(rows, corrected / "c1.parquet")
+    for _ in range(2):  # run twice: the same rows again, one Update each
+        jobs.append_files(
+            spark, uri, str(corrected), mode="overwrite", replace_where="cat = 'c1'", fill_missing="null"
+        )
+        ds = lance.dataset(uri)
+        assert type(ds.read_transaction(ds.version).operation).__name__ == "Update"
+        replaced = ds.to_table(filter="cat = 'c1'")
+        assert replaced.column("id").to_pylist() == [1000, 1001]
+        assert replaced.column("tags").to_pylist() == [None, None]
+        assert ds.count_rows() == 50 - 10 + 2
+    version = lance.dataset(uri).version
+    with pytest.raises(Exception, match="do not match replace_where"):
+        jobs.append_files(spark, uri, str(corrected), mode="overwrite", replace_where="cat = 'c2'")
+    with pytest.raises(InvalidArgumentError, match="overwrite"):
+        jobs.append_files(spark, uri, str(corrected), replace_where="cat = 'c1'")
+    assert lance.dataset(uri).version == version
