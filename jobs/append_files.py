@@ -130,8 +130,12 @@ def _source(
     if not uris:
         return None, None
     filesystem, first = source_filesystem(uris[0], storage_options)
-    paths = [first, *(source_filesystem(u, storage_options)[1] for u in uris[1:])]
-    dataset = pads.dataset(paths if len(paths) > 1 else paths[0], format=file_format, filesystem=filesystem)
+    if len(uris) == 1:
+        dataset = pads.dataset(first, format=file_format, filesystem=filesystem)
+    else:  # each a file or a directory (its files listed as pyarrow lists them), in the order given
+        paths = [first, *(source_filesystem(u, storage_options)[1] for u in uris[1:])]
+        files = [f for p in paths for f in pads.dataset(p, format=file_format, filesystem=filesystem).files]
+        dataset = pads.dataset(files, format=file_format, filesystem=filesystem)
     return uris[0], dataset
 
 

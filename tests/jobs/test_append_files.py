@@ -4,6 +4,7 @@ files, and read and continued by pylance."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from pyspark.sql import SparkSession
 
 import jobs
 from jobs.append_files import FileSplit, plan_splits
+from jobs.append_files import main as append_files_main
 from lance_ops.errors import DatasetAlreadyExistsError, InvalidArgumentError, WriteSchemaError
 from lance_ops.progress import ProgressEvent
 
@@ -260,3 +262,14 @@ def test_append_files_replace_where_and_fill_missing(spark: SparkSession, tmp_pa
     with pytest.raises(InvalidArgumentError, match="overwrite"):
         jobs.append_files(spark, uri, str(corrected), replace_where="cat = 'c1'")
     assert lance.dataset(uri).version == version
+
+
+def test_append_files_main(
+    spark: SparkSession, tmp_path: Path, main_session: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uri = str(tmp_path / "main.lance")
+    one, two = _files(tmp_path / "a", [30]), _files(tmp_path / "b", [12], start=30)
+    result = append_files_main(["--uri", uri, "--source", str(one), "--source", str(two), "--mode", "create"])
+    assert result == {"version": 1, "rows": 42, "fragments": 2, "files": 2, "tasks": 2}
+    assert json.loads(capsys.readouterr().out) == result
+    assert lance.dataset(uri).to_table().column("id").to_pylist() == list(range(42))
