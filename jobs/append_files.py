@@ -263,13 +263,14 @@ def append_files(
     if not splits and lowered == "append":
         return AppendFilesResult(None, 0, 0, num_files, 0)
 
+    assert root is not None
+
     def task(group: list[FileSplit]) -> LanceCommitMessage:
         return writer.write_batches(_read(group, file_format, _arrow_filesystem(root, read_options), schema))
 
     tracker = Tracker.start(progress, WRITE, len(splits), "tasks")
     messages = on_executors(spark, splits, task, tracker)
-    committed = writer.commit(list(messages))
-    assert committed is not None  # not save mode "ignore"
+    committed = writer.commit_messages(messages)
     return AppendFilesResult(
         committed.version,
         sum(m.num_rows for m in messages),

@@ -622,11 +622,12 @@ class LanceWriter(DataSourceArrowWriter):
             return replace_rows(files, parse_predicate(self.replace_where, files.schema), fragments)
         return lance_ops.LanceOperation.Append(fragments)
 
-    def commit(self, messages: list[WriterCommitMessage | None]) -> lance_ops.LanceDataset | None:
-        """Commit the tasks' fragments as one transaction; the version committed (None: save mode
-        ``ignore`` skipped the write)."""
-        if self.skip:
-            return None
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if not self.skip:
+            self.commit_messages(messages)
+
+    def commit_messages(self, messages: Sequence[WriterCommitMessage | None]) -> lance_ops.LanceDataset:
+        """Commit the tasks' fragments as one transaction on ``read_version``; the version committed."""
         return self._commit(messages, self.read_version, self.transaction_properties)
 
     def _commit(

@@ -58,6 +58,12 @@ def _files(directory: Path, sizes: list[int], start: int = 0, row_group_size: in
     return directory
 
 
+def _operation(ds: lance.LanceDataset) -> str:
+    transaction = ds.read_transaction(ds.version)
+    assert transaction is not None
+    return type(transaction.operation).__name__
+
+
 def _data_files(uri: str) -> set[str]:
     data = Path(uri) / "data"
     return set(os.listdir(data)) if data.exists() else set()
@@ -123,7 +129,7 @@ def test_append_files_equals_in_process_write(spark: SparkSession, tmp_path: Pat
     lance.write_dataset(pads.dataset(str(day2)), reference, mode="append")
     ours, theirs = lance.dataset(uri), lance.dataset(reference)
     assert again.version == ours.version == 2
-    assert type(ours.read_transaction(2).operation).__name__ == "Append"
+    assert _operation(ours) == "Append"
     assert ours.to_table().equals(theirs.to_table())
 
     # pylance continues the history (rows as read from Parquet: its list child is named "element");
@@ -147,7 +153,7 @@ def test_append_files_overwrite_and_arrow_ipc(spark: SparkSession, tmp_path: Pat
     result = jobs.append_files(spark, uri, str(ipc), format="arrow", mode="overwrite")
     ds = lance.dataset(uri)
     assert result.version == ds.version == 2
-    assert type(ds.read_transaction(2).operation).__name__ == "Overwrite"
+    assert _operation(ds) == "Overwrite"
     assert ds.to_table().equals(pads.dataset(str(ipc), format="ipc").to_table())
     with pytest.raises(DatasetAlreadyExistsError):
         jobs.append_files(spark, uri, str(ipc), format="arrow", mode="create")
@@ -251,7 +257,7 @@ def test_append_files_replace_where_and_fill_missing(spark: SparkSession, tmp_pa
             spark, uri, str(corrected), mode="overwrite", replace_where="cat = 'c1'", fill_missing="null"
         )
         ds = lance.dataset(uri)
-        assert type(ds.read_transaction(ds.version).operation).__name__ == "Update"
+        assert _operation(ds) == "Update"
         replaced = ds.to_table(filter="cat = 'c1'")
         assert replaced.column("id").to_pylist() == [1000, 1001]
         assert replaced.column("tags").to_pylist() == [None, None]
