@@ -6,6 +6,9 @@ numpy and by Spark, so the DataFrame is built and cached in the JVM, never shipp
 
 * ``append``      — Spark: ``jobs.save(df)`` of a DataFrame of ``--rows`` rows (``--partitions`` tasks);
   pylance: ``lance.write_dataset(table, mode="append")``;
+* ``append_files`` (only with ``--append-files``, then alone) — Spark: ``jobs.append_files`` of
+  ``--source-files`` Parquet files holding the ``--rows`` rows; pylance:
+  ``lance.write_dataset(pyarrow.dataset.dataset(dir), mode="append")``;
 * ``delete``      — ``jobs.delete(spark, uri, "id % 10 = 3")`` vs ``ds.delete(...)``;
 * ``add_column``  — ``jobs.add_columns(spark, uri, {"y": "a * 2 + b"})`` vs ``ds.add_columns(...)``;
 * ``compaction``  — ``jobs.compact(spark, uri, target_rows_per_fragment=rows // 4)`` (after the
@@ -131,7 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--scaling", action="store_true", help="also time the append with 1, 2, 4 tasks")
     parser.add_argument("--driver-memory", default="3g", help="the local JVM's (it caches the frame)")
+    parser.add_argument("--append-files", action="store_true", help="time jobs.append_files only")
+    parser.add_argument("--source-files", type=int, default=10, help="Parquet files of --append-files")
     args = parser.parse_args(argv)
+    if args.append_files:
+        return append_files_main(args)
     import lance
 
     table = make_table(args.rows)
@@ -229,6 +236,64 @@ def main(argv: Sequence[str] | None = None) -> int:
                 scaled = make_frame(spark, args.rows, partitions)
                 seconds, _ = timed(lambda: jobs.save(scaled, fresh("scale")))  # noqa: B023 (called here)
                 print(f"| {partitions} | {seconds:.2f} |")
+    finally:
+        spark.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def append_files_main(args: argparse.Namespace) -> int:
+    """``--append-files``: ``jobs.append_files`` of ``--source-files`` Parquet files (``--rows`` rows
+    of :func:`make_table`) to a dataset of as many rows, against pylance's in-process append of the
+    same files, one after the other on fresh copies of the dataset; the process tree's CPU split
+    by kind as for the other operations."""
+    import lance
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    table = make_table(args.rows)
+    config = {"spark.ui.enabled": "false", "spark.driver.memory": args.driver_memory}
+    spark = get_spark("lance-ops-bench", master=args.master, config=config)
+    workdir = Path(tempfile.mkdtemp(prefix="lance-ops-spark-bench-"))
+    try:
+        source = workdir / "source"
+        source.mkdir()
+        per_file = -(-args.rows // args.source_files)
+        for n, start in enumerate(range(0, args.rows, per_file)):
+            pq.write_table(table.slice(start, per_file), source / f"part-{n:04d}.parquet")
+        base = str(workdir / "base.lance")
+        lance.write_dataset(table, base, max_rows_per_file=-(-args.rows // args.fragments))
+        spark_uri, pylance_uri = str(workdir / "spark.lance"), str(workdir / "pylance.lance")
+        for path in (spark_uri, pylance_uri):
+            shutil.copytree(base, path)
+        # the session's Python workers started by a tiny run of the same job (not counted)
+        tiny = workdir / "tiny"
+        tiny.mkdir()
+        pq.write_table(table.slice(0, 10), tiny / "t.parquet")
+        cold = timed(lambda: jobs.append_files(spark, str(workdir / "warm.lance"), str(tiny)))[0]
+        before = cpu_by_kind()
+        ours, our_cpu = timed(lambda: jobs.append_files(spark, spark_uri, str(source)))
+        after = cpu_by_kind()
+        theirs, their_cpu = in_process(
+            lambda: lance.write_dataset(pads.dataset(str(source)), pylance_uri, mode="append")
+        )
+        if not lance.dataset(spark_uri).to_table().equals(lance.dataset(pylance_uri).to_table()):
+            print("WRONG DATA: append_files: the Spark job and pylance disagree", file=sys.stderr)
+            return 1
+        kind = {k: after[k] - before[k] for k in before}
+        print(f"{args.rows:,} rows in {args.source_files} Parquet files appended to as many rows, Spark")
+        print(f"{args.master}; the session's first job (not counted): {cold:.2f} s\n")
+        print(
+            "| operation | Spark job (s) | pylance (s) | Spark CPU (s) | pylance CPU (s) | CPU ratio "
+            "| driver / JVM / Python workers CPU (s) |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---|")
+        print(
+            f"| append_files | {ours:.2f} | {theirs:.2f} | {our_cpu:.2f} | {their_cpu:.2f} | "
+            f"{our_cpu / max(their_cpu, 0.01):.2f} | "
+            f"{kind['driver']:.2f} / {kind['jvm']:.2f} / {kind['python']:.2f} |"
+        )
+        print(f"\nLoad average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs.")
     finally:
         spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -6,7 +6,9 @@
 distributed maintenance jobs (executors do the data work, the driver commits), ``jobs.cleanup``,
 ``jobs.optimize_indices`` and the ``jobs.tags`` helpers run on the driver; each is also
 ``python -m jobs.<name> --uri ...`` (see docs/spark.md);
-``jobs.save`` writes a DataFrame in any save mode; ``python -m jobs.pipeline`` is the main job.
+``jobs.save`` writes a DataFrame in any save mode; ``jobs.append_files`` writes Parquet / Arrow IPC
+files read by the executors with pyarrow (no rows through Spark's JVM);
+``python -m jobs.pipeline`` is the main job.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from jobs import tags
 from jobs.add_columns import add_columns
+from jobs.append_files import append_files
 from jobs.cleanup import cleanup
 from jobs.compact import compact
 from jobs.create_index import create_index
@@ -39,6 +42,7 @@ warnings.filterwarnings(
 __all__ = [
     "LanceDataSource",
     "add_columns",
+    "append_files",
     "cleanup",
     "compact",
     "create_index",

@@ -488,7 +488,19 @@ class LanceWriter(DataSourceArrowWriter):
     """Executors write fragments; the driver commits them as one Append, Overwrite or (replace-where)
     Update."""
 
-    def __init__(self, uri: str, spark_input_schema: StructType, overwrite: bool, options: Mapping[str, str]):
+    def __init__(
+        self,
+        uri: str,
+        spark_input_schema: StructType | pa.Schema,
+        overwrite: bool,
+        options: Mapping[str, str],
+    ):
+        # Spark hands the DataFrame's schema; ``jobs.append_files`` the Arrow schema of its files.
+        source_schema = (
+            spark_input_schema
+            if isinstance(spark_input_schema, pa.Schema)
+            else spark_arrow_schema(spark_input_schema)
+        )
         self.uri = uri
         self.storage_options = _json_option(options, "storage_options")
         self.manifest_store = _manifest_store_option(options)
@@ -515,11 +527,7 @@ class LanceWriter(DataSourceArrowWriter):
         self.read_version = None if existing is None else existing.version
         replacing = overwrite and self.replace_where is None
         self.overwrite = replacing or existing is None
-        self.schema = (
-            existing.schema
-            if existing is not None and not replacing
-            else spark_arrow_schema(spark_input_schema)
-        )
+        self.schema = existing.schema if existing is not None and not replacing else source_schema
         # New files match the dataset's format unless the caller names one.
         self.data_storage_version = options.get("data_storage_version") or (
             "stable" if existing is None else existing.data_storage_version
@@ -543,7 +551,7 @@ class LanceWriter(DataSourceArrowWriter):
         # any task runs. Null checks happen in the tasks.
         self.conform = Conform(self.schema, self.fill_missing)
         if not self.skip and append_to is not None:
-            self.conform.plan(spark_arrow_schema(spark_input_schema))
+            self.conform.plan(source_schema)
 
     def _existing(self) -> lance_ops.LanceDataset | None:
         """The latest version of the dataset at ``uri``, or None if there is none yet."""
@@ -578,9 +586,11 @@ class LanceWriter(DataSourceArrowWriter):
         if self.skip:
             return LanceCommitMessage()
         size_to_task()  # the encoders' threads: this task's cores, not the executor's
-        return profiled(self._write, iterator)
+        return profiled(self.write_batches, iterator)
 
-    def _write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
+    def write_batches(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
+        """Write one task's batches as fragments (what :meth:`write` does, without sizing the task's
+        threads or profiling it: for callers that run it in a task of their own)."""
         counted = _CountingBatches(iterator, self.conform, self._check())
         head = counted.peek()
         if head is None:
@@ -614,14 +624,18 @@ class LanceWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         if not self.skip:
-            self._commit(messages, self.read_version, self.transaction_properties)
+            self.commit_messages(messages)
+
+    def commit_messages(self, messages: Sequence[WriterCommitMessage | None]) -> lance_ops.LanceDataset:
+        """Commit the tasks' fragments as one transaction on ``read_version``; the version committed."""
+        return self._commit(messages, self.read_version, self.transaction_properties)
 
     def _commit(
         self,
         messages: Sequence[WriterCommitMessage | None],
         read_version: int | None,
         properties: Mapping[str, str],
-    ) -> None:
+    ) -> lance_ops.LanceDataset:
         fragments = [
             frag for msg in messages if isinstance(msg, LanceCommitMessage) for frag in msg.fragments
         ]
@@ -644,6 +658,7 @@ class LanceWriter(DataSourceArrowWriter):
             committed.version,
             self.uri,
         )
+        return committed
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         orphans = sum(len(m.fragments) for m in messages if isinstance(m, LanceCommitMessage))

@@ -13,9 +13,14 @@ move things behind them.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from typing import Any
+
 from lance_ops.encoding.plan import CONFIG_KEY as ENCODING_PLAN_KEY
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.encoding.sketch import DistinctSketch
+from lance_ops.errors import UnsupportedFeatureError
 from lance_ops.file.parallel import set_worker_threads
 from lance_ops.fragment import FragmentMetadata, write_fragments
 from lance_ops.fragment.conform import Conform, ConformPlan, check_fill_missing
@@ -36,7 +41,9 @@ from lance_ops.index.build_vector import (
 )
 from lance_ops.index.files import IndexWriter, RemapResult, remove_index_directory
 from lance_ops.index.optimize import column_rows
+from lance_ops.io import object_store
 from lance_ops.io.context import StorageContext
+from lance_ops.io.local import LocalStore
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.manifest import (
     SUPPORTED_READER_FLAGS,
@@ -91,6 +98,7 @@ __all__ = [
     "ScalarBuild",
     "ScanOptions",
     "set_worker_threads",
+    "source_filesystem",
     "SqliteManifestStore",
     "StorageContext",
     "take",
@@ -103,3 +111,18 @@ __all__ = [
     "write_scalar_index",
     "WriteOptions",
 ]
+
+
+def source_filesystem(
+    uri: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None
+) -> tuple[Any, str]:
+    """The filesystem pyarrow reads files below ``uri`` with, and ``uri``'s path on it, reached with
+    ``storage_options`` as a dataset there would be (pylance's keys for ``s3://``): ``None`` (pyarrow's
+    local filesystem) and an absolute path for a local one, the fsspec filesystem otherwise."""
+    store, path = object_store(uri, dict(storage_options) if storage_options else None)
+    if isinstance(store, LocalStore):
+        return None, path
+    fs = getattr(store, "fs", None)
+    if fs is None:
+        raise UnsupportedFeatureError(f"files at {os.fspath(uri)!r} cannot be read with pyarrow")
+    return fs, path
