@@ -519,13 +519,14 @@ def encode_probed(
     match, or as a branch that skips the probes after two bytes no long symbol starts with
     (both mispredict on every few tokens; bench/RESULTS.md has the measurements)."""
     LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
-    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    S8, S12, LEN, ONE = np.uint64(8), np.uint64(12), np.uint64(0xF), np.uint64(1)
     SHIFT = np.uint64(64 - PROBE_BITS)
     K3, K4, K5 = np.uint64(0xFFFFFF), np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFFFF)
     K6, K7, K8 = np.uint64(0xFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
     m3, m4, m5, m6, m7, m8 = mults[0], mults[1], mults[2], mults[3], mults[4], mults[5]
     last8 = len(data) - 8
-    s0, i0, e0, o0, t0 = state[0], state[1], state[2], state[3], state[4]
+    s0, i0, e0, t0 = state[0], state[1], state[2], state[4]
+    o0 = np.uint64(state[3])  # unsigned: no negative-index wraparound on the output stores
     while True:
         if i0 == e0:
             s0 += 1
@@ -556,10 +557,10 @@ def encode_probed(
             h0 = ((v0 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 8) else x0
             out[o0] = np.uint8(x0 & LOW1)
-            out[o0 + 1] = np.uint8(w0 & LOW1)
+            out[o0 + ONE] = np.uint8(w0 & LOW1)
             i0 += np.int64((x0 >> S8) & LEN)
-            o0 += np.int64(x0 >> S12)
-    return o0
+            o0 += x0 >> S12
+    return np.int64(o0)
 
 
 @njit(cache=True, nogil=True)
@@ -580,7 +581,7 @@ def encode_probed_lanes(
     ``2 × len(data) + 1`` bytes); when one lane runs out of strings, each lane's rest is coded
     by :func:`encode_probed`."""
     LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
-    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    S8, S12, LEN, ONE = np.uint64(8), np.uint64(12), np.uint64(0xF), np.uint64(1)
     SHIFT = np.uint64(64 - PROBE_BITS)
     K3, K4, K5 = np.uint64(0xFFFFFF), np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFFFF)
     K6, K7, K8 = np.uint64(0xFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -595,7 +596,8 @@ def encode_probed_lanes(
         np.int64(offs[lanes[3]]),
     )
     e0, e1, e2, e3 = i0, i1, i2, i3
-    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    # output positions unsigned: numba adds no negative-index wraparound to unsigned indices
+    o0, o1, o2, o3 = np.uint64(2 * i0), np.uint64(2 * i1), np.uint64(2 * i2), np.uint64(2 * i3)
     while True:
         if i0 == e0:
             s0 += 1
@@ -626,9 +628,9 @@ def encode_probed_lanes(
             h0 = ((v0 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 8) else x0
             out[o0] = np.uint8(x0 & LOW1)
-            out[o0 + 1] = np.uint8(w0 & LOW1)
+            out[o0 + ONE] = np.uint8(w0 & LOW1)
             i0 += np.int64((x0 >> S8) & LEN)
-            o0 += np.int64(x0 >> S12)
+            o0 += x0 >> S12
         if i1 == e1:
             s1 += 1
             if s1 > t1:
@@ -658,9 +660,9 @@ def encode_probed_lanes(
             h1 = ((v1 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x1 = pent[h1] if (pkey[h1] == v1) & (r1 >= 8) else x1
             out[o1] = np.uint8(x1 & LOW1)
-            out[o1 + 1] = np.uint8(w1 & LOW1)
+            out[o1 + ONE] = np.uint8(w1 & LOW1)
             i1 += np.int64((x1 >> S8) & LEN)
-            o1 += np.int64(x1 >> S12)
+            o1 += x1 >> S12
         if i2 == e2:
             s2 += 1
             if s2 > t2:
@@ -690,9 +692,9 @@ def encode_probed_lanes(
             h2 = ((v2 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x2 = pent[h2] if (pkey[h2] == v2) & (r2 >= 8) else x2
             out[o2] = np.uint8(x2 & LOW1)
-            out[o2 + 1] = np.uint8(w2 & LOW1)
+            out[o2 + ONE] = np.uint8(w2 & LOW1)
             i2 += np.int64((x2 >> S8) & LEN)
-            o2 += np.int64(x2 >> S12)
+            o2 += x2 >> S12
         if i3 == e3:
             s3 += 1
             if s3 > t3:
@@ -722,10 +724,17 @@ def encode_probed_lanes(
             h3 = ((v3 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x3 = pent[h3] if (pkey[h3] == v3) & (r3 >= 8) else x3
             out[o3] = np.uint8(x3 & LOW1)
-            out[o3 + 1] = np.uint8(w3 & LOW1)
+            out[o3 + ONE] = np.uint8(w3 & LOW1)
             i3 += np.int64((x3 >> S8) & LEN)
-            o3 += np.int64(x3 >> S12)
-    state = np.array([[s0, i0, e0, o0, t0], [s1, i1, e1, o1, t1], [s2, i2, e2, o2, t2], [s3, i3, e3, o3, t3]])
+            o3 += x3 >> S12
+    state = np.array(
+        [
+            [s0, i0, e0, np.int64(o0), t0],
+            [s1, i1, e1, np.int64(o1), t1],
+            [s2, i2, e2, np.int64(o2), t2],
+            [s3, i3, e3, np.int64(o3), t3],
+        ]
+    )
     for k in range(4):
         lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
 
@@ -746,7 +755,7 @@ def encode_short_lanes(
     """:func:`encode_probed_lanes` for tables without symbols of 3..8 bytes: the ``short``
     entry alone (the probes, which would all miss, left out); the rests as there."""
     LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
-    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    S8, S12, LEN, ONE = np.uint64(8), np.uint64(12), np.uint64(0xF), np.uint64(1)
     last8 = len(data) - 8
     s0, s1, s2, s3 = lanes[0] - 1, lanes[1] - 1, lanes[2] - 1, lanes[3] - 1
     t0, t1, t2, t3 = lanes[1] - 1, lanes[2] - 1, lanes[3] - 1, lanes[4] - 1
@@ -757,7 +766,8 @@ def encode_short_lanes(
         np.int64(offs[lanes[3]]),
     )
     e0, e1, e2, e3 = i0, i1, i2, i3
-    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    # output positions unsigned: numba adds no negative-index wraparound to unsigned indices
+    o0, o1, o2, o3 = np.uint64(2 * i0), np.uint64(2 * i1), np.uint64(2 * i2), np.uint64(2 * i3)
     while True:
         if i0 == e0:
             s0 += 1
@@ -770,9 +780,9 @@ def encode_short_lanes(
             r0 = e0 - i0
             x0 = np.uint64(short[(w0 & LOW2) if r0 >= 2 else (w0 & LOW1) + TAIL])
             out[o0] = np.uint8(x0 & LOW1)
-            out[o0 + 1] = np.uint8(w0 & LOW1)
+            out[o0 + ONE] = np.uint8(w0 & LOW1)
             i0 += np.int64((x0 >> S8) & LEN)
-            o0 += np.int64(x0 >> S12)
+            o0 += x0 >> S12
         if i1 == e1:
             s1 += 1
             if s1 > t1:
@@ -784,9 +794,9 @@ def encode_short_lanes(
             r1 = e1 - i1
             x1 = np.uint64(short[(w1 & LOW2) if r1 >= 2 else (w1 & LOW1) + TAIL])
             out[o1] = np.uint8(x1 & LOW1)
-            out[o1 + 1] = np.uint8(w1 & LOW1)
+            out[o1 + ONE] = np.uint8(w1 & LOW1)
             i1 += np.int64((x1 >> S8) & LEN)
-            o1 += np.int64(x1 >> S12)
+            o1 += x1 >> S12
         if i2 == e2:
             s2 += 1
             if s2 > t2:
@@ -798,9 +808,9 @@ def encode_short_lanes(
             r2 = e2 - i2
             x2 = np.uint64(short[(w2 & LOW2) if r2 >= 2 else (w2 & LOW1) + TAIL])
             out[o2] = np.uint8(x2 & LOW1)
-            out[o2 + 1] = np.uint8(w2 & LOW1)
+            out[o2 + ONE] = np.uint8(w2 & LOW1)
             i2 += np.int64((x2 >> S8) & LEN)
-            o2 += np.int64(x2 >> S12)
+            o2 += x2 >> S12
         if i3 == e3:
             s3 += 1
             if s3 > t3:
@@ -812,10 +822,17 @@ def encode_short_lanes(
             r3 = e3 - i3
             x3 = np.uint64(short[(w3 & LOW2) if r3 >= 2 else (w3 & LOW1) + TAIL])
             out[o3] = np.uint8(x3 & LOW1)
-            out[o3 + 1] = np.uint8(w3 & LOW1)
+            out[o3 + ONE] = np.uint8(w3 & LOW1)
             i3 += np.int64((x3 >> S8) & LEN)
-            o3 += np.int64(x3 >> S12)
-    state = np.array([[s0, i0, e0, o0, t0], [s1, i1, e1, o1, t1], [s2, i2, e2, o2, t2], [s3, i3, e3, o3, t3]])
+            o3 += x3 >> S12
+    state = np.array(
+        [
+            [s0, i0, e0, np.int64(o0), t0],
+            [s1, i1, e1, np.int64(o1), t1],
+            [s2, i2, e2, np.int64(o2), t2],
+            [s3, i3, e3, np.int64(o3), t3],
+        ]
+    )
     for k in range(4):
         lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
 
