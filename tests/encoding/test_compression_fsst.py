@@ -747,3 +747,46 @@ def test_sampler_sizes_the_sample_as_the_full_length_scan(lengths: list[int], la
     want, want_offs = _reference_sample(data, offs, seed)
     assert np.array_equal(sample, want)
     assert np.array_equal(soffs, want_offs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=edge_values, pairs=st.booleans())
+def test_candidate_kernels_list_the_numpy_forms_candidates(values: list[bytes], pairs: bool) -> None:
+    """Table building's compiled candidate lists (every substring of 1..8 bytes; the tokens of a
+    coded sample and the joins of adjacent ones) hold the same (key, length) pairs as the numpy
+    forms, in another order (``_top`` merges and orders them itself)."""
+    from lance_ops.encoding.compression import _fsst_kernels, fsst
+
+    block = variable_block(values)
+    sample, soffs = np.asarray(block.data, np.uint8), block.offsets.astype(np.int64)
+    with _kernel_form(False):
+        keys, lengths = fsst._candidates(sample, soffs)
+        expected = _all_candidates(sample, soffs, keys, lengths, pairs)
+    got = _fsst_kernels.substring_candidates(sample, soffs)
+    assert sorted(zip(got[0].tolist(), got[1].tolist(), strict=True)) == expected[0]
+    _, _, tokens, match = fsst._encode(sample, soffs, keys, lengths, record=True, form="compiled")
+    got = _fsst_kernels.token_candidates(sample, soffs, tokens, match, pairs)
+    assert sorted(zip(got[0].tolist(), got[1].tolist(), strict=True)) == expected[1]
+
+
+def _all_candidates(
+    sample: np.ndarray, soffs: np.ndarray, keys: np.ndarray, lengths: np.ndarray, pairs: bool
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The numpy forms' candidate lists, captured from their calls to ``_top``, sorted."""
+    from lance_ops.encoding.compression import fsst
+
+    seen: list[list[tuple[int, int]]] = []
+    real_top = fsst._top
+
+    def capture(k: np.ndarray, n: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        assert np.array_equal(gains, n.astype(np.float64))
+        seen.append(sorted(zip(np.asarray(k).tolist(), np.asarray(n).tolist(), strict=True)))
+        return real_top(k, n, gains)
+
+    fsst._top = capture  # type: ignore[assignment]
+    try:
+        fsst._candidates(sample, soffs)
+        fsst._refine(sample, soffs, keys, lengths, pairs)
+    finally:
+        fsst._top = real_top  # type: ignore[assignment]
+    return seen[0], seen[1]

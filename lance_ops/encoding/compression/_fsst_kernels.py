@@ -885,3 +885,59 @@ def capped_length_sum(offsets: np.ndarray, cap: int) -> int:
     for i in range(len(offsets) - 1):
         total += min(offsets[i + 1] - offsets[i], cap)
     return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _low_bytes(word: np.uint64, n: int) -> np.uint64:
+    """The low ``n`` (1..8) bytes of ``word``."""
+    return word & (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(8 * (8 - n)))
+
+
+@njit(cache=True, nogil=True)
+def substring_candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every substring of 1..8 bytes of every string of ``sample`` (sliced by ``soffs``, from 0),
+    as (little-endian key, length), one per occurrence (``fsst._candidates``'s numpy form
+    lists the same pairs, grouped by length)."""
+    size = len(sample)
+    keys = np.empty(8 * size, np.uint64)
+    lengths = np.empty(8 * size, np.int64)
+    count = 0
+    for s in range(len(soffs) - 1):
+        end = np.int64(soffs[s + 1])
+        for p in range(np.int64(soffs[s]), end):
+            word = _word_at(sample, p)  # type: ignore[arg-type]
+            for k in range(1, min(8, end - p) + 1):
+                keys[count] = _low_bytes(word, k)
+                lengths[count] = k
+                count += 1
+    return keys[:count], lengths[:count]
+
+
+@njit(cache=True, nogil=True)
+def token_candidates(
+    sample: np.ndarray, soffs: np.ndarray, tokens: np.ndarray, match: np.ndarray, pairs: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens of a coded sample (start ``tokens``, ``match`` bytes, 0 for an escaped byte) as
+    (key, length) candidates, and with ``pairs`` the joins of each two adjacent tokens of one
+    string that fit in 8 bytes (``fsst._refine``'s numpy form lists the same pairs)."""
+    n = len(tokens)
+    keys = np.empty(2 * n, np.uint64)
+    lengths = np.empty(2 * n, np.int64)
+    count = 0
+    s = 0
+    for j in range(n):
+        p = np.int64(tokens[j])
+        while np.int64(soffs[s + 1]) <= p:  # the string holding the token
+            s += 1
+        length = max(np.int64(match[j]), 1)
+        word = _word_at(sample, p)  # type: ignore[arg-type]
+        keys[count] = _low_bytes(word, length)
+        lengths[count] = length
+        count += 1
+        if pairs and j + 1 < n:
+            joined = length + max(np.int64(match[j + 1]), 1)
+            if np.int64(tokens[j + 1]) < np.int64(soffs[s + 1]) and joined <= 8:
+                keys[count] = _low_bytes(word, joined)
+                lengths[count] = joined
+                count += 1
+    return keys[:count], lengths[:count]

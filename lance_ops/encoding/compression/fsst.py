@@ -630,6 +630,11 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
 
 def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first table: the substrings of 1..8 bytes with the largest ``count × length``."""
+    if kernels._compiled(False):  # one compiled pass (a sample is small: only when numba runs anyway)
+        from lance_ops.encoding.compression import _fsst_kernels
+
+        all_keys, all_lens = _fsst_kernels.substring_candidates(sample, np.asarray(soffs, np.int64))
+        return _top(all_keys, all_lens, all_lens.astype(np.float64))
     size = len(sample)
     ends = _value_ends(soffs, size)
     padded = np.concatenate((sample, np.zeros(MAX_SYMBOL_LEN, np.uint8))).astype(np.uint64)
@@ -652,6 +657,13 @@ def _refine(
     escaped bytes and (with ``pairs``) the joins of adjacent tokens of one string."""
     size = len(sample)
     _, _, tokens, match = _encode(sample, soffs, keys, lengths, record=True)
+    if kernels._compiled(False):  # as in _candidates
+        from lance_ops.encoding.compression import _fsst_kernels
+
+        all_keys, all_lens = _fsst_kernels.token_candidates(
+            sample, np.asarray(soffs, np.int64), tokens, match, pairs
+        )
+        return _top(all_keys, all_lens, all_lens.astype(np.float64))
     ends = _value_ends(soffs, size)
     padded = np.concatenate((sample, np.zeros(MAX_SYMBOL_LEN, np.uint8))).astype(np.uint64)
     word = _gram(padded, size, MAX_SYMBOL_LEN)
