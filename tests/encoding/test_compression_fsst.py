@@ -790,3 +790,24 @@ def _all_candidates(
     finally:
         fsst._top = real_top  # type: ignore[assignment]
     return seen[0], seen[1]
+
+
+@settings(max_examples=25, deadline=None)
+@given(values=edge_values, skip=st.integers(0, 3), compiled=st.booleans())
+def test_int64_offsets_are_read_not_written(values: list[bytes], skip: int, compiled: bool) -> None:
+    """int64 offsets (taken without a copy) of a whole or sliced page are left as they were, and
+    the page codes to the bytes its uint32 form codes to (lanes joined in place)."""
+    block = variable_block(values)
+    offs = block.offsets.astype(np.int64)
+    skip = min(skip, len(values))
+    sliced = VariableWidthBlock(offs[skip:].copy(), block.data, len(values) - skip)
+    kept = sliced.offsets.copy()
+    reference = variable_block(values[skip:])
+    with _kernel_form(compiled):
+        coded, table = fsst_encode(sliced)
+        expected, expected_table = fsst_encode(reference)
+    assert np.array_equal(sliced.offsets, kept)
+    assert table.to_bytes() == expected_table.to_bytes()
+    assert np.array_equal(np.asarray(coded.data), np.asarray(expected.data))
+    assert np.array_equal(coded.offsets, expected.offsets)
+    assert strings_of([_decode_block(coded, table)]) == values[skip:]
