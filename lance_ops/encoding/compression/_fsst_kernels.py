@@ -850,7 +850,7 @@ def merge_gains(
     size = 16
     while size < 2 * n:
         size *= 2
-    where = np.full(size, -1, np.int64)
+    where = np.full(size, -1, np.int32)  # half the cache lines of int64 (n < 2**31 candidates)
     out_keys = np.empty(n, np.uint64)
     out_lengths = np.empty(n, np.int64)
     out_gains = np.zeros(n, np.float64)
@@ -864,7 +864,7 @@ def merge_gains(
         while True:
             at = where[h]
             if at < 0:
-                where[h] = count
+                where[h] = np.int32(count)
                 out_keys[count] = key
                 out_lengths[count] = length
                 out_gains[count] = gains[i]

@@ -614,7 +614,8 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
         np.ascontiguousarray(gains, np.float64),
     )
     positive = total > 0
-    keys, lengths, total = keys[positive], lengths[positive], total[positive]
+    if not positive.all():  # gains are lengths (all positive) where the encoder calls this
+        keys, lengths, total = keys[positive], lengths[positive], total[positive]
     limit = 4 * MAX_SYMBOLS  # only the best few are sorted; more when the bucket limit drops many
     while True:
         pick = np.arange(len(total))
