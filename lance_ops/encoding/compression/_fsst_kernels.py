@@ -560,7 +560,7 @@ def encode_probed(
             out[o0 + ONE] = np.uint8(w0 & LOW1)
             i0 += np.int64((x0 >> S8) & LEN)
             o0 += x0 >> S12
-    return np.int64(o0)
+    return np.int64(o0)  # type: ignore[return-value]
 
 
 @njit(cache=True, nogil=True)
@@ -727,14 +727,8 @@ def encode_probed_lanes(
             out[o3 + ONE] = np.uint8(w3 & LOW1)
             i3 += np.int64((x3 >> S8) & LEN)
             o3 += x3 >> S12
-    state = np.array(
-        [
-            [s0, i0, e0, np.int64(o0), t0],
-            [s1, i1, e1, np.int64(o1), t1],
-            [s2, i2, e2, np.int64(o2), t2],
-            [s3, i3, e3, np.int64(o3), t3],
-        ]
-    )
+    q0, q1, q2, q3 = np.int64(o0), np.int64(o1), np.int64(o2), np.int64(o3)
+    state = np.array([[s0, i0, e0, q0, t0], [s1, i1, e1, q1, t1], [s2, i2, e2, q2, t2], [s3, i3, e3, q3, t3]])
     for k in range(4):
         lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
 
@@ -825,14 +819,8 @@ def encode_short_lanes(
             out[o3 + ONE] = np.uint8(w3 & LOW1)
             i3 += np.int64((x3 >> S8) & LEN)
             o3 += x3 >> S12
-    state = np.array(
-        [
-            [s0, i0, e0, np.int64(o0), t0],
-            [s1, i1, e1, np.int64(o1), t1],
-            [s2, i2, e2, np.int64(o2), t2],
-            [s3, i3, e3, np.int64(o3), t3],
-        ]
-    )
+    q0, q1, q2, q3 = np.int64(o0), np.int64(o1), np.int64(o2), np.int64(o3)
+    state = np.array([[s0, i0, e0, q0, t0], [s1, i1, e1, q1, t1], [s2, i2, e2, q2, t2], [s3, i3, e3, q3, t3]])
     for k in range(4):
         lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
 
@@ -888,7 +876,7 @@ def capped_length_sum(offsets: np.ndarray, cap: int) -> int:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _low_bytes(word: np.uint64, n: int) -> np.uint64:
+def _low_bytes(word: np.uint64, n: int | np.int64) -> np.uint64:
     """The low ``n`` (1..8) bytes of ``word``."""
     return word & (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(8 * (8 - n)))
 
@@ -906,7 +894,8 @@ def substring_candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndar
         end = np.int64(soffs[s + 1])
         for p in range(np.int64(soffs[s]), end):
             word = _word_at(sample, p)  # type: ignore[arg-type]
-            for k in range(1, min(8, end - p) + 1):
+            longest = end - p if end - p < 8 else 8
+            for k in range(1, longest + 1):
                 keys[count] = _low_bytes(word, k)
                 lengths[count] = k
                 count += 1
@@ -929,13 +918,13 @@ def token_candidates(
         p = np.int64(tokens[j])
         while np.int64(soffs[s + 1]) <= p:  # the string holding the token
             s += 1
-        length = max(np.int64(match[j]), 1)
+        length = np.int64(match[j]) if match[j] > 0 else np.int64(1)
         word = _word_at(sample, p)  # type: ignore[arg-type]
         keys[count] = _low_bytes(word, length)
         lengths[count] = length
         count += 1
         if pairs and j + 1 < n:
-            joined = length + max(np.int64(match[j + 1]), 1)
+            joined = length + (np.int64(match[j + 1]) if match[j + 1] > 0 else np.int64(1))
             if np.int64(tokens[j + 1]) < np.int64(soffs[s + 1]) and joined <= 8:
                 keys[count] = _low_bytes(word, joined)
                 lengths[count] = joined
