@@ -811,3 +811,48 @@ def test_int64_offsets_are_read_not_written(values: list[bytes], skip: int, comp
     assert np.array_equal(np.asarray(coded.data), np.asarray(expected.data))
     assert np.array_equal(coded.offsets, expected.offsets)
     assert strings_of([_decode_block(coded, table)]) == values[skip:]
+
+
+EDGE_SYMBOLS = [
+    b"\x00" * 8,
+    b"\x00\x00",
+    b"\xff\xff\xff",
+    b"the ",
+    b"lance",
+    b"a",
+    b"\x00",
+    b"ab",
+    b"hello wo",
+]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    values=edge_values,
+    count=st.sampled_from([0, 1, 7, 9, 1023, 1025]),
+    long=st.booleans(),
+    symbols=st.sets(st.sampled_from(EDGE_SYMBOLS)).map(sorted),
+    seed=st.integers(0, 2**16),
+)
+def test_lane_kernels_match_reference_on_edge_pages(
+    values: list[bytes], count: int, long: bool, symbols: list[bytes], seed: int
+) -> None:
+    """Every compiled coder (four lanes: six probes, the pick for the data, buckets; the general
+    kernel; one recorded lane) against the byte-at-a-time reference on pages of empty strings
+    only or mixed with single bytes, runs of 0x00 / 0xFF, words and values over 32 KiB."""
+    rng = np.random.default_rng(seed)
+    pool = values or [b""]
+    page = [pool[int(i)] for i in rng.integers(0, len(pool), count)]
+    if long and count:
+        page[int(rng.integers(0, count))] = b"the lance \x00\xff\xff\xff " * 2000  # 34,000 bytes
+    block = variable_block(page)
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = _keys(symbols)
+    expected, tokens = _reference_encode(page, symbols)
+    for probe, general in [("all", False), ("auto", False), ("none", False), ("auto", True)]:
+        coded, coded_offs, _, _ = _encode(
+            data, offs, keys, lengths, probe=probe, general=general, form="compiled"
+        )
+        assert strings_of([VariableWidthBlock(coded_offs, coded, len(page))]) == expected, (probe, general)
+    _, _, pos, match = _encode(data, offs, keys, lengths, record=True, form="compiled")
+    assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
