@@ -365,7 +365,9 @@ def encode_hashed_lanes(
         np.int64(offs[lanes[3]]),
     )
     e0, e1, e2, e3 = i0, i1, i2, i3
-    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    # output positions unsigned: numba adds no negative-index wraparound to unsigned indices
+    o0, o1, o2, o3 = np.uint64(2 * i0), np.uint64(2 * i1), np.uint64(2 * i2), np.uint64(2 * i3)
+    ONE = np.uint64(1)
     while True:
         if i0 == e0:
             s0 += 1
@@ -388,10 +390,10 @@ def encode_hashed_lanes(
                 hit0 = (n0 <= r0) & (((w0 ^ slots[b0 + 2 * j]) << np.uint64(8 * (8 - n0))) == np.uint64(0))
                 x0 = y0 if hit0 & (f0 == 0) else x0
                 f0 |= hit0
-            out[o0] = x0 & 0xFF
-            out[o0 + 1] = w0 & np.uint64(0xFF)
+            out[o0] = np.uint8(x0 & 0xFF)
+            out[o0 + ONE] = np.uint8(w0 & np.uint64(0xFF))
             i0 += (x0 >> 8) & 0xF
-            o0 += x0 >> 12
+            o0 += np.uint64(x0 >> 12)
         if i1 == e1:
             s1 += 1
             if s1 > t1:
@@ -413,10 +415,10 @@ def encode_hashed_lanes(
                 hit1 = (n1 <= r1) & (((w1 ^ slots[b1 + 2 * j]) << np.uint64(8 * (8 - n1))) == np.uint64(0))
                 x1 = y1 if hit1 & (f1 == 0) else x1
                 f1 |= hit1
-            out[o1] = x1 & 0xFF
-            out[o1 + 1] = w1 & np.uint64(0xFF)
+            out[o1] = np.uint8(x1 & 0xFF)
+            out[o1 + ONE] = np.uint8(w1 & np.uint64(0xFF))
             i1 += (x1 >> 8) & 0xF
-            o1 += x1 >> 12
+            o1 += np.uint64(x1 >> 12)
         if i2 == e2:
             s2 += 1
             if s2 > t2:
@@ -438,10 +440,10 @@ def encode_hashed_lanes(
                 hit2 = (n2 <= r2) & (((w2 ^ slots[b2 + 2 * j]) << np.uint64(8 * (8 - n2))) == np.uint64(0))
                 x2 = y2 if hit2 & (f2 == 0) else x2
                 f2 |= hit2
-            out[o2] = x2 & 0xFF
-            out[o2 + 1] = w2 & np.uint64(0xFF)
+            out[o2] = np.uint8(x2 & 0xFF)
+            out[o2 + ONE] = np.uint8(w2 & np.uint64(0xFF))
             i2 += (x2 >> 8) & 0xF
-            o2 += x2 >> 12
+            o2 += np.uint64(x2 >> 12)
         if i3 == e3:
             s3 += 1
             if s3 > t3:
@@ -463,12 +465,13 @@ def encode_hashed_lanes(
                 hit3 = (n3 <= r3) & (((w3 ^ slots[b3 + 2 * j]) << np.uint64(8 * (8 - n3))) == np.uint64(0))
                 x3 = y3 if hit3 & (f3 == 0) else x3
                 f3 |= hit3
-            out[o3] = x3 & 0xFF
-            out[o3 + 1] = w3 & np.uint64(0xFF)
+            out[o3] = np.uint8(x3 & 0xFF)
+            out[o3 + ONE] = np.uint8(w3 & np.uint64(0xFF))
             i3 += (x3 >> 8) & 0xF
-            o3 += x3 >> 12
+            o3 += np.uint64(x3 >> 12)
     # finish each lane from where it stopped (a lane that broke out is past its last string)
-    state = np.array([[s0, i0, e0, o0], [s1, i1, e1, o1], [s2, i2, e2, o2], [s3, i3, e3, o3]])
+    q0, q1, q2, q3 = np.int64(o0), np.int64(o1), np.int64(o2), np.int64(o3)
+    state = np.array([[s0, i0, e0, q0], [s1, i1, e1, q1], [s2, i2, e2, q2], [s3, i3, e3, q3]])
     none = np.empty(0, np.int64)
     for k in range(4):
         s, i, e, o = state[k, 0], state[k, 1], state[k, 2], state[k, 3]
