@@ -40,8 +40,9 @@ the escaped bytes and the joins of adjacent tokens (the Boncz–Neumann–Leis s
 simplified form). Scoring on unseen strings keeps symbols that generalise: long runs that
 only occur in the strings they came from give way to bytes and short joins, so e.g. 2 000
 strings ``"{i} " × 90`` code to 60 % of their size instead of falling back to raw. A last
-round on a fresh sample keeps only the symbols it used. Candidates are merged by a numba hash
-table, and only the best ~1 000 are sorted.
+round on a fresh sample keeps only the symbols it used. Candidates are listed by one compiled
+pass per round (numpy forms for small pages), merged by a numba hash table, and only the best
+~1 000 are sorted.
 """
 
 from __future__ import annotations
