@@ -1,7 +1,9 @@
 """FSST encoder micro-benchmark: MB/s per core of table construction and coding (not a test).
 
 Codes the ``name`` column of bench/datagen.py's ``mixed`` table (4-24 random characters) and,
-with ``--words``, a 4-word text column, and reports CPU seconds of the calling thread
+with ``--words``, a 4-word text column, with ``--mix`` a column of URLs, e-mail addresses and
+JSON-ish records (a third each, drawn from small vocabularies and numbers), and with
+``--comment`` the mixed table's nullable ``comment`` column, and reports CPU seconds of the calling thread
 (``time.thread_time``: a loaded machine inflates wall time, not the CPU a single thread spends),
 the median of ``--repeats`` runs, as MB/s of input per core, for the symbol table alone and for
 the whole ``fsst_encode`` (table + coding). Run from the repository root:
@@ -27,6 +29,12 @@ from datagen import make_table  # noqa: E402
 from lance_ops.encoding.compression import fsst  # noqa: E402
 from lance_ops.encoding.data import VariableWidthBlock  # noqa: E402
 
+MIX_HOSTS = "example.com github.com docs.python.org en.wikipedia.org s3.amazonaws.com api.internal".split()
+MIX_PATHS = "index issues pull blob/main/README.md wiki/Lance v1/items search static/js/app.js".split()
+MIX_USERS = "alice bob carol dave erin frank grace heidi ivan judy mallory oscar".split()
+MIX_DOMAINS = "gmail.com yahoo.com example.org company.io outlook.com".split()
+MIX_KEYS = "id name status created_at tags score user active".split()
+MIX_STATUS = "ok error pending done".split()
 WORDS = np.array("the of and to in a is that for it as was with be by on not he this are".split())
 
 
@@ -34,6 +42,24 @@ def word_column(rows: int, seed: int = 0) -> pa.Array:
     rng = np.random.default_rng(seed)
     picks = WORDS[rng.integers(0, len(WORDS), (rows, 4))]
     return pa.array([" ".join(row) for row in picks.tolist()])
+
+
+def mix_column(rows: int, seed: int = 1) -> pa.Array:
+    """URLs, e-mail addresses and JSON-ish records, a third each (seeded)."""
+    rng = np.random.default_rng(seed)
+
+    def pick(words: list[str]) -> list[str]:
+        return np.array(words)[rng.integers(0, len(words), rows)].tolist()
+
+    kind, number = rng.integers(0, 3, rows).tolist(), rng.integers(0, 100_000, rows).tolist()
+    host, path, user, domain = pick(MIX_HOSTS), pick(MIX_PATHS), pick(MIX_USERS), pick(MIX_DOMAINS)
+    key1, key2, status = pick(MIX_KEYS), pick(MIX_KEYS), pick(MIX_STATUS)
+    forms = (
+        lambda i: f"https://{host[i]}/{path[i]}?id={number[i]}",
+        lambda i: f"{user[i]}.{number[i] % 1000}@{domain[i]}",
+        lambda i: f'{{"{key1[i]}": {number[i]}, "{key2[i]}": "{status[i]}", "user": "{user[i]}"}}',
+    )
+    return pa.array([forms[kind[i]](i) for i in range(rows)])
 
 
 def block(array: pa.Array) -> VariableWidthBlock:
@@ -58,10 +84,18 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--words", action="store_true", help="also a 4-word text column")
+    parser.add_argument("--mix", action="store_true", help="also URLs, e-mails and JSON-ish text")
+    parser.add_argument("--comment", action="store_true", help="also the mixed table's comment")
     args = parser.parse_args()
-    columns = {"name (4-24 random chars)": make_table("mixed", args.rows).column("name").combine_chunks()}
+    print(f"lance_ops from {Path(fsst.__file__).parents[3]}", file=sys.stderr)
+    mixed = make_table("mixed", args.rows)
+    columns = {"name (4-24 random chars)": mixed.column("name").combine_chunks()}
+    if args.comment:
+        columns["comment (name, nullable)"] = mixed.column("comment").combine_chunks()
     if args.words:
         columns["text (4 words)"] = word_column(args.rows)
+    if args.mix:
+        columns["URLs / e-mails / JSON"] = mix_column(args.rows)
     for label, array in columns.items():
         values = block(array)
         size = int(values.offsets[-1]) / 1e6
@@ -73,7 +107,7 @@ def main() -> None:
         print(
             f"{label}: {size:.1f} MB, table {table_s * 1e3:.1f} ms, encode {total_s * 1e3:.1f} ms CPU "
             f"-> {size / total_s:.0f} MB/s per core (coding alone {size / (total_s - table_s):.0f} MB/s), "
-            f"coded/raw {ratio:.2f}"
+            f"coded/raw {ratio:.4f} ({int(coded.offsets[-1]):,} bytes)"
         )
 
 

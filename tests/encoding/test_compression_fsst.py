@@ -747,3 +747,112 @@ def test_sampler_sizes_the_sample_as_the_full_length_scan(lengths: list[int], la
     want, want_offs = _reference_sample(data, offs, seed)
     assert np.array_equal(sample, want)
     assert np.array_equal(soffs, want_offs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=edge_values, pairs=st.booleans())
+def test_candidate_kernels_list_the_numpy_forms_candidates(values: list[bytes], pairs: bool) -> None:
+    """Table building's compiled candidate lists (every substring of 1..8 bytes; the tokens of a
+    coded sample and the joins of adjacent ones) hold the same (key, length) pairs as the numpy
+    forms, in another order (``_top`` merges and orders them itself)."""
+    from lance_ops.encoding.compression import _fsst_kernels, fsst
+
+    block = variable_block(values)
+    sample, soffs = np.asarray(block.data, np.uint8), block.offsets.astype(np.int64)
+    with _kernel_form(False):
+        keys, lengths = fsst._candidates(sample, soffs)
+        expected = _all_candidates(sample, soffs, keys, lengths, pairs)
+    got = _fsst_kernels.substring_candidates(sample, soffs)
+    assert sorted(zip(got[0].tolist(), got[1].tolist(), strict=True)) == expected[0]
+    _, _, tokens, match = fsst._encode(sample, soffs, keys, lengths, record=True, form="compiled")
+    got = _fsst_kernels.token_candidates(sample, soffs, tokens, match, pairs)
+    assert sorted(zip(got[0].tolist(), got[1].tolist(), strict=True)) == expected[1]
+
+
+def _all_candidates(
+    sample: np.ndarray, soffs: np.ndarray, keys: np.ndarray, lengths: np.ndarray, pairs: bool
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The numpy forms' candidate lists, captured from their calls to ``_top``, sorted."""
+    from lance_ops.encoding.compression import fsst
+
+    seen: list[list[tuple[int, int]]] = []
+    real_top = fsst._top
+
+    def capture(k: np.ndarray, n: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        assert np.array_equal(gains, n.astype(np.float64))
+        seen.append(sorted(zip(np.asarray(k).tolist(), np.asarray(n).tolist(), strict=True)))
+        return real_top(k, n, gains)
+
+    fsst._top = capture  # type: ignore[assignment]
+    try:
+        fsst._candidates(sample, soffs)
+        fsst._refine(sample, soffs, keys, lengths, pairs)
+    finally:
+        fsst._top = real_top  # type: ignore[assignment]
+    return seen[0], seen[1]
+
+
+@settings(max_examples=25, deadline=None)
+@given(values=edge_values, skip=st.integers(0, 3), compiled=st.booleans())
+def test_int64_offsets_are_read_not_written(values: list[bytes], skip: int, compiled: bool) -> None:
+    """int64 offsets (taken without a copy) of a whole or sliced page are left as they were, and
+    the page codes to the bytes its uint32 form codes to (lanes joined in place)."""
+    block = variable_block(values)
+    offs = block.offsets.astype(np.int64)
+    skip = min(skip, len(values))
+    sliced = VariableWidthBlock(offs[skip:].copy(), block.data, len(values) - skip)
+    kept = sliced.offsets.copy()
+    reference = variable_block(values[skip:])
+    with _kernel_form(compiled):
+        coded, table = fsst_encode(sliced)
+        expected, expected_table = fsst_encode(reference)
+    assert np.array_equal(sliced.offsets, kept)
+    assert table.to_bytes() == expected_table.to_bytes()
+    assert np.array_equal(np.asarray(coded.data), np.asarray(expected.data))
+    assert np.array_equal(coded.offsets, expected.offsets)
+    assert strings_of([_decode_block(coded, table)]) == values[skip:]
+
+
+EDGE_SYMBOLS = [
+    b"\x00" * 8,
+    b"\x00\x00",
+    b"\xff\xff\xff",
+    b"the ",
+    b"lance",
+    b"a",
+    b"\x00",
+    b"ab",
+    b"hello wo",
+]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    values=edge_values,
+    count=st.sampled_from([0, 1, 7, 9, 1023, 1025]),
+    long=st.booleans(),
+    symbols=st.sets(st.sampled_from(EDGE_SYMBOLS)).map(sorted),
+    seed=st.integers(0, 2**16),
+)
+def test_lane_kernels_match_reference_on_edge_pages(
+    values: list[bytes], count: int, long: bool, symbols: list[bytes], seed: int
+) -> None:
+    """Every compiled coder (four lanes: six probes, the pick for the data, buckets; the general
+    kernel; one recorded lane) against the byte-at-a-time reference on pages of empty strings
+    only or mixed with single bytes, runs of 0x00 / 0xFF, words and values over 32 KiB."""
+    rng = np.random.default_rng(seed)
+    pool = values or [b""]
+    page = [pool[int(i)] for i in rng.integers(0, len(pool), count)]
+    if long and count:
+        page[int(rng.integers(0, count))] = b"the lance \x00\xff\xff\xff " * 2000  # 34,000 bytes
+    block = variable_block(page)
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = _keys(symbols)
+    expected, tokens = _reference_encode(page, symbols)
+    for probe, general in [("all", False), ("auto", False), ("none", False), ("auto", True)]:
+        coded, coded_offs, _, _ = _encode(
+            data, offs, keys, lengths, probe=probe, general=general, form="compiled"
+        )
+        assert strings_of([VariableWidthBlock(coded_offs, coded, len(page))]) == expected, (probe, general)
+    _, _, pos, match = _encode(data, offs, keys, lengths, record=True, form="compiled")
+    assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens

@@ -365,7 +365,9 @@ def encode_hashed_lanes(
         np.int64(offs[lanes[3]]),
     )
     e0, e1, e2, e3 = i0, i1, i2, i3
-    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    # output positions unsigned: numba adds no negative-index wraparound to unsigned indices
+    o0, o1, o2, o3 = np.uint64(2 * i0), np.uint64(2 * i1), np.uint64(2 * i2), np.uint64(2 * i3)
+    ONE = np.uint64(1)
     while True:
         if i0 == e0:
             s0 += 1
@@ -388,10 +390,10 @@ def encode_hashed_lanes(
                 hit0 = (n0 <= r0) & (((w0 ^ slots[b0 + 2 * j]) << np.uint64(8 * (8 - n0))) == np.uint64(0))
                 x0 = y0 if hit0 & (f0 == 0) else x0
                 f0 |= hit0
-            out[o0] = x0 & 0xFF
-            out[o0 + 1] = w0 & np.uint64(0xFF)
+            out[o0] = np.uint8(x0 & 0xFF)
+            out[o0 + ONE] = np.uint8(w0 & np.uint64(0xFF))
             i0 += (x0 >> 8) & 0xF
-            o0 += x0 >> 12
+            o0 += np.uint64(x0 >> 12)
         if i1 == e1:
             s1 += 1
             if s1 > t1:
@@ -413,10 +415,10 @@ def encode_hashed_lanes(
                 hit1 = (n1 <= r1) & (((w1 ^ slots[b1 + 2 * j]) << np.uint64(8 * (8 - n1))) == np.uint64(0))
                 x1 = y1 if hit1 & (f1 == 0) else x1
                 f1 |= hit1
-            out[o1] = x1 & 0xFF
-            out[o1 + 1] = w1 & np.uint64(0xFF)
+            out[o1] = np.uint8(x1 & 0xFF)
+            out[o1 + ONE] = np.uint8(w1 & np.uint64(0xFF))
             i1 += (x1 >> 8) & 0xF
-            o1 += x1 >> 12
+            o1 += np.uint64(x1 >> 12)
         if i2 == e2:
             s2 += 1
             if s2 > t2:
@@ -438,10 +440,10 @@ def encode_hashed_lanes(
                 hit2 = (n2 <= r2) & (((w2 ^ slots[b2 + 2 * j]) << np.uint64(8 * (8 - n2))) == np.uint64(0))
                 x2 = y2 if hit2 & (f2 == 0) else x2
                 f2 |= hit2
-            out[o2] = x2 & 0xFF
-            out[o2 + 1] = w2 & np.uint64(0xFF)
+            out[o2] = np.uint8(x2 & 0xFF)
+            out[o2 + ONE] = np.uint8(w2 & np.uint64(0xFF))
             i2 += (x2 >> 8) & 0xF
-            o2 += x2 >> 12
+            o2 += np.uint64(x2 >> 12)
         if i3 == e3:
             s3 += 1
             if s3 > t3:
@@ -463,12 +465,13 @@ def encode_hashed_lanes(
                 hit3 = (n3 <= r3) & (((w3 ^ slots[b3 + 2 * j]) << np.uint64(8 * (8 - n3))) == np.uint64(0))
                 x3 = y3 if hit3 & (f3 == 0) else x3
                 f3 |= hit3
-            out[o3] = x3 & 0xFF
-            out[o3 + 1] = w3 & np.uint64(0xFF)
+            out[o3] = np.uint8(x3 & 0xFF)
+            out[o3 + ONE] = np.uint8(w3 & np.uint64(0xFF))
             i3 += (x3 >> 8) & 0xF
-            o3 += x3 >> 12
+            o3 += np.uint64(x3 >> 12)
     # finish each lane from where it stopped (a lane that broke out is past its last string)
-    state = np.array([[s0, i0, e0, o0], [s1, i1, e1, o1], [s2, i2, e2, o2], [s3, i3, e3, o3]])
+    q0, q1, q2, q3 = np.int64(o0), np.int64(o1), np.int64(o2), np.int64(o3)
+    state = np.array([[s0, i0, e0, q0], [s1, i1, e1, q1], [s2, i2, e2, q2], [s3, i3, e3, q3]])
     none = np.empty(0, np.int64)
     for k in range(4):
         s, i, e, o = state[k, 0], state[k, 1], state[k, 2], state[k, 3]
@@ -519,13 +522,14 @@ def encode_probed(
     match, or as a branch that skips the probes after two bytes no long symbol starts with
     (both mispredict on every few tokens; bench/RESULTS.md has the measurements)."""
     LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
-    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    S8, S12, LEN, ONE = np.uint64(8), np.uint64(12), np.uint64(0xF), np.uint64(1)
     SHIFT = np.uint64(64 - PROBE_BITS)
     K3, K4, K5 = np.uint64(0xFFFFFF), np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFFFF)
     K6, K7, K8 = np.uint64(0xFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
     m3, m4, m5, m6, m7, m8 = mults[0], mults[1], mults[2], mults[3], mults[4], mults[5]
     last8 = len(data) - 8
-    s0, i0, e0, o0, t0 = state[0], state[1], state[2], state[3], state[4]
+    s0, i0, e0, t0 = state[0], state[1], state[2], state[4]
+    o0 = np.uint64(state[3])  # unsigned: no negative-index wraparound on the output stores
     while True:
         if i0 == e0:
             s0 += 1
@@ -556,10 +560,10 @@ def encode_probed(
             h0 = ((v0 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 8) else x0
             out[o0] = np.uint8(x0 & LOW1)
-            out[o0 + 1] = np.uint8(w0 & LOW1)
+            out[o0 + ONE] = np.uint8(w0 & LOW1)
             i0 += np.int64((x0 >> S8) & LEN)
-            o0 += np.int64(x0 >> S12)
-    return o0
+            o0 += x0 >> S12
+    return np.int64(o0)  # type: ignore[return-value]
 
 
 @njit(cache=True, nogil=True)
@@ -580,7 +584,7 @@ def encode_probed_lanes(
     ``2 × len(data) + 1`` bytes); when one lane runs out of strings, each lane's rest is coded
     by :func:`encode_probed`."""
     LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
-    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    S8, S12, LEN, ONE = np.uint64(8), np.uint64(12), np.uint64(0xF), np.uint64(1)
     SHIFT = np.uint64(64 - PROBE_BITS)
     K3, K4, K5 = np.uint64(0xFFFFFF), np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFFFF)
     K6, K7, K8 = np.uint64(0xFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -595,7 +599,8 @@ def encode_probed_lanes(
         np.int64(offs[lanes[3]]),
     )
     e0, e1, e2, e3 = i0, i1, i2, i3
-    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    # output positions unsigned: numba adds no negative-index wraparound to unsigned indices
+    o0, o1, o2, o3 = np.uint64(2 * i0), np.uint64(2 * i1), np.uint64(2 * i2), np.uint64(2 * i3)
     while True:
         if i0 == e0:
             s0 += 1
@@ -626,9 +631,9 @@ def encode_probed_lanes(
             h0 = ((v0 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x0 = pent[h0] if (pkey[h0] == v0) & (r0 >= 8) else x0
             out[o0] = np.uint8(x0 & LOW1)
-            out[o0 + 1] = np.uint8(w0 & LOW1)
+            out[o0 + ONE] = np.uint8(w0 & LOW1)
             i0 += np.int64((x0 >> S8) & LEN)
-            o0 += np.int64(x0 >> S12)
+            o0 += x0 >> S12
         if i1 == e1:
             s1 += 1
             if s1 > t1:
@@ -658,9 +663,9 @@ def encode_probed_lanes(
             h1 = ((v1 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x1 = pent[h1] if (pkey[h1] == v1) & (r1 >= 8) else x1
             out[o1] = np.uint8(x1 & LOW1)
-            out[o1 + 1] = np.uint8(w1 & LOW1)
+            out[o1 + ONE] = np.uint8(w1 & LOW1)
             i1 += np.int64((x1 >> S8) & LEN)
-            o1 += np.int64(x1 >> S12)
+            o1 += x1 >> S12
         if i2 == e2:
             s2 += 1
             if s2 > t2:
@@ -690,9 +695,9 @@ def encode_probed_lanes(
             h2 = ((v2 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x2 = pent[h2] if (pkey[h2] == v2) & (r2 >= 8) else x2
             out[o2] = np.uint8(x2 & LOW1)
-            out[o2 + 1] = np.uint8(w2 & LOW1)
+            out[o2 + ONE] = np.uint8(w2 & LOW1)
             i2 += np.int64((x2 >> S8) & LEN)
-            o2 += np.int64(x2 >> S12)
+            o2 += x2 >> S12
         if i3 == e3:
             s3 += 1
             if s3 > t3:
@@ -722,10 +727,11 @@ def encode_probed_lanes(
             h3 = ((v3 * m8) >> SHIFT) + np.uint64(5 << PROBE_BITS)
             x3 = pent[h3] if (pkey[h3] == v3) & (r3 >= 8) else x3
             out[o3] = np.uint8(x3 & LOW1)
-            out[o3 + 1] = np.uint8(w3 & LOW1)
+            out[o3 + ONE] = np.uint8(w3 & LOW1)
             i3 += np.int64((x3 >> S8) & LEN)
-            o3 += np.int64(x3 >> S12)
-    state = np.array([[s0, i0, e0, o0, t0], [s1, i1, e1, o1, t1], [s2, i2, e2, o2, t2], [s3, i3, e3, o3, t3]])
+            o3 += x3 >> S12
+    q0, q1, q2, q3 = np.int64(o0), np.int64(o1), np.int64(o2), np.int64(o3)
+    state = np.array([[s0, i0, e0, q0, t0], [s1, i1, e1, q1, t1], [s2, i2, e2, q2, t2], [s3, i3, e3, q3, t3]])
     for k in range(4):
         lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
 
@@ -746,7 +752,7 @@ def encode_short_lanes(
     """:func:`encode_probed_lanes` for tables without symbols of 3..8 bytes: the ``short``
     entry alone (the probes, which would all miss, left out); the rests as there."""
     LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
-    S8, S12, LEN = np.uint64(8), np.uint64(12), np.uint64(0xF)
+    S8, S12, LEN, ONE = np.uint64(8), np.uint64(12), np.uint64(0xF), np.uint64(1)
     last8 = len(data) - 8
     s0, s1, s2, s3 = lanes[0] - 1, lanes[1] - 1, lanes[2] - 1, lanes[3] - 1
     t0, t1, t2, t3 = lanes[1] - 1, lanes[2] - 1, lanes[3] - 1, lanes[4] - 1
@@ -757,7 +763,8 @@ def encode_short_lanes(
         np.int64(offs[lanes[3]]),
     )
     e0, e1, e2, e3 = i0, i1, i2, i3
-    o0, o1, o2, o3 = 2 * i0, 2 * i1, 2 * i2, 2 * i3
+    # output positions unsigned: numba adds no negative-index wraparound to unsigned indices
+    o0, o1, o2, o3 = np.uint64(2 * i0), np.uint64(2 * i1), np.uint64(2 * i2), np.uint64(2 * i3)
     while True:
         if i0 == e0:
             s0 += 1
@@ -770,9 +777,9 @@ def encode_short_lanes(
             r0 = e0 - i0
             x0 = np.uint64(short[(w0 & LOW2) if r0 >= 2 else (w0 & LOW1) + TAIL])
             out[o0] = np.uint8(x0 & LOW1)
-            out[o0 + 1] = np.uint8(w0 & LOW1)
+            out[o0 + ONE] = np.uint8(w0 & LOW1)
             i0 += np.int64((x0 >> S8) & LEN)
-            o0 += np.int64(x0 >> S12)
+            o0 += x0 >> S12
         if i1 == e1:
             s1 += 1
             if s1 > t1:
@@ -784,9 +791,9 @@ def encode_short_lanes(
             r1 = e1 - i1
             x1 = np.uint64(short[(w1 & LOW2) if r1 >= 2 else (w1 & LOW1) + TAIL])
             out[o1] = np.uint8(x1 & LOW1)
-            out[o1 + 1] = np.uint8(w1 & LOW1)
+            out[o1 + ONE] = np.uint8(w1 & LOW1)
             i1 += np.int64((x1 >> S8) & LEN)
-            o1 += np.int64(x1 >> S12)
+            o1 += x1 >> S12
         if i2 == e2:
             s2 += 1
             if s2 > t2:
@@ -798,9 +805,9 @@ def encode_short_lanes(
             r2 = e2 - i2
             x2 = np.uint64(short[(w2 & LOW2) if r2 >= 2 else (w2 & LOW1) + TAIL])
             out[o2] = np.uint8(x2 & LOW1)
-            out[o2 + 1] = np.uint8(w2 & LOW1)
+            out[o2 + ONE] = np.uint8(w2 & LOW1)
             i2 += np.int64((x2 >> S8) & LEN)
-            o2 += np.int64(x2 >> S12)
+            o2 += x2 >> S12
         if i3 == e3:
             s3 += 1
             if s3 > t3:
@@ -812,10 +819,11 @@ def encode_short_lanes(
             r3 = e3 - i3
             x3 = np.uint64(short[(w3 & LOW2) if r3 >= 2 else (w3 & LOW1) + TAIL])
             out[o3] = np.uint8(x3 & LOW1)
-            out[o3 + 1] = np.uint8(w3 & LOW1)
+            out[o3 + ONE] = np.uint8(w3 & LOW1)
             i3 += np.int64((x3 >> S8) & LEN)
-            o3 += np.int64(x3 >> S12)
-    state = np.array([[s0, i0, e0, o0, t0], [s1, i1, e1, o1, t1], [s2, i2, e2, o2, t2], [s3, i3, e3, o3, t3]])
+            o3 += x3 >> S12
+    q0, q1, q2, q3 = np.int64(o0), np.int64(o1), np.int64(o2), np.int64(o3)
+    state = np.array([[s0, i0, e0, q0, t0], [s1, i1, e1, q1, t1], [s2, i2, e2, q2, t2], [s3, i3, e3, q3, t3]])
     for k in range(4):
         lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
 
@@ -833,7 +841,7 @@ def merge_gains(
     size = 16
     while size < 2 * n:
         size *= 2
-    where = np.full(size, -1, np.int64)
+    where = np.full(size, -1, np.int32)  # half the cache lines of int64 (n < 2**31 candidates)
     out_keys = np.empty(n, np.uint64)
     out_lengths = np.empty(n, np.int64)
     out_gains = np.zeros(n, np.float64)
@@ -847,7 +855,7 @@ def merge_gains(
         while True:
             at = where[h]
             if at < 0:
-                where[h] = count
+                where[h] = np.int32(count)
                 out_keys[count] = key
                 out_lengths[count] = length
                 out_gains[count] = gains[i]
@@ -868,3 +876,60 @@ def capped_length_sum(offsets: np.ndarray, cap: int) -> int:
     for i in range(len(offsets) - 1):
         total += min(offsets[i + 1] - offsets[i], cap)
     return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _low_bytes(word: np.uint64, n: int | np.int64) -> np.uint64:
+    """The low ``n`` (1..8) bytes of ``word``."""
+    return word & (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(8 * (8 - n)))
+
+
+@njit(cache=True, nogil=True)
+def substring_candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every substring of 1..8 bytes of every string of ``sample`` (sliced by ``soffs``, from 0),
+    as (little-endian key, length), one per occurrence (``fsst._candidates``'s numpy form
+    lists the same pairs, grouped by length)."""
+    size = len(sample)
+    keys = np.empty(8 * size, np.uint64)
+    lengths = np.empty(8 * size, np.int64)
+    count = 0
+    for s in range(len(soffs) - 1):
+        end = np.int64(soffs[s + 1])
+        for p in range(np.int64(soffs[s]), end):
+            word = _word_at(sample, p)  # type: ignore[arg-type]
+            longest = end - p if end - p < 8 else 8
+            for k in range(1, longest + 1):
+                keys[count] = _low_bytes(word, k)
+                lengths[count] = k
+                count += 1
+    return keys[:count], lengths[:count]
+
+
+@njit(cache=True, nogil=True)
+def token_candidates(
+    sample: np.ndarray, soffs: np.ndarray, tokens: np.ndarray, match: np.ndarray, pairs: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens of a coded sample (start ``tokens``, ``match`` bytes, 0 for an escaped byte) as
+    (key, length) candidates, and with ``pairs`` the joins of each two adjacent tokens of one
+    string that fit in 8 bytes (``fsst._refine``'s numpy form lists the same pairs)."""
+    n = len(tokens)
+    keys = np.empty(2 * n, np.uint64)
+    lengths = np.empty(2 * n, np.int64)
+    count = 0
+    s = 0
+    for j in range(n):
+        p = np.int64(tokens[j])
+        while np.int64(soffs[s + 1]) <= p:  # the string holding the token
+            s += 1
+        length = np.int64(match[j]) if match[j] > 0 else np.int64(1)
+        word = _word_at(sample, p)  # type: ignore[arg-type]
+        keys[count] = _low_bytes(word, length)
+        lengths[count] = length
+        count += 1
+        if pairs and j + 1 < n:
+            joined = length + (np.int64(match[j + 1]) if match[j + 1] > 0 else np.int64(1))
+            if np.int64(tokens[j + 1]) < np.int64(soffs[s + 1]) and joined <= 8:
+                keys[count] = _low_bytes(word, joined)
+                lengths[count] = joined
+                count += 1
+    return keys[:count], lengths[:count]

@@ -40,12 +40,14 @@ the escaped bytes and the joins of adjacent tokens (the Boncz–Neumann–Leis s
 simplified form). Scoring on unseen strings keeps symbols that generalise: long runs that
 only occur in the strings they came from give way to bytes and short joins, so e.g. 2 000
 strings ``"{i} " × 90`` code to 60 % of their size instead of falling back to raw. A last
-round on a fresh sample keeps only the symbols it used. Candidates are merged by a numba hash
-table, and only the best ~1 000 are sorted.
+round on a fresh sample keeps only the symbols it used. Candidates are listed by one compiled
+pass per round (numpy forms for small pages), merged by a numba hash table, and only the best
+~1 000 are sorted.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from typing import Any
 
@@ -542,17 +544,20 @@ def _join_lanes(
     out: np.ndarray, out_offs: np.ndarray, offs: np.ndarray, splits: np.ndarray, lane_ends: np.ndarray
 ) -> np.ndarray:
     """The lanes' outputs joined (lane k wrote ``2 × offs[splits[k]] .. lane_ends[k]`` of
-    ``out``), with ``out_offs`` moved to match and its last entry set."""
+    ``out``), with ``out_offs`` moved to match and its last entry set. The lanes are moved down
+    in ``out`` itself (each starts at or after where it goes), which is then shrunk in place to
+    the coded size: no second buffer, no copy of the first lane."""
     lane_starts = 2 * offs[splits[:-1]]
     sizes = lane_ends - lane_starts
-    coded = np.empty(int(sizes.sum()), dtype=np.uint8)
     at = 0
     for first, stop, start, size in zip(splits[:-1], splits[1:], lane_starts, sizes, strict=True):
-        coded[at : at + size] = out[start : start + size]
-        out_offs[first:stop] += at - start
+        if start != at:
+            ctypes.memmove(out.ctypes.data + at, out.ctypes.data + int(start), int(size))
+            out_offs[first:stop] += at - start
         at += int(size)
     out_offs[-1] = at
-    return coded
+    out.resize(at, refcheck=False)  # realloc: the kernels' 2 × input bytes down to the coded ones
+    return out
 
 
 class _Sampler:
@@ -610,7 +615,8 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
         np.ascontiguousarray(gains, np.float64),
     )
     positive = total > 0
-    keys, lengths, total = keys[positive], lengths[positive], total[positive]
+    if not positive.all():  # gains are lengths (all positive) where the encoder calls this
+        keys, lengths, total = keys[positive], lengths[positive], total[positive]
     limit = 4 * MAX_SYMBOLS  # only the best few are sorted; more when the bucket limit drops many
     while True:
         pick = np.arange(len(total))
@@ -630,6 +636,11 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
 
 def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first table: the substrings of 1..8 bytes with the largest ``count × length``."""
+    if kernels._compiled(False):  # one compiled pass (a sample is small: only when numba runs anyway)
+        from lance_ops.encoding.compression import _fsst_kernels
+
+        all_keys, all_lens = _fsst_kernels.substring_candidates(sample, np.asarray(soffs, np.int64))
+        return _top(all_keys, all_lens, all_lens.astype(np.float64))
     size = len(sample)
     ends = _value_ends(soffs, size)
     padded = np.concatenate((sample, np.zeros(MAX_SYMBOL_LEN, np.uint8))).astype(np.uint64)
@@ -652,6 +663,13 @@ def _refine(
     escaped bytes and (with ``pairs``) the joins of adjacent tokens of one string."""
     size = len(sample)
     _, _, tokens, match = _encode(sample, soffs, keys, lengths, record=True)
+    if kernels._compiled(False):  # as in _candidates
+        from lance_ops.encoding.compression import _fsst_kernels
+
+        all_keys, all_lens = _fsst_kernels.token_candidates(
+            sample, np.asarray(soffs, np.int64), tokens, match, pairs
+        )
+        return _top(all_keys, all_lens, all_lens.astype(np.float64))
     ends = _value_ends(soffs, size)
     padded = np.concatenate((sample, np.zeros(MAX_SYMBOL_LEN, np.uint8))).astype(np.uint64)
     word = _gram(padded, size, MAX_SYMBOL_LEN)
@@ -700,25 +718,27 @@ def fsst_encode(
 
     With a built table, falls back to an uncoded table when coding does not shrink the data.
     """
-    offs = block.offsets.astype(np.int64)
+    dtype = block.offsets.dtype
+    offs = block.offsets.astype(np.int64, copy=False)  # read only: no copy of int64 offsets
     data = as_u8(block.data)[int(offs[0]) : int(offs[-1])]
-    offs = offs - offs[0]
+    if offs[0]:
+        offs = offs - offs[0]
     if table is not None and not table.coded:
-        return VariableWidthBlock(offs.astype(block.offsets.dtype), data, block.num_values), table
+        return VariableWidthBlock(offs.astype(dtype, copy=False), data, block.num_values), table
     if table is not None:
         keys = np.zeros((len(table.lengths), 8), np.uint8)
         keys[:] = table.symbols
         keys_u64 = keys.view("<u8").reshape(-1) & _low_mask(table.lengths.astype(np.int64))
         coded, coded_offs, _, _ = _encode(data, offs, keys_u64, table.lengths.astype(np.int64))
-        return VariableWidthBlock(coded_offs.astype(block.offsets.dtype), coded, block.num_values), table
+        return VariableWidthBlock(coded_offs.astype(dtype, copy=False), coded, block.num_values), table
     keys, lengths = build_symbol_table(data, offs)
     coded, coded_offs, _, _ = _encode(data, offs, keys, lengths)
     if len(coded) >= len(data):
-        return VariableWidthBlock(offs.astype(block.offsets.dtype), data, block.num_values), SymbolTable(
+        return VariableWidthBlock(offs.astype(dtype, copy=False), data, block.num_values), SymbolTable(
             np.zeros((0, 8), np.uint8), np.zeros(0, np.uint8), coded=False
         )
     table = SymbolTable(keys.astype("<u8").view(np.uint8).reshape(-1, 8), lengths.astype(np.uint8))
-    return VariableWidthBlock(coded_offs.astype(block.offsets.dtype), coded, block.num_values), table
+    return VariableWidthBlock(coded_offs.astype(dtype, copy=False), coded, block.num_values), table
 
 
 class FsstCompressor(MiniBlockCompressor):
