@@ -221,8 +221,8 @@ def shipped(result: RewriteResult) -> tuple[str, bytes | None]:
     addrs = result.row_addrs
     if addrs is None:
         return result.json(), None
-    deltas = np.diff(addrs.astype(np.uint64).view(np.int64), prepend=np.int64(0))
-    packed = zstandard.ZstdCompressor(level=1).compress(deltas.astype("<i8").tobytes())
+    deltas = np.diff(addrs.astype(np.uint64, copy=False).view(np.int64), prepend=np.int64(0))
+    packed = zstandard.ZstdCompressor(level=1).compress(deltas.astype("<i8", copy=False).data)
     return replace(result, row_addrs=None).json(), packed
 
 
