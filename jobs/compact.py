@@ -5,9 +5,10 @@
 The driver plans against the latest version (:func:`lance_ops.ops.compaction.plan`, options resolved
 as pylance does: explicit values, else the dataset's ``lance.compaction.*`` config, else defaults);
 each task travels to an executor in its JSON form, which opens the plan's version, rewrites its
-fragments (:meth:`CompactionTask.execute`) and returns the :class:`RewriteResult` as JSON; the driver
-commits them with :func:`lance_ops.ops.compaction.commit_compaction` (``ReserveFragments`` then one
-``Rewrite``, as pylance's ``Compaction.commit``).
+fragments (:meth:`CompactionTask.execute`) and returns the :class:`RewriteResult` (:func:`shipped`:
+JSON, its row addresses compressed apart); the driver commits them with
+:func:`lance_ops.ops.compaction.commit_compaction` (``ReserveFragments`` then one ``Rewrite``, as
+pylance's ``Compaction.commit``).
 
 Indexed datasets: each task computes, where it rewrote the rows, its part of the old -> new row
 address mapping (its surviving old addresses in new row order, shipped back as a roaring bitmap);

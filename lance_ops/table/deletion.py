@@ -134,7 +134,7 @@ def sorted_unique(*parts: np.ndarray) -> np.ndarray:
     """The distinct values of ``parts`` as sorted uint32 offsets (``np.unique`` of their
     concatenation). Linear in the common cases: one part already strictly increasing is returned as
     it is, and sorted parts are merged by a stable sort, which runs in linear time on sorted runs
-    (``np.unique`` hashes and sorts every value: at 10M rows it was half of a Spark delete task)."""
+    (``np.unique`` hashes every value: at 10M rows that was over 40 % of a Spark delete task)."""
     values = (
         np.concatenate([np.asarray(p, dtype=np.uint32) for p in parts]) if parts else np.zeros(0, np.uint32)
     )
