@@ -5,9 +5,10 @@
 The driver plans against the latest version (:func:`lance_ops.ops.compaction.plan`, options resolved
 as pylance does: explicit values, else the dataset's ``lance.compaction.*`` config, else defaults);
 each task travels to an executor in its JSON form, which opens the plan's version, rewrites its
-fragments (:meth:`CompactionTask.execute`) and returns the :class:`RewriteResult` as JSON; the driver
-commits them with :func:`lance_ops.ops.compaction.commit_compaction` (``ReserveFragments`` then one
-``Rewrite``, as pylance's ``Compaction.commit``).
+fragments (:meth:`CompactionTask.execute`) and returns the :class:`RewriteResult` (:func:`shipped`:
+JSON, its row addresses compressed apart); the driver commits them with
+:func:`lance_ops.ops.compaction.commit_compaction` (``ReserveFragments`` then one ``Rewrite``, as
+pylance's ``Compaction.commit``).
 
 Indexed datasets: each task computes, where it rewrote the rows, its part of the old -> new row
 address mapping (its surviving old addresses in new row order, shipped back as a roaring bitmap);
@@ -29,9 +30,11 @@ import argparse
 import logging
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
+import numpy as np
+import zstandard
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
@@ -195,8 +198,8 @@ def spark_runner(spark: SparkSession, uri: str, storage_options: Mapping[str, st
     form and opens the plan's version of ``uri`` itself. A failed task fails its whole group."""
     store_options = dict(storage_options or {})
 
-    def task(text: str) -> str:
-        return CompactionTask.from_json(text).execute(uri, store_options).json()
+    def task(text: str) -> tuple[str, bytes | None]:
+        return shipped(CompactionTask.from_json(text).execute(uri, store_options))
 
     def run(
         tasks: Sequence[CompactionTask], group: int, tracker: Tracker
@@ -205,9 +208,32 @@ def spark_runner(spark: SparkSession, uri: str, storage_options: Mapping[str, st
         for start in range(0, len(texts), group):
             finished = on_executors(spark, texts[start : start + group], task, tracker)
             for n, result in enumerate(finished, start):
-                yield n, RewriteResult.from_json(result)
+                yield n, landed(*result)
 
     return run
+
+
+def shipped(result: RewriteResult) -> tuple[str, bytes | None]:
+    """A task's result as it travels to the driver: its JSON without the row addresses, and those
+    (one per surviving row) as zstd-compressed differences of neighbours, encoded and decoded with
+    whole-array numpy operations. (The JSON form's Roaring bitmap is built from, and turned back
+    into, a numpy array one value at a time: at 10M rows ~0.4 s of each task and 0.7 s of the
+    driver.) Any order survives (a clustered task's addresses are not sorted)."""
+    addrs = result.row_addrs
+    if addrs is None:
+        return result.json(), None
+    deltas = np.diff(addrs.astype(np.uint64, copy=False).view(np.int64), prepend=np.int64(0))
+    packed = zstandard.ZstdCompressor(level=1).compress(deltas.astype("<i8", copy=False).data)
+    return replace(result, row_addrs=None).json(), packed
+
+
+def landed(text: str, packed: bytes | None) -> RewriteResult:
+    """The :class:`RewriteResult` :func:`shipped` sent."""
+    result = RewriteResult.from_json(text)
+    if packed is None:
+        return result
+    deltas = np.frombuffer(zstandard.ZstdDecompressor().decompress(packed), dtype="<i8")
+    return replace(result, row_addrs=np.cumsum(deltas, dtype=np.int64).view(np.uint64))
 
 
 def _run(spark: SparkSession, args: argparse.Namespace) -> Any:

@@ -27,7 +27,7 @@ from lance_ops.fragment.reader import FragmentReader, VersionFiles
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.query.predicate import Predicate, parse_predicate
 from lance_ops.table.commit import load_manifest
-from lance_ops.table.deletion import write_deletion_file
+from lance_ops.table.deletion import sorted_unique, write_deletion_file
 from lance_ops.table.manifest import DataFragment, Manifest
 from lance_ops.table.naming import DELETIONS_DIR
 from lance_ops.table.transaction import Delete, Transaction
@@ -69,7 +69,7 @@ def delete_offsets(fragment: FragmentReader, selected: np.ndarray, version: int)
     deletion vector of ``fragment`` (None: nothing selected). ``version`` is the version read."""
     if not len(selected):
         return None
-    vector = np.union1d(fragment.deleted, selected.astype(np.uint32))
+    vector = sorted_unique(fragment.deleted, selected)
     if len(vector) >= fragment.physical_rows:
         return FragmentDeletion(fragment.id, len(selected), None)
     previous = fragment.metadata.deletion_file

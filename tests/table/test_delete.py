@@ -11,12 +11,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from pyroaring import BitMap
 
 import lance_ops
 from lance_ops import LanceDataset, LanceOperation
 from lance_ops.errors import PredicateError, PredicateTypeError, RetryableCommitConflictError, SchemaError
-from lance_ops.table.deletion import deletion_file_type, encode_deletion_file, encode_roaring
+from lance_ops.table.deletion import deletion_file_type, encode_deletion_file, encode_roaring, sorted_unique
 from lance_ops.table.manifest import FLAG_DELETION_FILES, DeletionFileType
 from lance_ops.table.transaction import Delete, Transaction, Update
 from tests.data.golden import DATASETS_DIR
@@ -103,6 +106,39 @@ def test_bitmap_deletion_files_are_byte_for_byte_pylance_s(
         assert name.startswith("0-1-") and name.endswith(".bin")
         written[who] = (Path(uri) / "_deletions" / name).read_bytes()
     assert written["ours"] == written["pylance"]
+
+
+_OFFSETS = hnp.arrays(np.uint32, st.integers(0, 1100), elements=st.integers(0, 2**32 - 1))
+
+
+@given(st.lists(_OFFSETS, max_size=3), st.booleans())
+def test_sorted_unique_is_np_unique_of_the_parts(parts: list[np.ndarray], presort: bool) -> None:
+    """The fast paths (one strictly increasing part as it is; sorted parts merged) and the general
+    one (any order, repeats) all give ``np.unique`` of the concatenation."""
+    if presort:
+        parts = [np.unique(p) for p in parts]
+    got = sorted_unique(*parts)
+    expected = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint32)
+    assert got.dtype == np.uint32 and np.array_equal(got, expected)
+
+
+@pytest.mark.interop
+def test_a_second_delete_merges_into_pylance_s_bytes(tmp_path: Path, lance_module) -> None:  # type: ignore[no-untyped-def]
+    """A delete into a fragment that has a deletion vector (the sorted merge of old and new
+    offsets) writes the file pylance writes for the same two deletes."""
+    lance = lance_module
+    written = {}
+    for who in ("pylance", "ours"):
+        uri = str(tmp_path / f"{who}.lance")
+        lance.write_dataset(ids_table(200_000).select(["id"]), uri)
+        open_ = lance.dataset if who == "pylance" else lance_ops.dataset
+        open_(uri).delete("id % 10 = 3")
+        open_(uri).delete("id % 7 = 2 OR id < 70000")
+        (name,) = [n for n in deletion_files(uri) if n.startswith("0-2-")]
+        written[who] = (Path(uri) / "_deletions" / name).read_bytes()
+    assert written["ours"] == written["pylance"]
+    expected = [i for i in range(70000, 200_000) if i % 10 != 3 and i % 7 != 2]
+    assert lance.dataset(str(tmp_path / "ours.lance")).to_table()["id"].to_pylist() == expected
 
 
 # --------------------------------------------------------------------------- our deletes
