@@ -60,6 +60,7 @@ DICT_MIN_VALUES = 100
 DICT_MAX_CARDINALITY = 100_000
 DICT_PROBE_FACTOR = 1.25  # a prefix of limit × this many values is hashed first to rule out high cardinality
 DICT_PROBE_HASH_BITS = 20  # hash buckets of the probe's cheap distinct lower bound (2^20)
+DICT_PROBE_EXACT_FRACTION = 0.75  # a probe bound this close to the limit is checked by an exact count
 DICT_FIXED_ENTRY_COST = 16  # bytes per dictionary entry in the fixed-width size estimate
 DICT_INDEX_BYTES = 4
 FSST_MIN_PAGE_BYTES = 32 * 1024
@@ -428,10 +429,13 @@ def _too_many_distinct(prefix: pa.Array, limit: float) -> bool:
     :data:`DICT_PROBE_HASH_BITS` bits of a 64-bit hash of each value (equal values hash alike, so
     there are never fewer distinct values than distinct hash prefixes). Random and sequential
     values of a high-cardinality prefix pass it with a wide margin. Types not hashed here are
-    counted exactly with Arrow's ``unique``.
+    counted exactly with Arrow's ``unique``, and so is a prefix whose bound falls just short of
+    ``limit`` (at least :data:`DICT_PROBE_EXACT_FRACTION` of it): colliding hash prefixes hide a
+    few percent of the values near the limit, and counting the prefix exactly costs a fraction of
+    dictionary-encoding the whole page only to find the same count over the limit.
     """
     bound = _distinct_lower_bound(prefix)
-    if bound is None:
+    if bound is None or limit > bound >= limit * DICT_PROBE_EXACT_FRACTION:
         bound = len(prefix.unique())
     return bound >= limit
 

@@ -457,11 +457,19 @@ def test_dictionary_probe_decides_as_the_exact_count() -> None:
         prefix = array[: int(limit * 1.25)]
         assert _too_many_distinct(prefix, limit), name
         assert _exact_distinct(prefix) >= limit, name
+    # Just over the limit (a cycle of 100,003 values): colliding hash prefixes put the bound under
+    # it, so the prefix is counted exactly and the page ruled out without encoding it whole.
+    cycle = pa.array((np.arange(n) % 100_003).astype(np.float64)).view(pa.uint64())
+    assert _too_many_distinct(cycle[: int(limit * 1.25)], limit)
+    # Just under it: the exact count of the prefix keeps the page a candidate.
+    assert not _too_many_distinct(pa.array(np.arange(int(limit * 1.25)) % 99_000, pa.uint64()), limit)
     repeated = pa.array(np.tile(np.arange(200_000, dtype=np.int64), 5))  # 200k distinct, none in a row
     assert not _too_many_distinct(pa.array(np.arange(1000, dtype=np.uint64)), limit)
     options = EncodingOptions()
     for array, wants in (
         (repeated, False),
+        (pa.array((np.arange(n) % 100_003).astype(np.float64)), False),
+        (pa.array((np.arange(n) % 1_000).astype(np.float64)), True),
         (pa.array(["red apple", "green pear", "plum"] * (n // 3)), True),
         (high["strings"], False),
     ):
