@@ -241,9 +241,7 @@ def _btree_page_data(
         for run in np.split(chosen, np.flatnonzero(np.diff(chosen) != 1) + 1):
             start = int(run[0]) * batch_size
             stop = min((int(run[-1]) + 1) * batch_size, rows)
-            table = reader.read_range(start, max(stop - start, 0)).to_table()
-            values = table.column("values").combine_chunks()
-            ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
+            values, ids = _read_pages(reader, start, max(stop - start, 0))
             for page in run.tolist():
                 first = page * batch_size - start
                 last = min(first + batch_size, len(ids))
@@ -252,6 +250,16 @@ def _btree_page_data(
 
     keys = [("btree-page", index.uuid, int(page)) for page in pages.tolist()]
     return ctx.index_cache.get_many(keys, load, lambda page: page[0].nbytes + page[1].nbytes)
+
+
+def _read_pages(reader: LanceFileReader, start: int, count: int) -> tuple[pa.Array, np.ndarray]:
+    """Values and row addresses of rows ``[start, start + count)`` of a BTREE page file. Each column
+    is read on its own: a read of one page's two columns would be handed to the worker threads,
+    and that hand-off costs more than decoding a page (it shows in the wall time of a cold point
+    query under load); a long read (a prewarm) still splits each column's rows across them."""
+    values = reader.read_range(start, count, ["values"]).to_table().column(0).combine_chunks()
+    ids = reader.read_range(start, count, ["ids"]).to_table().column(0).combine_chunks()
+    return values, np.asarray(ids, dtype=np.uint64)
 
 
 def _pages_reader(ctx: StorageContext, index: IndexMetadata) -> LanceFileReader:
