@@ -205,7 +205,8 @@ def _btree(
         ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
         return ids[_matches(values, bound, wanted)]
     count_comparisons(lookup.num_rows)  # the pages' bounds
-    keys = _integer_keys(wanted)
+    value_type = lookup.schema.field("max").type
+    keys = _integer_keys(wanted) if wanted is not None and wanted.type == value_type else None
     found = []
     for page in _btree_page_data(
         ctx, index, np.flatnonzero(_btree_pages(lookup, bound, wanted, keys)), batch_size
@@ -220,8 +221,9 @@ def _btree(
 
 
 def _integer_keys(wanted: pa.Array | None) -> np.ndarray | None:
-    """The values of an ``eq`` / ``in`` bound (:func:`_value_set`) as sorted distinct numpy
-    integers, when they are integers and none is null (None: not such a bound)."""
+    """The values of an ``eq`` / ``in`` bound (:func:`_value_set`, of the index's value type) as
+    sorted distinct numpy integers, when they are integers and none is null (None: not such a
+    bound)."""
     if wanted is None or not pa.types.is_integer(wanted.type) or wanted.null_count:
         return None
     return np.unique(wanted.to_numpy())

@@ -22,6 +22,7 @@ from lance_ops.index.scalar_query import (
     _matches,
     _Page,
     _value_set,
+    key_rows,
 )
 from lance_ops.query.predicate import Bound
 
@@ -239,3 +240,16 @@ def test_every_integer_page_is_searched_by_binary_search(runs: lance_ops.LanceDa
         values, ids = pages.column("values").combine_chunks(), np.asarray(pages.column("ids"), np.uint64)
         for start in range(0, len(values), 4096):
             assert _Page.of(values.slice(start, 4096), ids[start : start + 4096]).keys is not None
+
+
+def test_key_rows_of_another_integer_type_equal_the_column_types(
+    runs: lance_ops.LanceDataset,
+) -> None:
+    """Keys given as int64 for the int32 ``r`` (no binary search: the general compare) find the
+    same rows as int32 keys (binary search)."""
+    files = runs.scanner()._files
+    as_int32 = key_rows(files.storage, files.manifest, "r", pa.array([10, 20, 7], pa.int32()))
+    as_int64 = key_rows(files.storage, files.manifest, "r", pa.array([10, 20, 7], pa.int64()))
+    assert as_int32 is not None and as_int64 is not None
+    assert len(as_int32.rows) > 4096  # runs of 3,000 rows, deleted ones included
+    assert np.sort(as_int32.rows).tolist() == np.sort(as_int64.rows).tolist()
