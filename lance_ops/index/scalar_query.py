@@ -317,12 +317,13 @@ def _btree_page_data(
     def load(positions: list[int]) -> list[_Page]:
         reader = _pages_reader(ctx, index)
         rows = int(reader.num_rows)
+        remote = ctx.store.whole_file_read_size > 0  # requests cost more than bytes there
         chosen = pages[positions]
         loaded = []
         for run in np.split(chosen, np.flatnonzero(np.diff(chosen) != 1) + 1):
             start = int(run[0]) * batch_size
             stop = min((int(run[-1]) + 1) * batch_size, rows)
-            values, ids = _read_pages(reader, start, max(stop - start, 0))
+            values, ids = _read_pages(reader, start, max(stop - start, 0), remote)
             for page in run.tolist():
                 first = page * batch_size - start
                 last = min(first + batch_size, len(ids))
@@ -333,14 +334,20 @@ def _btree_page_data(
     return ctx.index_cache.get_many(keys, load, lambda page: page.nbytes)
 
 
-def _read_pages(reader: LanceFileReader, start: int, count: int) -> tuple[pa.Array, np.ndarray]:
-    """Values and row addresses of rows ``[start, start + count)`` of a BTREE page file. Each column
-    is read on its own: a read of one page's two columns would be handed to the worker threads,
-    and that hand-off costs more than decoding a page (it shows in the wall time of a cold point
-    query under load); a long read (a prewarm) still splits each column's rows across them."""
-    values = reader.read_range(start, count, ["values"]).to_table().column(0).combine_chunks()
-    ids = reader.read_range(start, count, ["ids"]).to_table().column(0).combine_chunks()
-    return values, np.asarray(ids, dtype=np.uint64)
+def _read_pages(reader: LanceFileReader, start: int, count: int, remote: bool) -> tuple[pa.Array, np.ndarray]:
+    """Values and row addresses of rows ``[start, start + count)`` of a BTREE page file. On a local
+    disk each column is read on its own, on the calling thread: a read of one page's two columns
+    would be handed to the worker threads, and that hand-off costs more than decoding a page (it
+    showed in the wall time of a cold point query); a long read (a prewarm) still splits each
+    column's rows across them. On a ``remote`` store the two columns are read together, so that
+    their requests overlap on the worker threads rather than wait one for the other."""
+    if remote:
+        table = reader.read_range(start, count).to_table()
+        values, ids = table.column("values"), table.column("ids")
+    else:
+        values = reader.read_range(start, count, ["values"]).to_table().column(0)
+        ids = reader.read_range(start, count, ["ids"]).to_table().column(0)
+    return values.combine_chunks(), np.asarray(ids.combine_chunks(), dtype=np.uint64)
 
 
 def _pages_reader(ctx: StorageContext, index: IndexMetadata) -> LanceFileReader:
