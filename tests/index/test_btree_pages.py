@@ -180,6 +180,10 @@ _RUN_FILTERS = st.one_of(
         st.lists(st.sampled_from([0, 10, 20, 30, 40, 50, 7]), min_size=1, max_size=4),
     ),
     st.builds(lambda v: f"s = 's{v:04d}'", st.integers(0, 701)),
+    st.builds(
+        lambda vs: "s IN (" + ", ".join(f"'s{v:04d}'" for v in vs) + ")",
+        st.lists(st.integers(0, 701), min_size=1, max_size=4),
+    ),
     st.builds(lambda v: f"s < 's{v:04d}'", st.integers(0, 701)),
     st.sampled_from(["r IS NULL", "r IS NOT NULL", "r BETWEEN 10 AND 20", "r = 20 AND id > 7000"]),
 )
