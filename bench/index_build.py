@@ -5,7 +5,9 @@ written by pylance as ``--fragments`` fragments, each system builds on its own c
 
 * ``BTREE(id)`` and ``BITMAP(cat)``: ``create_scalar_index`` build time; then the latency of an
   indexed point filter (``id = v`` / ``cat = 'c…'``, median of ``--queries`` values, columns
-  ``id, cat``) with each system reading its own index;
+  ``id, cat``) with each system reading its own index; and for the BTREE also the mean wall and
+  CPU time of ``--loop`` (200) point queries on values not asked before, through a freshly
+  opened dataset (its index cache empty), the systems taking turns query by query;
 * ``IVF_PQ(vec)`` over ``--vector-rows`` (default 1M) clustered ``--dim``-d (128) float32 vectors:
   ``create_index(num_partitions=rows // 8192, num_sub_vectors=dim // 8)`` build time in process,
   and with ``--spark`` also ``jobs.create_index`` on ``local[2]`` (session started and warmed up
@@ -121,7 +123,9 @@ def warm_up(root: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def bench_scalar(root: Path, rows: int, fragments: int, queries: int) -> list[tuple[str, float, float]]:
+def bench_scalar(
+    root: Path, rows: int, fragments: int, queries: int, loop: int
+) -> list[tuple[str, float, float]]:
     source = root / "scalar"
     lance.write_dataset(scalar_table(rows), str(source), max_rows_per_file=-(-rows // fragments))
     rng = np.random.default_rng(5)
@@ -149,7 +153,29 @@ def bench_scalar(root: Path, rows: int, fragments: int, queries: int) -> list[tu
                 lambda f, d=theirs_ds: d.to_table(columns=["id", "cat"], filter=f), values, clock
             )
             out.append((f"{name} {unit}", query_ours, query_theirs))
+        if kind == "BTREE":
+            out += cold_loop(ours, theirs, column, rows, loop)
     return out
+
+
+def cold_loop(ours: str, theirs: str, column: str, rows: int, count: int) -> list[tuple[str, float, float]]:
+    """Wall and CPU ms per query of ``count`` point filters on values not asked before, through a
+    freshly opened dataset of each system (its index cache empty: nearly every query meets a page
+    of the index it has not read yet), the two systems taking turns query by query."""
+    values = np.random.default_rng(11).integers(0, rows, count)
+    systems = {"lance_ops": lance_ops.dataset(ours), "pylance": lance.dataset(theirs)}
+    spent = {(name, clock): 0.0 for name in systems for clock in ("wall", "cpu")}
+    for i, v in enumerate(values.tolist()):
+        for name, ds in sorted(systems.items(), reverse=bool(i % 2)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            ds.to_table(columns=["id", "cat"], filter=f"{column} = {v}")
+            spent[name, "wall"] += time.perf_counter() - wall
+            spent[name, "cpu"] += time.process_time() - cpu
+    label = f"{count} point queries `{column} = …` via BTREE, cold pages, per query"
+    return [
+        (f"{label} ms", *(spent[n, "wall"] / count * 1000 for n in systems)),
+        (f"{label} CPU ms", *(spent[n, "cpu"] / count * 1000 for n in systems)),
+    ]
 
 
 def spark_build(master: str, uri: str, column: str, kind: str, **params: Any) -> float:
@@ -271,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--fragments", type=int, default=8)
     parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--loop", type=int, default=200, help="point queries of the cold BTREE loop")
     parser.add_argument("--spark", action="store_true", help="also build IVF_PQ with jobs.create_index")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-vector", action="store_true")
@@ -284,7 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"load average before: {os.getloadavg()}")
         if not args.cold:
             warm_up(root)
-        rows = [] if args.skip_scalar else bench_scalar(root, args.rows, args.fragments, args.queries)
+        rows = (
+            [] if args.skip_scalar else bench_scalar(root, args.rows, args.fragments, args.queries, args.loop)
+        )
         extra: dict[str, float] = {}
         if not args.skip_vector:
             vector_rows, extra = bench_vector(

@@ -47,6 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from lance_ops.encoding.compression.base import ranges as row_runs
 from lance_ops.errors import PredicateError
 from lance_ops.file import LanceFileReader
 from lance_ops.file.schema import is_json
@@ -149,11 +150,21 @@ def _any_within(low: pa.Array, high: pa.Array, wanted: pa.Array, low_unknown: bo
     return keep if low_unknown else keep & low_valid
 
 
-def _btree_pages(lookup: pa.Table, bound: Bound, wanted: pa.Array | None = None) -> np.ndarray:
+def _btree_pages(
+    lookup: pa.Table, bound: Bound, wanted: pa.Array | None = None, keys: np.ndarray | None = None
+) -> np.ndarray:
     """Pages of a BTREE (rows of its lookup: ``min`` / ``max`` the first / last value, null when
     unknown) that may hold rows ``bound`` selects; a page ending in NaN may always. ``wanted``:
-    :func:`_value_set` of an ``eq`` / ``in`` bound when already built."""
+    :func:`_value_set` of an ``eq`` / ``in`` bound when already built; ``keys``: its
+    :func:`_integer_keys`, when it has them."""
     low, high = lookup.column("min").combine_chunks(), lookup.column("max").combine_chunks()
+    if keys is not None and bound.op in ("eq", "in") and high.type == low.type:
+        # integers: the count of keys inside each page's [min, max] by two binary searches
+        below = np.iinfo(keys.dtype).min
+        lows = np.asarray(low.fill_null(below), dtype=keys.dtype)
+        highs = np.asarray(high.fill_null(below), dtype=keys.dtype)
+        inside = np.searchsorted(keys, highs, side="right") - np.searchsorted(keys, lows, side="left")
+        return (inside > 0) & np.asarray(high.is_valid(), dtype=bool)
     if bound.op == "null":
         return np.asarray(lookup.column("null_count"), dtype=np.int64) > 0
     if bound.op == "not_null":
@@ -194,15 +205,85 @@ def _btree(
         ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
         return ids[_matches(values, bound, wanted)]
     count_comparisons(lookup.num_rows)  # the pages' bounds
+    value_type = lookup.schema.field("max").type
+    keys = _integer_keys(wanted) if wanted is not None and wanted.type == value_type else None
     found = []
-    for values, ids in _btree_page_data(
-        ctx, index, np.flatnonzero(_btree_pages(lookup, bound, wanted)), batch_size
+    for page in _btree_page_data(
+        ctx, index, np.flatnonzero(_btree_pages(lookup, bound, wanted, keys)), batch_size
     ):
-        count_comparisons(len(values))
-        hits = np.flatnonzero(_matches(values, bound, wanted))
+        count_comparisons(len(page.values))
+        hits = page.hits(bound, keys)
+        if hits is None:
+            hits = page.ids[_matches(page.values, bound, wanted)]
         if hits.size:
-            found.append(ids[hits])
+            found.append(hits)
     return np.concatenate(found) if found else np.empty(0, np.uint64)
+
+
+def _integer_keys(wanted: pa.Array | None) -> np.ndarray | None:
+    """The values of an ``eq`` / ``in`` bound (:func:`_value_set`, of the index's value type) as
+    sorted distinct numpy integers, when they are integers and none is null (None: not such a
+    bound)."""
+    if wanted is None or not pa.types.is_integer(wanted.type) or wanted.null_count:
+        return None
+    return np.unique(wanted.to_numpy())
+
+
+@dataclass(frozen=True)
+class _Page:
+    """One BTREE page as the index cache keeps it: its values, their row addresses, and ``keys``,
+    the non-null values as numpy when they are integers in ascending order after the nulls (as
+    pylance and lance-ops write them): then a bound's rows are one or a few runs of the page that
+    binary searches find, with no compare of every value (None: the page is searched by
+    :func:`_matches`)."""
+
+    values: pa.Array
+    ids: np.ndarray
+    keys: np.ndarray | None
+
+    @classmethod
+    def of(cls, values: pa.Array, ids: np.ndarray) -> _Page:
+        keys = None
+        if pa.types.is_integer(values.type):
+            tail = values.slice(values.null_count)
+            if not tail.null_count:
+                sorted_keys = tail.to_numpy(zero_copy_only=False)
+                if bool((sorted_keys[1:] >= sorted_keys[:-1]).all()):
+                    keys = sorted_keys
+        return cls(values, ids, keys)
+
+    @property
+    def nbytes(self) -> int:
+        # ``keys`` is a view of ``values``' buffer
+        return int(self.values.nbytes + self.ids.nbytes)
+
+    def hits(self, bound: Bound, wanted: np.ndarray | None) -> np.ndarray | None:
+        """The row addresses of the page's rows that meet ``bound`` (``wanted``:
+        :func:`_integer_keys` of an ``eq`` / ``in`` bound), found by binary search; None when
+        the page has no ``keys`` or the bound is an ``eq`` / ``in`` without ``wanted``."""
+        keys = self.keys
+        if keys is None:
+            return None
+        nulls = len(self.ids) - len(keys)
+        if bound.op == "null":
+            return self.ids[:nulls]
+        if bound.op == "not_null":
+            return self.ids[nulls:]
+        if bound.op in ("eq", "in"):
+            if wanted is None:
+                return None
+            lows = np.searchsorted(keys, wanted, side="left") + nulls
+            highs = np.searchsorted(keys, wanted, side="right") + nulls
+            if len(wanted) == 1:
+                return self.ids[int(lows[0]) : int(highs[0])]
+            some = highs > lows
+            return self.ids[row_runs(lows[some], highs[some] - lows[some])]
+        value = bound.values[0].cast(self.values.type).as_py()
+        if bound.op in ("lt", "le"):
+            return self.ids[
+                nulls : nulls + int(np.searchsorted(keys, value, "left" if bound.op == "lt" else "right"))
+            ]
+        return self.ids[nulls + int(np.searchsorted(keys, value, "right" if bound.op == "gt" else "left")) :]
 
 
 def _page_rows(lookup: pa.Table) -> int:
@@ -228,30 +309,45 @@ def prewarm(ctx: StorageContext, index: IndexMetadata, kind: str) -> None:
 
 def _btree_page_data(
     ctx: StorageContext, index: IndexMetadata, pages: np.ndarray, batch_size: int
-) -> list[tuple[pa.Array, np.ndarray]]:
+) -> list[_Page]:
     """Values and row addresses of BTREE ``pages`` (``batch_size`` rows each of its page file),
     through the dataset's index cache; the pages not kept are read, each run of adjacent ones in
     one read."""
 
-    def load(positions: list[int]) -> list[tuple[pa.Array, np.ndarray]]:
+    def load(positions: list[int]) -> list[_Page]:
         reader = _pages_reader(ctx, index)
         rows = int(reader.num_rows)
+        remote = ctx.store.whole_file_read_size > 0  # requests cost more than bytes there
         chosen = pages[positions]
         loaded = []
         for run in np.split(chosen, np.flatnonzero(np.diff(chosen) != 1) + 1):
             start = int(run[0]) * batch_size
             stop = min((int(run[-1]) + 1) * batch_size, rows)
-            table = reader.read_range(start, max(stop - start, 0)).to_table()
-            values = table.column("values").combine_chunks()
-            ids = np.asarray(table.column("ids").combine_chunks(), dtype=np.uint64)
+            values, ids = _read_pages(reader, start, max(stop - start, 0), remote)
             for page in run.tolist():
                 first = page * batch_size - start
                 last = min(first + batch_size, len(ids))
-                loaded.append((values.slice(first, max(last - first, 0)), ids[first:last]))
+                loaded.append(_Page.of(values.slice(first, max(last - first, 0)), ids[first:last]))
         return loaded
 
     keys = [("btree-page", index.uuid, int(page)) for page in pages.tolist()]
-    return ctx.index_cache.get_many(keys, load, lambda page: page[0].nbytes + page[1].nbytes)
+    return ctx.index_cache.get_many(keys, load, lambda page: page.nbytes)
+
+
+def _read_pages(reader: LanceFileReader, start: int, count: int, remote: bool) -> tuple[pa.Array, np.ndarray]:
+    """Values and row addresses of rows ``[start, start + count)`` of a BTREE page file. On a local
+    disk each column is read on its own, on the calling thread: a read of one page's two columns
+    would be handed to the worker threads, and that hand-off costs more than decoding a page (it
+    showed in the wall time of a cold point query); a long read (a prewarm) still splits each
+    column's rows across them. On a ``remote`` store the two columns are read together, so that
+    their requests overlap on the worker threads rather than wait one for the other."""
+    if remote:
+        table = reader.read_range(start, count).to_table()
+        values, ids = table.column("values"), table.column("ids")
+    else:
+        values = reader.read_range(start, count, ["values"]).to_table().column(0)
+        ids = reader.read_range(start, count, ["ids"]).to_table().column(0)
+    return values.combine_chunks(), np.asarray(ids.combine_chunks(), dtype=np.uint64)
 
 
 def _pages_reader(ctx: StorageContext, index: IndexMetadata) -> LanceFileReader:
