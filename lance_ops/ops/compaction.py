@@ -743,8 +743,10 @@ def _coalesced(tables: Iterator[pa.Table], batch_size: int) -> Iterator[pa.Recor
         yield from flush()
 
 
-#: Bytes of decoded batches the reading thread of a task may hold ahead of its writer.
-READ_AHEAD_BYTES = 16 * 1024 * 1024
+#: Bytes of decoded batches the reading thread of a task may hold ahead of its writer: two or so
+#: batches of small fragments (:data:`COALESCE_BYTES`) keep the writer fed; the writer encodes
+#: slower than the reader decodes, so the queue stays full and this much is held per task.
+READ_AHEAD_BYTES = 4 * 1024 * 1024
 
 
 class _Handoff:
