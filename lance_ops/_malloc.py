@@ -9,6 +9,10 @@ heap (``M_MMAP_THRESHOLD``) and keep that much padding at the top of each heap (
 This only delays giving memory back: peak RSS is unchanged, and a process may hold up to
 :data:`PAD_BYTES` of freed memory per malloc arena (one per thread that allocated, at most).
 
+:func:`release_free_memory` hands what is free back at the end of a large piece of work (a
+compaction task): the freed arrays of its threads' heaps would otherwise stay resident and add up
+with the next task's.
+
 Applied once, on ``import lance_ops``, on glibc only. glibc's own environment variables
 (``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_THRESHOLD_``) win when set, and ``LANCE_OPS_MALLOC_PAD=0``
 turns the tuning off.
@@ -44,3 +48,16 @@ def tune() -> bool:
         )
     except (OSError, AttributeError):
         return False
+
+
+def release_free_memory() -> bool:
+    """Return the free memory of every malloc heap to the kernel (glibc's ``malloc_trim(0)``:
+    the free top of each heap and the free pages inside them); whether it was done (glibc only).
+    Costs a walk of the heaps' free lists: call it after large pieces of work, not per batch."""
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        return False
+    return True

@@ -33,11 +33,12 @@ from lance_ops.encoding.kernels import (
     murmur3_x64_128_words,
 )
 
-__all__ = ["DEFAULT_LG_K", "DistinctSketch"]
+__all__ = ["DEFAULT_LG_K", "UPDATE_SLICE_ROWS", "DistinctSketch"]
 
 DEFAULT_LG_K = 12
-#: Rows of one array hashed and reduced at a time by :meth:`DistinctSketch.update`.
-UPDATE_SLICE_ROWS = 1 << 20
+#: Rows of one array hashed and reduced at a time by :meth:`DistinctSketch.update` (its
+#: temporaries, ~24 bytes a row, stay a few MB: a writer flushing several fields sketches them at once).
+UPDATE_SLICE_ROWS = 1 << 18
 # 8-bit registers: merging and serialising never change the registers' resolution.
 _TARGET = datasketches.tgt_hll_type.HLL_8
 # Byte 5 of a serialised HLL sketch holds its flags; "out of order" selects the estimator that

@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.compression.dictionary import holds_dictionary
-from lance_ops.encoding.sketch import DistinctSketch
+from lance_ops.encoding.sketch import UPDATE_SLICE_ROWS, DistinctSketch
 from lance_ops.encoding.statistics import page_nan_counts, page_statistics, supports_statistics
 from lance_ops.errors import CorruptFileError
 from lance_ops.file.schema import BLOB_KEY
@@ -189,13 +189,24 @@ class PageStatisticsCollector:
         sketch = self._sketches.get(index)
         if sketch is None:
             return
-        # One update of all the rows (the sketch slices long arrays itself): its fixed cost per
-        # call is paid once, not once per batch the writer buffered (compaction's many small ones).
+        # The batches the writer buffered joined into updates of up to UPDATE_SLICE_ROWS rows: the
+        # fixed cost per call is paid once per slice, not once per batch (compaction's many small
+        # ones), and no copy of all the rows is made (the sketch hashes a slice at a time anyway).
         arrays = [a if a.type == self._types[index] else a.view(self._types[index]) for a in arrays]
-        if len(arrays) > 1 and not holds_dictionary(arrays[0].type):  # those: one by one, as before
-            arrays = [pa.concat_arrays(arrays)]
+        if not arrays or holds_dictionary(arrays[0].type):  # those: one by one, as before
+            for array in arrays:
+                sketch.update(array)
+            return
+        group: list[pa.Array] = []
+        rows = 0
         for array in arrays:
-            sketch.update(array)
+            if group and rows + len(array) > UPDATE_SLICE_ROWS:
+                sketch.update(group[0] if len(group) == 1 else pa.concat_arrays(group))
+                group, rows = [], 0
+            group.append(array)
+            rows += len(array)
+        if group:
+            sketch.update(group[0] if len(group) == 1 else pa.concat_arrays(group))
 
     def discard(self, index: int) -> None:
         """Write no statistics for field ``index`` (its pages did not come from :meth:`add`)."""

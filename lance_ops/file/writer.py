@@ -33,7 +33,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import pyarrow as pa
 
@@ -41,6 +41,7 @@ from lance_ops._proto import file2_pb2 as pb2
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.api import EncodedPage, FieldEncoder, FileVersion
 from lance_ops.encoding.compression import dictionary
+from lance_ops.encoding.compression.dictionary import holds_dictionary
 from lance_ops.encoding.options import check_writer_compression
 from lance_ops.errors import SchemaError, UnsupportedFeatureError
 from lance_ops.file.codecs import Codec, codec_for
@@ -60,6 +61,17 @@ from lance_ops.io.base import CloseOrAbort
 from lance_ops.io.context import open_path
 
 _Encoded = list[tuple[int, list[list[EncodedPage]]]]  # (rows, pages per column) of each slice flushed
+
+
+class _Taken(NamedTuple):
+    """A field's buffered rows taken for a flush: joined, what its sketch is fed, the Arrow bytes
+    they were buffered as, and whether they were one chunk."""
+
+    array: pa.Array
+    sketch_arrays: list[pa.Array]
+    nbytes: int
+    single: bool
+
 
 # Fields flushed together are encoded on the shared worker threads (lance_ops.file.parallel) when
 # they hold this much buffered data (a hand-off costs ~0.1 ms).
@@ -247,55 +259,71 @@ class LanceFileWriter(FileWriterBase):
     def _encode_all(self, states: list[_FieldState]) -> Iterator[tuple[_FieldState, _Encoded]]:
         """The buffered rows of ``states`` encoded, yielded in field order.
 
-        Several fields holding :data:`ENCODE_THREADS_MIN_BYTES` together are encoded on the
-        shared worker threads (numpy, zstd and the numba kernels release the GIL) unless
-        an encoder writes external buffers (blobs), whose positions follow call order; pages are
-        still written in field order, so the bytes of the file do not depend on the threads.
+        Each field's buffered chunks are first joined into one array (:meth:`_take_pending`), and
+        the chunks released, so a flushed field's rows are held once, not twice, while it is
+        encoded and sketched. Several fields holding :data:`ENCODE_THREADS_MIN_BYTES` together
+        are encoded on the shared worker threads (numpy, zstd and the numba kernels release the
+        GIL) unless an encoder writes external buffers (blobs), whose positions follow call order;
+        pages are still written in field order, so the bytes of the file do not depend on the threads.
         """
-        sketches = self._sketch_tasks(states)
+        sizes = [s.pending_bytes for s in states]
+        taken = [self._take_pending(s) for s in states]
+        sketches = self._sketch_tasks(states, taken)
         external = any(s.encoder.writes_external for s in states)
-        big = sum(s.pending_bytes for s in states) >= ENCODE_THREADS_MIN_BYTES
+        big = sum(sizes) >= ENCODE_THREADS_MIN_BYTES
         if len(states) + len(sketches) < 2 or not big or external or self._codec.cuts_pages:
             for task, _ in sketches:
                 task()
-            for state in states:
-                yield state, self._encode_pending(state)
+            for state, rows in zip(states, taken, strict=True):
+                yield state, self._encode_taken(state, rows)
             return
         # The distinct sketches are tasks of their own, run beside the fields' encoding.
-        tasks: list[Callable[[], _Encoded | None]] = [partial(self._encode_pending, s) for s in states]
+        tasks: list[Callable[[], _Encoded | None]] = [
+            partial(self._encode_taken, s, rows) for s, rows in zip(states, taken, strict=True)
+        ]
         tasks += [task for task, _ in sketches]
-        costs = [float(s.pending_bytes) for s in states] + [cost for _, cost in sketches]
+        costs = [float(size) for size in sizes] + [cost for _, cost in sketches]
         results = run_tasks(tasks, costs=costs)
         yield from zip(states, cast(list[_Encoded], results[: len(states)]), strict=True)
 
-    def _sketch_tasks(self, states: list[_FieldState]) -> list[tuple[Callable[[], None], float]]:
-        """One task per field with statistics adding its buffered rows to the field's distinct
+    def _sketch_tasks(
+        self, states: list[_FieldState], taken: list[_Taken | None]
+    ) -> list[tuple[Callable[[], None], float]]:
+        """One task per field with statistics adding its taken rows to the field's distinct
         sketch (:meth:`_encode_slice` takes the page statistics but leaves the sketch to these),
         with its cost for the task queue (hashing is cheaper than encoding per byte)."""
         statistics = self._statistics
         if statistics is None:
             return []
         return [
-            (partial(statistics.update_sketch, index, list(state.pending)), state.pending_bytes / 4)
-            for index, state in ((self._fields.index(s), s) for s in states)
-            if state.pending and statistics.wants(index)
+            (partial(statistics.update_sketch, index, rows.sketch_arrays), rows.nbytes / 4)
+            for index, rows in ((self._fields.index(s), t) for s, t in zip(states, taken, strict=True))
+            if rows is not None and statistics.wants(index)
         ]
 
-    def _encode_pending(self, state: _FieldState) -> _Encoded:
-        """Encode (and take statistics of) the field's buffered rows: ``(rows, pages)`` per slice."""
+    @staticmethod
+    def _take_pending(state: _FieldState) -> _Taken | None:
+        """The field's buffered rows, joined into one array, taken from it (None: none)."""
         if not state.pending:
+            return None
+        chunks, nbytes = state.pending, state.pending_bytes
+        state.pending, state.pending_bytes = [], 0
+        array = dictionary.concat(chunks)
+        # dictionary-holding types reach the sketch chunk by chunk, as they always have
+        return _Taken(array, chunks if holds_dictionary(array.type) else [array], nbytes, len(chunks) == 1)
+
+    def _encode_taken(self, state: _FieldState, rows: _Taken | None) -> _Encoded:
+        """Encode (and take statistics of) rows taken from the field: ``(rows, pages)`` per slice."""
+        if rows is None:
             return []
-        single = len(state.pending) == 1
-        array = dictionary.concat(state.pending)
         # Only 2.0 cuts pages by the writer's max_page_bytes, as pylance (2.1+ readers split large
         # pages themselves): 2.1+ pages are cut at the default size whatever was given.
-        num_pages = max(1, math.ceil(state.pending_bytes / DEFAULT_MAX_PAGE_BYTES))
-        rows_per_page = math.ceil(len(array) / num_pages)
-        state.pending, state.pending_bytes = [], 0
-        storage = to_storage(array, state.field, state.storage_type)
+        num_pages = max(1, math.ceil(rows.nbytes / DEFAULT_MAX_PAGE_BYTES))
+        rows_per_page = math.ceil(len(rows.array) / num_pages)
+        storage = to_storage(rows.array, state.field, state.storage_type)
         if self._codec.cuts_pages:
             # pylance 2.0 cuts only a flush of one array, and each column on its own.
-            state.encoder.max_page_bytes = self.max_page_bytes if single else None
+            state.encoder.max_page_bytes = self.max_page_bytes if rows.single else None
             return [self._encode_slice(state, storage)]
         return [
             self._encode_slice(state, storage.slice(start, rows_per_page))

@@ -64,6 +64,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
+from lance_ops._malloc import release_free_memory
 from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.plan import EncodingPlan
 from lance_ops.errors import (
@@ -743,8 +744,10 @@ def _coalesced(tables: Iterator[pa.Table], batch_size: int) -> Iterator[pa.Recor
         yield from flush()
 
 
-#: Bytes of decoded batches the reading thread of a task may hold ahead of its writer.
-READ_AHEAD_BYTES = 16 * 1024 * 1024
+#: Bytes of decoded batches the reading thread of a task may hold ahead of its writer: two or so
+#: batches of small fragments (:data:`COALESCE_BYTES`) keep the writer fed; the writer encodes
+#: slower than the reader decodes, so the queue stays full and this much is held per task.
+READ_AHEAD_BYTES = 4 * 1024 * 1024
 
 
 class _Handoff:
@@ -989,7 +992,18 @@ def write_rows(
 
 
 def execute_task(files: VersionFiles, task: CompactionTask) -> RewriteResult:
-    """Rewrite the fragments of ``task`` (from the version ``files`` reads) into new fragments."""
+    """Rewrite the fragments of ``task`` (from the version ``files`` reads) into new fragments.
+
+    The memory its threads freed is handed back to the kernel when it ends
+    (:func:`~lance_ops._malloc.release_free_memory`), so that what one task's heaps keep free
+    does not add up with the next task's working set."""
+    try:
+        return _rewrite(files, task)
+    finally:
+        release_free_memory()
+
+
+def _rewrite(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     if task.cluster_splits is not None:  # incremental clustering: ranges written apart
         return clustering.execute_split_task(files, task)
     options = task.options

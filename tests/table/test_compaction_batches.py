@@ -67,13 +67,20 @@ def test_coalesced_passes_large_tables_in_batch_size_pieces() -> None:
     assert pa.Table.from_batches(batches).equals(pa.concat_tables(tables))
 
 
-def test_sketch_of_a_flush_of_many_batches_is_the_sketch_of_the_whole_column(tmp_path: Path) -> None:
-    """Many small batches buffered into one flush reach the distinct sketch in one update: the
-    sketch equals one fed the whole column (estimate, bounds) and pylance reads the file."""
+@pytest.mark.parametrize("slice_rows", [None, 5_000, 700, 699])
+def test_sketch_of_a_flush_of_many_batches_is_the_sketch_of_the_whole_column(
+    tmp_path: Path, slice_rows: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many small batches buffered into one flush reach the distinct sketch in updates of up to
+    ``UPDATE_SLICE_ROWS`` rows (one when they are fewer): the sketch equals one fed the whole
+    column (its bytes, estimate and bounds) and pylance reads the file."""
     from lance.file import LanceFileReader as PylanceReader
 
     from lance_ops.encoding.sketch import DistinctSketch
-    from lance_ops.file import LanceFileReader, LanceFileWriter
+    from lance_ops.file import LanceFileReader, LanceFileWriter, page_statistics
+
+    if slice_rows is not None:
+        monkeypatch.setattr(page_statistics, "UPDATE_SLICE_ROWS", slice_rows)
 
     rng = np.random.default_rng(5)
     batches = []
@@ -98,6 +105,7 @@ def test_sketch_of_a_flush_of_many_batches_is_the_sketch_of_the_whole_column(tmp
     assert set(sketches) == set(expected.column_names)
     for name, sketch in sketches.items():
         whole = DistinctSketch().update(expected.column(name))
+        assert sketch.to_bytes() == whole.to_bytes(), name
         assert sketch.estimate() == whole.estimate(), name
         assert sketch.bounds() == whole.bounds(), name
     assert PylanceReader(str(path)).read_all().to_table().equals(expected)
