@@ -12,6 +12,7 @@ from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.take import take_fragments
 
 TAKE_VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS)
 # Fragments whose small remote files are fetched together ahead of reading them
@@ -183,16 +184,18 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
         raise TakeIndexError(f"take index out of range: the dataset has {starts[-1]} rows")
     unique, inverse = np.unique(positions, return_inverse=True)
     owner = np.searchsorted(starts, unique, side="right") - 1
-    parts = []
     bounds = np.flatnonzero(np.diff(owner, prepend=-1, append=-1))
     touched = [files.fragment_at(int(owner[first])) for first in bounds[:-1].tolist()]
+    pieces = []
     for fragment, first, end in zip(
         prefetched(files, touched, columns), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True
     ):
         index = int(owner[first])
         local = unique[first:end] - starts[index]
-        offsets = fragment.live_offsets()[local] if fragment.metadata.deletion_file else local
-        parts.append(_read(fragment, columns, offsets))
+        pieces.append(
+            (fragment, fragment.live_offsets()[local] if fragment.metadata.deletion_file else local)
+        )
+    parts = take_fragments(pieces, columns)
     table = pa.concat_tables(parts) if parts else _empty(files, columns)
     return _join_dictionaries(table).take(pa.array(inverse.reshape(-1)))
 

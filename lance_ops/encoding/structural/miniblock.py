@@ -801,3 +801,79 @@ def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch, str]]) -> DecodedLeaf:
         paths = sorted({path for _, _, path in run})
         where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
         raise _located(exc, where, f"{len(run)} pages decoded together") from exc
+
+
+def take_pages(pages: Sequence[tuple[PageReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
+    """The rows ``rows`` (page-relative, sorted, unique, not empty) of each of ``pages``
+    (``(reader, fetch, file name, rows)`` of one leaf column, in order, often of many files), as
+    one leaf: what reading each page and concatenating gives.
+
+    The take counterpart of :func:`read_whole_pages`: runs of flat mini-block pages of one layout
+    have their needed chunks fetched page by page and decoded together in one
+    :meth:`MiniBlockPage.decode_chunks` call, keeping only the requested positions; a take of a few
+    rows from each of many small files then pays the decode's per-call cost once per run, not once
+    per file. Other pages are read one by one.
+    """
+    parts: list[DecodedLeaf] = []
+    run: list[tuple[MiniBlockReader, Fetch, str, np.ndarray]] = []
+    run_key: bytes | None = None
+    for reader, fetch, path, rows in pages:
+        key = _joinable_key(reader) if isinstance(reader, MiniBlockReader) else None
+        if run and key != run_key:
+            parts.append(_take_run(run))
+            run = []
+        if key is None or not isinstance(reader, MiniBlockReader):
+            parts.append(_take_page(reader, fetch, path, rows))
+            continue
+        run.append((reader, fetch, path, rows))
+        run_key = key
+    if run:
+        parts.append(_take_run(run))
+    return concat_leaves(parts)
+
+
+def _take_page(reader: PageReader, fetch: Fetch, path: str, rows: np.ndarray) -> DecodedLeaf:
+    try:
+        return reader.read(fetch, rows)
+    except CorruptFileError as exc:
+        raise exc.located(path=path) from exc
+
+
+def _take_run(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
+    """Rows of flat mini-block pages of one layout: each page's needed chunks (and the rows'
+    positions in them) found and fetched as a lone read would, then decoded in one call."""
+    if len(run) == 1:
+        return _take_page(*run[0])
+    blobs, starts, counts, sizes, selects = [], [], [], [], []
+    byte_base = level_base = 0
+    for reader, fetch, path, rows in run:
+        where = f"page at row {reader.info.first_row}"
+        try:
+            page = reader._load(fetch)
+            if page.rep_index is not None or page.has_rep:
+                raise CorruptFileError("<page>", "a list page where a flat page was expected")
+            needed, positions = page.flat_chunks_for_rows(rows)
+            blob, chunk_starts = reader._fetch_chunks(fetch, page, needed)
+        except _DECODE_ERRORS as exc:
+            raise _located(exc, path, where) from exc
+        held = page.counts[needed]
+        blobs.append(blob)
+        starts.append(chunk_starts + byte_base)
+        counts.append(held)
+        sizes.append(page.sizes[needed])
+        selects.append(positions + level_base)
+        byte_base += len(blob)
+        level_base += int(held.sum())
+    first = run[0][0]
+    try:
+        joined = copy.copy(first._page)
+        joined.counts, joined.sizes = np.concatenate(counts), np.concatenate(sizes)
+        chunk_ids = np.arange(len(joined.counts))
+        decoded = joined.decode_chunks(
+            np.concatenate(blobs), np.concatenate(starts), chunk_ids, select=np.concatenate(selects)
+        )
+        return first._leaf(decoded)
+    except _DECODE_ERRORS as exc:
+        paths = sorted({path for _, _, path, _ in run})
+        where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
+        raise _located(exc, where, f"{len(run)} pages decoded together") from exc
