@@ -752,6 +752,26 @@ def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch, str]]) -> DecodedLeaf:
     decoders, serves them all: they share the layout)."""
     if len(run) == 1:
         return _read_page(*run[0])
+    table, blob, starts = _joined_chunks(run)
+    return _decode_joined(run, table.page, blob, starts, np.arange(len(starts)), None)
+
+
+@dataclass
+class _JoinedChunks:
+    """The chunk tables of a run of pages parsed together, as one page's: its chunks' sizes and
+    value counts, and the first chunk and first value of each page."""
+
+    page: MiniBlockPage
+    firsts: np.ndarray  # per page: its first chunk
+    value_starts: np.ndarray  # per page: its first value (= level: flat pages) of the run
+
+
+def _joined_chunks(
+    run: Sequence[tuple[MiniBlockReader, Fetch, str]],
+) -> tuple[_JoinedChunks, np.ndarray, np.ndarray]:
+    """Each page's chunk table and chunks (its two first buffers, whole) fetched, the tables
+    parsed and checked together: the joined table (its page is the first page's state with every
+    chunk's size and value count), the chunks back to back, and where each chunk starts in them."""
     first, first_fetch, _ = run[0]
     large = first.info.layout.mini_block_layout.has_large_chunk
     width = 4 if large else 2
@@ -795,10 +815,27 @@ def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch, str]]) -> DecodedLeaf:
     starts = ends - sizes - (ends - sizes)[firsts][page_of] + bases[page_of]
     try:
         joined = copy.copy(first._load(first_fetch))
-        joined.counts, joined.sizes = counts, sizes
-        return first._leaf(joined.decode_chunks(np.concatenate(blobs), starts, np.arange(len(starts))))
     except _DECODE_ERRORS as exc:
-        paths = sorted({path for _, _, path in run})
+        raise _located(exc, run[0][2], f"page at row {first.info.first_row}") from exc
+    joined.counts, joined.sizes = counts, sizes
+    return _JoinedChunks(joined, firsts, np.cumsum(items) - items), np.concatenate(blobs), starts
+
+
+def _decode_joined(
+    run: Sequence[tuple[MiniBlockReader, Fetch, str]]
+    | Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]],
+    joined: MiniBlockPage,
+    blob: np.ndarray,
+    starts: np.ndarray,
+    chunk_ids: np.ndarray,
+    select: np.ndarray | None,
+) -> DecodedLeaf:
+    """The chunks ``chunk_ids`` of a joined run decoded in one call (keeping the levels
+    ``select`` when given), errors located at the run's files."""
+    try:
+        return run[0][0]._leaf(joined.decode_chunks(blob, starts, chunk_ids, select=select))
+    except _DECODE_ERRORS as exc:
+        paths = sorted({item[2] for item in run})
         where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
         raise _located(exc, where, f"{len(run)} pages decoded together") from exc
 
