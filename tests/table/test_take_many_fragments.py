@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lance_ops
+from lance_ops.encoding.structural import miniblock
 from lance_ops.file import LanceFileWriter
 from lance_ops.fragment import take as take_module
 from lance_ops.ops.commit import CommitOptions, commit
@@ -127,6 +128,18 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 @contextmanager
+def _pages_by_chunks(on: bool) -> Iterator[None]:
+    """With ``on``, a take finds each page's needed chunks (the path of large pages) instead of
+    reading small pages whole."""
+    saved = miniblock.TAKE_WHOLE_PAGE_BYTES
+    miniblock.TAKE_WHOLE_PAGE_BYTES = -1 if on else saved
+    try:
+        yield
+    finally:
+        miniblock.TAKE_WHOLE_PAGE_BYTES = saved
+
+
+@contextmanager
 def _each_fragment_alone() -> Iterator[None]:
     """The general path: every fragment read by ``FragmentReader.read`` on its own."""
     saved = take_module.MIN_FRAGMENTS
@@ -150,7 +163,8 @@ def test_take_joined_equals_each_fragment_and_pylance(built: str, data: st.DataO
     columns = data.draw(
         st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=len(COLUMNS), unique=True), label="columns"
     )
-    joined = ours.take(positions, columns=columns)
+    with _pages_by_chunks(data.draw(st.booleans(), label="pages by chunks")):
+        joined = ours.take(positions, columns=columns)
     with _each_fragment_alone():
         alone = lance_ops.dataset(built).take(positions, columns=columns)
     assert joined.equals(alone)
@@ -182,6 +196,8 @@ def test_every_row_of_every_fragment(built: str) -> None:
     ours = lance_ops.dataset(built)
     positions = np.arange(ours.count_rows())[::-1]
     joined = ours.take(positions)
+    with _pages_by_chunks(True):
+        assert lance_ops.dataset(built).take(positions).equals(joined)
     assert joined.equals(lance.dataset(built).take(positions))
     assert joined.equals(ours.to_table().take(pa.array(positions)))
 

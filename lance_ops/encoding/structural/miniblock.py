@@ -66,6 +66,9 @@ ALIGN = 8
 MAX_CHUNK_BYTES_V21 = 32768  # 12-bit word count
 MAX_BUFFER_BYTES_V21 = 0xFFFF  # u16 buffer size field
 MAX_LEVEL_BYTES = 0xFFFF  # u16 level sizes / counts (both versions)
+# A take reads flat mini-block pages with at most this many chunk bytes whole (with their chunk
+# tables, many pages parsed at once) rather than looking up each page's needed chunks.
+TAKE_WHOLE_PAGE_BYTES = 64 * 1024
 _WHOLE_STRETCH = 4  # read all chunks from the first to the last needed one if at most this × needed bytes
 
 
@@ -877,10 +880,16 @@ def _take_page(reader: PageReader, fetch: Fetch, path: str, rows: np.ndarray) ->
 
 
 def _take_run(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
-    """Rows of flat mini-block pages of one layout: each page's needed chunks (and the rows'
-    positions in them) found and fetched as a lone read would, then decoded in one call."""
+    """Rows of flat mini-block pages of one layout, their needed chunks decoded in one call.
+
+    Small pages (chunk bytes up to :data:`TAKE_WHOLE_PAGE_BYTES`: those of small files) are
+    fetched whole and their chunk tables parsed together (:func:`_joined_chunks`), the chunks
+    holding the rows found for all pages at once; other pages find and fetch their needed
+    chunks as a lone read would (their search-cache state kept for the next take)."""
     if len(run) == 1:
         return _take_page(*run[0])
+    if all(reader.info.buffers[1][1] <= TAKE_WHOLE_PAGE_BYTES for reader, _, _, _ in run):
+        return _take_small_pages(run)
     blobs, starts, counts, sizes, selects = [], [], [], [], []
     byte_base = level_base = 0
     for reader, fetch, path, rows in run:
@@ -901,16 +910,30 @@ def _take_run(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> 
         selects.append(positions + level_base)
         byte_base += len(blob)
         level_base += int(held.sum())
-    first = run[0][0]
-    try:
-        joined = copy.copy(first._page)
-        joined.counts, joined.sizes = np.concatenate(counts), np.concatenate(sizes)
-        chunk_ids = np.arange(len(joined.counts))
-        decoded = joined.decode_chunks(
-            np.concatenate(blobs), np.concatenate(starts), chunk_ids, select=np.concatenate(selects)
-        )
-        return first._leaf(decoded)
-    except _DECODE_ERRORS as exc:
-        paths = sorted({path for _, _, path, _ in run})
-        where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
-        raise _located(exc, where, f"{len(run)} pages decoded together") from exc
+    joined = copy.copy(run[0][0]._page)
+    joined.counts, joined.sizes = np.concatenate(counts), np.concatenate(sizes)
+    chunk_ids = np.arange(len(joined.counts))
+    return _decode_joined(
+        run, joined, np.concatenate(blobs), np.concatenate(starts), chunk_ids, np.concatenate(selects)
+    )
+
+
+def _take_small_pages(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
+    """:func:`_take_run` of small pages: one joined chunk table, the rows' chunks and positions
+    found for every page at once (a flat page holds one level per row)."""
+    for reader, _, path, rows in run:
+        if int(rows[0]) < 0 or int(rows[-1]) >= reader.info.num_rows:
+            raise CorruptFileError(
+                path, "requested rows lie beyond the page", page=f"page at row {reader.info.first_row}"
+            )
+    table, blob, starts = _joined_chunks([(reader, fetch, path) for reader, fetch, path, _ in run])
+    counts = table.page.counts
+    level_ends = np.cumsum(counts)
+    lengths = [len(rows) for _, _, _, rows in run]
+    rows = np.concatenate([rows for _, _, _, rows in run]) + np.repeat(table.value_starts, lengths)
+    chunk = np.searchsorted(level_ends, rows, side="right")
+    needed = chunk[np.concatenate(([True], chunk[1:] != chunk[:-1]))]  # rows ascend across the run
+    held = counts[needed]
+    needed_starts = np.cumsum(held) - held
+    positions = rows - (level_ends - counts)[chunk] + needed_starts[np.searchsorted(needed, chunk)]
+    return _decode_joined(run, table.page, blob, starts[needed], needed, positions)
