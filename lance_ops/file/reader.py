@@ -473,13 +473,16 @@ class V2FileReader(LanceFileReader):
 
     A file the store reads whole (:attr:`~lance_ops.io.ObjectStore.whole_file_read_size`: small
     files on remote stores) is read in one request when opened, and every later read is served
-    from that buffer.
+    from that buffer; so is a file no longer than the tail read when opening it
+    (:data:`~lance_ops.file.format.TAIL_READ_SIZE`, on any store), which that read got whole.
     """
 
     def _open(self, tail_bytes: tuple[int, memoryview]) -> None:
         store, store_path = self._store, self.path
         file_size, tail = tail_bytes
-        if len(tail) == file_size and file_size <= store.whole_file_read_size:
+        if len(tail) == file_size:
+            # The tail read holds the whole file (a small file: at most TAIL_READ_SIZE bytes, or
+            # one the store reads whole): every later read is served from it, with no request.
             self._ranges = BufferedRanges(store, store_path, tail)
         else:
             # One handle for all of this reader's ranged reads (a local file stays open between them).
