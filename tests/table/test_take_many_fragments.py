@@ -219,3 +219,44 @@ def test_a_damaged_chunk_names_its_file(tmp_path: pytest.TempPathFactory) -> Non
     with pytest.raises(lance_ops.errors.CorruptFileError):
         lance_ops.dataset(uri).take([1, 12, 25], columns=["id", "s", "tags"])
     assert lance_ops.dataset(uri).count_rows() == 30
+
+
+def test_small_file_read_with_one_request(tmp_path: pytest.TempPathFactory) -> None:
+    """A file no longer than the tail read on opening is read from local disk once: the pages of
+    a take come from that buffer. A larger file still reads its pages from the store."""
+    from lance_ops.file import open_file
+    from lance_ops.io.metrics import counting_io
+
+    small, large = str(tmp_path / "small.lance"), str(tmp_path / "large.lance")  # type: ignore[operator]
+    for path, rows in ((small, 100), (large, 20_000)):
+        table = _table(0, rows)
+        writer = LanceFileWriter(path, table.schema, version="2.1")
+        writer.write_batch(table)
+        writer.close()
+        with counting_io() as counter:
+            reader = open_file(path)
+            taken = reader.take_rows([0, rows // 2, rows - 1]).to_table()
+        assert taken.equals(table.take([0, rows // 2, rows - 1]))
+        if rows == 100:
+            assert os.path.getsize(path) <= 64 * 1024
+            assert counter.requests == 1
+        else:
+            assert counter.requests > 1
+
+
+def test_row_counts_from_the_scan_match_the_fragments(built: str) -> None:
+    """The manifest's row counts (from its scan when no fragment has a deletion file) are those of
+    the fragments, before and after deletes."""
+    from lance_ops.table.manifest import fragment_row_counts
+
+    uri = built + "-nodel"
+    lance_ops.write_dataset(_table(0, 10), uri, mode="create")
+    for n in range(1, 4):
+        lance_ops.write_dataset(_table(10 * n, n), uri, mode="append")
+    for path in (uri, built):
+        fragments = lance_ops.dataset(path).manifest.fragments
+        physical, deleted, has_deletion = fragment_row_counts(fragments)
+        assert physical.tolist() == [f.physical_rows for f in fragments]
+        assert deleted.tolist() == [f.num_deleted_rows for f in fragments]
+        assert has_deletion.tolist() == [f.deletion_file is not None for f in fragments]
+    assert fragment_row_counts(lance_ops.dataset(uri).manifest.fragments)[0].tolist() == [10, 1, 2, 3]
