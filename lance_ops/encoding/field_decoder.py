@@ -9,6 +9,7 @@ nothing of the writing side (:mod:`.compression_strategy`, :mod:`.field_encoder`
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,8 +30,7 @@ class StructuralFieldDecoder(FieldDecoder):
         check_structural(version)
         self.field = field
         self.version = version
-        self.leaves = leaf_fields(field)
-        self._depths = _leaf_depths(field, 0)
+        self.leaves, self._depths = _field_shape(field)
         if len(columns) != len(self.leaves):
             raise CorruptFileError(
                 "<file>", f"field {field.name!r} needs {len(self.leaves)} columns, got {len(columns)}"
@@ -97,6 +97,26 @@ class StructuralFieldDecoder(FieldDecoder):
                 "<file>", f"field {self.field.name!r}: levels do not rebuild: {exc}"
             ) from exc
         return out if order is None else out.take(pa.array(order.reshape(-1)))
+
+
+#: The leaves and their depths of fields met lately, by the field object (a file reader hands the
+#: same storage field objects to the decoders of every file sharing its schema).
+_FIELD_SHAPES_KEPT = 256
+_field_shapes: dict[int, tuple[pa.Field, list[pa.Field], list[int]]] = {}
+_field_shapes_lock = threading.Lock()
+
+
+def _field_shape(field: pa.Field) -> tuple[list[pa.Field], list[int]]:
+    with _field_shapes_lock:
+        found = _field_shapes.get(id(field))
+    if found is not None and found[0] is field:
+        return found[1], found[2]
+    leaves, depths = leaf_fields(field), _leaf_depths(field, 0)
+    with _field_shapes_lock:
+        _field_shapes[id(field)] = (field, leaves, depths)
+        while len(_field_shapes) > _FIELD_SHAPES_KEPT:
+            del _field_shapes[next(iter(_field_shapes))]
+    return leaves, depths
 
 
 def _leaf_depths(field: pa.Field, depth: int) -> list[int]:
