@@ -186,6 +186,7 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
     owner = np.searchsorted(starts, unique, side="right") - 1
     bounds = np.flatnonzero(np.diff(owner, prepend=-1, append=-1))
     touched = [files.fragment_at(int(owner[first])) for first in bounds[:-1].tolist()]
+    parts: list[pa.Table] = []
     pieces = []
     for fragment, first, end in zip(
         prefetched(files, touched, columns), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True
@@ -195,7 +196,10 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
         pieces.append(
             (fragment, fragment.live_offsets()[local] if fragment.metadata.deletion_file else local)
         )
-    parts = take_fragments(pieces, columns)
+        if len(pieces) == PREFETCH_FRAGMENTS:  # each prefetched window read before the next is fetched
+            parts.extend(take_fragments(pieces, columns))
+            pieces = []
+    parts.extend(take_fragments(pieces, columns))
     table = pa.concat_tables(parts) if parts else _empty(files, columns)
     return _join_dictionaries(table).take(pa.array(inverse.reshape(-1)))
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import lance_ops
 from lance_ops.encoding.structural import miniblock
 from lance_ops.file import LanceFileWriter
+from lance_ops.fragment import scan as scan_module
 from lance_ops.fragment import take as take_module
 from lance_ops.ops.commit import CommitOptions, commit
 from lance_ops.table.transaction import Append
@@ -198,6 +199,12 @@ def test_every_row_of_every_fragment(built: str) -> None:
     joined = ours.take(positions)
     with _pages_by_chunks(True):
         assert lance_ops.dataset(built).take(positions).equals(joined)
+    saved = scan_module.PREFETCH_FRAGMENTS
+    scan_module.PREFETCH_FRAGMENTS = 3  # fragments read in windows of 3 (and a shorter last one)
+    try:
+        assert lance_ops.dataset(built).take(positions).equals(joined)
+    finally:
+        scan_module.PREFETCH_FRAGMENTS = saved
     assert joined.equals(lance.dataset(built).take(positions))
     assert joined.equals(ours.to_table().take(pa.array(positions)))
 
