@@ -56,6 +56,13 @@ class StructuralFieldDecoder(FieldDecoder):
     def _read_column(self, fetch: Fetch, col: int, rows: np.ndarray) -> DecodedLeaf:
         if empty_struct.is_empty_struct(self.leaves[col].type):  # nothing stored but rows
             return empty_struct.decoded(len(rows), self._depths[col])
+        return concat_leaves(
+            [self._reader(col, page).read(fetch, local) for page, local in self.page_rows(col, rows)]
+        )
+
+    def page_rows(self, col: int, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """The pages of leaf column ``col`` holding some of the (sorted) ``rows``, each with its
+        page-relative rows; :class:`CorruptFileError` when the pages do not cover them."""
         firsts, ends = self._bounds[col]
         if len(firsts) == 1:
             # One page (small files): no page lookup; rows are sorted, so the ends bound them all.
@@ -63,18 +70,17 @@ class StructuralFieldDecoder(FieldDecoder):
                 raise CorruptFileError(
                     "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
                 )
-            return self._reader(col, 0).read(fetch, rows - firsts[0])
+            return [(0, rows - firsts[0])]
         which = np.searchsorted(firsts, rows, side="right") - 1
         if len(rows) and (which.min() < 0 or (rows >= ends[which]).any()):
             raise CorruptFileError(
                 "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
             )
-        parts = []
         cuts = (np.flatnonzero(np.diff(which)) + 1).tolist()  # rows are sorted: one slice per page
-        for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
-            page = int(which[lo])
-            parts.append(self._reader(col, page).read(fetch, rows[lo:hi] - firsts[page]))
-        return concat_leaves(parts)
+        return [
+            (int(which[lo]), rows[lo:hi] - firsts[int(which[lo])])
+            for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True)
+        ]
 
     def read(self, fetch: Fetch, rows: range | np.ndarray) -> pa.Array:
         """Rows in the order given; unsorted or repeated indices are read once and reordered."""

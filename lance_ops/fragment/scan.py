@@ -12,7 +12,7 @@ from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
-from lance_ops.fragment.take import take_fragments
+from lance_ops.fragment.take import read_fragment, take_fragments
 
 TAKE_VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS)
 # Fragments whose small remote files are fetched together ahead of reading them
@@ -38,16 +38,6 @@ def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[st
     real = [c for c in columns if c not in TAKE_VIRTUAL_COLUMNS or c in files.schema.names]
     files.resolve_columns(real)
     return tuple(columns)
-
-
-def _read(fragment: FragmentReader, columns: Sequence[str], offsets: np.ndarray) -> pa.Table:
-    """``fragment.read`` with ``_rowid`` / ``_rowaddr`` allowed among ``columns`` (in that order)."""
-    virtual = [c for c in columns if c in TAKE_VIRTUAL_COLUMNS and c not in fragment.files.schema.names]
-    if not virtual:
-        return fragment.read(columns, offsets)
-    real = [c for c in columns if c not in virtual]
-    table = fragment.read(real, offsets, ROW_ID in virtual, ROW_ADDRESS in virtual)
-    return table.select(list(columns))
 
 
 def _empty(files: VersionFiles, columns: Sequence[str]) -> pa.Table:
@@ -267,7 +257,9 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
         if not len(local):
             continue
         unique, inverse = np.unique(local, return_inverse=True)
-        parts.append(_join_dictionaries(_read(fragment, columns, unique)).take(pa.array(inverse.reshape(-1))))
+        parts.append(
+            _join_dictionaries(read_fragment(fragment, columns, unique)).take(pa.array(inverse.reshape(-1)))
+        )
         order.append(positions[mine][keep])
     if not parts:
         return _empty(files, columns)

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lance_ops.encoding.api import Fetch
 from lance_ops.encoding.field_decoder import StructuralFieldDecoder
 from lance_ops.encoding.structural import empty_struct
 from lance_ops.encoding.structural.miniblock import take_pages
+from lance_ops.encoding.structural.page import PageReader
 from lance_ops.encoding.structural.repdef import unshred
 from lance_ops.errors import CorruptFileError, LanceOpsError
 from lance_ops.file.multi import joinable
@@ -77,20 +79,19 @@ def take_fragments(
             )
             out.append(_with_virtual(table, run, virtual, columns))
         else:
-            out.extend(
-                _read_one(fragment, offsets, columns, virtual) for fragment, offsets in pieces[start:stop]
-            )
+            out.extend(read_fragment(fragment, columns, offsets) for fragment, offsets in pieces[start:stop])
         start = stop
     return out
 
 
-def _read_one(
-    fragment: FragmentReader, offsets: np.ndarray, columns: Sequence[str], virtual: list[str]
-) -> pa.Table:
+def read_fragment(fragment: FragmentReader, columns: Sequence[str], offsets: np.ndarray) -> pa.Table:
+    """``fragment.read`` with ``_rowid`` / ``_rowaddr`` allowed among ``columns`` (in that order)."""
+    virtual = [c for c in columns if c in (ROW_ID, ROW_ADDRESS) and c not in fragment.files.schema.names]
     if not virtual:
         return fragment.read(columns, offsets)
     real = [c for c in columns if c not in virtual]
-    return fragment.read(real, offsets, ROW_ID in virtual, ROW_ADDRESS in virtual).select(list(columns))
+    table = fragment.read(real, offsets, ROW_ID in virtual, ROW_ADDRESS in virtual)
+    return table.select(list(columns))
 
 
 def _with_virtual(
@@ -141,7 +142,7 @@ def _column(
     run: Sequence[tuple[FragmentReader, np.ndarray]], sources: Sequence[_Source], field: pa.Field
 ) -> pa.Array:
     """``field`` at the run's offsets, its leaf columns' pages read across the files together."""
-    decoders = []
+    decoders: list[StructuralFieldDecoder] = []
     for source in sources:
         decoder = source.reader._decoder(source.index)
         if (
@@ -176,27 +177,16 @@ def _column(
     return from_storage(array, field)
 
 
-def _pages(decoder: StructuralFieldDecoder, col: int, rows: np.ndarray, reader: V2FileReader) -> list[tuple]:
+def _pages(
+    decoder: StructuralFieldDecoder, col: int, rows: np.ndarray, reader: V2FileReader
+) -> list[tuple[PageReader, Fetch, str, np.ndarray]]:
     """``(page reader, fetch, path, page-relative rows)`` of each page of leaf column ``col``
     holding some of the (sorted) ``rows``."""
-    firsts, ends = decoder._bounds[col]
-    if not len(firsts) or int(rows[0]) < int(firsts[0]) or int(rows[-1]) >= int(ends[-1]):
-        raise CorruptFileError(
-            reader.path, f"rows of field {decoder.field.name!r} are not covered by its pages"
-        )
-    if len(firsts) == 1:
-        return [(decoder._reader(col, 0), reader._fetch, reader.path, rows - firsts[0])]
-    which = np.searchsorted(firsts, rows, side="right") - 1
-    if (rows >= ends[which]).any():
-        raise CorruptFileError(
-            reader.path, f"rows of field {decoder.field.name!r} are not covered by its pages"
-        )
-    cuts = (np.flatnonzero(np.diff(which)) + 1).tolist()
-    out = []
-    for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
-        page = int(which[lo])
-        out.append((decoder._reader(col, page), reader._fetch, reader.path, rows[lo:hi] - firsts[page]))
-    return out
+    try:
+        pages = decoder.page_rows(col, rows)
+    except CorruptFileError as exc:
+        raise exc.located(path=reader.path) from exc
+    return [(decoder._reader(col, page), reader._fetch, reader.path, local) for page, local in pages]
 
 
 def _each_file(

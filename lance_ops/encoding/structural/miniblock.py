@@ -893,7 +893,6 @@ def _take_run(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> 
     blobs, starts, counts, sizes, selects = [], [], [], [], []
     byte_base = level_base = 0
     for reader, fetch, path, rows in run:
-        where = f"page at row {reader.info.first_row}"
         try:
             page = reader._load(fetch)
             if page.rep_index is not None or page.has_rep:
@@ -901,7 +900,7 @@ def _take_run(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> 
             needed, positions = page.flat_chunks_for_rows(rows)
             blob, chunk_starts = reader._fetch_chunks(fetch, page, needed)
         except _DECODE_ERRORS as exc:
-            raise _located(exc, path, where) from exc
+            raise _located(exc, path, f"page at row {reader.info.first_row}") from exc
         held = page.counts[needed]
         blobs.append(blob)
         starts.append(chunk_starts + byte_base)
@@ -910,7 +909,7 @@ def _take_run(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> 
         selects.append(positions + level_base)
         byte_base += len(blob)
         level_base += int(held.sum())
-    joined = copy.copy(run[0][0]._page)
+    joined = copy.copy(run[0][0]._load(run[0][1]))  # loaded above: its layout's decoders
     joined.counts, joined.sizes = np.concatenate(counts), np.concatenate(sizes)
     chunk_ids = np.arange(len(joined.counts))
     return _decode_joined(
