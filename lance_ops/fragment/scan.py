@@ -12,7 +12,7 @@ from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
-from lance_ops.fragment.take import read_fragment, take_fragments
+from lance_ops.fragment.take import take_fragments
 
 TAKE_VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS)
 # Fragments whose small remote files are fetched together ahead of reading them
@@ -245,7 +245,8 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
     offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
     if not files.manifest.uses_stable_row_ids and len(addresses):
         _check_addresses(files, addresses)
-    parts, order = [], []
+    pieces, rows, order = [], [], []
+    read = 0
     index_of = files.fragment_index
     # Only the fragments named by an id are looked at, in manifest order.
     touched = sorted(index_of[i] for i in np.unique(owners).tolist() if i in index_of)
@@ -257,11 +258,12 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
         if not len(local):
             continue
         unique, inverse = np.unique(local, return_inverse=True)
-        parts.append(
-            _join_dictionaries(read_fragment(fragment, columns, unique)).take(pa.array(inverse.reshape(-1)))
-        )
+        pieces.append((fragment, unique))
+        rows.append(read + inverse.reshape(-1))  # each id's row among all the rows read
+        read += len(unique)
         order.append(positions[mine][keep])
-    if not parts:
+    if not pieces:
         return _empty(files, columns)
-    table = _join_dictionaries(pa.concat_tables(parts))
-    return table.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+    table = _join_dictionaries(pa.concat_tables(take_fragments(pieces, columns)))
+    wanted = np.concatenate(rows)[np.argsort(np.concatenate(order), kind="stable")]
+    return table.take(pa.array(wanted))

@@ -192,6 +192,21 @@ def test_take_with_row_ids_and_addresses(built: str, data: st.DataObject) -> Non
             )
 
 
+@given(data=st.data())
+def test_take_rows_by_id_joined_equals_each_fragment_and_pylance(built: str, data: st.DataObject) -> None:
+    """``_take_rows`` (stable row ids or row addresses, any order, repeats) through the joined
+    read, against the per-fragment read and pylance."""
+    ours = lance_ops.dataset(built)
+    live = ours.to_table(columns=["id"], with_row_id=True).column("_rowid").to_numpy()
+    ids = data.draw(st.lists(st.sampled_from(live.tolist()), max_size=60), label="ids")
+    columns = data.draw(st.lists(st.sampled_from(COLUMNS), min_size=1, unique=True), label="columns")
+    joined = ours._take_rows(ids, columns=columns)
+    with _each_fragment_alone():
+        alone = lance_ops.dataset(built)._take_rows(ids, columns=columns)
+    assert joined.equals(alone)
+    assert joined.equals(lance.dataset(built)._take_rows(ids, columns=columns))
+
+
 def test_every_row_of_every_fragment(built: str) -> None:
     """All rows at once, reversed (every fragment and page touched, rows reordered)."""
     ours = lance_ops.dataset(built)
