@@ -9,6 +9,7 @@ nothing of the writing side (:mod:`.compression_strategy`, :mod:`.field_encoder`
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,8 +30,7 @@ class StructuralFieldDecoder(FieldDecoder):
         check_structural(version)
         self.field = field
         self.version = version
-        self.leaves = leaf_fields(field)
-        self._depths = _leaf_depths(field, 0)
+        self.leaves, self._depths = _field_shape(field)
         if len(columns) != len(self.leaves):
             raise CorruptFileError(
                 "<file>", f"field {field.name!r} needs {len(self.leaves)} columns, got {len(columns)}"
@@ -56,6 +56,13 @@ class StructuralFieldDecoder(FieldDecoder):
     def _read_column(self, fetch: Fetch, col: int, rows: np.ndarray) -> DecodedLeaf:
         if empty_struct.is_empty_struct(self.leaves[col].type):  # nothing stored but rows
             return empty_struct.decoded(len(rows), self._depths[col])
+        return concat_leaves(
+            [self._reader(col, page).read(fetch, local) for page, local in self.page_rows(col, rows)]
+        )
+
+    def page_rows(self, col: int, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """The pages of leaf column ``col`` holding some of the (sorted) ``rows``, each with its
+        page-relative rows; :class:`CorruptFileError` when the pages do not cover them."""
         firsts, ends = self._bounds[col]
         if len(firsts) == 1:
             # One page (small files): no page lookup; rows are sorted, so the ends bound them all.
@@ -63,18 +70,17 @@ class StructuralFieldDecoder(FieldDecoder):
                 raise CorruptFileError(
                     "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
                 )
-            return self._reader(col, 0).read(fetch, rows - firsts[0])
+            return [(0, rows - firsts[0])]
         which = np.searchsorted(firsts, rows, side="right") - 1
         if len(rows) and (which.min() < 0 or (rows >= ends[which]).any()):
             raise CorruptFileError(
                 "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
             )
-        parts = []
         cuts = (np.flatnonzero(np.diff(which)) + 1).tolist()  # rows are sorted: one slice per page
-        for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
-            page = int(which[lo])
-            parts.append(self._reader(col, page).read(fetch, rows[lo:hi] - firsts[page]))
-        return concat_leaves(parts)
+        return [
+            (int(which[lo]), rows[lo:hi] - firsts[int(which[lo])])
+            for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True)
+        ]
 
     def read(self, fetch: Fetch, rows: range | np.ndarray) -> pa.Array:
         """Rows in the order given; unsorted or repeated indices are read once and reordered."""
@@ -97,6 +103,26 @@ class StructuralFieldDecoder(FieldDecoder):
                 "<file>", f"field {self.field.name!r}: levels do not rebuild: {exc}"
             ) from exc
         return out if order is None else out.take(pa.array(order.reshape(-1)))
+
+
+#: The leaves and their depths of fields met lately, by the field object (a file reader hands the
+#: same storage field objects to the decoders of every file sharing its schema).
+_FIELD_SHAPES_KEPT = 256
+_field_shapes: dict[int, tuple[pa.Field, list[pa.Field], list[int]]] = {}
+_field_shapes_lock = threading.Lock()
+
+
+def _field_shape(field: pa.Field) -> tuple[list[pa.Field], list[int]]:
+    with _field_shapes_lock:
+        found = _field_shapes.get(id(field))
+    if found is not None and found[0] is field:
+        return found[1], found[2]
+    leaves, depths = leaf_fields(field), _leaf_depths(field, 0)
+    with _field_shapes_lock:
+        _field_shapes[id(field)] = (field, leaves, depths)
+        while len(_field_shapes) > _FIELD_SHAPES_KEPT:
+            del _field_shapes[next(iter(_field_shapes))]
+    return leaves, depths
 
 
 def _leaf_depths(field: pa.Field, depth: int) -> list[int]:

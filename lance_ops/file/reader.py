@@ -451,6 +451,33 @@ _schemas: dict[bytes, pa.Schema] = {}
 _schemas_lock = threading.Lock()
 
 
+#: Per file schema met lately (the shared objects :func:`_file_schema` returns) and file version:
+#: each top-level field's storage field and the range of the file's columns holding it.
+_shapes: dict[tuple[int, FileVersion], tuple[pa.Schema, list[pa.Field], list[range]]] = {}
+
+
+def _schema_shape(schema: pa.Schema, version: FileVersion) -> tuple[list[pa.Field], list[range]]:
+    """The storage fields of ``schema`` and the columns each takes in a file of ``version``,
+    worked out once for all the files sharing the schema object (a dataset's small files)."""
+    key = (id(schema), version)
+    with _schemas_lock:
+        found = _shapes.get(key)
+    if found is not None and found[0] is schema:
+        return found[1], found[2]
+    codec = codec_for(version)
+    fields = [storage_field(field) for field in schema]
+    ranges, start = [], 0
+    for field in fields:
+        count = codec.num_columns(field)
+        ranges.append(range(start, start + count))
+        start += count
+    with _schemas_lock:
+        _shapes[key] = (schema, fields, ranges)
+        while len(_shapes) > _SCHEMAS_KEPT:
+            del _shapes[next(iter(_shapes))]
+    return fields, ranges
+
+
 def _file_schema(message: Any) -> pa.Schema:
     """The Arrow schema of a file's ``lance.file.Schema`` message, converted once per distinct
     schema: the data files of a dataset mostly share one, and opening many small files (a
@@ -473,13 +500,16 @@ class V2FileReader(LanceFileReader):
 
     A file the store reads whole (:attr:`~lance_ops.io.ObjectStore.whole_file_read_size`: small
     files on remote stores) is read in one request when opened, and every later read is served
-    from that buffer.
+    from that buffer; so is a file no longer than the tail read when opening it
+    (:data:`~lance_ops.file.format.TAIL_READ_SIZE`, on any store), which that read got whole.
     """
 
     def _open(self, tail_bytes: tuple[int, memoryview]) -> None:
         store, store_path = self._store, self.path
         file_size, tail = tail_bytes
-        if len(tail) == file_size and file_size <= store.whole_file_read_size:
+        if len(tail) == file_size:
+            # The tail read holds the whole file (a small file: at most TAIL_READ_SIZE bytes, or
+            # one the store reads whole): every later read is served from it, with no request.
             self._ranges = BufferedRanges(store, store_path, tail)
         else:
             # One handle for all of this reader's ranged reads (a local file stays open between them).
@@ -496,11 +526,8 @@ class V2FileReader(LanceFileReader):
         return RowCount(self._tail.descriptor.length)
 
     def _assign_columns(self) -> list[range]:
-        ranges, start = [], 0
-        for field in self.schema:
-            count = self._codec.num_columns(storage_field(field))
-            ranges.append(range(start, start + count))
-            start += count
+        self._storage_fields, ranges = _schema_shape(self.schema, self.version)
+        start = ranges[-1].stop if ranges else 0
         if start != len(self._tail.columns):
             raise CorruptFileError(
                 self.path, f"schema needs {start} columns but the file has {len(self._tail.columns)}"
@@ -540,7 +567,7 @@ class V2FileReader(LanceFileReader):
     def _decoder(self, field_index: int) -> FieldDecoder:
         decoder = self._decoders.get(field_index)
         if decoder is None:
-            field = storage_field(self.schema.field(field_index))
+            field = self._storage_fields[field_index]
             pages = [self._pages[i] for i in self._column_ranges[field_index]]
             self._check_rows(self._column_ranges[field_index].start)
             decoder = self._codec.make_field_decoder(field, pages)

@@ -12,6 +12,7 @@ from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.take import take_fragments
 
 TAKE_VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS)
 # Fragments whose small remote files are fetched together ahead of reading them
@@ -37,16 +38,6 @@ def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[st
     real = [c for c in columns if c not in TAKE_VIRTUAL_COLUMNS or c in files.schema.names]
     files.resolve_columns(real)
     return tuple(columns)
-
-
-def _read(fragment: FragmentReader, columns: Sequence[str], offsets: np.ndarray) -> pa.Table:
-    """``fragment.read`` with ``_rowid`` / ``_rowaddr`` allowed among ``columns`` (in that order)."""
-    virtual = [c for c in columns if c in TAKE_VIRTUAL_COLUMNS and c not in fragment.files.schema.names]
-    if not virtual:
-        return fragment.read(columns, offsets)
-    real = [c for c in columns if c not in virtual]
-    table = fragment.read(real, offsets, ROW_ID in virtual, ROW_ADDRESS in virtual)
-    return table.select(list(columns))
 
 
 def _empty(files: VersionFiles, columns: Sequence[str]) -> pa.Table:
@@ -183,16 +174,22 @@ def take(files: VersionFiles, positions: np.ndarray, columns: Sequence[str]) -> 
         raise TakeIndexError(f"take index out of range: the dataset has {starts[-1]} rows")
     unique, inverse = np.unique(positions, return_inverse=True)
     owner = np.searchsorted(starts, unique, side="right") - 1
-    parts = []
     bounds = np.flatnonzero(np.diff(owner, prepend=-1, append=-1))
     touched = [files.fragment_at(int(owner[first])) for first in bounds[:-1].tolist()]
+    parts: list[pa.Table] = []
+    pieces = []
     for fragment, first, end in zip(
         prefetched(files, touched, columns), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True
     ):
         index = int(owner[first])
         local = unique[first:end] - starts[index]
-        offsets = fragment.live_offsets()[local] if fragment.metadata.deletion_file else local
-        parts.append(_read(fragment, columns, offsets))
+        pieces.append(
+            (fragment, fragment.live_offsets()[local] if fragment.metadata.deletion_file else local)
+        )
+        if len(pieces) == PREFETCH_FRAGMENTS:  # each prefetched window read before the next is fetched
+            parts.extend(take_fragments(pieces, columns))
+            pieces = []
+    parts.extend(take_fragments(pieces, columns))
     table = pa.concat_tables(parts) if parts else _empty(files, columns)
     return _join_dictionaries(table).take(pa.array(inverse.reshape(-1)))
 
@@ -248,7 +245,8 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
     offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
     if not files.manifest.uses_stable_row_ids and len(addresses):
         _check_addresses(files, addresses)
-    parts, order = [], []
+    pieces, rows, order = [], [], []
+    read = 0
     index_of = files.fragment_index
     # Only the fragments named by an id are looked at, in manifest order.
     touched = sorted(index_of[i] for i in np.unique(owners).tolist() if i in index_of)
@@ -260,9 +258,12 @@ def take_rows(files: VersionFiles, ids: np.ndarray, columns: Sequence[str]) -> p
         if not len(local):
             continue
         unique, inverse = np.unique(local, return_inverse=True)
-        parts.append(_join_dictionaries(_read(fragment, columns, unique)).take(pa.array(inverse.reshape(-1))))
+        pieces.append((fragment, unique))
+        rows.append(read + inverse.reshape(-1))  # each id's row among all the rows read
+        read += len(unique)
         order.append(positions[mine][keep])
-    if not parts:
+    if not pieces:
         return _empty(files, columns)
-    table = _join_dictionaries(pa.concat_tables(parts))
-    return table.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+    table = _join_dictionaries(pa.concat_tables(take_fragments(pieces, columns)))
+    wanted = np.concatenate(rows)[np.argsort(np.concatenate(order), kind="stable")]
+    return table.take(pa.array(wanted))

@@ -593,7 +593,7 @@ class FragmentList(Sequence[DataFragment]):
     up front, in one pass, so a decoded manifest's fragments all convert.
     """
 
-    __slots__ = ("_pbs", "_items", "_source", "_live_total")
+    __slots__ = ("_pbs", "_items", "_source", "_live_total", "_physical")
 
     def __init__(
         self, pbs: Sequence[table_pb2.DataFragment], source: str = "<manifest>", payload: bytes | None = None
@@ -608,6 +608,11 @@ class FragmentList(Sequence[DataFragment]):
         if scan is None or not _scan_is_safe(scan):
             self._check()
         self._live_total = None if scan is None else _known_live_total(scan, len(pbs))
+        # Every fragment's physical_rows from the scan, when no fragment has a deletion file (the
+        # counts are then these alone, with no per-fragment Python in :meth:`row_counts`).
+        self._physical = None
+        if scan is not None and not scan.deletion_files and len(scan.physical_rows) == len(pbs):
+            self._physical = np.array(scan.physical_rows, np.int64)
 
     def _check(self) -> None:
         """Refuse, up front, what converting every fragment would refuse: unsafe relative paths
@@ -692,6 +697,8 @@ class FragmentList(Sequence[DataFragment]):
     def row_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """See :func:`fragment_row_counts` (read from the protobuf; nothing is converted)."""
         pbs, n = self._pbs, len(self._items)
+        if self._physical is not None:
+            return self._physical.copy(), np.zeros(n, np.int64), np.zeros(n, bool)
         physical = np.fromiter((p.physical_rows for p in pbs), np.int64, n)
         has_deletion = np.fromiter((p.HasField("deletion_file") for p in pbs), bool, n)
         deleted = np.zeros(n, np.int64)

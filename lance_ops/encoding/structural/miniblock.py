@@ -66,6 +66,9 @@ ALIGN = 8
 MAX_CHUNK_BYTES_V21 = 32768  # 12-bit word count
 MAX_BUFFER_BYTES_V21 = 0xFFFF  # u16 buffer size field
 MAX_LEVEL_BYTES = 0xFFFF  # u16 level sizes / counts (both versions)
+# A take reads flat mini-block pages with at most this many chunk bytes whole (with their chunk
+# tables, many pages parsed at once) rather than looking up each page's needed chunks.
+TAKE_WHOLE_PAGE_BYTES = 64 * 1024
 _WHOLE_STRETCH = 4  # read all chunks from the first to the last needed one if at most this × needed bytes
 
 
@@ -752,6 +755,26 @@ def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch, str]]) -> DecodedLeaf:
     decoders, serves them all: they share the layout)."""
     if len(run) == 1:
         return _read_page(*run[0])
+    table, blob, starts = _joined_chunks(run)
+    return _decode_joined(run, table.page, blob, starts, np.arange(len(starts)), None)
+
+
+@dataclass
+class _JoinedChunks:
+    """The chunk tables of a run of pages parsed together, as one page's: its chunks' sizes and
+    value counts, and the first chunk and first value of each page."""
+
+    page: MiniBlockPage
+    firsts: np.ndarray  # per page: its first chunk
+    value_starts: np.ndarray  # per page: its first value (= level: flat pages) of the run
+
+
+def _joined_chunks(
+    run: Sequence[tuple[MiniBlockReader, Fetch, str]],
+) -> tuple[_JoinedChunks, np.ndarray, np.ndarray]:
+    """Each page's chunk table and chunks (its two first buffers, whole) fetched, the tables
+    parsed and checked together: the joined table (its page is the first page's state with every
+    chunk's size and value count), the chunks back to back, and where each chunk starts in them."""
     first, first_fetch, _ = run[0]
     large = first.info.layout.mini_block_layout.has_large_chunk
     width = 4 if large else 2
@@ -795,9 +818,121 @@ def _read_run(run: Sequence[tuple[MiniBlockReader, Fetch, str]]) -> DecodedLeaf:
     starts = ends - sizes - (ends - sizes)[firsts][page_of] + bases[page_of]
     try:
         joined = copy.copy(first._load(first_fetch))
-        joined.counts, joined.sizes = counts, sizes
-        return first._leaf(joined.decode_chunks(np.concatenate(blobs), starts, np.arange(len(starts))))
     except _DECODE_ERRORS as exc:
-        paths = sorted({path for _, _, path in run})
+        raise _located(exc, run[0][2], f"page at row {first.info.first_row}") from exc
+    joined.counts, joined.sizes = counts, sizes
+    return _JoinedChunks(joined, firsts, np.cumsum(items) - items), np.concatenate(blobs), starts
+
+
+def _decode_joined(
+    run: Sequence[tuple[MiniBlockReader, Fetch, str]]
+    | Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]],
+    joined: MiniBlockPage,
+    blob: np.ndarray,
+    starts: np.ndarray,
+    chunk_ids: np.ndarray,
+    select: np.ndarray | None,
+) -> DecodedLeaf:
+    """The chunks ``chunk_ids`` of a joined run decoded in one call (keeping the levels
+    ``select`` when given), errors located at the run's files."""
+    try:
+        return run[0][0]._leaf(joined.decode_chunks(blob, starts, chunk_ids, select=select))
+    except _DECODE_ERRORS as exc:
+        paths = sorted({item[2] for item in run})
         where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
         raise _located(exc, where, f"{len(run)} pages decoded together") from exc
+
+
+def take_pages(pages: Sequence[tuple[PageReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
+    """The rows ``rows`` (page-relative, sorted, unique, not empty) of each of ``pages``
+    (``(reader, fetch, file name, rows)`` of one leaf column, in order, often of many files), as
+    one leaf: what reading each page and concatenating gives.
+
+    The take counterpart of :func:`read_whole_pages`: runs of flat mini-block pages of one layout
+    have their needed chunks fetched page by page and decoded together in one
+    :meth:`MiniBlockPage.decode_chunks` call, keeping only the requested positions; a take of a few
+    rows from each of many small files then pays the decode's per-call cost once per run, not once
+    per file. Other pages are read one by one.
+    """
+    parts: list[DecodedLeaf] = []
+    run: list[tuple[MiniBlockReader, Fetch, str, np.ndarray]] = []
+    run_key: bytes | None = None
+    for reader, fetch, path, rows in pages:
+        key = _joinable_key(reader) if isinstance(reader, MiniBlockReader) else None
+        if run and key != run_key:
+            parts.append(_take_run(run))
+            run = []
+        if key is None or not isinstance(reader, MiniBlockReader):
+            parts.append(_take_page(reader, fetch, path, rows))
+            continue
+        run.append((reader, fetch, path, rows))
+        run_key = key
+    if run:
+        parts.append(_take_run(run))
+    return concat_leaves(parts)
+
+
+def _take_page(reader: PageReader, fetch: Fetch, path: str, rows: np.ndarray) -> DecodedLeaf:
+    try:
+        return reader.read(fetch, rows)
+    except CorruptFileError as exc:
+        raise exc.located(path=path) from exc
+
+
+def _take_run(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
+    """Rows of flat mini-block pages of one layout, their needed chunks decoded in one call.
+
+    Small pages (chunk bytes up to :data:`TAKE_WHOLE_PAGE_BYTES`: those of small files) are
+    fetched whole and their chunk tables parsed together (:func:`_joined_chunks`), the chunks
+    holding the rows found for all pages at once; other pages find and fetch their needed
+    chunks as a lone read would (their search-cache state kept for the next take)."""
+    if len(run) == 1:
+        return _take_page(*run[0])
+    if all(reader.info.buffers[1][1] <= TAKE_WHOLE_PAGE_BYTES for reader, _, _, _ in run):
+        return _take_small_pages(run)
+    blobs, starts, counts, sizes, selects = [], [], [], [], []
+    byte_base = level_base = 0
+    for reader, fetch, path, rows in run:
+        try:
+            page = reader._load(fetch)
+            if page.rep_index is not None or page.has_rep:
+                raise CorruptFileError("<page>", "a list page where a flat page was expected")
+            needed, positions = page.flat_chunks_for_rows(rows)
+            blob, chunk_starts = reader._fetch_chunks(fetch, page, needed)
+        except _DECODE_ERRORS as exc:
+            raise _located(exc, path, f"page at row {reader.info.first_row}") from exc
+        held = page.counts[needed]
+        blobs.append(blob)
+        starts.append(chunk_starts + byte_base)
+        counts.append(held)
+        sizes.append(page.sizes[needed])
+        selects.append(positions + level_base)
+        byte_base += len(blob)
+        level_base += int(held.sum())
+    joined = copy.copy(run[0][0]._load(run[0][1]))  # loaded above: its layout's decoders
+    joined.counts, joined.sizes = np.concatenate(counts), np.concatenate(sizes)
+    chunk_ids = np.arange(len(joined.counts))
+    return _decode_joined(
+        run, joined, np.concatenate(blobs), np.concatenate(starts), chunk_ids, np.concatenate(selects)
+    )
+
+
+def _take_small_pages(run: Sequence[tuple[MiniBlockReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
+    """:func:`_take_run` of small pages: one joined chunk table, the rows' chunks and positions
+    found for every page at once (a flat page holds one level per row)."""
+    for reader, _, path, rows in run:
+        if int(rows[0]) < 0 or int(rows[-1]) >= reader.info.num_rows:
+            raise CorruptFileError(
+                path, "requested rows lie beyond the page", page=f"page at row {reader.info.first_row}"
+            )
+    table, blob, starts = _joined_chunks([(reader, fetch, path) for reader, fetch, path, _ in run])
+    counts = table.page.counts
+    level_ends = np.cumsum(counts)
+    lengths = [len(rows) for _, _, _, rows in run]
+    rows = np.concatenate([rows for _, _, _, rows in run]) + np.repeat(table.value_starts, lengths)
+    chunk = np.searchsorted(level_ends, rows, side="right")
+    needed = chunk[np.concatenate(([True], chunk[1:] != chunk[:-1]))]  # rows ascend across the run
+    held = counts[needed]
+    needed_starts = np.cumsum(held) - held
+    positions = rows - (level_ends - counts)[chunk] + needed_starts[np.searchsorted(needed, chunk)]
+    return _decode_joined(run, table.page, blob, starts[needed], needed, positions)
