@@ -82,8 +82,31 @@ class StructuralFieldDecoder(FieldDecoder):
             for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True)
         ]
 
+    def _read_span(self, fetch: Fetch, col: int, start: int, stop: int) -> DecodedLeaf:
+        """Rows ``start`` to ``stop`` (exclusive, ``start < stop``) of leaf column ``col``, page by
+        page as spans (no array of row numbers)."""
+        if empty_struct.is_empty_struct(self.leaves[col].type):
+            return empty_struct.decoded(stop - start, self._depths[col])
+        firsts, ends = self._bounds[col]
+        parts = []
+        at = start
+        while at < stop:
+            page = int(np.searchsorted(firsts, at, side="right")) - 1
+            if page < 0 or at >= int(ends[page]):
+                raise CorruptFileError(
+                    "<file>", f"rows of field {self.field.name!r} are not covered by its pages"
+                )
+            first, hi = int(firsts[page]), min(stop, int(ends[page]))
+            parts.append(self._reader(col, page).read_span(fetch, at - first, hi - first))
+            at = hi
+        return concat_leaves(parts)
+
     def read(self, fetch: Fetch, rows: range | np.ndarray) -> pa.Array:
         """Rows in the order given; unsorted or repeated indices are read once and reordered."""
+        if isinstance(rows, range) and rows.step == 1 and len(rows):
+            return self._rebuild(
+                [self._read_span(fetch, c, rows.start, rows.stop) for c in range(len(self.leaves))]
+            )
         if isinstance(rows, range):
             idx = np.arange(rows.start, rows.stop, rows.step or 1, dtype=np.int64)
         else:
@@ -93,16 +116,19 @@ class StructuralFieldDecoder(FieldDecoder):
         order = None
         if len(idx) > 1 and bool((idx[1:] <= idx[:-1]).any()):
             idx, order = np.unique(idx, return_inverse=True)
-        leaves = [self._read_column(fetch, col, idx) for col in range(len(self.leaves))]
+        out = self._rebuild([self._read_column(fetch, col, idx) for col in range(len(self.leaves))])
+        return out if order is None else out.take(pa.array(order.reshape(-1)))
+
+    def _rebuild(self, leaves: list[DecodedLeaf]) -> pa.Array:
+        """The field's array from its decoded leaves."""
         try:
-            out = unshred(self.field, leaves)
+            return unshred(self.field, leaves)
         except LanceOpsError:
             raise
         except (IndexError, ValueError, pa.ArrowException) as exc:
             raise CorruptFileError(
                 "<file>", f"field {self.field.name!r}: levels do not rebuild: {exc}"
             ) from exc
-        return out if order is None else out.take(pa.array(order.reshape(-1)))
 
 
 #: The leaves and their depths of fields met lately, by the field object (a file reader hands the

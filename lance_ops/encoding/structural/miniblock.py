@@ -57,6 +57,7 @@ from lance_ops.encoding.structural.repdef import (
     concat_leaves,
     decode_levels,
     select_rows,
+    slice_rows,
 )
 from lance_ops.encoding.structural.values import concat_blocks, from_block, from_block_empty, take_block
 from lance_ops.errors import CorruptFileError, UnsupportedEncodingError
@@ -631,6 +632,25 @@ class MiniBlockReader(PageReader):
             return self._leaf(page.decode_chunks(blob, starts, needed, pick=pick))
         decoded = page.decode_chunks(blob, starts, needed)
         return _rows_in_runs(self._leaf(decoded), decoded.level_counts, needed, first_row, rows)
+
+    def _read_span(self, fetch: Fetch, lo: int, hi: int) -> DecodedLeaf:
+        page = self._load(fetch)
+        if page.rep_index is not None or page.has_rep:
+            return super()._read_span(fetch, lo, hi)
+        # One level per row: the chunks holding rows lo..hi-1, decoded, then sliced.
+        ends = page.count_ends
+        if hi > int(ends[-1]):
+            raise CorruptFileError("<page>", "requested rows lie beyond the page's chunks")
+        a, b = (int(i) for i in np.searchsorted(ends, [lo, hi - 1], side="right"))
+        needed = np.arange(a, b + 1)
+        blob, starts = self._fetch_chunks(fetch, page, needed)
+        leaf = self._leaf(page.decode_chunks(blob, starts, needed))
+        first = int(ends[a] - page.counts[a])
+        if hi - first > leaf.levels.num_levels:
+            raise CorruptFileError(
+                "<page>", f"row {hi - 1 - first} is beyond the {leaf.levels.num_levels} decoded rows"
+            )
+        return slice_rows(leaf, lo - first, hi - first)
 
     def _read_flat(self, fetch: Fetch, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
         """One level and one value per row (so every level is visible): every needed chunk is

@@ -32,9 +32,21 @@ class PageReader(ABC):
         Malformed page bytes surface as :class:`CorruptFileError` whatever numpy or pyarrow
         raised while parsing them; deliberate lance_ops errors pass through.
         """
+        return self._guarded(self._read, fetch, rows)
+
+    def read_span(self, fetch: Fetch, lo: int, hi: int) -> DecodedLeaf:
+        """Decode the page-relative rows ``lo`` to ``hi`` (exclusive, ``lo < hi``): what
+        :meth:`read` of those rows gives, without an array of the row numbers where the layout
+        can do without one (a scan reads whole pages and batches, hundreds of thousands of rows)."""
+        return self._guarded(self._read_span, fetch, lo, hi)
+
+    def _read_span(self, fetch: Fetch, lo: int, hi: int) -> DecodedLeaf:
+        return self._read(fetch, np.arange(lo, hi, dtype=np.int64))
+
+    def _guarded(self, method: Callable[..., DecodedLeaf], *args: object) -> DecodedLeaf:
         page = f"page at row {self.info.first_row}"
         try:
-            return self._read(fetch, rows)
+            return method(*args)
         except CorruptFileError as exc:
             raise exc.located(page=page) from exc
         except LanceOpsError:

@@ -550,10 +550,27 @@ def _visible_before(visible: np.ndarray | None, index: int) -> int:
     return index if visible is None else int(np.count_nonzero(visible[:index]))
 
 
+def slice_rows(leaf: DecodedLeaf, a: int, b: int) -> DecodedLeaf:
+    """Keep rows ``a`` to ``b`` (exclusive; ``0 <= a < b <=`` the decoded rows, counted from the
+    first row start of ``leaf``)."""
+    lv = leaf.levels
+    if lv.rep is None:
+        lo, hi = a, b
+    else:
+        starts = lv.row_starts()
+        lo = int(starts[a])
+        hi = int(starts[b]) if b < len(starts) else lv.num_levels
+    if lo == 0 and hi == lv.num_levels:
+        return leaf
+    visible = lv.visible_mask()
+    v_lo = _visible_before(visible, lo)
+    v_hi = _visible_before(visible, hi)
+    return DecodedLeaf(lv.slice(lo, hi), leaf.values.slice(v_lo, v_hi - v_lo))
+
+
 def select_rows(leaf: DecodedLeaf, rows: np.ndarray) -> DecodedLeaf:
     """Keep the given rows (sorted, unique, counted from the first row start of ``leaf``)."""
     lv = leaf.levels
-    visible = lv.visible_mask()
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) == 0:
         return DecodedLeaf(lv.slice(0, 0), leaf.values.slice(0, 0))
@@ -561,18 +578,8 @@ def select_rows(leaf: DecodedLeaf, rows: np.ndarray) -> DecodedLeaf:
     if rows[-1] >= num_rows:
         raise CorruptFileError("<page>", f"row {int(rows[-1])} is beyond the {num_rows} decoded rows")
     if rows[-1] - rows[0] + 1 == len(rows):
-        a, b = int(rows[0]), int(rows[-1]) + 1
-        if lv.rep is None:
-            lo, hi = a, b
-        else:
-            starts = lv.row_starts()
-            lo = int(starts[a])
-            hi = int(starts[b]) if b < len(starts) else lv.num_levels
-        if lo == 0 and hi == lv.num_levels:
-            return leaf
-        v_lo = _visible_before(visible, lo)
-        v_hi = _visible_before(visible, hi)
-        return DecodedLeaf(lv.slice(lo, hi), leaf.values.slice(v_lo, v_hi - v_lo))
+        return slice_rows(leaf, int(rows[0]), int(rows[-1]) + 1)
+    visible = lv.visible_mask()
     starts = lv.row_starts()
     is_start = np.zeros(lv.num_levels, bool)
     is_start[starts] = True
