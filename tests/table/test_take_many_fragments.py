@@ -26,7 +26,7 @@ from lance_ops.table.transaction import Append
 
 # Fragment sizes around the mini-block chunk sizes, and single rows.
 SIZES = (1, 7, 1023, 1024, 1025, 2, 100, 1, 3)
-COLUMNS = ("id", "f", "s", "cat", "tags", "st", "twice")
+COLUMNS = ("id", "f", "s", "cat", "tags", "st", "vec", "twice")
 
 
 def _table(start: int, rows: int, version: str = "2.1") -> pa.Table:
@@ -49,7 +49,9 @@ def _table(start: int, rows: int, version: str = "2.1") -> pa.Table:
         names=["a", "b"],
         mask=pa.array(rng.random(rows) < 0.1) if version != "2.0" else None,
     )
-    return pa.table({"id": ids, "f": f, "s": s, "cat": cat, "tags": tags, "st": struct})
+    # Small vectors: fixed-size lists in mini-block pages, whose values are decoded whole.
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(rows * 8, dtype=np.float32)), 8)
+    return pa.table({"id": ids, "f": f, "s": s, "cat": cat, "tags": tags, "st": struct, "vec": vec})
 
 
 def _paged_fragment(uri: str, version: str, start: int, rows: int, name: str) -> None:

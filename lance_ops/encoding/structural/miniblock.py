@@ -548,6 +548,14 @@ def _row_levels(
     return picked, ranges(v_lo, v_hi - v_lo)
 
 
+def _pick_levels(leaf: DecodedLeaf, positions: np.ndarray) -> DecodedLeaf:
+    """The levels (and their values) at ``positions`` of a decoded flat leaf: one level and one
+    value per row, so rows are picked by position."""
+    defs = leaf.levels.defs
+    picked = Levels(leaf.levels.layers, None, None if defs is None else defs[positions], len(positions))
+    return DecodedLeaf(picked, leaf.values.take(pa.array(positions)))
+
+
 def _can_pick(page: MiniBlockPage) -> bool:
     """Whether values of ``page`` can be decoded at chosen positions only (bit-packed values)
     or picked before the dictionary lookup."""
@@ -663,11 +671,7 @@ class MiniBlockReader(PageReader):
         if not contiguous and _can_pick(page):
             return self._leaf(page.decode_chunks(blob, starts, needed, select=pos))
         leaf = self._leaf(page.decode_chunks(blob, starts, needed))
-        if contiguous:
-            return select_rows(leaf, pos)
-        defs = leaf.levels.defs
-        picked = Levels(page.layers, None, None if defs is None else defs[pos], len(pos))
-        return DecodedLeaf(picked, leaf.values.take(pa.array(pos)))
+        return select_rows(leaf, pos) if contiguous else _pick_levels(leaf, pos)
 
     def _fetch_chunks(
         self, fetch: Fetch, page: MiniBlockPage, needed: np.ndarray
@@ -856,7 +860,10 @@ def _decode_joined(
     """The chunks ``chunk_ids`` of a joined run decoded in one call (keeping the levels
     ``select`` when given), errors located at the run's files."""
     try:
-        return run[0][0]._leaf(joined.decode_chunks(blob, starts, chunk_ids, select=select))
+        if select is None or _can_pick(joined):
+            return run[0][0]._leaf(joined.decode_chunks(blob, starts, chunk_ids, select=select))
+        # Values that cannot be decoded at chosen positions (e.g. fixed-size lists): all of them.
+        return _pick_levels(run[0][0]._leaf(joined.decode_chunks(blob, starts, chunk_ids)), select)
     except _DECODE_ERRORS as exc:
         paths = sorted({item[2] for item in run})
         where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
