@@ -19,6 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 LAYERS = {
     "lance_ops._proto": 0,
     "lance_ops.errors": 0,
+    # The process's allocator settings (imported first by ``lance_ops``; returning freed memory).
+    "lance_ops._malloc": 0,
     "lance_ops.io": 1,
     "lance_ops.encoding": 1,
     "lance_ops.file": 2,
