@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,6 +145,21 @@ def main_session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterat
 
     monkeypatch.setattr(jobs.common, "get_spark", lambda *args, **kwargs: _KeepOpen(spark))
     yield
+
+
+@pytest.fixture(autouse=True)
+def _sigterm_kept() -> Iterator[None]:
+    """Each test leaves SIGTERM's handler as it found it.
+
+    Dagster's in-process runs map SIGTERM to SIGINT's handler (``setup_interrupt_handlers``). Under a
+    runner that ignores SIGINT (a job started in the background) that leaves SIGTERM ignored, and
+    every process started later inherits the ignored signal: a multiprocessing pool's workers then
+    outlive its ``terminate()``, whose join waits for them forever."""
+    before = signal.getsignal(signal.SIGTERM)
+    yield
+    on_main = threading.current_thread() is threading.main_thread()
+    if on_main and before is not None and signal.getsignal(signal.SIGTERM) is not before:
+        signal.signal(signal.SIGTERM, before)
 
 
 @pytest.fixture(scope="session")

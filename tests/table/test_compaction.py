@@ -404,6 +404,8 @@ def test_tasks_execute_in_other_processes(tmp_path) -> None:  # type: ignore[no-
     assert the_plan.num_tasks() == 2
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         texts = pool.map(_execute_json, [(uri, t.json()) for t in the_plan.tasks], chunksize=1)
+        pool.close()  # workers end on their own (the pool's exit would signal them)
+        pool.join()
     metrics = Compaction.commit(ds, [RewriteResult.from_json(t) for t in texts])
     assert metrics.fragments_removed == 8
     assert (

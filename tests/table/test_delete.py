@@ -453,6 +453,8 @@ def test_concurrent_processes_deleting_and_appending(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     with context.Pool(3) as pool:
         deleted = pool.map(_worker, jobs, chunksize=1)
+        pool.close()  # workers end on their own (the pool's exit would signal them)
+        pool.join()
     assert deleted[:4] == [50, 50, 50, 50]
     latest = lance_ops.dataset(uri)
     assert latest.version == 1 + len(jobs)
@@ -480,6 +482,8 @@ def test_pylance_and_our_processes_deleting_and_appending_at_once(tmp_path: Path
     appends = [(uri, who, "append", n) for n, who in enumerate(["pylance", "ours"])]
     with multiprocessing.get_context("spawn").Pool(3) as pool:
         counts = pool.map(_mixed_worker, deletes + appends, chunksize=1)
+        pool.close()  # workers end on their own (the pool's exit would signal them)
+        pool.join()
     assert counts[:4] == [50, 50, 50, 50]  # no delete lost, none counted twice
     survivors = sorted(lance_module.dataset(uri).to_table().column("id").to_pylist())
     assert [i for i in survivors if i < 400] == [i for i in range(400) if i % 8 >= 4]
