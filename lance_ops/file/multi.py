@@ -12,7 +12,7 @@ paid once per column of the whole set. The result is the same as reading each fi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
@@ -22,7 +22,7 @@ from lance_ops.encoding.api import FileVersion
 from lance_ops.encoding.field_decoder import StructuralFieldDecoder
 from lance_ops.encoding.structural import empty_struct
 from lance_ops.encoding.structural.miniblock import read_whole_pages
-from lance_ops.encoding.structural.repdef import unshred
+from lance_ops.encoding.structural.repdef import DecodedLeaf, unshred
 from lance_ops.errors import CorruptFileError, LanceOpsError, SchemaError
 from lance_ops.file.parallel import run_tasks
 from lance_ops.file.reader import FileReader, V2FileReader
@@ -87,26 +87,40 @@ def _joined_field(readers: Sequence[V2FileReader], field: pa.Field) -> pa.Array 
         ):
             return _each_file(readers, field.name)
         decoders.append(decoder)
-    path = readers[0].path if len(readers) == 1 else f"{readers[0].path} and {len(readers) - 1} more files"
+
+    def leaf(col: int) -> DecodedLeaf:
+        return read_whole_pages(
+            [
+                (decoder._reader(col, page), reader._fetch, reader.path)
+                for reader, decoder in zip(readers, decoders, strict=True)
+                for page in range(len(decoder.columns[col]))
+            ]
+        )
+
+    expected = int(np.sum([int(r.num_rows) for r in readers]))
+    array = rebuilt_across_files(decoders[0], field, [r.path for r in readers], leaf, expected)
+    return array if array.type == field.type else array.view(field.type)
+
+
+def rebuilt_across_files(
+    decoder: StructuralFieldDecoder,
+    field: pa.Field,
+    paths: Sequence[str],
+    leaf: Callable[[int], DecodedLeaf],
+    expected: int,
+) -> pa.Array:
+    """The storage array of ``field`` (decoded as ``decoder``'s field) rebuilt from its leaf
+    columns, ``leaf(col)`` decoding leaf column ``col`` across the files ``paths``. Errors are
+    located at those files; a row count other than ``expected`` is a :class:`CorruptFileError`."""
+    path = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
     try:
-        leaves = [
-            read_whole_pages(
-                [
-                    (decoder._reader(col, page), reader._fetch, reader.path)
-                    for reader, decoder in zip(readers, decoders, strict=True)
-                    for page in range(len(decoder.columns[col]))
-                ]
-            )
-            for col in range(len(decoders[0].leaves))
-        ]
-        array = unshred(decoders[0].field, leaves)
+        array = unshred(decoder.field, [leaf(col) for col in range(len(decoder.leaves))])
     except CorruptFileError as exc:
         raise exc.located(path=path, column=field.name) from exc
     except LanceOpsError:
         raise
     except (IndexError, ValueError, pa.ArrowException) as exc:
         raise CorruptFileError(path, f"field {field.name!r}: levels do not rebuild: {exc}") from exc
-    expected = int(np.sum([int(r.num_rows) for r in readers]))
     if len(array) != expected:
         raise CorruptFileError(path, f"field {field.name!r}: {len(array)} rows decoded of {expected}")
-    return array if array.type == field.type else array.view(field.type)
+    return array

@@ -26,9 +26,9 @@ from lance_ops.encoding.field_decoder import StructuralFieldDecoder
 from lance_ops.encoding.structural import empty_struct
 from lance_ops.encoding.structural.miniblock import take_pages
 from lance_ops.encoding.structural.page import PageReader
-from lance_ops.encoding.structural.repdef import unshred
-from lance_ops.errors import CorruptFileError, LanceOpsError
-from lance_ops.file.multi import joinable
+from lance_ops.encoding.structural.repdef import DecodedLeaf
+from lance_ops.errors import CorruptFileError
+from lance_ops.file.multi import joinable, rebuilt_across_files
 from lance_ops.file.reader import V2FileReader
 from lance_ops.file.schema import from_storage
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, row_addresses
@@ -155,26 +155,16 @@ def _column(
         ):
             return _each_file(run, sources)
         decoders.append(decoder)
-    first = sources[0].reader
-    path = first.path if len(run) == 1 else f"{first.path} and {len(run) - 1} more files"
-    try:
-        leaves = []
-        for col in range(len(decoders[0].leaves)):
-            pages = []
-            for (_, offsets), source, decoder in zip(run, sources, decoders, strict=True):
-                pages.extend(_pages(decoder, col, offsets, source.reader))
-            leaves.append(take_pages(pages))
-        array = unshred(decoders[0].field, leaves)
-    except CorruptFileError as exc:
-        raise exc.located(path=path, column=field.name) from exc
-    except LanceOpsError:
-        raise
-    except (IndexError, ValueError, pa.ArrowException) as exc:
-        raise CorruptFileError(path, f"field {field.name!r}: levels do not rebuild: {exc}") from exc
+
+    def leaf(col: int) -> DecodedLeaf:
+        pages = []
+        for (_, offsets), source, decoder in zip(run, sources, decoders, strict=True):
+            pages.extend(_pages(decoder, col, offsets, source.reader))
+        return take_pages(pages)
+
     expected = int(sum(len(offsets) for _, offsets in run))
-    if len(array) != expected:
-        raise CorruptFileError(path, f"field {field.name!r}: {len(array)} rows decoded of {expected}")
-    return from_storage(array, field)
+    paths = [source.reader.path for source in sources]
+    return from_storage(rebuilt_across_files(decoders[0], field, paths, leaf, expected), field)
 
 
 def _pages(
