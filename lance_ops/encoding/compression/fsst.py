@@ -484,8 +484,9 @@ def _encode(
     if kernel is not None and probed is not None and probed.usable:
         out = np.empty(2 * len(data) + 1, dtype=np.uint8)
         out_offs = np.empty(len(offs), dtype=np.int64)
-        splits = _lanes(offs, HASHED_LANES)
-        lane_ends = np.empty(HASHED_LANES, dtype=np.int64)
+        # the short kernel codes its lanes one after another: one lane leaves nothing to join
+        splits = _lanes(offs, 1 if kernel is _fsst_kernels.encode_short_lanes else HASHED_LANES)
+        lane_ends = np.empty(len(splits) - 1, dtype=np.int64)
         kernel(
             data, offs, splits, hashed.short, probed.pkey, probed.pent, probed.mults, out, out_offs, lane_ends
         )
