@@ -785,8 +785,8 @@ def _short_run(
     them) and the output position as the end of the current string (the last byte's store
     stands), so that the loop has no branch but its own."""
     LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
-    ONE, ZERO, S9, S12 = np.uint64(1), np.uint64(0), np.uint64(9), np.uint64(12)
-    skip = ZERO  # 1 when the byte is the second of a two-byte token
+    ONE, TWO, S9, S12 = np.uint64(1), np.uint64(2), np.uint64(9), np.uint64(12)
+    skip = np.uint64(0)  # 1 when the byte is the second of a two-byte token
     p = a
     # whole 64-bit words of the bitmap with 8 readable bytes at every position: one word per 64 bytes
     first_word = (a - base + 63) >> 6
@@ -799,9 +799,8 @@ def _short_run(
         x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
         out[o] = np.uint8(x & LOW1)
         out[o + ONE] = np.uint8(w & LOW1)
-        start = skip ^ ONE
-        o += (x >> S12) & (ZERO - start)
-        skip = start & (x >> S9)  # input bytes 2 (bit 9 of the entry) and a token start
+        o += x >> (S12 + (skip << TWO))  # output bytes, or none (shifted out) when skipped
+        skip = (x >> S9) & ~skip & ONE  # input bytes 2 (bit 9 of the entry) and a token start
         ends[e] = np.int64(o)
         e += end
         p += 1
@@ -816,9 +815,8 @@ def _short_run(
                 x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
                 out[o] = np.uint8(x & LOW1)
                 out[o + ONE] = np.uint8(w & LOW1)
-                start = skip ^ ONE
-                o += (x >> S12) & (ZERO - start)
-                skip = start & (x >> S9)
+                o += x >> (S12 + (skip << TWO))  # output bytes, or none (shifted out) when skipped
+                skip = (x >> S9) & ~skip & ONE
                 ends[e] = np.int64(o)
                 e += end
         p = max(p, base + 64 * last_word)
@@ -829,9 +827,8 @@ def _short_run(
         x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
         out[o] = np.uint8(x & LOW1)
         out[o + ONE] = np.uint8(w & LOW1)
-        start = skip ^ ONE
-        o += (x >> S12) & (ZERO - start)
-        skip = start & (x >> S9)
+        o += x >> (S12 + (skip << TWO))
+        skip = (x >> S9) & ~skip & ONE
         ends[e] = np.int64(o)
         e += end
         p += 1
