@@ -13,8 +13,9 @@ decoding loop itself. Coding reads the 8 bytes at a position with one unaligned 
 intrinsics take the host's byte order as little-endian, as the format code does throughout.
 
 Tables are coded in four lanes by :func:`encode_probed_lanes` (text: per-length perfect hash
-tables) or :func:`encode_short_lanes` (no symbol longer than two bytes) when ``fsst`` picks
-them, else by :func:`encode_hashed_lanes` (and :func:`encode_hashed` for one lane or recorded
+tables), or in one branch-free pass across the string ends by :func:`encode_short_lanes` (no
+symbol longer than two bytes: every byte is looked up, a bitmap marks the strings' last bytes)
+when ``fsst`` picks them, else by :func:`encode_hashed_lanes` (and :func:`encode_hashed` for one lane or recorded
 tokens) when the table fits its hash buckets, as tables built by
 ``fsst.build_symbol_table`` do; their lookups are described there. Other tables go to
 :func:`encode`.

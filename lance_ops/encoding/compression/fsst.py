@@ -29,7 +29,8 @@ of at most two bytes; symbols of 3..8 bytes are found, on text, by probing one c
 hash table per length (six independent lookups, no branch on which matches), or, where few
 positions can begin one, in a bucket chosen by a hash of their first three bytes (the FSST
 paper's scheme, with buckets of up to 8 symbols instead of one, which kept the 4-word text
-column's size within 3 %); tables without long symbols skip both. Tables built here keep to
+column's size within 3 %); tables without long symbols skip both and are coded in one pass over
+the page's bytes instead, with no branch at the strings' ends. Tables built here keep to
 the buckets; a table given by the caller that fits neither goes to the general kernel, which
 lists the long symbols by their first two bytes. All kernels write the same bytes.
 
