@@ -15,8 +15,8 @@ intrinsics take the host's byte order as little-endian, as the format code does 
 Tables are coded in four lanes by :func:`encode_probed_lanes` (text: per-length perfect hash
 tables), or in one branch-free pass across the string ends by :func:`encode_short_lanes` (no
 symbol longer than two bytes: every byte is looked up, a bitmap marks the strings' last bytes)
-when ``fsst`` picks them, else by :func:`encode_hashed_lanes` (and :func:`encode_hashed` for one lane or recorded
-tokens) when the table fits its hash buckets, as tables built by
+when ``fsst`` picks them, else by :func:`encode_hashed_lanes` (and :func:`encode_hashed` for one
+lane or recorded tokens) when the table fits its hash buckets, as tables built by
 ``fsst.build_symbol_table`` do; their lookups are described there. Other tables go to
 :func:`encode`.
 
@@ -765,6 +765,40 @@ def string_end_bits(offs: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 @njit(cache=True, nogil=True)
+def _short_bytes(
+    data: np.ndarray,
+    base: int,
+    bits: np.ndarray,
+    short: np.ndarray,
+    p: int,
+    stop: int,
+    out: np.ndarray,
+    o: np.uint64,
+    ends: np.ndarray,
+    e: np.uint64,
+    skip: np.uint64,
+) -> tuple[np.uint64, np.uint64, np.uint64]:
+    """:func:`_short_run`'s step for the bytes ``p .. stop`` one at a time (each reads its bit
+    of the bitmap and its 8 bytes on its own: the first and last bytes of a run); returns the
+    output position, the string end slot and whether the next byte is skipped."""
+    LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
+    ONE, TWO, S9, S12 = np.uint64(1), np.uint64(2), np.uint64(9), np.uint64(12)
+    while p < stop:
+        at = p - base
+        end = (bits[at >> 6] >> np.uint64(at & 63)) & ONE
+        w = _word_at(data, p)  # type: ignore[arg-type]
+        x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
+        out[o] = np.uint8(x & LOW1)
+        out[o + ONE] = np.uint8(w & LOW1)
+        o += x >> (S12 + (skip << TWO))
+        skip = (x >> S9) & ~skip & ONE
+        ends[e] = np.int64(o)
+        e += end
+        p += 1
+    return o, e, skip
+
+
+@njit(cache=True, nogil=True)
 def _short_run(
     data: np.ndarray,
     base: int,
@@ -787,52 +821,29 @@ def _short_run(
     stands), so that the loop has no branch but its own."""
     LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
     ONE, TWO, S9, S12 = np.uint64(1), np.uint64(2), np.uint64(9), np.uint64(12)
-    skip = np.uint64(0)  # 1 when the byte is the second of a two-byte token
-    p = a
     # whole 64-bit words of the bitmap with 8 readable bytes at every position: one word per 64 bytes
     first_word = (a - base + 63) >> 6
     last_word = (min(b, len(data) - 8) - base) >> 6
-    head = min(b, base + 64 * first_word) if first_word < last_word else b
-    while p < head:
-        at = p - base
-        end = (bits[at >> 6] >> np.uint64(at & 63)) & ONE
-        w = _word_at(data, p)  # type: ignore[arg-type]
-        x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
-        out[o] = np.uint8(x & LOW1)
-        out[o + ONE] = np.uint8(w & LOW1)
-        o += x >> (S12 + (skip << TWO))  # output bytes, or none (shifted out) when skipped
-        skip = (x >> S9) & ~skip & ONE  # input bytes 2 (bit 9 of the entry) and a token start
-        ends[e] = np.int64(o)
-        e += end
-        p += 1
-    if p < b:
-        for q in range(first_word, last_word):
-            word = bits[q]
-            at = base + 64 * q
-            for j in range(64):
-                w = _load_unaligned(data, at + j)  # type: ignore[call-arg]
-                end = word & ONE
-                word >>= ONE
-                x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
-                out[o] = np.uint8(x & LOW1)
-                out[o + ONE] = np.uint8(w & LOW1)
-                o += x >> (S12 + (skip << TWO))  # output bytes, or none (shifted out) when skipped
-                skip = (x >> S9) & ~skip & ONE
-                ends[e] = np.int64(o)
-                e += end
-        p = max(p, base + 64 * last_word)
-    while p < b:
-        at = p - base
-        end = (bits[at >> 6] >> np.uint64(at & 63)) & ONE
-        w = _word_at(data, p)  # type: ignore[arg-type]
-        x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
-        out[o] = np.uint8(x & LOW1)
-        out[o + ONE] = np.uint8(w & LOW1)
-        o += x >> (S12 + (skip << TWO))
-        skip = (x >> S9) & ~skip & ONE
-        ends[e] = np.int64(o)
-        e += end
-        p += 1
+    if first_word >= last_word:
+        o, e, _ = _short_bytes(data, base, bits, short, a, b, out, o, ends, e, np.uint64(0))
+        return o, e
+    head = base + 64 * first_word
+    o, e, skip = _short_bytes(data, base, bits, short, a, head, out, o, ends, e, np.uint64(0))
+    for q in range(first_word, last_word):
+        word = bits[q]
+        at = base + 64 * q
+        for j in range(64):
+            w = _load_unaligned(data, at + j)  # type: ignore[call-arg, var-annotated]
+            end = word & ONE
+            word >>= ONE
+            x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
+            out[o] = np.uint8(x & LOW1)
+            out[o + ONE] = np.uint8(w & LOW1)
+            o += x >> (S12 + (skip << TWO))  # output bytes, or none (shifted out) when skipped
+            skip = (x >> S9) & ~skip & ONE  # input bytes 2 (bit 9 of the entry) and a token start
+            ends[e] = np.int64(o)
+            e += end
+    o, e, _ = _short_bytes(data, base, bits, short, base + 64 * last_word, b, out, o, ends, e, skip)
     return o, e
 
 
