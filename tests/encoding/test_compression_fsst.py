@@ -856,3 +856,96 @@ def test_lane_kernels_match_reference_on_edge_pages(
         assert strings_of([VariableWidthBlock(coded_offs, coded, len(page))]) == expected, (probe, general)
     _, _, pos, match = _encode(data, offs, keys, lengths, record=True, form="compiled")
     assert list(zip(pos.tolist(), match.tolist(), strict=True)) == tokens
+
+
+# --- the one-pass coder of tables without long symbols (L19, encode IV) ---------------------------
+
+_SHORT_ALPHABET = [0x00, 0x61, 0x62, 0xC3, 0xA9, 0xFF]  # zero, ASCII, "é" in UTF-8, the escape byte
+_short_bytes = st.binary(max_size=30).map(lambda b: bytes(_SHORT_ALPHABET[c % 6] for c in b))
+_short_values = st.lists(
+    st.one_of(st.just(b""), st.binary(min_size=1, max_size=1), _short_bytes, st.just("ÿé ab".encode())),
+    max_size=50,
+)
+_short_symbols = st.lists(
+    st.lists(st.sampled_from(_SHORT_ALPHABET), min_size=1, max_size=2).map(bytes), max_size=40, unique=True
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=_short_values,
+    count=st.sampled_from([0, 1, 7, 1023, 1025]),
+    huge=st.booleans(),
+    same=st.booleans(),
+    symbols=_short_symbols,
+    lead=st.sampled_from([0, 3, 64]),
+    seed=st.integers(0, 2**16),
+)
+def test_short_kernel_matches_reference(
+    values: list[bytes], count: int, huge: bool, same: bool, symbols: list[bytes], lead: int, seed: int
+) -> None:
+    """Tables of one- and two-byte symbols are coded in one pass across the string ends
+    (``encode_short_lanes``): the same strings as the byte-at-a-time reference, in one lane (as
+    ``_encode`` calls it) or several, on pages of empty strings, single bytes, all-equal values,
+    0x00 / 0xFF runs, non-ASCII bytes, a value over 32 KiB, starting after other bytes."""
+    from lance_ops.encoding.compression import _fsst_kernels, fsst
+
+    rng = np.random.default_rng(seed)
+    pool = values or [b""]
+    page = [pool[0]] * count if same else [pool[int(i)] for i in rng.integers(0, len(pool), count)]
+    if huge and count:
+        page[int(rng.integers(0, count))] = bytes(rng.choice(_SHORT_ALPHABET, 34_000).astype(np.uint8))
+    block = variable_block(page)
+    data = np.concatenate((np.full(lead, 0x61, np.uint8), np.asarray(block.data, np.uint8)))
+    offs = block.offsets.astype(np.int64) + lead
+    keys, lengths = _keys(symbols)
+    expected, _ = _reference_encode(page, symbols)
+    hashed = _HashedLookup(keys, lengths)
+    if len(offs) > 1:
+        assert fsst._probed_kernel(data, offs, hashed, lengths) is _fsst_kernels.encode_short_lanes
+    coded, coded_offs, _, _ = _encode(data, offs, keys, lengths, form="compiled")
+    assert strings_of([VariableWidthBlock(coded_offs, coded, len(page))]) == expected
+    unused = np.zeros(1, np.uint64), np.zeros(1, np.uint16), np.zeros(6, np.uint64)
+    for n_lanes in (2, 4, 7):  # lanes split the strings by bytes; some may get none
+        splits = fsst._lanes(offs, n_lanes)
+        out = np.empty(2 * len(data) + 1, np.uint8)
+        out_offs = np.empty(len(offs), np.int64)
+        lane_ends = np.empty(len(splits) - 1, np.int64)
+        _fsst_kernels.encode_short_lanes(data, offs, splits, hashed.short, *unused, out, out_offs, lane_ends)
+        joined = fsst._join_lanes(out, out_offs, offs, splits, lane_ends)
+        assert strings_of([VariableWidthBlock(out_offs, joined, len(page))]) == expected, n_lanes
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=st.lists(st.sampled_from([0, 0, 1, 2, 7, 63, 64, 65, 200]), max_size=80),
+    lead=st.integers(0, 70),
+)
+def test_string_end_bits_mark_each_last_byte(lengths: list[int], lead: int) -> None:
+    from lance_ops.encoding.compression import _fsst_kernels
+
+    offs = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))) + lead
+    bits, empty = _fsst_kernels.string_end_bits(offs)
+    size = int(offs[-1] - offs[0])
+    marked = np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little"))
+    ends = offs[1:][np.diff(offs) > 0] - 1 - offs[0]
+    assert marked.tolist() == ends.tolist() and empty == lengths.count(0)
+    assert len(bits) * 64 >= size
+
+
+@pytest.mark.interop
+def test_pylance_reads_random_strings_coded_in_one_pass(tmp_path) -> None:
+    """A page of random 4-24 character strings (with empty ones) large enough for the compiled
+    path: its table has no long symbols, so the one-pass coder writes it; pylance reads it."""
+    rng = np.random.default_rng(19)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", np.uint8)
+    values = [
+        "" if i % 11 == 0 else bytes(letters[rng.integers(0, 62, int(n))]).decode()
+        for i, n in enumerate(rng.integers(4, 25, 70_000))
+    ]
+    block = variable_block([v.encode() for v in values])
+    data, offs = np.asarray(block.data), block.offsets.astype(np.int64)
+    keys, lengths = build_symbol_table(data, offs)
+    assert len(keys) and (lengths <= 2).all()
+    got = pylance_reads_our_page(tmp_path, pa.array(values), FsstCompressor(), block, "2.2")
+    assert got.to_pylist() == values

@@ -13,9 +13,10 @@ decoding loop itself. Coding reads the 8 bytes at a position with one unaligned 
 intrinsics take the host's byte order as little-endian, as the format code does throughout.
 
 Tables are coded in four lanes by :func:`encode_probed_lanes` (text: per-length perfect hash
-tables) or :func:`encode_short_lanes` (no symbol longer than two bytes) when ``fsst`` picks
-them, else by :func:`encode_hashed_lanes` (and :func:`encode_hashed` for one lane or recorded
-tokens) when the table fits its hash buckets, as tables built by
+tables), or in one branch-free pass across the string ends by :func:`encode_short_lanes` (no
+symbol longer than two bytes: every byte is looked up, a bitmap marks the strings' last bytes)
+when ``fsst`` picks them, else by :func:`encode_hashed_lanes` (and :func:`encode_hashed` for one
+lane or recorded tokens) when the table fits its hash buckets, as tables built by
 ``fsst.build_symbol_table`` do; their lookups are described there. Other tables go to
 :func:`encode`.
 
@@ -737,6 +738,116 @@ def encode_probed_lanes(
 
 
 @njit(cache=True, nogil=True)
+def string_end_bits(offs: np.ndarray) -> tuple[np.ndarray, int]:
+    """A bitmap of the page's bytes (bit ``p - offs[0]`` of word ``(p - offs[0]) >> 6``) marking
+    the last byte of every non-empty string, and the number of empty strings. The ends come in
+    order, so a word is gathered in a register and stored whole at every string (no
+    read-modify-write through memory when several strings end in one word)."""
+    n = len(offs) - 1
+    base = np.int64(offs[0])
+    bits = np.zeros((np.int64(offs[n]) - base + 63) // 64 + 1, np.uint64)
+    word = np.uint64(0)
+    acc = np.uint64(0)
+    nonempty = np.int64(0)
+    prev = np.uint64(0)
+    for s in range(n):
+        end = np.uint64(np.int64(offs[s + 1]) - base)
+        full = end > prev
+        prev = end
+        p = end - np.uint64(full)  # the last byte; an empty string or-s a zero at its position
+        at = p >> np.uint64(6)
+        acc = acc if at == word else np.uint64(0)
+        word = at
+        acc |= np.uint64(full) << (p & np.uint64(63))
+        bits[word] = acc
+        nonempty += np.int64(full)
+    return bits, n - int(nonempty)
+
+
+@njit(cache=True, nogil=True)
+def _short_bytes(
+    data: np.ndarray,
+    base: int,
+    bits: np.ndarray,
+    short: np.ndarray,
+    p: int,
+    stop: int,
+    out: np.ndarray,
+    o: np.uint64,
+    ends: np.ndarray,
+    e: np.uint64,
+    skip: np.uint64,
+) -> tuple[np.uint64, np.uint64, np.uint64]:
+    """:func:`_short_run`'s step for the bytes ``p .. stop`` one at a time (each reads its bit
+    of the bitmap and its 8 bytes on its own: the first and last bytes of a run); returns the
+    output position, the string end slot and whether the next byte is skipped."""
+    LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
+    ONE, TWO, S9, S12 = np.uint64(1), np.uint64(2), np.uint64(9), np.uint64(12)
+    while p < stop:
+        at = p - base
+        end = (bits[at >> 6] >> np.uint64(at & 63)) & ONE
+        w = _word_at(data, p)  # type: ignore[arg-type]
+        x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
+        out[o] = np.uint8(x & LOW1)
+        out[o + ONE] = np.uint8(w & LOW1)
+        o += x >> (S12 + (skip << TWO))
+        skip = (x >> S9) & ~skip & ONE
+        ends[e] = np.int64(o)
+        e += end
+        p += 1
+    return o, e, skip
+
+
+@njit(cache=True, nogil=True)
+def _short_run(
+    data: np.ndarray,
+    base: int,
+    bits: np.ndarray,
+    short: np.ndarray,
+    a: int,
+    b: int,
+    out: np.ndarray,
+    o: np.uint64,
+    ends: np.ndarray,
+    e: np.uint64,
+) -> tuple[np.uint64, np.uint64]:
+    """:func:`encode_short_lanes`' pass over the bytes ``a .. b`` (whole strings), from output
+    position ``o`` and string end slot ``e``; returns both where it stopped. Every byte is looked
+    up (no token chase): with symbols of one or two bytes, the next byte starts a token unless
+    this one began a two-byte token, and a two-byte lookup is replaced by the one-byte one at a
+    string's last byte. Each byte stores its code and literal byte whether or not it starts a
+    token (the output position only advances for a token start, so a later token overwrites
+    them) and the output position as the end of the current string (the last byte's store
+    stands), so that the loop has no branch but its own."""
+    LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
+    ONE, TWO, S9, S12 = np.uint64(1), np.uint64(2), np.uint64(9), np.uint64(12)
+    # whole 64-bit words of the bitmap with 8 readable bytes at every position: one word per 64 bytes
+    first_word = (a - base + 63) >> 6
+    last_word = (min(b, len(data) - 8) - base) >> 6
+    if first_word >= last_word:
+        o, e, _ = _short_bytes(data, base, bits, short, a, b, out, o, ends, e, np.uint64(0))
+        return o, e
+    head = base + 64 * first_word
+    o, e, skip = _short_bytes(data, base, bits, short, a, head, out, o, ends, e, np.uint64(0))
+    for q in range(first_word, last_word):
+        word = bits[q]
+        at = base + 64 * q
+        for j in range(64):
+            w = _load_unaligned(data, at + j)  # type: ignore[call-arg, var-annotated]
+            end = word & ONE
+            word >>= ONE
+            x = np.uint64(short[(w & LOW1) + TAIL if end else (w & LOW2)])
+            out[o] = np.uint8(x & LOW1)
+            out[o + ONE] = np.uint8(w & LOW1)
+            o += x >> (S12 + (skip << TWO))  # output bytes, or none (shifted out) when skipped
+            skip = (x >> S9) & ~skip & ONE  # input bytes 2 (bit 9 of the entry) and a token start
+            ends[e] = np.int64(o)
+            e += end
+    o, e, _ = _short_bytes(data, base, bits, short, base + 64 * last_word, b, out, o, ends, e, skip)
+    return o, e
+
+
+@njit(cache=True, nogil=True)
 def encode_short_lanes(
     data: np.ndarray,
     offs: np.ndarray,
@@ -749,83 +860,35 @@ def encode_short_lanes(
     out_offs: np.ndarray,
     lane_ends: np.ndarray,
 ) -> None:
-    """:func:`encode_probed_lanes` for tables without symbols of 3..8 bytes: the ``short``
-    entry alone (the probes, which would all miss, left out); the rests as there."""
-    LOW1, LOW2, TAIL = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0x10000)
-    S8, S12, LEN, ONE = np.uint64(8), np.uint64(12), np.uint64(0xF), np.uint64(1)
-    last8 = len(data) - 8
-    s0, s1, s2, s3 = lanes[0] - 1, lanes[1] - 1, lanes[2] - 1, lanes[3] - 1
-    t0, t1, t2, t3 = lanes[1] - 1, lanes[2] - 1, lanes[3] - 1, lanes[4] - 1
-    i0, i1, i2, i3 = (
-        np.int64(offs[lanes[0]]),
-        np.int64(offs[lanes[1]]),
-        np.int64(offs[lanes[2]]),
-        np.int64(offs[lanes[3]]),
-    )
-    e0, e1, e2, e3 = i0, i1, i2, i3
-    # output positions unsigned: numba adds no negative-index wraparound to unsigned indices
-    o0, o1, o2, o3 = np.uint64(2 * i0), np.uint64(2 * i1), np.uint64(2 * i2), np.uint64(2 * i3)
-    while True:
-        if i0 == e0:
-            s0 += 1
-            if s0 > t0:
-                break
-            out_offs[s0] = o0
-            e0 = np.int64(offs[s0 + 1])
-        else:
-            w0 = _load_unaligned(data, i0) if i0 <= last8 else _load8(data, i0)  # type: ignore[call-arg, arg-type]
-            r0 = e0 - i0
-            x0 = np.uint64(short[(w0 & LOW2) if r0 >= 2 else (w0 & LOW1) + TAIL])
-            out[o0] = np.uint8(x0 & LOW1)
-            out[o0 + ONE] = np.uint8(w0 & LOW1)
-            i0 += np.int64((x0 >> S8) & LEN)
-            o0 += x0 >> S12
-        if i1 == e1:
-            s1 += 1
-            if s1 > t1:
-                break
-            out_offs[s1] = o1
-            e1 = np.int64(offs[s1 + 1])
-        else:
-            w1 = _load_unaligned(data, i1) if i1 <= last8 else _load8(data, i1)  # type: ignore[call-arg, arg-type]
-            r1 = e1 - i1
-            x1 = np.uint64(short[(w1 & LOW2) if r1 >= 2 else (w1 & LOW1) + TAIL])
-            out[o1] = np.uint8(x1 & LOW1)
-            out[o1 + ONE] = np.uint8(w1 & LOW1)
-            i1 += np.int64((x1 >> S8) & LEN)
-            o1 += x1 >> S12
-        if i2 == e2:
-            s2 += 1
-            if s2 > t2:
-                break
-            out_offs[s2] = o2
-            e2 = np.int64(offs[s2 + 1])
-        else:
-            w2 = _load_unaligned(data, i2) if i2 <= last8 else _load8(data, i2)  # type: ignore[call-arg, arg-type]
-            r2 = e2 - i2
-            x2 = np.uint64(short[(w2 & LOW2) if r2 >= 2 else (w2 & LOW1) + TAIL])
-            out[o2] = np.uint8(x2 & LOW1)
-            out[o2 + ONE] = np.uint8(w2 & LOW1)
-            i2 += np.int64((x2 >> S8) & LEN)
-            o2 += x2 >> S12
-        if i3 == e3:
-            s3 += 1
-            if s3 > t3:
-                break
-            out_offs[s3] = o3
-            e3 = np.int64(offs[s3 + 1])
-        else:
-            w3 = _load_unaligned(data, i3) if i3 <= last8 else _load8(data, i3)  # type: ignore[call-arg, arg-type]
-            r3 = e3 - i3
-            x3 = np.uint64(short[(w3 & LOW2) if r3 >= 2 else (w3 & LOW1) + TAIL])
-            out[o3] = np.uint8(x3 & LOW1)
-            out[o3 + ONE] = np.uint8(w3 & LOW1)
-            i3 += np.int64((x3 >> S8) & LEN)
-            o3 += x3 >> S12
-    q0, q1, q2, q3 = np.int64(o0), np.int64(o1), np.int64(o2), np.int64(o3)
-    state = np.array([[s0, i0, e0, q0, t0], [s1, i1, e1, q1, t1], [s2, i2, e2, q2, t2], [s3, i3, e3, q3, t3]])
-    for k in range(4):
-        lane_ends[k] = encode_probed(data, offs, state[k], short, pkey, pent, mults, out, out_offs)
+    """Coding for tables without symbols of 3..8 bytes (``short`` entries as in
+    :func:`encode_probed`; ``pkey``, ``pent`` and ``mults`` unused), with ``lanes``, ``out_offs``
+    and ``lane_ends`` as in :func:`encode_hashed_lanes`. The lanes are coded one after another
+    (one lane is best: nothing to join), each in one branch-free pass over its bytes across the
+    string ends (:func:`_short_run`), which a bitmap marks (:func:`string_end_bits`). With a
+    table of one- and two-byte symbols the token starts need no chase through the lookups, and
+    no string end is a mispredicted exit branch (the four-lane token chase this replaced spent
+    about a third of its time there; bench/RESULTS.md, "L19 FSST encode IV")."""
+    n_lanes = len(lanes) - 1
+    base = int(offs[0])
+    bits, empty = string_end_bits(offs)
+    direct = empty == 0 and n_lanes == 1  # string ends land in out_offs as they are
+    ends = out_offs if direct else np.empty(len(offs) + n_lanes, np.int64)
+    e = np.uint64(0)
+    for k in range(n_lanes):
+        a, b = int(offs[lanes[k]]), int(offs[lanes[k + 1]])
+        o = np.uint64(2 * a)
+        ends[e] = np.int64(o)  # the lane's start, before the end of its first non-empty string
+        o, e = _short_run(data, base, bits, short, a, b, out, o, ends, e + np.uint64(1))
+        lane_ends[k] = np.int64(o)
+    if direct:
+        return
+    # each string starts where the last non-empty string before it in its lane ended
+    e = np.uint64(0)
+    for k in range(n_lanes):
+        for s in range(lanes[k], lanes[k + 1]):
+            out_offs[s] = ends[e]
+            e += np.uint64(offs[s + 1] > offs[s])
+        e += np.uint64(1)
 
 
 # --- symbol table building ------------------------------------------------------------------------

@@ -29,7 +29,8 @@ of at most two bytes; symbols of 3..8 bytes are found, on text, by probing one c
 hash table per length (six independent lookups, no branch on which matches), or, where few
 positions can begin one, in a bucket chosen by a hash of their first three bytes (the FSST
 paper's scheme, with buckets of up to 8 symbols instead of one, which kept the 4-word text
-column's size within 3 %); tables without long symbols skip both. Tables built here keep to
+column's size within 3 %); tables without long symbols skip both and are coded in one pass over
+the page's bytes instead, with no branch at the strings' ends. Tables built here keep to
 the buckets; a table given by the caller that fits neither goes to the general kernel, which
 lists the long symbols by their first two bytes. All kernels write the same bytes.
 
@@ -484,8 +485,9 @@ def _encode(
     if kernel is not None and probed is not None and probed.usable:
         out = np.empty(2 * len(data) + 1, dtype=np.uint8)
         out_offs = np.empty(len(offs), dtype=np.int64)
-        splits = _lanes(offs, HASHED_LANES)
-        lane_ends = np.empty(HASHED_LANES, dtype=np.int64)
+        # the short kernel codes its lanes one after another: one lane leaves nothing to join
+        splits = _lanes(offs, 1 if kernel is _fsst_kernels.encode_short_lanes else HASHED_LANES)
+        lane_ends = np.empty(len(splits) - 1, dtype=np.int64)
         kernel(
             data, offs, splits, hashed.short, probed.pkey, probed.pent, probed.mults, out, out_offs, lane_ends
         )
