@@ -157,3 +157,83 @@ def test_prefetch_leaves_a_missing_file_to_be_named(tmp_path: Any) -> None:
     fs.rm_file(f"/ds/data/{victim}")
     with pytest.raises(MissingFileError, match=victim):
         list(scan_batches(files, ScanOptions(columns=("id",))))
+
+
+def _remote_dataset(
+    tmp_path: Any, fragments: int, rows: int
+) -> tuple[str, VersionFiles, _Counting, pa.Table]:
+    """A dataset written by pylance of ``fragments`` fragments of ``rows`` rows whose data files are
+    larger than a remote store reads whole when opening (incompressible strings), every third row
+    of the even fragments deleted, copied onto the counting filesystem."""
+    import lance
+
+    rng = np.random.default_rng(7)
+    n = fragments * rows
+    words = rng.integers(0, 2**62, (n, 4), dtype=np.int64)
+    table = pa.table({"id": pa.array(range(n), pa.int64()), "text": [w.tobytes().hex() for w in words]})
+    local = tmp_path / "ds.lance"
+    lance.write_dataset(table, str(local), max_rows_per_file=rows, data_storage_version="2.1")
+    lance.dataset(str(local)).delete(f"id % 3 = 0 AND (id / {rows}) % 2 = 0")
+    fs = _Counting(skip_instance_cache=True)
+    root = f"/{tmp_path.name}"
+    for path in local.rglob("*"):
+        if path.is_file():
+            fs.pipe_file(f"{root}/{path.relative_to(local).as_posix()}", path.read_bytes())
+    store = FsspecStore(fs)
+    files = VersionFiles(
+        StorageContext(store, root, f"counting://{root}"), load_manifest(store, root).manifest
+    )
+    fs.calls.clear()
+    return root, files, fs, lance.dataset(str(local)).to_table()
+
+
+def test_compaction_fetches_remote_data_and_deletion_files_together(tmp_path: Any) -> None:
+    """A compaction reads every byte of the data files it rewrites: on a remote store it fetches
+    them whole, many per call (concurrent requests), and the deletion files of its fragments
+    together, instead of a footer and then page after page of each file, one request at a time."""
+    import lance
+
+    from lance_ops.ops.commit import CommitOptions
+    from lance_ops.ops.compaction import CompactionOptions, compact
+
+    root, files, fs, expected = _remote_dataset(tmp_path, fragments=6, rows=3000)
+    sizes = [f.files[0].file_size_bytes for f in files.manifest.fragments]
+    assert min(sizes) > files.store.whole_file_read_size  # opening one would not read it whole
+    outcome = compact(files, CompactionOptions(num_threads=1), CommitOptions())
+    assert outcome is not None
+    reads = [call for call in fs.calls if not call.startswith(("pipe", "open"))]
+    # The 3 deletion files in one call, the 6 data files in one; then only the commit's own reads
+    # (the manifest and version listing: whole small files). No ranged read at all.
+    assert reads[:2] == ["cat 3", "cat 6"] and set(reads[2:]) <= {"get"} and len(reads) <= 6, reads
+    # What was committed is read back by pylance, the same rows.
+    copy = tmp_path / "copy.lance"
+    for path in fs.find(root):
+        target = copy / path[len(root) + 1 :]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fs.cat_file(path))
+    compacted = lance.dataset(str(copy))
+    assert len(compacted.get_fragments()) == 1
+    assert compacted.to_table().sort_by("id").equals(expected.sort_by("id"))
+
+
+def test_compaction_names_a_missing_remote_deletion_file(tmp_path: Any) -> None:
+    from lance_ops.ops.commit import CommitOptions
+    from lance_ops.ops.compaction import CompactionOptions, compact
+
+    root, files, fs, _ = _remote_dataset(tmp_path, fragments=4, rows=3000)
+    victim = next(f for f in files.manifest.fragments if f.deletion_file is not None)
+    name = victim.deletion_file.file_name(victim.id)  # type: ignore[union-attr]
+    fs.rm_file(f"{root}/_deletions/{name}")
+    with pytest.raises(MissingFileError, match=name):
+        compact(files, CompactionOptions(num_threads=1), CommitOptions())
+    assert load_manifest(files.store, root).manifest.version == files.manifest.version  # nothing committed
+
+
+def test_scan_reads_remote_deletion_files_together(tmp_path: Any) -> None:
+    _, files, fs, expected = _remote_dataset(tmp_path, fragments=6, rows=500)
+    options = ScanOptions(columns=("id", "text"))
+    got = pa.Table.from_batches(list(scan_batches(files, options)))
+    assert got.equals(expected)
+    # The 3 deletion files in one call before any fragment is read, then the 6 data files in one.
+    assert fs.calls[:2] == ["cat 3", "cat 6"], fs.calls
+    assert not [call for call in fs.calls if call.startswith(("get", "range"))], fs.calls

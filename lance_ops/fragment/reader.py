@@ -33,7 +33,7 @@ from lance_ops.io import ObjectStore
 from lance_ops.io.context import Location, StorageContext
 from lance_ops.query.predicate import Predicate
 from lance_ops.table.blob import contains_blob_v2, resolve_blob_v2_columns
-from lance_ops.table.deletion import read_deletion_vector
+from lance_ops.table.deletion import deletion_path, read_deletion_vector
 from lance_ops.table.manifest import (
     BasePath,
     DataFile,
@@ -52,6 +52,9 @@ from lance_ops.table.statistics import ZONE_ROWS, FragmentStatistics, field_sour
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
 # (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
 READ_AHEAD_ROWS = 1 << 17
+
+#: Where :attr:`FragmentReader.deleted` (a cached property) keeps its value once read.
+_DELETED = "deleted"
 _READER_CACHE_SIZE = 512  # open file readers kept per version (footer, column metadata, page tables)
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
@@ -272,36 +275,77 @@ class VersionFiles:
         """Open the readers of the data files of ``fragments`` holding ``columns``, fetching the
         files together where the store reads them whole (small files on remote stores:
         :meth:`~lance_ops.io.ObjectStore.read_files`, concurrent requests) rather than one request
-        after another as each is opened. Files already open, of unknown size or too large to read
-        whole, and any this finds missing or of another size than recorded, are left to
-        :meth:`open_file` (which reports the latter)."""
+        after another as each is opened; their deletion files too (:meth:`load_deletions`).
+        Files already open, of unknown size or too large to read whole, and any this finds
+        missing or of another size than recorded, are left to :meth:`open_file` (which reports
+        the latter)."""
         if not self.store.whole_file_read_size and not self.manifest.base_paths:
             return  # nothing here is read whole (local disk, memory)
+        self.load_deletions(fragments)
         wanted = {self.schema.get_field_index(c) for c in columns} - {-1}
-        pending: dict[int, tuple[ObjectStore, list[tuple[DataFile, str, str]]]] = {}
+        chosen: dict[int, list[DataFile]] = {}
         for fragment in fragments:
             for data_file in fragment.metadata.files:
                 size = data_file.file_size_bytes
                 if not size or not wanted & {self.top_level_of.get(i) for i in data_file.fields}:
                     continue
-                uri, store, path = self._file_location(data_file)
+                uri, store, _ = self._file_location(data_file)
                 if uri not in self._readers and size <= store.whole_file_read_size:
-                    pending.setdefault(id(store), (store, []))[1].append((data_file, uri, path))
-        for store, files in pending.values():
-            if len(files) < 2:
-                continue
+                    chosen.setdefault(id(store), []).append(data_file)
+        # A single small file is read whole when opened anyway: only two or more gain from this.
+        together = [data_file for files in chosen.values() if len(files) >= 2 for data_file in files]
+        for data_file, reader in zip(together, self.fetch_whole(together), strict=True):
+            if reader is not None:
+                self._keep_reader(self._file_location(data_file)[0], reader)
+
+    def fetch_whole(self, data_files: Sequence[DataFile]) -> list[FileReader | None]:
+        """Readers of ``data_files`` (of recorded sizes), each file fetched whole, those of one
+        store in one :meth:`~lance_ops.io.ObjectStore.read_files` call (concurrent requests on
+        remote stores). Not kept in the reader cache: a caller reading whole files once (a
+        compaction) drops them when done. None for a file found missing or of another size than
+        the manifest records, left to :meth:`open_file`, which reports it."""
+        out: list[FileReader | None] = [None] * len(data_files)
+        by_store: dict[int, tuple[ObjectStore, list[int]]] = {}
+        for i, data_file in enumerate(data_files):
+            store = self._file_location(data_file)[1]
+            by_store.setdefault(id(store), (store, []))[1].append(i)
+        for store, members in by_store.values():
+            located = [self._file_location(data_files[i]) for i in members]
+            sizes = [data_files[i].file_size_bytes for i in members]
+            wanted = [(path, size) for (_, _, path), size in zip(located, sizes, strict=True)]
             try:
-                contents = store.read_files(
-                    [(path, data_file.file_size_bytes) for data_file, _, path in files]
-                )
+                contents = store.read_files(wanted)
             except FileNotFoundError:
                 continue  # open_file names the missing one
-            for (data_file, uri, path), blob in zip(files, contents, strict=True):
-                if len(blob) != data_file.file_size_bytes:
-                    continue  # not the size the manifest says: open_file reports it
-                with referenced_file(uri, "data file"):
-                    reader = open_lance_file(path, store=store, size=data_file.file_size_bytes, contents=blob)
-                self._keep_reader(uri, reader)
+            for i, (uri, _, path), size, blob in zip(members, located, sizes, contents, strict=True):
+                if size and len(blob) == size:  # else not the size the manifest says: open_file reports it
+                    with referenced_file(uri, "data file"):
+                        out[i] = open_lance_file(path, store=store, size=size, contents=blob)
+        return out
+
+    def load_deletions(self, fragments: Sequence[FragmentReader]) -> None:
+        """Read the deletion files of ``fragments`` not read yet together, where the store reads
+        small files concurrently (remote stores), rather than one request after another as each
+        fragment's :attr:`FragmentReader.deleted` is first asked for. A file found missing is left
+        to that (which reports it)."""
+        pending: dict[int, tuple[ObjectStore, list[tuple[FragmentReader, str]]]] = {}
+        for fragment in fragments:
+            deletion = fragment.metadata.deletion_file
+            if deletion is None or _DELETED in fragment.__dict__:
+                continue
+            store, root = self.deletion_location(deletion.base_id)
+            if store.whole_file_read_size:
+                path = deletion_path(store, root, fragment.id, deletion)
+                pending.setdefault(id(store), (store, []))[1].append((fragment, path))
+        for store, members in pending.values():
+            if len(members) < 2:
+                continue
+            try:
+                contents = store.read_files([(path, 0) for _, path in members])
+            except FileNotFoundError:
+                continue
+            for (fragment, _), blob in zip(members, contents, strict=True):
+                fragment.use_deletion_file(bytes(blob))
 
     def file_columns(self, data_file: DataFile, file_schema: pa.Schema) -> dict[int, FileColumn]:
         """Dataset top-level field index -> the file column holding it."""
@@ -427,11 +471,19 @@ class FragmentReader:
     @cached_property
     def deleted(self) -> np.ndarray:
         """Deleted row offsets, sorted unique uint32."""
+        return self._read_deleted(None)
+
+    def use_deletion_file(self, data: bytes) -> None:
+        """Take ``data``, fetched by the caller, as the bytes of this fragment's deletion file
+        (decoded and checked as :attr:`deleted` would, which then reads nothing)."""
+        self.__dict__[_DELETED] = self._read_deleted(data)
+
+    def _read_deleted(self, data: bytes | None) -> np.ndarray:
         deletion = self.metadata.deletion_file
         if deletion is None:
             return np.zeros(0, np.uint32)
         store, root = self.files.deletion_location(deletion.base_id)
-        deleted = read_deletion_vector(store, root, self.id, deletion)
+        deleted = read_deletion_vector(store, root, self.id, deletion, data)
         if len(deleted) and self.metadata.physical_rows and int(deleted[-1]) >= self.metadata.physical_rows:
             raise CorruptFileError(
                 store.join(root, DELETIONS_DIR, deletion.file_name(self.id)),

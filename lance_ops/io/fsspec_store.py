@@ -17,9 +17,9 @@ Writes:
 * :class:`FsspecOutput` keeps the first :data:`SINGLE_PUT_SIZE` bytes in memory; a file that ends
   within them is sent in one request on close (``pipe_file``: one PUT on object stores, which
   publish it whole). A larger one goes on through a file opened with ``autocommit=False`` (on S3 a
-  multipart upload, three requests at least) and is committed on close. Filesystems with real files
-  (fsspec's local one, where ``pipe_file`` writes in place) always take the second way: they write
-  a temporary file and move it into place on commit.
+  multipart upload in parts of :data:`UPLOAD_PART_SIZE`, three requests at least) and is committed
+  on close. Filesystems with real files (fsspec's local one, where ``pipe_file`` writes in place)
+  always take the second way: they write a temporary file and move it into place on commit.
 * :meth:`FsspecStore.put_if_absent` opens with exclusive-create mode ``"xb"``: conditional PUT
   (``If-None-Match: *``) on object stores whose fsspec driver implements it (s3fs >= 2024.12).
   fsspec's local filesystem would create the file empty at open, so a reader listing it meanwhile (a
@@ -90,7 +90,14 @@ from lance_ops.io.metrics import record
 from lance_ops.io.options import DEFAULT_S3FS_RETRIES, S3FS_RETRIES_OPTION, fsspec_options
 from lance_ops.io.retry import DEFAULT_RETRY, RetryPolicy, ShortReadError, is_transient
 
-__all__ = ["REMOTE_COALESCE_GAP", "REMOTE_WHOLE_READ_SIZE", "SINGLE_PUT_SIZE", "FsspecOutput", "FsspecStore"]
+__all__ = [
+    "REMOTE_COALESCE_GAP",
+    "REMOTE_WHOLE_READ_SIZE",
+    "SINGLE_PUT_SIZE",
+    "UPLOAD_PART_SIZE",
+    "FsspecOutput",
+    "FsspecStore",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -103,9 +110,12 @@ REMOTE_COALESCE_GAP = 1024 * 1024
 # (lance-io's 64 KiB). Readers of such files keep the buffer, and the fragment layer keeps up to 512
 # readers: at most 32 MiB held.
 REMOTE_WHOLE_READ_SIZE = 64 * 1024
-# Files up to this size are written in one PUT. It is below s3fs's 50 MiB write block, which holds
-# that much in memory until the first part goes out anyway.
+# Files up to this size are written in one PUT.
 SINGLE_PUT_SIZE = 16 * 1024 * 1024
+# Larger files go out in parts of this size (a multipart upload; S3's smallest part is 5 MiB). The
+# driver holds a part in memory, and a copy of it while it is sent: s3fs's default block of 50 MiB
+# held ~100 MB per file being written (a compaction writing to S3 peaked that much higher).
+UPLOAD_PART_SIZE = 16 * 1024 * 1024
 
 # Object stores: no directories to create (a file's parent exists once the file does), and a
 # makedirs would cost a request (s3fs checks the bucket).
@@ -137,7 +147,7 @@ class FsspecOutput(OutputStream):
     def _open(self) -> Any:
         # _open is fsspec's per-driver hook; fs.open would also enlist the file in fs.transaction,
         # which keeps every file ever opened this way alive.
-        return self._fs._open(self.path, mode="wb", autocommit=False)
+        return self._fs._open(self.path, mode="wb", autocommit=False, block_size=UPLOAD_PART_SIZE)
 
     def _write(self, data: memoryview) -> None:
         try:

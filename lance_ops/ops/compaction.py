@@ -649,8 +649,7 @@ def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int)
         window: list[tuple[FragmentReader, FileReader]] = []
         window_names: tuple[str, ...] = ()
         rows = size = 0
-        for reader in prefetched(readers[0].files, readers, columns) if readers else ():
-            whole = _whole_file(reader, columns) if reader.physical_rows < COALESCE_ROWS else None
+        for reader, whole in _joinable(readers, columns):
             file_bytes = reader.metadata.files[0].file_size_bytes if whole is not None else 0
             if window and (
                 whole is None
@@ -673,16 +672,67 @@ def _scan(readers: Sequence[FragmentReader], schema: pa.Schema, batch_size: int)
     return _coalesced(tables(), batch_size)
 
 
-def _whole_file(reader: FragmentReader, columns: Sequence[str]) -> tuple[FileReader, tuple[str, ...]] | None:
+def _joinable(
+    readers: Sequence[FragmentReader], columns: Sequence[str]
+) -> Iterator[tuple[FragmentReader, tuple[FileReader, tuple[str, ...]] | None]]:
+    """Each of ``readers`` with its :func:`_whole_file` when it is small enough to be read with
+    others (None otherwise).
+
+    On a remote store (one that reads small files whole) the data files of the next small
+    single-file fragments, up to :data:`WINDOW_FILE_BYTES` of them, are fetched whole together
+    (concurrent requests): the compaction reads all of each anyway, where opening them one by one
+    would cost a footer request and then page reads, one after another, per file."""
+    if not readers:
+        return
+    files = readers[0].files
+    if not files.store.whole_file_read_size:
+        for reader in prefetched(files, readers, columns):
+            yield reader, _whole_file(reader, columns) if reader.physical_rows < COALESCE_ROWS else None
+        return
+    start = 0
+    while start < len(readers):
+        stop, size = start, 0
+        while stop < len(readers) and _small_single_file(readers[stop]):
+            size += readers[stop].metadata.files[0].file_size_bytes
+            if stop > start and size > WINDOW_FILE_BYTES:
+                break
+            stop += 1
+        if stop == start:
+            reader = readers[start]
+            yield reader, _whole_file(reader, columns) if reader.physical_rows < COALESCE_ROWS else None
+            start += 1
+            continue
+        group = readers[start:stop]
+        fetched = files.fetch_whole([reader.metadata.files[0] for reader in group])
+        for reader, file in zip(group, fetched, strict=True):
+            yield reader, _whole_file(reader, columns, file)
+        start = stop
+
+
+def _small_single_file(reader: FragmentReader) -> bool:
+    """A fragment of one data file of known size, of fewer than ``COALESCE_ROWS`` rows."""
+    data_files = reader.metadata.files
+    return (
+        len(data_files) == 1
+        and bool(data_files[0].file_size_bytes)
+        and 0 < reader.metadata.physical_rows < COALESCE_ROWS
+    )
+
+
+def _whole_file(
+    reader: FragmentReader, columns: Sequence[str], file: FileReader | None = None
+) -> tuple[FileReader, tuple[str, ...]] | None:
     """The data file of a fragment held in one 2.1+ file, and the names of ``columns`` in it, when
     the file's columns are the dataset's fields as they are (whole, of the same types, no blob
     descriptions): its rows are then the fragment's rows with no conversion (what
-    :meth:`FragmentReader.read` would return); None otherwise."""
+    :meth:`FragmentReader.read` would return); None otherwise. ``file``: that file's reader, when
+    the caller opened it already."""
     files, meta = reader.files, reader.metadata
     if len(meta.files) != 1:
         return None
     data_file = meta.files[0]
-    file = files.open_file(data_file)
+    if file is None:
+        file = files.open_file(data_file)
     if not joinable(file) or int(file.num_rows) != reader.physical_rows:
         return None
     mapping = files.file_columns(data_file, file.schema)
@@ -1010,6 +1060,7 @@ def _rewrite(files: VersionFiles, task: CompactionTask) -> RewriteResult:
     readers = [files.fragment(f) for f in task.fragments]
     schema = files.schema
     batch_size = options.batch_size or DEFAULT_BATCH_SIZE
+    files.load_deletions(readers)  # together, on a remote store
     live_rows = sum(r.physical_rows - len(r.deleted) for r in readers)
     order: np.ndarray | None = None
     if options.cluster_by:  # rows in key order; ``order`` is the permutation (lance_ops.ops.clustering)

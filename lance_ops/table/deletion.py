@@ -62,17 +62,24 @@ def decode_deletion_file(data: bytes, file_type: DeletionFileType, path: str) ->
     return np.unique(values.astype(np.uint32))
 
 
+def deletion_path(store: ObjectStore, root: str, fragment_id: int, deletion: DeletionFile) -> str:
+    """The store path of fragment ``fragment_id``'s deletion file (dataset root ``root``)."""
+    return store.join(root, DELETIONS_DIR, deletion.file_name(fragment_id))
+
+
 def read_deletion_vector(
-    store: ObjectStore, root: str, fragment_id: int, deletion: DeletionFile
+    store: ObjectStore, root: str, fragment_id: int, deletion: DeletionFile, data: bytes | None = None
 ) -> np.ndarray:
-    """Deleted row offsets of fragment ``fragment_id`` (dataset root ``root``).
+    """Deleted row offsets of fragment ``fragment_id`` (dataset root ``root``); ``data``: the
+    file's bytes when the caller fetched them already (several files read together).
 
     The manifest records how many rows the file deletes (0 = unknown, older writers); a file holding
     another count is damaged, and is refused rather than silently deleting the wrong rows.
     """
-    path = store.join(root, DELETIONS_DIR, deletion.file_name(fragment_id))
-    with referenced_file(path, "deletion file"):
-        data = store.read(path)
+    path = deletion_path(store, root, fragment_id, deletion)
+    if data is None:
+        with referenced_file(path, "deletion file"):
+            data = store.read(path)
     offsets = decode_deletion_file(data, deletion.file_type, path)
     if deletion.num_deleted_rows and len(offsets) != deletion.num_deleted_rows:
         raise CorruptFileError(
