@@ -24,8 +24,10 @@ __all__ = [
     "COMPILED_FROM_BYTES",
     "PACK_COMPILED_FROM",
     "best_coupons",
+    "chunk_widths",
     "copy_spans",
     "first_of_each_coupon",
+    "inline_pack",
     "murmur3_x64_128",
     "murmur3_x64_128_words",
     "pack_blocks",
@@ -313,3 +315,65 @@ def _numpy_first_of_each_coupon(
     if len(first) > (1 << lg_table) // 2:
         return np.zeros(0, np.int64), False
     return np.sort(at[first]).astype(np.int64), True
+
+
+# ---------------------------------------------------------------- InlineBitpacking
+
+
+def chunk_widths(values: np.ndarray) -> np.ndarray:
+    """Bit length of the OR of each 1024-value chunk of ``values`` (unsigned; the last chunk may be
+    short), as int64."""
+    if _compiled(len(values) >= PACK_COMPILED_FROM):
+        from lance_ops.encoding._bitpack_kernels import chunk_widths as compiled  # noqa: PLC0415
+
+        return compiled(values)  # type: ignore[no-any-return]
+    return _numpy_chunk_widths(values)
+
+
+def _numpy_chunk_widths(values: np.ndarray) -> np.ndarray:
+    """The numpy form of :func:`chunk_widths`."""
+    chunks = -(-len(values) // 1024)
+    if not chunks:
+        return np.zeros(0, np.int64)
+    padded = np.zeros(chunks * 1024, values.dtype)
+    padded[: len(values)] = values
+    ors = np.bitwise_or.reduce(padded.reshape(chunks, 1024), axis=1).astype(np.uint64)
+    widths = np.zeros(chunks, np.int64)
+    for bit in range(values.dtype.itemsize * 8):
+        widths += (ors >> _U64(bit)) != 0
+    return widths
+
+
+def inline_pack(
+    values: np.ndarray, widths: np.ndarray, bits: int, source: np.ndarray, out: np.ndarray
+) -> None:
+    """InlineBitpacking of ``values`` (unsigned ``bits``-bit, flat, any count) into ``out`` (zeroed,
+    same dtype, ``sum(1 + widths * 1024 / bits)`` words): per 1024-value chunk its width word, then
+    its FastLanes words at that width (``widths``: :func:`chunk_widths`); the last chunk is
+    zero-padded. ``source`` as for :func:`pack_blocks`."""
+    if _compiled(len(values) >= PACK_COMPILED_FROM):
+        from lance_ops.encoding._bitpack_kernels import inline_pack as compiled  # noqa: PLC0415
+
+        compiled(values, widths, bits, source, out)
+        return
+    _numpy_inline_pack(values, widths, bits, source, out)
+
+
+def _numpy_inline_pack(
+    values: np.ndarray, widths: np.ndarray, bits: int, source: np.ndarray, out: np.ndarray
+) -> None:
+    """The numpy form of :func:`inline_pack` (chunks of one width packed together)."""
+    lanes = 1024 // bits
+    padded = np.zeros(len(widths) * 1024, values.dtype)
+    padded[: len(values)] = values
+    blocks = padded.reshape(-1, 1024)
+    chunk_words = 1 + widths * lanes
+    starts = np.cumsum(chunk_words) - chunk_words
+    out[starts] = widths.astype(out.dtype)
+    for width in np.unique(widths).tolist():
+        if width == 0:
+            continue
+        idx = np.flatnonzero(widths == width)
+        packed = np.zeros(len(idx) * width * lanes, out.dtype)
+        pack_blocks(np.ascontiguousarray(blocks[idx]).reshape(-1), width, bits, source, packed)
+        out[(starts[idx] + 1)[:, None] + np.arange(width * lanes)] = packed.reshape(len(idx), -1)
