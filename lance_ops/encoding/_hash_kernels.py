@@ -179,3 +179,82 @@ def first_of_each_coupon(
             found[count] = i
             count += 1
     return found[:count], True
+
+
+_EXPONENT = np.uint64(0x7FF0000000000000)
+_MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
+_CANONICAL_NAN = np.uint64(0x7FF8000000000000)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word_hash(word: np.uint64, floats: bool, seed: np.uint64) -> tuple[np.uint64, np.uint64]:
+    """:func:`murmur3_x64_128_words` of one value; ``floats``: ``word`` is a double's bits, hashed as
+    the library hashes doubles (both zeros as +0.0, every NaN as the canonical one)."""
+    if floats:
+        if word << np.uint64(1) == np.uint64(0):
+            word = np.uint64(0)
+        elif word & _EXPONENT == _EXPONENT and word & _MANTISSA != np.uint64(0):
+            word = _CANONICAL_NAN
+    h1 = seed ^ (_rotl(word * _C1, 31) * _C2)
+    return _finish(h1, seed, 8)
+
+
+@njit(cache=True, nogil=True)
+def word_best_coupons(
+    words: np.ndarray,
+    valid: np.ndarray,
+    floats: bool,
+    seed: int,
+    lg_k: int,
+    best_value: np.ndarray,
+    best_index: np.ndarray,
+) -> int:
+    """:func:`best_coupons` of the hashes of ``words`` (8-byte values as :func:`_word_hash` hashes
+    them) where ``valid`` is set (empty: all), hashing as it goes (no arrays of hashes)."""
+    mask = np.uint64((1 << lg_k) - 1)
+    start = np.uint64(seed)
+    reached = 0
+    every = len(valid) == 0
+    for i in range(len(words)):
+        if not every and not valid[i]:
+            continue
+        h1, h2 = _word_hash(np.uint64(words[i]), floats, start)
+        slot = int(h1 & mask)
+        value = _coupon_value(h2)
+        current = best_value[slot]
+        if value > current:
+            if current == 0:
+                reached += 1
+            best_value[slot] = value
+            best_index[slot] = i
+    return reached
+
+
+@njit(cache=True, nogil=True)
+def word_first_coupons(
+    words: np.ndarray, valid: np.ndarray, floats: bool, seed: int, lg_table: int
+) -> tuple[np.ndarray, bool]:
+    """:func:`first_of_each_coupon` of the hashes of ``words`` (as :func:`word_best_coupons`)."""
+    size = 1 << lg_table
+    mask = size - 1
+    keys = np.zeros(size, dtype=np.uint32)
+    found = np.empty(size // 2, dtype=np.int64)
+    count = 0
+    start = np.uint64(seed)
+    every = len(valid) == 0
+    for i in range(len(words)):
+        if not every and not valid[i]:
+            continue
+        h1, h2 = _word_hash(np.uint64(words[i]), floats, start)
+        value = np.uint64(_coupon_value(h2))
+        coupon = np.uint32((value << np.uint64(26)) | (h1 & np.uint64(0x3FFFFFF)))
+        at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
+        while keys[at] != 0 and keys[at] != coupon:
+            at = (at + 1) & mask
+        if keys[at] == 0:
+            if count == size // 2:
+                return found[:0], False
+            keys[at] = coupon
+            found[count] = i
+            count += 1
+    return found[:count], True

@@ -375,3 +375,50 @@ def _numpy_inline_pack(
         packed = np.zeros(len(idx) * width * lanes, out.dtype)
         pack_blocks(np.ascontiguousarray(blocks[idx]).reshape(-1), width, bits, source, packed)
         out[(starts[idx] + 1)[:, None] + np.arange(width * lanes)] = packed.reshape(len(idx), -1)
+
+
+# ---------------------------------------------------------------- HyperLogLog coupons of 8-byte values
+
+_CANONICAL_NAN = _U64(0x7FF8000000000000)
+
+
+def _numpy_word_hashes(words: np.ndarray, floats: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hashes :func:`word_best_coupons` computes as it goes, as arrays."""
+    if floats:
+        doubles = words.view(np.float64)
+        words = np.where(np.isnan(doubles), _CANONICAL_NAN, np.where(doubles == 0, _U64(0), words))
+    h1, h2 = np.empty(len(words), np.uint64), np.empty(len(words), np.uint64)
+    _numpy_murmur3_x64_128_words(words, seed, h1, h2)
+    return h1, h2
+
+
+def word_best_coupons(
+    words: np.ndarray,
+    valid: np.ndarray,
+    floats: bool,
+    seed: int,
+    lg_k: int,
+    best_value: np.ndarray,
+    best_index: np.ndarray,
+) -> int:
+    """:func:`best_coupons` of the hashes of ``words`` (uint64: 8-byte values as
+    :func:`murmur3_x64_128_words` hashes them; ``floats``: doubles' bits, both zeros hashed as
+    +0.0 and every NaN as the canonical one) where ``valid`` is set (empty: all)."""
+    if _compiled(len(words) >= COMPILED_FROM):
+        from lance_ops.encoding._hash_kernels import word_best_coupons as compiled  # noqa: PLC0415
+
+        return compiled(words, valid, floats, seed, lg_k, best_value, best_index)  # type: ignore[no-any-return]
+    h1, h2 = _numpy_word_hashes(words, floats, seed)
+    return _numpy_best_coupons(h1, h2, valid, lg_k, best_value, best_index)
+
+
+def word_first_coupons(
+    words: np.ndarray, valid: np.ndarray, floats: bool, seed: int, lg_table: int
+) -> tuple[np.ndarray, bool]:
+    """:func:`first_of_each_coupon` of the hashes of ``words`` (as :func:`word_best_coupons`)."""
+    if _compiled(len(words) >= COMPILED_FROM):
+        from lance_ops.encoding._hash_kernels import word_first_coupons as compiled  # noqa: PLC0415
+
+        return compiled(words, valid, floats, seed, lg_table)  # type: ignore[no-any-return]
+    h1, h2 = _numpy_word_hashes(words, floats, seed)
+    return _numpy_first_of_each_coupon(h1, h2, valid, lg_table)

@@ -31,6 +31,8 @@ from lance_ops.encoding.kernels import (
     first_of_each_coupon,
     murmur3_x64_128,
     murmur3_x64_128_words,
+    word_best_coupons,
+    word_first_coupons,
 )
 
 __all__ = ["DEFAULT_LG_K", "UPDATE_SLICE_ROWS", "DistinctSketch"]
@@ -113,8 +115,60 @@ def _representatives(array: pa.Array, lg_k: int) -> pa.Array:
     value), so one value per distinct coupon changes nothing; and when the values reach many
     register slots (the sketch is then certainly in HLL mode, where a register keeps only its
     largest value), one value with the largest register value per slot. Types without a
-    vectorised hash: the distinct values.
+    vectorised hash: the distinct values. Values of 8 bytes or fewer (numbers, temporal types)
+    are hashed as they are reduced, in one compiled pass that skips the nulls
+    (:func:`~lance_ops.encoding.kernels.word_best_coupons`); the same values come out as from
+    :func:`_hashed_representatives`, in the same order.
     """
+    fixed = _words(array)
+    if fixed is None:
+        return _hashed_representatives(array, lg_k)
+    words, valid, floats = fixed
+    best = np.zeros(1 << lg_k, dtype=np.uint8)
+    first = np.full(1 << lg_k, -1, dtype=np.int64)
+    if word_best_coupons(words, valid, floats, _SEED, lg_k, best, first) > _hll_mode_slots(lg_k):
+        return array.take(pa.array(np.sort(first[first >= 0])))
+    index, complete = word_first_coupons(words, valid, floats, _SEED, lg_k + 2)
+    if not complete:
+        return pc.unique(array.drop_null())
+    return array.take(pa.array(index))
+
+
+def _words(array: pa.Array) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """Numbers and temporal values as the 8-byte words the library hashes (nulls included, as
+    whatever their slots hold), which rows are valid (empty: all) and whether the words are
+    doubles; None for other types."""
+    type_ = array.type
+    if pt.is_floating(type_):
+        floats = True
+        dtype = np.dtype(type_.to_pandas_dtype())
+    elif pt.is_integer(type_) or pt.is_temporal(type_) and not pt.is_interval(type_):
+        floats = False
+        dtype = (
+            np.dtype(type_.to_pandas_dtype())
+            if pt.is_integer(type_)
+            else np.dtype(f"i{type_.bit_width // 8}")
+        )
+    else:
+        return None
+    buffer = array.buffers()[1]
+    if buffer is None or not len(array):
+        raw = np.zeros(len(array), dtype)
+    else:
+        raw = np.frombuffer(buffer, dtype, len(array), array.offset * dtype.itemsize)
+    if dtype.itemsize == 8:
+        words = raw.view(np.uint64)
+    else:  # widened as the library takes them: floats as doubles, integers as int64
+        words = raw.astype(np.float64 if floats else np.int64).view(np.uint64)
+    valid = np.zeros(0, np.bool_)
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), np.bool_)
+    return words, valid, floats
+
+
+def _hashed_representatives(array: pa.Array, lg_k: int) -> pa.Array:
+    """:func:`_representatives` from arrays of the values' hashes (:func:`_hashes`): the general
+    form, for strings, and the reference the fixed-width fast path is tested against."""
     hashed = _hashes(array)
     if hashed is None:
         return pc.unique(array.drop_null())

@@ -1,15 +1,17 @@
 """The encoder's fused fast paths (L19) against their general forms: InlineBitpacking's per-chunk
 widths and packing in one compiled pass (against the numpy form and a chunk-by-chunk reference
-built on :func:`fastlanes_pack`)."""
+built on :func:`fastlanes_pack`); distinct sketches of numbers hashed as they are reduced
+(against the representatives chosen from arrays of hashes, and the sketch's bytes)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lance_ops.encoding import _bitpack_kernels, kernels
+from lance_ops.encoding import _bitpack_kernels, _hash_kernels, kernels, sketch
 from lance_ops.encoding.compression.bitpacking import BLOCK_VALUES, _grid_source, fastlanes_pack
 
 COUNTS = st.sampled_from([0, 1, 2, 7, 1023, 1024, 1025, 2048, 3000])
@@ -63,3 +65,124 @@ def test_inline_bitpacking_fast_path(bits: int, count: int, data: st.DataObject,
     _bitpack_kernels.inline_pack(values, compiled_widths, bits, _grid_source(bits), fast)
     kernels._numpy_inline_pack(values, numpy_widths, bits, _grid_source(bits), slow)
     assert fast.tobytes() == slow.tobytes() == _reference_inline(values)
+
+
+# ---------------------------------------------------------------- distinct sketches of numbers
+
+SKETCH_TYPES = [
+    pa.int8(),
+    pa.uint16(),
+    pa.int32(),
+    pa.uint32(),
+    pa.int64(),
+    pa.uint64(),
+    pa.float16(),
+    pa.float32(),
+    pa.float64(),
+    pa.date32(),
+    pa.timestamp("us", "UTC"),
+    pa.duration("ns"),
+    pa.time32("ms"),
+]
+SKETCH_COUNTS = st.sampled_from([0, 1, 2, 1023, 1024, 1025, 5000, 70_000])
+
+
+def _number_array(
+    rng: np.random.Generator, type_: pa.DataType, count: int, distinct: int, nulls: str
+) -> pa.Array:
+    """``count`` values of ``type_`` drawn from ``distinct`` values (floats with NaN of both signs,
+    both zeros and infinities; integers with their type's extremes); ``nulls``: none / some / all."""
+    if pa.types.is_floating(type_):
+        dtype = np.dtype(type_.to_pandas_dtype())
+        pool = rng.normal(0, 1e3, max(distinct, 1)).astype(dtype)
+        specials = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf], dtype)
+        pool[: min(len(pool), len(specials))] = specials[: len(pool)]
+        values = pool[rng.integers(0, len(pool), count)]
+        # NaN payloads other than the default: every NaN hashes as the canonical one.
+        if dtype == np.float64 and count:
+            bits = values.view(np.uint64)
+            odd = rng.random(count) < 0.01
+            bits[odd] = np.uint64(0x7FF0000000000001) | (bits[odd] & np.uint64(1 << 63))
+        storage = pa.array(values, type_)
+    else:
+        storage_type = pa.int32() if type_.bit_width == 32 and not pa.types.is_integer(type_) else type_
+        if not pa.types.is_integer(storage_type):
+            storage_type = pa.int64()
+        info = np.iinfo(np.dtype(storage_type.to_pandas_dtype()))
+        pool = rng.integers(
+            info.min,
+            info.max,
+            max(distinct, 1),
+            dtype=np.dtype(storage_type.to_pandas_dtype()),
+            endpoint=True,
+        )
+        pool[:2] = [info.min, info.max][: len(pool[:2])]
+        storage = pa.array(pool[rng.integers(0, len(pool), count)], storage_type)
+    mask = {"none": None, "some": rng.random(count) < 0.2, "all": np.ones(count, bool)}[nulls]
+    buffers = storage.buffers()
+    if mask is not None:
+        validity = pa.array(~mask).buffers()[1]
+        buffers = [validity, buffers[1]]
+    return pa.Array.from_buffers(type_, count, buffers, null_count=-1)
+
+
+@pytest.mark.parametrize("type_", SKETCH_TYPES, ids=str)
+@given(
+    count=SKETCH_COUNTS,
+    distinct=st.sampled_from([1, 7, 900, 5000, 1 << 20]),
+    nulls=st.sampled_from(["none", "some", "all"]),
+    offset=st.sampled_from([0, 3]),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=12, deadline=None)
+def test_sketch_representatives_fast_path(
+    type_: pa.DataType, count: int, distinct: int, nulls: str, offset: int, seed: int
+) -> None:
+    array = _number_array(np.random.default_rng(seed), type_, count + offset, distinct, nulls).slice(offset)
+    fast = sketch._representatives(array, sketch.DEFAULT_LG_K)
+    general = sketch._hashed_representatives(array, sketch.DEFAULT_LG_K)
+    assert fast.type == general.type and fast.null_count == 0
+    # Same values in the same order (the library's HIP accumulator, in the bytes, depends on it).
+    assert pa.array(fast.view(_bits_type(type_))).equals(pa.array(general.view(_bits_type(type_))))
+    fed, reference = sketch.DistinctSketch(), sketch.DistinctSketch()
+    fed.update(array)
+    reference._pending, reference._pending_rows = [general], len(general)
+    assert fed.to_bytes() == reference.to_bytes()
+
+
+def _bits_type(type_: pa.DataType) -> pa.DataType:
+    """An integer type of ``type_``'s width, to compare values bit for bit (NaN == NaN)."""
+    return {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[type_.bit_width]
+
+
+@given(
+    count=SKETCH_COUNTS,
+    distinct=st.sampled_from([1, 900, 1 << 20]),
+    floats=st.booleans(),
+    masked=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=30, deadline=None)
+def test_word_coupon_kernels_forms(count: int, distinct: int, floats: bool, masked: bool, seed: int) -> None:
+    """The compiled hash-as-you-go coupon kernels against their numpy forms (hash arrays, then
+    the numpy coupon choices)."""
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(0, 2**64, distinct, dtype=np.uint64)
+    if floats:
+        pool[:4] = np.array([np.nan, -0.0, 0.0, -np.nan]).view(np.uint64)[: len(pool[:4])]
+    words = pool[rng.integers(0, distinct, count)]
+    valid = rng.random(count) < 0.7 if masked else np.zeros(0, np.bool_)
+    lg_k = 12
+    results = []
+    for compiled in (True, False):
+        best = np.zeros(1 << lg_k, np.uint8)
+        first = np.full(1 << lg_k, -1, np.int64)
+        if compiled:
+            reached = _hash_kernels.word_best_coupons(words, valid, floats, 9001, lg_k, best, first)
+            index, complete = _hash_kernels.word_first_coupons(words, valid, floats, 9001, lg_k + 2)
+        else:
+            h1, h2 = kernels._numpy_word_hashes(words, floats, 9001)
+            reached = kernels._numpy_best_coupons(h1, h2, valid, lg_k, best, first)
+            index, complete = kernels._numpy_first_of_each_coupon(h1, h2, valid, lg_k + 2)
+        results.append((reached, best.tolist(), first.tolist(), index.tolist(), complete))
+    assert results[0] == results[1]
