@@ -1,7 +1,8 @@
 """The encoder's fused fast paths (L19) against their general forms: InlineBitpacking's per-chunk
 widths and packing in one compiled pass (against the numpy form and a chunk-by-chunk reference
 built on :func:`fastlanes_pack`); distinct sketches of numbers hashed as they are reduced
-(against the representatives chosen from arrays of hashes, and the sketch's bytes)."""
+(against the representatives chosen from arrays of hashes, and the sketch's bytes); float pages'
+bounds and NaN counts in one pass (against the general statistics functions)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lance_ops.encoding import _bitpack_kernels, _hash_kernels, kernels, sketch
+from lance_ops.encoding import _bitpack_kernels, _hash_kernels, _minmax_kernels, kernels, sketch, statistics
 from lance_ops.encoding.compression.bitpacking import BLOCK_VALUES, _grid_source, fastlanes_pack
 
 COUNTS = st.sampled_from([0, 1, 2, 7, 1023, 1024, 1025, 2048, 3000])
@@ -186,3 +187,69 @@ def test_word_coupon_kernels_forms(count: int, distinct: int, floats: bool, mask
             index, complete = kernels._numpy_first_of_each_coupon(h1, h2, valid, lg_k + 2)
         results.append((reached, best.tolist(), first.tolist(), index.tolist(), complete))
     assert results[0] == results[1]
+
+
+# ---------------------------------------------------------------- float page statistics
+
+
+def _float_pages_array(
+    rng: np.random.Generator, dtype: str, count: int, nulls: str, specials: str
+) -> pa.Array:
+    values = rng.normal(0, 10, count).astype(dtype)
+    if specials == "all":  # every value special: NaN of both signs, zeros of both signs, infinities
+        pool = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf], dtype)
+        values = pool[rng.integers(0, len(pool), count)]
+    elif specials == "some" and count:
+        at = rng.integers(0, count, max(1, count // 50))
+        values[at] = np.array([np.nan, -np.nan, -0.0, 0.0], dtype)[rng.integers(0, 4, len(at))]
+    elif specials == "nan":
+        values[:] = np.nan
+    elif specials == "zeros":  # both zeros only: bounds -0.0 and +0.0 whichever zero comes first
+        values = np.where(rng.random(count) < 0.5, 0.0, -0.0).astype(dtype)
+    elif specials == "nonnegative" and count:  # a zero min
+        values = np.abs(values)
+        values[rng.integers(0, count, max(1, count // 100))] = np.array(0.0, dtype)
+    mask = {"none": None, "some": rng.random(count) < 0.1, "all": np.ones(count, bool)}[nulls]
+    return pa.array(values, pa.from_numpy_dtype(np.dtype(dtype)), mask=mask, from_pandas=False)
+
+
+def _bits(stats: pa.StructArray) -> list[object]:
+    """Rows of statistics with float bounds as their bits (-0.0 and +0.0 differ)."""
+    out = []
+    for name in ("min_value", "max_value"):
+        field = stats.field(name)
+        width = {4: np.uint32, 8: np.uint64}[field.type.bit_width // 8]
+        out.append(field.to_numpy(zero_copy_only=False).view(width).tolist())
+    return [stats.field("null_count").to_pylist(), *out]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@given(
+    pages=st.lists(st.sampled_from([0, 1, 7, 1023, 1024, 1025, 30_000, 70_000]), min_size=1, max_size=4),
+    nulls=st.sampled_from(["none", "some", "all"]),
+    specials=st.sampled_from(["none", "some", "all", "nan", "zeros", "nonnegative"]),
+    offset=st.sampled_from([0, 5]),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=25, deadline=None)
+def test_float_page_summary_fast_path(
+    dtype: str, pages: list[int], nulls: str, specials: str, offset: int, seed: int
+) -> None:
+    """The one-pass float bounds and NaN counts (compiled, for large arrays) against
+    :func:`page_statistics` and :func:`page_nan_counts`; and the kernel itself on any page."""
+    rng = np.random.default_rng(seed)
+    array = _float_pages_array(rng, dtype, sum(pages) + offset, nulls, specials).slice(offset)
+    stats, nans = statistics.float_page_summary(array, pages)
+    assert _bits(stats) == _bits(statistics.page_statistics(array, pages))
+    assert nans.tolist() == statistics.page_nan_counts(array, pages).tolist()
+    values = array.to_numpy(zero_copy_only=False).astype(dtype)
+    valid = (
+        np.asarray(array.is_valid().to_numpy(zero_copy_only=False), bool)
+        if array.null_count
+        else np.zeros(0, bool)
+    )
+    lows, highs, positive, negative = _minmax_kernels.float_pages(values, valid, np.cumsum(pages))
+    reference = statistics.page_statistics(array, pages)
+    assert lows.astype(dtype).view(f"u{values.itemsize}").tolist() == _bits(reference)[1]
+    assert highs.astype(dtype).view(f"u{values.itemsize}").tolist() == _bits(reference)[2]
+    assert [positive.tolist(), negative.tolist()] == nans.tolist()
