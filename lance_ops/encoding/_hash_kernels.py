@@ -186,17 +186,30 @@ _MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
 _CANONICAL_NAN = np.uint64(0x7FF8000000000000)
 
 
+#: Words hashed at a time by the word kernels: their hashes stay in the L1 cache, and the hash
+#: loop (no branches) vectorises apart from the coupon loop's branches.
+_BLOCK = 2048
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _word_hash(word: np.uint64, floats: bool, seed: np.uint64) -> tuple[np.uint64, np.uint64]:
-    """:func:`murmur3_x64_128_words` of one value; ``floats``: ``word`` is a double's bits, hashed as
-    the library hashes doubles (both zeros as +0.0, every NaN as the canonical one)."""
+def _hash_block(
+    words: np.ndarray, start: int, stop: int, floats: bool, seed: np.uint64, h1: np.ndarray, h2: np.ndarray
+) -> None:
+    """:func:`murmur3_x64_128_words` of ``words[start:stop]`` into ``h1[:stop - start]``, ``h2``;
+    ``floats``: the words are doubles' bits, hashed as the library hashes doubles (both zeros as
+    +0.0, every NaN as the canonical one)."""
+    block = words[start:stop]
     if floats:
-        if word << np.uint64(1) == np.uint64(0):
-            word = np.uint64(0)
-        elif word & _EXPONENT == _EXPONENT and word & _MANTISSA != np.uint64(0):
-            word = _CANONICAL_NAN
-    h1 = seed ^ (_rotl(word * _C1, 31) * _C2)
-    return _finish(h1, seed, 8)
+        for k in range(len(block)):
+            word = np.uint64(block[k])
+            if word << np.uint64(1) == np.uint64(0):
+                word = np.uint64(0)
+            if word & _EXPONENT == _EXPONENT and word & _MANTISSA != np.uint64(0):
+                word = _CANONICAL_NAN
+            h1[k], h2[k] = _finish(seed ^ (_rotl(word * _C1, 31) * _C2), seed, 8)
+    else:
+        for k in range(len(block)):
+            h1[k], h2[k] = _finish(seed ^ (_rotl(np.uint64(block[k]) * _C1, 31) * _C2), seed, 8)
 
 
 @njit(cache=True, nogil=True)
@@ -209,24 +222,29 @@ def word_best_coupons(
     best_value: np.ndarray,
     best_index: np.ndarray,
 ) -> int:
-    """:func:`best_coupons` of the hashes of ``words`` (8-byte values as :func:`_word_hash` hashes
-    them) where ``valid`` is set (empty: all), hashing as it goes (no arrays of hashes)."""
+    """:func:`best_coupons` of the hashes of ``words`` (8-byte values as :func:`_hash_block` hashes
+    them) where ``valid`` is set (empty: all), hashing a block at a time as it goes (no arrays of
+    all the hashes)."""
     mask = np.uint64((1 << lg_k) - 1)
-    start = np.uint64(seed)
     reached = 0
     every = len(valid) == 0
-    for i in range(len(words)):
-        if not every and not valid[i]:
-            continue
-        h1, h2 = _word_hash(np.uint64(words[i]), floats, start)
-        slot = int(h1 & mask)
-        value = _coupon_value(h2)
-        current = best_value[slot]
-        if value > current:
-            if current == 0:
-                reached += 1
-            best_value[slot] = value
-            best_index[slot] = i
+    h1 = np.empty(_BLOCK, np.uint64)
+    h2 = np.empty(_BLOCK, np.uint64)
+    for start in range(0, len(words), _BLOCK):
+        stop = min(start + _BLOCK, len(words))
+        _hash_block(words, start, stop, floats, np.uint64(seed), h1, h2)
+        for k in range(stop - start):
+            i = start + k
+            if not every and not valid[i]:
+                continue
+            slot = int(h1[k] & mask)
+            value = _coupon_value(h2[k])
+            current = best_value[slot]
+            if value > current:
+                if current == 0:
+                    reached += 1
+                best_value[slot] = value
+                best_index[slot] = i
     return reached
 
 
@@ -240,21 +258,25 @@ def word_first_coupons(
     keys = np.zeros(size, dtype=np.uint32)
     found = np.empty(size // 2, dtype=np.int64)
     count = 0
-    start = np.uint64(seed)
     every = len(valid) == 0
-    for i in range(len(words)):
-        if not every and not valid[i]:
-            continue
-        h1, h2 = _word_hash(np.uint64(words[i]), floats, start)
-        value = np.uint64(_coupon_value(h2))
-        coupon = np.uint32((value << np.uint64(26)) | (h1 & np.uint64(0x3FFFFFF)))
-        at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
-        while keys[at] != 0 and keys[at] != coupon:
-            at = (at + 1) & mask
-        if keys[at] == 0:
-            if count == size // 2:
-                return found[:0], False
-            keys[at] = coupon
-            found[count] = i
-            count += 1
+    h1 = np.empty(_BLOCK, np.uint64)
+    h2 = np.empty(_BLOCK, np.uint64)
+    for start in range(0, len(words), _BLOCK):
+        stop = min(start + _BLOCK, len(words))
+        _hash_block(words, start, stop, floats, np.uint64(seed), h1, h2)
+        for k in range(stop - start):
+            i = start + k
+            if not every and not valid[i]:
+                continue
+            value = np.uint64(_coupon_value(h2[k]))
+            coupon = np.uint32((value << np.uint64(26)) | (h1[k] & np.uint64(0x3FFFFFF)))
+            at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
+            while keys[at] != 0 and keys[at] != coupon:
+                at = (at + 1) & mask
+            if keys[at] == 0:
+                if count == size // 2:
+                    return found[:0], False
+                keys[at] = coupon
+                found[count] = i
+                count += 1
     return found[:count], True
