@@ -46,8 +46,8 @@ def chunk_widths(values: np.ndarray) -> np.ndarray:
     out = np.zeros((n + 1023) // 1024, dtype=np.int64)
     for c in range(len(out)):
         acc = uint64(0)
-        for i in range(c * 1024, min(n, c * 1024 + 1024)):
-            acc |= uint64(values[i])
+        for v in values[c * 1024 : min(n, c * 1024 + 1024)]:  # a slice: no index checks, vectorised
+            acc |= uint64(v)
         width = 0
         while acc:
             acc >>= uint64(1)
