@@ -2,7 +2,8 @@
 small-range int64, ``b`` a wide random-looking int64, ``c`` a float64), lance_ops against
 pylance, interleaved in one process: the file API and the dataset API, best of ``--repeats``
 wall and CPU seconds (CPU: ``time.process_time``, all threads of the process), with the load.
-``--profile`` prints a cProfile (CPU clock) of one lance_ops file write instead. Not a test.
+``--profile`` prints a cProfile (CPU clock, every task on the calling thread) of one lance_ops
+file write (or ``--variant``) instead. Not a test.
 
     PYTHONPATH=. .venv/bin/python bench/numeric_write.py --rows 1000000 10000000 --repeats 3
 """
@@ -83,6 +84,7 @@ def main() -> None:
         "--profile", action="store_true", help="cProfile one lance_ops file write (on one thread)"
     )
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--variant", default="lance_ops file", help="the writer --profile profiles")
     args = parser.parse_args()
     variants = writers(args.version)
     with tempfile.TemporaryDirectory() as work:
@@ -97,7 +99,7 @@ def main() -> None:
                 set_worker_threads(1)
                 profile = cProfile.Profile(time.process_time)
                 profile.enable()
-                timed(variants["lance_ops file"], table, work)
+                timed(variants[args.variant], table, work)
                 profile.disable()
                 pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
                 pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
