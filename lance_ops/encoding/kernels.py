@@ -336,10 +336,10 @@ def _numpy_chunk_widths(values: np.ndarray) -> np.ndarray:
     padded = np.zeros(chunks * 1024, values.dtype)
     padded[: len(values)] = values
     ors = np.bitwise_or.reduce(padded.reshape(chunks, 1024), axis=1).astype(np.uint64)
-    widths = np.zeros(chunks, np.int64)
-    for bit in range(values.dtype.itemsize * 8):
-        widths += (ors >> _U64(bit)) != 0
-    return widths
+    # Bit lengths from float64 exponents, exact for 32-bit halves (as _coupon_values).
+    high = np.frexp((ors >> _U64(32)).astype(np.float64))[1]
+    low = np.frexp((ors & _U64(0xFFFFFFFF)).astype(np.float64))[1]
+    return np.where(high > 0, high + 32, low).astype(np.int64)  # type: ignore[no-any-return]
 
 
 def inline_pack(

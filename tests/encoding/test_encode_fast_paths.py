@@ -253,3 +253,31 @@ def test_float_page_summary_fast_path(
     assert lows.astype(dtype).view(f"u{values.itemsize}").tolist() == _bits(reference)[1]
     assert highs.astype(dtype).view(f"u{values.itemsize}").tolist() == _bits(reference)[2]
     assert [positive.tolist(), negative.tolist()] == nans.tolist()
+
+
+# ---------------------------------------------------------------- the dictionary probe near its limit
+
+
+@pytest.mark.parametrize("dtype", [pa.uint64(), pa.string()])
+@pytest.mark.parametrize("offset", [-2, -1, 0, 1, 2])
+def test_dictionary_probe_near_the_limit_decides_as_the_exact_count(dtype: pa.DataType, offset: int) -> None:
+    """A prefix whose hash-prefix bound falls just short of the limit is counted by its whole
+    hashes: the probe says "too many" exactly when the exact count reaches the limit (the bench
+    table's ``c`` column: 100,003 distinct values against a limit of 100,001)."""
+    from lance_ops.encoding.compression_strategy import (
+        _distinct_hashes,
+        _distinct_lower_bound,
+        _prefix_hashes,
+        _too_many_distinct,
+    )
+
+    limit = 100_001
+    distinct = limit + offset
+    ids = np.arange(125_001) % distinct
+    array = pa.array(ids.astype(np.uint64)) if dtype == pa.uint64() else pa.array([f"v{i}" for i in ids])
+    bound = _distinct_lower_bound(array)
+    assert bound is not None and limit * 0.75 <= bound < limit  # the near-limit case
+    hashes = _prefix_hashes(array)
+    assert hashes is not None and _distinct_hashes(hashes) == distinct == len(array.unique())
+    assert _too_many_distinct(array, limit) == (distinct >= limit)
+    assert _distinct_hashes(np.zeros(0, np.uint64)) == 0
