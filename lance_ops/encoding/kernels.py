@@ -382,6 +382,11 @@ def _numpy_inline_pack(
 _CANONICAL_NAN = _U64(0x7FF8000000000000)
 
 
+def word_hashes(words: np.ndarray, floats: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hashes :func:`word_best_coupons` computes as it goes, as arrays (numpy: for a few values)."""
+    return _numpy_word_hashes(words, floats, seed)
+
+
 def _numpy_word_hashes(words: np.ndarray, floats: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The hashes :func:`word_best_coupons` computes as it goes, as arrays."""
     if floats:

@@ -33,6 +33,7 @@ from lance_ops.encoding.kernels import (
     murmur3_x64_128_words,
     word_best_coupons,
     word_first_coupons,
+    word_hashes,
 )
 
 __all__ = ["DEFAULT_LG_K", "UPDATE_SLICE_ROWS", "DistinctSketch"]
@@ -124,14 +125,19 @@ def _representatives(array: pa.Array, lg_k: int) -> pa.Array:
     if fixed is None:
         return _hashed_representatives(array, lg_k)
     words, valid, floats = fixed
+    # The coupons first: the pass stops early (at a table's worth) when there are many, and when
+    # there are few it is the only pass: the slots they reach (each value's slot is its coupon's)
+    # show whether the register pass below would have been taken.
+    index, complete = word_first_coupons(words, valid, floats, _SEED, lg_k + 2)
+    if complete:
+        reached = np.unique(word_hashes(words[index], floats, _SEED)[0] & np.uint64((1 << lg_k) - 1))
+        if len(reached) <= _hll_mode_slots(lg_k):
+            return array.take(pa.array(index))
     best = np.zeros(1 << lg_k, dtype=np.uint8)
     first = np.full(1 << lg_k, -1, dtype=np.int64)
     if word_best_coupons(words, valid, floats, _SEED, lg_k, best, first) > _hll_mode_slots(lg_k):
         return array.take(pa.array(np.sort(first[first >= 0])))
-    index, complete = word_first_coupons(words, valid, floats, _SEED, lg_k + 2)
-    if not complete:
-        return pc.unique(array.drop_null())
-    return array.take(pa.array(index))
+    return pc.unique(array.drop_null())  # few slots, more coupons than the table holds
 
 
 def _words(array: pa.Array) -> tuple[np.ndarray, np.ndarray, bool] | None:
