@@ -121,6 +121,42 @@ def _coupon_value(h2: np.uint64) -> int:
     return min(int(_ctlz64(h2)), 62) + 1  # type: ignore[call-arg]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _raise_register(
+    h1: np.uint64, h2: np.uint64, i: int, mask: np.uint64, best_value: np.ndarray, best_index: np.ndarray
+) -> int:
+    """Keep hash ``i`` in its slot (``h1 & mask``) if its register value is the slot's largest so
+    far; 1 if the slot was empty, else 0."""
+    slot = int(h1 & mask)
+    value = _coupon_value(h2)
+    current = best_value[slot]
+    if value > current:
+        best_value[slot] = value
+        best_index[slot] = i
+        return 1 if current == 0 else 0
+    return 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_coupon(
+    h1: np.uint64, h2: np.uint64, i: int, keys: np.ndarray, lg_table: int, found: np.ndarray, count: int
+) -> int:
+    """Record hash ``i`` in ``found`` if its coupon is new to the open-addressing table ``keys``;
+    the new count, or -1 when the table already holds its half (``len(found)``) of coupons."""
+    mask = len(keys) - 1
+    coupon = np.uint32((np.uint64(_coupon_value(h2)) << np.uint64(26)) | (h1 & np.uint64(0x3FFFFFF)))
+    at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
+    while keys[at] != 0 and keys[at] != coupon:
+        at = (at + 1) & mask
+    if keys[at] != 0:
+        return count
+    if count == len(found):
+        return -1
+    keys[at] = coupon
+    found[count] = i
+    return count + 1
+
+
 @njit(cache=True, nogil=True)
 def best_coupons(
     h1: np.ndarray,
@@ -137,16 +173,8 @@ def best_coupons(
     reached = 0
     every = len(keep) == 0
     for i in range(len(h1)):
-        if not every and not keep[i]:
-            continue
-        slot = int(h1[i] & mask)
-        value = _coupon_value(h2[i])
-        current = best_value[slot]
-        if value > current:
-            if current == 0:
-                reached += 1
-            best_value[slot] = value
-            best_index[slot] = i
+        if every or keep[i]:
+            reached += _raise_register(h1[i], h2[i], i, mask, best_value, best_index)
     return reached
 
 
@@ -158,26 +186,15 @@ def first_of_each_coupon(
     hash's 26-bit slot address), in order, among the hashes ``keep`` marks (empty: all); and
     False instead when the distinct coupons would fill more than half of a ``2**lg_table``-slot
     table (the caller then deduplicates otherwise)."""
-    size = 1 << lg_table
-    mask = size - 1
-    keys = np.zeros(size, dtype=np.uint32)  # coupons are never 0 (their value is at least 1)
-    found = np.empty(size // 2, dtype=np.int64)
+    keys = np.zeros(1 << lg_table, dtype=np.uint32)  # coupons are never 0 (their value is at least 1)
+    found = np.empty(len(keys) // 2, dtype=np.int64)
     count = 0
     every = len(keep) == 0
     for i in range(len(h1)):
-        if not every and not keep[i]:
-            continue
-        value = np.uint64(_coupon_value(h2[i]))
-        coupon = np.uint32((value << np.uint64(26)) | (h1[i] & np.uint64(0x3FFFFFF)))
-        at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
-        while keys[at] != 0 and keys[at] != coupon:
-            at = (at + 1) & mask
-        if keys[at] == 0:
-            if count == size // 2:
+        if every or keep[i]:
+            count = _add_coupon(h1[i], h2[i], i, keys, lg_table, found, count)
+            if count < 0:
                 return found[:0], False
-            keys[at] = coupon
-            found[count] = i
-            count += 1
     return found[:count], True
 
 
@@ -235,16 +252,8 @@ def word_best_coupons(
         _hash_block(words, start, stop, floats, np.uint64(seed), h1, h2)
         for k in range(stop - start):
             i = start + k
-            if not every and not valid[i]:
-                continue
-            slot = int(h1[k] & mask)
-            value = _coupon_value(h2[k])
-            current = best_value[slot]
-            if value > current:
-                if current == 0:
-                    reached += 1
-                best_value[slot] = value
-                best_index[slot] = i
+            if every or valid[i]:
+                reached += _raise_register(h1[k], h2[k], i, mask, best_value, best_index)
     return reached
 
 
@@ -253,10 +262,8 @@ def word_first_coupons(
     words: np.ndarray, valid: np.ndarray, floats: bool, seed: int, lg_table: int
 ) -> tuple[np.ndarray, bool]:
     """:func:`first_of_each_coupon` of the hashes of ``words`` (as :func:`word_best_coupons`)."""
-    size = 1 << lg_table
-    mask = size - 1
-    keys = np.zeros(size, dtype=np.uint32)
-    found = np.empty(size // 2, dtype=np.int64)
+    keys = np.zeros(1 << lg_table, dtype=np.uint32)
+    found = np.empty(len(keys) // 2, dtype=np.int64)
     count = 0
     every = len(valid) == 0
     h1 = np.empty(_BLOCK, np.uint64)
@@ -266,17 +273,8 @@ def word_first_coupons(
         _hash_block(words, start, stop, floats, np.uint64(seed), h1, h2)
         for k in range(stop - start):
             i = start + k
-            if not every and not valid[i]:
-                continue
-            value = np.uint64(_coupon_value(h2[k]))
-            coupon = np.uint32((value << np.uint64(26)) | (h1[k] & np.uint64(0x3FFFFFF)))
-            at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
-            while keys[at] != 0 and keys[at] != coupon:
-                at = (at + 1) & mask
-            if keys[at] == 0:
-                if count == size // 2:
+            if every or valid[i]:
+                count = _add_coupon(h1[k], h2[k], i, keys, lg_table, found, count)
+                if count < 0:
                     return found[:0], False
-                keys[at] = coupon
-                found[count] = i
-                count += 1
     return found[:count], True
