@@ -117,9 +117,10 @@ def _representatives(array: pa.Array, lg_k: int) -> pa.Array:
     register slots (the sketch is then certainly in HLL mode, where a register keeps only its
     largest value), one value with the largest register value per slot. Types without a
     vectorised hash: the distinct values. Values of 8 bytes or fewer (numbers, temporal types)
-    are hashed as they are reduced, in one compiled pass that skips the nulls
-    (:func:`~lance_ops.encoding.kernels.word_best_coupons`); the same values come out as from
-    :func:`_hashed_representatives`, in the same order.
+    are hashed as they are reduced, a block at a time, by compiled passes over the column's own
+    words that skip the nulls (:func:`~lance_ops.encoding.kernels.word_first_coupons`, then
+    :func:`~lance_ops.encoding.kernels.word_best_coupons` when the coupons are many); the same
+    values come out as from :func:`_hashed_representatives`, in the same order.
     """
     fixed = _words(array)
     if fixed is None:
