@@ -36,3 +36,59 @@ def pack_blocks(values: np.ndarray, width: int, bits: int, source: np.ndarray, o
                 out[first + uint64(lane)] |= v << shift
                 if spill:
                     out[first + lanes + uint64(lane)] |= v >> (wide - shift)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def chunk_widths(values: np.ndarray) -> np.ndarray:
+    """Bit length of the OR of each 1024-value chunk of ``values`` (unsigned; the last chunk may
+    be short), without padding a copy of the values to whole chunks."""
+    n = len(values)
+    out = np.zeros((n + 1023) // 1024, dtype=np.int64)
+    for c in range(len(out)):
+        acc = uint64(0)
+        for v in values[c * 1024 : min(n, c * 1024 + 1024)]:  # a slice: no index checks, vectorised
+            acc |= uint64(v)
+        width = 0
+        while acc:
+            acc >>= uint64(1)
+            width += 1
+        out[c] = width
+    return out
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def inline_pack(
+    values: np.ndarray, widths: np.ndarray, bits: int, source: np.ndarray, out: np.ndarray
+) -> None:
+    """InlineBitpacking of ``values`` (unsigned ``bits``-bit, flat, any count) into ``out`` (zeroed,
+    same dtype, ``sum(1 + widths * 1024 / bits)`` words): per 1024-value chunk its width word,
+    then its FastLanes words at that width (``widths``: :func:`chunk_widths`); the last chunk's
+    missing values are zeros. ``source`` as for :func:`pack_blocks`."""
+    n = uint64(len(values))
+    lanes = uint64(1024 // bits)
+    wide = uint64(bits)
+    at_out = uint64(0)
+    for c in range(len(widths)):
+        width = uint64(widths[c])
+        out[at_out] = width
+        at_out += uint64(1)
+        if width == 0:
+            continue
+        mask = ~uint64(0) if width >= uint64(64) else (uint64(1) << width) - uint64(1)
+        base = uint64(c) * uint64(1024)
+        whole = base + uint64(1024) <= n
+        for r in range(bits):
+            at = uint64(r) * width
+            word, shift = at // wide, at % wide
+            spill = shift + width > wide
+            row = uint64(r) * lanes
+            first = at_out + word * lanes
+            for lane in range(lanes):
+                pos = base + uint64(source[row + uint64(lane)])
+                if not whole and pos >= n:
+                    continue
+                v = uint64(values[pos]) & mask
+                out[first + uint64(lane)] |= v << shift
+                if spill:
+                    out[first + lanes + uint64(lane)] |= v >> (wide - shift)
+        at_out += width * lanes

@@ -121,6 +121,42 @@ def _coupon_value(h2: np.uint64) -> int:
     return min(int(_ctlz64(h2)), 62) + 1  # type: ignore[call-arg]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _raise_register(
+    h1: np.uint64, h2: np.uint64, i: int, mask: np.uint64, best_value: np.ndarray, best_index: np.ndarray
+) -> int:
+    """Keep hash ``i`` in its slot (``h1 & mask``) if its register value is the slot's largest so
+    far; 1 if the slot was empty, else 0."""
+    slot = int(h1 & mask)
+    value = _coupon_value(h2)
+    current = best_value[slot]
+    if value > current:
+        best_value[slot] = value
+        best_index[slot] = i
+        return 1 if current == 0 else 0
+    return 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_coupon(
+    h1: np.uint64, h2: np.uint64, i: int, keys: np.ndarray, lg_table: int, found: np.ndarray, count: int
+) -> int:
+    """Record hash ``i`` in ``found`` if its coupon is new to the open-addressing table ``keys``;
+    the new count, or -1 when the table already holds its half (``len(found)``) of coupons."""
+    mask = len(keys) - 1
+    coupon = np.uint32((np.uint64(_coupon_value(h2)) << np.uint64(26)) | (h1 & np.uint64(0x3FFFFFF)))
+    at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
+    while keys[at] != 0 and keys[at] != coupon:
+        at = (at + 1) & mask
+    if keys[at] != 0:
+        return count
+    if count == len(found):
+        return -1
+    keys[at] = coupon
+    found[count] = i
+    return count + 1
+
+
 @njit(cache=True, nogil=True)
 def best_coupons(
     h1: np.ndarray,
@@ -137,16 +173,8 @@ def best_coupons(
     reached = 0
     every = len(keep) == 0
     for i in range(len(h1)):
-        if not every and not keep[i]:
-            continue
-        slot = int(h1[i] & mask)
-        value = _coupon_value(h2[i])
-        current = best_value[slot]
-        if value > current:
-            if current == 0:
-                reached += 1
-            best_value[slot] = value
-            best_index[slot] = i
+        if every or keep[i]:
+            reached += _raise_register(h1[i], h2[i], i, mask, best_value, best_index)
     return reached
 
 
@@ -158,24 +186,95 @@ def first_of_each_coupon(
     hash's 26-bit slot address), in order, among the hashes ``keep`` marks (empty: all); and
     False instead when the distinct coupons would fill more than half of a ``2**lg_table``-slot
     table (the caller then deduplicates otherwise)."""
-    size = 1 << lg_table
-    mask = size - 1
-    keys = np.zeros(size, dtype=np.uint32)  # coupons are never 0 (their value is at least 1)
-    found = np.empty(size // 2, dtype=np.int64)
+    keys = np.zeros(1 << lg_table, dtype=np.uint32)  # coupons are never 0 (their value is at least 1)
+    found = np.empty(len(keys) // 2, dtype=np.int64)
     count = 0
     every = len(keep) == 0
     for i in range(len(h1)):
-        if not every and not keep[i]:
-            continue
-        value = np.uint64(_coupon_value(h2[i]))
-        coupon = np.uint32((value << np.uint64(26)) | (h1[i] & np.uint64(0x3FFFFFF)))
-        at = int((coupon * np.uint32(0x9E3779B1)) >> np.uint32(32 - lg_table)) & mask
-        while keys[at] != 0 and keys[at] != coupon:
-            at = (at + 1) & mask
-        if keys[at] == 0:
-            if count == size // 2:
+        if every or keep[i]:
+            count = _add_coupon(h1[i], h2[i], i, keys, lg_table, found, count)
+            if count < 0:
                 return found[:0], False
-            keys[at] = coupon
-            found[count] = i
-            count += 1
+    return found[:count], True
+
+
+_EXPONENT = np.uint64(0x7FF0000000000000)
+_MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
+_CANONICAL_NAN = np.uint64(0x7FF8000000000000)
+
+
+#: Words hashed at a time by the word kernels: their hashes stay in the L1 cache, and the hash
+#: loop (no branches) vectorises apart from the coupon loop's branches.
+_BLOCK = 2048
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hash_block(
+    words: np.ndarray, start: int, stop: int, floats: bool, seed: np.uint64, h1: np.ndarray, h2: np.ndarray
+) -> None:
+    """:func:`murmur3_x64_128_words` of ``words[start:stop]`` into ``h1[:stop - start]``, ``h2``;
+    ``floats``: the words are doubles' bits, hashed as the library hashes doubles (both zeros as
+    +0.0, every NaN as the canonical one)."""
+    block = words[start:stop]
+    if floats:
+        for k in range(len(block)):
+            word = np.uint64(block[k])
+            if word << np.uint64(1) == np.uint64(0):
+                word = np.uint64(0)
+            if word & _EXPONENT == _EXPONENT and word & _MANTISSA != np.uint64(0):
+                word = _CANONICAL_NAN
+            h1[k], h2[k] = _finish(seed ^ (_rotl(word * _C1, 31) * _C2), seed, 8)
+    else:
+        for k in range(len(block)):
+            h1[k], h2[k] = _finish(seed ^ (_rotl(np.uint64(block[k]) * _C1, 31) * _C2), seed, 8)
+
+
+@njit(cache=True, nogil=True)
+def word_best_coupons(
+    words: np.ndarray,
+    valid: np.ndarray,
+    floats: bool,
+    seed: int,
+    lg_k: int,
+    best_value: np.ndarray,
+    best_index: np.ndarray,
+) -> int:
+    """:func:`best_coupons` of the hashes of ``words`` (8-byte values as :func:`_hash_block` hashes
+    them) where ``valid`` is set (empty: all), hashing a block at a time as it goes (no arrays of
+    all the hashes)."""
+    mask = np.uint64((1 << lg_k) - 1)
+    reached = 0
+    every = len(valid) == 0
+    h1 = np.empty(_BLOCK, np.uint64)
+    h2 = np.empty(_BLOCK, np.uint64)
+    for start in range(0, len(words), _BLOCK):
+        stop = min(start + _BLOCK, len(words))
+        _hash_block(words, start, stop, floats, np.uint64(seed), h1, h2)
+        for k in range(stop - start):
+            i = start + k
+            if every or valid[i]:
+                reached += _raise_register(h1[k], h2[k], i, mask, best_value, best_index)
+    return reached
+
+
+@njit(cache=True, nogil=True)
+def word_first_coupons(
+    words: np.ndarray, valid: np.ndarray, floats: bool, seed: int, lg_table: int
+) -> tuple[np.ndarray, bool]:
+    """:func:`first_of_each_coupon` of the hashes of ``words`` (as :func:`word_best_coupons`)."""
+    keys = np.zeros(1 << lg_table, dtype=np.uint32)
+    found = np.empty(len(keys) // 2, dtype=np.int64)
+    count = 0
+    every = len(valid) == 0
+    h1 = np.empty(_BLOCK, np.uint64)
+    h2 = np.empty(_BLOCK, np.uint64)
+    for start in range(0, len(words), _BLOCK):
+        stop = min(start + _BLOCK, len(words))
+        _hash_block(words, start, stop, floats, np.uint64(seed), h1, h2)
+        for k in range(stop - start):
+            i = start + k
+            if every or valid[i]:
+                count = _add_coupon(h1[k], h2[k], i, keys, lg_table, found, count)
+                if count < 0:
+                    return found[:0], False
     return found[:count], True

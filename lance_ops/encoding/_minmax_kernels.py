@@ -1,4 +1,5 @@
-"""Compiled (numba) smallest and largest byte string of a page, for page statistics.
+"""Compiled (numba) smallest and largest byte string of a page, and float pages' bounds and NaN
+counts in one pass (:func:`float_pages`), for page statistics.
 
 Arrow's ``min_max`` of a string array compares through a generic kernel at tens of nanoseconds
 per value; most comparisons are decided by the first byte, so a compiled loop over the offsets
@@ -8,6 +9,8 @@ binary and UTF-8 strings). Imported on first use, so ``import lance_ops`` does n
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -48,3 +51,44 @@ def min_max_index(data: np.ndarray, offsets: np.ndarray, valid: np.ndarray) -> t
         elif first > hi_first or (first == hi_first and _compare(data, at, size, hi_at, hi_len) > 0):
             hi, hi_at, hi_len, hi_first = i, at, size, first
     return lo, hi
+
+
+@njit(cache=True, nogil=True)
+def float_pages(
+    values: np.ndarray, valid: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per page (pages end at ``ends``) of float ``values`` whose ``valid`` is set (empty: all):
+    the smallest and largest number (NaN ignored; ``-inf`` / ``+inf`` when there is none, a zero
+    min as ``-0.0`` and a zero max as ``+0.0``) and the NaN values with the sign bit clear and
+    set: statistics and NaN counts in one pass."""
+    pages = len(ends)
+    lows = np.empty(pages, np.float64)
+    highs = np.empty(pages, np.float64)
+    positive = np.zeros(pages, np.int64)
+    negative = np.zeros(pages, np.int64)
+    check = len(valid) > 0
+    start = 0
+    for p in range(pages):
+        low, high = np.inf, -np.inf
+        seen = False
+        for i in range(start, ends[p]):
+            if check and not valid[i]:
+                continue
+            v = np.float64(values[i])
+            if v != v:
+                if math.copysign(1.0, v) < 0.0:
+                    negative[p] += 1
+                else:
+                    positive[p] += 1
+                continue
+            seen = True
+            if v < low:
+                low = v
+            if v > high:
+                high = v
+        if not seen:
+            low, high = -np.inf, np.inf
+        lows[p] = -0.0 if low == 0 else low
+        highs[p] = 0.0 if high == 0 else high
+        start = ends[p]
+    return lows, highs, positive, negative

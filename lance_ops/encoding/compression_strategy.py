@@ -428,20 +428,42 @@ def _too_many_distinct(prefix: pa.Array, limit: float) -> bool:
     A lower bound, cheaper than hashing the values into a table: the number of distinct top
     :data:`DICT_PROBE_HASH_BITS` bits of a 64-bit hash of each value (equal values hash alike, so
     there are never fewer distinct values than distinct hash prefixes). Random and sequential
-    values of a high-cardinality prefix pass it with a wide margin. Types not hashed here are
-    counted exactly with Arrow's ``unique``, and so is a prefix whose bound falls just short of
-    ``limit`` (at least :data:`DICT_PROBE_EXACT_FRACTION` of it): colliding hash prefixes hide a
-    few percent of the values near the limit, and counting the prefix exactly costs a fraction of
-    dictionary-encoding the whole page only to find the same count over the limit.
+    values of a high-cardinality prefix pass it with a wide margin. A prefix whose bound falls
+    just short of ``limit`` (at least :data:`DICT_PROBE_EXACT_FRACTION` of it) is counted again
+    by its distinct whole 64-bit hashes (sorted): colliding hash prefixes hide a few percent of
+    the values near the limit, whole hashes next to none (still a lower bound: a collision only
+    leaves the choice to the whole page's exact count). Types not hashed here are counted
+    exactly with Arrow's ``unique``.
     """
-    bound = _distinct_lower_bound(prefix)
-    if bound is None or limit > bound >= limit * DICT_PROBE_EXACT_FRACTION:
-        bound = len(prefix.unique())
+    hashes = _prefix_hashes(prefix)
+    if hashes is None:
+        return len(prefix.unique()) >= limit
+    bound = _distinct_hash_prefixes(hashes)
+    if limit > bound >= limit * DICT_PROBE_EXACT_FRACTION:
+        bound = _distinct_hashes(hashes)
     return bound >= limit
 
 
 def _distinct_lower_bound(values: pa.Array) -> int | None:
-    """At most the number of distinct values of ``values`` (no validity bitmap), from a hash;
+    """At most the number of distinct values of ``values`` (no validity bitmap): their distinct
+    hash prefixes; ``None`` for types not hashed here."""
+    hashes = _prefix_hashes(values)
+    return None if hashes is None else _distinct_hash_prefixes(hashes)
+
+
+def _distinct_hash_prefixes(hashes: np.ndarray) -> int:
+    seen = np.zeros(1 << DICT_PROBE_HASH_BITS, dtype=np.bool_)
+    seen[hashes >> np.uint64(64 - DICT_PROBE_HASH_BITS)] = True
+    return int(np.count_nonzero(seen))
+
+
+def _distinct_hashes(hashes: np.ndarray) -> int:
+    ordered = np.sort(hashes)
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + min(1, len(ordered))
+
+
+def _prefix_hashes(values: pa.Array) -> np.ndarray | None:
+    """A 64-bit hash of each value of ``values`` (no validity bitmap; equal values hash alike);
     ``None`` for types not hashed here (the caller counts exactly)."""
     dtype = values.type
     h1 = np.empty(len(values), dtype=np.uint64)
@@ -457,9 +479,7 @@ def _distinct_lower_bound(values: pa.Array) -> int | None:
         murmur3_x64_128(raw, offs.astype(np.int64), 0, h1, h2)
     else:
         return None
-    seen = np.zeros(1 << DICT_PROBE_HASH_BITS, dtype=np.bool_)
-    seen[h1 >> np.uint64(64 - DICT_PROBE_HASH_BITS)] = True
-    return int(np.count_nonzero(seen))
+    return h1
 
 
 def _dictionary_size_pays(

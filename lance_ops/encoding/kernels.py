@@ -313,3 +313,117 @@ def _numpy_first_of_each_coupon(
     if len(first) > (1 << lg_table) // 2:
         return np.zeros(0, np.int64), False
     return np.sort(at[first]).astype(np.int64), True
+
+
+# ---------------------------------------------------------------- InlineBitpacking
+
+
+def chunk_widths(values: np.ndarray) -> np.ndarray:
+    """Bit length of the OR of each 1024-value chunk of ``values`` (unsigned; the last chunk may be
+    short), as int64."""
+    if _compiled(len(values) >= PACK_COMPILED_FROM):
+        from lance_ops.encoding._bitpack_kernels import chunk_widths as compiled  # noqa: PLC0415
+
+        return compiled(values)  # type: ignore[no-any-return]
+    return _numpy_chunk_widths(values)
+
+
+def _numpy_chunk_widths(values: np.ndarray) -> np.ndarray:
+    """The numpy form of :func:`chunk_widths`."""
+    chunks = -(-len(values) // 1024)
+    if not chunks:
+        return np.zeros(0, np.int64)
+    padded = np.zeros(chunks * 1024, values.dtype)
+    padded[: len(values)] = values
+    ors = np.bitwise_or.reduce(padded.reshape(chunks, 1024), axis=1).astype(np.uint64)
+    # Bit lengths from float64 exponents, exact for 32-bit halves (as _coupon_values).
+    high = np.frexp((ors >> _U64(32)).astype(np.float64))[1]
+    low = np.frexp((ors & _U64(0xFFFFFFFF)).astype(np.float64))[1]
+    return np.where(high > 0, high + 32, low).astype(np.int64)  # type: ignore[no-any-return]
+
+
+def inline_pack(
+    values: np.ndarray, widths: np.ndarray, bits: int, source: np.ndarray, out: np.ndarray
+) -> None:
+    """InlineBitpacking of ``values`` (unsigned ``bits``-bit, flat, any count) into ``out`` (zeroed,
+    same dtype, ``sum(1 + widths * 1024 / bits)`` words): per 1024-value chunk its width word, then
+    its FastLanes words at that width (``widths``: :func:`chunk_widths`); the last chunk is
+    zero-padded. ``source`` as for :func:`pack_blocks`."""
+    if _compiled(len(values) >= PACK_COMPILED_FROM):
+        from lance_ops.encoding._bitpack_kernels import inline_pack as compiled  # noqa: PLC0415
+
+        compiled(values, widths, bits, source, out)
+        return
+    _numpy_inline_pack(values, widths, bits, source, out)
+
+
+def _numpy_inline_pack(
+    values: np.ndarray, widths: np.ndarray, bits: int, source: np.ndarray, out: np.ndarray
+) -> None:
+    """The numpy form of :func:`inline_pack` (chunks of one width packed together)."""
+    lanes = 1024 // bits
+    padded = np.zeros(len(widths) * 1024, values.dtype)
+    padded[: len(values)] = values
+    blocks = padded.reshape(-1, 1024)
+    chunk_words = 1 + widths * lanes
+    starts = np.cumsum(chunk_words) - chunk_words
+    out[starts] = widths.astype(out.dtype)
+    for width in np.unique(widths).tolist():
+        if width == 0:
+            continue
+        idx = np.flatnonzero(widths == width)
+        packed = np.zeros(len(idx) * width * lanes, out.dtype)
+        pack_blocks(np.ascontiguousarray(blocks[idx]).reshape(-1), width, bits, source, packed)
+        out[(starts[idx] + 1)[:, None] + np.arange(width * lanes)] = packed.reshape(len(idx), -1)
+
+
+# ---------------------------------------------------------------- HyperLogLog coupons of 8-byte values
+
+_CANONICAL_NAN = _U64(0x7FF8000000000000)
+
+
+def word_hashes(words: np.ndarray, floats: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hashes :func:`word_best_coupons` computes as it goes, as arrays (numpy: for a few values)."""
+    return _numpy_word_hashes(words, floats, seed)
+
+
+def _numpy_word_hashes(words: np.ndarray, floats: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hashes :func:`word_best_coupons` computes as it goes, as arrays."""
+    if floats:
+        doubles = words.view(np.float64)
+        words = np.where(np.isnan(doubles), _CANONICAL_NAN, np.where(doubles == 0, _U64(0), words))
+    h1, h2 = np.empty(len(words), np.uint64), np.empty(len(words), np.uint64)
+    _numpy_murmur3_x64_128_words(words, seed, h1, h2)
+    return h1, h2
+
+
+def word_best_coupons(
+    words: np.ndarray,
+    valid: np.ndarray,
+    floats: bool,
+    seed: int,
+    lg_k: int,
+    best_value: np.ndarray,
+    best_index: np.ndarray,
+) -> int:
+    """:func:`best_coupons` of the hashes of ``words`` (uint64: 8-byte values as
+    :func:`murmur3_x64_128_words` hashes them; ``floats``: doubles' bits, both zeros hashed as
+    +0.0 and every NaN as the canonical one) where ``valid`` is set (empty: all)."""
+    if _compiled(len(words) >= COMPILED_FROM):
+        from lance_ops.encoding._hash_kernels import word_best_coupons as compiled  # noqa: PLC0415
+
+        return compiled(words, valid, floats, seed, lg_k, best_value, best_index)  # type: ignore[no-any-return]
+    h1, h2 = _numpy_word_hashes(words, floats, seed)
+    return _numpy_best_coupons(h1, h2, valid, lg_k, best_value, best_index)
+
+
+def word_first_coupons(
+    words: np.ndarray, valid: np.ndarray, floats: bool, seed: int, lg_table: int
+) -> tuple[np.ndarray, bool]:
+    """:func:`first_of_each_coupon` of the hashes of ``words`` (as :func:`word_best_coupons`)."""
+    if _compiled(len(words) >= COMPILED_FROM):
+        from lance_ops.encoding._hash_kernels import word_first_coupons as compiled  # noqa: PLC0415
+
+        return compiled(words, valid, floats, seed, lg_table)  # type: ignore[no-any-return]
+    h1, h2 = _numpy_word_hashes(words, floats, seed)
+    return _numpy_first_of_each_coupon(h1, h2, valid, lg_table)

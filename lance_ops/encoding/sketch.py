@@ -31,6 +31,9 @@ from lance_ops.encoding.kernels import (
     first_of_each_coupon,
     murmur3_x64_128,
     murmur3_x64_128_words,
+    word_best_coupons,
+    word_first_coupons,
+    word_hashes,
 )
 
 __all__ = ["DEFAULT_LG_K", "UPDATE_SLICE_ROWS", "DistinctSketch"]
@@ -113,8 +116,66 @@ def _representatives(array: pa.Array, lg_k: int) -> pa.Array:
     value), so one value per distinct coupon changes nothing; and when the values reach many
     register slots (the sketch is then certainly in HLL mode, where a register keeps only its
     largest value), one value with the largest register value per slot. Types without a
-    vectorised hash: the distinct values.
+    vectorised hash: the distinct values. Values of 8 bytes or fewer (numbers, temporal types)
+    are hashed as they are reduced, a block at a time, by compiled passes over the column's own
+    words that skip the nulls (:func:`~lance_ops.encoding.kernels.word_first_coupons`, then
+    :func:`~lance_ops.encoding.kernels.word_best_coupons` when the coupons are many); the same
+    values come out as from :func:`_hashed_representatives`, in the same order.
     """
+    fixed = _words(array)
+    if fixed is None:
+        return _hashed_representatives(array, lg_k)
+    words, valid, floats = fixed
+    # The coupons first: the pass stops early (at a table's worth) when there are many, and when
+    # there are few it is the only pass: the slots they reach (each value's slot is its coupon's)
+    # show whether the register pass below would have been taken.
+    index, complete = word_first_coupons(words, valid, floats, _SEED, lg_k + 2)
+    if complete:
+        reached = np.unique(word_hashes(words[index], floats, _SEED)[0] & np.uint64((1 << lg_k) - 1))
+        if len(reached) <= _hll_mode_slots(lg_k):
+            return array.take(pa.array(index))
+    best = np.zeros(1 << lg_k, dtype=np.uint8)
+    first = np.full(1 << lg_k, -1, dtype=np.int64)
+    if word_best_coupons(words, valid, floats, _SEED, lg_k, best, first) > _hll_mode_slots(lg_k):
+        return array.take(pa.array(np.sort(first[first >= 0])))
+    return pc.unique(array.drop_null())  # few slots, more coupons than the table holds
+
+
+def _words(array: pa.Array) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """Numbers and temporal values as the 8-byte words the library hashes (nulls included, as
+    whatever their slots hold), which rows are valid (empty: all) and whether the words are
+    doubles; None for other types."""
+    type_ = array.type
+    if pt.is_floating(type_):
+        floats = True
+        dtype = np.dtype(type_.to_pandas_dtype())
+    elif pt.is_integer(type_) or pt.is_temporal(type_) and not pt.is_interval(type_):
+        floats = False
+        dtype = (
+            np.dtype(type_.to_pandas_dtype())
+            if pt.is_integer(type_)
+            else np.dtype(f"i{type_.bit_width // 8}")
+        )
+    else:
+        return None
+    buffer = array.buffers()[1]
+    if buffer is None or not len(array):
+        raw = np.zeros(len(array), dtype)
+    else:
+        raw = np.frombuffer(buffer, dtype, len(array), array.offset * dtype.itemsize)
+    if dtype.itemsize == 8:
+        words = raw.view(np.uint64)
+    else:  # widened as the library takes them: floats as doubles, integers as int64
+        words = raw.astype(np.float64 if floats else np.int64).view(np.uint64)
+    valid = np.zeros(0, np.bool_)
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), np.bool_)
+    return words, valid, floats
+
+
+def _hashed_representatives(array: pa.Array, lg_k: int) -> pa.Array:
+    """:func:`_representatives` from arrays of the values' hashes (:func:`_hashes`): the general
+    form, for strings, and the reference the fixed-width fast path is tested against."""
     hashed = _hashes(array)
     if hashed is None:
         return pc.unique(array.drop_null())

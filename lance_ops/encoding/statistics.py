@@ -37,6 +37,7 @@ from lance_ops.encoding.kernels import COMPILED_FROM
 
 __all__ = [
     "MAX_BOUND_BYTES",
+    "float_page_summary",
     "nan_signs",
     "page_nan_counts",
     "page_statistics",
@@ -272,3 +273,40 @@ def merge_statistics(stats: pa.StructArray, page_lengths: Sequence[int] | np.nda
     high = pa.scalar(None, highs.type) if highs.null_count else pc.max(highs)
     bounds = [pa.array([s], highs.type).view(type_) for s in (low, high)]
     return pa.StructArray.from_arrays([nulls, *bounds], fields=list(stats.type))
+
+
+def float_page_summary(
+    array: pa.Array | pa.ChunkedArray, page_lengths: Sequence[int]
+) -> tuple[pa.StructArray, np.ndarray]:
+    """:func:`page_statistics` and :func:`page_nan_counts` of a float ``array`` together: for float32
+    and float64 arrays of :data:`~lance_ops.encoding.kernels.COMPILED_FROM` values or more, one
+    compiled pass over the values computes both (the same values)."""
+    type_ = array.type
+    lengths = np.asarray(page_lengths, dtype=np.int64)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if (
+        len(array) < COMPILED_FROM
+        or type_ not in (pa.float32(), pa.float64())
+        or array.buffers()[1] is None
+        or (lengths < 0).any()
+        or int(lengths.sum()) != len(array)
+    ):  # small, float16, or bad lengths (the general functions raise)
+        return page_statistics(array, page_lengths), page_nan_counts(array, page_lengths)
+    from lance_ops.encoding._minmax_kernels import float_pages
+
+    dtype = np.dtype(type_.to_pandas_dtype())
+    values = np.frombuffer(array.buffers()[1], dtype, len(array), array.offset * dtype.itemsize)
+    valid = np.zeros(0, np.bool_)
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), np.bool_)
+    lows, highs, positive, negative = float_pages(values, valid, np.cumsum(lengths))
+    starts = np.cumsum(lengths) - lengths
+    nulls = pa.array(
+        [array.slice(int(s), int(n)).null_count for s, n in zip(starts, lengths, strict=True)], pa.int64()
+    )
+    stats = pa.StructArray.from_arrays(
+        [nulls, pa.array(lows.astype(dtype), type_), pa.array(highs.astype(dtype), type_)],
+        fields=list(statistics_type(type_)),
+    )
+    return stats, np.stack([positive, negative])

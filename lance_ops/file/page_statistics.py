@@ -36,7 +36,7 @@ import pyarrow as pa
 from lance_ops._proto import file_pb2 as pb
 from lance_ops.encoding.compression.dictionary import holds_dictionary
 from lance_ops.encoding.sketch import UPDATE_SLICE_ROWS, DistinctSketch
-from lance_ops.encoding.statistics import page_nan_counts, page_statistics, supports_statistics
+from lance_ops.encoding.statistics import float_page_summary, page_statistics, supports_statistics
 from lance_ops.errors import CorruptFileError
 from lance_ops.file.schema import BLOB_KEY
 
@@ -175,11 +175,14 @@ class PageStatisticsCollector:
             return
         if array.type != self._types[index]:
             array = array.view(self._types[index])
-        self._parts[index].append(page_statistics(array, page_rows))
+        if index in self._nans:
+            stats, nans = float_page_summary(array, page_rows)
+            self._parts[index].append(stats)
+            self._nans[index].append(nans)
+        else:
+            self._parts[index].append(page_statistics(array, page_rows))
         if sketch:
             self._sketches[index].update(array)
-        if index in self._nans:
-            self._nans[index].append(page_nan_counts(array, page_rows))
 
     def update_sketch(self, index: int, arrays: Sequence[pa.Array]) -> None:
         """Add rows of field ``index`` to its distinct sketch (nothing once the field is discarded).

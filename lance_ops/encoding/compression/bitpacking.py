@@ -50,7 +50,7 @@ from lance_ops.encoding.compression.base import (
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
-from lance_ops.encoding.kernels import copy_spans, pack_blocks
+from lance_ops.encoding.kernels import chunk_widths, copy_spans, inline_pack, pack_blocks
 from lance_ops.errors import UnsupportedEncodingError
 
 BLOCK_VALUES = 1024
@@ -210,17 +210,11 @@ def _padded_blocks(values: np.ndarray) -> np.ndarray:
     return blocks.reshape(num_blocks, BLOCK_VALUES)
 
 
-def _chunk_widths(blocks: np.ndarray) -> np.ndarray:
-    if len(blocks) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return bit_widths(np.bitwise_or.reduce(blocks, axis=1))
-
-
 def estimate_inline_size(values: np.ndarray) -> int:
     """Bytes InlineBitpacking would take for ``values`` (any 8/16/32/64-bit integer array)."""
     unsigned = _as_unsigned(values)
     bits = unsigned.dtype.itemsize * 8
-    widths = _chunk_widths(_padded_blocks(unsigned))
+    widths = chunk_widths(unsigned)
     return int(((1 + widths * (BLOCK_VALUES // bits)) * (bits // 8)).sum())
 
 
@@ -234,26 +228,10 @@ def _inline_encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All chunks' bytes back to back, and each chunk's byte size."""
     dtype = values.dtype
     bits = dtype.itemsize * 8
-    lanes = BLOCK_VALUES // bits
-    blocks = _padded_blocks(values)
-    widths = _chunk_widths(blocks)
-    chunk_words = 1 + widths * lanes
-    kinds = np.unique(widths)
-    if len(kinds) == 1:  # one width (the usual case): every chunk is its width word, then its words
-        width = int(kinds[0])
-        grid = np.empty((len(blocks), 1 + width * lanes), dtype=dtype)
-        grid[:, 0] = width
-        grid[:, 1:] = fastlanes_pack(blocks, width)
-        return grid.reshape(-1).view(np.uint8), chunk_words * (bits // 8)
-    starts = (np.cumsum(chunk_words) - chunk_words).astype(np.int64)
+    widths = chunk_widths(values)
+    chunk_words = 1 + widths * (BLOCK_VALUES // bits)
     out = np.zeros(int(chunk_words.sum()), dtype=dtype)
-    out[starts] = widths.astype(dtype)
-    for width in kinds:
-        if width == 0:
-            continue
-        idx = np.flatnonzero(widths == width)
-        packed = fastlanes_pack(blocks[idx], int(width))
-        out[(starts[idx] + 1)[:, None] + np.arange(packed.shape[1])] = packed
+    inline_pack(np.ascontiguousarray(values), widths, bits, _grid_source(bits), out)
     return out.view(np.uint8), chunk_words * (bits // 8)
 
 
