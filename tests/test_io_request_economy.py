@@ -160,7 +160,7 @@ def test_prefetch_leaves_a_missing_file_to_be_named(tmp_path: Any) -> None:
 
 
 def _remote_dataset(
-    tmp_path: Any, fragments: int, rows: int
+    tmp_path: Any, fragments: int, rows: int, version: str = "2.1"
 ) -> tuple[str, VersionFiles, _Counting, pa.Table]:
     """A dataset written by pylance of ``fragments`` fragments of ``rows`` rows whose data files are
     larger than a remote store reads whole when opening (incompressible strings), every third row
@@ -172,7 +172,7 @@ def _remote_dataset(
     words = rng.integers(0, 2**62, (n, 4), dtype=np.int64)
     table = pa.table({"id": pa.array(range(n), pa.int64()), "text": [w.tobytes().hex() for w in words]})
     local = tmp_path / "ds.lance"
-    lance.write_dataset(table, str(local), max_rows_per_file=rows, data_storage_version="2.1")
+    lance.write_dataset(table, str(local), max_rows_per_file=rows, data_storage_version=version)
     lance.dataset(str(local)).delete(f"id % 3 = 0 AND (id / {rows}) % 2 = 0")
     fs = _Counting(skip_instance_cache=True)
     root = f"/{tmp_path.name}"
@@ -237,3 +237,24 @@ def test_scan_reads_remote_deletion_files_together(tmp_path: Any) -> None:
     # The 3 deletion files in one call before any fragment is read, then the 6 data files in one.
     assert fs.calls[:2] == ["cat 3", "cat 6"], fs.calls
     assert not [call for call in fs.calls if call.startswith(("get", "range"))], fs.calls
+
+
+def test_compaction_reads_older_remote_files_one_by_one(tmp_path: Any) -> None:
+    """2.0 files are not decoded across files: a compaction does not fetch them whole ahead (it
+    would read them again), and its result is still what pylance reads."""
+    import lance
+
+    from lance_ops.ops.commit import CommitOptions
+    from lance_ops.ops.compaction import CompactionOptions, compact
+
+    root, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000, version="2.0")
+    assert compact(files, CompactionOptions(num_threads=1), CommitOptions()) is not None
+    assert not [call for call in fs.calls if call.startswith("cat") and call != "cat 2"], (
+        fs.calls
+    )  # deletions
+    copy = tmp_path / "copy.lance"
+    for path in fs.find(root):
+        target = copy / path[len(root) + 1 :]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fs.cat_file(path))
+    assert lance.dataset(str(copy)).to_table().sort_by("id").equals(expected.sort_by("id"))

@@ -710,11 +710,13 @@ def _joinable(
 
 
 def _small_single_file(reader: FragmentReader) -> bool:
-    """A fragment of one data file of known size, of fewer than ``COALESCE_ROWS`` rows."""
+    """A fragment of fewer than ``COALESCE_ROWS`` rows in one 2.1+ data file of known size (what
+    :func:`_whole_file` may read with others; older files are read one by one)."""
     data_files = reader.metadata.files
     return (
         len(data_files) == 1
         and bool(data_files[0].file_size_bytes)
+        and (data_files[0].file_major_version, data_files[0].file_minor_version) >= (2, 1)
         and 0 < reader.metadata.physical_rows < COALESCE_ROWS
     )
 
