@@ -29,6 +29,7 @@ __all__ = [
     "murmur3_x64_128",
     "murmur3_x64_128_words",
     "pack_blocks",
+    "unpack_chunks",
 ]
 
 #: Inputs of at least this many values (or hashes) use the compiled kernel ...
@@ -41,6 +42,12 @@ COMPILED_FROM_BYTES = 1 << 20
 PACK_COMPILED_FROM = 1 << 20
 
 _compiled_in_use = False
+#: Decoding (reads) switches to the compiled kernels once this process has decoded this many
+#: values with their numpy forms (or once any compiled kernel has run): numba's start (~0.5 s of
+#: CPU) is worth paying for a process that keeps reading (a scan of 10M rows of four numeric
+#: columns is 40M values), not for one read of a few hundred thousand rows.
+DECODE_COMPILED_AFTER = 1 << 24
+_decoded_values = 0
 
 
 def _compiled(large: bool) -> bool:
@@ -313,3 +320,35 @@ def _numpy_first_of_each_coupon(
     if len(first) > (1 << lg_table) // 2:
         return np.zeros(0, np.int64), False
     return np.sort(at[first]).astype(np.int64), True
+
+
+# ---------------------------------------------------------------- mini-block decoding
+
+
+def _compiled_decode(values: int) -> bool:
+    """Whether a decode of ``values`` values calls its compiled kernel (see
+    :data:`DECODE_COMPILED_AFTER`). The count is a plain global: a lost update between threads
+    only delays the switch."""
+    global _decoded_values  # noqa: PLW0603 - one count per process, like ``_compiled_in_use``
+    if _compiled_in_use:
+        return True
+    _decoded_values += values
+    return _compiled(_decoded_values >= DECODE_COMPILED_AFTER)
+
+
+def unpack_chunks(words: np.ndarray, starts: np.ndarray, widths: np.ndarray, nums: np.ndarray) -> np.ndarray:
+    """The values of InlineBitpacking chunks, back to back: chunk ``c`` has its width word
+    ``widths[c]`` at ``words[starts[c]]`` (unsigned T-bit words), its packed words after it, and
+    ``nums[c]`` (<= 1024) values. The caller has checked the chunks (widths <= T, every chunk's
+    words within ``words``): the compiled loop does not check bounds."""
+    nums = np.ascontiguousarray(nums, np.int64)
+    total = int(nums.sum())
+    if _compiled_decode(total):
+        from lance_ops.encoding._decode_kernels import unpack_chunks as compiled  # noqa: PLC0415
+
+        out = np.empty(total, words.dtype)
+        compiled(np.ascontiguousarray(words), np.ascontiguousarray(starts, np.int64), nums, out)
+        return out
+    from lance_ops.encoding.compression.bitpacking import numpy_unpack_chunks  # noqa: PLC0415 - it imports us
+
+    return numpy_unpack_chunks(words, starts, widths, nums)

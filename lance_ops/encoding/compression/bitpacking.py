@@ -50,7 +50,7 @@ from lance_ops.encoding.compression.base import (
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
-from lance_ops.encoding.kernels import copy_spans, pack_blocks
+from lance_ops.encoding.kernels import copy_spans, pack_blocks, unpack_chunks
 from lance_ops.errors import UnsupportedEncodingError
 
 BLOCK_VALUES = 1024
@@ -279,6 +279,18 @@ def _inline_decode(words: np.ndarray, starts: np.ndarray, widths: np.ndarray) ->
     return np.zeros((len(starts), BLOCK_VALUES), dtype=words.dtype) if out is None else out
 
 
+def numpy_unpack_chunks(
+    words: np.ndarray, starts: np.ndarray, widths: np.ndarray, nums: np.ndarray
+) -> np.ndarray:
+    """The numpy form of :func:`lance_ops.encoding.kernels.unpack_chunks`: the first ``nums[c]``
+    values of each chunk, back to back."""
+    values = _inline_decode(words, starts, widths)
+    if len(nums) and bool(np.all(nums[:-1] == BLOCK_VALUES)):  # only the last chunk is short
+        return values.reshape(-1)[: int(nums.sum())]
+    firsts = np.arange(len(nums), dtype=np.int64) * BLOCK_VALUES
+    return gather_spans(values.reshape(-1), firsts, nums)
+
+
 class InlineBitpackingCompressor(MiniBlockCompressor):
     """InlineBitpacking: ``compress`` = mini-block (1 024 values per chunk); ``compress_block``
     writes the same chunk sequence as one buffer (level slices of ≤ 1 024 values)."""
@@ -349,13 +361,10 @@ class _InlineReader:
         return starts
 
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> FixedWidthBlock:
-        """Decode many mini-block chunks at once (vectorised over chunks of equal width)."""
+        """Decode many mini-block chunks at once (one compiled pass, or vectorised over chunks of
+        equal width: :func:`~lance_ops.encoding.kernels.unpack_chunks`)."""
         words, starts, widths, nums = self._chunk_words(buffers, counts)
-        values = _inline_decode(words, starts, widths)
-        if len(nums) and bool(np.all(nums[:-1] == BLOCK_VALUES)):  # only the last chunk is short
-            return FixedWidthBlock.from_values(values.reshape(-1)[: int(nums.sum())])
-        firsts = np.arange(len(nums), dtype=np.int64) * BLOCK_VALUES
-        return FixedWidthBlock.from_values(gather_spans(values.reshape(-1), firsts, nums))
+        return FixedWidthBlock.from_values(unpack_chunks(words, starts, widths, nums))
 
     def decompress_chunks_at(
         self, buffers: Sequence[memoryview], counts: Sequence[int], positions: np.ndarray
