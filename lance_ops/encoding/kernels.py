@@ -25,6 +25,7 @@ __all__ = [
     "PACK_COMPILED_FROM",
     "best_coupons",
     "copy_spans",
+    "cut_spans",
     "first_of_each_coupon",
     "murmur3_x64_128",
     "murmur3_x64_128_words",
@@ -352,3 +353,19 @@ def unpack_chunks(words: np.ndarray, starts: np.ndarray, widths: np.ndarray, num
     from lance_ops.encoding.compression.bitpacking import numpy_unpack_chunks  # noqa: PLC0415 - it imports us
 
     return numpy_unpack_chunks(words, starts, widths, nums)
+
+
+def cut_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray, values: int) -> np.ndarray:
+    """``blob[starts[i] : starts[i] + sizes[i]]`` for every i, concatenated (uint8; the spans
+    of ``values`` decoded values): :func:`~lance_ops.encoding.compression.base.gather_spans`, or
+    one compiled copy of all spans into a new array once decoding is compiled (see
+    :data:`DECODE_COMPILED_AFTER`)."""
+    from lance_ops.encoding.compression.base import gather_spans  # noqa: PLC0415 - it imports us
+
+    starts = np.asarray(starts, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    if len(starts) < 2 or not _compiled_decode(values):
+        return gather_spans(blob, starts, sizes)
+    out = np.empty(int(sizes.sum()), np.uint8)
+    copy_spans(out, np.cumsum(sizes) - sizes, blob, starts, sizes)
+    return out
