@@ -69,3 +69,41 @@ def unpack_chunks(words: np.ndarray, starts: np.ndarray, nums: np.ndarray, out: 
             for i in range(n):
                 out[pos + uint64(i)] = scratch[i]
         pos += n
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def unpack_slices(
+    words: np.ndarray,
+    firsts: np.ndarray,
+    nums: np.ndarray,
+    raw_tails: np.ndarray,
+    width: int,
+    out: np.ndarray,
+) -> None:
+    """The values of OutOfLineBitpacking slices (level slices of mini-block chunks) back to back
+    into ``out``: slice ``s`` starts at ``words[firsts[s]]`` and holds ``nums[s]`` values, whole
+    blocks packed at the page-wide ``width``, then its tail, raw words when ``raw_tails[s]`` and
+    one more packed block otherwise."""
+    bits = words.itemsize * 8
+    order = _ORDER
+    block_words = uint64(width * (1024 // bits))
+    scratch = np.empty(1024, out.dtype)
+    pos = uint64(0)
+    for s in range(len(firsts)):
+        at = uint64(firsts[s])
+        n = uint64(nums[s])
+        full, tail = n // uint64(1024), n % uint64(1024)
+        for _ in range(full):
+            _unpack_block(words, at, width, bits, out[pos : pos + uint64(1024)], order)
+            at += block_words
+            pos += uint64(1024)
+        if tail == uint64(0):
+            continue
+        if raw_tails[s]:
+            for i in range(tail):
+                out[pos + uint64(i)] = words[at + uint64(i)]
+        else:
+            _unpack_block(words, at, width, bits, scratch, order)
+            for i in range(tail):
+                out[pos + uint64(i)] = scratch[i]
+        pos += tail

@@ -31,6 +31,7 @@ __all__ = [
     "murmur3_x64_128_words",
     "pack_blocks",
     "unpack_chunks",
+    "unpack_slices",
 ]
 
 #: Inputs of at least this many values (or hashes) use the compiled kernel ...
@@ -353,6 +354,34 @@ def unpack_chunks(words: np.ndarray, starts: np.ndarray, widths: np.ndarray, num
     from lance_ops.encoding.compression.bitpacking import numpy_unpack_chunks  # noqa: PLC0415 - it imports us
 
     return numpy_unpack_chunks(words, starts, widths, nums)
+
+
+def unpack_slices(
+    words: np.ndarray, firsts: np.ndarray, nums: np.ndarray, raw_tails: np.ndarray, width: int
+) -> np.ndarray:
+    """The values of OutOfLineBitpacking slices, back to back: slice ``s`` starts at
+    ``words[firsts[s]]`` (unsigned T-bit words) with ``nums[s]`` values, its whole 1024-value
+    blocks packed at ``width``, then its tail (raw words when ``raw_tails[s]``, else one more
+    packed block). The caller has checked every slice's size against ``words``: the compiled
+    loop does not check bounds."""
+    nums = np.ascontiguousarray(nums, np.int64)
+    total = int(nums.sum())
+    if _compiled_decode(total):
+        from lance_ops.encoding._decode_kernels import unpack_slices as compiled  # noqa: PLC0415
+
+        out = np.empty(total, words.dtype)
+        compiled(
+            np.ascontiguousarray(words),
+            np.ascontiguousarray(firsts, np.int64),
+            nums,
+            np.ascontiguousarray(raw_tails, np.bool_),
+            width,
+            out,
+        )
+        return out
+    from lance_ops.encoding.compression.bitpacking import numpy_unpack_slices  # noqa: PLC0415 - it imports us
+
+    return numpy_unpack_slices(words, firsts, nums, raw_tails, width)
 
 
 def cut_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray, values: int) -> np.ndarray:

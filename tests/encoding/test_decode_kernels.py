@@ -99,6 +99,37 @@ def test_every_width_round_trips(bits: int, width: int) -> None:
     assert out.tolist() == values.tolist()
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    slices=st.lists(st.sampled_from([0, 1, 5, 100, 1000, 1023, 1024, 1025, 2048, 2100]), max_size=6),
+    bits=BITS,
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_compiled_level_slices_equal_the_numpy_form(slices: list[int], bits: int, seed: int, data) -> None:  # type: ignore[no-untyped-def]
+    """OutOfLineBitpacking slices (def/rep levels of chunks): whole blocks, then tails raw or
+    packed (as their size decides), at every width."""
+    rng = np.random.default_rng(seed)
+    width = data.draw(st.integers(0, bits))
+    values = rng.integers(0, 2**64, sum(slices), dtype=np.uint64)
+    values &= np.uint64((1 << width) - 1) if width < 64 else np.uint64(2**64 - 1)
+    values = values.astype(f"<u{bits // 8}")
+    stops = np.cumsum(np.array(slices, np.int64))
+    spans, _ = bitpacking.pack_out_of_line_slices(values, stops - np.array(slices, np.int64), stops, width)
+    reader = bitpacking.OutOfLineBitpackingDecompressor(bits, width)
+    nums = np.array(slices, np.int64)
+    words, firsts, raw_tails = reader._slice_words(spans, nums)
+    compiled = np.empty(len(values), values.dtype)
+    _decode_kernels.unpack_slices(words, firsts, nums, raw_tails, width, compiled)
+    assert compiled.tolist() == values.tolist()
+    if len(slices):
+        numpy_form = bitpacking.numpy_unpack_slices(words, firsts, nums, raw_tails, width)
+        assert numpy_form.tolist() == values.tolist()
+    for form in FORMS:
+        with decode_form(form):
+            assert reader.decompress_chunks(spans, slices).data.view(values.dtype).tolist() == values.tolist()
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_dispatch_uses_the_chosen_form(form: str, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
