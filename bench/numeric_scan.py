@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 HERE = Path(__file__).resolve().parent
@@ -30,21 +29,9 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import lance  # noqa: E402  - the oracle and the baseline (bench/ only)
+from spark_jobs import make_table as numeric_table  # noqa: E402  - imports pyspark, starts no JVM
 
 import lance_ops  # noqa: E402
-
-
-def numeric_table(rows: int) -> pa.Table:
-    """bench/spark_jobs.py's table (kept here so that this bench does not import pyspark)."""
-    ids = np.arange(rows, dtype=np.int64)
-    return pa.table(
-        {
-            "id": ids,
-            "a": (ids * 7919) % 1000,
-            "b": ((ids * 2654435761) % 2199023255552) - 1099511627776,
-            "c": (ids % 100003).astype(np.float64) / 100003,
-        }
-    )
 
 
 def cached_numeric(cache: Path, rows: int, fragments: int) -> str:

@@ -38,6 +38,20 @@ def decode_form(form: str) -> Iterator[None]:
         kernels._compiled_in_use, kernels.DECODE_COMPILED_AFTER, kernels._decoded_values = saved
 
 
+@pytest.fixture
+def kernel_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The chunk count of each call of the compiled InlineBitpacking kernel (which still runs)."""
+    calls: list[int] = []
+    real = _decode_kernels.unpack_chunks
+
+    def counted(*args: np.ndarray) -> None:
+        calls.append(len(args[1]))
+        real(*args)
+
+    monkeypatch.setattr(_decode_kernels, "unpack_chunks", counted)
+    return calls
+
+
 def _chunked_values(rng: np.random.Generator, count: int, bits: int) -> np.ndarray:
     """``count`` unsigned ``bits``-bit values whose 1024-value chunks each have a random bit width
     (0 to ``bits``; the widest chunks have their top bit set)."""
@@ -131,22 +145,14 @@ def test_compiled_level_slices_equal_the_numpy_form(slices: list[int], bits: int
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_dispatch_uses_the_chosen_form(form: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = []
-    real = _decode_kernels.unpack_chunks
-
-    def counted(*args: np.ndarray) -> None:
-        calls.append(len(args[1]))
-        real(*args)
-
-    monkeypatch.setattr(_decode_kernels, "unpack_chunks", counted)
+def test_dispatch_uses_the_chosen_form(form: str, kernel_calls: list[int]) -> None:
     rng = np.random.default_rng(5)
     values = _chunked_values(rng, 5000, 32)
     words, starts, nums = _page(rng, values)
     with decode_form(form):
         got = kernels.unpack_chunks(words, starts, words[starts].astype(np.int64), nums)
     assert got.tolist() == values.tolist()
-    assert calls == ([5] if form == "compiled" else [])
+    assert kernel_calls == ([5] if form == "compiled" else [])
 
 
 def test_decoding_turns_compiled_after_its_budget() -> None:
@@ -232,22 +238,14 @@ def test_our_files_read_alike_in_both_forms_and_by_pylance(tmp_path, rows, versi
         assert part.equals(table.slice(rows // 3, max(rows // 3, rows - 5) - rows // 3))
 
 
-def test_a_pylance_file_is_decoded_by_the_compiled_kernel(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_pylance_file_is_decoded_by_the_compiled_kernel(tmp_path, kernel_calls: list[int]) -> None:  # type: ignore[no-untyped-def]
     """The file tests above go through the kernel: pylance's int pages are InlineBitpacking."""
-    calls = []
-    real = _decode_kernels.unpack_chunks
-
-    def counted(*args: np.ndarray) -> None:
-        calls.append(len(args[1]))
-        real(*args)
-
-    monkeypatch.setattr(_decode_kernels, "unpack_chunks", counted)
     table = _table(np.random.default_rng(3), 5000)
     for version in ("2.1", "2.2"):
         path = str(tmp_path / f"{version}.lance")
         with lance.file.LanceFileWriter(path, table.schema, version=version) as writer:
             writer.write_batch(table)
-        calls.clear()
+        kernel_calls.clear()
         whole, _ = _ours(path, "compiled", 0, 1)
         assert whole.equals(table)
-        assert sum(calls) >= 5  # the 1024-value chunks of 5000 rows, for some column
+        assert sum(kernel_calls) >= 5  # the 1024-value chunks of 5000 rows, for some column
