@@ -32,6 +32,7 @@ def decode_form(form: str) -> Iterator[None]:
     saved = kernels._compiled_in_use, kernels.DECODE_COMPILED_AFTER, kernels._decoded_values
     kernels._compiled_in_use = form == "compiled"
     kernels.DECODE_COMPILED_AFTER = 0 if form == "compiled" else 1 << 62
+    kernels._decoded_values = 0
     try:
         yield
     finally:
