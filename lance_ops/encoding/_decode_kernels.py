@@ -1,4 +1,5 @@
-"""Compiled (numba) decoding of mini-block chunks: InlineBitpacking unpacked in one pass.
+"""Compiled (numba) decoding of mini-block chunks: InlineBitpacking values and OutOfLineBitpacking
+level slices unpacked in one pass.
 
 The numpy form of an InlineBitpacking page decode is three passes over every value: the chunks'
 packed words are cut out of the page (``gather_spans``), unpacked block by block
@@ -6,7 +7,8 @@ packed words are cut out of the page (``gather_spans``), unpacked block by block
 last chunk's padding dropped. This loop reads each chunk's width word and its packed words where
 they lie in the page and writes each value straight to its place in the output. Called through
 :func:`lance_ops.encoding.kernels.unpack_chunks` (which checks the chunks first: the loop does not
-check bounds). Imported on first use, so ``import lance_ops`` does not load numba.
+check bounds); the level slices likewise, through :func:`~lance_ops.encoding.kernels.unpack_slices`.
+Imported on first use, so ``import lance_ops`` does not load numba.
 """
 
 from __future__ import annotations

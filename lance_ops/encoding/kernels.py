@@ -13,6 +13,11 @@ kernels, whatever its size (a large write's small pages and copies among them).
 
 Both forms give the same results (tests/encoding/test_kernel_forms.py checks them against each
 other). Importing this module loads numpy only.
+
+The decoder's kernels (``_decode_kernels``: bit-unpacking of mini-block chunks and level slices,
+span cuts) choose by what the process has read so far rather than by one call's size (a scan
+decodes pages of tens of thousands of values a call): see :data:`DECODE_COMPILED_AFTER`
+(tests/encoding/test_decode_kernels.py checks those forms).
 """
 
 from __future__ import annotations
