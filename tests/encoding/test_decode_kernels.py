@@ -17,8 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lance_ops.encoding import _decode_kernels, kernels
-from lance_ops.encoding.compression import bitpacking
-from lance_ops.encoding.compression.base import gather_spans
+from lance_ops.encoding.compression import bitpacking, rle
+from lance_ops.encoding.compression.base import ChunkSpans, gather_spans
+from lance_ops.encoding.data import FixedWidthBlock
+from lance_ops.errors import CorruptFileError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 
 COUNTS = st.sampled_from([0, 1, 7, 1023, 1024, 1025, 2047, 2049, 4100])
@@ -145,6 +147,31 @@ def test_compiled_level_slices_equal_the_numpy_form(slices: list[int], bits: int
             assert reader.decompress_chunks(spans, slices).data.view(values.dtype).tolist() == values.tolist()
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    slices=st.lists(st.sampled_from([0, 1, 2, 300, 1023, 1024, 1025, 4096]), max_size=6),
+    seed=st.integers(0, 2**16),
+)
+def test_batched_rle_level_slices_equal_one_by_one(slices: list[int], seed: int) -> None:
+    """RLE level slices (2.2's def levels of sparse nulls) decoded in one call, as each alone."""
+    rng = np.random.default_rng(seed)
+    compressor = rle.RleCompressor()
+    reader = rle.RleBlockDecompressor(16)
+    blobs, expected = [], []
+    for n in slices:
+        levels = (rng.random(n) < rng.choice([0.0, 0.01, 0.5])).astype(np.uint16)
+        data, _ = compressor.compress_block(FixedWidthBlock.from_values(levels))
+        assert reader.decompress(memoryview(data), n).data.view(np.uint16).tolist() == levels.tolist()
+        blobs.append(data)
+        expected.extend(levels.tolist())
+    spans = ChunkSpans.of([memoryview(b) for b in blobs])
+    assert reader.decompress_chunks(spans, slices).data.view(np.uint16).tolist() == expected
+    if slices and sum(slices):  # a wrong count is caught, not decoded
+        wrong = [*slices[:-1], slices[-1] + 1]
+        with pytest.raises(CorruptFileError):
+            reader.decompress_chunks(spans, wrong)
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_dispatch_uses_the_chosen_form(form: str, kernel_calls: list[int]) -> None:
     rng = np.random.default_rng(5)
@@ -198,6 +225,8 @@ def _table(rng: np.random.Generator, rows: int) -> pa.Table:
             "u64": pa.array(rng.integers(0, 2**64, rows, dtype=np.uint64, endpoint=False)),
             "f64": pa.array(rng.random(rows)),
             "f32": pa.array(rng.random(rows, dtype=np.float32), mask=rng.random(rows) < 0.1),
+            # Rare nulls: 2.2 writes the def levels RLE (the batched RLE level decode)
+            "sparse": pa.array(rng.integers(0, 1000, rows), mask=rng.random(rows) < 0.005),
         }
     )
 
