@@ -6,8 +6,11 @@ wrote, read with each form and by pylance."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import lance
 import numpy as np
@@ -23,6 +26,7 @@ from lance_ops.encoding.data import FixedWidthBlock
 from lance_ops.errors import CorruptFileError
 from lance_ops.file import LanceFileReader, LanceFileWriter
 
+REPO = Path(__file__).resolve().parents[2]
 COUNTS = st.sampled_from([0, 1, 7, 1023, 1024, 1025, 2047, 2049, 4100])
 BITS = st.sampled_from([8, 16, 32, 64])
 FORMS = ["numpy", "compiled"]
@@ -279,3 +283,22 @@ def test_a_pylance_file_is_decoded_by_the_compiled_kernel(tmp_path, kernel_calls
         whole, _ = _ours(path, "compiled", 0, 1)
         assert whole.equals(table)
         assert sum(kernel_calls) >= 5  # the 1024-value chunks of 5000 rows, for some column
+
+
+def test_a_read_below_the_budget_loads_no_numba(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A fresh process reading 2M values (pylance's bit-packed ints and flat doubles) decodes
+    them with the numpy forms: numba's start is left to processes that read more (a check of
+    ``sys.modules``, not a timing)."""
+    rows = 1_000_000
+    table = pa.table({"i": np.arange(rows, dtype=np.int64) % 5000, "f": np.linspace(0, 1, rows)})
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(table, uri)
+    script = (
+        "import sys, lance_ops\n"
+        f"assert lance_ops.dataset({uri!r}).to_table().num_rows == {rows}\n"
+        "print('numba' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True, timeout=300
+    )
+    assert done.stdout.strip().splitlines()[-1] == "False"
