@@ -61,7 +61,8 @@ def kernel_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def _chunked_values(rng: np.random.Generator, count: int, bits: int) -> np.ndarray:
     """``count`` unsigned ``bits``-bit values whose 1024-value chunks each have a random bit width
-    (0 to ``bits``; the widest chunks have their top bit set)."""
+    (0 to ``bits``; each chunk's first value has the width's top bit set, so the chunk is packed
+    at exactly that width)."""
     dtype = np.dtype(f"<u{bits // 8}")
     values = rng.integers(0, 2**64, count, dtype=np.uint64, endpoint=False)
     for first in range(0, count, 1024):
@@ -83,7 +84,7 @@ def _page(rng: np.random.Generator, values: np.ndarray) -> tuple[np.ndarray, np.
     firsts = np.cumsum(lens) - lens
     gaps = rng.integers(0, 5, len(lens))
     starts = firsts + np.cumsum(gaps)
-    out = np.full(int(lens.sum() + gaps.sum()), values.dtype.type(0xA5 % (1 << (8 * values.dtype.itemsize))))
+    out = np.full(int(lens.sum() + gaps.sum()), values.dtype.type(0xA5))
     for a, s, n in zip(firsts.tolist(), starts.tolist(), lens.tolist(), strict=True):
         out[s : s + n] = words[a : a + n]
     nums = np.minimum(1024, len(values) - np.arange(len(lens)) * 1024)
