@@ -13,6 +13,11 @@ kernels, whatever its size (a large write's small pages and copies among them).
 
 Both forms give the same results (tests/encoding/test_kernel_forms.py checks them against each
 other). Importing this module loads numpy only.
+
+The decoder's kernels (``_decode_kernels``: bit-unpacking of mini-block chunks and level slices,
+span cuts) choose by what the process has read so far rather than by one call's size (a scan
+decodes pages of tens of thousands of values a call): see :data:`DECODE_COMPILED_AFTER`
+(tests/encoding/test_decode_kernels.py checks those forms).
 """
 
 from __future__ import annotations
@@ -25,10 +30,13 @@ __all__ = [
     "PACK_COMPILED_FROM",
     "best_coupons",
     "copy_spans",
+    "cut_spans",
     "first_of_each_coupon",
     "murmur3_x64_128",
     "murmur3_x64_128_words",
     "pack_blocks",
+    "unpack_chunks",
+    "unpack_slices",
 ]
 
 #: Inputs of at least this many values (or hashes) use the compiled kernel ...
@@ -41,6 +49,12 @@ COMPILED_FROM_BYTES = 1 << 20
 PACK_COMPILED_FROM = 1 << 20
 
 _compiled_in_use = False
+#: Decoding (reads) switches to the compiled kernels once this process has decoded this many
+#: values with their numpy forms (or once any compiled kernel has run): numba's start (~0.5 s of
+#: CPU) is worth paying for a process that keeps reading (a scan of 10M rows of four numeric
+#: columns is 40M values), not for one read of a few hundred thousand rows.
+DECODE_COMPILED_AFTER = 1 << 24
+_decoded_values = 0
 
 
 def _compiled(large: bool) -> bool:
@@ -427,3 +441,79 @@ def word_first_coupons(
         return compiled(words, valid, floats, seed, lg_table)  # type: ignore[no-any-return]
     h1, h2 = _numpy_word_hashes(words, floats, seed)
     return _numpy_first_of_each_coupon(h1, h2, valid, lg_table)
+
+
+# ---------------------------------------------------------------- mini-block decoding
+
+
+def _compiled_decode(values: int) -> bool:
+    """Whether a decode of ``values`` values calls its compiled kernel (see
+    :data:`DECODE_COMPILED_AFTER`). The count is a plain global: a lost update between threads
+    only delays the switch."""
+    global _decoded_values  # noqa: PLW0603 - one count per process, like ``_compiled_in_use``
+    if _compiled_in_use:
+        return True
+    _decoded_values += values
+    return _compiled(_decoded_values >= DECODE_COMPILED_AFTER)
+
+
+def unpack_chunks(words: np.ndarray, starts: np.ndarray, widths: np.ndarray, nums: np.ndarray) -> np.ndarray:
+    """The values of InlineBitpacking chunks, back to back: chunk ``c`` has its width word
+    ``widths[c]`` at ``words[starts[c]]`` (unsigned T-bit words), its packed words after it, and
+    ``nums[c]`` (<= 1024) values. The caller has checked the chunks (widths <= T, every chunk's
+    words within ``words``): the compiled loop does not check bounds."""
+    nums = np.ascontiguousarray(nums, np.int64)
+    total = int(nums.sum())
+    if _compiled_decode(total):
+        from lance_ops.encoding._decode_kernels import unpack_chunks as compiled  # noqa: PLC0415
+
+        out = np.empty(total, words.dtype)
+        compiled(np.ascontiguousarray(words), np.ascontiguousarray(starts, np.int64), nums, out)
+        return out
+    from lance_ops.encoding.compression.bitpacking import numpy_unpack_chunks  # noqa: PLC0415 - it imports us
+
+    return numpy_unpack_chunks(words, starts, widths, nums)
+
+
+def unpack_slices(
+    words: np.ndarray, firsts: np.ndarray, nums: np.ndarray, raw_tails: np.ndarray, width: int
+) -> np.ndarray:
+    """The values of OutOfLineBitpacking slices, back to back: slice ``s`` starts at
+    ``words[firsts[s]]`` (unsigned T-bit words) with ``nums[s]`` values, its whole 1024-value
+    blocks packed at ``width``, then its tail (raw words when ``raw_tails[s]``, else one more
+    packed block). The caller has checked every slice's size against ``words``: the compiled
+    loop does not check bounds."""
+    nums = np.ascontiguousarray(nums, np.int64)
+    total = int(nums.sum())
+    if _compiled_decode(total):
+        from lance_ops.encoding._decode_kernels import unpack_slices as compiled  # noqa: PLC0415
+
+        out = np.empty(total, words.dtype)
+        compiled(
+            np.ascontiguousarray(words),
+            np.ascontiguousarray(firsts, np.int64),
+            nums,
+            np.ascontiguousarray(raw_tails, np.bool_),
+            width,
+            out,
+        )
+        return out
+    from lance_ops.encoding.compression.bitpacking import numpy_unpack_slices  # noqa: PLC0415 - it imports us
+
+    return numpy_unpack_slices(words, firsts, nums, raw_tails, width)
+
+
+def cut_spans(blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray, values: int) -> np.ndarray:
+    """``blob[starts[i] : starts[i] + sizes[i]]`` for every i, concatenated (uint8; the spans
+    of ``values`` decoded values): :func:`~lance_ops.encoding.compression.base.gather_spans`, or
+    one compiled copy of all spans into a new array once decoding is compiled (see
+    :data:`DECODE_COMPILED_AFTER`)."""
+    from lance_ops.encoding.compression.base import gather_spans  # noqa: PLC0415 - it imports us
+
+    starts = np.asarray(starts, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    if len(starts) < 2 or not _compiled_decode(values):
+        return gather_spans(blob, starts, sizes)
+    out = np.empty(int(sizes.sum()), np.uint8)
+    copy_spans(out, np.cumsum(sizes) - sizes, blob, starts, sizes)
+    return out

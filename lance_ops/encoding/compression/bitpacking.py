@@ -50,7 +50,14 @@ from lance_ops.encoding.compression.base import (
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
-from lance_ops.encoding.kernels import chunk_widths, copy_spans, inline_pack, pack_blocks
+from lance_ops.encoding.kernels import (
+    chunk_widths,
+    copy_spans,
+    inline_pack,
+    pack_blocks,
+    unpack_chunks,
+    unpack_slices,
+)
 from lance_ops.errors import UnsupportedEncodingError
 
 BLOCK_VALUES = 1024
@@ -257,6 +264,18 @@ def _inline_decode(words: np.ndarray, starts: np.ndarray, widths: np.ndarray) ->
     return np.zeros((len(starts), BLOCK_VALUES), dtype=words.dtype) if out is None else out
 
 
+def numpy_unpack_chunks(
+    words: np.ndarray, starts: np.ndarray, widths: np.ndarray, nums: np.ndarray
+) -> np.ndarray:
+    """The numpy form of :func:`lance_ops.encoding.kernels.unpack_chunks`: the first ``nums[c]``
+    values of each chunk, back to back."""
+    values = _inline_decode(words, starts, widths)
+    if len(nums) and bool(np.all(nums[:-1] == BLOCK_VALUES)):  # only the last chunk is short
+        return values.reshape(-1)[: int(nums.sum())]
+    firsts = np.arange(len(nums), dtype=np.int64) * BLOCK_VALUES
+    return gather_spans(values.reshape(-1), firsts, nums)
+
+
 class InlineBitpackingCompressor(MiniBlockCompressor):
     """InlineBitpacking: ``compress`` = mini-block (1 024 values per chunk); ``compress_block``
     writes the same chunk sequence as one buffer (level slices of ≤ 1 024 values)."""
@@ -327,13 +346,10 @@ class _InlineReader:
         return starts
 
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> FixedWidthBlock:
-        """Decode many mini-block chunks at once (vectorised over chunks of equal width)."""
+        """Decode many mini-block chunks at once (one compiled pass, or vectorised over chunks of
+        equal width: :func:`~lance_ops.encoding.kernels.unpack_chunks`)."""
         words, starts, widths, nums = self._chunk_words(buffers, counts)
-        values = _inline_decode(words, starts, widths)
-        if len(nums) and bool(np.all(nums[:-1] == BLOCK_VALUES)):  # only the last chunk is short
-            return FixedWidthBlock.from_values(values.reshape(-1)[: int(nums.sum())])
-        firsts = np.arange(len(nums), dtype=np.int64) * BLOCK_VALUES
-        return FixedWidthBlock.from_values(gather_spans(values.reshape(-1), firsts, nums))
+        return FixedWidthBlock.from_values(unpack_chunks(words, starts, widths, nums))
 
     def decompress_chunks_at(
         self, buffers: Sequence[memoryview], counts: Sequence[int], positions: np.ndarray
@@ -479,6 +495,37 @@ class OutOfLineBitpackingCompressor(BlockCompressor):
     compress_block = compress
 
 
+def numpy_unpack_slices(
+    words: np.ndarray, word_first: np.ndarray, nums: np.ndarray, is_raw: np.ndarray, width: int
+) -> np.ndarray:
+    """The numpy form of :func:`lance_ops.encoding.kernels.unpack_slices`: the packed blocks of
+    all slices unpacked in one call and the raw tails copied in."""
+    dtype = words.dtype
+    bits = dtype.itemsize * 8
+    block_words = width * BLOCK_VALUES // bits
+    full, tail = np.divmod(nums, BLOCK_VALUES)
+    blocks = np.where(is_raw, full, full + (tail > 0))
+    if width == 0:
+        values = np.zeros(int(blocks.sum()) * BLOCK_VALUES, dtype)
+    else:
+        packed = gather_spans(words, word_first, blocks * block_words)
+        values = fastlanes_unpack(packed.reshape(-1, block_words), width).reshape(-1)
+    block_first = (np.cumsum(blocks) - blocks) * BLOCK_VALUES
+    if not is_raw.any():  # every slice is whole blocks: drop the padding of packed tails
+        return gather_spans(values, block_first, nums)
+    # Each slice is its unpacked values then (raw tails) its tail words: both pieces of every
+    # slice are copied into the output in one concatenation.
+    in_blocks = np.where(is_raw, full * BLOCK_VALUES, nums)
+    raw_first, raw = word_first + full * block_words, nums - in_blocks
+    pieces = []
+    for a, n, b, m in zip(
+        block_first.tolist(), in_blocks.tolist(), raw_first.tolist(), raw.tolist(), strict=True
+    ):
+        pieces.append(values[a : a + n])
+        pieces.append(words[b : b + m])
+    return np.concatenate(pieces).astype(dtype, copy=False)
+
+
 @register(Context.BLOCK, "out_of_line_bitpacking")
 class OutOfLineBitpackingDecompressor(BlockDecompressor):
     def __init__(self, uncompressed_bits: int, bit_width: int) -> None:
@@ -518,33 +565,13 @@ class OutOfLineBitpackingDecompressor(BlockDecompressor):
 
     @guarded
     def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
-        """Decode many level slices at once: the packed blocks of all slices are unpacked in one
-        call and the raw tails copied in one gather. Each slice's tail is packed or raw, as its
-        byte size says (either is accepted, like :meth:`decompress`)."""
-        block_words = self.width * BLOCK_VALUES // self.bits
+        """Decode many level slices at once (one compiled pass, or the packed blocks of all
+        slices unpacked in one call: :func:`~lance_ops.encoding.kernels.unpack_slices`). Each
+        slice's tail is packed or raw, as its byte size says (either is accepted, like
+        :meth:`decompress`)."""
         nums = np.asarray(counts, np.int64)
         words, word_first, is_raw = self._slice_words(buffers, nums)
-        full, tail = np.divmod(nums, BLOCK_VALUES)
-        blocks = np.where(is_raw, full, full + (tail > 0))
-        if self.width == 0:
-            values = np.zeros(int(blocks.sum()) * BLOCK_VALUES, self.dtype)
-        else:
-            packed = gather_spans(words, word_first, blocks * block_words)
-            values = fastlanes_unpack(packed.reshape(-1, block_words), self.width).reshape(-1)
-        block_first = (np.cumsum(blocks) - blocks) * BLOCK_VALUES
-        if not is_raw.any():  # every slice is whole blocks: drop the padding of packed tails
-            return FixedWidthBlock.from_values(gather_spans(values, block_first, nums))
-        # Each slice is its unpacked values then (raw tails) its tail words: both pieces of every
-        # slice are copied into the output in one concatenation.
-        in_blocks = np.where(is_raw, full * BLOCK_VALUES, nums)
-        raw_first, raw = word_first + full * block_words, nums - in_blocks
-        pieces = []
-        for a, n, b, m in zip(
-            block_first.tolist(), in_blocks.tolist(), raw_first.tolist(), raw.tolist(), strict=True
-        ):
-            pieces.append(values[a : a + n])
-            pieces.append(words[b : b + m])
-        return FixedWidthBlock.from_values(np.concatenate(pieces).astype(self.dtype, copy=False))
+        return FixedWidthBlock.from_values(unpack_slices(words, word_first, nums, is_raw, self.width))
 
     @guarded
     def decompress_chunks_at(

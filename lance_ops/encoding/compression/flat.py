@@ -33,13 +33,13 @@ from lance_ops.encoding.compression.base import (
     chunk_descriptors,
     fixed_chunk_values,
     flat_desc,
-    gather_spans,
     guarded,
     register,
     require,
     split_counts,
 )
 from lance_ops.encoding.data import DataBlock, FixedWidthBlock
+from lance_ops.encoding.kernels import cut_spans
 from lance_ops.errors import UnsupportedEncodingError
 
 
@@ -127,7 +127,8 @@ class _FlatReader:
             spans = ChunkSpans.of(buffers)
             nbytes = nums * (bits // 8)
             require(bool(np.all(spans.sizes >= nbytes)), f"Flat({bits}) buffer is too short for its values")
-            return FixedWidthBlock(gather_spans(spans.blob, spans.starts, nbytes), bits, int(nums.sum()))
+            total = int(nums.sum())
+            return FixedWidthBlock(cut_spans(spans.blob, spans.starts, nbytes, total), bits, total)
         blocks = [self._read(b, n) for b, n in zip(buffers, counts, strict=True)]
         data = np.packbits(
             np.concatenate(

@@ -22,6 +22,7 @@ import numpy as np
 from lance_ops._proto import encodings_v2_1_pb2 as pb
 from lance_ops.encoding.compression.base import (
     BlockDecompressor,
+    ChunkSpans,
     Context,
     MiniBlockCompressed,
     MiniBlockCompressor,
@@ -30,6 +31,7 @@ from lance_ops.encoding.compression.base import (
     chunk_descriptors,
     flat_bits,
     flat_desc,
+    gather_spans,
     guarded,
     register,
     require,
@@ -193,3 +195,31 @@ class RleBlockDecompressor(_RleReader, BlockDecompressor):
         values_bytes = int(raw[:8].view("<u8")[0])
         require(8 + values_bytes <= len(raw), "RLE block values run past the buffer")
         return self._expand(raw[8 : 8 + values_bytes], raw[8 + values_bytes :], num_values)
+
+    @guarded
+    def decompress_chunks(self, buffers: Sequence[memoryview], counts: Sequence[int]) -> DataBlock:
+        """Decode many blocks (the level slices of mini-block chunks) at once: every header is
+        read, every block's runs cut out and all runs expanded in one pass each, not one call
+        per block."""
+        spans = ChunkSpans.of(buffers)
+        nums = np.asarray(counts, np.int64)
+        item = self.dtype.itemsize
+        starts, sizes = spans.starts, spans.sizes
+        require(bool((sizes >= 8).all()), "RLE block is shorter than its header")
+        head = spans.blob[starts[:, None] + np.arange(8)]
+        values_bytes = np.ascontiguousarray(head).view("<u8").reshape(-1).astype(np.int64)
+        runs = values_bytes // item
+        require(
+            bool(
+                ((values_bytes % item == 0) & (values_bytes >= 0) & (8 + values_bytes + runs == sizes)).all()
+            ),
+            "RLE block: its values and run lengths do not fill it",
+        )
+        values = gather_spans(spans.blob, starts + 8, values_bytes)
+        lengths = gather_spans(spans.blob, starts + 8 + values_bytes, runs)
+        ends = np.cumsum(runs)
+        total = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+        require(
+            bool((total[ends] - total[ends - runs] == nums).all()), "RLE runs do not add up to their values"
+        )
+        return FixedWidthBlock.from_values(np.repeat(np.ascontiguousarray(values).view(self.dtype), lengths))

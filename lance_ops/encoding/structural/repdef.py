@@ -648,8 +648,24 @@ class _LeafCursor:
 
 def unshred(field: pa.Field | pa.DataType, leaves: Sequence[DecodedLeaf]) -> pa.Array:
     """Rebuild the rows of ``field`` from its leaf columns (pre-order), §2.7."""
+    field = as_field(field)
+    if len(leaves) == 1 and is_leaf_field(field) and leaves[0].levels.rep is None:
+        return _unshred_flat(leaves[0])
     cursors = [_LeafCursor(leaf) for leaf in leaves]
-    return _build(as_field(field), cursors, [c.leaf.levels.row_starts() for c in cursors], 0, True)
+    return _build(field, cursors, [c.leaf.levels.row_starts() for c in cursors], 0, True)
+
+
+def _unshred_flat(leaf: DecodedLeaf) -> pa.Array:
+    """A leaf column without repetition (one level and one value per row): what :func:`_build`
+    makes of it, without its per-level arrays (row starts, zero levels)."""
+    levels = leaf.levels
+    values = leaf.values
+    if len(values) != levels.num_levels:
+        raise CorruptFileError("<page>", f"{levels.num_levels} visible levels but {len(values)} values")
+    if levels.defs is None or not layer_codes(levels.layers)[-1].highest:
+        return values
+    valid = levels.defs == 0
+    return _with_validity(values, None if valid.all() else valid)
 
 
 def _build(
