@@ -201,8 +201,9 @@ def spark_runner(
     form and opens the plan's version of ``uri`` itself. A failed task fails its whole group.
 
     A task's surviving old row addresses travel back only when something at the commit needs them
-    (:func:`needs_addresses`); otherwise the commit reads them from the old fragments' deletion
-    files if an index covers them by then (``commit_compaction``)."""
+    (:func:`needs_addresses`). An index another writer creates after the plan makes the commit's
+    Rewrite conflict (as pylance's does), so the plan's version decides; the outcome's
+    ``row_address_map``, if ever asked for, reads the addresses from the old fragments."""
     store_options = dict(storage_options or {})
 
     def task(item: tuple[str, bool]) -> tuple[str, bytes | None]:
