@@ -43,6 +43,7 @@ from jobs.common import (
     open_version,
     pinned_version,
     run_main,
+    size_to_task,
     task_slots,
 )
 from jobs.types import spark_arrow_schema
@@ -145,6 +146,7 @@ def _backfill(
     job = uuid.uuid4().hex
 
     def write_group(table: pa.Table) -> pa.Table:
+        size_to_task()  # the encoders' threads: this task's cores, not the executor's
         fragment_id = int(table.column(FRAGMENT_KEY)[0].as_py())
         offsets = pc.bit_wise_and(table.column(ROW_ADDRESS), pa.scalar(0xFFFFFFFF, pa.int64()))
         pinned = pinned_version(job, uri, version, storage_options)  # once per worker

@@ -66,6 +66,7 @@ from lance_ops.ops.index_remap import (
     GroupMove,
     IndexRemapper,
     address_mapping,
+    covering,
     decode_moves,
     discard,
     encode_moves,
@@ -179,7 +180,7 @@ def compact(
         committing,
         commit_every,
         progress,
-        spark_runner(spark, uri, storage_options),
+        spark_runner(spark, uri, storage_options, files.manifest),
         executor_remapper(spark, uri, dict(storage_options or {})),
     )
     if outcome is None:
@@ -193,24 +194,42 @@ def compact(
     return outcome.metrics
 
 
-def spark_runner(spark: SparkSession, uri: str, storage_options: Mapping[str, str] | None) -> TaskRunner:
+def spark_runner(
+    spark: SparkSession, uri: str, storage_options: Mapping[str, str] | None, manifest: Manifest
+) -> TaskRunner:
     """Each group of tasks run as one Spark job, a task per executor task; each travels in its JSON
-    form and opens the plan's version of ``uri`` itself. A failed task fails its whole group."""
+    form and opens the plan's version of ``uri`` itself. A failed task fails its whole group.
+
+    A task's surviving old row addresses travel back only when something at the commit needs them
+    (:func:`needs_addresses`). An index another writer creates after the plan makes the commit's
+    Rewrite conflict (as pylance's does), so the plan's version decides; the outcome's
+    ``row_address_map``, if ever asked for, reads the addresses from the old fragments."""
     store_options = dict(storage_options or {})
 
-    def task(text: str) -> tuple[str, bytes | None]:
-        return shipped(CompactionTask.from_json(text).execute(uri, store_options))
+    def task(item: tuple[str, bool]) -> tuple[str, bytes | None]:
+        text, addresses = item
+        result = CompactionTask.from_json(text).execute(uri, store_options)
+        return shipped(result if addresses else replace(result, row_addrs=None))
 
     def run(
         tasks: Sequence[CompactionTask], group: int, tracker: Tracker
     ) -> Iterator[tuple[int, RewriteResult]]:
-        texts = [t.json() for t in tasks]
+        texts = [(t.json(), needs_addresses(manifest, t)) for t in tasks]
         for start in range(0, len(texts), group):
             finished = on_executors(spark, texts[start : start + group], task, tracker)
             for n, result in enumerate(finished, start):
                 yield n, landed(*result)
 
     return run
+
+
+def needs_addresses(manifest: Manifest, task: CompactionTask) -> bool:
+    """Whether ``task``'s old row addresses must come back from its Spark task: an index of the
+    plan's version covers its fragments (the commit remaps it from them), or the task reorders its
+    rows (a clustering: the order cannot be read back from the old fragments). Otherwise the
+    commit does not read them (``CompactionOutcome.row_address_map`` is not built by it)."""
+    reorders = task.cluster_splits is not None or bool(task.options.cluster_by)
+    return reorders or bool(covering(manifest, task.fragments))
 
 
 def shipped(result: RewriteResult) -> tuple[str, bytes | None]:

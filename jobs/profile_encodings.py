@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import lance_ops
-from jobs.common import commit_options, run_main
+from jobs.common import commit_options, run_main, size_to_task
 from jobs.datasource import FORMAT_NAME
 from jobs.types import conform_batch, spark_arrow_schema
 from lance_ops import CommitOptions
@@ -53,6 +53,7 @@ def profile_partition(schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]],
     """The ``mapInArrow`` function profiling one partition as ``schema`` (one output row per column)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        size_to_task()  # Arrow's CPU pool: this task's cores, not the executor's
         empty = DataProfile(schema, {})
         found = (profile_data(conform_batch(b, schema)) for b in batches if b.num_rows)
         merged = reduce(DataProfile.merge, found, empty)

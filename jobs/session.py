@@ -19,12 +19,20 @@ import jobs
 # Set by spark-submit for the Python driver it starts; the JVM then already knows its master.
 LAUNCHER_GATEWAY = "PYSPARK_GATEWAY_PORT"
 
+#: Rows per Arrow batch between Spark's JVM and its Python tasks (``DEFAULT_CONFIG``).
+ARROW_BATCH_ROWS = 128 * 1024
+
 DEFAULT_CONFIG: dict[str, str] = {
     "spark.driver.memory": "1g",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Rows per Arrow batch Spark hands a Python task (the data source's writer, mapInArrow): 10,000
+    # by default, which at 10M rows costs the JVM and the Python worker ~20-30 % more CPU than
+    # 131,072 (bench/RESULTS.md, "L19 Spark jobs III"); a batch is also cut at 64 MiB.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(64 << 20),
     "spark.python.worker.reuse": "true",
     # Workers forked with jobs and lance_ops already imported (jobs.daemon).
     "spark.python.daemon.module": "jobs.daemon",
