@@ -230,11 +230,11 @@ def test_a_task_leaves_nothing_but_its_result_behind(tmp_path: Path, lance_modul
     the_plan = Compaction.plan(ds, {"target_rows_per_fragment": 18_000})
     assert the_plan.num_tasks() >= 8
     results, left, peaks = [], [], []
-    arrow_before = pa.total_allocated_bytes()
     tracemalloc.start()
     try:
         gc.collect()
         before = tracemalloc.get_traced_memory()[0]
+        arrow_before = pa.total_allocated_bytes()  # (an earlier test's garbage may be freed since)
         for task in the_plan.tasks:
             tracemalloc.reset_peak()
             start = tracemalloc.get_traced_memory()[0]
@@ -243,7 +243,7 @@ def test_a_task_leaves_nothing_but_its_result_behind(tmp_path: Path, lance_modul
             current, peak = tracemalloc.get_traced_memory()
             left.append(current - before - sum(map(_result_bytes, results)))
             peaks.append((peak - start) / task.num_rows)
-            assert pa.total_allocated_bytes() == arrow_before
+            assert pa.total_allocated_bytes() <= arrow_before
     finally:
         tracemalloc.stop()
     # a few hundred KB of first-use caches (reader metadata, protobuf classes), not rows
