@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import sys
 
 PAD_BYTES = 64 * 1024 * 1024
 # mallopt parameter numbers (malloc.h)
@@ -55,12 +56,13 @@ def tune() -> bool:
 def release_free_memory() -> bool:
     """Return the free memory of every malloc heap to the kernel (glibc's ``malloc_trim(0)``:
     the free top of each heap and the free pages inside them), after asking Arrow's default
-    memory pool to return the pages it keeps free (``MemoryPool.release_unused``, any platform);
+    memory pool to return the pages it keeps free (``MemoryPool.release_unused``, any platform,
+    when pyarrow is loaded);
     whether glibc's part was done (glibc only). Costs a walk of the heaps' free lists: call it
     after large pieces of work, not per batch."""
-    import pyarrow as pa  # noqa: PLC0415 - this module is imported before pyarrow is needed
-
-    pa.default_memory_pool().release_unused()
+    pa = sys.modules.get("pyarrow")  # not imported: Arrow has allocated nothing to give back
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
     if platform.libc_ver()[0] != "glibc":
         return False
     try:
