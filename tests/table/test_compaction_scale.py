@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -100,23 +101,23 @@ print(json.dumps({"held_mb": hwm() - before, "peak_mb": hwm(), "numba": "numba" 
 )
 
 
+def _run_child(script: str, *args: str) -> Any:
+    """``script`` run with ``args`` in a child process (this checkout first on its path): the JSON
+    of its last line of output."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-c", script, *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _compact_in_child(
     uri: str, system: str = "lance_ops", num_threads: int | None = None
 ) -> dict[str, float]:
     """Compact ``uri`` in a child process after a warm-up: ``held_mb`` (what the compaction added
     to the process's peak RSS), ``peak_mb`` (the process's peak) and whether numba was loaded."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     threads = [] if num_threads is None else [str(num_threads)]
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, uri, system, *threads],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1800,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, float] = _run_child(_CHILD, uri, system, *threads)
     if system == "lance_ops":
         assert result["numba"], "the warm-up did not load the compiled kernels"
     return result
@@ -301,17 +302,7 @@ def test_compaction_tasks_hand_back_their_memory(tmp_path: Path, lance_module) -
     resident set does not climb with the number of tasks it has run."""
     uri = str(tmp_path / "ds")
     live = _fragmented(uri, lance_module, 100, 10_000)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-c", _TASKS_CHILD, uri, "lance_ops", "250000"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1800,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    after = json.loads(done.stdout.strip().splitlines()[-1])
+    after = _run_child(_TASKS_CHILD, uri, "lance_ops", "250000")
     assert len(after) >= 3
     assert max(after) < LEFT_MB, after
     theirs = lance_module.dataset(uri)
