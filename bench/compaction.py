@@ -11,12 +11,17 @@ row order, ``_rowid``, fragment row counts and the row id / version sequences' b
     .venv/bin/python bench/compaction.py --fragments 20 --markdown
     .venv/bin/python bench/compaction.py --fragments 1000 --rows-per-fragment 10000 --memory  # 10M rows
     .venv/bin/python bench/compaction.py --rows 10000000 --fragments 1000 --memory --source /tmp/c10m
+    .venv/bin/python bench/compaction.py --rows 1000000 --fragments 100 --memory --num-threads 1
 
 ``--memory`` runs every compaction in a child process of its own, which reports its wall time, its
 peak resident set (``VmHWM``) and the peak before the compaction began (imports, a warm-up
 compaction of a 120,000-row dataset that pays the one-time costs of a process such as compiled
 kernels, the opened dataset): the difference (``held``) is what the compaction itself held at
 its worst; the process's whole peak is reported too.
+
+``--num-threads N`` passes ``num_threads=N`` to both systems' ``compact_files`` (default: theirs,
+one task per core); with 1, one task runs at a time, which shows whether the memory held grows with
+the dataset's size (more tasks) or stays that of one task.
 
 ``--markdown`` replaces the compaction section of RESULTS.md (kept across ``run.py --markdown`` runs,
 being below its notes marker).
@@ -63,14 +68,21 @@ def prepare(path: str, args: argparse.Namespace) -> None:
         lance.dataset(path).delete(f"row IN ({', '.join(map(str, doomed[start : start + 100_000]))})")
 
 
+def _threads() -> dict[str, int]:
+    """``compact_files``' ``num_threads`` when ``--num-threads`` was given (passed to the child
+    processes as ``BENCH_COMPACT_THREADS``)."""
+    threads = os.environ.get("BENCH_COMPACT_THREADS")
+    return {"num_threads": int(threads)} if threads else {}
+
+
 def compact_ops(path: str) -> object:
-    return lance_ops.dataset(path).optimize.compact_files()
+    return lance_ops.dataset(path).optimize.compact_files(**_threads())
 
 
 def compact_pylance(path: str) -> object:
     import lance
 
-    return lance.dataset(path).optimize.compact_files()
+    return lance.dataset(path).optimize.compact_files(**_threads())
 
 
 def read_back(path: str) -> pa.Table:
@@ -120,7 +132,7 @@ def child(system: str, path: str) -> dict[str, float]:
         ds = lance_ops.dataset(path)
     before, kernels_loaded = peak_mb(), "numba" in sys.modules
     start, cpu = time.perf_counter(), time.process_time()
-    ds.optimize.compact_files()
+    ds.optimize.compact_files(**_threads())
     return {
         "numba_loaded_before": float(kernels_loaded),
         "seconds": time.perf_counter() - start,
@@ -185,7 +197,7 @@ def report(
             f"`bench/compaction.py`: {args.fragments} fragments x {args.rows_per_fragment:,} rows "
             f"({rows:,} rows, table `{args.table}` plus an int64 `row`), {args.deleted:.0%} of rows deleted "
             f"at random, stable row ids {'on' if args.stable_row_ids else 'off'}; "
-            f"`compact_files()` with default options; best of {args.repeats}"
+            f"`compact_files({_threads_text(args)})` with default options; best of {args.repeats}"
             + (
                 "; each compaction in a child process after a warm-up compaction of 150,000 rows, "
                 "CPU = the process's CPU time during the compaction, all threads (least of the repeats), "
@@ -217,6 +229,10 @@ def report(
     )
 
 
+def _threads_text(args: argparse.Namespace) -> str:
+    return "" if args.num_threads is None else f"num_threads={args.num_threads}"
+
+
 def write_markdown(section: str) -> None:
     replace_section(BEGIN, END, section)
 
@@ -236,6 +252,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory", action="store_true", help="compact in child processes, report peak RSS")
+    parser.add_argument("--num-threads", type=int, help="compact_files(num_threads=...) for both systems")
     parser.add_argument("--markdown", action="store_true", help=f"also update {RESULTS_PATH.name}")
     parser.add_argument(
         "--source",
@@ -256,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(child(argv[1], argv[2])))
         return 0
     args = parse_args(argv)
+    if args.num_threads is not None:
+        os.environ["BENCH_COMPACT_THREADS"] = str(args.num_threads)  # this process's and the children's
     with tempfile.TemporaryDirectory(prefix="lance-ops-compaction-", dir=os.environ.get("BENCH_TMP")) as tmp:
         workdir = Path(tmp)
         source = args.source or str(workdir / "source")
