@@ -60,6 +60,13 @@ ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
 
 
+def offsets_array(offsets: np.ndarray | range) -> np.ndarray:
+    """``offsets`` as an int64 array (a range of rows, as :meth:`FragmentReader.live_rows` gives)."""
+    if isinstance(offsets, range):
+        return np.arange(offsets.start, offsets.stop, offsets.step, dtype=np.int64)
+    return offsets
+
+
 def row_addresses(fragment_id: int, offsets: np.ndarray) -> np.ndarray:
     """Row addresses: the fragment id in the high 32 bits, the physical offset in the low 32."""
     return (np.uint64(fragment_id) << np.uint64(32)) | offsets.astype(np.uint64)
@@ -508,6 +515,11 @@ class FragmentReader:
         deleted = self.deleted
         return physical if not len(deleted) else physical[~np.isin(physical, deleted)]
 
+    def live_rows(self) -> np.ndarray | range:
+        """:meth:`live_offsets`, as a range when no row is deleted: a scan of every row builds no
+        array of them (an int64 per row)."""
+        return range(self.physical_rows) if not len(self.deleted) else self.live_offsets()
+
     @cached_property
     def _stable_row_ids(self) -> np.ndarray:
         sequence = self.metadata.row_ids
@@ -529,7 +541,7 @@ class FragmentReader:
     def read(
         self,
         columns: Sequence[str],
-        offsets: np.ndarray,
+        offsets: np.ndarray | range,
         with_row_id: bool = False,
         with_row_address: bool = False,
     ) -> pa.Table:
@@ -587,27 +599,27 @@ class FragmentReader:
             out_arrays.append(array)
         if with_row_id:
             out_fields.append(pa.field(ROW_ID, pa.uint64()))
-            out_arrays.append(pa.array(self.row_ids(offsets), pa.uint64()))
+            out_arrays.append(pa.array(self.row_ids(offsets_array(offsets)), pa.uint64()))
         if with_row_address:
             out_fields.append(pa.field(ROW_ADDRESS, pa.uint64()))
-            out_arrays.append(pa.array(row_addresses(self.id, offsets), pa.uint64()))
+            out_arrays.append(pa.array(row_addresses(self.id, offsets_array(offsets)), pa.uint64()))
         if not out_arrays:
             # No columns, but still one (empty) row per offset.
             rows = pa.RecordBatch.from_struct_array(pa.nulls(len(offsets), pa.struct([])))
             return pa.Table.from_batches([rows])
         return pa.Table.from_arrays(out_arrays, schema=pa.schema(out_fields, metadata=schema.metadata))
 
-    def scan(self, options: ScanOptions, live: np.ndarray | None = None) -> Iterator[pa.Table]:
+    def scan(self, options: ScanOptions, live: np.ndarray | range | None = None) -> Iterator[pa.Table]:
         """Tables of at most ``options.batch_size`` rows read from ``live`` offsets (default: all live rows).
 
         With a predicate, the columns it names are read too, the rows it does not select are
         dropped, and the result is projected back to the requested columns (plus row id / address).
         """
         if live is None:
-            live = self.live_offsets()
+            live = self.live_rows()
         names, predicate, size = options.columns, options.predicate, options.batch_size
         if predicate is not None and predicate.bounds:
-            live = self._prune(predicate, live)
+            live = self._prune(predicate, offsets_array(live))
         read = list(names)
         with_row_id, with_row_address = options.with_row_id, options.with_row_address
         if predicate is not None:

@@ -95,7 +95,7 @@ def scan_batches(
             if skip >= count:
                 skip -= count
                 continue
-            live = fragment.live_offsets()
+            live = fragment.live_rows()
             live = live[skip:] if remaining == np.inf else live[skip : skip + int(remaining)]
             skip = 0
         elif rows is not None and fragment.id in rows:
