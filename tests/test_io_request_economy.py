@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import MissingFileError
@@ -258,3 +260,51 @@ def test_compaction_reads_older_remote_files_one_by_one(tmp_path: Any) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(fs.cat_file(path))
     assert lance.dataset(str(copy)).to_table().sort_by("id").equals(expected.sort_by("id"))
+
+
+def test_remote_scan_fetches_the_pages_of_a_read_together(tmp_path: Any) -> None:
+    """A scan reading a row range of a remote file that its pages mostly lie in fetches those
+    pages, of every column read, in one request batch before decoding; not column by column."""
+    _, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000)
+    options = ScanOptions(columns=("id", "text"))
+    got = pa.Table.from_batches(list(scan_batches(files, options)))
+    assert got.equals(expected)
+    ranged = [call for call in fs.calls if call.startswith("ranges")]
+    assert len(ranged) == 8, fs.calls  # per file: its tail when opened, then one batch of pages
+    # A projected scan fetches only its column's pages; a second scan reads the same way.
+    fs.calls.clear()
+    assert (
+        pa.Table.from_batches(list(scan_batches(files, ScanOptions(columns=("text",)))))
+        .column("text")
+        .equals(expected.column("text"))
+    )
+    assert len([call for call in fs.calls if call.startswith("ranges")]) == 4, fs.calls  # files open
+
+
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 900), st.integers(0, 100)), max_size=8),
+    requests=st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 60)), max_size=12),
+)
+@settings(max_examples=200, deadline=None)
+def test_fetched_ahead_answers_as_the_file(
+    spans: list[tuple[int, int]], requests: list[tuple[int, int]]
+) -> None:
+    """Requests held by a span fetched ahead are cut from it; the others go to the file; either
+    way the bytes are the file's."""
+    from lance_ops.file.reader import FetchedAhead
+
+    data = bytes(np.random.default_rng(0).integers(0, 256, 1100, dtype=np.uint8))
+    asked: list[tuple[int, int]] = []
+
+    def fetch(ranges: Any) -> list[memoryview]:
+        asked.extend(ranges)
+        return [memoryview(data)[start : start + length] for start, length in ranges]
+
+    ahead = FetchedAhead(fetch, spans, fetch(spans))
+    asked.clear()
+    assert [bytes(b) for b in ahead(requests)] == [data[s : s + n] for s, n in requests]
+    ends = sorted((a, a + n) for a, n in spans if n)
+    if all(end <= start for (_, end), (start, _) in zip(ends, ends[1:], strict=False)):
+        # Disjoint spans (as a page's buffers are): only what none of them holds is asked for.
+        held = [r for r in requests if not r[1] or any(a <= r[0] and r[0] + r[1] <= a + n for a, n in spans)]
+        assert len(asked) == len(requests) - len(held)
