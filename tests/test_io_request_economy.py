@@ -263,22 +263,19 @@ def test_compaction_reads_older_remote_files_one_by_one(tmp_path: Any) -> None:
 
 
 def test_remote_scan_fetches_the_pages_of_a_read_together(tmp_path: Any) -> None:
-    """A scan reading a row range of a remote file that its pages mostly lie in fetches those
-    pages, of every column read, in one request batch before decoding; not column by column."""
+    """A full scan fetches remote data files whole, the window's together (one call, concurrent
+    requests on s3fs), and holds them only while it reads them. A projected scan reads a row
+    range's pages, of every column it reads, in one request batch: not column by column."""
     _, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000)
-    options = ScanOptions(columns=("id", "text"))
-    got = pa.Table.from_batches(list(scan_batches(files, options)))
+    got = pa.Table.from_batches(list(scan_batches(files, ScanOptions(columns=("id", "text")))))
     assert got.equals(expected)
+    assert fs.calls == ["cat 2", "cat 4"], fs.calls  # the deletion files, then the data files
+    assert not files._held  # released once read
+    fs.calls.clear()
+    projected = pa.Table.from_batches(list(scan_batches(files, ScanOptions(columns=("text",)))))
+    assert projected.column("text").equals(expected.column("text"))
     ranged = [call for call in fs.calls if call.startswith("ranges")]
     assert len(ranged) == 8, fs.calls  # per file: its tail when opened, then one batch of pages
-    # A projected scan fetches only its column's pages; a second scan reads the same way.
-    fs.calls.clear()
-    assert (
-        pa.Table.from_batches(list(scan_batches(files, ScanOptions(columns=("text",)))))
-        .column("text")
-        .equals(expected.column("text"))
-    )
-    assert len([call for call in fs.calls if call.startswith("ranges")]) == 4, fs.calls  # files open
 
 
 @given(
@@ -308,3 +305,17 @@ def test_fetched_ahead_answers_as_the_file(
         # Disjoint spans (as a page's buffers are): only what none of them holds is asked for.
         held = [r for r in requests if not r[1] or any(a <= r[0] and r[0] + r[1] <= a + n for a, n in spans)]
         assert len(asked) == len(requests) - len(held)
+
+
+def test_remote_scan_held_files_released_and_missing_ones_named(tmp_path: Any) -> None:
+    root, files, fs, _ = _remote_dataset(tmp_path, fragments=4, rows=3000)
+    batches = scan_batches(files, ScanOptions(columns=("id", "text"), batch_size=100))
+    next(batches)
+    assert files._held  # the window's files, while its fragments are read
+    batches.close()  # the caller stops early
+    assert not files._held
+    victim = files.manifest.fragments[2].files[0].path
+    fs.rm_file(f"{root}/data/{victim}")
+    with pytest.raises(MissingFileError, match=victim):
+        list(scan_batches(files, ScanOptions(columns=("id", "text"))))
+    assert not files._held
