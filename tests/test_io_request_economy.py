@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import MissingFileError
@@ -258,3 +260,62 @@ def test_compaction_reads_older_remote_files_one_by_one(tmp_path: Any) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(fs.cat_file(path))
     assert lance.dataset(str(copy)).to_table().sort_by("id").equals(expected.sort_by("id"))
+
+
+def test_remote_scan_fetches_the_pages_of_a_read_together(tmp_path: Any) -> None:
+    """A full scan fetches remote data files whole, the window's together (one call, concurrent
+    requests on s3fs), and holds them only while it reads them. A projected scan reads a row
+    range's pages, of every column it reads, in one request batch: not column by column."""
+    _, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000)
+    got = pa.Table.from_batches(list(scan_batches(files, ScanOptions(columns=("id", "text")))))
+    assert got.equals(expected)
+    assert fs.calls == ["cat 2", "cat 4"], fs.calls  # the deletion files, then the data files
+    assert not files._held  # released once read
+    fs.calls.clear()
+    projected = pa.Table.from_batches(list(scan_batches(files, ScanOptions(columns=("text",)))))
+    assert projected.column("text").equals(expected.column("text"))
+    ranged = [call for call in fs.calls if call.startswith("ranges")]
+    assert len(ranged) == 8, fs.calls  # per file: its tail when opened, then one batch of pages
+
+
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 900), st.integers(0, 100)), max_size=8),
+    requests=st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 60)), max_size=12),
+)
+@settings(max_examples=200, deadline=None)
+def test_fetched_ahead_answers_as_the_file(
+    spans: list[tuple[int, int]], requests: list[tuple[int, int]]
+) -> None:
+    """Requests held by a span fetched ahead are cut from it; the others go to the file; either
+    way the bytes are the file's."""
+    from lance_ops.file.reader import FetchedAhead
+
+    data = bytes(np.random.default_rng(0).integers(0, 256, 1100, dtype=np.uint8))
+    asked: list[tuple[int, int]] = []
+
+    def fetch(ranges: Any) -> list[memoryview]:
+        asked.extend(ranges)
+        return [memoryview(data)[start : start + length] for start, length in ranges]
+
+    ahead = FetchedAhead(fetch, spans, fetch(spans))
+    asked.clear()
+    assert [bytes(b) for b in ahead(requests)] == [data[s : s + n] for s, n in requests]
+    ends = sorted((a, a + n) for a, n in spans if n)
+    if all(end <= start for (_, end), (start, _) in zip(ends, ends[1:], strict=False)):
+        # Disjoint spans (as a page's buffers are): only what none of them holds is asked for.
+        held = [r for r in requests if not r[1] or any(a <= r[0] and r[0] + r[1] <= a + n for a, n in spans)]
+        assert len(asked) == len(requests) - len(held)
+
+
+def test_remote_scan_held_files_released_and_missing_ones_named(tmp_path: Any) -> None:
+    root, files, fs, _ = _remote_dataset(tmp_path, fragments=4, rows=3000)
+    batches = scan_batches(files, ScanOptions(columns=("id", "text"), batch_size=100))
+    next(batches)
+    assert files._held  # the window's files, while its fragments are read
+    batches.close()  # the caller stops early
+    assert not files._held
+    victim = files.manifest.fragments[2].files[0].path
+    fs.rm_file(f"{root}/data/{victim}")
+    with pytest.raises(MissingFileError, match=victim):
+        list(scan_batches(files, ScanOptions(columns=("id", "text"))))
+    assert not files._held

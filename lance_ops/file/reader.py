@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from google.protobuf import text_format
 
 from lance_ops._proto import file2_pb2 as pb2
-from lance_ops.encoding.api import FieldDecoder, FileVersion, PageInfo
+from lance_ops.encoding.api import Fetch, FieldDecoder, FileVersion, PageInfo
 from lance_ops.encoding.sketch import DistinctSketch
 from lance_ops.errors import CorruptFileError, SchemaError, TakeIndexError, UnsupportedFeatureError
 from lance_ops.file.codecs import codec_for
@@ -355,8 +355,9 @@ class LanceFileReader(metaclass=_OpensAnyVersion):
         parallel = len(rows) * len(indices) >= PARALLEL_MIN_CELLS
         cuts = [len(rows) * k // parts for k in range(parts + 1)] if parallel else [0, len(rows)]
         spans = list(zip(cuts[:-1], cuts[1:], strict=True))
+        fetch = self._fetch_for(rows, indices)
         tasks = [
-            partial(self._read_field, field, index, rows[lo:hi])
+            partial(self._read_field, field, index, rows[lo:hi], fetch)
             for field, index in zip(schema, indices, strict=True)
             for lo, hi in spans
         ]
@@ -372,12 +373,19 @@ class LanceFileReader(metaclass=_OpensAnyVersion):
         ]
         return pa.Table.from_arrays(columns_out, schema=schema)
 
-    def _read_field(self, field: pa.Field, index: int, rows: range | np.ndarray) -> pa.Array:
-        return self._decode_field(field, self._decoder(index), rows)
+    def _fetch_for(self, rows: range | np.ndarray, indices: Sequence[int]) -> Fetch:
+        """How the fields ``indices`` read ``rows``: :meth:`_fetch` (each decoder's requests as
+        it makes them) unless a subclass fetches ahead."""
+        return self._fetch
 
-    def _decode_field(self, field: pa.Field, decoder: FieldDecoder, rows: range | np.ndarray) -> pa.Array:
+    def _read_field(self, field: pa.Field, index: int, rows: range | np.ndarray, fetch: Fetch) -> pa.Array:
+        return self._decode_field(field, self._decoder(index), rows, fetch)
+
+    def _decode_field(
+        self, field: pa.Field, decoder: FieldDecoder, rows: range | np.ndarray, fetch: Fetch | None = None
+    ) -> pa.Array:
         try:
-            array = decoder.read(self._fetch, rows)
+            array = decoder.read(fetch or self._fetch, rows)
         except CorruptFileError as exc:
             raise exc.located(path=self.path, column=field.name) from exc
         return from_storage(array, field)
@@ -577,6 +585,34 @@ class V2FileReader(LanceFileReader):
     def _field_bytes(self, index: int) -> int:
         return self._field_sizes[index]
 
+    def _fetch_for(self, rows: range | np.ndarray, indices: Sequence[int]) -> Fetch:
+        """On a remote store, a read of a row range fetches the pages it covers mostly (at least
+        half their rows) in one request batch before decoding (concurrent on async drivers, and
+        coalesced: the columns of a small file come in one request), and serves the decoders'
+        reads from them; what else they ask for is fetched as they ask. Rows given one by one
+        count as their range when they are at least half of it (the live rows of a fragment with
+        deletions). Local disks and files held whole read as before, and so do sparse takes:
+        they need a few chunks of each page."""
+        if isinstance(self._ranges, BufferedRanges) or not self._store.whole_file_read_size:
+            return self._fetch
+        if not len(rows):
+            return self._fetch
+        start, stop = int(rows[0]), int(rows[-1]) + 1
+        if 2 * len(rows) < stop - start:
+            return self._fetch
+        spans = [
+            buffer
+            for index in indices
+            for column in self._column_ranges[index]
+            for page in self._pages[column]
+            if 2 * (min(stop, page.first_row + page.num_rows) - max(start, page.first_row)) >= page.num_rows
+            for buffer in page.buffers
+            if buffer[1] > 0
+        ]
+        if len(spans) < 2:
+            return self._fetch
+        return FetchedAhead(self._fetch, spans, self._fetch(spans))
+
     @cached_property
     def _field_sizes(self) -> list[int]:
         return [
@@ -676,6 +712,36 @@ class V2FileReader(LanceFileReader):
                 for column in self._tail.columns
             ]
         )
+
+
+class FetchedAhead:
+    """A :data:`~lance_ops.encoding.api.Fetch` answering from byte ranges fetched before (``spans``,
+    whose bytes are ``buffers``) the requests they hold, and passing the others to ``fetch``."""
+
+    def __init__(self, fetch: Fetch, spans: Sequence[tuple[int, int]], buffers: Sequence[memoryview]) -> None:
+        order = sorted((i for i in range(len(spans)) if spans[i][1] > 0), key=lambda i: spans[i][0])
+        self._fetch = fetch
+        self._starts = np.array([spans[i][0] for i in order], np.int64)
+        self._ends = np.array([spans[i][0] + spans[i][1] for i in order], np.int64)
+        self._buffers = [buffers[i] for i in order]
+
+    def __call__(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        out: list[memoryview | None] = [None] * len(ranges)
+        missing = []
+        for i, (start, length) in enumerate(ranges):
+            if not length:
+                out[i] = memoryview(b"")
+                continue
+            at = int(np.searchsorted(self._starts, start, side="right")) - 1
+            if at >= 0 and start + length <= self._ends[at]:
+                offset = start - int(self._starts[at])
+                out[i] = self._buffers[at][offset : offset + length]
+            else:
+                missing.append(i)
+        if missing:
+            for i, data in zip(missing, self._fetch([ranges[i] for i in missing]), strict=True):
+                out[i] = data
+        return out  # type: ignore[return-value]
 
 
 def open_file(

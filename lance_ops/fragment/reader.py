@@ -56,6 +56,9 @@ READ_AHEAD_ROWS = 1 << 17
 #: Where :attr:`FragmentReader.deleted` (a cached property) keeps its value once read.
 _DELETED = "deleted"
 _READER_CACHE_SIZE = 512  # open file readers kept per version (footer, column metadata, page tables)
+#: Bytes of remote data files a scan reading every column of them fetches whole ahead and holds
+#: while it reads their fragments (:meth:`VersionFiles.held_whole`).
+HOLD_WHOLE_BYTES = 64 * 1024 * 1024
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
 
@@ -89,6 +92,7 @@ class VersionFiles:
             check_base_scheme(base.path, self.uri, f"{self.uri} version {manifest.version}")
         self._bases: dict[int, StorageContext] = {}
         self._readers: OrderedDict[str, FileReader] = OrderedDict()
+        self._held: dict[str, FileReader] = {}  # fetched whole for a scan, while it reads them
         self._fragments: dict[int, FragmentReader] = {}
         # Per data file: its URI (for messages), store and store path.
         self._file_uris: dict[DataFile, tuple[str, ObjectStore, str]] = {}
@@ -266,6 +270,9 @@ class VersionFiles:
     def open_file(self, data_file: DataFile) -> FileReader:
         """An open reader of ``data_file`` (cached)."""
         uri, store, path = self._file_location(data_file)
+        held = self._held.get(uri)
+        if held is not None:
+            return held
         reader = self._readers.pop(uri, None)
         if reader is None:
             with referenced_file(uri, "data file"):
@@ -304,6 +311,54 @@ class VersionFiles:
         for data_file, reader in zip(together, self.fetch_whole(together), strict=True):
             if reader is not None:
                 self._keep_reader(self._file_location(data_file)[0], reader)
+
+    def held_whole(
+        self, fragments: Sequence[FragmentReader], columns: Sequence[str]
+    ) -> Iterator[FragmentReader]:
+        """``fragments`` in order. On a remote store, the data files of which a read of ``columns``
+        reads every column (a full scan) and that are too large to be read whole when opened are
+        fetched whole, those of the next fragments together (:meth:`fetch_whole`: concurrent
+        requests), up to :data:`HOLD_WHOLE_BYTES` at a time, and held while their fragments are
+        read: a file then costs one request, made alongside its neighbours', where its reads
+        would go one after another. Released when their fragments are done (or the caller
+        stops)."""
+        if not self.store.whole_file_read_size:
+            yield from fragments
+            return
+        wanted = {self.schema.get_field_index(c) for c in columns} - {-1}
+        start = 0
+        while start < len(fragments):
+            stop, size, chosen = start, 0, []
+            while stop < len(fragments):
+                more = [f for f in fragments[stop].metadata.files if self._read_whole(f, wanted)]
+                extra = sum(f.file_size_bytes for f in more)
+                if stop > start and size + extra > HOLD_WHOLE_BYTES:
+                    break
+                chosen += more
+                size += extra
+                stop += 1
+            uris = [self._file_location(f)[0] for f in chosen]
+            for uri, reader in zip(uris, self.fetch_whole(chosen), strict=True):
+                if reader is not None:
+                    self._held[uri] = reader
+            try:
+                yield from fragments[start:stop]
+            finally:
+                for uri in uris:
+                    self._held.pop(uri, None)
+            start = stop
+
+    def _read_whole(self, data_file: DataFile, wanted: set[int]) -> bool:
+        """Whether a scan of the ``wanted`` fields reads all of ``data_file`` (every field it holds)
+        and it is worth fetching whole ahead: larger than its store reads whole when opening one
+        (those are fetched by :meth:`prefetch`), at most :data:`HOLD_WHOLE_BYTES`, not open yet."""
+        uri, store, _ = self._file_location(data_file)
+        size = data_file.file_size_bytes
+        return (
+            store.whole_file_read_size < size <= HOLD_WHOLE_BYTES
+            and uri not in self._readers
+            and {self.top_level_of.get(i) for i in data_file.fields} <= wanted
+        )
 
     def fetch_whole(self, data_files: Sequence[DataFile]) -> list[FileReader | None]:
         """Readers of ``data_files`` (of recorded sizes), each file fetched whole, those of one

@@ -24,11 +24,12 @@ def prefetched(
     files: VersionFiles, fragments: Sequence[FragmentReader], columns: Sequence[str]
 ) -> Iterator[FragmentReader]:
     """``fragments`` in order, the files of the next :data:`PREFETCH_FRAGMENTS` fetched together
-    before the first of them is read."""
+    before the first of them is read (small ones; larger ones read whole, a few at a time:
+    :meth:`VersionFiles.held_whole`)."""
     for start in range(0, len(fragments), PREFETCH_FRAGMENTS):
         window = fragments[start : start + PREFETCH_FRAGMENTS]
         files.prefetch(window, columns)
-        yield from window
+        yield from files.held_whole(window, columns)
 
 
 def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[str, ...]:
