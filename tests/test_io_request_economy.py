@@ -319,3 +319,11 @@ def test_remote_scan_held_files_released_and_missing_ones_named(tmp_path: Any) -
     with pytest.raises(MissingFileError, match=victim):
         list(scan_batches(files, ScanOptions(columns=("id", "text"))))
     assert not files._held
+
+
+def test_remote_take_fetches_no_whole_files(tmp_path: Any) -> None:
+    """A take reads the chunks holding its rows: the files a full scan would fetch whole are not."""
+    _, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000)
+    rows = np.array([5, 2500, 7000, 9999])
+    assert take(files, rows, ("id", "text")).equals(expected.take(pa.array(rows)))
+    assert not [call for call in fs.calls if call.startswith("cat") and call != "cat 2"], fs.calls

@@ -21,15 +21,17 @@ PREFETCH_FRAGMENTS = 64
 
 
 def prefetched(
-    files: VersionFiles, fragments: Sequence[FragmentReader], columns: Sequence[str]
+    files: VersionFiles, fragments: Sequence[FragmentReader], columns: Sequence[str], whole: bool = False
 ) -> Iterator[FragmentReader]:
     """``fragments`` in order, the files of the next :data:`PREFETCH_FRAGMENTS` fetched together
-    before the first of them is read (small ones; larger ones read whole, a few at a time:
-    :meth:`VersionFiles.held_whole`)."""
+    before the first of them is read. ``whole`` (a scan reading each fragment as it is yielded):
+    larger files of which it reads every column too, a few at a time, held while their fragments
+    are read (:meth:`VersionFiles.held_whole`); not for a caller reading the fragments after the
+    window has moved on (a take gathers them first), nor one needing a few chunks of each."""
     for start in range(0, len(fragments), PREFETCH_FRAGMENTS):
         window = fragments[start : start + PREFETCH_FRAGMENTS]
         files.prefetch(window, columns)
-        yield from files.held_whole(window, columns)
+        yield from files.held_whole(window, columns) if whole else window
 
 
 def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[str, ...]:
@@ -86,7 +88,7 @@ def scan_batches(
     if limit is None and not offset and (predicate is None or not predicate.bounds):
         # Every fragment will be read (none skipped by a limit, an offset or statistics).
         read = [*options.columns, *(predicate.columns if predicate is not None else ())]
-        chosen = prefetched(files, list(chosen), read)
+        chosen = prefetched(files, list(chosen), read, whole=True)
     for fragment in chosen:
         if remaining <= 0:
             break
