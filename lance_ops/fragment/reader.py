@@ -313,13 +313,13 @@ class VersionFiles:
                 self._keep_reader(self._file_location(data_file)[0], reader)
 
     def held_whole(
-        self, fragments: Sequence[FragmentReader], columns: Sequence[str]
+        self, fragments: Sequence[FragmentReader], columns: Sequence[str], budget: int = HOLD_WHOLE_BYTES
     ) -> Iterator[FragmentReader]:
         """``fragments`` in order. On a remote store, the data files of which a read of ``columns``
-        reads every column (a full scan) and that are too large to be read whole when opened are
-        fetched whole, those of the next fragments together (:meth:`fetch_whole`: concurrent
-        requests), up to :data:`HOLD_WHOLE_BYTES` at a time, and held while their fragments are
-        read: a file then costs one request, made alongside its neighbours', where its reads
+        reads every column (a full scan, a compaction) and that are too large to be read whole
+        when opened are fetched whole, those of the next fragments together (:meth:`fetch_whole`:
+        concurrent requests), up to ``budget`` bytes at a time, and held while their fragments
+        are read: a file then costs one request, made alongside its neighbours', where its reads
         would go one after another. Released when their fragments are done (or the caller
         stops)."""
         if not self.store.whole_file_read_size:
@@ -330,9 +330,9 @@ class VersionFiles:
         while start < len(fragments):
             stop, size, chosen = start, 0, []
             while stop < len(fragments):
-                more = [f for f in fragments[stop].metadata.files if self._read_whole(f, wanted)]
+                more = [f for f in fragments[stop].metadata.files if self._read_whole(f, wanted, budget)]
                 extra = sum(f.file_size_bytes for f in more)
-                if stop > start and size + extra > HOLD_WHOLE_BYTES:
+                if stop > start and size + extra > budget:
                     break
                 chosen += more
                 size += extra
@@ -348,14 +348,14 @@ class VersionFiles:
                     self._held.pop(uri, None)
             start = stop
 
-    def _read_whole(self, data_file: DataFile, wanted: set[int]) -> bool:
+    def _read_whole(self, data_file: DataFile, wanted: set[int], budget: int) -> bool:
         """Whether a scan of the ``wanted`` fields reads all of ``data_file`` (every field it holds)
         and it is worth fetching whole ahead: larger than its store reads whole when opening one
-        (those are fetched by :meth:`prefetch`), at most :data:`HOLD_WHOLE_BYTES`, not open yet."""
+        (those are fetched by :meth:`prefetch`), at most ``budget`` bytes, not open yet."""
         uri, store, _ = self._file_location(data_file)
         size = data_file.file_size_bytes
         return (
-            store.whole_file_read_size < size <= HOLD_WHOLE_BYTES
+            store.whole_file_read_size < size <= budget
             and uri not in self._readers
             and {self.top_level_of.get(i) for i in data_file.fields} <= wanted
         )

@@ -11,7 +11,7 @@ import pyarrow as pa
 from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.reader import HOLD_WHOLE_BYTES, ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.take import take_fragments
 
 TAKE_VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS)
@@ -21,17 +21,22 @@ PREFETCH_FRAGMENTS = 64
 
 
 def prefetched(
-    files: VersionFiles, fragments: Sequence[FragmentReader], columns: Sequence[str], whole: bool = False
+    files: VersionFiles,
+    fragments: Sequence[FragmentReader],
+    columns: Sequence[str],
+    whole: bool = False,
+    budget: int = HOLD_WHOLE_BYTES,
 ) -> Iterator[FragmentReader]:
     """``fragments`` in order, the files of the next :data:`PREFETCH_FRAGMENTS` fetched together
-    before the first of them is read. ``whole`` (a scan reading each fragment as it is yielded):
-    larger files of which it reads every column too, a few at a time, held while their fragments
-    are read (:meth:`VersionFiles.held_whole`); not for a caller reading the fragments after the
-    window has moved on (a take gathers them first), nor one needing a few chunks of each."""
+    before the first of them is read. ``whole`` (a scan or compaction reading each fragment as it
+    is yielded): larger files of which it reads every column too, up to ``budget`` bytes at a time,
+    held while their fragments are read (:meth:`VersionFiles.held_whole`); not for a caller reading
+    the fragments after the window has moved on (a take gathers them first), nor one needing a few
+    chunks of each."""
     for start in range(0, len(fragments), PREFETCH_FRAGMENTS):
         window = fragments[start : start + PREFETCH_FRAGMENTS]
         files.prefetch(window, columns)
-        yield from files.held_whole(window, columns) if whole else window
+        yield from files.held_whole(window, columns, budget) if whole else window
 
 
 def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[str, ...]:
