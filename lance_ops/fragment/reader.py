@@ -15,9 +15,9 @@ readers, the column map); :class:`FragmentReader` reads one fragment through it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import pyarrow as pa
@@ -59,6 +59,9 @@ _READER_CACHE_SIZE = 512  # open file readers kept per version (footer, column m
 #: Bytes of remote data files a scan reading every column of them fetches whole ahead and holds
 #: while it reads their fragments (:meth:`VersionFiles.held_whole`).
 HOLD_WHOLE_BYTES = 64 * 1024 * 1024
+#: Fragments whose files :meth:`VersionFiles.held_whole` has in flight at once, ahead of the one
+#: being read, within its byte budget.
+FETCH_AHEAD_FRAGMENTS = 16
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
 
@@ -73,6 +76,15 @@ def offsets_array(offsets: np.ndarray | range) -> np.ndarray:
 def row_addresses(fragment_id: int, offsets: np.ndarray) -> np.ndarray:
     """Row addresses: the fragment id in the high 32 bits, the physical offset in the low 32."""
     return (np.uint64(fragment_id) << np.uint64(32)) | offsets.astype(np.uint64)
+
+
+def _opened(uri: str, store: ObjectStore, path: str, size: int, blob: memoryview) -> FileReader | None:
+    """The reader of a data file fetched whole; None when it is not the size the manifest records
+    (left to :meth:`VersionFiles.open_file`, which reports it)."""
+    if not size or len(blob) != size:
+        return None
+    with referenced_file(uri, "data file"):
+        return open_lance_file(path, store=store, size=size, contents=blob)
 
 
 class VersionFiles:
@@ -317,36 +329,68 @@ class VersionFiles:
     ) -> Iterator[FragmentReader]:
         """``fragments`` in order. On a remote store, the data files of which a read of ``columns``
         reads every column (a full scan, a compaction) and that are too large to be read whole
-        when opened are fetched whole, those of the next fragments together (:meth:`fetch_whole`:
-        concurrent requests), up to ``budget`` bytes at a time, and held while their fragments
-        are read: a file then costs one request, made alongside its neighbours', where its reads
-        would go one after another. Released when their fragments are done (or the caller
-        stops)."""
+        when opened are fetched whole ahead and held while their fragment is read: a file then
+        costs one request, where its reads would go one after another. The files of up to
+        :data:`FETCH_AHEAD_FRAGMENTS` fragments are in flight at once
+        (:meth:`~lance_ops.io.ObjectStore.read_files_ahead`), up to ``budget`` bytes fetched and
+        not yet read (always the next fragment's), so the requests of the fragments ahead overlap
+        the reading of the one handed out. A fragment's files are released when the next is asked
+        for (or the caller stops)."""
         if not self.store.whole_file_read_size:
             yield from fragments
             return
         wanted = {self.schema.get_field_index(c) for c in columns} - {-1}
-        start = 0
-        while start < len(fragments):
-            stop, size, chosen = start, 0, []
-            while stop < len(fragments):
-                more = [f for f in fragments[stop].metadata.files if self._read_whole(f, wanted, budget)]
-                extra = sum(f.file_size_bytes for f in more)
-                if stop > start and size + extra > budget:
-                    break
-                chosen += more
-                size += extra
-                stop += 1
-            uris = [self._file_location(f)[0] for f in chosen]
-            for uri, reader in zip(uris, self.fetch_whole(chosen), strict=True):
+        chosen = [
+            [f for f in fragment.metadata.files if self._read_whole(f, wanted, budget)]
+            for fragment in fragments
+        ]
+        sizes = [sum(f.file_size_bytes for f in files) for files in chosen]
+        ahead: dict[int, list[Callable[[], FileReader | None]]] = {}
+        submitted = in_flight = 0
+        for i, fragment in enumerate(fragments):
+            while submitted < len(fragments) and (
+                submitted <= i
+                or (len(ahead) < FETCH_AHEAD_FRAGMENTS and in_flight + sizes[submitted] <= budget)
+            ):
+                if chosen[submitted]:
+                    ahead[submitted] = self._fetch_ahead(chosen[submitted])
+                    in_flight += sizes[submitted]
+                submitted += 1
+            uris = []
+            for data_file, opened in zip(chosen[i], ahead.pop(i, ()), strict=True):
+                reader = opened()
                 if reader is not None:
+                    uri = self._file_location(data_file)[0]
                     self._held[uri] = reader
+                    uris.append(uri)
+            in_flight -= sizes[i]
             try:
-                yield from fragments[start:stop]
+                yield fragment
             finally:
                 for uri in uris:
                     self._held.pop(uri, None)
-            start = stop
+
+    def _fetch_ahead(self, data_files: Sequence[DataFile]) -> list[Callable[[], FileReader | None]]:
+        """Per one of ``data_files`` (of recorded sizes), a call returning its reader, the file
+        fetched whole; every fetch started now. None for a file found missing or of another size
+        than the manifest records, left to :meth:`open_file`, which reports it."""
+        out: list[Callable[[], FileReader | None]] = []
+        for data_file in data_files:
+            uri, store, path = self._file_location(data_file)
+            size = data_file.file_size_bytes
+            (fetch,) = store.read_files_ahead([(path, size)])
+            out.append(partial(self._opened_whole, uri, store, path, size, fetch))
+        return out
+
+    @staticmethod
+    def _opened_whole(
+        uri: str, store: ObjectStore, path: str, size: int, fetch: Callable[[], memoryview]
+    ) -> FileReader | None:
+        try:
+            blob = fetch()
+        except FileNotFoundError:
+            return None
+        return _opened(uri, store, path, size, blob)
 
     def _read_whole(self, data_file: DataFile, wanted: set[int], budget: int) -> bool:
         """Whether a scan of the ``wanted`` fields reads all of ``data_file`` (every field it holds)
@@ -380,9 +424,7 @@ class VersionFiles:
             except FileNotFoundError:
                 continue  # open_file names the missing one
             for i, (uri, _, path), size, blob in zip(members, located, sizes, contents, strict=True):
-                if size and len(blob) == size:  # else not the size the manifest says: open_file reports it
-                    with referenced_file(uri, "data file"):
-                        out[i] = open_lance_file(path, store=store, size=size, contents=blob)
+                out[i] = _opened(uri, store, path, size, blob)
         return out
 
     def load_deletions(self, fragments: Sequence[FragmentReader]) -> None:

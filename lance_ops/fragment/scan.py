@@ -27,16 +27,23 @@ def prefetched(
     whole: bool = False,
     budget: int = HOLD_WHOLE_BYTES,
 ) -> Iterator[FragmentReader]:
-    """``fragments`` in order, the files of the next :data:`PREFETCH_FRAGMENTS` fetched together
-    before the first of them is read. ``whole`` (a scan or compaction reading each fragment as it
-    is yielded): larger files of which it reads every column too, up to ``budget`` bytes at a time,
-    held while their fragments are read (:meth:`VersionFiles.held_whole`); not for a caller reading
-    the fragments after the window has moved on (a take gathers them first), nor one needing a few
+    """``fragments`` in order, the small files and deletion files of the next
+    :data:`PREFETCH_FRAGMENTS` fetched together before the first of them is handed out.
+    ``whole`` (a scan or compaction reading each fragment as it is yielded): larger files of
+    which it reads every column are fetched ahead too, up to ``budget`` bytes, and held while
+    their fragment is read (:meth:`VersionFiles.held_whole`); not for a caller reading the
+    fragments after the window has moved on (a take gathers them first), nor one needing a few
     chunks of each."""
-    for start in range(0, len(fragments), PREFETCH_FRAGMENTS):
-        window = fragments[start : start + PREFETCH_FRAGMENTS]
-        files.prefetch(window, columns)
-        yield from files.held_whole(window, columns, budget) if whole else window
+    source = files.held_whole(fragments, columns, budget) if whole else iter(fragments)
+    try:
+        for i, fragment in enumerate(source):
+            if i % PREFETCH_FRAGMENTS == 0:
+                files.prefetch(fragments[i : i + PREFETCH_FRAGMENTS], columns)
+            yield fragment
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
 
 
 def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[str, ...]:
