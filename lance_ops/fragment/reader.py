@@ -670,6 +670,17 @@ class FragmentReader:
         With a predicate, the columns it names are read too, the rows it does not select are
         dropped, and the result is projected back to the requested columns (plus row id / address).
         """
+        size = options.batch_size
+        for table in self.scan_reads(options, live):
+            for first in range(0, max(table.num_rows, 1), size):
+                # Explicit length: pyarrow does not clamp slices of zero-column tables.
+                yield table.slice(first, min(size, table.num_rows - first))
+
+    def scan_reads(self, options: ScanOptions, live: np.ndarray | range | None = None) -> Iterator[pa.Table]:
+        """What :meth:`scan` returns, one table per read instead of per batch: the rows of up to
+        ``max(options.batch_size, READ_AHEAD_ROWS)`` of the ``live`` offsets at a time (fewer
+        when a predicate drops some). For callers cutting batches themselves (a dataset scan):
+        they skip building a table per batch only to take it apart again."""
         if live is None:
             live = self.live_rows()
         names, predicate, size = options.columns, options.predicate, options.batch_size
@@ -693,9 +704,7 @@ class FragmentReader:
             table = self.read(read, offsets, with_row_id, with_row_address)
             if predicate is not None:
                 table = predicate.filter(table).select(keep)
-            for first in range(0, max(table.num_rows, 1), size):
-                # Explicit length: pyarrow does not clamp slices of zero-column tables.
-                yield table.slice(first, min(size, table.num_rows - first))
+            yield table
 
     def statistics(self, sketches: bool = False) -> FragmentStatistics | None:
         """The column statistics usable for this fragment (None when there are none).

@@ -104,7 +104,7 @@ def scan_batches(
         elif rows is not None and fragment.id in rows:
             live = selected_rows(fragment, rows[fragment.id])
         unfiltered = live is not None and predicate is not None and fragment.id in exact
-        for table in fragment.scan(replace(options, predicate=None) if unfiltered else options, live):
+        for table in fragment.scan_reads(replace(options, predicate=None) if unfiltered else options, live):
             if skip >= table.num_rows:
                 skip -= table.num_rows
                 continue
@@ -144,10 +144,9 @@ class _Batcher:
         if self.rows < self.size:
             return
         held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
-        start = 0
-        while held.num_rows - start >= self.size:
-            yield _one_batch(held.slice(start, self.size))
-            start += self.size
+        full = held.num_rows - held.num_rows % self.size
+        yield from _cut(held, full, self.size)
+        start = full
         rest = held.num_rows - start
         self.tables = [held.slice(start, rest)] if rest else []
         self.rows = rest
@@ -157,6 +156,26 @@ class _Batcher:
             held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
             yield _one_batch(held)
         self.tables, self.rows = [], 0
+
+
+def _cut(table: pa.Table, stop: int, size: int) -> Iterator[pa.RecordBatch]:
+    """The first ``stop`` rows of ``table`` (a multiple of ``size``) as record batches of ``size``
+    rows. Each batch lying within one run of rows where no column's chunk ends (a read of many
+    batches is one or a few such runs) is a zero-copy slice of that run's record batch; a batch
+    across chunk ends is combined from its pieces."""
+    if not table.num_columns:
+        yield from (_one_batch(table.slice(start, size)) for start in range(0, stop, size))
+        return
+    runs = table.to_batches()
+    ends = np.cumsum([run.num_rows for run in runs]).tolist()
+    at = 0  # the run holding the next batch's first row
+    for start in range(0, stop, size):
+        while ends[at] <= start:
+            at += 1
+        if start + size <= ends[at]:
+            yield runs[at].slice(start - (ends[at] - runs[at].num_rows), size)
+        else:
+            yield _one_batch(table.slice(start, size))
 
 
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
