@@ -108,7 +108,9 @@ def scan_batches(
             if skip >= table.num_rows:
                 skip -= table.num_rows
                 continue
-            table = table.slice(skip, None if remaining == np.inf else int(remaining))
+            # Explicit length: pyarrow does not clamp slices of zero-column tables.
+            rest = table.num_rows - skip
+            table = table.slice(skip, rest if remaining == np.inf else min(rest, int(remaining)))
             skip = 0
             remaining -= table.num_rows
             yield from pending.add(table)
@@ -143,7 +145,7 @@ class _Batcher:
         self.rows += table.num_rows
         if self.rows < self.size:
             return
-        held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+        held = _concat(self.tables)
         full = held.num_rows - held.num_rows % self.size
         yield from _cut(held, full, self.size)
         start = full
@@ -153,9 +155,19 @@ class _Batcher:
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         if self.rows:
-            held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+            held = _concat(self.tables)
             yield _one_batch(held)
         self.tables, self.rows = [], 0
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """``tables`` (one schema) as one; pyarrow's concatenation of zero-column tables has no rows."""
+    if len(tables) == 1:
+        return tables[0]
+    if not tables[0].num_columns:
+        rows = sum(t.num_rows for t in tables)
+        return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.nulls(rows, pa.struct([])))])
+    return pa.concat_tables(tables)
 
 
 def _cut(table: pa.Table, stop: int, size: int) -> Iterator[pa.RecordBatch]:
