@@ -13,11 +13,11 @@ import pyarrow as pa
 import pytest
 
 import lance_ops
+from lance_ops.file import reader as file_reader
 from lance_ops.fragment import reader as fragment_reader
 from lance_ops.fragment import scan as fragment_scan
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import FragmentReader
-from lance_ops.file import reader as file_reader
 
 ROWS = (1025, 1023, 1, 1024)  # rows of each fragment
 
@@ -69,7 +69,9 @@ def _sliced_reads(self: FragmentReader, options: ScanOptions, live: object = Non
             yield table.slice(first, min(options.batch_size, table.num_rows - first))
 
 
-def _batches(uri: str, monkeypatch: pytest.MonkeyPatch | None = None, **kwargs: object) -> list[pa.RecordBatch]:
+def _batches(
+    uri: str, monkeypatch: pytest.MonkeyPatch | None = None, **kwargs: object
+) -> list[pa.RecordBatch]:
     if monkeypatch is None:
         return list(lance_ops.dataset(uri).to_batches(**kwargs))  # type: ignore[arg-type]
     with monkeypatch.context() as patch:
@@ -129,9 +131,7 @@ def _naive(table: pa.Table, stop: int, size: int) -> list[pa.RecordBatch]:
 
 
 @pytest.mark.parametrize("size", [1, 3, 4, 5, 8, 13])
-@pytest.mark.parametrize(
-    "cuts", [[16], [4, 4, 4, 4], [3, 0, 5, 8], [1, 15], [0, 16, 0], [7, 2, 7]], ids=str
-)
+@pytest.mark.parametrize("cuts", [[16], [4, 4, 4, 4], [3, 0, 5, 8], [1, 15], [0, 16, 0], [7, 2, 7]], ids=str)
 def test_cut_as_slicing_each_batch(size: int, cuts: list[int]) -> None:
     """Chunk ends anywhere (empty chunks too), other columns chunked otherwise."""
     values = np.arange(16)
@@ -142,7 +142,9 @@ def test_cut_as_slicing_each_batch(size: int, cuts: list[int]) -> None:
     table = pa.table(
         {
             "a": pa.chunked_array(parts, pa.int64()),
-            "b": pa.chunked_array([pa.array([str(v) for v in values[:9]]), pa.array([None] * 7, pa.string())]),
+            "b": pa.chunked_array(
+                [pa.array([str(v) for v in values[:9]]), pa.array([None] * 7, pa.string())]
+            ),
         }
     )
     stop = 16 - 16 % size
