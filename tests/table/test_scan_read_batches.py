@@ -54,6 +54,7 @@ def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 def small_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reads of 300 rows, each decoded in three pieces (chunks ending at rows 100 and 200)."""
     monkeypatch.setattr(fragment_reader, "READ_AHEAD_ROWS", 300)
+    monkeypatch.setattr(fragment_reader, "SCAN_READ_MAX_ROWS", 300)
     monkeypatch.setattr(file_reader, "SPLIT_MIN_ROWS", 70)
     monkeypatch.setattr(file_reader, "WORKER_THREADS", 3)
 
@@ -159,3 +160,35 @@ def test_cut_without_columns() -> None:
     got = list(fragment_scan._cut(table, 9, 3))
     assert [b.num_rows for b in got] == [3, 3, 3]
     assert all(b.num_columns == 0 for b in got)
+
+
+def test_read_rows_by_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Narrow fixed-width columns are read in longer runs; any other column keeps the default."""
+    monkeypatch.undo()
+    rows = fragment_reader.scan_read_rows
+    most, least = fragment_reader.SCAN_READ_MAX_ROWS, fragment_reader.READ_AHEAD_ROWS
+    assert rows([pa.int64()]) == most
+    assert rows([pa.int64()] * 4) == fragment_reader.SCAN_READ_BYTES // 32
+    assert rows([pa.int64()] * 4, 2) == fragment_reader.SCAN_READ_BYTES // 48
+    assert rows([pa.bool_(), pa.int8()]) == most
+    assert rows([pa.float64()] * 1000) == least
+    for other in (
+        pa.string(),
+        pa.list_(pa.int32()),
+        pa.list_(pa.float32(), 2),
+        pa.struct([("a", pa.int8())]),
+    ):
+        assert rows([pa.int64(), other]) == least
+    assert rows([pa.dictionary(pa.int8(), pa.string())]) == least
+    assert rows([]) == most
+
+
+@pytest.mark.parametrize("columns", [["id"], ["id", "x", "f"]])
+def test_wide_reads_as_small_reads(written: str, monkeypatch: pytest.MonkeyPatch, columns: list[str]) -> None:
+    """Whole fragments read at once (the default for these narrow columns) give the batches of
+    reads of 300 rows."""
+    kwargs = {"columns": columns, "batch_size": 100, "with_row_id": True}
+    small = _batches(written, **kwargs)
+    monkeypatch.undo()
+    assert fragment_reader.scan_read_rows([pa.int64()] * 3) >= max(ROWS)
+    _same(_batches(written, **kwargs), small)
