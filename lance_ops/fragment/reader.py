@@ -52,6 +52,13 @@ from lance_ops.table.statistics import ZONE_ROWS, FragmentStatistics, field_sour
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
 # (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
 READ_AHEAD_ROWS = 1 << 17
+#: A scan of narrow fixed-width columns reads more rows at a time, up to this many decoded bytes
+#: (and :data:`SCAN_READ_MAX_ROWS` rows) a read: the fixed cost per read call is most of a scan
+#: of one int64 column read 131,072 rows at a time. Any other column counts
+#: :data:`VARIABLE_ROW_BYTES` a row, which keeps reads with one at :data:`READ_AHEAD_ROWS` rows.
+SCAN_READ_BYTES = 16 << 20
+SCAN_READ_MAX_ROWS = 1 << 20
+VARIABLE_ROW_BYTES = SCAN_READ_BYTES // READ_AHEAD_ROWS
 
 #: Where :attr:`FragmentReader.deleted` (a cached property) keeps its value once read.
 _DELETED = "deleted"
@@ -64,6 +71,25 @@ HOLD_WHOLE_BYTES = 64 * 1024 * 1024
 FETCH_AHEAD_FRAGMENTS = 16
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
+
+
+def scan_read_rows(types: Sequence[pa.DataType], row_numbers: int = 0) -> int:
+    """Rows a scan reads at a time from columns of ``types`` (and ``row_numbers`` 64-bit row ids /
+    addresses): :data:`READ_AHEAD_ROWS`, more for narrow fixed-width columns (see
+    :data:`SCAN_READ_BYTES`)."""
+    row_bytes = 8 * row_numbers + sum(_decoded_width(t) for t in types)
+    return min(SCAN_READ_MAX_ROWS, max(READ_AHEAD_ROWS, SCAN_READ_BYTES // max(row_bytes, 1)))
+
+
+def _decoded_width(dtype: pa.DataType) -> int:
+    """Bytes a value of ``dtype`` takes decoded: its width when fixed (bits rounded up),
+    :data:`VARIABLE_ROW_BYTES` for any other type (strings, lists, structs, dictionaries)."""
+    if pa.types.is_dictionary(dtype):
+        return VARIABLE_ROW_BYTES
+    try:
+        return -(-dtype.bit_width // 8)
+    except ValueError:
+        return VARIABLE_ROW_BYTES
 
 
 def offsets_array(offsets: np.ndarray | range) -> np.ndarray:
@@ -712,6 +738,17 @@ class FragmentReader:
         With a predicate, the columns it names are read too, the rows it does not select are
         dropped, and the result is projected back to the requested columns (plus row id / address).
         """
+        size = options.batch_size
+        for table in self.scan_reads(options, live):
+            for first in range(0, max(table.num_rows, 1), size):
+                # Explicit length: pyarrow does not clamp slices of zero-column tables.
+                yield table.slice(first, min(size, table.num_rows - first))
+
+    def scan_reads(self, options: ScanOptions, live: np.ndarray | range | None = None) -> Iterator[pa.Table]:
+        """What :meth:`scan` returns, one table per read instead of per batch: the rows of up to
+        ``max(options.batch_size, READ_AHEAD_ROWS)`` of the ``live`` offsets at a time (fewer
+        when a predicate drops some). For callers cutting batches themselves (a dataset scan):
+        they skip building a table per batch only to take it apart again."""
         if live is None:
             live = self.live_rows()
         names, predicate, size = options.columns, options.predicate, options.batch_size
@@ -729,15 +766,15 @@ class FragmentReader:
             *([ROW_ID] if options.with_row_id else []),
             *([ROW_ADDRESS] if options.with_row_address else []),
         ]
-        step = max(size, READ_AHEAD_ROWS)
+        schema = self.files.schema
+        types = [schema.field(i).type for i in map(schema.get_field_index, read) if i >= 0]
+        step = max(size, scan_read_rows(types, with_row_id + with_row_address))
         for start in range(0, len(live), step):
             offsets = live[start : start + step]
             table = self.read(read, offsets, with_row_id, with_row_address)
             if predicate is not None:
                 table = predicate.filter(table).select(keep)
-            for first in range(0, max(table.num_rows, 1), size):
-                # Explicit length: pyarrow does not clamp slices of zero-column tables.
-                yield table.slice(first, min(size, table.num_rows - first))
+            yield table
 
     def statistics(self, sketches: bool = False) -> FragmentStatistics | None:
         """The column statistics usable for this fragment (None when there are none).

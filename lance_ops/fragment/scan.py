@@ -116,11 +116,13 @@ def scan_batches(
         elif rows is not None and fragment.id in rows:
             live = selected_rows(fragment, rows[fragment.id])
         unfiltered = live is not None and predicate is not None and fragment.id in exact
-        for table in fragment.scan(replace(options, predicate=None) if unfiltered else options, live):
+        for table in fragment.scan_reads(replace(options, predicate=None) if unfiltered else options, live):
             if skip >= table.num_rows:
                 skip -= table.num_rows
                 continue
-            table = table.slice(skip, None if remaining == np.inf else int(remaining))
+            # Explicit length: pyarrow does not clamp slices of zero-column tables.
+            rest = table.num_rows - skip
+            table = table.slice(skip, rest if remaining == np.inf else min(rest, int(remaining)))
             skip = 0
             remaining -= table.num_rows
             yield from pending.add(table)
@@ -155,20 +157,49 @@ class _Batcher:
         self.rows += table.num_rows
         if self.rows < self.size:
             return
-        held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
-        start = 0
-        while held.num_rows - start >= self.size:
-            yield _one_batch(held.slice(start, self.size))
-            start += self.size
+        held = _concat(self.tables)
+        full = held.num_rows - held.num_rows % self.size
+        yield from _cut(held, full, self.size)
+        start = full
         rest = held.num_rows - start
         self.tables = [held.slice(start, rest)] if rest else []
         self.rows = rest
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         if self.rows:
-            held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+            held = _concat(self.tables)
             yield _one_batch(held)
         self.tables, self.rows = [], 0
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """``tables`` (one schema) as one; pyarrow's concatenation of zero-column tables has no rows."""
+    if len(tables) == 1:
+        return tables[0]
+    if not tables[0].num_columns:
+        rows = sum(t.num_rows for t in tables)
+        return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.nulls(rows, pa.struct([])))])
+    return pa.concat_tables(tables)
+
+
+def _cut(table: pa.Table, stop: int, size: int) -> Iterator[pa.RecordBatch]:
+    """The first ``stop`` rows of ``table`` (a multiple of ``size``) as record batches of ``size``
+    rows. Each batch lying within one run of rows where no column's chunk ends (a read of many
+    batches is one or a few such runs) is a zero-copy slice of that run's record batch; a batch
+    across chunk ends is combined from its pieces."""
+    if not table.num_columns:
+        yield from (_one_batch(table.slice(start, size)) for start in range(0, stop, size))
+        return
+    runs = table.to_batches()
+    ends = np.cumsum([run.num_rows for run in runs]).tolist()
+    at = 0  # the run holding the next batch's first row
+    for start in range(0, stop, size):
+        while ends[at] <= start:
+            at += 1
+        if start + size <= ends[at]:
+            yield runs[at].slice(start - (ends[at] - runs[at].num_rows), size)
+        else:
+            yield _one_batch(table.slice(start, size))
 
 
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
