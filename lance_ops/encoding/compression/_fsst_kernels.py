@@ -277,6 +277,43 @@ HASH_MULT = 0x9E3779B1
 
 
 @njit(cache=True, nogil=True)
+def hashed_lookup(keys: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``fsst._HashedLookup``'s arrays (``short``, ``slots``) and whether the table fits the
+    buckets, built in one call: the symbols of 3..8 bytes go to their buckets by length, longest
+    first, then by code; the short entries by code (a later duplicate wins)."""
+    counts = np.zeros(1 << HASH_BITS, np.int64)
+    slots = np.zeros(2 * BUCKET << HASH_BITS, np.uint64)
+    usable = True
+    for length in range(8, 2, -1):
+        for c in range(len(keys)):
+            if lengths[c] != length:
+                continue
+            key = np.uint64(keys[c])
+            low = (key & np.uint64(0xFFFFFF)) * np.uint64(HASH_MULT)
+            bucket = np.int64(low >> np.uint64(24)) & ((1 << HASH_BITS) - 1)
+            rank = counts[bucket]
+            counts[bucket] = rank + 1
+            if rank >= BUCKET:
+                usable = False
+            elif usable:
+                slots[2 * (bucket * BUCKET + rank)] = key
+                slots[2 * (bucket * BUCKET + rank) + 1] = np.uint64(c | length << 8 | 1 << 12)
+    if not usable:
+        slots[:] = 0
+    single = np.full(256, ESCAPE | 1 << 8 | 2 << 12, np.uint16)
+    for c in range(len(keys)):
+        if lengths[c] == 1:
+            single[np.int64(keys[c])] = c | 1 << 8 | 1 << 12
+    short = np.empty(0x10000 + 256, np.uint16)
+    for p in range(0x10000 + 256):
+        short[p] = single[p & 0xFF]
+    for c in range(len(keys)):
+        if lengths[c] == 2:
+            short[np.int64(keys[c])] = c | 2 << 8 | 1 << 12
+    return short, slots, usable
+
+
+@njit(cache=True, nogil=True)
 def encode_hashed(
     data: np.ndarray,
     offs: np.ndarray,
@@ -932,6 +969,27 @@ def merge_gains(
 
 
 @njit(cache=True, nogil=True)
+def gain_bar(total: np.ndarray, limit: int) -> float:
+    """The ``limit``-th largest of ``total`` (``np.partition(total, len(total) - limit)`` at
+    ``len(total) - limit``, 0 < limit <= len(total)) by counting, when every total is a whole
+    number in 0..65535 (gains are lengths); NaN otherwise, for the caller's partition."""
+    top = 0
+    for g in total:
+        if not (0 <= g < 65536) or g != np.floor(g):
+            return np.nan
+        top = max(top, np.int64(g))
+    counts = np.zeros(top + 1, np.int64)
+    for g in total:
+        counts[np.int64(g)] += 1
+    seen = 0
+    for value in range(top, -1, -1):
+        seen += counts[value]
+        if seen >= limit:
+            return float(value)
+    return np.nan
+
+
+@njit(cache=True, nogil=True)
 def capped_length_sum(offsets: np.ndarray, cap: int) -> int:
     """``sum(min(offsets[i + 1] - offsets[i], cap))``: the bytes of the strings each cut to its
     first ``cap`` bytes, in one pass and without the array of lengths."""
@@ -939,6 +997,28 @@ def capped_length_sum(offsets: np.ndarray, cap: int) -> int:
     for i in range(len(offsets) - 1):
         total += min(offsets[i + 1] - offsets[i], cap)
     return total
+
+
+@njit(cache=True, nogil=True)
+def cut_sample(
+    data: np.ndarray, offs: np.ndarray, take: np.ndarray, cap: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The strings ``take`` (indices into ``offs``), each cut to its first ``cap`` bytes,
+    joined: (bytes, int64 offsets from 0). One pass for the offsets, one for the copies."""
+    n = len(take)
+    soffs = np.empty(n + 1, np.int64)
+    soffs[0] = 0
+    total = 0
+    for j in range(n):
+        t = take[j]
+        start = np.int64(offs[t])
+        total += min(np.int64(offs[t + 1]) - start, cap)
+        soffs[j + 1] = total
+    sample = np.empty(total, np.uint8)
+    for j in range(n):
+        start = np.int64(offs[take[j]])
+        sample[soffs[j] : soffs[j + 1]] = data[start : start + soffs[j + 1] - soffs[j]]
+    return sample, soffs
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -996,3 +1076,28 @@ def token_candidates(
                 lengths[count] = joined
                 count += 1
     return keys[:count], lengths[:count]
+
+
+@njit(cache=True, nogil=True)
+def substring_gains(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first table's candidates in one call: :func:`substring_candidates` merged by
+    :func:`merge_gains`, each occurrence gaining its length."""
+    keys, lengths = substring_candidates(sample, soffs)
+    return merge_gains(keys, lengths, lengths.astype(np.float64))
+
+
+@njit(cache=True, nogil=True)
+def token_gains(
+    sample: np.ndarray, soffs: np.ndarray, short: np.ndarray, slots: np.ndarray, pairs: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A refinement round's candidates in one call: ``sample`` coded by :func:`encode_hashed`
+    with the table (``short``, ``slots``), its tokens (and with ``pairs`` their joins) listed by
+    :func:`token_candidates` and merged by :func:`merge_gains`, each gaining its length."""
+    size = len(sample)
+    out = np.empty(2 * size + 1, np.uint8)
+    out_offs = np.empty(len(soffs), np.int64)
+    tok_pos = np.empty(size, np.int64)
+    tok_len = np.empty(size, np.int64)
+    count = encode_hashed(sample, soffs, short, slots, out, out_offs, tok_pos, tok_len) if size else 0
+    keys, lengths = token_candidates(sample, soffs, tok_pos[:count], tok_len[:count], pairs)
+    return merge_gains(keys, lengths, lengths.astype(np.float64))

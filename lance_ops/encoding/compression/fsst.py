@@ -298,6 +298,11 @@ class _HashedLookup:
     def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
         keys = np.asarray(keys, np.uint64)
         lengths = np.asarray(lengths, np.int64)
+        if kernels._compiled(False):  # one compiled call once numba runs (every round of a build)
+            from lance_ops.encoding.compression import _fsst_kernels
+
+            self.short, self.slots, self.usable = _fsst_kernels.hashed_lookup(keys, lengths)
+            return
         codes = np.arange(len(keys), dtype=np.int64)
         long = np.flatnonzero(lengths >= 3)
         slot = _slot(keys[long]).astype(np.int64)
@@ -481,16 +486,20 @@ def _encode(
 
     four_lanes = not record and lanes == HASHED_LANES and not general
     kernel = _probed_kernel(data, offs, hashed, lengths, probe) if four_lanes and len(offs) > 1 else None
-    probed = _ProbedLookup(keys, lengths) if kernel is not None else None
-    if kernel is not None and probed is not None and probed.usable:
+    short_only = kernel is _fsst_kernels.encode_short_lanes  # it reads no probe tables
+    probed = _ProbedLookup(keys, lengths) if kernel is not None and not short_only else None
+    if kernel is not None and (short_only or (probed is not None and probed.usable)):
         out = np.empty(2 * len(data) + 1, dtype=np.uint8)
         out_offs = np.empty(len(offs), dtype=np.int64)
         # the short kernel codes its lanes one after another: one lane leaves nothing to join
-        splits = _lanes(offs, 1 if kernel is _fsst_kernels.encode_short_lanes else HASHED_LANES)
+        splits = _lanes(offs, 1 if short_only else HASHED_LANES)
         lane_ends = np.empty(len(splits) - 1, dtype=np.int64)
-        kernel(
-            data, offs, splits, hashed.short, probed.pkey, probed.pent, probed.mults, out, out_offs, lane_ends
+        pkey, pent, mults = (
+            (probed.pkey, probed.pent, probed.mults)
+            if probed is not None
+            else (np.zeros(0, np.uint64), np.zeros(0, np.uint16), np.zeros(0, np.uint64))
         )
+        kernel(data, offs, splits, hashed.short, pkey, pent, mults, out, out_offs, lane_ends)
         coded = _join_lanes(out, out_offs, offs, splits, lane_ends)
         return coded, out_offs, np.zeros(0, np.int64), np.zeros(0, np.int64)
     if hashed.usable and not general:
@@ -575,7 +584,8 @@ class _Sampler:
         self.count = self.size
         self.everything: tuple[np.ndarray, np.ndarray] | None = None
         total = 0
-        if self.size and _use_compiled(offs):
+        self.compiled = bool(self.size) and _use_compiled(offs)
+        if self.compiled:
             from lance_ops.encoding.compression import _fsst_kernels
 
             total = int(_fsst_kernels.capped_length_sum(offs, SAMPLE_PIECE))
@@ -595,6 +605,10 @@ class _Sampler:
         return self._cut(np.sort(rng.choice(self.size, self.count, replace=False)))
 
     def _cut(self, take: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.compiled:
+            from lance_ops.encoding.compression import _fsst_kernels
+
+            return _fsst_kernels.cut_sample(self.data, self.offs, take, SAMPLE_PIECE)
         starts = self.offs[take]
         piece = np.minimum(self.offs[take + 1] - starts, SAMPLE_PIECE)
         return self.data[ranges(starts, piece)], np.concatenate(([0], np.cumsum(piece)))
@@ -611,11 +625,19 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
         from lance_ops.encoding.compression import _fsst_kernels
 
         merge = _fsst_kernels.merge_gains
-    keys, lengths, total = merge(
-        np.ascontiguousarray(keys, np.uint64),
-        np.ascontiguousarray(lengths, np.int64),
-        np.ascontiguousarray(gains, np.float64),
+    return _choose(
+        *merge(
+            np.ascontiguousarray(keys, np.uint64),
+            np.ascontiguousarray(lengths, np.int64),
+            np.ascontiguousarray(gains, np.float64),
+        )
     )
+
+
+def _choose(keys: np.ndarray, lengths: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_top` for distinct (key, length) candidates with their total gains."""
+    if len(keys) == 0:
+        return keys, lengths
     positive = total > 0
     if not positive.all():  # gains are lengths (all positive) where the encoder calls this
         keys, lengths, total = keys[positive], lengths[positive], total[positive]
@@ -623,7 +645,7 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
     while True:
         pick = np.arange(len(total))
         if len(total) > limit:
-            bar = np.partition(total, len(total) - limit)[len(total) - limit]
+            bar = _gain_bar(total, limit)
             pick = np.flatnonzero(total >= bar)  # every tie at the bar
         order = pick[np.lexsort((lengths[pick], keys[pick], -total[pick]))]
         slot = np.where(lengths[order] >= 3, _slot(keys[order]).astype(np.int64), -1 - np.arange(len(order)))
@@ -636,13 +658,24 @@ def _top(keys: np.ndarray, lengths: np.ndarray, gains: np.ndarray) -> tuple[np.n
         limit *= 4
 
 
+def _gain_bar(total: np.ndarray, limit: int) -> float:
+    """The ``limit``-th largest total: counted by a compiled pass once numba runs (the
+    partition of the first table's ~70k candidates is most of choosing among them)."""
+    if kernels._compiled(False):
+        from lance_ops.encoding.compression import _fsst_kernels
+
+        bar = _fsst_kernels.gain_bar(total, limit)
+        if not np.isnan(bar):
+            return float(bar)
+    return float(np.partition(total, len(total) - limit)[len(total) - limit])
+
+
 def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first table: the substrings of 1..8 bytes with the largest ``count × length``."""
     if kernels._compiled(False):  # one compiled pass (a sample is small: only when numba runs anyway)
         from lance_ops.encoding.compression import _fsst_kernels
 
-        all_keys, all_lens = _fsst_kernels.substring_candidates(sample, np.asarray(soffs, np.int64))
-        return _top(all_keys, all_lens, all_lens.astype(np.float64))
+        return _choose(*_fsst_kernels.substring_gains(sample, np.asarray(soffs, np.int64)))
     size = len(sample)
     ends = _value_ends(soffs, size)
     padded = np.concatenate((sample, np.zeros(MAX_SYMBOL_LEN, np.uint8))).astype(np.uint64)
@@ -663,9 +696,16 @@ def _refine(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Code ``sample`` with the table; rescore by ``count × length`` the symbols used, the
     escaped bytes and (with ``pairs``) the joins of adjacent tokens of one string."""
+    if kernels._compiled(False):  # as in _candidates
+        hashed = _HashedLookup(keys, lengths)
+        if hashed.usable:  # as every table _top chooses: coding, listing and merging in one call
+            from lance_ops.encoding.compression import _fsst_kernels
+
+            soffs = np.asarray(soffs, np.int64)
+            return _choose(*_fsst_kernels.token_gains(sample, soffs, hashed.short, hashed.slots, pairs))
     size = len(sample)
     _, _, tokens, match = _encode(sample, soffs, keys, lengths, record=True)
-    if kernels._compiled(False):  # as in _candidates
+    if kernels._compiled(False):
         from lance_ops.encoding.compression import _fsst_kernels
 
         all_keys, all_lens = _fsst_kernels.token_candidates(
