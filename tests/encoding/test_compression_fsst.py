@@ -735,15 +735,24 @@ def _reference_sample(data: np.ndarray, offs: np.ndarray, seed: int) -> tuple[np
     | st.sampled_from([[0] * 3000, [7] * 3000, [300] * 70]),
     large=st.booleans(),
     seed=st.integers(0, 3),
+    compiled=st.booleans(),
 )
-def test_sampler_sizes_the_sample_as_the_full_length_scan(lengths: list[int], large: bool, seed: int) -> None:
+def test_sampler_sizes_the_sample_as_the_full_length_scan(
+    lengths: list[int], large: bool, seed: int, compiled: bool
+) -> None:
+    """Both forms of the sampler (sizing, draws, the cut of the drawn strings) against the
+    sample as first drawn."""
     from lance_ops.encoding.compression import _fsst_kernels
     from lance_ops.encoding.compression.fsst import _Sampler
 
     offs = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).astype(np.int64 if large else np.int32)
     data = (np.arange(int(offs[-1])) % 251).astype(np.uint8)
     assert _fsst_kernels.capped_length_sum(offs, 256) == int(np.minimum(np.diff(offs), 256).sum())
-    sample, soffs = _Sampler(data, offs).draw(seed)
+    with _kernel_form(compiled):
+        sampler = _Sampler(data, offs)
+        assert sampler.compiled == (compiled and len(lengths) > 0)
+        sample, soffs = sampler.draw(seed)
+    assert sample.dtype == np.uint8 and soffs.dtype == np.int64
     want, want_offs = _reference_sample(data, offs, seed)
     assert np.array_equal(sample, want)
     assert np.array_equal(soffs, want_offs)
@@ -949,3 +958,137 @@ def test_pylance_reads_random_strings_coded_in_one_pass(tmp_path) -> None:
     assert len(keys) and (lengths <= 2).all()
     got = pylance_reads_our_page(tmp_path, pa.array(values), FsstCompressor(), block, "2.2")
     assert got.to_pylist() == values
+
+
+# --- table building: the compiled steps against the numpy forms and pinned tables --------------------
+
+
+def _large_pages() -> dict[str, list[bytes]]:
+    """Pages past the compiled kernels' thresholds (65,536 values or 1 MiB), so that every step of
+    table building is compiled: random strings, 4-word text, short binary values with 0x00 and
+    0xFF, a one-byte alphabet, values of up to 32 KiB, random strings with one in 7 empty, and
+    empty strings only."""
+    rng = np.random.default_rng(5)
+    alphabet = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", np.uint8)
+    n = 70_000
+    rand = [alphabet[rng.integers(0, len(alphabet), k)].tobytes() for k in rng.integers(4, 25, n)]
+    words = b"the of and to in a is that for it as was with be by on".split()
+    text = [b" ".join(words[j] for j in rng.integers(0, len(words), 4)) for _ in range(n)]
+    binary = [
+        rng.integers(0, 256, k, dtype=np.uint8).tobytes().replace(b"\x01", b"\x00").replace(b"\x02", b"\xff")
+        for k in rng.integers(0, 9, n)
+    ]
+    return {
+        "random": rand,
+        "text": text,
+        "binary": binary,
+        "single": [b"a" * int(k) for k in rng.integers(0, 40, n)],
+        "long": [b"lance \x00\xff " * int(k) for k in rng.integers(0, 4000, 300)],
+        "mixed_empty": [b"" if i % 7 == 0 else v for i, v in enumerate(rand)],
+        "empty": [b""] * n,
+    }
+
+
+def test_built_tables_of_large_pages_are_pinned() -> None:
+    """Symbol tables built (compiled) for large pages: (symbols, md5 of keys and lengths) as the
+    builder made them before L19's compiled table steps (main at 455cd3e)."""
+    pinned = {
+        "random": (251, "8bd1c7a5f1b32ab884556b06227ab243"),
+        "text": (240, "d4d4f0a46c627a2716caaae52e870998"),
+        "binary": (254, "8f3452fc656ee1972b32baddcde6e50b"),
+        "single": (8, "66ec9dbbcd17a5b5996e4480bee2b049"),
+        "long": (9, "e57c811ab07585cb2be99b6a0488a75a"),
+        "mixed_empty": (251, "9b5b47bdf0fc94071204538b7df76829"),
+        "empty": (0, "d41d8cd98f00b204e9800998ecf8427e"),
+    }
+    for name, values in _large_pages().items():
+        block = variable_block(values)
+        keys, lengths = build_symbol_table(np.asarray(block.data, np.uint8), block.offsets.astype(np.int64))
+        digest = hashlib.md5(keys.astype("<u8").tobytes() + lengths.astype(np.int64).tobytes()).hexdigest()
+        assert (len(keys), digest) == pinned[name], name
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("name", ["random", "text", "binary", "mixed_empty"])
+def test_pylance_reads_large_pages_with_built_tables(tmp_path, version: str, name: str) -> None:
+    """Large pages coded with the tables built for them, as mini-block pages (the ``long`` page's
+    values over 32 KiB are the writer's full-zip case: this page assembly does not take them)."""
+    values = _large_pages()[name]
+    got = pylance_reads_our_page(
+        tmp_path, pa.array(values, pa.binary()), FsstCompressor(), variable_block(values), version
+    )
+    assert got.to_pylist() == values
+
+
+_tables = st.lists(
+    st.tuples(st.integers(1, 8), st.binary(min_size=8, max_size=8), st.booleans()), max_size=255
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(table=_tables)
+def test_hashed_lookup_forms_agree(table: list[tuple[int, bytes, bool]]) -> None:
+    """``_HashedLookup`` built by the compiled call and by numpy: the same arrays and verdict, for
+    tables with duplicates, a few bytes only (crowded buckets: unusable tables) or any bytes."""
+    from lance_ops.encoding.compression.fsst import _low_mask
+
+    lengths = np.array([n for n, _, _ in table], np.int64)
+    raw = np.frombuffer(b"".join(b if wide else bytes(c % 3 for c in b) for _, b, wide in table), np.uint8)
+    keys = raw.view("<u8").reshape(-1) & _low_mask(lengths) if len(table) else np.zeros(0, np.uint64)
+    with _kernel_form(False):
+        numpy_form = _HashedLookup(keys, lengths)
+    with _kernel_form(True):
+        compiled = _HashedLookup(keys, lengths)
+    assert compiled.usable == numpy_form.usable
+    for got, want in ((compiled.short, numpy_form.short), (compiled.slots, numpy_form.slots)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    totals=st.lists(st.integers(1, 70_000), min_size=1, max_size=400)
+    | st.lists(st.integers(1, 12), min_size=1, max_size=400)
+    | st.lists(st.floats(0.5, 100.0), min_size=1, max_size=50),
+    data=st.data(),
+)
+def test_gain_bar_is_the_partition(totals: list[float], data: st.DataObject) -> None:
+    """The compiled count of the ``limit``-th largest total gives ``np.partition``'s element (or
+    NaN, for the partition, when a total is not a whole number below 65,536)."""
+    from lance_ops.encoding.compression import _fsst_kernels
+
+    total = np.array(totals, np.float64)
+    limit = data.draw(st.integers(1, len(total)))
+    want = np.partition(total, len(total) - limit)[len(total) - limit]
+    got = _fsst_kernels.gain_bar(total, limit)
+    whole = bool(np.all(total == np.floor(total)) and total.max() < 65536)
+    assert (got == want) if whole else (np.isnan(got) or got == want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=edge_values, pairs=st.booleans())
+def test_merged_candidate_kernels_match_the_numpy_merge(values: list[bytes], pairs: bool) -> None:
+    """One call per step of table building (substrings merged; a sample coded, its tokens listed
+    and merged) gives the candidates and gains the numpy forms list and merge."""
+    from lance_ops.encoding.compression import _fsst_kernels, _fsst_numpy, fsst
+
+    block = variable_block(values)
+    sample, soffs = np.asarray(block.data, np.uint8), block.offsets.astype(np.int64)
+
+    def merged(found: tuple[np.ndarray, ...]) -> list[tuple[int, int, float]]:
+        return sorted(zip(*(np.asarray(a).tolist() for a in found), strict=True))
+
+    with _kernel_form(False):
+        keys, lengths = fsst._candidates(sample, soffs)
+        first, rounds = _all_candidates(sample, soffs, keys, lengths, pairs)
+
+    def numpy_merge(pairs_found: list[tuple[int, int]]) -> list[tuple[int, int, float]]:
+        k = np.array([p[0] for p in pairs_found], np.uint64)
+        n = np.array([p[1] for p in pairs_found], np.int64)
+        return merged(_fsst_numpy.merge_gains(k, n, n.astype(np.float64)))
+
+    assert merged(_fsst_kernels.substring_gains(sample, soffs)) == numpy_merge(first)
+    hashed = _HashedLookup(keys, lengths)
+    assert hashed.usable
+    got = _fsst_kernels.token_gains(sample, soffs, hashed.short, hashed.slots, pairs)
+    assert merged(got) == numpy_merge(rounds)
