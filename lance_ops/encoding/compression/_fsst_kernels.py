@@ -977,7 +977,7 @@ def gain_bar(total: np.ndarray, limit: int) -> float:
     for g in total:
         if not (0 <= g < 65536) or g != np.floor(g):
             return np.nan
-        top = max(top, np.int64(g))
+        top = max(top, int(g))
     counts = np.zeros(top + 1, np.int64)
     for g in total:
         counts[np.int64(g)] += 1
@@ -1011,8 +1011,8 @@ def cut_sample(
     total = 0
     for j in range(n):
         t = take[j]
-        start = np.int64(offs[t])
-        total += min(np.int64(offs[t + 1]) - start, cap)
+        piece = np.int64(offs[t + 1]) - np.int64(offs[t])
+        total += int(piece if piece < cap else cap)
         soffs[j + 1] = total
     sample = np.empty(total, np.uint8)
     for j in range(n):
