@@ -1028,21 +1028,24 @@ _tables = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(table=_tables)
-def test_hashed_lookup_forms_agree(table: list[tuple[int, bytes, bool]]) -> None:
-    """``_HashedLookup`` built by the compiled call and by numpy: the same arrays and verdict, for
-    tables with duplicates, a few bytes only (crowded buckets: unusable tables) or any bytes."""
-    from lance_ops.encoding.compression.fsst import _low_mask
+def test_lookup_forms_agree(table: list[tuple[int, bytes, bool]]) -> None:
+    """The coding kernels' lookups (``_HashedLookup``, ``_ProbedLookup``) built by one compiled
+    call and by numpy: the same arrays and verdict, for tables with duplicates, a few bytes only
+    (crowded buckets, colliding probes: unusable tables) or any bytes."""
+    from lance_ops.encoding.compression.fsst import _low_mask, _ProbedLookup
 
     lengths = np.array([n for n, _, _ in table], np.int64)
     raw = np.frombuffer(b"".join(b if wide else bytes(c % 3 for c in b) for _, b, wide in table), np.uint8)
     keys = raw.view("<u8").reshape(-1) & _low_mask(lengths) if len(table) else np.zeros(0, np.uint64)
-    with _kernel_form(False):
-        numpy_form = _HashedLookup(keys, lengths)
-    with _kernel_form(True):
-        compiled = _HashedLookup(keys, lengths)
-    assert compiled.usable == numpy_form.usable
-    for got, want in ((compiled.short, numpy_form.short), (compiled.slots, numpy_form.slots)):
-        assert got.dtype == want.dtype and np.array_equal(got, want)
+    for lookup, fields in ((_HashedLookup, ("short", "slots")), (_ProbedLookup, ("pkey", "pent", "mults"))):
+        with _kernel_form(False):
+            numpy_form = lookup(keys, lengths)
+        with _kernel_form(True):
+            compiled = lookup(keys, lengths)
+        assert compiled.usable == numpy_form.usable
+        for field in fields:
+            got, want = getattr(compiled, field), getattr(numpy_form, field)
+            assert got.dtype == want.dtype and np.array_equal(got, want), field
 
 
 @settings(max_examples=80, deadline=None)

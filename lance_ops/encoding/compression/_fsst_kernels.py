@@ -775,6 +775,60 @@ def encode_probed_lanes(
 
 
 @njit(cache=True, nogil=True)
+def probed_lookup(
+    keys: np.ndarray, lengths: np.ndarray, multipliers: np.ndarray, bits: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """``fsst._ProbedLookup``'s arrays (``pkey``, ``pent``, ``mults``) and whether every length
+    3..8 found a multiplier, in one call: for each length, the first of ``multipliers`` that
+    sends its symbols to distinct slots of ``2 ** bits`` and the decoy keys 0 and 1 to different
+    ones; the empty slots hold the first symbol's key (0 when none), and the first symbol's
+    slot's decoy, should it be empty, a key hashing elsewhere. Stops at the first length that
+    finds none."""
+    size = 1 << bits
+    shift = np.uint64(64 - bits)
+    pkey = np.zeros(6 * size, np.uint64)
+    pent = np.zeros(6 * size, np.uint16)
+    mults = np.zeros(6, np.uint64)
+    seen = np.zeros(size, np.int64)
+    stamp = 0
+    for n in range(3, 9):
+        base = (n - 3) * size
+        first = np.uint64(0)
+        for c in range(len(keys)):
+            if lengths[c] == n:
+                first = np.uint64(keys[c])
+                break
+        placed = False
+        for mult in multipliers:
+            stamp += 1
+            distinct = True
+            for c in range(len(keys)):
+                if lengths[c] == n:
+                    at = np.int64((np.uint64(keys[c]) * mult) >> shift)
+                    if seen[at] == stamp:
+                        distinct = False
+                        break
+                    seen[at] = stamp
+            one = np.int64((np.uint64(1) * mult) >> shift)
+            if not distinct or one == 0:  # the decoys 0 and 1 share slot 0
+                continue
+            mults[n - 3] = mult
+            first_slot = np.int64((first * mult) >> shift)
+            pkey[base : base + size] = first
+            pkey[base + first_slot] = np.uint64(1) if first_slot == 0 else np.uint64(0)
+            for c in range(len(keys)):
+                if lengths[c] == n:
+                    at = np.int64((np.uint64(keys[c]) * mult) >> shift)
+                    pkey[base + at] = keys[c]
+                    pent[base + at] = c | n << 8 | 1 << 12
+            placed = True
+            break
+        if not placed:
+            return pkey, pent, mults, False
+    return pkey, pent, mults, True
+
+
+@njit(cache=True, nogil=True)
 def string_end_bits(offs: np.ndarray) -> tuple[np.ndarray, int]:
     """A bitmap of the page's bytes (bit ``p - offs[0]`` of word ``(p - offs[0]) >> 6``) marking
     the last byte of every non-empty string, and the number of empty strings. The ends come in

@@ -346,6 +346,13 @@ class _ProbedLookup:
     def __init__(self, keys: np.ndarray, lengths: np.ndarray) -> None:
         keys = np.asarray(keys, np.uint64)
         lengths = np.asarray(lengths, np.int64)
+        if kernels._compiled(False):  # one compiled call once numba runs (as _HashedLookup)
+            from lance_ops.encoding.compression import _fsst_kernels
+
+            self.pkey, self.pent, self.mults, self.usable = _fsst_kernels.probed_lookup(
+                keys, lengths, _MULTIPLIERS, PROBE_BITS
+            )
+            return
         self.pkey = np.zeros(6 << PROBE_BITS, np.uint64)
         self.pent = np.zeros(6 << PROBE_BITS, np.uint16)
         self.mults = np.zeros(6, np.uint64)
