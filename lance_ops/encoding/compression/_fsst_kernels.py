@@ -276,6 +276,13 @@ BUCKET = 8  # ... of up to 8 symbols of 3..8 bytes (fsst._top keeps tables withi
 HASH_MULT = 0x9E3779B1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _bucket(key: np.uint64) -> np.int64:
+    """The hash bucket of a symbol of 3..8 bytes (its first three bytes), as ``fsst._slot``."""
+    low = (key & np.uint64(0xFFFFFF)) * np.uint64(HASH_MULT)
+    return np.int64(low >> np.uint64(24)) & ((1 << HASH_BITS) - 1)
+
+
 @njit(cache=True, nogil=True)
 def hashed_lookup(keys: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """``fsst._HashedLookup``'s arrays (``short``, ``slots``) and whether the table fits the
@@ -289,8 +296,7 @@ def hashed_lookup(keys: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np
             if lengths[c] != length:
                 continue
             key = np.uint64(keys[c])
-            low = (key & np.uint64(0xFFFFFF)) * np.uint64(HASH_MULT)
-            bucket = np.int64(low >> np.uint64(24)) & ((1 << HASH_BITS) - 1)
+            bucket = _bucket(key)
             rank = counts[bucket]
             counts[bucket] = rank + 1
             if rank >= BUCKET:
@@ -993,8 +999,8 @@ def merge_gains(
     (an open-addressing hash table instead of a sort of every candidate)."""
     n = len(keys)
     size = 16
-    while size < 2 * n:
-        size *= 2
+    while size < 4 * n:  # at most a quarter full: random substrings are mostly distinct, and
+        size *= 2  # each probe past an occupied slot is a second cache miss (its key)
     where = np.full(size, -1, np.int32)  # half the cache lines of int64 (n < 2**31 candidates)
     out_keys = np.empty(n, np.uint64)
     out_lengths = np.empty(n, np.int64)
@@ -1041,6 +1047,26 @@ def gain_bar(total: np.ndarray, limit: int) -> float:
         if seen >= limit:
             return float(value)
     return np.nan
+
+
+@njit(cache=True, nogil=True)
+def bucket_keep(keys: np.ndarray, lengths: np.ndarray, order: np.ndarray, most: int) -> np.ndarray:
+    """The first ``most`` candidates of ``order`` (best first) that keep every hash bucket within
+    ``BUCKET`` symbols of 3..8 bytes (a symbol is dropped when its bucket is full)."""
+    counts = np.zeros(1 << HASH_BITS, np.int64)
+    keep = np.empty(min(most, len(order)), np.int64)
+    kept = 0
+    for i in order:
+        if kept == most:
+            break
+        if lengths[i] >= 3:
+            bucket = _bucket(np.uint64(keys[i]))
+            counts[bucket] += 1
+            if counts[bucket] > BUCKET:
+                continue
+        keep[kept] = i
+        kept += 1
+    return keep[:kept]
 
 
 @njit(cache=True, nogil=True)

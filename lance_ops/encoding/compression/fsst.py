@@ -655,14 +655,24 @@ def _choose(keys: np.ndarray, lengths: np.ndarray, total: np.ndarray) -> tuple[n
             bar = _gain_bar(total, limit)
             pick = np.flatnonzero(total >= bar)  # every tie at the bar
         order = pick[np.lexsort((lengths[pick], keys[pick], -total[pick]))]
-        slot = np.where(lengths[order] >= 3, _slot(keys[order]).astype(np.int64), -1 - np.arange(len(order)))
-        by_slot = np.argsort(slot, kind="stable")
-        rank = np.empty(len(slot), np.int64)
-        rank[by_slot] = _rank(slot[by_slot])
-        keep = order[rank < BUCKET][:MAX_SYMBOLS]
+        keep = _bucket_keep(keys, lengths, order)
         if len(keep) == MAX_SYMBOLS or len(pick) == len(total):
             return keys[keep], lengths[keep]
         limit *= 4
+
+
+def _bucket_keep(keys: np.ndarray, lengths: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The first ``MAX_SYMBOLS`` of the candidates ``order`` (best first) within ``BUCKET``
+    symbols of 3..8 bytes per hash bucket (one compiled scan once numba runs)."""
+    if kernels._compiled(False):
+        from lance_ops.encoding.compression import _fsst_kernels
+
+        return _fsst_kernels.bucket_keep(keys, lengths, order, MAX_SYMBOLS)
+    slot = np.where(lengths[order] >= 3, _slot(keys[order]).astype(np.int64), -1 - np.arange(len(order)))
+    by_slot = np.argsort(slot, kind="stable")
+    rank = np.empty(len(slot), np.int64)
+    rank[by_slot] = _rank(slot[by_slot])
+    return order[rank < BUCKET][:MAX_SYMBOLS]
 
 
 def _gain_bar(total: np.ndarray, limit: int) -> float:
