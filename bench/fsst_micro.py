@@ -6,7 +6,10 @@ JSON-ish records (a third each, drawn from small vocabularies and numbers), and 
 ``--comment`` the mixed table's nullable ``comment`` column, and reports CPU seconds of the calling thread
 (``time.thread_time``: a loaded machine inflates wall time, not the CPU a single thread spends),
 the median of ``--repeats`` runs, as MB/s of input per core, for the symbol table alone and for
-the whole ``fsst_encode`` (table + coding). Run from the repository root:
+the whole ``fsst_encode`` (table + coding). With ``--pylance``, also the CPU seconds of the whole
+process (``time.process_time``, all threads) to write each column alone to a 2.2 file with FSST
+asked for (``lance-encoding:compression``), by pylance and by lance_ops, in turns. Run from the
+repository root:
 
     PYTHONPATH=. .venv/bin/python bench/fsst_micro.py --rows 1000000
 """
@@ -77,6 +80,28 @@ def cpu(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
     return statistics.median(times)
 
 
+def write_cpu(array: pa.Array, repeats: int) -> tuple[float, float]:
+    """CPU seconds (all threads, median) of one-column FSST file writes: (pylance, lance_ops)."""
+    import tempfile
+
+    from lance.file import LanceFileWriter as PylanceWriter
+
+    from lance_ops.file import LanceFileWriter
+
+    meta = {"lance-encoding:compression": "fsst", "lance-encoding:dictionary": "never"}
+    table = pa.table({"s": array}, schema=pa.schema([pa.field("s", array.type, metadata=meta)]))
+    times: dict[str, list[float]] = {"pylance": [], "lance_ops": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats + 1):  # the first round warms up
+            for name, writer in (("pylance", PylanceWriter), ("lance_ops", LanceFileWriter)):
+                start = time.process_time()
+                with writer(f"{tmp}/{name}-{i}.lance", table.schema, version="2.2") as out:
+                    out.write_batch(table)
+                if i:
+                    times[name].append(time.process_time() - start)
+    return statistics.median(times["pylance"]), statistics.median(times["lance_ops"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -86,6 +111,7 @@ def main() -> None:
     parser.add_argument("--words", action="store_true", help="also a 4-word text column")
     parser.add_argument("--mix", action="store_true", help="also URLs, e-mails and JSON-ish text")
     parser.add_argument("--comment", action="store_true", help="also the mixed table's comment")
+    parser.add_argument("--pylance", action="store_true", help="also whole-file writes, pylance side by side")
     args = parser.parse_args()
     print(f"lance_ops from {Path(fsst.__file__).parents[3]}", file=sys.stderr)
     mixed = make_table("mixed", args.rows)
@@ -109,6 +135,12 @@ def main() -> None:
             f"-> {size / total_s:.0f} MB/s per core (coding alone {size / (total_s - table_s):.0f} MB/s), "
             f"coded/raw {ratio:.4f} ({int(coded.offsets[-1]):,} bytes)"
         )
+        if args.pylance:
+            theirs, ours = write_cpu(array, args.repeats)
+            print(
+                f"  one-column 2.2 file with FSST, CPU of all threads: pylance {theirs * 1e3:.1f} ms, "
+                f"lance_ops {ours * 1e3:.1f} ms ({ours / theirs:.2f}x pylance)"
+            )
 
 
 if __name__ == "__main__":
