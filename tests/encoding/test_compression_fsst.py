@@ -1089,9 +1089,9 @@ def test_gain_bar_is_the_partition(totals: list[float], data: st.DataObject) -> 
 
 @settings(max_examples=40, deadline=None)
 @given(values=edge_values, pairs=st.booleans())
-def test_merged_candidate_kernels_match_the_numpy_merge(values: list[bytes], pairs: bool) -> None:
-    """One call per step of table building (substrings merged; a sample coded, its tokens listed
-    and merged) gives the candidates and gains the numpy forms list and merge."""
+def test_compiled_merge_matches_the_numpy_merge(values: list[bytes], pairs: bool) -> None:
+    """The compiled candidate lists merged by the compiled hash table give the candidates and
+    gains the numpy forms list and merge (by a sort), for the first table and a round."""
     from lance_ops.encoding.compression import _fsst_kernels, _fsst_numpy, fsst
 
     block = variable_block(values)
@@ -1100,17 +1100,18 @@ def test_merged_candidate_kernels_match_the_numpy_merge(values: list[bytes], pai
     def merged(found: tuple[np.ndarray, ...]) -> list[tuple[int, int, float]]:
         return sorted(zip(*(np.asarray(a).tolist() for a in found), strict=True))
 
-    with _kernel_form(False):
-        keys, lengths = fsst._candidates(sample, soffs)
-        first, rounds = _all_candidates(sample, soffs, keys, lengths, pairs)
+    def compiled_merge(found: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, int, float]]:
+        return merged(_fsst_kernels.merge_gains(found[0], found[1], found[1].astype(np.float64)))
 
     def numpy_merge(pairs_found: list[tuple[int, int]]) -> list[tuple[int, int, float]]:
         k = np.array([p[0] for p in pairs_found], np.uint64)
         n = np.array([p[1] for p in pairs_found], np.int64)
         return merged(_fsst_numpy.merge_gains(k, n, n.astype(np.float64)))
 
-    assert merged(_fsst_kernels.substring_gains(sample, soffs)) == numpy_merge(first)
-    hashed = _HashedLookup(keys, lengths)
-    assert hashed.usable
-    got = _fsst_kernels.token_gains(sample, soffs, hashed.short, hashed.slots, pairs)
-    assert merged(got) == numpy_merge(rounds)
+    with _kernel_form(False):
+        keys, lengths = fsst._candidates(sample, soffs)
+        first, rounds = _all_candidates(sample, soffs, keys, lengths, pairs)
+    assert compiled_merge(_fsst_kernels.substring_candidates(sample, soffs)) == numpy_merge(first)
+    _, _, tokens, match = fsst._encode(sample, soffs, keys, lengths, record=True, form="compiled")
+    found = _fsst_kernels.token_candidates(sample, soffs, tokens, match, pairs)
+    assert compiled_merge(found) == numpy_merge(rounds)

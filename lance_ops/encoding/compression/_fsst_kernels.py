@@ -305,7 +305,7 @@ def hashed_lookup(keys: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np
                 slots[2 * (bucket * BUCKET + rank)] = key
                 slots[2 * (bucket * BUCKET + rank) + 1] = np.uint64(c | length << 8 | 1 << 12)
     if not usable:
-        slots[:] = 0
+        slots = np.zeros(2 * BUCKET << HASH_BITS, np.uint64)
     single = np.full(256, ESCAPE | 1 << 8 | 2 << 12, np.uint16)
     for c in range(len(keys)):
         if lengths[c] == 1:
@@ -820,7 +820,8 @@ def probed_lookup(
                 continue
             mults[n - 3] = mult
             first_slot = np.int64((first * mult) >> shift)
-            pkey[base : base + size] = first
+            for i in range(base, base + size):
+                pkey[i] = first
             pkey[base + first_slot] = np.uint64(1) if first_slot == 0 else np.uint64(0)
             for c in range(len(keys)):
                 if lengths[c] == n:
@@ -1095,9 +1096,10 @@ def cut_sample(
         total += int(piece if piece < cap else cap)
         soffs[j + 1] = total
     sample = np.empty(total, np.uint8)
-    for j in range(n):
-        start = np.int64(offs[take[j]])
-        sample[soffs[j] : soffs[j + 1]] = data[start : start + soffs[j + 1] - soffs[j]]
+    for j in range(n):  # byte loops: slice copies cost numba ~1.5 s more to compile
+        start = np.int64(offs[take[j]]) - soffs[j]
+        for at in range(soffs[j], soffs[j + 1]):
+            sample[at] = data[start + at]
     return sample, soffs
 
 
@@ -1156,28 +1158,3 @@ def token_candidates(
                 lengths[count] = joined
                 count += 1
     return keys[:count], lengths[:count]
-
-
-@njit(cache=True, nogil=True)
-def substring_gains(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The first table's candidates in one call: :func:`substring_candidates` merged by
-    :func:`merge_gains`, each occurrence gaining its length."""
-    keys, lengths = substring_candidates(sample, soffs)
-    return merge_gains(keys, lengths, lengths.astype(np.float64))
-
-
-@njit(cache=True, nogil=True)
-def token_gains(
-    sample: np.ndarray, soffs: np.ndarray, short: np.ndarray, slots: np.ndarray, pairs: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A refinement round's candidates in one call: ``sample`` coded by :func:`encode_hashed`
-    with the table (``short``, ``slots``), its tokens (and with ``pairs`` their joins) listed by
-    :func:`token_candidates` and merged by :func:`merge_gains`, each gaining its length."""
-    size = len(sample)
-    out = np.empty(2 * size + 1, np.uint8)
-    out_offs = np.empty(len(soffs), np.int64)
-    tok_pos = np.empty(size, np.int64)
-    tok_len = np.empty(size, np.int64)
-    count = encode_hashed(sample, soffs, short, slots, out, out_offs, tok_pos, tok_len) if size else 0
-    keys, lengths = token_candidates(sample, soffs, tok_pos[:count], tok_len[:count], pairs)
-    return merge_gains(keys, lengths, lengths.astype(np.float64))

@@ -692,7 +692,8 @@ def _candidates(sample: np.ndarray, soffs: np.ndarray) -> tuple[np.ndarray, np.n
     if kernels._compiled(False):  # one compiled pass (a sample is small: only when numba runs anyway)
         from lance_ops.encoding.compression import _fsst_kernels
 
-        return _choose(*_fsst_kernels.substring_gains(sample, np.asarray(soffs, np.int64)))
+        all_keys, all_lens = _fsst_kernels.substring_candidates(sample, np.asarray(soffs, np.int64))
+        return _top(all_keys, all_lens, all_lens.astype(np.float64))
     size = len(sample)
     ends = _value_ends(soffs, size)
     padded = np.concatenate((sample, np.zeros(MAX_SYMBOL_LEN, np.uint8))).astype(np.uint64)
@@ -713,16 +714,9 @@ def _refine(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Code ``sample`` with the table; rescore by ``count × length`` the symbols used, the
     escaped bytes and (with ``pairs``) the joins of adjacent tokens of one string."""
-    if kernels._compiled(False):  # as in _candidates
-        hashed = _HashedLookup(keys, lengths)
-        if hashed.usable:  # as every table _top chooses: coding, listing and merging in one call
-            from lance_ops.encoding.compression import _fsst_kernels
-
-            soffs = np.asarray(soffs, np.int64)
-            return _choose(*_fsst_kernels.token_gains(sample, soffs, hashed.short, hashed.slots, pairs))
     size = len(sample)
     _, _, tokens, match = _encode(sample, soffs, keys, lengths, record=True)
-    if kernels._compiled(False):
+    if kernels._compiled(False):  # as in _candidates
         from lance_ops.encoding.compression import _fsst_kernels
 
         all_keys, all_lens = _fsst_kernels.token_candidates(
