@@ -318,8 +318,8 @@ class VersionFiles:
                 self._keep_reader(self._file_location(data_file)[0], reader)
 
     def open_together(self, fragments: Sequence[FragmentReader], columns: Sequence[str]) -> None:
-        """:meth:`prefetch`, and the other data files of ``fragments`` holding ``columns`` (too
-        large to read whole, of recorded size, not open yet) opened with their tails read
+        """:meth:`prefetch`, and the other data files of ``fragments`` holding ``columns`` (of
+        recorded size, not open yet) opened with their tails (small files: all of them) read
         together: one :meth:`~lance_ops.io.ObjectStore.read_many` call per store (concurrent
         requests on remote stores), where opening them one by one reads one tail after another.
         For a take, which needs a few pages of each file: a scan reading every column fetches
@@ -335,7 +335,7 @@ class VersionFiles:
                 uri, store, _ = self._file_location(data_file)
                 if (
                     store.whole_file_read_size
-                    and data_file.file_size_bytes > store.whole_file_read_size
+                    and data_file.file_size_bytes
                     and uri not in self._readers
                     and wanted & {self.top_level_of.get(i) for i in data_file.fields}
                 ):
@@ -345,7 +345,11 @@ class VersionFiles:
                 continue  # opened when read, with the same one request
             located = [self._file_location(data_file) for data_file in data_files]
             sizes = [data_file.file_size_bytes for data_file in data_files]
-            starts = [max(0, size - TAIL_READ_SIZE) for size in sizes]
+            # A file the store reads whole when opening it is read whole here too (a lone one is
+            # left by prefetch).
+            starts = [
+                0 if size <= store.whole_file_read_size else max(0, size - TAIL_READ_SIZE) for size in sizes
+            ]
             requests = [
                 (path, [(start, size - start)])
                 for (_, _, path), start, size in zip(located, starts, sizes, strict=True)
@@ -356,8 +360,15 @@ class VersionFiles:
                 continue  # open_file names the missing one
             for (uri, _, path), start, size, (tail,) in zip(located, starts, sizes, tails, strict=True):
                 if len(tail) == size - start:
+                    whole = start == 0
                     with referenced_file(uri, "data file"):
-                        reader = open_lance_file(path, store=store, size=size, tail=tail)
+                        reader = open_lance_file(
+                            path,
+                            store=store,
+                            size=size,
+                            contents=tail if whole else None,
+                            tail=None if whole else tail,
+                        )
                     self._keep_reader(uri, reader)
 
     def held_whole(
