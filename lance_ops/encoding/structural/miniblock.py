@@ -676,23 +676,30 @@ class MiniBlockReader(PageReader):
     def _fetch_chunks(
         self, fetch: Fetch, page: MiniBlockPage, needed: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The bytes of the sorted chunks ``needed`` (one read per run of consecutive chunks),
-        back to back, and where each chunk starts in them. When the needed chunks make up a
-        good part of the bytes from the first to the last of them, that whole stretch is read
-        at once instead (fewer, larger reads; the chunks are then picked out of it)."""
+        """The bytes of the sorted chunks ``needed`` (read as :meth:`_chunk_ranges` says), back
+        to back, and where each chunk starts in them."""
+        offs = page.offsets
+        ranges = self._chunk_ranges(page, needed)
+        datas = [as_u8(d) for d in fetch(ranges)]
+        if len(datas) == 1:
+            return datas[0], offs[needed] - offs[needed[0]]
+        firsts = np.array([a for a, _ in runs_of(needed)], np.int64)
+        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
+        run = np.searchsorted(firsts, needed, side="right") - 1
+        starts = run_base[run] + offs[needed] - offs[firsts[run]]
+        return np.concatenate(datas), starts
+
+    def _chunk_ranges(self, page: MiniBlockPage, needed: np.ndarray) -> list[tuple[int, int]]:
+        """The byte ranges (absolute) holding the sorted chunks ``needed``: one per run of
+        consecutive chunks, or, when the needed chunks make up a good part of the bytes from the
+        first to the last of them, that whole stretch (fewer, larger reads; the chunks are then
+        picked out of it)."""
         base = self.info.buffers[1][0]
         offs = page.offsets
         first, stop = int(offs[needed[0]]), int(offs[needed[-1] + 1])
         if stop - first <= _WHOLE_STRETCH * int(page.sizes[needed].sum()):
-            (data,) = fetch([(base + first, stop - first)])
-            return as_u8(data), offs[needed] - first
-        runs = runs_of(needed)
-        datas = [as_u8(d) for d in fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])]
-        firsts = np.array([a for a, _ in runs], np.int64)
-        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
-        run = np.searchsorted(firsts, needed, side="right") - 1
-        starts = run_base[run] + offs[needed] - offs[firsts[run]]
-        return (datas[0] if len(datas) == 1 else np.concatenate(datas)), starts
+            return [(base + first, stop - first)]
+        return [(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs_of(needed)]
 
     def _empty(self, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
         return select_rows(
