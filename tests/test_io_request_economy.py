@@ -453,17 +453,26 @@ def test_remote_take_of_2_0_files_falls_back_to_reads_on_demand(tmp_path: Any) -
     assert fs.calls[0] == "ranges 2" and "ranges 2" not in fs.calls[1:], fs.calls
 
 
-def test_remote_take_reads_pages_larger_than_the_gap_on_demand(tmp_path: Any) -> None:
+def test_remote_take_reads_chunk_tables_then_chunks_of_large_pages(tmp_path: Any) -> None:
     """Pages larger than a request is worth (the store's coalesce gap) are not fetched whole: the
-    decoders read the chunks they need."""
+    chunk tables of those not loaded yet come in one batch (with the small pages), then the
+    chunks holding the rows in a second; once loaded, a take needs one batch."""
     table = _mixed_table(6000)
     files, fs, theirs = _remote_take_dataset(tmp_path, table, 3000)
     files.store.coalesce_gap = 1024
     rows = np.array([10, 3500])
-    got = take(files, rows, ("id", "text"))
-    assert got.equals(theirs.take(rows, columns=["id", "text"]))
-    assert fs.calls[0] == "ranges 2", fs.calls  # the tails together
-    assert "ranges 4" not in fs.calls and len(fs.calls) > 2, fs.calls
+    columns = ["id", "text", "tags"]
+    expected = theirs.take(rows, columns=columns)
+    assert take(files, rows, tuple(columns)).equals(expected)
+    # The tails of two files; the chunk tables of the strings' pages; the chunks (and the
+    # other pages, whose chunks are few bytes, whole).
+    assert fs.calls == ["ranges 2", "ranges 2", "ranges 5"], fs.calls
+    fs.calls.clear()
+    assert take(files, rows, tuple(columns)).equals(expected)
+    assert fs.calls == ["ranges 5"], fs.calls
+    fs.calls.clear()
+    assert take(files, np.array([5999]), tuple(columns)).equals(theirs.take([5999], columns=columns))
+    assert len(fs.calls) == 1, fs.calls
 
 
 def test_read_many_answers_as_read_ranges() -> None:

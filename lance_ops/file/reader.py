@@ -614,12 +614,18 @@ class V2FileReader(LanceFileReader):
             return self._fetch
         return FetchedAhead(self._fetch, spans, self._fetch(spans))
 
+    @property
+    def take_spans_apply(self) -> bool:
+        """Whether a take fetches pages of this file ahead: not of a file held whole, nor of a 2.0
+        file (whose nested columns' pages count items, not rows)."""
+        return not isinstance(self._ranges, BufferedRanges) and self._codec.every_column_holds_rows
+
     def take_spans(self, indices: Sequence[int], rows: np.ndarray, limit: int) -> list[tuple[int, int]]:
         """The buffers of the pages of fields ``indices`` holding some of the sorted ``rows``,
         those of pages of at most ``limit`` bytes: what a take of ``rows`` may read, for a caller
         fetching it ahead (:meth:`serving`). None of a file held whole, nor of a 2.0 file (whose
         nested columns' pages count items, not rows)."""
-        if isinstance(self._ranges, BufferedRanges) or not self._codec.every_column_holds_rows:
+        if not self.take_spans_apply:
             return []
         spans: list[tuple[int, int]] = []
         for index in indices:

@@ -25,12 +25,12 @@ import pyarrow as pa
 from lance_ops.encoding.api import Fetch
 from lance_ops.encoding.field_decoder import StructuralFieldDecoder
 from lance_ops.encoding.structural import empty_struct
-from lance_ops.encoding.structural.miniblock import take_pages
+from lance_ops.encoding.structural.miniblock import take_chunk_ranges, take_metadata_ranges, take_pages
 from lance_ops.encoding.structural.page import PageReader
 from lance_ops.encoding.structural.repdef import DecodedLeaf
 from lance_ops.errors import CorruptFileError
 from lance_ops.file.multi import joinable, rebuilt_across_files
-from lance_ops.file.reader import V2FileReader
+from lance_ops.file.reader import FetchedAhead, V2FileReader
 from lance_ops.file.schema import from_storage
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, row_addresses
 from lance_ops.io import ObjectStore
@@ -110,7 +110,7 @@ def _pages_fetched_ahead(
     files.open_together(fragments, columns)
     wanted = {files.schema.get_field_index(c) for c in columns} - {-1}
     wanted -= {i for i in wanted if files.has_blob_v2[i]}
-    planned: dict[int, tuple[ObjectStore, list[tuple[V2FileReader, list[tuple[int, int]]]]]] = {}
+    plans: list[_FilePlan] = []
     for fragment, offsets in pieces:
         if not len(offsets) or not wanted:
             continue
@@ -124,15 +124,91 @@ def _pages_fetched_ahead(
             mapping = files.file_columns(data_file, reader.schema)
             held = sorted(wanted & mapping.keys())
             indices = [reader.schema.get_field_index(mapping[i].name) for i in held]
-            spans = reader.take_spans(indices, offsets, store.coalesce_gap)
-            if spans:
-                planned.setdefault(id(store), (store, []))[1].append((reader, spans))
+            plan = _FilePlan(
+                store,
+                reader,
+                reader.take_spans(indices, offsets, store.coalesce_gap),
+                _large_pages(reader, indices, offsets, store.coalesce_gap),
+            )
+            if plan.spans or plan.large:
+                plans.append(plan)
+    # Large pages not loaded yet need their chunk tables before their chunks can be found: those
+    # come with the small pages, the chunks in a second batch. Otherwise one batch holds all.
+    first = [plan.spans + plan.metadata() for plan in plans]
+    loading = any(len(spans) > len(plan.spans) for spans, plan in zip(first, plans, strict=True))
+    if not loading:
+        first = [plan.spans + plan.chunks(plan.reader._fetch) for plan in plans]
+    fetched = _read_many(plans, first)
+    if loading:
+        second = [
+            plan.chunks(FetchedAhead(plan.reader._fetch, spans, buffers))
+            for plan, spans, buffers in zip(plans, first, fetched, strict=True)
+        ]
+        more = _read_many(plans, second)
+        first = [a + b for a, b in zip(first, second, strict=True)]
+        fetched = [a + b for a, b in zip(fetched, more, strict=True)]
     with ExitStack() as stack:
-        for store, members in planned.values():
-            fetched = store.read_many([(reader.path, spans) for reader, spans in members])
-            for (reader, spans), buffers in zip(members, fetched, strict=True):
-                stack.enter_context(reader.serving(spans, buffers))
+        for plan, spans, buffers in zip(plans, first, fetched, strict=True):
+            if spans:
+                stack.enter_context(plan.reader.serving(spans, buffers))
         yield
+
+
+@dataclass(frozen=True)
+class _FilePlan:
+    """What a take reads of one file ahead: the buffers of its small pages (``spans``), and its
+    large mini-block pages with the page-relative rows read of each (``large``)."""
+
+    store: ObjectStore
+    reader: V2FileReader
+    spans: list[tuple[int, int]]
+    large: list[tuple[PageReader, np.ndarray]]
+
+    def metadata(self) -> list[tuple[int, int]]:
+        return [span for page, _ in self.large for span in take_metadata_ranges(page)]
+
+    def chunks(self, fetch: Fetch) -> list[tuple[int, int]]:
+        return [span for page, rows in self.large for span in take_chunk_ranges(page, fetch, rows)]
+
+
+def _read_many(plans: Sequence[_FilePlan], spans: Sequence[list[tuple[int, int]]]) -> list[list[memoryview]]:
+    """The bytes of ``spans`` of each plan's file, those of one store in one request batch."""
+    out: list[list[memoryview]] = [[] for _ in plans]
+    by_store: dict[int, tuple[ObjectStore, list[int]]] = {}
+    for i, plan in enumerate(plans):
+        if spans[i]:
+            by_store.setdefault(id(plan.store), (plan.store, []))[1].append(i)
+    for store, members in by_store.values():
+        fetched = store.read_many([(plans[i].reader.path, spans[i]) for i in members])
+        for i, buffers in zip(members, fetched, strict=True):
+            out[i] = buffers
+    return out
+
+
+def _large_pages(
+    reader: V2FileReader, indices: Sequence[int], rows: np.ndarray, limit: int
+) -> list[tuple[PageReader, np.ndarray]]:
+    """The pages of more than ``limit`` bytes of fields ``indices`` holding some of ``rows``, each
+    with its page-relative rows (2.1+ files not held whole)."""
+    if not reader.take_spans_apply:
+        return []
+    out = []
+    for index in indices:
+        decoder = reader._decoder(index)
+        if not isinstance(decoder, StructuralFieldDecoder):
+            continue
+        for col, leaf in enumerate(decoder.leaves):
+            if empty_struct.is_empty_struct(leaf.type):
+                continue
+            try:
+                pages = decoder.page_rows(col, rows)
+            except CorruptFileError:
+                continue  # the read reports it
+            for page, local in pages:
+                page_reader = decoder._reader(col, page)
+                if sum(size for _, size in page_reader.info.buffers) > limit:
+                    out.append((page_reader, local))
+    return out
 
 
 def read_fragment(fragment: FragmentReader, columns: Sequence[str], offsets: np.ndarray) -> pa.Table:

@@ -877,6 +877,40 @@ def _decode_joined(
         raise _located(exc, where, f"{len(run)} pages decoded together") from exc
 
 
+def take_metadata_ranges(reader: PageReader) -> list[tuple[int, int]]:
+    """The byte ranges a take of a mini-block page not loaded yet reads before its chunks: every
+    buffer but the chunk data (chunk table, dictionary, repetition index). None for other pages,
+    and for pages loaded already: for a caller fetching them ahead of the take."""
+    if not isinstance(reader, MiniBlockReader) or reader._page is not None or _small_data(reader):
+        return []
+    return [buffer for i, buffer in enumerate(reader.info.buffers) if i != 1 and buffer[1] > 0]
+
+
+def _small_data(reader: MiniBlockReader) -> bool:
+    return len(reader.info.buffers) > 1 and reader.info.buffers[1][1] <= TAKE_WHOLE_PAGE_BYTES
+
+
+def take_chunk_ranges(reader: PageReader, fetch: Fetch, rows: np.ndarray) -> list[tuple[int, int]]:
+    """The byte ranges of the chunks a take of the (sorted, page-relative) ``rows`` reads of a
+    mini-block page, the page loaded through ``fetch`` if it is not yet (all its buffers when
+    its chunks are few bytes): for a caller fetching them ahead of the take. None for other
+    pages, nor where the read would fail (it reports that)."""
+    if not isinstance(reader, MiniBlockReader) or not len(rows):
+        return []
+    if _small_data(reader):
+        # What a take of such pages reads (:func:`_take_small_pages` fetches them whole).
+        return [buffer for buffer in reader.info.buffers if buffer[1] > 0]
+    try:
+        page = reader._load(fetch)
+        if page.rep_index is None:
+            needed = page.flat_chunks_for_rows(rows)[0] if not page.has_rep else np.zeros(0, np.int64)
+        else:
+            needed = page.chunks_for_rows(rows)[0]
+    except _DECODE_ERRORS:
+        return []
+    return reader._chunk_ranges(page, needed) if len(needed) else []
+
+
 def take_pages(pages: Sequence[tuple[PageReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
     """The rows ``rows`` (page-relative, sorted, unique, not empty) of each of ``pages``
     (``(reader, fetch, file name, rows)`` of one leaf column, in order, often of many files), as
