@@ -620,23 +620,33 @@ class V2FileReader(LanceFileReader):
         file (whose nested columns' pages count items, not rows)."""
         return not isinstance(self._ranges, BufferedRanges) and self._codec.every_column_holds_rows
 
-    def take_spans(self, indices: Sequence[int], rows: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    def take_spans(
+        self, indices: Sequence[int], rows: np.ndarray, limit: int
+    ) -> tuple[list[tuple[int, int]], list[int]]:
         """The buffers of the pages of fields ``indices`` holding some of the sorted ``rows``,
         those of pages of at most ``limit`` bytes: what a take of ``rows`` may read, for a caller
-        fetching it ahead (:meth:`serving`). None of a file held whole, nor of a 2.0 file (whose
-        nested columns' pages count items, not rows)."""
+        fetching it ahead (:meth:`serving`); and the fields having larger pages among them. None
+        of a file held whole, nor of a 2.0 file (whose nested columns' pages count items, not
+        rows)."""
         if not self.take_spans_apply:
-            return []
+            return [], []
         spans: list[tuple[int, int]] = []
+        large: list[int] = []
         for index in indices:
             for column in self._column_ranges[index]:
                 pages = self._pages[column]
-                ends = np.fromiter((p.first_row + p.num_rows for p in pages), np.int64, len(pages))
-                touched = np.unique(np.searchsorted(ends, rows, side="right"))
+                touched = np.unique(np.searchsorted(self._page_ends[column], rows, side="right"))
                 for page in (pages[i] for i in touched.tolist() if i < len(pages)):
                     if sum(size for _, size in page.buffers) <= limit:
                         spans.extend(buffer for buffer in page.buffers if buffer[1] > 0)
-        return spans
+                    elif not large or large[-1] != index:
+                        large.append(index)
+        return spans, large
+
+    @cached_property
+    def _page_ends(self) -> list[np.ndarray]:
+        """Per column, the row after each of its pages."""
+        return [np.array([p.first_row + p.num_rows for p in pages], np.int64) for pages in self._pages]
 
     @contextmanager
     def serving(self, spans: Sequence[tuple[int, int]], buffers: Sequence[memoryview]) -> Iterator[None]:

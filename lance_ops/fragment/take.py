@@ -124,12 +124,8 @@ def _pages_fetched_ahead(
             mapping = files.file_columns(data_file, reader.schema)
             held = sorted(wanted & mapping.keys())
             indices = [reader.schema.get_field_index(mapping[i].name) for i in held]
-            plan = _FilePlan(
-                store,
-                reader,
-                reader.take_spans(indices, offsets, store.coalesce_gap),
-                _large_pages(reader, indices, offsets, store.coalesce_gap),
-            )
+            spans, large = reader.take_spans(indices, offsets, store.coalesce_gap)
+            plan = _FilePlan(store, reader, spans, _large_pages(reader, large, offsets, store.coalesce_gap))
             if plan.spans or plan.large:
                 plans.append(plan)
     # Large pages not loaded yet need their chunk tables before their chunks can be found: those
@@ -189,9 +185,7 @@ def _large_pages(
     reader: V2FileReader, indices: Sequence[int], rows: np.ndarray, limit: int
 ) -> list[tuple[PageReader, np.ndarray]]:
     """The pages of more than ``limit`` bytes of fields ``indices`` holding some of ``rows``, each
-    with its page-relative rows (2.1+ files not held whole)."""
-    if not reader.take_spans_apply:
-        return []
+    with its page-relative rows."""
     out = []
     for index in indices:
         decoder = reader._decoder(index)
