@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import MissingFileError
-from lance_ops.file.reader import LanceFileReader
+from lance_ops.file.reader import LanceFileReader, V2FileReader
 from lance_ops.file.writer import LanceFileWriter
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import VersionFiles
@@ -473,6 +473,25 @@ def test_remote_take_reads_chunk_tables_then_chunks_of_large_pages(tmp_path: Any
     fs.calls.clear()
     assert take(files, np.array([5999]), tuple(columns)).equals(theirs.take([5999], columns=columns))
     assert len(fs.calls) == 1, fs.calls
+
+
+def test_takes_overlapping_on_one_file_leave_its_reads_as_they_were(tmp_path: Any) -> None:
+    """Two takes fetching ahead from one open file at once (threads), ending in either order:
+    afterwards the file reads from the store again, nothing fetched ahead kept."""
+    files, _, _ = _remote_take_dataset(tmp_path, _mixed_table(3000), 3000)
+    reader = files.open_file(files.manifest.fragments[0].files[0])
+    assert isinstance(reader, V2FileReader)
+    base = reader._ranges
+    spans = [(0, 10), (100, 10)]
+    for first_out in (True, False):
+        one = reader.serving(spans, base.read_ranges(spans))
+        two = reader.serving(spans[:1], base.read_ranges(spans[:1]))
+        one.__enter__()
+        two.__enter__()
+        assert bytes(reader._fetch([(100, 10)])[0]) == bytes(base.read_ranges([(100, 10)])[0])
+        (one if first_out else two).__exit__(None, None, None)
+        (two if first_out else one).__exit__(None, None, None)
+        assert reader._ranges is base
 
 
 def test_read_many_answers_as_read_ranges() -> None:

@@ -652,12 +652,18 @@ class V2FileReader(LanceFileReader):
     def serving(self, spans: Sequence[tuple[int, int]], buffers: Sequence[memoryview]) -> Iterator[None]:
         """While the block runs, reads within ``spans`` (byte ranges of this file fetched ahead,
         whose bytes are ``buffers``) are served from them; other reads go to the store."""
-        original = self._ranges
-        self._ranges = _AheadRanges(original, FetchedAhead(original.read_ranges, spans, buffers))
+        base = self._ranges
+        while isinstance(base, _AheadRanges):  # another thread's take, reading this file too
+            base = base.inner
+        ahead = _AheadRanges(base, FetchedAhead(base.read_ranges, spans, buffers))
+        self._ranges = ahead
         try:
             yield
         finally:
-            self._ranges = original
+            # Another take that began meanwhile may have put its own in place: whichever ends
+            # first puts the file's reads back (the other then reads from the store).
+            if self._ranges is ahead:
+                self._ranges = base
 
     @cached_property
     def _field_sizes(self) -> list[int]:
@@ -795,6 +801,7 @@ class _AheadRanges(RangeReader):
 
     def __init__(self, inner: RangeReader, ahead: FetchedAhead) -> None:
         super().__init__(inner.store, inner.path)
+        self.inner = inner
         self._ahead = ahead
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]] | np.ndarray) -> list[memoryview]:
