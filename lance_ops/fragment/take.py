@@ -8,6 +8,10 @@ column's pages gathered across the fragments' files: runs of flat mini-block pag
 (:func:`~lance_ops.encoding.structural.miniblock.take_pages`) and each field is rebuilt once from
 its leaves. The result is what :meth:`FragmentReader.read` of each fragment, concatenated, gives.
 
+On remote stores a take makes few round trips: the touched files are opened with their tails
+read together, and every page range the take reads, across columns and files, is fetched in one
+batch of concurrent requests before anything is decoded (:func:`_pages_fetched_ahead`).
+
 Fragments are read this way when each requested column lies whole in one 2.1+ data file of the
 fragment, with the dataset's type (no blob columns); others, and the columns of a fragment that
 cannot be joined, are read by :meth:`FragmentReader.read`.
@@ -97,11 +101,13 @@ def _pages_fetched_ahead(
 ) -> Iterator[None]:
     """On remote stores, while the block runs: the data files of the pieces' fragments holding
     ``columns`` open (their tails read together, :meth:`VersionFiles.open_together`), and the
-    pages the take reads of them (those of at most the store's ``coalesce_gap`` bytes: more
-    than one request would cost) fetched ahead in one request batch across all the files
+    pages the take reads of them fetched ahead in one request batch across all the files
     (:meth:`~lance_ops.io.ObjectStore.read_many`: concurrent requests), the readers serving
-    them from memory (:meth:`V2FileReader.serving`). Without this each file's pages are read one
-    column after another, one file after another. Local disks and memory read as before."""
+    them from memory (:meth:`V2FileReader.serving`). Pages of at most the store's
+    ``coalesce_gap`` bytes (what one more request costs) are fetched whole; of larger mini-block
+    pages, the chunks holding the rows, after a first batch fetching the chunk tables of those
+    not loaded yet. Without this each file's pages are read one column after another, one file
+    after another. Local disks and memory read as before."""
     files = pieces[0][0].files
     if not files.store.whole_file_read_size and not files.manifest.base_paths:
         yield
@@ -188,7 +194,10 @@ def _large_pages(
     with its page-relative rows."""
     out = []
     for index in indices:
-        decoder = reader._decoder(index)
+        try:
+            decoder = reader._decoder(index)
+        except (CorruptFileError, NotImplementedError):
+            continue  # the read reports it, naming the column
         if not isinstance(decoder, StructuralFieldDecoder):
             continue
         for col, leaf in enumerate(decoder.leaves):
@@ -197,7 +206,7 @@ def _large_pages(
             try:
                 pages = decoder.page_rows(col, rows)
             except CorruptFileError:
-                continue  # the read reports it
+                continue
             for page, local in pages:
                 page_reader = decoder._reader(col, page)
                 if sum(size for _, size in page_reader.info.buffers) > limit:

@@ -10,7 +10,8 @@ bytes fetches it in one request and serves its footer, metadata and page reads f
 (:attr:`~lance_ops.io.base.ObjectStore.whole_file_read_size`). A scan or take about to open many
 such files fetches them together (:meth:`FsspecStore.read_files`: one ``cat`` call, whose
 requests s3fs sends concurrently), as pylance reads its files concurrently. Whole reads are plain
-GETs with no range (and no size asked first), as pylance's.
+GETs with no range (and no size asked first), as pylance's. A take needing ranges of many files
+asks for them all in one :meth:`FsspecStore.read_many` (one ``cat_ranges`` call over every file).
 
 Writes:
 
