@@ -264,6 +264,8 @@ class LanceScanner:
         """The requested columns of one batch of rows read."""
         plain = self._plain_columns
         if plain is not None:
+            if batch.schema.equals(self._schema, check_metadata=True):
+                return batch  # read as returned (a scan's usual case): nothing to rebuild
             columns = [batch.column(name) for name in plain]
             if all(c.type == f.type for c, f in zip(columns, self._schema, strict=True)):
                 return pa.RecordBatch.from_arrays(columns, schema=self._schema)

@@ -481,6 +481,19 @@ def test_fsspec_store_from_uri_passes_storage_options(tmp_path: os.PathLike[str]
     assert store.read(store.join(path, "d", "f")) == b"ok"
 
 
+def test_s3_stores_keep_connections_for_the_requests_in_flight() -> None:
+    """botocore's pool of 10 connections would queue a scan's requests ahead: 64 unless the options
+    say otherwise (no request is made here)."""
+    pytest.importorskip("s3fs")
+    options = {"aws_access_key_id": "k", "aws_secret_access_key": "s", "aws_region": "us-east-1"}
+    store, _ = FsspecStore.from_uri("s3://bucket/ds.lance", {**options, "skip_instance_cache": True})
+    assert store.fs.config_kwargs["max_pool_connections"] == 64
+    assert store.fs.config_kwargs["retries"]["total_max_attempts"] == 1  # defaults kept side by side
+    given = {**options, "skip_instance_cache": True, "config_kwargs": {"max_pool_connections": 5}}
+    store, _ = FsspecStore.from_uri("s3://bucket/ds.lance", given)
+    assert store.fs.config_kwargs["max_pool_connections"] == 5
+
+
 class _NoExclusiveCreate(LocalFileSystem):
     """fsspec local filesystem pretending not to know mode "xb", like some remote drivers."""
 

@@ -5,6 +5,8 @@ in one ``pipe_file``; larger ones stream; a scan or take fetches the small files
 from __future__ import annotations
 
 import pickle
+import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -50,6 +52,7 @@ class _Counting(MemoryFileSystem):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.calls: list[str] = []
+        self.gets: list[str] = []  # the paths of the whole-file reads ("get"), in any order
         self._inner = False
 
     def pipe_file(self, path: str, value: bytes, *args: Any, **kwargs: Any) -> None:
@@ -80,7 +83,18 @@ class _Counting(MemoryFileSystem):
     def cat_file(self, path: str, *args: Any, **kwargs: Any) -> bytes:
         if not self._inner:
             self.calls.append("get" if kwargs.get("start") is None else "range")
+            if kwargs.get("start") is None:
+                self.gets.append(path)
         return super().cat_file(path, *args, **kwargs)
+
+
+def _data_paths(root: str, files: VersionFiles) -> list[str]:
+    return sorted(f"{root}/data/{fragment.files[0].path}" for fragment in files.manifest.fragments)
+
+
+def _data_gets(root: str, fs: _Counting) -> list[str]:
+    """The whole-file reads of data files (each its own request, fetched ahead on threads)."""
+    return sorted(path for path in fs.gets if path.startswith(f"{root}/data/"))
 
 
 def test_small_file_written_in_one_put_and_read_in_one_request() -> None:
@@ -191,8 +205,9 @@ def _remote_dataset(
 
 def test_compaction_fetches_remote_data_and_deletion_files_together(tmp_path: Any) -> None:
     """A compaction reads every byte of the data files it rewrites: on a remote store it fetches
-    them whole, many per call (concurrent requests), and the deletion files of its fragments
-    together, instead of a footer and then page after page of each file, one request at a time."""
+    them whole, each in one request, several ahead on threads (concurrent requests), and the
+    deletion files of its fragments together, instead of a footer and then page after page of
+    each file, one request at a time."""
     import lance
 
     from lance_ops.ops.commit import CommitOptions
@@ -204,9 +219,11 @@ def test_compaction_fetches_remote_data_and_deletion_files_together(tmp_path: An
     outcome = compact(files, CompactionOptions(num_threads=1), CommitOptions())
     assert outcome is not None
     reads = [call for call in fs.calls if not call.startswith(("pipe", "open"))]
-    # The 3 deletion files in one call, the 6 data files in one; then only the commit's own reads
-    # (the manifest and version listing: whole small files). No ranged read at all.
-    assert reads[:2] == ["cat 3", "cat 6"] and set(reads[2:]) <= {"get"} and len(reads) <= 6, reads
+    # The 3 deletion files in one call, each data file in one request; then only the commit's own
+    # reads (the manifest and version listing: whole small files). No ranged read at all.
+    assert reads[0] == "cat 3" and set(reads[1:]) <= {"get"}, reads
+    assert _data_gets(root, fs) == _data_paths(root, files)
+    assert len(reads) - 1 - len(_data_gets(root, fs)) <= 4, reads
     # What was committed is read back by pylance, the same rows.
     copy = tmp_path / "copy.lance"
     for path in fs.find(root):
@@ -241,9 +258,10 @@ def test_scan_reads_remote_deletion_files_together(tmp_path: Any) -> None:
     assert not [call for call in fs.calls if call.startswith(("get", "range"))], fs.calls
 
 
-def test_compaction_reads_older_remote_files_one_by_one(tmp_path: Any) -> None:
-    """2.0 files are not decoded across files: a compaction does not fetch them whole ahead (it
-    would read them again), and its result is still what pylance reads."""
+def test_compaction_fetches_older_remote_files_whole_too(tmp_path: Any) -> None:
+    """2.0 files are not decoded across files, but a compaction still reads all of each: on a remote
+    store they are fetched whole together too, held while read (no ranged read of any), and the
+    result is still what pylance reads."""
     import lance
 
     from lance_ops.ops.commit import CommitOptions
@@ -251,9 +269,11 @@ def test_compaction_reads_older_remote_files_one_by_one(tmp_path: Any) -> None:
 
     root, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000, version="2.0")
     assert compact(files, CompactionOptions(num_threads=1), CommitOptions()) is not None
-    assert not [call for call in fs.calls if call.startswith("cat") and call != "cat 2"], (
-        fs.calls
-    )  # deletions
+    reads = [call for call in fs.calls if not call.startswith(("pipe", "open"))]
+    # The 2 deletion files in one call, each data file in one request; then the commit's reads.
+    assert reads[0] == "cat 2" and set(reads[1:]) <= {"get"}, reads
+    assert _data_gets(root, fs) == _data_paths(root, files)
+    assert len(reads) - 1 - len(_data_gets(root, fs)) <= 4, reads
     copy = tmp_path / "copy.lance"
     for path in fs.find(root):
         target = copy / path[len(root) + 1 :]
@@ -263,13 +283,15 @@ def test_compaction_reads_older_remote_files_one_by_one(tmp_path: Any) -> None:
 
 
 def test_remote_scan_fetches_the_pages_of_a_read_together(tmp_path: Any) -> None:
-    """A full scan fetches remote data files whole, the window's together (one call, concurrent
-    requests on s3fs), and holds them only while it reads them. A projected scan reads a row
-    range's pages, of every column it reads, in one request batch: not column by column."""
-    _, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000)
+    """A full scan fetches remote data files whole, each in one request, several ahead of the one
+    being read (concurrent requests on threads), and holds them only while it reads them. A
+    projected scan reads a row range's pages, of every column it reads, in one request batch: not
+    column by column."""
+    root, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000)
     got = pa.Table.from_batches(list(scan_batches(files, ScanOptions(columns=("id", "text")))))
     assert got.equals(expected)
-    assert fs.calls == ["cat 2", "cat 4"], fs.calls  # the deletion files, then the data files
+    assert sorted(fs.calls) == ["cat 2"] + ["get"] * 4, fs.calls  # the deletion files together
+    assert _data_gets(root, fs) == _data_paths(root, files)
     assert not files._held  # released once read
     fs.calls.clear()
     projected = pa.Table.from_batches(list(scan_batches(files, ScanOptions(columns=("text",)))))
@@ -327,6 +349,53 @@ def test_remote_take_fetches_no_whole_files(tmp_path: Any) -> None:
     rows = np.array([5, 2500, 7000, 9999])
     assert take(files, rows, ("id", "text")).equals(expected.take(pa.array(rows)))
     assert not [call for call in fs.calls if call.startswith("cat") and call != "cat 2"], fs.calls
+
+
+class _Slow(_Counting):
+    """A counting filesystem whose whole-file reads take a while, recording how many overlap."""
+
+    protocol = "slow"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.active = self.most = 0
+        self.lock = threading.Lock()
+
+    def cat_file(self, path: str, *args: Any, **kwargs: Any) -> bytes:
+        with self.lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+        try:
+            time.sleep(0.02)
+            return super().cat_file(path, *args, **kwargs)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+def test_remote_scan_fetches_ahead_within_its_budget(tmp_path: Any) -> None:
+    """The files of the fragments ahead are requested while one is read (several requests in
+    flight at once), never more than the byte budget of them fetched and not yet read (beyond
+    the next fragment's own), and each fragment's file is held only while it is read."""
+    root, _, _, _ = _remote_dataset(tmp_path, fragments=8, rows=3000)
+    fs = _Slow(skip_instance_cache=True)  # the same files (memory filesystems share their store)
+    store = FsspecStore(fs)
+    files = VersionFiles(StorageContext(store, root, f"slow://{root}"), load_manifest(store, root).manifest)
+    fs.calls.clear()
+    fs.gets.clear()
+    fragments = files.fragments()
+    size = max(f.metadata.files[0].file_size_bytes for f in fragments)
+    seen = []
+    for i, fragment in enumerate(files.held_whole(fragments, ("id", "text"), budget=3 * size)):
+        # Fetched so far: this fragment's file and at most the budget's worth ahead of it.
+        assert len(_data_gets(root, fs)) <= i + 1 + 3
+        assert list(files._held) == [files.file_uri(fragment.metadata.files[0])]
+        seen.append(fragment.read(("id", "text"), np.arange(fragment.physical_rows)))
+    assert not files._held
+    assert fs.most >= 2  # requests overlapped
+    assert _data_gets(root, fs) == _data_paths(root, files)  # each file once
+    assert len(fs.calls) == 8, fs.calls  # and nothing else: no footer or page reads
+    assert pa.concat_tables(seen).column("id").to_pylist() == list(range(8 * 3000))
 
 
 class _CountingRequests(_Counting):

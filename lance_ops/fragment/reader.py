@@ -15,9 +15,9 @@ readers, the column map); :class:`FragmentReader` reads one fragment through it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +53,13 @@ from lance_ops.table.statistics import ZONE_ROWS, FragmentStatistics, field_sour
 # Rows decoded per read call; batches are sliced from it. Decoding has a fixed cost per call
 # (page lookup, chunk planning), so reading a whole batch_size at a time made scans several times slower.
 READ_AHEAD_ROWS = 1 << 17
+#: A scan of narrow fixed-width columns reads more rows at a time, up to this many decoded bytes
+#: (and :data:`SCAN_READ_MAX_ROWS` rows) a read: the fixed cost per read call is most of a scan
+#: of one int64 column read 131,072 rows at a time. Any other column counts
+#: :data:`VARIABLE_ROW_BYTES` a row, which keeps reads with one at :data:`READ_AHEAD_ROWS` rows.
+SCAN_READ_BYTES = 16 << 20
+SCAN_READ_MAX_ROWS = 1 << 20
+VARIABLE_ROW_BYTES = SCAN_READ_BYTES // READ_AHEAD_ROWS
 
 #: Where :attr:`FragmentReader.deleted` (a cached property) keeps its value once read.
 _DELETED = "deleted"
@@ -60,8 +67,30 @@ _READER_CACHE_SIZE = 512  # open file readers kept per version (footer, column m
 #: Bytes of remote data files a scan reading every column of them fetches whole ahead and holds
 #: while it reads their fragments (:meth:`VersionFiles.held_whole`).
 HOLD_WHOLE_BYTES = 64 * 1024 * 1024
+#: Fragments whose files :meth:`VersionFiles.held_whole` has in flight at once, ahead of the one
+#: being read, within its byte budget.
+FETCH_AHEAD_FRAGMENTS = 16
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
+
+
+def scan_read_rows(types: Sequence[pa.DataType], row_numbers: int = 0) -> int:
+    """Rows a scan reads at a time from columns of ``types`` (and ``row_numbers`` 64-bit row ids /
+    addresses): :data:`READ_AHEAD_ROWS`, more for narrow fixed-width columns (see
+    :data:`SCAN_READ_BYTES`)."""
+    row_bytes = 8 * row_numbers + sum(_decoded_width(t) for t in types)
+    return min(SCAN_READ_MAX_ROWS, max(READ_AHEAD_ROWS, SCAN_READ_BYTES // max(row_bytes, 1)))
+
+
+def _decoded_width(dtype: pa.DataType) -> int:
+    """Bytes a value of ``dtype`` takes decoded: its width when fixed (bits rounded up),
+    :data:`VARIABLE_ROW_BYTES` for any other type (strings, lists, structs, dictionaries)."""
+    if pa.types.is_dictionary(dtype):
+        return VARIABLE_ROW_BYTES
+    try:
+        return -(-dtype.bit_width // 8)
+    except ValueError:
+        return VARIABLE_ROW_BYTES
 
 
 def offsets_array(offsets: np.ndarray | range) -> np.ndarray:
@@ -74,6 +103,15 @@ def offsets_array(offsets: np.ndarray | range) -> np.ndarray:
 def row_addresses(fragment_id: int, offsets: np.ndarray) -> np.ndarray:
     """Row addresses: the fragment id in the high 32 bits, the physical offset in the low 32."""
     return (np.uint64(fragment_id) << np.uint64(32)) | offsets.astype(np.uint64)
+
+
+def _opened(uri: str, store: ObjectStore, path: str, size: int, blob: memoryview) -> FileReader | None:
+    """The reader of a data file fetched whole; None when it is not the size the manifest records
+    (left to :meth:`VersionFiles.open_file`, which reports it)."""
+    if not size or len(blob) != size:
+        return None
+    with referenced_file(uri, "data file"):
+        return open_lance_file(path, store=store, size=size, contents=blob)
 
 
 class VersionFiles:
@@ -372,49 +410,81 @@ class VersionFiles:
                     self._keep_reader(uri, reader)
 
     def held_whole(
-        self, fragments: Sequence[FragmentReader], columns: Sequence[str]
+        self, fragments: Sequence[FragmentReader], columns: Sequence[str], budget: int = HOLD_WHOLE_BYTES
     ) -> Iterator[FragmentReader]:
         """``fragments`` in order. On a remote store, the data files of which a read of ``columns``
-        reads every column (a full scan) and that are too large to be read whole when opened are
-        fetched whole, those of the next fragments together (:meth:`fetch_whole`: concurrent
-        requests), up to :data:`HOLD_WHOLE_BYTES` at a time, and held while their fragments are
-        read: a file then costs one request, made alongside its neighbours', where its reads
-        would go one after another. Released when their fragments are done (or the caller
-        stops)."""
+        reads every column (a full scan, a compaction) and that are too large to be read whole
+        when opened are fetched whole ahead and held while their fragment is read: a file then
+        costs one request, where its reads would go one after another. The files of up to
+        :data:`FETCH_AHEAD_FRAGMENTS` fragments are in flight at once
+        (:meth:`~lance_ops.io.ObjectStore.read_files_ahead`), up to ``budget`` bytes fetched and
+        not yet read (always the next fragment's), so the requests of the fragments ahead overlap
+        the reading of the one handed out. A fragment's files are released when the next is asked
+        for (or the caller stops)."""
         if not self.store.whole_file_read_size:
             yield from fragments
             return
         wanted = {self.schema.get_field_index(c) for c in columns} - {-1}
-        start = 0
-        while start < len(fragments):
-            stop, size, chosen = start, 0, []
-            while stop < len(fragments):
-                more = [f for f in fragments[stop].metadata.files if self._read_whole(f, wanted)]
-                extra = sum(f.file_size_bytes for f in more)
-                if stop > start and size + extra > HOLD_WHOLE_BYTES:
-                    break
-                chosen += more
-                size += extra
-                stop += 1
-            uris = [self._file_location(f)[0] for f in chosen]
-            for uri, reader in zip(uris, self.fetch_whole(chosen), strict=True):
+        chosen = [
+            [f for f in fragment.metadata.files if self._read_whole(f, wanted, budget)]
+            for fragment in fragments
+        ]
+        sizes = [sum(f.file_size_bytes for f in files) for files in chosen]
+        ahead: dict[int, list[Callable[[], FileReader | None]]] = {}
+        submitted = in_flight = 0
+        for i, fragment in enumerate(fragments):
+            while submitted < len(fragments) and (
+                submitted <= i
+                or (len(ahead) < FETCH_AHEAD_FRAGMENTS and in_flight + sizes[submitted] <= budget)
+            ):
+                if chosen[submitted]:
+                    ahead[submitted] = self._fetch_ahead(chosen[submitted])
+                    in_flight += sizes[submitted]
+                submitted += 1
+            uris = []
+            for data_file, opened in zip(chosen[i], ahead.pop(i, ()), strict=True):
+                reader = opened()
                 if reader is not None:
+                    uri = self._file_location(data_file)[0]
                     self._held[uri] = reader
+                    uris.append(uri)
+            in_flight -= sizes[i]
             try:
-                yield from fragments[start:stop]
+                yield fragment
             finally:
                 for uri in uris:
                     self._held.pop(uri, None)
-            start = stop
 
-    def _read_whole(self, data_file: DataFile, wanted: set[int]) -> bool:
+    def _fetch_ahead(self, data_files: Sequence[DataFile]) -> list[Callable[[], FileReader | None]]:
+        """Per one of ``data_files`` (of recorded sizes), a call returning its reader, the file
+        fetched whole; every fetch started now. None for a file found missing or of another size
+        than the manifest records, left to :meth:`open_file`, which reports it."""
+        out: list[Callable[[], FileReader | None]] = []
+        for data_file in data_files:
+            uri, store, path = self._file_location(data_file)
+            size = data_file.file_size_bytes
+            (fetch,) = store.read_files_ahead([(path, size)])
+            out.append(partial(self._opened_whole, uri, store, path, size, fetch))
+        return out
+
+    @staticmethod
+    def _opened_whole(
+        uri: str, store: ObjectStore, path: str, size: int, fetch: Callable[[], memoryview]
+    ) -> FileReader | None:
+        try:
+            blob = fetch()
+        except FileNotFoundError:
+            return None
+        return _opened(uri, store, path, size, blob)
+
+    def _read_whole(self, data_file: DataFile, wanted: set[int], budget: int) -> bool:
         """Whether a scan of the ``wanted`` fields reads all of ``data_file`` (every field it holds)
         and it is worth fetching whole ahead: larger than its store reads whole when opening one
-        (those are fetched by :meth:`prefetch`), at most :data:`HOLD_WHOLE_BYTES`, not open yet."""
+        (those are fetched by :meth:`prefetch`), at most ``budget`` bytes, not open yet."""
         uri, store, _ = self._file_location(data_file)
         size = data_file.file_size_bytes
         return (
-            store.whole_file_read_size < size <= HOLD_WHOLE_BYTES
+            store.whole_file_read_size < size <= budget
             and uri not in self._readers
             and {self.top_level_of.get(i) for i in data_file.fields} <= wanted
         )
@@ -439,9 +509,7 @@ class VersionFiles:
             except FileNotFoundError:
                 continue  # open_file names the missing one
             for i, (uri, _, path), size, blob in zip(members, located, sizes, contents, strict=True):
-                if size and len(blob) == size:  # else not the size the manifest says: open_file reports it
-                    with referenced_file(uri, "data file"):
-                        out[i] = open_lance_file(path, store=store, size=size, contents=blob)
+                out[i] = _opened(uri, store, path, size, blob)
         return out
 
     def load_deletions(self, fragments: Sequence[FragmentReader]) -> None:
@@ -729,6 +797,17 @@ class FragmentReader:
         With a predicate, the columns it names are read too, the rows it does not select are
         dropped, and the result is projected back to the requested columns (plus row id / address).
         """
+        size = options.batch_size
+        for table in self.scan_reads(options, live):
+            for first in range(0, max(table.num_rows, 1), size):
+                # Explicit length: pyarrow does not clamp slices of zero-column tables.
+                yield table.slice(first, min(size, table.num_rows - first))
+
+    def scan_reads(self, options: ScanOptions, live: np.ndarray | range | None = None) -> Iterator[pa.Table]:
+        """What :meth:`scan` returns, one table per read instead of per batch: the rows of up to
+        ``max(options.batch_size, READ_AHEAD_ROWS)`` of the ``live`` offsets at a time (fewer
+        when a predicate drops some). For callers cutting batches themselves (a dataset scan):
+        they skip building a table per batch only to take it apart again."""
         if live is None:
             live = self.live_rows()
         names, predicate, size = options.columns, options.predicate, options.batch_size
@@ -746,15 +825,15 @@ class FragmentReader:
             *([ROW_ID] if options.with_row_id else []),
             *([ROW_ADDRESS] if options.with_row_address else []),
         ]
-        step = max(size, READ_AHEAD_ROWS)
+        schema = self.files.schema
+        types = [schema.field(i).type for i in map(schema.get_field_index, read) if i >= 0]
+        step = max(size, scan_read_rows(types, with_row_id + with_row_address))
         for start in range(0, len(live), step):
             offsets = live[start : start + step]
             table = self.read(read, offsets, with_row_id, with_row_address)
             if predicate is not None:
                 table = predicate.filter(table).select(keep)
-            for first in range(0, max(table.num_rows, 1), size):
-                # Explicit length: pyarrow does not clamp slices of zero-column tables.
-                yield table.slice(first, min(size, table.num_rows - first))
+            yield table
 
     def statistics(self, sketches: bool = False) -> FragmentStatistics | None:
         """The column statistics usable for this fragment (None when there are none).

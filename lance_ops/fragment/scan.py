@@ -11,7 +11,7 @@ import pyarrow as pa
 from lance_ops.encoding.compression import dictionary
 from lance_ops.errors import TakeIndexError
 from lance_ops.fragment.options import ScanOptions
-from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
+from lance_ops.fragment.reader import HOLD_WHOLE_BYTES, ROW_ADDRESS, ROW_ID, FragmentReader, VersionFiles
 from lance_ops.fragment.take import take_fragments
 
 TAKE_VIRTUAL_COLUMNS = (ROW_ID, ROW_ADDRESS)
@@ -21,17 +21,29 @@ PREFETCH_FRAGMENTS = 64
 
 
 def prefetched(
-    files: VersionFiles, fragments: Sequence[FragmentReader], columns: Sequence[str], whole: bool = False
+    files: VersionFiles,
+    fragments: Sequence[FragmentReader],
+    columns: Sequence[str],
+    whole: bool = False,
+    budget: int = HOLD_WHOLE_BYTES,
 ) -> Iterator[FragmentReader]:
-    """``fragments`` in order, the files of the next :data:`PREFETCH_FRAGMENTS` fetched together
-    before the first of them is read. ``whole`` (a scan reading each fragment as it is yielded):
-    larger files of which it reads every column too, a few at a time, held while their fragments
-    are read (:meth:`VersionFiles.held_whole`); not for a caller reading the fragments after the
-    window has moved on (a take gathers them first), nor one needing a few chunks of each."""
-    for start in range(0, len(fragments), PREFETCH_FRAGMENTS):
-        window = fragments[start : start + PREFETCH_FRAGMENTS]
-        files.prefetch(window, columns)
-        yield from files.held_whole(window, columns) if whole else window
+    """``fragments`` in order, the small files and deletion files of the next
+    :data:`PREFETCH_FRAGMENTS` fetched together before the first of them is handed out.
+    ``whole`` (a scan or compaction reading each fragment as it is yielded): larger files of
+    which it reads every column are fetched ahead too, up to ``budget`` bytes, and held while
+    their fragment is read (:meth:`VersionFiles.held_whole`); not for a caller reading the
+    fragments after the window has moved on (a take gathers them first), nor one needing a few
+    chunks of each."""
+    source = files.held_whole(fragments, columns, budget) if whole else iter(fragments)
+    try:
+        for i, fragment in enumerate(source):
+            if i % PREFETCH_FRAGMENTS == 0:
+                files.prefetch(fragments[i : i + PREFETCH_FRAGMENTS], columns)
+            yield fragment
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
 
 
 def take_columns(files: VersionFiles, columns: Sequence[str] | None) -> tuple[str, ...]:
@@ -104,11 +116,13 @@ def scan_batches(
         elif rows is not None and fragment.id in rows:
             live = selected_rows(fragment, rows[fragment.id])
         unfiltered = live is not None and predicate is not None and fragment.id in exact
-        for table in fragment.scan(replace(options, predicate=None) if unfiltered else options, live):
+        for table in fragment.scan_reads(replace(options, predicate=None) if unfiltered else options, live):
             if skip >= table.num_rows:
                 skip -= table.num_rows
                 continue
-            table = table.slice(skip, None if remaining == np.inf else int(remaining))
+            # Explicit length: pyarrow does not clamp slices of zero-column tables.
+            rest = table.num_rows - skip
+            table = table.slice(skip, rest if remaining == np.inf else min(rest, int(remaining)))
             skip = 0
             remaining -= table.num_rows
             yield from pending.add(table)
@@ -143,20 +157,49 @@ class _Batcher:
         self.rows += table.num_rows
         if self.rows < self.size:
             return
-        held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
-        start = 0
-        while held.num_rows - start >= self.size:
-            yield _one_batch(held.slice(start, self.size))
-            start += self.size
+        held = _concat(self.tables)
+        full = held.num_rows - held.num_rows % self.size
+        yield from _cut(held, full, self.size)
+        start = full
         rest = held.num_rows - start
         self.tables = [held.slice(start, rest)] if rest else []
         self.rows = rest
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         if self.rows:
-            held = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+            held = _concat(self.tables)
             yield _one_batch(held)
         self.tables, self.rows = [], 0
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """``tables`` (one schema) as one; pyarrow's concatenation of zero-column tables has no rows."""
+    if len(tables) == 1:
+        return tables[0]
+    if not tables[0].num_columns:
+        rows = sum(t.num_rows for t in tables)
+        return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.nulls(rows, pa.struct([])))])
+    return pa.concat_tables(tables)
+
+
+def _cut(table: pa.Table, stop: int, size: int) -> Iterator[pa.RecordBatch]:
+    """The first ``stop`` rows of ``table`` (a multiple of ``size``) as record batches of ``size``
+    rows. Each batch lying within one run of rows where no column's chunk ends (a read of many
+    batches is one or a few such runs) is a zero-copy slice of that run's record batch; a batch
+    across chunk ends is combined from its pieces."""
+    if not table.num_columns:
+        yield from (_one_batch(table.slice(start, size)) for start in range(0, stop, size))
+        return
+    runs = table.to_batches()
+    ends = np.cumsum([run.num_rows for run in runs]).tolist()
+    at = 0  # the run holding the next batch's first row
+    for start in range(0, stop, size):
+        while ends[at] <= start:
+            at += 1
+        if start + size <= ends[at]:
+            yield runs[at].slice(start - (ends[at] - runs[at].num_rows), size)
+        else:
+            yield _one_batch(table.slice(start, size))
 
 
 def _one_batch(table: pa.Table) -> pa.RecordBatch:

@@ -30,6 +30,7 @@ raises :class:`lance_ops.errors.CorruptFileError`. Missing files raise the built
 from __future__ import annotations
 
 import builtins
+import functools
 import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -355,6 +356,16 @@ class ObjectStore(ABC):
         the byte ranges a read of many files needs at once (a take's pages). One file after
         another here; a store that can issue requests concurrently (remote ones) overrides this."""
         return [self.read_ranges(path, ranges) for path, ranges in requests]
+
+    def read_files_ahead(self, files: Sequence[tuple[str, int]]) -> list[Callable[[], memoryview]]:
+        """Per ``(path, size)`` of ``files``, a call returning that file whole (as
+        :meth:`read_files`). A store able to keep requests in flight while the caller works
+        (remote ones) starts every read now, so the caller can use each file as it arrives; here
+        each is read when its call is made."""
+        return [functools.partial(self._read_view, path) for path, _ in files]
+
+    def _read_view(self, path: str) -> memoryview:
+        return memoryview(self.read(path))
 
     def open_ranges(self, path: str) -> RangeReader:
         """A :class:`RangeReader` of ``path``, for a caller that reads that one file many times.

@@ -70,13 +70,16 @@ how long a failing store is tried (about 1.5 s of backoff by default), not three
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import errno
 import functools
 import http.client
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
@@ -316,6 +319,40 @@ class FsspecStore(ObjectStore):
         blobs = self._call(f"read {len(files)} files", attempt)
         record(blobs)
         return [memoryview(blob) for blob in blobs]
+
+    def read_files_ahead(self, files: Sequence[tuple[str, int]]) -> list[Callable[[], memoryview]]:
+        """Every read started now: on an async filesystem (s3fs) as requests on its event loop,
+        on another on the threads of :func:`_fetch_pool`. A read that fails is made again through
+        the retry policy when its call is made (a missing file raises ``FileNotFoundError``)."""
+        loop = getattr(self.fs, "loop", None) if getattr(self.fs, "async_impl", False) else None
+        out: list[Callable[[], memoryview]] = []
+        for path, size in files:
+            if loop is None:
+                out.append(
+                    functools.partial(self._awaited, path, size, _fetch_pool().submit(self.read, path), False)
+                )
+            else:
+                future = asyncio.run_coroutine_threadsafe(self.fs._cat_file(path, **self._whole_read), loop)
+                out.append(functools.partial(self._awaited, path, size, future, True))
+        return out
+
+    def _awaited(self, path: str, size: int, future: Future[bytes], first_attempt: bool) -> memoryview:
+        """The bytes ``future`` reads (:meth:`read_files_ahead`), checked as :meth:`read_files`
+        checks them."""
+        if not first_attempt:
+            blob = future.result()  # read() retried and recorded it
+        else:
+            try:
+                blob = future.result()
+            except FileNotFoundError:
+                raise
+            except Exception:
+                blob = self.read(path)  # again, under the retry policy (which judges the failure)
+            else:
+                record((blob,))
+        if len(blob) < size:
+            self._check_short(path, [(0, size)], [blob])
+        return memoryview(blob)
 
     def size(self, path: str) -> int:
         self.fs.invalidate_cache(path)
@@ -588,6 +625,21 @@ def driver_failure(exc: BaseException) -> OSError | None:
         if isinstance(driver_failure(exc.__cause__), ConnectionError):
             return ConnectionError(f"{type(exc).__name__}: {exc}")
     return None
+
+
+#: Threads reading whole files ahead where the filesystem has no event loop
+#: (:meth:`FsspecStore.read_files_ahead`).
+FETCH_THREADS = 16
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _fetch_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="lance-ops-fetch")
+        return _pool
 
 
 def _translating_driver_errors(fn: Callable[P, T]) -> Callable[P, T]:

@@ -39,7 +39,9 @@ fail. So unless the options say otherwise, botocore makes one attempt
 (``retries=1``: s3fs reads it as an attribute, not a constructor argument, so the returned
 ``retries`` is for :class:`~lance_ops.io.fsspec_store.FsspecStore` to set on the filesystem it
 builds, never to pass to the constructor). A ``retries`` key or a ``config_kwargs["retries"]``
-given in the options wins over these defaults.
+given in the options wins over these defaults. Likewise botocore keeps up to
+:data:`DEFAULT_S3_CONNECTIONS` connections open (``config_kwargs["max_pool_connections"]``; its
+own default of 10 would queue the requests a scan keeps in flight).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from lance_ops.errors import StorageOptionError
 
 __all__ = [
     "DEFAULT_BOTOCORE_RETRIES",
+    "DEFAULT_S3_CONNECTIONS",
     "DEFAULT_S3FS_RETRIES",
     "S3FS_RETRIES_OPTION",
     "S3_PROTOCOLS",
@@ -107,6 +110,10 @@ _FSSPEC_KEYS = frozenset({"use_listings_cache", "listings_expiry_time", "max_pat
 S3FS_RETRIES_OPTION = "retries"
 DEFAULT_S3FS_RETRIES = 1
 DEFAULT_BOTOCORE_RETRIES: Mapping[str, Any] = {"total_max_attempts": 1, "mode": "standard"}
+# Connections botocore keeps open per client when the options leave ``config_kwargs
+# ["max_pool_connections"]`` out (botocore's own default is 10): scans keep the requests of the
+# files ahead in flight together (16 fragments' files, manifests 16 ahead, concurrent range reads).
+DEFAULT_S3_CONNECTIONS = 64
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off", ""})
@@ -198,6 +205,7 @@ def _apply(settings: dict[str, Any], given_as: dict[str, str], kwargs: dict[str,
         style = "virtual" if _flag(given_as["virtual_hosted"], settings["virtual_hosted"]) else "path"
         config["s3"] = {**config.get("s3", {}), "addressing_style": style}
     config.setdefault("retries", dict(DEFAULT_BOTOCORE_RETRIES))
+    config.setdefault("max_pool_connections", DEFAULT_S3_CONNECTIONS)
     kwargs["config_kwargs"] = config
     # Checked here; FsspecStore pops it before building the filesystem (s3fs hands unknown
     # arguments on to its botocore session, which rejects them).

@@ -712,47 +712,15 @@ def _joinable(
     """Each of ``readers`` with its :func:`_whole_file` when it is small enough to be read with
     others (None otherwise).
 
-    On a remote store (one that reads small files whole) the data files of the next small
-    single-file fragments, up to :data:`WINDOW_FILE_BYTES` of them, are fetched whole together
-    (concurrent requests): the compaction reads all of each anyway, where opening them one by one
-    would cost a footer request and then page reads, one after another, per file."""
+    A compaction reads every byte of the files it rewrites: on a remote store the data files of
+    the next fragments are fetched whole together (concurrent requests), up to
+    :data:`WINDOW_FILE_BYTES` of them at a time, and held while they are read
+    (:func:`~lance_ops.fragment.scan.prefetched`), where opening them one by one would cost a
+    footer request and then page reads, one after another, per file."""
     if not readers:
         return
-    files = readers[0].files
-    if not files.store.whole_file_read_size:
-        for reader in prefetched(files, readers, columns):
-            yield reader, _whole_file(reader, columns) if reader.physical_rows < COALESCE_ROWS else None
-        return
-    start = 0
-    while start < len(readers):
-        stop, size = start, 0
-        while stop < len(readers) and _small_single_file(readers[stop]):
-            size += readers[stop].metadata.files[0].file_size_bytes
-            if stop > start and size > WINDOW_FILE_BYTES:
-                break
-            stop += 1
-        if stop == start:
-            reader = readers[start]
-            yield reader, _whole_file(reader, columns) if reader.physical_rows < COALESCE_ROWS else None
-            start += 1
-            continue
-        group = readers[start:stop]
-        fetched = files.fetch_whole([reader.metadata.files[0] for reader in group])
-        for reader, file in zip(group, fetched, strict=True):
-            yield reader, _whole_file(reader, columns, file)
-        start = stop
-
-
-def _small_single_file(reader: FragmentReader) -> bool:
-    """A fragment of fewer than ``COALESCE_ROWS`` rows in one 2.1+ data file of known size (what
-    :func:`_whole_file` may read with others; older files are read one by one)."""
-    data_files = reader.metadata.files
-    return (
-        len(data_files) == 1
-        and bool(data_files[0].file_size_bytes)
-        and (data_files[0].file_major_version, data_files[0].file_minor_version) >= (2, 1)
-        and 0 < reader.metadata.physical_rows < COALESCE_ROWS
-    )
+    for reader in prefetched(readers[0].files, readers, columns, whole=True, budget=WINDOW_FILE_BYTES):
+        yield reader, _whole_file(reader, columns) if reader.physical_rows < COALESCE_ROWS else None
 
 
 def _whole_file(
