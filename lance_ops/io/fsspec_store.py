@@ -322,36 +322,45 @@ class FsspecStore(ObjectStore):
 
     def read_files_ahead(self, files: Sequence[tuple[str, int]]) -> list[Callable[[], memoryview]]:
         """Every read started now: on an async filesystem (s3fs) as requests on its event loop,
-        on another on the threads of :func:`_fetch_pool`. A read that fails is made again through
-        the retry policy when its call is made (a missing file raises ``FileNotFoundError``)."""
+        on another on the threads of :func:`_fetch_pool`. A first request that fails, or whose
+        body comes back short, is made again through the retry policy when its call is made (a
+        missing file raises ``FileNotFoundError``)."""
         loop = getattr(self.fs, "loop", None) if getattr(self.fs, "async_impl", False) else None
         out: list[Callable[[], memoryview]] = []
         for path, size in files:
             if loop is None:
-                out.append(
-                    functools.partial(self._awaited, path, size, _fetch_pool().submit(self.read, path), False)
-                )
+                out.append(_fetch_pool().submit(self._read_whole, path, size).result)
             else:
                 future = asyncio.run_coroutine_threadsafe(self.fs._cat_file(path, **self._whole_read), loop)
-                out.append(functools.partial(self._awaited, path, size, future, True))
+                out.append(functools.partial(self._awaited, path, size, future))
         return out
 
-    def _awaited(self, path: str, size: int, future: Future[bytes], first_attempt: bool) -> memoryview:
-        """The bytes ``future`` reads (:meth:`read_files_ahead`), checked as :meth:`read_files`
-        checks them."""
-        if not first_attempt:
-            blob = future.result()  # read() retried and recorded it
-        else:
-            try:
-                blob = future.result()
-            except FileNotFoundError:
-                raise
-            except Exception:
-                blob = self.read(path)  # again, under the retry policy (which judges the failure)
-            else:
-                record((blob,))
+    def _read_whole(self, path: str, size: int) -> memoryview:
+        """The whole of ``path`` (``size`` bytes, as far as the caller knows) under the retry
+        policy, a body cut short read again."""
+
+        def attempt() -> bytes:
+            data = bytes(self.fs.cat_file(path, **self._whole_read))
+            if len(data) < size:
+                self._check_short(path, [(0, size)], [data])
+            return data
+
+        data = self._call(f"read {path}", attempt)
+        record((data,))
+        return memoryview(data)
+
+    def _awaited(self, path: str, size: int, future: Future[bytes]) -> memoryview:
+        """The file a first request started by :meth:`read_files_ahead` reads; if it failed or
+        came back short, read again by :meth:`_read_whole`."""
+        try:
+            blob = future.result()
+        except FileNotFoundError:
+            raise
+        except Exception:
+            return self._read_whole(path, size)  # the retry policy judges the failure
         if len(blob) < size:
-            self._check_short(path, [(0, size)], [blob])
+            return self._read_whole(path, size)
+        record((blob,))
         return memoryview(blob)
 
     def size(self, path: str) -> int:

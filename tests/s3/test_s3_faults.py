@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -179,6 +180,40 @@ def test_truncated_ranges_are_read_again(s3: S3Location, proxy: FaultProxy, faul
     table = lance_ops.dataset(s3.uri(), storage_options=faulty).to_table()
     assert fault.injected == cuts
     assert table.column("id").to_pylist() == list(range(100))
+
+
+def _large_files(s3: S3Location) -> pa.Table:
+    """Written by pylance straight to the server: 3 fragments whose data files are larger than a
+    remote store reads whole when opening one, so a full scan fetches them whole, ahead."""
+    words = np.random.default_rng(3).integers(0, 2**62, (9000, 4), dtype=np.int64)
+    table = pa.table({"id": pa.array(range(9000), pa.int64()), "text": [w.tobytes().hex() for w in words]})
+    lance.write_dataset(table, s3.uri(), storage_options=s3.storage_options, max_rows_per_file=3000)
+    return table
+
+
+@pytest.mark.parametrize("kind", ["500", "503", "reset", "truncate"])
+def test_files_fetched_ahead_are_read_again_after_transient_faults(
+    s3: S3Location, proxy: FaultProxy, faulty: dict[str, str], kind: str
+) -> None:
+    """The first requests of the files a scan fetches ahead fail (or come back cut short): each is
+    made again under the retry policy and the scan returns pylance's rows."""
+    table = _large_files(s3)
+    ds = lance_ops.dataset(s3.uri(), storage_options=faulty)
+    fault = proxy.inject(kind, count=2, operations=frozenset({"GET"}))
+    assert ds.to_table().equals(table)
+    assert fault.injected == 2
+
+
+def test_files_fetched_ahead_failing_for_good_are_a_storage_error(
+    s3: S3Location, proxy: FaultProxy, faulty: dict[str, str]
+) -> None:
+    _large_files(s3)
+    ds = lance_ops.dataset(s3.uri(), storage_options=faulty)
+    fault = proxy.inject("503", count=1000, operations=frozenset({"GET", "GET range"}))
+    with pytest.raises(StorageError):
+        ds.to_table()
+    # the first file's first request and its retries (the others' first requests may have gone too)
+    assert DEFAULT_RETRY.max_attempts < fault.injected <= 3 * (1 + DEFAULT_RETRY.max_attempts)
 
 
 def _bench() -> Any:
