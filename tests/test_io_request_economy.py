@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import lance_ops
 from lance_ops.errors import MissingFileError
-from lance_ops.file.reader import LanceFileReader
+from lance_ops.file.reader import LanceFileReader, V2FileReader
 from lance_ops.file.writer import LanceFileWriter
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.reader import VersionFiles
@@ -396,3 +396,189 @@ def test_remote_scan_fetches_ahead_within_its_budget(tmp_path: Any) -> None:
     assert _data_gets(root, fs) == _data_paths(root, files)  # each file once
     assert len(fs.calls) == 8, fs.calls  # and nothing else: no footer or page reads
     assert pa.concat_tables(seen).column("id").to_pylist() == list(range(8 * 3000))
+
+
+class _CountingRequests(_Counting):
+    """:class:`_Counting` whose ``cat_ranges`` counts as one call of its ranges (the ranged reads
+    fsspec's memory filesystem makes for it are not counted again): ``ranges N`` is N requests
+    sent together (concurrent on s3fs)."""
+
+    protocol = "counting-requests"
+
+    def cat_ranges(self, paths: list[str], *args: Any, **kwargs: Any) -> list[bytes]:
+        self.calls.append(f"ranges {len(paths)}")
+        self._inner = True
+        try:
+            return MemoryFileSystem.cat_ranges(self, paths, *args, **kwargs)
+        finally:
+            self._inner = False
+
+
+def _remote_take_dataset(
+    tmp_path: Any, table: pa.Table, rows: int, version: str = "2.1", deleted: str | None = None
+) -> tuple[VersionFiles, _CountingRequests, Any]:
+    """``table`` written by pylance in fragments of ``rows`` rows (``deleted``: rows then deleted),
+    copied onto the counting filesystem; the dataset opened there, and pylance's on local disk."""
+    import lance
+
+    local = tmp_path / "ds.lance"
+    lance.write_dataset(table, str(local), max_rows_per_file=rows, data_storage_version=version)
+    theirs = lance.dataset(str(local))
+    if deleted is not None:
+        theirs.delete(deleted)
+    fs = _CountingRequests(skip_instance_cache=True)
+    root = f"/{tmp_path.name}"
+    for path in local.rglob("*"):
+        if path.is_file():
+            fs.pipe_file(f"{root}/{path.relative_to(local).as_posix()}", path.read_bytes())
+    store = FsspecStore(fs)
+    files = VersionFiles(
+        StorageContext(store, root, f"counting-requests://{root}"), load_manifest(store, root).manifest
+    )
+    fs.calls.clear()
+    return files, fs, lance.dataset(str(local))
+
+
+def _mixed_table(n: int) -> pa.Table:
+    """Incompressible strings (files larger than a remote store reads whole), lists, a struct, and
+    an all-null column; nulls every seventh row."""
+    rng = np.random.default_rng(11)
+    words = rng.integers(0, 2**62, (n, 8), dtype=np.int64)
+    ids = np.arange(n, dtype=np.int64)
+    lists = [None if i % 7 == 3 else list(range(i % 5)) for i in range(n)]
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            "text": pa.array([None if i % 7 == 0 else words[i].tobytes().hex() for i in range(n)]),
+            "tags": pa.array(lists, pa.list_(pa.int64())),
+            "point": pa.StructArray.from_arrays(
+                [pa.array(ids * 2.5), pa.array([f"p{i}" for i in ids])], names=["x", "label"]
+            ),
+            "nothing": pa.nulls(n, pa.int32()),
+        }
+    )
+
+
+def _general_take(lance_ds: Any, rows: np.ndarray, columns: list[str]) -> pa.Table:
+    """lance_ops' take of the same dataset on local disk (no request batching there)."""
+    return lance_ops.dataset(lance_ds.uri).take(rows, columns=columns)
+
+
+def test_remote_take_reads_tails_together_then_every_page_in_one_batch(tmp_path: Any) -> None:
+    """A take of rows of four fragments (two with deletion files) of files too large to read whole
+    costs three request batches: the deletion files, the four tails, and one span per file
+    holding every page the take reads of both columns. A take on the warm handle: one batch."""
+    table = _mixed_table(12_000)
+    files, fs, theirs = _remote_take_dataset(tmp_path, table, 3000, deleted="id % 3 = 0 AND id % 2000 < 1000")
+    rows = np.array([5, 2500, 3001, 7000, 7001, 7999])
+    expected = theirs.take(rows, columns=["id", "text"])
+    assert take(files, rows, ("id", "text")).equals(expected)
+    assert fs.calls == ["cat 4", "ranges 4", "ranges 4"], fs.calls
+    fs.calls.clear()
+    assert take(files, rows, ("text", "id")).equals(expected.select(["text", "id"]))
+    assert fs.calls == ["ranges 4"], fs.calls
+    # Nothing fetched ahead stays with the readers once the take is done.
+    assert all(type(reader._ranges) is RangeReader for reader in files._readers.values())
+
+
+def test_remote_take_of_one_fragment_costs_a_tail_and_one_batch(tmp_path: Any) -> None:
+    table = _mixed_table(6000)
+    files, fs, theirs = _remote_take_dataset(tmp_path, table, 3000)
+    columns = ["id", "text", "tags", "point", "nothing"]
+    for rows in (np.array([3100]), np.array([3000, 4023, 4024, 4025, 5999])):
+        fs.calls.clear()
+        files._readers.clear()
+        got = take(files, rows, tuple(columns))
+        assert got.equals(theirs.take(rows, columns=columns))
+        assert got.equals(_general_take(theirs, rows, columns))
+        assert fs.calls == ["ranges 1", "ranges 1"], fs.calls
+
+
+@pytest.mark.parametrize("rows_per_file", [1023, 1024, 1025])
+def test_remote_take_of_many_fragments_and_columns_equals_pylance(tmp_path: Any, rows_per_file: int) -> None:
+    table = _mixed_table(8 * rows_per_file + 3)
+    files, fs, theirs = _remote_take_dataset(tmp_path, table, rows_per_file, deleted="id % 5 = 1")
+    live = theirs.count_rows()
+    rows = np.unique(np.r_[0, 1, live - 1, np.random.default_rng(3).integers(0, live, 60)])
+    columns = ["point", "id", "tags", "nothing", "text"]
+    got = take(files, rows, tuple(columns))
+    assert got.equals(theirs.take(rows, columns=columns))
+    assert got.equals(_general_take(theirs, rows, columns))
+    fragments = files.manifest.fragments
+    with_deletions = sum(f.deletion_file is not None for f in fragments)
+    # The deletion files, the tails (the last, small, file whole), the pages of the others.
+    assert fs.calls == [f"cat {with_deletions}", f"ranges {len(fragments)}", f"ranges {len(fragments) - 1}"]
+    assert take(files, np.zeros(0, np.int64), tuple(columns)).num_rows == 0
+
+
+def test_remote_take_of_2_0_files_falls_back_to_reads_on_demand(tmp_path: Any) -> None:
+    """2.0 files (nested columns' pages count items, not rows) are not fetched ahead: their tails
+    are read together, their pages as the decoders ask; the rows are the same."""
+    table = _mixed_table(6000).select(["id", "text", "tags"])
+    files, fs, theirs = _remote_take_dataset(tmp_path, table, 3000, version="2.0")
+    rows = np.array([1, 2999, 3000, 5998])
+    got = take(files, rows, ("id", "text", "tags"))
+    assert got.equals(theirs.take(rows, columns=["id", "text", "tags"]))
+    assert fs.calls[0] == "ranges 2" and "ranges 2" not in fs.calls[1:], fs.calls
+
+
+def test_remote_take_reads_chunk_tables_then_chunks_of_large_pages(tmp_path: Any) -> None:
+    """Pages larger than a request is worth (the store's coalesce gap) are not fetched whole: the
+    chunk tables of those not loaded yet come in one batch (with the small pages), then the
+    chunks holding the rows in a second; once loaded, a take needs one batch."""
+    table = _mixed_table(6000)
+    files, fs, theirs = _remote_take_dataset(tmp_path, table, 3000)
+    files.store.coalesce_gap = 1024
+    rows = np.array([10, 3500])
+    columns = ["id", "text", "tags"]
+    expected = theirs.take(rows, columns=columns)
+    assert take(files, rows, tuple(columns)).equals(expected)
+    # The tails of two files; the chunk tables of the strings' pages; the chunks (and the
+    # other pages, whose chunks are few bytes, whole).
+    assert fs.calls == ["ranges 2", "ranges 2", "ranges 5"], fs.calls
+    fs.calls.clear()
+    assert take(files, rows, tuple(columns)).equals(expected)
+    assert fs.calls == ["ranges 5"], fs.calls
+    fs.calls.clear()
+    assert take(files, np.array([5999]), tuple(columns)).equals(theirs.take([5999], columns=columns))
+    assert len(fs.calls) == 1, fs.calls
+
+
+def test_takes_overlapping_on_one_file_leave_its_reads_as_they_were(tmp_path: Any) -> None:
+    """Two takes fetching ahead from one open file at once (threads), ending in either order:
+    afterwards the file reads from the store again, nothing fetched ahead kept."""
+    files, _, _ = _remote_take_dataset(tmp_path, _mixed_table(3000), 3000)
+    reader = files.open_file(files.manifest.fragments[0].files[0])
+    assert isinstance(reader, V2FileReader)
+    base = reader._ranges
+    spans = [(0, 10), (100, 10)]
+    for first_out in (True, False):
+        one = reader.serving(spans, base.read_ranges(spans))
+        two = reader.serving(spans[:1], base.read_ranges(spans[:1]))
+        one.__enter__()
+        two.__enter__()
+        assert bytes(reader._fetch([(100, 10)])[0]) == bytes(base.read_ranges([(100, 10)])[0])
+        (one if first_out else two).__exit__(None, None, None)
+        (two if first_out else one).__exit__(None, None, None)
+        assert reader._ranges is base
+
+
+def test_read_many_answers_as_read_ranges() -> None:
+    fs = _CountingRequests(skip_instance_cache=True)
+    store = FsspecStore(fs, coalesce_gap=4)
+    memory = MemoryStore()
+    for name, size in (("a", 100), ("b", 50), ("c", 0)):
+        data = bytes(range(size))
+        fs.pipe_file(f"/{name}", data)
+        memory.write(name, data)
+    fs.calls.clear()
+    requests = [("a", [(10, 5), (0, 4), (90, 20), (60, 0)]), ("b", [(3, 3)]), ("a", [(50, 1)])]
+    want = [[bytes(b) for b in memory.read_ranges(path, ranges)] for path, ranges in requests]
+    for got in (store.read_many([(f"/{p}", r) for p, r in requests]), memory.read_many(requests)):
+        assert [[bytes(b) for b in buffers] for buffers in got] == want
+    assert fs.calls == ["ranges 5"], fs.calls  # spans of a: [0,15) [90,100), of b, of a again
+    fs.calls.clear()
+    assert [[bytes(b) for b in x] for x in store.read_many([("/a", [(1, 2)])])] == [[b"\x01\x02"]]
+    assert store.read_many([("/a", [(5, 0)]), ("/b", [])]) == [[memoryview(b"")], []]
+    with pytest.raises(FileNotFoundError):
+        store.read_many([("/a", [(0, 1)]), ("/missing", [(0, 1)])])

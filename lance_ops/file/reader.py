@@ -23,6 +23,7 @@ import struct
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import Any, Protocol
@@ -613,6 +614,57 @@ class V2FileReader(LanceFileReader):
             return self._fetch
         return FetchedAhead(self._fetch, spans, self._fetch(spans))
 
+    @property
+    def take_spans_apply(self) -> bool:
+        """Whether a take fetches pages of this file ahead: not of a file held whole, nor of a 2.0
+        file (whose nested columns' pages count items, not rows)."""
+        return not isinstance(self._ranges, BufferedRanges) and self._codec.every_column_holds_rows
+
+    def take_spans(
+        self, indices: Sequence[int], rows: np.ndarray, limit: int
+    ) -> tuple[list[tuple[int, int]], list[int]]:
+        """The buffers of the pages of fields ``indices`` holding some of the sorted ``rows``,
+        those of pages of at most ``limit`` bytes: what a take of ``rows`` may read, for a caller
+        fetching it ahead (:meth:`serving`); and the fields having larger pages among them. None
+        of a file held whole, nor of a 2.0 file (whose nested columns' pages count items, not
+        rows)."""
+        if not self.take_spans_apply:
+            return [], []
+        spans: list[tuple[int, int]] = []
+        large: list[int] = []
+        for index in indices:
+            for column in self._column_ranges[index]:
+                pages = self._pages[column]
+                touched = np.unique(np.searchsorted(self._page_ends[column], rows, side="right"))
+                for page in (pages[i] for i in touched.tolist() if i < len(pages)):
+                    if sum(size for _, size in page.buffers) <= limit:
+                        spans.extend(buffer for buffer in page.buffers if buffer[1] > 0)
+                    elif not large or large[-1] != index:
+                        large.append(index)
+        return spans, large
+
+    @cached_property
+    def _page_ends(self) -> list[np.ndarray]:
+        """Per column, the row after each of its pages."""
+        return [np.array([p.first_row + p.num_rows for p in pages], np.int64) for pages in self._pages]
+
+    @contextmanager
+    def serving(self, spans: Sequence[tuple[int, int]], buffers: Sequence[memoryview]) -> Iterator[None]:
+        """While the block runs, reads within ``spans`` (byte ranges of this file fetched ahead,
+        whose bytes are ``buffers``) are served from them; other reads go to the store."""
+        base = self._ranges
+        while isinstance(base, _AheadRanges):  # another thread's take, reading this file too
+            base = base.inner
+        ahead = _AheadRanges(base, FetchedAhead(base.read_ranges, spans, buffers))
+        self._ranges = ahead
+        try:
+            yield
+        finally:
+            # Another take that began meanwhile may have put its own in place: whichever ends
+            # first puts the file's reads back (the other then reads from the store).
+            if self._ranges is ahead:
+                self._ranges = base
+
     @cached_property
     def _field_sizes(self) -> list[int]:
         return [
@@ -744,6 +796,22 @@ class FetchedAhead:
         return out  # type: ignore[return-value]
 
 
+class _AheadRanges(RangeReader):
+    """The ranged reads of a file through a :class:`FetchedAhead` (see :meth:`V2FileReader.serving`)."""
+
+    def __init__(self, inner: RangeReader, ahead: FetchedAhead) -> None:
+        super().__init__(inner.store, inner.path)
+        self.inner = inner
+        self._ahead = ahead
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]] | np.ndarray) -> list[memoryview]:
+        pairs = ranges.tolist() if isinstance(ranges, np.ndarray) else ranges
+        return self._ahead(pairs)
+
+    def __reduce__(self) -> tuple[type[RangeReader], tuple[ObjectStore, str]]:
+        return (RangeReader, (self.store, self.path))
+
+
 def open_file(
     path: str | os.PathLike[str],
     *,
@@ -752,18 +820,25 @@ def open_file(
     store: ObjectStore | None = None,
     size: int | None = None,
     contents: memoryview | None = None,
+    tail: memoryview | None = None,
 ) -> FileReader:
     """Open the Lance file at ``path`` with the reader of its version: the one place the version
     picks a reader. The tail is read once, here: its last eight bytes give the version (v1 and
     v2 footers both end ``u16 major | u16 minor | b"LANC"``), and the reader parses it.
     ``contents``: the whole file, when the caller has read it already (a scan fetches small files
-    together); nothing more is read from the store."""
+    together); nothing more is read from the store. ``tail``: the file's last bytes (those
+    :func:`~lance_ops.file.format.read_tail_bytes` would read), when the caller has read them
+    already (a take reads the tails of the files it opens together); ``size`` is then needed."""
     # Imported here: lance_ops.file.legacy_v0_1 subclasses LanceFileReader.
     from lance_ops.file.legacy_v0_1 import LegacyFileReader
 
     store, store_path = open_path(path, storage_options, store)
     if contents is not None:
         tail_bytes = (len(contents), contents)
+    elif tail is not None:
+        if size is None:
+            raise ValueError("open_file: a tail read ahead needs the file's size")
+        tail_bytes = (size, tail)
     else:
         tail_bytes = read_tail_bytes(store, store_path, size)
     legacy = footer_version(store_path, tail_bytes[1]) is FileVersion.V0_1

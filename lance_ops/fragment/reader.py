@@ -26,6 +26,7 @@ from lance_ops.encoding.api import FileVersion
 from lance_ops.errors import CorruptFileError, DatasetNotFoundError, SchemaError
 from lance_ops.file import FileReader
 from lance_ops.file import open_file as open_lance_file
+from lance_ops.file.format import TAIL_READ_SIZE
 from lance_ops.fragment.options import ScanOptions
 from lance_ops.fragment.pruning import row_mask
 from lance_ops.fragment.writer import data_file_fields
@@ -293,6 +294,10 @@ class VersionFiles:
     def file_uri(self, data_file: DataFile) -> str:
         return self._file_location(data_file)[0]
 
+    def file_store(self, data_file: DataFile) -> ObjectStore:
+        """The store holding ``data_file`` (the dataset's, or its base path's)."""
+        return self._file_location(data_file)[1]
+
     @cached_property
     def has_blob_v2(self) -> list[bool]:
         """Per top-level field: does it hold ``lance.blob.v2`` values (itself or in a struct)?"""
@@ -349,6 +354,60 @@ class VersionFiles:
         for data_file, reader in zip(together, self.fetch_whole(together), strict=True):
             if reader is not None:
                 self._keep_reader(self._file_location(data_file)[0], reader)
+
+    def open_together(self, fragments: Sequence[FragmentReader], columns: Sequence[str]) -> None:
+        """:meth:`prefetch`, and the other data files of ``fragments`` holding ``columns`` (of
+        recorded size, not open yet) opened with their tails (small files: all of them) read
+        together: one :meth:`~lance_ops.io.ObjectStore.read_many` call per store (concurrent
+        requests on remote stores), where opening them one by one reads one tail after another.
+        For a take, which needs a few pages of each file: a scan reading every column fetches
+        larger files whole instead (:meth:`held_whole`). A tail found missing or short is left to
+        :meth:`open_file` (which reports it)."""
+        if not self.store.whole_file_read_size and not self.manifest.base_paths:
+            return
+        self.prefetch(fragments, columns)
+        wanted = {self.schema.get_field_index(c) for c in columns} - {-1}
+        chosen: dict[int, tuple[ObjectStore, list[DataFile]]] = {}
+        for fragment in fragments:
+            for data_file in fragment.metadata.files:
+                uri, store, _ = self._file_location(data_file)
+                if (
+                    store.whole_file_read_size
+                    and data_file.file_size_bytes
+                    and uri not in self._readers
+                    and wanted & {self.top_level_of.get(i) for i in data_file.fields}
+                ):
+                    chosen.setdefault(id(store), (store, []))[1].append(data_file)
+        for store, data_files in chosen.values():
+            if len(data_files) < 2:
+                continue  # opened when read, with the same one request
+            located = [self._file_location(data_file) for data_file in data_files]
+            sizes = [data_file.file_size_bytes for data_file in data_files]
+            # A file the store reads whole when opening it is read whole here too (a lone one is
+            # left by prefetch).
+            starts = [
+                0 if size <= store.whole_file_read_size else max(0, size - TAIL_READ_SIZE) for size in sizes
+            ]
+            requests = [
+                (path, [(start, size - start)])
+                for (_, _, path), start, size in zip(located, starts, sizes, strict=True)
+            ]
+            try:
+                tails = store.read_many(requests)
+            except FileNotFoundError:
+                continue  # open_file names the missing one
+            for (uri, _, path), start, size, (tail,) in zip(located, starts, sizes, tails, strict=True):
+                if len(tail) == size - start:
+                    whole = start == 0
+                    with referenced_file(uri, "data file"):
+                        reader = open_lance_file(
+                            path,
+                            store=store,
+                            size=size,
+                            contents=tail if whole else None,
+                            tail=None if whole else tail,
+                        )
+                    self._keep_reader(uri, reader)
 
     def held_whole(
         self, fragments: Sequence[FragmentReader], columns: Sequence[str], budget: int = HOLD_WHOLE_BYTES

@@ -8,6 +8,10 @@ column's pages gathered across the fragments' files: runs of flat mini-block pag
 (:func:`~lance_ops.encoding.structural.miniblock.take_pages`) and each field is rebuilt once from
 its leaves. The result is what :meth:`FragmentReader.read` of each fragment, concatenated, gives.
 
+On remote stores a take makes few round trips: the touched files are opened with their tails
+read together, and every page range the take reads, across columns and files, is fetched in one
+batch of concurrent requests before anything is decoded (:func:`_pages_fetched_ahead`).
+
 Fragments are read this way when each requested column lies whole in one 2.1+ data file of the
 fragment, with the dataset's type (no blob columns); others, and the columns of a fragment that
 cannot be joined, are read by :meth:`FragmentReader.read`.
@@ -15,7 +19,8 @@ cannot be joined, are read by :meth:`FragmentReader.read`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,14 +29,15 @@ import pyarrow as pa
 from lance_ops.encoding.api import Fetch
 from lance_ops.encoding.field_decoder import StructuralFieldDecoder
 from lance_ops.encoding.structural import empty_struct
-from lance_ops.encoding.structural.miniblock import take_pages
+from lance_ops.encoding.structural.miniblock import take_chunk_ranges, take_metadata_ranges, take_pages
 from lance_ops.encoding.structural.page import PageReader
 from lance_ops.encoding.structural.repdef import DecodedLeaf
 from lance_ops.errors import CorruptFileError
 from lance_ops.file.multi import joinable, rebuilt_across_files
-from lance_ops.file.reader import V2FileReader
+from lance_ops.file.reader import FetchedAhead, V2FileReader
 from lance_ops.file.schema import from_storage
 from lance_ops.fragment.reader import ROW_ADDRESS, ROW_ID, FragmentReader, row_addresses
+from lance_ops.io import ObjectStore
 
 # Fewer fragments than this are read one by one (nothing to share among them).
 MIN_FRAGMENTS = 2
@@ -54,6 +60,11 @@ def take_fragments(
     order, their rows are the pieces' rows in order."""
     if not pieces:
         return []
+    with _pages_fetched_ahead(pieces, columns):
+        return _take(pieces, columns)
+
+
+def _take(pieces: Sequence[tuple[FragmentReader, np.ndarray]], columns: Sequence[str]) -> list[pa.Table]:
     files = pieces[0][0].files
     schema = files.schema
     virtual = [c for c in columns if c in (ROW_ID, ROW_ADDRESS) and c not in schema.names]
@@ -81,6 +92,125 @@ def take_fragments(
         else:
             out.extend(read_fragment(fragment, columns, offsets) for fragment, offsets in pieces[start:stop])
         start = stop
+    return out
+
+
+@contextmanager
+def _pages_fetched_ahead(
+    pieces: Sequence[tuple[FragmentReader, np.ndarray]], columns: Sequence[str]
+) -> Iterator[None]:
+    """On remote stores, while the block runs: the data files of the pieces' fragments holding
+    ``columns`` open (their tails read together, :meth:`VersionFiles.open_together`), and the
+    pages the take reads of them fetched ahead in one request batch across all the files
+    (:meth:`~lance_ops.io.ObjectStore.read_many`: concurrent requests), the readers serving
+    them from memory (:meth:`V2FileReader.serving`). Pages of at most the store's
+    ``coalesce_gap`` bytes (what one more request costs) are fetched whole; of larger mini-block
+    pages, the chunks holding the rows, after a first batch fetching the chunk tables of those
+    not loaded yet. Without this each file's pages are read one column after another, one file
+    after another. Local disks and memory read as before."""
+    files = pieces[0][0].files
+    if not files.store.whole_file_read_size and not files.manifest.base_paths:
+        yield
+        return
+    fragments = [fragment for fragment, offsets in pieces if len(offsets)]
+    files.open_together(fragments, columns)
+    wanted = {files.schema.get_field_index(c) for c in columns} - {-1}
+    wanted -= {i for i in wanted if files.has_blob_v2[i]}
+    plans: list[_FilePlan] = []
+    for fragment, offsets in pieces:
+        if not len(offsets) or not wanted:
+            continue
+        for data_file in fragment.metadata.files:
+            if not wanted & {files.top_level_of.get(i) for i in data_file.fields}:
+                continue
+            reader = files.open_file(data_file)
+            store = files.file_store(data_file)
+            if not (isinstance(reader, V2FileReader) and store.whole_file_read_size):
+                continue
+            mapping = files.file_columns(data_file, reader.schema)
+            held = sorted(wanted & mapping.keys())
+            indices = [reader.schema.get_field_index(mapping[i].name) for i in held]
+            spans, large = reader.take_spans(indices, offsets, store.coalesce_gap)
+            plan = _FilePlan(store, reader, spans, _large_pages(reader, large, offsets, store.coalesce_gap))
+            if plan.spans or plan.large:
+                plans.append(plan)
+    # Large pages not loaded yet need their chunk tables before their chunks can be found: those
+    # come with the small pages, the chunks in a second batch. Otherwise one batch holds all.
+    first = [plan.spans + plan.metadata() for plan in plans]
+    loading = any(len(spans) > len(plan.spans) for spans, plan in zip(first, plans, strict=True))
+    if not loading:
+        first = [plan.spans + plan.chunks(plan.reader._fetch) for plan in plans]
+    fetched = _read_many(plans, first)
+    if loading:
+        second = [
+            plan.chunks(FetchedAhead(plan.reader._fetch, spans, buffers))
+            for plan, spans, buffers in zip(plans, first, fetched, strict=True)
+        ]
+        more = _read_many(plans, second)
+        first = [a + b for a, b in zip(first, second, strict=True)]
+        fetched = [a + b for a, b in zip(fetched, more, strict=True)]
+    with ExitStack() as stack:
+        for plan, spans, buffers in zip(plans, first, fetched, strict=True):
+            if spans:
+                stack.enter_context(plan.reader.serving(spans, buffers))
+        yield
+
+
+@dataclass(frozen=True)
+class _FilePlan:
+    """What a take reads of one file ahead: the buffers of its small pages (``spans``), and its
+    large mini-block pages with the page-relative rows read of each (``large``)."""
+
+    store: ObjectStore
+    reader: V2FileReader
+    spans: list[tuple[int, int]]
+    large: list[tuple[PageReader, np.ndarray]]
+
+    def metadata(self) -> list[tuple[int, int]]:
+        return [span for page, _ in self.large for span in take_metadata_ranges(page)]
+
+    def chunks(self, fetch: Fetch) -> list[tuple[int, int]]:
+        return [span for page, rows in self.large for span in take_chunk_ranges(page, fetch, rows)]
+
+
+def _read_many(plans: Sequence[_FilePlan], spans: Sequence[list[tuple[int, int]]]) -> list[list[memoryview]]:
+    """The bytes of ``spans`` of each plan's file, those of one store in one request batch."""
+    out: list[list[memoryview]] = [[] for _ in plans]
+    by_store: dict[int, tuple[ObjectStore, list[int]]] = {}
+    for i, plan in enumerate(plans):
+        if spans[i]:
+            by_store.setdefault(id(plan.store), (plan.store, []))[1].append(i)
+    for store, members in by_store.values():
+        fetched = store.read_many([(plans[i].reader.path, spans[i]) for i in members])
+        for i, buffers in zip(members, fetched, strict=True):
+            out[i] = buffers
+    return out
+
+
+def _large_pages(
+    reader: V2FileReader, indices: Sequence[int], rows: np.ndarray, limit: int
+) -> list[tuple[PageReader, np.ndarray]]:
+    """The pages of more than ``limit`` bytes of fields ``indices`` holding some of ``rows``, each
+    with its page-relative rows."""
+    out = []
+    for index in indices:
+        try:
+            decoder = reader._decoder(index)
+        except (CorruptFileError, NotImplementedError):
+            continue  # the read reports it, naming the column
+        if not isinstance(decoder, StructuralFieldDecoder):
+            continue
+        for col, leaf in enumerate(decoder.leaves):
+            if empty_struct.is_empty_struct(leaf.type):
+                continue
+            try:
+                pages = decoder.page_rows(col, rows)
+            except CorruptFileError:
+                continue
+            for page, local in pages:
+                page_reader = decoder._reader(col, page)
+                if sum(size for _, size in page_reader.info.buffers) > limit:
+                    out.append((page_reader, local))
     return out
 
 

@@ -351,6 +351,12 @@ class ObjectStore(ABC):
         after another here; a store that can issue requests concurrently (remote ones) overrides this."""
         return [memoryview(self.read(path)) for path, _ in files]
 
+    def read_many(self, requests: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> list[list[memoryview]]:
+        """:meth:`read_ranges` of each ``(path, ranges)`` of ``requests`` (several files), in order:
+        the byte ranges a read of many files needs at once (a take's pages). One file after
+        another here; a store that can issue requests concurrently (remote ones) overrides this."""
+        return [self.read_ranges(path, ranges) for path, ranges in requests]
+
     def read_files_ahead(self, files: Sequence[tuple[str, int]]) -> list[Callable[[], memoryview]]:
         """Per ``(path, size)`` of ``files``, a call returning that file whole (as
         :meth:`read_files`). A store able to keep requests in flight while the caller works

@@ -10,7 +10,8 @@ bytes fetches it in one request and serves its footer, metadata and page reads f
 (:attr:`~lance_ops.io.base.ObjectStore.whole_file_read_size`). A scan or take about to open many
 such files fetches them together (:meth:`FsspecStore.read_files`: one ``cat`` call, whose
 requests s3fs sends concurrently), as pylance reads its files concurrently. Whole reads are plain
-GETs with no range (and no size asked first), as pylance's.
+GETs with no range (and no size asked first), as pylance's. A take needing ranges of many files
+asks for them all in one :meth:`FsspecStore.read_many` (one ``cat_ranges`` call over every file).
 
 Writes:
 
@@ -87,7 +88,7 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from lance_ops.errors import ConditionalPutUnsupportedError, StorageError
-from lance_ops.io.base import FileInfo, ObjectStore, OutputStream
+from lance_ops.io.base import FileInfo, ObjectStore, OutputStream, plan_ranges
 from lance_ops.io.local import link_exclusive
 from lance_ops.io.metrics import record
 from lance_ops.io.options import DEFAULT_S3FS_RETRIES, S3FS_RETRIES_OPTION, fsspec_options
@@ -270,6 +271,35 @@ class FsspecStore(ObjectStore):
         blobs = self._call(f"read {len(spans)} ranges of {path}", attempt)
         record(blobs)
         return [memoryview(blob) for blob in blobs]
+
+    def read_many(self, requests: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> list[list[memoryview]]:
+        """The ranges of every file coalesced as :meth:`read_ranges` does, and all the spans of
+        all the files in one ``cat_ranges`` call, which async drivers (s3fs) send concurrently."""
+        plans = [plan_ranges(ranges, self.coalesce_gap) for _, ranges in requests]
+        paths = [path for (path, _), plan in zip(requests, plans, strict=True) for _ in plan.spans]
+        spans = [span for plan in plans for span in plan.spans]
+        if len({*paths}) < 2:
+            return [self.read_ranges(path, ranges) for path, ranges in requests]
+
+        def attempt() -> list[bytes]:
+            blobs = self.fs.cat_ranges(
+                paths,
+                [start for start, _ in spans],
+                [start + length for start, length in spans],
+                on_error="raise",
+            )
+            for path, span, blob in zip(paths, spans, blobs, strict=True):
+                self._check_short(path, [span], [blob])
+            return blobs
+
+        blobs = self._call(f"read {len(spans)} ranges of {len(requests)} files", attempt)
+        record(blobs)
+        out, at = [], 0
+        for plan in plans:
+            count = len(plan.span_starts)
+            out.append(plan.slices([memoryview(blob) for blob in blobs[at : at + count]]))
+            at += count
+        return out
 
     def read_files(self, files: Sequence[tuple[str, int]]) -> list[memoryview]:
         """All of ``files`` in one ``cat`` call (plain GETs, no size asked first), which async

@@ -676,23 +676,30 @@ class MiniBlockReader(PageReader):
     def _fetch_chunks(
         self, fetch: Fetch, page: MiniBlockPage, needed: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The bytes of the sorted chunks ``needed`` (one read per run of consecutive chunks),
-        back to back, and where each chunk starts in them. When the needed chunks make up a
-        good part of the bytes from the first to the last of them, that whole stretch is read
-        at once instead (fewer, larger reads; the chunks are then picked out of it)."""
+        """The bytes of the sorted chunks ``needed`` (read as :meth:`_chunk_ranges` says), back
+        to back, and where each chunk starts in them."""
+        offs = page.offsets
+        ranges = self._chunk_ranges(page, needed)
+        datas = [as_u8(d) for d in fetch(ranges)]
+        if len(datas) == 1:
+            return datas[0], offs[needed] - offs[needed[0]]
+        firsts = np.array([a for a, _ in runs_of(needed)], np.int64)
+        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
+        run = np.searchsorted(firsts, needed, side="right") - 1
+        starts = run_base[run] + offs[needed] - offs[firsts[run]]
+        return np.concatenate(datas), starts
+
+    def _chunk_ranges(self, page: MiniBlockPage, needed: np.ndarray) -> list[tuple[int, int]]:
+        """The byte ranges (absolute) holding the sorted chunks ``needed``: one per run of
+        consecutive chunks, or, when the needed chunks make up a good part of the bytes from the
+        first to the last of them, that whole stretch (fewer, larger reads; the chunks are then
+        picked out of it)."""
         base = self.info.buffers[1][0]
         offs = page.offsets
         first, stop = int(offs[needed[0]]), int(offs[needed[-1] + 1])
         if stop - first <= _WHOLE_STRETCH * int(page.sizes[needed].sum()):
-            (data,) = fetch([(base + first, stop - first)])
-            return as_u8(data), offs[needed] - first
-        runs = runs_of(needed)
-        datas = [as_u8(d) for d in fetch([(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs])]
-        firsts = np.array([a for a, _ in runs], np.int64)
-        run_base = np.cumsum([0] + [len(d) for d in datas[:-1]])
-        run = np.searchsorted(firsts, needed, side="right") - 1
-        starts = run_base[run] + offs[needed] - offs[firsts[run]]
-        return (datas[0] if len(datas) == 1 else np.concatenate(datas)), starts
+            return [(base + first, stop - first)]
+        return [(base + int(offs[a]), int(offs[b] - offs[a])) for a, b in runs_of(needed)]
 
     def _empty(self, page: MiniBlockPage, rows: np.ndarray) -> DecodedLeaf:
         return select_rows(
@@ -868,6 +875,40 @@ def _decode_joined(
         paths = sorted({item[2] for item in run})
         where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
         raise _located(exc, where, f"{len(run)} pages decoded together") from exc
+
+
+def take_metadata_ranges(reader: PageReader) -> list[tuple[int, int]]:
+    """The byte ranges a take of a mini-block page not loaded yet reads before its chunks: every
+    buffer but the chunk data (chunk table, dictionary, repetition index). None for other pages,
+    and for pages loaded already: for a caller fetching them ahead of the take."""
+    if not isinstance(reader, MiniBlockReader) or reader._page is not None or _small_data(reader):
+        return []
+    return [buffer for i, buffer in enumerate(reader.info.buffers) if i != 1 and buffer[1] > 0]
+
+
+def _small_data(reader: MiniBlockReader) -> bool:
+    return len(reader.info.buffers) > 1 and reader.info.buffers[1][1] <= TAKE_WHOLE_PAGE_BYTES
+
+
+def take_chunk_ranges(reader: PageReader, fetch: Fetch, rows: np.ndarray) -> list[tuple[int, int]]:
+    """The byte ranges of the chunks a take of the (sorted, page-relative) ``rows`` reads of a
+    mini-block page, the page loaded through ``fetch`` if it is not yet (all its buffers when
+    its chunks are few bytes): for a caller fetching them ahead of the take. None for other
+    pages, nor where the read would fail (it reports that)."""
+    if not isinstance(reader, MiniBlockReader) or not len(rows):
+        return []
+    if _small_data(reader):
+        # What a take of such pages reads (:func:`_take_small_pages` fetches them whole).
+        return [buffer for buffer in reader.info.buffers if buffer[1] > 0]
+    try:
+        page = reader._load(fetch)
+        if page.rep_index is None:
+            needed = page.flat_chunks_for_rows(rows)[0] if not page.has_rep else np.zeros(0, np.int64)
+        else:
+            needed = page.chunks_for_rows(rows)[0]
+    except _DECODE_ERRORS:
+        return []
+    return reader._chunk_ranges(page, needed) if len(needed) else []
 
 
 def take_pages(pages: Sequence[tuple[PageReader, Fetch, str, np.ndarray]]) -> DecodedLeaf:
