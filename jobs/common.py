@@ -107,10 +107,20 @@ def in_group(func: Callable[[T], R]) -> Callable[[Sequence[T]], list[R]]:
 
 
 def task_slots(spark: SparkSession) -> int:
-    """How many tasks the session runs at once by default (``spark.default.parallelism``, else
-    Spark's count of the executors' cores): what :func:`on_executors` splits cheap per-item work
-    into."""
-    return max(1, int(spark.sparkContext.defaultParallelism))
+    """How many tasks the session's executors run at once: their task slots (cores over
+    ``spark.task.cpus``, as Spark's scheduler counts them for the default resource profile), so
+    that cheap per-item work split into this many tasks (:func:`on_executors`) runs in one wave.
+    ``spark.default.parallelism`` (which :mod:`jobs.session` sets to 4: two waves under
+    ``local[2]``, each task paying its fixed cost) when Spark counts no slot, e.g. no executor
+    registered yet under dynamic allocation."""
+    context = spark.sparkContext
+    try:
+        scheduler = context._jsc.sc()
+        profile = scheduler.resourceProfileManager().defaultResourceProfile()
+        slots = int(scheduler.maxNumConcurrentTasks(profile))
+    except Exception:  # noqa: BLE001 - a JVM API of Spark's internals: fall back when it moves
+        slots = 0
+    return slots if slots > 0 else max(1, int(context.defaultParallelism))
 
 
 def groups(items: Sequence[T], count: int) -> list[list[T]]:

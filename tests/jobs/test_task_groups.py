@@ -51,8 +51,68 @@ def test_grouped_tasks_keep_item_order_and_count_progress_per_item(spark: SparkS
     assert tracker.done == len(items)
 
 
-def test_task_slots_is_the_sessions_default_parallelism(spark: SparkSession) -> None:
-    assert task_slots(spark) == spark.sparkContext.defaultParallelism >= 1
+@pytest.fixture
+def parallelism_four(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spark.default.parallelism`` read as 4, what :mod:`jobs.session` sets (the test session
+    sets 2, which would hide a job sized by it)."""
+    monkeypatch.setattr(type(spark.sparkContext), "defaultParallelism", property(lambda _: 4))
+    assert spark.sparkContext.defaultParallelism == 4
+
+
+@pytest.mark.usefixtures("parallelism_four")
+def test_task_slots_are_the_executors_slots_not_the_default_parallelism(spark: SparkSession) -> None:
+    """local[2]: two slots, one wave, though ``spark.default.parallelism`` is 4 (two waves)."""
+    assert spark.sparkContext.master == "local[2]"
+    assert task_slots(spark) == 2
+
+
+@pytest.mark.usefixtures("parallelism_four")
+def test_task_slots_fall_back_to_the_default_parallelism(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When Spark counts no slot (no executor registered yet) or its internal API is missing."""
+
+    class NoSlots:
+        def __getattr__(self, name: str) -> object:
+            raise AttributeError(name)
+
+    monkeypatch.setattr(spark.sparkContext, "_jsc", NoSlots())
+    assert task_slots(spark) == 4
+
+
+def _tasks_of_group(spark: SparkSession, group: str) -> list[int]:
+    status = spark.sparkContext.statusTracker()
+    counts = []
+    for job in sorted(status.getJobIdsForGroup(group)):
+        info = status.getJobInfo(job)
+        for stage in info.stageIds if info is not None else ():
+            stage_info = status.getStageInfo(stage)
+            counts.append(stage_info.numTasks if stage_info is not None else -1)
+    return counts
+
+
+@pytest.mark.usefixtures("parallelism_four")
+def test_delete_and_add_columns_run_one_task_per_slot_in_one_wave(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """11 fragments under local[2]: each job is one Spark job of exactly two tasks (was four), and
+    its result is pylance's."""
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    for uri in (ours, theirs):
+        _write(uri, 1001, 100)
+    context = spark.sparkContext
+    try:
+        context.setJobGroup("slots-delete", "delete")
+        jobs.delete(spark, ours, "id % 4 = 1")
+        context.setJobGroup("slots-add", "add_columns")
+        jobs.add_columns(spark, ours, {"twice": "id * 2"})
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert _tasks_of_group(spark, "slots-delete") == [2]
+    assert _tasks_of_group(spark, "slots-add") == [2]
+    lance.dataset(theirs).delete("id % 4 = 1")
+    lance.dataset(theirs).add_columns({"twice": "id * 2"})
+    assert lance.dataset(ours).to_table().equals(lance.dataset(theirs).to_table())
 
 
 def _write(uri: str, rows: int, per_file: int, offset: int = 0) -> None:
