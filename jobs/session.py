@@ -21,6 +21,8 @@ LAUNCHER_GATEWAY = "PYSPARK_GATEWAY_PORT"
 
 #: Rows per Arrow batch between Spark's JVM and its Python tasks (``DEFAULT_CONFIG``).
 ARROW_BATCH_ROWS = 128 * 1024
+#: ``spark.sql.execution.arrow.maxBytesPerBatch`` meaning "no cap" to Spark (Int.MaxValue).
+ARROW_NO_BYTE_CAP = 2**31 - 1
 
 DEFAULT_CONFIG: dict[str, str] = {
     "spark.driver.memory": "1g",
@@ -30,9 +32,14 @@ DEFAULT_CONFIG: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # Rows per Arrow batch Spark hands a Python task (the data source's writer, mapInArrow): 10,000
     # by default, which at 10M rows costs the JVM and the Python worker ~20-30 % more CPU than
-    # 131,072 (bench/RESULTS.md, "L19 Spark jobs III"); a batch is also cut at 64 MiB.
+    # 131,072 (bench/RESULTS.md, "L19 Spark jobs III").
     "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
-    "spark.sql.execution.arrow.maxBytesPerBatch": str(64 << 20),
+    # No cap in bytes: Spark's default is 64 MiB, and with any cap but Int.MaxValue (none) Spark
+    # measures the Arrow batch being built after EVERY row, half the JVM's CPU of a 10M-row
+    # DataFrame append (bench/RESULTS.md, "L19 Spark jobs: one wave, no byte cap"). A batch of
+    # 131,072 rows is 128 MiB at 1 KiB a row: for wider rows pass a lower ``maxRecordsPerBatch``
+    # (or a byte cap, at that CPU cost) in ``get_spark``'s ``config``.
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_NO_BYTE_CAP),
     "spark.python.worker.reuse": "true",
     # Workers forked with jobs and lance_ops already imported (jobs.daemon).
     "spark.python.daemon.module": "jobs.daemon",
