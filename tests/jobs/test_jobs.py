@@ -199,3 +199,60 @@ def test_driver_log_formats_events(caplog: pytest.LogCaptureFixture) -> None:
         driver_log(ProgressEvent("compact", 3, 4, "tasks", "3 of 4 tasks finished"))
         driver_log(ProgressEvent("write", 10, None, "rows"))
     assert caplog.messages == ["compact: 3/4 tasks 3 of 4 tasks finished", "write: 10/? rows "]
+
+
+def _mixed(rows: int) -> pa.Table:
+    """Nulls, NaN, strings and lists, in rows where ``k % 7``, ``% 11``, ... pick them."""
+    ks = range(rows)
+    return pa.table(
+        {
+            "id": pa.array(ks, pa.int64()),
+            "x": pa.array([None if k % 7 == 0 else k for k in ks], pa.int64()),
+            "f": pa.array(
+                [float("nan") if k % 11 == 0 else None if k % 13 == 0 else k / rows for k in ks], pa.float64()
+            ),
+            "s": pa.array([None if k % 17 == 0 else f"{'ab'[k % 2]}{k % 50}" for k in ks], pa.string()),
+            "l": pa.array([None if k % 19 == 0 else list(range(k % 4)) for k in ks], pa.list_(pa.int32())),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "predicate",
+    [
+        "x IS NULL",
+        "f > 0.5",  # NaN sorts above every number (DataFusion): selected
+        "isnan(f)",
+        "f IS NULL OR x < 100",
+        "s LIKE 'a%'",
+        "s = 'b1'",
+        "NOT (s IN ('a2', 'b3'))",  # NULL s: not selected
+        "array_has(l, 2)",
+        "array_length(l) >= 2",
+        "l IS NULL",
+        "_rowid % 3 = 0",
+        "id >= 1024",  # the one-row fragment loses its row: removed
+        "id < 0",  # nothing: a version all the same
+    ],
+)
+def test_delete_job_matches_pylance_on_nulls_nan_strings_and_lists(
+    spark: SparkSession, tmp_path: Path, predicate: str
+) -> None:
+    """1,025 rows in fragments of 1,024 and 1, some rows already deleted: the Spark job leaves the
+    rows (by address) pylance's delete leaves, counts what it took as the library does, and
+    pylance reads its deletion files."""
+    ours, theirs, library = (str(tmp_path / n) for n in ("job.lance", "pylance.lance", "lib.lance"))
+    for uri in (ours, theirs, library):
+        lance.write_dataset(_mixed(1025), uri, max_rows_per_file=1024)
+        lance.dataset(uri).delete("id % 5 = 4")
+    result = jobs.delete(spark, ours, predicate)
+    lance.dataset(theirs).delete(predicate)
+    expected = lance_ops.dataset(library).delete(predicate)
+    mine, pylance_rows = lance.dataset(ours), lance.dataset(theirs)
+    assert mine.version == pylance_rows.version == 3
+    addresses = mine.to_table(columns=["id"], with_row_address=True).column("_rowaddr")
+    assert addresses.equals(pylance_rows.to_table(columns=["id"], with_row_address=True).column("_rowaddr"))
+    assert result.num_deleted_rows == expected["num_deleted_rows"] == 820 - pylance_rows.count_rows()
+    assert [f.fragment_id for f in mine.get_fragments()] == [
+        f.fragment_id for f in pylance_rows.get_fragments()
+    ]
