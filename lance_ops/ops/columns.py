@@ -217,6 +217,17 @@ def _scatter(batch: pa.RecordBatch, positions: np.ndarray, length: int) -> pa.Re
     return batch.take(pa.array(index, mask=index < 0))
 
 
+def live_mask(physical_rows: int, deleted: np.ndarray) -> np.ndarray | None:
+    """Per physical row, whether it is live (None: no row is deleted). Built once per fragment:
+    ``np.isin`` of every batch against all of the fragment's deleted offsets was ~60 % of an
+    add_columns' CPU on a fragment with 10 % of its rows deleted."""
+    if not len(deleted):
+        return None
+    keep = np.ones(physical_rows, dtype=bool)
+    keep[deleted[deleted < physical_rows]] = False
+    return keep
+
+
 def _fragment_batches(
     fragment: FragmentReader, compute: _Compute, batch_size: int
 ) -> Iterator[pa.RecordBatch]:
@@ -224,11 +235,11 @@ def _fragment_batches(
 
     With a checkpoint, each batch's result is looked up there first and saved there once computed.
     """
-    deleted = fragment.deleted
+    keep = live_mask(fragment.physical_rows, fragment.deleted)
     checkpoint = compute.checkpoint
     for index, start in enumerate(range(0, fragment.physical_rows, batch_size)):
         offsets = np.arange(start, min(start + batch_size, fragment.physical_rows), dtype=np.int64)
-        live = offsets[~np.isin(offsets, deleted)] if len(deleted) else offsets
+        live = offsets if keep is None else offsets[keep[start : start + len(offsets)]]
         out = None if checkpoint is None else checkpoint.get_batch(fragment.id, index)
         if out is None:
             table = fragment.read(compute.columns, live, compute.with_row_id, compute.with_row_address)

@@ -788,3 +788,29 @@ def test_sql_columns_typed_and_nullable_as_pylance(
         got[who] = (theirs.schema.field("c"), theirs.to_table().column("c").to_pylist())
         assert lance_ops.dataset(uri).to_table().column("c").to_pylist() == got[who][1]
     assert got["ours"] == got["pylance"]
+
+
+@given(
+    st.integers(0, 2100),
+    st.data(),
+    st.sampled_from([1, 7, 1023, 1024, 1025, 65536]),
+)
+def test_live_mask_gives_the_live_offsets_isin_gives(physical: int, data: Any, batch: int) -> None:
+    """The per-fragment mask of live rows (built once) selects, batch by batch, exactly the offsets
+    ``np.isin`` against every deleted offset selected: none, some, all deleted; 0/1 rows; batch
+    edges at 1023/1024/1025."""
+    from lance_ops.ops.columns import live_mask
+
+    chosen = (
+        data.draw(st.sets(st.integers(0, max(physical - 1, 0)), max_size=physical)) if physical else set()
+    )
+    if physical and data.draw(st.booleans()):
+        chosen = set(range(physical)) if data.draw(st.booleans()) else chosen | {0, physical - 1}
+    deleted = np.array(sorted(chosen), dtype=np.uint32)
+    keep = live_mask(physical, deleted)
+    assert (keep is None) == (len(deleted) == 0)
+    for start in range(0, physical, batch):
+        offsets = np.arange(start, min(start + batch, physical), dtype=np.int64)
+        expected = offsets[~np.isin(offsets, deleted)]
+        live = offsets if keep is None else offsets[keep[start : start + len(offsets)]]
+        assert np.array_equal(live, expected)
