@@ -11,6 +11,7 @@ numpy and by Spark, so the DataFrame is built and cached in the JVM, never shipp
   ``lance.write_dataset(pyarrow.dataset.dataset(dir), mode="append")``;
 * ``delete``      — ``jobs.delete(spark, uri, "id % 10 = 3")`` vs ``ds.delete(...)``;
 * ``add_column``  — ``jobs.add_columns(spark, uri, {"y": "a * 2 + b"})`` vs ``ds.add_columns(...)``;
+* ``add_column after delete`` — the same on a copy where pylance first deleted ``id % 10 = 3``;
 * ``compaction``  — ``jobs.compact(spark, uri, target_rows_per_fragment=rows // 4)`` (after the
   delete) vs ``ds.optimize.compact_files(...)`` with the same target.
 
@@ -221,7 +222,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 in_process(lambda: lance.dataset(pylance_uri).add_columns({"y": "a * 2 + b"})),
             )
         )
-        for name in ("append", "delete", "add"):
+        # add_column on a dataset with deleted rows (10 %, deleted by pylance before timing): the
+        # new column's files still cover every physical row, computed from the live ones
+        spark_uri, pylance_uri = fresh("add-deleted-spark"), fresh("add-deleted-pylance")
+        for uri in (spark_uri, pylance_uri):
+            lance.dataset(uri).delete("id % 10 = 3")
+        rows.append(
+            (
+                "add_column after delete",
+                spark_job(lambda: jobs.add_columns(spark, spark_uri, {"y": "a * 2 + b"})),
+                in_process(lambda: lance.dataset(pylance_uri).add_columns({"y": "a * 2 + b"})),
+            )
+        )
+        for name in ("append", "delete", "add", "add-deleted"):
             spark_rows = lance.dataset(str(workdir / f"{name}-spark.lance")).to_table().sort_by("id")
             pylance_rows = lance.dataset(str(workdir / f"{name}-pylance.lance")).to_table().sort_by("id")
             if not spark_rows.equals(pylance_rows):
