@@ -122,6 +122,7 @@ import lance_ops
 from jobs.change_feed import OPTION as CHANGE_FEED_OPTION
 from jobs.change_feed import ChangeFeedReader, change_feed_schema, version_range
 from jobs.common import profiled, size_to_task
+from jobs.session import arrow_batches_cut_by_rows
 from jobs.types import conform_batch, spark_arrow_schema, spark_schema
 from lance_ops.errors import (
     DatasetAlreadyExistsError,
@@ -869,4 +870,5 @@ def save(
     writer = df.write.format(FORMAT_NAME).mode("overwrite" if lowered == "overwrite" else "append")
     for key, value in all_options.items():
         writer = writer.option(key, value)
-    writer.save(uri)
+    with arrow_batches_cut_by_rows(df):
+        writer.save(uri)
