@@ -138,15 +138,21 @@ def _remote_copy(tmp_path: Any, fragments: int) -> tuple[VersionFiles, _Counting
     lance_ops.write_dataset(table, str(local), max_rows_per_file=40)
     assert lance.dataset(str(local)).to_table().equals(table)
     fs = _Counting(skip_instance_cache=True)
+    return _opened_on(fs, local, "/ds"), fs, table
+
+
+def _opened_on(fs: _Counting, local: Any, root: str) -> VersionFiles:
+    """The dataset at ``local`` copied onto ``fs`` under ``root`` and opened there, as a remote
+    store would open it; the calls made so far forgotten."""
     for path in local.rglob("*"):
         if path.is_file():
-            fs.pipe_file(f"/ds/{path.relative_to(local).as_posix()}", path.read_bytes())
-    fs.calls.clear()
+            fs.pipe_file(f"{root}/{path.relative_to(local).as_posix()}", path.read_bytes())
     store = FsspecStore(fs)
-    storage = StorageContext(store, "/ds", "counting:///ds")
-    files = VersionFiles(storage, load_manifest(store, "/ds").manifest)
+    files = VersionFiles(
+        StorageContext(store, root, f"{fs.protocol}://{root}"), load_manifest(store, root).manifest
+    )
     fs.calls.clear()
-    return files, fs, table
+    return files
 
 
 def test_scan_and_take_fetch_small_remote_files_together(tmp_path: Any) -> None:
@@ -192,15 +198,7 @@ def _remote_dataset(
     lance.dataset(str(local)).delete(f"id % 3 = 0 AND (id / {rows}) % 2 = 0")
     fs = _Counting(skip_instance_cache=True)
     root = f"/{tmp_path.name}"
-    for path in local.rglob("*"):
-        if path.is_file():
-            fs.pipe_file(f"{root}/{path.relative_to(local).as_posix()}", path.read_bytes())
-    store = FsspecStore(fs)
-    files = VersionFiles(
-        StorageContext(store, root, f"counting://{root}"), load_manifest(store, root).manifest
-    )
-    fs.calls.clear()
-    return root, files, fs, lance.dataset(str(local)).to_table()
+    return root, _opened_on(fs, local, root), fs, lance.dataset(str(local)).to_table()
 
 
 def test_compaction_fetches_remote_data_and_deletion_files_together(tmp_path: Any) -> None:
@@ -427,16 +425,7 @@ def _remote_take_dataset(
     if deleted is not None:
         theirs.delete(deleted)
     fs = _CountingRequests(skip_instance_cache=True)
-    root = f"/{tmp_path.name}"
-    for path in local.rglob("*"):
-        if path.is_file():
-            fs.pipe_file(f"{root}/{path.relative_to(local).as_posix()}", path.read_bytes())
-    store = FsspecStore(fs)
-    files = VersionFiles(
-        StorageContext(store, root, f"counting-requests://{root}"), load_manifest(store, root).manifest
-    )
-    fs.calls.clear()
-    return files, fs, lance.dataset(str(local))
+    return _opened_on(fs, local, f"/{tmp_path.name}"), fs, lance.dataset(str(local))
 
 
 def _mixed_table(n: int) -> pa.Table:
