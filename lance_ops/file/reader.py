@@ -69,6 +69,10 @@ _PROJECTIONS_KEPT = 32
 PARALLEL_MIN_CELLS = 4096
 # A field's rows are split into ranges decoded on separate threads from this many rows per range.
 SPLIT_MIN_ROWS = 65_536
+# Where a row range is split, the cut falls on a multiple of this many rows of the file: mini-block
+# chunks hold a power of two of values up to this many, so that (for pages starting there too) no
+# chunk is read and decoded by both sides of a cut.
+SPLIT_ALIGN_ROWS = 4096
 
 
 def footer_version(path: str, tail: memoryview) -> FileVersion:
@@ -354,7 +358,7 @@ class LanceFileReader(metaclass=_OpensAnyVersion):
         # become the chunks of its column.
         parts = max(1, min(WORKER_THREADS, len(rows) // SPLIT_MIN_ROWS))
         parallel = len(rows) * len(indices) >= PARALLEL_MIN_CELLS
-        cuts = [len(rows) * k // parts for k in range(parts + 1)] if parallel else [0, len(rows)]
+        cuts = _cuts(rows, parts) if parallel else [0, len(rows)]
         spans = list(zip(cuts[:-1], cuts[1:], strict=True))
         fetch = self._fetch_for(rows, indices)
         tasks = [
@@ -463,6 +467,23 @@ _schemas_lock = threading.Lock()
 #: Per file schema met lately (the shared objects :func:`_file_schema` returns) and file version:
 #: each top-level field's storage field and the range of the file's columns holding it.
 _shapes: dict[tuple[int, FileVersion], tuple[pa.Schema, list[pa.Field], list[range]]] = {}
+
+
+def _cuts(rows: range | np.ndarray, parts: int) -> list[int]:
+    """Where ``rows`` is split into ``parts`` nearly equal pieces, ``[0, ..., len(rows)]``; in a
+    contiguous range each inner cut moved to the nearest multiple of :data:`SPLIT_ALIGN_ROWS` rows
+    of the file (pieces that would then be empty are merged)."""
+    n = len(rows)
+    cuts = [n * k // parts for k in range(parts + 1)]
+    if not isinstance(rows, range) or rows.step != 1:
+        return cuts
+    start = rows.start
+    aligned = [0]
+    for cut in cuts[1:-1]:
+        moved = round((start + cut) / SPLIT_ALIGN_ROWS) * SPLIT_ALIGN_ROWS - start
+        if aligned[-1] < moved < n:
+            aligned.append(moved)
+    return [*aligned, n]
 
 
 def _schema_shape(schema: pa.Schema, version: FileVersion) -> tuple[list[pa.Field], list[range]]:

@@ -60,6 +60,7 @@ def eager(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reader_module, "WORKER_THREADS", 8)
     monkeypatch.setattr(reader_module, "PARALLEL_MIN_CELLS", 1)
     monkeypatch.setattr(reader_module, "SPLIT_MIN_ROWS", 700)
+    monkeypatch.setattr(reader_module, "SPLIT_ALIGN_ROWS", 1)  # pieces of 700+ rows, cut anywhere
 
 
 def _serial(
@@ -216,3 +217,37 @@ def test_run_tasks_works_in_a_forked_child_after_the_parent_used_the_pool() -> N
     assert queue.get(timeout=60) == [i * i for i in range(6)]
     child.join(timeout=30)
     assert child.exitcode == 0
+
+
+@pytest.mark.usefixtures("eager")
+@pytest.mark.parametrize("name", ["all", "range", "batches"])
+def test_cuts_on_aligned_rows_read_as_serial(
+    written: tuple[Path, pa.Table], name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reader_module, "SPLIT_ALIGN_ROWS", 256)
+    path, _ = written
+    got = READS[name](LanceFileReader(path))
+    assert got.equals(_serial(path, READS[name], monkeypatch))
+    if name == "all":
+        ends = np.cumsum([len(c) for c in got.column("id").chunks])[:-1]
+        assert len(ends) >= 2 and all(end % 256 == 0 for end in ends)
+
+
+@pytest.mark.parametrize("start", [0, 1, 4095, 4096, 131_072, 150_001])
+@pytest.mark.parametrize("n", [1, 4096, 65_536, 150_000, 300_000, 1_000_003])
+@pytest.mark.parametrize("parts", [1, 2, 3, 4])
+def test_range_cuts_fall_on_aligned_rows(start: int, n: int, parts: int) -> None:
+    """A row range split for threads is cut at multiples of SPLIT_ALIGN_ROWS rows of the file
+    (no mini-block chunk then lies on both sides of a cut), in order, covering every row once,
+    each piece within an alignment step of an equal share; other row sets split evenly."""
+    align = reader_module.SPLIT_ALIGN_ROWS
+    cuts = reader_module._cuts(range(start, start + n), parts)
+    assert cuts[0] == 0 and cuts[-1] == n and cuts == sorted(set(cuts))
+    assert all((start + cut) % align == 0 for cut in cuts[1:-1])
+    even = [n * k // parts for k in range(parts + 1)]
+    if len(cuts) == len(even):
+        assert all(abs(a - b) <= align // 2 for a, b in zip(cuts, even, strict=True))
+    else:  # merged where a piece would have been empty after alignment
+        assert n < parts * align
+    offsets = np.arange(start, start + n, 3)
+    assert reader_module._cuts(offsets, parts) == [len(offsets) * k // parts for k in range(parts + 1)]
