@@ -201,13 +201,33 @@ def _remote_dataset(
     return root, _opened_on(fs, local, root), fs, lance.dataset(str(local)).to_table()
 
 
+def _check_compaction_requests(root: str, files: VersionFiles, fs: _Counting, deletion_files: int) -> None:
+    """What a compaction of every fragment asked the remote store for: the deletion files in one
+    call, each data file in one request; then only the commit's own reads (the manifest and
+    version listing: whole small files). No ranged read at all."""
+    reads = [call for call in fs.calls if not call.startswith(("pipe", "open"))]
+    assert reads[0] == f"cat {deletion_files}" and set(reads[1:]) <= {"get"}, reads
+    assert _data_gets(root, fs) == _data_paths(root, files)
+    assert len(reads) - 1 - len(_data_gets(root, fs)) <= 4, reads
+
+
+def _read_back_by_pylance(tmp_path: Any, root: str, fs: _Counting) -> Any:
+    """What ``fs`` holds under ``root``, copied to local disk and opened by pylance."""
+    import lance
+
+    copy = tmp_path / "copy.lance"
+    for path in fs.find(root):
+        target = copy / path[len(root) + 1 :]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fs.cat_file(path))
+    return lance.dataset(str(copy))
+
+
 def test_compaction_fetches_remote_data_and_deletion_files_together(tmp_path: Any) -> None:
     """A compaction reads every byte of the data files it rewrites: on a remote store it fetches
     them whole, each in one request, several ahead on threads (concurrent requests), and the
     deletion files of its fragments together, instead of a footer and then page after page of
     each file, one request at a time."""
-    import lance
-
     from lance_ops.ops.commit import CommitOptions
     from lance_ops.ops.compaction import CompactionOptions, compact
 
@@ -216,19 +236,9 @@ def test_compaction_fetches_remote_data_and_deletion_files_together(tmp_path: An
     assert min(sizes) > files.store.whole_file_read_size  # opening one would not read it whole
     outcome = compact(files, CompactionOptions(num_threads=1), CommitOptions())
     assert outcome is not None
-    reads = [call for call in fs.calls if not call.startswith(("pipe", "open"))]
-    # The 3 deletion files in one call, each data file in one request; then only the commit's own
-    # reads (the manifest and version listing: whole small files). No ranged read at all.
-    assert reads[0] == "cat 3" and set(reads[1:]) <= {"get"}, reads
-    assert _data_gets(root, fs) == _data_paths(root, files)
-    assert len(reads) - 1 - len(_data_gets(root, fs)) <= 4, reads
+    _check_compaction_requests(root, files, fs, deletion_files=3)
     # What was committed is read back by pylance, the same rows.
-    copy = tmp_path / "copy.lance"
-    for path in fs.find(root):
-        target = copy / path[len(root) + 1 :]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(fs.cat_file(path))
-    compacted = lance.dataset(str(copy))
+    compacted = _read_back_by_pylance(tmp_path, root, fs)
     assert len(compacted.get_fragments()) == 1
     assert compacted.to_table().sort_by("id").equals(expected.sort_by("id"))
 
@@ -260,24 +270,13 @@ def test_compaction_fetches_older_remote_files_whole_too(tmp_path: Any) -> None:
     """2.0 files are not decoded across files, but a compaction still reads all of each: on a remote
     store they are fetched whole together too, held while read (no ranged read of any), and the
     result is still what pylance reads."""
-    import lance
-
     from lance_ops.ops.commit import CommitOptions
     from lance_ops.ops.compaction import CompactionOptions, compact
 
     root, files, fs, expected = _remote_dataset(tmp_path, fragments=4, rows=3000, version="2.0")
     assert compact(files, CompactionOptions(num_threads=1), CommitOptions()) is not None
-    reads = [call for call in fs.calls if not call.startswith(("pipe", "open"))]
-    # The 2 deletion files in one call, each data file in one request; then the commit's reads.
-    assert reads[0] == "cat 2" and set(reads[1:]) <= {"get"}, reads
-    assert _data_gets(root, fs) == _data_paths(root, files)
-    assert len(reads) - 1 - len(_data_gets(root, fs)) <= 4, reads
-    copy = tmp_path / "copy.lance"
-    for path in fs.find(root):
-        target = copy / path[len(root) + 1 :]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(fs.cat_file(path))
-    assert lance.dataset(str(copy)).to_table().sort_by("id").equals(expected.sort_by("id"))
+    _check_compaction_requests(root, files, fs, deletion_files=2)
+    assert _read_back_by_pylance(tmp_path, root, fs).to_table().sort_by("id").equals(expected.sort_by("id"))
 
 
 def test_remote_scan_fetches_the_pages_of_a_read_together(tmp_path: Any) -> None:
